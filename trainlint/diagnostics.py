@@ -1,0 +1,81 @@
+"""The values that flow out of the engine: diagnostics, fixes and their text edits.
+
+Everything downstream (fixer, reporters, review, baseline) consumes these and nothing else.
+Offsets are character offsets into the decoded source text; rows and columns are 1-based
+(columns count characters, as Ruff's JSON does). Reporters that need other units (rdjson's
+UTF-8 byte columns) convert from the source text.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Applicability(str, enum.Enum):
+    """How sure a fix is to keep behaviour (Ruff's convention)."""
+
+    SAFE = "safe"  # applied by --fix
+    UNSAFE = "unsafe"  # applied only with --unsafe-fixes
+    DISPLAY_ONLY = "display-only"  # shown (diff, suggestion), never written
+
+    def allowed(self, unsafe_fixes: bool) -> bool:
+        if self is Applicability.SAFE:
+            return True
+        if self is Applicability.UNSAFE:
+            return unsafe_fixes
+        return False
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    row: int  # 1-based
+    column: int  # 1-based, in characters
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace source[start:end] with content."""
+
+    start: int
+    end: int
+    content: str
+    start_loc: Location
+    end_loc: Location
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    message: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass
+class Diagnostic:
+    code: str
+    name: str
+    message: str
+    path: str
+    start: Location
+    end: Location
+    start_offset: int
+    end_offset: int
+    fix: Fix | None = None
+    url: str = ""
+    # Set by the fixer when the diagnostic's fix was written to disk.
+    fixed: bool = field(default=False, compare=False)
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.start.row, self.start.column, self.code)
+
+
+@dataclass
+class FileError:
+    """A file that could not be checked (or fixed), with the reason a person can act on."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: error: {self.reason}"

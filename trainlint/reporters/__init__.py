@@ -1,0 +1,21 @@
+"""Reporters only format: they receive the run's result and return text. They never re-analyse.
+
+Each reporter is a module in this package with `render(result: RunResult) -> str`;
+FORMATS maps the `--output-format` name to that module.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+FORMATS = {
+    "concise": "trainlint.reporters.text",
+    "full": "trainlint.reporters.text",
+    "json": "trainlint.reporters.json_format",
+    "json-lines": "trainlint.reporters.json_format",
+}
+
+
+def render(fmt: str, result) -> str:
+    module = importlib.import_module(FORMATS[fmt])
+    return module.render(result, fmt)
