@@ -79,3 +79,44 @@ class FileError:
 
     def __str__(self) -> str:
         return f"{self.path}: error: {self.reason}"
+
+
+@dataclass
+class FileResult:
+    """Everything one file contributed to a run."""
+
+    path: str  # as given/discovered (relative to the working directory when possible)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    error: FileError | None = None
+    # The text the diagnostics' offsets refer to (after fixes, when fixes were applied).
+    source: str | None = None
+    fixed: int = 0  # number of fixes written for this file
+    diff: str = ""  # unified diff (with --diff)
+
+
+@dataclass
+class RunResult:
+    files: list[FileResult] = field(default_factory=list)
+    fix_mode: bool = False
+    show_fixes: bool = False
+    statistics: bool = False
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        out = [d for f in self.files for d in f.diagnostics]
+        out.sort(key=Diagnostic.sort_key)
+        return out
+
+    @property
+    def errors(self) -> list[FileError]:
+        return [f.error for f in self.files if f.error is not None]
+
+    @property
+    def fixed(self) -> int:
+        return sum(f.fixed for f in self.files)
+
+    def source_of(self, path: str) -> str | None:
+        for f in self.files:
+            if f.path == path:
+                return f.source
+        return None
