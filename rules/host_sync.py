@@ -161,6 +161,10 @@ the script's logging interval.
             advice = f"accumulate with `{ctx.code(parent.target)} += {ctx.code(target)}.detach()` and convert once at the logging interval"
         else:
             advice = "read it under the logging interval (`if step % log_every == 0:`) or keep it on the device"
+            guard = guard_statement(self, node, 100)
+            if guard is not None:
+                # Fewer reads change what the script records: shown as a suggestion, never written.
+                fix = self.fix(Applicability.DISPLAY_ONLY, guard.message, *guard.replacements)
         self.report(node, f"{what} waits for the GPU on every step; {advice}", fix)
 
 
