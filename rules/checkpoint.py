@@ -50,8 +50,9 @@ def _trainlint_async_save(save, /, *args, **kwargs):
     def write():
         try:
             save(*args, **kwargs)
-        except BaseException as exc:
+        except BaseException as exc:  # printed now by the thread, raised again by the next save
             _trainlint_async_save.error = exc
+            raise
 
     state = _trainlint_async_save
     if getattr(state, "thread", None) is not None:
@@ -66,7 +67,6 @@ def _trainlint_async_save(save, /, *args, **kwargs):
         return save(*args, **kwargs)
     state.thread = threading.Thread(target=write, name="trainlint-async-save")
     state.thread.start()
-
 '''
 
 _SAVE_INTERVAL = re.compile(
@@ -95,7 +95,16 @@ def _loop(save: str) -> str:
 
 def _fixed(loop: str) -> str:
     head, _, rest = loop.partition("\n")
-    return head + "\n" + HELPER_CODE + rest
+    return head + "\n" + HELPER_CODE + "\n\n" + rest
+
+
+def _counter(ctx, node: cst.CSTNode) -> str | None:
+    """The hot loop's step counter: `for step in range(n)`, else what the host-sync rules use."""
+    loop = ctx.loops.hot_loop_of(node)
+    if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Call) \
+            and dotted(loop.iter.func) == "range":
+        return loop.target.value
+    return step_counter(ctx, node)
 
 
 class BlockingCheckpointInLoop(Rule):
@@ -171,7 +180,7 @@ loop.
         # Every N steps, through a module-local helper; the script's interval name is kept.
         Invalid("import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
                 + _loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
-                fixed="import torch\n" + HELPER_CODE + "def save_ckpt(path):\n"
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef save_ckpt(path):\n"
                 "    _trainlint_async_save(torch.save, {'model': model.state_dict()}, path)\n"
                 + _loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
                 message="save_ckpt"),
@@ -264,7 +273,7 @@ loop.
         what = f"`{helper}()` (which calls `{self._save_kind(inner[0])}`)" if helper else f"`{self._save_kind(site)}`"
         if kind == "per-step":
             interval = self._interval(site)
-            message = (f"{what} writes a checkpoint on every training step while the GPU waits; save every "
+            message = (f"{what} writes a checkpoint on every training step and training waits for it; save every "
                        f"`{interval}` steps, from a CPU snapshot written in a background thread")
         else:
             message = (f"{what} blocks training while it writes the checkpoint (under `{kind}`); snapshot the "
@@ -342,7 +351,7 @@ loop.
             return self._with_helper(reps, "Save from a CPU snapshot in a background thread")
         # Per step: put the statement under an interval; async too where possible.
         stmt = ctx.index.enclosing(site, cst.SimpleStatementLine)
-        counter = step_counter(ctx, site)
+        counter = _counter(ctx, site)
         if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock) \
                 or ctx.loops.hot_loop_of(site) is None:
             return None
@@ -367,7 +376,7 @@ loop.
 
     def _with_helper(self, reps, message: str):
         if HELPER not in self.ctx.loops.functions:
-            insert = after_imports(self.ctx, HELPER_CODE)
+            insert = after_imports(self.ctx, HELPER_CODE, blank_lines_after=2)
             if insert is None:
                 return None
             reps = [insert, *reps]

@@ -15,13 +15,14 @@ def _is_docstring(stmt: cst.CSTNode) -> bool:
         and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
 
 
-def after_imports(ctx, code: str):
+def after_imports(ctx, code: str, blank_lines_after: int = 0):
     """A replacement that inserts code (complete lines) after the module's leading imports.
 
     The anchor is the last import of the first run of top-level imports (or the docstring), so
-    the inserted code sees every import it may use and precedes the code that uses it.
+    the inserted code sees every import it may use and precedes the code that uses it. Blank
+    lines are added after code until the next statement has `blank_lines_after` before it.
     """
-    body = ctx.module.body
+    body = list(ctx.module.body)
     anchor = None
     for stmt in body:
         if _is_import(stmt):
@@ -30,11 +31,19 @@ def after_imports(ctx, code: str):
             break
     if anchor is None and body and _is_docstring(body[0]):
         anchor = body[0]
+    following = body[body.index(anchor) + 1] if anchor is not None and body.index(anchor) + 1 < len(body) \
+        else (body[0] if anchor is None and body else None)
+    if following is not None:
+        blank = 0
+        for line in following.leading_lines:
+            if line.comment is not None:
+                break
+            blank += 1
+        code += ctx.module.default_newline * max(0, blank_lines_after - blank)
     if anchor is None:
-        first = body[0] if body else None
-        if first is None:
+        if following is None:
             return None
-        return (first, code + ctx.code(first))
+        return (following, code + ctx.code(following))
     return (anchor, ctx.code(anchor) + code)
 
 
