@@ -127,11 +127,16 @@ def test_add_noqa_keeps_bom_crlf_and_mode(tmp_path):
     assert stat.S_IMODE(p.stat().st_mode) == 0o750
 
 
-def test_add_noqa_multiline_string_and_backslash(tmp_path):
-    src = 'x = f(DataLoader(ds), """doc\nmore""")\ny = DataLoader(ds) + \\\n    1\n'
+def test_add_noqa_reports_lines_that_cannot_take_a_comment(tmp_path):
+    src = 'x = f(DataLoader(ds), """doc\nmore""")\ny = DataLoader(ds) + \\\n    1\nz = DataLoader(ds)\n'
     path = _write(tmp_path, "m.py", src)
-    assert add_noqa(result_of({path: (src, _findings(src, path))})) == 2
-    assert open(path).read() == 'x = f(DataLoader(ds), """doc\nmore""")  # noqa: TL101\ny = DataLoader(ds) + \\\n    1  # noqa: TL101\n'
+    errors = []
+    assert add_noqa(result_of({path: (src, _findings(src, path))}), errors) == 1
+    assert open(path).read() == src.replace("z = DataLoader(ds)", "z = DataLoader(ds)  # noqa: TL101")
+    assert [e.reason for e in errors] == [
+        "cannot add noqa on line 1 (TL101): the line ends inside a multi-line string",
+        "cannot add noqa on line 3 (TL101): the line ends with a backslash continuation",
+    ]
 
 
 def test_add_noqa_refuses_a_file_changed_since_the_check(tmp_path):

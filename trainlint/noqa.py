@@ -102,15 +102,16 @@ def add_noqa(result: RunResult, errors: list[FileError] | None = None) -> int:
 
         lines = split_lines(text)
         comments, blocked = _comment_rows(text)
-        # A row that can't take a comment passes its codes on to the next row that can.
-        targets: dict[int, list[str]] = defaultdict(list)
+        # The engine honours a suppression on the row a finding starts on, and only there. A row
+        # that ends inside a multi-line string or with a backslash can't take a comment, so those
+        # findings are reported instead of being given a comment that would not suppress them.
+        targets: dict[int, list[str]] = {}
         for row, codes in sorted(rows.items()):
-            target = row
-            while target in blocked and target < len(lines):
-                target += 1
-            for code in codes:
-                if code not in targets[target]:
-                    targets[target].append(code)
+            if row in blocked:
+                why = "inside a multi-line string" if not strip_eol(lines[row - 1]).endswith("\\") else "with a backslash continuation"
+                fail(path, f"cannot add noqa on line {row} ({', '.join(codes)}): the line ends {why}")
+                continue
+            targets[row] = codes
         added = 0
         for row, codes in targets.items():
             if not 1 <= row <= len(lines):
