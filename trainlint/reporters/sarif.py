@@ -31,11 +31,14 @@ def _rule_metadata() -> dict[str, dict]:
         return {}
     out = {}
     for rule in all_rules():
+        url = getattr(rule, "url", "")
+        if callable(url):  # a classmethod on the Rule base class
+            url = url()
         out[rule.code] = {
             "name": getattr(rule, "name", rule.code),
             "summary": getattr(rule, "summary", "") or "",
             "docs": getattr(rule, "docs", "") or "",
-            "url": getattr(rule, "url", "") or "",
+            "url": url or "",
         }
     return out
 
