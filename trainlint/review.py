@@ -93,14 +93,15 @@ def _fence(text: str) -> str:
 
 def _fix_note(diag: Diagnostic) -> str:
     assert diag.fix is not None
+    what = diag.fix.message.rstrip(".")
     if diag.fix.applicability is Applicability.SAFE:
-        return f"Fix (safe, applied by `trainlint check --fix`): {diag.fix.message}."
+        return f"Fix (safe, applied by `trainlint check --fix`): {what}."
     if diag.fix.applicability is Applicability.UNSAFE:
         return (
             f"Fix (unsafe: may change behaviour, review before committing; applied by "
-            f"`trainlint check --fix --unsafe-fixes`): {diag.fix.message}."
+            f"`trainlint check --fix --unsafe-fixes`): {what}."
         )
-    return f"Suggested change (never applied automatically): {diag.fix.message}."
+    return f"Suggested change (never applied automatically): {what}."
 
 
 def comment_for(kept: Kept, source: str | None) -> dict:
