@@ -146,3 +146,11 @@ def test_add_noqa_refuses_a_file_changed_since_the_check(tmp_path):
     assert add_noqa(result_of({path: (src, _findings(src, path))}), errors) == 0
     assert errors and errors[0].path == path and "changed since" in errors[0].reason
     assert open(path).read().endswith("# edited meanwhile\n")
+
+
+def test_add_noqa_keeps_a_declared_encoding(tmp_path):
+    src = "# -*- coding: latin-1 -*-\nname = 'café'\nloader = DataLoader(ds)\n"
+    p = tmp_path / "l.py"
+    p.write_bytes(src.encode("latin-1"))
+    assert add_noqa(result_of({str(p): (src, _findings(src, str(p)))})) == 1
+    assert p.read_bytes() == src.replace("(ds)\n", "(ds)  # noqa: TL101\n").encode("latin-1")

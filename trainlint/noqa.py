@@ -1,8 +1,8 @@
 """`--add-noqa`: suppress every current finding with a `# noqa: TLxxx` comment on its first line.
 
 An existing `# noqa: X, Y` on that line gains the new codes; a blanket `# noqa` already covers
-everything and is left alone. Files are rewritten atomically, keeping BOM, line endings and mode,
-and only if they still hold the text the findings were computed from.
+everything and is left alone. Files are rewritten atomically, keeping encoding, BOM, line endings
+and mode, and only if they still hold the text the findings were computed from.
 """
 
 from __future__ import annotations
@@ -11,16 +11,14 @@ import io
 import re
 import tokenize
 from collections import defaultdict
-from pathlib import Path
-
-from trainlint.atomic import write_atomic
 from trainlint.diagnostics import FileError, RunResult
+from trainlint.source import SourceError, read_source
+from trainlint.writer import write_fixed
 from trainlint.textpos import split_lines, strip_eol
 
 # `# noqa`, `# noqa: A1, B2` (Flake8/Ruff syntax); the code list is what we extend.
 NOQA = re.compile(r"#\s*noqa(?P<colon>\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _CODE = re.compile(r"[A-Z]+[0-9]+")
-BOM = "\ufeff"
 
 
 def _comment_rows(text: str) -> tuple[dict[int, tuple[int, str]], set[int]]:
@@ -85,18 +83,13 @@ def add_noqa(result: RunResult, errors: list[FileError] | None = None) -> int:
     total = 0
     for path, rows in by_file.items():
         try:
-            raw = Path(path).read_bytes()
-            decoded = raw.decode("utf-8")
-        except OSError as exc:
-            fail(path, f"cannot add noqa: {exc.strerror or exc}")
+            source = read_source(path)
+        except SourceError as exc:
+            fail(path, f"cannot add noqa: {exc}")
             continue
-        except UnicodeDecodeError as exc:
-            fail(path, f"cannot add noqa: not UTF-8 ({exc.reason} at byte {exc.start})")
-            continue
-        bom = decoded.startswith(BOM)
-        text = decoded[1:] if bom else decoded
+        text = source.text
         expected = result.source_of(path)
-        if expected is not None and expected.lstrip(BOM) != text:
+        if expected is not None and expected != text:
             fail(path, "cannot add noqa: the file changed since it was checked")
             continue
 
@@ -123,11 +116,11 @@ def add_noqa(result: RunResult, errors: list[FileError] | None = None) -> int:
             added += n
         if not added:
             continue
-        out = (BOM if bom else "") + "".join(lines)
         try:
-            write_atomic(path, out.encode("utf-8"))
-        except OSError as exc:
-            fail(path, f"cannot add noqa: {exc.strerror or exc}")
+            # Keeps encoding, BOM and mode; refuses if the file changed since read_source.
+            write_fixed(source, "".join(lines))
+        except SourceError as exc:
+            fail(path, f"cannot add noqa: {str(exc).removeprefix('not fixed: ')}")
             continue
         total += added
     return total
