@@ -66,8 +66,13 @@ def test_changed_files_uses_the_merge_base(repo):
 
 def test_changed_files_working_tree(repo):
     (repo / "a.py").write_text(BASE_A.replace("line2 = 2\n", "line2 = 'two'\n"))
-    (changed,) = changed_files(repo, "main", None)
-    assert changed.path == "a.py" and changed.added == {2}
+    (repo / "new.py").write_text("x = 1\ny = 2\n")
+    (repo / ".gitignore").write_text("ignored.py\n")
+    (repo / "ignored.py").write_text("z = 3\n")
+    changes = {c.path: c for c in changed_files(repo, "main", None)}
+    assert set(changes) == {"a.py", "new.py", ".gitignore"}
+    assert changes["a.py"].added == {2}
+    assert changes["new.py"].added == {1, 2} and changes["new.py"].hunks == [(1, 2)]
 
 
 def test_bad_ref_is_a_clear_error(repo):

@@ -12,6 +12,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainlint.textpos import split_lines
+
 # GitHub diffs pull requests with three lines of context; comments may sit on any line of a hunk.
 CONTEXT = 3
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
@@ -101,7 +103,7 @@ def parse_hunks(patch: str, changed: ChangedFile) -> None:
 
 def changed_files(root: Path, base: str, head: str | None) -> list[ChangedFile]:
     """Files added, modified, renamed or copied between merge-base(base, head) and head (or the
-    working tree, when head is None), with their changed rows."""
+    working tree, untracked files included, when head is None), with their changed rows."""
     base_id = resolve(root, base)
     head_id = resolve(root, head) if head is not None else resolve(root, "HEAD")
     since = merge_base(root, base_id, head_id)
@@ -124,4 +126,16 @@ def changed_files(root: Path, base: str, head: str | None) -> list[ChangedFile]:
         parse_hunks(patch, changed)
         if changed.added:
             out.append(changed)
+    if head is None:
+        # New files not yet added to git are part of the working tree's change too.
+        for name in git(root, "ls-files", "--others", "--exclude-standard", "-z").split("\0"):
+            if not name:
+                continue
+            try:
+                with open(root / name, "rb") as fh:
+                    rows = len(split_lines(fh.read().decode("utf-8", "replace")))
+            except OSError:
+                continue
+            if rows:
+                out.append(ChangedFile(path=name, added=set(range(1, rows + 1)), hunks=[(1, rows)]))
     return out
