@@ -153,3 +153,25 @@ def test_review_user_errors_are_one_line(pr_repo, monkeypatch):
     monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")  # nothing listens on the discard port
     out = CliRunner().invoke(review_command, ["--base", "main", "--post", "--repo", "o/r", "--pr", "1"])
     assert out.exit_code == 2 and "failed" in out.stderr and "Traceback" not in out.output
+
+
+def test_suggestions_equal_the_fixes_on_the_fixtures():
+    """Replacing a finding's lines with its suggestion gives exactly the text its fix gives."""
+    from _integration_support import REPO_ROOT
+
+    from trainlint.textpos import LineIndex, apply_edits, whole_line_replacement
+
+    result = api.lint_paths([str(REPO_ROOT / "fixtures")])
+    checked = 0
+    for d in result.diagnostics:
+        source = result.source_of(d.path)
+        replacement = whole_line_replacement(source, d)
+        if replacement is None:
+            continue
+        first, last, text = replacement
+        index = LineIndex(source)
+        by_lines = source[: index.line_start(first)] + text + source[index.line_end(last):]
+        assert by_lines == apply_edits(source, d.fix.edits), (d.code, d.path, d.start)
+        checked += 1
+    if not checked:
+        pytest.skip("no fixture finding has a fix within its own lines")
