@@ -13,7 +13,7 @@ from _integration_support import commit_all, git, init_repo, validator
 api = pytest.importorskip("trainlint.api", reason="the engine (trainlint.api) is not on this branch yet")
 from click.testing import CliRunner  # noqa: E402
 
-from trainlint.baseline import apply_baseline, filter_new, write_baseline  # noqa: E402
+from trainlint.baseline import apply_baseline, filter_new  # noqa: E402
 from trainlint.noqa import add_noqa  # noqa: E402
 from trainlint.reporters import render  # noqa: E402
 from trainlint.review import review_command  # noqa: E402

@@ -3,7 +3,6 @@ HTTP server that checks requests the way the GitHub API does."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
