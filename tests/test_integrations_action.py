@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -64,13 +65,18 @@ def test_action_steps_post_a_review(tmp_path):
     event.write_text(json.dumps({"pull_request": {"number": 3, "base": {"sha": base}, "head": {"sha": head}}}))
     runner_temp = tmp_path / "runner-temp"
     runner_temp.mkdir()
+    # The runner checks the action out on its own; a copy also keeps pip's in-tree build/ out of
+    # this checkout.
+    action_path = tmp_path / "action"
+    shutil.copytree(REPO_ROOT, action_path, ignore=shutil.ignore_patterns(
+        ".git", "build", "*.egg-info", ".venv", "__pycache__", ".pytest_cache", ".hypothesis"))
 
     action = _action()
     inputs = {k: v.get("default", "") for k, v in action["inputs"].items()}
     with FakeGitHub("ghs_abc", "octo/proj", 3, head, {"train.py": {1, 2, 3}}) as gh:
         context = {
             "inputs": inputs,
-            "github": {"token": "ghs_abc", "action_path": str(REPO_ROOT),
+            "github": {"token": "ghs_abc", "action_path": str(action_path),
                        "event": {"pull_request": {"head": {"sha": head}}}},
         }
         inputs["github-token"] = _evaluate("github.token", context)
