@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 
 def repo_root(cwd: str | os.PathLike | None = None) -> Path:
@@ -30,6 +30,6 @@ def relative_posix(path: str, root: Path) -> str:
     p = Path(path)
     absolute = (p if p.is_absolute() else Path.cwd() / p).resolve()
     try:
-        return PurePosixPath(absolute.relative_to(root)).as_posix()
+        return absolute.relative_to(root).as_posix()
     except ValueError:
         return absolute.as_posix()
