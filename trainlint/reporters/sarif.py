@@ -26,11 +26,16 @@ def _rule_metadata() -> dict[str, dict]:
     """Rule descriptions from the registry; empty when the registry is unavailable, in which case
     rules are described from the findings alone."""
     try:
-        from trainlint.registry import all_rules
+        from trainlint.registry import RegistryError, all_rules
+
+        rules = all_rules()
     except ImportError:
         return {}
+    except RegistryError:
+        # A broken third-party pack was already reported by the run; the report still goes out.
+        return {}
     out = {}
-    for rule in all_rules():
+    for rule in rules:
         url = getattr(rule, "url", "")
         if callable(url):  # a classmethod on the Rule base class
             url = url()
