@@ -10,6 +10,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from trainlint.analysis.distributed import Distributed
 from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.precision import Precision
@@ -32,6 +33,10 @@ class FileContext:
     @cached_property
     def loops(self) -> Loops:
         return Loops(self.index, self.names, tuple(getattr(self.settings, "interval_names", ()) or ()))
+
+    @cached_property
+    def distributed(self) -> Distributed:
+        return Distributed(self.index, self.names, self.loops)
 
     @cached_property
     def tensors(self) -> Tensors:
