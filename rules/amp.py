@@ -415,9 +415,12 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             "import torch\ndef make():\n    return torch.amp.GradScaler()\n"
             "def step(x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
             fixed="import torch\ndef make():\n"
-            "    return torch.amp.GradScaler(enabled=not torch.cuda.is_bf16_supported(including_emulation=False))\n"
-            "def step(x):\n    with torch.autocast('cuda', dtype=torch.bfloat16 if "
-            "torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16):\n        return model(x)\n",
+            "    return torch.amp.GradScaler(\n"
+            "        enabled=not torch.cuda.is_bf16_supported(including_emulation=False),\n"
+            "    )\n"
+            "def step(x):\n    with torch.autocast(\n        'cuda',\n"
+            "        dtype=torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16,\n"
+            "    ):\n        return model(x)\n",
         ),
     ]
 
