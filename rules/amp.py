@@ -290,6 +290,10 @@ _DTYPE_CHOICE = "{torch}.bfloat16 if " + _BF16_CHECK + " else {torch}.float16"
 _SCALER_DROPPED = ("update", "unscale_")
 
 
+_CHOICE_LINE = ("amp_dtype = (\n    torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) "
+                "else torch.float16\n)\n")
+
+
 class Fp16WhereBf16Fits(Rule):
     code = "TL402"
     name = "fp16-where-bf16-fits"
@@ -366,15 +370,13 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         Invalid(
             _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.float16"),
             fixed=_LOOP.format(
-                pre="amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) "
-                    "else torch.float16\n",
+                pre=_CHOICE_LINE,
                 sargs="'cuda', enabled=amp_dtype == torch.float16", aargs="'cuda', dtype=amp_dtype"),
         ),
         Invalid(
             _LOOP.format(pre="", sargs="enabled=args.amp", aargs="'cuda', enabled=args.amp"),
             fixed=_LOOP.format(
-                pre="amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) "
-                    "else torch.float16\n",
+                pre=_CHOICE_LINE,
                 sargs="enabled=args.amp and amp_dtype == torch.float16",
                 aargs="'cuda', enabled=args.amp, dtype=amp_dtype"),
             message="bfloat16",
@@ -405,8 +407,8 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             "    def step(self, x):\n        with torch.autocast('cuda'):\n            loss = self.model(x)\n"
             "        self.scaler.scale(loss).backward()\n",
             fixed="import torch\nclass Trainer:\n    def __init__(self):\n"
-            "        self.amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) "
-            "else torch.float16\n"
+            "        self.amp_dtype = (\n            torch.bfloat16 if torch.cuda.is_bf16_supported("
+            "including_emulation=False) else torch.float16\n        )\n"
             "        self.scaler = torch.amp.GradScaler(enabled=self.amp_dtype == torch.float16)\n"
             "    def step(self, x):\n        with torch.autocast('cuda', dtype=self.amp_dtype):\n"
             "            loss = self.model(x)\n        self.scaler.scale(loss).backward()\n",
@@ -475,7 +477,7 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             if var and use.call is first:
                 stmt = ctx.statement(first)
                 new_stmt = stmt.deep_replace(first, new_scalers[first])
-                replacements.append(ctx.insert_before(stmt, f"{var} = {choice}", new_stmt))
+                replacements.append(ctx.insert_before(stmt, _assignment(ctx, stmt, var, choice), new_stmt))
             else:
                 replacements.append((use.call, new_scalers[use.call]))
         return self.fix(Applicability.UNSAFE, "Use bfloat16 where the GPU supports it; keep the scaler for float16 only",
@@ -608,6 +610,18 @@ def _set_dtype(ctx, call: cst.Call, code: str) -> cst.Call:
             return call.with_changes(args=[a.with_changes(value=cst.parse_expression(code)) if a is target else a
                                            for a in call.args])
     return ctx.with_keyword(call, "dtype", code)
+
+
+def _assignment(ctx, stmt, var: str, value: str) -> str:
+    """`var = value`, wrapped in parentheses the way Black would when it is longer than a line."""
+    from trainlint.engine import LINE_LENGTH
+
+    indent = ctx.indentation(stmt)
+    line = f"{var} = {value}"
+    if len(indent) + len(line) <= LINE_LENGTH:
+        return line
+    newline = ctx.module.default_newline
+    return f"{var} = ({newline}{indent}{ctx.module.default_indent}{value}{newline}{indent})"
 
 
 def _and(ctx, call: cst.Call, condition: str) -> str:

@@ -150,8 +150,9 @@ masked give zeros instead of NaN.
                     "    return out\n",
             fixed=_HEAD + "    d = q.shape[-1]\n"
                           "    # padding\n"
-                          "    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask if mask is not None else None, "
-                          "dropout_p=0.1 if self.training else 0.0, scale=1 / d ** 0.5)\n"
+                          "    out = F.scaled_dot_product_attention(\n        q,\n        k,\n        v,\n"
+                          "        attn_mask=mask if mask is not None else None,\n"
+                          "        dropout_p=0.1 if self.training else 0.0,\n        scale=1 / d ** 0.5,\n    )\n"
                           "    return out\n",
         ),
         Invalid(
@@ -168,8 +169,9 @@ masked give zeros instead of NaN.
             "        self.drop = nn.Dropout(p)\n"
             "        self.register_buffer('bias', torch.tril(torch.ones(n, n)).view(1, 1, n, n))\n\n"
             "    def forward(self, q, k, v):\n        T = q.size(-2)\n"
-            "        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.drop.p if self.training else 0.0, "
-            "is_causal=True)\n        return y\n",
+            "        y = F.scaled_dot_product_attention(\n            q,\n            k,\n            v,\n"
+            "            dropout_p=self.drop.p if self.training else 0.0,\n            is_causal=True,\n        )\n"
+            "        return y\n",
         ),
     ]
 
@@ -200,8 +202,9 @@ masked give zeros instead of NaN.
                 return
             try:
                 call, extra = self._build(att, stmt)
+                # A Call node (not text), so the engine lays out a call longer than a line one argument per line.
                 fix = self.fix(Applicability.UNSAFE, "Use scaled_dot_product_attention",
-                               (node, call), *_removals(ctx, att.consumed), *extra)
+                               (node, cst.parse_expression(call)), *_removals(ctx, att.consumed), *extra)
                 shown = call if len(call) <= 140 else None
             except _NoFix:
                 fix, shown = None, None
