@@ -265,3 +265,27 @@ def test_zero_grad_fix_runs():
     namespace: dict = {}
     exec(fixed, namespace)
     assert all(p.grad is None for p in namespace["model"].parameters())
+
+
+def test_transformer_fixture_fixed_trains_the_same(tmp_path):
+    """The fixed fixture (SDPA) prints the losses the hand-written version prints (dropout is 0)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    script = os.path.join(ROOT, "fixtures", "compute", "transformer_block.py")
+    fixed = tmp_path / "transformer_block_fixed.py"
+    with open(script[:-3] + ".fixed", encoding="utf-8") as fh:
+        fixed.write_text(fh.read(), encoding="utf-8")
+    assert ".softmax(" not in fixed.read_text() and fixed.read_text().count("F.scaled_dot_product_attention(") == 2
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    losses = []
+    for path in (script, str(fixed)):
+        proc = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        losses.append([float(x) for x in re.findall(r"loss ([0-9.]+)", proc.stdout)])
+    assert len(losses[0]) == 4
+    assert losses[1] == pytest.approx(losses[0], abs=1e-5)
