@@ -289,3 +289,58 @@ def test_transformer_fixture_fixed_trains_the_same(tmp_path):
         losses.append([float(x) for x in re.findall(r"loss ([0-9.]+)", proc.stdout)])
     assert len(losses[0]) == 4
     assert losses[1] == pytest.approx(losses[0], abs=1e-5)
+
+
+def test_branches_that_rebind_the_weights_are_each_attention():
+    # open_clip's shape: two hand-written variants in one method; the second rebinds `attn`.
+    code = HEAD + (
+        "class A(nn.Module):\n"
+        "    def __init__(self, p=0.0):\n        super().__init__()\n        self.attn_drop = nn.Dropout(p)\n"
+        "        self.logit_scale = nn.Parameter(torch.zeros(()))\n        self.scale = 0.3\n"
+        "    def forward(self, q, k, v, attn_mask=None, cosine=False):\n"
+        "        if cosine:\n"
+        "            attn = torch.bmm(F.normalize(q, dim=-1), F.normalize(k, dim=-1).transpose(-1, -2))\n"
+        "            logit_scale = torch.clamp(self.logit_scale, max=4.6).exp()\n"
+        "            attn = attn * logit_scale\n"
+        "            attn = attn.softmax(dim=-1)\n"
+        "            x = torch.bmm(attn, v)\n"
+        "        else:\n"
+        "            q = q * self.scale\n"
+        "            attn = torch.bmm(q, k.transpose(-1, -2))\n"
+        "            if attn_mask is not None:\n"
+        "                attn += attn_mask\n"
+        "            attn = attn.softmax(dim=-1)\n"
+        "            attn = self.attn_drop(attn)\n"
+        "            x = torch.bmm(attn, v)\n"
+        "        return x\n")
+    fixed, found = _fix(code)
+    assert [d.code for d in found] == ["TL601", "TL601"]
+    assert found[0].fix is None  # tensor temperature: no float scale for SDPA
+    assert fixed.count("scaled_dot_product_attention(") == 1
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(6, 5, 8, generator=g) for _ in range(3))
+    mask = torch.randn(6, 5, 5, generator=g)
+    outs = []
+    for src in (code, fixed):
+        namespace: dict = {}
+        exec(src, namespace)
+        module = namespace["A"]().eval()
+        outs.append((module(q, k, v, mask), module(q, k, v), module(q, k, v, cosine=True)))
+    for a, b in zip(*outs):
+        torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
+
+
+def test_upcast_softmax_with_additive_bias():
+    # torchtune's T5 shape: no scale, `+=` bias, softmax of `.float()` cast back.
+    body = ("def attend(q, k, v, mask):\n"
+            "    attn_score = torch.matmul(q, k.transpose(-2, -1))\n"
+            "    attn_score += mask\n"
+            "    attn_weight = F.softmax(attn_score.float(), dim=-1).to(attn_score.dtype)\n"
+            "    attn_out = torch.matmul(attn_weight, v)\n"
+            "    return attn_out\n")
+    fixed, found = _fix(HEAD + body)
+    assert [d.code for d in found] == ["TL601"] and "scale=1.0" in fixed and "attn_mask=mask" in fixed
+    q, k, v, keep = _inputs()
+    env = {"q": q, "k": k, "v": v, "mask": torch.randn(keep.shape)}
+    torch.testing.assert_close(_run(fixed, "attend(q, k, v, mask)", env), _run(HEAD + body, "attend(q, k, v, mask)", env),
+                               atol=1e-5, rtol=1e-5)
