@@ -17,7 +17,7 @@ DATALOADERS = (
 )
 DATASETS = ("torch.utils.data.Dataset", "torch.utils.data.IterableDataset")
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, drop_last)
-_POSITIONAL = {"batch_size": 1, "shuffle": 2, "num_workers": 5, "collate_fn": 6, "pin_memory": 7, "drop_last": 8}
+_POSITIONAL = {"dataset": 0, "batch_size": 1, "sampler": 3, "shuffle": 2, "num_workers": 5, "collate_fn": 6, "pin_memory": 7, "drop_last": 8}
 _EVAL_NAME = re.compile(r"(val|valid|test|eval|dev)", re.IGNORECASE)
 DEFAULT_WORKERS = "min(8, os.cpu_count() or 1)"
 
@@ -30,7 +30,9 @@ def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
 
 
 def is_loader(ctx, call: cst.Call) -> bool:
-    return ctx.names.is_a(call.func, *DATALOADERS)
+    """A call of DataLoader's constructor with DataLoader's own arguments (aliases, subclasses that
+    keep its __init__)."""
+    return ctx.names.constructs(call.func, *DATALOADERS)
 
 
 def loader_name(ctx, call: cst.Call) -> str | None:
@@ -89,12 +91,31 @@ def _import_os(ctx):
     return (anchor, ctx.code(anchor) + "import os" + newline)
 
 
+_SEQUENTIAL = re.compile(r"(^|\.)SequentialSampler$")
+
+
 def is_training_loader(ctx, call: cst.Call) -> bool:
+    """The loader feeds training: a loop over it in this module runs optimizer steps. When no loop
+    over it is seen here, a sequential sampler or an evaluation name says it does not."""
+    loops = ctx.loops.loops_over(call)
+    if loops:
+        return any(ctx.loops.runs_steps(loop) for loop in loops)
+    sampler = loader_arg(ctx, call, "sampler")
+    if sampler is not None:
+        values = [sampler.value] if isinstance(sampler.value, cst.Call) else ctx.assigned_values(sampler.value)
+        if values and all(isinstance(v, cst.Call) and _SEQUENTIAL.search(ctx.dotted(v.func) or "") for v in values):
+            return False
     name = loader_name(ctx, call) or ""
     if _EVAL_NAME.search(name.rsplit(".", 1)[-1]):
         return False
     shuffle = loader_arg(ctx, call, "shuffle")
     return not (shuffle is not None and ctx.literal(shuffle.value) is False and name == "")
+
+
+def _over_builtin_collection(ctx, call: cst.Call) -> bool:
+    """`DataLoader(range(n))`, `DataLoader([])`: plain Python values, nothing to load or pin."""
+    dataset = loader_arg(ctx, call, "dataset") or ctx.positional(call, 0)
+    return dataset is not None and ctx.is_builtin_collection(dataset.value)
 
 
 class DataLoaderRule(Rule):
@@ -104,7 +125,7 @@ class DataLoaderRule(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if is_loader(ctx, node) and not ctx.has_star_kwargs(node):
+        if is_loader(ctx, node) and not ctx.has_star_kwargs(node) and not _over_builtin_collection(ctx, node):
             self.check_loader(node)
 
     def check_loader(self, call: cst.Call) -> None:
@@ -151,6 +172,12 @@ stream, so random augmentations differ from a run without workers. A value from 
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, **loader_kwargs)\n"),
         Valid("import torch\nloader = torch.utils.data.DataLoader(ds, 8, True, None, None, 2)\n"),
         Valid("from mylib import DataLoader\nDataLoader(ds)\n"),
+        # Plain Python values in memory: nothing for workers to load (ecosystem: accelerate tests).
+        Valid("from torch.utils.data import DataLoader\ndl = DataLoader(range(64), batch_size=8, shuffle=True)\n"),
+        Valid("from torch.utils.data import DataLoader\nitems = list(range(10))\ndl = DataLoader(items, batch_size=1)\n"),
+        # A subclass with its own __init__ does not take DataLoader's arguments (ecosystem: torchtitan tests).
+        Valid("from torch.utils.data import DataLoader\nclass FakeLoader(DataLoader):\n    def __init__(self):\n"
+              "        super().__init__(dataset=[], batch_size=1)\nloader = FakeLoader()\n"),
     ]
     invalid = [
         Invalid(
@@ -174,6 +201,9 @@ stream, so random augmentations differ from a run without workers. A value from 
             "from torch.utils.data import DataLoader\nclass MyLoader(DataLoader):\n    pass\nloader = MyLoader(ds)\n"
         ),
         Invalid("from torchdata.stateful_dataloader import StatefulDataLoader\nloader = StatefulDataLoader(ds)\n"),
+        # A subclass that forwards *args/**kwargs keeps DataLoader's signature (yolov5's InfiniteDataLoader).
+        Invalid("from torch.utils.data import DataLoader\nclass Loop(DataLoader):\n    def __init__(self, *args, **kwargs):\n"
+                "        super().__init__(*args, **kwargs)\nloader = Loop(ds, batch_size=4)\n"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
@@ -227,6 +257,14 @@ Safe: pinning changes where host memory lives, not what is computed.
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"),
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, **kw)")),
         Valid(_LOOP.format(loader="val_loader = DataLoader(ds, num_workers=2)\nloader = DataLoader(ds, num_workers=2, pin_memory=True)")),
+        # A loader only iterated by a loop without optimizer steps is not a training loader
+        # (ecosystem: pytorch-tabnet's predict()).
+        Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)") +
+              "def predict(X):\n    dl = DataLoader(X, batch_size=64)\n    for batch in dl:\n"
+              "        out = model(batch.to(device))\n"),
+        # A sequential sampler marks an evaluation loader (ecosystem: simpletransformers).
+        Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)") +
+              "eval_sampler = SequentialSampler(eval_ds)\nscore_loader = DataLoader(eval_ds, sampler=eval_sampler)\n"),
     ]
     invalid = [
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),

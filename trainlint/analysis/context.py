@@ -36,6 +36,45 @@ class FileContext:
     def tensors(self) -> Tensors:
         return Tensors(self.index, self.names)
 
+    @cached_property
+    def _assignments(self) -> dict:
+        """(enclosing function, dotted target) -> values assigned to it by plain `=`."""
+        table: dict = {}
+        for assign in self.index.nodes(cst.Assign):
+            scope = self.index.enclosing_function(assign)
+            for target in assign.targets:
+                name = dotted(target.target)
+                if name:
+                    table.setdefault((scope, name), []).append(assign.value)
+        return table
+
+    def assigned_values(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The values a name (or `self.x`) is assigned in the function expr is in; [] if unknown."""
+        name = dotted(expr)
+        if name is None:
+            return []
+        return self._assignments.get((self.index.enclosing_function(expr), name), [])
+
+    def is_builtin_collection(self, expr: cst.BaseExpression, _depth: int = 0) -> bool:
+        """A list/tuple/set literal or comprehension, `range(...)`, or `list(...)`/`tuple(...)` of one,
+        directly or through names assigned only such values: plain Python objects already in memory,
+        with no per-sample work for loader workers to overlap."""
+        if _depth > 3:
+            return False
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.SetComp)):
+            return True
+        if isinstance(expr, cst.Call):
+            qn = self.names.qualified(expr.func)
+            if qn == "builtins.range":
+                return True
+            if qn in ("builtins.list", "builtins.tuple") and len(expr.args) == 1:
+                return self.is_builtin_collection(expr.args[0].value, _depth + 1)
+            return False
+        if isinstance(expr, cst.Name):
+            values = self.assigned_values(expr)
+            return bool(values) and all(self.is_builtin_collection(v, _depth + 1) for v in values)
+        return False
+
     # -- small questions rules ask often ---------------------------------------------------
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:

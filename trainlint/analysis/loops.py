@@ -133,6 +133,35 @@ class Loops:
         for name in stepping_names:
             yield from self.calls_by_name.get(name, ())
 
+    def runs_steps(self, loop: cst.CSTNode) -> bool:
+        """The loop is a hot loop or holds one (an epoch loop around the step loop)."""
+        if loop in self.hot_loops:
+            return True
+        return any(self.index.contains(loop.body, hot) for hot in self.hot_loops)
+
+    def loops_over(self, value: cst.BaseExpression) -> list[cst.For]:
+        """`for` loops that iterate over the value of expr: over the expression itself, or over the
+        name it is assigned to (in the same function; `self.x` anywhere in the module), possibly
+        through enumerate/tqdm/zip."""
+        out = [loop for loop in self.index.nodes(cst.For) if self.index.contains(loop.iter, value)]
+        parent = self.index.parent.get(value)
+        targets = []
+        if isinstance(parent, cst.Assign):
+            targets = [dotted(t.target) for t in parent.targets]
+        elif isinstance(parent, cst.AnnAssign):
+            targets = [dotted(parent.target)]
+        scope = self.index.enclosing_function(value)
+        for name in filter(None, targets):
+            for loop in self.index.nodes(cst.For):
+                if loop in out:
+                    continue
+                if not name.startswith("self.") and self.index.enclosing_function(loop) is not scope:
+                    continue
+                if any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
+                       for n in self.index.walk(loop.iter)):
+                    out.append(loop)
+        return out
+
     # -- guards ------------------------------------------------------------------------
 
     def is_interval_test(self, test: cst.BaseExpression) -> bool:

@@ -1,0 +1,52 @@
+"""Shared analyses refined from the ecosystem triage (docs/ecosystem.md): each case is a shape
+seen in real code where a rule was wrong."""
+
+import libcst as cst
+
+from trainlint.analysis.context import FileContext
+
+
+def _ctx(code: str) -> FileContext:
+    return FileContext("t.py", code, cst.parse_module(code), None)
+
+
+def _calls(ctx, name):
+    return [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == name]
+
+
+def test_constructs_follows_inherited_init_only():
+    ctx = _ctx(
+        "from torch.utils.data import DataLoader as DL\n"
+        "class Fake(DL):\n    def __init__(self):\n        super().__init__([], batch_size=1)\n"
+        "class Loop(DL):\n    def __init__(self, *a, **kw):\n        super().__init__(*a, **kw)\n"
+        "class Plain(DL):\n    pass\n"
+        "class Deeper(Plain):\n    pass\n"
+        "Fake(); Loop(ds); Plain(ds); Deeper(ds); DL(ds)\n"
+    )
+    q = "torch.utils.data.DataLoader"
+    got = {name: ctx.names.constructs(_calls(ctx, name)[0].func, q) for name in ("Fake", "Loop", "Plain", "Deeper", "DL")}
+    assert got == {"Fake": False, "Loop": True, "Plain": True, "Deeper": True, "DL": True}
+
+
+def test_builtin_collection():
+    ctx = _ctx(
+        "def f():\n    a = list(range(3))\n    b = make()\n    c = [1, 2]\n    c = (x for x in y)\n"
+        "    use(a, b, c, range(4), [], (), tuple([1]), ds)\n"
+    )
+    use = _calls(ctx, "use")[0]
+    got = [ctx.is_builtin_collection(a.value) for a in use.args]
+    assert got == [True, False, False, True, True, True, True, False]
+
+
+def test_loops_over_assigned_name_and_steps():
+    ctx = _ctx(
+        "def train():\n    dl = DataLoader(ds)\n    for epoch in range(3):\n        for i, b in enumerate(dl):\n"
+        "            loss = model(b)\n            loss.backward()\n            opt.step()\n"
+        "def predict():\n    dl = DataLoader(ds)\n    for b in tqdm(dl):\n        model(b)\n"
+        "def build():\n    return DataLoader(ds)\n"
+    )
+    train_call, predict_call, build_call = _calls(ctx, "DataLoader")
+    loops = ctx.loops
+    assert [loops.runs_steps(l) for l in loops.loops_over(train_call)] == [True]
+    assert [loops.runs_steps(l) for l in loops.loops_over(predict_call)] == [False]
+    assert loops.loops_over(build_call) == []
