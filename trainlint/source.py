@@ -45,15 +45,22 @@ def decode(raw: bytes, path: str) -> tuple[str, str, bool]:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
-        raise SourceError(f"cannot determine encoding: {exc}") from None
+        if "invalid or missing encoding declaration" not in str(exc):
+            raise SourceError(f"cannot determine encoding: {exc}") from None
+        # No usable cookie and a non-UTF-8 byte in the first two lines: tokenize's message blames
+        # the declaration; decoding as UTF-8 below names the byte and where it is instead.
+        encoding = "utf-8"
     bom = raw.startswith(codecs.BOM_UTF8)
     body = raw[len(codecs.BOM_UTF8):] if bom else raw
     codec = "utf-8" if encoding == "utf-8-sig" else encoding
     try:
         text = body.decode(codec)
     except UnicodeDecodeError as exc:
+        line = body.count(b"\n", 0, exc.start) + 1
+        hint = "" if codec != "utf-8" else "; declare the file's encoding (PEP 263) or re-save it as UTF-8"
         raise SourceError(
-            f"cannot decode as {codec}: invalid byte 0x{body[exc.start]:02x} at offset {exc.start + (3 if bom else 0)}"
+            f"cannot decode as {codec}: invalid byte 0x{body[exc.start]:02x} at offset {exc.start + (3 if bom else 0)} "
+            f"(line {line}){hint}"
         ) from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r} in the coding declaration") from None
