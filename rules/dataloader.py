@@ -452,6 +452,9 @@ since PyTorch rejects a prefetch factor without workers.
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=6)\n",
                 options={"min-prefetch-factor": 6}),
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=8 if fast else 0)\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "DataLoader(ds, num_workers=8 if fast else 0, prefetch_factor=4 if (8 if fast else 0) > 0 else None)\n"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
@@ -466,7 +469,11 @@ since PyTorch rejects a prefetch factor without workers.
             if value is UNKNOWN or value is None or value >= minimum:
                 return
         if ctx.literal(workers.value) is UNKNOWN:
-            value_code = f"{minimum} if {ctx.code(workers.value)} > 0 else None"
+            workers_code = ctx.code(workers.value).strip()  # keeps its own parentheses, if any
+            if not isinstance(workers.value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not workers.value.lpar:
+                # `8 if x else 0` must stay one operand of `> 0` (found by tests/test_properties.py).
+                workers_code = f"({workers_code})"
+            value_code = f"{minimum} if {workers_code} > 0 else None"
         else:
             value_code = str(minimum)
         self.report(
