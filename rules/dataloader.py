@@ -639,7 +639,7 @@ offline is left to you; device moves in `collate_fn` should move to the training
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if not is_loader(ctx, node):
+        if not is_loader(ctx, node) or ctx.is_offline_script:
             return
         arg = loader_arg(ctx, node, "collate_fn")
         if arg is None:
@@ -732,7 +732,7 @@ The offline conversion is yours to make.
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         ctx = self.ctx
-        if node.name.value not in ("__getitem__", "__iter__"):
+        if node.name.value not in ("__getitem__", "__iter__") or ctx.is_offline_script:
             return
         cls = ctx.index.enclosing_class(node)
         if cls is None or not ctx.names.is_a(cst.Name(cls.name.value), *DATASETS):

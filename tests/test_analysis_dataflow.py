@@ -50,3 +50,31 @@ def test_loops_over_assigned_name_and_steps():
     assert [loops.runs_steps(l) for l in loops.loops_over(train_call)] == [True]
     assert [loops.runs_steps(l) for l in loops.loops_over(predict_call)] == [False]
     assert loops.loops_over(build_call) == []
+
+
+def test_loops_over_follows_wrappers_not_other_calls():
+    ctx = _ctx(
+        "def check():\n    dl = DataLoader(ds, shuffle=True)\n    prepared = accelerator.prepare(dl)\n"
+        "    for b in prepared:\n        items.append(b)\n"
+        "def train():\n    dl = DataLoader(ds)\n    model, dl2 = accelerator.prepare(model, dl)\n    n = len(dl)\n"
+        "    for i in range(n):\n        pass\n    for b in dl2:\n        model(b).backward()\n"
+    )
+    check_call, train_call = _calls(ctx, "DataLoader")
+    loops = ctx.loops
+    assert [loops.runs_steps(l) for l in loops.loops_over(check_call)] == [False]
+    assert [loops.runs_steps(l) for l in loops.loops_over(train_call)] == [True]
+
+
+def test_offline_script_by_path_and_no_hot_loop():
+    prep = "class DS(Dataset):\n    def __getitem__(self, i):\n        return torchaudio.load(self.paths[i])\n"
+    train = prep + "for x in loader:\n    model(x).backward()\n    opt.step()\n"
+
+    def offline(path, code):
+        return FileContext(path, code, cst.parse_module(code), None).is_offline_script
+
+    assert offline("examples/speech_to_text/prep_covost_data.py", prep)
+    assert offline("MMPT/scripts/video_feature_extractor/videoreader.py", prep)
+    assert offline("wav2vec/vq-wav2vec_featurize.py", prep)
+    assert not offline("scripts/train.py", train)  # trains: not offline
+    assert not offline("litgpt/data/base.py", prep)  # a library dataset: used for training elsewhere
+    assert not offline("preparation_notes/ds.py", prep)

@@ -6,6 +6,7 @@ import names never pays for hot-loop or tensor analysis.
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
 
 import libcst as cst
@@ -14,6 +15,15 @@ from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tensors import Tensors
 from trainlint.analysis.tree import TreeIndex
+
+
+# Paths of data-preparation tools: a scripts/ or tools/ folder, or a prep/preprocess/extract/convert/
+# featurize/dump/export module.
+_OFFLINE_PATH = re.compile(
+    r"(^|/)(scripts?|tools)/|(^|/|_|-)(prep|prepare|preprocess\w*|extract\w*|convert\w*|featurize\w*|dump\w*|"
+    r"export\w*)[_.-]",
+    re.IGNORECASE,
+)
 
 
 class FileContext:
@@ -74,6 +84,13 @@ class FileContext:
             values = self.assigned_values(expr)
             return bool(values) and all(self.is_builtin_collection(v, _depth + 1) for v in values)
         return False
+
+    @cached_property
+    def is_offline_script(self) -> bool:
+        """A data-preparation tool that trains nothing: a module without a hot loop whose path says
+        it prepares data (see _OFFLINE_PATH). Per-sample decoding or tokenizing here is the offline
+        pass that the input-pipeline rules recommend, not something to move elsewhere."""
+        return not self.loops.hot_loops and bool(_OFFLINE_PATH.search(self.path.replace("\\", "/")))
 
     # -- small questions rules ask often ---------------------------------------------------
 

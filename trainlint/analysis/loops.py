@@ -28,6 +28,9 @@ DEFAULT_INTERVAL_NAMES = re.compile(
     r"^(should_\w+|do_\w+|is_last\w*|last_\w+|\w+_now|sync_gradients|is_accumulat\w*|\w*log_step\w*|"
     r"\w*_boundary|is_update\w*|update_step|is_grad_acc\w*)$"
 )
+# Calls that hand back the same stream of batches (accelerate, Lightning Fabric, XLA, itertools).
+_LOADER_WRAPPER = re.compile(r"^(iter|enumerate|tqdm|cycle|prepare\w*|setup_dataloaders?|skip_first_batches|"
+                             r"\w*[wW]rap\w*|MpDeviceLoader|ParallelLoader)$")
 _COUNTER = re.compile(r"(step|iter|idx|^i$|^it$|^j$|batch|epoch|count)", re.IGNORECASE)
 
 
@@ -151,7 +154,8 @@ class Loops:
         elif isinstance(parent, cst.AnnAssign):
             targets = [dotted(parent.target)]
         scope = self.index.enclosing_function(value)
-        for name in filter(None, targets):
+        targets = self._wrapped_names([t for t in targets if t], scope)
+        for name in targets:
             for loop in self.index.nodes(cst.For):
                 if loop in out:
                     continue
@@ -160,6 +164,31 @@ class Loops:
                 if any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
                        for n in self.index.walk(loop.iter)):
                     out.append(loop)
+        return out
+
+    def _wrapped_names(self, names: list[str], scope) -> list[str]:
+        """names plus the names their values are re-bound to through a call in the same function:
+        `dl = accelerator.prepare(dl)`, `it = iter(dl)`, `model, dl = accelerator.prepare(model, dl)`
+        (a tuple target takes the argument in the same position)."""
+        out = list(names)
+        for assign in self.index.nodes(cst.Assign):
+            if self.index.enclosing_function(assign) is not scope or not isinstance(assign.value, cst.Call):
+                continue
+            callee = (dotted(assign.value.func) or "").rsplit(".", 1)[-1]
+            if not _LOADER_WRAPPER.match(callee):
+                continue  # `n = len(dl)` is not the loader
+            args = [dotted(a.value) for a in assign.value.args if not a.keyword and not a.star]
+            for target in assign.targets:
+                t = target.target
+                if isinstance(t, (cst.Tuple, cst.List)) and len(t.elements) == len(args) and len(args) > 1:
+                    pairs = [(dotted(e.value), a) for e, a in zip(t.elements, args)]
+                elif len(args) == 1:
+                    pairs = [(dotted(t), args[0])]
+                else:
+                    continue
+                for new, old in pairs:
+                    if new and old in out and new not in out:
+                        out.append(new)
         return out
 
     # -- guards ------------------------------------------------------------------------
