@@ -360,7 +360,7 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)"),
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=False)"),
-                fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=True)")),
+                fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=args.workers > 0)")),
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n"
                 "    for i, batch in enumerate(loader):\n        step(batch)\n"),
         Invalid("from torch.utils.data import DataLoader\ndef train_epoch(dl):\n    for b in dl:\n        step(b)\n"
@@ -377,12 +377,25 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
         name = loader_name(ctx, call)
         if name is None or not _iterated_per_epoch(ctx, name):
             return
+        workers = loader_arg(ctx, call, "num_workers")
+        # PyTorch rejects persistent_workers=True without workers, so a configurable worker count
+        # (simpletransformers' dataloader_num_workers, 0 by default) gets a condition, not True.
+        value = "True" if ctx.literal(workers.value) is not UNKNOWN else f"{_operand(ctx, workers.value)} > 0"
         self.report(
             call,
             "Workers are restarted at every epoch; set `persistent_workers=True` to keep them alive",
-            self.fix(Applicability.UNSAFE, "Set `persistent_workers=True`",
-                     (call, ctx.with_keyword(call, "persistent_workers", "True"))),
+            self.fix(Applicability.UNSAFE, f"Set `persistent_workers={value}`",
+                     (call, ctx.with_keyword(call, "persistent_workers", value))),
         )
+
+
+def _operand(ctx, expr: cst.BaseExpression) -> str:
+    """expr's code, parenthesized unless it is already one operand of a comparison: `8 if x else 0`
+    must become `(8 if x else 0) > 0` (found by tests/test_properties.py)."""
+    code = ctx.code(expr).strip()  # keeps the expression's own parentheses, if any
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)) or expr.lpar:
+        return code
+    return f"({code})"
 
 
 def _mentions(ctx, expr: cst.CSTNode, name: str) -> bool:
@@ -469,11 +482,7 @@ since PyTorch rejects a prefetch factor without workers.
             if value is UNKNOWN or value is None or value >= minimum:
                 return
         if ctx.literal(workers.value) is UNKNOWN:
-            workers_code = ctx.code(workers.value).strip()  # keeps its own parentheses, if any
-            if not isinstance(workers.value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not workers.value.lpar:
-                # `8 if x else 0` must stay one operand of `> 0` (found by tests/test_properties.py).
-                workers_code = f"({workers_code})"
-            value_code = f"{minimum} if {workers_code} > 0 else None"
+            value_code = f"{minimum} if {_operand(ctx, workers.value)} > 0 else None"
         else:
             value_code = str(minimum)
         self.report(
