@@ -491,16 +491,20 @@ def main(argv=None) -> int:
         with open(args.snapshot) as fh:
             snapshot = json.load(fh)
         table = precision(snapshot, read_triage(args.triage))
-        print("| rule | findings | triaged (present) | TP | FP | precision | fixed FPs (gone) | gone TPs |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("| rule | findings | triaged (present) | TP | FP | precision | fixed FPs (gone) | gone TPs "
+              "| precision before the fixes |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         bad = False
         for code in sorted(table):
             row = table[code]
             p = row["precision"]
             judged = row["TP"] + row["FP"]
             shown = "n/a" if p is None else f"{100 * p:.1f}%"
+            all_tp = row["TP"] + row["gone_TP"]
+            all_judged = judged + row["gone_FP"] + row["gone_TP"]
+            before = f"{100 * all_tp / all_judged:.1f}% of {all_judged}" if all_judged else "n/a"
             print(f"| {code} | {row['findings']} | {judged} | {row['TP']} | {row['FP']} | {shown} | "
-                  f"{row['gone_FP']} | {row['gone_TP']} |")
+                  f"{row['gone_FP']} | {row['gone_TP']} | {before} |")
             if p is not None and p < args.min:
                 bad = True
         return 1 if bad else 0
