@@ -45,10 +45,9 @@ def decode(raw: bytes, path: str) -> tuple[str, str, bool]:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
-        if "invalid or missing encoding declaration" not in str(exc):
+        if "unknown encoding" in str(exc) or "encoding problem" in str(exc):
             raise SourceError(f"cannot determine encoding: {exc}") from None
-        # No usable cookie and a non-UTF-8 byte in the first two lines: tokenize's message blames
-        # the declaration; decoding as UTF-8 below names the byte and where it is instead.
+        # Undecodable bytes in the first two lines: let the UTF-8 decode below say which byte.
         encoding = "utf-8"
     bom = raw.startswith(codecs.BOM_UTF8)
     body = raw[len(codecs.BOM_UTF8):] if bom else raw
