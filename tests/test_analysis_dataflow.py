@@ -78,3 +78,11 @@ def test_offline_script_by_path_and_no_hot_loop():
     assert not offline("scripts/train.py", train)  # trains: not offline
     assert not offline("litgpt/data/base.py", prep)  # a library dataset: used for training elsewhere
     assert not offline("preparation_notes/ds.py", prep)
+
+
+def test_precision_resolves_a_device_name_given_to_a_scaler():
+    # Found by the corpus sweep (trainer-0.0.36): the device table was read before it was built.
+    ctx = _ctx("import torch\ndev = 'cuda'\nscaler = torch.amp.GradScaler(dev)\n"
+               "with torch.amp.autocast(device_type=dev):\n    pass\n")
+    assert [s.device for s in ctx.precision.scalers] == ["cuda"]
+    assert [a.device for a in ctx.precision.autocasts] == ["cuda"]

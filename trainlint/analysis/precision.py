@@ -65,13 +65,9 @@ class Precision:
         self.autocasts: list[AutocastUse] = []
         self.scalers: list[ScalerUse] = []
         self.deprecated_refs: list[tuple[cst.CSTNode, str]] = []  # (Name/Attribute, qualified name)
-        for call in index.nodes(cst.Call):
-            qn = names.qualified(call.func)
-            if qn in AUTOCAST:
-                self.autocasts.append(AutocastUse(call, qn, self._device(call, qn)))
-            elif qn in GRAD_SCALER:
-                self.scalers.append(ScalerUse(call, qn, self._device(call, qn)))
-        # Assignments by dotted target, for resolving dtype names (module-wide: scripts assign once).
+        # Assignments by dotted target, for resolving dtype and device names (module-wide: scripts
+        # assign once). Built first: _device() below reads it (`GradScaler(device=dev)` crashed on
+        # trainer-0.0.36's trainer.py before).
         self.assigned: dict[str, list[cst.BaseExpression]] = {}
         for assign in index.nodes(cst.Assign):
             for target in assign.targets:
@@ -82,6 +78,12 @@ class Precision:
             name = dotted(assign.target)
             if name and assign.value is not None:
                 self.assigned.setdefault(name, []).append(assign.value)
+        for call in index.nodes(cst.Call):
+            qn = names.qualified(call.func)
+            if qn in AUTOCAST:
+                self.autocasts.append(AutocastUse(call, qn, self._device(call, qn)))
+            elif qn in GRAD_SCALER:
+                self.scalers.append(ScalerUse(call, qn, self._device(call, qn)))
 
     # -- devices and dtypes -------------------------------------------------------------
 
