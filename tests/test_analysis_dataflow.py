@@ -86,3 +86,24 @@ def test_precision_resolves_a_device_name_given_to_a_scaler():
                "with torch.amp.autocast(device_type=dev):\n    pass\n")
     assert [s.device for s in ctx.precision.scalers] == ["cuda"]
     assert [a.device for a in ctx.precision.autocasts] == ["cuda"]
+
+
+def test_early_exit_interval_guards_end_per_step_code():
+    # torchtitan's train_step: `if not should_log: return` before the metric reads.
+    ctx = _ctx(
+        "def train_step(batch):\n    loss = model(batch)\n    loss.backward()\n    opt.step()\n"
+        "    early = loss.item()\n    if not should_log:\n        return\n    late = loss.item()\n"
+        "for step, batch in enumerate(loader):\n    train_step(batch)\n"
+        "    if step % log_every != 0:\n        continue\n    logged = float(loss)\n"
+        "    if step == 0:\n        continue\n"
+    )
+    items = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) in ("loss.item", "float")]
+    assert [ctx.loops.is_per_step(c) for c in items] == [True, False, False]
+
+
+def test_tl201_reports_a_conversion_chain_once():
+    from trainlint.api import lint_source
+
+    code = ("for x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
+            "    logs['loss'] = loss.cpu().detach().numpy().item()\n")
+    assert [d.code for d in lint_source(code, select=["TL201"])] == ["TL201"]

@@ -49,6 +49,13 @@ def is_step_call(call: cst.Call, names: Names) -> bool:
     return names.qualified(func) == "torch.autograd.backward"
 
 
+def _position(body, stmt) -> int:
+    for i, item in enumerate(body):
+        if item is stmt:
+            return i
+    return -1
+
+
 def _has_modulo(expr: cst.CSTNode, index: TreeIndex) -> bool:
     for node in index.walk(expr):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
@@ -64,6 +71,7 @@ class Loops:
         self._per_step_fn: dict[cst.FunctionDef, bool] = {}
         self._guard_cache: dict[cst.CSTNode, bool] = {}
         self._in_hot_fn: dict[cst.FunctionDef, bool] = {}
+        self._exit_cache: dict[cst.CSTNode, list[int]] = {}
 
         self.functions: dict[str, list[cst.FunctionDef]] = {}
         for fn in index.nodes(cst.FunctionDef):
@@ -233,11 +241,31 @@ class Loops:
             child = anc
         return None
 
+    def _early_exits(self, block) -> list[int]:
+        """Positions in a block of interval guards that leave early: `if not should_log: return`,
+        `if step % n != 0: continue`; the statements after them run only on some steps."""
+        cached = self._exit_cache.get(block)
+        if cached is None:
+            cached = []
+            for i, stmt in enumerate(block.body):
+                if isinstance(stmt, cst.If) and stmt.orelse is None and self.is_interval_test(stmt.test):
+                    last = stmt.body.body[-1] if stmt.body.body else None
+                    if isinstance(last, cst.SimpleStatementLine):
+                        last = last.body[-1] if last.body else None
+                    if isinstance(last, (cst.Return, cst.Continue)):
+                        cached.append(i)
+            self._exit_cache[block] = cached
+        return cached
+
     def is_per_step(self, node: cst.CSTNode) -> bool:
         child = node
         for anc in self.index.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and self.is_interval_test(anc.test):
                 return False
+            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+                exits = self._early_exits(anc)
+                if exits and exits[0] < _position(anc.body, child):
+                    return False
             if isinstance(anc, Loop) and child is anc.body and anc in self.hot_loops:
                 return True
             if isinstance(anc, (cst.Lambda, cst.ClassDef)):
