@@ -107,3 +107,15 @@ def test_tl201_reports_a_conversion_chain_once():
     code = ("for x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
             "    logs['loss'] = loss.cpu().detach().numpy().item()\n")
     assert [d.code for d in lint_source(code, select=["TL201"])] == ["TL201"]
+
+
+def test_a_remainder_is_not_an_interval_flag():
+    # simpletransformers' resume: skipping already-seen batches is not an interval guard.
+    ctx = _ctx(
+        "steps_left = global_step % steps_per_epoch\nshould_log = global_step % 10 == 0\n"
+        "for step, batch in enumerate(loader):\n    if steps_left > 0:\n        steps_left -= 1\n        continue\n"
+        "    loss = model(batch)\n    total += loss.item()\n    loss.backward()\n    opt.step()\n"
+        "    if should_log:\n        print(loss.item())\n"
+    )
+    items = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "loss.item"]
+    assert [ctx.loops.is_per_step(c) for c in items] == [True, False]

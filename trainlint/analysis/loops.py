@@ -80,7 +80,11 @@ class Loops:
         # Names assigned from a modulo test or another flag: `should_log = step % n == 0`.
         self.flag_names: set[str] = set()
         for assign in index.nodes(cst.Assign):
-            if _has_modulo(assign.value, index):
+            # Only tests are flags: `should_log = step % n == 0`. A bare remainder is a number, e.g.
+            # HF-style resume `steps_trained_in_current_epoch = global_step % steps_per_epoch`, later
+            # tested as `if steps_trained_in_current_epoch > 0: continue` to skip batches already seen.
+            if isinstance(assign.value, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)) \
+                    and _has_modulo(assign.value, index):
                 for target in assign.targets:
                     name = dotted(target.target)
                     if name:
