@@ -25,6 +25,26 @@ class Mode:
 
 
 def check_file(path: str, settings: Settings, mode: Mode) -> FileResult:
+    try:
+        return _check_file(path, settings, mode)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - one file's bug must not end the run or print a traceback
+        result = FileResult(path=path)
+        where = ""
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            where = f" at {tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno}"
+        result.error = FileError(
+            path, f"internal error: {type(exc).__name__}: {exc}{where}; the file was not changed; please report this",
+            internal=True,
+        )
+        return result
+
+
+def _check_file(path: str, settings: Settings, mode: Mode) -> FileResult:
     result = FileResult(path=path)
     try:
         source = read_source(path)
