@@ -48,27 +48,62 @@ def default_dir() -> str:
 _code_fingerprint: str | None = None
 
 
+def _py_files(folder: str) -> list[str]:
+    out = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        out.extend(os.path.join(root, n) for n in names if n.endswith(".py"))
+    return out
+
+
+def _rule_pack_sources() -> tuple[list[str], list[str]]:
+    """(source files, identities) of every rule pack, found without importing any of them: a
+    rule module imports libcst, which a run answered from the cache should never load."""
+    from importlib import metadata
+    from importlib.util import find_spec
+
+    files: list[str] = []
+    identities: list[str] = []
+    try:
+        spec = find_spec("trainlint.rules")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        for folder in spec.submodule_search_locations:
+            files.extend(_py_files(folder))
+    else:  # a source checkout that is not installed: the registry loads ../rules
+        files.extend(_py_files(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules")))
+    try:
+        entry_points = metadata.entry_points(group="trainlint.rules")
+    except Exception:  # the registry tolerates broken metadata; so does the key
+        entry_points = []
+    for ep in entry_points:
+        if ep.value == "trainlint.rules":
+            continue
+        dist = getattr(ep, "dist", None)
+        identities.append(f"{ep.name}={ep.value} {getattr(dist, 'name', '')} {getattr(dist, 'version', '')}")
+        # The pack's sources too, so someone developing a pack (version unchanged) sees its edits.
+        try:
+            top = find_spec(ep.module.split(".")[0])
+        except (ImportError, ValueError):
+            top = None
+        if top is not None and top.submodule_search_locations:
+            for folder in top.submodule_search_locations:
+                files.extend(_py_files(folder))
+        elif top is not None and top.origin:
+            files.append(top.origin)
+    return files, identities
+
+
 def code_fingerprint() -> str:
     """trainlint's version and the identity (path, size, mtime) of every module that can change
-    findings: trainlint itself and the modules the registered rules come from."""
+    findings: trainlint itself and every rule pack (built-in and entry points)."""
     global _code_fingerprint
     if _code_fingerprint is None:
-        from trainlint.registry import all_rules
-
-        files = set()
-        package = os.path.dirname(os.path.abspath(__file__))
-        for root, _dirs, names in os.walk(package):
-            files.update(os.path.join(root, n) for n in names if n.endswith(".py"))
-        # A rule module's folder, not just the module: rules import helpers that sit beside them.
-        folders = {os.path.dirname(os.path.abspath(m.__file__)) for m in
-                   (sys.modules.get(rule.__module__) for rule in all_rules())
-                   if m is not None and getattr(m, "__file__", None)}
-        for folder in folders:
-            try:
-                files.update(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".py"))
-            except OSError:
-                pass
-        h = hashlib.sha256(f"{__version__}\0{FORMAT}".encode())
+        files = set(_py_files(os.path.dirname(os.path.abspath(__file__))))
+        pack_files, identities = _rule_pack_sources()
+        files.update(os.path.abspath(f) for f in pack_files)
+        h = hashlib.sha256(f"{__version__}\0{FORMAT}\0{sorted(identities)}".encode())
         for path in sorted(files):
             try:
                 st = os.stat(path)
@@ -77,6 +112,16 @@ def code_fingerprint() -> str:
             h.update(f"\0{path}\0{st.st_size}\0{st.st_mtime_ns}".encode())
         _code_fingerprint = h.hexdigest()[:16]
     return _code_fingerprint
+
+
+def settings_fingerprint(settings) -> str:
+    """Everything in the settings that can change findings. Like Settings.fingerprint() but
+    without asking the registry for the rule list (that imports every rule, and libcst): the
+    rules are covered by code_fingerprint(). The root stays in: per-file-ignores and excludes
+    are relative to it."""
+    data = {k: v for k, v in vars(settings).items() if k != "config_path"}
+    data["root"] = os.path.abspath(settings.root)
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=repr).encode()).hexdigest()[:16]
 
 
 class Cache:
@@ -95,7 +140,7 @@ class Cache:
         # Settings are frozen and hashable; fingerprint() serialises them, so do it once each.
         fp = self._settings_fp.get(settings)
         if fp is None:
-            fp = self._settings_fp[settings] = f"{settings.fingerprint()}\0{os.path.abspath(settings.root)}"
+            fp = self._settings_fp[settings] = settings_fingerprint(settings)
         return fp
 
     def key(self, path: str, digest: str, settings) -> str:

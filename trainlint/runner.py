@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from trainlint.config import Settings, SettingsResolver
 from trainlint.diagnostics import FileError, FileResult, RunResult
 from trainlint.discovery import discover
-from trainlint.engine import ParseError, lint_text
-from trainlint.fixer import FixError, fix_text
 from trainlint.source import SourceError, read_source
 from trainlint.writer import write_fixed
 
@@ -45,6 +43,11 @@ def _check_file(path: str, settings: Settings, mode: Mode) -> tuple[FileResult, 
 
 
 def _check_source(source, path: str, settings: Settings, mode: Mode) -> FileResult:
+    # Imported on first use, not at the top: they pull in libcst (a few hundred milliseconds),
+    # which a run answered entirely from the cache never needs.
+    from trainlint.engine import ParseError, lint_text
+    from trainlint.fixer import FixError, fix_text
+
     result = FileResult(path=path)
     rules = settings.active_rules(path)
     result.source = source.text
@@ -101,6 +104,16 @@ def _pool_context():
     return multiprocessing.get_context("spawn")
 
 
+def _load_before_fork(settings: set[Settings]) -> None:
+    """Imports the engine and resolves the active rules once in this process, so forked workers
+    inherit them instead of each doing it again."""
+    import trainlint.engine  # noqa: F401
+    import trainlint.fixer  # noqa: F401
+
+    for each in settings:
+        each.active_rules()
+
+
 def _task(item: tuple[int, str, Settings, Mode]) -> tuple[int, FileResult, str | None]:
     index, path, settings, mode = item
     result, digest = _check_file(path, settings, mode)
@@ -125,6 +138,7 @@ def _execute(work: list[tuple[int, str, Settings, Mode]], jobs: int):
     # idle; small chunks for the same reason (a task is milliseconds, so dispatch costs little).
     work = sorted(work, key=lambda item: _file_size(item[1]), reverse=True)
     chunksize = max(1, min(16, len(work) // (jobs * 32)))
+    _load_before_fork({item[2] for item in work})
     with _pool_context().Pool(jobs) as pool:
         yield from pool.imap_unordered(_task, work, chunksize)
 
