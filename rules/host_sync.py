@@ -38,6 +38,9 @@ def step_counter(ctx, node: cst.CSTNode) -> str | None:
     if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and ctx.dotted(loop.iter.func) == "enumerate" \
             and isinstance(loop.target, cst.Tuple) and isinstance(loop.target.elements[0].value, cst.Name):
         return loop.target.elements[0].value.value
+    if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Call) \
+            and ctx.dotted(loop.iter.func) == "range":
+        return loop.target.value
     for aug in ctx.index.walk(loop.body):
         if isinstance(aug, cst.AugAssign) and isinstance(aug.operator, cst.AddAssign) and ctx.literal(aug.value) == 1:
             name = ctx.dotted(aug.target)
@@ -158,6 +161,10 @@ the script's logging interval.
             advice = f"accumulate with `{ctx.code(parent.target)} += {ctx.code(target)}.detach()` and convert once at the logging interval"
         else:
             advice = "read it under the logging interval (`if step % log_every == 0:`) or keep it on the device"
+            guard = guard_statement(self, node, 100)
+            if guard is not None:
+                # Fewer reads change what the script records: shown as a suggestion, never written.
+                fix = self.fix(Applicability.DISPLAY_ONLY, guard.message, *guard.replacements)
         self.report(node, f"{what} waits for the GPU on every step; {advice}", fix)
 
 
@@ -335,6 +342,8 @@ statistics are put under the logging interval.
         Invalid(_loop("torch.cuda.empty_cache()\nprint(step)"), fixed=_loop("print(step)")),
         Invalid(_loop("mem = torch.cuda.max_memory_allocated()"),
                 fixed=_loop("if step % 100 == 0:\n    mem = torch.cuda.max_memory_allocated()")),
+        Invalid(_loop("if torch.cuda.is_available():\n    torch.cuda.synchronize()"),
+                fixed=LOOP.format(body="").replace("    \n", "")),
         Invalid("from torch import cuda\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n    cuda.synchronize()\n"),
     ]
 
@@ -356,14 +365,18 @@ statistics are put under the logging interval.
         self.report(node, f"`{qn}()` on every step stalls the GPU pipeline; {advice}", fix)
 
 
-def _remove_statement(rule: Rule, stmt: cst.SimpleStatementLine, message: str):
-    """Fix that deletes a statement, keeping its comments (moved to the next statement) and a
-    `pass` when the block would be empty."""
+def _remove_statement(rule: Rule, stmt: cst.BaseStatement, message: str):
+    """Fix that deletes a statement, keeping its comments (moved to the next statement). A guard
+    left empty (`if torch.cuda.is_available():`) goes too; otherwise an empty block gets `pass`."""
     ctx = rule.ctx
     block = ctx.parent(stmt)
     if not isinstance(block, (cst.IndentedBlock, cst.Module)):
         return None
     body = list(block.body)
+    guard = ctx.parent(block)
+    if len(body) == 1 and isinstance(guard, cst.If) and guard.orelse is None and _side_effect_free(ctx, guard.test) \
+            and not isinstance(ctx.parent(guard), cst.If):
+        return _remove_statement(rule, guard, message)
     i = body.index(stmt)
     del body[i]
     if i < len(body) and stmt.leading_lines:
@@ -371,6 +384,14 @@ def _remove_statement(rule: Rule, stmt: cst.SimpleStatementLine, message: str):
     if not body:
         body = [cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=stmt.leading_lines)]
     return rule.fix(Applicability.UNSAFE, message, (block, block.with_changes(body=body)))
+
+
+def _side_effect_free(ctx, test: cst.BaseExpression) -> bool:
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return True
+    if isinstance(test, cst.Call) and not test.args:
+        return (ctx.names.qualified(test.func) or "").endswith(".is_available")
+    return False
 
 
 def _is_tensor_test(ctx, test: cst.BaseExpression) -> bool:
