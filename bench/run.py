@@ -49,14 +49,49 @@ SETS = {
     "transformers": ["transformers"],
 }
 
-TRAINLINT_TOOLS = ("cold", "warm", "jobs1", "jobs2")
-ALL_TOOLS = ["floor-ast", "floor-parse", "torchfix", "fixit", "cold", "warm", "jobs1", "jobs2"]
+TRAINLINT_TOOLS = ("cold", "warm", "jobs1", "jobs2", "noprefilter")
+ALL_TOOLS = ["floor-ast", "floor-parse", "torchfix", "fixit", "cold", "warm", "jobs1", "jobs2", "noprefilter"]
 # TorchFix/Fixit would need about half an hour each on transformers and no target compares
 # against them there, so that set leaves them (and the 3-minute libcst floor) out unless asked.
 DEFAULT_TOOLS = {
-    "train2": ALL_TOOLS,
+    "train2": [t for t in ALL_TOOLS if t != "noprefilter"],
     "transformers": ["floor-ast", "cold", "warm", "jobs1", "jobs2"],
 }
+
+# trainlint with its text prefilter switched off (every rule sees every file), to measure what
+# the prefilter saves. It patches the engine from outside; nothing in trainlint knows about it.
+NO_PREFILTER_CODE = r"""
+import sys
+import trainlint.engine as engine
+engine.select_for_text = lambda rules, text: list(rules)
+from trainlint.cli import main
+sys.argv[0] = "trainlint"
+main()
+"""
+
+# How many files and lines get past the prefilter (not timed).
+PREFILTER_STATS_CODE = r"""
+import json, sys
+from trainlint.config import SettingsResolver
+from trainlint.discovery import discover
+from trainlint.engine import select_for_text
+from trainlint.source import read_source
+resolver = SettingsResolver(None, {"select": tuple(s for s in sys.argv[1:2] if s) or None})
+files, _ = discover(sys.argv[2:], resolver)
+out = {"files": len(files), "lines": 0, "passed_files": 0, "passed_lines": 0}
+for path in files:
+    try:
+        text = read_source(path).text
+    except Exception:
+        continue
+    lines = text.count("\n")
+    out["lines"] += lines
+    settings = resolver.for_path(path)
+    if select_for_text(settings.active_rules(path), text):
+        out["passed_files"] += 1
+        out["passed_lines"] += lines
+print(json.dumps(out))
+"""
 
 FLOOR_CODE = r"""
 import sys, time
@@ -390,6 +425,8 @@ def build_commands(args, tops, bins, tl_help, cache_dir, work) -> tuple[dict, di
         cmds["jobs2"] = [*base, *no_cache, "--jobs", "2", *tops]
     else:
         skipped["jobs1"] = skipped["jobs2"] = "no --jobs option yet"
+    cmds["noprefilter"] = [args.python, "-c", NO_PREFILTER_CODE, "check", *select, *args.trainlint_arg,
+                           *no_cache, *(["--jobs", "1"] if has_jobs else []), *tops]
     return cmds, skipped
 
 
@@ -427,12 +464,13 @@ LABELS = {
     "warm": "trainlint warm (cache hit)",
     "jobs1": "trainlint cold --jobs 1",
     "jobs2": "trainlint cold --jobs 2",
+    "noprefilter": "trainlint cold --jobs 1, prefilter off",
 }
 
 
 def table(summaries: dict[str, Summary], skipped: dict[str, str]) -> str:
     rows = [("tool", "runs", "wall s (best)", "wall s (median)", "CPU s (best)", "max RSS MB", "sum PSS MB", "rc", "out lines")]
-    for tool in ["floor-ast", "floor-parse", "torchfix", "fixit", "fill", "cold", "warm", "jobs1", "jobs2"]:
+    for tool in ["floor-ast", "floor-parse", "torchfix", "fixit", "fill", "cold", "warm", "jobs1", "jobs2", "noprefilter"]:
         if tool in skipped:
             rows.append((LABELS[tool], "-", "n/a: " + skipped[tool], "", "", "", "", "", ""))
             continue
@@ -488,6 +526,7 @@ def ratios(summaries: dict[str, Summary], set_name: str) -> list[dict]:
     add("warm / cold", med("warm") / cold, "<= 10%", lambda v: v <= 0.10)
     add("jobs1 / jobs2", med("jobs1") / med("jobs2"), ">= 1.7x", lambda v: v >= 1.7)
     add("cold / libcst parse floor", cold / med("floor-parse"), "(info: close to 1 or below)")
+    add("prefilter off / on (--jobs 1)", med("noprefilter") / med("jobs1"), "(info: what the prefilter saves)")
     if set_name == "transformers":
         add("cold wall seconds", cold, "< 60 s", lambda v: v < 60)
         peak = max((max(s.pss_mb for s in summ.samples) for t, summ in summaries.items()
@@ -568,6 +607,15 @@ def main(argv=None) -> int:
     notes["trainlint"] = tl_note
     if tl_help is None:
         print(f"bench: {tl_note}", flush=True)
+    else:
+        stats = subprocess.run([args.python, "-c", PREFILTER_STATS_CODE, args.trainlint_select, *tops],
+                               cwd=work / "tree", env=tl_env, capture_output=True, text=True)
+        try:
+            st = json.loads(stats.stdout)
+            notes["prefilter"] = (f"{st['passed_files']} of {st['files']} files ({st['passed_lines']} of "
+                                  f"{st['lines']} lines) get past the text prefilter to the parser")
+        except ValueError:
+            notes["prefilter"] = "could not measure: " + (stats.stderr.strip().splitlines() or ["?"])[-1]
 
     cmds, skipped = build_commands(args, tops, bins, tl_help, cache_dir, work)
     skipped = {t: why for t, why in skipped.items() if t in tools}
@@ -609,7 +657,7 @@ def main(argv=None) -> int:
 
     # The cache and the pool must not change what is reported.
     consistency = {}
-    for a, b in (("cold", "warm"), ("jobs1", "jobs2"), ("cold", "jobs1")):
+    for a, b in (("cold", "warm"), ("jobs1", "jobs2"), ("cold", "jobs1"), ("jobs1", "noprefilter")):
         if summaries.get(a) and summaries.get(b) and summaries[a].ok and summaries[b].ok:
             out_a = Path(summaries[a].ok[0].log + ".out").read_bytes()
             out_b = Path(summaries[b].ok[0].log + ".out").read_bytes()
