@@ -91,6 +91,7 @@ class FileResult:
     # The text the diagnostics' offsets refer to (after fixes, when fixes were applied).
     source: str | None = None
     fixed: int = 0  # number of fixes written for this file
+    applied: list[Diagnostic] = field(default_factory=list)  # the findings those fixes removed
     diff: str = ""  # unified diff (with --diff)
 
 

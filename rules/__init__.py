@@ -1,0 +1,29 @@
+"""The built-in rule pack, one module per family. Installed as `trainlint.rules`."""
+
+from __future__ import annotations
+
+import importlib
+
+from trainlint.rule import Rule
+
+_FAMILIES = ("dataloader", "host_sync", "distributed", "amp", "checkpoint", "compute")
+
+
+def _collect() -> list[type[Rule]]:
+    rules: list[type[Rule]] = []
+    for family in _FAMILIES:
+        try:
+            module = importlib.import_module(f"{__name__}.{family}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{family}":
+                raise
+            continue  # a family not written yet
+        rules.extend(
+            obj for obj in vars(module).values()
+            if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.__module__ == module.__name__
+            and hasattr(obj, "code")
+        )
+    return sorted(rules, key=lambda r: r.code)
+
+
+RULES = _collect()

@@ -1,0 +1,814 @@
+"""TL1xx: the input pipeline (seed article §3, §3.3, §6.2)."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from trainlint.analysis.context import UNKNOWN
+from trainlint.diagnostics import Applicability
+from trainlint.rule import Invalid, Option, Rule, Valid
+
+DATALOADERS = (
+    "torch.utils.data.DataLoader",
+    "torchdata.stateful_dataloader.StatefulDataLoader",
+    "torchdata.stateful_dataloader.stateful_dataloader.StatefulDataLoader",
+)
+DATASETS = ("torch.utils.data.Dataset", "torch.utils.data.IterableDataset")
+# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, drop_last)
+_POSITIONAL = {"batch_size": 1, "shuffle": 2, "num_workers": 5, "collate_fn": 6, "pin_memory": 7, "drop_last": 8}
+_EVAL_NAME = re.compile(r"(val|valid|test|eval|dev)", re.IGNORECASE)
+DEFAULT_WORKERS = "min(8, os.cpu_count() or 1)"
+
+
+def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
+    arg = ctx.keyword(call, name)
+    if arg is None and name in _POSITIONAL:
+        arg = ctx.positional(call, _POSITIONAL[name])
+    return arg
+
+
+def is_loader(ctx, call: cst.Call) -> bool:
+    return ctx.names.is_a(call.func, *DATALOADERS)
+
+
+def loader_name(ctx, call: cst.Call) -> str | None:
+    """The name a loader call is assigned to (`train_loader = DataLoader(...)`)."""
+    parent = ctx.parent(call)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        return ctx.dotted(parent.targets[0].target)
+    if isinstance(parent, cst.AnnAssign):
+        return ctx.dotted(parent.target)
+    return None
+
+
+def workers_value(ctx, call: cst.Call):
+    """0 when the loader runs in the main process, UNKNOWN when not known statically, else the literal."""
+    arg = loader_arg(ctx, call, "num_workers")
+    if arg is None:
+        return 0
+    return ctx.literal(arg.value)
+
+
+def has_workers(ctx, call: cst.Call) -> bool:
+    """num_workers is given and is not a literal 0."""
+    arg = loader_arg(ctx, call, "num_workers")
+    return arg is not None and ctx.literal(arg.value) != 0
+
+
+def add_workers_fix(rule: Rule, call: cst.Call):
+    """The TL101 fix: num_workers from the config, else from the machine at run time."""
+    ctx = rule.ctx
+    configured = rule.opts.get("num-workers")
+    value = str(configured) if configured else DEFAULT_WORKERS
+    replacements = [(call, ctx.with_keyword(call, "num_workers", value))]
+    if not configured and "os" not in ctx.names.aliases:
+        replacements.append(_import_os(ctx))
+    return rule.fix(Applicability.UNSAFE, f"Set `num_workers={value}`", *replacements)
+
+
+def _import_os(ctx):
+    """Replacement that inserts `import os` after the module's last top-level import (or docstring)."""
+    body = ctx.module.body
+    anchor = None
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine) and stmt.body and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom)):
+            anchor = stmt
+        elif anchor is not None:
+            break
+    newline = ctx.module.default_newline
+    if anchor is None:
+        first = body[0] if body else None
+        is_docstring = (isinstance(first, cst.SimpleStatementLine) and first.body and isinstance(first.body[0], cst.Expr)
+                        and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+        if is_docstring:
+            anchor = first
+        elif first is not None:
+            return (first, "import os" + newline + newline + ctx.code(first))
+    return (anchor, ctx.code(anchor) + "import os" + newline)
+
+
+def is_training_loader(ctx, call: cst.Call) -> bool:
+    name = loader_name(ctx, call) or ""
+    if _EVAL_NAME.search(name.rsplit(".", 1)[-1]):
+        return False
+    shuffle = loader_arg(ctx, call, "shuffle")
+    return not (shuffle is not None and ctx.literal(shuffle.value) is False and name == "")
+
+
+class DataLoaderRule(Rule):
+    """Shared shape of the loader rules: visit DataLoader calls whose keywords are all visible."""
+
+    triggers = ("DataLoader",)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if is_loader(ctx, node) and not ctx.has_star_kwargs(node):
+            self.check_loader(node)
+
+    def check_loader(self, call: cst.Call) -> None:
+        raise NotImplementedError
+
+
+class DataLoaderNoWorkers(DataLoaderRule):
+    code = "TL101"
+    name = "dataloader-no-workers"
+    summary = "DataLoader loads data in the main process (`num_workers` missing or 0)"
+    source = "§3, §3.3"
+    fix_applicability = "unsafe"
+    options = {
+        "num-workers": Option(0, int, "The value the fix writes; 0 means `min(8, os.cpu_count() or 1)` at run time."),
+    }
+    docs = """
+## What it does
+Flags a `DataLoader` (any import alias, local subclasses, `StatefulDataLoader`) whose `num_workers`
+is missing or a literal 0.
+
+## Why is this bad?
+With no workers, every batch is read, decoded and collated in the training process between two
+steps, and the accelerator idles while it happens. Worker processes prepare the next batches
+while the current one trains.
+
+## Example
+```python
+loader = DataLoader(dataset, batch_size=64, shuffle=True)
+```
+
+## Use instead
+```python
+loader = DataLoader(dataset, batch_size=64, shuffle=True, num_workers=min(8, os.cpu_count() or 1))
+```
+
+## Fix safety
+Unsafe: workers need a picklable dataset and collate function, and each worker has its own RNG
+stream, so random augmentations differ from a run without workers. A value from an expression
+(`num_workers=args.workers`) or `**kwargs` is not a finding.
+"""
+    valid = [
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, num_workers=4)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=args.workers)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, **loader_kwargs)\n"),
+        Valid("import torch\nloader = torch.utils.data.DataLoader(ds, 8, True, None, None, 2)\n"),
+        Valid("from mylib import DataLoader\nDataLoader(ds)\n"),
+    ]
+    invalid = [
+        Invalid(
+            "import os\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n",
+            fixed="import os\nfrom torch.utils.data import DataLoader\n"
+            "loader = DataLoader(ds, batch_size=8, num_workers=min(8, os.cpu_count() or 1))\n",
+        ),
+        Invalid(
+            "from torch.utils.data import DataLoader as DL\nloader = DL(ds, num_workers=0)\n",
+            fixed="from torch.utils.data import DataLoader as DL\nimport os\n"
+            "loader = DL(ds, num_workers=min(8, os.cpu_count() or 1))\n",
+        ),
+        Invalid(
+            "import torch.utils.data as tud\nloader = tud.DataLoader(ds)\n",
+            fixed="import torch.utils.data as tud\nloader = tud.DataLoader(ds, num_workers=4)\n",
+            options={"num-workers": 4},
+        ),
+        Invalid("from torch.utils import data\nloader = data.DataLoader(ds, shuffle=True)\n"),
+        Invalid("from torch.utils.data.dataloader import DataLoader\nloader = DataLoader(ds)\n"),
+        Invalid(
+            "from torch.utils.data import DataLoader\nclass MyLoader(DataLoader):\n    pass\nloader = MyLoader(ds)\n"
+        ),
+        Invalid("from torchdata.stateful_dataloader import StatefulDataLoader\nloader = StatefulDataLoader(ds)\n"),
+    ]
+
+    def check_loader(self, call: cst.Call) -> None:
+        if workers_value(self.ctx, call) != 0:
+            return
+        configured = self.opts.get("num-workers")
+        value = configured or DEFAULT_WORKERS
+        self.report(
+            call,
+            f"DataLoader loads batches in the training process; set `num_workers={value}` so workers "
+            f"prepare the next batches while the GPU trains",
+            add_workers_fix(self, call),
+        )
+
+
+class DataLoaderNoPinMemory(DataLoaderRule):
+    code = "TL102"
+    name = "dataloader-no-pin-memory"
+    summary = "Training DataLoader without `pin_memory=True` while batches move to an accelerator"
+    source = "§3.3"
+    fix_applicability = "safe"
+    docs = """
+## What it does
+Flags a training `DataLoader` without `pin_memory=True` in code whose training loop moves batches
+to an accelerator (`.to(device)`, `.cuda()`).
+
+## Why is this bad?
+Copies from pageable host memory go through a staging buffer and cannot overlap with compute.
+Pinned (page-locked) batches copy faster and allow `non_blocking=True` transfers.
+
+## Example
+```python
+loader = DataLoader(ds, batch_size=32, num_workers=4)
+for x, y in loader:
+    x, y = x.cuda(), y.cuda()
+```
+
+## Use instead
+```python
+loader = DataLoader(ds, batch_size=32, num_workers=4, pin_memory=True)
+```
+
+## Fix safety
+Safe: pinning changes where host memory lives, not what is computed.
+"""
+    triggers = ("DataLoader",)
+    needs_hot_loop = True
+    _LOOP = "from torch.utils.data import DataLoader\n{loader}\nfor x, y in loader:\n    x = x.to(device)\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
+    valid = [
+        Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
+        Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"),
+        Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, **kw)")),
+        Valid(_LOOP.format(loader="val_loader = DataLoader(ds, num_workers=2)\nloader = DataLoader(ds, num_workers=2, pin_memory=True)")),
+    ]
+    invalid = [
+        Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),
+                fixed=_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
+        Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=False)"),
+                fixed=_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
+        Invalid(_LOOP.format(loader="loader = DataLoader(\n    ds,\n    num_workers=2,\n)"),
+                fixed=_LOOP.format(loader="loader = DataLoader(\n    ds,\n    num_workers=2,\n    pin_memory=True,\n)")),
+        Invalid(_LOOP.replace("x.to(device)", "x.cuda()").format(loader="loader = DataLoader(ds)")),
+    ]
+
+    def check_loader(self, call: cst.Call) -> None:
+        arg = loader_arg(self.ctx, call, "pin_memory")
+        if arg is not None and self.ctx.literal(arg.value) is not False:
+            return
+        if not is_training_loader(self.ctx, call) or not moves_batches_to_device(self.ctx):
+            return
+        self.report(
+            call,
+            "Batches go to the accelerator from pageable memory; set `pin_memory=True` for faster, asynchronous copies",
+            self.fix(Applicability.SAFE, "Set `pin_memory=True`",
+                     (call, self.ctx.with_keyword(call, "pin_memory", "True"))),
+        )
+
+
+def is_device_move(ctx, call: cst.Call) -> bool:
+    """`x.cuda()` or `x.to(device)` / `x.to("cuda")` (not a dtype-only `.to(torch.float16)`)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    if func.attr.value == "cuda":
+        return True
+    if func.attr.value != "to" or not call.args:
+        return False
+    first = call.args[0]
+    if first.keyword is not None and first.keyword.value == "dtype":
+        return False
+    qn = ctx.names.qualified(first.value) or ""
+    if qn.startswith("torch.") and qn != "torch.device":
+        return False  # a dtype
+    literal = ctx.literal(first.value)
+    return literal is UNKNOWN or (isinstance(literal, str) and literal != "cpu")
+
+
+def moves_batches_to_device(ctx) -> bool:
+    cached = getattr(ctx, "_moves_batches", None)
+    if cached is None:
+        cached = any(is_device_move(ctx, c) and ctx.loops.in_hot_loop(c) for c in ctx.index.nodes(cst.Call))
+        ctx._moves_batches = cached
+    return cached
+
+
+class DataLoaderWorkersNotPersistent(DataLoaderRule):
+    code = "TL103"
+    name = "dataloader-workers-not-persistent"
+    summary = "Loader with workers, iterated for several epochs, without `persistent_workers=True`"
+    source = "§3.3"
+    fix_applicability = "unsafe"
+    docs = """
+## What it does
+Flags a `DataLoader` with workers (`num_workers` not a literal 0) and no `persistent_workers=True`
+that is iterated once per epoch inside an outer loop.
+
+## Why is this bad?
+Without persistent workers, every epoch starts by forking the workers again and re-running the
+dataset's set-up in each; on short epochs the GPU waits for this at every epoch boundary.
+
+## Example
+```python
+loader = DataLoader(ds, num_workers=4)
+for epoch in range(10):
+    for x, y in loader:
+        ...
+```
+
+## Use instead
+```python
+loader = DataLoader(ds, num_workers=4, persistent_workers=True)
+```
+
+## Fix safety
+Unsafe: live workers keep their copy of the dataset, so changes made to it between epochs are
+not seen, and the shuffle of later epochs differs (the base seed is drawn once).
+"""
+    _EPOCHS = "from torch.utils.data import DataLoader\nloader = {loader}\nfor epoch in range(3):\n    for batch in loader:\n        step(batch)\n"
+    valid = [
+        Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
+        Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=0)")),
+        Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\nfor batch in loader:\n    step(batch)\n"),
+        Valid(_EPOCHS.format(loader="DataLoader(ds)")),
+    ]
+    invalid = [
+        Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)"),
+                fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
+        Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=False)"),
+                fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=True)")),
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n"
+                "    for i, batch in enumerate(loader):\n        step(batch)\n"),
+        Invalid("from torch.utils.data import DataLoader\ndef train_epoch(dl):\n    for b in dl:\n        step(b)\n"
+                "loader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n    train_epoch(loader)\n"),
+    ]
+
+    def check_loader(self, call: cst.Call) -> None:
+        ctx = self.ctx
+        if not has_workers(ctx, call):
+            return
+        arg = ctx.keyword(call, "persistent_workers")
+        if arg is not None and ctx.literal(arg.value) is not False:
+            return
+        name = loader_name(ctx, call)
+        if name is None or not _iterated_per_epoch(ctx, name):
+            return
+        self.report(
+            call,
+            "Workers are restarted at every epoch; set `persistent_workers=True` to keep them alive",
+            self.fix(Applicability.UNSAFE, "Set `persistent_workers=True`",
+                     (call, ctx.with_keyword(call, "persistent_workers", "True"))),
+        )
+
+
+def _mentions(ctx, expr: cst.CSTNode, name: str) -> bool:
+    return any(ctx.dotted(n) == name for n in ctx.index.walk(expr) if isinstance(n, (cst.Name, cst.Attribute)))
+
+
+def _iterated_per_epoch(ctx, name: str) -> bool:
+    """The loader is iterated (or handed to a function) inside an outer loop."""
+    for loop in ctx.index.nodes(cst.For):
+        if _mentions(ctx, loop.iter, name) and ctx.loops.innermost_loop(loop) is not None:
+            return True
+    for call in ctx.index.nodes(cst.Call):
+        if ctx.loops.innermost_loop(call) is None:
+            continue
+        for arg in call.args:
+            if ctx.dotted(arg.value) == name:
+                return True
+    return False
+
+
+class DataLoaderShallowPrefetch(DataLoaderRule):
+    code = "TL104"
+    name = "dataloader-shallow-prefetch"
+    summary = "Loader with workers and `prefetch_factor` missing or below the configured minimum"
+    source = "§3.3"
+    fix_applicability = "safe"
+    options = {"min-prefetch-factor": Option(4, int, "The smallest prefetch_factor accepted; the fix sets this value.")}
+    docs = """
+## What it does
+Flags a `DataLoader` with workers whose `prefetch_factor` is missing (PyTorch's default is 2) or
+below the configured minimum (default 4).
+
+## Why is this bad?
+Each worker keeps only `prefetch_factor` batches ready. With uneven sample costs (variable-length
+text, images of different sizes) a shallow queue drains and the GPU waits for the slowest batch.
+
+## Example
+```python
+loader = DataLoader(ds, num_workers=4)
+```
+
+## Use instead
+```python
+loader = DataLoader(ds, num_workers=4, prefetch_factor=4)
+```
+
+## Fix safety
+Safe: a deeper queue uses more host memory but computes the same batches in the same order. When
+`num_workers` is an expression, the fix writes `prefetch_factor=4 if <workers> > 0 else None`,
+since PyTorch rejects a prefetch factor without workers.
+"""
+    valid = [
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=8)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=2)\n",
+              options={"min-prefetch-factor": 2}),
+    ]
+    invalid = [
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4)\n",
+                fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=2)\n",
+                fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=args.workers)\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "DataLoader(ds, num_workers=args.workers, prefetch_factor=4 if args.workers > 0 else None)\n"),
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n",
+                fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=6)\n",
+                options={"min-prefetch-factor": 6}),
+    ]
+
+    def check_loader(self, call: cst.Call) -> None:
+        ctx = self.ctx
+        minimum = self.opts["min-prefetch-factor"]
+        workers = loader_arg(ctx, call, "num_workers")
+        if workers is None or ctx.literal(workers.value) == 0:
+            return
+        arg = ctx.keyword(call, "prefetch_factor")
+        if arg is not None:
+            value = ctx.literal(arg.value)
+            if value is UNKNOWN or value is None or value >= minimum:
+                return
+        if ctx.literal(workers.value) is UNKNOWN:
+            value_code = f"{minimum} if {ctx.code(workers.value)} > 0 else None"
+        else:
+            value_code = str(minimum)
+        self.report(
+            call,
+            f"Workers keep only {ctx.code(arg.value) if arg else 2} batches each in flight; set "
+            f"`prefetch_factor={minimum}` so uneven batches do not drain the queue",
+            self.fix(Applicability.SAFE, f"Set `prefetch_factor={minimum}`",
+                     (call, ctx.with_keyword(call, "prefetch_factor", value_code))),
+        )
+
+
+class DataLoaderRaggedLastBatch(DataLoaderRule):
+    code = "TL105"
+    name = "dataloader-ragged-last-batch"
+    summary = "Shuffled training loader without `drop_last=True`"
+    source = "§6.2"
+    fix_applicability = "unsafe"
+    docs = """
+## What it does
+Flags a shuffled (`shuffle=True`) training `DataLoader` without `drop_last=True`.
+
+## Why is this bad?
+The last batch of each epoch is smaller. A new shape recompiles `torch.compile`d graphs, defeats
+CUDA graphs and cuDNN autotuning caches, and a tiny batch gives a noisy gradient step.
+
+## Example
+```python
+loader = DataLoader(ds, batch_size=64, shuffle=True)
+```
+
+## Use instead
+```python
+loader = DataLoader(ds, batch_size=64, shuffle=True, drop_last=True)
+```
+
+## Fix safety
+Unsafe: up to `batch_size - 1` samples per epoch are skipped (a different subset each epoch).
+"""
+    valid = [
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=False)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds)\n"),
+        Valid("from torch.utils.data import DataLoader\nval_loader = DataLoader(ds, shuffle=True)\n"),
+    ]
+    invalid = [
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n",
+                fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=False)\n",
+                fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
+        Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True)\n",
+                fixed="from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True, drop_last=True)\n"),
+        Invalid("import torch\nloader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2)\n"),
+    ]
+
+    def check_loader(self, call: cst.Call) -> None:
+        ctx = self.ctx
+        shuffle = loader_arg(ctx, call, "shuffle")
+        if shuffle is None or ctx.literal(shuffle.value) is not True:
+            return
+        if not is_training_loader(ctx, call):
+            return
+        drop = loader_arg(ctx, call, "drop_last")
+        if drop is not None and ctx.literal(drop.value) is not False:
+            return
+        self.report(
+            call,
+            "The last batch of each epoch is smaller (new shapes, a noisy step); set `drop_last=True`",
+            self.fix(Applicability.UNSAFE, "Set `drop_last=True`", (call, ctx.with_keyword(call, "drop_last", "True"))),
+        )
+
+
+# -- heavy per-sample work -------------------------------------------------------------------
+
+_TOKENIZE = re.compile(r"(tokeniz|encode_plus|batch_encode|^encode$|^pad$|pad_sequence|apply_chat_template)", re.IGNORECASE)
+_DECODE = re.compile(r"(^Image\.open$|\.open$|imread|imdecode|decode_image|decode_jpeg|read_image|^load$|librosa\.load|"
+                     r"torchaudio\.load|soundfile\.read|^sf\.read$|decord|VideoReader)")
+_MASK = re.compile(r"(mask)", re.IGNORECASE)
+
+
+def _call_name(ctx, call: cst.Call) -> str:
+    return ctx.names.qualified(call.func) or ctx.dotted(call.func) or ""
+
+
+def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, str]]:
+    """Calls under root that tokenize, pad, mask, decode media or move tensors to a device."""
+    out = []
+    for node in ctx.index.walk(root):
+        if not isinstance(node, cst.Call):
+            continue
+        name = _call_name(ctx, node)
+        last = name.rsplit(".", 1)[-1]
+        receiver = name.rsplit(".", 1)[0] if "." in name else ""
+        if _TOKENIZE.search(last) or ("tokenizer" in receiver.lower() and last not in ("decode",)) \
+                or (last in ("__call__",) and "tokenizer" in name.lower()) or name.lower().endswith("tokenizer"):
+            out.append((node, "tokenizes/pads text"))
+        elif last in ("open", "imread", "imdecode", "decode_image", "decode_jpeg", "read_image", "read") and \
+                _DECODE.search(name) or name in ("PIL.Image.open", "torchvision.io.read_image", "torchaudio.load",
+                                                  "librosa.load", "cv2.imread", "soundfile.read"):
+            out.append((node, "decodes images/audio"))
+        elif masks and _MASK.search(last) and last not in ("masked_fill",):
+            out.append((node, "builds masks"))
+        elif is_device_move(ctx, node):
+            out.append((node, "moves tensors to a device"))
+    return out
+
+
+def _loaders_using(ctx, predicate) -> list[cst.Call]:
+    return [c for c in ctx.index.nodes(cst.Call) if is_loader(ctx, c) and predicate(c)]
+
+
+class HeavyCollateFn(Rule):
+    code = "TL106"
+    name = "heavy-collate-fn"
+    summary = "`collate_fn` that tokenizes, pads, masks, decodes images or moves tensors to a device"
+    source = "§3, §3.3"
+    fix_applicability = "unsafe"
+    triggers = ("collate_fn",)
+    options = DataLoaderNoWorkers.options
+    docs = """
+## What it does
+Resolves a loader's `collate_fn` to its definition in the module and flags one that tokenizes,
+pads, builds masks, decodes images or moves tensors to a device.
+
+## Why is this bad?
+`collate_fn` runs once per batch on the loader's critical path; in the main process
+(`num_workers=0`) the GPU waits for it at every step. Tokenizing or decoding per step repeats work
+that can be done once, offline. Device moves in `collate_fn` force CUDA into worker processes.
+
+## Example
+```python
+def collate(batch):
+    return tokenizer([b["text"] for b in batch], padding=True, return_tensors="pt")
+loader = DataLoader(ds, batch_size=32, collate_fn=collate)
+```
+
+## Use instead
+Pre-tokenize once (token ids in a binary array or memmap), pad to buckets offline, and at least
+run the loader with workers:
+```python
+loader = DataLoader(ds, batch_size=32, collate_fn=collate, num_workers=min(8, os.cpu_count() or 1))
+```
+
+## Fix safety
+Unsafe: when the loader runs in the main process the fix adds workers, as TL101. Moving the work
+offline is left to you; device moves in `collate_fn` should move to the training loop.
+"""
+    _SRC = "import os\nfrom torch.utils.data import DataLoader\ndef collate(batch):\n    {body}\n    return batch\nloader = DataLoader(ds, {args})\n"
+    valid = [
+        Valid(_SRC.format(body="batch = torch.stack(batch)", args="collate_fn=collate")),
+        Valid(_SRC.format(body="ids = tokenizer(batch)", args="collate_fn=other")),
+        Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, collate_fn=default_collate)\n"),
+        Valid(_SRC.format(body="x = [b * 2 for b in batch]", args="collate_fn=collate, num_workers=4")),
+    ]
+    invalid = [
+        Invalid(_SRC.format(body="enc = tokenizer(batch, padding=True)", args="collate_fn=collate"),
+                fixed=_SRC.format(body="enc = tokenizer(batch, padding=True)",
+                                  args="collate_fn=collate, num_workers=min(8, os.cpu_count() or 1)")),
+        Invalid(_SRC.format(body="enc = tokenizer(batch, padding=True)", args="collate_fn=collate, num_workers=4")),
+        Invalid(_SRC.format(body="x = pad_sequence(batch, batch_first=True)", args="collate_fn=collate")),
+        Invalid(_SRC.format(body="imgs = [Image.open(p) for p in batch]", args="collate_fn=collate")),
+        Invalid(_SRC.format(body="batch = [b.cuda() for b in batch]", args="collate_fn=collate")),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not is_loader(ctx, node):
+            return
+        arg = loader_arg(ctx, node, "collate_fn")
+        if arg is None:
+            return
+        definition = _resolve_callable(ctx, arg.value)
+        if definition is None:
+            return
+        work = heavy_work(ctx, definition, masks=True)
+        if not work:
+            return
+        kinds = sorted({kind for _, kind in work})
+        where = "in the main process, so the GPU waits on it every step" if workers_value(ctx, node) == 0 \
+            else "once per batch on the loader's critical path"
+        message = (f"collate_fn `{ctx.dotted(arg.value) or 'collate'}` {', '.join(kinds)} {where}; do this once "
+                   f"offline (pre-tokenized ids in a memmap, pre-padded buckets)")
+        if "moves tensors to a device" in kinds:
+            message += "; move `.to(device)` into the training loop"
+        fix = add_workers_fix(self, node) if workers_value(ctx, node) == 0 and not ctx.has_star_kwargs(node) else None
+        self.report(arg, message, fix)
+
+
+def _resolve_callable(ctx, expr: cst.BaseExpression) -> cst.CSTNode | None:
+    """A function, lambda or class (its __call__) defined in this module that expr names."""
+    if isinstance(expr, cst.Lambda):
+        return expr
+    if isinstance(expr, cst.Call):  # Collator(tokenizer) -> the class's __call__
+        expr = expr.func
+    name = ctx.dotted(expr)
+    if name is None:
+        return None
+    last = name.rsplit(".", 1)[-1]
+    for fn in ctx.loops.functions.get(last, ()):
+        return fn
+    for cls in ctx.index.nodes(cst.ClassDef):
+        if cls.name.value == last:
+            for stmt in ctx.index.walk(cls):
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__call__":
+                    return stmt
+    return None
+
+
+class HeavyGetitem(Rule):
+    code = "TL107"
+    name = "heavy-getitem"
+    summary = "`Dataset.__getitem__`/`__iter__` that tokenizes text or decodes images/audio per sample"
+    source = "§3, §6.2"
+    fix_applicability = "unsafe"
+    triggers = ("__getitem__", "__iter__")
+    options = DataLoaderNoWorkers.options
+    docs = """
+## What it does
+Flags a dataset's `__getitem__` (map-style) or `__iter__` (iterable) that tokenizes text or
+decodes images or audio for every sample.
+
+## Why is this bad?
+This work is repeated every epoch for every sample, and with few or no workers it is what the GPU
+waits on. Doing it once, offline, turns the loader into cheap reads.
+
+## Example
+```python
+class TextDataset(Dataset):
+    def __getitem__(self, i):
+        return self.tokenizer(self.texts[i], truncation=True)["input_ids"]
+```
+
+## Use instead
+Tokenize once and store token ids in a binary array (e.g. `np.memmap`); store decoded, resized
+image tensors (or use GPU decoding); `__getitem__` then only slices.
+
+## Fix safety
+Unsafe: where a loader of this dataset runs in the main process, the fix adds workers as TL101.
+The offline conversion is yours to make.
+"""
+    _SRC = "import os\nfrom torch.utils.data import Dataset, DataLoader\nclass DS(Dataset):\n    def __getitem__(self, i):\n        {body}\nloader = DataLoader(DS(){args})\n"
+    valid = [
+        Valid(_SRC.format(body="return self.ids[i]", args="")),
+        Valid(_SRC.format(body="return torch.from_numpy(self.arr[i])", args="")),
+        Valid("class Vocab:\n    def __getitem__(self, tok):\n        return self.tokenizer(tok)\n"),
+        Valid(_SRC.format(body="return self.data[i] * 2", args=", num_workers=4")),
+    ]
+    invalid = [
+        Invalid(_SRC.format(body="return self.tokenizer(self.texts[i])", args=""),
+                fixed=_SRC.format(body="return self.tokenizer(self.texts[i])",
+                                  args=", num_workers=min(8, os.cpu_count() or 1)")),
+        Invalid(_SRC.format(body="return Image.open(self.paths[i])", args=", num_workers=2")),
+        Invalid(_SRC.format(body="return self.tok.encode(self.texts[i])", args="")),
+        Invalid("from torch.utils.data import IterableDataset\nclass S(IterableDataset):\n    def __iter__(self):\n"
+                "        for p in self.paths:\n            yield torchaudio.load(p)\n"),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        ctx = self.ctx
+        if node.name.value not in ("__getitem__", "__iter__"):
+            return
+        cls = ctx.index.enclosing_class(node)
+        if cls is None or not ctx.names.is_a(cst.Name(cls.name.value), *DATASETS):
+            return
+        work = [(c, k) for c, k in heavy_work(ctx, node.body, masks=False) if k != "moves tensors to a device"]
+        if not work:
+            return
+        call, kind = work[0]
+        offline = "token ids in a binary array / memmap" if "text" in kind else "decoded, resized tensors saved once"
+        message = (f"`{cls.name.value}.{node.name.value}` {kind} for every sample, every epoch; store {offline} "
+                   f"and only slice here")
+        fix = None
+        loaders = _loaders_using(ctx, lambda c: _builds(ctx, c, cls.name.value))
+        idle = [c for c in loaders if workers_value(ctx, c) == 0 and not ctx.has_star_kwargs(c)]
+        if idle:
+            fix = add_workers_fix(self, idle[0])
+        self.report(call, message, fix)
+
+
+def _builds(ctx, loader: cst.Call, class_name: str) -> bool:
+    """The loader's dataset is `ClassName(...)`, directly or through a name assigned from it."""
+    first = ctx.positional(loader, 0) or ctx.keyword(loader, "dataset")
+    if first is None:
+        return False
+    value = first.value
+    if isinstance(value, cst.Call):
+        return ctx.dotted(value.func) == class_name
+    name = ctx.dotted(value)
+    for assign in ctx.index.nodes(cst.Assign):
+        if any(ctx.dotted(t.target) == name for t in assign.targets) and isinstance(assign.value, cst.Call):
+            if ctx.dotted(assign.value.func) == class_name:
+                return True
+    return False
+
+
+class BlockingHostToDeviceCopy(Rule):
+    code = "TL108"
+    name = "blocking-host-to-device-copy"
+    summary = "Batch from a pinned loader copied to the device without `non_blocking=True`"
+    source = "§3.3"
+    fix_applicability = "safe"
+    triggers = ("pin_memory",)
+    needs_hot_loop = True
+    docs = """
+## What it does
+In the hot loop, flags `.to(device)` / `.cuda()` of a batch drawn from a loader with
+`pin_memory=True` that does not pass `non_blocking=True`.
+
+## Why is this bad?
+A blocking copy makes the host wait until the transfer ends, so it cannot queue the next kernels;
+from pinned memory the copy can run asynchronously and overlap with compute.
+
+## Example
+```python
+for x, y in loader:  # DataLoader(..., pin_memory=True)
+    x, y = x.to(device), y.to(device)
+```
+
+## Use instead
+```python
+    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+```
+
+## Fix safety
+Safe: work queued on the same CUDA stream after the copy still sees the copied data.
+"""
+    _SRC = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+            "for x, y in loader:\n    {move}\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n")
+    valid = [
+        Valid(_SRC.format(move="x = x.to(device, non_blocking=True)")),
+        Valid(_SRC.replace("pin_memory=True", "pin_memory=False").format(move="x = x.to(device)")),
+        Valid("import torch\n" + _SRC.format(move="x = x.to(torch.float16)")),
+        Valid(_SRC.format(move="model.to(device)")),
+    ]
+    invalid = [
+        Invalid(_SRC.format(move="x = x.to(device)"), fixed=_SRC.format(move="x = x.to(device, non_blocking=True)")),
+        Invalid(_SRC.format(move="x = x.cuda()"), fixed=_SRC.format(move="x = x.cuda(non_blocking=True)")),
+        Invalid(_SRC.format(move="x, y = x.to(device), y.to(device)"),
+                fixed=_SRC.format(move="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
+        Invalid(_SRC.format(move="x = x.to('cuda', non_blocking=False)"),
+                fixed=_SRC.format(move="x = x.to('cuda', non_blocking=True)")),
+    ]
+
+    def visit_For(self, node: cst.For) -> None:
+        ctx = self.ctx
+        if node not in ctx.loops.hot_loops or not _iterates_pinned_loader(ctx, node.iter):
+            return
+        batch_names = {n.value for n in ctx.index.walk(node.target) if isinstance(n, cst.Name)}
+        # Names unpacked from the batch inside the loop (`x, y = batch`) are batch tensors too.
+        for stmt in ctx.index.walk(node.body):
+            if isinstance(stmt, cst.Assign) and ctx.dotted(_root(stmt.value)) in batch_names:
+                for t in stmt.targets:
+                    batch_names |= {n.value for n in ctx.index.walk(t.target) if isinstance(n, cst.Name)}
+        for call in ctx.index.walk(node.body):
+            if not isinstance(call, cst.Call) or not is_device_move(ctx, call):
+                continue
+            if ctx.dotted(_root(call.func.value)) not in batch_names:
+                continue
+            arg = ctx.keyword(call, "non_blocking")
+            if arg is not None and ctx.literal(arg.value) is not False:
+                continue
+            self.report(
+                call,
+                "Copy of a pinned batch blocks the host; pass `non_blocking=True` so it overlaps with compute",
+                self.fix(Applicability.SAFE, "Pass `non_blocking=True`",
+                         (call, ctx.with_keyword(call, "non_blocking", "True"))),
+            )
+
+
+def _root(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
+    return expr
+
+
+def _iterates_pinned_loader(ctx, iter_expr: cst.BaseExpression) -> bool:
+    names = {ctx.dotted(n) for n in ctx.index.walk(iter_expr) if isinstance(n, (cst.Name, cst.Attribute))}
+    for call in ctx.index.nodes(cst.Call):
+        if is_loader(ctx, call):
+            pin = loader_arg(ctx, call, "pin_memory")
+            if pin is not None and ctx.literal(pin.value) is True:
+                if loader_name(ctx, call) in names or ctx.index.contains(iter_expr, call):
+                    return True
+    return False

@@ -1,0 +1,54 @@
+"""Every rule's own valid and invalid cases, run as tests (Fixit's habit)."""
+
+import pytest
+
+from trainlint.config import Settings
+from trainlint.engine import ActiveRule, lint_text
+from trainlint.fixer import fix_text
+from trainlint.registry import all_rules
+from trainlint.rule import Invalid, Valid
+
+
+def _cases(kind):
+    for rule in all_rules():
+        for i, case in enumerate(getattr(rule, kind)):
+            yield pytest.param(rule, case, id=f"{rule.code}-{kind}-{i}")
+
+
+def _active(rule, case):
+    options = {name: opt.default for name, opt in rule.options.items()}
+    options.update(case.options)
+    settings = Settings(select=(rule.code,))
+    return [ActiveRule(rule, options)], settings
+
+
+@pytest.mark.parametrize("rule,case", list(_cases("valid")))
+def test_valid(rule, case: Valid):
+    rules, settings = _active(rule, case)
+    found = lint_text(case.code, "case.py", rules, settings)
+    assert [d for d in found if d.code == rule.code] == [], case.code
+
+
+@pytest.mark.parametrize("rule,case", list(_cases("invalid")))
+def test_invalid(rule, case: Invalid):
+    rules, settings = _active(rule, case)
+    found = [d for d in lint_text(case.code, "case.py", rules, settings) if d.code == rule.code]
+    assert found, f"{rule.code} did not fire on:\n{case.code}"
+    if case.message:
+        assert any(case.message in d.message for d in found)
+    fixed = fix_text(case.code, "case.py", rules, settings, unsafe_fixes=True).text
+    if case.fixed is not None:
+        assert fixed == case.fixed
+        # Idempotent: fixing the fixed text changes nothing more.
+        assert fix_text(fixed, "case.py", rules, settings, unsafe_fixes=True).text == fixed
+
+
+@pytest.mark.parametrize("rule", list(all_rules()), ids=lambda r: r.code)
+def test_rule_is_documented_and_self_tested(rule):
+    assert len(rule.valid) >= 4 and len(rule.invalid) >= 4
+    for section in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety"):
+        assert section in rule.docs, f"{rule.code} docs lack {section}"
+    assert rule.source.startswith("§")
+    assert rule.fix_applicability in ("safe", "unsafe", "suggestion", "none")
+    if rule.fix_applicability in ("safe", "unsafe", "suggestion"):
+        assert any(c.fixed for c in rule.invalid) or rule.fix_applicability == "suggestion", rule.code

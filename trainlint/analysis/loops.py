@@ -1,0 +1,221 @@
+"""Hot loops, per-step code and interval guards.
+
+The hot loop is the innermost loop that runs a backward or optimizer step, directly or through
+functions and methods of the same module that it calls. Code is "per step" when it runs on every
+iteration of a hot loop: in its body (nested plain loops included), or in a module-local function
+called per step, and not under an interval guard (`if step % n == 0`, a flag derived from one,
+or a configured name).
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from trainlint.analysis.names import Names, dotted
+from trainlint.analysis.tree import TreeIndex
+
+Loop = (cst.For, cst.While)
+_FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+# Receivers of `.step()` that are optimizers (schedulers step per epoch as often as per step).
+_OPTIMIZER_RECEIVER = re.compile(r"(optim|^opt$|_opt$|^opt_|scaler|^trainer$)", re.IGNORECASE)
+_BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+
+# Flags that, by name, say "only on some steps" (accelerate's sync_gradients, is_last_micro_batch...).
+DEFAULT_INTERVAL_NAMES = re.compile(
+    r"^(should_\w+|do_\w+|is_last\w*|last_\w+|\w+_now|sync_gradients|is_accumulat\w*|\w*log_step\w*|"
+    r"\w*_boundary|is_update\w*|update_step|is_grad_acc\w*)$"
+)
+_COUNTER = re.compile(r"(step|iter|idx|^i$|^it$|^j$|batch|epoch|count)", re.IGNORECASE)
+
+
+def is_step_call(call: cst.Call, names: Names) -> bool:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        attr = func.attr.value
+        if attr in _BACKWARD_METHODS:
+            return True
+        if attr == "step":
+            receiver = dotted(func.value)
+            if receiver is None:
+                return False
+            last = receiver.rsplit(".", 1)[-1]
+            return bool(_OPTIMIZER_RECEIVER.search(last))
+    return names.qualified(func) == "torch.autograd.backward"
+
+
+def _has_modulo(expr: cst.CSTNode, index: TreeIndex) -> bool:
+    for node in index.walk(expr):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            return True
+    return False
+
+
+class Loops:
+    def __init__(self, index: TreeIndex, names: Names, interval_names: tuple[str, ...] = ()) -> None:
+        self.index = index
+        self.names = names
+        self.interval_names = frozenset(interval_names)
+        self._per_step_fn: dict[cst.FunctionDef, bool] = {}
+        self._guard_cache: dict[cst.CSTNode, bool] = {}
+        self._in_hot_fn: dict[cst.FunctionDef, bool] = {}
+
+        self.functions: dict[str, list[cst.FunctionDef]] = {}
+        for fn in index.nodes(cst.FunctionDef):
+            self.functions.setdefault(fn.name.value, []).append(fn)
+
+        # Names assigned from a modulo test or another flag: `should_log = step % n == 0`.
+        self.flag_names: set[str] = set()
+        for assign in index.nodes(cst.Assign):
+            if _has_modulo(assign.value, index):
+                for target in assign.targets:
+                    name = dotted(target.target)
+                    if name:
+                        self.flag_names.add(name.rsplit(".", 1)[-1])
+
+        self.step_calls: list[cst.Call] = [c for c in index.nodes(cst.Call) if is_step_call(c, names)]
+        self.calls_by_name: dict[str, list[cst.Call]] = {}
+        for call in index.nodes(cst.Call):
+            callee = self._local_callee_name(call)
+            if callee is not None:
+                self.calls_by_name.setdefault(callee, []).append(call)
+
+        self.stepping_functions = self._find_stepping_functions()
+        self.hot_loops: set[cst.CSTNode] = set()
+        for site in self._step_sites():
+            loop = self.innermost_loop(site)
+            if loop is not None:
+                self.hot_loops.add(loop)
+
+    # -- structure helpers -------------------------------------------------------------
+
+    def _local_callee_name(self, call: cst.Call) -> str | None:
+        """`train_step(...)` or `self.train_step(...)` when a function of that name is defined here."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = func.value
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            name = func.attr.value
+        else:
+            return None
+        return name if name in self.functions else None
+
+    def innermost_loop(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The nearest enclosing loop whose body (not iterable/test) holds node, in the same function."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, _FUNC_BOUNDARY):
+                return None
+            if isinstance(anc, Loop) and child is anc.body:
+                return anc
+            child = anc
+        return None
+
+    def _find_stepping_functions(self) -> set[cst.FunctionDef]:
+        """Functions that run one step per call: a step outside any loop of their own."""
+        stepping: set[cst.FunctionDef] = set()
+        changed = True
+        while changed:
+            changed = False
+            for site in self._step_sites(stepping):
+                fn = self.index.enclosing_function(site)
+                if fn is not None and fn not in stepping and self.innermost_loop(site) is None:
+                    stepping.add(fn)
+                    changed = True
+        return stepping
+
+    def _step_sites(self, stepping: set | None = None):
+        stepping = self.stepping_functions if stepping is None else stepping
+        yield from self.step_calls
+        stepping_names = {fn.name.value for fn in stepping}
+        for name in stepping_names:
+            yield from self.calls_by_name.get(name, ())
+
+    # -- guards ------------------------------------------------------------------------
+
+    def is_interval_test(self, test: cst.BaseExpression) -> bool:
+        cached = self._guard_cache.get(test)
+        if cached is not None:
+            return cached
+        result = False
+        for node in self.index.walk(test):
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+                result = True
+                break
+            if isinstance(node, (cst.Name, cst.Attribute)):
+                text = dotted(node)
+                if text is not None:
+                    last = text.rsplit(".", 1)[-1]
+                    if last in self.flag_names or last in self.interval_names or text in self.interval_names \
+                            or DEFAULT_INTERVAL_NAMES.match(last):
+                        result = True
+                        break
+            if isinstance(node, cst.Comparison):
+                # `if step == 0` / `if i == len(loader) - 1`: runs once, not per step.
+                if any(isinstance(t.operator, (cst.Equal, cst.GreaterThanEqual)) for t in node.comparisons):
+                    sides = [node.left] + [t.comparator for t in node.comparisons]
+                    if any(isinstance(s, cst.Name) and _COUNTER.search(s.value) for s in sides):
+                        result = True
+                        break
+        self._guard_cache[test] = result
+        return result
+
+    # -- per step ----------------------------------------------------------------------
+
+    def hot_loop_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The hot loop that node is directly in (same function), ignoring guards."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, _FUNC_BOUNDARY):
+                return None
+            if isinstance(anc, Loop) and child is anc.body and anc in self.hot_loops:
+                return anc
+            child = anc
+        return None
+
+    def is_per_step(self, node: cst.CSTNode) -> bool:
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, cst.If) and child is anc.body and self.is_interval_test(anc.test):
+                return False
+            if isinstance(anc, Loop) and child is anc.body and anc in self.hot_loops:
+                return True
+            if isinstance(anc, (cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(anc, cst.FunctionDef):
+                return self._function_per_step(anc)
+            child = anc
+        return False
+
+    def _function_per_step(self, fn: cst.FunctionDef) -> bool:
+        cached = self._per_step_fn.get(fn)
+        if cached is not None:
+            return cached
+        self._per_step_fn[fn] = False  # recursion guard
+        result = any(self.is_per_step(call) for call in self.calls_by_name.get(fn.name.value, ()))
+        self._per_step_fn[fn] = result
+        return result
+
+    def in_hot_loop(self, node: cst.CSTNode) -> bool:
+        """In a hot loop's body (or a function it calls), guarded or not."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, Loop) and child is anc.body and anc in self.hot_loops:
+                return True
+            if isinstance(anc, (cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(anc, cst.FunctionDef):
+                return self._function_in_hot_loop(anc)
+            child = anc
+        return False
+
+    def _function_in_hot_loop(self, fn: cst.FunctionDef) -> bool:
+        cached = self._in_hot_fn.get(fn)
+        if cached is not None:
+            return cached
+        self._in_hot_fn[fn] = False  # recursion guard
+        result = any(self.in_hot_loop(call) for call in self.calls_by_name.get(fn.name.value, ()))
+        self._in_hot_fn[fn] = result
+        return result

@@ -1,0 +1,113 @@
+"""Qualified names of imported objects, from an import-alias table built from the one traversal.
+
+This replaces libcst's QualifiedNameProvider (scope analysis of every name, the dominant cost
+in TorchFix and Fixit) with a table of what each imported name stands for. Names bound by
+imports anywhere in the module count; a later rebinding of an imported name is rare in
+training scripts and is accepted as a known imprecision.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import libcst as cst
+
+from trainlint.analysis.tree import TreeIndex
+
+# Public re-exports: the canonical name rules ask for, keyed by the defining module's name.
+CANONICAL = {
+    "torch.utils.data.dataloader.DataLoader": "torch.utils.data.DataLoader",
+    "torch.utils.data.dataset.Dataset": "torch.utils.data.Dataset",
+    "torch.utils.data.dataset.IterableDataset": "torch.utils.data.IterableDataset",
+    "torch.nn.parallel.distributed.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel": "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel": "torch.nn.DataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel":
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.cuda.amp.autocast_mode.autocast": "torch.cuda.amp.autocast",
+    "torch.cuda.amp.grad_scaler.GradScaler": "torch.cuda.amp.GradScaler",
+    "torch.nn.functional.softmax": "torch.softmax",
+    "torch.Tensor.softmax": "torch.softmax",
+}
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def dotted(expr: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    parts.append(expr.value)
+    return ".".join(reversed(parts))
+
+
+def _module_name(expr) -> str:
+    return dotted(expr) or ""
+
+
+class Names:
+    """Answers "which API is this expression?" for one module."""
+
+    def __init__(self, index: TreeIndex) -> None:
+        self.aliases: dict[str, str] = {}
+        self.local_defs: set[str] = set()
+        # class name -> qualified names of its bases (as written, resolved lazily)
+        self.classes: dict[str, list[cst.BaseExpression]] = {}
+        for node in index.nodes(cst.Import):
+            for alias in node.names:
+                full = _module_name(alias.name)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self.aliases[alias.asname.name.value] = full
+                else:
+                    top = full.split(".", 1)[0]
+                    self.aliases[top] = top
+        for node in index.nodes(cst.ImportFrom):
+            if node.relative:
+                module = "." * len(node.relative) + (_module_name(node.module) if node.module else "")
+            else:
+                module = _module_name(node.module) if node.module else ""
+            if isinstance(node.names, cst.ImportStar):
+                continue
+            for alias in node.names:
+                name = _module_name(alias.name)
+                local = name
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    local = alias.asname.name.value
+                self.aliases[local] = f"{module}.{name}"
+        for node in index.nodes(cst.ClassDef):
+            self.classes[node.name.value] = [b.value for b in node.bases]
+            self.local_defs.add(node.name.value)
+        for node in index.nodes(cst.FunctionDef):
+            self.local_defs.add(node.name.value)
+
+    def qualified(self, expr: cst.BaseExpression) -> str | None:
+        """The canonical qualified name of an imported object or builtin, else None."""
+        text = dotted(expr)
+        if text is None:
+            return None
+        head, _, rest = text.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            if head in _BUILTINS and head not in self.local_defs and not rest:
+                return f"builtins.{head}"
+            return None
+        full = f"{target}.{rest}" if rest else target
+        return CANONICAL.get(full, full)
+
+    def is_a(self, expr: cst.BaseExpression, *qualnames: str, _seen: frozenset = frozenset()) -> bool:
+        """True when expr names one of qualnames, or a class of this module derived from one."""
+        qn = self.qualified(expr)
+        if qn is not None:
+            return qn in qualnames
+        if isinstance(expr, cst.Name) and expr.value in self.classes and expr.value not in _seen:
+            seen = _seen | {expr.value}
+            return any(self.is_a(base, *qualnames, _seen=seen) for base in self.classes[expr.value])
+        return False
+
+    def imports_from(self, prefix: str) -> bool:
+        return any(v == prefix or v.startswith(prefix + ".") for v in self.aliases.values())

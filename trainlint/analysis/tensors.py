@@ -1,0 +1,137 @@
+"""Which expressions are tensors, well enough to keep the host-sync rules precise.
+
+A value is a tensor when it comes from a torch call, a model or loss-function call, a tensor
+method, arithmetic on a tensor, a batch drawn from a loader, or a name assigned from one of
+those in the same function. Names like `loss` count by convention. Unknown stays unknown: the
+rules only fire on values this analysis believes are tensors.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from trainlint.analysis.names import Names, dotted
+from trainlint.analysis.tree import TreeIndex
+
+# torch functions that do not return tensors.
+_NON_TENSOR_TORCH = re.compile(
+    r"^torch\.(cuda\.|backends\.|distributed\.|device$|manual_seed|is_tensor|is_grad_enabled|no_grad|"
+    r"enable_grad|inference_mode|set_\w+|get_\w+|save$|load$|compile$|jit\.|optim\.|nn\.(?!functional)|"
+    r"utils\.|autograd\.grad_mode|amp\.|profiler\.|Size$|dtype$|finfo|iinfo|numel$|use_deterministic)"
+)
+_TENSOR_METHODS = frozenset(
+    {
+        "mean", "sum", "detach", "to", "cuda", "float", "half", "bfloat16", "double", "long", "int",
+        "clone", "view", "reshape", "squeeze", "unsqueeze", "abs", "sqrt", "exp", "log", "max", "min",
+        "argmax", "argmin", "norm", "pow", "mul", "add", "sub", "div", "softmax", "log_softmax",
+        "contiguous", "masked_fill", "flatten", "permute", "transpose", "type_as", "eq", "ne", "gt",
+        "lt", "all", "any", "std", "var", "square", "sigmoid", "tanh", "relu", "t", "matmul",
+    }
+)
+_MODEL_NAMES = re.compile(r"^(model|net|module|encoder|decoder|criterion|loss_fn|loss_func|lossfn|compute_loss|"
+                          r"\w*_model|\w*_net|\w*criterion|\w*loss_fn)$", re.IGNORECASE)
+_TENSOR_NAMES = re.compile(r"^(loss|losses|\w+_loss|loss_\w+|logits|outputs?|preds?|predictions|grad_norm|"
+                           r"total_norm|acc|accuracy|correct)$", re.IGNORECASE)
+_LOADER_NAMES = re.compile(r"(loader|dataloader|batches|data_iter)", re.IGNORECASE)
+_TENSOR_ATTRS = frozenset({"loss", "logits", "grad", "data", "last_hidden_state"})
+
+
+class Tensors:
+    def __init__(self, index: TreeIndex, names: Names) -> None:
+        self.index = index
+        self.names = names
+        self._scopes: dict[cst.CSTNode | None, dict[str, list[cst.BaseExpression]]] = {}
+        self._loop_targets: dict[cst.CSTNode | None, set[str]] = {}
+        for assign in index.nodes(cst.Assign):
+            scope = index.enclosing_function(assign)
+            table = self._scopes.setdefault(scope, {})
+            for target in assign.targets:
+                self._bind(table, target.target, assign.value)
+        for assign in index.nodes(cst.AugAssign):
+            scope = index.enclosing_function(assign)
+            name = dotted(assign.target)
+            if name:
+                self._scopes.setdefault(scope, {}).setdefault(name, []).append(assign.value)
+        for assign in index.nodes(cst.AnnAssign):
+            if assign.value is not None:
+                scope = index.enclosing_function(assign)
+                self._bind(self._scopes.setdefault(scope, {}), assign.target, assign.value)
+        for loop in index.nodes(cst.For):
+            iter_text = dotted(_strip_enumerate(loop.iter)) or ""
+            if _LOADER_NAMES.search(iter_text) or _is_tqdm_over_loader(loop.iter):
+                scope = index.enclosing_function(loop)
+                targets = self._loop_targets.setdefault(scope, set())
+                target = loop.target
+                if isinstance(loop.iter, cst.Call) and dotted(loop.iter.func) == "enumerate" and \
+                        isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                    target = target.elements[1].value
+                for node in index.walk(target):
+                    if isinstance(node, cst.Name):
+                        targets.add(node.value)
+
+    @staticmethod
+    def _bind(table, target, value) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                # Unpacked results of a tensor expression (e.g. `logits, loss = model(x)`).
+                Tensors._bind(table, element.value, value)
+            return
+        name = dotted(target)
+        if name:
+            table.setdefault(name, []).append(value)
+
+    def is_tensor(self, expr: cst.BaseExpression, _depth: int = 0) -> bool:
+        if _depth > 6:
+            return False
+        names = self.names
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            qn = names.qualified(func)
+            if qn is not None:
+                return qn.startswith("torch.") and not _NON_TENSOR_TORCH.match(qn)
+            if isinstance(func, cst.Attribute):
+                attr = func.attr.value
+                if attr in _TENSOR_METHODS:
+                    return self.is_tensor(func.value, _depth + 1) or attr in ("detach", "cuda", "float", "mean", "sum")
+                if attr in ("item", "tolist", "numpy", "size", "dim", "numel"):
+                    return False
+            callee = dotted(func) or ""
+            return bool(_MODEL_NAMES.match(callee.rsplit(".", 1)[-1]))
+        if isinstance(expr, cst.BinaryOperation):
+            return self.is_tensor(expr.left, _depth + 1) or self.is_tensor(expr.right, _depth + 1)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.is_tensor(expr.expression, _depth + 1)
+        if isinstance(expr, cst.Subscript):
+            return self.is_tensor(expr.value, _depth + 1)
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in _TENSOR_ATTRS:
+                return True
+            if expr.attr.value in ("shape", "dtype", "device", "ndim"):
+                return False
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            name = dotted(expr)
+            if name is None:
+                return False
+            last = name.rsplit(".", 1)[-1]
+            if _TENSOR_NAMES.match(last):
+                return True
+            scope = self.index.enclosing_function(expr)
+            if name in self._loop_targets.get(scope, ()):
+                return True
+            for value in self._scopes.get(scope, {}).get(name, ()):
+                if value is not expr and self.is_tensor(value, _depth + 1):
+                    return True
+        return False
+
+
+def _strip_enumerate(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, cst.Call) and expr.args and dotted(expr.func) in ("enumerate", "tqdm", "tqdm.tqdm", "iter"):
+        expr = expr.args[0].value
+    return expr
+
+
+def _is_tqdm_over_loader(expr: cst.BaseExpression) -> bool:
+    inner = _strip_enumerate(expr)
+    return inner is not expr and bool(_LOADER_NAMES.search(dotted(inner) or ""))

@@ -1,0 +1,167 @@
+"""The command line, after Ruff's conventions: `trainlint [PATHS]` is `trainlint check [PATHS]`.
+
+Exit codes: 0 no findings left, 1 findings, 2 usage or configuration error, or a file that
+could not be checked.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from trainlint import __version__
+from trainlint.config import ConfigError, SettingsResolver
+from trainlint.registry import RegistryError, all_rules, get_rule, is_known_selector
+from trainlint.reporters import FORMATS, render
+from trainlint.runner import Mode, run
+
+
+class DefaultToCheck(click.Group):
+    """Arguments that are not a subcommand go to `check` (`trainlint src/` == `trainlint check src/`)."""
+
+    def parse_args(self, ctx, args):
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="trainlint")
+def cli() -> None:
+    """Find and fix what leaves GPUs idle in PyTorch training code."""
+
+
+def _selectors(ctx, param, value):
+    if not value:
+        return None
+    codes = tuple(c.strip() for v in value for c in v.split(",") if c.strip())
+    for code in codes:
+        if not is_known_selector(code):
+            raise click.BadParameter(f"unknown rule code or prefix {code!r}", ctx=ctx, param=param)
+    return codes
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or show unsafe fixes.")
+@click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing.")
+@click.option("--select", multiple=True, callback=_selectors, help="Rule codes or prefixes to enable (ALL for all).")
+@click.option("--extend-select", multiple=True, callback=_selectors, help="Rules to enable on top of the selection.")
+@click.option("--ignore", multiple=True, callback=_selectors, help="Rule codes or prefixes to disable.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
+@click.option("--show-fixes", is_flag=True, help="List the fixes that were applied.")
+@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="concise", show_default=True)
+@click.option("--config", "config_path", type=click.Path(), help="Use this configuration file for every file.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("-e", "--extend-exclude", multiple=True, help="Extra exclude patterns.")
+def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exit_zero, statistics, show_fixes,
+          output_format, config_path, no_cache, force_exclude, quiet, extend_exclude) -> None:
+    """Check PATHS (default: the current folder) for training-efficiency problems."""
+    overrides = {"select": select, "extend_select": extend_select, "ignore": ignore,
+                 "extend_exclude": tuple(extend_exclude) or None}
+    try:
+        resolver = SettingsResolver(config_path, overrides)
+        mode = Mode(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff)
+        result = run(list(paths) or ["."], resolver, mode, force_exclude=force_exclude)
+    except (ConfigError, RegistryError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    result.statistics = statistics
+    result.show_fixes = show_fixes
+    for error in result.errors:
+        click.echo(str(error), err=True)
+    output = render(output_format, result)
+    if quiet and output_format in ("concise", "full"):
+        output = "".join(line + "\n" for line in output.splitlines()
+                         if line and not line.startswith(("Found ", "[*] ", "All checks", "Would fix"))
+                         and "hidden fix" not in line)
+    if output:
+        click.echo(output, nl=False)
+    if result.errors:
+        sys.exit(2)
+    if result.diagnostics and not exit_zero and not diff:
+        sys.exit(1)
+    if diff and any(f.diff for f in result.files) and not exit_zero:
+        sys.exit(1)
+    sys.exit(0)
+
+
+@cli.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rule(code, show_all, output_format) -> None:
+    """Explain a rule (`trainlint rule TL101`), or list them all (`--all`)."""
+    if show_all:
+        rules = list(all_rules())
+    elif code:
+        found = get_rule(code)
+        if found is None:
+            click.echo(f"error: unknown rule {code!r}; `trainlint rule --all` lists them", err=True)
+            sys.exit(2)
+        rules = [found]
+    else:
+        click.echo("error: give a rule code, or --all", err=True)
+        sys.exit(2)
+    if output_format == "json":
+        data = [_rule_dict(r) for r in rules]
+        click.echo(json.dumps(data if show_all else data[0], indent=2))
+        return
+    for r in rules:
+        click.echo(_rule_text(r))
+
+
+def _rule_dict(r) -> dict:
+    return {
+        "code": r.code,
+        "name": r.name,
+        "summary": r.summary,
+        "default": r.default_enabled,
+        "fix": r.fix_applicability,
+        "source": r.source,
+        "options": {k: {"default": o.default, "description": o.description} for k, o in r.options.items()},
+        "explanation": r.docs,
+        "url": r.url(),
+    }
+
+
+def _rule_text(r) -> str:
+    head = f"# {r.name} ({r.code})"
+    meta = f"Fix: {r.fix_applicability}. {'On' if r.default_enabled else 'Off'} by default. Source: seed article {r.source}."
+    options = ""
+    if r.options:
+        options = "\n## Options\n" + "\n".join(
+            f"- `{k}` (default `{o.default!r}`): {o.description}" for k, o in r.options.items()
+        ) + "\n"
+    return f"{head}\n\n{r.summary}\n\n{meta}\n\n{r.docs.strip()}\n{options}"
+
+
+def _register_optional_commands() -> None:
+    """Commands that live in their own modules (verify, review, clean)."""
+    import importlib
+
+    for module, attr, name in (
+        ("trainlint.verify.command", "verify_command", "verify"),
+        ("trainlint.review", "review_command", "review"),
+        ("trainlint.cache", "clean_command", "clean"),
+    ):
+        try:
+            command = getattr(importlib.import_module(module), attr)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:  # a real missing dependency inside the module: say so
+                raise
+            continue
+        cli.add_command(command, name)
+
+
+_register_optional_commands()
+
+
+def main() -> None:
+    cli(prog_name="trainlint")

@@ -1,0 +1,300 @@
+"""Configuration: `[tool.trainlint]` in pyproject.toml, or trainlint.toml; the nearest file to
+each checked file wins, and command-line options override it.
+
+Every key is validated: an unknown key, a wrong type or an unknown rule code is a ConfigError
+naming the file, the key and what was expected (the CLI exits 2).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+from trainlint import __version__
+from trainlint.engine import ActiveRule
+from trainlint.registry import all_rules, get_rule, is_known_selector
+
+CONFIG_FILES = ("trainlint.toml", "pyproject.toml")
+TARGET_GPUS = ("any", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell")
+DEFAULT_EXCLUDE = (
+    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
+    "node_modules", "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".trainlint_cache",
+    ".eggs", "*.egg-info",
+)
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] | None = None  # None: the default rule set
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    target_gpu: str = "any"
+    interval_names: tuple[str, ...] = ()
+    rule_options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
+    root: str = "."  # the folder patterns are relative to (the config file's folder)
+    config_path: str | None = None
+
+    # -- rules -------------------------------------------------------------------------
+
+    def enabled_codes(self) -> list[str]:
+        rules = all_rules()
+        if self.select is None:
+            enabled = {r.code for r in rules if r.default_enabled}
+        else:
+            enabled = {r.code for r in rules if _matches(r.code, self.select)}
+        enabled |= {r.code for r in rules if _matches(r.code, self.extend_select)}
+        enabled = {c for c in enabled if not _matches(c, self.ignore, specific_over=self.select or ())}
+        return sorted(enabled)
+
+    def options_for(self, code: str) -> dict:
+        rule = get_rule(code)
+        opts = {name: opt.default for name, opt in (rule.options if rule else {}).items()}
+        for rule_code, values in self.rule_options:
+            if rule_code == code:
+                opts.update(dict(values))
+        return opts
+
+    def active_rules(self, path: str | None = None) -> list[ActiveRule]:
+        return list(_active_rules(self, self._ignored_for(path)))
+
+    def _ignored_for(self, path: str | None) -> tuple[str, ...]:
+        if path is None or not self.per_file_ignores:
+            return ()
+        rel = self.relative(path)
+        out: list[str] = []
+        for pattern, codes in self.per_file_ignores:
+            if path_matches(rel, pattern):
+                out.extend(codes)
+        return tuple(out)
+
+    # -- files -------------------------------------------------------------------------
+
+    def relative(self, path: str) -> str:
+        try:
+            rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))
+        except ValueError:
+            rel = path
+        return rel.replace(os.sep, "/")
+
+    def is_excluded(self, path: str) -> bool:
+        rel = self.relative(path)
+        patterns = self.exclude + self.extend_exclude
+        return any(path_matches(rel, p) for p in patterns)
+
+    def fingerprint(self) -> str:
+        """Stable hash of everything that changes findings (for the cache)."""
+        data = {k: v for k, v in self.__dict__.items() if k not in ("root", "config_path")}
+        data["rules"] = [(r.code, r.__module__) for r in all_rules()]
+        data["version"] = __version__
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=repr).encode()).hexdigest()[:16]
+
+    def with_overrides(self, **overrides) -> Settings:
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+@lru_cache(maxsize=256)
+def _active_rules(settings: Settings, ignored: tuple[str, ...]) -> tuple[ActiveRule, ...]:
+    by_code = {r.code: r for r in all_rules()}
+    return tuple(
+        ActiveRule(by_code[code], settings.options_for(code))
+        for code in settings.enabled_codes()
+        if not _matches(code, ignored)
+    )
+
+
+def _matches(code: str, selectors, specific_over=()) -> bool:
+    for sel in selectors:
+        if sel == "ALL" or code.startswith(sel):
+            # A more specific select beats a broader ignore (Ruff's rule): select TL101 + ignore TL1.
+            if any(s != "ALL" and s.startswith(sel) and s != sel and code.startswith(s) for s in specific_over):
+                continue
+            return True
+    return False
+
+
+def path_matches(rel: str, pattern: str) -> bool:
+    """Glob on the path relative to the root; a pattern without '/' also matches any path part."""
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, pattern + "/*"):
+        return True
+    if "/" not in pattern:
+        return any(fnmatch.fnmatch(part, pattern) for part in rel.split("/"))
+    return False
+
+
+# -- loading ------------------------------------------------------------------------------
+
+_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "interval-names")
+_TOP_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "target-gpu"}
+
+
+def _err(path: str, key: str, expected: str, got=None) -> ConfigError:
+    got_text = "" if got is None else f", got {type(got).__name__} {got!r}"
+    return ConfigError(f"{path}: invalid configuration: `{key}`: expected {expected}{got_text}")
+
+
+def _codes(path: str, key: str, value) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _err(path, key, "a list of rule codes or prefixes (strings)", value)
+    for code in value:
+        if not is_known_selector(code):
+            raise ConfigError(f"{path}: invalid configuration: `{key}`: unknown rule code or prefix {code!r}")
+    return tuple(value)
+
+
+def parse_table(table: dict, path: str) -> dict:
+    """Validate a `[tool.trainlint]` table; returns Settings keyword arguments."""
+    out: dict = {}
+    rule_options = []
+    for key, value in table.items():
+        if key in ("select", "extend-select", "ignore"):
+            out[key.replace("-", "_")] = _codes(path, key, value)
+        elif key in ("exclude", "extend-exclude", "interval-names"):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise _err(path, key, "a list of strings", value)
+            out[key.replace("-", "_")] = tuple(value)
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise _err(path, key, "a table of glob = [codes]", value)
+            out["per_file_ignores"] = tuple(
+                (pattern, _codes(path, f"{key}.{pattern}", codes)) for pattern, codes in value.items()
+            )
+        elif key == "target-gpu":
+            if value not in TARGET_GPUS:
+                raise _err(path, key, "one of " + ", ".join(TARGET_GPUS), value)
+            out["target_gpu"] = value
+        elif isinstance(value, dict) and get_rule(key) is not None:
+            rule = get_rule(key)
+            opts = []
+            for opt_key, opt_value in value.items():
+                option = rule.options.get(opt_key)
+                if option is None:
+                    known = ", ".join(sorted(rule.options)) or "none"
+                    raise ConfigError(
+                        f"{path}: invalid configuration: `{key}.{opt_key}`: unknown option of {rule.code} "
+                        f"({rule.name}); its options: {known}"
+                    )
+                if not isinstance(opt_value, option.type) or isinstance(opt_value, bool) and option.type is int:
+                    raise _err(path, f"{key}.{opt_key}", _type_name(option.type), opt_value)
+                opts.append((opt_key, tuple(opt_value) if isinstance(opt_value, list) else opt_value))
+            rule_options.append((rule.code, tuple(opts)))
+        else:
+            if isinstance(value, dict):
+                raise ConfigError(f"{path}: invalid configuration: `[{key}]`: unknown rule code or name")
+            raise ConfigError(
+                f"{path}: invalid configuration: unknown key `{key}`; expected one of: "
+                + ", ".join(sorted(_TOP_KEYS)) + ", or a rule's option table"
+            )
+    if rule_options:
+        out["rule_options"] = tuple(rule_options)
+    return out
+
+
+def _type_name(t) -> str:
+    names = {int: "an integer", str: "a string", bool: "a boolean", float: "a number", list: "a list"}
+    if isinstance(t, tuple):
+        return " or ".join(names.get(x, x.__name__) for x in t)
+    return names.get(t, t.__name__)
+
+
+def read_config(path: str) -> dict | None:
+    """The trainlint table of a config file (None if a pyproject.toml has none)."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if os.path.basename(path) == "pyproject.toml":
+        table = data.get("tool", {}).get("trainlint")
+        if table is None:
+            return None
+    else:
+        table = data.get("tool", {}).get("trainlint", data)
+    if not isinstance(table, dict):
+        raise _err(path, "tool.trainlint", "a table", table)
+    return table
+
+
+def settings_from_file(path: str) -> Settings:
+    table = read_config(path)
+    kwargs = parse_table(table or {}, path)
+    return Settings(root=os.path.dirname(os.path.abspath(path)), config_path=path, **kwargs)
+
+
+def find_config(start: str) -> str | None:
+    """The nearest trainlint.toml, or pyproject.toml with a [tool.trainlint] table, at or above start."""
+    directory = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or ".")
+    while True:
+        for name in CONFIG_FILES:
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate):
+                if name == "pyproject.toml" and read_config(candidate) is None:
+                    continue
+                return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+class SettingsResolver:
+    """Settings for each file: the nearest config (or --config), with CLI overrides on top."""
+
+    def __init__(self, config_path: str | None = None, overrides: dict | None = None) -> None:
+        self.overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+        self.fixed: Settings | None = None
+        self._by_dir: dict[str, Settings] = {}
+        self._by_file: dict[str, Settings] = {}
+        if config_path is not None:
+            if not os.path.isfile(config_path):
+                raise ConfigError(f"{config_path}: no such configuration file")
+            self.fixed = self._apply(settings_from_file(config_path))
+
+    def _apply(self, settings: Settings) -> Settings:
+        overrides = dict(self.overrides)
+        extend = overrides.pop("extend_select", None)
+        ignore = overrides.pop("ignore", None)
+        extend_exclude = overrides.pop("extend_exclude", None)
+        settings = settings.with_overrides(**overrides)
+        if extend:
+            settings = replace(settings, extend_select=settings.extend_select + tuple(extend))
+        if ignore:
+            settings = replace(settings, ignore=settings.ignore + tuple(ignore))
+        if extend_exclude:
+            settings = replace(settings, extend_exclude=settings.extend_exclude + tuple(extend_exclude))
+        return settings
+
+    def for_path(self, path: str) -> Settings:
+        if self.fixed is not None:
+            return self.fixed
+        directory = os.path.dirname(os.path.abspath(path)) if not os.path.isdir(path) else os.path.abspath(path)
+        cached = self._by_dir.get(directory)
+        if cached is None:
+            config = find_config(directory)
+            if config is None:
+                cached = self._apply(Settings(root=os.getcwd()))
+            else:
+                cached = self._by_file.get(config)
+                if cached is None:
+                    cached = self._by_file[config] = self._apply(settings_from_file(config))
+            self._by_dir[directory] = cached
+        return cached

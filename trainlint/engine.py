@@ -1,0 +1,158 @@
+"""Linting one text: prefilter, parse once, one batched pass of every enabled rule, suppressions,
+positions, diagnostics. Pure: no file I/O, no printing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from trainlint.analysis.context import FileContext
+from trainlint.analysis.positions import Positions
+from trainlint.diagnostics import Diagnostic, Edit, Fix
+from trainlint.rule import Finding, Rule
+from trainlint.suppressions import parse_suppressions
+
+
+class ParseError(Exception):
+    """The text is not valid Python; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class ActiveRule:
+    rule: type[Rule]
+    options: dict
+
+
+def parse(text: str) -> cst.Module:
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        raise ParseError(f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}") from None
+    except (RecursionError, MemoryError):
+        raise ParseError("too deeply nested to parse") from None
+    except Exception as exc:  # libcst's native parser raises a few other types on odd input
+        raise ParseError(f"cannot parse: {exc}") from None
+
+
+def select_for_text(rules: list[ActiveRule], text: str) -> list[ActiveRule]:
+    """The text prefilter: a rule runs only if one of its trigger strings occurs in the file
+    (and, for hot-loop rules, the file mentions a backward or step call at all)."""
+    hot = None
+    out = []
+    for r in rules:
+        if r.rule.triggers and not any(t in text for t in r.rule.triggers):
+            continue
+        if r.rule.needs_hot_loop:
+            if hot is None:
+                hot = "backward" in text or "step(" in text
+            if not hot:
+                continue
+        out.append(r)
+    return out
+
+
+def lint_text(text: str, path: str, rules: list[ActiveRule], settings=None) -> list[Diagnostic]:
+    active = select_for_text(rules, text)
+    if not active:
+        return []
+    module = parse(text)
+    ctx = FileContext(path, text, module, settings)
+    instances = [r.rule(ctx, r.options) for r in active]
+
+    # One pass: for each node type any rule visits, hand each node (document order) to its visitors.
+    visitors: dict[type, list] = {}
+    for inst in instances:
+        for node_type, method in inst.visited_types().items():
+            visitors.setdefault(node_type, []).append(getattr(inst, method))
+    for node_type, methods in visitors.items():
+        for node in ctx.index.nodes(node_type):
+            for method in methods:
+                method(node)
+
+    findings = [f for inst in instances for f in inst.findings]
+    if not findings:
+        return []
+    return _resolve(findings, ctx, path)
+
+
+def _resolve(findings: list[Finding], ctx: FileContext, path: str) -> list[Diagnostic]:
+    text = ctx.text
+    positions = Positions(ctx.module, text)
+    suppressions = parse_suppressions(text)
+    out: list[Diagnostic] = []
+    seen: set = set()
+    for finding in findings:
+        start, end = positions.span(finding.node)
+        start_loc = positions.location(start)
+        if suppressions.suppressed(finding.code, start_loc.row):
+            continue
+        key = (finding.code, start, end, finding.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        fix = None
+        if finding.fix is not None:
+            edits = []
+            for old, new in finding.fix.replacements:
+                edits.append(_edit(ctx, positions, old, new))
+            edits.sort(key=lambda e: (e.start, e.end))
+            fix = Fix(finding.fix.applicability, finding.fix.message, tuple(e for e in edits if e is not None))
+        out.append(
+            Diagnostic(
+                code=finding.code,
+                name=finding.name,
+                message=finding.message,
+                path=path,
+                start=start_loc,
+                end=positions.location(end),
+                start_offset=start,
+                end_offset=end,
+                fix=fix,
+                url=_url(finding.code),
+            )
+        )
+    out.sort(key=Diagnostic.sort_key)
+    return out
+
+
+def _url(code: str) -> str:
+    from trainlint.rule import DOCS_URL
+
+    return DOCS_URL.format(code=code.lower())
+
+
+def _indents(ctx: FileContext, node: cst.CSTNode) -> list[str]:
+    """The indentation libcst emits around node: one token per enclosing indented block."""
+    out = []
+    for anc in ctx.index.ancestors(node):
+        if isinstance(anc, cst.IndentedBlock):
+            out.append(anc.indent if anc.indent is not None else ctx.module.default_indent)
+    out.reverse()
+    return out
+
+
+def node_code(ctx: FileContext, node: cst.CSTNode, indents: list[str]) -> str:
+    from libcst._nodes.internal import CodegenState
+
+    state = CodegenState(default_indent=ctx.module.default_indent, default_newline=ctx.module.default_newline)
+    state.indent_tokens.extend(indents)
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
+def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit:
+    start, end = positions.inclusive_span(old)
+    before = ctx.text[start:end]
+    after = new if isinstance(new, str) else node_code(ctx, new, _indents(ctx, old))
+    # Keep the edit minimal: reviewers and suggestion blocks see only what really changes.
+    prefix = 0
+    limit = min(len(before), len(after))
+    while prefix < limit and before[prefix] == after[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and before[len(before) - 1 - suffix] == after[len(after) - 1 - suffix]:
+        suffix += 1
+    s, e = start + prefix, end - suffix
+    return Edit(s, e, after[prefix:len(after) - suffix], positions.location(s), positions.location(e))

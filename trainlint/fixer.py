@@ -1,0 +1,76 @@
+"""Applying fixes to a text: non-overlapping edits per round, re-lint, repeat to a fixed point.
+
+A round's result must parse; otherwise the file is left as it was and the failure reported
+(Black's habit: prove the output is still Python).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainlint.diagnostics import Diagnostic, Edit
+from trainlint.engine import ActiveRule, ParseError, lint_text, parse
+
+MAX_ROUNDS = 10
+
+
+class FixError(Exception):
+    pass
+
+
+@dataclass
+class FixOutcome:
+    text: str
+    applied: list[Diagnostic] = field(default_factory=list)  # the diagnostics whose fixes were applied
+    remaining: list[Diagnostic] = field(default_factory=list)
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    pieces = []
+    cursor = 0
+    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
+        pieces.append(text[cursor:edit.start])
+        pieces.append(edit.content)
+        cursor = edit.end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+def choose_fixes(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> list[Diagnostic]:
+    """Applicable fixes whose edits do not overlap an earlier chosen fix's edits."""
+    chosen: list[Diagnostic] = []
+    taken: list[tuple[int, int]] = []
+    for diag in diagnostics:
+        fix = diag.fix
+        if fix is None or not fix.edits or not fix.applicability.allowed(unsafe_fixes):
+            continue
+        spans = [(e.start, e.end) for e in fix.edits]
+        if any(s < te and ts < e or (s == e == ts == te) for s, e in spans for ts, te in taken):
+            continue
+        chosen.append(diag)
+        taken.extend(spans)
+    return chosen
+
+
+def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, unsafe_fixes: bool = False) -> FixOutcome:
+    applied: list[Diagnostic] = []
+    current = text
+    diagnostics = lint_text(current, path, rules, settings)
+    for _ in range(MAX_ROUNDS):
+        chosen = choose_fixes(diagnostics, unsafe_fixes)
+        if not chosen:
+            break
+        new_text = apply_edits(current, [e for d in chosen for e in d.fix.edits])
+        if new_text == current:
+            break
+        try:
+            parse(new_text)
+        except ParseError as exc:
+            codes = ", ".join(sorted({d.code for d in chosen}))
+            raise FixError(f"not fixed: the fixes for {codes} would produce invalid code ({exc})") from None
+        applied.extend(chosen)
+        current = new_text
+        diagnostics = lint_text(current, path, rules, settings)
+    for diag in applied:
+        diag.fixed = True
+    return FixOutcome(current, applied, diagnostics)

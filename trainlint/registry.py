@@ -1,0 +1,91 @@
+"""The rule registry: built-in rules (trainlint.rules) and third-party packs (entry points).
+
+A pack is any importable object named by an entry point in the `trainlint.rules` group: a module
+with a RULES list, a list of Rule classes, or a single Rule class.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from functools import lru_cache
+from importlib import metadata
+
+from trainlint.rule import Rule
+
+ENTRY_POINT_GROUP = "trainlint.rules"
+
+
+class RegistryError(Exception):
+    pass
+
+
+def _import_builtin():
+    try:
+        return importlib.import_module("trainlint.rules")
+    except ModuleNotFoundError:
+        # Running from a source checkout without installing: the pack lives in ../rules.
+        folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules")
+        spec = importlib.util.spec_from_file_location(
+            "trainlint.rules", os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
+        )
+        if spec is None or spec.loader is None:
+            raise
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["trainlint.rules"] = module
+        spec.loader.exec_module(module)
+        return module
+
+
+def _rules_of(obj, origin: str) -> list[type[Rule]]:
+    if isinstance(obj, type) and issubclass(obj, Rule):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [r for item in obj for r in _rules_of(item, origin)]
+    if hasattr(obj, "RULES"):
+        return _rules_of(obj.RULES, origin)
+    raise RegistryError(f"rule pack {origin}: expected a Rule class, a list of them or a module with RULES")
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> tuple[type[Rule], ...]:
+    rules = list(_rules_of(_import_builtin(), "trainlint.rules"))
+    try:
+        entry_points = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    except Exception:  # a broken distribution's metadata must not stop linting
+        entry_points = []
+    for ep in entry_points:
+        if ep.value == "trainlint.rules":
+            continue
+        try:
+            rules.extend(_rules_of(ep.load(), f"{ep.name} ({ep.value})"))
+        except RegistryError:
+            raise
+        except Exception as exc:
+            raise RegistryError(f"rule pack {ep.name} ({ep.value}) failed to load: {exc}") from None
+    by_code: dict[str, type[Rule]] = {}
+    for rule in rules:
+        if rule.code in by_code and by_code[rule.code] is not rule:
+            raise RegistryError(f"rule code {rule.code} is defined twice ({by_code[rule.code].__module__}, {rule.__module__})")
+        by_code[rule.code] = rule
+    return tuple(sorted(by_code.values(), key=lambda r: r.code))
+
+
+def rules_by_code() -> dict[str, type[Rule]]:
+    return {r.code: r for r in all_rules()}
+
+
+def get_rule(code_or_name: str) -> type[Rule] | None:
+    for rule in all_rules():
+        if rule.code == code_or_name.upper() or rule.name == code_or_name:
+            return rule
+    return None
+
+
+def is_known_selector(selector: str) -> bool:
+    """ALL, a code, or a code prefix (TL, TL1, TL10) that matches at least one rule."""
+    if selector == "ALL":
+        return True
+    return any(rule.code.startswith(selector) for rule in all_rules())

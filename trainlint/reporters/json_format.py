@@ -1,0 +1,43 @@
+"""Ruff-compatible JSON (`json`: one array) and JSON Lines (`json-lines`: one object per line)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from trainlint.diagnostics import Diagnostic, RunResult
+
+
+def _loc(loc) -> dict:
+    return {"row": loc.row, "column": loc.column}
+
+
+def diagnostic_dict(diag: Diagnostic) -> dict:
+    fix = None
+    if diag.fix is not None:
+        fix = {
+            "applicability": diag.fix.applicability.value,
+            "message": diag.fix.message,
+            "edits": [
+                {"content": e.content, "location": _loc(e.start_loc), "end_location": _loc(e.end_loc)}
+                for e in diag.fix.edits
+            ],
+        }
+    return {
+        "code": diag.code,
+        "name": diag.name,
+        "message": diag.message,
+        "filename": os.path.abspath(diag.path),
+        "location": _loc(diag.start),
+        "end_location": _loc(diag.end),
+        "fix": fix,
+        "url": diag.url,
+        "noqa_row": diag.start.row,
+    }
+
+
+def render(result: RunResult, fmt: str) -> str:
+    items = [diagnostic_dict(d) for d in result.diagnostics]
+    if fmt == "json-lines":
+        return "".join(json.dumps(item) + "\n" for item in items)
+    return json.dumps(items, indent=2) + "\n"

@@ -1,0 +1,108 @@
+"""What a rule is: a small declarative class with its docs, options, cases and visitor methods.
+
+A rule defines `visit_<NodeType>(self, node)` methods for the libcst node types it inspects
+(e.g. `visit_Call`). The engine runs every enabled rule over the file's node index in one pass;
+rules ask the shared analyses on `self.ctx` and call `self.report(...)`. Rules never read
+files, parse or print.
+
+Cases (`valid`, `invalid`) live on the rule and become tests automatically
+(tests/test_rule_cases.py): a valid case must produce no finding of the rule; an invalid case
+must produce at least one, and, when `fixed` is given, the fix (with unsafe fixes) must turn
+the code into exactly that text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import libcst as cst
+
+from trainlint.diagnostics import Applicability
+
+DOCS_URL = "https://github.com/trainlint/trainlint/blob/main/docs/rules.md#{code}"
+
+
+@dataclass(frozen=True)
+class Option:
+    default: Any
+    type: type | tuple[type, ...]
+    description: str
+
+
+@dataclass(frozen=True)
+class Valid:
+    code: str
+    options: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Invalid:
+    code: str
+    fixed: str | None = None  # expected text after applying fixes (None: no fix expected)
+    options: dict = field(default_factory=dict)
+    message: str | None = None  # a substring the message must contain
+
+
+@dataclass
+class FixSpec:
+    """A fix as rules describe it: replace these nodes with these nodes (or code)."""
+
+    applicability: Applicability
+    message: str
+    replacements: list[tuple[cst.CSTNode, cst.CSTNode | str]]
+
+
+@dataclass
+class Finding:
+    """A finding before positions are resolved (rules hold nodes, not offsets)."""
+
+    code: str
+    name: str
+    node: cst.CSTNode
+    message: str
+    fix: FixSpec | None = None
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]  # one line: what it flags
+    docs: ClassVar[str]  # markdown: What it does / Why is this bad / Example / Use instead / Fix safety
+    source: ClassVar[str]  # section of the seed article
+    default_enabled: ClassVar[bool] = True
+    fix_applicability: ClassVar[str] = "none"  # safe | unsafe | suggestion | none (as rules.md states it)
+    # Rules that only look inside hot loops: the file must also mention a backward or step call.
+    needs_hot_loop: ClassVar[bool] = False
+    # The file is parsed for this rule only if one of these strings occurs in it.
+    triggers: ClassVar[tuple[str, ...]] = ()
+    options: ClassVar[dict[str, Option]] = {}
+    valid: ClassVar[list] = []
+    invalid: ClassVar[list] = []
+
+    def __init__(self, ctx, options: dict[str, Any]) -> None:
+        self.ctx = ctx
+        self.opts = options
+        self.findings: list[Finding] = []
+
+    @classmethod
+    def url(cls) -> str:
+        return DOCS_URL.format(code=cls.code.lower())
+
+    @classmethod
+    def visited_types(cls) -> dict[type, str]:
+        """libcst node type -> method name, from the rule's visit_<Type> methods."""
+        out = {}
+        for attr in dir(cls):
+            if attr.startswith("visit_"):
+                node_type = getattr(cst, attr[len("visit_"):], None)
+                if node_type is None:
+                    raise TypeError(f"{cls.__name__}.{attr}: libcst has no node type {attr[6:]!r}")
+                out[node_type] = attr
+        return out
+
+    def report(self, node: cst.CSTNode, message: str, fix: FixSpec | None = None) -> None:
+        self.findings.append(Finding(self.code, self.name, node, message, fix))
+
+    def fix(self, applicability: Applicability, message: str, *replacements) -> FixSpec:
+        return FixSpec(applicability, message, list(replacements))

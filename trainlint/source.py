@@ -1,0 +1,96 @@
+"""Reading a file into text the engine can analyse, and remembering how to write it back.
+
+A fix must keep the file's declared encoding, BOM, line endings and mode, and must not
+overwrite a file that changed since it was read; SourceFile carries what that takes.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import io
+import os
+import stat
+import tokenize
+from dataclasses import dataclass
+
+# Bigger files are reported, not parsed: libcst would spend minutes and gigabytes on them.
+MAX_BYTES = 10 * 1024 * 1024
+
+
+class SourceError(Exception):
+    """A file that cannot be checked; the message is the reason shown to the user."""
+
+
+@dataclass
+class SourceFile:
+    path: str
+    text: str
+    encoding: str  # codec used to decode (and re-encode) the file
+    bom: bool
+    mode: int
+    mtime_ns: int
+    size: int
+    digest: str  # sha256 of the raw bytes, for the cache and the changed-on-disk check
+
+
+def digest_bytes(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def decode(raw: bytes, path: str) -> tuple[str, str, bool]:
+    """Decode bytes as Python would (PEP 263 cookie, BOM); returns (text, encoding, bom)."""
+    if b"\0" in raw[:8192]:
+        raise SourceError("binary file (contains NUL bytes)")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"cannot determine encoding: {exc}") from None
+    bom = raw.startswith(codecs.BOM_UTF8)
+    body = raw[len(codecs.BOM_UTF8):] if bom else raw
+    codec = "utf-8" if encoding == "utf-8-sig" else encoding
+    try:
+        text = body.decode(codec)
+    except UnicodeDecodeError as exc:
+        raise SourceError(
+            f"cannot decode as {codec}: invalid byte 0x{body[exc.start]:02x} at offset {exc.start + (3 if bom else 0)}"
+        ) from None
+    except LookupError:
+        raise SourceError(f"unknown encoding {encoding!r} in the coding declaration") from None
+    return text, codec, bom
+
+
+def read_source(path: str) -> SourceFile:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise SourceError("no such file (it may have been deleted during the run)") from None
+    except OSError as exc:
+        raise SourceError(exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise SourceError("not a regular file")
+    if st.st_size > MAX_BYTES:
+        raise SourceError(f"file too large ({st.st_size} bytes; the limit is {MAX_BYTES})")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise SourceError("no such file (it may have been deleted during the run)") from None
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    text, encoding, bom = decode(raw, path)
+    return SourceFile(
+        path=path,
+        text=text,
+        encoding=encoding,
+        bom=bom,
+        mode=stat.S_IMODE(st.st_mode),
+        mtime_ns=st.st_mtime_ns,
+        size=len(raw),
+        digest=digest_bytes(raw),
+    )
+
+
+def encode(source: SourceFile, text: str) -> bytes:
+    data = text.encode(source.encoding)
+    return codecs.BOM_UTF8 + data if source.bom else data

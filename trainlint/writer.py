@@ -1,0 +1,42 @@
+"""Atomic writes of fixed files: a reader sees the old file or the new one, never a mix."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+from trainlint.source import SourceError, SourceFile, digest_bytes, encode
+
+
+def write_fixed(source: SourceFile, text: str) -> None:
+    """Replace source.path with `text`, keeping encoding, BOM, line endings (in text) and mode.
+
+    Refuses when the file on disk is no longer the one that was read, so an editor's
+    save between our read and our write is never lost.
+    """
+    path = source.path
+    try:
+        with open(path, "rb") as fh:
+            current = fh.read()
+    except OSError as exc:
+        raise SourceError(f"not fixed: cannot re-read before writing: {exc.strerror or exc}") from None
+    if digest_bytes(current) != source.digest:
+        raise SourceError("not fixed: the file changed on disk since it was read")
+    data = encode(source, text)
+    directory = os.path.dirname(os.path.abspath(path))
+    # Resolve a symlink so we replace its target, not the link itself.
+    real = os.path.realpath(path)
+    fd, tmp = tempfile.mkstemp(prefix=".trainlint-", suffix=".tmp", dir=os.path.dirname(real) or directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, source.mode)
+        os.replace(tmp, real)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise SourceError(f"not fixed: cannot write: {exc.strerror or exc}") from None
