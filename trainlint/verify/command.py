@@ -19,6 +19,7 @@ from trainlint.verify.errors import VerifyError
 from trainlint.verify.runner import RunSettings, default_threads, run_interleaved, run_once
 from trainlint.verify.variants import (
     Planned,
+    expand_rules,
     file_variant,
     original,
     parse_rules,
@@ -130,6 +131,8 @@ def _verify(
         raise VerifyError("--loss-rtol must be a number >= 0")
     if report_dir is not None:
         report_mod.require_matplotlib()
+    if codes:
+        codes = expand_rules(codes)
     script = script.resolve()
     try:
         script_text = script.read_text(encoding="utf-8")

@@ -34,35 +34,48 @@ def _api():
     return api
 
 
-def known_rule_codes() -> set[str] | None:
-    """Codes the engine has registered, when it can say (None: cannot tell)."""
+def known_rule_codes() -> list[str] | None:
+    """Codes the engine has registered (None: this trainlint has no registry to ask)."""
     try:
-        from trainlint import api
+        from trainlint.registry import rules_by_code
     except ImportError:
         return None
-    for name in ("rule_codes", "known_rule_codes", "all_rule_codes"):
-        fn = getattr(api, name, None)
-        if callable(fn):
-            try:
-                return {str(c).upper() for c in fn()}
-            except Exception:
-                return None
-    return None
+    return sorted(rules_by_code())
+
+
+def expand_rules(selectors: list[str]) -> list[str]:
+    """Codes and code prefixes (TL1) -> registered codes; unknown ones are the user's error.
+
+    Checked here because the fixes API selects silently: an unknown code would fix nothing.
+    """
+    known = known_rule_codes()
+    if known is None:
+        return list(selectors)
+    out: list[str] = []
+    unknown = []
+    for sel in selectors:
+        matched = [c for c in known if c == sel or (sel == "ALL" or c.startswith(sel))]
+        if not matched:
+            unknown.append(sel)
+        out += [c for c in matched if c not in out]
+    if unknown:
+        raise VerifyError(
+            f"unknown rule code(s): {', '.join(unknown)} (known: {', '.join(known) or 'none'})"
+        )
+    return out
 
 
 def fixed_text(text: str, rules: list[str], path: str) -> str:
     api = _api()
-    known = known_rule_codes()
-    if known is not None:
-        unknown = [c for c in rules if c not in known]
-        if unknown:
-            raise VerifyError(f"unknown rule code(s): {', '.join(unknown)}")
     fix_error = getattr(api, "FixError", None)
+    parse_error = getattr(api, "ParseError", None)
     try:
         return api.fix_source(text, select=rules, unsafe_fixes=True, path=path)
     except Exception as e:  # the engine's own errors, reported as the user's problem to act on
         if fix_error is not None and isinstance(e, fix_error):
             raise VerifyError(f"the fixes for {', '.join(rules)} did not give valid Python: {e}") from None
+        if parse_error is not None and isinstance(e, parse_error):
+            raise VerifyError(f"{path} does not parse: {e}") from None
         if isinstance(e, (ValueError, KeyError, LookupError)):
             raise VerifyError(f"cannot fix {path} with {', '.join(rules)}: {e}") from None
         raise
