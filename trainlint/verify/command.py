@@ -74,6 +74,9 @@ def _cuda_available() -> bool:
               help="Threads per process for both versions [default: cores / processes].")
 @click.option("--timeout", "timeout_s", default=600.0, show_default=True,
               help="Seconds one run may take before it is stopped.")
+@click.option("--pin-loader-rng/--no-pin-loader-rng", default=True, show_default=True,
+              help="Give shuffling samplers their own seeded generator in both versions, so "
+                   "loader changes (persistent_workers) keep the data order.")
 @click.option("--profile/--no-profile", default=None,
               help="torch.profiler breakdown of a few steps [default: on when a GPU is present].")
 @click.pass_context
@@ -109,6 +112,7 @@ def _verify(
     threads: int | None,
     timeout_s: float,
     profile: bool | None,
+    pin_loader_rng: bool,
 ) -> int:
     codes = parse_rules(rules)
     if not script.is_file():
@@ -149,6 +153,7 @@ def _verify(
         seed=seed,
         timeout_s=timeout_s,
         threads=threads or default_threads(nproc),
+        pin_loader_rng=pin_loader_rng,
     )
     with tempfile.TemporaryDirectory(prefix="trainlint-verify-") as tmp:
         workdir = Path(tmp)
