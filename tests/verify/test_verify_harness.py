@@ -66,3 +66,13 @@ def test_importing_the_command_does_not_import_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_profile_run_on_cpu_reports_the_loader_share(fixtures, tmp_path):
+    # The breakdown is meant for GPUs; on a CPU it still runs and sees the data loader.
+    script = fixtures / "loader_bound.py"
+    rec = run_once(_settings(script, steps=4, warmup=1), Variant("original", [], str(script)),
+                   0, tmp_path, profile_steps=2)
+    assert rec.profile["steps"] == 2
+    assert rec.profile["shares"]["data loader"] > 0.05
+    assert rec.profile["compute_time_ratio"] == 0.0

@@ -58,6 +58,7 @@ class _State:
         self.profiler = None
         self.profile_start = 0.0
         self.profile: dict | None = None
+        self.device = None  # the CUDA device stepped on, if any
 
 
 def _install(cfg: dict, state: _State) -> None:
@@ -119,24 +120,25 @@ def _install(cfg: dict, state: _State) -> None:
             t = t[0]
         if isinstance(t, torch.Tensor) and t.numel() == 1:
             # detach() keeps the value on its device; nothing is read until the run ends.
-            state.losses.append(t.detach().reshape(()))
+            state.losses.append(t.detach())
             state.pending_losses += 1
         return orig_backward(tensors, *args, **kwargs)
 
     torch.autograd.backward = backward
 
-    use_cuda_events = torch.cuda.is_available()
-
     def after_step(optimizer, args, kwargs):
         # Several optimizers (a GAN, say) step once each per iteration: count the first one.
         if state.first_optimizer is None:
             state.first_optimizer = id(optimizer)
+            state.device = _param_device(optimizer)
         elif id(optimizer) != state.first_optimizer:
             state.other_optimizer_steps += 1
             return
-        if use_cuda_events and torch.cuda.is_initialized():
+        if state.device is not None:
+            # Recorded on the stream the parameters' device computes on; no host wait. Under
+            # torchrun each rank's own GPU, whatever the current device is.
             ev = torch.cuda.Event(enable_timing=True)
-            ev.record()
+            ev.record(torch.cuda.current_stream(state.device))
             state.cuda_events.append(ev)
         state.step_ends.append(perf())
         state.data_wait.append(state.pending_wait)
@@ -157,14 +159,22 @@ def _install(cfg: dict, state: _State) -> None:
     register_optimizer_step_post_hook(after_step)
 
 
+def _param_device(optimizer):
+    """The CUDA device of the optimizer's parameters, or None when they are not on a GPU."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            return p.device if p.device.type == "cuda" else None
+    return None
+
+
 def _start_profiler(state: _State) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU]
-    if torch.cuda.is_available():
+    if state.device is not None:
         activities.append(ProfilerActivity.CUDA)
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(state.device)
     state.profiler = profile(activities=activities)
     state.profiler.__enter__()
     state.profile_start = time.perf_counter()
@@ -175,8 +185,8 @@ def _stop_profiler(state: _State) -> None:
 
     from trainlint.verify.profile import breakdown_from_profiler
 
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
+    if state.device is not None:
+        torch.cuda.synchronize(state.device)
     wall = time.perf_counter() - state.profile_start
     state.profiler.__exit__(None, None, None)
     state.profile = breakdown_from_profiler(state.profiler, wall, state.profile_steps)
@@ -198,10 +208,18 @@ def _seed(seed: int) -> None:
 def _collect(state: _State, status: str) -> dict:
     import torch
 
+    if state.device is not None:
+        # A script may run under torch.cuda.set_sync_debug_mode("error") to prove that its
+        # steps never wait for the GPU; the harness's one read at the end is not such a step.
+        torch.cuda.set_sync_debug_mode(0)
     losses: list[float] = []
     if state.losses:
         # The single device-to-host read of the whole run.
-        losses = torch.stack([t.float() for t in state.losses]).cpu().tolist()
+        devices = {t.device for t in state.losses}
+        if len(devices) == 1:
+            losses = torch.stack([t.reshape(()).float() for t in state.losses]).cpu().tolist()
+        else:  # losses on several devices: one read each, still only at the end
+            losses = [float(t.reshape(()).float().cpu()) for t in state.losses]
     per_step: list[float] = []
     i = 0
     for count in state.losses_per_step:
@@ -212,7 +230,7 @@ def _collect(state: _State, status: str) -> dict:
     wall_times = [b - a for a, b in zip([state.start] + ends[:-1], ends)]
     device_times = None
     if state.cuda_events and len(state.cuda_events) == len(ends):
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(state.device)
         evs = state.cuda_events
         device_times = [None] + [a.elapsed_time(b) / 1000.0 for a, b in zip(evs[:-1], evs[1:])]
     return {
