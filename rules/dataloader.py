@@ -69,24 +69,50 @@ def add_workers_fix(rule: Rule, call: cst.Call):
 
 
 def _import_os(ctx):
-    """Replacement that inserts `import os` after the module's last top-level import (or docstring)."""
+    """Replacement that inserts `import os` where isort would put it: among the module's top-level
+    standard-library `import x` lines in alphabetical order, else before the first import (after
+    the docstring and `__future__` imports), else at the top."""
+    import sys
+
     body = ctx.module.body
-    anchor = None
-    for stmt in body:
-        if isinstance(stmt, cst.SimpleStatementLine) and stmt.body and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom)):
-            anchor = stmt
-        elif anchor is not None:
-            break
     newline = ctx.module.default_newline
-    if anchor is None:
-        first = body[0] if body else None
-        is_docstring = (isinstance(first, cst.SimpleStatementLine) and first.body and isinstance(first.body[0], cst.Expr)
-                        and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
-        if is_docstring:
-            anchor = first
-        elif first is not None:
-            return (first, "import os" + newline + newline + ctx.code(first))
-    return (anchor, ctx.code(anchor) + "import os" + newline)
+    imports = [s for s in body if isinstance(s, cst.SimpleStatementLine) and s.body
+               and isinstance(s.body[0], (cst.Import, cst.ImportFrom))]
+    stdlib = getattr(sys, "stdlib_module_names", frozenset())
+    plain_std = [s for s in imports if isinstance(s.body[0], cst.Import)
+                 and (ctx.dotted(s.body[0].names[0].name) or "").split(".")[0] in stdlib]
+    after_os = [s for s in plain_std if (ctx.dotted(s.body[0].names[0].name) or "") > "os"]
+    if after_os:
+        return _insert_before(ctx, after_os[0], "import os" + newline)
+    if plain_std:
+        anchor = plain_std[-1]
+        return (anchor, ctx.code(anchor) + "import os" + newline)
+    regular = [s for s in imports if not (isinstance(s.body[0], cst.ImportFrom) and s.body[0].module is not None
+                                          and ctx.dotted(s.body[0].module) == "__future__")]
+    if regular:
+        return _insert_before(ctx, regular[0], "import os" + newline + newline)
+    first = body[0]
+    return _insert_before(ctx, first, "import os" + newline + newline)
+
+
+def _insert_before(ctx, stmt, text: str):
+    """Replacement putting `text` just above stmt (below the comments and blank lines that lead it)."""
+    leading = "".join(ctx.code(line) for line in getattr(stmt, "leading_lines", ()))
+    return (stmt, leading + text + ctx.code(stmt.with_changes(leading_lines=[])))
+
+
+def workers_positive(ctx, expr: cst.BaseExpression) -> bool:
+    """num_workers that is certainly > 0: a positive literal, `max(1, ...)`, or `min(k, ... or 1)`."""
+    value = ctx.literal(expr)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value > 0
+    if isinstance(expr, cst.Call) and ctx.dotted(expr.func) in ("min", "max") and expr.args:
+        values = [a.value for a in expr.args]
+        if ctx.dotted(expr.func) == "max":
+            return any(isinstance(ctx.literal(v), int) and ctx.literal(v) > 0 for v in values)
+        return all(workers_positive(ctx, v) or (isinstance(v, cst.BooleanOperation) and isinstance(v.operator, cst.Or)
+                                                and workers_positive(ctx, v.right)) for v in values)
+    return False
 
 
 def is_training_loader(ctx, call: cst.Call) -> bool:
@@ -160,7 +186,7 @@ stream, so random augmentations differ from a run without workers. A value from 
         ),
         Invalid(
             "from torch.utils.data import DataLoader as DL\nloader = DL(ds, num_workers=0)\n",
-            fixed="from torch.utils.data import DataLoader as DL\nimport os\n"
+            fixed="import os\n\nfrom torch.utils.data import DataLoader as DL\n"
             "loader = DL(ds, num_workers=min(8, os.cpu_count() or 1))\n",
         ),
         Invalid(
@@ -408,9 +434,9 @@ since PyTorch rejects a prefetch factor without workers.
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=2)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
-        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=args.workers)\n",
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=nw)\n",
                 fixed="from torch.utils.data import DataLoader\n"
-                      "DataLoader(ds, num_workers=args.workers, prefetch_factor=4 if args.workers > 0 else None)\n"),
+                      "DataLoader(ds, num_workers=nw, prefetch_factor=4 if nw > 0 else None)\n"),
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=6)\n",
                 options={"min-prefetch-factor": 6}),
@@ -427,7 +453,7 @@ since PyTorch rejects a prefetch factor without workers.
             value = ctx.literal(arg.value)
             if value is UNKNOWN or value is None or value >= minimum:
                 return
-        if ctx.literal(workers.value) is UNKNOWN:
+        if ctx.literal(workers.value) is UNKNOWN and not workers_positive(ctx, workers.value):
             value_code = f"{minimum} if {ctx.code(workers.value)} > 0 else None"
         else:
             value_code = str(minimum)

@@ -18,7 +18,7 @@ def _cases(kind):
 def _active(rule, case):
     options = {name: opt.default for name, opt in rule.options.items()}
     options.update(case.options)
-    settings = Settings(select=(rule.code,))
+    settings = Settings(select=(rule.code,), **case.settings)
     return [ActiveRule(rule, options)], settings
 
 

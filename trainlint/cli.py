@@ -154,7 +154,7 @@ def _register_optional_commands() -> None:
         try:
             command = getattr(importlib.import_module(module), attr)
         except ModuleNotFoundError as exc:
-            if exc.name != module:  # a real missing dependency inside the module: say so
+            if not (module == exc.name or module.startswith(f"{exc.name}.")):  # a real missing dependency: say so
                 raise
             continue
         cli.add_command(command, name)

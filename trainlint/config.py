@@ -274,6 +274,11 @@ class SettingsResolver:
         extend = overrides.pop("extend_select", None)
         ignore = overrides.pop("ignore", None)
         extend_exclude = overrides.pop("extend_exclude", None)
+        if overrides.get("select"):
+            # A rule selected on the command line beats the config's ignore of it (or of its prefix).
+            chosen = overrides["select"]
+            kept = tuple(i for i in settings.ignore if not any(c.startswith(i) or c == "ALL" for c in chosen))
+            settings = replace(settings, ignore=kept)
         settings = settings.with_overrides(**overrides)
         if extend:
             settings = replace(settings, extend_select=settings.extend_select + tuple(extend))

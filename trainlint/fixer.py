@@ -45,7 +45,10 @@ def choose_fixes(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> list[Diag
         if fix is None or not fix.edits or not fix.applicability.allowed(unsafe_fixes):
             continue
         spans = [(e.start, e.end) for e in fix.edits]
-        if any(s < te and ts < e or (s == e == ts == te) for s, e in spans for ts, te in taken):
+        # Edits that merely touch conflict too: two fixes of one call can trim to adjacent edits
+        # (`torch.cuda.amp.autocast(` and an insertion before its `)`) whose texts do not compose.
+        # The later fix is re-derived from the result in the next round instead.
+        if any(s <= te and ts <= e for s, e in spans for ts, te in taken):
             continue
         chosen.append(diag)
         taken.extend(spans)

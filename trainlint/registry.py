@@ -22,12 +22,30 @@ class RegistryError(Exception):
     pass
 
 
+def _checkout_rules() -> str | None:
+    """The rules/ folder beside this engine when it runs from a source checkout (pyproject.toml and
+    rules/ next to the trainlint package). It must win over an installed `trainlint.rules`: an editable
+    install of another checkout maps that name to its own folder, which would pair this engine with
+    another checkout's rules."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    folder = os.path.join(root, "rules")
+    if os.path.isfile(os.path.join(folder, "__init__.py")) and os.path.isfile(os.path.join(root, "pyproject.toml")):
+        return folder
+    return None
+
+
 def _import_builtin():
+    loaded = sys.modules.get("trainlint.rules")
+    if loaded is not None:
+        return loaded
+    folder = _checkout_rules()
     try:
-        return importlib.import_module("trainlint.rules")
+        if folder is None:
+            return importlib.import_module("trainlint.rules")
+        raise ModuleNotFoundError("trainlint.rules", name="trainlint.rules")
     except ModuleNotFoundError:
-        # Running from a source checkout without installing: the pack lives in ../rules.
-        folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules")
+        # Running from a source checkout: the pack lives in ../rules.
+        folder = folder or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules")
         spec = importlib.util.spec_from_file_location(
             "trainlint.rules", os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
         )

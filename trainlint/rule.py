@@ -34,6 +34,7 @@ class Option:
 class Valid:
     code: str
     options: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)  # Settings fields for this case, e.g. {"target_gpu": "ampere"}
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Invalid:
     fixed: str | None = None  # expected text after applying fixes (None: no fix expected)
     options: dict = field(default_factory=dict)
     message: str | None = None  # a substring the message must contain
+    settings: dict = field(default_factory=dict)  # Settings fields for this case, e.g. {"target_gpu": "ampere"}
 
 
 @dataclass

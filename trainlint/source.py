@@ -45,7 +45,10 @@ def decode(raw: bytes, path: str) -> tuple[str, str, bool]:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
-        raise SourceError(f"cannot determine encoding: {exc}") from None
+        if "unknown encoding" in str(exc) or "encoding problem" in str(exc):
+            raise SourceError(f"cannot determine encoding: {exc}") from None
+        # Undecodable bytes in the first two lines: let the UTF-8 decode below say which byte.
+        encoding = "utf-8"
     bom = raw.startswith(codecs.BOM_UTF8)
     body = raw[len(codecs.BOM_UTF8):] if bom else raw
     codec = "utf-8" if encoding == "utf-8-sig" else encoding

@@ -10,8 +10,10 @@ from functools import cached_property
 
 import libcst as cst
 
+from trainlint.analysis.distributed import Distributed
 from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
+from trainlint.analysis.precision import Precision
 from trainlint.analysis.tensors import Tensors
 from trainlint.analysis.tree import TreeIndex
 
@@ -33,8 +35,16 @@ class FileContext:
         return Loops(self.index, self.names, tuple(getattr(self.settings, "interval_names", ()) or ()))
 
     @cached_property
+    def distributed(self) -> Distributed:
+        return Distributed(self.index, self.names, self.loops)
+
+    @cached_property
     def tensors(self) -> Tensors:
         return Tensors(self.index, self.names)
+
+    @cached_property
+    def precision(self) -> Precision:
+        return Precision(self.index, self.names)
 
     # -- small questions rules ask often ---------------------------------------------------
 
@@ -113,6 +123,134 @@ class FileContext:
             original_last = call.args[-1]
             args[-1] = args[-1].with_changes(comma=original_last.comma)
         return call.with_changes(args=args)
+
+
+    # -- statement-level edits (fixes that add or remove whole lines) -----------------------
+
+    def statement(self, node: cst.CSTNode) -> cst.SimpleStatementLine | cst.BaseCompoundStatement | None:
+        """The statement line (or compound statement) that holds node."""
+        for anc in [node, *self.index.ancestors(node)]:
+            if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return anc
+        return None
+
+    def indentation(self, node: cst.CSTNode) -> str:
+        """The indentation libcst writes before node's statement."""
+        return "".join(self._indent_tokens(node))
+
+    def render(self, node: cst.CSTNode) -> str:
+        """node's code as it stands in the file, indentation included (what a replacement of it must produce)."""
+        from libcst._nodes.internal import CodegenState
+
+        state = CodegenState(default_indent=self.module.default_indent, default_newline=self.module.default_newline)
+        state.indent_tokens.extend(self._indent_tokens(node))
+        node._codegen(state)
+        return "".join(state.tokens)
+
+    def _indent_tokens(self, node: cst.CSTNode) -> list[str]:
+        out = []
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, cst.IndentedBlock):
+                out.append(anc.indent if anc.indent is not None else self.module.default_indent)
+        out.reverse()
+        return out
+
+    def insert_before(self, stmt: cst.CSTNode, code: str, new_stmt: cst.CSTNode | None = None) -> tuple[cst.CSTNode, str]:
+        """Replacement that puts the line `code` just before stmt (after stmt's own comment lines);
+        new_stmt, when given, is what stmt itself becomes (a fix that also edits inside stmt)."""
+        full = self.render(stmt)
+        own = self._render_without_leading_lines(stmt)
+        prefix = full[: len(full) - len(own)]
+        if new_stmt is not None:
+            own = self._render_without_leading_lines(new_stmt, like=stmt)
+        return (stmt, prefix + self.indentation(stmt) + code + self.module.default_newline + own)
+
+    def remove_statement(self, stmt: cst.CSTNode) -> tuple[cst.CSTNode, str]:
+        """Replacement that deletes the statement line stmt; comment lines above it stay."""
+        full = self.render(stmt)
+        own = self._render_without_leading_lines(stmt)
+        return (stmt, full[: len(full) - len(own)])
+
+    def _render_without_leading_lines(self, stmt: cst.CSTNode, like: cst.CSTNode | None = None) -> str:
+        """stmt's code without the comment/blank lines above it, indented as `like` (default: stmt)."""
+        from libcst._nodes.internal import CodegenState
+
+        state = CodegenState(default_indent=self.module.default_indent, default_newline=self.module.default_newline)
+        state.indent_tokens.extend(self._indent_tokens(like if like is not None else stmt))
+        if getattr(stmt, "leading_lines", None):
+            stmt = stmt.with_changes(leading_lines=())
+        stmt._codegen(state)
+        return "".join(state.tokens)
+
+    @cached_property
+    def quote(self) -> str:
+        """The quote character most string literals of this file use (for strings a fix writes)."""
+        single = double = 0
+        for node in self.index.nodes(cst.SimpleString):
+            q = node.quote
+            if q == "'":
+                single += 1
+            elif q == '"':
+                double += 1
+        return "'" if single > double else '"'
+
+    @cached_property
+    def name_values(self) -> frozenset[str]:
+        """Every identifier used in the file (to pick a new name that clashes with none)."""
+        return frozenset(n.value for n in self.index.nodes(cst.Name))
+
+    def fresh_name(self, *candidates: str) -> str:
+        for name in candidates:
+            if name not in self.name_values:
+                return name
+        base = candidates[0]
+        i = 2
+        while f"{base}_{i}" in self.name_values:
+            i += 1
+        return f"{base}_{i}"
+
+    def last_import(self) -> cst.CSTNode | None:
+        """The last top-level import statement of the leading import block (or the docstring before it)."""
+        body = self.module.body
+        anchor = None
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine) and stmt.body and \
+                    isinstance(stmt.body[0], (cst.Import, cst.ImportFrom)):
+                anchor = stmt
+            elif anchor is not None:
+                break
+        return anchor
+
+    def insert_after_imports(self, code: str) -> tuple[cst.CSTNode, str]:
+        """Replacement that adds the line `code` after the module's imports (after a docstring when
+        there are none, else at the top)."""
+        newline = self.module.default_newline
+        anchor = self.last_import()
+        body = self.module.body
+        if anchor is None:
+            first = body[0] if body else None
+            is_docstring = (isinstance(first, cst.SimpleStatementLine) and first.body
+                            and isinstance(first.body[0], cst.Expr)
+                            and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+            if first is None:
+                return (self.module, code + newline)
+            if not is_docstring:
+                return self.insert_before(first, code)
+            anchor = first
+        return (anchor, self.render(anchor) + code + newline)
+
+    def module_name(self, module: str) -> tuple[str, list]:
+        """How to spell `module` here (`torch`, `th`, `F`), and the replacements that add an import when
+        nothing binds it (`import torch`)."""
+        names = self.names
+        alias = names.module_alias(module)
+        if alias is not None:
+            return alias, []
+        head, _, rest = module.partition(".")
+        top = names.module_alias(head)
+        if top is not None:
+            return f"{top}.{rest}" if rest else top, []
+        return module, [self.insert_after_imports(f"import {head}")]
 
 
 class _Unknown:

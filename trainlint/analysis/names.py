@@ -29,6 +29,22 @@ CANONICAL = {
     "torch.cuda.amp.grad_scaler.GradScaler": "torch.cuda.amp.GradScaler",
     "torch.nn.functional.softmax": "torch.softmax",
     "torch.Tensor.softmax": "torch.softmax",
+    # Mixed precision: one name per class, whichever module or alias it was imported through.
+    "torch.autocast": "torch.amp.autocast",
+    "torch.amp.autocast_mode.autocast": "torch.amp.autocast",
+    "torch.GradScaler": "torch.amp.GradScaler",
+    "torch.amp.grad_scaler.GradScaler": "torch.amp.GradScaler",
+    "torch.cpu.amp.autocast_mode.autocast": "torch.cpu.amp.autocast",
+    "torch.cpu.amp.grad_scaler.GradScaler": "torch.cpu.amp.GradScaler",
+    "torch.cuda.amp.autocast_mode.custom_fwd": "torch.cuda.amp.custom_fwd",
+    "torch.cuda.amp.autocast_mode.custom_bwd": "torch.cuda.amp.custom_bwd",
+    "torch.amp.autocast_mode.custom_fwd": "torch.amp.custom_fwd",
+    "torch.amp.autocast_mode.custom_bwd": "torch.amp.custom_bwd",
+    # dtype aliases: torch.half is torch.float16, torch.float is torch.float32.
+    "torch.half": "torch.float16",
+    "torch.float": "torch.float32",
+    "torch.nn.modules.dropout.Dropout": "torch.nn.Dropout",
+    "torch.nn.modules.activation.Softmax": "torch.nn.Softmax",
 }
 
 _BUILTINS = frozenset(dir(builtins))
@@ -108,6 +124,15 @@ class Names:
             seen = _seen | {expr.value}
             return any(self.is_a(base, *qualnames, _seen=seen) for base in self.classes[expr.value])
         return False
+
+    def module_alias(self, module: str) -> str | None:
+        """A local name bound to exactly `module` (`torch` for `import torch`, `th` for `import torch as th`)."""
+        if self.aliases.get(module.split(".", 1)[0]) == module and "." not in module:
+            return module
+        for local, target in self.aliases.items():
+            if target == module:
+                return local
+        return None
 
     def imports_from(self, prefix: str) -> bool:
         return any(v == prefix or v.startswith(prefix + ".") for v in self.aliases.values())

@@ -1,0 +1,864 @@
+"""TL4xx: mixed precision (seed article §4.1)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from trainlint.analysis.names import CANONICAL
+from trainlint.analysis.precision import DEPRECATED_AMP, GRAD_SCALER
+from trainlint.diagnostics import Applicability
+from trainlint.rule import Invalid, Option, Rule, Valid
+
+_DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
+# torch.cuda.amp.autocast(enabled, dtype, cache_enabled): its positional order is not torch.amp.autocast's
+# (device_type, dtype, enabled, cache_enabled), so positional arguments become keywords.
+_OLD_AUTOCAST_POSITIONS = ("enabled", "dtype", "cache_enabled")
+AMPERE_OR_NEWER = ("ampere", "ada", "hopper", "blackwell")
+NO_TF32 = ("pascal", "volta", "turing")
+
+
+def _no_space_equal() -> cst.AssignEqual:
+    return cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+def _comma() -> cst.Comma:
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def _target_gpu(ctx) -> str:
+    return getattr(ctx.settings, "target_gpu", "any") or "any"
+
+
+# -- TL401 ----------------------------------------------------------------------------------
+
+class DeprecatedCudaAmp(Rule):
+    code = "TL401"
+    name = "deprecated-cuda-amp"
+    summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API (autocast, GradScaler, custom_fwd/bwd)"
+    source = "§4.1"
+    fix_applicability = "safe"
+    triggers = ("amp",)
+    docs = """
+## What it does
+Flags every spelling of the deprecated device-specific AMP API: `torch.cuda.amp.autocast(...)`,
+`torch.cuda.amp.GradScaler(...)`, `from torch.cuda import amp` then `amp.autocast()`,
+`from torch.cuda.amp import GradScaler as S`, `torch.cuda.amp.custom_fwd`, and the `torch.cpu.amp`
+equivalents, through any import alias.
+
+## Why is this bad?
+These entry points are deprecated since PyTorch 2.4: each call emits a `FutureWarning` and they
+will be removed. They also hard-code the device, which hides the dtype choice (float16 by
+default on CUDA) that §4.1 asks you to make deliberately.
+
+## Example
+```python
+from torch.cuda import amp
+
+scaler = amp.GradScaler(enabled=use_amp)
+with amp.autocast(enabled=use_amp):
+    loss = model(x)
+```
+
+## Use instead
+```python
+import torch
+
+scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+with torch.amp.autocast("cuda", enabled=use_amp):
+    loss = model(x)
+```
+
+## Fix safety
+Safe: `torch.amp.autocast("cuda", ...)` and `torch.amp.GradScaler("cuda", ...)` are what the
+deprecated names call. All arguments are kept; positional `autocast` arguments become keywords,
+since the new signature orders them differently. `import torch` is added when nothing binds
+`torch`, and an import of the old API is removed once nothing uses it.
+"""
+    valid = [
+        Valid("import torch\nwith torch.amp.autocast('cuda'):\n    y = model(x)\n"),
+        Valid("import torch\nscaler = torch.amp.GradScaler('cuda', enabled=True)\n"),
+        Valid("import torch\nwith torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n    y = model(x)\n"),
+        Valid("from apex import amp\nmodel, opt = amp.initialize(model, opt)\n"),
+        Valid("from torch import amp\nscaler = amp.GradScaler('cuda')\n"),
+        Valid("import torch\ncfg.amp.autocast = True\n"),
+    ]
+    invalid = [
+        Invalid(
+            "import torch\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
+            fixed="import torch\nwith torch.amp.autocast(\"cuda\"):\n    y = model(x)\n",
+        ),
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler(init_scale=1024, enabled=use_amp)\n",
+            fixed="import torch\nscaler = torch.amp.GradScaler(\"cuda\", init_scale=1024, enabled=use_amp)\n",
+        ),
+        Invalid(
+            "import torch.nn as nn\nfrom torch.cuda import amp\n\nscaler = amp.GradScaler()\n"
+            "with amp.autocast(enabled=use_amp):\n    y = model(x)\n",
+            fixed="import torch.nn as nn\nimport torch\n\nscaler = torch.amp.GradScaler(\"cuda\")\n"
+            "with torch.amp.autocast(\"cuda\", enabled=use_amp):\n    y = model(x)\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch.cuda.amp import GradScaler as S, autocast\n"
+            "scaler = S(2.0**13)\nwith autocast(True, torch.float16):\n    y = model(x)\n",
+            fixed="import torch\nscaler = torch.amp.GradScaler(\"cuda\", 2.0**13)\n"
+            "with torch.amp.autocast(\"cuda\", enabled=True, dtype=torch.float16):\n    y = model(x)\n",
+        ),
+        Invalid(
+            "import torch as th\nwith th.cuda.amp.autocast(enabled=amp):\n    y = model(x)\n",
+            fixed="import torch as th\nwith th.amp.autocast(\"cuda\", enabled=amp):\n    y = model(x)\n",
+        ),
+        Invalid(
+            "import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    @torch.cuda.amp.custom_fwd\n"
+            "    def forward(ctx, x):\n        return x\n",
+            fixed="import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n"
+            "    @torch.amp.custom_fwd(device_type=\"cuda\")\n    def forward(ctx, x):\n        return x\n",
+        ),
+        Invalid(
+            "import contextlib\nimport torch\nctx = torch.cuda.amp.autocast if use_amp else contextlib.nullcontext\n",
+            fixed="import contextlib\nimport torch\nimport functools\n"
+            "ctx = functools.partial(torch.amp.autocast, \"cuda\") if use_amp else contextlib.nullcontext\n",
+        ),
+        Invalid(
+            "import torch\nwith torch.cpu.amp.autocast(dtype=torch.bfloat16):\n    y = model(x)\n",
+            fixed="import torch\nwith torch.amp.autocast(\"cpu\", dtype=torch.bfloat16):\n    y = model(x)\n",
+        ),
+        Invalid("from torch.cuda.amp import autocast\n", fixed=""),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qn = self.ctx.names.qualified(node.func)
+        if qn in DEPRECATED_AMP:
+            self._report(node, qn, self._call_fix(node, qn))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._reference(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.ctx.names.aliases:
+            self._reference(node)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                target = self.ctx.dotted(alias.name)
+                if target in _DEPRECATED_MODULES:
+                    self._unused_import(node, alias, alias.asname.name.value, target)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        module = self.ctx.dotted(node.module)
+        for alias in node.names:
+            full = f"{module}.{self.ctx.dotted(alias.name)}"
+            full = CANONICAL.get(full, full)
+            if full in DEPRECATED_AMP or full in _DEPRECATED_MODULES:
+                local = alias.asname.name.value if alias.asname is not None else self.ctx.dotted(alias.name)
+                self._unused_import(node, alias, local, full)
+
+    # -- reporting ----------------------------------------------------------------------
+
+    def _report(self, node, qn: str, fix) -> None:
+        device, new = DEPRECATED_AMP[qn]
+        old = self.ctx.code(node.func if isinstance(node, cst.Call) else node)
+        if new in ("autocast", "GradScaler"):
+            use = f'torch.amp.{new}("{device}", ...)'
+        else:
+            use = f'torch.amp.{new}(device_type="{device}")'
+        self.report(node, f"`{old}` is deprecated (FutureWarning, to be removed); use `{use}`", fix)
+
+    def _reference(self, node: cst.CSTNode) -> None:
+        """A deprecated name used as a value, decorator or annotation rather than called."""
+        ctx = self.ctx
+        qn = ctx.names.qualified(node)
+        if qn not in DEPRECATED_AMP:
+            return
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return  # visit_Call
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            return  # part of a longer name
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return  # the last part of an Attribute that is itself visited
+        if ctx.index.enclosing(node, (cst.Import, cst.ImportFrom)) is not None:
+            return
+        self._report(node, qn, self._reference_fix(node, qn, parent))
+
+    def _unused_import(self, stmt, alias, local: str, target: str) -> None:
+        ctx = self.ctx
+        if ctx.path.endswith("__init__.py") or self._is_used(local):
+            return
+        line = ctx.statement(stmt)
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return
+        if len(stmt.names) == 1:
+            replacement = ctx.remove_statement(line)
+        else:
+            names = [a for a in stmt.names if a is not alias]
+            names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            replacement = (stmt, stmt.with_changes(names=names))
+        self.report(
+            alias,
+            f"`{target}` is deprecated and `{local}` is no longer used; remove the import",
+            self.fix(Applicability.SAFE, f"Remove the unused import of `{target}`", replacement),
+        )
+
+    def _is_used(self, local: str) -> bool:
+        ctx = self.ctx
+        for name in ctx.index.nodes(cst.Name):
+            if name.value != local:
+                continue
+            parent = ctx.parent(name)
+            if isinstance(parent, (cst.ImportAlias, cst.AsName)):
+                continue
+            if isinstance(parent, cst.Attribute) and parent.attr is name:
+                continue
+            if isinstance(parent, cst.Arg) and parent.keyword is name:
+                continue
+            return True
+        # `__all__ = ["autocast"]` or a string annotation still needs the name.
+        return any(s.evaluated_value == local for s in ctx.index.nodes(cst.SimpleString)
+                   if isinstance(s.evaluated_value, str))
+
+    # -- fixes --------------------------------------------------------------------------
+
+    def _amp(self) -> tuple[str, list]:
+        return self.ctx.module_name("torch.amp")
+
+    def _call_fix(self, call: cst.Call, qn: str):
+        ctx = self.ctx
+        device, new = DEPRECATED_AMP[qn]
+        if any(a.star == "*" for a in call.args):
+            return None  # positions unknown: cannot re-order for the new signature
+        amp, extra = self._amp()
+        q = ctx.quote
+        device_str = cst.SimpleString(f"{q}{device}{q}")
+        args = list(call.args)
+        if new == "autocast":
+            positions = iter(_OLD_AUTOCAST_POSITIONS)
+            args = [a.with_changes(keyword=cst.Name(next(positions)), equal=_no_space_equal())
+                    if a.keyword is None and not a.star else a for a in args]
+        if new in ("autocast", "GradScaler"):
+            first = cst.Arg(device_str, comma=_comma() if args else cst.MaybeSentinel.DEFAULT)
+            args = [first, *args]
+        else:  # custom_fwd / custom_bwd: device_type is keyword-only
+            kw = cst.Arg(device_str, keyword=cst.Name("device_type"), equal=_no_space_equal())
+            n_pos = sum(1 for a in args if a.keyword is None and not a.star)
+            if args and n_pos < len(args):
+                kw = kw.with_changes(comma=_comma())
+            elif args:
+                args[-1] = args[-1].with_changes(comma=_comma())
+            args.insert(n_pos, kw)
+        new_call = call.with_changes(func=cst.parse_expression(f"{amp}.{new}"), args=args)
+        return self.fix(Applicability.SAFE, f"Use `torch.amp.{new}` with device `{device}`", (call, new_call), *extra)
+
+    def _reference_fix(self, node, qn: str, parent):
+        ctx = self.ctx
+        device, new = DEPRECATED_AMP[qn]
+        amp, extra = self._amp()
+        q = ctx.quote
+        if new in ("custom_fwd", "custom_bwd"):
+            if not isinstance(parent, cst.Decorator):
+                return None
+            code = f"{amp}.{new}(device_type={q}{device}{q})"
+        elif new == "GradScaler" and self._is_type_use(node, parent):
+            code = f"{amp}.GradScaler"  # the deprecated class derives from it
+        elif isinstance(parent, (cst.Arg, cst.Assign, cst.IfExp, cst.Element, cst.Return, cst.DictElement)) \
+                and not isinstance(ctx.parent(parent), cst.ClassDef):  # a base class needs the class itself
+            functools, extra2 = ctx.module_name("functools")
+            extra = extra + extra2
+            code = f"{functools}.partial({amp}.{new}, {q}{device}{q})"
+        else:
+            return None
+        return self.fix(Applicability.SAFE, f"Use `torch.amp.{new}` with device `{device}`", (node, code), *extra)
+
+    def _is_type_use(self, node, parent) -> bool:
+        if isinstance(parent, cst.Annotation):
+            return True
+        if isinstance(parent, cst.Arg):
+            call = self.ctx.parent(parent)
+            if isinstance(call, cst.Call) and self.ctx.dotted(call.func) in ("isinstance", "issubclass") \
+                    and len(call.args) == 2 and call.args[1] is parent:
+                return True
+        return False
+
+
+# -- TL402 ----------------------------------------------------------------------------------
+
+_BF16_CHECK = "{torch}.cuda.is_bf16_supported(including_emulation=False)"
+_DTYPE_CHOICE = "{torch}.bfloat16 if " + _BF16_CHECK + " else {torch}.float16"
+# Scaler methods the Ampere fix rewrites: scale(x) -> x, step(opt) -> opt.step(); update/unscale_ go.
+_SCALER_DROPPED = ("update", "unscale_")
+
+
+class Fp16WhereBf16Fits(Rule):
+    code = "TL402"
+    name = "fp16-where-bf16-fits"
+    summary = "float16 autocast paired with a GradScaler where bfloat16 needs no loss scaling"
+    source = "§4.1"
+    fix_applicability = "unsafe"
+    triggers = ("GradScaler",)
+    docs = """
+## What it does
+Flags a float16 autocast region (an explicit `dtype=torch.float16`, or no dtype on CUDA, whose
+default is float16) in a file that also trains with a `GradScaler`. A file that already chooses
+bfloat16 when the GPU supports it (it asks `torch.cuda.is_bf16_supported()`, its autocast dtype
+can be bfloat16, or its scaler is enabled by dtype) is not flagged.
+
+## Why is this bad?
+On Ampere and newer GPUs bfloat16 runs at the same tensor-core speed as float16 but has float32's
+exponent range, so gradients do not underflow and no loss scaling is needed: no `GradScaler`, no
+skipped steps after overflows, no scale warm-up. float16 with a scaler is only worth keeping on
+GPUs without bfloat16 (before Ampere).
+
+## Example
+```python
+scaler = torch.amp.GradScaler("cuda")
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(x, y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+```
+
+## Use instead
+Choose at run time, and keep the scaler only for float16:
+```python
+amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
+scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
+for x, y in loader:
+    with torch.autocast("cuda", dtype=amp_dtype):
+        loss = model(x, y)
+    ...
+```
+With `target-gpu = "ampere"` (or ada, hopper, blackwell) in the configuration, plain bfloat16:
+```python
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x, y)
+    loss.backward()
+    optimizer.step()
+```
+
+## Fix safety
+Unsafe: bfloat16 has fewer mantissa bits than float16, so numerics change (the loss curve should
+match closely; check it). `including_emulation=False` matters: plain `is_bf16_supported()` is
+also true on older GPUs that only emulate bfloat16, slowly. The target-gpu fix removes the
+scaler's calls (`scaler.scale(loss).backward()` becomes `loss.backward()`, `scaler.step(opt)`
+becomes `opt.step()`, `scaler.update()` and `scaler.unscale_(opt)` go) and the scaler itself
+when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is kept, disabled.
+"""
+    _LOOP = ("import torch\n{pre}scaler = torch.amp.GradScaler({sargs})\nfor x, y in loader:\n"
+             "    with torch.autocast({aargs}):\n        loss = model(x, y)\n"
+             "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n")
+    valid = [
+        Valid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.bfloat16")),
+        Valid(_LOOP.format(pre="amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n",
+                           sargs="'cuda', enabled=amp_dtype == torch.float16", aargs="'cuda', dtype=amp_dtype")),
+        Valid(_LOOP.format(pre="", sargs="'cuda', enabled=False", aargs="'cuda', dtype=torch.float16")),
+        Valid("import torch\nwith torch.autocast('cuda', dtype=torch.float16):\n    y = model(x)\n"),
+        Valid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=args.dtype")),
+        Valid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cpu'")),
+        Valid(_LOOP.format(pre="DT = {'fp16': torch.float16, 'bf16': torch.bfloat16}[args.precision]\n",
+                           sargs="'cuda'", aargs="'cuda', dtype=DT")),
+    ]
+    invalid = [
+        Invalid(
+            _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.float16"),
+            fixed=_LOOP.format(
+                pre="amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) "
+                    "else torch.float16\n",
+                sargs="'cuda', enabled=amp_dtype == torch.float16", aargs="'cuda', dtype=amp_dtype"),
+        ),
+        Invalid(
+            _LOOP.format(pre="", sargs="enabled=args.amp", aargs="'cuda', enabled=args.amp"),
+            fixed=_LOOP.format(
+                pre="amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) "
+                    "else torch.float16\n",
+                sargs="enabled=args.amp and amp_dtype == torch.float16",
+                aargs="'cuda', enabled=args.amp, dtype=amp_dtype"),
+            message="bfloat16",
+        ),
+        Invalid(
+            _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.half"),
+            settings={"target_gpu": "ampere"},
+            fixed="import torch\nfor x, y in loader:\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+                  "        loss = model(x, y)\n    loss.backward()\n    opt.step()\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch.cuda.amp import GradScaler, autocast\nclass Trainer:\n"
+            "    def __init__(self):\n        self.scaler = GradScaler()\n"
+            "    def step(self, x):\n        with autocast():\n            loss = self.model(x)\n"
+            "        self.scaler.scale(loss).backward()\n        self.scaler.unscale_(self.opt)\n"
+            "        self.scaler.step(self.opt)\n        self.scaler.update()\n"
+            "    def save(self):\n        return {'scaler': self.scaler.state_dict()}\n",
+            settings={"target_gpu": "hopper"},
+            fixed="import torch\nfrom torch.cuda.amp import GradScaler, autocast\nclass Trainer:\n"
+            "    def __init__(self):\n        self.scaler = GradScaler(enabled=False)\n"
+            "    def step(self, x):\n        with autocast(dtype=torch.bfloat16):\n            loss = self.model(x)\n"
+            "        loss.backward()\n"
+            "        self.opt.step()\n"
+            "    def save(self):\n        return {'scaler': self.scaler.state_dict()}\n",
+        ),
+        Invalid(
+            "import torch\nclass Trainer:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler()\n"
+            "    def step(self, x):\n        with torch.autocast('cuda'):\n            loss = self.model(x)\n"
+            "        self.scaler.scale(loss).backward()\n",
+            fixed="import torch\nclass Trainer:\n    def __init__(self):\n"
+            "        self.amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) "
+            "else torch.float16\n"
+            "        self.scaler = torch.amp.GradScaler(enabled=self.amp_dtype == torch.float16)\n"
+            "    def step(self, x):\n        with torch.autocast('cuda', dtype=self.amp_dtype):\n"
+            "            loss = self.model(x)\n        self.scaler.scale(loss).backward()\n",
+        ),
+        Invalid(
+            "import torch\ndef make():\n    return torch.amp.GradScaler()\n"
+            "def step(x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
+            fixed="import torch\ndef make():\n"
+            "    return torch.amp.GradScaler(\n"
+            "        enabled=not torch.cuda.is_bf16_supported(including_emulation=False),\n"
+            "    )\n"
+            "def step(x):\n    with torch.autocast(\n        'cuda',\n"
+            "        dtype=torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16,\n"
+            "    ):\n        return model(x)\n",
+        ),
+    ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        ctx = self.ctx
+        prec = ctx.precision
+        scalers = [s for s in prec.active_scalers() if s.device != "cpu"]
+        if not scalers or prec.chooses_bf16:
+            return
+        autocasts = [a for a in prec.autocasts
+                     if a.device != "cpu" and not prec.is_disabled(a.call, 0 if a.qualname != "torch.amp.autocast" else 2)
+                     and prec.autocast_dtypes(a) == {"float16"}]
+        if not autocasts:
+            return
+        ampere = _target_gpu(ctx) in AMPERE_OR_NEWER
+        fix = self._ampere_fix(autocasts, scalers) if ampere else self._runtime_fix(autocasts, scalers)
+        for use in autocasts:
+            how = "implicitly (CUDA's default)" if prec.autocast_dtype_expr(use) is None else "as `torch.float16`"
+            if ampere:
+                message = (f"autocast runs in float16 {how} with a GradScaler; target-gpu is {_target_gpu(ctx)}, so use "
+                           f"`dtype=torch.bfloat16` and drop the GradScaler (bfloat16 has float32's range, no loss scaling)")
+            else:
+                message = (f"autocast runs in float16 {how} with a GradScaler; on Ampere or newer use bfloat16 (float32's "
+                           f"range, no loss scaling): `dtype=torch.bfloat16 if torch.cuda.is_bf16_supported("
+                           f"including_emulation=False) else torch.float16`, scaler enabled only for float16")
+            self.report(use.call, message, fix)
+
+    # -- the run-time choice ------------------------------------------------------------
+
+    def _runtime_fix(self, autocasts, scalers):
+        ctx = self.ctx
+        prec = ctx.precision
+        torch, extra = ctx.module_name("torch")
+        choice = _DTYPE_CHOICE.format(torch=torch)
+        check = _BF16_CHECK.format(torch=torch)
+        var = self._shared_variable(autocasts, scalers[0])
+        replacements = list(extra)
+        new_scalers = {}
+        for use in scalers:
+            positional_enabled = ctx.keyword(use.call, "enabled") is None and \
+                prec.is_disabled(use.call, prec.scaler_enabled_index(use)) is False and \
+                len([a for a in use.call.args if a.keyword is None]) > prec.scaler_enabled_index(use)
+            if positional_enabled:
+                return None
+            only_fp16 = f"{var} == {torch}.float16" if var else f"not {check}"
+            new_scalers[use.call] = ctx.with_keyword(use.call, "enabled", _and(ctx, use.call, only_fp16))
+        dtype_code = var or choice
+        for use in autocasts:
+            replacements.append((use.call, _set_dtype(ctx, use.call, dtype_code)))
+        first = scalers[0].call
+        for use in scalers:
+            if var and use.call is first:
+                stmt = ctx.statement(first)
+                new_stmt = stmt.deep_replace(first, new_scalers[first])
+                replacements.append(ctx.insert_before(stmt, f"{var} = {choice}", new_stmt))
+            else:
+                replacements.append((use.call, new_scalers[use.call]))
+        return self.fix(Applicability.UNSAFE, "Use bfloat16 where the GPU supports it; keep the scaler for float16 only",
+                        *replacements)
+
+    def _shared_variable(self, autocasts, scaler) -> str | None:
+        """A variable (or `self.` attribute) for the dtype, defined just before the first scaler, when
+        every autocast can see it; None means write the choice inline."""
+        ctx = self.ctx
+        index = ctx.index
+        stmt = ctx.statement(scaler.call)
+        if stmt is None:
+            return None
+        fn = index.enclosing_function(scaler.call)
+        block = ctx.parent(stmt)
+        home = fn.body if fn is not None else ctx.module
+        if block is not home:
+            return None  # created under a condition: the variable would not always exist
+        order = {c: i for i, c in enumerate(index.nodes(cst.Call))}
+        target = None
+        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
+            target = ctx.dotted(stmt.body[0].targets[0].target)
+        cls = index.enclosing_class(fn) if fn is not None else None
+        use_self = False
+        for use in autocasts:
+            fn_a = index.enclosing_function(use.call)
+            if fn is None and fn_a is None and order[use.call] < order[scaler.call]:
+                return None
+            if fn is None:
+                continue  # a module-level variable, read by functions when they run
+            if fn_a is fn and order[use.call] > order[scaler.call]:
+                continue
+            if target and target.startswith("self.") and cls is not None and fn_a is not None \
+                    and index.enclosing_class(fn_a) is cls:
+                use_self = True
+                continue
+            return None
+        name = ctx.fresh_name("amp_dtype", "autocast_dtype")
+        return f"self.{name}" if use_self else name
+
+    # -- target-gpu ampere or newer: plain bf16, no scaler --------------------------------
+
+    def _ampere_fix(self, autocasts, scalers):
+        ctx = self.ctx
+        torch, extra = ctx.module_name("torch")
+        replacements = list(extra)
+        for use in autocasts:
+            replacements.append((use.call, _set_dtype(ctx, use.call, f"{torch}.bfloat16")))
+        names = ctx.precision.scaler_names
+        handled: set = set()
+        removed: list[cst.CSTNode] = []
+        for call in ctx.index.nodes(cst.Call):
+            func = call.func
+            if not isinstance(func, cst.Attribute) or ctx.dotted(func.value) not in names:
+                continue
+            method = func.attr.value
+            if method == "scale" and len(call.args) == 1 and not call.args[0].keyword:
+                replacements.append((call, _atom(call.args[0].value)))
+            elif method == "step" and call.args and not call.args[0].keyword and not call.args[0].star:
+                opt = call.args[0].value
+                rest = list(call.args[1:])
+                replacements.append((call, cst.Call(func=cst.Attribute(_atom(opt), cst.Name("step")), args=rest)))
+            elif method in _SCALER_DROPPED:
+                stmt = ctx.parent(ctx.parent(call))
+                if not (isinstance(ctx.parent(call), cst.Expr) and isinstance(stmt, cst.SimpleStatementLine)
+                        and len(stmt.body) == 1):
+                    return None
+                removed.append(stmt)
+            else:
+                continue
+            handled.add(func.value)
+        # The scaler itself: removed when nothing else refers to it, else kept disabled.
+        for use in scalers:
+            stmt = ctx.statement(use.call)
+            target = None
+            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
+                    and stmt.body[0].value is use.call and len(stmt.body[0].targets) == 1:
+                target = ctx.dotted(stmt.body[0].targets[0].target)
+            others = [n for n in ctx.index.nodes(cst.Attribute) + ctx.index.nodes(cst.Name)
+                      if target is not None and ctx.dotted(n) == target and n not in handled
+                      and not _is_target_of(ctx, n, stmt) and not _inside_attribute_chain(ctx, n)]
+            if target is not None and not others:
+                removed.append(stmt)
+            else:
+                replacements.append((use.call, ctx.with_keyword(use.call, "enabled", "False")))
+        replacements.extend(_removals(ctx, removed))
+        return self.fix(Applicability.UNSAFE, "Train in bfloat16 without a GradScaler", *replacements)
+
+
+def _is_target_of(ctx, node, stmt) -> bool:
+    return stmt is not None and ctx.index.contains(stmt, node)
+
+
+def _inside_attribute_chain(ctx, node) -> bool:
+    """node is the `.attr` part of an Attribute (`x.scaler`'s `scaler`), not a use of a name."""
+    parent = ctx.parent(node)
+    return isinstance(parent, cst.Attribute) and parent.attr is node
+
+
+def _atom(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """expr, parenthesised unless it can stand before `.attr` as it is (`(loss / n).backward()`)."""
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _removals(ctx, stmts):
+    """Replacements deleting stmts; a block left empty keeps a `pass`."""
+    out = []
+    stmts = list(dict.fromkeys(stmts))
+    by_block: dict = {}
+    for stmt in stmts:
+        by_block.setdefault(ctx.parent(stmt), []).append(stmt)
+    for block, members in by_block.items():
+        body = getattr(block, "body", ())
+        if isinstance(block, cst.IndentedBlock) and len(members) == len(body):
+            first = members[0]
+            out.append((first, first.with_changes(body=[cst.Pass()])))
+            members = members[1:]
+        out.extend(ctx.remove_statement(s) for s in members)
+    return out
+
+
+def _set_dtype(ctx, call: cst.Call, code: str) -> cst.Call:
+    """`call` with its autocast dtype set to code (in place when given positionally)."""
+    if ctx.keyword(call, "dtype") is None:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if len(positional) > 1:
+            target = positional[1]
+            return call.with_changes(args=[a.with_changes(value=cst.parse_expression(code)) if a is target else a
+                                           for a in call.args])
+    return ctx.with_keyword(call, "dtype", code)
+
+
+def _and(ctx, call: cst.Call, condition: str) -> str:
+    """`condition`, and-ed with the call's existing `enabled=` expression if any."""
+    arg = ctx.keyword(call, "enabled")
+    if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "True"):
+        return condition
+    existing = ctx.code(arg.value)
+    if not isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Comparison)):
+        existing = f"({existing})"
+    return f"{existing} and {condition}"
+
+
+# -- TL403 ----------------------------------------------------------------------------------
+
+_DEFAULT_INIT_SCALE = 2.0 ** 16
+
+
+def _number(expr) -> float | None:
+    """The value of a literal number or simple arithmetic of them (`2.0**13`, `1024`, `2 ** 10`)."""
+    if isinstance(expr, cst.Integer):
+        return float(int(expr.value.replace("_", ""), 0))
+    if isinstance(expr, cst.Float):
+        return float(expr.value.replace("_", ""))
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        value = _number(expr.expression)
+        return None if value is None else -value
+    if isinstance(expr, cst.BinaryOperation):
+        left, right = _number(expr.left), _number(expr.right)
+        if left is None or right is None:
+            return None
+        op = expr.operator
+        try:
+            if isinstance(op, cst.Power) and abs(right) <= 64:
+                return left ** right
+            if isinstance(op, cst.Multiply):
+                return left * right
+            if isinstance(op, cst.Divide) and right:
+                return left / right
+            if isinstance(op, cst.Add):
+                return left + right
+            if isinstance(op, cst.Subtract):
+                return left - right
+            if isinstance(op, cst.LeftShift) and 0 <= right <= 64:
+                return float(int(left) << int(right))
+        except (OverflowError, ValueError):
+            return None
+    return None
+
+
+def _fmt(value) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+class GradScalerInitScale(Rule):
+    code = "TL403"
+    name = "grad-scaler-init-scale"
+    summary = "GradScaler whose `init_scale` is outside the configured range (default 1024..8192)"
+    source = "§4.1"
+    fix_applicability = "safe"
+    default_enabled = False
+    triggers = ("GradScaler",)
+    options = {
+        "min-init-scale": Option(1024, (int, float), "Smallest initial loss scale accepted."),
+        "max-init-scale": Option(8192, (int, float), "Largest initial loss scale accepted; the fix writes it."),
+    }
+    docs = """
+## What it does
+Off by default (enable with `select`/`extend-select`). Flags a `GradScaler` (any spelling) whose
+`init_scale` is outside the configured range, 1024 to 8192 by default. A scaler without
+`init_scale` uses PyTorch's default, 65536, and is flagged too. Disabled scalers
+(`enabled=False`) and values that are not literals are left alone.
+
+## Why is this bad?
+The dynamic loss scale starts at `init_scale` and halves on every overflow, skipping that step.
+65536 usually overflows in the first steps, so the first updates are thrown away while the scale
+comes down; a scale far too low underflows small gradients until it grows back (every
+`growth_interval` steps). §4.1 measured 1024 to 8192 as the safe starting range.
+
+## Example
+```python
+scaler = torch.amp.GradScaler("cuda")
+```
+
+## Use instead
+```python
+scaler = torch.amp.GradScaler("cuda", init_scale=8192)
+```
+
+## Fix safety
+Safe: only the starting point of the dynamic scale changes; the scaler still adapts it, and
+steps with overflowing gradients are still skipped.
+"""
+    valid = [
+        Valid("import torch\nscaler = torch.amp.GradScaler('cuda', init_scale=4096)\n"),
+        Valid("import torch\nscaler = torch.amp.GradScaler('cuda', 2.0**13)\n"),
+        Valid("import torch\nscaler = torch.amp.GradScaler('cuda', init_scale=args.init_scale)\n"),
+        Valid("import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\n"),
+        Valid("import torch\nscaler = torch.amp.GradScaler(**scaler_kwargs)\n"),
+        Valid("import torch\nscaler = torch.amp.GradScaler('cuda', init_scale=2.**15)\n",
+              options={"max-init-scale": 65536}),
+    ]
+    invalid = [
+        Invalid("import torch\nscaler = torch.amp.GradScaler('cuda')\n",
+                fixed="import torch\nscaler = torch.amp.GradScaler('cuda', init_scale=8192)\n", message="65536"),
+        Invalid("import torch\nscaler = torch.cuda.amp.GradScaler(init_scale=2.**16, enabled=use_amp)\n",
+                fixed="import torch\nscaler = torch.cuda.amp.GradScaler(init_scale=8192, enabled=use_amp)\n"),
+        Invalid("from torch.amp import GradScaler\nscaler = GradScaler('cuda', 1.0)\n",
+                fixed="from torch.amp import GradScaler\nscaler = GradScaler('cuda', 8192)\n"),
+        Invalid("from torch.cuda.amp import GradScaler\nscaler = GradScaler(2 ** 20, 2.0)\n",
+                fixed="from torch.cuda.amp import GradScaler\nscaler = GradScaler(4096, 2.0)\n",
+                options={"max-init-scale": 4096}),
+        Invalid("import torch\nscaler = torch.GradScaler(\n    'cuda',\n    growth_interval=100,\n)\n",
+                fixed="import torch\nscaler = torch.GradScaler(\n    'cuda',\n    growth_interval=100,\n    init_scale=8192,\n)\n"),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        qn = ctx.names.qualified(node.func)
+        if qn not in GRAD_SCALER:
+            return
+        prec = ctx.precision
+        use = next((s for s in prec.scalers if s.call is node), None)
+        if use is None or prec.is_disabled(node, prec.scaler_enabled_index(use)):
+            return
+        low, high = self.opts["min-init-scale"], self.opts["max-init-scale"]
+        arg = ctx.keyword(node, "init_scale")
+        if arg is None:
+            position = 1 if qn == "torch.amp.GradScaler" else 0
+            positional = [a for a in node.args if a.keyword is None]
+            if any(a.star for a in node.args):
+                return  # *args / **kwargs may carry init_scale
+            arg = positional[position] if position < len(positional) else None
+        value = _DEFAULT_INIT_SCALE if arg is None else _number(arg.value)
+        if value is None or low <= value <= high:
+            return
+        given = "the default 65536" if arg is None else f"`init_scale={ctx.code(arg.value)}` ({_fmt(value)})"
+        side = "overflows and skips the first steps" if value > high else "underflows small gradients until it grows"
+        self.report(
+            node,
+            f"GradScaler starts at {given}, which {side}; set `init_scale={_fmt(high)}` "
+            f"(start within {_fmt(low)}..{_fmt(high)})",
+            self.fix(Applicability.SAFE, f"Set `init_scale={_fmt(high)}`", (node, self._with_scale(node, arg, _fmt(high)))),
+        )
+
+    def _with_scale(self, call: cst.Call, arg: cst.Arg | None, value: str) -> cst.Call:
+        if arg is not None and arg.keyword is None:
+            return call.with_changes(args=[a.with_changes(value=cst.parse_expression(value)) if a is arg else a
+                                           for a in call.args])
+        return self.ctx.with_keyword(call, "init_scale", value)
+
+
+# -- TL404 ----------------------------------------------------------------------------------
+
+class Fp32MatmulWithoutTf32(Rule):
+    code = "TL404"
+    name = "fp32-matmul-without-tf32"
+    summary = "CUDA training in float32 with no autocast and no TF32 setting"
+    source = "§4.1, §6.1"
+    fix_applicability = "unsafe"
+    default_enabled = False
+    triggers = ("cuda",)
+    needs_hot_loop = True
+    docs = """
+## What it does
+Off by default. Flags a training loop (a hot loop with backward/step) in a file that moves work
+to CUDA but neither runs under autocast, nor converts the model to half/bfloat16, nor leaves
+precision to a framework (`mixed_precision=`, `precision=`), nor sets float32 matmul precision
+(`torch.set_float32_matmul_precision`, `torch.backends.cuda.matmul.allow_tf32`/`fp32_precision`).
+Not flagged when `target-gpu` is pascal, volta or turing, which have no TF32.
+
+## Why is this bad?
+By default PyTorch computes float32 matmuls in full float32, which uses a fraction of an Ampere+
+GPU's tensor-core throughput. TF32 keeps float32 storage and range, rounds matmul inputs to a
+10-bit mantissa, and is typically several times faster for matmul-bound models.
+
+## Example
+```python
+import torch
+
+model = Net().cuda()
+for x, y in loader:
+    loss = model(x.cuda(), y.cuda())
+    loss.backward()
+    opt.step()
+```
+
+## Use instead
+```python
+import torch
+
+torch.set_float32_matmul_precision("high")
+```
+(or train under `torch.autocast("cuda", dtype=torch.bfloat16)`).
+
+## Fix safety
+Unsafe: TF32 rounds matmul inputs, so results change in the last bits of float32 precision
+(usually invisible in the loss curve; check models that need full float32, e.g. some
+physics or long-horizon recurrences).
+"""
+    _SRC = ("import torch\n{pre}model = Net().cuda()\nfor x, y in loader:\n"
+            "    loss = model(x.cuda(), y.cuda())\n    loss.backward()\n    opt.step()\n")
+    valid = [
+        Valid(_SRC.format(pre="torch.set_float32_matmul_precision('high')\n")),
+        Valid(_SRC.format(pre="torch.backends.cuda.matmul.allow_tf32 = True\n")),
+        Valid(_SRC.replace("loss = model", "with torch.autocast('cuda', dtype=torch.bfloat16):\n        loss = model")
+              .format(pre="")),
+        Valid(_SRC.format(pre="").replace("Net().cuda()", "Net().cuda().half()")),
+        Valid("import torch\nmodel = Net()\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n"
+              "    opt.step()\n"),
+        Valid(_SRC.format(pre=""), settings={"target_gpu": "volta"}),
+        Valid(_SRC.format(pre="accelerator = Accelerator(mixed_precision='bf16')\n")),
+    ]
+    invalid = [
+        Invalid(_SRC.format(pre=""), fixed=_SRC.format(pre="torch.set_float32_matmul_precision(\"high\")\n"),
+                message='torch.set_float32_matmul_precision("high")'),
+        Invalid('"""Train."""\nimport torch\nimport torch.nn as nn\n\ndevice = "cuda"\nmodel.to(device)\n'
+                'for batch in loader:\n    opt.zero_grad()\n    model(batch.to(device)).sum().backward()\n    opt.step()\n',
+                fixed='"""Train."""\nimport torch\nimport torch.nn as nn\ntorch.set_float32_matmul_precision("high")\n\n'
+                'device = "cuda"\nmodel.to(device)\nfor batch in loader:\n    opt.zero_grad()\n'
+                '    model(batch.to(device)).sum().backward()\n    opt.step()\n'),
+        Invalid("import torch as th\ndef train():\n    model = Net().to('cuda:0')\n    for x in loader:\n"
+                "        model(x).backward()\n        optimizer.step()\n",
+                fixed="import torch as th\nth.set_float32_matmul_precision(\"high\")\ndef train():\n"
+                "    model = Net().to('cuda:0')\n    for x in loader:\n        model(x).backward()\n        optimizer.step()\n"),
+        Invalid(_SRC.format(pre=""), settings={"target_gpu": "ampere"}),
+        Invalid("from torch import nn\nmodel = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n"
+                "    opt.step()\n",
+                fixed="from torch import nn\nimport torch\ntorch.set_float32_matmul_precision(\"high\")\n"
+                "model = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n"),
+    ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        ctx = self.ctx
+        if _target_gpu(ctx) in NO_TF32:
+            return
+        prec = ctx.precision
+        if not ctx.loops.hot_loops or not prec.uses_cuda or prec.lowers_precision or prec.sets_tf32:
+            return
+        site = next((c for c in ctx.loops.step_calls if ctx.loops.in_hot_loop(c)), None)
+        if site is None:
+            return
+        torch, extra = ctx.module_name("torch")
+        line = f'{torch}.set_float32_matmul_precision("high")'
+        if extra:  # `import torch` and the setting go in one insertion, in that order
+            line = f"import torch{ctx.module.default_newline}{line}"
+        replacement = ctx.insert_after_imports(line)
+        self.report(
+            site,
+            "CUDA training runs float32 matmuls at full float32 precision (no autocast, no TF32); add "
+            "`torch.set_float32_matmul_precision(\"high\")` after the imports to use TF32 tensor cores "
+            "(Ampere+), or train under autocast in bfloat16",
+            self.fix(Applicability.UNSAFE, "Enable TF32 matmuls", replacement),
+        )

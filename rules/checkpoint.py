@@ -1,0 +1,414 @@
+"""TL5xx: checkpointing (seed article §6.2)."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from trainlint.analysis.imports import after_imports
+from trainlint.analysis.names import dotted
+from trainlint.diagnostics import Applicability
+from trainlint.rule import Invalid, Option, Rule, Valid
+
+from .host_sync import step_counter
+
+HELPER = "_trainlint_async_save"
+# The one copy of the code the fix adds to a module. It snapshots every tensor to the CPU before
+# returning, so the file holds the state of the step that asked for it (never a torn mix of two
+# steps), and writes in a non-daemon thread, which the interpreter waits for before exiting.
+HELPER_CODE = '''
+
+def _trainlint_async_save(save, /, *args, **kwargs):
+    """Added by trainlint (TL501): `save(*args, **kwargs)` from a CPU snapshot, in the background.
+
+    Waits for the previous save first and re-raises its error. Live modules and optimizers
+    cannot be snapshotted cheaply: those are saved here, blocking, as before.
+    """
+    import copy
+    import threading
+
+    import torch
+
+    def snapshot(obj):
+        if isinstance(obj, torch.Tensor):
+            return obj.detach().to("cpu", copy=True)
+        if isinstance(obj, (torch.nn.Module, torch.optim.Optimizer)):
+            raise TypeError("a live object is pickled as it is when written")
+        if isinstance(obj, dict):
+            out = copy.copy(obj)
+            for key, value in obj.items():
+                out[key] = snapshot(value)
+            return out
+        if isinstance(obj, (list, tuple)):
+            items = [snapshot(value) for value in obj]
+            return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
+        if obj is None or isinstance(obj, (str, bytes, int, float, bool)):
+            return obj
+        return copy.deepcopy(obj)
+
+    def write():
+        try:
+            save(*args, **kwargs)
+        except BaseException as exc:  # printed now by the thread, raised again by the next save
+            _trainlint_async_save.error = exc
+            raise
+
+    state = _trainlint_async_save
+    if getattr(state, "thread", None) is not None:
+        state.thread.join()
+        state.thread = None
+    error, state.error = getattr(state, "error", None), None
+    if error is not None:
+        raise error
+    try:
+        args, kwargs = snapshot((args, kwargs))
+    except Exception:
+        return save(*args, **kwargs)
+    state.thread = threading.Thread(target=write, name="trainlint-async-save")
+    state.thread.start()
+'''
+
+_SAVE_INTERVAL = re.compile(
+    r"^(save_every\w*|save_steps|save_interval|save_freq\w*|save_iters?|ckpt_every|ckpt_interval|ckpt_freq\w*|"
+    r"checkpoint_every\w*|checkpoint_interval|checkpoint_freq\w*|checkpointing_steps|checkpoint_steps)$"
+)
+_NOT_A_MODEL = re.compile(r"(token|processor|config|feature_extractor|image_processor)", re.IGNORECASE)
+_RANK_TEST = re.compile(r"(rank|is_main|main_process|is_master|master_process|world_process_zero|is_global_zero)",
+                        re.IGNORECASE)
+_LOADS = frozenset({"from_pretrained", "load_state", "load_checkpoint"})
+
+# The cases share a training loop; {save} is the statement under test.
+_LOOP = (
+    "import torch\n"
+    "for step, (x, y) in enumerate(loader):\n"
+    "    loss = model(x, y)\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+    "    {save}\n"
+)
+
+
+def _loop(save: str) -> str:
+    return _LOOP.format(save=save.replace("\n", "\n    "))
+
+
+def _fixed(loop: str) -> str:
+    head, _, rest = loop.partition("\n")
+    return head + "\n" + HELPER_CODE + "\n\n" + rest
+
+
+def _counter(ctx, node: cst.CSTNode) -> str | None:
+    """The hot loop's step counter: `for step in range(n)`, else what the host-sync rules use."""
+    loop = ctx.loops.hot_loop_of(node)
+    if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Call) \
+            and dotted(loop.iter.func) == "range":
+        return loop.target.value
+    return step_counter(ctx, node)
+
+
+class BlockingCheckpointInLoop(Rule):
+    code = "TL501"
+    name = "blocking-checkpoint-in-loop"
+    summary = "`torch.save`/`save_pretrained`/`save_state`/`fabric.save` blocking the training loop"
+    source = "§6.2"
+    fix_applicability = "unsafe"
+    triggers = ("save",)
+    needs_hot_loop = True
+    options = {"save-every": Option(1000, int, "The interval a per-step save is moved under when the script "
+                                               "defines no save interval of its own.")}
+    docs = """
+## What it does
+Flags `torch.save`, `save_pretrained`, `accelerator.save_state` and `fabric.save` (or a function
+of the module that calls one) run inside the hot loop, on every step or every N steps. Saves
+outside the hot loop (once per epoch, at the end) and saves of tokenizers or configs are not
+flagged; nor is a save that runs once (`if step == max_steps - 1:`).
+
+## Why is this bad?
+A checkpoint write serialises the whole state and waits for the disk; the GPU idles meanwhile.
+Saving on every step multiplies that stall by the number of steps, and even every N steps the
+stall grows with the model. A CPU snapshot takes a fraction of the time; the write itself can
+run in the background while training continues.
+
+## Example
+```python
+for step, (x, y) in enumerate(loader):
+    ...
+    opt.step()
+    torch.save({"model": model.state_dict(), "step": step}, "latest.pt")
+```
+
+## Use instead
+```python
+for step, (x, y) in enumerate(loader):
+    ...
+    opt.step()
+    if step % save_every == 0:
+        _trainlint_async_save(torch.save, {"model": model.state_dict(), "step": step}, "latest.pt")
+```
+`_trainlint_async_save` (added once per module by the fix) copies every tensor to the CPU before
+it returns, then writes in a background thread; a save first waits for the previous one, and the
+interpreter waits for the last before it exits. For sharded state use
+`torch.distributed.checkpoint.async_save`.
+
+## Fix safety
+Unsafe. The file written holds exactly the state of the step that saved it (tensors are copied
+before training continues), but it appears on disk later, and an error while writing surfaces
+at the next save. A per-step save with no interval is moved under `if <step> % <interval> == 0:`
+(the script's own save interval if it has one, else the `save-every` option): fewer
+checkpoints, so the last steps before a crash or the end are not saved. Whole modules or
+optimizers passed to `torch.save` are still saved blocking. `accelerator.save_state` and
+`fabric.save` (which may gather across ranks) are only moved under an interval, never made
+asynchronous; no asynchronous fix is offered when the module reads checkpoints back after the
+loop.
+"""
+    valid = [
+        Valid(_loop("pass") + "torch.save(model.state_dict(), 'final.pt')\n"),
+        Valid("import torch\nfor epoch in range(10):\n    for x, y in loader:\n        loss = model(x, y)\n"
+              "        loss.backward()\n        opt.step()\n    torch.save(model.state_dict(), f'epoch{epoch}.pt')\n"),
+        Valid(_loop("tokenizer.save_pretrained(out_dir)")),
+        Valid(_loop("if step == max_steps - 1:\n    torch.save(model.state_dict(), 'last.pt')")),
+        Valid(_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), 'ckpt.pt')")),
+        Valid("import torch\nwith torch.no_grad():\n    for x in val_loader:\n        torch.save(model(x), 'pred.pt')\n"),
+    ]
+    invalid = [
+        # Per step: moved under an interval and made asynchronous.
+        Invalid(_loop("torch.save(model.state_dict(), 'latest.pt')"),
+                fixed=_fixed(_loop("if step % 1000 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), "
+                                   "'latest.pt')")),
+                message="every training step"),
+        # Every N steps, through a module-local helper; the script's interval name is kept.
+        Invalid("import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
+                + _loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef save_ckpt(path):\n"
+                "    _trainlint_async_save(torch.save, {'model': model.state_dict()}, path)\n"
+                + _loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
+                message="save_ckpt"),
+        # save_pretrained writes from a snapshot of the state dict.
+        Invalid(_loop("if should_save:\n    model.save_pretrained(out)"),
+                fixed=_fixed(_loop("if should_save:\n    _trainlint_async_save(model.save_pretrained, out, "
+                                   "state_dict=model.state_dict())"))),
+        # accelerate's save_state: per step, moved under the script's interval, not made asynchronous.
+        Invalid(_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nsave_every = 50\n"),
+                fixed=_loop("if step % save_every == 0:\n    accelerator.save_state(out)").replace(
+                    "import torch\n", "import torch\nsave_every = 50\n")),
+        # fabric.save every N steps: reported, no asynchronous fix.
+        Invalid(_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=None),
+        # The checkpoint is read back after the loop: an asynchronous write could race it.
+        Invalid(_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'best.pt')")
+                + "model.load_state_dict(torch.load('best.pt'))\n", fixed=None),
+    ]
+
+    # -- finding the saves -------------------------------------------------------------
+
+    def _save_kind(self, call: cst.Call) -> str | None:
+        ctx = self.ctx
+        if ctx.names.qualified(call.func) == "torch.save":
+            return "torch.save"
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        receiver = (dotted(func.value) or ctx.code(func.value)).rsplit(".", 1)[-1]
+        attr = func.attr.value
+        if attr == "save_pretrained" and not _NOT_A_MODEL.search(ctx.code(func.value)):
+            return "save_pretrained"
+        if attr == "save_state" and "accelerator" in receiver.lower():
+            return "accelerator.save_state"
+        if attr == "save" and "fabric" in receiver.lower():
+            return "fabric.save"
+        return None
+
+    def _analyse(self):
+        """(direct saves outside our helper, local function name -> the saves it runs)."""
+        ctx = self.ctx
+        loops = ctx.loops
+        saves = []
+        for call in ctx.index.nodes(cst.Call):
+            fn = ctx.index.enclosing_function(call)
+            if self._save_kind(call) and not (fn is not None and fn.name.value == HELPER):
+                saves.append(call)
+        # Functions that save and do not train themselves: their call sites are the saves.
+        helpers: dict[str, list[cst.Call]] = {}
+        changed = True
+        while changed:
+            changed = False
+            for name, fns in loops.functions.items():
+                if name == HELPER or name in helpers or len(fns) != 1 or fns[0] in loops.stepping_functions:
+                    continue
+                fn = fns[0]
+                if any(loops.hot_loop_of(c) is not None for c in loops.step_calls if ctx.index.contains(fn, c)):
+                    continue
+                inner = [s for s in saves if ctx.index.contains(fn, s)]
+                for callee, callee_saves in list(helpers.items()):
+                    if any(ctx.index.contains(fn, c) for c in loops.calls_by_name.get(callee, ())):
+                        inner += callee_saves
+                if inner:
+                    helpers[name] = inner
+                    changed = True
+        return saves, helpers
+
+    def visit_Module(self, node: cst.Module) -> None:
+        ctx = self.ctx
+        saves, helpers = self._analyse()
+        helper_fns = {fn for name in helpers for fn in ctx.loops.functions[name]}
+        sites: list[tuple[cst.Call, list[cst.Call], str | None]] = []
+        for call in saves:
+            if ctx.index.enclosing_function(call) not in helper_fns:
+                sites.append((call, [call], None))
+        for name, inner in helpers.items():
+            for call in ctx.loops.calls_by_name.get(name, ()):
+                if ctx.index.enclosing_function(call) not in helper_fns:
+                    sites.append((call, inner, name))
+        for site, inner, helper in sites:
+            if ctx.loops.in_hot_loop(site):
+                self._check(site, inner, helper)
+
+    # -- one save site in the hot loop -------------------------------------------------
+
+    def _check(self, site: cst.Call, inner: list[cst.Call], helper: str | None) -> None:
+        ctx = self.ctx
+        kind = self._guard_kind(site)
+        if kind == "once":
+            return
+        what = f"`{helper}()` (which calls `{self._save_kind(inner[0])}`)" if helper else f"`{self._save_kind(site)}`"
+        if kind == "per-step":
+            interval = self._interval(site)
+            message = (f"{what} writes a checkpoint on every training step and training waits for it; save every "
+                       f"`{interval}` steps, from a CPU snapshot written in a background thread")
+        else:
+            message = (f"{what} blocks training while it writes the checkpoint (under `{kind}`); snapshot the "
+                       f"state to the CPU and write it in a background thread "
+                       f"(or `torch.distributed.checkpoint.async_save`)")
+        self.report(site, message, self._fix(site, inner, kind))
+
+    def _guard_kind(self, site: cst.Call) -> str:
+        """"per-step", "once" (`if step == last:`), or the code of the interval/other condition."""
+        ctx = self.ctx
+        loops = ctx.loops
+        child = site
+        other = None
+        for anc in ctx.index.ancestors(site):
+            if isinstance(anc, (cst.For, cst.While)) and child is anc.body and anc in loops.hot_loops:
+                break
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                break
+            if isinstance(anc, cst.If) and child is anc.body:
+                test = ctx.code(anc.test)
+                if loops.is_interval_test(anc.test):
+                    return test if self._periodic(anc.test) else "once"
+                if not _RANK_TEST.search(test):
+                    other = other or test
+            child = anc
+        if not loops.is_per_step(site):
+            return "an interval"  # guarded where the function holding it is called
+        return other or "per-step"
+
+    def _periodic(self, test: cst.BaseExpression) -> bool:
+        """An interval test that recurs (a modulo, a flag), not a one-off `step == n` comparison."""
+        for node in self.ctx.index.walk(test):
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+                return True
+        # A flag such as `should_save` / `accelerator.sync_gradients`, alone or in `and`/`or`/`not`.
+        operands = [test]
+        while operands:
+            node = operands.pop()
+            if isinstance(node, cst.BooleanOperation):
+                operands += [node.left, node.right]
+            elif isinstance(node, cst.UnaryOperation):
+                operands.append(node.expression)
+            elif isinstance(node, (cst.Name, cst.Attribute)):
+                return True
+        return False
+
+    def _interval(self, site: cst.Call) -> str:
+        """The script's save interval when the loop's function can see one, else the option."""
+        ctx = self.ctx
+        scope = ctx.index.enclosing_function(site) or ctx.module
+        for node in ctx.index.walk(scope):
+            if isinstance(node, (cst.Name, cst.Attribute)):
+                text = dotted(node)
+                if text and _SAVE_INTERVAL.match(text.rsplit(".", 1)[-1]):
+                    return text
+        if scope is not ctx.module:
+            for stmt in ctx.module.body:
+                for node in ctx.index.walk(stmt):
+                    if isinstance(node, cst.Name) and _SAVE_INTERVAL.match(node.value) \
+                            and isinstance(ctx.parent(node), cst.AssignTarget):
+                        return node.value
+        return str(self.opts.get("save-every") or 1000)
+
+    # -- the fix -----------------------------------------------------------------------
+
+    def _fix(self, site: cst.Call, inner: list[cst.Call], kind: str):
+        ctx = self.ctx
+        asyncs = None if self._reads_back(site) else [self._async_call(s) for s in inner]
+        if asyncs is not None and any(a is None for a in asyncs):
+            asyncs = None
+        if kind != "per-step":
+            if asyncs is None:
+                return None
+            reps = list(zip(inner, asyncs))
+            return self._with_helper(reps, "Save from a CPU snapshot in a background thread")
+        # Per step: put the statement under an interval; async too where possible.
+        stmt = ctx.index.enclosing(site, cst.SimpleStatementLine)
+        counter = _counter(ctx, site)
+        if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock) \
+                or ctx.loops.hot_loop_of(site) is None:
+            return None
+        interval = self._interval(site)
+        reps = []
+        new_stmt = stmt
+        for old, new in zip(inner, asyncs or ()):
+            if ctx.index.contains(stmt, old):
+                new_stmt = new_stmt.deep_replace(old, new)
+            else:
+                reps.append((old, new))
+        guarded = cst.If(
+            test=cst.parse_expression(f"{counter} % {interval} == 0"),
+            body=cst.IndentedBlock(body=[new_stmt.with_changes(leading_lines=[])]),
+            leading_lines=stmt.leading_lines,
+        )
+        reps.append((stmt, guarded))
+        message = f"Save every `{interval}` steps (`if {counter} % {interval} == 0:`)"
+        if asyncs is None:
+            return self.fix(Applicability.UNSAFE, message, *reps)
+        return self._with_helper(reps, message + ", from a CPU snapshot in a background thread")
+
+    def _with_helper(self, reps, message: str):
+        if HELPER not in self.ctx.loops.functions:
+            insert = after_imports(self.ctx, HELPER_CODE, blank_lines_after=2)
+            if insert is None:
+                return None
+            reps = [insert, *reps]
+        return self.fix(Applicability.UNSAFE, message, *reps)
+
+    def _async_call(self, call: cst.Call) -> cst.Call | None:
+        """`save(args)` as `_trainlint_async_save(save, args)`; None where a snapshot is not possible."""
+        ctx = self.ctx
+        kind = self._save_kind(call)
+        args = list(call.args)
+        if kind == "save_pretrained":
+            if ctx.has_star_kwargs(call) or ctx.names.imports_from("peft"):
+                return None  # the state may come from elsewhere; PEFT's save_pretrained takes no state_dict
+            if ctx.keyword(call, "state_dict") is None:
+                receiver = ctx.code(call.func.value)
+                call = ctx.with_keyword(call, "state_dict", f"{receiver}.state_dict()")
+                args = list(call.args)
+        elif kind != "torch.save":
+            return None
+        first = cst.Arg(value=call.func, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        return call.with_changes(func=cst.Name(HELPER), args=[first, *args])
+
+    def _reads_back(self, site: cst.Call) -> bool:
+        """A checkpoint load after the hot loop: it could read a file still being written."""
+        ctx = self.ctx
+        loop = ctx.loops.hot_loop_of(site) or ctx.index.enclosing(site, (cst.For, cst.While))
+        calls = ctx.index.nodes(cst.Call)
+        inside = [i for i, c in enumerate(calls) if loop is not None and ctx.index.contains(loop, c)]
+        after = max(inside) if inside else 0
+        for call in calls[after + 1:]:
+            qn = ctx.names.qualified(call.func)
+            attr = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+            if qn == "torch.load" or attr in _LOADS or (attr == "load" and "fabric" in (dotted(call.func) or "")):
+                return True
+        return False

@@ -1,0 +1,805 @@
+"""TL6xx: compute (seed article §2.1, §6.1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from trainlint.diagnostics import Applicability
+from trainlint.rule import Invalid, Rule, Valid
+
+# -- TL601 manual attention -----------------------------------------------------------------
+
+_SOFTMAX = ("torch.softmax",)  # names.CANONICAL maps F.softmax and Tensor.softmax here
+_DROPOUT_FN = ("torch.nn.functional.dropout",)
+_DROPOUT_MODULE = ("torch.nn.Dropout",)
+_SOFTMAX_MODULE = ("torch.nn.Softmax",)
+_MATMUL_FN = ("torch.matmul", "torch.bmm")
+_TRIL = "torch.tril"
+_TRIU = "torch.triu"
+# k.transpose(a, b) spellings that swap the last two dimensions (2, 3 assumes 4-d multi-head tensors,
+# the layout of nearly all attention code; 1, 2 is accepted only under torch.bmm, which is 3-d).
+_LAST_TWO = ({-2, -1}, {2, 3})
+_INVERT = {
+    cst.Equal: cst.NotEqual, cst.NotEqual: cst.Equal, cst.LessThan: cst.GreaterThanEqual,
+    cst.GreaterThanEqual: cst.LessThan, cst.GreaterThan: cst.LessThanEqual, cst.LessThanEqual: cst.GreaterThan,
+}
+
+
+class _NoMatch(Exception):
+    """Not manual attention (or not a shape this rule understands): stay quiet."""
+
+
+class _NoFix(Exception):
+    """Manual attention, but no exact rewrite: report without a fix."""
+
+
+@dataclass
+class _Op:
+    kind: str  # "scale-mul", "scale-div", "fill", "add"
+    expr: cst.BaseExpression | None = None  # the scale, the fill condition or the additive mask
+    fill: cst.BaseExpression | None = None
+    condition: cst.BaseExpression | None = None  # applied only `if condition:`
+
+
+@dataclass
+class _Attention:
+    q: cst.BaseExpression | None = None
+    k: cst.BaseExpression | None = None
+    v: cst.BaseExpression | None = None
+    ops: list[_Op] = field(default_factory=list)
+    dropout_p: str | None = None
+    consumed: list[cst.CSTNode] = field(default_factory=list)  # statements the fix deletes
+    names: set[str] = field(default_factory=set)  # intermediate variables (scores, weights)
+    bmm: bool = False
+
+
+def _int_literal(expr) -> int | None:
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
+        return -int(expr.expression.value)
+    return None
+
+
+def _atom(code: str, expr: cst.BaseExpression) -> str:
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)) or expr.lpar:
+        return code
+    return f"({code})"
+
+
+class ManualAttention(Rule):
+    code = "TL601"
+    name = "manual-attention"
+    summary = "Hand-written `softmax(q @ k^T * scale) @ v` attention instead of scaled_dot_product_attention"
+    source = "§2.1, §6.1"
+    fix_applicability = "unsafe"
+    triggers = ("softmax",)
+    docs = """
+## What it does
+Flags attention written by hand, in one expression or across statements: `q @ k.transpose(-2, -1)`
+(or `torch.matmul`, `k.mT`), an optional scale (`/ math.sqrt(d)`, `* self.scale`), an optional
+mask (`masked_fill(mask == 0, float("-inf"))`, `masked_fill_`, an additive `+ mask`, possibly under
+`if mask is not None:`), `softmax(dim=-1)`, optional dropout, then `@ v`. Code that uses the
+attention weights for anything else (returns or stores them) is not flagged.
+
+## Why is this bad?
+The hand-written form materialises the full (L x S) score matrix in memory, several times
+(scores, masked scores, probabilities, dropout), and launches one kernel per step.
+`torch.nn.functional.scaled_dot_product_attention` dispatches to fused FlashAttention or
+memory-efficient kernels that never store the matrix: less memory traffic, higher effective
+compute ratio (§2.1), and room for longer sequences or larger batches.
+
+## Example
+```python
+att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+att = F.softmax(att, dim=-1)
+att = self.attn_dropout(att)
+y = att @ v
+```
+
+## Use instead
+```python
+y = F.scaled_dot_product_attention(
+    q, k, v, dropout_p=self.attn_dropout.p if self.training else 0.0, is_causal=True
+)
+```
+
+## Fix safety
+Unsafe: results agree to float rounding, not bit for bit, and dropout draws different random
+masks. The fix maps each piece exactly: a `masked_fill(cond, -inf)` mask becomes a boolean
+`attn_mask` that is True where attention is allowed (the inverse of `cond`); an additive mask
+stays additive; a scale other than `1/sqrt(q.size(-1))` is passed as `scale=` (no scale at all
+becomes `scale=1.0`); dropout becomes `dropout_p=... if self.training else 0.0`. A mask sliced
+from a lower-triangular buffer, `[..., :T, :T]`, becomes `is_causal=True`, which assumes queries and
+keys have the same length (true for the self-attention this shape comes from). Rows that are fully
+masked give zeros instead of NaN.
+"""
+    _HEAD = "import math\nimport torch\nimport torch.nn.functional as F\n\ndef attend(q, k, v, mask):\n"
+    valid = [
+        Valid(_HEAD + "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"),
+        Valid(_HEAD + "    att = F.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1)\n"
+                      "    return att @ v, att\n"),
+        Valid(_HEAD + "    probs = F.softmax(logits, dim=-1)\n    return probs @ v\n"),
+        Valid(_HEAD + "    att = F.softmax(q @ k.transpose(-2, -1), dim=1)\n    return att @ v\n"),
+        Valid(_HEAD + "    att = F.softmax(q @ k, dim=-1)\n    return att @ v\n"),
+        Valid(_HEAD + "    att = F.softmax(q @ k.transpose(-2, -1), dim=-1)\n    self.last_att = att\n"
+                      "    return att @ v\n"),
+    ]
+    invalid = [
+        Invalid(
+            _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+                    "    scores = scores.masked_fill(mask == 0, float('-inf'))\n"
+                    "    att = F.softmax(scores, dim=-1)\n    return att @ v\n",
+            fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask != 0)\n",
+        ),
+        Invalid(
+            _HEAD + "    return torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.125, -1) @ v\n",
+            fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=0.125)\n",
+        ),
+        Invalid(
+            _HEAD + "    w = q @ k.mT\n    w += mask\n    return w.softmax(dim=-1) @ v\n",
+            fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)\n",
+        ),
+        Invalid(
+            _HEAD + "    d = q.shape[-1]\n    s = q @ k.transpose(2, 3) / d ** 0.5\n    # padding\n    if mask is not None:\n"
+                    "        s = s.masked_fill(~mask, -1e9)\n"
+                    "    p = F.dropout(F.softmax(s, dim=-1), p=0.1, training=self.training)\n    out = p @ v\n"
+                    "    return out\n",
+            fixed=_HEAD + "    d = q.shape[-1]\n"
+                          "    # padding\n"
+                          "    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask if mask is not None else None, "
+                          "dropout_p=0.1 if self.training else 0.0, scale=1 / d ** 0.5)\n"
+                          "    return out\n",
+        ),
+        Invalid(
+            "import math\nimport torch\nfrom torch import nn\nfrom torch.nn import functional as F\n\n"
+            "class Attn(nn.Module):\n    def __init__(self, n, p):\n        super().__init__()\n"
+            "        self.drop = nn.Dropout(p)\n"
+            "        self.register_buffer('bias', torch.tril(torch.ones(n, n)).view(1, 1, n, n))\n\n"
+            "    def forward(self, q, k, v):\n        T = q.size(-2)\n"
+            "        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))\n"
+            "        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))\n"
+            "        att = F.softmax(att, dim=-1)\n        att = self.drop(att)\n        y = att @ v\n        return y\n",
+            fixed="import math\nimport torch\nfrom torch import nn\nfrom torch.nn import functional as F\n\n"
+            "class Attn(nn.Module):\n    def __init__(self, n, p):\n        super().__init__()\n"
+            "        self.drop = nn.Dropout(p)\n"
+            "        self.register_buffer('bias', torch.tril(torch.ones(n, n)).view(1, 1, n, n))\n\n"
+            "    def forward(self, q, k, v):\n        T = q.size(-2)\n"
+            "        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.drop.p if self.training else 0.0, "
+            "is_causal=True)\n        return y\n",
+        ),
+    ]
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.MatrixMultiply):
+            self._check(node, node.left, node.right, bmm=False)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        qn = ctx.names.qualified(node.func)
+        if qn in _MATMUL_FN and len(node.args) == 2 and not any(a.keyword or a.star for a in node.args):
+            self._check(node, node.args[0].value, node.args[1].value, bmm=qn == "torch.bmm")
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "matmul" and qn is None \
+                and len(node.args) == 1 and not node.args[0].keyword:
+            self._check(node, node.func.value, node.args[0].value, bmm=False)
+
+    # -- matching -----------------------------------------------------------------------
+
+    def _check(self, node, weights, v, *, bmm: bool) -> None:
+        ctx = self.ctx
+        stmt = ctx.statement(node)
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return
+        att = _Attention(v=v, bmm=bmm)
+        try:
+            self._weights(weights, stmt, att)
+            if self._used_elsewhere(att, node, stmt):
+                return
+            try:
+                call, extra = self._build(att, stmt)
+                fix = self.fix(Applicability.UNSAFE, "Use scaled_dot_product_attention",
+                               (node, call), *_removals(ctx, att.consumed), *extra)
+                shown = call if len(call) <= 140 else None
+            except _NoFix:
+                fix, shown = None, None
+        except _NoMatch:
+            return
+        use = f"`{shown}`" if shown else "`torch.nn.functional.scaled_dot_product_attention(q, k, v, ...)`"
+        self.report(
+            node,
+            f"Hand-written attention (q @ k^T, softmax, @ v) materialises the full score matrix; use {use}, "
+            f"which runs fused FlashAttention / memory-efficient kernels",
+            fix,
+        )
+
+    def _definition(self, name: str, before: cst.CSTNode, att: _Attention):
+        """The statement of `before`'s block that last defines `name` before it: (kind, stmt, payload).
+        Any other statement in between that mentions `name` ends the match."""
+        ctx = self.ctx
+        block = ctx.parent(before)
+        body = getattr(block, "body", None)
+        if not isinstance(body, (list, tuple)) or before not in body:
+            raise _NoMatch
+        for stmt in reversed(body[: body.index(before)]):
+            if not _mentions(ctx, stmt, name):
+                continue
+            kind = _defines(ctx, stmt, name)
+            if kind is None:
+                raise _NoMatch
+            att.consumed.append(stmt)
+            att.names.add(name)
+            return kind, stmt
+        raise _NoMatch
+
+    def _weights(self, expr, at, att: _Attention) -> None:
+        """expr is softmax(scores) (maybe under dropout or a dtype cast)."""
+        ctx = self.ctx
+        if isinstance(expr, cst.Name):
+            (kind, payload), stmt = self._definition(expr.value, at, att)
+            if kind != "assign":
+                raise _NoMatch
+            return self._weights(payload, stmt, att)
+        if not isinstance(expr, cst.Call):
+            raise _NoMatch
+        func = expr.func
+        qn = ctx.names.qualified(func)
+        # Dropout: F.dropout(w, p, training) or self.<nn.Dropout>(w).
+        if att.dropout_p is None and qn in _DROPOUT_FN:
+            inner = _arg(expr, 0, "input")
+            p = _arg(expr, 1, "p")
+            training = _arg(expr, 2, "training")
+            p_code = ctx.code(p) if p is not None else "0.5"
+            if training is None:
+                att.dropout_p = p_code
+            elif not (isinstance(training, cst.Name) and training.value == "False"):
+                att.dropout_p = f"{p_code} if {ctx.code(training)} else 0.0"
+            return self._weights(inner, at, att)
+        if att.dropout_p is None and self._is_module(func, _DROPOUT_MODULE) and len(expr.args) == 1:
+            att.dropout_p = f"{ctx.code(func)}.p if self.training else 0.0"
+            return self._weights(expr.args[0].value, at, att)
+        if att.dropout_p is None and isinstance(func, cst.Attribute) and "drop" in func.attr.value.lower() \
+                and len(expr.args) == 1:
+            raise _NoFix  # a dropout we cannot resolve to nn.Dropout
+        # Casts around a float32 softmax: .to(q.dtype), .type_as(q), .to(torch.float16).
+        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "type_as") and qn is None \
+                and len(expr.args) == 1 and _is_softmax_call(ctx, func.value, self):
+            return self._weights(func.value, at, att)
+        if qn in _SOFTMAX:
+            scores, dim = _arg(expr, 0, "input"), _arg(expr, 1, "dim")
+        elif isinstance(func, cst.Attribute) and func.attr.value == "softmax" and qn is None:
+            scores, dim = func.value, _arg(expr, 0, "dim")
+        elif self._is_module(func, _SOFTMAX_MODULE) and len(expr.args) == 1:
+            scores, dim = expr.args[0].value, self._module_dim(func)
+        else:
+            raise _NoMatch
+        if scores is None or _int_literal(dim) != -1:
+            raise _NoMatch
+        self._scores(scores, at, att)
+
+    def _scores(self, expr, at, att: _Attention) -> None:
+        """expr is q @ k^T with scale and mask operations applied (ops are recorded innermost first)."""
+        ctx = self.ctx
+        if isinstance(expr, cst.Name):
+            (kind, payload), stmt = self._definition(expr.value, at, att)
+            if kind == "assign":
+                return self._scores(payload, stmt, att)
+            if kind == "if":  # `if mask is not None: scores = scores.masked_fill(...)`
+                test, inner_kind, inner_payload = payload
+                self._scores(cst.Name(expr.value), stmt, att)
+                att.ops.append(_payload_op(inner_kind, inner_payload, test))
+                return
+            self._scores(cst.Name(expr.value), stmt, att)
+            att.ops.append(_payload_op(kind, payload, None))
+            return
+        if isinstance(expr, cst.BinaryOperation):
+            op = expr.operator
+            if isinstance(op, cst.MatrixMultiply):
+                return self._core(expr.left, expr.right, att)
+            if isinstance(op, (cst.Multiply, cst.Divide, cst.Add)):
+                sides = [(expr.left, expr.right)]
+                if not isinstance(op, cst.Divide):
+                    sides.append((expr.right, expr.left))
+                for scores, other in sides:
+                    saved = (len(att.ops), list(att.consumed), set(att.names), att.q, att.k)
+                    try:
+                        self._scores(scores, at, att)
+                    except _NoMatch:
+                        att.ops = att.ops[: saved[0]]
+                        att.consumed, att.names, att.q, att.k = saved[1], saved[2], saved[3], saved[4]
+                        continue
+                    kind = {cst.Multiply: "scale-mul", cst.Divide: "scale-div", cst.Add: "add"}[type(op)]
+                    att.ops.append(_Op(kind, other))
+                    return
+            raise _NoMatch
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            qn = ctx.names.qualified(func)
+            if qn in _MATMUL_FN and len(expr.args) == 2:
+                att.bmm = att.bmm or qn == "torch.bmm"
+                return self._core(expr.args[0].value, expr.args[1].value, att)
+            if isinstance(func, cst.Attribute) and qn is None and func.attr.value == "matmul" and len(expr.args) == 1:
+                return self._core(func.value, expr.args[0].value, att)
+            if isinstance(func, cst.Attribute) and qn is None and func.attr.value == "masked_fill" and len(expr.args) == 2:
+                self._scores(func.value, at, att)
+                att.ops.append(_Op("fill", expr.args[0].value, expr.args[1].value))
+                return
+        raise _NoMatch
+
+    def _core(self, q, kt, att: _Attention) -> None:
+        ctx = self.ctx
+        k = None
+        if isinstance(kt, cst.Attribute) and kt.attr.value == "mT":
+            k = kt.value
+        elif isinstance(kt, cst.Call) and isinstance(kt.func, cst.Attribute) and ctx.names.qualified(kt.func) is None:
+            method = kt.func.attr.value
+            dims = [_int_literal(a.value) for a in kt.args]
+            if method in ("transpose", "swapaxes") and len(dims) == 2:
+                if set(dims) in _LAST_TWO or (att.bmm and set(dims) == {1, 2}):
+                    k = kt.func.value
+            elif method == "permute" and dims == [0, 1, 3, 2]:
+                k = kt.func.value
+        if k is None:
+            raise _NoMatch
+        att.q, att.k = q, k
+
+    # -- module attributes (self.drop = nn.Dropout(p), self.softmax = nn.Softmax(dim=-1)) ---------
+
+    def _module_assignment(self, func) -> cst.Call | None:
+        ctx = self.ctx
+        name = ctx.dotted(func)
+        if name is None or not name.startswith("self."):
+            return None
+        cls = ctx.index.enclosing_class(func)
+        if cls is None:
+            return None
+        for assign in ctx.index.nodes(cst.Assign):
+            if isinstance(assign.value, cst.Call) and any(ctx.dotted(t.target) == name for t in assign.targets) \
+                    and ctx.index.enclosing_class(assign) is cls:
+                return assign.value
+        return None
+
+    def _is_module(self, func, qualnames) -> bool:
+        value = self._module_assignment(func)
+        return value is not None and self.ctx.names.qualified(value.func) in qualnames
+
+    def _module_dim(self, func):
+        value = self._module_assignment(func)
+        return _arg(value, 0, "dim") if value is not None else None
+
+    # -- intermediate results used elsewhere -------------------------------------------
+
+    def _used_elsewhere(self, att: _Attention, node, stmt) -> bool:
+        ctx = self.ctx
+        scope = ctx.index.enclosing_function(node) or ctx.module
+        for name in ctx.index.walk(scope):
+            if isinstance(name, cst.Name) and name.value in att.names:
+                parent = ctx.parent(name)
+                if isinstance(parent, cst.Attribute) and parent.attr is name:
+                    continue
+                if isinstance(parent, cst.Arg) and parent.keyword is name:
+                    continue
+                if any(ctx.index.contains(s, name) for s in att.consumed) or ctx.index.contains(node, name):
+                    continue
+                return True
+        return False
+
+    # -- the replacement ---------------------------------------------------------------
+
+    def _build(self, att: _Attention, stmt) -> tuple[str, list]:
+        ctx = self.ctx
+        scale_ops = [op for op in att.ops if op.kind.startswith("scale")]
+        mask_ops = [op for op in att.ops if op.kind in ("fill", "add")]
+        if len(scale_ops) > 1 or len(mask_ops) > 1:
+            raise _NoFix
+        kwargs = []
+        if mask_ops:
+            mask = mask_ops[0]
+            if scale_ops and mask.kind == "add" and att.ops.index(scale_ops[0]) > att.ops.index(mask):
+                raise _NoFix  # the additive mask is scaled too
+            if mask.kind == "fill":
+                if not _very_negative(ctx, mask.fill):
+                    raise _NoMatch  # masked_fill with 0 or a small value is not an attention mask
+                if mask.condition is None and self._causal(mask.expr):
+                    kwargs.append(("is_causal", "True"))
+                else:
+                    kwargs.append(("attn_mask", _attend(ctx, mask.expr, mask.condition)))
+            else:
+                code = ctx.code(mask.expr)
+                if mask.condition is not None:
+                    code = f"{code} if {ctx.code(mask.condition)} else None"
+                kwargs.append(("attn_mask", code))
+        if att.dropout_p is not None:
+            kwargs.append(("dropout_p", att.dropout_p))
+        kwargs = sorted(kwargs, key=lambda kv: ("attn_mask", "dropout_p", "is_causal").index(kv[0]))
+        scale = self._scale(att, scale_ops[0] if scale_ops else None)
+        if scale is not None:
+            kwargs.append(("scale", scale))
+        self._check_movable(att, stmt)
+        sdpa, extra = ctx.module_name("torch.nn.functional")
+        args = [ctx.code(att.q), ctx.code(att.k), ctx.code(att.v)] + [f"{k}={v}" for k, v in kwargs]
+        return f"{sdpa}.scaled_dot_product_attention({', '.join(args)})", extra
+
+    def _scale(self, att: _Attention, op: _Op | None) -> str | None:
+        """The scale= argument (None: SDPA's default 1/sqrt(q.size(-1)) is the one used)."""
+        ctx = self.ctx
+        if op is None:
+            return "1.0"
+        expr = op.expr
+        self._check_float(expr)
+        if op.kind == "scale-mul":
+            inverse = _sqrt_of(ctx, expr, inverse=True)
+            if inverse is not None and _is_head_dim(ctx, inverse, att):
+                return None
+            return ctx.code(expr)
+        root = _sqrt_of(ctx, expr)
+        if root is not None and _is_head_dim(ctx, root, att):
+            return None
+        code = ctx.code(expr)
+        if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power)):
+            code = _atom(code, expr)  # `1 / d ** 0.5` needs no parentheses, `1 / (a * b)` does
+        return f"1 / {code}"
+
+    def _check_float(self, expr) -> None:
+        """SDPA's scale must be a Python float: a tensor-valued scale (a learnable temperature) has no rewrite."""
+        ctx = self.ctx
+        for node in ctx.index.walk(expr):
+            if isinstance(node, cst.Call):
+                qn = ctx.names.qualified(node.func) or ""
+                # torch functions and tensor methods (`self.logit_scale.exp()`) give tensors; math.sqrt does not.
+                if qn.startswith("torch.") or (not qn and isinstance(node.func, cst.Attribute)
+                                               and node.func.attr.value in ("exp", "sqrt", "clamp", "log", "rsqrt")):
+                    raise _NoFix
+            if isinstance(node, cst.Attribute) and (ctx.dotted(node) or "").startswith("self."):
+                value = self._module_assignment(node)
+                if value is not None and (ctx.names.qualified(value.func) or "").startswith("torch."):
+                    raise _NoFix
+
+    def _causal(self, cond) -> bool:
+        """cond masks out exactly the strict upper triangle of a square slice: `tril[..., :T, :T] == 0`,
+        `~tril[:T, :T]`, `triu(ones, diagonal=1)[:T, :T]`."""
+        ctx = self.ctx
+        invert = False
+        if isinstance(cond, cst.Comparison) and len(cond.comparisons) == 1 \
+                and isinstance(cond.comparisons[0].operator, cst.Equal) and _int_literal(cond.comparisons[0].comparator) == 0:
+            cond, invert = cond.left, True
+        elif isinstance(cond, cst.UnaryOperation) and isinstance(cond.operator, cst.BitInvert):
+            cond, invert = cond.expression, True
+        elif isinstance(cond, cst.Call) and isinstance(cond.func, cst.Attribute) and cond.func.attr.value == "logical_not":
+            cond, invert = cond.func.value, True
+        if isinstance(cond, cst.Call) and isinstance(cond.func, cst.Attribute) and cond.func.attr.value == "bool" \
+                and not cond.args:
+            cond = cond.func.value
+        if isinstance(cond, cst.Subscript):
+            if not _square_slice(ctx, cond):
+                return False
+            source = self._buffer(cond.value)
+        else:
+            return False
+        if source is None:
+            return False
+        kind = _triangle(ctx, source)
+        return (kind == "tril" and invert) or (kind == "triu1" and not invert)
+
+    def _buffer(self, expr):
+        """What `self.bias` / a local name was built from (register_buffer or assignment)."""
+        ctx = self.ctx
+        name = ctx.dotted(expr)
+        if name is None:
+            return None
+        if name.startswith("self."):
+            attr = name[len("self."):]
+            for call in ctx.index.nodes(cst.Call):
+                if isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_buffer" \
+                        and len(call.args) >= 2 and isinstance(call.args[0].value, cst.SimpleString) \
+                        and call.args[0].value.evaluated_value == attr:
+                    return call.args[1].value
+        values = [a.value for a in ctx.index.nodes(cst.Assign) if any(ctx.dotted(t.target) == name for t in a.targets)]
+        return values[0] if len(values) == 1 else None
+
+    def _check_movable(self, att: _Attention, stmt) -> None:
+        """q, k, v, mask and scale move from the deleted statements into stmt: none of their names may be
+        rebound in between."""
+        ctx = self.ctx
+        if not att.consumed:
+            return
+        block = ctx.parent(stmt)
+        body = list(block.body)
+        first = min(body.index(s) for s in att.consumed)
+        moved = {n.value for e in (att.q, att.k, att.v, *[op.expr for op in att.ops], *[op.condition for op in att.ops])
+                 if e is not None for n in ctx.index.walk(e) if isinstance(n, cst.Name)}
+        for between in body[first: body.index(stmt)]:
+            if between in att.consumed:
+                continue
+            for node in ctx.index.walk(between):
+                targets = []
+                if isinstance(node, cst.Assign):
+                    targets = [t.target for t in node.targets]
+                elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+                    targets = [node.target]
+                for target in targets:
+                    if any(isinstance(n, cst.Name) and n.value in moved for n in ctx.index.walk(target)):
+                        raise _NoFix
+
+
+def _payload_op(kind: str, payload, condition) -> _Op:
+    if kind == "fill":
+        cond, fill = payload
+        return _Op("fill", cond, fill, condition)
+    if kind == "add":
+        return _Op("add", payload, None, condition)
+    raise _NoMatch
+
+
+def _strip_self_op(ctx, value, name: str):
+    """`s.masked_fill(c, f)` or `s + m` where s is `name` -> ("fill", (c, f)) / ("add", m)."""
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "masked_fill" \
+            and isinstance(value.func.value, cst.Name) and value.func.value.value == name and len(value.args) == 2:
+        return "fill", (value.args[0].value, value.args[1].value)
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+        if isinstance(value.left, cst.Name) and value.left.value == name:
+            return "add", value.right
+        if isinstance(value.right, cst.Name) and value.right.value == name:
+            return "add", value.left
+    return None
+
+
+def _mentions(ctx, stmt, name: str) -> bool:
+    for node in ctx.index.walk(stmt):
+        if isinstance(node, cst.Name) and node.value == name:
+            parent = ctx.parent(node)
+            if isinstance(parent, cst.Attribute) and parent.attr is node:
+                continue
+            if isinstance(parent, cst.Arg) and parent.keyword is node:
+                continue
+            return True
+    return False
+
+
+def _defines(ctx, stmt, name: str):
+    """How stmt (re)defines name: ("assign", value), ("fill", (cond, fill)), ("add", mask),
+    ("if", (test, kind, payload)); None when it does something else with it."""
+    if isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock) \
+            and len(stmt.body.body) == 1 and not _mentions(ctx, stmt.test, name):
+        inner = _defines(ctx, stmt.body.body[0], name)
+        if inner is None or inner[0] == "if":
+            return None
+        kind, payload = inner
+        if kind == "assign":
+            stripped = _strip_self_op(ctx, payload, name)
+            if stripped is None:
+                return None
+            kind, payload = stripped
+        return "if", (stmt.test, kind, payload)
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return None
+    small = stmt.body[0]
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+            and small.targets[0].target.value == name:
+        return "assign", small.value
+    if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and small.target.value == name \
+            and isinstance(small.operator, cst.AddAssign) and not _mentions(ctx, small.value, name):
+        return "add", small.value
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        call = small.value
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "masked_fill_" and isinstance(func.value, cst.Name) \
+                and func.value.value == name and len(call.args) == 2 and not _mentions(ctx, call.args[0].value, name):
+            return "fill", (call.args[0].value, call.args[1].value)
+    return None
+
+
+def _arg(call: cst.Call, index: int, keyword: str):
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == keyword:
+            return a.value
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[index].value if index < len(positional) else None
+
+
+def _is_softmax_call(ctx, expr, rule) -> bool:
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    if ctx.names.qualified(func) in _SOFTMAX:
+        return True
+    return isinstance(func, cst.Attribute) and func.attr.value == "softmax"
+
+
+def _very_negative(ctx, expr) -> bool:
+    """-inf, float("-inf"), -math.inf, torch.finfo(dt).min, -torch.finfo(dt).max, or a literal <= -1e4."""
+    code = ctx.code(expr).replace(" ", "")
+    if code in ("float('-inf')", 'float("-inf")', "-float('inf')", '-float("inf")', "-math.inf", "-torch.inf",
+                "-np.inf", "-numpy.inf", "float('-Inf')", 'float("-Inf")'):
+        return True
+    if ".finfo(" in code and (code.endswith(".min") or (code.startswith("-") and code.endswith(".max"))):
+        return True
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) \
+            and isinstance(expr.expression, (cst.Integer, cst.Float)):
+        try:
+            return float(expr.expression.value.replace("_", "")) >= 1e4
+        except ValueError:
+            return False
+    return False
+
+
+def _attend(ctx, cond, condition) -> str:
+    """SDPA's boolean attn_mask (True = attend) from masked_fill's condition (True = mask out)."""
+    if isinstance(cond, cst.Comparison) and len(cond.comparisons) == 1 and type(cond.comparisons[0].operator) in _INVERT:
+        target = cond.comparisons[0]
+        flipped = cond.with_changes(comparisons=[target.with_changes(operator=_INVERT[type(target.operator)]())],
+                                    lpar=(), rpar=())
+        code = ctx.module.code_for_node(flipped)
+    elif isinstance(cond, cst.UnaryOperation) and isinstance(cond.operator, cst.BitInvert):
+        code = ctx.code(cond.expression.with_changes(lpar=(), rpar=()) if not isinstance(
+            cond.expression, (cst.BinaryOperation, cst.Comparison, cst.BooleanOperation)) else cond.expression)
+    elif isinstance(cond, cst.Call) and isinstance(cond.func, cst.Attribute) and cond.func.attr.value == "logical_not" \
+            and not cond.args:
+        code = ctx.code(cond.func.value)
+    elif isinstance(cond, cst.Call) and ctx.names.qualified(cond.func) == "torch.logical_not" and len(cond.args) == 1:
+        code = ctx.code(cond.args[0].value)
+    else:
+        code = f"~{_atom(ctx.code(cond), cond)}"
+    if condition is not None:
+        code = f"{code} if {ctx.code(condition)} else None"
+    return code
+
+
+def _sqrt_of(ctx, expr, inverse: bool = False):
+    """X for `math.sqrt(X)` / `X ** 0.5` (inverse: for `1 / math.sqrt(X)`, `X ** -0.5`)."""
+    if isinstance(expr, cst.BinaryOperation) and inverse:
+        if isinstance(expr.operator, cst.Divide) and _number(expr.left) == 1.0:
+            return _sqrt_of(ctx, expr.right)
+        if isinstance(expr.operator, cst.Power) and _number(expr.right) == -0.5:
+            return expr.left
+        return None
+    if inverse:
+        return None
+    if isinstance(expr, cst.Call) and len(expr.args) == 1 and (ctx.dotted(expr.func) or "").endswith("sqrt") \
+            and (ctx.names.qualified(expr.func) or "").split(".")[0] in ("math", "numpy", "np"):
+        return expr.args[0].value
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power) and _number(expr.right) == 0.5:
+        return expr.left
+    return None
+
+
+def _number(expr):
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        try:
+            return float(expr.value.replace("_", ""))
+        except ValueError:
+            return None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        value = _number(expr.expression)
+        return None if value is None else -value
+    return None
+
+
+def _is_head_dim(ctx, expr, att: _Attention) -> bool:
+    """expr is q's (or k's) last dimension: `q.size(-1)`, `k.shape[-1]`."""
+    for tensor in (att.q, att.k):
+        name = ctx.code(tensor)
+        code = ctx.code(expr).replace(" ", "")
+        if code in (f"{name}.size(-1)", f"{name}.shape[-1]"):
+            return True
+    return False
+
+
+def _square_slice(ctx, sub: cst.Subscript) -> bool:
+    """`x[..., :T, :T]` (leading full slices, the last two `:T` with the same T)."""
+    elements = [e.slice for e in sub.slice]
+    if len(elements) < 2:
+        return False
+    *lead, a, b = elements
+    for e in lead:
+        if not (isinstance(e, cst.Slice) and e.lower is None and e.upper is None and e.step is None):
+            return False
+    for e in (a, b):
+        if not (isinstance(e, cst.Slice) and e.lower is None and e.upper is not None and e.step is None):
+            return False
+    return ctx.code(a.upper) == ctx.code(b.upper)
+
+
+def _triangle(ctx, expr) -> str | None:
+    """"tril" for tril(ones(n, n)) (possibly viewed/cast), "triu1" for triu(ones(n, n), diagonal=1)."""
+    for node in ctx.index.walk(expr):
+        if isinstance(node, cst.Call):
+            qn = ctx.names.qualified(node.func)
+            if qn not in (_TRIL, _TRIU) or not node.args:
+                continue
+            ones = node.args[0].value
+            if not (isinstance(ones, cst.Call) and ctx.names.qualified(ones.func) in ("torch.ones", "torch.full")):
+                return None
+            dims = [a for a in ones.args if a.keyword is None]
+            if ctx.names.qualified(ones.func) == "torch.ones" and (len(dims) != 2 or ctx.code(dims[0].value) != ctx.code(dims[1].value)):
+                return None
+            diagonal = _arg(node, 1, "diagonal")
+            d = _int_literal(diagonal) if diagonal is not None else 0
+            if qn == _TRIL and d == 0:
+                return "tril"
+            if qn == _TRIU and d == 1:
+                return "triu1"
+            return None
+    return None
+
+
+def _removals(ctx, stmts):
+    out = []
+    for stmt in dict.fromkeys(stmts):
+        out.append(ctx.remove_statement(stmt))
+    return out
+
+
+# -- TL602 -----------------------------------------------------------------------------------
+
+class ZeroGradKeepsTensors(Rule):
+    code = "TL602"
+    name = "zero-grad-keeps-tensors"
+    summary = "`zero_grad(set_to_none=False)` writes zeros into every gradient instead of freeing them"
+    source = "§2.1"
+    fix_applicability = "unsafe"
+    triggers = ("zero_grad",)
+    docs = """
+## What it does
+Flags `optimizer.zero_grad(set_to_none=False)` and `model.zero_grad(set_to_none=False)` (also the
+positional `zero_grad(False)`).
+
+## Why is this bad?
+With `set_to_none=False` every step launches a memset kernel per parameter to write zeros, and
+the gradient tensors stay allocated between the optimizer step and the next backward. The
+default (`set_to_none=True`, since PyTorch 2.0) drops them: no memsets, lower peak memory, and
+the next backward writes the gradients instead of adding to zeros.
+
+## Example
+```python
+optimizer.zero_grad(set_to_none=False)
+```
+
+## Use instead
+```python
+optimizer.zero_grad()
+```
+
+## Fix safety
+Unsafe: code that reads `p.grad` between `zero_grad()` and the next backward (or for parameters
+that get no gradient) sees `None` instead of a zero tensor, and optimizers skip parameters whose
+gradient is None rather than stepping them with a zero gradient (which matters with weight decay
+or momentum).
+"""
+    valid = [
+        Valid("optimizer.zero_grad()\n"),
+        Valid("optimizer.zero_grad(set_to_none=True)\n"),
+        Valid("model.zero_grad(set_to_none=args.keep_grads)\n"),
+        Valid("widget.clear(set_to_none=False)\n"),
+        Valid("zero_grad = lambda: None\nzero_grad()\n"),
+    ]
+    invalid = [
+        Invalid("optimizer.zero_grad(set_to_none=False)\n", fixed="optimizer.zero_grad()\n",
+                message="set_to_none"),
+        Invalid("model.zero_grad(False)\n", fixed="model.zero_grad()\n"),
+        Invalid("for x in loader:\n    self.opt.zero_grad(set_to_none = False)\n    loss.backward()\n",
+                fixed="for x in loader:\n    self.opt.zero_grad()\n    loss.backward()\n"),
+        Invalid("opts[0].zero_grad(\n    set_to_none=False,\n)\n", fixed="opts[0].zero_grad()\n"),
+        Invalid("import torch\nclass T:\n    def step(self):\n        self.optimizer.zero_grad(set_to_none=False)\n",
+                fixed="import torch\nclass T:\n    def step(self):\n        self.optimizer.zero_grad()\n"),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "zero_grad" or len(node.args) != 1:
+            return
+        arg = node.args[0]
+        if arg.star or (arg.keyword is not None and arg.keyword.value != "set_to_none"):
+            return
+        if not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
+            return
+        receiver = self.ctx.code(func.value)
+        self.report(
+            node,
+            f"`{receiver}.zero_grad(set_to_none=False)` writes zeros into every gradient each step and keeps them "
+            f"allocated; call `{receiver}.zero_grad()` (set_to_none=True) to free them instead",
+            self.fix(Applicability.UNSAFE, "Drop `set_to_none=False`",
+                     (node, node.with_changes(args=[], whitespace_before_args=cst.SimpleWhitespace("")))),
+        )

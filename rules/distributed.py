@@ -1,0 +1,461 @@
+"""TL3xx: distributed data parallelism (seed article §4.2, §4.3)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from trainlint.analysis.distributed import DDP, FSDP, Accumulation, Wrapped
+from trainlint.analysis.imports import ensure_module, imported_name, module_name
+from trainlint.analysis.names import dotted
+from trainlint.diagnostics import Applicability
+from trainlint.rule import Invalid, Rule, Valid
+
+_SHORT = {DDP: "DDP", FSDP: "FSDP"}
+
+# The cases share a DDP script; {loop} is its training loop.
+_HEAD = (
+    "import torch\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "model = DDP(model, gradient_as_bucket_view=True)\n"
+)
+_FLAT = (
+    "for step, (x, y) in enumerate(loader):\n"
+    "    loss = loss_fn(model(x), y) / accum\n"
+    "    loss.backward()\n"
+    "    if (step + 1) % accum == 0:\n"
+    "        opt.step()\n"
+    "        opt.zero_grad()\n"
+)
+_FLAT_FIXED = (
+    "for step, (x, y) in enumerate(loader):\n"
+    "    # Skip the gradient all-reduce except on the micro-batch before the optimizer step.\n"
+    "    with contextlib.nullcontext() if (step + 1) % accum == 0 else model.no_sync():\n"
+    "        loss = loss_fn(model(x), y) / accum\n"
+    "        loss.backward()\n"
+    "    if (step + 1) % accum == 0:\n"
+    "        opt.step()\n"
+    "        opt.zero_grad()\n"
+)
+_NESTED = (
+    "def train(model, batches, opt, accum):\n"
+    "    for step in range(100):\n"
+    "        for micro in range(accum):\n"
+    "            x, y = next(batches)\n"
+    "            out = model(x)\n"
+    "            loss = loss_fn(out, y)\n"
+    "            loss.backward()\n"
+    "        opt.step()\n"
+    "        opt.zero_grad()\n"
+    "train(DDP(net), batches, opt, 8)\n"
+)
+_NESTED_FIXED = (
+    "def train(model, batches, opt, accum):\n"
+    "    for step in range(100):\n"
+    "        for micro in range(accum):\n"
+    "            x, y = next(batches)\n"
+    "            # Skip the gradient all-reduce except on the micro-batch before the optimizer step.\n"
+    "            with contextlib.nullcontext() if micro == accum - 1 else model.no_sync():\n"
+    "                out = model(x)\n"
+    "                loss = loss_fn(out, y)\n"
+    "                loss.backward()\n"
+    "        opt.step()\n"
+    "        opt.zero_grad()\n"
+    "train(DDP(net), batches, opt, 8)\n"
+)
+_COMMENT = "# Skip the gradient all-reduce except on the micro-batch before the optimizer step."
+
+
+class AccumulationWithoutNoSync(Rule):
+    code = "TL301"
+    name = "accumulation-without-no-sync"
+    summary = "DDP/FSDP model trained with gradient accumulation that all-reduces on every micro-batch"
+    source = "§4.2"
+    fix_applicability = "unsafe"
+    triggers = ("DistributedDataParallel", "FullyShardedDataParallel")
+    needs_hot_loop = True
+    docs = """
+## What it does
+Flags a model wrapped in `DistributedDataParallel` or `FullyShardedDataParallel` (any import
+alias, a module-local helper that returns one, or a parameter it is passed to) that is trained
+with gradient accumulation: backward runs on every micro-batch while the optimizer steps only
+under a condition (`if (step + 1) % accum == 0:`, `if is_last_micro_batch:`) or once after an
+inner micro-batch loop. Code that already controls synchronisation (`model.no_sync()`,
+`model.require_backward_grad_sync = ...`, `accelerator.accumulate(model)`,
+`fabric.no_backward_sync(model)`) is not flagged.
+
+## Why is this bad?
+DDP all-reduces the gradients during every backward. With accumulation only the last
+micro-batch before the optimizer step needs it: the others pay a full gradient all-reduce each
+for nothing. Measured with 2 processes over gloo, accumulation 8 and a 5M-parameter model, skipping
+it on the other micro-batches was about 1.6x faster.
+
+## Example
+```python
+model = DDP(model)
+for step, (x, y) in enumerate(loader):
+    loss = loss_fn(model(x), y) / accum
+    loss.backward()
+    if (step + 1) % accum == 0:
+        opt.step()
+        opt.zero_grad()
+```
+
+## Use instead
+```python
+for step, (x, y) in enumerate(loader):
+    with contextlib.nullcontext() if (step + 1) % accum == 0 else model.no_sync():
+        loss = loss_fn(model(x), y) / accum
+        loss.backward()
+    if (step + 1) % accum == 0:
+        opt.step()
+        opt.zero_grad()
+```
+`no_sync()` must hold the forward as well as the backward: DDP decides in the forward whether
+the next backward all-reduces, so wrapping the backward alone saves nothing.
+
+## Fix safety
+Unsafe. The fix evaluates the step condition before the forward (it is not applied when the
+statements in between change what the condition reads), and it relies on a synchronised
+micro-batch preceding every optimizer step; gradients accumulated under `no_sync()` are
+all-reduced then, so the result equals the original up to floating-point summation order. Code
+that steps the optimizer elsewhere (after the loop, for a ragged last group) would step on
+unsynchronised gradients: no fix is offered there. With FSDP, `no_sync()` keeps unsharded
+gradients until the synchronising micro-batch, which costs memory.
+"""
+    valid = [
+        # Already skips the sync: no_sync around forward and backward.
+        Valid(_HEAD + _FLAT.replace(
+            "    loss = loss_fn(model(x), y) / accum\n    loss.backward()\n",
+            "    with model.no_sync() if (step + 1) % accum else contextlib.nullcontext():\n"
+            "        loss = loss_fn(model(x), y) / accum\n        loss.backward()\n")),
+        # nanoGPT's way: the flag DDP reads in the forward.
+        Valid(_HEAD + _FLAT.replace("    loss = loss_fn", "    model.require_backward_grad_sync = (step + 1) % accum == 0\n"
+                                    "    loss = loss_fn")),
+        # accelerate handles the sync inside `accumulate`.
+        Valid("from accelerate import Accelerator\nfrom torch.nn.parallel import DistributedDataParallel\n"
+              "for batch in loader:\n    with accelerator.accumulate(model):\n        loss = model(batch)\n"
+              "        accelerator.backward(loss)\n        if accelerator.sync_gradients:\n            opt.step()\n"),
+        # Fabric.
+        Valid(_HEAD + "for i, batch in enumerate(loader):\n    is_accumulating = (i + 1) % accum != 0\n"
+              "    with fabric.no_backward_sync(model, enabled=is_accumulating):\n        loss = model(batch)\n"
+              "        fabric.backward(loss)\n    if not is_accumulating:\n        opt.step()\n"),
+        # No accumulation: the optimizer steps every iteration.
+        Valid(_HEAD + "for x, y in loader:\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n"),
+        # Accumulation, but no DDP/FSDP in this module.
+        Valid("import torch\n" + _FLAT),
+        # FSDP2 (`fully_shard`) has no `no_sync()`; not this rule's business.
+        Valid("from torch.distributed.fsdp import fully_shard\nfully_shard(model)\n" + _FLAT),
+    ]
+    invalid = [
+        Invalid(_HEAD + _FLAT, fixed=_HEAD.replace("as DDP\n", "as DDP\nimport contextlib\n") + _FLAT_FIXED,
+                message="`(step + 1) % accum == 0`"),
+        # A helper in the same module returns the wrapped model; `nullcontext` imported by name.
+        Invalid("import torch\nfrom contextlib import nullcontext\n"
+                "def wrap(m):\n    return torch.nn.parallel.DistributedDataParallel(m, gradient_as_bucket_view=True)\n"
+                "model = wrap(net)\n" + _FLAT,
+                fixed="import torch\nfrom contextlib import nullcontext\n"
+                "def wrap(m):\n    return torch.nn.parallel.DistributedDataParallel(m, gradient_as_bucket_view=True)\n"
+                "model = wrap(net)\n" + _FLAT_FIXED.replace("contextlib.nullcontext()", "nullcontext()")),
+        # Nested micro-batch loop; the wrapped model is passed to the training function.
+        Invalid(_HEAD.replace("model = DDP(model, gradient_as_bucket_view=True)\n", "import contextlib\n") + _NESTED,
+                fixed=_HEAD.replace("model = DDP(model, gradient_as_bucket_view=True)\n", "import contextlib\n")
+                + _NESTED_FIXED),
+        # `continue` on accumulation steps; DDP wrapped only when distributed.
+        Invalid("import contextlib\nimport torch.nn as nn\nif world_size > 1:\n    model = nn.parallel.DistributedDataParallel(model)\n"
+                "for i, batch in enumerate(loader):\n    loss = model(**batch).loss\n    loss.backward()\n"
+                "    if (i + 1) % args.gradient_accumulation_steps != 0:\n        continue\n    optimizer.step()\n",
+                fixed="import contextlib\nimport torch.nn as nn\nif world_size > 1:\n"
+                "    model = nn.parallel.DistributedDataParallel(model)\n"
+                "for i, batch in enumerate(loader):\n    " + _COMMENT + "\n"
+                "    with getattr(model, \"no_sync\", contextlib.nullcontext)() if (i + 1) % args.gradient_accumulation_steps"
+                " != 0 else contextlib.nullcontext():\n"
+                "        loss = model(**batch).loss\n        loss.backward()\n"
+                "    if (i + 1) % args.gradient_accumulation_steps != 0:\n        continue\n    optimizer.step()\n"),
+        # FSDP, with a flag guard and a counter the fix must not read early: reported, not fixed.
+        Invalid("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n"
+                "micro = 0\nfor batch in loader:\n    loss = model(batch)\n    loss.backward()\n    micro += 1\n"
+                "    if micro % accum == 0:\n        opt.step()\n", fixed=None, message="FSDP"),
+        # A step after the loop for the ragged last group: unsynchronised gradients there, so no fix.
+        Invalid(_HEAD + "def train():\n" + "".join("    " + line + "\n" for line in _FLAT.splitlines())
+                + "    opt.step()\n"),
+    ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        dist = self.ctx.distributed
+        if not dist.wrapped or dist.controls_sync():
+            return
+        for acc in dist.accumulations():
+            used = dist.wrapped_in(acc.loop)
+            if not used:
+                continue
+            wrapped = used[0]
+            kind = _SHORT[wrapped.kind]
+            backward = self.ctx.code(acc.backward)
+            if acc.nested:
+                when = f"once after the micro-batch loop `{self.ctx.code(acc.loop).splitlines()[0].rstrip(':')}`"
+            else:
+                when = f"only when `{acc.condition}`"
+            message = (f"`{backward}` all-reduces the gradients of `{wrapped.name}` ({kind}) on every micro-batch, "
+                       f"but the optimizer steps {when}; run forward and backward under `{wrapped.name}.no_sync()` "
+                       f"on the other micro-batches")
+            if kind == "FSDP":
+                message += " (FSDP keeps unsharded gradients meanwhile: more memory)"
+            fix = self._fix(acc, wrapped) if len(used) == 1 else None
+            self.report(acc.backward, message, fix)
+
+    # -- the fix -----------------------------------------------------------------------
+
+    def _fix(self, acc: Accumulation, wrapped: Wrapped):
+        ctx, dist = self.ctx, self.ctx.distributed
+        if acc.sync_test is None or self._steps_elsewhere(acc):
+            return None
+        stmts = list(acc.loop.body.body)
+        end = stmts.index(dist.top_statement(acc.loop, acc.backward))
+        start = next((i for i, s in enumerate(stmts[:end + 1])
+                      if dist.references(s, wrapped.name) or dist.calls_local_using(s, wrapped.name)), None)
+        if start is None:
+            return None  # the forward is not visible here; no_sync around backward alone saves nothing
+        guard_index = stmts.index(acc.guard) if acc.guard is not None else len(stmts)
+        if guard_index <= end:
+            return None  # the step's condition is tested before this micro-batch's backward
+        test_node = acc.guard.test if acc.guard is not None else None
+        if not self._can_hoist(acc, stmts[start:guard_index], test_node):
+            return None
+
+        replacements = []
+        nullcontext = imported_name(ctx, "contextlib.nullcontext")
+        if nullcontext is None:
+            module, add_import = ensure_module(ctx, "contextlib")
+            nullcontext = f"{module}.nullcontext"
+            if add_import is not None:
+                replacements.append(add_import)
+        no_sync = f"{wrapped.name}.no_sync()"
+        if wrapped.conditional:
+            # Wrapped only on some paths (`if ddp: model = DDP(model)`): a plain module has no no_sync.
+            no_sync = f'getattr({wrapped.name}, "no_sync", {nullcontext})()'
+        test = acc.sync_test
+        if acc.guard is not None and _is_continue_guard(acc.guard):
+            test = ctx.code(acc.guard.test)
+            expr = f"{no_sync} if {_paren(acc.guard.test, test)} else {nullcontext}()"
+        else:
+            test_expr = cst.parse_expression(test)
+            expr = f"{nullcontext}() if {_paren(test_expr, test)} else {no_sync}"
+        first = stmts[start]
+        with_stmt = cst.With(
+            items=[cst.WithItem(item=cst.parse_expression(expr))],
+            body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[])] + stmts[start + 1:end + 1]),
+            leading_lines=[*first.leading_lines, cst.EmptyLine(comment=cst.Comment(_COMMENT))],
+        )
+        new_body = acc.loop.body.with_changes(body=stmts[:start] + [with_stmt] + stmts[end + 1:])
+        replacements.append((acc.loop.body, new_body))
+        return self.fix(Applicability.UNSAFE, f"Run forward and backward under `{wrapped.name}.no_sync()` on "
+                        f"micro-batches that do not step", *replacements)
+
+    def _can_hoist(self, acc: Accumulation, between: list, test_node) -> bool:
+        """The sync test, evaluated before the forward, means what the step's condition means later."""
+        test = test_node if test_node is not None else cst.parse_expression(acc.sync_test)
+        index = self.ctx.index
+        read = set()
+        for node in index.walk(test):
+            if isinstance(node, cst.Call) and dotted(node.func) != "len":
+                return False  # a call might not return the same value twice
+            if isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) is not None:
+                read.add(dotted(node))
+        if acc.nested and isinstance(acc.loop.target, (cst.Name, cst.Tuple)):
+            read |= {dotted(n) for n in index.walk(acc.loop.target) if isinstance(n, cst.Name)}
+        written = set()
+        for stmt in between:
+            for node in index.walk(stmt):
+                targets = []
+                if isinstance(node, cst.Assign):
+                    targets = [t.target for t in node.targets]
+                elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+                    targets = [node.target]
+                elif isinstance(node, (cst.For, cst.CompFor)):
+                    targets = [node.target]
+                elif isinstance(node, cst.AsName):
+                    targets = [node.name]
+                for target in targets:
+                    for n in index.walk(target):
+                        if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n):
+                            written.add(dotted(n))
+        return not any(r == w or r.startswith(w + ".") or w.startswith(r + ".") for r in read for w in written)
+
+    def _steps_elsewhere(self, acc: Accumulation) -> bool:
+        """An optimizer step outside the accumulation (after the loop): it may see unsynchronised gradients."""
+        dist, loops = self.ctx.distributed, self.ctx.loops
+        scope = self.ctx.index.enclosing_function(acc.loop) or self.ctx.module
+        home = loops.innermost_loop(acc.loop) if acc.nested else acc.loop
+        for step in dist._step_calls():
+            if step is acc.step or not self.ctx.index.contains(scope, step):
+                continue
+            if self.ctx.index.enclosing_function(step) is not self.ctx.index.enclosing_function(acc.loop):
+                continue
+            if not self.ctx.index.contains(home, step):
+                return True
+        return False
+
+
+def _is_continue_guard(stmt) -> bool:
+    body = stmt.body.body if isinstance(stmt, cst.If) else ()
+    return len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Continue)
+
+
+def _paren(node, code: str) -> str:
+    """code of a condition, parenthesised where `a if <test> else b` needs it."""
+    return f"({code})" if isinstance(node, (cst.IfExp, cst.Lambda, cst.NamedExpr)) else code
+
+
+class DdpCopyingGradients(Rule):
+    code = "TL302"
+    name = "ddp-copying-gradients"
+    summary = "`DistributedDataParallel(...)` without `gradient_as_bucket_view=True`"
+    source = "§4.2"
+    fix_applicability = "unsafe"
+    triggers = ("DistributedDataParallel",)
+    docs = """
+## What it does
+Flags `DistributedDataParallel(...)` (any import alias) that does not pass
+`gradient_as_bucket_view=True`.
+
+## Why is this bad?
+By default DDP keeps each gradient twice: in `param.grad` and in the communication bucket it
+all-reduces, copying between them on every backward. With `gradient_as_bucket_view=True` the
+gradients are views into the buckets: one copy less per step and a gradient-sized block of
+memory saved.
+
+## Example
+```python
+model = DistributedDataParallel(model, device_ids=[local_rank])
+```
+
+## Use instead
+```python
+model = DistributedDataParallel(model, device_ids=[local_rank], gradient_as_bucket_view=True)
+```
+
+## Fix safety
+Unsafe: gradients become views, so code that assigns `param.grad = ...` or calls
+`param.grad.detach_()`/`requires_grad_()` on them breaks (no fix is offered when the module
+assigns `.grad`). `optimizer.zero_grad()` works either way. A call with `**kwargs` is not flagged.
+"""
+    valid = [
+        Valid("from torch.nn.parallel import DistributedDataParallel as DDP\nDDP(model, gradient_as_bucket_view=True)\n"),
+        Valid("import torch\ntorch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)\n"),
+        Valid("from torch.nn.parallel import DistributedDataParallel as DDP\n"
+              "DDP(model, gradient_as_bucket_view=args.bucket_view)\n"),
+        Valid("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nFSDP(model)\n"),
+        Valid("from mylib import DistributedDataParallel\nDistributedDataParallel(model)\n"),
+        Valid("from torch.nn.parallel import DistributedDataParallel as DDP\nif isinstance(model, DDP):\n"
+              "    model = model.module\n"),
+    ]
+    invalid = [
+        Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model, device_ids=[rank])\n",
+                fixed="from torch.nn.parallel import DistributedDataParallel as DDP\n"
+                "model = DDP(model, device_ids=[rank], gradient_as_bucket_view=True)\n",
+                message="gradient_as_bucket_view=True"),
+        Invalid("import torch\nmodel = torch.nn.parallel.DistributedDataParallel(\n    model,\n    device_ids=[rank],\n)\n",
+                fixed="import torch\nmodel = torch.nn.parallel.DistributedDataParallel(\n    model,\n"
+                "    device_ids=[rank],\n    gradient_as_bucket_view=True,\n)\n"),
+        Invalid("import torch.nn as nn\nmodel = nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=False)\n",
+                fixed="import torch.nn as nn\nmodel = nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=True)\n"),
+        Invalid("from torch.nn.parallel.distributed import DistributedDataParallel\nm = DistributedDataParallel(m)\n",
+                fixed="from torch.nn.parallel.distributed import DistributedDataParallel\n"
+                "m = DistributedDataParallel(m, gradient_as_bucket_view=True)\n"),
+        # Code that assigns gradients: reported, but the fix would break it.
+        Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
+                "for p in model.parameters():\n    p.grad = torch.zeros_like(p)\n", fixed=None),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not ctx.names.is_a(node.func, DDP) or ctx.has_star_kwargs(node):
+            return
+        arg = ctx.keyword(node, "gradient_as_bucket_view")
+        if arg is not None and ctx.literal(arg.value) is not False:
+            return
+        fix = None
+        if not self._assigns_grad():
+            fix = self.fix(Applicability.UNSAFE, "Set `gradient_as_bucket_view=True`",
+                           (node, ctx.with_keyword(node, "gradient_as_bucket_view", "True")))
+        self.report(node, "DDP copies every gradient into its all-reduce buckets and back; set "
+                          "`gradient_as_bucket_view=True` so gradients are views into the buckets (less memory, "
+                          "one copy less per step)", fix)
+
+    def _assigns_grad(self) -> bool:
+        for assign in self.ctx.index.nodes(cst.Assign):
+            for target in assign.targets:
+                if isinstance(target.target, cst.Attribute) and target.target.attr.value == "grad":
+                    return True
+        return False
+
+
+class DataParallelUsed(Rule):
+    code = "TL303"
+    name = "data-parallel"
+    summary = "`nn.DataParallel`: single-process multi-GPU training"
+    source = "§4.3"
+    fix_applicability = "suggestion"
+    triggers = ("DataParallel",)
+    docs = """
+## What it does
+Flags construction of `torch.nn.DataParallel` (any import alias). References such as
+`isinstance(model, nn.DataParallel)` are not flagged.
+
+## Why is this bad?
+`DataParallel` runs one Python process for all GPUs: every step it scatters the batch from
+GPU 0, replicates the model to every GPU, gathers the outputs back on GPU 0 and reduces the
+gradients there, all under one GIL. GPU 0 becomes the bottleneck and the other GPUs wait.
+`DistributedDataParallel` runs one process per GPU and overlaps the gradient all-reduce with
+the backward; PyTorch recommends it even on a single machine.
+
+## Example
+```python
+model = nn.DataParallel(model).cuda()
+```
+
+## Use instead
+Launch with `torchrun --nproc-per-node NUM_GPUS train.py`, and in the script:
+```python
+dist.init_process_group("nccl")
+local_rank = int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(local_rank)
+model = torch.nn.parallel.DistributedDataParallel(model.to(local_rank), device_ids=[local_rank])
+loader = DataLoader(ds, batch_size=per_gpu_batch, sampler=DistributedSampler(ds))
+```
+
+## Fix safety
+A suggestion only, never written: the switch also needs the launcher, the process group, a
+`DistributedSampler`, per-rank batch sizes and rank-0-only logging and saving.
+"""
+    valid = [
+        Valid("import torch\nmodel = torch.nn.parallel.DistributedDataParallel(model)\n"),
+        Valid("from torch import nn\nif isinstance(model, nn.DataParallel):\n    model = model.module\n"),
+        Valid("from torch import nn\nWRAPPERS = (nn.DataParallel, nn.parallel.DistributedDataParallel)\n"),
+        Valid("from mylib import DataParallel\nmodel = DataParallel(model)\n"),
+    ]
+    invalid = [
+        Invalid("import torch\nmodel = torch.nn.DataParallel(model)\n", message="torchrun"),
+        Invalid("from torch import nn\nif torch.cuda.device_count() > 1:\n    model = nn.DataParallel(model, device_ids=[0, 1])\n"),
+        Invalid("from torch.nn import DataParallel as DP\nnet = DP(net).cuda()\n"),
+        Invalid("from torch.nn.parallel import DataParallel\nmodel = DataParallel(model)\n"),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not ctx.names.is_a(node.func, "torch.nn.DataParallel"):
+            return
+        self.report(node, "`DataParallel` drives all GPUs from one process and funnels outputs and gradients "
+                          "through GPU 0; use `torch.nn.parallel.DistributedDataParallel` with one process per GPU, "
+                          "launched with `torchrun --nproc-per-node <gpus>`", self._suggestion(node))
+
+    def _suggestion(self, node: cst.Call):
+        ctx = self.ctx
+        model = ctx.positional(node, 0)
+        torch = module_name(ctx, "torch")
+        if model is None or torch is None:
+            return None
+        code = (f"{torch}.nn.parallel.DistributedDataParallel({ctx.code(model.value)}, "
+                f"device_ids=[{torch}.cuda.current_device()])")
+        return self.fix(Applicability.DISPLAY_ONLY, "Use DistributedDataParallel (launch with torchrun)",
+                        (node, cst.parse_expression(code)))

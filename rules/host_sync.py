@@ -1,0 +1,489 @@
+"""TL2xx: host-device synchronisation in the hot loop (seed article §5.2, §1.3)."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from trainlint.diagnostics import Applicability
+from trainlint.rule import Invalid, Option, Rule, Valid
+
+_SYNC_METHODS = ("item", "cpu", "numpy", "tolist")
+_INTERVAL_NAME = re.compile(
+    r"^(log_every\w*|log_interval|log_freq\w*|print_freq|print_every|print_interval|logging_steps|log_steps|"
+    r"display_every|report_every|log_iter\w*|disp_freq)$"
+)
+
+# A tiny training loop the cases below share; {body} is the statement under test.
+LOOP = (
+    "import torch\n"
+    "for step, (x, y) in enumerate(loader):\n"
+    "    loss = model(x, y)\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+    "    {body}\n"
+)
+
+
+def _loop(body: str) -> str:
+    return LOOP.format(body=body.replace("\n", "\n    "))
+
+
+def step_counter(ctx, node: cst.CSTNode) -> str | None:
+    """The hot loop's existing step counter: the enumerate index, or a name incremented by 1."""
+    loop = ctx.loops.hot_loop_of(node)
+    if loop is None:
+        return None
+    if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and ctx.dotted(loop.iter.func) == "enumerate" \
+            and isinstance(loop.target, cst.Tuple) and isinstance(loop.target.elements[0].value, cst.Name):
+        return loop.target.elements[0].value.value
+    if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Call) \
+            and ctx.dotted(loop.iter.func) == "range":
+        return loop.target.value
+    for aug in ctx.index.walk(loop.body):
+        if isinstance(aug, cst.AugAssign) and isinstance(aug.operator, cst.AddAssign) and ctx.literal(aug.value) == 1:
+            name = ctx.dotted(aug.target)
+            if name:
+                return name
+    return None
+
+
+def log_interval(ctx, default: int) -> str:
+    """An interval the script already defines (`log_every`, `args.log_interval`...), else the default."""
+    for node in ctx.index.nodes(cst.Attribute) + ctx.index.nodes(cst.Name):
+        text = ctx.dotted(node)
+        if text and _INTERVAL_NAME.match(text.rsplit(".", 1)[-1]):
+            return text
+    return str(default)
+
+
+def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
+    """Fix that puts the statement holding node under `if <counter> % <interval> == 0:`."""
+    ctx = rule.ctx
+    stmt = ctx.index.enclosing(node, cst.SimpleStatementLine)
+    counter = step_counter(ctx, node)
+    if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock):
+        return None
+    interval = log_interval(ctx, default_interval)
+    guarded = cst.If(
+        test=cst.parse_expression(f"{counter} % {interval} == 0"),
+        body=cst.IndentedBlock(body=[stmt.with_changes(leading_lines=[])]),
+        leading_lines=stmt.leading_lines,
+    )
+    return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps (`if {counter} % {interval} == 0:`)",
+                    (stmt, guarded))
+
+
+class PerStepHostSync(Rule):
+    code = "TL201"
+    name = "per-step-host-sync"
+    summary = "`.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`, `int(t)` of a tensor on every step"
+    source = "§5.2, §1.3"
+    fix_applicability = "unsafe"
+    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(")
+    needs_hot_loop = True
+    docs = """
+## What it does
+Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
+`float(t)`, `int(t)`) that run on every step of the hot loop.
+
+## Why is this bad?
+A read of a device tensor waits until every queued kernel has finished: the host stops feeding
+the GPU, and the GPU idles while the host catches up. Once per step, this serialises the loop.
+
+## Example
+```python
+for x, y in loader:
+    loss = model(x, y)
+    loss.backward()
+    opt.step()
+    total += loss.item()
+```
+
+## Use instead
+```python
+    total += loss.detach()          # stays on the device
+...
+if step % log_every == 0:
+    print(total.item() / n)          # one sync per interval
+```
+
+## Fix safety
+Unsafe: `total += loss.item()` becomes `total += loss.detach()`, so `total` becomes a tensor and
+its conversion moves to where it is read. Other shapes get no automatic fix: put the read under
+the script's logging interval.
+"""
+    valid = [
+        Valid(_loop("if step % 100 == 0:\n    print(loss.item())")),
+        Valid(_loop("total += loss.detach()")),
+        Valid("import torch\nwith torch.no_grad():\n    for x, y in val_loader:\n        acc += (model(x) == y).sum().item()\n"),
+        Valid(_loop("pass") + "print(loss.item())\n"),
+        Valid(_loop("n = int(args.steps)")),
+        Valid(_loop("should_log = step % 10 == 0\nif should_log:\n    print(loss.item())")),
+    ]
+    invalid = [
+        Invalid(_loop("total += loss.item()"), fixed=_loop("total += loss.detach()")),
+        Invalid(_loop("losses.append(loss.item())")),
+        Invalid(_loop("preds = model(x).argmax(-1).cpu().numpy()")),
+        Invalid(_loop("running += float(loss)"), fixed=_loop("running += loss.detach()")),
+        Invalid("import torch\ndef train_step(x, y):\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
+                "    return loss.item()\nfor x, y in loader:\n    train_step(x, y)\n"),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        func = node.func
+        target = None
+        if isinstance(func, cst.Attribute) and func.attr.value in _SYNC_METHODS and not node.args:
+            inner = func.value
+            # One finding per chain: `x.cpu().numpy()` is reported at `.cpu()`.
+            if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) \
+                    and inner.func.attr.value in _SYNC_METHODS:
+                return
+            if func.attr.value != "item" and not ctx.tensors.is_tensor(inner):
+                return
+            target = inner
+            what = f"`.{func.attr.value}()`"
+        elif ctx.names.qualified(func) in ("builtins.float", "builtins.int") and len(node.args) == 1 \
+                and not node.args[0].star and ctx.tensors.is_tensor(node.args[0].value):
+            target = node.args[0].value
+            what = f"`{func.value}()`"
+        else:
+            return
+        if not ctx.is_per_step(node):
+            return
+        fix = None
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.AddAssign) and parent.value is node:
+            detached = cst.Call(func=cst.Attribute(value=target, attr=cst.Name("detach")))
+            fix = self.fix(Applicability.UNSAFE, "Accumulate on the device with `.detach()`", (node, detached))
+            advice = f"accumulate with `{ctx.code(parent.target)} += {ctx.code(target)}.detach()` and convert once at the logging interval"
+        else:
+            advice = "read it under the logging interval (`if step % log_every == 0:`) or keep it on the device"
+            guard = guard_statement(self, node, 100)
+            if guard is not None:
+                # Fewer reads change what the script records: shown as a suggestion, never written.
+                fix = self.fix(Applicability.DISPLAY_ONLY, guard.message, *guard.replacements)
+        self.report(node, f"{what} waits for the GPU on every step; {advice}", fix)
+
+
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log", "exception"})
+_PROGRESS_METHODS = frozenset({"set_description", "set_postfix", "set_postfix_str", "write"})
+
+
+def _is_log_call(ctx, call: cst.Call) -> bool:
+    func = call.func
+    qn = ctx.names.qualified(func)
+    if qn == "builtins.print" or (qn or "").startswith("logging."):
+        return True
+    if isinstance(func, cst.Attribute):
+        attr = func.attr.value
+        receiver = (ctx.dotted(func.value) or "").lower()
+        if attr in _LOG_METHODS and ("log" in receiver):
+            return True
+        if attr in _PROGRESS_METHODS and (attr != "write" or "tqdm" in receiver or "bar" in receiver):
+            return True
+    return False
+
+
+def _formatted_tensors(ctx, expr: cst.BaseExpression):
+    """Tensor values that formatting `expr` (f-string, %, .format, dict) would convert."""
+    tensors = ctx.tensors
+    if isinstance(expr, (cst.FormattedString,)):
+        for part in expr.parts:
+            if isinstance(part, cst.FormattedStringExpression) and tensors.is_tensor(part.expression):
+                yield part.expression
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) \
+            and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):
+        values = [e.value for e in expr.right.elements] if isinstance(expr.right, cst.Tuple) else [expr.right]
+        for value in values:
+            if tensors.is_tensor(value):
+                yield value
+    elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
+        for arg in expr.args:
+            if tensors.is_tensor(arg.value):
+                yield arg.value
+    elif isinstance(expr, cst.Dict):
+        for element in expr.elements:
+            if isinstance(element, cst.DictElement) and tensors.is_tensor(element.value):
+                yield element.value
+    elif tensors.is_tensor(expr):
+        yield expr
+
+
+class PerStepTensorLogging(Rule):
+    code = "TL202"
+    name = "per-step-tensor-logging"
+    summary = "`print`/`logging`/f-string/`tqdm.set_postfix` of a tensor on every step"
+    source = "§5.2"
+    fix_applicability = "unsafe"
+    triggers = ("print", "log", "set_description", "set_postfix", "write")
+    needs_hot_loop = True
+    options = {"log-every": Option(100, int, "The interval the fix uses when the script defines none.")}
+    docs = """
+## What it does
+Flags printing, logging or formatting a tensor (`print(loss)`, `logger.info(f"{loss:.3f}")`,
+`pbar.set_postfix(loss=loss)`) on every step of the hot loop.
+
+## Why is this bad?
+Formatting a device tensor copies it to the host and waits for the GPU, like `.item()`: the loop
+stops queuing work every step.
+
+## Example
+```python
+for step, batch in enumerate(loader):
+    ...
+    print(f"step {step} loss {loss:.4f}")
+```
+
+## Use instead
+```python
+    if step % log_every == 0:
+        print(f"step {step} loss {loss:.4f}")
+```
+
+## Fix safety
+Unsafe: the statement is put under the loop's existing step counter and the script's logging
+interval (or `log-every`, default 100), so fewer lines are printed.
+"""
+    valid = [
+        Valid(_loop("if step % 50 == 0:\n    print(f'loss {loss:.3f}')")),
+        Valid(_loop("print(f'step {step}')")),
+        Valid(_loop("pbar.set_postfix(lr=opt.param_groups[0]['lr'])")),
+        Valid("import logging\nfor x, y in val_loader:\n    loss = model(x, y)\n    logging.info('%s', loss)\n"),
+        Valid(_loop("print(loss.item())")),
+    ]
+    invalid = [
+        Invalid(_loop("print(f'loss {loss:.4f}')"), fixed=_loop("if step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
+        Invalid(_loop("logger.info('loss %.3f' % loss)"),
+                fixed=_loop("if step % 100 == 0:\n    logger.info('loss %.3f' % loss)")),
+        Invalid(_loop("pbar.set_postfix(loss=loss)")),
+        Invalid(_loop("print('loss', loss)"), fixed=_loop("if step % 25 == 0:\n    print('loss', loss)"),
+                options={"log-every": 25}),
+        Invalid("import torch\nlog_interval = 10\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n"
+                "    loss.backward()\n    opt.step()\n    print('{:.3f}'.format(loss))\n",
+                fixed="import torch\nlog_interval = 10\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n"
+                "    loss.backward()\n    opt.step()\n    if step % log_interval == 0:\n        print('{:.3f}'.format(loss))\n"),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if not _is_log_call(ctx, node):
+            return
+        values = [v for arg in node.args for v in _formatted_tensors(ctx, arg.value)]
+        if not values or not ctx.is_per_step(node):
+            return
+        shown = ctx.code(values[0])
+        self.report(
+            node,
+            f"Formatting tensor `{shown}` waits for the GPU on every step; log it every N steps "
+            f"(`if step % log_every == 0:`)",
+            guard_statement(self, node, self.opts["log-every"]),
+        )
+
+
+_DEVICE_SYNC = {
+    "torch.cuda.synchronize": True, "torch.cuda.empty_cache": True, "torch.cuda.ipc_collect": True,
+    "torch.accelerator.synchronize": True, "torch.mps.synchronize": True, "torch.mps.empty_cache": True,
+    "torch.cuda.memory_allocated": False, "torch.cuda.memory_reserved": False,
+    "torch.cuda.max_memory_allocated": False, "torch.cuda.max_memory_reserved": False,
+    "torch.cuda.memory_stats": False, "torch.cuda.memory_summary": False,
+    "torch.cuda.reset_peak_memory_stats": False, "torch.cuda.mem_get_info": False,
+}
+
+
+class PerStepDeviceSyncCall(Rule):
+    code = "TL203"
+    name = "per-step-device-sync-call"
+    summary = "`torch.cuda.synchronize()`, `empty_cache()` or memory statistics on every step"
+    source = "§5.2"
+    fix_applicability = "unsafe"
+    triggers = ("synchronize", "empty_cache", "memory_", "ipc_collect", "mem_get_info")
+    needs_hot_loop = True
+    options = {"log-every": Option(100, int, "The interval the fix uses for statistics when the script defines none.")}
+    docs = """
+## What it does
+Flags `torch.cuda.synchronize()`, `torch.cuda.empty_cache()` and `torch.cuda.memory_*` statistics
+called on every step of the hot loop.
+
+## Why is this bad?
+`synchronize()` blocks the host until the GPU is idle, so nothing is queued ahead; `empty_cache()`
+returns cached blocks that the next step must allocate again (with synchronisation); memory
+statistics calls add a device round trip.
+
+## Example
+```python
+for batch in loader:
+    ...
+    opt.step()
+    torch.cuda.synchronize()
+```
+
+## Use instead
+Remove the call, or keep it under the logging interval when it serves a measurement:
+```python
+    if step % log_every == 0:
+        print(torch.cuda.max_memory_allocated())
+```
+
+## Fix safety
+Unsafe: `synchronize()`/`empty_cache()` statements are removed (timings taken around them change);
+statistics are put under the logging interval.
+"""
+    valid = [
+        Valid(_loop("if step % 100 == 0:\n    torch.cuda.synchronize()")),
+        Valid(_loop("pass") + "torch.cuda.synchronize()\n"),
+        Valid("import torch\nfor epoch in range(3):\n    torch.cuda.empty_cache()\n    train_one_epoch()\n"),
+        Valid(_loop("torch.synchronize_everything = 1")),
+    ]
+    invalid = [
+        Invalid(_loop("torch.cuda.synchronize()"), fixed=LOOP.format(body="").replace("    \n", "")),
+        Invalid(_loop("torch.cuda.empty_cache()\nprint(step)"), fixed=_loop("print(step)")),
+        Invalid(_loop("mem = torch.cuda.max_memory_allocated()"),
+                fixed=_loop("if step % 100 == 0:\n    mem = torch.cuda.max_memory_allocated()")),
+        Invalid(_loop("if torch.cuda.is_available():\n    torch.cuda.synchronize()"),
+                fixed=LOOP.format(body="").replace("    \n", "")),
+        Invalid("from torch import cuda\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n    cuda.synchronize()\n"),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        qn = ctx.names.qualified(node.func)
+        if qn not in _DEVICE_SYNC or not ctx.is_per_step(node):
+            return
+        removable = _DEVICE_SYNC[qn]
+        fix = None
+        parent = ctx.parent(node)
+        stmt = ctx.parent(parent) if isinstance(parent, cst.Expr) else None
+        if removable and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+            fix = _remove_statement(self, stmt, f"Remove `{ctx.code(node)}`")
+            advice = "remove it (or run it under the logging interval when it serves a measurement)"
+        else:
+            fix = guard_statement(self, node, self.opts["log-every"])
+            advice = "call it under the logging interval (`if step % log_every == 0:`)"
+        self.report(node, f"`{qn}()` on every step stalls the GPU pipeline; {advice}", fix)
+
+
+def _remove_statement(rule: Rule, stmt: cst.BaseStatement, message: str):
+    """Fix that deletes a statement, keeping its comments (moved to the next statement). A guard
+    left empty (`if torch.cuda.is_available():`) goes too; otherwise an empty block gets `pass`."""
+    ctx = rule.ctx
+    block = ctx.parent(stmt)
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return None
+    body = list(block.body)
+    guard = ctx.parent(block)
+    if len(body) == 1 and isinstance(guard, cst.If) and guard.orelse is None and _side_effect_free(ctx, guard.test) \
+            and not isinstance(ctx.parent(guard), cst.If):
+        return _remove_statement(rule, guard, message)
+    i = body.index(stmt)
+    del body[i]
+    if i < len(body) and stmt.leading_lines:
+        body[i] = body[i].with_changes(leading_lines=[*stmt.leading_lines, *body[i].leading_lines])
+    if not body:
+        body = [cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=stmt.leading_lines)]
+    return rule.fix(Applicability.UNSAFE, message, (block, block.with_changes(body=body)))
+
+
+def _side_effect_free(ctx, test: cst.BaseExpression) -> bool:
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return True
+    if isinstance(test, cst.Call) and not test.args:
+        return (ctx.names.qualified(test.func) or "").endswith(".is_available")
+    return False
+
+
+def _is_tensor_test(ctx, test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.Comparison):
+        if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in test.comparisons):
+            return False
+        sides = [test.left] + [t.comparator for t in test.comparisons]
+        return any(ctx.tensors.is_tensor(s) for s in sides)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _is_tensor_test(ctx, test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _is_tensor_test(ctx, test.left) or _is_tensor_test(ctx, test.right)
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return False  # a bare name is usually a Python flag; only clear tensor expressions count
+    return ctx.tensors.is_tensor(test)
+
+
+class TensorConditionPerStep(Rule):
+    code = "TL204"
+    name = "tensor-condition-per-step"
+    summary = "Python `if`/`while`/`assert` on a tensor value on every step"
+    source = "§5.2"
+    fix_applicability = "suggestion"
+    triggers = ("if ", "while ", "assert ")
+    needs_hot_loop = True
+    docs = """
+## What it does
+Flags a Python `if`, `while` or `assert` whose condition is a tensor (`if torch.isnan(loss):`,
+`if loss == 0:`, `assert not torch.isinf(grad).any()`) on every step of the hot loop.
+
+## Why is this bad?
+Python needs a bool: the tensor is copied to the host, which waits for the GPU to finish every
+queued kernel, on every step.
+
+## Example
+```python
+    if torch.isnan(loss):
+        raise RuntimeError("nan")
+```
+
+## Use instead
+```python
+    torch._assert_async(~torch.isnan(loss))   # checked on the device, no sync
+```
+or check at the logging interval.
+
+## Fix safety
+A suggestion only (shown in diffs and reviews, never written by `--fix`): `assert` statements are
+rewritten to `torch._assert_async(...)`, which raises asynchronously, later than the assert did.
+"""
+    valid = [
+        Valid(_loop("if step % 100 == 0 and torch.isnan(loss):\n    raise RuntimeError('nan')")),
+        Valid(_loop("if loss is None:\n    continue")),
+        Valid(_loop("if use_amp:\n    scaler.update()")),
+        Valid("import torch\nfor x in val_loader:\n    out = model(x)\n    assert not torch.isnan(out).any()\n"),
+        Valid(_loop("if step == 0:\n    print(loss)")),
+    ]
+    invalid = [
+        Invalid(_loop("if torch.isnan(loss):\n    raise RuntimeError('nan')")),
+        Invalid(_loop("if loss == 0:\n    break")),
+        Invalid(_loop("assert torch.isfinite(loss)")),
+        Invalid(_loop("assert not torch.isnan(loss).any()")),
+        Invalid(_loop("while loss > 10:\n    loss = loss / 2")),
+    ]
+
+    def _check(self, node, test: cst.BaseExpression, kind: str) -> None:
+        ctx = self.ctx
+        # `if step % n == 0 and torch.isnan(loss)`: the tensor part only runs at the interval.
+        if ctx.loops.is_interval_test(test) or not _is_tensor_test(ctx, test) or not ctx.is_per_step(node):
+            return
+        fix = None
+        if isinstance(node, cst.Assert):
+            stmt = ctx.parent(node)
+            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+                if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                    cond = f"torch.logical_not({ctx.code(test.expression)})"
+                else:
+                    cond = ctx.code(test)
+                fix = self.fix(Applicability.DISPLAY_ONLY, "Check on the device with `torch._assert_async`",
+                               (node, cst.parse_statement(f"torch._assert_async({cond})\n").body[0]))
+        self.report(
+            test,
+            f"`{kind}` on a tensor copies it to the host and waits for the GPU every step; use "
+            f"`torch._assert_async(...)` or check it at the logging interval",
+            fix,
+        )
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check(node, node.test, "if")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check(node, node.test, "while")
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._check(node, node.test, "assert")

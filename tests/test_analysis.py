@@ -1,0 +1,110 @@
+"""The shared analyses: qualified names through every alias form, hot loops, interval guards."""
+
+import libcst as cst
+import pytest
+
+from trainlint.analysis.context import FileContext
+
+
+def ctx_for(code):
+    return FileContext("t.py", code, cst.parse_module(code), None)
+
+
+@pytest.mark.parametrize(
+    "imports,expr",
+    [
+        ("import torch", "torch.utils.data.DataLoader"),
+        ("from torch.utils.data import DataLoader as DL", "DL"),
+        ("import torch.utils.data as tud", "tud.DataLoader"),
+        ("from torch.utils import data", "data.DataLoader"),
+        ("from torch.utils.data.dataloader import DataLoader", "DataLoader"),
+        ("import torch.utils.data", "torch.utils.data.DataLoader"),
+    ],
+)
+def test_qualified_names(imports, expr):
+    ctx = ctx_for(f"{imports}\nx = {expr}(ds)\n")
+    call = ctx.index.nodes(cst.Call)[0]
+    assert ctx.names.qualified(call.func) == "torch.utils.data.DataLoader"
+
+
+def test_unimported_and_relative_names():
+    ctx = ctx_for("from .data import DataLoader\nx = DataLoader(ds)\ny = Foo()\n")
+    calls = ctx.index.nodes(cst.Call)
+    assert ctx.names.qualified(calls[0].func) == ".data.DataLoader"
+    assert ctx.names.qualified(calls[1].func) is None
+
+
+def test_local_subclass():
+    ctx = ctx_for("from torch.utils.data import DataLoader\nclass A(DataLoader): pass\nclass B(A): pass\nB(ds)\n")
+    call = ctx.index.nodes(cst.Call)[0]
+    assert ctx.names.is_a(call.func, "torch.utils.data.DataLoader")
+
+
+HOT = """
+def train_step(batch):
+    loss = model(batch)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+def log(loss):
+    print(loss)
+
+for epoch in range(3):
+    scheduler.step()
+    for i, batch in enumerate(loader):
+        loss = train_step(batch)
+        log(loss)
+        if i % 10 == 0:
+            marker_guarded = 1
+        for p in params:
+            marker_nested = 1
+    marker_epoch = 1
+"""
+
+
+def _name(ctx, name):
+    return next(n for n in ctx.index.nodes(cst.Name) if n.value == name)
+
+
+def test_hot_loop_through_a_called_function():
+    ctx = ctx_for(HOT)
+    loops = ctx.loops
+    assert len(loops.hot_loops) == 1
+    (hot,) = loops.hot_loops
+    assert isinstance(hot, cst.For) and ctx.code(hot.target) == "i, batch"
+    assert ctx.is_per_step(_name(ctx, "marker_nested"))
+    assert not ctx.is_per_step(_name(ctx, "marker_guarded"))
+    assert not ctx.is_per_step(_name(ctx, "marker_epoch"))
+    # Code in a function called per step is per step.
+    prints = [c for c in ctx.index.nodes(cst.Call) if ctx.code(c.func) == "print"]
+    assert ctx.is_per_step(prints[0])
+
+
+@pytest.mark.parametrize(
+    "guard",
+    ["step % 10 == 0", "(step + 1) % args.log_every == 0", "should_log", "accelerator.sync_gradients",
+     "step == 0", "is_last_micro_batch", "flag"],
+)
+def test_interval_guards(guard):
+    code = (f"flag = step % 5 == 0\nfor step, b in enumerate(loader):\n    model(b).backward()\n    opt.step()\n"
+            f"    if {guard}:\n        marker = 1\n")
+    ctx = ctx_for(code)
+    assert not ctx.is_per_step(_name(ctx, "marker"))
+
+
+def test_recursive_functions_terminate():
+    ctx = ctx_for("def f():\n    f()\n    loss.backward()\nfor b in loader:\n    f()\n")
+    assert ctx.loops.hot_loops
+    ctx.loops.in_hot_loop(ctx.index.nodes(cst.Call)[0])
+
+
+@pytest.mark.parametrize(
+    "expr,expected",
+    [("loss", True), ("model(x)", True), ("torch.zeros(3)", True), ("x.mean()", True),
+     ("loss.item()", False), ("args.lr", False), ("torch.cuda.is_available()", False), ("len(loader)", False)],
+)
+def test_tensor_inference(expr, expected):
+    ctx = ctx_for(f"import torch\nvalue = {expr}\n")
+    assign = ctx.index.nodes(cst.Assign)[0]
+    assert ctx.tensors.is_tensor(assign.value) is expected

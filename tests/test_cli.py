@@ -1,0 +1,150 @@
+"""The command line end to end, through click's runner and real files."""
+
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from trainlint.cli import cli
+
+BAD = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\n"
+GOOD = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4, prefetch_factor=4)\n"
+
+
+def run(args, cwd):
+    runner = CliRunner()
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return runner.invoke(cli, args, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "good.py").write_text(GOOD)
+    return tmp_path
+
+
+def test_default_command_is_check(project):
+    a = run(["bad.py"], project)
+    b = run(["check", "bad.py"], project)
+    assert a.exit_code == b.exit_code == 1
+    assert a.output == b.output
+    assert "bad.py:2:10: TL104 [*]" in a.output
+
+
+def test_no_paths_means_current_folder(project):
+    result = run([], project)
+    assert result.exit_code == 1
+    assert "bad.py" in result.output and "good.py" not in result.output
+
+
+def test_exit_zero_and_clean_exit(project):
+    assert run(["good.py"], project).exit_code == 0
+    assert "All checks passed!" in run(["good.py"], project).output
+    assert run(["--exit-zero", "bad.py"], project).exit_code == 0
+
+
+def test_fix_writes_safe_fixes_only(project):
+    (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
+    result = run(["--fix", "mixed.py"], project)
+    text = (project / "mixed.py").read_text()
+    assert "prefetch_factor=4" in text  # TL104 is safe
+    assert "drop_last" not in text  # TL105 is unsafe
+    assert result.exit_code == 1  # TL105 remains
+    run(["--fix", "--unsafe-fixes", "mixed.py"], project)
+    assert "drop_last=True" in (project / "mixed.py").read_text()
+
+
+def test_diff_writes_nothing(project):
+    result = run(["--diff", "bad.py"], project)
+    assert "+loader = DataLoader(ds, num_workers=4, prefetch_factor=4)" in result.output
+    assert (project / "bad.py").read_text() == BAD
+    assert result.exit_code == 1
+
+
+def test_select_ignore_and_prefixes(project):
+    assert run(["--select", "TL2", "bad.py"], project).exit_code == 0
+    assert run(["--ignore", "TL104", "bad.py"], project).exit_code == 0
+    assert run(["--select", "ALL", "--ignore", "TL1", "bad.py"], project).exit_code == 0
+    assert run(["--select", "TL1", "--extend-select", "TL2", "bad.py"], project).exit_code == 1
+    bad = run(["--select", "XX999", "bad.py"], project)
+    assert bad.exit_code == 2 and "unknown rule code" in bad.output
+
+
+def test_statistics_and_show_fixes(project):
+    stats = run(["--statistics", "bad.py"], project)
+    assert stats.output.split() == ["1", "TL104", "[*]", "dataloader-shallow-prefetch"]
+    shown = run(["--fix", "--show-fixes", "bad.py"], project)
+    assert "TL104: 1" in shown.output
+
+
+def test_json_output_is_ruff_compatible(project):
+    result = run(["--output-format", "json", "bad.py"], project)
+    data = json.loads(result.output)
+    assert len(data) == 1
+    item = data[0]
+    assert item["code"] == "TL104"
+    assert item["location"] == {"row": 2, "column": 10}
+    assert item["end_location"]["row"] == 2
+    assert item["filename"] == str(project / "bad.py")
+    assert item["fix"]["applicability"] == "safe"
+    edit = item["fix"]["edits"][0]
+    assert edit["content"] == ", prefetch_factor=4"
+    assert edit["location"] == edit["end_location"] == {"row": 2, "column": 38}
+    assert item["url"].endswith("#tl104")
+    lines = run(["--output-format", "json-lines", "bad.py"], project).output.splitlines()
+    assert [json.loads(line)["code"] for line in lines] == ["TL104"]
+
+
+def test_full_output_shows_source_and_fix(project):
+    out = run(["--output-format", "full", "bad.py"], project).output
+    assert "2 | loader = DataLoader(ds, num_workers=4)" in out
+    assert "help: Set `prefetch_factor=4` (safe fix)" in out
+
+
+def test_quiet_prints_findings_only(project):
+    out = run(["-q", "bad.py"], project).output
+    assert out.startswith("bad.py:2:10") and "Found" not in out
+
+
+def test_missing_path_and_unparsable_file(project):
+    (project / "broken.py").write_text("def f(:\n")
+    result = run(["broken.py", "nope.py", "bad.py"], project)
+    assert result.exit_code == 2
+    assert "broken.py: error: syntax error at line 1" in result.output
+    assert "nope.py: error: no such file or directory" in result.output
+    assert "bad.py:2:10: TL104" in result.output  # the run went on
+    assert "Traceback" not in result.output
+
+
+def test_force_exclude(project):
+    (project / "pyproject.toml").write_text('[tool.trainlint]\nextend-exclude = ["bad.py"]\n')
+    assert run(["bad.py"], project).exit_code == 1  # named explicitly: checked
+    assert run(["--force-exclude", "bad.py"], project).exit_code == 0
+    assert run(["."], project).exit_code == 0  # discovered: excluded
+
+
+def test_rule_command(project):
+    out = run(["rule", "TL101"], project).output
+    assert out.startswith("# dataloader-no-workers (TL101)")
+    assert "## Why is this bad?" in out and "Fix: unsafe" in out
+    assert "num-workers" in out
+    listed = json.loads(run(["rule", "--all", "--output-format", "json"], project).output)
+    assert {"TL101", "TL201"} <= {r["code"] for r in listed}
+    assert run(["rule", "TL999"], project).exit_code == 2
+    by_name = run(["rule", "per-step-host-sync"], project)
+    assert "(TL201)" in by_name.output
+
+
+def test_no_cache_flag_is_accepted(project):
+    assert run(["--no-cache", "good.py"], project).exit_code == 0
+
+
+def test_version():
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0 and "trainlint" in result.output

@@ -1,0 +1,130 @@
+"""Configuration: discovery (nearest file wins), validation errors, options reaching rules."""
+
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from trainlint.cli import cli
+from trainlint.config import ConfigError, SettingsResolver, settings_from_file
+
+LOADER = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
+
+
+def invoke(args, cwd):
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(cli, args, catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+@pytest.mark.parametrize(
+    "table,expected",
+    [
+        ("selec = ['TL1']", "unknown key `selec`"),
+        ("select = 'TL1'", "`select`: expected a list of rule codes"),
+        ("select = ['TL999']", "unknown rule code or prefix 'TL999'"),
+        ("target-gpu = 'tpu'", "`target-gpu`: expected one of any"),
+        ("[tool.trainlint.TL101]\nnum-workers = 'four'", "`TL101.num-workers`: expected an integer"),
+        ("[tool.trainlint.TL101]\nworkers = 4", "unknown option of TL101"),
+        ("[tool.trainlint.TL999]\nx = 1", "unknown rule code or name"),
+        ("per-file-ignores = { 'tests/*' = 'TL1' }", "expected a list of rule codes"),
+    ],
+)
+def test_bad_config_exits_2_naming_file_and_key(tmp_path, table, expected):
+    if not table.startswith("[tool"):
+        table = "[tool.trainlint]\n" + table
+    (tmp_path / "pyproject.toml").write_text(table + "\n")
+    (tmp_path / "a.py").write_text(LOADER)
+    result = invoke(["a.py"], tmp_path)
+    assert result.exit_code == 2
+    assert "pyproject.toml" in result.output and expected in result.output
+
+
+def test_invalid_toml(tmp_path):
+    (tmp_path / "trainlint.toml").write_text("select = [\n")
+    (tmp_path / "a.py").write_text(LOADER)
+    result = invoke(["a.py"], tmp_path)
+    assert result.exit_code == 2 and "trainlint.toml: invalid TOML" in result.output
+
+
+def test_nearest_config_wins(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.trainlint]\nignore = ['TL101']\n")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "trainlint.toml").write_text("select = ['TL101']\n")
+    (tmp_path / "a.py").write_text(LOADER)
+    (sub / "b.py").write_text(LOADER)
+    result = invoke(["."], tmp_path)
+    assert "a.py" not in result.output
+    assert os.path.join("sub", "b.py") + ":2:10: TL101" in result.output
+
+
+def test_pyproject_without_table_is_skipped(tmp_path):
+    (tmp_path / "trainlint.toml").write_text("ignore = ['TL101']\n")
+    sub = tmp_path / "pkg"
+    sub.mkdir()
+    (sub / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (sub / "a.py").write_text(LOADER)
+    assert invoke(["."], tmp_path).exit_code == 0
+
+
+def test_cli_overrides_config(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.trainlint]\nignore = ['TL101']\n")
+    (tmp_path / "a.py").write_text(LOADER)
+    assert invoke(["a.py"], tmp_path).exit_code == 0
+    assert invoke(["--select", "TL101", "a.py"], tmp_path).exit_code == 1
+
+
+def test_explicit_config_path(tmp_path):
+    (tmp_path / "custom.toml").write_text("[tool.trainlint]\nselect = ['TL2']\n")
+    (tmp_path / "a.py").write_text(LOADER)
+    assert invoke(["--config", "custom.toml", "a.py"], tmp_path).exit_code == 0
+    missing = invoke(["--config", "nope.toml", "a.py"], tmp_path)
+    assert missing.exit_code == 2 and "nope.toml" in missing.output
+
+
+def test_per_file_ignores(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.trainlint]\nper-file-ignores = { 'scripts/*' = ['TL1'] }\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "a.py").write_text(LOADER)
+    (tmp_path / "b.py").write_text(LOADER)
+    out = invoke(["."], tmp_path).output
+    assert "b.py" in out and "scripts" not in out
+
+
+def test_rule_option_reaches_the_fix(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.trainlint.TL101]\nnum-workers = 6\n")
+    (tmp_path / "a.py").write_text(LOADER)
+    invoke(["--fix", "--unsafe-fixes", "--select", "TL101", "a.py"], tmp_path)
+    assert "DataLoader(ds, num_workers=6)" in (tmp_path / "a.py").read_text()
+
+
+def test_off_by_default_rules_need_select(tmp_path):
+    settings = settings_from_file(_write(tmp_path, "[tool.trainlint]\nselect = ['ALL']\n"))
+    assert "TL101" in settings.enabled_codes()
+    resolver = SettingsResolver(overrides={"select": ("TL101",), "ignore": ("TL1",)})
+    # A more specific select beats a broader ignore.
+    assert resolver.for_path(str(tmp_path / "x.py")).enabled_codes() == ["TL101"]
+
+
+def test_interval_names_config(tmp_path):
+    code = ("for step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n    loss.backward()\n"
+            "    opt.step()\n    if report_ok:\n        print(loss.item())\n")
+    (tmp_path / "a.py").write_text(code)
+    assert invoke(["--select", "TL201", "a.py"], tmp_path).exit_code == 1
+    (tmp_path / "pyproject.toml").write_text("[tool.trainlint]\ninterval-names = ['report_ok']\n")
+    assert invoke(["--select", "TL201", "a.py"], tmp_path).exit_code == 0
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "pyproject.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_config_error_is_an_exception_type(tmp_path):
+    with pytest.raises(ConfigError):
+        settings_from_file(_write(tmp_path, "[tool.trainlint]\nfoo = 1\n"))

@@ -1,0 +1,27 @@
+"""README's rule table and docs/rules.md are generated from the registry and must be fresh."""
+
+import os
+
+from conftest import ROOT
+from trainlint.ruledocs import rules_markdown, updated_readme
+
+
+def test_readme_rule_table_is_fresh():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    assert updated_readme(text) == text, "README's rule table is stale: run `python -m trainlint.ruledocs`"
+
+
+def test_rules_doc_is_fresh():
+    with open(os.path.join(ROOT, "docs", "rules.md"), encoding="utf-8") as fh:
+        assert fh.read() == rules_markdown(), "docs/rules.md is stale: run `python -m trainlint.ruledocs`"
+
+
+def test_readme_states_the_two_setup_commands():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    assert "pip install . && trainlint fixtures/" in text
+    assert 'pip install torch==2.13.0 && pip install -e ".[dev]" && python -m pytest -q' in text
+    with open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8") as fh:
+        ci = fh.read()
+    assert 'pip install -q torch==2.13.0 && pip install -q -e ".[dev]"' in ci and "python -m pytest -q" in ci

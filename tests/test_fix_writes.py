@@ -1,0 +1,110 @@
+"""Fixes are written atomically, keep encoding, BOM, line endings and mode, never overwrite a file
+that changed on disk, and are never written when the result would not parse."""
+
+import codecs
+import os
+import stat
+
+import pytest
+
+from trainlint.config import Settings
+from trainlint.engine import ActiveRule
+from trainlint.fixer import FixError, fix_text
+from trainlint.rule import Rule
+from trainlint.runner import Mode, check_file
+from trainlint.source import SourceError, read_source
+from trainlint.writer import write_fixed
+
+CODE = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\n"
+FIXED = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4, prefetch_factor=4)\n"
+SETTINGS = Settings(select=("TL104",))
+
+
+def fix(path):
+    return check_file(str(path), SETTINGS, Mode(fix=True))
+
+
+def test_crlf_and_mode_kept(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_bytes(CODE.replace("\n", "\r\n").encode())
+    os.chmod(path, 0o751)
+    result = fix(path)
+    assert result.error is None and result.fixed == 1
+    assert path.read_bytes() == FIXED.replace("\n", "\r\n").encode()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o751
+
+
+def test_mixed_line_endings_kept(tmp_path):
+    path = tmp_path / "a.py"
+    raw = "from torch.utils.data import DataLoader\r\nx = 1\nloader = DataLoader(ds, num_workers=4)\r\n"
+    path.write_bytes(raw.encode())
+    fix(path)
+    assert path.read_bytes() == raw.replace("num_workers=4)", "num_workers=4, prefetch_factor=4)").encode()
+
+
+def test_bom_kept(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_bytes(codecs.BOM_UTF8 + CODE.encode())
+    fix(path)
+    assert path.read_bytes() == codecs.BOM_UTF8 + FIXED.encode()
+
+
+def test_declared_encoding_kept(tmp_path):
+    path = tmp_path / "a.py"
+    text = "# -*- coding: latin-1 -*-\n# café\n" + CODE
+    path.write_bytes(text.encode("latin-1"))
+    fix(path)
+    assert path.read_bytes() == ("# -*- coding: latin-1 -*-\n# café\n" + FIXED).encode("latin-1")
+
+
+def test_changed_on_disk_is_not_overwritten(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_text(CODE)
+    source = read_source(str(path))
+    path.write_text(CODE + "# edited meanwhile\n")
+    with pytest.raises(SourceError, match="changed on disk"):
+        write_fixed(source, FIXED)
+    assert path.read_text() == CODE + "# edited meanwhile\n"
+
+
+def test_no_temporary_files_left(tmp_path):
+    path = tmp_path / "a.py"
+    path.write_text(CODE)
+    fix(path)
+    assert sorted(os.listdir(tmp_path)) == ["a.py"]
+
+
+class BreaksCode(Rule):
+    """A deliberately broken rule: its 'fix' produces invalid Python."""
+
+    code = "TL999"
+    name = "breaks-code"
+    summary = "test only"
+    docs = ""
+    source = "§0"
+
+    def visit_Call(self, node):
+        from trainlint.diagnostics import Applicability
+
+        self.report(node, "broken", self.fix(Applicability.SAFE, "break it", (node, "def (")))
+
+
+def test_fix_that_does_not_parse_is_not_written(tmp_path):
+    with pytest.raises(FixError, match="would produce invalid code"):
+        fix_text(CODE, "a.py", [ActiveRule(BreaksCode, {})])
+
+
+def test_unfixable_file_is_reported_and_untouched(tmp_path, monkeypatch):
+    path = tmp_path / "a.py"
+    path.write_text(CODE)
+    monkeypatch.setattr(Settings, "active_rules", lambda self, path=None: [ActiveRule(BreaksCode, {})])
+    result = fix(path)
+    assert result.error is not None and "would produce invalid code" in result.error.reason
+    assert path.read_text() == CODE
+
+
+def test_binary_and_undecodable_files(tmp_path):
+    (tmp_path / "bin.py").write_bytes(b"\x00\x01\x02DataLoader")
+    (tmp_path / "latin.py").write_bytes("x = 'café'\n".encode("latin-1"))
+    assert "binary" in check_file(str(tmp_path / "bin.py"), SETTINGS, Mode()).error.reason
+    assert "cannot decode as utf-8" in check_file(str(tmp_path / "latin.py"), SETTINGS, Mode()).error.reason

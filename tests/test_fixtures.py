@@ -1,0 +1,92 @@
+"""The realistic scripts in fixtures/: their findings and fixed output are checked against the
+snapshots beside them (<name>.expected.json, <name>.fixed), and both versions must run.
+
+Set TRAINLINT_UPDATE_FIXTURES=1 to rewrite the snapshots after an intended change; review the diff.
+"""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from trainlint.api import fix_source, lint_source
+from trainlint.config import Settings
+
+from conftest import ROOT
+
+FIXTURES = os.path.join(ROOT, "fixtures")
+# Every script with a findings snapshot beside it, in fixtures/ and its family folders (not verify/,
+# whose scripts are the verifier's end-to-end cases).
+SCRIPTS = sorted(
+    os.path.relpath(p, FIXTURES)
+    for p in glob.glob(os.path.join(FIXTURES, "**", "*.py"), recursive=True)
+    if os.path.exists(p[:-3] + ".expected.json")
+)
+UPDATE = os.environ.get("TRAINLINT_UPDATE_FIXTURES") == "1"
+
+
+def _findings(name):
+    with open(os.path.join(FIXTURES, name), encoding="utf-8") as fh:
+        text = fh.read()
+    diags = lint_source(text, path=name, settings=Settings())
+    return text, [
+        {"code": d.code, "row": d.start.row, "column": d.start.column, "end_row": d.end.row,
+         "end_column": d.end.column, "fix": d.fix.applicability.value if d.fix and d.fix.edits else None}
+        for d in diags
+    ]
+
+
+def _snapshot(path, actual):
+    if UPDATE:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(actual)
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def test_there_are_realistic_fixtures():
+    assert len(SCRIPTS) >= 4
+    assert "clean_train.py" in SCRIPTS
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_findings_match_snapshot(name):
+    _, found = _findings(name)
+    expected = json.loads(_snapshot(os.path.join(FIXTURES, name[:-3] + ".expected.json"),
+                                    json.dumps(found, indent=1) + "\n"))
+    assert found == expected
+    if os.path.basename(name).startswith("clean"):
+        assert found == []
+    else:
+        assert found, f"{name} shows no finding"
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_fixed_output_matches_snapshot(name):
+    text, _ = _findings(name)
+    fixed = fix_source(text, path=name, settings=Settings(), unsafe_fixes=True)
+    expected = _snapshot(os.path.join(FIXTURES, name[:-3] + ".fixed"), fixed)
+    assert fixed == expected
+    compile(fixed, name, "exec")
+    assert fix_source(fixed, path=name, settings=Settings(), unsafe_fixes=True) == fixed
+
+
+# Scripts that run as plain `python script.py` (distributed ones run under torchrun in their own tests).
+RUNNABLE = [s for s in SCRIPTS if os.path.dirname(s) == "" and not s.startswith("clean")]
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_original_and_fixed_scripts_run(name, tmp_path):
+    pytest.importorskip("torch")
+    original = os.path.join(FIXTURES, name)
+    fixed = tmp_path / name
+    with open(os.path.join(FIXTURES, name[:-3] + ".fixed"), encoding="utf-8") as fh:
+        fixed.write_text(fh.read(), encoding="utf-8")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    for script in (original, str(fixed)):
+        args = [sys.executable, script] + (["--epochs", "1"] if name == "image_classifier.py" else [])
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=FIXTURES)
+        assert proc.returncode == 0, proc.stderr[-2000:]

@@ -1,0 +1,306 @@
+"""Data-parallel wrapping and gradient accumulation, as the distributed rules ask about them.
+
+Which names hold a DDP/FSDP-wrapped model (a direct call, an import alias, a module-local helper
+that returns one, a parameter a wrapped model is passed to); whether the module already skips
+the gradient all-reduce somewhere (`no_sync`, `require_backward_grad_sync`, accelerate, Fabric);
+and which hot loops accumulate gradients: backward on every micro-batch while the optimizer
+steps only under an interval condition (flat form) or after an inner micro-batch loop (nested).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from trainlint.analysis.loops import Loops
+from trainlint.analysis.names import Names, dotted
+from trainlint.analysis.tree import TreeIndex
+
+DDP = "torch.nn.parallel.DistributedDataParallel"
+FSDP = "torch.distributed.fsdp.FullyShardedDataParallel"
+WRAPPERS = (DDP, FSDP)
+
+# Names (attributes, functions, strings) whose presence means the code already controls when
+# gradients are all-reduced: DDP/FSDP `no_sync()`, the attribute nanoGPT sets, accelerate's
+# `accumulate`/`no_sync`, Fabric's `no_backward_sync`, FSDP2's `set_requires_gradient_sync`.
+SYNC_CONTROLS = frozenset(
+    {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync", "accumulate",
+     "block_backward_sync"}
+)
+_FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
+@dataclass
+class Wrapped:
+    name: str  # dotted name holding the wrapped model (`model`, `self.model`)
+    kind: str  # DDP or FSDP qualified name
+    conditional: bool  # wrapped only on some paths (`if ddp: model = DDP(model)`)
+
+
+@dataclass
+class Accumulation:
+    """A hot loop that runs backward on every micro-batch but steps the optimizer on some."""
+
+    loop: cst.CSTNode  # the loop whose every iteration runs backward (the micro-batch loop)
+    backward: cst.Call
+    step: cst.Call
+    # The code, true on the micro-batch whose backward must all-reduce; None when unknown.
+    sync_test: str | None
+    # What the rule's message quotes: the condition the step runs under.
+    condition: str
+    # For the flat form: the loop-body statement (an `if`) that holds the step, else None.
+    guard: cst.CSTNode | None = None
+    nested: bool = False
+
+
+def _conditional(index: TreeIndex, node: cst.CSTNode) -> bool:
+    for anc in index.ancestors(node):
+        if isinstance(anc, (cst.If, cst.Try, cst.IfExp)):
+            return True
+        if isinstance(anc, _FUNC_BOUNDARY):
+            return False
+    return False
+
+
+class Distributed:
+    def __init__(self, index: TreeIndex, names: Names, loops: Loops) -> None:
+        self.index = index
+        self.names = names
+        self.loops = loops
+        self.wrapped: dict[str, Wrapped] = {}
+        self._find_wrapped()
+
+    # -- wrapping ------------------------------------------------------------------------
+
+    def wrapper_kind(self, expr: cst.BaseExpression, helpers: dict[str, str] | None = None) -> str | None:
+        """DDP/FSDP when expr constructs one: `DDP(m)`, `torch.compile(DDP(m))`, `wrap(m)` (a local helper)."""
+        if not isinstance(expr, cst.Call):
+            return None
+        qn = self.names.qualified(expr.func)
+        if qn in WRAPPERS:
+            return qn
+        if self.names.is_a(expr.func, *WRAPPERS):  # a local subclass
+            return DDP if self.names.is_a(expr.func, DDP) else FSDP
+        if qn == "torch.compile" and expr.args:
+            return self.wrapper_kind(expr.args[0].value, helpers)
+        name = dotted(expr.func)
+        if helpers and name is not None:
+            return helpers.get(name.rsplit(".", 1)[-1]) if name.split(".")[0] in (name, "self") else None
+        return None
+
+    def _find_wrapped(self) -> None:
+        index = self.index
+        # Module-local helpers that return a wrapped model (directly or through a local name).
+        helpers: dict[str, str] = {}
+        for _ in range(2):  # a helper may call another helper
+            for fn_name, fns in self.loops.functions.items():
+                for fn in fns:
+                    kind = self._returns_wrapper(fn, helpers)
+                    if kind:
+                        helpers[fn_name] = kind
+        assigns = [(a.targets[0].target if len(a.targets) == 1 else None, a.value, a) for a in index.nodes(cst.Assign)]
+        assigns += [(a.target, a.value, a) for a in index.nodes(cst.AnnAssign) if a.value is not None]
+        for target, value, node in assigns:
+            kind = self.wrapper_kind(value, helpers)
+            name = dotted(target) if target is not None else None
+            if kind and name:
+                self._add(name, kind, _conditional(index, node))
+        # A wrapped model handed to a local function is wrapped under the parameter's name.
+        for _ in range(2):
+            for fn_name, calls in self.loops.calls_by_name.items():
+                for call in calls:
+                    for param, arg in self._bind_params(fn_name, call):
+                        src = self.wrapped.get(dotted(arg.value) or "")
+                        if src is not None:
+                            self._add(param, src.kind, src.conditional)
+                        elif kind := self.wrapper_kind(arg.value, helpers):  # train(DDP(model), ...)
+                            self._add(param, kind, _conditional(index, call))
+
+    def _add(self, name: str, kind: str, conditional: bool) -> None:
+        old = self.wrapped.get(name)
+        self.wrapped[name] = Wrapped(name, kind, conditional or (old is not None and old.conditional))
+
+    def _returns_wrapper(self, fn: cst.FunctionDef, helpers) -> str | None:
+        local: dict[str, str] = {}
+        for node in self.index.walk(fn.body):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1:
+                kind = self.wrapper_kind(node.value, helpers)
+                name = dotted(node.targets[0].target)
+                if kind and name:
+                    local[name] = kind
+            if isinstance(node, cst.Return) and node.value is not None \
+                    and self.index.enclosing_function(node) is fn:
+                kind = self.wrapper_kind(node.value, helpers) or local.get(dotted(node.value) or "")
+                if kind:
+                    return kind
+        return None
+
+    def _bind_params(self, fn_name: str, call: cst.Call):
+        fns = self.loops.functions.get(fn_name, ())
+        if len(fns) != 1:
+            return
+        params = [p.name.value for p in fns[0].params.params]
+        if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+            params = params[1:]
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        for param, arg in zip(params, positional):
+            yield param, arg
+        for arg in call.args:
+            if arg.keyword is not None:
+                yield arg.keyword.value, arg
+
+    def references(self, root: cst.CSTNode, name: str) -> bool:
+        return any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name for n in self.index.walk(root))
+
+    def wrapped_in(self, root: cst.CSTNode) -> list[Wrapped]:
+        """Wrapped models that code under root uses (directly, or through a local function it calls)."""
+        out = []
+        roots = [root] + self._called_functions(root)
+        for w in self.wrapped.values():
+            if any(self.references(r, w.name) for r in roots):
+                out.append(w)
+        return out
+
+    def _called_functions(self, root: cst.CSTNode, depth: int = 2) -> list[cst.FunctionDef]:
+        out: list[cst.FunctionDef] = []
+        frontier = [root]
+        for _ in range(depth):
+            found = []
+            for r in frontier:
+                for call in self.index.walk(r):
+                    if isinstance(call, cst.Call):
+                        callee = self.loops._local_callee_name(call)
+                        for fn in self.loops.functions.get(callee or "", ()):
+                            if fn not in out:
+                                out.append(fn)
+                                found.append(fn)
+            frontier = found
+        return out
+
+    def calls_local_using(self, root: cst.CSTNode, name: str) -> bool:
+        return any(self.references(fn, name) for fn in self._called_functions(root, depth=1))
+
+    # -- existing sync control ---------------------------------------------------------
+
+    def controls_sync(self) -> bool:
+        """The module already decides when gradients are all-reduced (anywhere in it)."""
+        for node in self.index.nodes(cst.Attribute):
+            if node.attr.value in SYNC_CONTROLS and not (node.attr.value == "accumulate"
+                                                         and dotted(node.value) == "itertools"):
+                return True
+        for node in self.index.nodes(cst.Name):
+            if node.value in SYNC_CONTROLS - {"accumulate"}:
+                return True
+        for node in self.index.nodes(cst.SimpleString):
+            if node.value.strip("'\"") in SYNC_CONTROLS:
+                return True
+        return False
+
+    # -- accumulation ------------------------------------------------------------------
+
+    def _step_calls(self) -> list[cst.Call]:
+        return [c for c in self.loops.step_calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == "step"]
+
+    def _backward_calls(self) -> list[cst.Call]:
+        return [c for c in self.loops.step_calls if c not in self._step_calls()]
+
+    def accumulations(self) -> list[Accumulation]:
+        out = []
+        steps = self._step_calls()
+        for backward in self._backward_calls():
+            loop = self.loops.hot_loop_of(backward)
+            if loop is None or not self.loops.is_per_step(backward):
+                continue
+            in_loop = [s for s in steps if self.loops.hot_loop_of(s) is loop]
+            if in_loop:
+                acc = self._flat(loop, backward, in_loop)
+            else:
+                acc = self._nested(loop, backward, steps)
+            if acc is not None:
+                out.append(acc)
+        return out
+
+    def _flat(self, loop, backward, steps) -> Accumulation | None:
+        """backward per micro-batch; `if (i + 1) % accum == 0: opt.step()` in the same loop."""
+        for step in steps:
+            if self.loops.is_per_step(step) and self._continue_guard(loop, step) is None:
+                return None  # the optimizer steps on every iteration: no accumulation here
+        step = steps[0]
+        top = self.top_statement(loop, step)
+        if top is not None and isinstance(top, cst.If) and self.loops.is_interval_test(top.test) \
+                and self.index.contains(top.body, step):
+            test = self._code(top.test)
+            return Accumulation(loop, backward, step, test, test, guard=top)
+        skip = self._continue_guard(loop, step)
+        if skip is not None:
+            test = self._code(skip.test)
+            return Accumulation(loop, backward, step, f"not ({test})", f"not ({test})", guard=skip)
+        # Under some other interval guard (nested, or an `else:`): accumulation, but no known sync test.
+        cond = next((a for a in self.index.ancestors(step) if isinstance(a, cst.If)), None)
+        if cond is None or not self.index.contains(loop, cond):
+            return None
+        return Accumulation(loop, backward, step, None, self._code(cond.test))
+
+    def _continue_guard(self, loop, step) -> cst.If | None:
+        """`if (i + 1) % accum != 0: continue` before the step, in the loop's body."""
+        top = self.top_statement(loop, step)
+        if top is None:
+            return None
+        for stmt in loop.body.body:
+            if stmt is top:
+                return None
+            if isinstance(stmt, cst.If) and stmt.orelse is None and self.loops.is_interval_test(stmt.test):
+                inner = stmt.body.body
+                if len(inner) == 1 and isinstance(inner[0], cst.SimpleStatementLine) \
+                        and isinstance(inner[0].body[0], cst.Continue):
+                    return stmt
+        return None
+
+    def _nested(self, loop, backward, steps) -> Accumulation | None:
+        """`for micro in range(accum): ... backward()` inside a loop that steps after it."""
+        outer = self.loops.innermost_loop(loop)
+        if outer is None:
+            return None
+        step = next((s for s in steps if self.loops.innermost_loop(s) is outer), None)
+        if step is None:
+            return None
+        return Accumulation(loop, backward, step, self._last_iteration_test(loop), "after the micro-batch loop",
+                            nested=True)
+
+    def _last_iteration_test(self, loop) -> str | None:
+        """Code true on the loop's last iteration, for `range(n)`, `range(a, n)`, `enumerate(seq)`."""
+        if not isinstance(loop, cst.For) or loop.orelse is not None or self._may_skip_iterations(loop):
+            return None
+        it, target = loop.iter, loop.target
+        if isinstance(it, cst.Call) and dotted(it.func) == "range" and isinstance(target, cst.Name) \
+                and 1 <= len(it.args) <= 2 and not any(a.keyword or a.star for a in it.args):
+            return f"{target.value} == {self._code(it.args[-1].value)} - 1"
+        if isinstance(it, cst.Call) and dotted(it.func) == "enumerate" and len(it.args) == 1 \
+                and dotted(it.args[0].value) is not None and isinstance(target, cst.Tuple) \
+                and isinstance(target.elements[0].value, cst.Name):
+            return f"{target.elements[0].value.value} == len({self._code(it.args[0].value)}) - 1"
+        return None
+
+    def _may_skip_iterations(self, loop) -> bool:
+        """A `break`/`continue` of this loop: the last micro-batch might not run its backward."""
+        for node in self.index.walk(loop.body):
+            if isinstance(node, (cst.Break, cst.Continue)):
+                owner = next(a for a in self.index.ancestors(node) if isinstance(a, (cst.For, cst.While)))
+                if owner is loop:
+                    return True
+        return False
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def top_statement(self, loop, node) -> cst.CSTNode | None:
+        """The statement of loop's own body that holds node."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if anc is loop.body:
+                return child
+            child = anc
+        return None
+
+    def _code(self, node) -> str:
+        return self.index.module.code_for_node(node)

@@ -1,0 +1,75 @@
+"""Edits fixes need at module level: an import, or a helper definition placed after the imports."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def _is_import(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and bool(stmt.body) \
+        and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
+
+
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and bool(stmt.body) and isinstance(stmt.body[0], cst.Expr) \
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+
+
+def after_imports(ctx, code: str, blank_lines_after: int = 0):
+    """A replacement that inserts code (complete lines) after the module's leading imports.
+
+    The anchor is the last import of the first run of top-level imports (or the docstring), so
+    the inserted code sees every import it may use and precedes the code that uses it. Blank
+    lines are added after code until the next statement has `blank_lines_after` before it.
+    """
+    body = list(ctx.module.body)
+    anchor = None
+    for stmt in body:
+        if _is_import(stmt):
+            anchor = stmt
+        elif anchor is not None:
+            break
+    if anchor is None and body and _is_docstring(body[0]):
+        anchor = body[0]
+    following = body[body.index(anchor) + 1] if anchor is not None and body.index(anchor) + 1 < len(body) \
+        else (body[0] if anchor is None and body else None)
+    if following is not None:
+        blank = 0
+        for line in following.leading_lines:
+            if line.comment is not None:
+                break
+            blank += 1
+        code += ctx.module.default_newline * max(0, blank_lines_after - blank)
+    if anchor is None:
+        if following is None:
+            return None
+        return (following, code + ctx.code(following))
+    return (anchor, ctx.code(anchor) + code)
+
+
+def module_name(ctx, module: str) -> str | None:
+    """The local name bound to an imported module (`import contextlib as cl` -> `cl`), if any."""
+    for local, target in ctx.names.aliases.items():
+        if target == module and "." not in local:
+            return local
+    return None
+
+
+def imported_name(ctx, qualified: str) -> str | None:
+    """The local name of `from module import name` (alias included), if imported that way."""
+    module, _, name = qualified.rpartition(".")
+    local = module_name(ctx, module)
+    if local is not None:
+        return f"{local}.{name}"
+    for local, target in ctx.names.aliases.items():
+        if target == qualified:
+            return local
+    return None
+
+
+def ensure_module(ctx, module: str) -> tuple[str, tuple | None]:
+    """(how to refer to module, replacement adding `import module` or None if already imported)."""
+    local = module_name(ctx, module)
+    if local is not None:
+        return local, None
+    return module, after_imports(ctx, f"import {module}{ctx.module.default_newline}")

@@ -1,0 +1,262 @@
+"""Mixed precision in one file: autocast regions, GradScalers, the dtypes they use, TF32 settings.
+
+Answers the questions the TL4xx rules share: "which calls are autocast and with what dtype on
+which device", "which names hold a GradScaler", "does the file already choose bf16 when the GPU
+supports it", "does it set TF32 or leave float32 at all". Dtypes are resolved through names
+assigned in the module (`amp_dtype = torch.float16`), conditional expressions and dict lookups
+(`{"fp16": torch.float16, "bf16": torch.bfloat16}[args.precision]`); what cannot be resolved is
+"unknown", and the rules stay quiet on unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+import libcst as cst
+
+from trainlint.analysis.names import Names, dotted
+from trainlint.analysis.tree import TreeIndex
+
+AUTOCAST = ("torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast")
+GRAD_SCALER = ("torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.cpu.amp.GradScaler")
+# Deprecated spellings -> (device type, name in torch.amp).
+DEPRECATED_AMP = {
+    "torch.cuda.amp.autocast": ("cuda", "autocast"),
+    "torch.cuda.amp.GradScaler": ("cuda", "GradScaler"),
+    "torch.cpu.amp.autocast": ("cpu", "autocast"),
+    "torch.cpu.amp.GradScaler": ("cpu", "GradScaler"),
+    "torch.cuda.amp.custom_fwd": ("cuda", "custom_fwd"),
+    "torch.cuda.amp.custom_bwd": ("cuda", "custom_bwd"),
+}
+DTYPES = {"torch.float16": "float16", "torch.bfloat16": "bfloat16", "torch.float32": "float32"}
+# Autocast's default dtype per device type (torch.get_autocast_dtype's defaults).
+DEFAULT_AUTOCAST_DTYPE = {"cuda": "float16", "cpu": "bfloat16", "xpu": "bfloat16", "hpu": "bfloat16", "mps": "float16"}
+UNKNOWN = "unknown"
+
+# Settings that decide float32 matmul precision (any value: the author chose).
+_TF32_ATTRS = re.compile(r"^torch\.backends\.(cuda\.matmul\.(allow_tf32|fp32_precision)|fp32_precision|"
+                         r"cudnn\.(allow_tf32|fp32_precision|conv\.fp32_precision))$")
+_TF32_CALLS = ("torch.set_float32_matmul_precision",)
+# Signs that the model is not trained in float32 (or precision is handled by a framework).
+_LOW_PRECISION_METHODS = frozenset({"half", "bfloat16"})
+_FRAMEWORK_PRECISION_KEYWORDS = frozenset({"mixed_precision", "precision", "fp16", "bf16", "amp", "use_amp"})
+
+
+@dataclass(frozen=True)
+class AutocastUse:
+    call: cst.Call
+    qualname: str
+    device: str | None  # "cuda", "cpu", ... or None when not known statically
+
+
+@dataclass(frozen=True)
+class ScalerUse:
+    call: cst.Call
+    qualname: str
+    device: str | None
+
+
+class Precision:
+    def __init__(self, index: TreeIndex, names: Names) -> None:
+        self.index = index
+        self.names = names
+        self.autocasts: list[AutocastUse] = []
+        self.scalers: list[ScalerUse] = []
+        self.deprecated_refs: list[tuple[cst.CSTNode, str]] = []  # (Name/Attribute, qualified name)
+        for call in index.nodes(cst.Call):
+            qn = names.qualified(call.func)
+            if qn in AUTOCAST:
+                self.autocasts.append(AutocastUse(call, qn, self._device(call, qn)))
+            elif qn in GRAD_SCALER:
+                self.scalers.append(ScalerUse(call, qn, self._device(call, qn)))
+        # Assignments by dotted target, for resolving dtype names (module-wide: scripts assign once).
+        self.assigned: dict[str, list[cst.BaseExpression]] = {}
+        for assign in index.nodes(cst.Assign):
+            for target in assign.targets:
+                name = dotted(target.target)
+                if name:
+                    self.assigned.setdefault(name, []).append(assign.value)
+        for assign in index.nodes(cst.AnnAssign):
+            name = dotted(assign.target)
+            if name and assign.value is not None:
+                self.assigned.setdefault(name, []).append(assign.value)
+
+    # -- devices and dtypes -------------------------------------------------------------
+
+    def _device(self, call: cst.Call, qn: str) -> str | None:
+        if qn.startswith("torch.cuda."):
+            return "cuda"
+        if qn.startswith("torch.cpu."):
+            return "cpu"
+        keyword = "device_type" if qn == "torch.amp.autocast" else "device"
+        arg = _keyword(call, keyword) or _positional(call, 0)
+        if arg is None:
+            return "cuda" if qn == "torch.amp.GradScaler" else None  # GradScaler's default device
+        return self.device_of(arg.value)
+
+    def device_of(self, expr: cst.BaseExpression, _depth: int = 0) -> str | None:
+        if isinstance(expr, cst.SimpleString):
+            return str(expr.evaluated_value).split(":", 1)[0]
+        if _depth < 4 and isinstance(expr, (cst.Name, cst.Attribute)):
+            values = self.assigned.get(dotted(expr) or "", [])
+            devices = {self.device_of(v, _depth + 1) for v in values}
+            if len(devices) == 1:
+                return devices.pop()
+        return None
+
+    def dtypes(self, expr: cst.BaseExpression | None, _depth: int = 0) -> set[str]:
+        """The dtypes expr may evaluate to: subset of float16/bfloat16/float32/unknown."""
+        if expr is None or _depth > 5:
+            return {UNKNOWN}
+        qn = self.names.qualified(expr)
+        if qn in DTYPES:
+            return {DTYPES[qn]}
+        if isinstance(expr, cst.IfExp):
+            return self.dtypes(expr.body, _depth + 1) | self.dtypes(expr.orelse, _depth + 1)
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
+            out: set[str] = set()
+            for element in expr.value.elements:
+                out |= self.dtypes(getattr(element, "value", None), _depth + 1)
+            return out
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            values = self.assigned.get(dotted(expr) or "", [])
+            if values:
+                out = set()
+                for value in values:
+                    out |= self.dtypes(value, _depth + 1)
+                return out
+        return {UNKNOWN}
+
+    def autocast_dtype_expr(self, use: AutocastUse) -> cst.BaseExpression | None:
+        # torch.amp.autocast(device_type, dtype, ...); torch.cuda.amp.autocast(enabled, dtype, ...)
+        arg = _keyword(use.call, "dtype") or _positional(use.call, 1)
+        return arg.value if arg is not None else None
+
+    def autocast_dtypes(self, use: AutocastUse) -> set[str]:
+        """The dtypes an autocast region computes in (its device's default when dtype is not given)."""
+        expr = self.autocast_dtype_expr(use)
+        if expr is not None:
+            return self.dtypes(expr)
+        device = use.device
+        if device is None and any(s.device == "cuda" for s in self.scalers):
+            device = "cuda"  # `torch.autocast(device.type)` next to a CUDA GradScaler
+        return {DEFAULT_AUTOCAST_DTYPE.get(device or "", UNKNOWN)}
+
+    def is_disabled(self, call: cst.Call, positional_index: int | None = None) -> bool:
+        """`enabled=False` given as a literal."""
+        arg = _keyword(call, "enabled")
+        if arg is None and positional_index is not None:
+            arg = _positional(call, positional_index)
+        return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False"
+
+    def scaler_enabled_index(self, use: ScalerUse) -> int:
+        # torch.amp.GradScaler(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+        return 5 if use.qualname == "torch.amp.GradScaler" else 4
+
+    def active_scalers(self) -> list[ScalerUse]:
+        return [s for s in self.scalers if not self.is_disabled(s.call, self.scaler_enabled_index(s))]
+
+    # -- file-level questions -----------------------------------------------------------
+
+    @cached_property
+    def chooses_bf16(self) -> bool:
+        """The file already picks bf16 somewhere: it asks `is_bf16_supported`, an autocast may run in
+        bfloat16, or a scaler's `enabled` depends on the dtype."""
+        for call in self.index.nodes(cst.Call):
+            func = call.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+            if name == "is_bf16_supported":
+                return True
+        for use in self.autocasts:
+            if "bfloat16" in self.autocast_dtypes(use) and use.device != "cpu":
+                return True
+        for use in self.scalers:
+            arg = _keyword(use.call, "enabled")
+            if arg is not None and any(d in ("float16", "bfloat16") for d in self._mentioned_dtypes(arg.value)):
+                return True
+        return False
+
+    def _mentioned_dtypes(self, expr: cst.CSTNode) -> set[str]:
+        out = set()
+        for node in self.index.walk(expr):
+            if isinstance(node, (cst.Name, cst.Attribute)):
+                qn = self.names.qualified(node)
+                if qn in DTYPES:
+                    out.add(DTYPES[qn])
+                elif isinstance(node, cst.Name) and node.value in self.assigned:
+                    out |= self.dtypes(node) - {UNKNOWN}
+        return out
+
+    @cached_property
+    def scaler_names(self) -> set[str]:
+        """Dotted names that hold a GradScaler: assigned from a constructor (`scaler`, `self.scaler`),
+        or parameters annotated as one."""
+        out: set[str] = set()
+        scaler_calls = {s.call for s in self.scalers}
+        for name, values in self.assigned.items():
+            for value in values:
+                if any(node in scaler_calls for node in self.index.walk(value)):
+                    out.add(name)
+        for param in self.index.nodes(cst.Param):
+            if param.annotation is not None and self.names.qualified(param.annotation.annotation) in GRAD_SCALER:
+                out.add(param.name.value)
+        return out
+
+    @cached_property
+    def sets_tf32(self) -> bool:
+        for node in self.index.nodes(cst.Assign):
+            for target in node.targets:
+                if _TF32_ATTRS.match(self.names.qualified(target.target) or ""):
+                    return True
+        for call in self.index.nodes(cst.Call):
+            if self.names.qualified(call.func) in _TF32_CALLS:
+                return True
+        return False
+
+    @cached_property
+    def lowers_precision(self) -> bool:
+        """Autocast, a half/bf16 model, or precision left to a framework (accelerate, Lightning, HF)."""
+        if self.autocasts:
+            return True
+        for call in self.index.nodes(cst.Call):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _LOW_PRECISION_METHODS:
+                return True
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value in _FRAMEWORK_PRECISION_KEYWORDS:
+                    return True
+                if self._mentioned_dtypes(arg.value) & {"float16", "bfloat16"}:
+                    return True  # .to(torch.bfloat16), set_default_dtype(torch.float16), ...
+        return False
+
+    @cached_property
+    def uses_cuda(self) -> bool:
+        for node in self.index.nodes(cst.SimpleString):
+            value = node.evaluated_value
+            if isinstance(value, str) and (value == "cuda" or value.startswith("cuda:")):
+                return True
+        for call in self.index.nodes(cst.Call):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda":
+                return True
+        return False
+
+
+def _keyword(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def _positional(call: cst.Call, index: int) -> cst.Arg | None:
+    seen = 0
+    for arg in call.args:
+        if arg.star == "*":
+            return None  # *args: positions unknown from here on
+        if arg.keyword is None and not arg.star:
+            if seen == index:
+                return arg
+            seen += 1
+    return None
