@@ -102,3 +102,21 @@ def test_changed_learning_rate_is_rejected(verify, fixtures):
     assert not data["losses_match"]
     assert data["max_loss_deviation"] > 1e-3
     assert "rejected" in result.stdout
+
+
+@_needs_rule("TL103")
+@_needs_rule("TL104")
+def test_each_attributes_every_fix(verify, fixtures):
+    # Every rule's fix alone, then all together: one row each (a single quick round; the
+    # verdicts are not asserted, the table's shape and the guard rail are).
+    result, data = verify(fixtures / "short_epochs.py", "--rule", "TL103,TL104", "--each",
+                          "--steps", "6", "--warmup", "1", "--repeats", "1")
+    assert result.exit_code == 0, result.output
+    assert [r["name"] for r in data["rows"]] == ["TL103", "TL104", "TL103+TL104"]
+    assert data["rules"] == ["TL103", "TL104"]
+    for row in data["rows"]:
+        assert row["median_step_s"] > 0 and row["speedup"] > 0
+        # Order pinned: persistent workers and prefetch depth keep the losses bit-identical.
+        assert row["losses_identical"], row
+    for name in ("TL103 ", "TL104 ", "TL103+TL104 "):
+        assert name in result.stdout

@@ -95,3 +95,9 @@ def test_rule_that_finds_nothing_measures_nothing(verify, fixtures):
     assert result.exit_code == 0, result.output
     assert "found nothing to fix" in result.stdout
     assert data["verdict"] == "nothing to fix"
+
+
+def test_timeout_stops_the_run(verify, fixtures):
+    result, _ = verify(fixtures / "hang.py", "--fixed", fixtures / "hang.py", "--repeats", "1",
+                       "--timeout", "4")
+    _assert_user_error(result, "did not finish 25 steps within 4 s")

@@ -193,12 +193,15 @@ def _verify(
                                   fixed_file=str(fixed.resolve()) if fixed else None,
                                   profiles=profiles)
     click.echo(report_mod.table(result))
-    if json_path:
-        report_mod.write_json(result, json_path)
-    if report_dir:
-        report_mod.write_json(result, report_dir / "verify.json")
-        report_mod.write_picture(result, records, report_dir / "verify.png")
-        click.echo(f"trainlint verify: wrote {report_dir / 'verify.png'}", err=True)
+    try:
+        if json_path:
+            report_mod.write_json(result, json_path)
+        if report_dir:
+            report_mod.write_json(result, report_dir / "verify.json")
+            report_mod.write_picture(result, records, report_dir / "verify.png")
+            click.echo(f"trainlint verify: wrote {report_dir / 'verify.png'}", err=True)
+    except OSError as e:
+        raise VerifyError(f"cannot write the report: {e}") from None
     return EXIT_REJECTED if result["verdict"] == stats.REJECTED else EXIT_OK
 
 
