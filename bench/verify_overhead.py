@@ -1,11 +1,17 @@
 """How much the verifier's harness adds to step time on a tight loop (target: under 2%).
 
-Not a test: a benchmark to run by hand. It runs a small training loop that times itself, once as
-plain `python` and once under the harness (`python -m trainlint.verify.harness`, with every hook
-installed: optimizer step hook, backward loss capture, loader timing), side by side, alternating
-for --pairs rounds, and prints each round's ratio and their median.
+Not a test: a benchmark to run by hand. Two side-by-side measurements of a small training loop:
 
-    python bench/verify_overhead.py [--pairs 5] [--steps 2000] [--width 128] [--device cpu|cuda]
+1. in one process, blocks of steps alternate with the harness's hooks enabled and disabled
+   (the optimizer step hook, backward loss capture, loader timing: trainlint.verify.harness's
+   own _install); the ratio of the median per-step times of "on" and "off" blocks. Alternating
+   small blocks in one process keeps other load on the machine out of the comparison;
+2. (--process) whole processes, plain `python` vs `python -m trainlint.verify.harness`,
+   alternating for --pairs rounds: includes everything the harness does, but on a shared
+   machine its noise is usually larger than the overhead.
+
+    python bench/verify_overhead.py [--blocks 40] [--block-steps 100] [--width 128]
+                                    [--device cpu|cuda] [--process --pairs 5 --steps 2000]
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# The loop times itself (after its own warm-up) and prints the mean step time in seconds.
+# The loop times itself (wall and CPU time) (after its own warm-up) and prints the mean step time in seconds.
 LOOP = textwrap.dedent(
     """
     import sys, time, torch
@@ -71,13 +77,73 @@ def run(script: Path, args: list[str], harnessed: bool, out_dir: str) -> tuple[f
     return float(wall), float(cpu)
 
 
+def in_process(blocks: int, block_steps: int, width: int, device: str) -> None:
+    sys.path.insert(0, str(ROOT))
+    import time
+
+    import torch
+    from torch import nn
+
+    from trainlint.verify import harness
+
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(width, width), nn.Tanh(), nn.Linear(width, 1)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(32, width, device=device)
+    y = torch.randn(32, 1, device=device)
+
+    # On a CPU with one thread, this process's CPU time is the clock that other load on a shared
+    # machine disturbs least; on a GPU, wall time with a sync at each block's ends.
+    clock = time.perf_counter if device == "cuda" else time.process_time
+
+    def block() -> float:
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t = clock()
+        for _ in range(block_steps):
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return (clock() - t) / block_steps
+
+    cfg = {"steps": 10**9, "warmup": 1, "seed": 0}
+    hooks = harness._install(cfg, harness._State(cfg))
+    hooks.disable()
+    for _ in range(3):
+        block()  # warm-up
+    on, off = [], []
+    for k in range(blocks):
+        # Alternate which comes first so neither side always follows the other.
+        order = (True, False) if k % 2 == 0 else (False, True)
+        for enabled in order:
+            (hooks.enable if enabled else hooks.disable)()
+            (on if enabled else off).append(block())
+    hooks.disable()
+    ratio = statistics.median(on) / statistics.median(off)
+    pair = statistics.median(a / b for a, b in zip(on, off))
+    print(f"in one process, {blocks} x 2 alternating blocks of {block_steps} steps, width {width}, "
+          f"{device}, {clock.__name__}: off {statistics.median(off) * 1e6:.1f} us/step, "
+          f"on {statistics.median(on) * 1e6:.1f} us/step")
+    print(f"harness overhead (in-process): ratio of medians {ratio:.4f} ({(ratio - 1) * 100:+.2f}%), "
+          f"median of block-pair ratios {pair:.4f} ({(pair - 1) * 100:+.2f}%)")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--blocks", type=int, default=100)
+    p.add_argument("--block-steps", type=int, default=50)
+    p.add_argument("--process", action="store_true", help="also compare whole processes")
     p.add_argument("--pairs", type=int, default=5)
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--width", type=int, default=128)
     p.add_argument("--device", default="cpu")
     a = p.parse_args()
+    in_process(a.blocks, a.block_steps, a.width, a.device)
+    if not a.process:
+        return
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "tight_loop.py"
         script.write_text(LOOP)

@@ -61,10 +61,43 @@ class _State:
         self.device = None  # the CUDA device stepped on, if any
 
 
-def _install(cfg: dict, state: _State) -> None:
+class Hooks:
+    """The installed patches and step hook; disable() restores torch as it was.
+
+    The harness itself never disables them (the process ends with the run); the overhead
+    benchmark toggles them to time the same loop with and without.
+    """
+
+    def __init__(self) -> None:
+        self.patches: list[tuple[object, str, object, object]] = []  # (owner, name, old, new)
+        self.step_hook = None
+        self.handle = None
+
+    def patch(self, owner, name: str, new) -> None:
+        self.patches.append((owner, name, getattr(owner, name), new))
+        setattr(owner, name, new)
+
+    def disable(self) -> None:
+        for owner, name, old, _ in self.patches:
+            setattr(owner, name, old)
+        if self.handle is not None:
+            self.handle.remove()
+            self.handle = None
+
+    def enable(self) -> None:
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        for owner, name, _, new in self.patches:
+            setattr(owner, name, new)
+        if self.handle is None:
+            self.handle = register_optimizer_step_post_hook(self.step_hook)
+
+
+def _install(cfg: dict, state: _State) -> Hooks:
     import torch
     import torch.utils.data.dataloader as dl
-    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    hooks = Hooks()
 
     seed = int(cfg["seed"])
     perf = time.perf_counter
@@ -88,8 +121,8 @@ def _install(cfg: dict, state: _State) -> None:
         finally:
             state.pending_wait += perf() - t
 
-    dl.DataLoader.__iter__ = timed_iter
-    dl._BaseDataLoaderIter.__next__ = timed_next
+    hooks.patch(dl.DataLoader, "__iter__", timed_iter)
+    hooks.patch(dl._BaseDataLoaderIter, "__next__", timed_next)
 
     if cfg.get("pin_loader_rng", True):
         orig_init = dl.DataLoader.__init__
@@ -110,7 +143,7 @@ def _install(cfg: dict, state: _State) -> None:
                     base.manual_seed(seed * 1000 + 500 + index)
                     self.generator = base
 
-        dl.DataLoader.__init__ = init
+        hooks.patch(dl.DataLoader, "__init__", init)
 
     orig_backward = torch.autograd.backward
 
@@ -124,7 +157,7 @@ def _install(cfg: dict, state: _State) -> None:
             state.pending_losses += 1
         return orig_backward(tensors, *args, **kwargs)
 
-    torch.autograd.backward = backward
+    hooks.patch(torch.autograd, "backward", backward)
 
     def after_step(optimizer, args, kwargs):
         # Several optimizers (a GAN, say) step once each per iteration: count the first one.
@@ -156,7 +189,9 @@ def _install(cfg: dict, state: _State) -> None:
         if n >= state.total:
             raise StopRun()
 
-    register_optimizer_step_post_hook(after_step)
+    hooks.step_hook = after_step
+    hooks.enable()
+    return hooks
 
 
 def _param_device(optimizer):
