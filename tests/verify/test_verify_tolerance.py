@@ -63,3 +63,13 @@ def test_user_tolerance():
 def test_nan_is_a_deviation():
     c = tolerance.check([[1.0, 0.5]], [[1.0, float("nan")]], tolerance.UNKNOWN)
     assert not c.within
+
+
+def test_steps_without_a_loss_are_not_compared():
+    nan = float("nan")
+    c = tolerance.check([[nan, nan]], [[nan, nan]], tolerance.UNKNOWN)
+    assert c.steps_compared == 0 and c.within and c.describe() == "no loss seen at backward"
+    c = tolerance.check([[nan, 1.0]], [[nan, 1.0]], tolerance.POLICY["TL102"])
+    assert c.steps_compared == 1 and c.identical
+    c = tolerance.check([[1.0, 1.0]], [[nan, 1.0]], tolerance.UNKNOWN)
+    assert not c.within  # a loss lost in one version is a difference

@@ -23,7 +23,7 @@ def _side(runs: list[RunRecord]) -> dict:
         "median_of_steps_s": stats.median([x for s in steps for x in s]),
         "data_wait_share": stats.data_wait_share(steps, [r.data_wait_s for r in runs]),
         "step_s": steps,
-        "losses": runs[0].losses,
+        "losses": [_num(x) for x in runs[0].losses],
         "timing": runs[0].timing_source,
     }
 
@@ -44,7 +44,9 @@ def compare(
         "speedup_low": sp.low,
         "speedup_high": sp.high,
         "pair_ratios": sp.pair_ratios,
-        "losses_match": loss.within,
+        # None: no scalar loss went through backward in either version; nothing to guard.
+        "losses_match": loss.within if loss.steps_compared else None,
+        "loss_steps_compared": loss.steps_compared,
         "losses_identical": loss.identical,
         "max_loss_deviation": _num(loss.max_deviation),
         "loss_deviation_compared": _num(loss.compared_deviation),

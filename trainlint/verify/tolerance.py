@@ -98,12 +98,22 @@ def _windows(xs: list[float], n_windows: int = 5) -> list[float]:
     return [sum(xs[i : i + size]) / len(xs[i : i + size]) for i in range(0, len(xs), size)]
 
 
+def _both_nan(x: float, y: float) -> bool:
+    return math.isnan(x) and math.isnan(y)
+
+
+def comparable(before: list[float], after: list[float]) -> tuple[list[float], list[float]]:
+    """The steps where at least one version saw a loss (a step whose backward took no scalar,
+    in both versions, has nothing to compare)."""
+    pairs = [(x, y) for x, y in zip(before, after) if not _both_nan(x, y)]
+    return [x for x, _ in pairs], [y for _, y in pairs]
+
+
 def deviation(before: list[float], after: list[float], kind: str) -> float:
     """The largest relative difference between the curves, per step or per window."""
-    n = min(len(before), len(after))
-    if n == 0:
-        return math.inf
-    a, b = before[:n], after[:n]
+    a, b = comparable(before, after)
+    if not a:
+        return 0.0
     if kind == "curve":
         a, b = _windows(a), _windows(b)
     return max(_rel(x, y) for x, y in zip(a, b))
@@ -124,6 +134,8 @@ class LossCheck:
         return self.compared_deviation <= self.allowed
 
     def describe(self) -> str:
+        if self.steps_compared == 0:
+            return "no loss seen at backward"
         if self.identical:
             return "identical"
         word = "within" if self.within else "outside"
@@ -135,13 +147,13 @@ def check(
 ) -> LossCheck:
     """Compare the first repeat of each version; the other repeats measure run-to-run noise."""
     a, b = before_runs[0], after_runs[0]
-    n = min(len(a), len(b))
+    n = len(comparable(a, b)[0])
     self_dev = 0.0
     for other in before_runs[1:]:
         self_dev = max(self_dev, deviation(a, other, tolerance.kind))
     allowed = max(tolerance.rtol, 2.0 * self_dev)
     return LossCheck(
-        identical=n > 0 and a[:n] == b[:n],
+        identical=n > 0 and comparable(a, b)[0] == comparable(a, b)[1],
         max_deviation=deviation(a, b, "step"),
         compared_deviation=deviation(a, b, tolerance.kind),
         allowed=allowed,
