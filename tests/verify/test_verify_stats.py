@@ -81,3 +81,10 @@ def test_rounds_must_pair_up():
 def test_data_wait_share():
     assert stats.data_wait_share([[1.0, 1.0]], [[0.5, 0.5]]) == 0.5
     assert stats.data_wait_share([[0.0]], [[0.0]]) == 0.0
+
+
+def test_one_round_claims_nothing():
+    # Even a clear difference within one pair of runs says nothing about run-to-run drift.
+    sp = stats.compare_steps([_noisy(0.04, 20, 1)], [_noisy(0.02, 20, 2)])
+    assert sp.low > 1.0
+    assert sp.verdict == stats.NO_CHANGE
