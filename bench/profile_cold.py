@@ -2,7 +2,7 @@
 """Where a cold trainlint run spends its time, and which rules' triggers let files past the
 text prefilter. Profiles `trainlint check --no-cache --jobs 1` in this process with cProfile.
 
-usage: python bench/profile.py [--select ALL] [PATHS...]
+usage: python bench/profile_cold.py [--select ALL] [PATHS...]
   PATHS default to the staged train2 tree of bench/run.py (run that once first).
 Run it with an interpreter that has this checkout's trainlint (e.g. .venv/bin/python).
 """
