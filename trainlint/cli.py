@@ -183,7 +183,9 @@ def _register_optional_commands() -> None:
         try:
             command = getattr(importlib.import_module(module), attr)
         except ModuleNotFoundError as exc:
-            if not (module == exc.name or module.startswith(f"{exc.name}.")):  # a real missing dependency: say so
+            # The command's own module (or its package) is absent: that command is not written or
+            # not installed. Any other missing module is a real missing dependency: say so.
+            if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
                 raise
             continue
         cli.add_command(command, name)

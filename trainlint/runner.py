@@ -29,7 +29,28 @@ class Mode:
 
 
 def check_file(path: str, settings: Settings, mode: Mode) -> FileResult:
-    return _check_file(path, settings, mode)[0]
+    return _checked(path, settings, mode)[0]
+
+
+def _checked(path: str, settings: Settings, mode: Mode) -> tuple[FileResult, str | None]:
+    """_check_file, with one file's internal error turned into that file's error line."""
+    try:
+        return _check_file(path, settings, mode)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - one file's bug must not end the run or print a traceback
+        result = FileResult(path=path)
+        where = ""
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            where = f" at {tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno}"
+        result.error = FileError(
+            path, f"internal error: {type(exc).__name__}: {exc}{where}; the file was not changed; please report this",
+            internal=True,
+        )
+        return result, None
 
 
 def _check_file(path: str, settings: Settings, mode: Mode) -> tuple[FileResult, str | None]:
@@ -116,7 +137,7 @@ def _load_before_fork(settings: set[Settings]) -> None:
 
 def _task(item: tuple[int, str, Settings, Mode]) -> tuple[int, FileResult, str | None]:
     index, path, settings, mode = item
-    result, digest = _check_file(path, settings, mode)
+    result, digest = _checked(path, settings, mode)
     return index, result, digest
 
 
