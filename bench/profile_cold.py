@@ -2,7 +2,7 @@
 """Where a cold trainlint run spends its time, and which rules' triggers let files past the
 text prefilter. Profiles `trainlint check --no-cache --jobs 1` in this process with cProfile.
 
-usage: python bench/profile_cold.py [--select ALL] [PATHS...]
+usage: python bench/profile_cold.py [--select ALL] [--triggers 'TL401=.amp| amp'] [PATHS...]
   PATHS default to the staged train2 tree of bench/run.py (run that once first).
 Run it with an interpreter that has this checkout's trainlint (e.g. .venv/bin/python).
 """
@@ -62,6 +62,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--select", default="ALL")
     parser.add_argument("--top", type=int, default=25, help="rows of the raw cProfile listing")
+    parser.add_argument("--triggers", action="append", default=[], metavar="CODE=WORD|WORD",
+                        help="try other trigger words for a rule (e.g. 'TL401=.amp| amp'); repeatable")
     parser.add_argument("paths", nargs="*")
     args = parser.parse_args()
     paths = args.paths
@@ -81,14 +83,25 @@ def main() -> int:
     from trainlint.engine import select_for_text
     from trainlint.runner import Mode, run
 
+    from trainlint.registry import get_rule
+
+    for spec in args.triggers:
+        code, _, words = spec.partition("=")
+        get_rule(code).triggers = tuple(words.split("|"))
+        print(f"trying {code} triggers {get_rule(code).triggers!r}")
     resolver = SettingsResolver(None, {"select": (args.select,) if args.select else None})
     profiler = cProfile.Profile()
     wall = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
-        profiler.runcall(run, paths, resolver, Mode(), jobs=1, cache=None)
+        result = profiler.runcall(run, paths, resolver, Mode(), jobs=1, cache=None)
     wall = time.perf_counter() - wall
     stats = pstats.Stats(profiler)
 
+    import hashlib
+
+    found = sorted(f"{d.path}:{d.start.row}:{d.start.column}:{d.code}" for d in result.diagnostics)
+    # A digest of the findings, so runs with other --triggers can be checked to find the same.
+    print(f"findings: {len(found)}, digest {hashlib.sha256(chr(10).join(found).encode()).hexdigest()[:12]}")
     print(f"import trainlint.cli: {imported:.2f} s (not profiled)")
     print(f"profiled run: {wall:.2f} s wall (cProfile roughly doubles pure-Python time)\n")
     total = dict(phase_times(stats))[PHASES[0][0]] or 1.0
