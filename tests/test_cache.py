@@ -233,3 +233,26 @@ def test_entries_are_plain_json(project):
         with open(entry) as fh:
             data = json.load(fh)
         assert set(data) == {"diagnostics", "error"}
+
+
+def test_warm_run_never_imports_libcst(project):
+    """A run answered entirely from the cache must not pay for importing libcst (a few hundred
+    milliseconds, most of a warm run): nothing on that path may import the engine or a rule."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from trainlint.cli import main\n"
+        "sys.argv = ['trainlint', 'check', '--cache-dir', 'c', '--select', 'ALL', '.']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write('LIBCST=%s\\n' % ('libcst' in sys.modules))\n"
+    )
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
+    assert "LIBCST=True" in first.stderr, first.stderr  # the cold run really analysed
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
+    assert "LIBCST=False" in second.stderr, second.stderr
+    assert second.stdout == first.stdout

@@ -179,9 +179,10 @@ def _from_cache(cache, path: str, settings: Settings, mode: Mode) -> FileResult 
 
 
 def run(paths: list[str], resolver: SettingsResolver, mode: Mode = Mode(), force_exclude: bool = False,
-        jobs: int | None = None, cache=None) -> RunResult:
-    """jobs: worker processes (None: one per CPU; 1: no pool). cache: a trainlint.cache.Cache, or
-    None to neither read nor write one."""
+        jobs: int | None = 1, cache=None) -> RunResult:
+    """jobs: worker processes (None: one per CPU; 1: no pool, the default for library callers,
+    whose scripts may lack the `if __name__ == "__main__"` guard that spawn-based pools need).
+    cache: a trainlint.cache.Cache, or None to neither read nor write one."""
     files, missing = discover(paths, resolver, force_exclude)
     result = RunResult(fix_mode=mode.fix)
     for path in missing:
