@@ -200,7 +200,8 @@ gradients until the synchronising micro-batch, which costs memory.
                 when = f"once after the micro-batch loop `{self.ctx.code(acc.loop).splitlines()[0].rstrip(':')}`"
             else:
                 when = f"only when `{acc.condition}`"
-            message = (f"`{backward}` all-reduces the gradients of `{wrapped.name}` ({kind}) on every micro-batch, "
+            models = ", ".join(f"`{w.name}`" for w in used)
+            message = (f"`{backward}` all-reduces the gradients of {models} ({kind}) on every micro-batch, "
                        f"but the optimizer steps {when}; run forward and backward under `{wrapped.name}.no_sync()` "
                        f"on the other micro-batches")
             if kind == "FSDP":
