@@ -14,6 +14,7 @@ from trainlint.api import fix_source, lint_source
 from conftest import ROOT
 
 FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_accumulation.py")
+NESTED_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_accumulation_nested.py")
 
 
 def codes(text, select=("TL301",)):
@@ -190,23 +191,29 @@ def _torchrun(scripts, tmp_path):
     return params, counts
 
 
-def test_fixed_ddp_fixture_trains_the_same_with_fewer_all_reduces(tmp_path):
+def test_fixed_ddp_fixtures_train_the_same_with_fewer_all_reduces(tmp_path):
+    """Flat (`if (step + 1) % accum == 0`) and nested (inner micro-batch loop) accumulation."""
     import torch
 
-    with open(FIXTURE, encoding="utf-8") as f:
-        original = f.read()
-    fixed = fix_source(original, select=["TL301", "TL302"], unsafe_fixes=True)
-    assert "model.no_sync()" in fixed and "gradient_as_bucket_view=True" in fixed
-    with open(FIXTURE[:-3] + ".fixed", encoding="utf-8") as f:
-        assert f.read() == fix_source(original, unsafe_fixes=True)  # the snapshot is this fix
-    fixed_path = tmp_path / "ddp_accumulation_fixed.py"
-    fixed_path.write_text(fixed)
+    scripts = []
+    for fixture in (FIXTURE, NESTED_FIXTURE):
+        with open(fixture, encoding="utf-8") as f:
+            original = f.read()
+        fixed = fix_source(original, select=["TL301", "TL302"], unsafe_fixes=True)
+        assert "model.no_sync()" in fixed and "gradient_as_bucket_view=True" in fixed
+        with open(fixture[:-3] + ".fixed", encoding="utf-8") as f:
+            assert f.read() == fix_source(original, unsafe_fixes=True)  # the snapshot is this fix
+        fixed_path = tmp_path / ("fixed_" + os.path.basename(fixture))
+        fixed_path.write_text(fixed)
+        scripts += [fixture, str(fixed_path)]
 
-    (before, after), counts = _torchrun([FIXTURE, str(fixed_path)], tmp_path)
-    assert before.keys() == after.keys()
-    for name in before:
-        torch.testing.assert_close(after[name], before[name], rtol=0, atol=1e-6)
-    # 24 micro-batches, accumulation 4: every backward all-reduced before, one in four after.
-    assert counts[0] == counts[1]
-    reduces_before, reduces_after = counts[0]
-    assert reduces_before > 0 and reduces_after * 4 == reduces_before
+    params, counts = _torchrun(scripts, tmp_path)
+    assert counts[0] == counts[1]  # both ranks agree
+    for i in (0, 2):
+        before, after = params[i], params[i + 1]
+        assert before.keys() == after.keys()
+        for name in before:
+            torch.testing.assert_close(after[name], before[name], rtol=0, atol=1e-6)
+        # 24 micro-batches, accumulation 4: every backward all-reduced before, one in four after.
+        reduces_before, reduces_after = counts[0][i], counts[0][i + 1]
+        assert reduces_before > 0 and reduces_after * 4 == reduces_before, scripts[i]
