@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.names import dotted
 from trainlint.diagnostics import Applicability
@@ -298,7 +299,7 @@ loop.
             if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                 break
             if isinstance(anc, cst.If) and child is anc.body:
-                test = ctx.code(anc.test)
+                test = one_line(ctx.code(anc.test))
                 if loops.is_interval_test(anc.test):
                     return test if self._periodic(anc.test) else "once"
                 if not _RANK_TEST.search(test):
