@@ -41,6 +41,8 @@ _METHOD_LOOP = "".join("        " + line + "\n" for line in LOOP.format(model="s
     ("import torch\nmodel = torch.compile(torch.nn.parallel.DistributedDataParallel(net))", "model"),
     ("from torch.distributed.fsdp import FullyShardedDataParallel\nmodel = FullyShardedDataParallel(net)", "model"),
     ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
+     "class WrappedModel(DDP):\n    pass\nmodel = WrappedModel(net)", "model"),
+    ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
      "def setup(m, rank):\n    ddp = DDP(m, device_ids=[rank])\n    return ddp\nengine = setup(net, 0)", "engine"),
     ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
      "class Trainer:\n    def __init__(self, net):\n        self.model = DDP(net)\n"
@@ -101,6 +103,22 @@ def test_nested_loop_with_break_is_reported_without_fix():
     text = textwrap.dedent(text)
     found = lint_source(text, select=["TL301"])
     assert [d.code for d in found] == ["TL301"] and found[0].fix is None
+
+
+def test_contextlib_import_goes_after_the_leading_imports():
+    text = textwrap.dedent('''\
+        """Train."""
+        from __future__ import annotations
+
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        model = DDP(net, gradient_as_bucket_view=True)
+        ''') + LOOP.format(model="model")
+    fixed = fix_source(text, select=["TL301"])
+    assert fixed.startswith('"""Train."""\nfrom __future__ import annotations\n\nimport torch\n'
+                            "from torch.nn.parallel import DistributedDataParallel as DDP\nimport contextlib\n\n")
+    compile(fixed, "fixed.py", "exec")
 
 
 def test_wrapped_model_elsewhere_is_not_flagged():
