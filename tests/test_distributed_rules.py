@@ -61,6 +61,10 @@ def test_wrapping_forms(setup, model):
     "        loss.backward()\n",
     "    ctx = model.no_sync if (i + 1) % accum else contextlib.nullcontext\n    with ctx():\n"
     "        loss = model(batch).mean()\n        loss.backward()\n",
+    # A project helper named after it (imported from elsewhere).
+    "    with maybe_no_sync(model, sync=(i + 1) % accum == 0):\n        loss = model(batch).mean()\n"
+    "        loss.backward()\n",
+    "    with accelerator.no_sync(model):\n        loss = model(batch).mean()\n        loss.backward()\n",
 ])
 def test_existing_sync_control_is_not_flagged(handled):
     text = ("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"

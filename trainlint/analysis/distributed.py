@@ -24,11 +24,9 @@ WRAPPERS = (DDP, FSDP)
 
 # Names (attributes, functions, strings) whose presence means the code already controls when
 # gradients are all-reduced: DDP/FSDP `no_sync()`, the attribute nanoGPT sets, accelerate's
-# `accumulate`/`no_sync`, Fabric's `no_backward_sync`, FSDP2's `set_requires_gradient_sync`.
-SYNC_CONTROLS = frozenset(
-    {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync", "accumulate",
-     "block_backward_sync"}
-)
+# `accumulate`/`no_sync`/`sync_gradients`, Fabric's `no_backward_sync`, FSDP2's
+# `set_requires_gradient_sync`, and project helpers named after them (`maybe_no_sync`).
+SYNC_CONTROL = re.compile(r"no_sync|grad(ient)?s?_sync|backward_sync|sync_grad")
 _FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
 
@@ -192,14 +190,14 @@ class Distributed:
     def controls_sync(self) -> bool:
         """The module already decides when gradients are all-reduced (anywhere in it)."""
         for node in self.index.nodes(cst.Attribute):
-            if node.attr.value in SYNC_CONTROLS and not (node.attr.value == "accumulate"
-                                                         and dotted(node.value) == "itertools"):
+            attr = node.attr.value
+            if SYNC_CONTROL.search(attr) or (attr == "accumulate" and dotted(node.value) != "itertools"):
                 return True
         for node in self.index.nodes(cst.Name):
-            if node.value in SYNC_CONTROLS - {"accumulate"}:
+            if SYNC_CONTROL.search(node.value):
                 return True
         for node in self.index.nodes(cst.SimpleString):
-            if node.value.strip("'\"") in SYNC_CONTROLS:
+            if SYNC_CONTROL.search(node.value):
                 return True
         return False
 
