@@ -213,7 +213,7 @@ gradients until the synchronising micro-batch, which costs memory.
 
     def _fix(self, acc: Accumulation, wrapped: Wrapped):
         ctx, dist = self.ctx, self.ctx.distributed
-        if acc.sync_test is None or self._steps_elsewhere(acc):
+        if acc.sync_test is None or self._steps_elsewhere(acc) or not isinstance(acc.loop.body, cst.IndentedBlock):
             return None
         stmts = list(acc.loop.body.body)
         end = stmts.index(dist.top_statement(acc.loop, acc.backward))
