@@ -431,7 +431,8 @@ masked give zeros instead of NaN.
                     kwargs.append(("attn_mask", _attend(ctx, mask.expr, mask.condition)))
             else:
                 code = ctx.code(mask.expr)
-                if mask.condition is not None:
+                # `attn_mask=m if m is not None else None` is just `attn_mask=m` (SDPA takes None).
+                if mask.condition is not None and ctx.code(mask.condition).replace(" ", "") != f"{code}isnotNone":
                     code = f"{code} if {ctx.code(mask.condition)} else None"
                 kwargs.append(("attn_mask", code))
         if att.dropout_p is not None:

@@ -317,6 +317,7 @@ def test_branches_that_rebind_the_weights_are_each_attention():
     assert [d.code for d in found] == ["TL601", "TL601"]
     assert found[0].fix is None  # tensor temperature: no float scale for SDPA
     assert fixed.count("scaled_dot_product_attention(") == 1
+    assert "attn_mask=attn_mask,\n" in fixed  # not `attn_mask if attn_mask is not None else None`
     g = torch.Generator().manual_seed(2)
     q, k, v = (torch.randn(6, 5, 8, generator=g) for _ in range(3))
     mask = torch.randn(6, 5, 5, generator=g)
