@@ -17,7 +17,7 @@ DATALOADERS = (
 )
 DATASETS = ("torch.utils.data.Dataset", "torch.utils.data.IterableDataset")
 # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, drop_last)
-_POSITIONAL = {"batch_size": 1, "shuffle": 2, "num_workers": 5, "collate_fn": 6, "pin_memory": 7, "drop_last": 8}
+_POSITIONAL = {"dataset": 0, "batch_size": 1, "sampler": 3, "shuffle": 2, "num_workers": 5, "collate_fn": 6, "pin_memory": 7, "drop_last": 8}
 _EVAL_NAME = re.compile(r"(val|valid|test|eval|dev)", re.IGNORECASE)
 DEFAULT_WORKERS = "min(8, os.cpu_count() or 1)"
 
@@ -30,7 +30,9 @@ def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
 
 
 def is_loader(ctx, call: cst.Call) -> bool:
-    return ctx.names.is_a(call.func, *DATALOADERS)
+    """A call of DataLoader's constructor with DataLoader's own arguments (aliases, subclasses that
+    keep its __init__)."""
+    return ctx.names.constructs(call.func, *DATALOADERS)
 
 
 def loader_name(ctx, call: cst.Call) -> str | None:
@@ -115,12 +117,31 @@ def workers_positive(ctx, expr: cst.BaseExpression) -> bool:
     return False
 
 
+_SEQUENTIAL = re.compile(r"(^|\.)SequentialSampler$")
+
+
 def is_training_loader(ctx, call: cst.Call) -> bool:
+    """The loader feeds training: a loop over it in this module runs optimizer steps. When no loop
+    over it is seen here, a sequential sampler or an evaluation name says it does not."""
+    loops = ctx.loops.loops_over(call)
+    if loops:
+        return any(ctx.loops.runs_steps(loop) for loop in loops)
+    sampler = loader_arg(ctx, call, "sampler")
+    if sampler is not None:
+        values = [sampler.value] if isinstance(sampler.value, cst.Call) else ctx.assigned_values(sampler.value)
+        if values and all(isinstance(v, cst.Call) and _SEQUENTIAL.search(ctx.dotted(v.func) or "") for v in values):
+            return False
     name = loader_name(ctx, call) or ""
     if _EVAL_NAME.search(name.rsplit(".", 1)[-1]):
         return False
     shuffle = loader_arg(ctx, call, "shuffle")
     return not (shuffle is not None and ctx.literal(shuffle.value) is False and name == "")
+
+
+def _over_builtin_collection(ctx, call: cst.Call) -> bool:
+    """`DataLoader(range(n))`, `DataLoader([])`: plain Python values, nothing to load or pin."""
+    dataset = loader_arg(ctx, call, "dataset") or ctx.positional(call, 0)
+    return dataset is not None and ctx.is_builtin_collection(dataset.value)
 
 
 class DataLoaderRule(Rule):
@@ -130,7 +151,7 @@ class DataLoaderRule(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if is_loader(ctx, node) and not ctx.has_star_kwargs(node):
+        if is_loader(ctx, node) and not ctx.has_star_kwargs(node) and not _over_builtin_collection(ctx, node):
             self.check_loader(node)
 
     def check_loader(self, call: cst.Call) -> None:
@@ -177,6 +198,12 @@ stream, so random augmentations differ from a run without workers. A value from 
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, **loader_kwargs)\n"),
         Valid("import torch\nloader = torch.utils.data.DataLoader(ds, 8, True, None, None, 2)\n"),
         Valid("from mylib import DataLoader\nDataLoader(ds)\n"),
+        # Plain Python values in memory: nothing for workers to load (ecosystem: accelerate tests).
+        Valid("from torch.utils.data import DataLoader\ndl = DataLoader(range(64), batch_size=8, shuffle=True)\n"),
+        Valid("from torch.utils.data import DataLoader\nitems = list(range(10))\ndl = DataLoader(items, batch_size=1)\n"),
+        # A subclass with its own __init__ does not take DataLoader's arguments (ecosystem: torchtitan tests).
+        Valid("from torch.utils.data import DataLoader\nclass FakeLoader(DataLoader):\n    def __init__(self):\n"
+              "        super().__init__(dataset=[], batch_size=1)\nloader = FakeLoader()\n"),
     ]
     invalid = [
         Invalid(
@@ -200,6 +227,9 @@ stream, so random augmentations differ from a run without workers. A value from 
             "from torch.utils.data import DataLoader\nclass MyLoader(DataLoader):\n    pass\nloader = MyLoader(ds)\n"
         ),
         Invalid("from torchdata.stateful_dataloader import StatefulDataLoader\nloader = StatefulDataLoader(ds)\n"),
+        # A subclass that forwards *args/**kwargs keeps DataLoader's signature (yolov5's InfiniteDataLoader).
+        Invalid("from torch.utils.data import DataLoader\nclass Loop(DataLoader):\n    def __init__(self, *args, **kwargs):\n"
+                "        super().__init__(*args, **kwargs)\nloader = Loop(ds, batch_size=4)\n"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
@@ -253,6 +283,14 @@ Safe: pinning changes where host memory lives, not what is computed.
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"),
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, **kw)")),
         Valid(_LOOP.format(loader="val_loader = DataLoader(ds, num_workers=2)\nloader = DataLoader(ds, num_workers=2, pin_memory=True)")),
+        # A loader only iterated by a loop without optimizer steps is not a training loader
+        # (ecosystem: pytorch-tabnet's predict()).
+        Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)") +
+              "def predict(X):\n    dl = DataLoader(X, batch_size=64)\n    for batch in dl:\n"
+              "        out = model(batch.to(device))\n"),
+        # A sequential sampler marks an evaluation loader (ecosystem: simpletransformers).
+        Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)") +
+              "eval_sampler = SequentialSampler(eval_ds)\nscore_loader = DataLoader(eval_ds, sampler=eval_sampler)\n"),
     ]
     invalid = [
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),
@@ -348,7 +386,7 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)"),
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=False)"),
-                fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=True)")),
+                fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=args.workers > 0)")),
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n"
                 "    for i, batch in enumerate(loader):\n        step(batch)\n"),
         Invalid("from torch.utils.data import DataLoader\ndef train_epoch(dl):\n    for b in dl:\n        step(b)\n"
@@ -365,12 +403,26 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
         name = loader_name(ctx, call)
         if name is None or not _iterated_per_epoch(ctx, name):
             return
+        workers = loader_arg(ctx, call, "num_workers")
+        # PyTorch rejects persistent_workers=True without workers, so a configurable worker count
+        # (simpletransformers' dataloader_num_workers, 0 by default) gets a condition, not True.
+        certain = ctx.literal(workers.value) is not UNKNOWN or workers_positive(ctx, workers.value)
+        value = "True" if certain else f"{_operand(ctx, workers.value)} > 0"
         self.report(
             call,
             "Workers are restarted at every epoch; set `persistent_workers=True` to keep them alive",
-            self.fix(Applicability.UNSAFE, "Set `persistent_workers=True`",
-                     (call, ctx.with_keyword(call, "persistent_workers", "True"))),
+            self.fix(Applicability.UNSAFE, f"Set `persistent_workers={value}`",
+                     (call, ctx.with_keyword(call, "persistent_workers", value))),
         )
+
+
+def _operand(ctx, expr: cst.BaseExpression) -> str:
+    """expr's code, parenthesized unless it is already one operand of a comparison: `8 if x else 0`
+    must become `(8 if x else 0) > 0` (found by tests/test_properties.py)."""
+    code = ctx.code(expr).strip()  # keeps the expression's own parentheses, if any
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer)) or expr.lpar:
+        return code
+    return f"({code})"
 
 
 def _mentions(ctx, expr: cst.CSTNode, name: str) -> bool:
@@ -440,6 +492,9 @@ since PyTorch rejects a prefetch factor without workers.
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=6)\n",
                 options={"min-prefetch-factor": 6}),
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=8 if fast else 0)\n",
+                fixed="from torch.utils.data import DataLoader\nDataLoader(\n    ds,\n    num_workers=8 if fast else 0,\n"
+                      "    prefetch_factor=4 if (8 if fast else 0) > 0 else None,\n)\n"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
@@ -454,7 +509,7 @@ since PyTorch rejects a prefetch factor without workers.
             if value is UNKNOWN or value is None or value >= minimum:
                 return
         if ctx.literal(workers.value) is UNKNOWN and not workers_positive(ctx, workers.value):
-            value_code = f"{minimum} if {ctx.code(workers.value)} > 0 else None"
+            value_code = f"{minimum} if {_operand(ctx, workers.value)} > 0 else None"
         else:
             value_code = str(minimum)
         self.report(
@@ -620,7 +675,7 @@ offline is left to you; device moves in `collate_fn` should move to the training
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if not is_loader(ctx, node):
+        if not is_loader(ctx, node) or ctx.is_offline_script:
             return
         arg = loader_arg(ctx, node, "collate_fn")
         if arg is None:
@@ -713,7 +768,7 @@ The offline conversion is yours to make.
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         ctx = self.ctx
-        if node.name.value not in ("__getitem__", "__iter__"):
+        if node.name.value not in ("__getitem__", "__iter__") or ctx.is_offline_script:
             return
         cls = ctx.index.enclosing_class(node)
         if cls is None or not ctx.names.is_a(cst.Name(cls.name.value), *DATASETS):

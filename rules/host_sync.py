@@ -137,9 +137,9 @@ the script's logging interval.
         target = None
         if isinstance(func, cst.Attribute) and func.attr.value in _SYNC_METHODS and not node.args:
             inner = func.value
-            # One finding per chain: `x.cpu().numpy()` is reported at `.cpu()`.
-            if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) \
-                    and inner.func.attr.value in _SYNC_METHODS:
+            # One finding per chain: `x.cpu().numpy()` is reported at `.cpu()`, and so is
+            # `x.cpu().detach().numpy().item()` (pytorch-tabnet: it was reported twice).
+            if _sync_in_receiver(inner):
                 return
             if func.attr.value != "item" and not ctx.tensors.is_tensor(inner):
                 return
@@ -166,6 +166,18 @@ the script's logging interval.
                 # Fewer reads change what the script records: shown as a suggestion, never written.
                 fix = self.fix(Applicability.DISPLAY_ONLY, guard.message, *guard.replacements)
         self.report(node, f"{what} waits for the GPU on every step; {advice}", fix)
+
+
+def _sync_in_receiver(expr: cst.BaseExpression) -> bool:
+    """A host-sync method call earlier in the method chain that expr ends."""
+    while isinstance(expr, (cst.Call, cst.Attribute, cst.Subscript)):
+        if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SYNC_METHODS and not expr.args:
+                return True
+            expr = expr.func
+        else:
+            expr = expr.value
+    return False
 
 
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log", "exception"})

@@ -76,6 +76,9 @@ class FileError:
 
     path: str
     reason: str
+    # A bug in trainlint (an unexpected exception), not a problem with the file: the ecosystem
+    # sweep counts these, and the message asks for a report.
+    internal: bool = False
 
     def __str__(self) -> str:
         return f"{self.path}: error: {self.reason}"

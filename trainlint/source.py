@@ -55,8 +55,11 @@ def decode(raw: bytes, path: str) -> tuple[str, str, bool]:
     try:
         text = body.decode(codec)
     except UnicodeDecodeError as exc:
+        line = body.count(b"\n", 0, exc.start) + 1
+        hint = "" if codec != "utf-8" else "; declare the file's encoding (PEP 263) or re-save it as UTF-8"
         raise SourceError(
-            f"cannot decode as {codec}: invalid byte 0x{body[exc.start]:02x} at offset {exc.start + (3 if bom else 0)}"
+            f"cannot decode as {codec}: invalid byte 0x{body[exc.start]:02x} at offset {exc.start + (3 if bom else 0)} "
+            f"(line {line}){hint}"
         ) from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r} in the coding declaration") from None

@@ -6,6 +6,7 @@ import names never pays for hot-loop or tensor analysis.
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
 
 import libcst as cst
@@ -16,6 +17,15 @@ from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.precision import Precision
 from trainlint.analysis.tensors import Tensors
 from trainlint.analysis.tree import TreeIndex
+
+
+# Paths of data-preparation tools: a scripts/ or tools/ folder, or a prep/preprocess/extract/convert/
+# featurize/dump/export module.
+_OFFLINE_PATH = re.compile(
+    r"(^|/)(scripts?|tools)/|(^|/|_|-)(prep|prepare|preprocess\w*|extract\w*|convert\w*|featurize\w*|dump\w*|"
+    r"export\w*)[_.-]",
+    re.IGNORECASE,
+)
 
 
 class FileContext:
@@ -41,6 +51,52 @@ class FileContext:
     @cached_property
     def tensors(self) -> Tensors:
         return Tensors(self.index, self.names)
+
+    @cached_property
+    def _assignments(self) -> dict:
+        """(enclosing function, dotted target) -> values assigned to it by plain `=`."""
+        table: dict = {}
+        for assign in self.index.nodes(cst.Assign):
+            scope = self.index.enclosing_function(assign)
+            for target in assign.targets:
+                name = dotted(target.target)
+                if name:
+                    table.setdefault((scope, name), []).append(assign.value)
+        return table
+
+    def assigned_values(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The values a name (or `self.x`) is assigned in the function expr is in; [] if unknown."""
+        name = dotted(expr)
+        if name is None:
+            return []
+        return self._assignments.get((self.index.enclosing_function(expr), name), [])
+
+    def is_builtin_collection(self, expr: cst.BaseExpression, _depth: int = 0) -> bool:
+        """A list/tuple/set literal or comprehension, `range(...)`, or `list(...)`/`tuple(...)` of one,
+        directly or through names assigned only such values: plain Python objects already in memory,
+        with no per-sample work for loader workers to overlap."""
+        if _depth > 3:
+            return False
+        if isinstance(expr, (cst.List, cst.Tuple, cst.Set, cst.ListComp, cst.SetComp)):
+            return True
+        if isinstance(expr, cst.Call):
+            qn = self.names.qualified(expr.func)
+            if qn == "builtins.range":
+                return True
+            if qn in ("builtins.list", "builtins.tuple") and len(expr.args) == 1:
+                return self.is_builtin_collection(expr.args[0].value, _depth + 1)
+            return False
+        if isinstance(expr, cst.Name):
+            values = self.assigned_values(expr)
+            return bool(values) and all(self.is_builtin_collection(v, _depth + 1) for v in values)
+        return False
+
+    @cached_property
+    def is_offline_script(self) -> bool:
+        """A data-preparation tool that trains nothing: a module without a hot loop whose path says
+        it prepares data (see _OFFLINE_PATH). Per-sample decoding or tokenizing here is the offline
+        pass that the input-pipeline rules recommend, not something to move elsewhere."""
+        return not self.loops.hot_loops and bool(_OFFLINE_PATH.search(self.path.replace("\\", "/")))
 
     @cached_property
     def precision(self) -> Precision:

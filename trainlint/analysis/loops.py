@@ -28,6 +28,9 @@ DEFAULT_INTERVAL_NAMES = re.compile(
     r"^(should_\w+|do_\w+|is_last\w*|last_\w+|\w+_now|sync_gradients|is_accumulat\w*|\w*log_step\w*|"
     r"\w*_boundary|is_update\w*|update_step|is_grad_acc\w*)$"
 )
+# Calls that hand back the same stream of batches (accelerate, Lightning Fabric, XLA, itertools).
+_LOADER_WRAPPER = re.compile(r"^(iter|enumerate|tqdm|cycle|prepare\w*|setup_dataloaders?|skip_first_batches|"
+                             r"\w*[wW]rap\w*|MpDeviceLoader|ParallelLoader)$")
 _COUNTER = re.compile(r"(step|iter|idx|^i$|^it$|^j$|batch|epoch|count)", re.IGNORECASE)
 
 
@@ -46,6 +49,13 @@ def is_step_call(call: cst.Call, names: Names) -> bool:
     return names.qualified(func) == "torch.autograd.backward"
 
 
+def _position(body, stmt) -> int:
+    for i, item in enumerate(body):
+        if item is stmt:
+            return i
+    return -1
+
+
 def _has_modulo(expr: cst.CSTNode, index: TreeIndex) -> bool:
     for node in index.walk(expr):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
@@ -61,6 +71,7 @@ class Loops:
         self._per_step_fn: dict[cst.FunctionDef, bool] = {}
         self._guard_cache: dict[cst.CSTNode, bool] = {}
         self._in_hot_fn: dict[cst.FunctionDef, bool] = {}
+        self._exit_cache: dict[cst.CSTNode, list[int]] = {}
 
         self.functions: dict[str, list[cst.FunctionDef]] = {}
         for fn in index.nodes(cst.FunctionDef):
@@ -69,7 +80,11 @@ class Loops:
         # Names assigned from a modulo test or another flag: `should_log = step % n == 0`.
         self.flag_names: set[str] = set()
         for assign in index.nodes(cst.Assign):
-            if _has_modulo(assign.value, index):
+            # Only tests are flags: `should_log = step % n == 0`. A bare remainder is a number, e.g.
+            # HF-style resume `steps_trained_in_current_epoch = global_step % steps_per_epoch`, later
+            # tested as `if steps_trained_in_current_epoch > 0: continue` to skip batches already seen.
+            if isinstance(assign.value, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)) \
+                    and _has_modulo(assign.value, index):
                 for target in assign.targets:
                     name = dotted(target.target)
                     if name:
@@ -133,6 +148,61 @@ class Loops:
         for name in stepping_names:
             yield from self.calls_by_name.get(name, ())
 
+    def runs_steps(self, loop: cst.CSTNode) -> bool:
+        """The loop is a hot loop or holds one (an epoch loop around the step loop)."""
+        if loop in self.hot_loops:
+            return True
+        return any(self.index.contains(loop.body, hot) for hot in self.hot_loops)
+
+    def loops_over(self, value: cst.BaseExpression) -> list[cst.For]:
+        """`for` loops that iterate over the value of expr: over the expression itself, or over the
+        name it is assigned to (in the same function; `self.x` anywhere in the module), possibly
+        through enumerate/tqdm/zip."""
+        out = [loop for loop in self.index.nodes(cst.For) if self.index.contains(loop.iter, value)]
+        parent = self.index.parent.get(value)
+        targets = []
+        if isinstance(parent, cst.Assign):
+            targets = [dotted(t.target) for t in parent.targets]
+        elif isinstance(parent, cst.AnnAssign):
+            targets = [dotted(parent.target)]
+        scope = self.index.enclosing_function(value)
+        targets = self._wrapped_names([t for t in targets if t], scope)
+        for name in targets:
+            for loop in self.index.nodes(cst.For):
+                if loop in out:
+                    continue
+                if not name.startswith("self.") and self.index.enclosing_function(loop) is not scope:
+                    continue
+                if any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
+                       for n in self.index.walk(loop.iter)):
+                    out.append(loop)
+        return out
+
+    def _wrapped_names(self, names: list[str], scope) -> list[str]:
+        """names plus the names their values are re-bound to through a call in the same function:
+        `dl = accelerator.prepare(dl)`, `it = iter(dl)`, `model, dl = accelerator.prepare(model, dl)`
+        (a tuple target takes the argument in the same position)."""
+        out = list(names)
+        for assign in self.index.nodes(cst.Assign):
+            if self.index.enclosing_function(assign) is not scope or not isinstance(assign.value, cst.Call):
+                continue
+            callee = (dotted(assign.value.func) or "").rsplit(".", 1)[-1]
+            if not _LOADER_WRAPPER.match(callee):
+                continue  # `n = len(dl)` is not the loader
+            args = [dotted(a.value) for a in assign.value.args if not a.keyword and not a.star]
+            for target in assign.targets:
+                t = target.target
+                if isinstance(t, (cst.Tuple, cst.List)) and len(t.elements) == len(args) and len(args) > 1:
+                    pairs = [(dotted(e.value), a) for e, a in zip(t.elements, args)]
+                elif len(args) == 1:
+                    pairs = [(dotted(t), args[0])]
+                else:
+                    continue
+                for new, old in pairs:
+                    if new and old in out and new not in out:
+                        out.append(new)
+        return out
+
     # -- guards ------------------------------------------------------------------------
 
     def is_interval_test(self, test: cst.BaseExpression) -> bool:
@@ -175,11 +245,31 @@ class Loops:
             child = anc
         return None
 
+    def _early_exits(self, block) -> list[int]:
+        """Positions in a block of interval guards that leave early: `if not should_log: return`,
+        `if step % n != 0: continue`; the statements after them run only on some steps."""
+        cached = self._exit_cache.get(block)
+        if cached is None:
+            cached = []
+            for i, stmt in enumerate(block.body):
+                if isinstance(stmt, cst.If) and stmt.orelse is None and self.is_interval_test(stmt.test):
+                    last = stmt.body.body[-1] if stmt.body.body else None
+                    if isinstance(last, cst.SimpleStatementLine):
+                        last = last.body[-1] if last.body else None
+                    if isinstance(last, (cst.Return, cst.Continue)):
+                        cached.append(i)
+            self._exit_cache[block] = cached
+        return cached
+
     def is_per_step(self, node: cst.CSTNode) -> bool:
         child = node
         for anc in self.index.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and self.is_interval_test(anc.test):
                 return False
+            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+                exits = self._early_exits(anc)
+                if exits and exits[0] < _position(anc.body, child):
+                    return False
             if isinstance(anc, Loop) and child is anc.body and anc in self.hot_loops:
                 return True
             if isinstance(anc, (cst.Lambda, cst.ClassDef)):

@@ -95,9 +95,20 @@ class Names:
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                     local = alias.asname.name.value
                 self.aliases[local] = f"{module}.{name}"
+        # Classes of this module that define their own __init__: calling them does not pass the
+        # call's arguments to the base class's constructor.
+        self.own_init: set[str] = set()
         for node in index.nodes(cst.ClassDef):
-            self.classes[node.name.value] = [b.value for b in node.bases]
+            self.classes[node.name.value] = [b.value for b in node.bases if b.keyword is None and not b.star]
             self.local_defs.add(node.name.value)
+            body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+            for stmt in body:
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
+                    params = stmt.params
+                    # `def __init__(self, *args, **kwargs)` passes the arguments on: same signature.
+                    forwards = isinstance(params.star_arg, cst.Param) and params.star_kwarg is not None
+                    if not forwards:
+                        self.own_init.add(node.name.value)
         for node in index.nodes(cst.FunctionDef):
             self.local_defs.add(node.name.value)
 
@@ -123,6 +134,30 @@ class Names:
         if isinstance(expr, cst.Name) and expr.value in self.classes and expr.value not in _seen:
             seen = _seen | {expr.value}
             return any(self.is_a(base, *qualnames, _seen=seen) for base in self.classes[expr.value])
+        return False
+
+    def constructs(self, expr: cst.BaseExpression, *qualnames: str) -> bool:
+        """Calling expr runs one of qualnames' constructors with the call's own arguments.
+
+        True for the class itself and for subclasses of this module that inherit its __init__;
+        a subclass with its own __init__ has its own signature (a test's `FakeLoader()` that
+        passes fixed arguments to `super().__init__`), so its calls say nothing about the base
+        class's arguments.
+        """
+        qn = self.qualified(expr)
+        if qn is not None:
+            return qn in qualnames
+        name = expr.value if isinstance(expr, cst.Name) else None
+        seen: set[str] = set()
+        while name is not None and name in self.classes and name not in seen:
+            seen.add(name)
+            if name in self.own_init:
+                return False
+            bases = self.classes[name]
+            if any(self.qualified(b) in qualnames for b in bases):
+                return True
+            # Follow the first local base (single inheritance is what loaders and datasets use).
+            name = next((b.value for b in bases if isinstance(b, cst.Name) and b.value in self.classes), None)
         return False
 
     def module_alias(self, module: str) -> str | None:

@@ -1,0 +1,121 @@
+"""Shared analyses refined from the ecosystem triage (docs/ecosystem.md): each case is a shape
+seen in real code where a rule was wrong."""
+
+import libcst as cst
+
+from trainlint.analysis.context import FileContext
+
+
+def _ctx(code: str) -> FileContext:
+    return FileContext("t.py", code, cst.parse_module(code), None)
+
+
+def _calls(ctx, name):
+    return [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == name]
+
+
+def test_constructs_follows_inherited_init_only():
+    ctx = _ctx(
+        "from torch.utils.data import DataLoader as DL\n"
+        "class Fake(DL):\n    def __init__(self):\n        super().__init__([], batch_size=1)\n"
+        "class Loop(DL):\n    def __init__(self, *a, **kw):\n        super().__init__(*a, **kw)\n"
+        "class Plain(DL):\n    pass\n"
+        "class Deeper(Plain):\n    pass\n"
+        "Fake(); Loop(ds); Plain(ds); Deeper(ds); DL(ds)\n"
+    )
+    q = "torch.utils.data.DataLoader"
+    got = {name: ctx.names.constructs(_calls(ctx, name)[0].func, q) for name in ("Fake", "Loop", "Plain", "Deeper", "DL")}
+    assert got == {"Fake": False, "Loop": True, "Plain": True, "Deeper": True, "DL": True}
+
+
+def test_builtin_collection():
+    ctx = _ctx(
+        "def f():\n    a = list(range(3))\n    b = make()\n    c = [1, 2]\n    c = (x for x in y)\n"
+        "    use(a, b, c, range(4), [], (), tuple([1]), ds)\n"
+    )
+    use = _calls(ctx, "use")[0]
+    got = [ctx.is_builtin_collection(a.value) for a in use.args]
+    assert got == [True, False, False, True, True, True, True, False]
+
+
+def test_loops_over_assigned_name_and_steps():
+    ctx = _ctx(
+        "def train():\n    dl = DataLoader(ds)\n    for epoch in range(3):\n        for i, b in enumerate(dl):\n"
+        "            loss = model(b)\n            loss.backward()\n            opt.step()\n"
+        "def predict():\n    dl = DataLoader(ds)\n    for b in tqdm(dl):\n        model(b)\n"
+        "def build():\n    return DataLoader(ds)\n"
+    )
+    train_call, predict_call, build_call = _calls(ctx, "DataLoader")
+    loops = ctx.loops
+    assert [loops.runs_steps(l) for l in loops.loops_over(train_call)] == [True]
+    assert [loops.runs_steps(l) for l in loops.loops_over(predict_call)] == [False]
+    assert loops.loops_over(build_call) == []
+
+
+def test_loops_over_follows_wrappers_not_other_calls():
+    ctx = _ctx(
+        "def check():\n    dl = DataLoader(ds, shuffle=True)\n    prepared = accelerator.prepare(dl)\n"
+        "    for b in prepared:\n        items.append(b)\n"
+        "def train():\n    dl = DataLoader(ds)\n    model, dl2 = accelerator.prepare(model, dl)\n    n = len(dl)\n"
+        "    for i in range(n):\n        pass\n    for b in dl2:\n        model(b).backward()\n"
+    )
+    check_call, train_call = _calls(ctx, "DataLoader")
+    loops = ctx.loops
+    assert [loops.runs_steps(l) for l in loops.loops_over(check_call)] == [False]
+    assert [loops.runs_steps(l) for l in loops.loops_over(train_call)] == [True]
+
+
+def test_offline_script_by_path_and_no_hot_loop():
+    prep = "class DS(Dataset):\n    def __getitem__(self, i):\n        return torchaudio.load(self.paths[i])\n"
+    train = prep + "for x in loader:\n    model(x).backward()\n    opt.step()\n"
+
+    def offline(path, code):
+        return FileContext(path, code, cst.parse_module(code), None).is_offline_script
+
+    assert offline("examples/speech_to_text/prep_covost_data.py", prep)
+    assert offline("MMPT/scripts/video_feature_extractor/videoreader.py", prep)
+    assert offline("wav2vec/vq-wav2vec_featurize.py", prep)
+    assert not offline("scripts/train.py", train)  # trains: not offline
+    assert not offline("litgpt/data/base.py", prep)  # a library dataset: used for training elsewhere
+    assert not offline("preparation_notes/ds.py", prep)
+
+
+def test_precision_resolves_a_device_name_given_to_a_scaler():
+    # Found by the corpus sweep (trainer-0.0.36): the device table was read before it was built.
+    ctx = _ctx("import torch\ndev = 'cuda'\nscaler = torch.amp.GradScaler(dev)\n"
+               "with torch.amp.autocast(device_type=dev):\n    pass\n")
+    assert [s.device for s in ctx.precision.scalers] == ["cuda"]
+    assert [a.device for a in ctx.precision.autocasts] == ["cuda"]
+
+
+def test_early_exit_interval_guards_end_per_step_code():
+    # torchtitan's train_step: `if not should_log: return` before the metric reads.
+    ctx = _ctx(
+        "def train_step(batch):\n    loss = model(batch)\n    loss.backward()\n    opt.step()\n"
+        "    early = loss.item()\n    if not should_log:\n        return\n    late = loss.item()\n"
+        "for step, batch in enumerate(loader):\n    train_step(batch)\n"
+        "    if step % log_every != 0:\n        continue\n    logged = float(loss)\n"
+        "    if step == 0:\n        continue\n"
+    )
+    items = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) in ("loss.item", "float")]
+    assert [ctx.loops.is_per_step(c) for c in items] == [True, False, False]
+
+
+def test_tl201_reports_a_conversion_chain_once():
+    from trainlint.api import lint_source
+
+    code = ("for x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
+            "    logs['loss'] = loss.cpu().detach().numpy().item()\n")
+    assert [d.code for d in lint_source(code, select=["TL201"])] == ["TL201"]
+
+
+def test_a_remainder_is_not_an_interval_flag():
+    # simpletransformers' resume: skipping already-seen batches is not an interval guard.
+    ctx = _ctx(
+        "steps_left = global_step % steps_per_epoch\nshould_log = global_step % 10 == 0\n"
+        "for step, batch in enumerate(loader):\n    if steps_left > 0:\n        steps_left -= 1\n        continue\n"
+        "    loss = model(batch)\n    total += loss.item()\n    loss.backward()\n    opt.step()\n"
+        "    if should_log:\n        print(loss.item())\n"
+    )
+    items = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "loss.item"]
+    assert [ctx.loops.is_per_step(c) for c in items] == [True, False]

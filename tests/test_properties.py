@@ -1,0 +1,185 @@
+"""Property-based tests: no crash on generated programs; fixed output parses and is idempotent.
+
+Two sources of programs:
+- hypothesmith, from Python's grammar (odd but valid syntax), with a header that makes every
+  rule's text prefilter pass, so the rules and the shared analyses really run over them;
+- a generator of training-script shapes (loaders with random arguments, epoch and step loops,
+  interval guards, host syncs, collate functions, datasets) that the rules fix, to check that
+  every fix (unsafe ones included) yields code that parses and compiles, and that fixing again
+  changes nothing.
+
+Example counts are kept small for CI (TRAINLINT_PROPERTY_EXAMPLES raises them locally).
+"""
+
+from __future__ import annotations
+
+import os
+
+import hypothesmith
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trainlint.config import Settings
+from trainlint.engine import ParseError, lint_text, parse
+from trainlint.fixer import FixError, fix_text
+
+EXAMPLES = int(os.environ.get("TRAINLINT_PROPERTY_EXAMPLES", "40"))
+ALL = Settings(select=("ALL",))
+RULES = ALL.active_rules("gen.py")
+PROPS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+
+# Mentions every rule's trigger strings, so the prefilter lets every rule run on what follows.
+HEADER = ("# DataLoader collate_fn __getitem__ __iter__ pin_memory backward step( .item( autocast GradScaler\n"
+          "# torch.save no_sync DistributedDataParallel DataParallel zero_grad softmax synchronize\n")
+
+
+def _lint(code: str):
+    try:
+        return lint_text(code, "gen.py", RULES, ALL)
+    except ParseError:
+        return None  # a clean per-file error: not a crash
+
+
+@PROPS
+@given(hypothesmith.from_grammar())
+def test_no_crash_on_grammar_programs(program):
+    _lint(HEADER + program)
+
+
+@PROPS
+@given(hypothesmith.from_grammar(auto_target=False))
+def test_fix_of_grammar_programs_parses_and_is_idempotent(program):
+    code = HEADER + program
+    try:
+        fixed = fix_text(code, "gen.py", RULES, ALL, unsafe_fixes=True).text
+    except (ParseError, FixError):
+        return
+    _check_fixed(code, fixed)
+
+
+# -- training-script shapes -----------------------------------------------------------------------
+
+_names = st.sampled_from(["loader", "train_loader", "val_loader", "dl", "self.loader", "data_iter"])
+_values = st.sampled_from(["0", "2", "4", "args.workers", "True", "False", "None", "n", "8 if x else 0"])
+_kwargs = st.sampled_from(["num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "drop_last",
+                           "shuffle", "batch_size", "collate_fn", "sampler"])
+
+
+@st.composite
+def loader_call(draw):
+    ctor = draw(st.sampled_from(["DataLoader", "torch.utils.data.DataLoader", "DL", "StatefulDataLoader"]))
+    args = [draw(st.sampled_from(["ds", "train_ds", "range(10)", "Text(paths)"]))]
+    for key in draw(st.lists(_kwargs, max_size=5, unique=True)):
+        value = "collate" if key == "collate_fn" else draw(_values)
+        args.append(f"{key}={value}")
+    if draw(st.booleans()):
+        args.append("**kw")
+    trailing = draw(st.sampled_from(["", ","]))
+    multiline = draw(st.booleans())
+    if multiline:
+        inner = "".join(f"\n    {a}," for a in args)
+        if not trailing:
+            inner = inner[:-1] + "\n"
+        else:
+            inner += "\n"
+        return f"{ctor}({inner})"
+    return f"{ctor}({', '.join(args)}{trailing})"
+
+
+_step_lines = st.sampled_from([
+    "x = x.to(device)",
+    "x, y = x.cuda(), y.to('cuda', non_blocking=False)",
+    "loss = model(x, y)",
+    "loss = criterion(model(x), y)",
+    "total += loss.item()",
+    "print(f'loss {loss}')",
+    "print(loss.item())",
+    "if torch.isnan(loss):\n    break",
+    "if step % log_every == 0:\n    print(loss.item())",
+    "torch.cuda.synchronize()",
+    "optimizer.zero_grad(set_to_none=False)",
+    "with torch.cuda.amp.autocast():\n    out = model(x)",
+    "torch.save(model.state_dict(), 'ckpt.pt')",
+    "attn = torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1) @ v",
+    "pbar.set_postfix(loss=loss)",
+    "acc = (preds == y).float().mean().item()",
+    "scaler.scale(loss).backward()",
+    "loss.backward()",
+    "optimizer.step()",
+    "scaler.step(optimizer)",
+    "pass",
+])
+
+
+def _indent(block: str, prefix: str) -> str:
+    return "".join(prefix + line + "\n" for line in block.splitlines())
+
+
+@st.composite
+def training_script(draw):
+    lines = ["import os", "import torch", "from torch.utils.data import DataLoader, Dataset",
+             "from torch.utils.data import DataLoader as DL",
+             "from torchdata.stateful_dataloader import StatefulDataLoader"]
+    if draw(st.booleans()):
+        lines.append("def collate(batch):\n    return tokenizer(batch, padding=True, return_tensors='pt')")
+    if draw(st.booleans()):
+        lines.append("class Text(Dataset):\n    def __getitem__(self, i):\n"
+                     "        return self.tok.encode(open(self.paths[i]).read())")
+    name = draw(_names)
+    loaders = draw(st.lists(loader_call(), min_size=1, max_size=3))
+    for i, call in enumerate(loaders):
+        target = name if i == 0 else f"loader_{i}"
+        if target.startswith("self."):
+            target = "loader_self"
+        lines.append(f"{target} = {call}")
+    loop_target = name if not name.startswith("self.") else "loader_self"
+    body = "\n".join(draw(st.lists(_step_lines, min_size=1, max_size=8)))
+    inner = f"for step, (x, y) in enumerate({loop_target}):\n" + _indent(body, "    ")
+    if draw(st.booleans()):
+        inner = "for epoch in range(3):\n" + _indent(inner, "    ")
+    if draw(st.booleans()):
+        inner = "def train(model, optimizer):\n" + _indent(inner, "    ")
+    lines.append(inner.rstrip("\n"))
+    text = "\n".join(lines) + "\n"
+    return text.replace("\n", "\r\n") if draw(st.booleans()) else text
+
+
+def _check_fixed(original: str, fixed: str) -> None:
+    parse(fixed)  # libcst
+    compile(fixed, "gen.py", "exec", dont_inherit=True)  # CPython
+    again = fix_text(fixed, "gen.py", RULES, ALL, unsafe_fixes=True).text
+    assert again == fixed, "a second fix run changed the fixed text"
+    if "\r\n" in original and "\n" not in original.replace("\r\n", ""):  # a pure CRLF file stays one
+        assert "\n" not in fixed.replace("\r\n", ""), "a fix introduced a bare LF into a CRLF file"
+
+
+@PROPS
+@given(training_script())
+def test_training_scripts_lint_without_crash(code):
+    compile(code, "gen.py", "exec", dont_inherit=True)  # the generator writes valid Python
+    found = _lint(code)
+    assert found is not None
+    for diag in found:
+        assert 0 <= diag.start_offset <= diag.end_offset <= len(code)
+        if diag.fix is not None:
+            for edit in diag.fix.edits:
+                assert 0 <= edit.start <= edit.end <= len(code)
+
+
+@PROPS
+@given(training_script(), st.booleans())
+def test_training_script_fixes_parse_and_are_idempotent(code, unsafe):
+    try:
+        outcome = fix_text(code, "gen.py", RULES, ALL, unsafe_fixes=unsafe)
+    except FixError as exc:  # refusing a fix is allowed; a broken file is not
+        pytest.fail(f"a rule produced a fix that does not parse: {exc}\n{code}")
+    if not unsafe:
+        # Only safe fixes: rerunning with safe fixes changes nothing.
+        again = fix_text(outcome.text, "gen.py", RULES, ALL, unsafe_fixes=False).text
+        assert again == outcome.text
+        parse(outcome.text)
+        compile(outcome.text, "gen.py", "exec", dont_inherit=True)
+        return
+    _check_fixed(code, outcome.text)
