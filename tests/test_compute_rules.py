@@ -5,7 +5,6 @@ applies TL601's fix, executes the original and the fixed code on the same random
 and compares the outputs to 1e-5.
 """
 
-import math
 
 import pytest
 
