@@ -1,5 +1,1 @@
-import os
-import sys
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+from _paths import ROOT, SHARED  # noqa: F401  (kept importable for older tests)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from _paths import ROOT
 from trainlint.analysis.context import FileContext
 from trainlint.api import fix_source, lint_source
 from trainlint.config import Settings

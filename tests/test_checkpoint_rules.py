@@ -11,7 +11,7 @@ import pytest
 
 from trainlint.api import fix_source, lint_source
 
-from conftest import ROOT
+from _paths import ROOT
 
 FIXTURE = os.path.join(ROOT, "fixtures", "checkpoint", "checkpoint_every_step.py")
 

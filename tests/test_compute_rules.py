@@ -273,7 +273,7 @@ def test_transformer_fixture_fixed_trains_the_same(tmp_path):
     import subprocess
     import sys
 
-    from conftest import ROOT
+    from _paths import ROOT
 
     script = os.path.join(ROOT, "fixtures", "compute", "transformer_block.py")
     fixed = tmp_path / "transformer_block_fixed.py"

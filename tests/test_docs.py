@@ -2,7 +2,7 @@
 
 import os
 
-from conftest import ROOT
+from _paths import ROOT
 from trainlint.ruledocs import rules_markdown, updated_readme
 
 

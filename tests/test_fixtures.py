@@ -15,7 +15,7 @@ import pytest
 from trainlint.api import fix_source, lint_source
 from trainlint.config import Settings
 
-from conftest import ROOT
+from _paths import ROOT
 
 FIXTURES = os.path.join(ROOT, "fixtures")
 # Every script with a findings snapshot beside it, in fixtures/ and its family folders (not verify/,

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from conftest import ROOT
+from _paths import ROOT
 
 
 def test_lint_api_does_not_import_torch(tmp_path):

@@ -9,7 +9,7 @@ import venv
 
 import pytest
 
-from conftest import ROOT
+from _paths import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import ROOT
+from _paths import ROOT
 
 PACK = '''
 import libcst as cst
