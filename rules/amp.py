@@ -127,6 +127,12 @@ since the new signature orders them differently. `import torch` is added when no
             fixed="import torch\nwith torch.amp.autocast(\"cpu\", dtype=torch.bfloat16):\n    y = model(x)\n",
         ),
         Invalid("from torch.cuda.amp import autocast\n", fixed=""),
+        Invalid(
+            "import torch\ndef evaluate(args):\n    if args.fp16:\n        from torch.cuda import amp\n"
+            "    with amp.autocast():\n        pass\n",
+            fixed="import torch\ndef evaluate(args):\n    if args.fp16:\n        pass\n"
+            "    with torch.amp.autocast(\"cuda\"):\n        pass\n",
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -222,7 +228,13 @@ since the new signature orders them differently. `import torch` is added when no
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
             return
         if len(stmt.names) == 1:
-            replacement = ctx.remove_statement(line)
+            block = ctx.parent(line)
+            others = [s for s in getattr(block, "body", ()) if s is not line and not self._is_deprecated_import(s)]
+            if isinstance(block, cst.IndentedBlock) and not others:
+                # `if args.fp16:\n    from torch.cuda import amp`: the block must keep a statement.
+                replacement = (line, line.with_changes(body=[cst.Pass()]))
+            else:
+                replacement = ctx.remove_statement(line)
         else:
             names = [a for a in stmt.names if a is not alias]
             names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -232,6 +244,17 @@ since the new signature orders them differently. `import torch` is added when no
             f"`{target}` is deprecated and `{local}` is no longer used; remove the import",
             self.fix(Applicability.SAFE, f"Remove the unused import of `{target}`", replacement),
         )
+
+    def _is_deprecated_import(self, stmt) -> bool:
+        """A statement line that only imports the deprecated API (it may go in the same round)."""
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+            return False
+        node = stmt.body[0]
+        if isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+            return (self.ctx.dotted(node.module) or "").startswith(("torch.cuda.amp", "torch.cpu.amp")) or \
+                self.ctx.dotted(node.module) in ("torch.cuda", "torch.cpu") and not isinstance(node.names, cst.ImportStar) \
+                and all(self.ctx.dotted(a.name) == "amp" for a in node.names)
+        return False
 
     def _is_used(self, local: str) -> bool:
         ctx = self.ctx

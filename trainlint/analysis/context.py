@@ -299,14 +299,13 @@ class FileContext:
         """How to spell `module` here (`torch`, `th`, `F`), and the replacements that add an import when
         nothing binds it (`import torch`)."""
         names = self.names
-        alias = names.module_alias(module)
-        if alias is not None:
-            return alias, []
-        head, _, rest = module.partition(".")
-        top = names.module_alias(head)
-        if top is not None:
-            return f"{top}.{rest}" if rest else top, []
-        return module, [self.insert_after_imports(f"import {head}")]
+        parts = module.split(".")
+        # The longest bound prefix: `F` for torch.nn.functional, else `nn.functional`, else `torch.nn.functional`.
+        for i in range(len(parts), 0, -1):
+            alias = names.module_alias(".".join(parts[:i]))
+            if alias is not None:
+                return ".".join([alias, *parts[i:]]), []
+        return module, [self.insert_after_imports(f"import {parts[0]}")]
 
 
 class _Unknown:
