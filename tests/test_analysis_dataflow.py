@@ -119,3 +119,12 @@ def test_a_remainder_is_not_an_interval_flag():
     )
     items = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "loss.item"]
     assert [ctx.loops.is_per_step(c) for c in items] == [True, False]
+
+
+def test_a_name_assigned_python_numbers_is_not_a_tensor_whatever_its_name():
+    ctx = _ctx(
+        "def train():\n    current_loss = loss.item()\n    tr_loss = 0.0\n    tr_loss += loss.item()\n"
+        "    run_loss = 0\n    run_loss += loss\n    use(current_loss, tr_loss, run_loss, loss)\n"
+    )
+    use = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "use"][0]
+    assert [ctx.tensors.is_tensor(a.value) for a in use.args] == [False, False, True, True]
