@@ -128,3 +128,12 @@ def test_a_name_assigned_python_numbers_is_not_a_tensor_whatever_its_name():
     )
     use = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "use"][0]
     assert [ctx.tensors.is_tensor(a.value) for a in use.args] == [False, False, True, True]
+
+
+def test_exception_handlers_are_not_per_step():
+    ctx = _ctx(
+        "for batch in loader:\n    try:\n        loss = model(batch)\n        loss.backward()\n        opt.step()\n"
+        "        torch.cuda.synchronize()\n    except RuntimeError:\n        torch.cuda.empty_cache()\n"
+    )
+    calls = [c for c in ctx.index.nodes(cst.Call) if (ctx.dotted(c.func) or "").startswith("torch.cuda")]
+    assert [ctx.loops.is_per_step(c) for c in calls] == [True, False]

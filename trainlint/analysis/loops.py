@@ -266,6 +266,10 @@ class Loops:
         for anc in self.index.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and self.is_interval_test(anc.test):
                 return False
+            if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)):
+                # Recovery code (`except OutOfMemoryError: torch.cuda.empty_cache()`) runs when a
+                # step fails, not on every step (OpenNMT-py, ultralytics).
+                return False
             if isinstance(anc, (cst.IndentedBlock, cst.Module)):
                 exits = self._early_exits(anc)
                 if exits and exits[0] < _position(anc.body, child):
