@@ -81,6 +81,12 @@ since the new signature orders them differently. `import torch` is added when no
         Valid("from apex import amp\nmodel, opt = amp.initialize(model, opt)\n"),
         Valid("from torch import amp\nscaler = amp.GradScaler('cuda')\n"),
         Valid("import torch\ncfg.amp.autocast = True\n"),
+        # Old-PyTorch arms of version gates are deliberate fallbacks (ultralytics, accelerate).
+        Valid("import torch\nscaler = torch.amp.GradScaler('cuda') if TORCH_2_4 else torch.cuda.amp.GradScaler()\n"),
+        Valid("import torch\nif is_torch_version('>=', '2.4.0'):\n    from torch.amp import GradScaler\nelse:\n"
+              "    from torch.cuda.amp import GradScaler\ndef save(scaler: GradScaler):\n    pass\n"),
+        Valid("try:\n    from torch.amp import autocast\nexcept ImportError:\n    from torch.cuda.amp import autocast\n"
+              "with autocast('cuda'):\n    y = model(x)\n"),
     ]
     invalid = [
         Invalid(
@@ -123,6 +129,9 @@ since the new signature orders them differently. `import torch` is added when no
             fixed="import torch\nwith torch.amp.autocast(\"cpu\", dtype=torch.bfloat16):\n    y = model(x)\n",
         ),
         Invalid("from torch.cuda.amp import autocast\n", fixed=""),
+        # Not a version gate: sentence-transformers picks the device, not the PyTorch version.
+        Invalid("import torch\nif device_type == 'cuda':\n    scaler = torch.cuda.amp.GradScaler()\n",
+                fixed="import torch\nif device_type == 'cuda':\n    scaler = torch.amp.GradScaler('cuda')\n"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -158,6 +167,8 @@ since the new signature orders them differently. `import torch` is added when no
     # -- reporting ----------------------------------------------------------------------
 
     def _report(self, node, qn: str, fix) -> None:
+        if self.ctx.is_version_fallback(node):
+            return  # the old-PyTorch arm of a version gate (ultralytics, accelerate): deliberate
         device, new = DEPRECATED_AMP[qn]
         old = self.ctx.code(node.func if isinstance(node, cst.Call) else node)
         if new in ("autocast", "GradScaler"):
@@ -185,7 +196,7 @@ since the new signature orders them differently. `import torch` is added when no
 
     def _unused_import(self, stmt, alias, local: str, target: str) -> None:
         ctx = self.ctx
-        if ctx.path.endswith("__init__.py") or self._is_used(local):
+        if ctx.path.endswith("__init__.py") or self._is_used(local) or ctx.is_version_fallback(stmt):
             return
         line = ctx.statement(stmt)
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:

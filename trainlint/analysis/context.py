@@ -107,6 +107,12 @@ class FileContext:
     def precision(self) -> Precision:
         return Precision(self.index, self.names)
 
+    def is_version_fallback(self, node: cst.CSTNode) -> bool:
+        """node runs only on an old PyTorch or when an import failed (see analysis/gates.py)."""
+        from trainlint.analysis.gates import in_version_fallback
+
+        return in_version_fallback(self.index, node)
+
     def measures_time(self, node: cst.CSTNode) -> bool:
         """node's function (or the module, outside functions) reads a clock: a synchronize there
         is how GPU work is timed (yolov5's `time_sync()`), not an accident."""
