@@ -441,9 +441,14 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         scalers = [s for s in prec.active_scalers() if s.device != "cpu"]
         if not scalers or prec.chooses_bf16:
             return
+        # Where the module trains, only autocasts of the training step pair with the scaler;
+        # evaluation and prediction autocasts beside them do not (simpletransformers' evaluate(),
+        # predict()). A module that trains elsewhere (no step here) keeps every autocast.
+        trains_here = bool(ctx.loops.step_calls)
         autocasts = [a for a in prec.autocasts
                      if a.device != "cpu" and not prec.is_disabled(a.call, 0 if a.qualname != "torch.amp.autocast" else 2)
-                     and prec.autocast_dtypes(a) == {"float16"}]
+                     and prec.autocast_dtypes(a) == {"float16"}
+                     and (not trains_here or ctx.loops.in_training_step(a.call))]
         if not autocasts:
             return
         ampere = _target_gpu(ctx) in AMPERE_OR_NEWER

@@ -137,3 +137,18 @@ def test_exception_handlers_are_not_per_step():
     )
     calls = [c for c in ctx.index.nodes(cst.Call) if (ctx.dotted(c.func) or "").startswith("torch.cuda")]
     assert [ctx.loops.is_per_step(c) for c in calls] == [True, False]
+
+
+def test_tl402_pairs_the_scaler_with_training_autocasts_only():
+    # simpletransformers: one GradScaler in train(), fp16 autocasts in train() and predict().
+    from trainlint.api import lint_source
+
+    code = ("import torch\ndef train(loader):\n    scaler = torch.cuda.amp.GradScaler()\n    for x in loader:\n"
+            "        with torch.cuda.amp.autocast():\n            loss = model(x)\n"
+            "        scaler.scale(loss).backward()\n        scaler.step(opt)\n        scaler.update()\n"
+            "def predict(x):\n    with torch.cuda.amp.autocast():\n        return model(x)\n")
+    found = [d for d in lint_source(code, select=["TL402"])]
+    assert [d.start.row for d in found] == [5]
+    ctx = _ctx(code)
+    autocasts = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "torch.cuda.amp.autocast"]
+    assert [ctx.loops.in_training_step(c) for c in autocasts] == [True, False]

@@ -292,6 +292,15 @@ class Loops:
         self._per_step_fn[fn] = result
         return result
 
+    def in_training_step(self, node: cst.CSTNode) -> bool:
+        """node takes part in a training step: in a hot loop (or a function it calls), or in a
+        function that itself runs backward or an optimizer step. An autocast in `evaluate()` or
+        `predict()` of the same module does not (simpletransformers)."""
+        if self.in_hot_loop(node):
+            return True
+        fn = self.index.enclosing_function(node)
+        return fn is not None and any(self.index.enclosing_function(c) is fn for c in self.step_calls)
+
     def in_hot_loop(self, node: cst.CSTNode) -> bool:
         """In a hot loop's body (or a function it calls), guarded or not."""
         child = node
