@@ -152,3 +152,13 @@ def test_tl402_pairs_the_scaler_with_training_autocasts_only():
     ctx = _ctx(code)
     autocasts = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "torch.cuda.amp.autocast"]
     assert [ctx.loops.in_training_step(c) for c in autocasts] == [True, False]
+
+
+def test_evaluation_every_n_steps_is_not_a_training_step():
+    ctx = _ctx(
+        "def evaluate():\n    with autocast():\n        return model(val)\n"
+        "for step, x in enumerate(loader):\n    with autocast():\n        loss = model(x)\n    loss.backward()\n"
+        "    opt.step()\n    if step % 100 == 0:\n        evaluate()\n"
+    )
+    autocasts = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "autocast"]
+    assert [ctx.loops.in_training_step(c) for c in autocasts] == [False, True]

@@ -293,10 +293,11 @@ class Loops:
         return result
 
     def in_training_step(self, node: cst.CSTNode) -> bool:
-        """node takes part in a training step: in a hot loop (or a function it calls), or in a
-        function that itself runs backward or an optimizer step. An autocast in `evaluate()` or
-        `predict()` of the same module does not (simpletransformers)."""
-        if self.in_hot_loop(node):
+        """node takes part in every training step: per step in a hot loop (or a function it calls),
+        or in a function that itself runs backward or an optimizer step. An autocast in `evaluate()`
+        or `predict()` of the same module does not, even when evaluation runs every N steps from the
+        training loop (simpletransformers)."""
+        if self.is_per_step(node):
             return True
         fn = self.index.enclosing_function(node)
         return fn is not None and any(self.index.enclosing_function(c) is fn for c in self.step_calls)
