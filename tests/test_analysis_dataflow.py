@@ -162,3 +162,14 @@ def test_evaluation_every_n_steps_is_not_a_training_step():
     )
     autocasts = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "autocast"]
     assert [ctx.loops.in_training_step(c) for c in autocasts] == [False, True]
+
+
+def test_cache_miss_paths():
+    ctx = _ctx(
+        "def load(path):\n    if os.path.exists(path) and not reprocess:\n        feats = torch.load(path)\n"
+        "    else:\n        feats = build()\n        if not no_cache:\n            torch.save(feats, path)\n"
+        "    if not Path(path).is_file():\n        torch.save(feats, path)\n"
+        "    if step % 10 == 0:\n        torch.save(model.state_dict(), 'ckpt.pt')\n"
+    )
+    saves = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "torch.save"]
+    assert [ctx.loops.on_cache_miss(c) for c in saves] == [True, True, False]
