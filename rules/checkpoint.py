@@ -9,6 +9,7 @@ import libcst as cst
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.names import dotted
 from trainlint.diagnostics import Applicability
+from trainlint.engine import LINE_LENGTH, _one_arg_per_line
 from trainlint.rule import Invalid, Option, Rule, Valid
 
 from .host_sync import step_counter
@@ -342,7 +343,10 @@ loop.
 
     def _fix(self, site: cst.Call, inner: list[cst.Call], kind: str):
         ctx = self.ctx
-        asyncs = None if self._reads_back(site) else [self._async_call(s) for s in inner]
+        stmt = ctx.index.enclosing(site, cst.SimpleStatementLine)
+        guarded = kind == "per-step" and stmt is not None
+        asyncs = None if self._reads_back(site) else \
+            [self._async_call(s, guarded and ctx.index.contains(stmt, s)) for s in inner]
         if asyncs is not None and any(a is None for a in asyncs):
             asyncs = None
         if kind != "per-step":
@@ -351,7 +355,6 @@ loop.
             reps = list(zip(inner, asyncs))
             return self._with_helper(reps, "Save from a CPU snapshot in a background thread")
         # Per step: put the statement under an interval; async too where possible.
-        stmt = ctx.index.enclosing(site, cst.SimpleStatementLine)
         counter = _counter(ctx, site)
         if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock) \
                 or ctx.loops.hot_loop_of(site) is None:
@@ -383,7 +386,7 @@ loop.
             reps = [insert, *reps]
         return self.fix(Applicability.UNSAFE, message, *reps)
 
-    def _async_call(self, call: cst.Call) -> cst.Call | None:
+    def _async_call(self, call: cst.Call, guarded: bool = False) -> cst.Call | None:
         """`save(args)` as `_trainlint_async_save(save, args)`; None where a snapshot is not possible."""
         ctx = self.ctx
         kind = self._save_kind(call)
@@ -398,7 +401,20 @@ loop.
         elif kind != "torch.save":
             return None
         first = cst.Arg(value=call.func, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        return call.with_changes(func=cst.Name(HELPER), args=[first, *args])
+        new = call.with_changes(func=cst.Name(HELPER), args=[first, *args])
+        code = ctx.code(new)
+        if "#" in code:
+            return new  # comments between the arguments: keep the author's layout
+        # Lay the call out afresh: one line if it fits, else one argument per line (Black's layout).
+        one_line = new.with_changes(
+            whitespace_before_args=cst.SimpleWhitespace(""),
+            args=[a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(args) else
+                                 cst.MaybeSentinel.DEFAULT)
+                  for i, a in enumerate(new.args)])
+        depth = sum(isinstance(a, cst.IndentedBlock) for a in ctx.index.ancestors(call)) + guarded
+        if len(ctx.code(one_line)) + 4 * depth <= LINE_LENGTH:
+            return one_line
+        return _one_arg_per_line(one_line, ctx.module.default_indent)
 
     def _reads_back(self, site: cst.Call) -> bool:
         """A checkpoint load after the hot loop: it could read a file still being written."""

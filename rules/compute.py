@@ -53,6 +53,7 @@ class _Attention:
     consumed: list[cst.CSTNode] = field(default_factory=list)  # statements the fix deletes
     names: set[str] = field(default_factory=set)  # intermediate variables (scores, weights)
     bmm: bool = False
+    unfixable: bool = False
 
 
 def _int_literal(expr) -> int | None:
@@ -127,12 +128,12 @@ masked give zeros instead of NaN.
         Valid(_HEAD + "    att = F.softmax(q @ k, dim=-1)\n    return att @ v\n"),
         Valid(_HEAD + "    att = F.softmax(q @ k.transpose(-2, -1), dim=-1)\n    self.last_att = att\n"
                       "    return att @ v\n"),
-        # A dropout module the fix cannot resolve (fairseq's FairseqDropout): the match stops there
-        # and nothing is reported; this shape used to escape as an internal error.
-        Valid(_HEAD + "    att = F.softmax(q @ k.transpose(-2, -1), dim=-1)\n    att = self.dropout_module(att)\n"
-                      "    return att @ v\n"),
     ]
     invalid = [
+        # A dropout module the fix cannot resolve (fairseq's FairseqDropout): still attention,
+        # reported without a fix (this shape once escaped as an internal error).
+        Invalid(_HEAD + "    att = F.softmax(q @ k.transpose(-2, -1), dim=-1)\n    att = self.dropout_module(att)\n"
+                        "    return att @ v\n"),
         Invalid(
             _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
                     "    scores = scores.masked_fill(mask == 0, float('-inf'))\n"
@@ -154,8 +155,9 @@ masked give zeros instead of NaN.
                     "    return out\n",
             fixed=_HEAD + "    d = q.shape[-1]\n"
                           "    # padding\n"
-                          "    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask if mask is not None else None, "
-                          "dropout_p=0.1 if self.training else 0.0, scale=1 / d ** 0.5)\n"
+                          "    out = F.scaled_dot_product_attention(\n        q,\n        k,\n        v,\n"
+                          "        attn_mask=mask if mask is not None else None,\n"
+                          "        dropout_p=0.1 if self.training else 0.0,\n        scale=1 / d ** 0.5,\n    )\n"
                           "    return out\n",
         ),
         Invalid(
@@ -172,8 +174,9 @@ masked give zeros instead of NaN.
             "        self.drop = nn.Dropout(p)\n"
             "        self.register_buffer('bias', torch.tril(torch.ones(n, n)).view(1, 1, n, n))\n\n"
             "    def forward(self, q, k, v):\n        T = q.size(-2)\n"
-            "        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.drop.p if self.training else 0.0, "
-            "is_causal=True)\n        return y\n",
+            "        y = F.scaled_dot_product_attention(\n            q,\n            k,\n            v,\n"
+            "            dropout_p=self.drop.p if self.training else 0.0,\n            is_causal=True,\n        )\n"
+            "        return y\n",
         ),
     ]
 
@@ -210,11 +213,12 @@ masked give zeros instead of NaN.
             if self._used_elsewhere(att, node, stmt):
                 return
             fix, shown = None, None
-            if fixable:
+            if fixable and not att.unfixable:
                 try:
                     call, extra = self._build(att, stmt)
+                    # A Call node (not text), so the engine lays out a call longer than a line one argument per line.
                     fix = self.fix(Applicability.UNSAFE, "Use scaled_dot_product_attention",
-                                   (node, call), *_removals(ctx, att.consumed), *extra)
+                                   (node, cst.parse_expression(call)), *_removals(ctx, att.consumed), *extra)
                     shown = call if len(call) <= 140 else None
                 except _NoFix:
                     fix, shown = None, None
@@ -275,7 +279,9 @@ masked give zeros instead of NaN.
             return self._weights(expr.args[0].value, at, att)
         if att.dropout_p is None and isinstance(func, cst.Attribute) and "drop" in func.attr.value.lower() \
                 and len(expr.args) == 1:
-            raise _NoFix  # a dropout we cannot resolve to nn.Dropout
+            att.unfixable = True  # a dropout we cannot resolve to nn.Dropout (its p is unknown)
+            att.dropout_p = "?"
+            return self._weights(expr.args[0].value, at, att)
         # Casts around a float32 softmax: .to(q.dtype), .type_as(q), .to(torch.float16).
         if isinstance(func, cst.Attribute) and func.attr.value in ("to", "type_as") and qn is None \
                 and len(expr.args) == 1 and _is_softmax_call(ctx, func.value, self):
@@ -330,6 +336,8 @@ masked give zeros instead of NaN.
         if isinstance(expr, cst.Call):
             func = expr.func
             qn = ctx.names.qualified(func)
+            if isinstance(func, cst.Attribute) and qn is None and func.attr.value == "float" and not expr.args:
+                return self._scores(func.value, at, att)  # softmax(scores.float()): an upcast, not a new value
             if qn in _MATMUL_FN and len(expr.args) == 2:
                 att.bmm = att.bmm or qn == "torch.bmm"
                 return self._core(expr.args[0].value, expr.args[1].value, att)
@@ -385,18 +393,31 @@ masked give zeros instead of NaN.
     # -- intermediate results used elsewhere -------------------------------------------
 
     def _used_elsewhere(self, att: _Attention, node, stmt) -> bool:
+        """An intermediate (scores, weights) is read after the attention, so SDPA cannot replace it.
+        Flow-insensitive but order-aware: the first occurrence after the attention statement decides;
+        a rebinding there (`attn = ...` in another branch or a later block) means the value is dead."""
         ctx = self.ctx
         scope = ctx.index.enclosing_function(node) or ctx.module
+        chain = set(att.consumed) | {node}
+        after = False
+        decided: set[str] = set()
         for name in ctx.index.walk(scope):
-            if isinstance(name, cst.Name) and name.value in att.names:
-                parent = ctx.parent(name)
-                if isinstance(parent, cst.Attribute) and parent.attr is name:
-                    continue
-                if isinstance(parent, cst.Arg) and parent.keyword is name:
-                    continue
-                if any(ctx.index.contains(s, name) for s in att.consumed) or ctx.index.contains(node, name):
-                    continue
-                return True
+            if name is stmt:
+                after = True  # nodes of stmt itself follow in the walk; they are part of the chain
+                continue
+            if not after or not isinstance(name, cst.Name) or name.value not in att.names or name.value in decided:
+                continue
+            if any(ctx.index.contains(s, name) for s in chain):
+                continue
+            parent = ctx.parent(name)
+            if isinstance(parent, cst.Attribute) and parent.attr is name:
+                continue
+            if isinstance(parent, cst.Arg) and parent.keyword is name:
+                continue
+            if isinstance(parent, cst.AssignTarget) and parent.target is name:
+                decided.add(name.value)  # rebound before any read
+                continue
+            return True
         return False
 
     # -- the replacement ---------------------------------------------------------------
@@ -458,17 +479,22 @@ masked give zeros instead of NaN.
     def _check_float(self, expr) -> None:
         """SDPA's scale must be a Python float: a tensor-valued scale (a learnable temperature) has no rewrite."""
         ctx = self.ctx
+        if _tensor_valued(ctx, expr):  # torch calls, tensor methods (`self.logit_scale.exp()`); math.sqrt is fine
+            raise _NoFix
+        fn = ctx.index.enclosing_function(expr)
         for node in ctx.index.walk(expr):
-            if isinstance(node, cst.Call):
-                qn = ctx.names.qualified(node.func) or ""
-                # torch functions and tensor methods (`self.logit_scale.exp()`) give tensors; math.sqrt does not.
-                if qn.startswith("torch.") or (not qn and isinstance(node.func, cst.Attribute)
-                                               and node.func.attr.value in ("exp", "sqrt", "clamp", "log", "rsqrt")):
-                    raise _NoFix
             if isinstance(node, cst.Attribute) and (ctx.dotted(node) or "").startswith("self."):
-                value = self._module_assignment(node)
+                value = self._module_assignment(node)  # self.t = nn.Parameter(...)
                 if value is not None and (ctx.names.qualified(value.func) or "").startswith("torch."):
                     raise _NoFix
+            parent = ctx.parent(node)
+            if isinstance(node, cst.Name) and not (isinstance(parent, cst.Attribute) and parent.attr is node):
+                # A local computed from tensors (`logit_scale = self.logit_scale.clamp(max=m).exp()`).
+                for assign in ctx.index.nodes(cst.Assign):
+                    if ctx.index.enclosing_function(assign) is fn and any(
+                            isinstance(t.target, cst.Name) and t.target.value == node.value for t in assign.targets) \
+                            and _tensor_valued(ctx, assign.value):
+                        raise _NoFix
 
     def _causal(self, cond) -> bool:
         """cond masks out exactly the strict upper triangle of a square slice: `tril[..., :T, :T] == 0`,
@@ -535,6 +561,17 @@ masked give zeros instead of NaN.
                 for target in targets:
                     if any(isinstance(n, cst.Name) and n.value in moved for n in ctx.index.walk(target)):
                         raise _NoFix
+
+
+def _tensor_valued(ctx, expr) -> bool:
+    """expr calls torch or a tensor method that keeps a tensor (exp, clamp, sqrt...)."""
+    for node in ctx.index.walk(expr):
+        if isinstance(node, cst.Call):
+            qn = ctx.names.qualified(node.func) or ""
+            if qn.startswith("torch.") or (not qn and isinstance(node.func, cst.Attribute)
+                                           and node.func.attr.value in ("exp", "sqrt", "clamp", "log", "rsqrt")):
+                return True
+    return False
 
 
 def _payload_op(kind: str, payload, condition) -> _Op:

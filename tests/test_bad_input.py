@@ -267,14 +267,17 @@ def test_file_modified_between_read_and_write_is_not_overwritten(tmp_path, monke
 def test_internal_error_is_reported_per_file_without_traceback(tmp_path, monkeypatch):
     broken = write(tmp_path / "a.py", FIXABLE)
     fine = write(tmp_path / "b.py", FIXABLE)
-    real_lint = runner_module.lint_text
+    import trainlint.engine as engine_module
+
+    real_lint = engine_module.lint_text
 
     def lint_that_breaks(text, path, *args, **kwargs):
         if path == broken:
             raise ValueError("simulated bug")
         return real_lint(text, path, *args, **kwargs)
 
-    monkeypatch.setattr(runner_module, "lint_text", lint_that_breaks)
+    # The runner imports the engine when it first needs it, so the engine's own name is patched.
+    monkeypatch.setattr(engine_module, "lint_text", lint_that_breaks)
     result = _cli([broken, fine, *SELECT])
     assert result.exit_code == 2
     assert f"{broken}: error: internal error: ValueError: simulated bug" in result.output

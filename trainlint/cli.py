@@ -12,6 +12,7 @@ import sys
 import click
 
 from trainlint import __version__
+from trainlint.cache import Cache
 from trainlint.config import ConfigError, SettingsResolver
 from trainlint.registry import RegistryError, all_rules, get_rule, is_known_selector
 from trainlint.reporters import FORMATS, render
@@ -57,21 +58,49 @@ def _selectors(ctx, param, value):
 @click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="concise", show_default=True)
 @click.option("--config", "config_path", type=click.Path(), help="Use this configuration file for every file.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="TRAINLINT_CACHE_DIR", default=".trainlint_cache",
+              show_default=True, help="Where the cache lives (env: TRAINLINT_CACHE_DIR).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: one per CPU; 1 runs in this process).")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("-e", "--extend-exclude", multiple=True, help="Extra exclude patterns.")
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
+              help="Report only findings not recorded in FILE (a missing FILE is written with the current findings).")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: TLxxx` comments that suppress every current finding.")
 def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exit_zero, statistics, show_fixes,
-          output_format, config_path, no_cache, force_exclude, quiet, extend_exclude) -> None:
+          output_format, config_path, no_cache, cache_dir, jobs, force_exclude, quiet, extend_exclude,
+          baseline_path, add_noqa) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     overrides = {"select": select, "extend_select": extend_select, "ignore": ignore,
                  "extend_exclude": tuple(extend_exclude) or None}
     try:
         resolver = SettingsResolver(config_path, overrides)
         mode = Mode(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff)
-        result = run(list(paths) or ["."], resolver, mode, force_exclude=force_exclude)
+        cache = None if no_cache else Cache(cache_dir)
+        result = run(list(paths) or ["."], resolver, mode, force_exclude=force_exclude, jobs=jobs, cache=cache)
     except (ConfigError, RegistryError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    if add_noqa:
+        from trainlint.noqa import add_noqa as insert_noqa
+
+        problems = list(result.errors)
+        count = insert_noqa(result, problems)
+        for problem in problems:
+            click.echo(str(problem), err=True)
+        click.echo(f"Added {count} noqa directive{'' if count == 1 else 's'}.", err=True)
+        sys.exit(2 if problems else 0)
+    if baseline_path:
+        from trainlint.baseline import BaselineError, apply_baseline
+
+        try:
+            result, written = apply_baseline(result, baseline_path)
+        except BaselineError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        if written is not None:
+            click.echo(f"Wrote {written} finding{'' if written == 1 else 's'} to the baseline {baseline_path}.", err=True)
     result.statistics = statistics
     result.show_fixes = show_fixes
     for error in result.errors:

@@ -14,6 +14,7 @@ import os
 import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -21,8 +22,10 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from trainlint import __version__
-from trainlint.engine import ActiveRule
 from trainlint.registry import all_rules, get_rule, is_known_selector
+
+if TYPE_CHECKING:
+    from trainlint.engine import ActiveRule
 
 CONFIG_FILES = ("trainlint.toml", "pyproject.toml")
 TARGET_GPUS = ("any", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell")
@@ -111,6 +114,10 @@ class Settings:
 
 @lru_cache(maxsize=256)
 def _active_rules(settings: Settings, ignored: tuple[str, ...]) -> tuple[ActiveRule, ...]:
+    # Imported here, not at the top: the engine imports libcst, which a run answered entirely
+    # from the cache never needs.
+    from trainlint.engine import ActiveRule
+
     by_code = {r.code: r for r in all_rules()}
     return tuple(
         ActiveRule(by_code[code], settings.options_for(code))

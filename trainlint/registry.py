@@ -12,8 +12,12 @@ import os
 import sys
 from functools import lru_cache
 from importlib import metadata
+from typing import TYPE_CHECKING
 
-from trainlint.rule import Rule
+if TYPE_CHECKING:
+    # Imported where used: trainlint.rule imports libcst, and a warm (all cached) run must not
+    # pay for importing libcst just to start (issue 6: warm <= 10% of cold).
+    from trainlint.rule import Rule
 
 ENTRY_POINT_GROUP = "trainlint.rules"
 
@@ -58,6 +62,8 @@ def _import_builtin():
 
 
 def _rules_of(obj, origin: str) -> list[type[Rule]]:
+    from trainlint.rule import Rule
+
     if isinstance(obj, type) and issubclass(obj, Rule):
         return [obj]
     if isinstance(obj, (list, tuple)):

@@ -1,18 +1,22 @@
 """Running the engine over files: read, lint or fix, write; one FileResult per file.
 
-check_file is the unit of work (plain arguments, so a process pool can run it).
+check_file is the unit of work (plain arguments, so a process pool can run it). run() looks each
+file up in the cache first, hands the rest to a process pool (--jobs), and returns the results
+in discovery order whatever order the workers finished in, so the output never depends on the
+number of jobs.
 """
 
 from __future__ import annotations
 
 import difflib
+import multiprocessing
+import os
+import sys
 from dataclasses import dataclass
 
 from trainlint.config import Settings, SettingsResolver
 from trainlint.diagnostics import FileError, FileResult, RunResult
 from trainlint.discovery import discover
-from trainlint.engine import ParseError, lint_text
-from trainlint.fixer import FixError, fix_text
 from trainlint.source import SourceError, read_source
 from trainlint.writer import write_fixed
 
@@ -25,6 +29,11 @@ class Mode:
 
 
 def check_file(path: str, settings: Settings, mode: Mode) -> FileResult:
+    return _checked(path, settings, mode)[0]
+
+
+def _checked(path: str, settings: Settings, mode: Mode) -> tuple[FileResult, str | None]:
+    """_check_file, with one file's internal error turned into that file's error line."""
     try:
         return _check_file(path, settings, mode)
     except (KeyboardInterrupt, SystemExit):
@@ -41,16 +50,26 @@ def check_file(path: str, settings: Settings, mode: Mode) -> FileResult:
             path, f"internal error: {type(exc).__name__}: {exc}{where}; the file was not changed; please report this",
             internal=True,
         )
-        return result
+        return result, None
 
 
-def _check_file(path: str, settings: Settings, mode: Mode) -> FileResult:
-    result = FileResult(path=path)
+def _check_file(path: str, settings: Settings, mode: Mode) -> tuple[FileResult, str | None]:
+    """The result, and the sha256 of the bytes it was computed from (None if the file could not
+    be read): the cache stores the result under what the worker really read."""
     try:
         source = read_source(path)
     except SourceError as exc:
-        result.error = FileError(path, str(exc))
-        return result
+        return FileResult(path=path, error=FileError(path, str(exc))), None
+    return _check_source(source, path, settings, mode), source.digest
+
+
+def _check_source(source, path: str, settings: Settings, mode: Mode) -> FileResult:
+    # Imported on first use, not at the top: they pull in libcst (a few hundred milliseconds),
+    # which a run answered entirely from the cache never needs.
+    from trainlint.engine import ParseError, lint_text
+    from trainlint.fixer import FixError, fix_text
+
+    result = FileResult(path=path)
     rules = settings.active_rules(path)
     result.source = source.text
     try:
@@ -90,11 +109,97 @@ def _check_file(path: str, settings: Settings, mode: Mode) -> FileResult:
     return result
 
 
-def run(paths: list[str], resolver: SettingsResolver, mode: Mode = Mode(), force_exclude: bool = False) -> RunResult:
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the CPUs this process may use (containers, taskset)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _pool_context():
+    # fork: workers start in milliseconds with libcst, the rules and the settings already loaded.
+    # Elsewhere (macOS, Windows) fork is unsafe or missing; spawn re-imports, which works because
+    # every task's arguments are plain picklable values.
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _load_before_fork(settings: set[Settings]) -> None:
+    """Imports the engine and resolves the active rules once in this process, so forked workers
+    inherit them instead of each doing it again."""
+    import trainlint.engine  # noqa: F401
+    import trainlint.fixer  # noqa: F401
+
+    for each in settings:
+        each.active_rules()
+
+
+def _task(item: tuple[int, str, Settings, Mode]) -> tuple[int, FileResult, str | None]:
+    index, path, settings, mode = item
+    result, digest = _checked(path, settings, mode)
+    return index, result, digest
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _execute(work: list[tuple[int, str, Settings, Mode]], jobs: int):
+    """Yields (index, FileResult, digest) for every work item, in any order."""
+    jobs = min(jobs, len(work))
+    if jobs <= 1:
+        for item in work:
+            yield _task(item)
+        return
+    # Biggest files first, so no worker is left with one large file at the end while the others
+    # idle; small chunks for the same reason (a task is milliseconds, so dispatch costs little).
+    work = sorted(work, key=lambda item: _file_size(item[1]), reverse=True)
+    chunksize = max(1, min(16, len(work) // (jobs * 32)))
+    _load_before_fork({item[2] for item in work})
+    with _pool_context().Pool(jobs) as pool:
+        yield from pool.imap_unordered(_task, work, chunksize)
+
+
+def _from_cache(cache, path: str, settings: Settings, mode: Mode) -> FileResult | None:
+    try:
+        source = read_source(path)
+    except SourceError:
+        return None  # the real check reports why
+    hit = cache.get(path, source.digest, settings)
+    if hit is None:
+        return None
+    diagnostics, error = hit
+    if (mode.fix or mode.diff) and (diagnostics or error):
+        return None  # fixes need the tree; only a file known to be clean can be skipped
+    return FileResult(path=path, diagnostics=diagnostics, error=error, source=source.text)
+
+
+def run(paths: list[str], resolver: SettingsResolver, mode: Mode = Mode(), force_exclude: bool = False,
+        jobs: int | None = None, cache=None) -> RunResult:
+    """jobs: worker processes (None: one per CPU; 1: no pool). cache: a trainlint.cache.Cache, or
+    None to neither read nor write one."""
     files, missing = discover(paths, resolver, force_exclude)
     result = RunResult(fix_mode=mode.fix)
     for path in missing:
         result.files.append(FileResult(path=path, error=FileError(path, "no such file or directory")))
-    for path in files:
-        result.files.append(check_file(path, resolver.for_path(path), mode))
+    slots: list[FileResult | None] = [None] * len(files)
+    settings_of = [resolver.for_path(path) for path in files]
+    work = []
+    for index, path in enumerate(files):
+        if cache is not None:
+            slots[index] = _from_cache(cache, path, settings_of[index], mode)
+            if slots[index] is not None:
+                continue
+        work.append((index, path, settings_of[index], mode))
+    # Only plain lint results are stored: after a fix the findings belong to another text.
+    store = cache is not None and not (mode.fix or mode.diff)
+    for index, file_result, digest in _execute(work, jobs or default_jobs()):
+        slots[index] = file_result
+        if store and digest is not None:
+            cache.put(files[index], digest, settings_of[index], file_result.diagnostics, file_result.error)
+    result.files.extend(slots)
     return result

@@ -42,6 +42,10 @@ _TF32_CALLS = ("torch.set_float32_matmul_precision",)
 # Signs that the model is not trained in float32 (or precision is handled by a framework).
 _LOW_PRECISION_METHODS = frozenset({"half", "bfloat16"})
 _FRAMEWORK_PRECISION_KEYWORDS = frozenset({"mixed_precision", "precision", "fp16", "bf16", "amp", "use_amp"})
+# Keywords that pass a model/parameter dtype chosen elsewhere (torchtune's `dtype=self._dtype`,
+# HF's `torch_dtype=`, FSDP's MixedPrecision(param_dtype=...)).
+_DTYPE_KEYWORDS = frozenset({"dtype", "torch_dtype", "param_dtype", "compute_dtype"})
+_NOT_FLOAT_DTYPES = re.compile(r"^torch\.(u?int\d*|long|short|bool|float32|float64|double|complex\d*|cfloat)$")
 
 
 @dataclass(frozen=True)
@@ -64,10 +68,7 @@ class Precision:
         self.names = names
         self.autocasts: list[AutocastUse] = []
         self.scalers: list[ScalerUse] = []
-        self.deprecated_refs: list[tuple[cst.CSTNode, str]] = []  # (Name/Attribute, qualified name)
-        # Assignments by dotted target, for resolving dtype and device names (module-wide: scripts
-        # assign once). Built first: _device() below reads it (`GradScaler(device=dev)` crashed on
-        # trainer-0.0.36's trainer.py before).
+        # Assignments by dotted target, for resolving dtype names (module-wide: scripts assign once).
         self.assigned: dict[str, list[cst.BaseExpression]] = {}
         for assign in index.nodes(cst.Assign):
             for target in assign.targets:
@@ -229,6 +230,9 @@ class Precision:
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value in _FRAMEWORK_PRECISION_KEYWORDS:
                     return True
+                if arg.keyword is not None and arg.keyword.value in _DTYPE_KEYWORDS \
+                        and not _NOT_FLOAT_DTYPES.match(self.names.qualified(arg.value) or ""):
+                    return True  # a float dtype that is not float32, or one decided by configuration
                 if self._mentioned_dtypes(arg.value) & {"float16", "bfloat16"}:
                     return True  # .to(torch.bfloat16), set_default_dtype(torch.float16), ...
         return False

@@ -13,6 +13,10 @@ FORMATS = {
     "full": "trainlint.reporters.text",
     "json": "trainlint.reporters.json_format",
     "json-lines": "trainlint.reporters.json_format",
+    "github": "trainlint.reporters.github",
+    "sarif": "trainlint.reporters.sarif",
+    "rdjson": "trainlint.reporters.rdjson",
+    "rdjsonl": "trainlint.reporters.rdjson",
 }
 
 

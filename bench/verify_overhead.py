@@ -1,0 +1,181 @@
+"""How much the verifier's harness adds to step time on a tight loop (target: under 2%).
+
+Not a test: a benchmark to run by hand. Two side-by-side measurements of a small training loop:
+
+1. in one process, blocks of steps alternate with the harness's hooks enabled and disabled
+   (the optimizer step hook, backward loss capture, loader timing: trainlint.verify.harness's
+   own _install); the ratio of the median per-step times of "on" and "off" blocks. Alternating
+   small blocks in one process keeps other load on the machine out of the comparison;
+2. (--process) whole processes, plain `python` vs `python -m trainlint.verify.harness`,
+   alternating for --pairs rounds: includes everything the harness does, but on a shared
+   machine its noise is usually larger than the overhead.
+
+    python bench/verify_overhead.py [--blocks 40] [--block-steps 100] [--width 128]
+                                    [--device cpu|cuda] [--process --pairs 5 --steps 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The loop times itself (wall and CPU time) (after its own warm-up) and prints the mean step time in seconds.
+LOOP = textwrap.dedent(
+    """
+    import sys, time, torch
+    from torch import nn
+    steps, width, device = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(width, width), nn.Tanh(), nn.Linear(width, 1)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(32, width, device=device)
+    y = torch.randn(32, 1, device=device)
+    def step():
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+    for _ in range(50):
+        step()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    t, c = time.perf_counter(), time.process_time()
+    for _ in range(steps):
+        step()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    print("STEP", (time.perf_counter() - t) / steps, (time.process_time() - c) / steps)
+    """
+)
+
+
+def run(script: Path, args: list[str], harnessed: bool, out_dir: str) -> tuple[float, float]:
+    """(wall, CPU) seconds per step as the loop measured them."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    if harnessed:
+        # More steps than the loop makes, so the loop ends by itself and times its whole run.
+        env["TRAINLINT_VERIFY"] = json.dumps({
+            "script": str(script), "steps": 10**9, "warmup": 1, "seed": 0,
+            "out_dir": out_dir, "threads": int(env["OMP_NUM_THREADS"]),
+        })
+        cmd = [sys.executable, "-m", "trainlint.verify.harness", *args]
+    else:
+        cmd = [sys.executable, str(script), *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
+    wall, cpu = out.stdout.split("STEP")[-1].split()[:2]
+    return float(wall), float(cpu)
+
+
+def in_process(blocks: int, block_steps: int, width: int, device: str) -> None:
+    sys.path.insert(0, str(ROOT))
+    import time
+
+    import torch
+    from torch import nn
+
+    from trainlint.verify import harness
+
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(width, width), nn.Tanh(), nn.Linear(width, 1)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(32, width, device=device)
+    y = torch.randn(32, 1, device=device)
+
+    # On a CPU with one thread, this process's CPU time is the clock that other load on a shared
+    # machine disturbs least; on a GPU, wall time with a sync at each block's ends.
+    clock = time.perf_counter if device == "cuda" else time.process_time
+
+    def block() -> float:
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t = clock()
+        for _ in range(block_steps):
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return (clock() - t) / block_steps
+
+    cfg = {"steps": 10**9, "warmup": 1, "seed": 0}
+    state = harness._State(cfg)
+    hooks = harness._install(cfg, state)
+
+    def reset() -> None:
+        # A verify run keeps warm-up + N steps of records; without this the bench would hold
+        # tens of thousands of loss tensors and time the garbage collector walking them.
+        for records in (state.losses, state.step_ends, state.data_wait, state.losses_per_step):
+            records.clear()
+
+    hooks.disable()
+    for _ in range(3):
+        block()  # warm-up
+    on, off = [], []
+    for k in range(blocks):
+        # Alternate which comes first so neither side always follows the other.
+        order = (True, False) if k % 2 == 0 else (False, True)
+        for enabled in order:
+            (hooks.enable if enabled else hooks.disable)()
+            (on if enabled else off).append(block())
+            reset()
+    hooks.disable()
+    ratio = statistics.median(on) / statistics.median(off)
+    pair = statistics.median(a / b for a, b in zip(on, off))
+    print(f"in one process, {blocks} x 2 alternating blocks of {block_steps} steps, width {width}, "
+          f"{device}, {clock.__name__}: off {statistics.median(off) * 1e6:.1f} us/step, "
+          f"on {statistics.median(on) * 1e6:.1f} us/step")
+    extra = (statistics.median(on) - statistics.median(off)) * 1e6
+    print(f"harness overhead (in-process): {extra:+.1f} us/step; "
+          f"ratio of medians {ratio:.4f} ({(ratio - 1) * 100:+.2f}%), "
+          f"median of block-pair ratios {pair:.4f} ({(pair - 1) * 100:+.2f}%)")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--blocks", type=int, default=100)
+    p.add_argument("--block-steps", type=int, default=50)
+    p.add_argument("--process", action="store_true", help="also compare whole processes")
+    p.add_argument("--pairs", type=int, default=5)
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--width", type=int, default=128)
+    p.add_argument("--device", default="cpu")
+    a = p.parse_args()
+    in_process(a.blocks, a.block_steps, a.width, a.device)
+    if not a.process:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "tight_loop.py"
+        script.write_text(LOOP)
+        args = [str(a.steps), str(a.width), a.device]
+        wall_r, cpu_r = [], []
+        print(f"tight loop: {a.steps} steps, width {a.width}, {a.device}; plain vs harnessed")
+        for k in range(a.pairs):
+            plain = run(script, args, False, tmp)
+            hooked = run(script, args, True, tmp)
+            wall_r.append(hooked[0] / plain[0])
+            cpu_r.append(hooked[1] / plain[1])
+            print(f"  pair {k + 1}: wall {plain[0] * 1e6:7.1f} -> {hooked[0] * 1e6:7.1f} us/step "
+                  f"(x{wall_r[-1]:.4f}); CPU {plain[1] * 1e6:7.1f} -> {hooked[1] * 1e6:7.1f} "
+                  f"us/step (x{cpu_r[-1]:.4f})")
+        # CPU time per step is the steadier number on a shared machine (other load lengthens wall
+        # time, not this process's CPU time); on a GPU, wall time is what counts.
+        for name, rs in (("wall", wall_r), ("CPU", cpu_r)):
+            med = statistics.median(rs)
+            print(f"harness overhead ({name} time): median ratio {med:.4f} "
+                  f"({(med - 1) * 100:+.2f}%), range {min(rs):.4f}-{max(rs):.4f} "
+                  f"over {a.pairs} pairs")
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""TL401-TL404 beyond their own cases: the fixed fp16 fine-tune runs on CPU with no deprecation
+warning, the target-gpu variant of TL402, and the precision questions the rules share."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from trainlint.analysis.context import FileContext
+from trainlint.api import fix_source, lint_source
+from trainlint.config import Settings
+from trainlint.engine import parse
+
+FIXTURE = os.path.join(ROOT, "fixtures", "amp", "fp16_finetune.py")
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def _run(path, *warning_filters):
+    args = [sys.executable]
+    for f in warning_filters:
+        args += ["-W", f]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT)
+    return subprocess.run(args + [path], capture_output=True, text=True, timeout=300, env=env)
+
+
+@pytest.fixture(scope="module")
+def fixed_script(tmp_path_factory):
+    pytest.importorskip("torch")
+    path = tmp_path_factory.mktemp("amp") / "fp16_finetune_fixed.py"
+    path.write_text(_read(FIXTURE[:-3] + ".fixed"), encoding="utf-8")
+    return str(path)
+
+
+def test_original_warns_deprecated():
+    pytest.importorskip("torch")
+    proc = _run(FIXTURE, "error::FutureWarning")
+    assert proc.returncode != 0 and "torch.cuda.amp.GradScaler(args...)` is deprecated" in proc.stderr
+
+
+def test_fixed_runs_without_deprecation_warnings(fixed_script):
+    # Warnings about deprecated APIs are errors; on a machine without CUDA, autocast("cuda") is disabled
+    # by the script (enabled=use_amp), so no "CUDA is not available" warning is expected either.
+    proc = _run(fixed_script, "error::FutureWarning", "error::DeprecationWarning", "error::UserWarning")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    original = _run(FIXTURE)
+    assert original.returncode == 0, original.stderr[-3000:]
+    # Same losses: on CPU the AMP pieces are disabled in both, so the fix must not change the computation.
+    assert proc.stdout == original.stdout
+
+
+def test_fixed_snapshot_keeps_the_settings_the_issue_asks_for():
+    fixed = _read(FIXTURE[:-3] + ".fixed")
+    assert "from torch.cuda.amp import" not in fixed and "GradScaler(enabled" not in fixed
+    assert 'torch.amp.GradScaler("cuda", enabled=use_amp and amp_dtype == torch.float16)' in fixed
+    assert 'torch.amp.autocast("cuda", enabled=use_amp, dtype=amp_dtype)' in fixed
+    assert "torch.cuda.is_bf16_supported(including_emulation=False)" in fixed
+    assert "optimizer.zero_grad()" in fixed
+
+
+def test_target_gpu_ampere_drops_the_scaler(tmp_path):
+    pytest.importorskip("torch")
+    settings = Settings(target_gpu="ampere")
+    fixed = fix_source(_read(FIXTURE), path="fp16_finetune.py", settings=settings, unsafe_fixes=True)
+    assert "torch.amp.autocast(\"cuda\", enabled=use_amp, dtype=torch.bfloat16)" in fixed
+    for gone in ("scaler.scale(", "scaler.step(", "scaler.update()", "scaler.unscale_(", "is_bf16_supported"):
+        assert gone not in fixed, gone
+    assert "        loss.backward()\n" in fixed and "            optimizer.step()\n" in fixed
+    # The script still reads the scaler (get_scale) at the end: it is kept, disabled.
+    assert 'torch.amp.GradScaler("cuda", enabled=False)' in fixed
+    path = tmp_path / "ampere.py"
+    path.write_text(fixed, encoding="utf-8")
+    proc = _run(str(path), "error::FutureWarning")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # Idempotent, and nothing left for TL402.
+    assert fix_source(fixed, path="fp16_finetune.py", settings=settings, unsafe_fixes=True) == fixed
+    assert not [d for d in lint_source(fixed, settings=settings) if d.code == "TL402"]
+
+
+def test_tl403_and_tl404_are_off_by_default_and_enabled_by_select():
+    code = ("import torch\nscaler = torch.amp.GradScaler('cuda')\nmodel = Net().cuda()\n"
+            "for x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n")
+    assert not {d.code for d in lint_source(code)} & {"TL403", "TL404"}
+    assert {d.code for d in lint_source(code, select=["TL403", "TL404"])} == {"TL403", "TL404"}
+    bf16 = code.replace("    model(", "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        model(")
+    assert {d.code for d in lint_source(bf16, select=["TL4"])} == {"TL403"}
+
+
+def test_configured_init_scale_range(tmp_path):
+    cfg = tmp_path / "trainlint.toml"
+    cfg.write_text('select = ["TL403"]\n[TL403]\nmin-init-scale = 256\nmax-init-scale = 2048\n', encoding="utf-8")
+    from trainlint.config import settings_from_file
+
+    settings = settings_from_file(str(cfg))
+    code = "import torch\nscaler = torch.amp.GradScaler('cuda', init_scale=4096)\n"
+    found = lint_source(code, settings=settings)
+    assert [d.code for d in found] == ["TL403"] and "init_scale=2048" in found[0].message
+    assert fix_source(code, settings=settings) == code.replace("4096", "2048")
+
+
+def _precision(code):
+    module = parse(code)
+    return FileContext("x.py", code, module, Settings()).precision
+
+
+@pytest.mark.parametrize("code,expected", [
+    ("import torch\nwith torch.autocast('cuda'):\n    pass\n", {"float16"}),
+    ("import torch\nwith torch.autocast('cpu'):\n    pass\n", {"bfloat16"}),
+    ("import torch\nDT = torch.half\nwith torch.autocast('cuda', dtype=DT):\n    pass\n", {"float16"}),
+    ("import torch\nwith torch.autocast('cuda', torch.bfloat16 if ok else torch.float16):\n    pass\n",
+     {"bfloat16", "float16"}),
+    ("from torch.cuda import amp\nwith amp.autocast(True, torch.float16):\n    pass\n", {"unknown"}),
+    ("import torch\nfrom torch.cuda import amp\nwith amp.autocast(True, torch.float16):\n    pass\n", {"float16"}),
+    ("import torch\nwith torch.autocast(device.type):\n    pass\n", {"unknown"}),
+    ("import torch\ns = torch.amp.GradScaler()\nwith torch.autocast(device.type):\n    pass\n", {"float16"}),
+])
+def test_autocast_dtypes(code, expected):
+    prec = _precision(code)
+    assert prec.autocast_dtypes(prec.autocasts[0]) == expected
+
+
+@pytest.mark.parametrize("code,chooses", [
+    ("import torch\nbf = torch.cuda.is_bf16_supported()\n", True),
+    ("import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n", True),
+    ("import torch\ns = torch.amp.GradScaler(enabled=dt == torch.float16)\n", True),
+    ("import torch\nwith torch.autocast('cuda'):\n    pass\n", False),
+    ("import torch\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    pass\n", False),
+])
+def test_chooses_bf16(code, chooses):
+    assert _precision(code).chooses_bf16 is chooses
+
+
+def test_scaler_names():
+    code = ("import torch\nclass T:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler()\n"
+            "def f(s: torch.amp.GradScaler):\n    pass\ng = torch.cuda.amp.GradScaler() if amp else None\n")
+    assert _precision(code).scaler_names == {"self.scaler", "s", "g"}

@@ -1,0 +1,235 @@
+"""The results cache: hits and misses, what invalidates an entry, its folder, `trainlint clean`."""
+
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+import trainlint.cache as cache_mod
+import trainlint.engine
+from trainlint.cache import Cache, clean
+from trainlint.cli import cli
+from trainlint.config import Settings, SettingsResolver
+from trainlint.runner import Mode, run
+
+FLAGGED = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n"
+CLEAN = "import os\nprint(os.getcwd())\n"
+
+
+def _resolver(settings=None):
+    resolver = SettingsResolver()
+    if settings is not None:
+        resolver.fixed = settings
+    return resolver
+
+
+def _lint(paths, cache, settings=None, mode=Mode()):
+    return run([str(p) for p in paths], _resolver(settings), mode, jobs=1, cache=cache)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "train.py").write_text(FLAGGED)
+    (tmp_path / "util.py").write_text(CLEAN)
+    return tmp_path
+
+
+def _refuse_parsing(monkeypatch):
+    """Makes any real analysis fail, to prove a result came from the cache."""
+
+    def refuse(text):
+        raise AssertionError("parsed although the cache should have answered")
+
+    monkeypatch.setattr(trainlint.engine, "parse", refuse)
+
+
+def _codes(result):
+    return [(d.path, d.code, d.start.row, d.start.column) for d in result.diagnostics]
+
+
+def test_second_run_hits_and_matches(project, monkeypatch):
+    cache = Cache(str(project / "c"))
+    first = _lint(["."], cache)
+    assert (cache.hits, cache.misses) == (0, 2)
+    assert _codes(first), "the fixture file should have a finding"
+
+    again = Cache(str(project / "c"))
+    _refuse_parsing(monkeypatch)
+    second = _lint(["."], again)
+    assert (again.hits, again.misses) == (2, 0)
+    assert _codes(second) == _codes(first)
+    # Everything a reporter reads survives the round trip, fixes included.
+    assert second.diagnostics == first.diagnostics
+    assert second.source_of(second.diagnostics[0].path) == FLAGGED
+
+
+def test_content_change_misses(project):
+    _lint(["."], Cache("c"))
+    (project / "util.py").write_text(CLEAN + "x = 1\n")
+    cache = Cache("c")
+    _lint(["."], cache)
+    assert (cache.hits, cache.misses) == (1, 1)
+
+
+def test_settings_change_misses(project):
+    _lint(["."], Cache("c"), Settings())
+    cache = Cache("c")
+    result = _lint(["."], cache, Settings(ignore=("TL101",)))
+    assert cache.hits == 0
+    assert "TL101" not in {d.code for d in result.diagnostics}
+    # Back to the first settings: their entries are still there.
+    cache = Cache("c")
+    _lint(["."], cache, Settings())
+    assert cache.hits == 2
+
+
+def test_config_file_change_misses(project):
+    (project / "pyproject.toml").write_text("[tool.trainlint]\nignore = []\n")
+    _lint(["."], Cache("c"))
+    (project / "pyproject.toml").write_text('[tool.trainlint]\nignore = ["TL101"]\n')
+    cache = Cache("c")
+    result = _lint(["."], cache)
+    assert cache.hits == 0
+    assert "TL101" not in {d.code for d in result.diagnostics}
+
+
+def test_version_change_misses(project, monkeypatch):
+    _lint(["."], Cache("c"))
+    monkeypatch.setattr(cache_mod, "__version__", "999.0")
+    monkeypatch.setattr(cache_mod, "_code_fingerprint", None)
+    cache = Cache("c")
+    _lint(["."], cache)
+    assert (cache.hits, cache.misses) == (0, 2)
+
+
+def test_code_change_misses(project, monkeypatch):
+    """Editing trainlint or a rule (seen as another size or mtime) must not serve old findings."""
+    _lint(["."], Cache("c"))
+    real_stat = os.stat
+    rule_file = os.path.abspath(trainlint.engine.__file__)
+
+    def touched(path, *args, **kwargs):
+        st = real_stat(path, *args, **kwargs)
+        if os.path.abspath(path) == rule_file:
+            return os.stat_result((*st[:8], st.st_mtime + 1, st.st_ctime))
+        return st
+
+    monkeypatch.setattr(cache_mod, "_code_fingerprint", None)
+    monkeypatch.setattr(cache_mod.os, "stat", touched)
+    cache = Cache("c")
+    _lint(["."], cache)
+    assert cache.hits == 0
+
+
+def test_hit_reports_the_path_as_given_now(project, monkeypatch):
+    # A config file fixes the settings root; without one the root is the working folder,
+    # which is part of the key (per-file-ignores are relative to it).
+    (project / "pyproject.toml").write_text("[tool.trainlint]\nignore = []\n")
+    (project / "pkg").mkdir()
+    (project / "pkg" / "train.py").write_text(FLAGGED)
+    _lint([os.path.join("pkg", "train.py")], Cache(str(project / "c")))
+    monkeypatch.chdir(project / "pkg")
+    cache = Cache(str(project / "c"))
+    result = _lint(["train.py"], cache)
+    assert cache.hits == 1
+    assert {d.path for d in result.diagnostics} == {"train.py"}
+
+
+def test_folder_has_cachedir_tag_and_gitignore(project):
+    _lint(["."], Cache("c"))
+    tag = (project / "c" / "CACHEDIR.TAG").read_text()
+    assert tag.startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (project / "c" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_corrupt_entry_is_a_miss(project):
+    _lint(["."], Cache("c"))
+    for root, _dirs, names in os.walk(project / "c"):
+        for name in names:
+            if name.endswith(".json"):
+                with open(os.path.join(root, name), "w") as fh:
+                    fh.write('{"diagnostics": [{"code": ')
+    cache = Cache("c")
+    result = _lint(["."], cache)
+    assert (cache.hits, cache.misses) == (0, 2)
+    assert result.diagnostics
+
+
+def test_unwritable_cache_still_lints(project):
+    (project / "c").write_text("a file where the folder should be")
+    result = _lint(["."], Cache("c"))
+    assert result.diagnostics and not result.errors
+
+
+def test_parse_errors_are_cached_too(project, monkeypatch):
+    # The trigger word gets it past the text prefilter to the parser.
+    (project / "broken.py").write_text("from torch.utils.data import DataLoader\ndef f(:\n")
+    first = _lint(["broken.py"], Cache("c"))
+    assert first.errors
+    _refuse_parsing(monkeypatch)
+    cache = Cache("c")
+    second = _lint(["broken.py"], cache)
+    assert cache.hits == 1
+    assert [str(e) for e in second.errors] == [str(e) for e in first.errors]
+
+
+def test_fix_mode_still_fixes_a_cached_file(project):
+    (project / "loop.py").write_text(FLAGGED)
+    _lint(["loop.py"], Cache("c"))
+    result = _lint(["loop.py"], Cache("c"), mode=Mode(fix=True, unsafe_fixes=True))
+    # The file was analysed again (not answered from the cache): fixable findings got fixed.
+    assert result.fixed >= 1
+    assert (project / "loop.py").read_text() != FLAGGED
+
+
+def test_clean_removes_only_a_trainlint_cache(project, tmp_path):
+    _lint(["."], Cache("c"))
+    assert clean(str(project / "c")) is True
+    assert not (project / "c").exists()
+    assert clean(str(project / "c")) is False
+    other = tmp_path / "precious"
+    other.mkdir()
+    (other / "data.txt").write_text("keep me")
+    with pytest.raises(ValueError):
+        clean(str(other))
+    assert (other / "data.txt").exists()
+
+
+def test_cli_cache_options_and_clean(project):
+    runner = CliRunner()
+    out = runner.invoke(cli, ["check", "--no-cache", "--cache-dir", "c1", "."])
+    assert out.exit_code == 1, out.output
+    assert not (project / "c1").exists()
+
+    out = runner.invoke(cli, ["check", "--cache-dir", "c2", "."])
+    assert out.exit_code == 1, out.output
+    assert (project / "c2" / "CACHEDIR.TAG").is_file()
+    again = runner.invoke(cli, ["check", "--cache-dir", "c2", "."])
+    assert again.output == out.output
+
+    out = runner.invoke(cli, ["clean", "--cache-dir", "c2"])
+    assert out.exit_code == 0 and not (project / "c2").exists()
+    out = runner.invoke(cli, ["clean", "--cache-dir", "."])
+    assert out.exit_code == 2 and (project / "train.py").exists()
+
+
+def test_default_folder_is_trainlint_cache(project):
+    out = CliRunner().invoke(cli, ["check", "."], env={"TRAINLINT_CACHE_DIR": None})
+    assert out.exit_code == 1, out.output
+    assert (project / ".trainlint_cache" / "CACHEDIR.TAG").is_file()
+    # The cache folder is never linted itself, and `trainlint clean` removes it.
+    assert ".trainlint_cache" not in out.output
+    assert CliRunner().invoke(cli, ["clean"], env={"TRAINLINT_CACHE_DIR": None}).exit_code == 0
+    assert not (project / ".trainlint_cache").exists()
+
+
+def test_entries_are_plain_json(project):
+    _lint(["."], Cache("c"))
+    entries = [os.path.join(r, n) for r, _d, ns in os.walk(project / "c") for n in ns if n.endswith(".json")]
+    assert len(entries) == 2
+    for entry in entries:
+        with open(entry) as fh:
+            data = json.load(fh)
+        assert set(data) == {"diagnostics", "error"}

@@ -1,0 +1,243 @@
+"""TL501 beyond its cases: the precision cases seen in real loops, the helper the fix adds
+(exercised directly with a slow writer, so a torn snapshot would show), and the checkpoint
+fixture fixed and run for real: every checkpoint holds exactly the state of the step it names."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from trainlint.api import fix_source, lint_source
+
+from conftest import ROOT
+
+FIXTURE = os.path.join(ROOT, "fixtures", "checkpoint", "checkpoint_every_step.py")
+
+
+def found(text):
+    return lint_source(textwrap.dedent(text), select=["TL501"])
+
+
+# -- what is flagged ------------------------------------------------------------------------
+
+def test_hf_style_save_under_should_save_through_methods():
+    text = """
+    import torch
+    class Trainer:
+        def _save_checkpoint(self, step):
+            self.model.save_pretrained(f"{self.out}/checkpoint-{step}")
+            torch.save(self.optimizer.state_dict(), f"{self.out}/checkpoint-{step}/optimizer.pt")
+        def train(self):
+            for step, batch in enumerate(self.loader):
+                loss = self.model(**batch).loss
+                loss.backward()
+                self.optimizer.step()
+                if self.control.should_save:
+                    self._save_checkpoint(step)
+    """
+    diags = found(text)
+    assert [d.start.row for d in diags] == [13]  # the call site in the loop, once
+    assert "_save_checkpoint()" in diags[0].message
+    fixed = "".join(fix_source(textwrap.dedent(text), select=["TL501"]).split())  # layout aside
+    assert "_trainlint_async_save(self.model.save_pretrained,f\"{self.out}/checkpoint-{step}\"," \
+           "state_dict=self.model.state_dict(),)" in fixed
+    assert "_trainlint_async_save(torch.save,self.optimizer.state_dict()," in fixed
+
+
+@pytest.mark.parametrize("text", [
+    # Per epoch, after the inner hot loop.
+    """
+    for epoch in range(3):
+        for x, y in loader:
+            loss = model(x, y); loss.backward(); opt.step()
+        if rank == 0:
+            torch.save(model.state_dict(), f"e{epoch}.pt")
+    """,
+    # A function that trains a whole epoch, saved by its caller between epochs.
+    """
+    def train_epoch():
+        for x, y in loader:
+            loss = model(x, y); loss.backward(); opt.step()
+    for epoch in range(3):
+        train_epoch()
+        torch.save(model.state_dict(), "last.pt")
+    """,
+    # Once, at the last step.
+    """
+    for i, (x, y) in enumerate(loader):
+        loss = model(x, y); loss.backward(); opt.step()
+        if i == len(loader) - 1:
+            torch.save(model.state_dict(), "final.pt")
+    """,
+    # Tokenizer and config saves next to a model save outside the loop.
+    """
+    for x, y in loader:
+        loss = model(x, y); loss.backward(); opt.step()
+        if step % 100 == 0:
+            tokenizer.save_pretrained(out)
+            model.config.save_pretrained(out)
+    """,
+])
+def test_not_flagged(text):
+    assert found("import torch\n" + textwrap.dedent(text)) == []
+
+
+def test_rank_guard_is_not_an_interval():
+    text = """
+    import torch
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        if rank == 0:
+            torch.save(model.state_dict(), "latest.pt")
+    """
+    assert "every training step" in found(text)[0].message
+    fixed = fix_source(textwrap.dedent(text), select=["TL501"])
+    assert "    if rank == 0:\n        if step % 1000 == 0:\n            _trainlint_async_save(torch.save," in fixed
+
+
+def test_save_every_option_sets_the_interval():
+    from trainlint.config import Settings
+    from trainlint.engine import ActiveRule
+    from trainlint.fixer import fix_text
+    from trainlint.registry import get_rule
+
+    text = "import torch\nfor i in range(10):\n    loss = f(); loss.backward(); opt.step()\n    torch.save(m, 'x.pt')\n"
+    rules = [ActiveRule(get_rule("TL501"), {"save-every": 5})]
+    fixed = fix_text(text, "x.py", rules, Settings(select=("TL501",)), unsafe_fixes=True).text
+    assert "    if i % 5 == 0:\n        _trainlint_async_save(torch.save, m, 'x.pt')\n" in fixed
+
+
+# -- the helper the fix adds ----------------------------------------------------------------
+
+def _helper():
+    from trainlint.rules.checkpoint import HELPER_CODE
+
+    namespace = {}
+    exec(compile(HELPER_CODE, "helper", "exec"), namespace)
+    return namespace["_trainlint_async_save"]
+
+
+def test_helper_snapshots_before_returning(tmp_path):
+    import threading
+    import time
+
+    import torch
+
+    save = _helper()
+    started = threading.Event()
+
+    def slow_save(obj, path):
+        started.set()
+        time.sleep(0.3)  # training goes on meanwhile
+        torch.save(obj, path)
+
+    weights = torch.zeros(1000)
+    state = {"w": weights, "nested": [weights[:10], (1, "a")], "step": 0}
+    save(slow_save, state, tmp_path / "a.pt")
+    weights.add_(1)  # the next step mutates the live tensors in place
+    state["step"] = 1
+    started.wait(5)
+    save(slow_save, state, tmp_path / "b.pt")  # waits for a.pt first
+    save.thread.join()
+    a, b = torch.load(tmp_path / "a.pt"), torch.load(tmp_path / "b.pt")
+    assert a["step"] == 0 and torch.equal(a["w"], torch.zeros(1000)) and torch.equal(a["nested"][0], torch.zeros(10))
+    assert a["nested"][1] == (1, "a")
+    assert b["step"] == 1 and torch.equal(b["w"], torch.ones(1000))
+
+
+def test_helper_saves_live_modules_blocking_and_reraises_write_errors(tmp_path):
+    import torch
+
+    save = _helper()
+    model = torch.nn.Linear(2, 2)
+    calls = []
+    save(lambda obj, path: calls.append((obj, threading_name())), {"model": model}, "x.pt")
+    assert calls and calls[0][0]["model"] is model and calls[0][1] == "MainThread"
+
+    def failing(obj, path):
+        raise OSError("disk full")
+
+    import threading
+    hook, threading.excepthook = threading.excepthook, lambda args: None  # keep the test's output clean
+    try:
+        save(failing, {"w": torch.ones(1)}, "y.pt")
+        with pytest.raises(OSError, match="disk full"):
+            save(torch.save, {"w": torch.ones(1)}, tmp_path / "z.pt")
+    finally:
+        threading.excepthook = hook
+
+
+def threading_name():
+    import threading
+
+    return threading.current_thread().name
+
+
+# -- the fixture, fixed and run -------------------------------------------------------------
+
+SLOW_SAVE = """
+import runpy, sys, time
+import torch
+_save = torch.save
+def slow_save(*args, **kwargs):
+    time.sleep(0.05)  # a slow disk: training moves on while a background write is pending
+    _save(*args, **kwargs)
+torch.save = slow_save
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def _run(script, out, record, tmp_path):
+    shim = tmp_path / "slow_save.py"
+    shim.write_text(SLOW_SAVE)
+    cmd = [sys.executable, str(shim), str(script), "--out", str(out), "--record", str(record)]
+    proc = subprocess.run(cmd, env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _assert_same_state(saved, recorded):
+    import torch
+
+    assert saved.keys() == recorded.keys()
+    for key in saved:
+        if isinstance(saved[key], dict):
+            _assert_same_state(saved[key], recorded[key])
+        elif isinstance(saved[key], torch.Tensor):
+            assert torch.equal(saved[key], recorded[key]), key
+        else:
+            assert saved[key] == recorded[key], key
+
+
+def test_fixed_checkpoint_fixture_writes_the_state_of_each_step(tmp_path):
+    import torch
+
+    with open(FIXTURE, encoding="utf-8") as f:
+        original = f.read()
+    fixed = fix_source(original, select=["TL501"], unsafe_fixes=True)
+    assert fixed.count("_trainlint_async_save(torch.save") == 2 and "if step % args.save_every == 0:" in fixed
+    script = tmp_path / "checkpoint_every_step_fixed.py"
+    script.write_text(fixed)
+
+    out, record = tmp_path / "ckpt", tmp_path / "history.pt"
+    _run(script, out, record, tmp_path)
+    history = torch.load(record)
+    # 12 steps, --save-every 4: snapshots at steps 0, 4, 8, and latest.pt now every 4 steps too.
+    assert sorted(os.listdir(out)) == ["latest.pt", "step-0.pt", "step-4.pt", "step-8.pt"]
+    for step in (0, 4, 8):
+        saved = torch.load(out / f"step-{step}.pt")
+        assert saved.pop("step") == step
+        _assert_same_state(saved, history[step])
+    latest = torch.load(out / "latest.pt")
+    assert latest.pop("step") == 8
+    _assert_same_state(latest, history[8])
+    # Training itself is untouched: the final state equals the original script's.
+    original_out, original_record = tmp_path / "orig", tmp_path / "orig_history.pt"
+    _run(FIXTURE, original_out, original_record, tmp_path)
+    _assert_same_state(torch.load(original_record)[11], history[11])
+    _assert_same_state(torch.load(original_out / "step-8.pt"), torch.load(out / "step-8.pt"))

@@ -1,0 +1,212 @@
+"""TL301-TL303 beyond their cases: the analyses they stand on, and the TL301/TL302 fix run for
+real under torchrun (2 processes, gloo, CPU) with the same final parameters as the original."""
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from trainlint.api import fix_source, lint_source
+
+from conftest import ROOT
+
+FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_accumulation.py")
+
+
+def codes(text, select=("TL301",)):
+    return [d.code for d in lint_source(textwrap.dedent(text), select=list(select))]
+
+
+# -- what TL301 recognises ------------------------------------------------------------------
+
+LOOP = (
+    "for i, batch in enumerate(loader):\n"
+    "    loss = {model}(batch).mean()\n"
+    "    loss.backward()\n"
+    "    if (i + 1) % accum == 0:\n"
+    "        opt.step()\n"
+    "        opt.zero_grad()\n"
+)
+_METHOD_LOOP = "".join("        " + line + "\n" for line in LOOP.format(model="self.model").splitlines())
+
+
+@pytest.mark.parametrize("setup,model", [
+    ("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)", "model"),
+    ("import torch\nmodel = torch.nn.parallel.DistributedDataParallel(net)", "model"),
+    ("import torch.nn as nn\nmodel = nn.DistributedDataParallel(net)", "model"),
+    ("import torch\nmodel = torch.compile(torch.nn.parallel.DistributedDataParallel(net))", "model"),
+    ("from torch.distributed.fsdp import FullyShardedDataParallel\nmodel = FullyShardedDataParallel(net)", "model"),
+    ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
+     "def setup(m, rank):\n    ddp = DDP(m, device_ids=[rank])\n    return ddp\nengine = setup(net, 0)", "engine"),
+    ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
+     "class Trainer:\n    def __init__(self, net):\n        self.model = DDP(net)\n"
+     "    def fit(self, loader, opt, accum):\n" + _METHOD_LOOP, None),
+])
+def test_wrapping_forms(setup, model):
+    text = setup + "\n" + (LOOP.format(model=model) if model else "")
+    assert codes(text) == ["TL301"], text
+
+
+@pytest.mark.parametrize("handled", [
+    "    with model.no_sync():\n        loss = model(batch).mean()\n        loss.backward()\n",
+    "    model.require_backward_grad_sync = (i + 1) % accum == 0\n    loss = model(batch).mean()\n    loss.backward()\n",
+    "    with accelerator.accumulate(model):\n        loss = model(batch).mean()\n        loss.backward()\n",
+    "    with fabric.no_backward_sync(model, enabled=(i + 1) % accum != 0):\n        loss = model(batch).mean()\n"
+    "        loss.backward()\n",
+    "    ctx = model.no_sync if (i + 1) % accum else contextlib.nullcontext\n    with ctx():\n"
+    "        loss = model(batch).mean()\n        loss.backward()\n",
+])
+def test_existing_sync_control_is_not_flagged(handled):
+    text = ("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
+            "for i, batch in enumerate(loader):\n" + handled + "    if (i + 1) % accum == 0:\n        opt.step()\n")
+    assert codes(text) == []
+
+
+def test_nanogpt_style_loop_is_not_flagged():
+    text = """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    if ddp:
+        model = DDP(model, device_ids=[ddp_local_rank])
+    while True:
+        for micro_step in range(gradient_accumulation_steps):
+            if ddp:
+                model.require_backward_grad_sync = (micro_step == gradient_accumulation_steps - 1)
+            logits, loss = model(X, Y)
+            loss = loss / gradient_accumulation_steps
+            X, Y = get_batch('train')
+            scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    """
+    assert codes(text) == []
+
+
+def test_nested_loop_with_break_is_reported_without_fix():
+    text = """
+    import contextlib
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    model = DDP(net)
+    for step in range(10):
+        for micro in range(accum):
+            loss = model(next(it)).mean()
+            loss.backward()
+            if done:
+                break
+        opt.step()
+    """
+    text = textwrap.dedent(text)
+    found = lint_source(text, select=["TL301"])
+    assert [d.code for d in found] == ["TL301"] and found[0].fix is None
+
+
+def test_wrapped_model_elsewhere_is_not_flagged():
+    # No wrapping visible in this module: the model may not be data-parallel at all.
+    assert codes("import torch.distributed as dist\n" + LOOP.format(model="model")) == []
+
+
+# -- TL302 / TL303 ---------------------------------------------------------------------------
+
+def test_ddp_keyword_fix_keeps_other_arguments():
+    text = ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "model = DDP(model, device_ids=[rank], find_unused_parameters=True)\n")
+    fixed = fix_source(text, select=["TL302"])
+    assert "device_ids=[rank]," in fixed and "find_unused_parameters=True," in fixed
+    assert "gradient_as_bucket_view=True" in fixed
+    compile(fixed, "fixed.py", "exec")
+
+
+def test_data_parallel_suggestion_is_never_written():
+    text = "import torch\nmodel = torch.nn.DataParallel(model)\n"
+    found = lint_source(text, select=["TL303"])
+    assert found[0].fix.applicability.value == "display-only"
+    assert "DistributedDataParallel(" in found[0].fix.edits[0].content
+    assert fix_source(text, select=["TL303"], unsafe_fixes=True) == text
+
+
+# -- the fix, run for real ------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# Runs the original and the fixed script one after the other in the same two torchrun workers
+# (one launch: starting torch costs more than this training), counting gradient all-reduces with
+# a comm hook that all-reduces exactly as DDP does by default. The scripts' own
+# init/destroy_process_group calls share one process group: gloo cannot re-initialise in-process.
+RUNNER = """
+import json, os, runpy, sys
+import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel
+
+count = [0]
+_init = DistributedDataParallel.__init__
+
+def init(self, *args, **kwargs):
+    _init(self, *args, **kwargs)
+    def hook(state, bucket):
+        count[0] += 1
+        return default_hooks.allreduce_hook(None, bucket)
+    self.register_comm_hook(None, hook)
+
+DistributedDataParallel.__init__ = init
+_init_pg, _destroy_pg = dist.init_process_group, dist.destroy_process_group
+dist.init_process_group = lambda *a, **k: None if dist.is_initialized() else _init_pg(*a, **k)
+dist.destroy_process_group = lambda *a, **k: None
+out_dir, scripts = sys.argv[1], sys.argv[2:]
+counts = []
+for i, script in enumerate(scripts):
+    count[0] = 0
+    sys.argv = [script, "--out", os.path.join(out_dir, f"params{i}.pt")]
+    runpy.run_path(script, run_name="__main__")
+    counts.append(count[0])
+with open(os.path.join(out_dir, f"counts{os.environ['RANK']}.json"), "w") as f:
+    json.dump(counts, f)
+_destroy_pg()
+"""
+
+
+def _torchrun(scripts, tmp_path):
+    """Final parameters (from rank 0) and per-rank all-reduce counts of each script."""
+    import json
+
+    import torch
+
+    runner = tmp_path / "run_both.py"
+    runner.write_text(RUNNER)
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--nnodes", "1",
+           "--monitor-interval", "0.1", "--master-addr", "127.0.0.1", "--master-port", str(_free_port()),
+           str(runner), str(tmp_path), *scripts]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    params = [torch.load(tmp_path / f"params{i}.pt") for i in range(len(scripts))]
+    counts = [json.loads((tmp_path / f"counts{r}.json").read_text()) for r in range(2)]
+    return params, counts
+
+
+def test_fixed_ddp_fixture_trains_the_same_with_fewer_all_reduces(tmp_path):
+    import torch
+
+    with open(FIXTURE, encoding="utf-8") as f:
+        original = f.read()
+    fixed = fix_source(original, select=["TL301", "TL302"], unsafe_fixes=True)
+    assert "model.no_sync()" in fixed and "gradient_as_bucket_view=True" in fixed
+    with open(FIXTURE[:-3] + ".fixed", encoding="utf-8") as f:
+        assert f.read() == fix_source(original, unsafe_fixes=True)  # the snapshot is this fix
+    fixed_path = tmp_path / "ddp_accumulation_fixed.py"
+    fixed_path.write_text(fixed)
+
+    (before, after), counts = _torchrun([FIXTURE, str(fixed_path)], tmp_path)
+    assert before.keys() == after.keys()
+    for name in before:
+        torch.testing.assert_close(after[name], before[name], rtol=0, atol=1e-6)
+    # 24 micro-batches, accumulation 4: every backward all-reduced before, one in four after.
+    assert counts[0] == counts[1]
+    reduces_before, reduces_after = counts[0]
+    assert reduces_before > 0 and reduces_after * 4 == reduces_before

@@ -1,0 +1,231 @@
+"""github, sarif, rdjson and rdjsonl reporters, on hand-built diagnostics, validated against the
+shared schemas."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from _integration_support import diag, result_of, validator
+
+from trainlint import reporters
+from trainlint.diagnostics import FileError, FileResult
+from trainlint.reporters import github, rdjson, sarif
+
+SOURCE = (
+    "import torch\n"
+    "# données: ünïcode before the call\n"
+    "loader = DataLoader(ds, batch_size=8)  # é\n"
+    "for x in loader:\n"
+    "    x = x.cuda()\n"
+)
+
+
+def _dataloader_result(path="train.py"):
+    call = SOURCE.index("DataLoader(")
+    call_end = SOURCE.index(")", call) + 1
+    insert_at = call_end - 1
+    d1 = diag(
+        SOURCE, path, "TL101", call, call_end, "DataLoader without num_workers",
+        edits=[(insert_at, insert_at, ", num_workers=2")], name="dataloader-no-workers",
+    )
+    cuda = SOURCE.index("x.cuda()")
+    d2 = diag(SOURCE, path, "TL108", cuda, cuda + len("x.cuda()"), "blocking copy: add non_blocking=True")
+    return result_of({path: (SOURCE, [d1, d2])})
+
+
+def test_formats_are_registered():
+    for name in ("github", "sarif", "rdjson", "rdjsonl"):
+        assert name in reporters.FORMATS
+    assert reporters.render("github", _dataloader_result()).startswith("::error ")
+
+
+# -- github ------------------------------------------------------------------------------------
+
+
+def test_github_annotation_fields():
+    out = github.render(_dataloader_result()).splitlines()
+    assert out[0] == (
+        "::error file=train.py,line=3,col=10,endLine=3,endColumn=38,title=TL101"
+        "::TL101 DataLoader without num_workers"
+    )
+    assert out[1].startswith("::error file=train.py,line=5,col=9,endLine=5,endColumn=17,title=TL108::")
+
+
+def test_github_escaping():
+    source = "x = 1\n"
+    d = diag(source, "dir,with:odd%name.py", "TL201", 0, 1, "100% bad,\r\nsecond: line")
+    out = github.render(result_of({"dir,with:odd%name.py": (source, [d])}))
+    assert out == (
+        "::error file=dir%2Cwith%3Aodd%25name.py,line=1,col=1,endLine=1,endColumn=2,title=TL201"
+        "::TL201 100%25 bad,%0D%0Asecond: line\n"
+    )
+
+
+def test_github_reports_unreadable_files():
+    result = result_of({})
+    result.files.append(FileResult(path="bad.py", error=FileError("bad.py", "not UTF-8: byte 0xff at 3")))
+    assert github.render(result) == "::error file=bad.py,title=trainlint::could not check: not UTF-8: byte 0xff at 3\n"
+
+
+# -- rdjson ------------------------------------------------------------------------------------
+
+
+def test_rdjson_valid_and_byte_columns():
+    doc = json.loads(rdjson.render(_dataloader_result(), "rdjson"))
+    validator("rdjson/DiagnosticResult.json").validate(doc)
+    first, second = doc["diagnostics"]
+    assert first["code"] == {"value": "TL101", "url": "https://trainlint.dev/rules/TL101"}
+    # Line 3 starts with ASCII only, so byte and character columns agree ...
+    assert first["location"]["range"] == {"start": {"line": 3, "column": 10}, "end": {"line": 3, "column": 38}}
+    assert second["location"]["range"]["start"] == {"line": 5, "column": 9}
+
+
+def test_rdjson_columns_count_utf8_bytes():
+    source = "s = 'é𐐀'; DataLoader(ds)\n"
+    start = source.index("DataLoader")
+    d = diag(source, "u.py", "TL101", start, start + len("DataLoader(ds)"))
+    item = json.loads(rdjson.render(result_of({"u.py": (source, [d])}), "rdjsonl"))
+    # 'é' is 2 bytes and '𐐀' 4: the call starts at character 11 but byte 15.
+    assert d.start.column == 11
+    assert item["location"]["range"]["start"] == {"line": 1, "column": 15}
+    assert item["location"]["range"]["end"] == {"line": 1, "column": 15 + len("DataLoader(ds)")}
+    validator("rdjson/Diagnostic.json").validate(item)
+
+
+def test_rdjson_suggestion_covers_whole_lines_of_the_finding():
+    doc = json.loads(rdjson.render(_dataloader_result(), "rdjson"))
+    first = doc["diagnostics"][0]
+    assert first["suggestions"] == [
+        {
+            "range": {"start": {"line": 3}, "end": {"line": 3}},
+            "text": "loader = DataLoader(ds, batch_size=8, num_workers=2)  # é",
+        }
+    ]
+    assert "suggestions" not in doc["diagnostics"][1]
+
+
+def test_rdjson_multiline_finding_and_crlf():
+    source = "loader = DataLoader(\r\n    ds,\r\n)\r\nx = 1\r\n"
+    start = source.index("DataLoader")
+    end = source.index(")") + 1
+    at = source.index("    ds,") + len("    ds,")
+    d = diag(source, "m.py", "TL101", start, end, edits=[(at, at, " num_workers=2,")])
+    item = rdjson.diagnostic(d, source)
+    assert item["location"]["range"] == {"start": {"line": 1, "column": 10}, "end": {"line": 3, "column": 2}}
+    assert item["suggestions"] == [
+        {
+            "range": {"start": {"line": 1}, "end": {"line": 3}},
+            "text": "loader = DataLoader(\r\n    ds, num_workers=2,\r\n)",
+        }
+    ]
+
+
+def test_rdjson_fix_outside_the_findings_lines_is_not_suggested():
+    source = "import torch\nloader = DataLoader(ds)\n"
+    start = source.index("DataLoader")
+    d = diag(source, "o.py", "TL101", start, start + 14, edits=[(0, 0, "import os\n"), (start + 13, start + 13, ", num_workers=os.cpu_count()")])
+    assert "suggestions" not in rdjson.diagnostic(d, source)
+
+
+def test_rdjson_range_ending_at_column_one_stops_at_previous_line():
+    source = "a = (\n  1)\nb = 2\n"
+    d = diag(source, "c.py", "TL201", 0, source.index("b"))  # ends at line 3, column 1
+    item = rdjson.diagnostic(d, source)
+    assert item["location"]["range"]["end"] == {"line": 2, "column": 5}
+
+
+def test_rdjsonl_one_valid_diagnostic_per_line_with_errors():
+    result = _dataloader_result()
+    result.files.append(FileResult(path="broken.py", error=FileError("broken.py", "does not parse: line 2")))
+    lines = rdjson.render(result, "rdjsonl").splitlines()
+    assert len(lines) == 3
+    v = validator("rdjson/Diagnostic.json")
+    for line in lines:
+        v.validate(json.loads(line))
+    assert json.loads(lines[2])["location"] == {"path": "broken.py"}
+
+
+def test_rdjson_schema_rejects_bad_output():
+    """The validator is live: a wrong type is caught."""
+    import jsonschema
+
+    doc = json.loads(rdjson.render(_dataloader_result(), "rdjson"))
+    doc["diagnostics"][0]["location"]["range"]["start"]["line"] = "3"
+    with pytest.raises(jsonschema.ValidationError):
+        validator("rdjson/DiagnosticResult.json").validate(doc)
+
+
+# -- sarif -------------------------------------------------------------------------------------
+
+
+def test_sarif_valid_with_rules_results_and_fixes(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    monkeypatch.chdir(tmp_path)
+    result = _dataloader_result("pkg/train.py")
+    doc = sarif.build(result, root=tmp_path)
+    validator("sarif-2.1.0.json").validate(doc)
+    assert doc["$schema"].endswith("sarif-2.1.0.json") and doc["version"] == "2.1.0"
+    run = doc["runs"][0]
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    assert {"TL101", "TL108"} <= set(rules)
+    for rule in rules.values():
+        assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"]
+        assert rule["help"]["text"] and rule["helpUri"].startswith("https://")
+    res = run["results"][0]
+    assert res["ruleId"] == "TL101" and res["level"] == "error"
+    assert run["tool"]["driver"]["rules"][res["ruleIndex"]]["id"] == "TL101"
+    loc = res["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": "pkg/train.py", "uriBaseId": "%SRCROOT%"}
+    assert loc["region"] == {"startLine": 3, "startColumn": 10, "endLine": 3, "endColumn": 38}
+    assert len(res["partialFingerprints"]["trainlint/v1"]) == 32
+    (fix,) = res["fixes"]
+    (change,) = fix["artifactChanges"]
+    assert change["artifactLocation"]["uri"] == "pkg/train.py"
+    assert change["replacements"] == [
+        {
+            "deletedRegion": {"startLine": 3, "startColumn": 37, "endLine": 3, "endColumn": 37},
+            "insertedContent": {"text": ", num_workers=2"},
+        }
+    ]
+    assert "fixes" not in run["results"][1]
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.resolve().as_uri() + "/"
+
+
+def test_sarif_paths_relative_to_git_root(tmp_path, monkeypatch):
+    from _integration_support import init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    (repo / "sub").mkdir()
+    monkeypatch.chdir(repo / "sub")
+    doc = json.loads(sarif.render(_dataloader_result("train.py")))
+    uri = doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == "sub/train.py"
+
+
+def test_sarif_fingerprints_survive_moved_lines(tmp_path):
+    before = _dataloader_result()
+    shifted = "# a new comment line\n\n" + SOURCE
+    call = shifted.index("DataLoader(")
+    d = diag(shifted, "train.py", "TL101", call, shifted.index(")", call) + 1)
+    after = result_of({"train.py": (shifted, [d])})
+    fp = lambda r: sarif.build(r, root=tmp_path)["runs"][0]["results"][0]["partialFingerprints"]
+    assert fp(before) == fp(after)
+
+
+def test_sarif_reports_unreadable_files(tmp_path):
+    result = result_of({})
+    result.files.append(FileResult(path="bin.py", error=FileError("bin.py", "binary file")))
+    doc = sarif.build(result, root=tmp_path)
+    validator("sarif-2.1.0.json").validate(doc)
+    notes = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert notes[0]["message"]["text"] == "bin.py: binary file"
+
+
+def test_sarif_schema_rejects_bad_output(tmp_path):
+    import jsonschema
+
+    doc = sarif.build(_dataloader_result(), root=tmp_path)
+    doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] = 0
+    with pytest.raises(jsonschema.ValidationError):
+        validator("sarif-2.1.0.json").validate(doc)

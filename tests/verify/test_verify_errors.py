@@ -1,0 +1,103 @@
+"""User errors: a plain message and exit status 2, never a traceback."""
+
+from __future__ import annotations
+
+
+def _assert_user_error(result, *needles: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert "Traceback (most recent call last)" not in result.stdout
+    text = result.stderr
+    for needle in needles:
+        assert needle in text, text
+
+
+def test_crashing_script_shows_its_stderr_tail(verify, fixtures):
+    result, data = verify(fixtures / "crash.py", "--fixed", fixtures / "crash.py",
+                          "--repeats", "1")
+    # The script's own traceback is part of its stderr tail; the verifier adds none of its own.
+    _assert_user_error(result, "the original script exited with status 1",
+                       "loading the dataset from ./missing-data", "FileNotFoundError")
+    assert data is None
+
+
+def test_script_without_optimizer_step_is_said_plainly(verify, fixtures):
+    result, _ = verify(fixtures / "no_optimizer.py", "--fixed", fixtures / "no_optimizer.py",
+                       "--repeats", "1")
+    _assert_user_error(result, "without a single optimizer step")
+
+
+def test_script_that_stops_early_is_said_plainly(verify, fixtures):
+    result, _ = verify(fixtures / "few_steps.py", "--fixed", fixtures / "few_steps.py",
+                       "--steps", "10", "--warmup", "2", "--repeats", "1")
+    _assert_user_error(result, "finished after 3 optimizer steps, fewer than the 12 asked for")
+
+
+def test_missing_script(verify, tmp_path):
+    result, _ = verify(tmp_path / "nope.py", "--fixed", tmp_path / "nope.py")
+    _assert_user_error(result, "nope.py: no such file")
+
+
+def test_rule_and_fixed_together(verify, fixtures):
+    result, _ = verify(fixtures / "tight_loop.py", "--rule", "TL101", "--fixed",
+                       fixtures / "tight_loop_noop.py")
+    _assert_user_error(result, "either --rule CODES or --fixed FILE")
+
+
+def test_neither_rule_nor_fixed(verify, fixtures):
+    result, _ = verify(fixtures / "tight_loop.py")
+    _assert_user_error(result, "either --rule CODES or --fixed FILE")
+
+
+def test_each_without_rules(verify, fixtures):
+    result, _ = verify(fixtures / "tight_loop.py", "--fixed", fixtures / "tight_loop_noop.py",
+                       "--each")
+    _assert_user_error(result, "--each needs --rule")
+
+
+def test_bad_numbers(verify, fixtures):
+    for args, needle in ((("--steps", "0"), "--steps must be at least 1"),
+                         (("--warmup", "0"), "--warmup must be at least 1"),
+                         (("--repeats", "0"), "--repeats must be at least 1"),
+                         (("--loss-rtol", "-1"), "--loss-rtol must be")):
+        result, _ = verify(fixtures / "tight_loop.py", "--fixed", fixtures / "tight_loop_noop.py",
+                           *args)
+        _assert_user_error(result, needle)
+
+
+def test_script_that_does_not_compile(verify, tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def broken(:\n")
+    result, _ = verify(bad, "--fixed", bad)
+    _assert_user_error(result, "cannot be run")
+
+
+def test_unknown_rule_code(verify, fixtures):
+    from trainlint.verify.variants import known_rule_codes
+
+    if known_rule_codes() is None:
+        import pytest
+
+        pytest.skip("this trainlint has no rule registry yet")
+    result, _ = verify(fixtures / "tight_loop.py", "--rule", "TL999")
+    _assert_user_error(result, "unknown rule code(s): TL999")
+
+
+def test_rule_that_finds_nothing_measures_nothing(verify, fixtures):
+    from trainlint.verify.variants import known_rule_codes
+
+    known = known_rule_codes()
+    if not known or "TL101" not in known:
+        import pytest
+
+        pytest.skip("rule TL101 is not registered yet")
+    # tight_loop.py has no DataLoader: nothing to fix, nothing is run.
+    result, data = verify(fixtures / "tight_loop.py", "--rule", "TL101")
+    assert result.exit_code == 0, result.output
+    assert "found nothing to fix" in result.stdout
+    assert data["verdict"] == "nothing to fix"
+
+
+def test_timeout_stops_the_run(verify, fixtures):
+    result, _ = verify(fixtures / "hang.py", "--fixed", fixtures / "hang.py", "--repeats", "1",
+                       "--timeout", "4")
+    _assert_user_error(result, "did not finish 25 steps within 4 s")

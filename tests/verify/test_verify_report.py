@@ -1,0 +1,69 @@
+"""Report formats from given run records: the JSON fields, the table, the picture."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trainlint.verify import report, tolerance
+from trainlint.verify.runner import RunRecord, RunSettings, Variant
+from trainlint.verify.variants import Planned
+
+
+def _rec(name: str, k: int, step: float, losses: list[float]) -> RunRecord:
+    steps = [step * (1 + 0.01 * ((i + k) % 3)) for i in range(10)]
+    return RunRecord(variant=name, repeat=k, step_s=steps, data_wait_s=[step / 2] * 10,
+                     all_step_s=[step] * 2 + steps, losses=losses, wall_s=1.0, ranks=1)
+
+
+def _result(after_losses):
+    settings = RunSettings(script="/x/train.py", script_args=["--epochs", "1"], steps=10,
+                           warmup=2, nproc=None, threads=2)
+    base = [1.0, 0.9, 0.8] + [0.7] * 9
+    records = {
+        "original": [_rec("original", k, 0.04, base) for k in range(3)],
+        "TL101": [_rec("TL101", k, 0.02, after_losses) for k in range(3)],
+    }
+    planned = [Planned(Variant("TL101", ["TL101"], "/tmp/f.py"), ["TL101"]),
+               Planned(None, ["TL999"], "TL999 found nothing to fix in train.py")]
+    # The last planned version is the combined one; put the measured one last for the totals.
+    planned = planned[::-1]
+    tols = {"TL101": tolerance.for_rules(["TL101"])}
+    return report.build(settings, planned, records, tols, repeats=3, fixed_file=None), records
+
+
+def test_json_has_the_issue_fields():
+    data, _ = _result([1.0, 0.9, 0.8] + [0.7] * 9)
+    for key in ("script", "rules", "steps", "repeats", "before", "after", "speedup",
+                "speedup_low", "speedup_high", "losses_match", "max_loss_deviation", "verdict"):
+        assert key in data
+    assert data["rules"] == ["TL101"]
+    assert data["before"]["median_step_s"] > data["after"]["median_step_s"]
+    assert data["before"]["data_wait_share"] == pytest.approx(0.5, rel=0.05)
+    assert data["verdict"] == "faster"
+    assert data["losses_match"] and data["max_loss_deviation"] == 0.0
+    json.dumps(data, allow_nan=False)  # valid strict JSON
+    assert [r["verdict"] for r in data["rows"]] == ["nothing to fix", "faster"]
+
+
+def test_table_lists_every_row():
+    data, _ = _result([1.0, 0.9, 0.8] + [0.7] * 9)
+    text = report.table(data)
+    assert "original" in text and "TL101" in text and "nothing to fix" in text
+    assert "2.0" in text and "identical" in text
+
+
+def test_rejected_row_says_why():
+    data, _ = _result([1.0, 2.0, 3.0] + [4.0] * 9)
+    assert data["verdict"] == "rejected"
+    assert not data["losses_match"]
+    assert "left its tolerance" in report.table(data)
+
+
+def test_picture(tmp_path):
+    pytest.importorskip("matplotlib", reason="the picture needs the optional matplotlib")
+    data, records = _result([1.0, 0.9, 0.8] + [0.7] * 9)
+    out = tmp_path / "verify.png"
+    report.write_picture(data, records, out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

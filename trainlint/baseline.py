@@ -1,0 +1,114 @@
+"""`--baseline FILE`: record today's findings, then report only findings that are new.
+
+Findings are matched by fingerprint (rule code, path relative to the baseline file, the flagged
+line(s) with whitespace normalised, and the occurrence index among identical ones), not by line
+number, so code moving up or down the file does not resurface baselined findings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from trainlint.atomic import write_atomic
+from trainlint.diagnostics import Diagnostic, RunResult
+from trainlint.fingerprint import fingerprints
+from trainlint.gitutil import relative_posix
+
+FORMAT = "trainlint-baseline"
+VERSION = 1
+
+
+class BaselineError(Exception):
+    """A baseline file that cannot be read or written; the message names the file and why."""
+
+
+def _source_getter(result: RunResult):
+    def source_of(path: str) -> str | None:
+        text = result.source_of(path)
+        if text is None:
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                return None
+        return text
+
+    return source_of
+
+
+def _prints(result: RunResult, baseline: Path) -> tuple[list[Diagnostic], list[str]]:
+    root = baseline.resolve().parent
+    diags = [d for d in result.diagnostics if not d.fixed]
+    return diags, fingerprints(diags, _source_getter(result), lambda p: relative_posix(p, root))
+
+
+def write_baseline(result: RunResult, path: str | os.PathLike) -> int:
+    """Write every current (unfixed) finding to `path`; returns how many were recorded."""
+    target = Path(path)
+    diags, prints = _prints(result, target)
+    root = target.resolve().parent
+    findings = [
+        {
+            "code": d.code,
+            "path": relative_posix(d.path, root),
+            "fingerprint": fp,
+            # Informational only: matching never uses the line.
+            "line": d.start.row,
+            "message": d.message,
+        }
+        for d, fp in zip(diags, prints)
+    ]
+    findings.sort(key=lambda f: (f["path"], f["line"], f["code"], f["fingerprint"]))
+    doc = {"format": FORMAT, "version": VERSION, "findings": findings}
+    try:
+        write_atomic(target, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise BaselineError(f"{target}: cannot write baseline: {exc.strerror or exc}") from None
+    return len(findings)
+
+
+def read_baseline(path: str | os.PathLike) -> set[str]:
+    target = Path(path)
+    try:
+        doc = json.loads(target.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BaselineError(f"{target}: baseline file does not exist") from None
+    except OSError as exc:
+        raise BaselineError(f"{target}: cannot read baseline: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BaselineError(f"{target}: not a trainlint baseline (invalid JSON: {exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise BaselineError(f"{target}: not a trainlint baseline (missing \"format\": \"{FORMAT}\")")
+    if doc.get("version") != VERSION:
+        raise BaselineError(f"{target}: unsupported baseline version {doc.get('version')!r} (expected {VERSION})")
+    findings = doc.get("findings")
+    if not isinstance(findings, list) or not all(isinstance(f, dict) and isinstance(f.get("fingerprint"), str) for f in findings):
+        raise BaselineError(f"{target}: \"findings\" must be a list of objects with a \"fingerprint\" string")
+    return {f["fingerprint"] for f in findings}
+
+
+def filter_new(result: RunResult, path: str | os.PathLike) -> RunResult:
+    """`result` with the findings recorded in the baseline at `path` removed (errors are kept)."""
+    known = read_baseline(path)
+    diags, prints = _prints(result, Path(path))
+    keep = {id(d) for d, fp in zip(diags, prints) if fp not in known}
+    files = [
+        replace(f, diagnostics=[d for d in f.diagnostics if d.fixed or id(d) in keep])
+        for f in result.files
+    ]
+    return replace(result, files=files)
+
+
+def apply_baseline(result: RunResult, path: str | os.PathLike) -> tuple[RunResult, int | None]:
+    """The CLI's `--baseline FILE`: the first run (no file yet) records the findings and reports
+    none; later runs report only new findings. Returns (result to report, count written or None)."""
+    if not Path(path).exists():
+        written = write_baseline(result, path)
+        files = [replace(f, diagnostics=[d for d in f.diagnostics if d.fixed]) for f in result.files]
+        return replace(result, files=files), written
+    return filter_new(result, path), None
+
+
+__all__ = ["BaselineError", "apply_baseline", "filter_new", "read_baseline", "write_baseline"]

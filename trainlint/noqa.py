@@ -1,0 +1,126 @@
+"""`--add-noqa`: suppress every current finding with a `# noqa: TLxxx` comment on its first line.
+
+An existing `# noqa: X, Y` on that line gains the new codes; a blanket `# noqa` already covers
+everything and is left alone. Files are rewritten atomically, keeping encoding, BOM, line endings
+and mode, and only if they still hold the text the findings were computed from.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections import defaultdict
+from trainlint.diagnostics import FileError, RunResult
+from trainlint.source import SourceError, read_source
+from trainlint.writer import write_fixed
+from trainlint.textpos import split_lines, strip_eol
+
+# `# noqa`, `# noqa: A1, B2` (Flake8/Ruff syntax); the code list is what we extend.
+NOQA = re.compile(r"#\s*noqa(?P<colon>\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+_CODE = re.compile(r"[A-Z]+[0-9]+")
+
+
+def _comment_rows(text: str) -> tuple[dict[int, tuple[int, str]], set[int]]:
+    """Per row: the comment token (column, text), and the rows whose end can't take a comment
+    (inside a multi-line string, or continued with a backslash)."""
+    comments: dict[int, tuple[int, str]] = {}
+    blocked: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                comments[tok.start[0]] = (tok.start[1], tok.string)
+            elif tok.start[0] != tok.end[0] and tok.type in _MULTILINE_TOKENS:
+                blocked.update(range(tok.start[0], tok.end[0]))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass  # the engine already parsed this file; a tokenizer hiccup only loses precision here
+    for row, line in enumerate(split_lines(text), start=1):
+        if strip_eol(line).endswith("\\") and row not in comments:
+            blocked.add(row)
+    return comments, blocked
+
+
+_MULTILINE_TOKENS = {tokenize.STRING}
+for _name in ("FSTRING_MIDDLE", "FSTRING_END", "FSTRING_START"):
+    if hasattr(tokenize, _name):
+        _MULTILINE_TOKENS.add(getattr(tokenize, _name))
+
+
+def _with_codes(line: str, comment: tuple[int, str] | None, codes: list[str]) -> tuple[str, int]:
+    """`line` (no EOL) with `codes` suppressed; returns the new line and how many codes were added."""
+    if comment is not None:
+        col, text = comment
+        m = NOQA.search(text)
+        if m is not None:
+            if m.group("codes") is None:
+                return line, 0  # blanket noqa: nothing to add
+            existing = _CODE.findall(m.group("codes").upper())
+            new = [c for c in codes if c not in existing]
+            if not new:
+                return line, 0
+            merged = "# noqa: " + ", ".join(existing + new)
+            start, end = col + m.start(), col + m.end()
+            return line[:start] + merged + line[end:], len(new)
+    return line.rstrip() + "  # noqa: " + ", ".join(codes), len(codes)
+
+
+def add_noqa(result: RunResult, errors: list[FileError] | None = None) -> int:
+    """Insert suppressions for every unfixed finding in `result`; returns how many findings were
+    suppressed. Files that cannot be rewritten are skipped and, when `errors` is given, reported there."""
+
+    def fail(path: str, reason: str) -> None:
+        if errors is not None:
+            errors.append(FileError(path, reason))
+
+    by_file: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for diag in result.diagnostics:
+        if diag.fixed:
+            continue
+        codes = by_file[diag.path][diag.start.row]
+        if diag.code not in codes:
+            codes.append(diag.code)
+
+    total = 0
+    for path, rows in by_file.items():
+        try:
+            source = read_source(path)
+        except SourceError as exc:
+            fail(path, f"cannot add noqa: {exc}")
+            continue
+        text = source.text
+        expected = result.source_of(path)
+        if expected is not None and expected != text:
+            fail(path, "cannot add noqa: the file changed since it was checked")
+            continue
+
+        lines = split_lines(text)
+        comments, blocked = _comment_rows(text)
+        # The engine honours a suppression on the row a finding starts on, and only there. A row
+        # that ends inside a multi-line string or with a backslash can't take a comment, so those
+        # findings are reported instead of being given a comment that would not suppress them.
+        targets: dict[int, list[str]] = {}
+        for row, codes in sorted(rows.items()):
+            if row in blocked:
+                why = "inside a multi-line string" if not strip_eol(lines[row - 1]).endswith("\\") else "with a backslash continuation"
+                fail(path, f"cannot add noqa on line {row} ({', '.join(codes)}): the line ends {why}")
+                continue
+            targets[row] = codes
+        added = 0
+        for row, codes in targets.items():
+            if not 1 <= row <= len(lines):
+                continue
+            line = lines[row - 1]
+            content = strip_eol(line)
+            new, n = _with_codes(content, comments.get(row), sorted(codes))
+            lines[row - 1] = new + line[len(content):]
+            added += n
+        if not added:
+            continue
+        try:
+            # Keeps encoding, BOM and mode; refuses if the file changed since read_source.
+            write_fixed(source, "".join(lines))
+        except SourceError as exc:
+            fail(path, f"cannot add noqa: {str(exc).removeprefix('not fixed: ')}")
+            continue
+        total += added
+    return total

@@ -1,0 +1,40 @@
+"""GitHub Actions workflow commands: one `::error` annotation per finding and per unreadable file.
+
+GitHub parses `::error key=value,...::message` lines from a step's output. The message and the
+property values are escaped as the runner unescapes them: '%', CR and LF in both, and also ':' and
+',' in property values, where they would otherwise end the value.
+"""
+
+from __future__ import annotations
+
+from trainlint.diagnostics import RunResult
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _command(properties: list[tuple[str, object]], message: str) -> str:
+    props = ",".join(f"{k}={escape_property(str(v))}" for k, v in properties)
+    return f"::error {props}::{escape_data(message)}"
+
+
+def render(result: RunResult, fmt: str = "github") -> str:
+    lines = []
+    for diag in result.diagnostics:
+        props: list[tuple[str, object]] = [
+            ("file", diag.path),
+            ("line", diag.start.row),
+            ("col", diag.start.column),
+            ("endLine", diag.end.row),
+            ("endColumn", diag.end.column),
+            ("title", diag.code),
+        ]
+        lines.append(_command(props, f"{diag.code} {diag.message}"))
+    for error in result.errors:
+        lines.append(_command([("file", error.path), ("title", "trainlint")], f"could not check: {error.reason}"))
+    return "".join(line + "\n" for line in lines)

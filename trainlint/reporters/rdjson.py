@@ -1,0 +1,72 @@
+"""reviewdog's rdjson (one JSON document) and rdjsonl (one diagnostic per line).
+
+Lines are 1-based and columns are 1-based UTF-8 byte offsets, converted from our character
+columns with the file's text. A fix becomes a line-based suggestion (rows only, no columns)
+covering exactly the finding's rows: reviewdog turns it into a GitHub ```suggestion block, which
+replaces whole lines and must match the comment's line range. A fix that reaches outside those
+rows is left out rather than shown wrong.
+"""
+
+from __future__ import annotations
+
+import json
+
+from trainlint.diagnostics import Diagnostic, RunResult
+from trainlint.textpos import LineIndex, line_range, whole_line_replacement
+
+SOURCE = {"name": "trainlint", "url": "https://github.com/trainlint/trainlint"}
+
+
+def _position(index: LineIndex | None, row: int, column: int) -> dict:
+    col = index.byte_column(row, column) if index is not None else column
+    return {"line": row, "column": col}
+
+
+def diagnostic(diag: Diagnostic, source: str | None) -> dict:
+    index = LineIndex(source) if source is not None else None
+    first, last = line_range(diag)
+    start = _position(index, diag.start.row, diag.start.column)
+    if last < diag.end.row:
+        # The range ends at column 1 of the next row: say "end of the previous row" instead, so the
+        # range's rows are the rows the finding (and its suggestion) covers.
+        end_col = len(index.line(last)) + 1 if index is not None else 1
+        end = _position(index, last, end_col)
+    else:
+        end = _position(index, diag.end.row, diag.end.column)
+    out: dict = {
+        "message": diag.message,
+        "location": {"path": diag.path, "range": {"start": start, "end": end}},
+        "severity": "ERROR",
+        "source": SOURCE,
+        "code": {"value": diag.code, **({"url": diag.url} if diag.url else {})},
+    }
+    if source is not None:
+        replacement = whole_line_replacement(source, diag)
+        if replacement is not None:
+            lo, hi, text = replacement
+            assert (lo, hi) == (first, last)
+            out["suggestions"] = [{"range": {"start": {"line": lo}, "end": {"line": hi}}, "text": text}]
+    return out
+
+
+def _error(path: str, reason: str) -> dict:
+    return {
+        "message": f"could not check: {reason}",
+        "location": {"path": path},
+        "severity": "ERROR",
+        "source": SOURCE,
+    }
+
+
+def diagnostics(result: RunResult) -> list[dict]:
+    out = [diagnostic(d, result.source_of(d.path)) for d in result.diagnostics]
+    out.extend(_error(e.path, e.reason) for e in result.errors)
+    return out
+
+
+def render(result: RunResult, fmt: str = "rdjson") -> str:
+    items = diagnostics(result)
+    if fmt == "rdjsonl":
+        return "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items)
+    doc = {"source": SOURCE, "severity": "ERROR", "diagnostics": items}
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

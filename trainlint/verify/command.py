@@ -1,0 +1,237 @@
+"""`trainlint verify SCRIPT [-- SCRIPT_ARGS...]`: the click command.
+
+Registered by trainlint.cli as `verify`; also runnable as `python -m trainlint.verify`.
+Importing this module must not import torch (the linter never does); torch is imported lazily,
+only to ask whether a GPU is there for the profiler breakdown.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from trainlint.verify import report as report_mod
+from trainlint.verify import stats, tolerance
+from trainlint.verify.errors import VerifyError
+from trainlint.verify.runner import RunSettings, default_threads, run_interleaved, run_once
+from trainlint.verify.variants import (
+    Planned,
+    expand_rules,
+    file_variant,
+    original,
+    parse_rules,
+    rule_variants,
+)
+
+EXIT_OK = 0
+EXIT_REJECTED = 1
+EXIT_ERROR = 2
+
+
+def _positive(name: str, value: int, minimum: int = 1) -> None:
+    if value < minimum:
+        raise VerifyError(f"{name} must be at least {minimum} (got {value})")
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+@click.command(
+    name="verify",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    short_help="Measure a fix's speedup and check the loss curve.",
+)
+@click.argument("script", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--rule", "rules", multiple=True, metavar="CODES",
+              help="Rules whose fixes (safe and unsafe) make the fixed version, e.g. TL101,TL103.")
+@click.option("--fixed", type=click.Path(dir_okay=False, path_type=Path),
+              help="A hand-fixed copy of the script to compare instead.")
+@click.option("--each", is_flag=True,
+              help="Measure every rule's fix alone, then all together (attribution table).")
+@click.option("--steps", default=20, show_default=True, help="Measured optimizer steps per run.")
+@click.option("--warmup", default=5, show_default=True, help="Optimizer steps before measuring.")
+@click.option("--repeats", default=3, show_default=True,
+              help="Interleaved rounds (original, fixed, original, fixed, ...).")
+@click.option("--nproc-per-node", "nproc", type=int, default=None,
+              help="Run under torchrun with this many processes (distributed scripts).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the JSON report here.")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Write verify.json and verify.png (step times, loss curves) into this folder.")
+@click.option("--loss-rtol", type=float, default=None,
+              help="Relative loss tolerance per step, instead of the rules' own.")
+@click.option("--seed", default=0, show_default=True, help="Seed set in both versions.")
+@click.option("--threads", type=int, default=None,
+              help="Threads per process for both versions [default: cores / processes].")
+@click.option("--timeout", "timeout_s", default=600.0, show_default=True,
+              help="Seconds one run may take before it is stopped.")
+@click.option("--pin-loader-rng/--no-pin-loader-rng", default=True, show_default=True,
+              help="Give shuffling samplers their own seeded generator in both versions, so "
+                   "loader changes (persistent_workers) keep the data order.")
+@click.option("--profile/--no-profile", default=None,
+              help="torch.profiler breakdown of a few steps [default: on when a GPU is present].")
+@click.pass_context
+def verify_command(ctx: click.Context, **opts) -> None:
+    """Run SCRIPT before and after a fix; report the speedup and whether the loss curve holds.
+
+    Arguments after `--` go to the script. Only the script named here is run.
+    Exit status: 0 measured (faster, no measurable change, slower), 1 rejected by the loss
+    guard rail, 2 error.
+    """
+    try:
+        code = _verify(**opts)
+    except VerifyError as e:
+        click.echo(f"trainlint verify: error: {e}", err=True)
+        ctx.exit(EXIT_ERROR)
+    ctx.exit(code)
+
+
+def _verify(
+    script: Path,
+    script_args: tuple[str, ...],
+    rules: tuple[str, ...],
+    fixed: Path | None,
+    each: bool,
+    steps: int,
+    warmup: int,
+    repeats: int,
+    nproc: int | None,
+    json_path: Path | None,
+    report_dir: Path | None,
+    loss_rtol: float | None,
+    seed: int,
+    threads: int | None,
+    timeout_s: float,
+    profile: bool | None,
+    pin_loader_rng: bool,
+) -> int:
+    codes = parse_rules(rules)
+    if not script.is_file():
+        raise VerifyError(f"{script}: no such file")
+    if bool(codes) == (fixed is not None):
+        raise VerifyError("name the fixed version: either --rule CODES or --fixed FILE (not both)")
+    if fixed is not None and not fixed.is_file():
+        raise VerifyError(f"{fixed}: no such file")
+    if each and not codes:
+        raise VerifyError("--each needs --rule with the rules to attribute")
+    _positive("--steps", steps)
+    # A step's time is measured from the previous step's end, so one step must come first.
+    _positive("--warmup", warmup)
+    _positive("--repeats", repeats)
+    if nproc is not None:
+        _positive("--nproc-per-node", nproc)
+    if threads is not None:
+        _positive("--threads", threads)
+    if loss_rtol is not None and not loss_rtol >= 0:
+        raise VerifyError("--loss-rtol must be a number >= 0")
+    if report_dir is not None:
+        report_mod.require_matplotlib()
+    if codes:
+        codes = expand_rules(codes)
+    script = script.resolve()
+    try:
+        script_text = script.read_text(encoding="utf-8")
+        compile(script_text, str(script), "exec")
+    except (OSError, UnicodeDecodeError, SyntaxError) as e:
+        raise VerifyError(f"{script}: cannot be run: {e}") from None
+
+    settings = RunSettings(
+        script=str(script),
+        script_args=list(script_args),
+        steps=steps,
+        warmup=warmup,
+        nproc=nproc,
+        seed=seed,
+        timeout_s=timeout_s,
+        threads=threads or default_threads(nproc),
+        pin_loader_rng=pin_loader_rng,
+    )
+    with tempfile.TemporaryDirectory(prefix="trainlint-verify-") as tmp:
+        workdir = Path(tmp)
+        if codes:
+            planned = rule_variants(script, codes, each, workdir)
+        else:
+            planned = [file_variant(fixed.resolve())]
+        tolerances = {
+            p.variant.name: (tolerance.user_tolerance(loss_rtol) if loss_rtol is not None
+                             else tolerance.for_rules(p.rules))
+            for p in planned if p.variant is not None
+        }
+        variants = [original(script)] + [p.variant for p in planned if p.variant is not None]
+        if len(variants) == 1:
+            for p in planned:
+                click.echo(f"trainlint verify: {p.note}; nothing to measure.")
+            if json_path:
+                report_mod.write_json(_nothing_report(settings, planned, repeats), json_path)
+            return EXIT_OK
+
+        def progress(msg: str) -> None:
+            click.echo(f"trainlint verify: {msg}", err=True)
+
+        try:
+            records = run_interleaved(settings, variants, repeats, workdir, progress)
+        except VerifyError as e:
+            raise VerifyError(_hint(str(e), script_text, nproc)) from None
+        profiles = None
+        if profile or (profile is None and _cuda_available()):
+            profiles = {}
+            for v in (variants[0], variants[-1]):
+                progress(f"profiling {min(5, steps)} steps: {v.name}")
+                rec = run_once(settings, v, repeats, workdir, profile_steps=min(5, steps))
+                if rec.profile:
+                    profiles[v.name] = rec.profile
+        result = report_mod.build(settings, planned, records, tolerances, repeats=repeats,
+                                  fixed_file=str(fixed.resolve()) if fixed else None,
+                                  profiles=profiles)
+    click.echo(report_mod.table(result))
+    try:
+        if json_path:
+            report_mod.write_json(result, json_path)
+        if report_dir:
+            report_mod.write_json(result, report_dir / "verify.json")
+            report_mod.write_picture(result, records, report_dir / "verify.png")
+            click.echo(f"trainlint verify: wrote {report_dir / 'verify.png'}", err=True)
+    except OSError as e:
+        raise VerifyError(f"cannot write the report: {e}") from None
+    return EXIT_REJECTED if result["verdict"] == stats.REJECTED else EXIT_OK
+
+
+def _hint(message: str, script_text: str, nproc: int | None) -> str:
+    if nproc is None and "init_process_group" in script_text:
+        return message + "\n(the script sets up torch.distributed: run it with --nproc-per-node N)"
+    return message
+
+
+def _nothing_report(settings: RunSettings, planned: list[Planned], repeats: int) -> dict:
+    return {
+        "script": settings.script,
+        "rules": planned[-1].rules,
+        "steps": settings.steps,
+        "repeats": repeats,
+        "before": None,
+        "after": None,
+        "speedup": None,
+        "speedup_low": None,
+        "speedup_high": None,
+        "losses_match": None,
+        "max_loss_deviation": None,
+        "verdict": report_mod.NOTHING_TO_FIX,
+        "note": "; ".join(p.note for p in planned),
+    }
+
+
+def main() -> None:
+    verify_command.main(prog_name="trainlint verify")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,350 @@
+"""The code that runs inside the measured script's process (every rank under torchrun).
+
+Started as ``python -m trainlint.verify.harness SCRIPT_ARGS...`` (or through torchrun's ``-m``),
+it reads its settings from the ``TRAINLINT_VERIFY`` environment variable, installs hooks that
+observe training from outside the script's code, executes the script as ``__main__`` and writes
+what it saw to ``<out_dir>/rank<R>.json``.
+
+What is hooked, and why each hook stays cheap (the harness must not change what it measures):
+- a global optimizer step post-hook: one ``perf_counter`` per step (plus a CUDA event, recorded
+  without synchronising, when CUDA is in use); it also stops the run after warm-up + N steps;
+- ``DataLoader.__iter__`` and the loader iterator's ``__next__``: time spent waiting for data;
+- ``torch.autograd.backward`` (which ``Tensor.backward`` calls): the detached scalar loss is kept
+  where it lives (on the device) and read once at the end, so no per-step host sync is added;
+- ``DataLoader.__init__``: a shuffling ``RandomSampler`` without its own generator gets one, seeded
+  from the verifier's seed, so the data order no longer depends on how often the loader draws
+  its worker base seed from the global RNG (``persistent_workers=True`` draws it once instead of
+  once per epoch, which otherwise reshuffles every later epoch differently).
+
+torch is imported here on purpose: this module only ever runs in the child process.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import random
+import sys
+import time
+import types
+
+ENV_VAR = "TRAINLINT_VERIFY"
+
+
+class StopRun(BaseException):
+    """Raised from the step hook once enough steps were measured.
+
+    A BaseException so that a script's ``except Exception:`` does not swallow it.
+    """
+
+
+class _State:
+    def __init__(self, cfg: dict) -> None:
+        self.total = int(cfg["warmup"]) + int(cfg["steps"])
+        self.profile_steps = int(cfg.get("profile_steps", 0))
+        self.warmup = int(cfg["warmup"])
+        self.step_ends: list[float] = []
+        self.cuda_events: list = []
+        self.data_wait: list[float] = []
+        self.losses: list = []  # detached scalar tensors, in backward order
+        self.losses_per_step: list[int] = []  # how many backward calls fell in each step
+        self.pending_wait = 0.0
+        self.pending_losses = 0
+        self.first_optimizer: int | None = None
+        self.other_optimizer_steps = 0
+        self.loaders = 0
+        self.start = time.perf_counter()
+        self.profiler = None
+        self.profile_start = 0.0
+        self.profile: dict | None = None
+        self.device = None  # the CUDA device stepped on, if any
+
+
+class Hooks:
+    """The installed patches and step hook; disable() restores torch as it was.
+
+    The harness itself never disables them (the process ends with the run); the overhead
+    benchmark toggles them to time the same loop with and without.
+    """
+
+    def __init__(self) -> None:
+        self.patches: list[tuple[object, str, object, object]] = []  # (owner, name, old, new)
+        self.step_hook = None
+        self.handle = None
+
+    def patch(self, owner, name: str, new) -> None:
+        self.patches.append((owner, name, getattr(owner, name), new))
+        setattr(owner, name, new)
+
+    def disable(self) -> None:
+        for owner, name, old, _ in self.patches:
+            setattr(owner, name, old)
+        if self.handle is not None:
+            self.handle.remove()
+            self.handle = None
+
+    def enable(self) -> None:
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        for owner, name, _, new in self.patches:
+            setattr(owner, name, new)
+        if self.handle is None:
+            self.handle = register_optimizer_step_post_hook(self.step_hook)
+
+
+def _install(cfg: dict, state: _State) -> Hooks:
+    import torch
+    import torch.utils.data.dataloader as dl
+
+    hooks = Hooks()
+
+    seed = int(cfg["seed"])
+    perf = time.perf_counter
+
+    # Data wait: creating the iterator (worker start-up when workers are not persistent) and
+    # each __next__ are time the training loop spends waiting for the loader.
+    orig_iter = dl.DataLoader.__iter__
+    orig_next = dl._BaseDataLoaderIter.__next__
+
+    def timed_iter(self):
+        t = perf()
+        try:
+            return orig_iter(self)
+        finally:
+            state.pending_wait += perf() - t
+
+    def timed_next(self):
+        t = perf()
+        try:
+            return orig_next(self)
+        finally:
+            state.pending_wait += perf() - t
+
+    hooks.patch(dl.DataLoader, "__iter__", timed_iter)
+    hooks.patch(dl._BaseDataLoaderIter, "__next__", timed_next)
+
+    if cfg.get("pin_loader_rng", True):
+        orig_init = dl.DataLoader.__init__
+
+        def init(self, *args, **kwargs):
+            orig_init(self, *args, **kwargs)
+            index = state.loaders
+            state.loaders += 1
+            sampler = getattr(self.batch_sampler, "sampler", None) or self.sampler
+            if isinstance(sampler, torch.utils.data.RandomSampler) and sampler.generator is None:
+                # Only loaders left to the global RNG are pinned; a script that passes its own
+                # generator keeps it (its data order is already decided by the script).
+                g = torch.Generator()
+                g.manual_seed(seed * 1000 + index)
+                sampler.generator = g
+                if self.generator is None:
+                    base = torch.Generator()
+                    base.manual_seed(seed * 1000 + 500 + index)
+                    self.generator = base
+
+        hooks.patch(dl.DataLoader, "__init__", init)
+
+    orig_backward = torch.autograd.backward
+
+    def backward(tensors, *args, **kwargs):
+        t = tensors
+        if isinstance(t, (tuple, list)) and len(t) == 1:
+            t = t[0]
+        if isinstance(t, torch.Tensor) and t.numel() == 1:
+            # detach() keeps the value on its device; nothing is read until the run ends.
+            state.losses.append(t.detach())
+            state.pending_losses += 1
+        return orig_backward(tensors, *args, **kwargs)
+
+    hooks.patch(torch.autograd, "backward", backward)
+
+    def after_step(optimizer, args, kwargs):
+        # Several optimizers (a GAN, say) step once each per iteration: count the first one.
+        if state.first_optimizer is None:
+            state.first_optimizer = id(optimizer)
+            state.device = _param_device(optimizer)
+        elif id(optimizer) != state.first_optimizer:
+            state.other_optimizer_steps += 1
+            return
+        if state.device is not None:
+            # Recorded on the stream the parameters' device computes on; no host wait. Under
+            # torchrun each rank's own GPU, whatever the current device is.
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record(torch.cuda.current_stream(state.device))
+            state.cuda_events.append(ev)
+        state.step_ends.append(perf())
+        state.data_wait.append(state.pending_wait)
+        state.pending_wait = 0.0
+        state.losses_per_step.append(state.pending_losses)
+        state.pending_losses = 0
+        n = len(state.step_ends)
+        if state.profile_steps:
+            if n == state.warmup:
+                _start_profiler(state)
+            elif n == state.warmup + state.profile_steps:
+                _stop_profiler(state)
+                raise StopRun()
+            return
+        if n >= state.total:
+            raise StopRun()
+
+    hooks.step_hook = after_step
+    hooks.enable()
+    return hooks
+
+
+def _param_device(optimizer):
+    """The CUDA device of the optimizer's parameters, or None when they are not on a GPU."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            return p.device if p.device.type == "cuda" else None
+    return None
+
+
+def _start_profiler(state: _State) -> None:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    if state.device is not None:
+        activities.append(ProfilerActivity.CUDA)
+        torch.cuda.synchronize(state.device)
+    state.profiler = profile(activities=activities)
+    state.profiler.__enter__()
+    state.profile_start = time.perf_counter()
+
+
+def _stop_profiler(state: _State) -> None:
+    import torch
+
+    from trainlint.verify.profile import breakdown_from_profiler
+
+    if state.device is not None:
+        torch.cuda.synchronize(state.device)
+    wall = time.perf_counter() - state.profile_start
+    state.profiler.__exit__(None, None, None)
+    state.profile = breakdown_from_profiler(state.profiler, wall, state.profile_steps)
+
+
+def _seed(seed: int) -> None:
+    import torch
+
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy as np
+    except ImportError:
+        pass
+    else:
+        np.random.seed(seed)
+
+
+def _collect(state: _State, status: str) -> dict:
+    import torch
+
+    if state.device is not None:
+        # A script may run under torch.cuda.set_sync_debug_mode("error") to prove that its
+        # steps never wait for the GPU; the harness's one read at the end is not such a step.
+        torch.cuda.set_sync_debug_mode(0)
+    losses: list[float] = []
+    if state.losses:
+        # The single device-to-host read of the whole run.
+        devices = {t.device for t in state.losses}
+        if len(devices) == 1:
+            losses = torch.stack([t.reshape(()).float() for t in state.losses]).cpu().tolist()
+        else:  # losses on several devices: one read each, still only at the end
+            losses = [float(t.reshape(()).float().cpu()) for t in state.losses]
+    per_step: list[float] = []
+    i = 0
+    for count in state.losses_per_step:
+        chunk = losses[i : i + count]
+        i += count
+        per_step.append(sum(chunk) / len(chunk) if chunk else float("nan"))
+    ends = state.step_ends
+    wall_times = [b - a for a, b in zip([state.start] + ends[:-1], ends)]
+    device_times = None
+    if state.cuda_events and len(state.cuda_events) == len(ends):
+        torch.cuda.synchronize(state.device)
+        evs = state.cuda_events
+        device_times = [None] + [a.elapsed_time(b) / 1000.0 for a, b in zip(evs[:-1], evs[1:])]
+    return {
+        "status": status,
+        "rank": int(os.environ.get("RANK", "0")),
+        "steps_seen": len(ends),
+        "other_optimizer_steps": state.other_optimizer_steps,
+        "step_wall_s": wall_times,
+        "step_device_s": device_times,
+        "data_wait_s": state.data_wait,
+        "loss_per_step": per_step,
+        "backward_per_step": state.losses_per_step,
+        "profile": state.profile,
+    }
+
+
+_keep: list = []
+
+
+def _execute(cfg: dict) -> None:
+    script = cfg["script"]
+    code_path = cfg.get("code_path") or script
+    with open(code_path, "rb") as f:
+        source = f.read()
+    # Compiled under the path of the file actually run, so tracebacks show the right lines.
+    code = compile(source, code_path, "exec", dont_inherit=True)
+    module = types.ModuleType("__main__")
+    # __file__ is the original script's path for both versions: the fixed copy stands in for
+    # the script where it lives (data paths built from __file__ keep working).
+    module.__dict__.update(
+        {"__file__": script, "__builtins__": builtins, "__loader__": None, "__spec__": None}
+    )
+    # Keep the harness module alive (it is __main__ when started with -m) before replacing it.
+    _keep.append(sys.modules.get("__main__"))
+    sys.modules["__main__"] = module
+    sys.argv = [script] + sys.argv[1:]
+    sys.path[0] = os.path.dirname(script)
+    exec(code, module.__dict__)
+
+
+def main() -> None:
+    cfg = json.loads(os.environ[ENV_VAR])
+    os.environ.pop(ENV_VAR, None)  # the script's own subprocesses are not measured
+    threads = cfg.get("threads")
+    import torch
+
+    if threads:
+        torch.set_num_threads(int(threads))
+    state = _State(cfg)
+    _seed(int(cfg["seed"]))
+    _install(cfg, state)
+    status = "finished"
+    exit_code = 0
+    try:
+        _execute(cfg)
+    except StopRun:
+        status = "stopped"
+    except SystemExit as e:
+        code = e.code
+        exit_code = code if isinstance(code, int) else (0 if code is None else 1)
+        if exit_code:
+            raise
+    result = _collect(state, status)
+    out = os.path.join(cfg["out_dir"], f"rank{result['rank']}.json")
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f)
+    os.replace(tmp, out)
+    if status == "stopped":
+        import torch.distributed as dist
+
+        # The script stopped mid-training; release its process group so the rank exits cleanly.
+        if dist.is_available() and dist.is_initialized():
+            try:
+                dist.destroy_process_group()
+            except Exception:
+                pass
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""What the verifier reports: the result value (which is the JSON report), the terminal table, and
+the picture (step times per step and the loss curves, before vs after)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from trainlint.verify import stats, tolerance
+from trainlint.verify.errors import VerifyError
+from trainlint.verify.runner import RunRecord, RunSettings
+from trainlint.verify.variants import Planned
+
+NOTHING_TO_FIX = "nothing to fix"
+
+
+def _side(runs: list[RunRecord]) -> dict:
+    steps = [r.step_s for r in runs]
+    return {
+        # The median over repeats of each run's mean step time (see stats).
+        "median_step_s": stats.median([stats.mean(s) for s in steps]),
+        "median_of_steps_s": stats.median([x for s in steps for x in s]),
+        "data_wait_share": stats.data_wait_share(steps, [r.data_wait_s for r in runs]),
+        "step_s": steps,
+        "losses": [_num(x) for x in runs[0].losses],
+        "timing": runs[0].timing_source,
+    }
+
+
+def _num(x: float) -> float | None:
+    # JSON has no inf/nan.
+    return None if x is None or math.isinf(x) or math.isnan(x) else x
+
+
+def compare(
+    before: list[RunRecord], after: list[RunRecord], tol: tolerance.Tolerance
+) -> dict:
+    sp = stats.compare_steps([r.step_s for r in before], [r.step_s for r in after])
+    loss = tolerance.check([r.losses for r in before], [r.losses for r in after], tol)
+    verdict = sp.verdict if loss.within else stats.REJECTED
+    return {
+        "speedup": sp.speedup,
+        "speedup_low": sp.low,
+        "speedup_high": sp.high,
+        "pair_ratios": sp.pair_ratios,
+        # None: no scalar loss went through backward in either version; nothing to guard.
+        "losses_match": loss.within if loss.steps_compared else None,
+        "loss_steps_compared": loss.steps_compared,
+        "losses_identical": loss.identical,
+        "max_loss_deviation": _num(loss.max_deviation),
+        "loss_deviation_compared": _num(loss.compared_deviation),
+        "loss_tolerance": {**tol.to_json(), "allowed": loss.allowed,
+                           "original_self_deviation": _num(loss.self_deviation)},
+        "loss_summary": loss.describe(),
+        "verdict": verdict,
+    }
+
+
+def build(
+    settings: RunSettings,
+    planned: list[Planned],
+    records: dict[str, list[RunRecord]],
+    tolerances: dict[str, tolerance.Tolerance],
+    *,
+    repeats: int,
+    fixed_file: str | None,
+    profiles: dict[str, dict] | None = None,
+) -> dict:
+    before = records["original"]
+    rows = []
+    for p in planned:
+        row: dict = {"name": "+".join(p.rules) if p.rules else "fixed", "rules": p.rules}
+        if p.variant is None:
+            row.update({"verdict": NOTHING_TO_FIX, "note": p.note})
+        else:
+            after = records[p.variant.name]
+            side = _side(after)
+            row.update({"median_step_s": side["median_step_s"],
+                        "data_wait_share": side["data_wait_share"]})
+            row.update(compare(before, after, tolerances[p.variant.name]))
+        rows.append(row)
+    final = planned[-1]  # the version with every fix (or the --fixed file)
+    report: dict = {
+        "script": settings.script,
+        "script_args": settings.script_args,
+        "rules": final.rules,
+        "fixed_file": fixed_file,
+        "steps": settings.steps,
+        "warmup": settings.warmup,
+        "repeats": repeats,
+        "nproc_per_node": settings.nproc,
+        "threads_per_process": settings.threads,
+        "seed": settings.seed,
+        "before": _side(before),
+    }
+    if final.variant is None:
+        report.update({"after": None, "speedup": None, "speedup_low": None, "speedup_high": None,
+                       "losses_match": None, "max_loss_deviation": None,
+                       "verdict": NOTHING_TO_FIX, "note": final.note})
+    else:
+        report["after"] = _side(records[final.variant.name])
+        report.update({k: v for k, v in rows[-1].items() if k not in ("name", "rules")})
+    report["rows"] = rows
+    if profiles:
+        report["profile"] = profiles
+    return report
+
+
+def _ms(s: float | None) -> str:
+    return "-" if s is None else f"{s * 1000:.2f} ms"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:.0f}%"
+
+
+def table(report: dict) -> str:
+    ranks = f"torchrun x{report['nproc_per_node']}" if report["nproc_per_node"] else "1 process"
+    head = (f"trainlint verify {Path(report['script']).name}: {report['repeats']} interleaved "
+            f"repeats x {report['steps']} steps after {report['warmup']} warm-up, {ranks}, "
+            f"step times from {report['before']['timing']} clock")
+    cols = ["version", "step time", "data wait", "speedup [spread]", "loss vs original", "verdict"]
+    lines = [[ "original", _ms(report["before"]["median_step_s"]),
+               _pct(report["before"]["data_wait_share"]), "-", "-", "-"]]
+    for row in report["rows"]:
+        if row["verdict"] == NOTHING_TO_FIX:
+            lines.append([row["name"], "-", "-", "-", "-", NOTHING_TO_FIX])
+            continue
+        lines.append([
+            row["name"],
+            _ms(row["median_step_s"]),
+            _pct(row["data_wait_share"]),
+            f"{row['speedup']:.2f}x [{row['speedup_low']:.2f}-{row['speedup_high']:.2f}]",
+            row["loss_summary"],
+            row["verdict"],
+        ])
+    widths = [max(len(c), *(len(r[i]) for r in lines)) for i, c in enumerate(cols)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    out = [head, fmt.format(*cols), fmt.format(*("-" * w for w in widths))]
+    out += [fmt.format(*r) for r in lines]
+    for row in report["rows"]:
+        if row["verdict"] == stats.REJECTED:
+            t = row["loss_tolerance"]
+            out.append(f"{row['name']}: rejected, the loss curve left its tolerance "
+                       f"({t['kind']}, {t['allowed']:.2g}; {t['reason']}).")
+    prof = report.get("profile")
+    if prof:
+        out.append("")
+        out.append("profiler breakdown (share of wall time over a few steps):")
+        for name, p in prof.items():
+            shares = ", ".join(f"{k} {v * 100:.0f}%" for k, v in p["shares"].items())
+            out.append(f"  {name}: {shares}; compute-time ratio {p['compute_time_ratio'] * 100:.1f}%")
+    return "\n".join(out)
+
+
+def write_json(report: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+def require_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise VerifyError(
+            "--report needs matplotlib for the picture: pip install 'trainlint[verify]'"
+        ) from None
+
+
+def write_picture(report: dict, records: dict[str, list[RunRecord]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display needed
+    import matplotlib.pyplot as plt
+
+    fig, (ax_t, ax_l) = plt.subplots(2, 1, figsize=(9, 7), sharex=False)
+    warmup = report["warmup"]
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (name, runs) in enumerate(records.items()):
+        c = colors[i % len(colors)]
+        for k, r in enumerate(runs):
+            xs = list(range(warmup + 1, warmup + 1 + len(r.step_s)))
+            ax_t.plot(xs, [s * 1000 for s in r.step_s], color=c, alpha=0.35 if k else 0.9,
+                      label=name if k == 0 else None, marker=".", linewidth=1)
+        ax_l.plot(range(1, len(runs[0].losses) + 1), runs[0].losses, color=c, label=name,
+                  linestyle="-" if i == 0 else "--", marker=".")
+    ax_t.set_xlabel("optimizer step")
+    ax_t.set_ylabel("step time (ms)")
+    ax_t.set_title(f"{Path(report['script']).name}: step times (every repeat), verdict: "
+                   f"{report['verdict']}")
+    ax_t.legend()
+    ax_l.axvline(warmup + 0.5, color="grey", linewidth=0.8, linestyle=":")
+    ax_l.set_xlabel("optimizer step (dotted line: end of warm-up)")
+    ax_l.set_ylabel("loss (first repeat)")
+    ax_l.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,245 @@
+"""Launching the script (plain python or torchrun) under the harness, and interleaving versions.
+
+Each run is a fresh process tree started from the script's own directory, with the same seed,
+thread counts and hash seed for every version, so the only difference between runs is the code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from trainlint.verify.errors import VerifyError
+from trainlint.verify.harness import ENV_VAR
+
+# The directory that holds the trainlint package, so the child finds the harness even when
+# trainlint is not installed (run from a checkout).
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+@dataclass
+class Variant:
+    """One version of the script: the original, or a fixed copy."""
+
+    name: str  # "original", "TL101", "TL101+TL103", "fixed"
+    rules: list[str]
+    code_path: str  # file whose code runs (the original script for the original)
+
+
+@dataclass
+class RunSettings:
+    script: str  # absolute path of the script the user named
+    script_args: list[str]
+    steps: int
+    warmup: int
+    nproc: int | None  # None: plain python; a number: torchrun with that many processes
+    seed: int = 0
+    timeout_s: float = 600.0
+    threads: int | None = None
+    pin_loader_rng: bool = True
+    python: str = sys.executable
+
+
+@dataclass
+class RunRecord:
+    variant: str
+    repeat: int
+    step_s: list[float]  # measured steps only (after warm-up); slowest rank per step
+    data_wait_s: list[float]  # same steps, rank 0
+    all_step_s: list[float]  # every step including warm-up (for the picture)
+    losses: list[float]  # per optimizer step, rank 0, including warm-up
+    wall_s: float
+    ranks: int
+    profile: dict | None = None
+    timing_source: str = "wall"
+    extra: dict = field(default_factory=dict)
+
+
+def default_threads(nproc: int | None) -> int:
+    """Threads per process, the same for every version: the cores shared among the ranks."""
+    cores = os.cpu_count() or 1
+    return max(1, cores // max(1, nproc or 1))
+
+
+def _command(settings: RunSettings) -> list[str]:
+    harness = ["-m", "trainlint.verify.harness"]
+    if settings.nproc is None:
+        return [settings.python, *harness, *settings.script_args]
+    return [
+        settings.python,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={settings.nproc}",
+        *harness,
+        *settings.script_args,
+    ]
+
+
+def _env(settings: RunSettings, cfg: dict) -> dict[str, str]:
+    env = dict(os.environ)
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = _PACKAGE_ROOT + (os.pathsep + path if path else "")
+    threads = str(settings.threads or default_threads(settings.nproc))
+    # Pinned for every version alike (torchrun would otherwise pick its own).
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = threads
+    env["PYTHONHASHSEED"] = str(settings.seed)
+    env[ENV_VAR] = json.dumps(cfg)
+    return env
+
+
+def _tail(path: Path, lines: int = 25, chars: int = 4000) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    tail = "\n".join(text.rstrip().splitlines()[-lines:])
+    return tail[-chars:]
+
+
+def run_once(
+    settings: RunSettings,
+    variant: Variant,
+    repeat: int,
+    workdir: Path,
+    *,
+    profile_steps: int = 0,
+) -> RunRecord:
+    """Run one version once; raise VerifyError with a plain reason when it does not measure."""
+    out_dir = Path(tempfile.mkdtemp(prefix=f"{variant.name}-{repeat}-", dir=workdir))
+    cfg = {
+        "script": settings.script,
+        "code_path": variant.code_path,
+        "steps": settings.steps,
+        "warmup": settings.warmup,
+        "seed": settings.seed,
+        "out_dir": str(out_dir),
+        "threads": settings.threads or default_threads(settings.nproc),
+        "pin_loader_rng": settings.pin_loader_rng,
+        "profile_steps": profile_steps,
+    }
+    stdout_path = out_dir / "stdout.txt"
+    stderr_path = out_dir / "stderr.txt"
+    label = "the original script" if variant.name == "original" else f"the fixed version ({variant.name})"
+    t0 = time.perf_counter()
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        # A session of its own so that a timeout can end the whole tree (torchrun and its ranks,
+        # DataLoader workers) and nothing else.
+        proc = subprocess.Popen(
+            _command(settings),
+            cwd=os.path.dirname(settings.script),
+            env=_env(settings, cfg),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+        try:
+            rc = proc.wait(timeout=settings.timeout_s)
+        except BaseException as e:
+            # A timeout, or Ctrl-C: the run's own session does not see the terminal's signal.
+            _kill_tree(proc)
+            if not isinstance(e, subprocess.TimeoutExpired):
+                raise
+            raise VerifyError(
+                f"{label} did not finish {settings.warmup + settings.steps} steps within "
+                f"{settings.timeout_s:g} s (raise --timeout, or lower --steps)."
+            ) from None
+    wall = time.perf_counter() - t0
+    rank_files = sorted(out_dir.glob("rank*.json"))
+    if rc != 0:
+        tail = _tail(stderr_path)
+        raise VerifyError(f"{label} exited with status {rc}. Its stderr ends with:\n{tail}")
+    if not rank_files:
+        tail = _tail(stderr_path)
+        raise VerifyError(
+            f"{label} exited without the harness reporting (did it replace the process?)."
+            + (f" Its stderr ends with:\n{tail}" if tail else "")
+        )
+    ranks = [json.loads(p.read_text()) for p in rank_files]
+    ranks.sort(key=lambda r: r["rank"])
+    needed = settings.warmup + (profile_steps or settings.steps)
+    for r in ranks:
+        seen = r["steps_seen"]
+        if seen == 0:
+            raise VerifyError(
+                f"{label} ran to the end without a single optimizer step "
+                "(the verifier counts torch.optim optimizer steps; a hand-written update loop "
+                "cannot be measured)."
+            )
+        if seen < needed:
+            raise VerifyError(
+                f"{label} finished after {seen} optimizer steps, fewer than the "
+                f"{needed} asked for (--warmup {settings.warmup} + --steps "
+                f"{profile_steps or settings.steps}); lower --steps or give the script more data."
+            )
+    return _record(variant.name, repeat, settings.warmup, ranks, wall)
+
+
+def _record(name: str, repeat: int, warmup: int, ranks: list[dict], wall: float) -> RunRecord:
+    source = "device" if all(r.get("step_device_s") for r in ranks) else "wall"
+    key = "step_device_s" if source == "device" else "step_wall_s"
+    n = min(r["steps_seen"] for r in ranks)
+    # A synchronous data-parallel step is as slow as its slowest rank.
+    all_steps = [max(r[key][i] or 0.0 for r in ranks) for i in range(n)]
+    if source == "device":
+        # The first device time has no earlier event; take the wall time there.
+        all_steps[0] = max(r["step_wall_s"][0] for r in ranks)
+    r0 = ranks[0]
+    return RunRecord(
+        variant=name,
+        repeat=repeat,
+        step_s=all_steps[warmup:n],
+        data_wait_s=r0["data_wait_s"][warmup:n],
+        all_step_s=all_steps,
+        losses=r0["loss_per_step"][:n],
+        wall_s=wall,
+        ranks=len(ranks),
+        profile=r0.get("profile"),
+        timing_source=source,
+        extra={"other_optimizer_steps": r0.get("other_optimizer_steps", 0)},
+    )
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    # The child leads its own process group (start_new_session), so this reaches only the
+    # processes this run started.
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def run_interleaved(
+    settings: RunSettings,
+    variants: list[Variant],
+    repeats: int,
+    workdir: Path,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, list[RunRecord]]:
+    """Run every version once per round, in the same order, for `repeats` rounds (A B A B ...).
+
+    Interleaving spreads slow drifts of the machine (other load, clocks, caches) over all
+    versions instead of letting them land on one.
+    """
+    records: dict[str, list[RunRecord]] = {v.name: [] for v in variants}
+    for k in range(repeats):
+        for v in variants:
+            if progress:
+                progress(f"repeat {k + 1}/{repeats}: {v.name}")
+            records[v.name].append(run_once(settings, v, k, workdir))
+    return records

@@ -1,0 +1,116 @@
+"""The versions of the script to measure: the original, and fixed copies made by trainlint's own
+fixes (safe and unsafe) for the named rules, or the user's hand-fixed file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainlint.verify.errors import VerifyError
+from trainlint.verify.runner import Variant
+
+
+def parse_rules(values: tuple[str, ...] | list[str]) -> list[str]:
+    """--rule TL101,TL103 --rule TL301 -> ["TL101", "TL103", "TL301"] (order kept, no repeats)."""
+    out: list[str] = []
+    for value in values:
+        for code in value.split(","):
+            code = code.strip().upper()
+            if code and code not in out:
+                out.append(code)
+    return out
+
+
+def _api():
+    try:
+        from trainlint import api
+    except ImportError:
+        api = None
+    if api is None or not hasattr(api, "fix_source"):
+        raise VerifyError(
+            "this trainlint has no fixes API (trainlint.api.fix_source) yet; "
+            "pass a hand-fixed copy with --fixed FILE instead of --rule"
+        )
+    return api
+
+
+def known_rule_codes() -> list[str] | None:
+    """Codes the engine has registered (None: this trainlint has no registry to ask)."""
+    try:
+        from trainlint.registry import rules_by_code
+    except ImportError:
+        return None
+    return sorted(rules_by_code())
+
+
+def expand_rules(selectors: list[str]) -> list[str]:
+    """Codes and code prefixes (TL1) -> registered codes; unknown ones are the user's error.
+
+    Checked here because the fixes API selects silently: an unknown code would fix nothing.
+    """
+    known = known_rule_codes()
+    if known is None:
+        return list(selectors)
+    out: list[str] = []
+    unknown = []
+    for sel in selectors:
+        matched = [c for c in known if c == sel or (sel == "ALL" or c.startswith(sel))]
+        if not matched:
+            unknown.append(sel)
+        out += [c for c in matched if c not in out]
+    if unknown:
+        raise VerifyError(
+            f"unknown rule code(s): {', '.join(unknown)} (known: {', '.join(known) or 'none'})"
+        )
+    return out
+
+
+def fixed_text(text: str, rules: list[str], path: str) -> str:
+    api = _api()
+    fix_error = getattr(api, "FixError", None)
+    parse_error = getattr(api, "ParseError", None)
+    try:
+        return api.fix_source(text, select=rules, unsafe_fixes=True, path=path)
+    except Exception as e:  # the engine's own errors, reported as the user's problem to act on
+        if fix_error is not None and isinstance(e, fix_error):
+            raise VerifyError(f"the fixes for {', '.join(rules)} did not give valid Python: {e}") from None
+        if parse_error is not None and isinstance(e, parse_error):
+            raise VerifyError(f"{path} does not parse: {e}") from None
+        if isinstance(e, (ValueError, KeyError, LookupError)):
+            raise VerifyError(f"cannot fix {path} with {', '.join(rules)}: {e}") from None
+        raise
+
+
+@dataclass
+class Planned:
+    """A fixed version to measure, or the reason there is nothing to measure for it."""
+
+    variant: Variant | None
+    rules: list[str]
+    note: str = ""
+
+
+def rule_variants(script: Path, rules: list[str], each: bool, workdir: Path) -> list[Planned]:
+    """One fixed copy per rule (with --each), then one with all the rules."""
+    text = script.read_text(encoding="utf-8")
+    groups = [[code] for code in rules] if each and len(rules) > 1 else []
+    groups.append(list(rules))
+    planned = []
+    for group in groups:
+        name = "+".join(group)
+        new = fixed_text(text, group, str(script))
+        if new == text:
+            planned.append(Planned(None, group, f"{name} found nothing to fix in {script.name}"))
+            continue
+        path = workdir / f"fixed-{name.replace('+', '_')}-{script.name}"
+        path.write_text(new, encoding="utf-8")
+        planned.append(Planned(Variant(name, group, str(path)), group))
+    return planned
+
+
+def file_variant(fixed: Path) -> Planned:
+    return Planned(Variant("fixed", [], str(fixed)), [])
+
+
+def original(script: Path) -> Variant:
+    return Variant("original", [], str(script))
