@@ -4,7 +4,7 @@
     ecosystem.py run [--corpus DIR] [--role train] [--packages a,b] [--out SNAPSHOT] [--summary MD]
         Lint every package of the corpus, write a findings snapshot (JSON) and a summary (markdown,
         counts per rule and package). The corpus code itself is never copied anywhere.
-    ecosystem.py diff OLD NEW
+    ecosystem.py diff OLD NEW        (also: ecosystem.py --diff OLD NEW)
         OLD and NEW are snapshots, or trainlint checkouts (folders holding trainlint/): a checkout is
         run first (a subprocess with that checkout first on sys.path). Prints added and removed
         findings per rule; exit 1 when they differ.
@@ -443,6 +443,9 @@ def main(argv=None) -> int:
     p_prec.add_argument("--triage", default=DEFAULT_TRIAGE)
     p_prec.add_argument("--min", type=float, default=0.9, help="exit 1 if a triaged rule is below this")
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "--diff":  # Ruff-style spelling: `ecosystem.py --diff OLD NEW`
+        argv[0] = "diff"
     args = parser.parse_args(argv)
 
     if args.command == "run":
