@@ -81,6 +81,12 @@ since the new signature orders them differently. `import torch` is added when no
         Valid("from apex import amp\nmodel, opt = amp.initialize(model, opt)\n"),
         Valid("from torch import amp\nscaler = amp.GradScaler('cuda')\n"),
         Valid("import torch\ncfg.amp.autocast = True\n"),
+        # Old-PyTorch arms of version gates are deliberate fallbacks (ultralytics, accelerate).
+        Valid("import torch\nscaler = torch.amp.GradScaler('cuda') if TORCH_2_4 else torch.cuda.amp.GradScaler()\n"),
+        Valid("import torch\nif is_torch_version('>=', '2.4.0'):\n    from torch.amp import GradScaler\nelse:\n"
+              "    from torch.cuda.amp import GradScaler\ndef save(scaler: GradScaler):\n    pass\n"),
+        Valid("try:\n    from torch.amp import autocast\nexcept ImportError:\n    from torch.cuda.amp import autocast\n"
+              "with autocast('cuda'):\n    y = model(x)\n"),
         Valid("if new_torch:\n    from torch.amp import GradScaler\nelse:\n    from torch.cuda.amp import GradScaler\n"
               "def save(scaler: GradScaler = None):\n    s = GradScaler()\n"),
         Valid("import torch\ndef restore(scaler: torch.cuda.amp.GradScaler) -> torch.cuda.amp.GradScaler:\n"
@@ -133,6 +139,9 @@ since the new signature orders them differently. `import torch` is added when no
             fixed="import torch\ndef evaluate(args):\n    if args.fp16:\n        pass\n"
             "    with torch.amp.autocast(\"cuda\"):\n        pass\n",
         ),
+        # Not a version gate: sentence-transformers picks the device, not the PyTorch version.
+        Invalid("import torch\nif device_type == 'cuda':\n    scaler = torch.cuda.amp.GradScaler()\n",
+                fixed="import torch\nif device_type == 'cuda':\n    scaler = torch.amp.GradScaler('cuda')\n"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -193,6 +202,8 @@ since the new signature orders them differently. `import torch` is added when no
     # -- reporting ----------------------------------------------------------------------
 
     def _report(self, node, qn: str, fix) -> None:
+        if self.ctx.is_version_fallback(node):
+            return  # the old-PyTorch arm of a version gate (ultralytics, accelerate): deliberate
         device, new = DEPRECATED_AMP[qn]
         old = self.ctx.code(node.func if isinstance(node, cst.Call) else node)
         if new in ("autocast", "GradScaler"):
@@ -222,7 +233,8 @@ since the new signature orders them differently. `import torch` is added when no
 
     def _unused_import(self, stmt, alias, local: str, target: str) -> None:
         ctx = self.ctx
-        if ctx.path.endswith("__init__.py") or local in self._version_switched or self._is_used(local):
+        if ctx.path.endswith("__init__.py") or local in self._version_switched or self._is_used(local) \
+                or ctx.is_version_fallback(stmt):
             return
         line = ctx.statement(stmt)
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
@@ -484,9 +496,14 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         scalers = [s for s in prec.active_scalers() if s.device != "cpu"]
         if not scalers or prec.chooses_bf16:
             return
+        # Where the module trains, only autocasts of the training step pair with the scaler;
+        # evaluation and prediction autocasts beside them do not (simpletransformers' evaluate(),
+        # predict()). A module that trains elsewhere (no step here) keeps every autocast.
+        trains_here = bool(ctx.loops.step_calls)
         autocasts = [a for a in prec.autocasts
                      if a.device != "cpu" and not prec.is_disabled(a.call, 0 if a.qualname != "torch.amp.autocast" else 2)
-                     and prec.autocast_dtypes(a) == {"float16"}]
+                     and prec.autocast_dtypes(a) == {"float16"}
+                     and (not trains_here or ctx.loops.in_training_step(a.call))]
         if not autocasts:
             return
         ampere = _target_gpu(ctx) in AMPERE_OR_NEWER

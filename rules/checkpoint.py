@@ -231,7 +231,8 @@ loop.
         saves = []
         for call in ctx.index.nodes(cst.Call):
             fn = ctx.index.enclosing_function(call)
-            if self._save_kind(call) and not (fn is not None and fn.name.value == HELPER):
+            if self._save_kind(call) and not (fn is not None and fn.name.value == HELPER) \
+                    and not loops.on_cache_miss(call):  # filling a data cache once is not a checkpoint
                 saves.append(call)
         # Functions that save and do not train themselves: their call sites are the saves.
         helpers: dict[str, list[cst.Call]] = {}
