@@ -37,7 +37,9 @@ class DeprecatedCudaAmp(Rule):
     summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API (autocast, GradScaler, custom_fwd/bwd)"
     source = "§4.1"
     fix_applicability = "safe"
-    triggers = ("amp",)
+    # Every deprecated spelling reaches the API through one of these (`torch.cuda.amp.autocast`,
+    # `from torch.cuda import amp`, `import torch.cuda as tc`); plain "amp" matched "example".
+    triggers = ("cuda.amp", "cpu.amp", "cuda import", "cpu import", "torch.cuda as", "torch.cpu as")
     docs = """
 ## What it does
 Flags every spelling of the deprecated device-specific AMP API: `torch.cuda.amp.autocast(...)`,
