@@ -37,7 +37,9 @@ class DeprecatedCudaAmp(Rule):
     summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API (autocast, GradScaler, custom_fwd/bwd)"
     source = "§4.1"
     fix_applicability = "safe"
-    triggers = ("amp",)
+    # Every deprecated spelling reaches the API through one of these (`torch.cuda.amp.autocast`,
+    # `from torch.cuda import amp`, `import torch.cuda as tc`); plain "amp" matched "example".
+    triggers = ("cuda.amp", "cpu.amp", "cuda import", "cpu import", "torch.cuda as", "torch.cpu as")
     docs = """
 ## What it does
 Flags every spelling of the deprecated device-specific AMP API: `torch.cuda.amp.autocast(...)`,
@@ -81,6 +83,12 @@ since the new signature orders them differently. `import torch` is added when no
         Valid("from apex import amp\nmodel, opt = amp.initialize(model, opt)\n"),
         Valid("from torch import amp\nscaler = amp.GradScaler('cuda')\n"),
         Valid("import torch\ncfg.amp.autocast = True\n"),
+        # Old-PyTorch arms of version gates are deliberate fallbacks (ultralytics, accelerate).
+        Valid("import torch\nscaler = torch.amp.GradScaler('cuda') if TORCH_2_4 else torch.cuda.amp.GradScaler()\n"),
+        Valid("import torch\nif is_torch_version('>=', '2.4.0'):\n    from torch.amp import GradScaler\nelse:\n"
+              "    from torch.cuda.amp import GradScaler\ndef save(scaler: GradScaler):\n    pass\n"),
+        Valid("try:\n    from torch.amp import autocast\nexcept ImportError:\n    from torch.cuda.amp import autocast\n"
+              "with autocast('cuda'):\n    y = model(x)\n"),
         Valid("if new_torch:\n    from torch.amp import GradScaler\nelse:\n    from torch.cuda.amp import GradScaler\n"
               "def save(scaler: GradScaler = None):\n    s = GradScaler()\n"),
         Valid("import torch\ndef restore(scaler: torch.cuda.amp.GradScaler) -> torch.cuda.amp.GradScaler:\n"
@@ -127,6 +135,15 @@ since the new signature orders them differently. `import torch` is added when no
             fixed="import torch\nwith torch.amp.autocast(\"cpu\", dtype=torch.bfloat16):\n    y = model(x)\n",
         ),
         Invalid("from torch.cuda.amp import autocast\n", fixed=""),
+        Invalid(
+            "import torch\ndef evaluate(args):\n    if args.fp16:\n        from torch.cuda import amp\n"
+            "    with amp.autocast():\n        pass\n",
+            fixed="import torch\ndef evaluate(args):\n    if args.fp16:\n        pass\n"
+            "    with torch.amp.autocast(\"cuda\"):\n        pass\n",
+        ),
+        # Not a version gate: sentence-transformers picks the device, not the PyTorch version.
+        Invalid("import torch\nif device_type == 'cuda':\n    scaler = torch.cuda.amp.GradScaler()\n",
+                fixed="import torch\nif device_type == 'cuda':\n    scaler = torch.amp.GradScaler('cuda')\n"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -187,6 +204,8 @@ since the new signature orders them differently. `import torch` is added when no
     # -- reporting ----------------------------------------------------------------------
 
     def _report(self, node, qn: str, fix) -> None:
+        if self.ctx.is_version_fallback(node):
+            return  # the old-PyTorch arm of a version gate (ultralytics, accelerate): deliberate
         device, new = DEPRECATED_AMP[qn]
         old = self.ctx.code(node.func if isinstance(node, cst.Call) else node)
         if new in ("autocast", "GradScaler"):
@@ -216,13 +235,20 @@ since the new signature orders them differently. `import torch` is added when no
 
     def _unused_import(self, stmt, alias, local: str, target: str) -> None:
         ctx = self.ctx
-        if ctx.path.endswith("__init__.py") or local in self._version_switched or self._is_used(local):
+        if ctx.path.endswith("__init__.py") or local in self._version_switched or self._is_used(local) \
+                or ctx.is_version_fallback(stmt):
             return
         line = ctx.statement(stmt)
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
             return
         if len(stmt.names) == 1:
-            replacement = ctx.remove_statement(line)
+            block = ctx.parent(line)
+            others = [s for s in getattr(block, "body", ()) if s is not line and not self._is_deprecated_import(s)]
+            if isinstance(block, cst.IndentedBlock) and not others:
+                # `if args.fp16:\n    from torch.cuda import amp`: the block must keep a statement.
+                replacement = (line, line.with_changes(body=[cst.Pass()]))
+            else:
+                replacement = ctx.remove_statement(line)
         else:
             names = [a for a in stmt.names if a is not alias]
             names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -232,6 +258,17 @@ since the new signature orders them differently. `import torch` is added when no
             f"`{target}` is deprecated and `{local}` is no longer used; remove the import",
             self.fix(Applicability.SAFE, f"Remove the unused import of `{target}`", replacement),
         )
+
+    def _is_deprecated_import(self, stmt) -> bool:
+        """A statement line that only imports the deprecated API (it may go in the same round)."""
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+            return False
+        node = stmt.body[0]
+        if isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+            return (self.ctx.dotted(node.module) or "").startswith(("torch.cuda.amp", "torch.cpu.amp")) or \
+                self.ctx.dotted(node.module) in ("torch.cuda", "torch.cpu") and not isinstance(node.names, cst.ImportStar) \
+                and all(self.ctx.dotted(a.name) == "amp" for a in node.names)
+        return False
 
     def _is_used(self, local: str) -> bool:
         ctx = self.ctx
@@ -461,9 +498,14 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         scalers = [s for s in prec.active_scalers() if s.device != "cpu"]
         if not scalers or prec.chooses_bf16:
             return
+        # Where the module trains, only autocasts of the training step pair with the scaler;
+        # evaluation and prediction autocasts beside them do not (simpletransformers' evaluate(),
+        # predict()). A module that trains elsewhere (no step here) keeps every autocast.
+        trains_here = bool(ctx.loops.step_calls)
         autocasts = [a for a in prec.autocasts
                      if a.device != "cpu" and not prec.is_disabled(a.call, 0 if a.qualname != "torch.amp.autocast" else 2)
-                     and prec.autocast_dtypes(a) == {"float16"}]
+                     and prec.autocast_dtypes(a) == {"float16"}
+                     and (not trains_here or ctx.loops.in_training_step(a.call))]
         if not autocasts:
             return
         ampere = _target_gpu(ctx) in AMPERE_OR_NEWER

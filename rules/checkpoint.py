@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.names import dotted
 from trainlint.diagnostics import Applicability
@@ -24,7 +25,8 @@ def _trainlint_async_save(save, /, *args, **kwargs):
     """Added by trainlint (TL501): `save(*args, **kwargs)` from a CPU snapshot, in the background.
 
     Waits for the previous save first and re-raises its error. Live modules and optimizers
-    cannot be snapshotted cheaply: those are saved here, blocking, as before.
+    cannot be snapshotted cheaply, nor can a file object be written later: those are saved
+    here, blocking, as before.
     """
     import copy
     import threading
@@ -46,6 +48,8 @@ def _trainlint_async_save(save, /, *args, **kwargs):
             return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
         if obj is None or isinstance(obj, (str, bytes, int, float, bool)):
             return obj
+        if hasattr(obj, "write") or hasattr(obj, "read"):
+            raise TypeError("a file object is written by the caller, not a copy")
         return copy.deepcopy(obj)
 
     def write():
@@ -158,7 +162,8 @@ before training continues), but it appears on disk later, and an error while wri
 at the next save. A per-step save with no interval is moved under `if <step> % <interval> == 0:`
 (the script's own save interval if it has one, else the `save-every` option): fewer
 checkpoints, so the last steps before a crash or the end are not saved. Whole modules or
-optimizers passed to `torch.save` are still saved blocking. `accelerator.save_state` and
+optimizers passed to `torch.save`, and saves into file objects, are still saved blocking.
+Tensors that shared storage are written as separate copies. `accelerator.save_state` and
 `fabric.save` (which may gather across ranks) are only moved under an interval, never made
 asynchronous; no asynchronous fix is offered when the module reads checkpoints back after the
 loop.
@@ -226,7 +231,8 @@ loop.
         saves = []
         for call in ctx.index.nodes(cst.Call):
             fn = ctx.index.enclosing_function(call)
-            if self._save_kind(call) and not (fn is not None and fn.name.value == HELPER):
+            if self._save_kind(call) and not (fn is not None and fn.name.value == HELPER) \
+                    and not loops.on_cache_miss(call):  # filling a data cache once is not a checkpoint
                 saves.append(call)
         # Functions that save and do not train themselves: their call sites are the saves.
         helpers: dict[str, list[cst.Call]] = {}
@@ -294,7 +300,7 @@ loop.
             if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                 break
             if isinstance(anc, cst.If) and child is anc.body:
-                test = ctx.code(anc.test)
+                test = one_line(ctx.code(anc.test))
                 if loops.is_interval_test(anc.test):
                     return test if self._periodic(anc.test) else "once"
                 if not _RANK_TEST.search(test):

@@ -128,6 +128,8 @@ masked give zeros instead of NaN.
         Valid(_HEAD + "    att = F.softmax(q @ k, dim=-1)\n    return att @ v\n"),
         Valid(_HEAD + "    att = F.softmax(q @ k.transpose(-2, -1), dim=-1)\n    self.last_att = att\n"
                       "    return att @ v\n"),
+        Valid(_HEAD + "    if fused:\n        return F.scaled_dot_product_attention(q, k, v)\n"
+                      "    att = (q @ k.transpose(-2, -1) * 0.125).softmax(dim=-1)\n    return att @ v\n"),
     ]
     invalid = [
         # A dropout module the fix cannot resolve (fairseq's FairseqDropout): still attention,
@@ -180,6 +182,10 @@ masked give zeros instead of NaN.
         ),
     ]
 
+    def __init__(self, ctx, options) -> None:
+        super().__init__(ctx, options)
+        self._fallback_cache: dict = {}
+
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.MatrixMultiply):
             self._check(node, node.left, node.right, bmm=False)
@@ -198,7 +204,7 @@ masked give zeros instead of NaN.
     def _check(self, node, weights, v, *, bmm: bool) -> None:
         ctx = self.ctx
         stmt = ctx.statement(node)
-        if not isinstance(stmt, cst.SimpleStatementLine):
+        if not isinstance(stmt, cst.SimpleStatementLine) or self._is_sdpa_fallback(node):
             return
         att = _Attention(v=v, bmm=bmm)
         fixable = True
@@ -231,6 +237,20 @@ masked give zeros instead of NaN.
             f"which runs fused FlashAttention / memory-efficient kernels",
             fix,
         )
+
+    def _is_sdpa_fallback(self, node) -> bool:
+        """The function also calls scaled_dot_product_attention: the hand-written path is its deliberate
+        fallback (old torch, attention weights wanted, a tensor temperature), not an oversight."""
+        ctx = self.ctx
+        fn = ctx.index.enclosing_function(node)
+        if fn is None:
+            return False
+        cached = self._fallback_cache.get(fn)
+        if cached is None:
+            cached = any(isinstance(n, cst.Call) and (ctx.dotted(n.func) or "").endswith("scaled_dot_product_attention")
+                         for n in ctx.index.walk(fn))
+            self._fallback_cache[fn] = cached
+        return cached
 
     def _definition(self, name: str, before: cst.CSTNode, att: _Attention):
         """The statement of `before`'s block that last defines `name` before it: (kind, stmt, payload).
@@ -442,7 +462,8 @@ masked give zeros instead of NaN.
                     kwargs.append(("attn_mask", _attend(ctx, mask.expr, mask.condition)))
             else:
                 code = ctx.code(mask.expr)
-                if mask.condition is not None:
+                # `attn_mask=m if m is not None else None` is just `attn_mask=m` (SDPA takes None).
+                if mask.condition is not None and ctx.code(mask.condition).replace(" ", "") != f"{code}isnotNone":
                     code = f"{code} if {ctx.code(mask.condition)} else None"
                 kwargs.append(("attn_mask", code))
         if att.dropout_p is not None:

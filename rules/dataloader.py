@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from trainlint.analysis.context import UNKNOWN
+from trainlint.analysis.imports import after_imports, insert_stdlib_import
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Invalid, Option, Rule, Valid
 
@@ -66,41 +67,8 @@ def add_workers_fix(rule: Rule, call: cst.Call):
     value = str(configured) if configured else DEFAULT_WORKERS
     replacements = [(call, ctx.with_keyword(call, "num_workers", value))]
     if not configured and "os" not in ctx.names.aliases:
-        replacements.append(_import_os(ctx))
+        replacements.append(insert_stdlib_import(ctx, "os"))
     return rule.fix(Applicability.UNSAFE, f"Set `num_workers={value}`", *replacements)
-
-
-def _import_os(ctx):
-    """Replacement that inserts `import os` where isort would put it: among the module's top-level
-    standard-library `import x` lines in alphabetical order, else before the first import (after
-    the docstring and `__future__` imports), else at the top."""
-    import sys
-
-    body = ctx.module.body
-    newline = ctx.module.default_newline
-    imports = [s for s in body if isinstance(s, cst.SimpleStatementLine) and s.body
-               and isinstance(s.body[0], (cst.Import, cst.ImportFrom))]
-    stdlib = getattr(sys, "stdlib_module_names", frozenset())
-    plain_std = [s for s in imports if isinstance(s.body[0], cst.Import)
-                 and (ctx.dotted(s.body[0].names[0].name) or "").split(".")[0] in stdlib]
-    after_os = [s for s in plain_std if (ctx.dotted(s.body[0].names[0].name) or "") > "os"]
-    if after_os:
-        return _insert_before(ctx, after_os[0], "import os" + newline)
-    if plain_std:
-        anchor = plain_std[-1]
-        return (anchor, ctx.code(anchor) + "import os" + newline)
-    regular = [s for s in imports if not (isinstance(s.body[0], cst.ImportFrom) and s.body[0].module is not None
-                                          and ctx.dotted(s.body[0].module) == "__future__")]
-    if regular:
-        return _insert_before(ctx, regular[0], "import os" + newline + newline)
-    first = body[0]
-    return _insert_before(ctx, first, "import os" + newline + newline)
-
-
-def _insert_before(ctx, stmt, text: str):
-    """Replacement putting `text` just above stmt (below the comments and blank lines that lead it)."""
-    leading = "".join(ctx.code(line) for line in getattr(stmt, "leading_lines", ()))
-    return (stmt, leading + text + ctx.code(stmt.with_changes(leading_lines=[])))
 
 
 def workers_positive(ctx, expr: cst.BaseExpression) -> bool:
@@ -620,6 +588,11 @@ def _loaders_using(ctx, predicate) -> list[cst.Call]:
     return [c for c in ctx.index.nodes(cst.Call) if is_loader(ctx, c) and predicate(c)]
 
 
+# TL106's device-move case: the collate_fn moves batches to a module-level device.
+_MOVES = 'import torch\nfrom torch.utils.data import DataLoader\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\ndef collate(batch):\n    xs = torch.stack([b[0] for b in batch]).to(device)\n    ys = torch.stack([b[1] for b in batch]).to(device)\n    return xs, ys\n\n\nloader = DataLoader(ds, batch_size=4, collate_fn=collate)\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n'
+_MOVES_FIXED = 'import torch\nfrom torch.utils.data import DataLoader\n\n\ndef _trainlint_to_device(batch, device):\n    """Added by trainlint (TL106): the batch with every tensor moved to `device`."""\n    if hasattr(batch, "to") and callable(batch.to) and not isinstance(batch, type):\n        return batch.to(device, non_blocking=True)\n    if isinstance(batch, dict):\n        return type(batch)((k, _trainlint_to_device(v, device)) for k, v in batch.items())\n    if isinstance(batch, (list, tuple)):\n        moved = [_trainlint_to_device(v, device) for v in batch]\n        return type(batch)(*moved) if hasattr(batch, "_fields") else type(batch)(moved)\n    return batch\n\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\ndef collate(batch):\n    xs = torch.stack([b[0] for b in batch])\n    ys = torch.stack([b[1] for b in batch])\n    return xs, ys\n\n\nloader = DataLoader(ds, batch_size=4, collate_fn=collate)\nfor x, y in loader:\n    x, y = _trainlint_to_device((x, y), device)\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n'
+
+
 class HeavyCollateFn(Rule):
     code = "TL106"
     name = "heavy-collate-fn"
@@ -653,8 +626,10 @@ loader = DataLoader(ds, batch_size=32, collate_fn=collate, num_workers=min(8, os
 ```
 
 ## Fix safety
-Unsafe: when the loader runs in the main process the fix adds workers, as TL101. Moving the work
-offline is left to you; device moves in `collate_fn` should move to the training loop.
+Unsafe. Device moves in `collate_fn` (to a string or module-level device) are taken out of it and
+done in the training loop instead, through a small helper the fix adds (`_trainlint_to_device`,
+which moves every tensor of a nested batch); otherwise, when the loader runs in the main process,
+the fix adds workers, as TL101. Moving tokenizing and decoding offline is left to you.
 """
     _SRC = "import os\nfrom torch.utils.data import DataLoader\ndef collate(batch):\n    {body}\n    return batch\nloader = DataLoader(ds, {args})\n"
     valid = [
@@ -671,6 +646,8 @@ offline is left to you; device moves in `collate_fn` should move to the training
         Invalid(_SRC.format(body="x = pad_sequence(batch, batch_first=True)", args="collate_fn=collate")),
         Invalid(_SRC.format(body="imgs = [Image.open(p) for p in batch]", args="collate_fn=collate")),
         Invalid(_SRC.format(body="batch = [b.cuda() for b in batch]", args="collate_fn=collate")),
+        # Device moves leave collate_fn for the training loop (a helper moves nested batches).
+        Invalid(_MOVES, fixed=_MOVES_FIXED),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -691,10 +668,78 @@ offline is left to you; device moves in `collate_fn` should move to the training
             else "once per batch on the loader's critical path"
         message = (f"collate_fn `{ctx.dotted(arg.value) or 'collate'}` {', '.join(kinds)} {where}; do this once "
                    f"offline (pre-tokenized ids in a memmap, pre-padded buckets)")
-        if "moves tensors to a device" in kinds:
+        moves = [call for call, kind in work if kind == "moves tensors to a device"]
+        if moves:
             message += "; move `.to(device)` into the training loop"
-        fix = add_workers_fix(self, node) if workers_value(ctx, node) == 0 and not ctx.has_star_kwargs(node) else None
+            # Device moves first: adding workers to a collate_fn that touches CUDA would break it.
+            fix = _move_to_loop_fix(self, node, definition, moves)
+        elif workers_value(ctx, node) == 0 and not ctx.has_star_kwargs(node):
+            fix = add_workers_fix(self, node)
+        else:
+            fix = None
         self.report(arg, message, fix)
+
+
+# Inserted once per module by the TL106 fix: moves every tensor of a batch (nested dicts, lists,
+# tuples) to the device, so collate_fn can stay on the CPU.
+MOVE_HELPER = """def _trainlint_to_device(batch, device):
+    \"\"\"Added by trainlint (TL106): the batch with every tensor moved to `device`.\"\"\"
+    if hasattr(batch, "to") and callable(batch.to) and not isinstance(batch, type):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, dict):
+        return type(batch)((k, _trainlint_to_device(v, device)) for k, v in batch.items())
+    if isinstance(batch, (list, tuple)):
+        moved = [_trainlint_to_device(v, device) for v in batch]
+        return type(batch)(*moved) if hasattr(batch, "_fields") else type(batch)(moved)
+    return batch
+"""
+
+
+def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves: list[cst.Call]):
+    """Take the device moves out of collate_fn and move each batch in the loops over this loader.
+
+    Only when every move names the same device through something the loop can see too (a string,
+    or a module-level name), and the loader's loops bind the batch to plain names."""
+    ctx = rule.ctx
+    params = {p.name.value for p in collate.params.params} if isinstance(collate, (cst.FunctionDef, cst.Lambda)) else set()
+    local = params | {ctx.dotted(t.target) for a in ctx.index.walk(collate) if isinstance(a, cst.Assign)
+                      for t in a.targets}
+    devices = set()
+    for call in moves:
+        if call.func.attr.value == "cuda":
+            devices.add('"cuda"')
+            continue
+        device = call.args[0].value
+        root = device
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if isinstance(root, cst.Name) and root.value in local or not isinstance(root, (cst.Name, cst.SimpleString)):
+            return None
+        devices.add(ctx.code(device))
+    name = loader_name(ctx, loader)
+    loops = [loop for loop in ctx.index.nodes(cst.For)
+             if name and _mentions(ctx, loop.iter, name) and loop in ctx.loops.hot_loops]
+    if len(devices) != 1 or not loops:
+        return None
+    device = devices.pop()
+    replacements = [(call, call.func.value) for call in moves]
+    for loop in loops:
+        target = loop.target
+        names = [target] if isinstance(target, cst.Name) else (
+            [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [])
+        if not names or not all(isinstance(n, cst.Name) for n in names):
+            return None
+        bound = ", ".join(n.value for n in names)
+        packed = names[0].value if isinstance(target, cst.Name) else f"({bound}{',' if len(names) == 1 else ''})"
+        stmt = cst.parse_statement(f"{bound} = _trainlint_to_device({packed}, {device})\n")
+        replacements.append((loop.body, loop.body.with_changes(body=[stmt, *loop.body.body])))
+    if "_trainlint_to_device" not in ctx.loops.functions:
+        helper = after_imports(ctx, ctx.module.default_newline * 2 + MOVE_HELPER, blank_lines_after=2)
+        if helper is None:
+            return None
+        replacements.append(helper)
+    return rule.fix(Applicability.UNSAFE, f"Move batches to {device} in the training loop, not in collate_fn",
+                    *replacements)
 
 
 def _resolve_callable(ctx, expr: cst.BaseExpression) -> cst.CSTNode | None:

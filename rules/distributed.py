@@ -8,6 +8,7 @@ from trainlint.analysis.distributed import DDP, FSDP, Accumulation, Wrapped
 from trainlint.analysis.imports import ensure_module, imported_name, module_name
 from trainlint.analysis.names import dotted
 from trainlint.diagnostics import Applicability
+from trainlint.engine import LINE_LENGTH
 from trainlint.rule import Invalid, Rule, Valid
 
 _SHORT = {DDP: "DDP", FSDP: "FSDP"}
@@ -167,8 +168,8 @@ gradients until the synchronising micro-batch, which costs memory.
                 fixed="import contextlib\nimport torch.nn as nn\nif world_size > 1:\n"
                 "    model = nn.parallel.DistributedDataParallel(model)\n"
                 "for i, batch in enumerate(loader):\n    " + _COMMENT + "\n"
-                "    with getattr(model, \"no_sync\", contextlib.nullcontext)() if (i + 1) % args.gradient_accumulation_steps"
-                " != 0 else contextlib.nullcontext():\n"
+                "    with (\n        getattr(model, \"no_sync\", contextlib.nullcontext)()\n"
+                "        if (i + 1) % args.gradient_accumulation_steps != 0\n        else contextlib.nullcontext()\n    ):\n"
                 "        loss = model(**batch).loss\n        loss.backward()\n"
                 "    if (i + 1) % args.gradient_accumulation_steps != 0:\n        continue\n    optimizer.step()\n"),
         # FSDP, with a flag guard and a counter the fix must not read early: reported, not fixed.
@@ -184,7 +185,11 @@ gradients until the synchronising micro-batch, which costs memory.
         dist = self.ctx.distributed
         if not dist.wrapped or dist.controls_sync():
             return
+        reported = set()
         for acc in dist.accumulations():
+            if acc.loop in reported:
+                continue  # one finding per loop (`if fp16: scaler.scale(loss).backward() else: loss.backward()`)
+            reported.add(acc.loop)
             used = dist.wrapped_in(acc.loop)
             if not used:
                 continue
@@ -195,7 +200,8 @@ gradients until the synchronising micro-batch, which costs memory.
                 when = f"once after the micro-batch loop `{self.ctx.code(acc.loop).splitlines()[0].rstrip(':')}`"
             else:
                 when = f"only when `{acc.condition}`"
-            message = (f"`{backward}` all-reduces the gradients of `{wrapped.name}` ({kind}) on every micro-batch, "
+            models = ", ".join(f"`{w.name}`" for w in used)
+            message = (f"`{backward}` all-reduces the gradients of {models} ({kind}) on every micro-batch, "
                        f"but the optimizer steps {when}; run forward and backward under `{wrapped.name}.no_sync()` "
                        f"on the other micro-batches")
             if kind == "FSDP":
@@ -207,7 +213,7 @@ gradients until the synchronising micro-batch, which costs memory.
 
     def _fix(self, acc: Accumulation, wrapped: Wrapped):
         ctx, dist = self.ctx, self.ctx.distributed
-        if acc.sync_test is None or self._steps_elsewhere(acc):
+        if acc.sync_test is None or self._steps_elsewhere(acc) or not isinstance(acc.loop.body, cst.IndentedBlock):
             return None
         stmts = list(acc.loop.body.body)
         end = stmts.index(dist.top_statement(acc.loop, acc.backward))
@@ -241,8 +247,15 @@ gradients until the synchronising micro-batch, which costs memory.
             test_expr = cst.parse_expression(test)
             expr = f"{nullcontext}() if {_paren(test_expr, test)} else {no_sync}"
         first = stmts[start]
-        with_stmt = cst.With(
-            items=[cst.WithItem(item=cst.parse_expression(expr))],
+        depth = sum(isinstance(a, cst.IndentedBlock) for a in ctx.index.ancestors(first))
+        if 4 * depth + len(f"with {expr}:") <= LINE_LENGTH:
+            header = cst.parse_statement(f"with {expr}:\n    pass\n")
+        else:  # Black's layout for a long context expression
+            if_exp = cst.parse_expression(expr)
+            header = cst.parse_statement(
+                f"with (\n    {ctx.code(if_exp.body)}\n    if {ctx.code(if_exp.test)}\n"
+                f"    else {ctx.code(if_exp.orelse)}\n):\n    pass\n")
+        with_stmt = header.with_changes(
             body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[])] + stmts[start + 1:end + 1]),
             leading_lines=[*first.leading_lines, cst.EmptyLine(comment=cst.Comment(_COMMENT))],
         )

@@ -348,6 +348,8 @@ statistics are put under the logging interval.
         Valid(_loop("pass") + "torch.cuda.synchronize()\n"),
         Valid("import torch\nfor epoch in range(3):\n    torch.cuda.empty_cache()\n    train_one_epoch()\n"),
         Valid(_loop("torch.synchronize_everything = 1")),
+        # Timing GPU work needs the synchronize (yolov5's time_sync() in its profile loop).
+        Valid("import time\n" + _loop("torch.cuda.synchronize()\nt1 = time.perf_counter()")),
     ]
     invalid = [
         Invalid(_loop("torch.cuda.synchronize()"), fixed=LOOP.format(body="").replace("    \n", "")),
@@ -364,6 +366,8 @@ statistics are put under the logging interval.
         qn = ctx.names.qualified(node.func)
         if qn not in _DEVICE_SYNC or not ctx.is_per_step(node):
             return
+        if qn.endswith(".synchronize") and ctx.measures_time(node):
+            return  # synchronizing to time GPU work is the point (yolov5's time_sync())
         removable = _DEVICE_SYNC[qn]
         fix = None
         parent = ctx.parent(node)

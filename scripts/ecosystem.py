@@ -4,7 +4,7 @@
     ecosystem.py run [--corpus DIR] [--role train] [--packages a,b] [--out SNAPSHOT] [--summary MD]
         Lint every package of the corpus, write a findings snapshot (JSON) and a summary (markdown,
         counts per rule and package). The corpus code itself is never copied anywhere.
-    ecosystem.py diff OLD NEW
+    ecosystem.py diff OLD NEW        (also: ecosystem.py --diff OLD NEW)
         OLD and NEW are snapshots, or trainlint checkouts (folders holding trainlint/): a checkout is
         run first (a subprocess with that checkout first on sys.path). Prints added and removed
         findings per rule; exit 1 when they differ.
@@ -366,7 +366,9 @@ def show_context(corpus: str, f: dict, before: int, after: int) -> str:
 
 
 # A triage row in docs/ecosystem.md: | TL101 | package/path.py:123 | TP | reason |
-TRIAGE_ROW = re.compile(r"^\|\s*(TL\d{3})\s*\|\s*`?([^|`]+?:\d+)`?\s*\|\s*(TP|FP)\s*\|(.*)\|\s*$")
+# Several findings of one rule on one line are told apart by a piece of their message:
+# | TL201 | `package/path.py:123 ~ .numpy()` | FP | ... |
+TRIAGE_ROW = re.compile(r"^\|\s*(TL\d{3})\s*\|\s*`?([^|`~]+?:\d+(?:\s*~\s*[^|`]+?)?)`?\s*\|\s*(TP|FP)\s*\|(.*)\|\s*$")
 
 
 def read_triage(path: str) -> list[tuple[str, str, str, str]]:
@@ -380,12 +382,15 @@ def read_triage(path: str) -> list[tuple[str, str, str, str]]:
 
 
 def precision(snapshot: dict, triage: list) -> dict:
-    present = {(f["code"], finding_id(f)) for f in snapshot["findings"]}
+    messages: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
+    for f in snapshot["findings"]:
+        messages[(f["code"], finding_id(f))].append(f["message"])
     total = collections.Counter(f["code"] for f in snapshot["findings"])
     table: dict[str, dict] = {}
     for code, fid, verdict, _reason in triage:
         row = table.setdefault(code, {"TP": 0, "FP": 0, "gone_TP": 0, "gone_FP": 0})
-        if (code, fid) in present:
+        place, _, fragment = (part.strip() for part in fid.partition("~"))
+        if any(fragment in m for m in messages.get((code, place), ())):
             row[verdict] += 1
         else:
             row["gone_" + verdict] += 1
@@ -438,6 +443,9 @@ def main(argv=None) -> int:
     p_prec.add_argument("--triage", default=DEFAULT_TRIAGE)
     p_prec.add_argument("--min", type=float, default=0.9, help="exit 1 if a triaged rule is below this")
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "--diff":  # Ruff-style spelling: `ecosystem.py --diff OLD NEW`
+        argv[0] = "diff"
     args = parser.parse_args(argv)
 
     if args.command == "run":

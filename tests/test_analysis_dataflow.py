@@ -119,3 +119,57 @@ def test_a_remainder_is_not_an_interval_flag():
     )
     items = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "loss.item"]
     assert [ctx.loops.is_per_step(c) for c in items] == [True, False]
+
+
+def test_a_name_assigned_python_numbers_is_not_a_tensor_whatever_its_name():
+    ctx = _ctx(
+        "def train():\n    current_loss = loss.item()\n    tr_loss = 0.0\n    tr_loss += loss.item()\n"
+        "    run_loss = 0\n    run_loss += loss\n    use(current_loss, tr_loss, run_loss, loss)\n"
+    )
+    use = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "use"][0]
+    assert [ctx.tensors.is_tensor(a.value) for a in use.args] == [False, False, True, True]
+
+
+def test_exception_handlers_are_not_per_step():
+    ctx = _ctx(
+        "for batch in loader:\n    try:\n        loss = model(batch)\n        loss.backward()\n        opt.step()\n"
+        "        torch.cuda.synchronize()\n    except RuntimeError:\n        torch.cuda.empty_cache()\n"
+    )
+    calls = [c for c in ctx.index.nodes(cst.Call) if (ctx.dotted(c.func) or "").startswith("torch.cuda")]
+    assert [ctx.loops.is_per_step(c) for c in calls] == [True, False]
+
+
+def test_tl402_pairs_the_scaler_with_training_autocasts_only():
+    # simpletransformers: one GradScaler in train(), fp16 autocasts in train() and predict().
+    from trainlint.api import lint_source
+
+    code = ("import torch\ndef train(loader):\n    scaler = torch.cuda.amp.GradScaler()\n    for x in loader:\n"
+            "        with torch.cuda.amp.autocast():\n            loss = model(x)\n"
+            "        scaler.scale(loss).backward()\n        scaler.step(opt)\n        scaler.update()\n"
+            "def predict(x):\n    with torch.cuda.amp.autocast():\n        return model(x)\n")
+    found = [d for d in lint_source(code, select=["TL402"])]
+    assert [d.start.row for d in found] == [5]
+    ctx = _ctx(code)
+    autocasts = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "torch.cuda.amp.autocast"]
+    assert [ctx.loops.in_training_step(c) for c in autocasts] == [True, False]
+
+
+def test_evaluation_every_n_steps_is_not_a_training_step():
+    ctx = _ctx(
+        "def evaluate():\n    with autocast():\n        return model(val)\n"
+        "for step, x in enumerate(loader):\n    with autocast():\n        loss = model(x)\n    loss.backward()\n"
+        "    opt.step()\n    if step % 100 == 0:\n        evaluate()\n"
+    )
+    autocasts = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "autocast"]
+    assert [ctx.loops.in_training_step(c) for c in autocasts] == [False, True]
+
+
+def test_cache_miss_paths():
+    ctx = _ctx(
+        "def load(path):\n    if os.path.exists(path) and not reprocess:\n        feats = torch.load(path)\n"
+        "    else:\n        feats = build()\n        if not no_cache:\n            torch.save(feats, path)\n"
+        "    if not Path(path).is_file():\n        torch.save(feats, path)\n"
+        "    if step % 10 == 0:\n        torch.save(model.state_dict(), 'ckpt.pt')\n"
+    )
+    saves = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "torch.save"]
+    assert [ctx.loops.on_cache_miss(c) for c in saves] == [True, True, False]

@@ -3,6 +3,7 @@
 fixture fixed and run for real: every checkpoint holds exactly the state of the step it names."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -171,6 +172,18 @@ def test_helper_saves_live_modules_blocking_and_reraises_write_errors(tmp_path):
         threading.excepthook = hook
 
 
+def test_helper_writes_file_objects_before_returning():
+    import io
+
+    import torch
+
+    save = _helper()
+    buffer = io.BytesIO()
+    save(torch.save, {"w": torch.ones(3)}, buffer)  # the caller reads the buffer right after
+    buffer.seek(0)
+    assert torch.equal(torch.load(buffer)["w"], torch.ones(3))
+
+
 def threading_name():
     import threading
 
@@ -220,7 +233,8 @@ def test_fixed_checkpoint_fixture_writes_the_state_of_each_step(tmp_path):
     with open(FIXTURE, encoding="utf-8") as f:
         original = f.read()
     fixed = fix_source(original, select=["TL501"], unsafe_fixes=True)
-    assert fixed.count("_trainlint_async_save(torch.save") == 2 and "if step % args.save_every == 0:" in fixed
+    assert len(re.findall(r"_trainlint_async_save\(\s*torch\.save,", fixed)) == 2
+    assert "if step % args.save_every == 0:" in fixed
     script = tmp_path / "checkpoint_every_step_fixed.py"
     script.write_text(fixed)
 

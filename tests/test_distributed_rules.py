@@ -14,6 +14,7 @@ from trainlint.api import fix_source, lint_source
 from _paths import ROOT
 
 FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_accumulation.py")
+NESTED_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_accumulation_nested.py")
 
 
 def codes(text, select=("TL301",)):
@@ -40,6 +41,8 @@ _METHOD_LOOP = "".join("        " + line + "\n" for line in LOOP.format(model="s
     ("import torch\nmodel = torch.compile(torch.nn.parallel.DistributedDataParallel(net))", "model"),
     ("from torch.distributed.fsdp import FullyShardedDataParallel\nmodel = FullyShardedDataParallel(net)", "model"),
     ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
+     "class WrappedModel(DDP):\n    pass\nmodel = WrappedModel(net)", "model"),
+    ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
      "def setup(m, rank):\n    ddp = DDP(m, device_ids=[rank])\n    return ddp\nengine = setup(net, 0)", "engine"),
     ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
      "class Trainer:\n    def __init__(self, net):\n        self.model = DDP(net)\n"
@@ -58,6 +61,10 @@ def test_wrapping_forms(setup, model):
     "        loss.backward()\n",
     "    ctx = model.no_sync if (i + 1) % accum else contextlib.nullcontext\n    with ctx():\n"
     "        loss = model(batch).mean()\n        loss.backward()\n",
+    # A project helper named after it (imported from elsewhere).
+    "    with maybe_no_sync(model, sync=(i + 1) % accum == 0):\n        loss = model(batch).mean()\n"
+    "        loss.backward()\n",
+    "    with accelerator.no_sync(model):\n        loss = model(batch).mean()\n        loss.backward()\n",
 ])
 def test_existing_sync_control_is_not_flagged(handled):
     text = ("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
@@ -100,6 +107,22 @@ def test_nested_loop_with_break_is_reported_without_fix():
     text = textwrap.dedent(text)
     found = lint_source(text, select=["TL301"])
     assert [d.code for d in found] == ["TL301"] and found[0].fix is None
+
+
+def test_contextlib_import_goes_after_the_leading_imports():
+    text = textwrap.dedent('''\
+        """Train."""
+        from __future__ import annotations
+
+        import torch
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        model = DDP(net, gradient_as_bucket_view=True)
+        ''') + LOOP.format(model="model")
+    fixed = fix_source(text, select=["TL301"])
+    assert fixed.startswith('"""Train."""\nfrom __future__ import annotations\n\nimport torch\n'
+                            "from torch.nn.parallel import DistributedDataParallel as DDP\nimport contextlib\n\n")
+    compile(fixed, "fixed.py", "exec")
 
 
 def test_wrapped_model_elsewhere_is_not_flagged():
@@ -190,23 +213,39 @@ def _torchrun(scripts, tmp_path):
     return params, counts
 
 
-def test_fixed_ddp_fixture_trains_the_same_with_fewer_all_reduces(tmp_path):
+def test_fixed_ddp_fixtures_train_the_same_with_fewer_all_reduces(tmp_path):
+    """Flat (`if (step + 1) % accum == 0`) and nested (inner micro-batch loop) accumulation."""
     import torch
 
-    with open(FIXTURE, encoding="utf-8") as f:
-        original = f.read()
-    fixed = fix_source(original, select=["TL301", "TL302"], unsafe_fixes=True)
-    assert "model.no_sync()" in fixed and "gradient_as_bucket_view=True" in fixed
-    with open(FIXTURE[:-3] + ".fixed", encoding="utf-8") as f:
-        assert f.read() == fix_source(original, unsafe_fixes=True)  # the snapshot is this fix
-    fixed_path = tmp_path / "ddp_accumulation_fixed.py"
-    fixed_path.write_text(fixed)
+    scripts = []
+    for fixture in (FIXTURE, NESTED_FIXTURE):
+        with open(fixture, encoding="utf-8") as f:
+            original = f.read()
+        fixed = fix_source(original, select=["TL301", "TL302"], unsafe_fixes=True)
+        assert "model.no_sync()" in fixed and "gradient_as_bucket_view=True" in fixed
+        with open(fixture[:-3] + ".fixed", encoding="utf-8") as f:
+            assert f.read() == fix_source(original, unsafe_fixes=True)  # the snapshot is this fix
+        fixed_path = tmp_path / ("fixed_" + os.path.basename(fixture))
+        fixed_path.write_text(fixed)
+        scripts += [fixture, str(fixed_path)]
 
-    (before, after), counts = _torchrun([FIXTURE, str(fixed_path)], tmp_path)
-    assert before.keys() == after.keys()
-    for name in before:
-        torch.testing.assert_close(after[name], before[name], rtol=0, atol=1e-6)
-    # 24 micro-batches, accumulation 4: every backward all-reduced before, one in four after.
-    assert counts[0] == counts[1]
-    reduces_before, reduces_after = counts[0]
-    assert reduces_before > 0 and reduces_after * 4 == reduces_before
+    params, counts = _torchrun(scripts, tmp_path)
+    assert counts[0] == counts[1]  # both ranks agree
+    for i in (0, 2):
+        before, after = params[i], params[i + 1]
+        assert before.keys() == after.keys()
+        for name in before:
+            torch.testing.assert_close(after[name], before[name], rtol=0, atol=1e-6)
+        # 24 micro-batches, accumulation 4: every backward all-reduced before, one in four after.
+        reduces_before, reduces_after = counts[0][i], counts[0][i + 1]
+        assert reduces_before > 0 and reduces_after * 4 == reduces_before, scripts[i]
+
+
+def test_a_docstring_that_mentions_no_sync_does_not_hide_the_finding():
+    from trainlint.api import lint_source
+    from trainlint.registry import get_rule
+
+    code = get_rule("TL301").invalid[0].code
+    assert [d.code for d in lint_source(code, select=["TL301"])] == ["TL301"]
+    documented = '"""Accumulates gradients; DDP\'s no_sync() would save the all-reduce."""\n' + code
+    assert [d.code for d in lint_source(documented, select=["TL301"])] == ["TL301"]

@@ -56,7 +56,8 @@ def select_for_text(rules: list[ActiveRule], text: str) -> list[ActiveRule]:
             continue
         if r.rule.needs_hot_loop:
             if hot is None:
-                hot = "backward" in text or "step(" in text
+                # A call, not the word: "backward pass" is in many docstrings.
+                hot = "backward(" in text or ".step(" in text
             if not hot:
                 continue
         out.append(r)

@@ -81,3 +81,28 @@ def test_rounds_must_pair_up():
 def test_data_wait_share():
     assert stats.data_wait_share([[1.0, 1.0]], [[0.5, 0.5]]) == 0.5
     assert stats.data_wait_share([[0.0]], [[0.0]]) == 0.0
+
+
+def test_one_round_claims_nothing():
+    # Even a clear difference within one pair of runs says nothing about run-to-run drift.
+    sp = stats.compare_steps([_noisy(0.04, 20, 1)], [_noisy(0.02, 20, 2)])
+    assert sp.low > 1.0
+    assert sp.verdict == stats.NO_CHANGE
+
+
+def test_rounds_that_agree_by_chance_claim_nothing():
+    # Whole runs shifted by load: all three rounds on one side of 1.0 with tight steps inside
+    # each run. Within-run intervals alone would call this "faster"; the rounds' t-interval not.
+    before = [[0.010] * 20, [0.012] * 20, [0.010] * 20]
+    after = [[0.0095] * 20, [0.0098] * 20, [0.0085] * 20]
+    sp = stats.compare_steps(before, after)
+    assert all(r > 1 for r in sp.pair_ratios)
+    assert sp.low < 1.0 < sp.high
+    assert sp.verdict == stats.NO_CHANGE
+
+
+def test_rounds_interval():
+    lo, hi = stats.rounds_interval([2.0, 2.0, 2.0])
+    assert lo == pytest.approx(2.0) and hi == pytest.approx(2.0)
+    lo, hi = stats.rounds_interval([2.2, 2.28, 2.09])  # measured on the loader fixture
+    assert 1.5 < lo < 2.19 < hi < 3.0

@@ -28,6 +28,10 @@ _OFFLINE_PATH = re.compile(
 )
 
 
+_CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns",
+                     "time.monotonic_ns", "timeit.default_timer"})
+
+
 class FileContext:
     def __init__(self, path: str, text: str, module: cst.Module, settings) -> None:
         self.path = path
@@ -35,6 +39,7 @@ class FileContext:
         self.module = module
         self.settings = settings
         self.index = TreeIndex(module)
+        self._clock_scopes: dict = {}
 
     @cached_property
     def names(self) -> Names:
@@ -101,6 +106,24 @@ class FileContext:
     @cached_property
     def precision(self) -> Precision:
         return Precision(self.index, self.names)
+
+    def is_version_fallback(self, node: cst.CSTNode) -> bool:
+        """node runs only on an old PyTorch or when an import failed (see analysis/gates.py)."""
+        from trainlint.analysis.gates import in_version_fallback
+
+        return in_version_fallback(self.index, node)
+
+    def measures_time(self, node: cst.CSTNode) -> bool:
+        """node's function (or the module, outside functions) reads a clock: a synchronize there
+        is how GPU work is timed (yolov5's `time_sync()`), not an accident."""
+        scope = self.index.enclosing_function(node) or self.module
+        cached = self._clock_scopes.get(scope)
+        if cached is None:
+            cached = any(
+                isinstance(n, cst.Call) and self.names.qualified(n.func) in _CLOCKS for n in self.index.walk(scope)
+            )
+            self._clock_scopes[scope] = cached
+        return cached
 
     # -- small questions rules ask often ---------------------------------------------------
 
@@ -299,14 +322,13 @@ class FileContext:
         """How to spell `module` here (`torch`, `th`, `F`), and the replacements that add an import when
         nothing binds it (`import torch`)."""
         names = self.names
-        alias = names.module_alias(module)
-        if alias is not None:
-            return alias, []
-        head, _, rest = module.partition(".")
-        top = names.module_alias(head)
-        if top is not None:
-            return f"{top}.{rest}" if rest else top, []
-        return module, [self.insert_after_imports(f"import {head}")]
+        parts = module.split(".")
+        # The longest bound prefix: `F` for torch.nn.functional, else `nn.functional`, else `torch.nn.functional`.
+        for i in range(len(parts), 0, -1):
+            alias = names.module_alias(".".join(parts[:i]))
+            if alias is not None:
+                return ".".join([alias, *parts[i:]]), []
+        return module, [self.insert_after_imports(f"import {parts[0]}")]
 
 
 class _Unknown:

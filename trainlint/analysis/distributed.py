@@ -9,6 +9,7 @@ steps only under an interval condition (flat form) or after an inner micro-batch
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -23,11 +24,9 @@ WRAPPERS = (DDP, FSDP)
 
 # Names (attributes, functions, strings) whose presence means the code already controls when
 # gradients are all-reduced: DDP/FSDP `no_sync()`, the attribute nanoGPT sets, accelerate's
-# `accumulate`/`no_sync`, Fabric's `no_backward_sync`, FSDP2's `set_requires_gradient_sync`.
-SYNC_CONTROLS = frozenset(
-    {"no_sync", "require_backward_grad_sync", "no_backward_sync", "set_requires_gradient_sync", "accumulate",
-     "block_backward_sync"}
-)
+# `accumulate`/`no_sync`/`sync_gradients`, Fabric's `no_backward_sync`, FSDP2's
+# `set_requires_gradient_sync`, and project helpers named after them (`maybe_no_sync`).
+SYNC_CONTROL = re.compile(r"no_sync|grad(ient)?s?_sync|backward_sync|sync_grad")
 _FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
 
@@ -52,6 +51,11 @@ class Accumulation:
     # For the flat form: the loop-body statement (an `if`) that holds the step, else None.
     guard: cst.CSTNode | None = None
     nested: bool = False
+
+
+def one_line(code: str) -> str:
+    """Code as one line, for a message: `(\n    a\n    and b\n)` -> `(a and b)`."""
+    return re.sub(r"\s+\)", ")", re.sub(r"\(\s+", "(", re.sub(r"\s+", " ", code.strip())))
 
 
 def _conditional(index: TreeIndex, node: cst.CSTNode) -> bool:
@@ -186,14 +190,15 @@ class Distributed:
     def controls_sync(self) -> bool:
         """The module already decides when gradients are all-reduced (anywhere in it)."""
         for node in self.index.nodes(cst.Attribute):
-            if node.attr.value in SYNC_CONTROLS and not (node.attr.value == "accumulate"
-                                                         and dotted(node.value) == "itertools"):
+            attr = node.attr.value
+            if SYNC_CONTROL.search(attr) or (attr == "accumulate" and dotted(node.value) != "itertools"):
                 return True
         for node in self.index.nodes(cst.Name):
-            if node.value in SYNC_CONTROLS - {"accumulate"}:
+            if SYNC_CONTROL.search(node.value):
                 return True
         for node in self.index.nodes(cst.SimpleString):
-            if node.value.strip("'\"") in SYNC_CONTROLS:
+            # `getattr(model, "no_sync")`: a string handed to a call, not a docstring or comment.
+            if SYNC_CONTROL.search(node.value) and isinstance(self.index.parent.get(node), cst.Arg):
                 return True
         return False
 
@@ -231,16 +236,16 @@ class Distributed:
         if top is not None and isinstance(top, cst.If) and self.loops.is_interval_test(top.test) \
                 and self.index.contains(top.body, step):
             test = self._code(top.test)
-            return Accumulation(loop, backward, step, test, test, guard=top)
+            return Accumulation(loop, backward, step, test, one_line(test), guard=top)
         skip = self._continue_guard(loop, step)
         if skip is not None:
             test = self._code(skip.test)
-            return Accumulation(loop, backward, step, f"not ({test})", f"not ({test})", guard=skip)
+            return Accumulation(loop, backward, step, f"not ({test})", f"not ({one_line(test)})", guard=skip)
         # Under some other interval guard (nested, or an `else:`): accumulation, but no known sync test.
         cond = next((a for a in self.index.ancestors(step) if isinstance(a, cst.If)), None)
         if cond is None or not self.index.contains(loop, cond):
             return None
-        return Accumulation(loop, backward, step, None, self._code(cond.test))
+        return Accumulation(loop, backward, step, None, one_line(self._code(cond.test)))
 
     def _continue_guard(self, loop, step) -> cst.If | None:
         """`if (i + 1) % accum != 0: continue` before the step, in the loop's body."""

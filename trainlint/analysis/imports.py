@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import libcst as cst
 
 
@@ -73,3 +75,34 @@ def ensure_module(ctx, module: str) -> tuple[str, tuple | None]:
     if local is not None:
         return local, None
     return module, after_imports(ctx, f"import {module}{ctx.module.default_newline}")
+
+
+def insert_stdlib_import(ctx, module: str):
+    """Replacement inserting `import <module>` (a standard-library module) where isort would put
+    it: among the top-level standard-library `import x` lines in alphabetical order, else before
+    the first import (after the docstring and `__future__` imports), else at the top."""
+    body = ctx.module.body
+    newline = ctx.module.default_newline
+    imports = [s for s in body if isinstance(s, cst.SimpleStatementLine) and s.body
+               and isinstance(s.body[0], (cst.Import, cst.ImportFrom))]
+    stdlib = getattr(sys, "stdlib_module_names", frozenset())
+    plain_std = [s for s in imports if isinstance(s.body[0], cst.Import)
+                 and (ctx.dotted(s.body[0].names[0].name) or "").split(".")[0] in stdlib]
+    later = [s for s in plain_std if (ctx.dotted(s.body[0].names[0].name) or "") > module]
+    if later:
+        return _insert_before(ctx, later[0], f"import {module}" + newline)
+    if plain_std:
+        anchor = plain_std[-1]
+        return (anchor, ctx.code(anchor) + f"import {module}" + newline)
+    regular = [s for s in imports if not (isinstance(s.body[0], cst.ImportFrom) and s.body[0].module is not None
+                                          and ctx.dotted(s.body[0].module) == "__future__")]
+    if regular:
+        return _insert_before(ctx, regular[0], f"import {module}" + newline + newline)
+    first = body[0]
+    return _insert_before(ctx, first, f"import {module}" + newline + newline)
+
+
+def _insert_before(ctx, stmt, text: str):
+    """Replacement putting `text` just above stmt (below the comments and blank lines that lead it)."""
+    leading = "".join(ctx.code(line) for line in getattr(stmt, "leading_lines", ()))
+    return (stmt, leading + text + ctx.code(stmt.with_changes(leading_lines=[])))

@@ -49,6 +49,17 @@ def is_step_call(call: cst.Call, names: Names) -> bool:
     return names.qualified(func) == "torch.autograd.backward"
 
 
+_EXISTENCE = frozenset({"exists", "isfile", "is_file", "isdir", "is_dir"})
+
+
+def _tests_existence(index: TreeIndex, test: cst.BaseExpression) -> bool:
+    """`os.path.exists(p)`, `Path(p).is_file()` and the like, somewhere in the test."""
+    for node in index.walk(test):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _EXISTENCE:
+            return True
+    return False
+
+
 def _position(body, stmt) -> int:
     for i, item in enumerate(body):
         if item is stmt:
@@ -266,6 +277,10 @@ class Loops:
         for anc in self.index.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and self.is_interval_test(anc.test):
                 return False
+            if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)):
+                # Recovery code (`except OutOfMemoryError: torch.cuda.empty_cache()`) runs when a
+                # step fails, not on every step (OpenNMT-py, ultralytics).
+                return False
             if isinstance(anc, (cst.IndentedBlock, cst.Module)):
                 exits = self._early_exits(anc)
                 if exits and exits[0] < _position(anc.body, child):
@@ -287,6 +302,32 @@ class Loops:
         result = any(self.is_per_step(call) for call in self.calls_by_name.get(fn.name.value, ()))
         self._per_step_fn[fn] = result
         return result
+
+    def in_training_step(self, node: cst.CSTNode) -> bool:
+        """node takes part in every training step: per step in a hot loop (or a function it calls),
+        or in a function that itself runs backward or an optimizer step. An autocast in `evaluate()`
+        or `predict()` of the same module does not, even when evaluation runs every N steps from the
+        training loop (simpletransformers)."""
+        if self.is_per_step(node):
+            return True
+        fn = self.index.enclosing_function(node)
+        return fn is not None and any(self.index.enclosing_function(c) is fn for c in self.step_calls)
+
+    def on_cache_miss(self, node: cst.CSTNode) -> bool:
+        """node runs only when a file is missing: the else-arm of `if os.path.exists(cache): load`,
+        or the body of `if not os.path.exists(cache)`. Writing a cache there happens once, not every
+        N steps (simpletransformers' `torch.save(features, cached_features_file)`)."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, _FUNC_BOUNDARY):
+                return False
+            if isinstance(anc, cst.If):
+                negated = isinstance(anc.test, cst.UnaryOperation) and isinstance(anc.test.operator, cst.Not)
+                if _tests_existence(self.index, anc.test) and (
+                        (child is anc.orelse and not negated) or (child is anc.body and negated)):
+                    return True
+            child = anc
+        return False
 
     def in_hot_loop(self, node: cst.CSTNode) -> bool:
         """In a hot loop's body (or a function it calls), guarded or not."""

@@ -74,14 +74,31 @@ class Names:
         self.local_defs: set[str] = set()
         # class name -> qualified names of its bases (as written, resolved lazily)
         self.classes: dict[str, list[cst.BaseExpression]] = {}
+        from trainlint.analysis.gates import in_version_fallback  # gates uses this module's dotted()
+
+        # A name bound both by the import for current PyTorch and by an old-version fallback
+        # (`if TORCH_2_4: from torch.amp import GradScaler else: from torch.cuda.amp import ...`)
+        # means what the current-version import says.
+        fallback_bound: set[str] = set()
+
+        def bind(local: str, target: str, node: cst.CSTNode) -> None:
+            fallback = in_version_fallback(index, node)
+            if local in self.aliases and fallback and local not in fallback_bound:
+                return
+            self.aliases[local] = target
+            if fallback:
+                fallback_bound.add(local)
+            else:
+                fallback_bound.discard(local)
+
         for node in index.nodes(cst.Import):
             for alias in node.names:
                 full = _module_name(alias.name)
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    self.aliases[alias.asname.name.value] = full
+                    bind(alias.asname.name.value, full, node)
                 else:
                     top = full.split(".", 1)[0]
-                    self.aliases[top] = top
+                    bind(top, top, node)
         for node in index.nodes(cst.ImportFrom):
             if node.relative:
                 module = "." * len(node.relative) + (_module_name(node.module) if node.module else "")
@@ -94,7 +111,7 @@ class Names:
                 local = name
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                     local = alias.asname.name.value
-                self.aliases[local] = f"{module}.{name}"
+                bind(local, f"{module}.{name}", node)
         # Classes of this module that define their own __init__: calling them does not pass the
         # call's arguments to the base class's constructor.
         self.own_init: set[str] = set()

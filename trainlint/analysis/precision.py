@@ -223,10 +223,16 @@ class Precision:
         """Autocast, a half/bf16 model, or precision left to a framework (accelerate, Lightning, HF)."""
         if self.autocasts:
             return True
+        for comparison in self.index.nodes(cst.Comparison):
+            if self._mentioned_dtypes(comparison) & {"float16", "bfloat16"}:
+                return True  # `if self._dtype == torch.float16:` - the file reasons about its training dtype
         for call in self.index.nodes(cst.Call):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in _LOW_PRECISION_METHODS:
                 return True
+            last = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+            if last in ("set_default_dtype", "get_dtype") and call.args:
+                return True  # a training dtype read from configuration (torchtune's recipes)
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value in _FRAMEWORK_PRECISION_KEYWORDS:
                     return True

@@ -115,15 +115,37 @@ class Tensors:
             if name is None:
                 return False
             last = name.rsplit(".", 1)[-1]
+            scope = self.index.enclosing_function(expr)
+            values = self._scopes.get(scope, {}).get(name, ())
+            # What is assigned beats what the name suggests: `current_loss = loss.item()` is a
+            # float (simpletransformers logs it every step; that read is TL201's, not TL202's).
+            if values and all(_host_value(v) for v in values):
+                return False
             if _TENSOR_NAMES.match(last):
                 return True
-            scope = self.index.enclosing_function(expr)
             if name in self._loop_targets.get(scope, ()):
                 return True
             for value in self._scopes.get(scope, {}).get(name, ()):
                 if value is not expr and self.is_tensor(value, _depth + 1):
                     return True
         return False
+
+
+def _host_value(expr: cst.BaseExpression) -> bool:
+    """A Python number or string for certain: a literal, `.item()`/`.tolist()`, `float(...)` and
+    friends, or arithmetic on those."""
+    if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString)):
+        return True
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist") and not expr.args:
+            return True
+        return isinstance(func, cst.Name) and func.value in ("float", "int", "len", "round", "bool", "str")
+    if isinstance(expr, cst.UnaryOperation):
+        return _host_value(expr.expression)
+    if isinstance(expr, cst.BinaryOperation):
+        return _host_value(expr.left) and _host_value(expr.right)
+    return False
 
 
 def _strip_enumerate(expr: cst.BaseExpression) -> cst.BaseExpression:

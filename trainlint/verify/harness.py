@@ -131,7 +131,10 @@ def _install(cfg: dict, state: _State) -> Hooks:
             orig_init(self, *args, **kwargs)
             index = state.loaders
             state.loaders += 1
-            sampler = getattr(self.batch_sampler, "sampler", None) or self.sampler
+            # (an explicit None test: truth-testing a sampler would call its __len__)
+            sampler = getattr(self.batch_sampler, "sampler", None)
+            if sampler is None:
+                sampler = self.sampler
             if isinstance(sampler, torch.utils.data.RandomSampler) and sampler.generator is None:
                 # Only loaders left to the global RNG are pinned; a script that passes its own
                 # generator keeps it (its data order is already decided by the script).

@@ -139,6 +139,9 @@ def table(report: dict) -> str:
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     out = [head, fmt.format(*cols), fmt.format(*("-" * w for w in widths))]
     out += [fmt.format(*r) for r in lines]
+    if report["repeats"] < stats.MIN_ROUNDS_FOR_CLAIM:
+        out.append(f"one repeat: no speed claim without run-to-run noise "
+                   f"(use --repeats {stats.MIN_ROUNDS_FOR_CLAIM} or more).")
     for row in report["rows"]:
         if row["verdict"] == stats.REJECTED:
             t = row["loss_tolerance"]
