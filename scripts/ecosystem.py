@@ -315,17 +315,43 @@ def diff_snapshots(old: dict, new: dict) -> tuple[dict, dict]:
     return added, removed
 
 
+def _reworded(added: dict, removed: dict) -> dict:
+    """Pairs (removed, added) at the same rule and place whose message alone changed: moved out of
+    added/removed so a reworded message does not read as a lost and a new finding."""
+    out: dict[str, list] = collections.defaultdict(list)
+    for code in set(added) & set(removed):
+        by_place = {}
+        for f in removed[code]:
+            by_place.setdefault((f["package"], f["path"], f["line"], f["column"]), []).append(f)
+        kept = []
+        for f in added[code]:
+            olds = by_place.get((f["package"], f["path"], f["line"], f["column"]))
+            if olds:
+                out[code].append((olds.pop(0), f))
+            else:
+                kept.append(f)
+        added[code] = kept
+        removed[code] = [f for fs in by_place.values() for f in fs]
+    return out
+
+
 def print_diff(old: dict, new: dict, limit: int) -> int:
     added, removed = diff_snapshots(old, new)
-    codes = sorted(set(added) | set(removed))
+    reworded = _reworded(added, removed)
+    codes = sorted(c for c in set(added) | set(removed) | set(reworded) if added.get(c) or removed.get(c) or reworded.get(c))
     old_count = collections.Counter(f["code"] for f in old["findings"])
     new_count = collections.Counter(f["code"] for f in new["findings"])
     print(f"old: {old['trainlint'].get('commit')}  new: {new['trainlint'].get('commit')}")
     if not codes:
         print("No changes in findings.")
     for code in codes:
-        print(f"\n{code}: {old_count[code]} -> {new_count[code]} (+{len(added[code])} -{len(removed[code])})")
-        for sign, items in (("+", added[code]), ("-", removed[code])):
+        changed = f", {len(reworded[code])} reworded" if reworded.get(code) else ""
+        print(f"\n{code}: {old_count[code]} -> {new_count[code]} (+{len(added.get(code, []))} "
+              f"-{len(removed.get(code, []))}{changed})")
+        for before, after in reworded.get(code, [])[:limit]:
+            print(f"  ~ {after['package']}/{after['path']}:{after['line']}:{after['column']}: {after['message']}")
+            print(f"      was: {before['message']}")
+        for sign, items in (("+", added.get(code, [])), ("-", removed.get(code, []))):
             for f in items[:limit]:
                 print(f"  {sign} {f['package']}/{f['path']}:{f['line']}:{f['column']}: {f['message']}")
             if len(items) > limit:
