@@ -239,3 +239,13 @@ def test_fixed_ddp_fixtures_train_the_same_with_fewer_all_reduces(tmp_path):
         # 24 micro-batches, accumulation 4: every backward all-reduced before, one in four after.
         reduces_before, reduces_after = counts[0][i], counts[0][i + 1]
         assert reduces_before > 0 and reduces_after * 4 == reduces_before, scripts[i]
+
+
+def test_a_docstring_that_mentions_no_sync_does_not_hide_the_finding():
+    from trainlint.api import lint_source
+    from trainlint.registry import get_rule
+
+    code = get_rule("TL301").invalid[0].code
+    assert [d.code for d in lint_source(code, select=["TL301"])] == ["TL301"]
+    documented = '"""Accumulates gradients; DDP\'s no_sync() would save the all-reduce."""\n' + code
+    assert [d.code for d in lint_source(documented, select=["TL301"])] == ["TL301"]

@@ -23,6 +23,11 @@ def _needs_rule(code: str):
     return pytest.mark.skipif(not _registered(code), reason=f"rule {code} is not registered yet")
 
 
+def _measured(data: dict) -> None:
+    # A rule that stops firing on its fixture turns the case into "nothing to fix": say so.
+    assert data["verdict"] != "nothing to fix", data.get("note")
+
+
 def _check_report_fields(data: dict) -> None:
     for key in ("script", "rules", "steps", "repeats", "before", "after", "speedup",
                 "speedup_low", "speedup_high", "losses_match", "max_loss_deviation", "verdict"):
@@ -32,7 +37,8 @@ def _check_report_fields(data: dict) -> None:
         assert 0.0 <= data[side]["data_wait_share"] <= 1.0
 
 
-LOADER_ARGS = ("--steps", "16", "--warmup", "2", "--repeats", "3")
+# Longer runs average out bursts of other load on the machine (the steps mostly sleep in I/O).
+LOADER_ARGS = ("--steps", "40", "--warmup", "2", "--repeats", "3")
 
 
 def test_loader_bound_num_workers_is_faster_and_identical(verify, fixtures):
@@ -40,7 +46,7 @@ def test_loader_bound_num_workers_is_faster_and_identical(verify, fixtures):
                           fixtures / "loader_bound_fixed.py", *LOADER_ARGS)
     assert result.exit_code == 0, result.output
     _check_report_fields(data)
-    assert data["verdict"] == stats.FASTER, data["pair_ratios"]
+    assert data["verdict"] == stats.FASTER, data.get("pair_ratios")
     assert data["speedup_low"] > 1.0
     assert data["losses_identical"] and data["losses_match"]
     assert data["max_loss_deviation"] == 0.0
@@ -54,8 +60,9 @@ def test_loader_bound_num_workers_is_faster_and_identical(verify, fixtures):
 def test_loader_bound_rule_tl101(verify, fixtures):
     result, data = verify(fixtures / "loader_bound.py", "--rule", "TL101", *LOADER_ARGS)
     assert result.exit_code == 0, result.output
+    _measured(data)
     assert data["rules"] == ["TL101"]
-    assert data["verdict"] == stats.FASTER, data["pair_ratios"]
+    assert data["verdict"] == stats.FASTER, data.get("pair_ratios")
     assert data["losses_identical"]
     assert data["loss_tolerance"]["kind"] == "curve"
 
@@ -70,7 +77,7 @@ def test_ddp_accumulation_no_sync_is_faster_under_torchrun(verify, fixtures):
     assert result.exit_code == 0, result.output
     _check_report_fields(data)
     assert data["nproc_per_node"] == 2
-    assert data["verdict"] == stats.FASTER, data["pair_ratios"]
+    assert data["verdict"] == stats.FASTER, data.get("pair_ratios")
     # no_sync sums locally before one all-reduce: equal up to float reassociation.
     assert data["losses_match"]
     assert data["max_loss_deviation"] < 1e-5
@@ -80,7 +87,8 @@ def test_ddp_accumulation_no_sync_is_faster_under_torchrun(verify, fixtures):
 def test_ddp_accumulation_rule_tl301(verify, fixtures):
     result, data = verify(fixtures / "ddp_accum.py", "--rule", "TL301", *DDP_ARGS)
     assert result.exit_code == 0, result.output
-    assert data["verdict"] == stats.FASTER, data["pair_ratios"]
+    _measured(data)
+    assert data["verdict"] == stats.FASTER, data.get("pair_ratios")
     assert data["losses_match"]
 
 

@@ -197,7 +197,8 @@ class Distributed:
             if SYNC_CONTROL.search(node.value):
                 return True
         for node in self.index.nodes(cst.SimpleString):
-            if SYNC_CONTROL.search(node.value):
+            # `getattr(model, "no_sync")`: a string handed to a call, not a docstring or comment.
+            if SYNC_CONTROL.search(node.value) and isinstance(self.index.parent.get(node), cst.Arg):
                 return True
         return False
 
