@@ -93,7 +93,8 @@ def lint_text(text: str, path: str, rules: list[ActiveRule], settings=None) -> l
 
 def _resolve(findings: list[Finding], ctx: FileContext, path: str) -> list[Diagnostic]:
     text = ctx.text
-    positions = Positions(ctx.module, text)
+    wanted = [f.node for f in findings] + [old for f in findings if f.fix for old, _ in f.fix.replacements]
+    positions = Positions(ctx.module, text, wanted, ctx.index.parent)
     suppressions = parse_suppressions(text)
     out: list[Diagnostic] = []
     seen: set = set()

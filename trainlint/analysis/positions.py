@@ -62,13 +62,45 @@ class _OffsetState(CodegenState):
 
 
 class Positions:
-    def __init__(self, module: cst.Module, text: str) -> None:
-        state = _OffsetState(default_indent=module.default_indent, default_newline=module.default_newline)
-        module._codegen(state)
-        self.syntactic = state.syntactic
-        self.inclusive = state.inclusive
+    """Offsets of nodes. Given the nodes a file's findings and fixes name (`wanted`), only the
+    top-level statements holding them are generated with offset tracking, each placed by finding
+    its code in the text; when a statement's code is not found exactly once (or a wanted node is
+    not inside a top-level statement), the whole module is generated instead, which is exact."""
+
+    def __init__(self, module: cst.Module, text: str, wanted=None, parent=None) -> None:
         self.text = text
         self._line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+        self.syntactic: dict = {}
+        self.inclusive: dict = {}
+        if wanted is None or parent is None or not self._by_statement(module, text, wanted, parent):
+            state = _OffsetState(default_indent=module.default_indent, default_newline=module.default_newline)
+            module._codegen(state)
+            self.syntactic = state.syntactic
+            self.inclusive = state.inclusive
+
+    def _by_statement(self, module: cst.Module, text: str, wanted, parent) -> bool:
+        tops = []
+        for node in wanted:
+            top = node
+            while parent.get(top) is not None and parent.get(top) is not module:
+                top = parent[top]
+            if parent.get(top) is not module:
+                return False
+            if top not in tops:
+                tops.append(top)
+        if not module.has_trailing_newline and module.body and module.body[-1] in tops:
+            return False  # generated alone, the last statement would carry a newline the text lacks
+        for top in tops:
+            state = _OffsetState(default_indent=module.default_indent, default_newline=module.default_newline)
+            top._codegen(state)
+            code = "".join(state.tokens)
+            base = text.find(code)
+            if base < 0 or not code or text.find(code, base + 1) >= 0:
+                return False
+            for table, spans in ((self.syntactic, state.syntactic), (self.inclusive, state.inclusive)):
+                for node, (start, end) in spans.items():
+                    table[node] = (base + start, base + end)
+        return True
 
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
         return self.syntactic[node]
