@@ -10,7 +10,7 @@ from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.names import dotted
 from trainlint.diagnostics import Applicability
-from trainlint.engine import LINE_LENGTH, _one_arg_per_line
+from trainlint.engine import LINE_LENGTH, one_arg_per_line
 from trainlint.rule import Invalid, Option, Rule, Valid
 
 from .host_sync import step_counter
@@ -419,7 +419,7 @@ loop.
         depth = sum(isinstance(a, cst.IndentedBlock) for a in ctx.index.ancestors(call)) + guarded
         if len(ctx.code(one_line)) + 4 * depth <= LINE_LENGTH:
             return one_line
-        return _one_arg_per_line(one_line, ctx.module.default_indent)
+        return one_arg_per_line(one_line, ctx.module.default_indent)
 
     def _reads_back(self, site: cst.Call) -> bool:
         """A checkpoint load after the hot loop: it could read a file still being written."""

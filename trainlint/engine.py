@@ -12,7 +12,7 @@ import libcst as cst
 from trainlint.analysis.context import FileContext
 from trainlint.analysis.positions import Positions
 from trainlint.diagnostics import Diagnostic, Edit, Fix
-from trainlint.rule import Finding, Rule
+from trainlint.rule import DOCS_URL, Finding, Rule
 from trainlint.suppressions import parse_suppressions
 
 
@@ -125,36 +125,11 @@ def _resolve(findings: list[Finding], ctx: FileContext, path: str) -> list[Diagn
                 start_offset=start,
                 end_offset=end,
                 fix=fix,
-                url=_url(finding.code),
+                url=DOCS_URL.format(code=finding.code.lower()),
             )
         )
     out.sort(key=Diagnostic.sort_key)
     return out
-
-
-def _url(code: str) -> str:
-    from trainlint.rule import DOCS_URL
-
-    return DOCS_URL.format(code=code.lower())
-
-
-def _indents(ctx: FileContext, node: cst.CSTNode) -> list[str]:
-    """The indentation libcst emits around node: one token per enclosing indented block."""
-    out = []
-    for anc in ctx.index.ancestors(node):
-        if isinstance(anc, cst.IndentedBlock):
-            out.append(anc.indent if anc.indent is not None else ctx.module.default_indent)
-    out.reverse()
-    return out
-
-
-def node_code(ctx: FileContext, node: cst.CSTNode, indents: list[str]) -> str:
-    from libcst._nodes.internal import CodegenState
-
-    state = CodegenState(default_indent=ctx.module.default_indent, default_newline=ctx.module.default_newline)
-    state.indent_tokens.extend(indents)
-    node._codegen(state)
-    return "".join(state.tokens)
 
 
 # Fixes that grow a one-line call past this width put one argument per line (Black's layout).
@@ -167,7 +142,7 @@ def _newline_ws(indent: str) -> cst.ParenthesizedWhitespace:
     )
 
 
-def _one_arg_per_line(call: cst.Call, indent: str) -> cst.Call:
+def one_arg_per_line(call: cst.Call, indent: str) -> cst.Call:
     args = [
         arg.with_changes(comma=cst.Comma(whitespace_after=_newline_ws(indent if i < len(call.args) - 1 else "")))
         for i, arg in enumerate(call.args)
@@ -178,8 +153,7 @@ def _one_arg_per_line(call: cst.Call, indent: str) -> cst.Call:
 def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit:
     start, end = positions.inclusive_span(old)
     before = ctx.text[start:end]
-    indents = _indents(ctx, old)
-    after = new if isinstance(new, str) else node_code(ctx, new, indents)
+    after = new if isinstance(new, str) else ctx.render(new, at=old)
     if isinstance(new, cst.Call) and "\n" not in after and new.args:
         line_start = positions.line_start(positions.location(start).row)
         line_end = len(ctx.text)
@@ -188,7 +162,7 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
             if found != -1:
                 line_end = min(line_end, found)
         if (start - line_start) + len(after) + (line_end - end) > LINE_LENGTH:
-            after = node_code(ctx, _one_arg_per_line(new, ctx.module.default_indent), indents)
+            after = ctx.render(one_arg_per_line(new, ctx.module.default_indent), at=old)
     # Keep the edit minimal: reviewers and suggestion blocks see only what really changes.
     prefix = 0
     limit = min(len(before), len(after))

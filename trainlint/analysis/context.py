@@ -217,12 +217,13 @@ class FileContext:
         """The indentation libcst writes before node's statement."""
         return "".join(self._indent_tokens(node))
 
-    def render(self, node: cst.CSTNode) -> str:
-        """node's code as it stands in the file, indentation included (what a replacement of it must produce)."""
+    def render(self, node: cst.CSTNode, at: cst.CSTNode | None = None) -> str:
+        """node's code indented as `at` (default: node itself) stands in the file: what a
+        replacement of `at` must produce. The one place fixes turn nodes into text."""
         from libcst._nodes.internal import CodegenState
 
         state = CodegenState(default_indent=self.module.default_indent, default_newline=self.module.default_newline)
-        state.indent_tokens.extend(self._indent_tokens(node))
+        state.indent_tokens.extend(self._indent_tokens(at if at is not None else node))
         node._codegen(state)
         return "".join(state.tokens)
 
@@ -252,14 +253,8 @@ class FileContext:
 
     def _render_without_leading_lines(self, stmt: cst.CSTNode, like: cst.CSTNode | None = None) -> str:
         """stmt's code without the comment/blank lines above it, indented as `like` (default: stmt)."""
-        from libcst._nodes.internal import CodegenState
-
-        state = CodegenState(default_indent=self.module.default_indent, default_newline=self.module.default_newline)
-        state.indent_tokens.extend(self._indent_tokens(like if like is not None else stmt))
-        if getattr(stmt, "leading_lines", None):
-            stmt = stmt.with_changes(leading_lines=())
-        stmt._codegen(state)
-        return "".join(state.tokens)
+        bare = stmt.with_changes(leading_lines=()) if getattr(stmt, "leading_lines", None) else stmt
+        return self.render(bare, at=like if like is not None else stmt)
 
     @cached_property
     def quote(self) -> str:
