@@ -76,3 +76,25 @@ def test_profile_run_on_cpu_reports_the_loader_share(fixtures, tmp_path):
     assert rec.profile["steps"] == 2
     assert rec.profile["shares"]["data loader"] > 0.05
     assert rec.profile["compute_time_ratio"] == 0.0
+
+
+def test_torchrun_rank_exit_still_finishes_the_scripts_threads_and_atexit(tmp_path):
+    # Ranks leave before interpreter finalization (gloo's teardown can abort there), yet a
+    # pending background save and the script's atexit handlers still complete, with its exit code.
+    code = f"""
+import atexit, threading, time
+from pathlib import Path
+from trainlint.verify.harness import _exit_before_finalization
+out = Path({str(tmp_path)!r})
+def save():
+    time.sleep(0.3)
+    (out / "thread").write_text("done")
+threading.Thread(target=save).start()
+atexit.register(lambda: (out / "atexit").write_text("done"))
+_exit_before_finalization(3)
+raise AssertionError("unreachable")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    assert (tmp_path / "thread").read_text() == "done"
+    assert (tmp_path / "atexit").read_text() == "done"

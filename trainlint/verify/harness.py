@@ -347,6 +347,29 @@ def main() -> None:
             except Exception:
                 pass
     sys.stdout.flush()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        _exit_before_finalization(exit_code)
+
+
+def _exit_before_finalization(code: int) -> None:
+    """End a torchrun rank once its results are written, doing what finalization does first.
+
+    Interpreter finalization with gloo's worker threads alive (a DDP reducer still holds the
+    group after ``destroy_process_group``) can abort the rank ("terminate called without an
+    active exception") after it finished; that is torch's teardown, not the script. So: wait for
+    the script's non-daemon threads and run its ``atexit`` handlers (a pending asynchronous
+    checkpoint completes), flush, and leave with the script's exit code.
+    """
+    import atexit
+    import threading
+
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
