@@ -63,9 +63,10 @@ class _OffsetState(CodegenState):
 
 class Positions:
     """Offsets of nodes. Given the nodes a file's findings and fixes name (`wanted`), only the
-    top-level statements holding them are generated with offset tracking, each placed by finding
-    its code in the text; when a statement's code is not found exactly once (or a wanted node is
-    not inside a top-level statement), the whole module is generated instead, which is exact."""
+    statement around each is generated with offset tracking (the innermost one whose code occurs
+    exactly once in the text at a line start, going outwards while it is ambiguous) and placed where
+    its code is found. When even the top-level statement is ambiguous, or a node is not inside a
+    statement, the whole module is generated instead, which is exact."""
 
     def __init__(self, module: cst.Module, text: str, wanted=None, parent=None) -> None:
         self.text = text
@@ -79,27 +80,38 @@ class Positions:
             self.inclusive = state.inclusive
 
     def _by_statement(self, module: cst.Module, text: str, wanted, parent) -> bool:
-        tops = []
+        if not module.has_trailing_newline:
+            return False  # generated alone, a file's last line would carry a newline the text lacks
         for node in wanted:
-            top = node
-            while parent.get(top) is not None and parent.get(top) is not module:
-                top = parent[top]
-            if parent.get(top) is not module:
+            if node in self.syntactic:
+                continue  # inside a statement placed already
+            if not any(self._place(stmt, indent, module, text) for stmt, indent in _statements_around(node, module, parent)):
                 return False
-            if top not in tops:
-                tops.append(top)
-        if not module.has_trailing_newline and module.body and module.body[-1] in tops:
-            return False  # generated alone, the last statement would carry a newline the text lacks
-        for top in tops:
-            state = _OffsetState(default_indent=module.default_indent, default_newline=module.default_newline)
-            top._codegen(state)
-            code = "".join(state.tokens)
-            base = text.find(code)
-            if base < 0 or not code or text.find(code, base + 1) >= 0:
-                return False
-            for table, spans in ((self.syntactic, state.syntactic), (self.inclusive, state.inclusive)):
-                for node, (start, end) in spans.items():
-                    table[node] = (base + start, base + end)
+        return True
+
+    def _place(self, stmt, indent: list, module: cst.Module, text: str) -> bool:
+        """Generates `stmt` (inside blocks indented by `indent`) and records its nodes' offsets if
+        its code occurs exactly once at a line start; a statement's real text is always one such
+        occurrence, so a unique one is it."""
+        state = _OffsetState(default_indent=module.default_indent, default_newline=module.default_newline)
+        state.indent_tokens = list(indent)
+        stmt._codegen(state)
+        code = "".join(state.tokens)
+        if not code:
+            return False
+        base = -1
+        at = text.find(code)
+        while at >= 0:
+            if at == 0 or text[at - 1] in "\r\n":
+                if base >= 0:
+                    return False  # a second occurrence: try the enclosing statement
+                base = at
+            at = text.find(code, at + 1)
+        if base < 0:
+            return False
+        for table, spans in ((self.syntactic, state.syntactic), (self.inclusive, state.inclusive)):
+            for each, (start, end) in spans.items():
+                table[each] = (base + start, base + end)
         return True
 
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
@@ -114,3 +126,23 @@ class Positions:
 
     def line_start(self, row: int) -> int:
         return self._line_starts[row - 1]
+
+
+def _statements_around(node, module: cst.Module, parent) -> list:
+    """(statement, indent tokens of the blocks around it) for each statement enclosing `node`
+    (itself included), innermost first; empty if `node` is not inside a module-level statement.
+    An `elif` is skipped: alone it would generate as `if`, which is not its text."""
+    found = []  # (statement, blocks counted below it)
+    blocks = []
+    current = node
+    while current is not None and current is not module:
+        up = parent.get(current)
+        if isinstance(current, cst.IndentedBlock):
+            blocks.append(module.default_indent if current.indent is None else current.indent)
+        elif isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            if not (isinstance(up, cst.If) and up.orelse is current):
+                found.append((current, len(blocks)))
+        current = up
+    if current is not module:
+        return []
+    return [(stmt, blocks[below:][::-1]) for stmt, below in found]
