@@ -235,6 +235,10 @@ def test_entries_are_plain_json(project):
         assert set(data) == {"diagnostics", "error"}
 
 
+WARM_NEVER_IMPORTS = ("importlib.metadata", "trainlint.verify", "trainlint.github_api", "urllib.request",
+                      "multiprocessing")
+
+
 def test_warm_run_never_imports_libcst(project):
     """A run answered entirely from the cache must not pay for importing libcst (a few hundred
     milliseconds, most of a warm run): nothing on that path may import the engine or a rule."""
@@ -250,9 +254,14 @@ def test_warm_run_never_imports_libcst(project):
         "except SystemExit:\n"
         "    pass\n"
         "sys.stderr.write('LIBCST=%s\\n' % ('libcst' in sys.modules))\n"
+        f"heavy = sorted(m for m in {WARM_NEVER_IMPORTS!r} if m in sys.modules)\n"
+        "sys.stderr.write('HEAVY=%s\\n' % heavy)\n"
     )
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
     assert "LIBCST=True" in first.stderr, first.stderr  # the cold run really analysed
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
     assert "LIBCST=False" in second.stderr, second.stderr
+    # Nor the other imports a cached check does not need (each costs milliseconds of a ~0.1 s run):
+    # plugin metadata when no third-party pack is installed, the verifier, the GitHub client, a pool.
+    assert "HEAVY=[]" in second.stderr, second.stderr
     assert second.stdout == first.stdout

@@ -61,3 +61,32 @@ def test_broken_pack_is_a_clear_error(tmp_path):
     assert proc.returncode == 2
     assert "rule pack bad (does_not_exist) failed to load" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_prescan_sees_only_packs_other_than_the_builtin_one():
+    from trainlint.registry import _other_packs_in
+
+    assert not _other_packs_in("[console_scripts]\ntrainlint = trainlint.cli:main\n\n[trainlint.rules]\nbuiltin = trainlint.rules\n")
+    assert _other_packs_in("[trainlint.rules]\nbuiltin = trainlint.rules\nmine = my_rules\n")
+    assert _other_packs_in("[ trainlint.rules ]\nmine=my_rules:RULES\n")
+    # The same names in another group, or commented out, are not packs.
+    assert not _other_packs_in("[other.group]\nmine = trainlint.rules_extra\n# [trainlint.rules]\n")
+    assert not _other_packs_in("[trainlint.rules]\n# mine = my_rules\n")
+
+
+def test_prescan_finds_a_declared_pack_on_sys_path(tmp_path, monkeypatch):
+    from trainlint.registry import _third_party_pack_declared
+
+    info = tmp_path / "mypack-0.1.dist-info"
+    info.mkdir()
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "missing"), str(tmp_path)])
+    assert not _third_party_pack_declared()
+    (info / "entry_points.txt").write_text("[trainlint.rules]\nbuiltin = trainlint.rules\n")
+    assert not _third_party_pack_declared()
+    (info / "entry_points.txt").write_text("[trainlint.rules]\nmypack = mypack\n")
+    assert _third_party_pack_declared()
+    # A zip archive on sys.path is not scanned: importlib.metadata answers for it.
+    archive = tmp_path / "packs.zip"
+    archive.write_bytes(b"PK\x05\x06" + bytes(18))
+    monkeypatch.setattr(sys, "path", [str(archive)])
+    assert _third_party_pack_declared()

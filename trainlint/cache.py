@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import sys
 import tempfile
 
@@ -27,6 +26,7 @@ import click
 
 from trainlint import __version__
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, FileError, Fix, Location
+from trainlint.registry import pack_entry_points
 
 DEFAULT_DIR = ".trainlint_cache"
 ENV_DIR = "TRAINLINT_CACHE_DIR"
@@ -59,7 +59,6 @@ def _py_files(folder: str) -> list[str]:
 def _rule_pack_sources() -> tuple[list[str], list[str]]:
     """(source files, identities) of every rule pack, found without importing any of them: a
     rule module imports libcst, which a run answered from the cache should never load."""
-    from importlib import metadata
     from importlib.util import find_spec
 
     files: list[str] = []
@@ -73,13 +72,7 @@ def _rule_pack_sources() -> tuple[list[str], list[str]]:
             files.extend(_py_files(folder))
     else:  # a source checkout that is not installed: the registry loads ../rules
         files.extend(_py_files(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules")))
-    try:
-        entry_points = metadata.entry_points(group="trainlint.rules")
-    except Exception:  # the registry tolerates broken metadata; so does the key
-        entry_points = []
-    for ep in entry_points:
-        if ep.value == "trainlint.rules":
-            continue
+    for ep in pack_entry_points():
         dist = getattr(ep, "dist", None)
         identities.append(f"{ep.name}={ep.value} {getattr(dist, 'name', '')} {getattr(dist, 'version', '')}")
         # The pack's sources too, so someone developing a pack (version unchanged) sees its edits.
@@ -271,6 +264,8 @@ def clean(directory: str) -> bool:
         return False
     if os.path.islink(directory) or not os.path.isdir(directory) or not is_cache_dir(directory):
         raise ValueError(f"{directory}: not a trainlint cache folder (no trainlint CACHEDIR.TAG); left alone")
+    import shutil
+
     shutil.rmtree(directory)
     return True
 

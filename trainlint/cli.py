@@ -19,13 +19,47 @@ from trainlint.reporters import FORMATS, render
 from trainlint.runner import Mode, run
 
 
+# Commands that live in modules of their own, imported only when named (or listed by --help):
+# `check`, the hot path, must not pay for the verifier's or the GitHub client's imports.
+LAZY_COMMANDS = {
+    "verify": ("trainlint.verify.command", "verify_command"),
+    "review": ("trainlint.review", "review_command"),
+    "clean": ("trainlint.cache", "clean_command"),
+}
+
+
 class DefaultToCheck(click.Group):
     """Arguments that are not a subcommand go to `check` (`trainlint src/` == `trainlint check src/`)."""
 
     def parse_args(self, ctx, args):
-        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+        known = args and (args[0] in self.commands or args[0] in LAZY_COMMANDS)
+        if not known and (not args or args[0] not in ("--help", "-h", "--version")):
             args = ["check", *args]
         return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx):
+        return sorted(set(self.commands) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx, name):
+        if name not in self.commands and name in LAZY_COMMANDS:
+            command = _load_command(*LAZY_COMMANDS[name])
+            if command is not None:
+                self.add_command(command, name)
+        return self.commands.get(name)
+
+
+def _load_command(module: str, attr: str):
+    """The command object, or None when its module is not installed (that command is absent)."""
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except ModuleNotFoundError as exc:
+        # Only the command's own module (or its package) being absent means "not installed";
+        # any other missing module is a real missing dependency: say so.
+        if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
+            raise
+        return None
 
 
 @click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
@@ -169,29 +203,6 @@ def _rule_text(r) -> str:
             f"- `{k}` (default `{o.default!r}`): {o.description}" for k, o in r.options.items()
         ) + "\n"
     return f"{head}\n\n{r.summary}\n\n{meta}\n\n{r.docs.strip()}\n{options}"
-
-
-def _register_optional_commands() -> None:
-    """Commands that live in their own modules (verify, review, clean)."""
-    import importlib
-
-    for module, attr, name in (
-        ("trainlint.verify.command", "verify_command", "verify"),
-        ("trainlint.review", "review_command", "review"),
-        ("trainlint.cache", "clean_command", "clean"),
-    ):
-        try:
-            command = getattr(importlib.import_module(module), attr)
-        except ModuleNotFoundError as exc:
-            # The command's own module (or its package) is absent: that command is not written or
-            # not installed. Any other missing module is a real missing dependency: say so.
-            if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
-                raise
-            continue
-        cli.add_command(command, name)
-
-
-_register_optional_commands()
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -83,7 +84,7 @@ class Settings:
         rel = self.relative(path)
         out: list[str] = []
         for pattern, codes in self.per_file_ignores:
-            if path_matches(rel, pattern):
+            if glob_matcher((pattern,))(rel):
                 out.extend(codes)
         return tuple(out)
 
@@ -97,9 +98,7 @@ class Settings:
         return rel.replace(os.sep, "/")
 
     def is_excluded(self, path: str) -> bool:
-        rel = self.relative(path)
-        patterns = self.exclude + self.extend_exclude
-        return any(path_matches(rel, p) for p in patterns)
+        return glob_matcher(tuple(self.exclude) + tuple(self.extend_exclude))(self.relative(path))
 
     def fingerprint(self) -> str:
         """Stable hash of everything that changes findings (for the cache)."""
@@ -138,12 +137,40 @@ def _matches(code: str, selectors, specific_over=()) -> bool:
 
 def path_matches(rel: str, pattern: str) -> bool:
     """Glob on the path relative to the root; a pattern without '/' also matches any path part."""
-    pattern = pattern.rstrip("/")
-    if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, pattern + "/*"):
-        return True
-    if "/" not in pattern:
-        return any(fnmatch.fnmatch(part, pattern) for part in rel.split("/"))
-    return False
+    return glob_matcher((pattern,))(rel)
+
+
+@lru_cache(maxsize=256)
+def glob_matcher(patterns: tuple[str, ...]):
+    """One compiled test for "does the relative path match any of these globs" (path_matches'
+    meaning). Discovery asks it for every file and folder, so the globs become two regular
+    expressions and a set of plain names instead of thousands of fnmatch calls."""
+    whole: list[str] = []  # the path itself, or a folder above it
+    part_globs: list[str] = []  # a pattern without '/' matching any one path part
+    part_names: set[str] = set()  # the same, for patterns without wildcards
+    for pattern in patterns:
+        pattern = os.path.normcase(pattern.rstrip("/"))
+        whole += [fnmatch.translate(pattern), fnmatch.translate(pattern + "/*")]
+        if "/" not in pattern:
+            if any(c in pattern for c in "*?["):
+                part_globs.append(fnmatch.translate(pattern))
+            else:
+                part_names.add(pattern)
+    whole_re = re.compile("|".join(whole)) if whole else None
+    part_re = re.compile("|".join(part_globs)) if part_globs else None
+
+    def matches(rel: str) -> bool:
+        rel = os.path.normcase(rel)
+        if whole_re is not None and whole_re.match(rel):
+            return True
+        if not (part_names or part_re):
+            return False
+        parts = rel.split("/")
+        if not part_names.isdisjoint(parts):
+            return True
+        return part_re is not None and any(part_re.match(part) for part in parts)
+
+    return matches
 
 
 # -- loading ------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ import importlib.util
 import os
 import sys
 from functools import lru_cache
-from importlib import metadata
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from trainlint.rule import Rule
 
 ENTRY_POINT_GROUP = "trainlint.rules"
+BUILTIN_PACK = "trainlint.rules"  # trainlint's own entry in the group (pyproject.toml)
 
 
 class RegistryError(Exception):
@@ -74,15 +74,63 @@ def _rules_of(obj, origin: str) -> list[type[Rule]]:
 
 
 @lru_cache(maxsize=1)
-def all_rules() -> tuple[type[Rule], ...]:
-    rules = list(_rules_of(_import_builtin(), "trainlint.rules"))
+def pack_entry_points() -> tuple:
+    """The entry points of third-party rule packs (trainlint's own `builtin` one left out)."""
+    if not _third_party_pack_declared():
+        return ()
+    from importlib import metadata
+
     try:
         entry_points = metadata.entry_points(group=ENTRY_POINT_GROUP)
     except Exception:  # a broken distribution's metadata must not stop linting
-        entry_points = []
-    for ep in entry_points:
-        if ep.value == "trainlint.rules":
+        return ()
+    return tuple(ep for ep in entry_points if ep.value != BUILTIN_PACK)
+
+
+def _third_party_pack_declared() -> bool:
+    """Whether any distribution on sys.path may declare a pack other than the built-in one.
+
+    A cheap look at the entry_points.txt files of the installed distributions, so that the usual
+    case (no third-party pack) never imports importlib.metadata: with what it pulls in that is a
+    tenth of a run answered from the cache. It errs towards True (anything it cannot read
+    quickly, such as a zip on sys.path); importlib.metadata then gives the exact answer."""
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            with os.scandir(folder) as it:
+                names = [e.name for e in it if e.name.endswith((".dist-info", ".egg-info"))]
+        except NotADirectoryError:
+            return True
+        except OSError:
             continue
+        for name in names:
+            try:
+                with open(os.path.join(folder, name, "entry_points.txt"), encoding="utf-8", errors="replace") as f:
+                    declared = f.read()
+            except OSError:
+                continue
+            if ENTRY_POINT_GROUP in declared and _other_packs_in(declared):
+                return True
+    return False
+
+
+def _other_packs_in(entry_points_txt: str) -> bool:
+    """Whether the group's section of an entry_points.txt names anything but the built-in pack."""
+    in_group = False
+    for line in entry_points_txt.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            in_group = line.strip("[] ") == ENTRY_POINT_GROUP
+        elif in_group and "=" in line and not line.startswith(("#", ";")):
+            if line.split("=", 1)[1].strip() != BUILTIN_PACK:
+                return True
+    return False
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> tuple[type[Rule], ...]:
+    rules = list(_rules_of(_import_builtin(), "trainlint.rules"))
+    for ep in pack_entry_points():
         try:
             rules.extend(_rules_of(ep.load(), f"{ep.name} ({ep.value})"))
         except RegistryError:

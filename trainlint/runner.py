@@ -9,7 +9,6 @@ number of jobs.
 from __future__ import annotations
 
 import difflib
-import multiprocessing
 import os
 import sys
 from dataclasses import dataclass
@@ -120,6 +119,8 @@ def _pool_context():
     # fork: workers start in milliseconds with libcst, the rules and the settings already loaded.
     # Elsewhere (macOS, Windows) fork is unsafe or missing; spawn re-imports, which works because
     # every task's arguments are plain picklable values.
+    import multiprocessing  # here: a run answered from the cache starts no pool
+
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
