@@ -247,10 +247,9 @@ def test_warm_run_never_imports_libcst(project):
 
     code = (
         "import sys\n"
-        "from trainlint.cli import main\n"
-        "sys.argv = ['trainlint', 'check', '--cache-dir', 'c', '--select', 'ALL', '.']\n"
+        "from trainlint.cli import cli\n"
         "try:\n"
-        "    main()\n"
+        "    cli(['check', '--cache-dir', 'c', '--select', 'ALL', '.'], prog_name='trainlint')\n"
         "except SystemExit:\n"
         "    pass\n"
         "sys.stderr.write('LIBCST=%s\\n' % ('libcst' in sys.modules))\n"

@@ -26,7 +26,9 @@ def test_lint_api_does_not_import_torch(tmp_path):
 
 def test_cli_does_not_import_torch(tmp_path):
     (tmp_path / "a.py").write_text("from torch.utils.data import DataLoader\nDataLoader(ds)\n")
-    code = ("import sys, runpy\nsys.argv=['trainlint', 'a.py']\n"
+    # The console entry point leaves through os._exit; made a SystemExit here to look afterwards.
+    code = ("import os, sys, runpy\nsys.argv=['trainlint', 'a.py']\n"
+            "def leave(code):\n    raise SystemExit(code)\nos._exit = leave\n"
             "try:\n    runpy.run_module('trainlint', run_name='__main__')\nexcept SystemExit as e:\n"
             "    assert e.code == 1, e.code\nassert 'torch' not in sys.modules\nprint('ok')\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,

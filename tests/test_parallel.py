@@ -111,3 +111,26 @@ def test_jobs_option_validated():
 
 def _py_files(root):
     return sorted(os.path.join(r, n) for r, _d, ns in os.walk(root) for n in ns if n.endswith(".py"))
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_console_entry_point_output_and_status_are_whole(project, jobs):
+    # The console entry point tunes the collector and leaves through os._exit after a check:
+    # every finding must still reach a pipe, with the exit status, and no output is lost.
+    import json
+    import subprocess
+    import sys
+
+    from _paths import ROOT
+
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    base = [sys.executable, "-m", "trainlint", "check", "--no-cache", "--select", "ALL", "--jobs", jobs]
+    proc = subprocess.run(base + ["--output-format", "json", "."], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2, proc.stderr  # broken.py and latin.py cannot be checked
+    found = json.loads(proc.stdout)
+    expected = CliRunner().invoke(cli, ["check", "--no-cache", "--select", "ALL", "--jobs", "1",
+                                        "--output-format", "json", "."])
+    assert found == json.loads(expected.stdout) and len(found) > 20
+    assert "broken.py" in proc.stderr
+    clean = subprocess.run(base + ["clean.py"], capture_output=True, text=True, env=env)
+    assert clean.returncode == 0 and "All checks passed" in clean.stdout

@@ -9,6 +9,7 @@ number of jobs.
 from __future__ import annotations
 
 import difflib
+import gc
 import os
 import sys
 from dataclasses import dataclass
@@ -136,6 +137,20 @@ def _load_before_fork(settings: set[Settings]) -> None:
         each.active_rules()
 
 
+# Generation-0 threshold for processes that only lint (pool workers; the CLI's own process with
+# --jobs 1). Parsing allocates hundreds of thousands of nodes that all live until the file is
+# done, so the default (700) collects over and over without freeing anything.
+GC_THRESHOLD = 20000
+
+
+def _tune_gc() -> None:
+    """For a process that lints and exits: what is loaded now (libcst, the rules) stays for good,
+    so move it out of the collector's sight (gc.freeze, which also keeps forked workers from
+    copying those pages when a collection touches them), and collect less often."""
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+
+
 def _task(item: tuple[int, str, Settings, Mode]) -> tuple[int, FileResult, str | None]:
     index, path, settings, mode = item
     result, digest = _checked(path, settings, mode)
@@ -149,19 +164,32 @@ def _file_size(path: str) -> int:
         return 0
 
 
-def _execute(work: list[tuple[int, str, Settings, Mode]], jobs: int):
+def _execute(work: list[tuple[int, str, Settings, Mode]], jobs: int, own_process: bool = False):
     """Yields (index, FileResult, digest) for every work item, in any order."""
     jobs = min(jobs, len(work))
     if jobs <= 1:
+        if own_process and work:
+            _load_before_fork({item[2] for item in work})
+            _tune_gc()
         for item in work:
             yield _task(item)
         return
     # Biggest files first, so no worker is left with one large file at the end while the others
-    # idle; small chunks for the same reason (a task is milliseconds, so dispatch costs little).
+    # idle; chunks of up to 16 (about eight per worker on small runs): the last chunks hold the
+    # smallest files, and fewer round trips to the pool leave workers idle less between tasks.
     work = sorted(work, key=lambda item: _file_size(item[1]), reverse=True)
-    chunksize = max(1, min(16, len(work) // (jobs * 32)))
+    chunksize = max(1, min(16, len(work) // (jobs * 8)))
     _load_before_fork({item[2] for item in work})
-    with _pool_context().Pool(jobs) as pool:
+    context = _pool_context()
+    forked = context.get_start_method() == "fork"
+    if forked:
+        gc.freeze()  # the workers inherit it; this process takes it back once they exist
+    try:
+        pool = context.Pool(jobs, initializer=_tune_gc)
+    finally:
+        if forked:
+            gc.unfreeze()
+    with pool:
         yield from pool.imap_unordered(_task, work, chunksize)
 
 
@@ -180,10 +208,12 @@ def _from_cache(cache, path: str, settings: Settings, mode: Mode) -> FileResult 
 
 
 def run(paths: list[str], resolver: SettingsResolver, mode: Mode = Mode(), force_exclude: bool = False,
-        jobs: int | None = 1, cache=None) -> RunResult:
+        jobs: int | None = 1, cache=None, own_process: bool = False) -> RunResult:
     """jobs: worker processes (None: one per CPU; 1: no pool, the default for library callers,
     whose scripts may lack the `if __name__ == "__main__"` guard that spawn-based pools need).
-    cache: a trainlint.cache.Cache, or None to neither read nor write one."""
+    cache: a trainlint.cache.Cache, or None to neither read nor write one.
+    own_process: the caller is a process that exits after this run (the CLI), so with one job the
+    garbage collector may be tuned for it as it is in pool workers; a library caller's is left alone."""
     files, missing = discover(paths, resolver, force_exclude)
     result = RunResult(fix_mode=mode.fix)
     for path in missing:
@@ -199,7 +229,7 @@ def run(paths: list[str], resolver: SettingsResolver, mode: Mode = Mode(), force
         work.append((index, path, settings_of[index], mode))
     # Only plain lint results are stored: after a fix the findings belong to another text.
     store = cache is not None and not (mode.fix or mode.diff)
-    for index, file_result, digest in _execute(work, jobs or default_jobs()):
+    for index, file_result, digest in _execute(work, jobs or default_jobs(), own_process):
         slots[index] = file_result
         if store and digest is not None:
             cache.put(files[index], digest, settings_of[index], file_result.diagnostics, file_result.error)
