@@ -127,9 +127,9 @@ def _pool_context():
     return multiprocessing.get_context("spawn")
 
 
-def _load_before_fork(settings: set[Settings]) -> None:
-    """Imports the engine and resolves the active rules once in this process, so forked workers
-    inherit them instead of each doing it again."""
+def _load_engine(settings: set[Settings]) -> None:
+    """Imports the engine and resolves the active rules now: before forking, so workers inherit
+    them instead of each doing it again; before _tune_gc, so they are frozen with the rest."""
     import trainlint.engine  # noqa: F401
     import trainlint.fixer  # noqa: F401
 
@@ -169,7 +169,7 @@ def _execute(work: list[tuple[int, str, Settings, Mode]], jobs: int, own_process
     jobs = min(jobs, len(work))
     if jobs <= 1:
         if own_process and work:
-            _load_before_fork({item[2] for item in work})
+            _load_engine({item[2] for item in work})
             _tune_gc()
         for item in work:
             yield _task(item)
@@ -179,7 +179,7 @@ def _execute(work: list[tuple[int, str, Settings, Mode]], jobs: int, own_process
     # smallest files, and fewer round trips to the pool leave workers idle less between tasks.
     work = sorted(work, key=lambda item: _file_size(item[1]), reverse=True)
     chunksize = max(1, min(16, len(work) // (jobs * 8)))
-    _load_before_fork({item[2] for item in work})
+    _load_engine({item[2] for item in work})
     context = _pool_context()
     forked = context.get_start_method() == "fork"
     if forked:
