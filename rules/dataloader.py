@@ -589,8 +589,58 @@ def _loaders_using(ctx, predicate) -> list[cst.Call]:
 
 
 # TL106's device-move case: the collate_fn moves batches to a module-level device.
-_MOVES = 'import torch\nfrom torch.utils.data import DataLoader\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\ndef collate(batch):\n    xs = torch.stack([b[0] for b in batch]).to(device)\n    ys = torch.stack([b[1] for b in batch]).to(device)\n    return xs, ys\n\n\nloader = DataLoader(ds, batch_size=4, collate_fn=collate)\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n'
-_MOVES_FIXED = 'import torch\nfrom torch.utils.data import DataLoader\n\n\ndef _trainlint_to_device(batch, device):\n    """Added by trainlint (TL106): the batch with every tensor moved to `device`."""\n    if hasattr(batch, "to") and callable(batch.to) and not isinstance(batch, type):\n        return batch.to(device, non_blocking=True)\n    if isinstance(batch, dict):\n        return type(batch)((k, _trainlint_to_device(v, device)) for k, v in batch.items())\n    if isinstance(batch, (list, tuple)):\n        moved = [_trainlint_to_device(v, device) for v in batch]\n        return type(batch)(*moved) if hasattr(batch, "_fields") else type(batch)(moved)\n    return batch\n\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\ndef collate(batch):\n    xs = torch.stack([b[0] for b in batch])\n    ys = torch.stack([b[1] for b in batch])\n    return xs, ys\n\n\nloader = DataLoader(ds, batch_size=4, collate_fn=collate)\nfor x, y in loader:\n    x, y = _trainlint_to_device((x, y), device)\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n'
+_MOVES = '''\
+import torch
+from torch.utils.data import DataLoader
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def collate(batch):
+    xs = torch.stack([b[0] for b in batch]).to(device)
+    ys = torch.stack([b[1] for b in batch]).to(device)
+    return xs, ys
+
+
+loader = DataLoader(ds, batch_size=4, collate_fn=collate)
+for x, y in loader:
+    loss = model(x, y)
+    loss.backward()
+    opt.step()
+'''
+_MOVES_FIXED = '''\
+import torch
+from torch.utils.data import DataLoader
+
+
+def _trainlint_to_device(batch, device):
+    """Added by trainlint (TL106): the batch with every tensor moved to `device`."""
+    if hasattr(batch, "to") and callable(batch.to) and not isinstance(batch, type):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, dict):
+        return type(batch)((k, _trainlint_to_device(v, device)) for k, v in batch.items())
+    if isinstance(batch, (list, tuple)):
+        moved = [_trainlint_to_device(v, device) for v in batch]
+        return type(batch)(*moved) if hasattr(batch, "_fields") else type(batch)(moved)
+    return batch
+
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def collate(batch):
+    xs = torch.stack([b[0] for b in batch])
+    ys = torch.stack([b[1] for b in batch])
+    return xs, ys
+
+
+loader = DataLoader(ds, batch_size=4, collate_fn=collate)
+for x, y in loader:
+    x, y = _trainlint_to_device((x, y), device)
+    loss = model(x, y)
+    loss.backward()
+    opt.step()
+'''
 
 
 class HeavyCollateFn(Rule):
