@@ -140,6 +140,11 @@ def path_matches(rel: str, pattern: str) -> bool:
     return glob_matcher((pattern,))(rel)
 
 
+# Paths here always use "/"; only the case rule of the platform's fnmatch applies (os.path.normcase
+# would also turn "/" into "\\" on Windows).
+_fold_case = str.lower if os.path.normcase("A") == "a" else str
+
+
 @lru_cache(maxsize=256)
 def glob_matcher(patterns: tuple[str, ...]):
     """One compiled test for "does the relative path match any of these globs" (path_matches'
@@ -149,7 +154,7 @@ def glob_matcher(patterns: tuple[str, ...]):
     part_globs: list[str] = []  # a pattern without '/' matching any one path part
     part_names: set[str] = set()  # the same, for patterns without wildcards
     for pattern in patterns:
-        pattern = os.path.normcase(pattern.rstrip("/"))
+        pattern = _fold_case(pattern.rstrip("/"))
         whole += [fnmatch.translate(pattern), fnmatch.translate(pattern + "/*")]
         if "/" not in pattern:
             if any(c in pattern for c in "*?["):
@@ -160,7 +165,7 @@ def glob_matcher(patterns: tuple[str, ...]):
     part_re = re.compile("|".join(part_globs)) if part_globs else None
 
     def matches(rel: str) -> bool:
-        rel = os.path.normcase(rel)
+        rel = _fold_case(rel)
         if whole_re is not None and whole_re.match(rel):
             return True
         if not (part_names or part_re):
