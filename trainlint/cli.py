@@ -63,14 +63,6 @@ def _load_command(module: str, attr: str):
         return None
 
 
-# Set by main(), the console entry point, which owns its process: a check may then tune the
-# garbage collector for throughput, and the process leaves without interpreter finalization
-# (tearing down libcst's and the run's objects costs tens of milliseconds and shows nothing).
-# A check run any other way (CliRunner in tests, another program) leaves its process as it was.
-_OWN_PROCESS = False
-_ran_check = False
-
-
 @click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trainlint")
 def cli() -> None:
@@ -111,12 +103,14 @@ def _selectors(ctx, param, value):
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
               help="Report only findings not recorded in FILE (a missing FILE is written with the current findings).")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: TLxxx` comments that suppress every current finding.")
-def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exit_zero, statistics, show_fixes,
+@click.pass_obj
+def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exit_zero, statistics, show_fixes,
           output_format, config_path, no_cache, cache_dir, jobs, force_exclude, quiet, extend_exclude,
           baseline_path, add_noqa) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
-    global _ran_check
-    _ran_check = True
+    own_process = process is not None and process.own
+    if own_process:
+        process.checked = True
     overrides = {"select": select, "extend_select": extend_select, "ignore": ignore,
                  "extend_exclude": tuple(extend_exclude) or None}
     try:
@@ -124,7 +118,7 @@ def check(paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exit_ze
         mode = Mode(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff)
         cache = None if no_cache else Cache(cache_dir)
         result = run(list(paths) or ["."], resolver, mode, force_exclude=force_exclude, jobs=jobs, cache=cache,
-                     own_process=_OWN_PROCESS)
+                     own_process=own_process)
     except (ConfigError, RegistryError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -217,13 +211,23 @@ def _rule_text(r) -> str:
     return f"{head}\n\n{r.summary}\n\n{meta}\n\n{r.docs.strip()}\n{options}"
 
 
+class _Process:
+    """What main(), the console entry point, tells the commands through click's context object:
+    this process exists only for this command. A check may then tune the garbage collector for
+    throughput, and the process leaves without interpreter finalization (tearing down libcst's
+    and the run's objects costs tens of milliseconds and shows nothing). A check run any other
+    way (CliRunner in tests, another program) has no such object and leaves its process as it was."""
+
+    own = True
+    checked = False
+
+
 def main() -> None:
-    global _OWN_PROCESS
-    _OWN_PROCESS = True
+    process = _Process()
     try:
-        cli(prog_name="trainlint")
+        cli(prog_name="trainlint", obj=process)
     except SystemExit as exc:
-        if _ran_check:
+        if process.checked:
             _leave(exc.code)
         raise
 
