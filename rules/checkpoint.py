@@ -11,7 +11,7 @@ from trainlint.analysis.imports import after_imports
 from trainlint.analysis.names import dotted
 from trainlint.diagnostics import Applicability
 from trainlint.engine import LINE_LENGTH, one_arg_per_line
-from trainlint.rule import Invalid, Option, Rule, Valid
+from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
 
 from .host_sync import step_counter
 
@@ -82,21 +82,6 @@ _NOT_A_MODEL = re.compile(r"(token|processor|config|feature_extractor|image_proc
 _RANK_TEST = re.compile(r"(rank|is_main|main_process|is_master|master_process|world_process_zero|is_global_zero)",
                         re.IGNORECASE)
 _LOADS = frozenset({"from_pretrained", "load_state", "load_checkpoint"})
-
-# The cases share a training loop; {save} is the statement under test.
-_LOOP = (
-    "import torch\n"
-    "for step, (x, y) in enumerate(loader):\n"
-    "    loss = model(x, y)\n"
-    "    loss.backward()\n"
-    "    opt.step()\n"
-    "    {save}\n"
-)
-
-
-def _loop(save: str) -> str:
-    return _LOOP.format(save=save.replace("\n", "\n    "))
-
 
 def _fixed(loop: str) -> str:
     head, _, rest = loop.partition("\n")
@@ -169,39 +154,39 @@ asynchronous; no asynchronous fix is offered when the module reads checkpoints b
 loop.
 """
     valid = [
-        Valid(_loop("pass") + "torch.save(model.state_dict(), 'final.pt')\n"),
+        Valid(in_training_loop("pass") + "torch.save(model.state_dict(), 'final.pt')\n"),
         Valid("import torch\nfor epoch in range(10):\n    for x, y in loader:\n        loss = model(x, y)\n"
               "        loss.backward()\n        opt.step()\n    torch.save(model.state_dict(), f'epoch{epoch}.pt')\n"),
-        Valid(_loop("tokenizer.save_pretrained(out_dir)")),
-        Valid(_loop("if step == max_steps - 1:\n    torch.save(model.state_dict(), 'last.pt')")),
-        Valid(_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), 'ckpt.pt')")),
+        Valid(in_training_loop("tokenizer.save_pretrained(out_dir)")),
+        Valid(in_training_loop("if step == max_steps - 1:\n    torch.save(model.state_dict(), 'last.pt')")),
+        Valid(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), 'ckpt.pt')")),
         Valid("import torch\nwith torch.no_grad():\n    for x in val_loader:\n        torch.save(model(x), 'pred.pt')\n"),
     ]
     invalid = [
         # Per step: moved under an interval and made asynchronous.
-        Invalid(_loop("torch.save(model.state_dict(), 'latest.pt')"),
-                fixed=_fixed(_loop("if step % 1000 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), "
+        Invalid(in_training_loop("torch.save(model.state_dict(), 'latest.pt')"),
+                fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), "
                                    "'latest.pt')")),
                 message="every training step"),
         # Every N steps, through a module-local helper; the script's interval name is kept.
         Invalid("import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
-                + _loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
+                + in_training_loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
                 fixed="import torch\n" + HELPER_CODE + "\n\ndef save_ckpt(path):\n"
                 "    _trainlint_async_save(torch.save, {'model': model.state_dict()}, path)\n"
-                + _loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
+                + in_training_loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
                 message="save_ckpt"),
         # save_pretrained writes from a snapshot of the state dict.
-        Invalid(_loop("if should_save:\n    model.save_pretrained(out)"),
-                fixed=_fixed(_loop("if should_save:\n    _trainlint_async_save(model.save_pretrained, out, "
+        Invalid(in_training_loop("if should_save:\n    model.save_pretrained(out)"),
+                fixed=_fixed(in_training_loop("if should_save:\n    _trainlint_async_save(model.save_pretrained, out, "
                                    "state_dict=model.state_dict())"))),
         # accelerate's save_state: per step, moved under the script's interval, not made asynchronous.
-        Invalid(_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nsave_every = 50\n"),
-                fixed=_loop("if step % save_every == 0:\n    accelerator.save_state(out)").replace(
+        Invalid(in_training_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nsave_every = 50\n"),
+                fixed=in_training_loop("if step % save_every == 0:\n    accelerator.save_state(out)").replace(
                     "import torch\n", "import torch\nsave_every = 50\n")),
         # fabric.save every N steps: reported, no asynchronous fix.
-        Invalid(_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=None),
+        Invalid(in_training_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=None),
         # The checkpoint is read back after the loop: an asynchronous write could race it.
-        Invalid(_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'best.pt')")
+        Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'best.pt')")
                 + "model.load_state_dict(torch.load('best.pt'))\n", fixed=None),
     ]
 

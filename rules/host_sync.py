@@ -7,28 +7,13 @@ import re
 import libcst as cst
 
 from trainlint.diagnostics import Applicability
-from trainlint.rule import Invalid, Option, Rule, Valid
+from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
 
 _SYNC_METHODS = ("item", "cpu", "numpy", "tolist")
 _INTERVAL_NAME = re.compile(
     r"^(log_every\w*|log_interval|log_freq\w*|print_freq|print_every|print_interval|logging_steps|log_steps|"
     r"display_every|report_every|log_iter\w*|disp_freq)$"
 )
-
-# A tiny training loop the cases below share; {body} is the statement under test.
-LOOP = (
-    "import torch\n"
-    "for step, (x, y) in enumerate(loader):\n"
-    "    loss = model(x, y)\n"
-    "    loss.backward()\n"
-    "    opt.step()\n"
-    "    {body}\n"
-)
-
-
-def _loop(body: str) -> str:
-    return LOOP.format(body=body.replace("\n", "\n    "))
-
 
 def step_counter(ctx, node: cst.CSTNode) -> str | None:
     """The hot loop's existing step counter: the enumerate index, or a name incremented by 1."""
@@ -115,18 +100,18 @@ its conversion moves to where it is read. Other shapes get no automatic fix: put
 the script's logging interval.
 """
     valid = [
-        Valid(_loop("if step % 100 == 0:\n    print(loss.item())")),
-        Valid(_loop("total += loss.detach()")),
+        Valid(in_training_loop("if step % 100 == 0:\n    print(loss.item())")),
+        Valid(in_training_loop("total += loss.detach()")),
         Valid("import torch\nwith torch.no_grad():\n    for x, y in val_loader:\n        acc += (model(x) == y).sum().item()\n"),
-        Valid(_loop("pass") + "print(loss.item())\n"),
-        Valid(_loop("n = int(args.steps)")),
-        Valid(_loop("should_log = step % 10 == 0\nif should_log:\n    print(loss.item())")),
+        Valid(in_training_loop("pass") + "print(loss.item())\n"),
+        Valid(in_training_loop("n = int(args.steps)")),
+        Valid(in_training_loop("should_log = step % 10 == 0\nif should_log:\n    print(loss.item())")),
     ]
     invalid = [
-        Invalid(_loop("total += loss.item()"), fixed=_loop("total += loss.detach()")),
-        Invalid(_loop("losses.append(loss.item())")),
-        Invalid(_loop("preds = model(x).argmax(-1).cpu().numpy()")),
-        Invalid(_loop("running += float(loss)"), fixed=_loop("running += loss.detach()")),
+        Invalid(in_training_loop("total += loss.item()"), fixed=in_training_loop("total += loss.detach()")),
+        Invalid(in_training_loop("losses.append(loss.item())")),
+        Invalid(in_training_loop("preds = model(x).argmax(-1).cpu().numpy()")),
+        Invalid(in_training_loop("running += float(loss)"), fixed=in_training_loop("running += loss.detach()")),
         Invalid("import torch\ndef train_step(x, y):\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
                 "    return loss.item()\nfor x, y in loader:\n    train_step(x, y)\n"),
     ]
@@ -260,18 +245,18 @@ Unsafe: the statement is put under the loop's existing step counter and the scri
 interval (or `log-every`, default 100), so fewer lines are printed.
 """
     valid = [
-        Valid(_loop("if step % 50 == 0:\n    print(f'loss {loss:.3f}')")),
-        Valid(_loop("print(f'step {step}')")),
-        Valid(_loop("pbar.set_postfix(lr=opt.param_groups[0]['lr'])")),
+        Valid(in_training_loop("if step % 50 == 0:\n    print(f'loss {loss:.3f}')")),
+        Valid(in_training_loop("print(f'step {step}')")),
+        Valid(in_training_loop("pbar.set_postfix(lr=opt.param_groups[0]['lr'])")),
         Valid("import logging\nfor x, y in val_loader:\n    loss = model(x, y)\n    logging.info('%s', loss)\n"),
-        Valid(_loop("print(loss.item())")),
+        Valid(in_training_loop("print(loss.item())")),
     ]
     invalid = [
-        Invalid(_loop("print(f'loss {loss:.4f}')"), fixed=_loop("if step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
-        Invalid(_loop("logger.info('loss %.3f' % loss)"),
-                fixed=_loop("if step % 100 == 0:\n    logger.info('loss %.3f' % loss)")),
-        Invalid(_loop("pbar.set_postfix(loss=loss)")),
-        Invalid(_loop("print('loss', loss)"), fixed=_loop("if step % 25 == 0:\n    print('loss', loss)"),
+        Invalid(in_training_loop("print(f'loss {loss:.4f}')"), fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
+        Invalid(in_training_loop("logger.info('loss %.3f' % loss)"),
+                fixed=in_training_loop("if step % 100 == 0:\n    logger.info('loss %.3f' % loss)")),
+        Invalid(in_training_loop("pbar.set_postfix(loss=loss)")),
+        Invalid(in_training_loop("print('loss', loss)"), fixed=in_training_loop("if step % 25 == 0:\n    print('loss', loss)"),
                 options={"log-every": 25}),
         Invalid("import torch\nlog_interval = 10\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n"
                 "    loss.backward()\n    opt.step()\n    print('{:.3f}'.format(loss))\n",
@@ -344,20 +329,20 @@ Unsafe: `synchronize()`/`empty_cache()` statements are removed (timings taken ar
 statistics are put under the logging interval.
 """
     valid = [
-        Valid(_loop("if step % 100 == 0:\n    torch.cuda.synchronize()")),
-        Valid(_loop("pass") + "torch.cuda.synchronize()\n"),
+        Valid(in_training_loop("if step % 100 == 0:\n    torch.cuda.synchronize()")),
+        Valid(in_training_loop("pass") + "torch.cuda.synchronize()\n"),
         Valid("import torch\nfor epoch in range(3):\n    torch.cuda.empty_cache()\n    train_one_epoch()\n"),
-        Valid(_loop("torch.synchronize_everything = 1")),
+        Valid(in_training_loop("torch.synchronize_everything = 1")),
         # Timing GPU work needs the synchronize (yolov5's time_sync() in its profile loop).
-        Valid("import time\n" + _loop("torch.cuda.synchronize()\nt1 = time.perf_counter()")),
+        Valid("import time\n" + in_training_loop("torch.cuda.synchronize()\nt1 = time.perf_counter()")),
     ]
     invalid = [
-        Invalid(_loop("torch.cuda.synchronize()"), fixed=LOOP.format(body="").replace("    \n", "")),
-        Invalid(_loop("torch.cuda.empty_cache()\nprint(step)"), fixed=_loop("print(step)")),
-        Invalid(_loop("mem = torch.cuda.max_memory_allocated()"),
-                fixed=_loop("if step % 100 == 0:\n    mem = torch.cuda.max_memory_allocated()")),
-        Invalid(_loop("if torch.cuda.is_available():\n    torch.cuda.synchronize()"),
-                fixed=LOOP.format(body="").replace("    \n", "")),
+        Invalid(in_training_loop("torch.cuda.synchronize()"), fixed=in_training_loop("").replace("    \n", "")),
+        Invalid(in_training_loop("torch.cuda.empty_cache()\nprint(step)"), fixed=in_training_loop("print(step)")),
+        Invalid(in_training_loop("mem = torch.cuda.max_memory_allocated()"),
+                fixed=in_training_loop("if step % 100 == 0:\n    mem = torch.cuda.max_memory_allocated()")),
+        Invalid(in_training_loop("if torch.cuda.is_available():\n    torch.cuda.synchronize()"),
+                fixed=in_training_loop("").replace("    \n", "")),
         Invalid("from torch import cuda\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n    cuda.synchronize()\n"),
     ]
 
@@ -459,18 +444,18 @@ A suggestion only (shown in diffs and reviews, never written by `--fix`): `asser
 rewritten to `torch._assert_async(...)`, which raises asynchronously, later than the assert did.
 """
     valid = [
-        Valid(_loop("if step % 100 == 0 and torch.isnan(loss):\n    raise RuntimeError('nan')")),
-        Valid(_loop("if loss is None:\n    continue")),
-        Valid(_loop("if use_amp:\n    scaler.update()")),
+        Valid(in_training_loop("if step % 100 == 0 and torch.isnan(loss):\n    raise RuntimeError('nan')")),
+        Valid(in_training_loop("if loss is None:\n    continue")),
+        Valid(in_training_loop("if use_amp:\n    scaler.update()")),
         Valid("import torch\nfor x in val_loader:\n    out = model(x)\n    assert not torch.isnan(out).any()\n"),
-        Valid(_loop("if step == 0:\n    print(loss)")),
+        Valid(in_training_loop("if step == 0:\n    print(loss)")),
     ]
     invalid = [
-        Invalid(_loop("if torch.isnan(loss):\n    raise RuntimeError('nan')")),
-        Invalid(_loop("if loss == 0:\n    break")),
-        Invalid(_loop("assert torch.isfinite(loss)")),
-        Invalid(_loop("assert not torch.isnan(loss).any()")),
-        Invalid(_loop("while loss > 10:\n    loss = loss / 2")),
+        Invalid(in_training_loop("if torch.isnan(loss):\n    raise RuntimeError('nan')")),
+        Invalid(in_training_loop("if loss == 0:\n    break")),
+        Invalid(in_training_loop("assert torch.isfinite(loss)")),
+        Invalid(in_training_loop("assert not torch.isnan(loss).any()")),
+        Invalid(in_training_loop("while loss > 10:\n    loss = loss / 2")),
     ]
 
     def _check(self, node, test: cst.BaseExpression, kind: str) -> None:

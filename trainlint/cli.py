@@ -108,7 +108,7 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
           output_format, config_path, no_cache, cache_dir, jobs, force_exclude, quiet, extend_exclude,
           baseline_path, add_noqa) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
-    own_process = process is not None and process.own
+    own_process = process is not None
     if own_process:
         process.checked = True
     overrides = {"select": select, "extend_select": extend_select, "ignore": ignore,
@@ -218,8 +218,7 @@ class _Process:
     and the run's objects costs tens of milliseconds and shows nothing). A check run any other
     way (CliRunner in tests, another program) has no such object and leaves its process as it was."""
 
-    own = True
-    checked = False
+    checked = False  # a check ran: main() may leave without finalization
 
 
 def main() -> None:

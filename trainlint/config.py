@@ -135,11 +135,6 @@ def _matches(code: str, selectors, specific_over=()) -> bool:
     return False
 
 
-def path_matches(rel: str, pattern: str) -> bool:
-    """Glob on the path relative to the root; a pattern without '/' also matches any path part."""
-    return glob_matcher((pattern,))(rel)
-
-
 # Paths here always use "/"; only the case rule of the platform's fnmatch applies (os.path.normcase
 # would also turn "/" into "\\" on Windows).
 _fold_case = str.lower if os.path.normcase("A") == "a" else str
@@ -147,9 +142,10 @@ _fold_case = str.lower if os.path.normcase("A") == "a" else str
 
 @lru_cache(maxsize=256)
 def glob_matcher(patterns: tuple[str, ...]):
-    """One compiled test for "does the relative path match any of these globs" (path_matches'
-    meaning). Discovery asks it for every file and folder, so the globs become two regular
-    expressions and a set of plain names instead of thousands of fnmatch calls."""
+    """One compiled test for "does the path (relative to the root, with '/') match any of these
+    globs": a pattern matches the path itself or a folder above it, and a pattern without '/'
+    also matches any one path part. Discovery asks it for every file and folder, so the globs
+    become two regular expressions and a set of plain names instead of thousands of fnmatch calls."""
     whole: list[str] = []  # the path itself, or a folder above it
     part_globs: list[str] = []  # a pattern without '/' matching any one path part
     part_names: set[str] = set()  # the same, for patterns without wildcards

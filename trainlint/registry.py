@@ -129,7 +129,7 @@ def _other_packs_in(entry_points_txt: str) -> bool:
 
 @lru_cache(maxsize=1)
 def all_rules() -> tuple[type[Rule], ...]:
-    rules = list(_rules_of(_import_builtin(), "trainlint.rules"))
+    rules = list(_rules_of(_import_builtin(), BUILTIN_PACK))
     for ep in pack_entry_points():
         try:
             rules.extend(_rules_of(ep.load(), f"{ep.name} ({ep.value})"))

@@ -46,6 +46,19 @@ class Invalid:
     settings: dict = field(default_factory=dict)  # Settings fields for this case, e.g. {"target_gpu": "ampere"}
 
 
+def in_training_loop(body: str) -> str:
+    """A rule case: a tiny training loop (backward and optimizer step every iteration, `step` as
+    the counter) ending with `body`, which may span lines."""
+    return (
+        "import torch\n"
+        "for step, (x, y) in enumerate(loader):\n"
+        "    loss = model(x, y)\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    " + body.replace("\n", "\n    ") + "\n"
+    )
+
+
 @dataclass
 class FixSpec:
     """A fix as rules describe it: replace these nodes with these nodes (or code)."""

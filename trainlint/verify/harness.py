@@ -104,22 +104,18 @@ def _install(cfg: dict, state: _State) -> Hooks:
 
     # Data wait: creating the iterator (worker start-up when workers are not persistent) and
     # each __next__ are time the training loop spends waiting for the loader.
-    orig_iter = dl.DataLoader.__iter__
-    orig_next = dl._BaseDataLoaderIter.__next__
+    def waiting(orig):
+        def timed(self):
+            t = perf()
+            try:
+                return orig(self)
+            finally:
+                state.pending_wait += perf() - t
 
-    def timed_iter(self):
-        t = perf()
-        try:
-            return orig_iter(self)
-        finally:
-            state.pending_wait += perf() - t
+        return timed
 
-    def timed_next(self):
-        t = perf()
-        try:
-            return orig_next(self)
-        finally:
-            state.pending_wait += perf() - t
+    timed_iter = waiting(dl.DataLoader.__iter__)
+    timed_next = waiting(dl._BaseDataLoaderIter.__next__)
 
     hooks.patch(dl.DataLoader, "__iter__", timed_iter)
     hooks.patch(dl._BaseDataLoaderIter, "__next__", timed_next)
