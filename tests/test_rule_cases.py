@@ -3,6 +3,7 @@
 import pytest
 
 from trainlint.config import Settings
+from trainlint.diagnostics import Applicability
 from trainlint.engine import ActiveRule, lint_text
 from trainlint.fixer import fix_text
 from trainlint.registry import all_rules
@@ -41,6 +42,17 @@ def test_invalid(rule, case: Invalid):
         assert fixed == case.fixed
         # Idempotent: fixing the fixed text changes nothing more.
         assert fix_text(fixed, "case.py", rules, settings, unsafe_fixes=True).text == fixed
+
+
+@pytest.mark.parametrize("rule,case", list(_cases("invalid")))
+def test_plain_fix_applies_only_safe_fixes(rule, case: Invalid):
+    # `--fix` without `--unsafe-fixes`: no unsafe or display-only fix is ever written, and when
+    # the rule's fixes are all unsafe the case's text stays as it was.
+    rules, settings = _active(rule, case)
+    outcome = fix_text(case.code, "case.py", rules, settings, unsafe_fixes=False)
+    assert all(d.fix.applicability == Applicability.SAFE for d in outcome.applied)
+    if rule.fix_applicability != "safe":
+        assert not [d for d in outcome.applied if d.code == rule.code]
 
 
 @pytest.mark.parametrize("rule", list(all_rules()), ids=lambda r: r.code)
