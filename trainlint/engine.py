@@ -7,7 +7,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-import libcst as cst
+from trainlint.libcst_import import import_libcst
+
+import_libcst()  # first, so libcst's dataclasses use the kept code; the line below just binds it
+import libcst as cst  # noqa: E402
 
 from trainlint.analysis.context import FileContext
 from trainlint.analysis.positions import Positions

@@ -1,0 +1,101 @@
+"""trainlint.libcst_import: libcst imported with kept dataclass code is the libcst a plain import
+gives, and the kept file is used, refreshed and ignored when it should be.
+
+Each case imports libcst in a fresh interpreter (a subprocess), since an import happens once per
+process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+# Prints, as JSON: what import_libcst did, and a fingerprint of every function the dataclasses
+# of libcst generated (compiled from text, so their file name is "<string>"): bytecode, constants,
+# names, flags, annotations and defaults, recursively for nested code.
+PROBE = r"""
+import json, sys, types
+from trainlint import libcst_import
+cache = sys.argv[1] if sys.argv[1] != "-" else None
+libcst = libcst_import.import_libcst(cache)
+
+def code_print(code):
+    consts = [code_print(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
+    return [code.co_code.hex(), consts, code.co_names, code.co_varnames, code.co_freevars,
+            code.co_cellvars, code.co_argcount, code.co_kwonlyargcount, code.co_flags,
+            code.co_qualname, code.co_filename]
+
+seen = {}
+for name, module in sorted(sys.modules.items()):
+    if not name.startswith("libcst"):
+        continue
+    for cls in vars(module).values():
+        if not isinstance(cls, type) or "__dataclass_fields__" not in vars(cls):
+            continue
+        for attr, value in sorted(vars(cls).items()):
+            code = getattr(value, "__code__", None)
+            if code is None or code.co_filename != "<string>":
+                continue
+            seen[f"{cls.__module__}.{cls.__qualname__}.{attr}"] = [
+                code_print(code), repr(value.__annotations__), repr(value.__defaults__),
+                repr(value.__kwdefaults__),
+            ]
+print(json.dumps({"last_import": libcst_import.last_import, "functions": seen}))
+"""
+
+
+def probe(cache_file, *flags: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # -B says it here
+    out = subprocess.run(
+        [sys.executable, *flags, "-c", PROBE, str(cache_file) if cache_file else "-"],
+        capture_output=True, text=True, check=True, env=env,
+    ).stdout
+    return json.loads(out)
+
+
+@pytest.fixture(scope="module")
+def plain() -> dict:
+    return probe(None)
+
+
+def test_kept_code_gives_the_same_functions_as_a_plain_import(tmp_path, plain):
+    cache_file = tmp_path / "kept.marshal"
+    first = probe(cache_file)
+    assert cache_file.exists()
+    second = probe(cache_file)
+
+    # The fingerprint sees the generated functions at all (a probe that finds none proves nothing).
+    assert len(plain["functions"]) > 500
+    assert first["last_import"]["compiled"] > 500 and first["last_import"]["kept"] == 0
+    assert second["last_import"] == {"kept": first["last_import"]["compiled"], "compiled": 0}
+    assert first["functions"] == plain["functions"]
+    assert second["functions"] == plain["functions"]
+
+
+def test_a_foreign_or_broken_file_means_a_plain_import_and_is_rewritten(tmp_path, plain):
+    cache_file = tmp_path / "kept.marshal"
+    for junk in (b"", b"not marshal at all", b"\x00" * 64):
+        cache_file.write_bytes(junk)
+        result = probe(cache_file)
+        assert result["last_import"]["kept"] == 0
+        assert result["functions"] == plain["functions"]
+        assert probe(cache_file)["last_import"]["compiled"] == 0  # rewritten, now used
+
+
+def test_nothing_is_written_when_python_is_told_not_to_write_bytecode(tmp_path, plain):
+    cache_file = tmp_path / "kept.marshal"
+    result = probe(cache_file, "-B")
+    assert result["functions"] == plain["functions"]
+    assert not cache_file.exists()
+
+
+def test_an_unwritable_place_is_not_an_error(tmp_path, plain):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = probe(blocker / "kept.marshal")  # its folder cannot be created
+    assert result["functions"] == plain["functions"]
+    assert result["last_import"]["compiled"] > 500
