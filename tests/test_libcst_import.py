@@ -99,3 +99,38 @@ def test_an_unwritable_place_is_not_an_error(tmp_path, plain):
     result = probe(blocker / "kept.marshal")  # its folder cannot be created
     assert result["functions"] == plain["functions"]
     assert result["last_import"]["compiled"] > 500
+
+
+def test_where_the_file_is_kept(monkeypatch, tmp_path):
+    from trainlint import libcst_import
+
+    monkeypatch.setenv("TRAINLINT_CODE_CACHE", str(tmp_path / "here"))
+    chosen = libcst_import.default_cache_file()
+    assert os.path.dirname(chosen) == str(tmp_path / "here")
+    assert sys.implementation.cache_tag in os.path.basename(chosen)
+
+    monkeypatch.setenv("TRAINLINT_CODE_CACHE", "")
+    assert libcst_import.default_cache_file() is None
+
+    monkeypatch.delenv("TRAINLINT_CODE_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert os.path.dirname(libcst_import.default_cache_file()) == str(tmp_path / "xdg" / "trainlint")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    chosen = libcst_import.default_cache_file()
+    assert os.path.dirname(chosen) == str(tmp_path / "home" / ".cache" / "trainlint")
+    # Never inside an installed package: pip would leave it behind on uninstall.
+    assert not chosen.startswith(os.path.dirname(libcst_import.__file__))
+
+
+def test_the_cli_imports_libcst_through_the_kept_file(tmp_path):
+    """The console command's first libcst import is import_libcst's (a plain `import libcst`
+    somewhere earlier would silently lose the speed-up)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["TRAINLINT_CODE_CACHE"] = str(tmp_path / "kept")
+    (tmp_path / "train.py").write_text("from torch.utils.data import DataLoader\nDataLoader(ds)\n")
+    for jobs in ("1", "2"):
+        subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "--jobs", jobs, "train.py"],
+                       cwd=tmp_path, env=env, capture_output=True, check=False)
+    kept = list((tmp_path / "kept").iterdir())
+    assert len(kept) == 1 and kept[0].stat().st_size > 100_000

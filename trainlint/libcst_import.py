@@ -5,8 +5,13 @@ writes __init__, __repr__, __eq__, __hash__ and friends as source text and compi
 with exec(): some 620 compiles, close to half of libcst's import time, and the import is on the
 critical path of every cold run (a pre-commit run over a few files is mostly start-up) and the
 serial start of every --jobs run. The texts are the same on every run, so their code objects are
-stored in one marshal file next to trainlint's own bytecode (its __pycache__ folder) and handed to
-exec in place of the text on later runs. `python bench/libcst_import.py` measures the difference.
+stored in one marshal file in the user's cache folder (as Black keeps its cache) and handed to exec
+in place of the text on later runs. `python bench/libcst_import.py` measures the difference.
+
+Where: $TRAINLINT_CODE_CACHE if set (empty: keep nothing), else $XDG_CACHE_HOME/trainlint or
+~/.cache/trainlint; one file per interpreter version and libcst install, so two environments never
+overwrite each other's. Not next to the installed package: pip does not know the file, and a
+folder it leaves behind after uninstalling shadows a later editable install.
 
 Why the result is exactly what a plain import gives: the same interpreter compiles the same text
 to the same code object. The file is keyed by the bytecode magic number and the optimisation level
@@ -26,15 +31,33 @@ means a plain import.
 from __future__ import annotations
 
 import builtins
+import hashlib
 import marshal
 import os
 import sys
-from importlib.util import MAGIC_NUMBER
+from importlib.util import MAGIC_NUMBER, find_spec
 
-CACHE_FILE = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "__pycache__",
-    f"libcst-dataclasses.{sys.implementation.cache_tag}.marshal",
-)
+ENV_DIR = "TRAINLINT_CODE_CACHE"
+
+
+def default_cache_file() -> str | None:
+    """The kept file for this interpreter and this libcst install, or None to keep nothing."""
+    folder = os.environ.get(ENV_DIR)
+    if folder is None:
+        home = os.path.expanduser("~")
+        if home.startswith("~"):
+            return None  # no home folder to keep it in (never a folder named "~" here)
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+        folder = os.path.join(base, "trainlint")
+    if not folder:
+        return None
+    try:
+        spec = find_spec("libcst")
+    except (ImportError, ValueError):
+        spec = None
+    where = spec.origin if spec is not None and spec.origin else ""
+    install = hashlib.sha256(os.path.abspath(where).encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return os.path.join(folder, f"libcst-dataclasses-{sys.implementation.cache_tag}-{install}.marshal")
 
 
 def _header() -> bytes:
@@ -66,21 +89,27 @@ def _store(path: str, table: dict[str, object]) -> None:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_atomic(path, _header() + marshal.dumps(table))
-        # Readable as trainlint's own files are (mkstemp makes it owner-only), so a shared
-        # install's other users can use it too.
-        os.chmod(path, os.stat(__file__).st_mode & 0o666)
     except OSError:
-        pass  # a read-only install: every run compiles, as without this module
+        pass  # no writable cache folder: every run compiles, as without this module
 
 
 # What the last import_libcst() with a cache file did: texts taken from the file, texts compiled.
 last_import = {"kept": 0, "compiled": 0}
 
 
-def import_libcst(cache_file: str | None = CACHE_FILE):
-    """Imports libcst (if it is not imported yet) with the generated dataclass code from
-    `cache_file`, and returns the module. cache_file=None: a plain import."""
-    if "libcst" in sys.modules or cache_file is None:
+_DEFAULT = object()
+
+
+def import_libcst(cache_file=_DEFAULT):
+    """Imports libcst (if it is not imported yet) with the generated dataclass code kept in
+    `cache_file` (default: default_cache_file()), and returns the module. None: a plain import."""
+    if "libcst" in sys.modules:
+        import libcst
+
+        return libcst
+    if cache_file is _DEFAULT:
+        cache_file = default_cache_file()
+    if cache_file is None:
         import libcst
 
         return libcst
