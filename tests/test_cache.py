@@ -236,7 +236,7 @@ def test_entries_are_plain_json(project):
 
 
 WARM_NEVER_IMPORTS = ("importlib.metadata", "trainlint.verify", "trainlint.github_api", "urllib.request",
-                      "multiprocessing")
+                      "multiprocessing", "tempfile", "difflib")
 
 
 def test_warm_run_never_imports_libcst(project):
@@ -261,6 +261,7 @@ def test_warm_run_never_imports_libcst(project):
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=project)
     assert "LIBCST=False" in second.stderr, second.stderr
     # Nor the other imports a cached check does not need (each costs milliseconds of a ~0.1 s run):
-    # plugin metadata when no third-party pack is installed, the verifier, the GitHub client, a pool.
+    # plugin metadata when no third-party pack is installed, the verifier, the GitHub client, a pool,
+    # what only writing (tempfile) or --diff (difflib) needs.
     assert "HEAVY=[]" in second.stderr, second.stderr
     assert second.stdout == first.stdout

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 
 import click
 
@@ -195,6 +194,8 @@ class Cache:
 def _atomic_write(target: str, data: bytes) -> None:
     # Two concurrent runs may store the same entry: each writes its own temporary file and
     # renames it into place, so a reader sees either a whole entry or none.
+    import tempfile  # here: a run answered from the cache writes nothing
+
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -92,7 +92,7 @@ class Settings:
 
     def relative(self, path: str) -> str:
         try:
-            rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))
+            rel = os.path.relpath(path, self.root)  # relpath makes both absolute itself
         except ValueError:
             rel = path
         return rel.replace(os.sep, "/")
@@ -275,20 +275,37 @@ def settings_from_file(path: str) -> Settings:
     return Settings(root=os.path.dirname(os.path.abspath(path)), config_path=path, **kwargs)
 
 
-def find_config(start: str) -> str | None:
-    """The nearest trainlint.toml, or pyproject.toml with a [tool.trainlint] table, at or above start."""
-    directory = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or ".")
+def find_config(directory: str, memo: dict[str, str | None]) -> str | None:
+    """The nearest trainlint.toml, or pyproject.toml with a [tool.trainlint] table, in the
+    absolute folder `directory` or above. memo: folder -> answer, read and filled for every folder
+    on the way up (a run asks for each folder of a tree, and most share all their parents)."""
+    visited: list[str] = []
+    found: str | None = None
     while True:
-        for name in CONFIG_FILES:
-            candidate = os.path.join(directory, name)
-            if os.path.isfile(candidate):
-                if name == "pyproject.toml" and read_config(candidate) is None:
-                    continue
-                return candidate
+        if directory in memo:
+            found = memo[directory]
+            break
+        visited.append(directory)
+        found = _config_file_in(directory)
+        if found is not None:
+            break
         parent = os.path.dirname(directory)
         if parent == directory:
-            return None
+            break
         directory = parent
+    for folder in visited:
+        memo[folder] = found
+    return found
+
+
+def _config_file_in(directory: str) -> str | None:
+    for name in CONFIG_FILES:
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate):
+            if name == "pyproject.toml" and read_config(candidate) is None:
+                continue
+            return candidate
+    return None
 
 
 class SettingsResolver:
@@ -299,6 +316,8 @@ class SettingsResolver:
         self.fixed: Settings | None = None
         self._by_dir: dict[str, Settings] = {}
         self._by_file: dict[str, Settings] = {}
+        self._config_of: dict[str, str | None] = {}  # find_config's memo
+        self._default: Settings | None = None  # for folders without a config file
         if config_path is not None:
             if not os.path.isfile(config_path):
                 raise ConfigError(f"{config_path}: no such configuration file")
@@ -324,14 +343,23 @@ class SettingsResolver:
         return settings
 
     def for_path(self, path: str) -> Settings:
+        """Settings for a file, or for the files directly in a folder."""
         if self.fixed is not None:
             return self.fixed
-        directory = os.path.dirname(os.path.abspath(path)) if not os.path.isdir(path) else os.path.abspath(path)
+        return self.for_directory(path if os.path.isdir(path) else os.path.dirname(path) or ".")
+
+    def for_directory(self, directory: str) -> Settings:
+        """Settings for the files directly in `directory` (no need to ask the disk what it is)."""
+        if self.fixed is not None:
+            return self.fixed
+        directory = os.path.abspath(directory)
         cached = self._by_dir.get(directory)
         if cached is None:
-            config = find_config(directory)
+            config = find_config(directory, self._config_of)
             if config is None:
-                cached = self._apply(Settings(root=os.getcwd()))
+                if self._default is None:
+                    self._default = self._apply(Settings(root=os.getcwd()))
+                cached = self._default
             else:
                 cached = self._by_file.get(config)
                 if cached is None:

@@ -42,9 +42,14 @@ def _walk(directory: str, resolver: SettingsResolver) -> list[str]:
             dirs[:] = []
             continue
         seen_dirs.add(key)
-        dirs[:] = sorted(d for d in dirs if not resolver.for_path(os.path.join(root, d, "x")).is_excluded(os.path.join(root, d)))
+        dirs[:] = sorted(d for d in dirs if not _excluded_folder(resolver, os.path.join(root, d)))
         out.extend(os.path.join(root, f) for f in sorted(files))
     return out
+
+
+def _excluded_folder(resolver: SettingsResolver, folder: str) -> bool:
+    # The settings of the folder's own files decide: a config file inside it applies to it.
+    return resolver.for_directory(folder).is_excluded(folder)
 
 
 def discover(paths: list[str], resolver: SettingsResolver, force_exclude: bool = False) -> tuple[list[str], list[str]]:

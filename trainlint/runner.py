@@ -8,7 +8,6 @@ number of jobs.
 
 from __future__ import annotations
 
-import difflib
 import gc
 import os
 import sys
@@ -85,6 +84,8 @@ def _check_source(source, path: str, settings: Settings, mode: Mode) -> FileResu
         return result
     if mode.diff:
         if outcome.text != source.text:
+            import difflib  # here: only --diff needs it
+
             result.diff = "".join(
                 difflib.unified_diff(
                     source.text.splitlines(keepends=True), outcome.text.splitlines(keepends=True),

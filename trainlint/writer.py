@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
 from trainlint.source import SourceError, SourceFile, digest_bytes, encode
 
@@ -26,6 +25,8 @@ def write_fixed(source: SourceFile, text: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     # Resolve a symlink so we replace its target, not the link itself.
     real = os.path.realpath(path)
+    import tempfile  # here: only --fix writes, and a plain check should not pay for the import
+
     fd, tmp = tempfile.mkstemp(prefix=".trainlint-", suffix=".tmp", dir=os.path.dirname(real) or directory)
     try:
         with os.fdopen(fd, "wb") as fh:
