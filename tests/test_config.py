@@ -62,6 +62,26 @@ def test_nearest_config_wins(tmp_path):
     assert os.path.join("sub", "b.py") + ":2:10: TL101" in result.output
 
 
+def test_remembered_lookups_answer_as_fresh_ones_in_any_order(tmp_path):
+    """The resolver remembers each folder's config on the way up; asking in any order (deepest
+    first, a sibling after, a folder before its files) gives what a fresh resolver gives."""
+    (tmp_path / "trainlint.toml").write_text("ignore = ['TL101']\n")
+    deep = tmp_path / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    (tmp_path / "a" / "b" / "trainlint.toml").write_text("select = ['TL101']\n")
+    (tmp_path / "a" / "pyproject.toml").write_text("[project]\nname = 'x'\n")  # no table: skipped
+    (tmp_path / "x").mkdir()
+    folders = [deep, tmp_path / "a" / "b", tmp_path / "a", tmp_path, tmp_path / "x", deep / "nothing-here"]
+    expected = {str(f): SettingsResolver().for_directory(str(f)).config_path for f in folders}
+    assert expected[str(deep)] == expected[str(tmp_path / "a" / "b")] == str(tmp_path / "a" / "b" / "trainlint.toml")
+    assert expected[str(tmp_path / "a")] == expected[str(tmp_path / "x")] == str(tmp_path / "trainlint.toml")
+    for order in (folders, folders[::-1], folders[2:] + folders[:2]):
+        resolver = SettingsResolver()
+        for folder in order:
+            assert resolver.for_directory(str(folder)).config_path == expected[str(folder)]
+            assert resolver.for_path(str(folder / "f.py")).config_path == expected[str(folder)]
+
+
 def test_pyproject_without_table_is_skipped(tmp_path):
     (tmp_path / "trainlint.toml").write_text("ignore = ['TL101']\n")
     sub = tmp_path / "pkg"
