@@ -117,17 +117,6 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _pool_context():
-    # fork: workers start in milliseconds with libcst, the rules and the settings already loaded.
-    # Elsewhere (macOS, Windows) fork is unsafe or missing; spawn re-imports, which works because
-    # every task's arguments are plain picklable values.
-    import multiprocessing  # here: a run answered from the cache starts no pool
-
-    if sys.platform.startswith("linux"):
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
-
-
 def _load_engine(settings: set[Settings]) -> None:
     """Imports the engine and resolves the active rules now: before forking, so workers inherit
     them instead of each doing it again; before _tune_gc, so they are frozen with the rest."""
@@ -176,22 +165,22 @@ def _execute(work: list[tuple[int, str, Settings, Mode]], jobs: int, own_process
             yield _task(item)
         return
     # Biggest files first, so no worker is left with one large file at the end while the others
-    # idle; chunks of up to 16 (about eight per worker on small runs): the last chunks hold the
-    # smallest files, and fewer round trips to the pool leave workers idle less between tasks.
+    # idle (the pool hands out shrinking lists, single files at the end).
     work = sorted(work, key=lambda item: _file_size(item[1]), reverse=True)
-    chunksize = max(1, min(16, len(work) // (jobs * 8)))
     _load_engine({item[2] for item in work})
-    context = _pool_context()
-    forked = context.get_start_method() == "fork"
-    if forked:
-        gc.freeze()  # the workers inherit it; this process takes it back once they exist
-    try:
-        pool = context.Pool(jobs, initializer=_tune_gc)
-    finally:
-        if forked:
-            gc.unfreeze()
-    with pool:
-        yield from pool.imap_unordered(_task, work, chunksize)
+    from trainlint.pool import run_tasks
+
+    yield from run_tasks(_task, work, jobs, initializer=_tune_gc, lost=_lost)
+
+
+def _lost(item: tuple[int, str, Settings, Mode], reason: str) -> tuple[int, FileResult, None]:
+    """The result for a file whose worker process died while checking it (a crash in native
+    code, the out-of-memory killer): an internal error for that file; the run goes on."""
+    index, path, _settings, mode = item
+    also = "; it may or may not have been fixed" if mode.fix else ""
+    error = FileError(path, f"internal error: the worker process checking this file {reason}{also}; "
+                            "please report this", internal=True)
+    return index, FileResult(path=path, error=error), None
 
 
 def _from_cache(cache, path: str, settings: Settings, mode: Mode) -> FileResult | None:

@@ -1,0 +1,142 @@
+"""trainlint.pool: every item answered once; a worker that dies costs only the item it was
+computing; nothing is left running however the run ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from trainlint.pool import WorkerDied, can_fork, run_tasks
+
+pytestmark = pytest.mark.skipif(not can_fork(), reason="forked workers are Linux-only")
+
+CRASH = {7, 20, 21}  # items whose worker dies (20 and 21 follow each other in one list)
+
+
+def square(n: int) -> tuple[int, int, int]:
+    return n, n * n, os.getpid()
+
+
+def dies_on_some(n: int) -> tuple[int, int, int]:
+    if n in CRASH:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return square(n)
+
+
+def unpicklable_on_seven(n: int):
+    if n == 7:
+        return lambda: n  # the worker cannot send this back
+    return square(n)
+
+
+def lost(n: int, reason: str) -> tuple[int, str, None]:
+    return n, reason, None
+
+
+def children() -> set[int]:
+    """This process's children, zombies included (from /proc: other tests' children are not
+    ours to reap, so no waitpid(-1))."""
+    me = str(os.getpid())
+    found = set()
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == me:  # state, then the parent's pid
+            found.add(int(pid))
+    return found
+
+
+@pytest.fixture
+def no_children_left():
+    """Asserts after the test that every worker it started is gone and reaped."""
+    before = children()
+    yield
+    assert children() <= before
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3, 5])
+def test_every_item_answered_once_by_other_processes(jobs, no_children_left):
+    got = list(run_tasks(square, list(range(100)), jobs))
+    assert sorted(r[0] for r in got) == list(range(100))
+    assert all(r[1] == r[0] * r[0] for r in got)
+    pids = {r[2] for r in got}
+    assert os.getpid() not in pids and 1 <= len(pids) <= jobs
+
+
+def test_a_dead_worker_costs_only_the_item_it_was_computing(no_children_left):
+    got = list(run_tasks(dies_on_some, list(range(60)), 2, lost=lost))
+    by_item = {}
+    for r in got:
+        assert r[0] not in by_item, f"item {r[0]} answered twice"
+        by_item[r[0]] = r
+    assert sorted(by_item) == list(range(60))
+    for n in CRASH:
+        assert by_item[n][1] == "was killed by SIGKILL"
+    assert all(by_item[n][1] == n * n for n in by_item if n not in CRASH)
+
+
+def test_a_worker_failing_outside_the_function_is_reported(capfd):
+    got = {r[0]: r for r in run_tasks(unpicklable_on_seven, list(range(30)), 2, lost=lost)}
+    assert sorted(got) == list(range(30))
+    assert got[7][1] == "exited with status 70"
+    assert "Traceback" in capfd.readouterr().err  # why, on the worker's stderr
+
+
+def test_without_lost_a_death_is_an_error_and_nothing_keeps_running(no_children_left):
+    with pytest.raises(WorkerDied, match="SIGKILL"):
+        list(run_tasks(dies_on_some, list(range(60)), 2))
+
+
+def test_a_caller_that_stops_early_leaves_no_worker_behind(no_children_left):
+    results = run_tasks(square, list(range(1000)), 3)
+    next(results)
+    results.close()
+
+
+def test_spawn_pool_where_fork_is_not_used():
+    got = sorted(run_tasks(abs, [-3, -2, -1, 0, 1], 2, fork=False))
+    assert got == [0, 1, 1, 2, 3]
+
+
+def test_ctrl_c_ends_the_run_and_its_workers(tmp_path):
+    """SIGINT reaches the whole process group: the workers ignore it, the parent ends them."""
+    marker = str(tmp_path / "marker-for-this-run")
+    code = (
+        "import sys, time\n"
+        "from trainlint.pool import run_tasks\n"
+        "def slow(n):\n"
+        "    time.sleep(0.05)\n"
+        "    return n\n"
+        "print('started', flush=True)\n"
+        "for _ in run_tasks(slow, list(range(10000)), 2):\n"
+        "    pass\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, marker], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, text=True)
+    assert proc.stdout.readline().strip() == "started"
+    time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    assert err.count("KeyboardInterrupt") == 1  # the parent's only, not one per worker
+
+    def running() -> list[str]:
+        found = []
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    if marker.encode() in fh.read():
+                        found.append(pid)
+            except OSError:
+                pass
+        return found
+
+    assert running() == []
