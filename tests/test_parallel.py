@@ -134,3 +134,29 @@ def test_console_entry_point_output_and_status_are_whole(project, jobs):
     assert "broken.py" in proc.stderr
     clean = subprocess.run(base + ["clean.py"], capture_output=True, text=True, env=env)
     assert clean.returncode == 0 and "All checks passed" in clean.stdout
+
+
+def test_a_worker_that_dies_costs_one_file_not_the_run(project, monkeypatch):
+    """A worker killed while checking one file (the out-of-memory killer's SIGKILL; a crash in
+    native code is the same to the parent): that file is reported as an internal error naming
+    the signal, every other file is checked as with one job."""
+    import signal
+
+    import trainlint.runner as runner
+
+    victim = sorted(_py_files("."))[3]
+    real = runner._check_file
+
+    def crashing(path, settings, mode):
+        if os.path.samefile(path, victim):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(path, settings, mode)
+
+    one = run(["."], _resolver(), jobs=1)
+    monkeypatch.setattr(runner, "_check_file", crashing)
+    two = run(["."], _resolver(), jobs=2)
+    crashed = [f for f in two.files if f.error is not None and f.error.internal]
+    assert [os.path.normpath(f.path) for f in crashed] == [os.path.normpath(victim)]
+    assert "was killed by SIGKILL" in str(crashed[0].error)
+    keep = [f.path for f in one.files if os.path.normpath(f.path) != os.path.normpath(victim)]
+    assert [d for d in two.diagnostics if d.path in keep] == [d for d in one.diagnostics if d.path in keep]
