@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 from dataclasses import dataclass
 
 from trainlint.config import Settings, SettingsResolver
