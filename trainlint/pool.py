@@ -175,7 +175,13 @@ class _ForkedWorkers:
         # Frozen objects are out of the collector's sight, so the child's collections never write
         # to (and so copy) the pages it shares with the parent; the parent takes them back at once.
         gc.freeze()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except BaseException:
+            gc.unfreeze()
+            for fd in (task_r, task_w, result_r, result_w):
+                os.close(fd)
+            raise
         if pid == 0:
             # Siblings' pipe ends stay with the parent: a worker holding another's task pipe open
             # would keep it from seeing its end (and exiting) until this one exits too.
