@@ -106,8 +106,10 @@ def test_spawn_pool_where_fork_is_not_used():
     assert got == [0, 1, 1, 2, 3]
 
 
-def test_ctrl_c_ends_the_run_and_its_workers(tmp_path):
-    """SIGINT reaches the whole process group: the workers ignore it, the parent ends them."""
+@pytest.mark.parametrize("delay", [0.0, 0.01, 0.5])
+def test_ctrl_c_ends_the_run_and_its_workers(tmp_path, delay):
+    """SIGINT reaches the whole process group: the workers ignore it (also one that comes while
+    they are being forked), the parent ends them."""
     marker = str(tmp_path / "marker-for-this-run")
     code = (
         "import sys, time\n"
@@ -122,7 +124,7 @@ def test_ctrl_c_ends_the_run_and_its_workers(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", code, marker], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, text=True)
     assert proc.stdout.readline().strip() == "started"
-    time.sleep(0.5)
+    time.sleep(delay)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode != 0 and "KeyboardInterrupt" in err

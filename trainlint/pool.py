@@ -113,7 +113,9 @@ def _worker_main(task_fd: int, result_fd: int, func, initializer) -> None:
     status = 0
     try:
         # Ctrl-C reaches the whole process group; the parent alone decides, and ends the workers.
+        # (SIGINT is still blocked from the fork; ignoring it drops one that came in between.)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         if initializer is not None:
             initializer()
         while True:
@@ -175,9 +177,13 @@ class _ForkedWorkers:
         # Frozen objects are out of the collector's sight, so the child's collections never write
         # to (and so copy) the pages it shares with the parent; the parent takes them back at once.
         gc.freeze()
+        # Ctrl-C held back across the fork: the child ignores it before it may arrive (else a
+        # worker could die of KeyboardInterrupt before its first line); the parent gets it after.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             pid = os.fork()
         except BaseException:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             gc.unfreeze()
             for fd in (task_r, task_w, result_r, result_w):
                 os.close(fd)
@@ -192,6 +198,7 @@ class _ForkedWorkers:
             os.close(task_w)
             os.close(result_r)
             _worker_main(task_r, result_w, self.func, self.initializer)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         gc.unfreeze()
         os.close(task_r)
         os.close(result_w)
