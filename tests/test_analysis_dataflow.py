@@ -117,7 +117,7 @@ def test_a_remainder_is_not_an_interval_flag():
         "    loss = model(batch)\n    total += loss.item()\n    loss.backward()\n    opt.step()\n"
         "    if should_log:\n        print(loss.item())\n"
     )
-    items = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "loss.item"]
+    items = _calls(ctx, "loss.item")
     assert [ctx.loops.is_per_step(c) for c in items] == [True, False]
 
 
@@ -126,7 +126,7 @@ def test_a_name_assigned_python_numbers_is_not_a_tensor_whatever_its_name():
         "def train():\n    current_loss = loss.item()\n    tr_loss = 0.0\n    tr_loss += loss.item()\n"
         "    run_loss = 0\n    run_loss += loss\n    use(current_loss, tr_loss, run_loss, loss)\n"
     )
-    use = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "use"][0]
+    use = _calls(ctx, "use")[0]
     assert [ctx.tensors.is_tensor(a.value) for a in use.args] == [False, False, True, True]
 
 
@@ -150,7 +150,7 @@ def test_tl402_pairs_the_scaler_with_training_autocasts_only():
     found = [d for d in lint_source(code, select=["TL402"])]
     assert [d.start.row for d in found] == [5]
     ctx = _ctx(code)
-    autocasts = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "torch.cuda.amp.autocast"]
+    autocasts = _calls(ctx, "torch.cuda.amp.autocast")
     assert [ctx.loops.in_training_step(c) for c in autocasts] == [True, False]
 
 
@@ -160,7 +160,7 @@ def test_evaluation_every_n_steps_is_not_a_training_step():
         "for step, x in enumerate(loader):\n    with autocast():\n        loss = model(x)\n    loss.backward()\n"
         "    opt.step()\n    if step % 100 == 0:\n        evaluate()\n"
     )
-    autocasts = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "autocast"]
+    autocasts = _calls(ctx, "autocast")
     assert [ctx.loops.in_training_step(c) for c in autocasts] == [False, True]
 
 
@@ -171,5 +171,5 @@ def test_cache_miss_paths():
         "    if not Path(path).is_file():\n        torch.save(feats, path)\n"
         "    if step % 10 == 0:\n        torch.save(model.state_dict(), 'ckpt.pt')\n"
     )
-    saves = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "torch.save"]
+    saves = _calls(ctx, "torch.save")
     assert [ctx.loops.on_cache_miss(c) for c in saves] == [True, True, False]
