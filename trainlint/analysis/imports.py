@@ -90,19 +90,11 @@ def insert_stdlib_import(ctx, module: str):
                  and (ctx.dotted(s.body[0].names[0].name) or "").split(".")[0] in stdlib]
     later = [s for s in plain_std if (ctx.dotted(s.body[0].names[0].name) or "") > module]
     if later:
-        return _insert_before(ctx, later[0], f"import {module}" + newline)
+        return ctx.insert_before(later[0], f"import {module}")
     if plain_std:
         anchor = plain_std[-1]
         return (anchor, ctx.code(anchor) + f"import {module}" + newline)
     regular = [s for s in imports if not (isinstance(s.body[0], cst.ImportFrom) and s.body[0].module is not None
                                           and ctx.dotted(s.body[0].module) == "__future__")]
-    if regular:
-        return _insert_before(ctx, regular[0], f"import {module}" + newline + newline)
-    first = body[0]
-    return _insert_before(ctx, first, f"import {module}" + newline + newline)
-
-
-def _insert_before(ctx, stmt, text: str):
-    """Replacement putting `text` just above stmt (below the comments and blank lines that lead it)."""
-    leading = "".join(ctx.code(line) for line in getattr(stmt, "leading_lines", ()))
-    return (stmt, leading + text + ctx.code(stmt.with_changes(leading_lines=[])))
+    # Before the first import (or statement), a blank line between it and the new import.
+    return ctx.insert_before(regular[0] if regular else body[0], f"import {module}" + newline)
