@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from trainlint.analysis.distributed import DDP, FSDP, Accumulation, Wrapped
-from trainlint.analysis.imports import ensure_module, imported_name, module_name
+from trainlint.analysis.imports import imported_name
 from trainlint.analysis.names import dotted
 from trainlint.diagnostics import Applicability
 from trainlint.engine import LINE_LENGTH
@@ -231,10 +231,9 @@ gradients until the synchronising micro-batch, which costs memory.
         replacements = []
         nullcontext = imported_name(ctx, "contextlib.nullcontext")
         if nullcontext is None:
-            module, add_import = ensure_module(ctx, "contextlib")
+            module, add_import = ctx.module_name("contextlib")
             nullcontext = f"{module}.nullcontext"
-            if add_import is not None:
-                replacements.append(add_import)
+            replacements += add_import
         no_sync = f"{wrapped.name}.no_sync()"
         if wrapped.conditional:
             # Wrapped only on some paths (`if ddp: model = DDP(model)`): a plain module has no no_sync.
@@ -465,7 +464,7 @@ A suggestion only, never written: the switch also needs the launcher, the proces
     def _suggestion(self, node: cst.Call):
         ctx = self.ctx
         model = ctx.positional(node, 0)
-        torch = module_name(ctx, "torch")
+        torch = ctx.names.module_alias("torch")
         if model is None or torch is None:
             return None
         code = (f"{torch}.nn.parallel.DistributedDataParallel({ctx.code(model.value)}, "

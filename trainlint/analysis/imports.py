@@ -49,32 +49,17 @@ def after_imports(ctx, code: str, blank_lines_after: int = 0):
     return (anchor, ctx.code(anchor) + code)
 
 
-def module_name(ctx, module: str) -> str | None:
-    """The local name bound to an imported module (`import contextlib as cl` -> `cl`), if any."""
-    for local, target in ctx.names.aliases.items():
-        if target == module and "." not in local:
-            return local
-    return None
-
-
 def imported_name(ctx, qualified: str) -> str | None:
-    """The local name of `from module import name` (alias included), if imported that way."""
+    """The local name of `from module import name` (alias included), if imported that way, or
+    `module.name` through a local name bound to the module."""
     module, _, name = qualified.rpartition(".")
-    local = module_name(ctx, module)
+    local = ctx.names.module_alias(module)
     if local is not None:
         return f"{local}.{name}"
     for local, target in ctx.names.aliases.items():
         if target == qualified:
             return local
     return None
-
-
-def ensure_module(ctx, module: str) -> tuple[str, tuple | None]:
-    """(how to refer to module, replacement adding `import module` or None if already imported)."""
-    local = module_name(ctx, module)
-    if local is not None:
-        return local, None
-    return module, after_imports(ctx, f"import {module}{ctx.module.default_newline}")
 
 
 def insert_stdlib_import(ctx, module: str):
