@@ -182,10 +182,6 @@ masked give zeros instead of NaN.
         ),
     ]
 
-    def __init__(self, ctx, options) -> None:
-        super().__init__(ctx, options)
-        self._fallback_cache: dict = {}
-
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.MatrixMultiply):
             self._check(node, node.left, node.right, bmm=False)
@@ -204,7 +200,7 @@ masked give zeros instead of NaN.
     def _check(self, node, weights, v, *, bmm: bool) -> None:
         ctx = self.ctx
         stmt = ctx.statement(node)
-        if not isinstance(stmt, cst.SimpleStatementLine) or self._is_sdpa_fallback(node):
+        if not isinstance(stmt, cst.SimpleStatementLine):
             return
         att = _Attention(v=v, bmm=bmm)
         fixable = True
@@ -230,6 +226,8 @@ masked give zeros instead of NaN.
                     fix, shown = None, None
         except _NoMatch:
             return
+        if self._is_sdpa_fallback(node):  # asked last: it scans the function, most `@` are not attention
+            return
         use = f"`{shown}`" if shown else "`torch.nn.functional.scaled_dot_product_attention(q, k, v, ...)`"
         self.report(
             node,
@@ -242,15 +240,8 @@ masked give zeros instead of NaN.
         """The function also calls scaled_dot_product_attention: the hand-written path is its deliberate
         fallback (old torch, attention weights wanted, a tensor temperature), not an oversight."""
         ctx = self.ctx
-        fn = ctx.index.enclosing_function(node)
-        if fn is None:
-            return False
-        cached = self._fallback_cache.get(fn)
-        if cached is None:
-            cached = any(isinstance(n, cst.Call) and (ctx.dotted(n.func) or "").endswith("scaled_dot_product_attention")
-                         for n in ctx.index.walk(fn))
-            self._fallback_cache[fn] = cached
-        return cached
+        return ctx.index.enclosing_function(node) is not None and any(
+            (ctx.dotted(call.func) or "").endswith("scaled_dot_product_attention") for call in ctx.calls_in_scope(node))
 
     def _definition(self, name: str, before: cst.CSTNode, att: _Attention):
         """The statement of `before`'s block that last defines `name` before it: (kind, stmt, payload).

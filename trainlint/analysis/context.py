@@ -39,7 +39,7 @@ class FileContext:
         self.module = module
         self.settings = settings
         self.index = TreeIndex(module)
-        self._clock_scopes: dict = {}
+        self._scope_calls: dict = {}
 
     @cached_property
     def names(self) -> Names:
@@ -113,17 +113,21 @@ class FileContext:
 
         return in_version_fallback(self.index, node)
 
+    def calls_in_scope(self, node: cst.CSTNode) -> list[cst.Call]:
+        """Every call in node's function (nested ones included), or in the whole module outside
+        functions; collected once per function, however many rules and nodes ask."""
+        scope = self.index.enclosing_function(node)
+        if scope is None:
+            return self.index.nodes(cst.Call)
+        calls = self._scope_calls.get(scope)
+        if calls is None:
+            calls = self._scope_calls[scope] = [n for n in self.index.walk(scope) if isinstance(n, cst.Call)]
+        return calls
+
     def measures_time(self, node: cst.CSTNode) -> bool:
         """node's function (or the module, outside functions) reads a clock: a synchronize there
         is how GPU work is timed (yolov5's `time_sync()`), not an accident."""
-        scope = self.index.enclosing_function(node) or self.module
-        cached = self._clock_scopes.get(scope)
-        if cached is None:
-            cached = any(
-                isinstance(n, cst.Call) and self.names.qualified(n.func) in _CLOCKS for n in self.index.walk(scope)
-            )
-            self._clock_scopes[scope] = cached
-        return cached
+        return any(self.names.qualified(call.func) in _CLOCKS for call in self.calls_in_scope(node))
 
     # -- small questions rules ask often ---------------------------------------------------
 
