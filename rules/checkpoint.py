@@ -396,15 +396,15 @@ loop.
         if "#" in code:
             return new  # comments between the arguments: keep the author's layout
         # Lay the call out afresh: one line if it fits, else one argument per line (Black's layout).
-        one_line = new.with_changes(
+        flat = new.with_changes(
             whitespace_before_args=cst.SimpleWhitespace(""),
             args=[a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(args) else
                                  cst.MaybeSentinel.DEFAULT)
                   for i, a in enumerate(new.args)])
         depth = sum(isinstance(a, cst.IndentedBlock) for a in ctx.index.ancestors(call)) + guarded
-        if len(ctx.code(one_line)) + 4 * depth <= LINE_LENGTH:
-            return one_line
-        return one_arg_per_line(one_line, ctx.module.default_indent)
+        if len(ctx.code(flat)) + 4 * depth <= LINE_LENGTH:
+            return flat
+        return one_arg_per_line(flat, ctx.module.default_indent)
 
     def _reads_back(self, site: cst.Call) -> bool:
         """A checkpoint load after the hot loop: it could read a file still being written."""
