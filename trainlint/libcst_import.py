@@ -35,6 +35,7 @@ import hashlib
 import marshal
 import os
 import sys
+import types
 from importlib.util import MAGIC_NUMBER, find_spec
 
 ENV_DIR = "TRAINLINT_CODE_CACHE"
@@ -79,8 +80,7 @@ def _load(path: str) -> dict[str, object]:
         return {}
     if not isinstance(table, dict):
         return {}
-    code_type = type(_load.__code__)
-    return {k: v for k, v in table.items() if type(k) is str and type(v) is code_type}
+    return {k: v for k, v in table.items() if type(k) is str and type(v) is types.CodeType}
 
 
 def _store(path: str, table: dict[str, object]) -> None:

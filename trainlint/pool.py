@@ -54,7 +54,7 @@ def run_tasks(func: Callable, items: list, jobs: int, initializer: Callable[[], 
     worker dies, yields lost(item, reason) for the item it was computing (a result of func's shape,
     built by the caller) and goes on; lost=None raises WorkerDied instead.
     fork: None picks what the platform allows; False forces the spawn pool (tests)."""
-    if fork if fork is not None else can_fork():
+    if can_fork() if fork is None else fork:
         yield from _ForkedWorkers(func, items, jobs, initializer, lost).results()
     else:
         yield from _spawned(func, items, jobs, initializer)
