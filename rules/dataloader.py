@@ -698,6 +698,9 @@ the fix adds workers, as TL101. Moving tokenizing and decoding offline is left t
         Invalid(_SRC.format(body="batch = [b.cuda() for b in batch]", args="collate_fn=collate")),
         # Device moves leave collate_fn for the training loop (a helper moves nested batches).
         Invalid(_MOVES, fixed=_MOVES_FIXED),
+        # A loop written on one line: reported, no fix (it once escaped as an internal error).
+        Invalid(_MOVES.replace("for x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n",
+                               "for x, y in loader: loss = model(x, y); loss.backward(); opt.step()\n"), fixed=None),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -774,6 +777,8 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
     device = devices.pop()
     replacements = [(call, call.func.value) for call in moves]
     for loop in loops:
+        if not isinstance(loop.body, cst.IndentedBlock):
+            return None  # `for x in loader: step(x)` on one line: no statement to add before its body
         target = loop.target
         names = [target] if isinstance(target, cst.Name) else (
             [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [])
