@@ -127,7 +127,7 @@ since the new signature orders them differently. `import torch` is added when no
         ),
         Invalid(
             "import contextlib\nimport torch\nctx = torch.cuda.amp.autocast if use_amp else contextlib.nullcontext\n",
-            fixed="import contextlib\nimport torch\nimport functools\n"
+            fixed="import contextlib\nimport functools\nimport torch\n"
             "ctx = functools.partial(torch.amp.autocast, \"cuda\") if use_amp else contextlib.nullcontext\n",
         ),
         Invalid(

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.distributed import DDP, FSDP, Accumulation, Wrapped
+from trainlint.analysis.distributed import ACCELERATE, DDP, FABRIC, FSDP, Accumulation, Wrapped
 from trainlint.analysis.imports import imported_name
 from trainlint.analysis.names import dotted
 from trainlint.diagnostics import Applicability
 from trainlint.engine import LINE_LENGTH
 from trainlint.rule import Invalid, Rule, Valid
 
-_SHORT = {DDP: "DDP", FSDP: "FSDP"}
+_SHORT = {DDP: "DDP", FSDP: "FSDP", ACCELERATE: "prepared by accelerate: DDP when launched on several processes",
+          FABRIC: "set up by Fabric: DDP or FSDP when launched on several processes"}
 
 # The cases share a DDP script; {loop} is its training loop.
 _HEAD = (
@@ -64,23 +65,38 @@ _NESTED_FIXED = (
     "train(DDP(net), batches, opt, 8)\n"
 )
 _COMMENT = "# Skip the gradient all-reduce except on the micro-batch before the optimizer step."
+# accelerate and Fabric: the model comes back wrapped from `prepare`/`setup`.
+_ACCELERATE = (
+    "from accelerate import Accelerator\n"
+    "accelerator = Accelerator()\n"
+    "model, opt, loader = accelerator.prepare(model, opt, loader)\n"
+)
+_FABRIC = (
+    "import lightning as L\n"
+    "fabric = L.Fabric(accelerator='cuda', devices=2)\n"
+    "model, opt = fabric.setup(model, opt)\n"
+)
 
 
 class AccumulationWithoutNoSync(Rule):
     code = "TL301"
     name = "accumulation-without-no-sync"
-    summary = "DDP/FSDP model trained with gradient accumulation that all-reduces on every micro-batch"
+    summary = ("DDP/FSDP, accelerate or Fabric model trained with gradient accumulation that all-reduces on every "
+               "micro-batch")
     source = "§4.2"
     fix_applicability = "unsafe"
-    triggers = ("DistributedDataParallel", "FullyShardedDataParallel")
+    triggers = ("DistributedDataParallel", "FullyShardedDataParallel", "Accelerator", "accelerator", "Fabric",
+                "fabric")
     needs_hot_loop = True
     docs = """
 ## What it does
 Flags a model wrapped in `DistributedDataParallel` or `FullyShardedDataParallel` (any import
-alias, a module-local helper that returns one, or a parameter it is passed to) that is trained
-with gradient accumulation: backward runs on every micro-batch while the optimizer steps only
-under a condition (`if (step + 1) % accum == 0:`, `if is_last_micro_batch:`) or once after an
-inner micro-batch loop. Code that already controls synchronisation (`model.no_sync()`,
+alias, a module-local helper that returns one, or a parameter it is passed to), or prepared by
+accelerate (`accelerator.prepare`) or Lightning Fabric (`fabric.setup`), which wrap it in DDP
+when launched on several processes, that is trained with gradient accumulation: backward runs
+on every micro-batch while the optimizer steps only under a condition
+(`if (step + 1) % accum == 0:`, `if is_last_micro_batch:`) or once after an inner micro-batch
+loop. Code that already controls synchronisation (`model.no_sync()`,
 `model.require_backward_grad_sync = ...`, `accelerator.accumulate(model)`,
 `fabric.no_backward_sync(model)`) is not flagged.
 
@@ -112,7 +128,9 @@ for step, (x, y) in enumerate(loader):
         opt.zero_grad()
 ```
 `no_sync()` must hold the forward as well as the backward: DDP decides in the forward whether
-the next backward all-reduces, so wrapping the backward alone saves nothing.
+the next backward all-reduces, so wrapping the backward alone saves nothing. A model from
+accelerate gets `accelerator.no_sync(model)`, one from Fabric `fabric.no_backward_sync(model)`:
+both do nothing when the run has a single process.
 
 ## Fix safety
 Unsafe. The fix evaluates the step condition before the forward (it is not applied when the
@@ -146,9 +164,14 @@ gradients until the synchronising micro-batch, which costs memory.
         Valid("import torch\n" + _FLAT),
         # FSDP2 (`fully_shard`) has no `no_sync()`; not this rule's business.
         Valid("from torch.distributed.fsdp import fully_shard\nfully_shard(model)\n" + _FLAT),
+        # accelerate prepared only the loader and optimizer: the model is not wrapped.
+        Valid("from accelerate import Accelerator\naccelerator = Accelerator()\n"
+              "opt, loader = accelerator.prepare(opt, loader)\n" + _FLAT),
+        # A prepared model whose optimizer steps on every batch.
+        Valid(_ACCELERATE + "for x, y in loader:\n    accelerator.backward(loss_fn(model(x), y))\n    opt.step()\n"),
     ]
     invalid = [
-        Invalid(_HEAD + _FLAT, fixed=_HEAD.replace("as DDP\n", "as DDP\nimport contextlib\n") + _FLAT_FIXED,
+        Invalid(_HEAD + _FLAT, fixed="import contextlib\n\n" + _HEAD + _FLAT_FIXED,
                 message="`(step + 1) % accum == 0`"),
         # A helper in the same module returns the wrapped model; `nullcontext` imported by name.
         Invalid("import torch\nfrom contextlib import nullcontext\n"
@@ -176,6 +199,29 @@ gradients until the synchronising micro-batch, which costs memory.
         Invalid("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n"
                 "micro = 0\nfor batch in loader:\n    loss = model(batch)\n    loss.backward()\n    micro += 1\n"
                 "    if micro % accum == 0:\n        opt.step()\n", fixed=None, message="FSDP"),
+        # accelerate: the loop's own `accelerator` spells the context manager.
+        Invalid(_ACCELERATE + _FLAT.replace("loss.backward()", "accelerator.backward(loss)"),
+                fixed="import contextlib\n\n" + _ACCELERATE
+                + _FLAT_FIXED.replace("loss.backward()", "accelerator.backward(loss)").replace(
+                    "    with contextlib.nullcontext() if (step + 1) % accum == 0 else model.no_sync():\n",
+                    "    with (\n        contextlib.nullcontext()\n        if (step + 1) % accum == 0\n"
+                    "        else accelerator.no_sync(model)\n    ):\n"),
+                message="`accelerator.no_sync(model)`"),
+        # Fabric, nested micro-batch loop.
+        Invalid(_FABRIC + _NESTED.replace("loss.backward()", "fabric.backward(loss)").replace(
+                    "train(DDP(net), batches, opt, 8)", "train(model, batches, opt, 8)"),
+                fixed="import contextlib\n\n" + _FABRIC
+                + _NESTED_FIXED.replace("loss.backward()", "fabric.backward(loss)").replace(
+                    "with contextlib.nullcontext() if micro == accum - 1 else model.no_sync():\n",
+                    "with (\n                contextlib.nullcontext()\n                if micro == accum - 1\n"
+                    "                else fabric.no_backward_sync(model)\n            ):\n").replace(
+                    "train(DDP(net), batches, opt, 8)", "train(model, batches, opt, 8)"),
+                message="set up by Fabric"),
+        # The training function sees the prepared model but not the accelerator: reported, not fixed.
+        Invalid("from accelerate import Accelerator\ndef train(model, opt, loader):\n"
+                + "".join("    " + line + "\n" for line in _FLAT.splitlines())
+                + "def main():\n" + "".join("    " + line + "\n" for line in _ACCELERATE.splitlines()[1:])
+                + "    train(model, opt, loader)\n", fixed=None, message="`accelerator.no_sync(model)`"),
         # A step after the loop for the ragged last group: unsynchronised gradients there, so no fix.
         Invalid(_HEAD + "def train():\n" + "".join("    " + line + "\n" for line in _FLAT.splitlines())
                 + "    opt.step()\n"),
@@ -194,24 +240,46 @@ gradients until the synchronising micro-batch, which costs memory.
             if not used:
                 continue
             wrapped = used[0]
-            kind = _SHORT[wrapped.kind]
+            via = self._via(acc, wrapped)
+            no_sync = self._no_sync(wrapped, via or wrapped.via)
             backward = self.ctx.code(acc.backward)
             if acc.nested:
                 when = f"once after the micro-batch loop `{self.ctx.code(acc.loop).splitlines()[0].rstrip(':')}`"
             else:
                 when = f"only when `{acc.condition}`"
             models = ", ".join(f"`{w.name}`" for w in used)
-            message = (f"`{backward}` all-reduces the gradients of {models} ({kind}) on every micro-batch, "
-                       f"but the optimizer steps {when}; run forward and backward under `{wrapped.name}.no_sync()` "
+            message = (f"`{backward}` all-reduces the gradients of {models} ({_SHORT[wrapped.kind]}) on every "
+                       f"micro-batch, but the optimizer steps {when}; run forward and backward under `{no_sync}` "
                        f"on the other micro-batches")
-            if kind == "FSDP":
+            if wrapped.kind == FSDP:
                 message += " (FSDP keeps unsharded gradients meanwhile: more memory)"
-            fix = self._fix(acc, wrapped) if len(used) == 1 else None
-            self.report(acc.backward, message, fix)
+            fixable = len(used) == 1 and (wrapped.via is None or via is not None)
+            self.report(acc.backward, message, self._fix(acc, wrapped, no_sync) if fixable else None)
+
+    @staticmethod
+    def _no_sync(wrapped: Wrapped, via: str | None) -> str:
+        """The context manager that skips the all-reduce, spelled for how the model was wrapped."""
+        if wrapped.kind == ACCELERATE:
+            return f"{via}.no_sync({wrapped.name})"
+        if wrapped.kind == FABRIC:
+            return f"{via}.no_backward_sync({wrapped.name})"
+        return f"{wrapped.name}.no_sync()"
+
+    def _via(self, acc: Accumulation, wrapped: Wrapped) -> str | None:
+        """The accelerate/Fabric object, by a name the training loop can use; None when it has none."""
+        if wrapped.via is None:
+            return None
+        dist = self.ctx.distributed
+        func = acc.backward.func
+        receiver = dotted(func.value) if isinstance(func, cst.Attribute) else None
+        if receiver is not None and dist.framework(receiver) == wrapped.kind:
+            return receiver  # `accelerator.backward(loss)`: the loop already holds it
+        scope = self.ctx.index.enclosing_function(acc.loop) or self.ctx.module
+        return wrapped.via if dist.references(scope, wrapped.via) else None
 
     # -- the fix -----------------------------------------------------------------------
 
-    def _fix(self, acc: Accumulation, wrapped: Wrapped):
+    def _fix(self, acc: Accumulation, wrapped: Wrapped, no_sync: str):
         ctx, dist = self.ctx, self.ctx.distributed
         if acc.sync_test is None or self._steps_elsewhere(acc) or not isinstance(acc.loop.body, cst.IndentedBlock):
             return None
@@ -234,17 +302,18 @@ gradients until the synchronising micro-batch, which costs memory.
             module, add_import = ctx.module_name("contextlib")
             nullcontext = f"{module}.nullcontext"
             replacements += add_import
-        no_sync = f"{wrapped.name}.no_sync()"
-        if wrapped.conditional:
+        context = no_sync
+        if wrapped.conditional and wrapped.via is None:
             # Wrapped only on some paths (`if ddp: model = DDP(model)`): a plain module has no no_sync.
-            no_sync = f'getattr({wrapped.name}, "no_sync", {nullcontext})()'
+            # accelerate's and Fabric's context managers do nothing for a model they did not wrap.
+            context = f'getattr({wrapped.name}, "no_sync", {nullcontext})()'
         test = acc.sync_test
         if acc.guard is not None and _is_continue_guard(acc.guard):
             test = ctx.code(acc.guard.test)
-            expr = f"{no_sync} if {_paren(acc.guard.test, test)} else {nullcontext}()"
+            expr = f"{context} if {_paren(acc.guard.test, test)} else {nullcontext}()"
         else:
             test_expr = cst.parse_expression(test)
-            expr = f"{nullcontext}() if {_paren(test_expr, test)} else {no_sync}"
+            expr = f"{nullcontext}() if {_paren(test_expr, test)} else {context}"
         first = stmts[start]
         depth = sum(isinstance(a, cst.IndentedBlock) for a in ctx.index.ancestors(first))
         if 4 * depth + len(f"with {expr}:") <= LINE_LENGTH:
@@ -260,7 +329,7 @@ gradients until the synchronising micro-batch, which costs memory.
         )
         new_body = acc.loop.body.with_changes(body=stmts[:start] + [with_stmt] + stmts[end + 1:])
         replacements.append((acc.loop.body, new_body))
-        return self.fix(Applicability.UNSAFE, f"Run forward and backward under `{wrapped.name}.no_sync()` on "
+        return self.fix(Applicability.UNSAFE, f"Run forward and backward under `{no_sync}` on "
                         f"micro-batches that do not step", *replacements)
 
     def _can_hoist(self, acc: Accumulation, between: list, test_node) -> bool:

@@ -47,6 +47,15 @@ _METHOD_LOOP = "".join("        " + line + "\n" for line in LOOP.format(model="s
     ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
      "class Trainer:\n    def __init__(self, net):\n        self.model = DDP(net)\n"
      "    def fit(self, loader, opt, accum):\n" + _METHOD_LOOP, None),
+    # accelerate and Fabric hand the model back wrapped; whatever else they prepared is not a model.
+    ("from accelerate import Accelerator\naccelerator = Accelerator()\n"
+     "loader, model, opt = accelerator.prepare(loader, net, opt)", "model"),
+    ("import accelerate\nacc = accelerate.Accelerator()\nmodel = acc.prepare_model(net)", "model"),
+    ("from lightning.fabric import Fabric\nfabric = Fabric()\nmodel, opt = fabric.setup(net, opt)", "model"),
+    ("import lightning as L\nrunner = L.Fabric(devices=2)\nmodel = runner.setup_module(net)", "model"),
+    ("class Trainer:\n    def __init__(self, accelerator, net, opt):\n        self.accelerator = accelerator\n"
+     "        self.model, self.opt = self.accelerator.prepare(net, opt)\n"
+     "    def fit(self, loader, opt, accum):\n" + _METHOD_LOOP, None),
 ])
 def test_wrapping_forms(setup, model):
     text = setup + "\n" + (LOOP.format(model=model) if model else "")
@@ -70,6 +79,28 @@ def test_existing_sync_control_is_not_flagged(handled):
     text = ("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(net)\n"
             "for i, batch in enumerate(loader):\n" + handled + "    if (i + 1) % accum == 0:\n        opt.step()\n")
     assert codes(text) == []
+
+
+@pytest.mark.parametrize("setup", [
+    # Only the optimizer and the loader went through accelerate: the model is a plain module.
+    "from accelerate import Accelerator\naccelerator = Accelerator()\nopt, loader = accelerator.prepare(opt, loader)",
+    # `prepare`/`setup` of objects that are neither an Accelerator nor a Fabric.
+    "import torch\nmodel = torch.accelerator.prepare(net)",
+    "model = builder.setup(net)",
+])
+def test_other_preparations_do_not_wrap_the_model(setup):
+    assert codes(setup + "\n" + LOOP.format(model="model")) == []
+
+
+def test_accelerate_fix_uses_the_accelerator_the_loop_holds():
+    text = ("from accelerate import Accelerator\n"
+            "def train(acc, model, opt, loader, accum):\n"
+            + "".join("    " + line + "\n" for line in LOOP.format(model="model").replace(
+                "loss.backward()", "acc.backward(loss)").splitlines())
+            + "def main():\n    accelerator = Accelerator()\n"
+            "    model, opt, loader = accelerator.prepare(net, opt, loader)\n    train(accelerator, model, opt, loader, 4)\n")
+    fixed = fix_source(text, select=["TL301"], unsafe_fixes=True)
+    assert "acc.no_sync(model)" in fixed, fixed
 
 
 def test_nanogpt_style_loop_is_not_flagged():
@@ -109,7 +140,7 @@ def test_nested_loop_with_break_is_reported_without_fix():
     assert [d.code for d in found] == ["TL301"] and found[0].fix is None
 
 
-def test_contextlib_import_goes_after_the_leading_imports():
+def test_contextlib_import_goes_where_isort_puts_standard_library_imports():
     text = textwrap.dedent('''\
         """Train."""
         from __future__ import annotations
@@ -119,10 +150,15 @@ def test_contextlib_import_goes_after_the_leading_imports():
 
         model = DDP(net, gradient_as_bucket_view=True)
         ''') + LOOP.format(model="model")
-    fixed = fix_source(text, select=["TL301"])
-    assert fixed.startswith('"""Train."""\nfrom __future__ import annotations\n\nimport torch\n'
-                            "from torch.nn.parallel import DistributedDataParallel as DDP\nimport contextlib\n\n")
+    fixed = fix_source(text, select=["TL301"], unsafe_fixes=True)
+    # Its own section before the third-party imports, after the docstring and __future__ imports.
+    assert fixed.startswith('"""Train."""\nfrom __future__ import annotations\n\nimport contextlib\n\nimport torch\n'
+                            "from torch.nn.parallel import DistributedDataParallel as DDP\n\nmodel = DDP(")
     compile(fixed, "fixed.py", "exec")
+    # Among other standard-library imports, in alphabetical order.
+    fixed = fix_source(text.replace("import torch\n", "import os\nimport torch\n"), select=["TL301"],
+                       unsafe_fixes=True)
+    assert "from __future__ import annotations\n\nimport contextlib\nimport os\nimport torch\n" in fixed
 
 
 def test_wrapped_model_elsewhere_is_not_flagged():
@@ -220,25 +256,28 @@ def _torchrun(scripts, tmp_path):
     return params, counts
 
 
-def test_fixed_ddp_fixtures_train_the_same_with_fewer_all_reduces(tmp_path):
-    """Flat (`if (step + 1) % accum == 0`) and nested (inner micro-batch loop) accumulation."""
-    import torch
-
+def _fixed_copies(fixtures, tmp_path, context):
+    """[original, fixed, original, fixed, ...]: each fixture and trainlint's fix of it."""
     scripts = []
-    for fixture in (FIXTURE, NESTED_FIXTURE):
+    for fixture in fixtures:
         with open(fixture, encoding="utf-8") as f:
             original = f.read()
         fixed = fix_source(original, select=["TL301", "TL302"], unsafe_fixes=True)
-        assert "model.no_sync()" in fixed and "gradient_as_bucket_view=True" in fixed
+        assert context in fixed
         with open(fixture[:-3] + ".fixed", encoding="utf-8") as f:
             assert f.read() == fix_source(original, unsafe_fixes=True)  # the snapshot is this fix
         fixed_path = tmp_path / ("fixed_" + os.path.basename(fixture))
         fixed_path.write_text(fixed)
         scripts += [fixture, str(fixed_path)]
+    return scripts
+
+
+def _assert_same_training_with_fewer_all_reduces(scripts, tmp_path):
+    import torch
 
     params, counts = _torchrun(scripts, tmp_path)
     assert counts[0] == counts[1]  # both ranks agree
-    for i in (0, 2):
+    for i in range(0, len(scripts), 2):
         before, after = params[i], params[i + 1]
         assert before.keys() == after.keys()
         for name in before:
@@ -246,6 +285,27 @@ def test_fixed_ddp_fixtures_train_the_same_with_fewer_all_reduces(tmp_path):
         # 24 micro-batches, accumulation 4: every backward all-reduced before, one in four after.
         reduces_before, reduces_after = counts[0][i], counts[0][i + 1]
         assert reduces_before > 0 and reduces_after * 4 == reduces_before, scripts[i]
+
+
+def test_fixed_ddp_fixtures_train_the_same_with_fewer_all_reduces(tmp_path):
+    """Flat (`if (step + 1) % accum == 0`) and nested (inner micro-batch loop) accumulation."""
+    scripts = _fixed_copies([FIXTURE, NESTED_FIXTURE], tmp_path, "model.no_sync()")
+    assert all("gradient_as_bucket_view=True" in open(s).read() for s in scripts[1::2])
+    _assert_same_training_with_fewer_all_reduces(scripts, tmp_path)
+
+
+@pytest.mark.parametrize("package,fixture,context", [
+    # Flat accumulation; the fix spells the context manager through the loop's `accelerator`.
+    ("accelerate", "accelerate_accumulation.py", "accelerator.no_sync(model)"),
+    # An inner micro-batch loop in a training function that is handed `fabric` and the model.
+    ("lightning_fabric", "fabric_accumulation.py", "fabric.no_backward_sync(model)"),
+])
+def test_fixed_framework_fixtures_train_the_same_with_fewer_all_reduces(package, fixture, context, tmp_path):
+    """The real accelerate and Fabric wrap the model in DDP under torchrun; the fix's context
+    manager must be theirs, and must skip DDP's all-reduce on the non-stepping micro-batches."""
+    pytest.importorskip(package, reason=f"{package} is in the dev extra; TL301's fix for it runs against it")
+    fixture = os.path.join(ROOT, "fixtures", "distributed", fixture)
+    _assert_same_training_with_fewer_all_reduces(_fixed_copies([fixture], tmp_path, context), tmp_path)
 
 
 def test_a_docstring_that_mentions_no_sync_does_not_hide_the_finding():

@@ -12,6 +12,7 @@ from functools import cached_property
 import libcst as cst
 
 from trainlint.analysis.distributed import Distributed
+from trainlint.analysis.imports import insert_stdlib_import, is_docstring, is_stdlib
 from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.precision import Precision
@@ -288,7 +289,7 @@ class FileContext:
         return f"{base}_{i}"
 
     def last_import(self) -> cst.CSTNode | None:
-        """The last top-level import statement of the leading import block (or the docstring before it)."""
+        """The last top-level import statement of the leading import block; None when the module has none."""
         body = self.module.body
         anchor = None
         for stmt in body:
@@ -306,20 +307,16 @@ class FileContext:
         anchor = self.last_import()
         body = self.module.body
         if anchor is None:
-            first = body[0] if body else None
-            is_docstring = (isinstance(first, cst.SimpleStatementLine) and first.body
-                            and isinstance(first.body[0], cst.Expr)
-                            and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
-            if first is None:
+            if not body:
                 return (self.module, code + newline)
-            if not is_docstring:
-                return self.insert_before(first, code)
-            anchor = first
+            if not is_docstring(body[0]):
+                return self.insert_before(body[0], code)
+            anchor = body[0]
         return (anchor, self.render(anchor) + code + newline)
 
     def module_name(self, module: str) -> tuple[str, list]:
         """How to spell `module` here (`torch`, `th`, `F`), and the replacements that add an import when
-        nothing binds it (`import torch`)."""
+        nothing binds it (`import torch`; a standard-library module where isort would put it)."""
         names = self.names
         parts = module.split(".")
         # The longest bound prefix: `F` for torch.nn.functional, else `nn.functional`, else `torch.nn.functional`.
@@ -327,6 +324,8 @@ class FileContext:
             alias = names.module_alias(".".join(parts[:i]))
             if alias is not None:
                 return ".".join([alias, *parts[i:]]), []
+        if is_stdlib(parts[0]):
+            return module, [insert_stdlib_import(self, parts[0])]
         return module, [self.insert_after_imports(f"import {parts[0]}")]
 
 

@@ -1,7 +1,8 @@
 """Data-parallel wrapping and gradient accumulation, as the distributed rules ask about them.
 
 Which names hold a DDP/FSDP-wrapped model (a direct call, an import alias, a module-local helper
-that returns one, a parameter a wrapped model is passed to); whether the module already skips
+that returns one, a parameter a wrapped model is passed to, a model prepared by accelerate or set
+up by Lightning Fabric, which wrap it in DDP when launched on several processes); whether the module already skips
 the gradient all-reduce somewhere (`no_sync`, `require_backward_grad_sync`, accelerate, Fabric);
 and which hot loops accumulate gradients: backward on every micro-batch while the optimizer
 steps only under an interval condition (flat form) or after an inner micro-batch loop (nested).
@@ -21,6 +22,17 @@ from trainlint.analysis.tree import TreeIndex
 DDP = "torch.nn.parallel.DistributedDataParallel"
 FSDP = "torch.distributed.fsdp.FullyShardedDataParallel"
 WRAPPERS = (DDP, FSDP)
+ACCELERATE = "accelerate.Accelerator"
+FABRIC = "lightning.fabric.Fabric"
+_ACCELERATOR_CLASSES = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
+_FABRIC_CLASSES = ("lightning.Fabric", "lightning.fabric.Fabric", "lightning.fabric.fabric.Fabric",
+                   "lightning_fabric.Fabric", "lightning_fabric.fabric.Fabric")
+# An object not constructed in the module is known by its conventional name (`self.accelerator`,
+# a `fabric` parameter).
+_FRAMEWORK_NAMES = {"accelerator": ACCELERATE, "fabric": FABRIC}
+# The methods that hand back a model wrapped for data parallelism. accelerate's `prepare` takes
+# models, optimizers, loaders and schedulers in any order; Fabric's `setup` takes the model first.
+_PREPARE = {ACCELERATE: ("prepare", "prepare_model"), FABRIC: ("setup", "setup_module")}
 
 # Names (attributes, functions, strings) whose presence means the code already controls when
 # gradients are all-reduced: DDP/FSDP `no_sync()`, the attribute nanoGPT sets, accelerate's
@@ -33,8 +45,10 @@ _FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 @dataclass
 class Wrapped:
     name: str  # dotted name holding the wrapped model (`model`, `self.model`)
-    kind: str  # DDP or FSDP qualified name
+    kind: str  # DDP, FSDP, ACCELERATE or FABRIC
     conditional: bool  # wrapped only on some paths (`if ddp: model = DDP(model)`)
+    # For ACCELERATE/FABRIC: the dotted name of the object that prepared the model (`accelerator`).
+    via: str | None = None
 
 
 @dataclass
@@ -73,6 +87,8 @@ class Distributed:
         self.names = names
         self.loops = loops
         self.wrapped: dict[str, Wrapped] = {}
+        self._frameworks: dict[str, str] | None = None
+        self._called_names: set[str] | None = None
         self._find_wrapped()
 
     # -- wrapping ------------------------------------------------------------------------
@@ -110,6 +126,9 @@ class Distributed:
             name = dotted(target) if target is not None else None
             if kind and name:
                 self._add(name, kind, _conditional(index, node))
+            elif target is not None:
+                for name, kind, via in self._prepared(target, value):
+                    self._add(name, kind, _conditional(index, node), via)
         # A wrapped model handed to a local function is wrapped under the parameter's name.
         for _ in range(2):
             for fn_name, calls in self.loops.calls_by_name.items():
@@ -117,13 +136,70 @@ class Distributed:
                     for param, arg in self._bind_params(fn_name, call):
                         src = self.wrapped.get(dotted(arg.value) or "")
                         if src is not None:
-                            self._add(param, src.kind, src.conditional)
+                            self._add(param, src.kind, src.conditional, src.via)
                         elif kind := self.wrapper_kind(arg.value, helpers):  # train(DDP(model), ...)
                             self._add(param, kind, _conditional(index, call))
 
-    def _add(self, name: str, kind: str, conditional: bool) -> None:
+    def _add(self, name: str, kind: str, conditional: bool, via: str | None = None) -> None:
         old = self.wrapped.get(name)
-        self.wrapped[name] = Wrapped(name, kind, conditional or (old is not None and old.conditional))
+        self.wrapped[name] = Wrapped(name, kind, conditional or (old is not None and old.conditional), via)
+
+    def framework(self, name: str | None) -> str | None:
+        """ACCELERATE or FABRIC when the dotted name holds an `Accelerator` or a `Fabric`."""
+        if name is None:
+            return None
+        if self._frameworks is None:
+            self._frameworks = {}
+            for assign in self.index.nodes(cst.Assign):
+                value = assign.value
+                if len(assign.targets) != 1 or not isinstance(value, cst.Call):
+                    continue
+                target = dotted(assign.targets[0].target)
+                if target and self.names.is_a(value.func, *_ACCELERATOR_CLASSES):
+                    self._frameworks[target] = ACCELERATE
+                elif target and self.names.is_a(value.func, *_FABRIC_CLASSES):
+                    self._frameworks[target] = FABRIC
+            # Handed to a local function: `train(accelerator, model)` binds its parameter.
+            for fn_name, calls in self.loops.calls_by_name.items():
+                for call in calls:
+                    for param, arg in self._bind_params(fn_name, call):
+                        kind = self._frameworks.get(dotted(arg.value) or "")
+                        if kind:
+                            self._frameworks.setdefault(param, kind)
+        if name in self._frameworks:
+            return self._frameworks[name]
+        head = name.split(".", 1)[0]
+        if head in self.names.aliases and "." in name:
+            return None  # an attribute of an imported module (`torch.accelerator`)
+        return _FRAMEWORK_NAMES.get(name.rsplit(".", 1)[-1])
+
+    def _prepared(self, target: cst.BaseAssignTargetExpression, value: cst.BaseExpression):
+        """(name, kind, via) for each model that `accelerator.prepare(...)`/`fabric.setup(...)` hands back."""
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+            return
+        via = dotted(value.func.value)
+        kind = self.framework(via)
+        method = value.func.attr.value
+        if kind is None or method not in _PREPARE[kind]:
+            return
+        if isinstance(target, (cst.Tuple, cst.List)):
+            names = [dotted(e.value) for e in target.elements]
+        else:
+            names = [dotted(target)]
+        if method in ("prepare_model", "setup_module") or (kind == FABRIC and method == "setup"):
+            names = names[:1]  # Fabric's setup returns the model first, then the optimizers
+        else:
+            # What accelerate prepared is a model if the module calls it (`model(x)`); optimizers,
+            # loaders and schedulers are not called.
+            names = [n for n in names if n is not None and n in self._called()]
+        for name in names:
+            if name is not None:
+                yield name, kind, via
+
+    def _called(self) -> set[str]:
+        if self._called_names is None:
+            self._called_names = {dotted(c.func) for c in self.index.nodes(cst.Call)} - {None}
+        return self._called_names
 
     def _returns_wrapper(self, fn: cst.FunctionDef, helpers) -> str | None:
         local: dict[str, str] = {}

@@ -7,12 +7,7 @@ import sys
 import libcst as cst
 
 
-def _is_import(stmt: cst.CSTNode) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and bool(stmt.body) \
-        and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
-
-
-def _is_docstring(stmt: cst.CSTNode) -> bool:
+def is_docstring(stmt: cst.CSTNode) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and bool(stmt.body) and isinstance(stmt.body[0], cst.Expr) \
         and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
 
@@ -25,13 +20,8 @@ def after_imports(ctx, code: str, blank_lines_after: int = 0):
     lines are added after code until the next statement has `blank_lines_after` before it.
     """
     body = list(ctx.module.body)
-    anchor = None
-    for stmt in body:
-        if _is_import(stmt):
-            anchor = stmt
-        elif anchor is not None:
-            break
-    if anchor is None and body and _is_docstring(body[0]):
+    anchor = ctx.last_import()
+    if anchor is None and body and is_docstring(body[0]):
         anchor = body[0]
     following = body[body.index(anchor) + 1] if anchor is not None and body.index(anchor) + 1 < len(body) \
         else (body[0] if anchor is None and body else None)
@@ -62,6 +52,10 @@ def imported_name(ctx, qualified: str) -> str | None:
     return None
 
 
+def is_stdlib(module: str) -> bool:
+    return module in getattr(sys, "stdlib_module_names", frozenset())
+
+
 def insert_stdlib_import(ctx, module: str):
     """Replacement inserting `import <module>` (a standard-library module) where isort would put
     it: among the top-level standard-library `import x` lines in alphabetical order, else before
@@ -70,9 +64,8 @@ def insert_stdlib_import(ctx, module: str):
     newline = ctx.module.default_newline
     imports = [s for s in body if isinstance(s, cst.SimpleStatementLine) and s.body
                and isinstance(s.body[0], (cst.Import, cst.ImportFrom))]
-    stdlib = getattr(sys, "stdlib_module_names", frozenset())
     plain_std = [s for s in imports if isinstance(s.body[0], cst.Import)
-                 and (ctx.dotted(s.body[0].names[0].name) or "").split(".")[0] in stdlib]
+                 and is_stdlib((ctx.dotted(s.body[0].names[0].name) or "").split(".")[0])]
     later = [s for s in plain_std if (ctx.dotted(s.body[0].names[0].name) or "") > module]
     if later:
         return ctx.insert_before(later[0], f"import {module}")
