@@ -17,7 +17,8 @@ from trainlint.cache import Cache
 from trainlint.config import ConfigError, SettingsResolver
 from trainlint.registry import RegistryError, all_rules, get_rule, is_known_selector
 from trainlint.reporters import FORMATS, render
-from trainlint.runner import Mode, run
+from trainlint.runner import Mode, check_stdin, run
+from trainlint.source import STDIN_NAME
 
 
 # Commands that live in modules of their own, imported only when named (or listed by --help):
@@ -103,22 +104,35 @@ def _selectors(ctx, param, value):
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
               help="Report only findings not recorded in FILE (a missing FILE is written with the current findings).")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: TLxxx` comments that suppress every current finding.")
+@click.option("--stdin-filename", type=click.Path(), default=None,
+              help="Read the source from standard input (also `-` as the only PATH); PATH names it for "
+                   "configuration, excludes and output. With --fix the fixed source goes to standard output "
+                   "and the report to standard error.")
 @click.pass_obj
 def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exit_zero, statistics, show_fixes,
           output_format, config_path, no_cache, cache_dir, jobs, force_exclude, quiet, extend_exclude,
-          baseline_path, add_noqa) -> None:
+          baseline_path, add_noqa, stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     own_process = process is not None
     if own_process:
         process.checked = True
     overrides = {"select": select, "extend_select": extend_select, "ignore": ignore,
                  "extend_exclude": tuple(extend_exclude) or None}
+    from_stdin = stdin_filename is not None or STDIN_NAME in paths
+    if from_stdin and (set(paths) - {STDIN_NAME} or add_noqa):
+        what = "--add-noqa" if add_noqa else "other PATHS"
+        raise click.UsageError(f"standard input (`-` or --stdin-filename) is checked alone; {what} cannot go with it")
+    fixed_source = None
     try:
         resolver = SettingsResolver(config_path, overrides)
         mode = Mode(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff)
-        cache = None if no_cache else Cache(cache_dir)
-        result = run(list(paths) or ["."], resolver, mode, force_exclude=force_exclude, jobs=jobs, cache=cache,
-                     own_process=own_process)
+        if from_stdin:
+            result, fixed_source = check_stdin(sys.stdin.buffer.read(), stdin_filename or STDIN_NAME, resolver, mode,
+                                               force_exclude=force_exclude)
+        else:
+            cache = None if no_cache else Cache(cache_dir)
+            result = run(list(paths) or ["."], resolver, mode, force_exclude=force_exclude, jobs=jobs, cache=cache,
+                         own_process=own_process)
     except (ConfigError, RegistryError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -150,7 +164,15 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
         output = "".join(line + "\n" for line in output.splitlines()
                          if line and not line.startswith(("Found ", "[*] ", "All checks", "Would fix"))
                          and "hidden fix" not in line)
-    if output:
+    if mode.fix and fixed_source is not None:
+        # The source is standard output's content (an editor replaces its buffer with it): the
+        # report goes to standard error, and the source is written as bytes, encoding kept.
+        if output:
+            click.echo(output, nl=False, err=True)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(fixed_source)
+        sys.stdout.buffer.flush()
+    elif output:
         click.echo(output, nl=False)
     if result.errors:
         sys.exit(2)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from trainlint.config import Settings, SettingsResolver
 from trainlint.diagnostics import FileError, FileResult, RunResult
 from trainlint.discovery import discover
-from trainlint.source import SourceError, read_source
+from trainlint.source import MAX_BYTES, SourceError, SourceFile, decode, digest_bytes, encode, read_source
 from trainlint.writer import write_fixed
 
 
@@ -32,8 +32,13 @@ def check_file(path: str, settings: Settings, mode: Mode) -> FileResult:
 
 def _checked(path: str, settings: Settings, mode: Mode) -> tuple[FileResult, str | None]:
     """_check_file, with one file's internal error turned into that file's error line."""
+    return _guarded(path, lambda: _check_file(path, settings, mode))
+
+
+def _guarded(path: str, check):
+    """check(), or (an internal-error result for path, None) when it raises."""
     try:
-        return _check_file(path, settings, mode)
+        return check()
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as exc:  # noqa: BLE001 - one file's bug must not end the run or print a traceback
@@ -61,7 +66,8 @@ def _check_file(path: str, settings: Settings, mode: Mode) -> tuple[FileResult, 
     return _check_source(source, path, settings, mode), source.digest
 
 
-def _check_source(source, path: str, settings: Settings, mode: Mode) -> FileResult:
+def _check_source(source, path: str, settings: Settings, mode: Mode, write: bool = True) -> FileResult:
+    """write=False (standard input): with --fix, the fixed text is left in result.source."""
     # Imported on first use, not at the top: they pull in libcst (a few hundred milliseconds),
     # which a run answered entirely from the cache never needs.
     from trainlint.engine import ParseError, lint_text
@@ -95,18 +101,46 @@ def _check_source(source, path: str, settings: Settings, mode: Mode) -> FileResu
         result.diagnostics = lint_text(source.text, path, rules, settings)
         result.fixed = len(outcome.applied)
         return result
-    if outcome.text != source.text:
+    if outcome.text != source.text and write:
         try:
             write_fixed(source, outcome.text)
         except SourceError as exc:
             result.error = FileError(path, str(exc))
             result.diagnostics = lint_text(source.text, path, rules, settings)
             return result
-        result.source = outcome.text
+    result.source = outcome.text
     result.fixed = len(outcome.applied)
     result.applied = outcome.applied
     result.diagnostics = outcome.remaining
     return result
+
+
+def check_stdin(raw: bytes, path: str, resolver: SettingsResolver, mode: Mode = Mode(),
+                force_exclude: bool = False) -> tuple[RunResult, bytes]:
+    """Check source read from standard input (an editor's buffer), named `path` for settings,
+    excludes and output; nothing is written to disk. Returns the run's result and the bytes to
+    hand back with --fix: the fixed source in the input's encoding, BOM and line endings, or the
+    input itself, unchanged, when there is nothing to fix, the name is excluded (--force-exclude),
+    or the source cannot be read or fixed, so an editor that replaces its buffer loses nothing."""
+    result = RunResult(fix_mode=mode.fix)
+    settings = resolver.for_path(path)
+    if force_exclude and settings.is_excluded(path):
+        return result, raw
+    file_result = FileResult(path=path)
+    try:
+        if len(raw) > MAX_BYTES:
+            raise SourceError(f"input too large ({len(raw)} bytes; the limit is {MAX_BYTES})")
+        text, encoding, bom = decode(raw, path)
+    except SourceError as exc:
+        file_result.error = FileError(path, str(exc))
+    else:
+        source = SourceFile(path=path, text=text, encoding=encoding, bom=bom, mode=0, mtime_ns=0, size=len(raw),
+                            digest=digest_bytes(raw))
+        file_result = _guarded(path, lambda: (_check_source(source, path, settings, mode, write=False), None))[0]
+    result.files.append(file_result)
+    if mode.fix and file_result.error is None and file_result.fixed:
+        return result, encode(source, file_result.source)
+    return result, raw
 
 
 def default_jobs() -> int:

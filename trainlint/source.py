@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 # Bigger files are reported, not parsed: libcst would spend minutes and gigabytes on them.
 MAX_BYTES = 10 * 1024 * 1024
+# The name of source read from standard input when --stdin-filename gives none (as in Ruff).
+STDIN_NAME = "-"
 
 
 class SourceError(Exception):

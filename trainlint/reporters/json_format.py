@@ -6,6 +6,7 @@ import json
 import os
 
 from trainlint.diagnostics import Diagnostic, RunResult
+from trainlint.source import STDIN_NAME
 
 
 def _loc(loc) -> dict:
@@ -27,7 +28,7 @@ def diagnostic_dict(diag: Diagnostic) -> dict:
         "code": diag.code,
         "name": diag.name,
         "message": diag.message,
-        "filename": os.path.abspath(diag.path),
+        "filename": diag.path if diag.path == STDIN_NAME else os.path.abspath(diag.path),
         "location": _loc(diag.start),
         "end_location": _loc(diag.end),
         "fix": fix,
