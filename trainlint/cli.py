@@ -88,6 +88,10 @@ def _selectors(ctx, param, value):
 @click.option("--select", multiple=True, callback=_selectors, help="Rule codes or prefixes to enable (ALL for all).")
 @click.option("--extend-select", multiple=True, callback=_selectors, help="Rules to enable on top of the selection.")
 @click.option("--ignore", multiple=True, callback=_selectors, help="Rule codes or prefixes to disable.")
+@click.option("--fixable", multiple=True, callback=_selectors,
+              help="Rules whose fixes --fix may write (default: all); the others are shown as suggestions.")
+@click.option("--unfixable", multiple=True, callback=_selectors,
+              help="Rules whose fixes are only shown, never written (adds to the configuration's).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes that were applied.")
@@ -109,15 +113,16 @@ def _selectors(ctx, param, value):
                    "configuration, excludes and output. With --fix the fixed source goes to standard output "
                    "and the report to standard error.")
 @click.pass_obj
-def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, exit_zero, statistics, show_fixes,
+def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
+          statistics, show_fixes,
           output_format, config_path, no_cache, cache_dir, jobs, force_exclude, quiet, extend_exclude,
           baseline_path, add_noqa, stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     own_process = process is not None
     if own_process:
         process.checked = True
-    overrides = {"select": select, "extend_select": extend_select, "ignore": ignore,
-                 "extend_exclude": tuple(extend_exclude) or None}
+    overrides = {"select": select, "extend_select": extend_select, "ignore": ignore, "fixable": fixable,
+                 "unfixable": unfixable, "extend_exclude": tuple(extend_exclude) or None}
     from_stdin = stdin_filename is not None or STDIN_NAME in paths
     if from_stdin and (set(paths) - {STDIN_NAME} or add_noqa):
         what = "--add-noqa" if add_noqa else "other PATHS"

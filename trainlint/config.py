@@ -23,6 +23,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from trainlint import __version__
+from trainlint.diagnostics import Applicability
 from trainlint.registry import all_rules, get_rule, is_known_selector
 
 if TYPE_CHECKING:
@@ -52,6 +53,13 @@ class Settings:
     target_gpu: str = "any"
     interval_names: tuple[str, ...] = ()
     rule_options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
+    # Which fixes --fix may write (Ruff's keys): `fixable` (None: every rule) minus `unfixable`;
+    # an excluded rule's fix is only shown, as a suggestion. `extend-safe-fixes` /
+    # `extend-unsafe-fixes` move a rule's fixes between safe and unsafe.
+    fixable: tuple[str, ...] | None = None
+    unfixable: tuple[str, ...] = ()
+    extend_safe_fixes: tuple[str, ...] = ()
+    extend_unsafe_fixes: tuple[str, ...] = ()
     root: str = "."  # the folder patterns are relative to (the config file's folder)
     config_path: str | None = None
 
@@ -74,6 +82,19 @@ class Settings:
             if rule_code == code:
                 opts.update(dict(values))
         return opts
+
+    def fix_applicability(self, code: str, applicability: Applicability) -> Applicability:
+        """A fix of rule `code` as this configuration classes it. A suggestion stays a suggestion
+        (it was never meant to be written); listed in both extend lists, a fix is unsafe."""
+        if applicability is Applicability.DISPLAY_ONLY:
+            return applicability
+        if _matches(code, self.unfixable) or (self.fixable is not None and not _matches(code, self.fixable)):
+            return Applicability.DISPLAY_ONLY
+        if _matches(code, self.extend_unsafe_fixes):
+            return Applicability.UNSAFE
+        if _matches(code, self.extend_safe_fixes):
+            return Applicability.SAFE
+        return applicability
 
     def active_rules(self, path: str | None = None) -> list[ActiveRule]:
         return list(_active_rules(self, self._ignored_for(path)))
@@ -176,7 +197,8 @@ def glob_matcher(patterns: tuple[str, ...]):
 
 # -- loading ------------------------------------------------------------------------------
 
-_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "interval-names")
+_CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
+_LIST_KEYS = _CODE_KEYS + ("exclude", "extend-exclude", "interval-names")
 _TOP_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "target-gpu"}
 
 
@@ -199,7 +221,7 @@ def parse_table(table: dict, path: str) -> dict:
     out: dict = {}
     rule_options = []
     for key, value in table.items():
-        if key in ("select", "extend-select", "ignore"):
+        if key in _CODE_KEYS:
             out[key.replace("-", "_")] = _codes(path, key, value)
         elif key in ("exclude", "extend-exclude", "interval-names"):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -328,6 +350,7 @@ class SettingsResolver:
         extend = overrides.pop("extend_select", None)
         ignore = overrides.pop("ignore", None)
         extend_exclude = overrides.pop("extend_exclude", None)
+        unfixable = overrides.pop("unfixable", None)
         if overrides.get("select"):
             # A rule selected on the command line beats the config's ignore of it (or of its prefix).
             chosen = overrides["select"]
@@ -340,6 +363,8 @@ class SettingsResolver:
             settings = replace(settings, ignore=settings.ignore + tuple(ignore))
         if extend_exclude:
             settings = replace(settings, extend_exclude=settings.extend_exclude + tuple(extend_exclude))
+        if unfixable:
+            settings = replace(settings, unfixable=settings.unfixable + tuple(unfixable))
         return settings
 
     def for_path(self, path: str) -> Settings:

@@ -116,7 +116,10 @@ def _resolve(findings: list[Finding], ctx: FileContext, path: str) -> list[Diagn
             for old, new in finding.fix.replacements:
                 edits.append(_edit(ctx, positions, old, new))
             edits.sort(key=lambda e: (e.start, e.end))
-            fix = Fix(finding.fix.applicability, finding.fix.message, tuple(e for e in edits if e is not None))
+            applicability = finding.fix.applicability
+            if ctx.settings is not None:
+                applicability = ctx.settings.fix_applicability(finding.code, applicability)
+            fix = Fix(applicability, finding.fix.message, tuple(e for e in edits if e is not None))
         out.append(
             Diagnostic(
                 code=finding.code,
