@@ -105,6 +105,16 @@ def test_full_output_shows_source_and_fix(project):
     out = run(["--output-format", "full", "bad.py"], project).output
     assert "2 | loader = DataLoader(ds, num_workers=4)" in out
     assert "help: Set `prefetch_factor=4` (safe fix)" in out
+    assert "  2 - loader = DataLoader(ds, num_workers=4)\n  2 + loader = DataLoader(ds, num_workers=4, prefetch_factor=4)\n" in out
+
+
+def test_full_output_shows_a_suggestion_as_code(tmp_path):
+    # A suggestion is never written, so this is the only place its code shows besides JSON and reviews.
+    (tmp_path / "dp.py").write_text("import torch\n\nmodel = torch.nn.DataParallel(net)\nprint(model)\n")
+    out = run(["--output-format", "full", "--no-cache", "dp.py"], tmp_path).output
+    assert "(display-only fix)\n  3 - model = torch.nn.DataParallel(net)\n  3 + model = torch.nn.parallel." in out
+    assert "  6 + )\n\n" in out  # the last changed row; the unchanged `print(model)` is not shown
+    assert "print(model)" not in out
 
 
 def test_quiet_prints_findings_only(project):

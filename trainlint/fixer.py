@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from trainlint.diagnostics import Diagnostic, Edit
+from trainlint.diagnostics import Diagnostic
 from trainlint.engine import ActiveRule, ParseError, lint_text, parse
+from trainlint.textpos import apply_edits
 
 MAX_ROUNDS = 10
 
@@ -23,17 +24,6 @@ class FixOutcome:
     text: str
     applied: list[Diagnostic] = field(default_factory=list)  # the diagnostics whose fixes were applied
     remaining: list[Diagnostic] = field(default_factory=list)
-
-
-def apply_edits(text: str, edits: list[Edit]) -> str:
-    pieces = []
-    cursor = 0
-    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
-        pieces.append(text[cursor:edit.start])
-        pieces.append(edit.content)
-        cursor = edit.end
-    pieces.append(text[cursor:])
-    return "".join(pieces)
 
 
 def choose_fixes(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> list[Diagnostic]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from trainlint.diagnostics import Applicability, RunResult
+from trainlint.textpos import apply_edits, split_lines, strip_eol
 
 
 def _fix_marker(diag) -> str:
@@ -22,6 +23,7 @@ def render(result: RunResult, fmt: str) -> str:
             lines.extend(_snippet(result.source_of(diag.path), diag))
             if diag.fix is not None:
                 lines.append(f"  = help: {diag.fix.message} ({diag.fix.applicability.value} fix)")
+                lines.extend(_fix_lines(result.source_of(diag.path), diag))
             lines.append("")
     for file in result.files:
         if file.diff:
@@ -42,6 +44,26 @@ def _snippet(source: str | None, diag) -> list[str]:
         if row == diag.start.row:
             end_col = diag.end.column if diag.end.row == row else len(rows[row - 1]) + 1
             out.append(f"  {'':>{width}} | {' ' * (diag.start.column - 1)}{'^' * max(1, end_col - diag.start.column)}")
+    return out
+
+
+def _fix_lines(source: str | None, diag) -> list[str]:
+    """The rows the fix changes: `- ` the row as it is (its number now), `+ ` as the fix writes it
+    (its number then). Shown for every fix, so a suggestion that --fix never writes is still
+    visible as code."""
+    if not source or not diag.fix.edits:
+        return []
+    from difflib import SequenceMatcher  # here: only the `full` format needs it
+
+    old = [strip_eol(line) for line in split_lines(source)]
+    new = [strip_eol(line) for line in split_lines(apply_edits(source, diag.fix.edits))]
+    out = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        width = len(str(max(i2, j2)))
+        out += [f"  {i + 1:>{width}} - {old[i]}".rstrip(" ") for i in range(i1, i2)]
+        out += [f"  {j + 1:>{width}} + {new[j]}".rstrip(" ") for j in range(j1, j2)]
     return out
 
 
