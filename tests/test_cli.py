@@ -158,3 +158,25 @@ def test_no_cache_flag_is_accepted(project):
 def test_version():
     result = CliRunner().invoke(cli, ["--version"])
     assert result.exit_code == 0 and "trainlint" in result.output
+
+
+def test_show_files_lists_what_a_check_would_read(project):
+    (project / "pyproject.toml").write_text('[tool.trainlint]\nextend-exclude = ["good.py"]\n')
+    result = run(["--show-files"], project)
+    assert result.exit_code == 0 and result.output == "bad.py\n"
+    assert run(["--show-files", "missing.py"], project).exit_code == 2
+
+
+def test_show_settings_names_the_config_and_the_rules(project):
+    (project / "sub").mkdir()
+    (project / "sub" / "train.py").write_text(BAD)
+    (project / "sub" / "trainlint.toml").write_text('ignore = ["TL104"]\nunfixable = ["TL102"]\n[TL101]\nnum-workers = 4\n')
+    out = run(["--show-settings", "sub/train.py"], project).output.splitlines()
+    assert out[0] == 'file = "sub/train.py"'
+    assert out[1] == f'config = "{project / "sub" / "trainlint.toml"}"'
+    rules = next(line for line in out if line.startswith("rules = "))
+    assert '"TL101"' in rules and '"TL104"' not in rules
+    assert 'unfixable = ["TL102"]' in out and "TL101.num-workers = 4" in out
+    # Without a configuration file: the defaults, said so.
+    out = run(["--show-settings", "bad.py"], project).output
+    assert "config = (none: defaults)" in out and '"TL104"' in out

@@ -108,6 +108,9 @@ def _selectors(ctx, param, value):
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
               help="Report only findings not recorded in FILE (a missing FILE is written with the current findings).")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: TLxxx` comments that suppress every current finding.")
+@click.option("--show-files", is_flag=True, help="List the files a check would read, and stop.")
+@click.option("--show-settings", is_flag=True,
+              help="Print the settings for the first file a check would read (config file, rules, excludes), and stop.")
 @click.option("--stdin-filename", type=click.Path(), default=None,
               help="Read the source from standard input (also `-` as the only PATH); PATH names it for "
                    "configuration, excludes and output. With --fix the fixed source goes to standard output "
@@ -116,7 +119,7 @@ def _selectors(ctx, param, value):
 def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
           statistics, show_fixes,
           output_format, config_path, no_cache, cache_dir, jobs, force_exclude, quiet, extend_exclude,
-          baseline_path, add_noqa, stdin_filename) -> None:
+          baseline_path, add_noqa, show_files, show_settings, stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     own_process = process is not None
     if own_process:
@@ -130,6 +133,8 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
     fixed_source = None
     try:
         resolver = SettingsResolver(config_path, overrides)
+        if show_files or show_settings:
+            _show(list(paths) or ["."], resolver, force_exclude, show_settings, stdin_filename)
         mode = Mode(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff)
         if from_stdin:
             result, fixed_source = check_stdin(sys.stdin.buffer.read(), stdin_filename or STDIN_NAME, resolver, mode,
@@ -186,6 +191,27 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
     if diff and any(f.diff for f in result.files) and not exit_zero:
         sys.exit(1)
     sys.exit(0)
+
+
+def _show(paths, resolver, force_exclude, settings_only, stdin_filename) -> None:
+    """--show-files / --show-settings: print, and exit (2 when a path does not exist)."""
+    from trainlint.discovery import discover
+    from trainlint.show import show_settings
+
+    if stdin_filename is not None:
+        files, missing = [stdin_filename], []
+    else:
+        files, missing = discover([p for p in paths if p != STDIN_NAME], resolver, force_exclude)
+    for path in missing:
+        click.echo(f"{path}: error: no such file or directory", err=True)
+    if settings_only:
+        if not files:
+            click.echo("error: no file to show the settings of", err=True)
+            sys.exit(2)
+        click.echo("\n".join(show_settings(files[0], resolver.for_path(files[0]))))
+    else:
+        click.echo("".join(f"{path}\n" for path in files), nl=False)
+    sys.exit(2 if missing else 0)
 
 
 @cli.command()
