@@ -148,3 +148,71 @@ def _write(tmp_path, text):
 def test_config_error_is_an_exception_type(tmp_path):
     with pytest.raises(ConfigError):
         settings_from_file(_write(tmp_path, "[tool.trainlint]\nfoo = 1\n"))
+
+
+# -- extend: one configuration built on another (monorepos) ---------------------------------
+
+def _write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_extend_inherits_and_overrides(tmp_path):
+    _write(tmp_path / "pyproject.toml", '[tool.trainlint]\nextend-select = ["TL403"]\nignore = ["TL105"]\n'
+           'target-gpu = "volta"\ninterval-names = ["is_log"]\n[tool.trainlint.TL101]\nnum-workers = 4\n'
+           '[tool.trainlint.TL104]\nmin-prefetch-factor = 2\n')
+    child = _write(tmp_path / "proj" / "trainlint.toml", 'extend = "../pyproject.toml"\ntarget-gpu = "hopper"\n'
+                   'ignore = ["TL106"]\ninterval-names = ["is_eval"]\n[TL101]\nnum-workers = 2\n')
+    settings = settings_from_file(str(child))
+    assert settings.target_gpu == "hopper"  # a value of its own replaces the base's
+    assert settings.ignore == ("TL105", "TL106") and settings.interval_names == ("is_log", "is_eval")  # lists add up
+    assert "TL403" in settings.enabled_codes() and "TL105" not in settings.enabled_codes()
+    assert settings.options_for("TL101")["num-workers"] == 2 and settings.options_for("TL104")["min-prefetch-factor"] == 2
+    assert settings.root == str(tmp_path / "proj")
+
+
+def test_a_select_of_its_own_starts_the_rule_choice_over(tmp_path):
+    _write(tmp_path / "pyproject.toml", '[tool.trainlint]\nextend-select = ["TL403"]\nignore = ["TL101"]\n')
+    child = _write(tmp_path / "proj" / "pyproject.toml", '[tool.trainlint]\nextend = "../pyproject.toml"\nselect = ["TL1"]\n')
+    codes = settings_from_file(str(child)).enabled_codes()
+    assert "TL101" in codes and "TL403" not in codes and all(c.startswith("TL1") for c in codes)
+
+
+def test_extended_globs_keep_their_own_folder(tmp_path):
+    # The base's path globs are relative to the base's folder; the child's to its own; bare names anywhere.
+    _write(tmp_path / "pyproject.toml", '[tool.trainlint]\nextend-exclude = ["proj/legacy", "scratch"]\n'
+           'per-file-ignores = { "proj/tests/*" = ["TL1"] }\n')
+    _write(tmp_path / "proj" / "pyproject.toml", '[tool.trainlint]\nextend = "../pyproject.toml"\nextend-exclude = ["gen"]\n')
+    for name in ("train.py", "legacy/old.py", "gen/auto.py", "deep/scratch/x.py", "tests/test_x.py"):
+        _write(tmp_path / "proj" / name, "from torch.utils.data import DataLoader\nDataLoader(ds)\n")
+    old = os.getcwd()
+    os.chdir(tmp_path / "proj")
+    try:
+        shown = CliRunner().invoke(cli, ["--show-files", "--no-cache"]).output.split()
+        checked = CliRunner().invoke(cli, ["check", "--no-cache", "--output-format", "concise"]).output
+    finally:
+        os.chdir(old)
+    assert sorted(shown) == ["tests/test_x.py", "train.py"]
+    assert "train.py:2:1: TL101" in checked and "tests/test_x.py" not in checked
+
+
+@pytest.mark.parametrize("child,message", [
+    ('extend = "missing.toml"\n', "no such configuration file"),
+    ('extend = 3\n', "the path of another configuration file"),
+    ('extend = "other/trainlint.toml"\n', "a cycle of configuration files"),
+])
+def test_extend_errors_name_the_file(tmp_path, child, message):
+    _write(tmp_path / "other" / "trainlint.toml", 'extend = "../trainlint.toml"\n')
+    path = _write(tmp_path / "trainlint.toml", child)
+    with pytest.raises(ConfigError) as exc:
+        settings_from_file(str(path))
+    assert "trainlint.toml: invalid configuration: `extend`" in str(exc.value) and message in str(exc.value)
+
+
+def test_an_error_in_the_extended_file_names_that_file(tmp_path):
+    _write(tmp_path / "base.toml", 'select = ["TL999"]\n')
+    path = _write(tmp_path / "proj" / "trainlint.toml", 'extend = "../base.toml"\n')
+    with pytest.raises(ConfigError) as exc:
+        settings_from_file(str(path))
+    assert str(exc.value).startswith(str(tmp_path / "base.toml") + ": invalid configuration: `select`")

@@ -102,10 +102,9 @@ class Settings:
     def _ignored_for(self, path: str | None) -> tuple[str, ...]:
         if path is None or not self.per_file_ignores:
             return ()
-        rel = self.relative(path)
         out: list[str] = []
         for pattern, codes in self.per_file_ignores:
-            if glob_matcher((pattern,))(rel):
+            if self.path_matches((pattern,), path):
                 out.extend(codes)
         return tuple(out)
 
@@ -119,7 +118,15 @@ class Settings:
         return rel.replace(os.sep, "/")
 
     def is_excluded(self, path: str) -> bool:
-        return glob_matcher(tuple(self.exclude) + tuple(self.extend_exclude))(self.relative(path))
+        return self.path_matches(tuple(self.exclude) + tuple(self.extend_exclude), path)
+
+    def path_matches(self, patterns: tuple[str, ...], path: str) -> bool:
+        """Does path match a glob: relative globs against the path relative to root, absolute ones
+        (written so, or a base configuration's globs rebased by `extend`) against the absolute path."""
+        relative, absolute = _split_globs(patterns)
+        if relative and glob_matcher(relative)(self.relative(path)):
+            return True
+        return bool(absolute) and glob_matcher(absolute)(os.path.abspath(path).replace(os.sep, "/"))
 
     def fingerprint(self) -> str:
         """Stable hash of everything that changes findings (for the cache)."""
@@ -162,6 +169,17 @@ _fold_case = str.lower if os.path.normcase("A") == "a" else str
 
 
 @lru_cache(maxsize=256)
+def _split_globs(patterns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(globs relative to the root, absolute globs)."""
+    absolute = tuple(p for p in patterns if _is_absolute_glob(p))
+    return tuple(p for p in patterns if p not in absolute), absolute
+
+
+def _is_absolute_glob(pattern: str) -> bool:
+    return os.path.isabs(pattern) or pattern.startswith("/")
+
+
+@lru_cache(maxsize=256)
 def glob_matcher(patterns: tuple[str, ...]):
     """One compiled test for "does the path (relative to the root, with '/') match any of these
     globs": a pattern matches the path itself or a folder above it, and a pattern without '/'
@@ -199,7 +217,11 @@ def glob_matcher(patterns: tuple[str, ...]):
 
 _CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
 _LIST_KEYS = _CODE_KEYS + ("exclude", "extend-exclude", "interval-names")
-_TOP_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "target-gpu"}
+_TOP_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "target-gpu", "extend"}
+# Keys whose values a configuration adds to those of the configuration it extends (the others
+# replace them); a `select` of its own starts the rule choice over, dropping the base's additions.
+_ACCUMULATED = ("extend_select", "ignore", "extend_exclude", "per_file_ignores", "unfixable", "extend_safe_fixes",
+                "extend_unsafe_fixes", "interval_names")
 
 
 def _err(path: str, key: str, expected: str, got=None) -> ConfigError:
@@ -233,6 +255,9 @@ def parse_table(table: dict, path: str) -> dict:
             out["per_file_ignores"] = tuple(
                 (pattern, _codes(path, f"{key}.{pattern}", codes)) for pattern, codes in value.items()
             )
+        elif key == "extend":
+            if not isinstance(value, str):
+                raise _err(path, key, "the path of another configuration file (a string)", value)
         elif key == "target-gpu":
             if value not in TARGET_GPUS:
                 raise _err(path, key, "one of " + ", ".join(TARGET_GPUS), value)
@@ -292,9 +317,61 @@ def read_config(path: str) -> dict | None:
 
 
 def settings_from_file(path: str) -> Settings:
-    table = read_config(path)
-    kwargs = parse_table(table or {}, path)
+    kwargs = _settings_kwargs(path, ())
     return Settings(root=os.path.dirname(os.path.abspath(path)), config_path=path, **kwargs)
+
+
+def _settings_kwargs(path: str, chain: tuple[str, ...]) -> dict:
+    """Settings keyword arguments of a configuration file, merged over the file it extends
+    (`extend = "../pyproject.toml"`, as in Ruff), whose relative globs stay relative to its own folder."""
+    table = read_config(path) or {}
+    kwargs = parse_table(table, path)
+    base = table.get("extend")
+    if base is None:
+        return kwargs
+    folder = os.path.dirname(os.path.abspath(path))
+    base_path = os.path.normpath(os.path.join(folder, os.path.expanduser(os.path.expandvars(base))))
+    if base_path in chain or base_path == os.path.abspath(path):
+        cycle = " -> ".join((*chain, os.path.abspath(path), base_path))
+        raise ConfigError(f"{path}: invalid configuration: `extend`: a cycle of configuration files ({cycle})")
+    if not os.path.isfile(base_path):
+        raise ConfigError(f"{path}: invalid configuration: `extend`: no such configuration file {base_path}")
+    inherited = _rebased(_settings_kwargs(base_path, (*chain, os.path.abspath(path))),
+                         os.path.dirname(base_path), folder)
+    if "select" in kwargs:
+        inherited.pop("extend_select", None)
+        inherited.pop("ignore", None)
+    for key, value in kwargs.items():
+        if key in _ACCUMULATED and key in inherited:
+            inherited[key] = inherited[key] + value
+        elif key == "rule_options" and key in inherited:
+            options = {code: dict(values) for code, values in inherited[key]}
+            for code, values in value:
+                options.setdefault(code, {}).update(dict(values))
+            inherited[key] = tuple((code, tuple(values.items())) for code, values in options.items())
+        else:
+            inherited[key] = value
+    return inherited
+
+
+def _rebased(kwargs: dict, base_folder: str, folder: str) -> dict:
+    """A base configuration's globs that name a path (have a '/') made absolute, so they keep
+    meaning what they meant in the base's folder; bare names (`build`) match anywhere as before."""
+    if base_folder == folder:
+        return kwargs
+
+    def rebase(pattern: str) -> str:
+        if "/" not in pattern.rstrip("/") or _is_absolute_glob(pattern):
+            return pattern
+        return base_folder.replace(os.sep, "/").rstrip("/") + "/" + pattern
+
+    out = dict(kwargs)
+    for key in ("exclude", "extend_exclude"):
+        if key in out:
+            out[key] = tuple(rebase(p) for p in out[key])
+    if "per_file_ignores" in out:
+        out["per_file_ignores"] = tuple((rebase(p), codes) for p, codes in out["per_file_ignores"])
+    return out
 
 
 def find_config(directory: str, memo: dict[str, str | None]) -> str | None:
