@@ -27,6 +27,7 @@ LAZY_COMMANDS = {
     "verify": ("trainlint.verify.command", "verify_command"),
     "review": ("trainlint.review", "review_command"),
     "clean": ("trainlint.cache", "clean_command"),
+    "server": ("trainlint.server", "server_command"),
 }
 
 

@@ -64,6 +64,17 @@ def _with_codes(line: str, comment: tuple[int, str] | None, codes: list[str]) ->
     return line.rstrip() + "  # noqa: " + ", ".join(codes), len(codes)
 
 
+def suppressed_line(text: str, row: int, code: str) -> str | None:
+    """Row `row` of text (without its line ending) with `code` suppressed (an editor's "disable
+    for this line"); None when the row cannot take a comment or is already covered."""
+    lines = split_lines(text)
+    comments, blocked = _comment_rows(text)
+    if row in blocked or not 1 <= row <= len(lines):
+        return None
+    new, added = _with_codes(strip_eol(lines[row - 1]), comments.get(row), [code])
+    return new if added else None
+
+
 def add_noqa(result: RunResult, errors: list[FileError] | None = None) -> int:
     """Insert suppressions for every unfixed finding in `result`; returns how many findings were
     suppressed. Files that cannot be rewritten are skipped and, when `errors` is given, reported there."""

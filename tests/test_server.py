@@ -1,0 +1,219 @@
+"""`trainlint server`, the language server, driven as an editor drives it: a real process, real
+Content-Length-framed JSON-RPC on its standard input and output."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import queue
+
+import pytest
+
+from _paths import ROOT
+from trainlint.server import read_message, write_message
+
+SOURCE = (
+    "import torch\n"
+    "from torch.utils.data import DataLoader\n"
+    "loader = DataLoader(ds, batch_size=4)  # café\n"
+    "for x in loader:\n"
+    "    x = x.cuda()\n"
+    "    model(x).backward()\n"
+    "    opt.step()\n"
+)
+
+
+class Client:
+    def __init__(self, cwd, encodings=None):
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        self.proc = subprocess.Popen([sys.executable, "-m", "trainlint", "server"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env)
+        self.inbox = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.next_id = 0
+        capabilities = {"general": {"positionEncodings": encodings}} if encodings else {}
+        self.init = self.request("initialize", {"processId": None, "rootUri": None, "capabilities": capabilities})
+        self.notify("initialized", {})
+
+    def _read(self):
+        while True:
+            message = read_message(self.proc.stdout)
+            self.inbox.put(message)
+            if message is None:
+                return
+
+    def notify(self, method, params):
+        write_message(self.proc.stdin, {"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method, params):
+        self.next_id += 1
+        write_message(self.proc.stdin, {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            message = self.receive()
+            if message.get("id") == self.next_id:
+                return message
+
+    def receive(self):
+        message = self.inbox.get(timeout=60)
+        assert message is not None, self.proc.stderr.read().decode()
+        return message
+
+    def diagnostics(self, uri):
+        while True:
+            message = self.receive()
+            if message.get("method") == "textDocument/publishDiagnostics" and message["params"]["uri"] == uri:
+                return message["params"]
+
+    def close(self):
+        assert self.request("shutdown", None)["result"] is None
+        self.notify("exit", None)
+        assert self.proc.wait(timeout=30) == 0
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+@pytest.fixture
+def client(tmp_path):
+    c = Client(tmp_path)
+    yield c
+    c.close()
+
+
+def _open(client, tmp_path, text, name="train.py", version=1):
+    uri = (tmp_path / name).as_uri()
+    client.notify("textDocument/didOpen",
+                  {"textDocument": {"uri": uri, "languageId": "python", "version": version, "text": text}})
+    return uri
+
+
+def _apply(text, edits):
+    """Apply LSP TextEdits (utf-16 positions) to text."""
+    lines = text.splitlines(keepends=True)
+
+    def offset(pos):
+        before = "".join(lines[:pos["line"]])
+        line = lines[pos["line"]] if pos["line"] < len(lines) else ""
+        units, chars = 0, 0
+        while units < pos["character"]:
+            units += 2 if ord(line[chars]) > 0xFFFF else 1
+            chars += 1
+        return len(before) + chars
+
+    for edit in sorted(edits, key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
+                       reverse=True):
+        start, end = offset(edit["range"]["start"]), offset(edit["range"]["end"])
+        text = text[:start] + edit["newText"] + text[end:]
+        lines = text.splitlines(keepends=True)
+    return text
+
+
+def test_findings_are_published_for_the_buffer(client, tmp_path):
+    assert client.init["result"]["capabilities"]["positionEncoding"] == "utf-16"
+    uri = _open(client, tmp_path, SOURCE)  # nothing on disk: the buffer is what is checked
+    params = client.diagnostics(uri)
+    assert params["version"] == 1
+    by_code = {d["code"]: d for d in params["diagnostics"]}
+    assert set(by_code) == {"TL101", "TL102"}
+    assert by_code["TL102"]["range"] == {"start": {"line": 2, "character": 9}, "end": {"line": 2, "character": 37}}
+    assert by_code["TL102"]["source"] == "trainlint" and by_code["TL102"]["codeDescription"]["href"].endswith("#tl102")
+    # An edit re-lints the new text.
+    fixed = SOURCE.replace("batch_size=4)", "batch_size=4, num_workers=2, pin_memory=True, prefetch_factor=4)")
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [{"text": fixed}]})
+    params = client.diagnostics(uri)
+    assert params["version"] == 2 and {d["code"] for d in params["diagnostics"]} == {"TL108"}
+
+
+def test_quick_fixes_apply_as_the_engine_fixes(client, tmp_path):
+    uri = _open(client, tmp_path, SOURCE)
+    diagnostics = client.diagnostics(uri)["diagnostics"]
+    tl102 = next(d for d in diagnostics if d["code"] == "TL102")
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": tl102["range"], "context": {"diagnostics": [tl102]}})["result"]
+    fix = next(a for a in actions if a["kind"] == "quickfix" and "pin_memory" in a["title"])
+    assert fix["isPreferred"] is True
+    assert "batch_size=4, pin_memory=True)  # café" in _apply(SOURCE, fix["edit"]["changes"][uri])
+    noqa = next(a for a in actions if "Disable for this line" in a["title"])
+    assert "# café  # noqa: TL102\n" in _apply(SOURCE, noqa["edit"]["changes"][uri])
+    # The unsafe fix is offered, labelled, never preferred.
+    tl101 = next(d for d in diagnostics if d["code"] == "TL101")
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": tl101["range"], "context": {"diagnostics": [tl101]}})["result"]
+    unsafe = next(a for a in actions if "num_workers" in a["title"])
+    assert unsafe["title"].endswith("(unsafe fix)") and unsafe["isPreferred"] is False
+    assert "import os" in _apply(SOURCE, unsafe["edit"]["changes"][uri])
+
+
+def test_fix_all_writes_what_fix_writes(client, tmp_path):
+    from trainlint.api import fix_source
+
+    uri = _open(client, tmp_path, SOURCE)
+    client.diagnostics(uri)
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+        "context": {"diagnostics": [], "only": ["source.fixAll"]}})["result"]
+    assert [a["kind"] for a in actions] == ["source.fixAll.trainlint"]
+    assert _apply(SOURCE, actions[0]["edit"]["changes"][uri]) == fix_source(SOURCE, unsafe_fixes=False)
+
+
+def test_a_stale_diagnostic_gets_no_fix(client, tmp_path):
+    uri = _open(client, tmp_path, SOURCE)
+    old = next(d for d in client.diagnostics(uri)["diagnostics"] if d["code"] == "TL102")
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [{"text": "\n" + SOURCE}]})
+    client.diagnostics(uri)
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": old["range"], "context": {"diagnostics": [old], "only": ["quickfix"]}})
+    assert actions["result"] == []
+
+
+def test_syntax_error_is_one_error_diagnostic(client, tmp_path):
+    uri = _open(client, tmp_path, "def broken(:\n    pass\n")
+    (diag,) = client.diagnostics(uri)["diagnostics"]
+    assert diag["severity"] == 1 and diag["range"]["start"]["line"] == 0 and "syntax error" in diag["message"]
+
+
+def test_configuration_of_the_path_applies_and_is_reread(client, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nignore = ["TL101"]\n')
+    uri = _open(client, tmp_path, SOURCE)
+    assert {d["code"] for d in client.diagnostics(uri)["diagnostics"]} == {"TL102"}
+    (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nignore = ["TL102"]\n')
+    client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    assert {d["code"] for d in client.diagnostics(uri)["diagnostics"]} == {"TL101"}
+    (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nignore = ["TL999"]\n')
+    client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    while True:  # a broken configuration is shown to the user; the server goes on
+        message = client.receive()
+        if message.get("method") == "window/showMessage":
+            assert "TL999" in message["params"]["message"]
+            break
+    assert client.diagnostics(uri)["diagnostics"] == []
+
+
+def test_closing_clears_the_findings(client, tmp_path):
+    uri = _open(client, tmp_path, SOURCE)
+    assert client.diagnostics(uri)["diagnostics"]
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri)["diagnostics"] == []
+
+
+def test_positions_in_the_encoding_the_client_prefers(tmp_path):
+    text = 'from torch.utils.data import DataLoader\ny = "😀"; loader = DataLoader(ds)\n'
+    # The call starts after 18 characters: 19 UTF-16 units (the emoji is a surrogate pair), 21 UTF-8 bytes.
+    for encodings, character in ((["utf-8", "utf-32", "utf-16"], 18), (["utf-8"], 21), (None, 19)):
+        client = Client(tmp_path, encodings)
+        try:
+            uri = _open(client, tmp_path, text)
+            diag = next(d for d in client.diagnostics(uri)["diagnostics"] if d["code"] == "TL101")
+            assert diag["range"]["start"] == {"line": 1, "character": character}, encodings
+        finally:
+            client.close()
+
+
+def test_unknown_requests_get_an_error_and_the_server_goes_on(client, tmp_path):
+    reply = client.request("workspace/symbol", {"query": "x"})
+    assert reply["error"]["code"] == -32601
+    uri = _open(client, tmp_path, SOURCE)
+    assert client.diagnostics(uri)["diagnostics"]
