@@ -86,6 +86,36 @@ def workers_positive(ctx, expr: cst.BaseExpression) -> bool:
 
 
 _SEQUENTIAL = re.compile(r"(^|\.)SequentialSampler$")
+_SHUFFLING = re.compile(r"(^|\.)(RandomSampler|DistributedSampler)$")
+
+
+def _sampler_calls(ctx, call: cst.Call) -> list[cst.Call] | None:
+    """The calls that build the loader's `sampler=` (through assignments), None when not all known."""
+    sampler = loader_arg(ctx, call, "sampler")
+    if sampler is None:
+        return None
+    values = [sampler.value] if isinstance(sampler.value, cst.Call) else ctx.assigned_values(sampler.value)
+    if not values or not all(isinstance(v, cst.Call) for v in values):
+        return None
+    return values
+
+
+def shuffles(ctx, call: cst.Call) -> bool:
+    """The loader draws batches in a new random order each epoch: `shuffle=True`, or a
+    `RandomSampler` / `DistributedSampler` (which shuffles unless told `shuffle=False`)."""
+    shuffle = loader_arg(ctx, call, "shuffle")
+    if shuffle is not None:
+        return ctx.literal(shuffle.value) is True
+    samplers = _sampler_calls(ctx, call)
+    if not samplers:
+        return False
+    for sampler in samplers:
+        if not _SHUFFLING.search(ctx.names.qualified(sampler.func) or ctx.dotted(sampler.func) or ""):
+            return False
+        option = ctx.keyword(sampler, "shuffle")
+        if option is not None and ctx.literal(option.value) is not True:
+            return False
+    return True
 
 
 def is_training_loader(ctx, call: cst.Call) -> bool:
@@ -94,11 +124,9 @@ def is_training_loader(ctx, call: cst.Call) -> bool:
     loops = ctx.loops.loops_over(call)
     if loops:
         return any(ctx.loops.runs_steps(loop) for loop in loops)
-    sampler = loader_arg(ctx, call, "sampler")
-    if sampler is not None:
-        values = [sampler.value] if isinstance(sampler.value, cst.Call) else ctx.assigned_values(sampler.value)
-        if values and all(isinstance(v, cst.Call) and _SEQUENTIAL.search(ctx.dotted(v.func) or "") for v in values):
-            return False
+    samplers = _sampler_calls(ctx, call)
+    if samplers and all(_SEQUENTIAL.search(ctx.dotted(v.func) or "") for v in samplers):
+        return False
     name = loader_name(ctx, call) or ""
     if _EVAL_NAME.search(name.rsplit(".", 1)[-1]):
         return False
@@ -222,7 +250,8 @@ class DataLoaderNoPinMemory(DataLoaderRule):
     docs = """
 ## What it does
 Flags a training `DataLoader` without `pin_memory=True` in code whose training loop moves batches
-to an accelerator (`.to(device)`, `.cuda()`).
+to an accelerator (`.to(device)`, `.cuda()`, or a batch helper such as torchtune's
+`batch_to_device(batch, device)` or accelerate's `send_to_device`).
 
 ## Why is this bad?
 Copies from pageable host memory go through a staging buffer and cannot overlap with compute.
@@ -250,6 +279,8 @@ Safe: pinning changes where host memory lives, not what is computed.
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"),
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, **kw)")),
+        # A helper that moves to the CPU is not a copy to an accelerator.
+        Valid(_LOOP.replace("x = x.to(device)", "x = move_to_cpu(x)").format(loader="loader = DataLoader(ds)")),
         Valid(_LOOP.format(loader="val_loader = DataLoader(ds, num_workers=2)\nloader = DataLoader(ds, num_workers=2, pin_memory=True)")),
         # A loader only iterated by a loop without optimizer steps is not a training loader
         # (ecosystem: pytorch-tabnet's predict()).
@@ -268,6 +299,9 @@ Safe: pinning changes where host memory lives, not what is computed.
         Invalid(_LOOP.format(loader="loader = DataLoader(\n    ds,\n    num_workers=2,\n)"),
                 fixed=_LOOP.format(loader="loader = DataLoader(\n    ds,\n    num_workers=2,\n    pin_memory=True,\n)")),
         Invalid(_LOOP.replace("x.to(device)", "x.cuda()").format(loader="loader = DataLoader(ds)")),
+        # torchtune's recipes move the batch dict with a helper.
+        Invalid(_LOOP.replace("x = x.to(device)", "utils.batch_to_device(x, self._device)").format(
+            loader="loader = DataLoader(ds)"), message="pin_memory=True"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
@@ -303,12 +337,25 @@ def is_device_move(ctx, call: cst.Call) -> bool:
     return literal is UNKNOWN or (isinstance(literal, str) and literal != "cpu")
 
 
+# Helpers that move a whole batch (a dict or list of tensors) to a device: torchtune's
+# `batch_to_device`, accelerate's `send_to_device`, fairseq's `move_to_cuda`, and projects' own.
+_DEVICE_HELPER = re.compile(r"((^|_)to_(device|cuda|gpu)|^(send|move|copy)_to_(device|cuda|gpu|accelerator))$")
+
+
 def moves_batches_to_device(ctx) -> bool:
+    """The training loop copies batches to an accelerator: `.to(device)`, `.cuda()`, or a batch
+    helper such as `batch_to_device(batch, device)`."""
     cached = getattr(ctx, "_moves_batches", None)
     if cached is None:
-        cached = any(is_device_move(ctx, c) and ctx.loops.in_hot_loop(c) for c in ctx.index.nodes(cst.Call))
+        cached = any((is_device_move(ctx, c) or _is_device_helper(ctx, c)) and ctx.loops.in_hot_loop(c)
+                     for c in ctx.index.nodes(cst.Call))
         ctx._moves_batches = cached
     return cached
+
+
+def _is_device_helper(ctx, call: cst.Call) -> bool:
+    name = ctx.dotted(call.func)
+    return name is not None and bool(call.args) and bool(_DEVICE_HELPER.search(name.rsplit(".", 1)[-1]))
 
 
 class DataLoaderWorkersNotPersistent(DataLoaderRule):
@@ -497,7 +544,9 @@ class DataLoaderRaggedLastBatch(DataLoaderRule):
     fix_applicability = "unsafe"
     docs = """
 ## What it does
-Flags a shuffled (`shuffle=True`) training `DataLoader` without `drop_last=True`.
+Flags a shuffled training `DataLoader` (`shuffle=True`, or a `RandomSampler` or
+`DistributedSampler` as its `sampler`, passed directly or through a name) without
+`drop_last=True`.
 
 ## Why is this bad?
 The last batch of each epoch is smaller. A new shape recompiles `torch.compile`d graphs, defeats
@@ -521,6 +570,13 @@ Unsafe: up to `batch_size - 1` samples per epoch are skipped (a different subset
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=False)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds)\n"),
         Valid("from torch.utils.data import DataLoader\nval_loader = DataLoader(ds, shuffle=True)\n"),
+        # Samplers that keep the order, or are told not to shuffle.
+        Valid("from torch.utils.data import DataLoader, SequentialSampler\n"
+              "DataLoader(ds, sampler=SequentialSampler(ds), batch_size=8)\n"),
+        Valid("from torch.utils.data import DataLoader\nfrom torch.utils.data.distributed import DistributedSampler\n"
+              "DataLoader(ds, sampler=DistributedSampler(ds, shuffle=False), batch_size=8)\n"),
+        Valid("from torch.utils.data import DataLoader, RandomSampler\n"
+              "sampler = RandomSampler(ds) if train else None\nDataLoader(ds, sampler=sampler, batch_size=8)\n"),
     ]
     invalid = [
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n",
@@ -530,12 +586,19 @@ Unsafe: up to `batch_size - 1` samples per epoch are skipped (a different subset
         Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True)\n",
                 fixed="from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True, drop_last=True)\n"),
         Invalid("import torch\nloader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2)\n"),
+        # The Hugging Face examples' shape: a RandomSampler assigned first.
+        Invalid("from torch.utils.data import DataLoader, RandomSampler\ntrain_sampler = RandomSampler(train_dataset)\n"
+                "train_loader = DataLoader(train_dataset, sampler=train_sampler, batch_size=8)\n",
+                fixed="from torch.utils.data import DataLoader, RandomSampler\ntrain_sampler = RandomSampler(train_dataset)\n"
+                "train_loader = DataLoader(\n    train_dataset,\n    sampler=train_sampler,\n    batch_size=8,\n"
+                "    drop_last=True,\n)\n"),
+        Invalid("import torch\nfrom torch.utils.data.distributed import DistributedSampler\n"
+                "loader = torch.utils.data.DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds))\n"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
         ctx = self.ctx
-        shuffle = loader_arg(ctx, call, "shuffle")
-        if shuffle is None or ctx.literal(shuffle.value) is not True:
+        if not shuffles(ctx, call) or loader_arg(ctx, call, "batch_sampler") is not None:
             return
         if not is_training_loader(ctx, call):
             return
