@@ -65,6 +65,36 @@ _NESTED_FIXED = (
     "train(DDP(net), batches, opt, 8)\n"
 )
 _COMMENT = "# Skip the gradient all-reduce except on the micro-batch before the optimizer step."
+_TRAINER = (
+    "import torch\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "class Trainer:\n"
+    "    def __init__(self, net, accumulate):\n"
+    "        self.model = DDP(net, gradient_as_bucket_view=True)\n"
+    "        self.accumulate = accumulate\n"
+    "    def optimizer_step(self):\n"
+    "        self.scaler.step(self.optimizer)\n"
+    "        self.scaler.update()\n"
+    "        self.optimizer.zero_grad()\n"
+    "    def train(self, loader):\n"
+    "        last_opt_step = -1\n"
+    "        for ni, batch in enumerate(loader):\n"
+    "            loss = self.model(batch).sum()\n"
+    "            self.scaler.scale(loss).backward()\n"
+    "            if ni - last_opt_step >= self.accumulate:\n"
+    "                self.optimizer_step()\n"
+    "                last_opt_step = ni\n"
+)
+_TRAINER_FIXED = "import contextlib\n\n" + _TRAINER.replace(
+    "            loss = self.model(batch).sum()\n            self.scaler.scale(loss).backward()\n",
+    "            " + _COMMENT + "\n"
+    "            with (\n"
+    "                contextlib.nullcontext()\n"
+    "                if ni - last_opt_step >= self.accumulate\n"
+    "                else self.model.no_sync()\n"
+    "            ):\n"
+    "                loss = self.model(batch).sum()\n"
+    "                self.scaler.scale(loss).backward()\n")
 # accelerate and Fabric: the model comes back wrapped from `prepare`/`setup`.
 _ACCELERATE = (
     "from accelerate import Accelerator\n"
@@ -94,9 +124,10 @@ Flags a model wrapped in `DistributedDataParallel` or `FullyShardedDataParallel`
 alias, a module-local helper that returns one, or a parameter it is passed to), or prepared by
 accelerate (`accelerator.prepare`) or Lightning Fabric (`fabric.setup`), which wrap it in DDP
 when launched on several processes, that is trained with gradient accumulation: backward runs
-on every micro-batch while the optimizer steps only under a condition
-(`if (step + 1) % accum == 0:`, `if is_last_micro_batch:`) or once after an inner micro-batch
-loop. Code that already controls synchronisation (`model.no_sync()`,
+on every micro-batch while the optimizer steps (itself, or in a module-local method such as
+`self.optimizer_step()`) only under a condition (`if (step + 1) % accum == 0:`,
+`if is_last_micro_batch:`, `if ni - last_step >= accumulate:`) or once after an inner
+micro-batch loop. Code that already controls synchronisation (`model.no_sync()`,
 `model.require_backward_grad_sync = ...`, `accelerator.accumulate(model)`,
 `fabric.no_backward_sync(model)`) is not flagged.
 
@@ -222,6 +253,9 @@ gradients until the synchronising micro-batch, which costs memory.
                 + "".join("    " + line + "\n" for line in _FLAT.splitlines())
                 + "def main():\n" + "".join("    " + line + "\n" for line in _ACCELERATE.splitlines()[1:])
                 + "    train(model, opt, loader)\n", fixed=None, message="`accelerator.no_sync(model)`"),
+        # ultralytics' shape: the step is a method of the trainer, the window a comparison with the
+        # accumulation count (an `accumulate` attribute that is a number, not accelerate's).
+        Invalid(_TRAINER, fixed=_TRAINER_FIXED, message="`ni - last_opt_step >= self.accumulate`"),
         # A step after the loop for the ragged last group: unsynchronised gradients there, so no fix.
         Invalid(_HEAD + "def train():\n" + "".join("    " + line + "\n" for line in _FLAT.splitlines())
                 + "    opt.step()\n"),

@@ -181,6 +181,17 @@ def _is_log_call(ctx, call: cst.Call) -> bool:
             return True
         if attr in _PROGRESS_METHODS and (attr != "write" or "tqdm" in receiver or "bar" in receiver):
             return True
+        if attr == "print":  # accelerator.print, fabric.print, a LightningModule's self.print, rich's console
+            return True
+    return False
+
+
+def _is_string(expr: cst.BaseExpression) -> bool:
+    """A string literal, or one built with `+`/`*` (`'%11s' * 2 + '%11.4g' * 5`)."""
+    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Multiply)):
+        return _is_string(expr.left) or (isinstance(expr.operator, cst.Add) and _is_string(expr.right))
     return False
 
 
@@ -191,8 +202,7 @@ def _formatted_tensors(ctx, expr: cst.BaseExpression):
         for part in expr.parts:
             if isinstance(part, cst.FormattedStringExpression) and tensors.is_tensor(part.expression):
                 yield part.expression
-    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) \
-            and isinstance(expr.left, (cst.SimpleString, cst.ConcatenatedString)):
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) and _is_string(expr.left):
         values = [e.value for e in expr.right.elements] if isinstance(expr.right, cst.Tuple) else [expr.right]
         for value in values:
             if tensors.is_tensor(value):
@@ -215,13 +225,16 @@ class PerStepTensorLogging(Rule):
     summary = "`print`/`logging`/f-string/`tqdm.set_postfix` of a tensor on every step"
     source = "§5.2"
     fix_applicability = "unsafe"
-    triggers = ("print", "log", "set_description", "set_postfix", "write")
+    # Formatting spelled anywhere: an f-string or `%` outside a logging call is a finding too.
+    triggers = ("print", "log", "set_description", "set_postfix", "write", 'f"', "f'", "%")
     needs_hot_loop = True
     options = {"log-every": Option(100, int, "The interval the fix uses when the script defines none.")}
     docs = """
 ## What it does
 Flags printing, logging or formatting a tensor (`print(loss)`, `logger.info(f"{loss:.3f}")`,
-`pbar.set_postfix(loss=loss)`) on every step of the hot loop.
+`accelerator.print(f"{loss=}")`, `pbar.set_postfix(loss=loss)`, `desc = f"loss {loss:.3f}"`)
+on every step of the hot loop. A message of a `raise` or `assert` is not flagged: it is only
+formatted when the check fails.
 
 ## Why is this bad?
 Formatting a device tensor copies it to the host and waits for the GPU, like `.item()`: the loop
@@ -242,7 +255,8 @@ for step, batch in enumerate(loader):
 
 ## Fix safety
 Unsafe: the statement is put under the loop's existing step counter and the script's logging
-interval (or `log-every`, default 100), so fewer lines are printed.
+interval (or `log-every`, default 100), so fewer lines are printed. A string built outside a
+logging call (assigned, then used) gets no fix: the code that uses it must move too.
 """
     valid = [
         Valid(in_training_loop("if step % 50 == 0:\n    print(f'loss {loss:.3f}')")),
@@ -250,12 +264,24 @@ interval (or `log-every`, default 100), so fewer lines are printed.
         Valid(in_training_loop("pbar.set_postfix(lr=opt.param_groups[0]['lr'])")),
         Valid("import logging\nfor x, y in val_loader:\n    loss = model(x, y)\n    logging.info('%s', loss)\n"),
         Valid(in_training_loop("print(loss.item())")),
+        # Formatted only when the check fails.
+        Valid(in_training_loop("if not torch.isfinite(loss).all():\n    raise RuntimeError(f'loss is {loss}')")),
+        Valid(in_training_loop("assert loss.ndim == 0, f'loss {loss}'")),
+        Valid(in_training_loop("desc = f'step {step}'\npbar.set_description(desc)")),
     ]
     invalid = [
         Invalid(in_training_loop("print(f'loss {loss:.4f}')"), fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
         Invalid(in_training_loop("logger.info('loss %.3f' % loss)"),
                 fixed=in_training_loop("if step % 100 == 0:\n    logger.info('loss %.3f' % loss)")),
         Invalid(in_training_loop("pbar.set_postfix(loss=loss)")),
+        Invalid(in_training_loop("accelerator.print(f'{step}: {loss=}')"),
+                fixed=in_training_loop("if step % 100 == 0:\n    accelerator.print(f'{step}: {loss=}')")),
+        # yolov5's progress line: a starred tensor in a `%` format built by string arithmetic.
+        Invalid(in_training_loop("mloss = (mloss * step + loss) / (step + 1)\n"
+                                 "pbar.set_description(('%10s' + '%10.4g' * 3) % (step, *mloss))").replace(
+                    "import torch\n", "import torch\nmloss = torch.zeros(3)\n"), message="`mloss`"),
+        # Built outside a logging call and used later: reported, no fix (the use would move too).
+        Invalid(in_training_loop("desc = f'loss {loss:.3f}'\npbar.set_description(desc)"), fixed=None),
         Invalid(in_training_loop("print('loss', loss)"), fixed=in_training_loop("if step % 25 == 0:\n    print('loss', loss)"),
                 options={"log-every": 25}),
         Invalid("import torch\nlog_interval = 10\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n"
@@ -271,12 +297,42 @@ interval (or `log-every`, default 100), so fewer lines are printed.
         values = [v for arg in node.args for v in _formatted_tensors(ctx, arg.value)]
         if not values or not ctx.is_per_step(node):
             return
-        shown = ctx.code(values[0])
+        self._report(node, values[0], guard_statement(self, node, self.opts["log-every"]))
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self._check_formatting(node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, cst.Modulo) and _is_string(node.left):
+            self._check_formatting(node)
+
+    def _check_formatting(self, node: cst.BaseExpression) -> None:
+        """A string built from a tensor outside a logging call (`desc = f"loss {loss:.3f}"`):
+        reported without a fix, since the name it is assigned to is used later."""
+        ctx = self.ctx
+        if not ctx.is_per_step(node) or self._inside_logging_or_error(node):
+            return
+        values = list(_formatted_tensors(ctx, node))
+        if values:
+            self._report(node, values[0], None)
+
+    def _inside_logging_or_error(self, node: cst.CSTNode) -> bool:
+        """Inside a logging call (reported there), or a `raise`/`assert` message (only on failure)."""
+        for anc in self.ctx.index.ancestors(node):
+            if isinstance(anc, cst.Call) and _is_log_call(self.ctx, anc):
+                return True
+            if isinstance(anc, (cst.Raise, cst.Assert)):
+                return True
+            if isinstance(anc, (cst.BaseStatement, cst.FunctionDef, cst.Lambda)):
+                return False
+        return False
+
+    def _report(self, node: cst.CSTNode, value: cst.BaseExpression, fix) -> None:
         self.report(
             node,
-            f"Formatting tensor `{shown}` waits for the GPU on every step; log it every N steps "
+            f"Formatting tensor `{self.ctx.code(value)}` waits for the GPU on every step; log it every N steps "
             f"(`if step % log_every == 0:`)",
-            guard_statement(self, node, self.opts["log-every"]),
+            fix,
         )
 
 
@@ -287,7 +343,29 @@ _DEVICE_SYNC = {
     "torch.cuda.max_memory_allocated": False, "torch.cuda.max_memory_reserved": False,
     "torch.cuda.memory_stats": False, "torch.cuda.memory_summary": False,
     "torch.cuda.reset_peak_memory_stats": False, "torch.cuda.mem_get_info": False,
+    "torch.accelerator.empty_cache": True, "torch.accelerator.memory_allocated": False,
+    "torch.accelerator.memory_reserved": False, "torch.accelerator.max_memory_allocated": False,
+    "torch.accelerator.max_memory_reserved": False, "torch.accelerator.memory_stats": False,
+    "torch.accelerator.reset_peak_memory_stats": False, "torch.accelerator.get_memory_info": False,
 }
+
+
+def _device_sync_name(ctx, call: cst.Call) -> str | None:
+    """The `_DEVICE_SYNC` name a call stands for: `torch.cuda.synchronize()` under any import
+    alias, or the same function of a device module (`torch.get_device_module(device).synchronize()`,
+    directly or through a name assigned from it), spelled as its `torch.cuda` twin."""
+    qn = ctx.names.qualified(call.func)
+    if qn in _DEVICE_SYNC:
+        return qn
+    func = call.func
+    if not isinstance(func, cst.Attribute) or f"torch.cuda.{func.attr.value}" not in _DEVICE_SYNC:
+        return None
+    receiver = func.value
+    sources = [receiver] if isinstance(receiver, cst.Call) else ctx.assigned_values(receiver)
+    if sources and all(isinstance(v, cst.Call) and ctx.names.qualified(v.func) == "torch.get_device_module"
+                       for v in sources):
+        return f"torch.cuda.{func.attr.value}"
+    return None
 
 
 class PerStepDeviceSyncCall(Rule):
@@ -296,13 +374,14 @@ class PerStepDeviceSyncCall(Rule):
     summary = "`torch.cuda.synchronize()`, `empty_cache()` or memory statistics on every step"
     source = "§5.2"
     fix_applicability = "unsafe"
-    triggers = ("synchronize", "empty_cache", "memory_", "ipc_collect", "mem_get_info")
+    triggers = ("synchronize", "empty_cache", "memory_", "ipc_collect", "mem_get_info", "get_memory_info")
     needs_hot_loop = True
     options = {"log-every": Option(100, int, "The interval the fix uses for statistics when the script defines none.")}
     docs = """
 ## What it does
 Flags `torch.cuda.synchronize()`, `torch.cuda.empty_cache()` and `torch.cuda.memory_*` statistics
-called on every step of the hot loop.
+called on every step of the hot loop, and the same calls spelled device-agnostically
+(`torch.accelerator.*`, a module from `torch.get_device_module(device)`).
 
 ## Why is this bad?
 `synchronize()` blocks the host until the GPU is idle, so nothing is queued ahead; `empty_cache()`
@@ -344,12 +423,20 @@ statistics are put under the logging interval.
         Invalid(in_training_loop("if torch.cuda.is_available():\n    torch.cuda.synchronize()"),
                 fixed=in_training_loop("").replace("    \n", "")),
         Invalid("from torch import cuda\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n    cuda.synchronize()\n"),
+        # Device-agnostic spellings: torch.accelerator, and a device module (torchtitan, torchtune).
+        Invalid(in_training_loop("torch.accelerator.empty_cache()"), fixed=in_training_loop("").replace("    \n", "")),
+        Invalid(in_training_loop("device_module.synchronize()").replace(
+            "import torch\n", "import torch\ndevice_module = torch.get_device_module(device_type)\n"),
+            message="`device_module.synchronize()`"),
+        Invalid(in_training_loop("stats = torch.get_device_module(device).max_memory_reserved()"),
+                fixed=in_training_loop("if step % 100 == 0:\n"
+                                       "    stats = torch.get_device_module(device).max_memory_reserved()")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        qn = ctx.names.qualified(node.func)
-        if qn not in _DEVICE_SYNC or not ctx.is_per_step(node):
+        qn = _device_sync_name(ctx, node)
+        if qn is None or not ctx.is_per_step(node):
             return
         if qn.endswith(".synchronize") and ctx.measures_time(node):
             return  # synchronizing to time GPU work is the point (yolov5's time_sync())
@@ -363,7 +450,7 @@ statistics are put under the logging interval.
         else:
             fix = guard_statement(self, node, self.opts["log-every"])
             advice = "call it under the logging interval (`if step % log_every == 0:`)"
-        self.report(node, f"`{qn}()` on every step stalls the GPU pipeline; {advice}", fix)
+        self.report(node, f"`{ctx.code(node.func)}()` on every step stalls the GPU pipeline; {advice}", fix)
 
 
 def _remove_statement(rule: Rule, stmt: cst.BaseStatement, message: str):

@@ -84,13 +84,35 @@ def test_hot_loop_through_a_called_function():
 @pytest.mark.parametrize(
     "guard",
     ["step % 10 == 0", "(step + 1) % args.log_every == 0", "should_log", "accelerator.sync_gradients",
-     "step == 0", "is_last_micro_batch", "flag"],
+     "step == 0", "is_last_micro_batch", "flag", "ni - last_opt_step >= self.accumulate",
+     "micro >= args.gradient_accumulation_steps"],
 )
 def test_interval_guards(guard):
     code = (f"flag = step % 5 == 0\nfor step, b in enumerate(loader):\n    model(b).backward()\n    opt.step()\n"
             f"    if {guard}:\n        marker = 1\n")
     ctx = ctx_for(code)
     assert not ctx.is_per_step(_name(ctx, "marker"))
+
+
+@pytest.mark.parametrize("ending,per_step", [
+    ("break", False),  # leaves the training loop: runs at most once (litgpt's "epochs reached")
+    ("return", False),
+    ("raise StopTraining()", False),
+    ("continue", True),
+    ("pass", True),
+])
+def test_a_branch_that_leaves_the_loop_runs_once(ending, per_step):
+    code = ("def train():\n    for step, b in enumerate(loader):\n        model(b).backward()\n        opt.step()\n"
+            f"        if b is None:\n            marker = 1\n            {ending}\n")
+    ctx = ctx_for(code)
+    assert ctx.is_per_step(_name(ctx, "marker")) is per_step
+
+
+def test_a_break_out_of_an_inner_loop_still_runs_every_step():
+    code = ("for step, b in enumerate(loader):\n    model(b).backward()\n    opt.step()\n"
+            "    for p in params:\n        if p.grad is None:\n            marker = 1\n            break\n")
+    ctx = ctx_for(code)
+    assert ctx.is_per_step(_name(ctx, "marker"))
 
 
 def test_recursive_functions_terminate():

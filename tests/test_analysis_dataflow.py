@@ -130,6 +130,30 @@ def test_a_name_assigned_python_numbers_is_not_a_tensor_whatever_its_name():
     assert [ctx.tensors.is_tensor(a.value) for a in use.args] == [False, False, True, True]
 
 
+def test_a_name_turned_into_a_number_is_one_from_there_on():
+    # simpletransformers: `similarity_loss = similarity_loss.item()` and then f-strings of it.
+    ctx = _ctx(
+        "def f(batch):\n"
+        "    sim_loss = model(batch)\n"
+        "    before = sim_loss\n"
+        "    sim_loss = sim_loss.item()\n"
+        "    if show:\n"
+        "        after = sim_loss\n"
+        "    other_loss = model(batch)\n"
+        "    if clip:\n"
+        "        other_loss = other_loss.item()\n"
+        "    maybe = other_loss\n"
+        "    total_loss = 0.0\n"
+        "    for b in batches:\n"
+        "        again = total_loss\n"
+        "        total_loss = model(b)\n"
+    )
+    values = {ctx.code(a.targets[0].target): a.value for a in ctx.index.nodes(cst.Assign)}
+    got = {name: ctx.tensors.is_tensor(values[name]) for name in ("before", "after", "maybe", "again")}
+    # `maybe` may still be a tensor (the `.item()` is on one path); `again` sees the loop's tensor.
+    assert got == {"before": True, "after": False, "maybe": True, "again": True}
+
+
 def test_exception_handlers_are_not_per_step():
     ctx = _ctx(
         "for batch in loader:\n    try:\n        loss = model(batch)\n        loss.backward()\n        opt.step()\n"

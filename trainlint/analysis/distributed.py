@@ -88,6 +88,7 @@ class Distributed:
         self.loops = loops
         self.wrapped: dict[str, Wrapped] = {}
         self._frameworks: dict[str, str] | None = None
+        self._steps: list[cst.Call] | None = None
         self._called_names: set[str] | None = None
         self._find_wrapped()
 
@@ -267,7 +268,10 @@ class Distributed:
         """The module already decides when gradients are all-reduced (anywhere in it)."""
         for node in self.index.nodes(cst.Attribute):
             attr = node.attr.value
-            if SYNC_CONTROL.search(attr) or (attr == "accumulate" and dotted(node.value) != "itertools"):
+            if SYNC_CONTROL.search(attr):
+                return True
+            # accelerate's `accelerator.accumulate(model)`; not an `args.accumulate` count.
+            if attr == "accumulate" and self.framework(dotted(node.value)) == ACCELERATE:
                 return True
         for node in self.index.nodes(cst.Name):
             if SYNC_CONTROL.search(node.value):
@@ -281,10 +285,22 @@ class Distributed:
     # -- accumulation ------------------------------------------------------------------
 
     def _step_calls(self) -> list[cst.Call]:
-        return [c for c in self.loops.step_calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == "step"]
+        """Optimizer steps: `opt.step()`, and calls of a module-local function or method that
+        steps without running a backward of its own (ultralytics' `self.optimizer_step()`)."""
+        if self._steps is None:
+            direct = [c for c in self.loops.step_calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == "step"]
+            backward = set(self._backward_calls())
+            helpers = set()
+            for fn in self.loops.stepping_functions:
+                calls = [c for c in self.loops.step_calls if self.index.enclosing_function(c) is fn]
+                if any(c in direct for c in calls) and not any(c in backward for c in calls):
+                    helpers.add(fn.name.value)
+            self._steps = direct + [c for name in sorted(helpers) for c in self.loops.calls_by_name.get(name, ())]
+        return self._steps
 
     def _backward_calls(self) -> list[cst.Call]:
-        return [c for c in self.loops.step_calls if c not in self._step_calls()]
+        return [c for c in self.loops.step_calls
+                if not (isinstance(c.func, cst.Attribute) and c.func.attr.value == "step")]
 
     def accumulations(self) -> list[Accumulation]:
         out = []

@@ -32,6 +32,7 @@ DEFAULT_INTERVAL_NAMES = re.compile(
 _LOADER_WRAPPER = re.compile(r"^(iter|enumerate|tqdm|cycle|prepare\w*|setup_dataloaders?|skip_first_batches|"
                              r"\w*[wW]rap\w*|MpDeviceLoader|ParallelLoader)$")
 _COUNTER = re.compile(r"(step|iter|idx|^i$|^it$|^j$|batch|epoch|count)", re.IGNORECASE)
+_ACCUMULATION = re.compile(r"accum", re.IGNORECASE)  # accumulate, accum_steps, gradient_accumulation_steps
 
 
 def is_step_call(call: cst.Call, names: Names) -> bool:
@@ -234,10 +235,12 @@ class Loops:
                         result = True
                         break
             if isinstance(node, cst.Comparison):
-                # `if step == 0` / `if i == len(loader) - 1`: runs once, not per step.
+                # `if step == 0` / `if i == len(loader) - 1`: runs once, not per step;
+                # `if ni - last_opt_step >= self.accumulate`: once per accumulation window.
                 if any(isinstance(t.operator, (cst.Equal, cst.GreaterThanEqual)) for t in node.comparisons):
                     sides = [node.left] + [t.comparator for t in node.comparisons]
-                    if any(isinstance(s, cst.Name) and _COUNTER.search(s.value) for s in sides):
+                    if any(isinstance(s, cst.Name) and _COUNTER.search(s.value) for s in sides) or any(
+                            _ACCUMULATION.search((dotted(s) or "").rsplit(".", 1)[-1]) for s in sides):
                         result = True
                         break
         self._guard_cache[test] = result
@@ -275,7 +278,8 @@ class Loops:
     def is_per_step(self, node: cst.CSTNode) -> bool:
         child = node
         for anc in self.index.ancestors(node):
-            if isinstance(anc, cst.If) and child is anc.body and self.is_interval_test(anc.test):
+            if isinstance(anc, cst.If) and child is anc.body \
+                    and (self.is_interval_test(anc.test) or self._ends_loop(anc)):
                 return False
             if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)):
                 # Recovery code (`except OutOfMemoryError: torch.cuda.empty_cache()`) runs when a
@@ -293,6 +297,17 @@ class Loops:
                 return self._function_per_step(anc)
             child = anc
         return False
+
+    def _ends_loop(self, branch: cst.If) -> bool:
+        """The branch leaves the hot loop for good (`if epoch >= epochs: ...; break`, or a `return`
+        or `raise` in the loop's own function): it runs at most once, not on every step."""
+        body = branch.body.body
+        last = body[-1] if body else None
+        if isinstance(last, cst.SimpleStatementLine) and last.body:
+            last = last.body[-1]
+        if isinstance(last, (cst.Return, cst.Raise)):
+            return self.hot_loop_of(branch) is not None
+        return isinstance(last, cst.Break) and self.innermost_loop(branch) in self.hot_loops
 
     def _function_per_step(self, fn: cst.FunctionDef) -> bool:
         cached = self._per_step_fn.get(fn)

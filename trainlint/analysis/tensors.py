@@ -121,6 +121,11 @@ class Tensors:
             # float (simpletransformers logs it every step; that read is TL201's, not TL202's).
             if values and all(_host_value(v) for v in values):
                 return False
+            # `loss = loss.item()` earlier in the same straight-line code: a float from there on.
+            if any(_host_value(v) for v in values):
+                reaching = self._reaching_value(expr, name)
+                if reaching is not None and _host_value(reaching):
+                    return False
             if _TENSOR_NAMES.match(last):
                 return True
             if name in self._loop_targets.get(scope, ()):
@@ -129,6 +134,50 @@ class Tensors:
                 if value is not expr and self.is_tensor(value, _depth + 1):
                     return True
         return False
+
+
+    def _reaching_value(self, use: cst.BaseExpression, name: str) -> cst.BaseExpression | None:
+        """The value of the assignment `name = value` that every path to `use` passes last, when
+        that is plain to see: an earlier statement of a block that holds the use, with no other
+        assignment to name after it and no loop between it and the use (whose next iteration
+        could bring a later value back). None when not that simple."""
+        child = use
+        for anc in self.index.ancestors(use):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.For, cst.While)):
+                return None
+            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+                before = list(anc.body[: next(i for i, stmt in enumerate(anc.body) if stmt is child)])
+                for stmt in reversed(before):
+                    value = _assigned_here(stmt, name)
+                    if value is not None:
+                        return value
+                    if self._assigns_anywhere(stmt, name):
+                        return None
+            child = anc
+        return None
+
+    def _assigns_anywhere(self, stmt: cst.CSTNode, name: str) -> bool:
+        for node in self.index.walk(stmt):
+            targets = []
+            if isinstance(node, cst.Assign):
+                targets = [t.target for t in node.targets]
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.CompFor)):
+                targets = [node.target]
+            elif isinstance(node, cst.AsName):
+                targets = [node.name]
+            for target in targets:
+                if any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name for n in self.index.walk(target)):
+                    return True
+        return False
+
+
+def _assigned_here(stmt: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """The value when stmt is the simple statement `name = value`."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+        assign = stmt.body[0]
+        if len(assign.targets) == 1 and dotted(assign.targets[0].target) == name:
+            return assign.value
+    return None
 
 
 def _host_value(expr: cst.BaseExpression) -> bool:
