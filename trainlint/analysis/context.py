@@ -52,7 +52,10 @@ class FileContext:
 
     @cached_property
     def distributed(self) -> Distributed:
-        return Distributed(self.index, self.names, self.loops)
+        # Only a module that spells a DDP/FSDP class can construct one (through any alias: the
+        # import names it); one that does not skips the search for helpers returning one.
+        constructs = "DistributedDataParallel" in self.text or "FullyShardedDataParallel" in self.text
+        return Distributed(self.index, self.names, self.loops, constructs_wrappers=constructs)
 
     @cached_property
     def tensors(self) -> Tensors:

@@ -82,10 +82,11 @@ def _conditional(index: TreeIndex, node: cst.CSTNode) -> bool:
 
 
 class Distributed:
-    def __init__(self, index: TreeIndex, names: Names, loops: Loops) -> None:
+    def __init__(self, index: TreeIndex, names: Names, loops: Loops, constructs_wrappers: bool = True) -> None:
         self.index = index
         self.names = names
         self.loops = loops
+        self.constructs_wrappers = constructs_wrappers
         self.wrapped: dict[str, Wrapped] = {}
         self._frameworks: dict[str, str] | None = None
         self._steps: list[cst.Call] | None = None
@@ -114,7 +115,7 @@ class Distributed:
         index = self.index
         # Module-local helpers that return a wrapped model (directly or through a local name).
         helpers: dict[str, str] = {}
-        for _ in range(2):  # a helper may call another helper
+        for _ in range(2 if self.constructs_wrappers else 0):  # a helper may call another helper
             for fn_name, fns in self.loops.functions.items():
                 for fn in fns:
                     kind = self._returns_wrapper(fn, helpers)
