@@ -316,3 +316,30 @@ def test_a_docstring_that_mentions_no_sync_does_not_hide_the_finding():
     assert [d.code for d in lint_source(code, select=["TL301"])] == ["TL301"]
     documented = '"""Accumulates gradients; DDP\'s no_sync() would save the all-reduce."""\n' + code
     assert [d.code for d in lint_source(documented, select=["TL301"])] == ["TL301"]
+
+
+def test_a_helper_parameter_is_the_wrapped_model_only_inside_that_helper():
+    # ultralytics: `self.model` is trained in the loop, and also handed to `build_optimizer(model)`
+    # elsewhere; `model` there is another variable, so the finding names one model and is fixable.
+    code = textwrap.dedent("""\
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        class Trainer:
+            def __init__(self, net):
+                self.model = DDP(net, gradient_as_bucket_view=True)
+                self.opt = self.build_optimizer(self.model)
+            def build_optimizer(self, model):
+                return make_optimizer(model.parameters())
+            def save(self):
+                model = unwrap(self.model)
+                save(model.state_dict())
+            def fit(self, loader, accum):
+                for i, batch in enumerate(loader):
+                    loss = self.model(batch).mean()
+                    loss.backward()
+                    if (i + 1) % accum == 0:
+                        self.opt.step()
+                        self.save()
+        """)
+    (diag,) = lint_source(code, select=["TL301"])
+    assert "gradients of `self.model` (DDP)" in diag.message
+    assert diag.fix is not None

@@ -49,6 +49,9 @@ class Wrapped:
     conditional: bool  # wrapped only on some paths (`if ddp: model = DDP(model)`)
     # For ACCELERATE/FABRIC: the dotted name of the object that prepared the model (`accelerator`).
     via: str | None = None
+    # For a parameter a wrapped model is passed to: the functions whose parameter it is (the same
+    # name elsewhere is another variable); None for a name assigned the model.
+    scopes: tuple[cst.FunctionDef, ...] | None = None
 
 
 @dataclass
@@ -135,16 +138,20 @@ class Distributed:
         for _ in range(2):
             for fn_name, calls in self.loops.calls_by_name.items():
                 for call in calls:
+                    callee = self.loops.functions[fn_name][0]
                     for param, arg in self._bind_params(fn_name, call):
                         src = self.wrapped.get(dotted(arg.value) or "")
                         if src is not None:
-                            self._add(param, src.kind, src.conditional, src.via)
+                            self._add(param, src.kind, src.conditional, src.via, scope=callee)
                         elif kind := self.wrapper_kind(arg.value, helpers):  # train(DDP(model), ...)
-                            self._add(param, kind, _conditional(index, call))
+                            self._add(param, kind, _conditional(index, call), scope=callee)
 
-    def _add(self, name: str, kind: str, conditional: bool, via: str | None = None) -> None:
+    def _add(self, name: str, kind: str, conditional: bool, via: str | None = None,
+             scope: cst.FunctionDef | None = None) -> None:
         old = self.wrapped.get(name)
-        self.wrapped[name] = Wrapped(name, kind, conditional or (old is not None and old.conditional), via)
+        scopes = None if scope is None or (old is not None and old.scopes is None) else \
+            tuple(dict.fromkeys([*(old.scopes if old is not None else ()), scope]))
+        self.wrapped[name] = Wrapped(name, kind, conditional or (old is not None and old.conditional), via, scopes)
 
     def framework(self, name: str | None) -> str | None:
         """ACCELERATE or FABRIC when the dotted name holds an `Accelerator` or a `Fabric`."""
@@ -236,13 +243,17 @@ class Distributed:
         return any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name for n in self.index.walk(root))
 
     def wrapped_in(self, root: cst.CSTNode) -> list[Wrapped]:
-        """Wrapped models that code under root uses (directly, or through a local function it calls)."""
-        out = []
-        roots = [root] + self._called_functions(root)
-        for w in self.wrapped.values():
-            if any(self.references(r, w.name) for r in roots):
-                out.append(w)
-        return out
+        """Wrapped models that code under root uses: those it names itself, else those that the
+        local functions it calls use (a training step in a helper)."""
+        direct = [w for w in self.wrapped.values() if self._in_scope(root, w) and self.references(root, w.name)]
+        if direct:
+            return direct
+        called = self._called_functions(root)
+        return [w for w in self.wrapped.values()
+                if any(self.references(r, w.name) for r in called if self._in_scope(r, w))]
+
+    def _in_scope(self, node: cst.CSTNode, wrapped: Wrapped) -> bool:
+        return wrapped.scopes is None or any(node is s or self.index.contains(s, node) for s in wrapped.scopes)
 
     def _called_functions(self, root: cst.CSTNode, depth: int = 2) -> list[cst.FunctionDef]:
         out: list[cst.FunctionDef] = []
