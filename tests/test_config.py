@@ -152,17 +152,17 @@ def test_config_error_is_an_exception_type(tmp_path):
 
 # -- extend: one configuration built on another (monorepos) ---------------------------------
 
-def _write(path, text):
+def _put(path, text):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
 
 
 def test_extend_inherits_and_overrides(tmp_path):
-    _write(tmp_path / "pyproject.toml", '[tool.trainlint]\nextend-select = ["TL403"]\nignore = ["TL105"]\n'
+    _put(tmp_path / "pyproject.toml", '[tool.trainlint]\nextend-select = ["TL403"]\nignore = ["TL105"]\n'
            'target-gpu = "volta"\ninterval-names = ["is_log"]\n[tool.trainlint.TL101]\nnum-workers = 4\n'
            '[tool.trainlint.TL104]\nmin-prefetch-factor = 2\n')
-    child = _write(tmp_path / "proj" / "trainlint.toml", 'extend = "../pyproject.toml"\ntarget-gpu = "hopper"\n'
+    child = _put(tmp_path / "proj" / "trainlint.toml", 'extend = "../pyproject.toml"\ntarget-gpu = "hopper"\n'
                    'ignore = ["TL106"]\ninterval-names = ["is_eval"]\n[TL101]\nnum-workers = 2\n')
     settings = settings_from_file(str(child))
     assert settings.target_gpu == "hopper"  # a value of its own replaces the base's
@@ -173,19 +173,19 @@ def test_extend_inherits_and_overrides(tmp_path):
 
 
 def test_a_select_of_its_own_starts_the_rule_choice_over(tmp_path):
-    _write(tmp_path / "pyproject.toml", '[tool.trainlint]\nextend-select = ["TL403"]\nignore = ["TL101"]\n')
-    child = _write(tmp_path / "proj" / "pyproject.toml", '[tool.trainlint]\nextend = "../pyproject.toml"\nselect = ["TL1"]\n')
+    _put(tmp_path / "pyproject.toml", '[tool.trainlint]\nextend-select = ["TL403"]\nignore = ["TL101"]\n')
+    child = _put(tmp_path / "proj" / "pyproject.toml", '[tool.trainlint]\nextend = "../pyproject.toml"\nselect = ["TL1"]\n')
     codes = settings_from_file(str(child)).enabled_codes()
     assert "TL101" in codes and "TL403" not in codes and all(c.startswith("TL1") for c in codes)
 
 
 def test_extended_globs_keep_their_own_folder(tmp_path):
     # The base's path globs are relative to the base's folder; the child's to its own; bare names anywhere.
-    _write(tmp_path / "pyproject.toml", '[tool.trainlint]\nextend-exclude = ["proj/legacy", "scratch"]\n'
+    _put(tmp_path / "pyproject.toml", '[tool.trainlint]\nextend-exclude = ["proj/legacy", "scratch"]\n'
            'per-file-ignores = { "proj/tests/*" = ["TL1"] }\n')
-    _write(tmp_path / "proj" / "pyproject.toml", '[tool.trainlint]\nextend = "../pyproject.toml"\nextend-exclude = ["gen"]\n')
+    _put(tmp_path / "proj" / "pyproject.toml", '[tool.trainlint]\nextend = "../pyproject.toml"\nextend-exclude = ["gen"]\n')
     for name in ("train.py", "legacy/old.py", "gen/auto.py", "deep/scratch/x.py", "tests/test_x.py"):
-        _write(tmp_path / "proj" / name, "from torch.utils.data import DataLoader\nDataLoader(ds)\n")
+        _put(tmp_path / "proj" / name, "from torch.utils.data import DataLoader\nDataLoader(ds)\n")
     old = os.getcwd()
     os.chdir(tmp_path / "proj")
     try:
@@ -203,16 +203,16 @@ def test_extended_globs_keep_their_own_folder(tmp_path):
     ('extend = "other/trainlint.toml"\n', "a cycle of configuration files"),
 ])
 def test_extend_errors_name_the_file(tmp_path, child, message):
-    _write(tmp_path / "other" / "trainlint.toml", 'extend = "../trainlint.toml"\n')
-    path = _write(tmp_path / "trainlint.toml", child)
+    _put(tmp_path / "other" / "trainlint.toml", 'extend = "../trainlint.toml"\n')
+    path = _put(tmp_path / "trainlint.toml", child)
     with pytest.raises(ConfigError) as exc:
         settings_from_file(str(path))
     assert "trainlint.toml: invalid configuration: `extend`" in str(exc.value) and message in str(exc.value)
 
 
 def test_an_error_in_the_extended_file_names_that_file(tmp_path):
-    _write(tmp_path / "base.toml", 'select = ["TL999"]\n')
-    path = _write(tmp_path / "proj" / "trainlint.toml", 'extend = "../base.toml"\n')
+    _put(tmp_path / "base.toml", 'select = ["TL999"]\n')
+    path = _put(tmp_path / "proj" / "trainlint.toml", 'extend = "../base.toml"\n')
     with pytest.raises(ConfigError) as exc:
         settings_from_file(str(path))
     assert str(exc.value).startswith(str(tmp_path / "base.toml") + ": invalid configuration: `select`")
