@@ -217,3 +217,13 @@ def test_unknown_requests_get_an_error_and_the_server_goes_on(client, tmp_path):
     assert reply["error"]["code"] == -32601
     uri = _open(client, tmp_path, SOURCE)
     assert client.diagnostics(uri)["diagnostics"]
+
+
+def test_a_message_that_is_not_json_gets_a_parse_error(client, tmp_path):
+    body = b"{not json"
+    client.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    client.proc.stdin.flush()
+    reply = client.receive()
+    assert reply["id"] is None and reply["error"]["code"] == -32700
+    uri = _open(client, tmp_path, SOURCE)  # and the server reads on
+    assert client.diagnostics(uri)["diagnostics"]

@@ -86,10 +86,14 @@ class Document:
     text: str
     version: int | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)  # what was last published
+    lines: list[str] = field(default_factory=list)  # the text's rows, for position conversion
 
-    @property
-    def lines(self) -> list[str]:
-        return [strip_eol(line) for line in split_lines(self.text)]
+    def __post_init__(self) -> None:
+        self.update(self.text, self.version)
+
+    def update(self, text: str, version: int | None) -> None:
+        self.text, self.version = text, version
+        self.lines = [strip_eol(line) for line in split_lines(text)]
 
 
 class Server:
@@ -168,8 +172,7 @@ class Server:
         changes = params.get("contentChanges") or []
         if doc is None or not changes:
             return
-        doc.text = changes[-1]["text"]  # full sync: the last change holds the whole text
-        doc.version = params["textDocument"].get("version")
+        doc.update(changes[-1]["text"], params["textDocument"].get("version"))  # full sync: the whole text
         self.publish(doc)
 
     def on_textDocument_didSave(self, params: dict) -> None:
@@ -329,7 +332,11 @@ def serve(stdin=None, stdout=None) -> int:
     stdin = stdin or sys.stdin.buffer
     server = Server(stdout or sys.stdout.buffer)
     while True:
-        message = read_message(stdin)
+        try:
+            message = read_message(stdin)
+        except ValueError as exc:  # not JSON, or no Content-Length: say so and read on
+            server.send({"id": None, "error": {"code": -32700, "message": f"cannot read the message: {exc}"}})
+            continue
         if message is None or not server.handle(message):
             break
     return 0 if server.shutting_down else 1
