@@ -118,9 +118,8 @@ def _selectors(ctx, param, value):
                    "and the report to standard error.")
 @click.pass_obj
 def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
-          statistics, show_fixes,
-          output_format, config_path, no_cache, cache_dir, jobs, force_exclude, quiet, extend_exclude,
-          baseline_path, add_noqa, show_files, show_settings, stdin_filename) -> None:
+          statistics, show_fixes, output_format, config_path, no_cache, cache_dir, jobs, force_exclude, quiet,
+          extend_exclude, baseline_path, add_noqa, show_files, show_settings, stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     own_process = process is not None
     if own_process:
