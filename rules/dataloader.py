@@ -967,6 +967,22 @@ def _builds(ctx, loader: cst.Call, class_name: str) -> bool:
     return False
 
 
+_STEP_FN = (
+    "from torch.utils.data import DataLoader\n"
+    "loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+    "def train_step(model, batch, device):\n"
+    "    images, labels = batch\n"
+    "    loss = model({to}).loss(labels)\n"
+    "    loss.backward()\n"
+    "    return loss\n"
+    "for batch in loader:\n"
+    "    train_step(model, batch, device)\n"
+    "    opt.step()\n"
+    "    if retry:\n"
+    "        train_step(model, batch=batch, device=device)\n"
+)
+
+
 class BlockingHostToDeviceCopy(Rule):
     code = "TL108"
     name = "blocking-host-to-device-copy"
@@ -978,7 +994,8 @@ class BlockingHostToDeviceCopy(Rule):
     docs = """
 ## What it does
 In the hot loop, flags `.to(device)` / `.cuda()` of a batch drawn from a loader with
-`pin_memory=True` that does not pass `non_blocking=True`.
+`pin_memory=True` that does not pass `non_blocking=True`, there or in a module-local function
+the loop hands the batch to (`train_step(model, batch)`).
 
 ## Why is this bad?
 A blocking copy makes the host wait until the transfer ends, so it cannot queue the next kernels;
@@ -1005,6 +1022,10 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         Valid(_SRC.replace("pin_memory=True", "pin_memory=False").format(move="x = x.to(device)")),
         Valid("import torch\n" + _SRC.format(move="x = x.to(torch.float16)")),
         Valid(_SRC.format(move="model.to(device)")),
+        # The step function is handed something other than the batch.
+        Valid(_STEP_FN.format(to="images.to(device)").replace("train_step(model, batch, device)",
+                                                             "train_step(model, cached, device)").replace(
+            "train_step(model, batch=batch, device=device)", "pass")),
     ]
     invalid = [
         Invalid(_SRC.format(move="x = x.to(device)"), fixed=_SRC.format(move="x = x.to(device, non_blocking=True)")),
@@ -1013,23 +1034,40 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
                 fixed=_SRC.format(move="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
         Invalid(_SRC.format(move="x = x.to('cuda', non_blocking=False)"),
                 fixed=_SRC.format(move="x = x.to('cuda', non_blocking=True)")),
+        # The copy happens in the step function the batch is handed to (called twice: one finding).
+        Invalid(_STEP_FN.format(to="images.to(device)"), fixed=_STEP_FN.format(to="images.to(device, non_blocking=True)")),
     ]
+
+    def __init__(self, ctx, options) -> None:
+        super().__init__(ctx, options)
+        self._reported: set[cst.Call] = set()  # a step function called twice is reported once
 
     def visit_For(self, node: cst.For) -> None:
         ctx = self.ctx
         if node not in ctx.loops.hot_loops or not _iterates_pinned_loader(ctx, node.iter):
             return
         batch_names = {n.value for n in ctx.index.walk(node.target) if isinstance(n, cst.Name)}
-        # Names unpacked from the batch inside the loop (`x, y = batch`) are batch tensors too.
-        for stmt in ctx.index.walk(node.body):
-            if isinstance(stmt, cst.Assign) and ctx.dotted(_root(stmt.value)) in batch_names:
-                for t in stmt.targets:
-                    batch_names |= {n.value for n in ctx.index.walk(t.target) if isinstance(n, cst.Name)}
+        self._check_moves(node.body, batch_names)
+        # A step function handed the batch (`train_step(model, batch)`) copies it there.
         for call in ctx.index.walk(node.body):
-            if not isinstance(call, cst.Call) or not is_device_move(ctx, call):
+            callee = ctx.loops._local_callee_name(call) if isinstance(call, cst.Call) else None
+            if callee is None:
+                continue
+            params = {param for param, arg in ctx.loops.bind_params(callee, call)
+                      if ctx.dotted(_root(arg.value)) in _unpacked(ctx, node.body, batch_names)}
+            if params:
+                self._check_moves(ctx.loops.functions[callee][0].body, params)
+
+    def _check_moves(self, body: cst.CSTNode, batch_names: set[str]) -> None:
+        """Report blocking device copies of the batch (or what is unpacked from it) in body."""
+        ctx = self.ctx
+        batch_names = _unpacked(ctx, body, batch_names)
+        for call in ctx.index.walk(body):
+            if not isinstance(call, cst.Call) or not is_device_move(ctx, call) or call in self._reported:
                 continue
             if ctx.dotted(_root(call.func.value)) not in batch_names:
                 continue
+            self._reported.add(call)
             arg = ctx.keyword(call, "non_blocking")
             if arg is not None and ctx.literal(arg.value) is not False:
                 continue
@@ -1039,6 +1077,16 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
                 self.fix(Applicability.SAFE, "Pass `non_blocking=True`",
                          (call, ctx.with_keyword(call, "non_blocking", "True"))),
             )
+
+
+def _unpacked(ctx, body: cst.CSTNode, batch_names: set[str]) -> set[str]:
+    """batch_names and the names unpacked from them in body (`x, y = batch`): batch tensors too."""
+    names = set(batch_names)
+    for stmt in ctx.index.walk(body):
+        if isinstance(stmt, cst.Assign) and ctx.dotted(_root(stmt.value)) in names:
+            for t in stmt.targets:
+                names |= {n.value for n in ctx.index.walk(t.target) if isinstance(n, cst.Name)}
+    return names
 
 
 def _root(expr: cst.BaseExpression) -> cst.BaseExpression:

@@ -139,7 +139,7 @@ class Distributed:
             for fn_name, calls in self.loops.calls_by_name.items():
                 for call in calls:
                     callee = self.loops.functions[fn_name][0]
-                    for param, arg in self._bind_params(fn_name, call):
+                    for param, arg in self.loops.bind_params(fn_name, call):
                         src = self.wrapped.get(dotted(arg.value) or "")
                         if src is not None:
                             self._add(param, src.kind, src.conditional, src.via, scope=callee)
@@ -171,7 +171,7 @@ class Distributed:
             # Handed to a local function: `train(accelerator, model)` binds its parameter.
             for fn_name, calls in self.loops.calls_by_name.items():
                 for call in calls:
-                    for param, arg in self._bind_params(fn_name, call):
+                    for param, arg in self.loops.bind_params(fn_name, call):
                         kind = self._frameworks.get(dotted(arg.value) or "")
                         if kind:
                             self._frameworks.setdefault(param, kind)
@@ -224,20 +224,6 @@ class Distributed:
                 if kind:
                     return kind
         return None
-
-    def _bind_params(self, fn_name: str, call: cst.Call):
-        fns = self.loops.functions.get(fn_name, ())
-        if len(fns) != 1:
-            return
-        params = [p.name.value for p in fns[0].params.params]
-        if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
-            params = params[1:]
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        for param, arg in zip(params, positional):
-            yield param, arg
-        for arg in call.args:
-            if arg.keyword is not None:
-                yield arg.keyword.value, arg
 
     def references(self, root: cst.CSTNode, name: str) -> bool:
         return any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name for n in self.index.walk(root))

@@ -129,6 +129,22 @@ class Loops:
             return None
         return name if name in self.functions else None
 
+    def bind_params(self, fn_name: str, call: cst.Call):
+        """(parameter name, argument) pairs of a call of the module-local function fn_name (when
+        exactly one function has that name); `self`/`cls` are skipped for method calls."""
+        fns = self.functions.get(fn_name, ())
+        if len(fns) != 1:
+            return
+        params = [p.name.value for p in fns[0].params.params]
+        if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+            params = params[1:]
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        for param, arg in zip(params, positional):
+            yield param, arg
+        for arg in call.args:
+            if arg.keyword is not None:
+                yield arg.keyword.value, arg
+
     def innermost_loop(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The nearest enclosing loop whose body (not iterable/test) holds node, in the same function."""
         child = node
