@@ -142,3 +142,47 @@ def test_ctrl_c_ends_the_run_and_its_workers(tmp_path, delay):
         return found
 
     assert running() == []
+
+
+def test_workers_of_a_parent_killed_alone_stop_after_the_item_in_hand(tmp_path):
+    """`kill -9` of the run's own process (not its group): each worker finishes the item it is
+    computing, cannot send it, and leaves quietly instead of going on with its list."""
+    marker = str(tmp_path / "marker-for-this-run")
+    done = tmp_path / "done"
+    done.mkdir()
+    code = (
+        "import sys, time, pathlib\n"
+        "from trainlint.pool import run_tasks\n"
+        f"done = pathlib.Path({str(done)!r})\n"
+        "def slow(n):\n"
+        "    time.sleep(0.2)\n"
+        "    (done / str(n)).write_text('x')\n"
+        "    return n\n"
+        "print('started', flush=True)\n"
+        "for _ in run_tasks(slow, list(range(200)), 2):\n"
+        "    pass\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, marker], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, text=True)
+    assert proc.stdout.readline().strip() == "started"
+    time.sleep(0.5)
+    proc.kill()  # the parent alone
+    proc.wait()
+
+    def running() -> int:
+        count = 0
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    count += marker.encode() in fh.read()
+            except OSError:
+                pass
+        return count
+
+    deadline = time.monotonic() + 10
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert running() == 0
+    finished = len(list(done.iterdir()))
+    assert finished < 20  # about 0.5 s of work on two workers, plus the items in hand; not the list
+    assert "Traceback" not in proc.stderr.read()

@@ -125,6 +125,8 @@ def _worker_main(task_fd: int, result_fd: int, func, initializer) -> None:
                 break  # the parent closed the pipe: no more work
             for item in chunk:
                 _write_all(result_fd, _frame(func(item)))
+    except BrokenPipeError:
+        pass  # the parent is gone (`kill -9` of the run alone): stop after the file in hand, quietly
     except BaseException:  # noqa: BLE001 - reported on stderr; the parent sees the pipe close
         import traceback
 
