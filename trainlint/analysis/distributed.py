@@ -2,8 +2,9 @@
 
 Which names hold a DDP/FSDP-wrapped model (a direct call, an import alias, a module-local helper
 that returns one, a parameter a wrapped model is passed to, a model prepared by accelerate or set
-up by Lightning Fabric, which wrap it in DDP when launched on several processes); whether the module already skips
-the gradient all-reduce somewhere (`no_sync`, `require_backward_grad_sync`, accelerate, Fabric);
+up by Lightning Fabric, which wrap it in DDP when launched on several processes); whether the
+module already skips the gradient all-reduce somewhere (`no_sync`, `require_backward_grad_sync`,
+accelerate, Fabric);
 and which hot loops accumulate gradients: backward on every micro-batch while the optimizer
 steps only under an interval condition (flat form) or after an inner micro-batch loop (nested).
 """
@@ -73,6 +74,11 @@ class Accumulation:
 def one_line(code: str) -> str:
     """Code as one line, for a message: `(\n    a\n    and b\n)` -> `(a and b)`."""
     return re.sub(r"\s+\)", ")", re.sub(r"\(\s+", "(", re.sub(r"\s+", " ", code.strip())))
+
+
+def _is_step(call: cst.Call) -> bool:
+    """`opt.step()` / `scaler.step(opt)` among the loops' step calls (the others are backwards)."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"
 
 
 def _conditional(index: TreeIndex, node: cst.CSTNode) -> bool:
@@ -286,19 +292,17 @@ class Distributed:
         """Optimizer steps: `opt.step()`, and calls of a module-local function or method that
         steps without running a backward of its own (ultralytics' `self.optimizer_step()`)."""
         if self._steps is None:
-            direct = [c for c in self.loops.step_calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == "step"]
-            backward = set(self._backward_calls())
+            direct = [c for c in self.loops.step_calls if _is_step(c)]
             helpers = set()
             for fn in self.loops.stepping_functions:
                 calls = [c for c in self.loops.step_calls if self.index.enclosing_function(c) is fn]
-                if any(c in direct for c in calls) and not any(c in backward for c in calls):
+                if calls and all(_is_step(c) for c in calls):
                     helpers.add(fn.name.value)
             self._steps = direct + [c for name in sorted(helpers) for c in self.loops.calls_by_name.get(name, ())]
         return self._steps
 
     def _backward_calls(self) -> list[cst.Call]:
-        return [c for c in self.loops.step_calls
-                if not (isinstance(c.func, cst.Attribute) and c.func.attr.value == "step")]
+        return [c for c in self.loops.step_calls if not _is_step(c)]
 
     def accumulations(self) -> list[Accumulation]:
         out = []
