@@ -92,6 +92,18 @@ def test_ddp_accumulation_rule_tl301(verify, fixtures):
     assert data["losses_match"]
 
 
+@_needs_rule("TL301")
+def test_accelerate_accumulation_rule_tl301(verify, fixtures):
+    """The same measurement on a script written for accelerate: the harness finds its wrapped
+    optimizer's steps and its `accelerator.backward` losses, and TL301's fix for it pays off."""
+    pytest.importorskip("accelerate", reason="accelerate is in the dev extra")
+    result, data = verify(fixtures / "accelerate_accum.py", "--rule", "TL301", *DDP_ARGS)
+    assert result.exit_code == 0, result.output
+    _measured(data)
+    assert data["verdict"] == stats.FASTER, data.get("pair_ratios")
+    assert data["losses_match"] and data["max_loss_deviation"] < 1e-5
+
+
 def test_change_that_does_nothing_is_no_measurable_change(verify, fixtures):
     result, data = verify(fixtures / "tight_loop.py", "--fixed", fixtures / "tight_loop_noop.py",
                           "--steps", "25", "--warmup", "3", "--repeats", "3",
