@@ -180,3 +180,13 @@ def test_show_settings_names_the_config_and_the_rules(project):
     # Without a configuration file: the defaults, said so.
     out = run(["--show-settings", "bad.py"], project).output
     assert "config = (none: defaults)" in out and '"TL104"' in out
+
+
+def test_output_file_takes_the_report(project, tmp_path):
+    report = tmp_path / "out" / "report.sarif"
+    report.parent.mkdir()
+    result = run(["--output-format", "sarif", "-o", str(report), "bad.py"], project)
+    assert result.exit_code == 1 and result.output == ""
+    assert json.loads(report.read_text())["runs"][0]["results"][0]["ruleId"] == "TL104"
+    missing = run(["--output-file", str(tmp_path / "no" / "such" / "dir" / "r.json"), "bad.py"], project)
+    assert missing.exit_code == 2 and "cannot write the report" in missing.output

@@ -97,6 +97,8 @@ def _selectors(ctx, param, value):
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes that were applied.")
 @click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="concise", show_default=True)
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False),
+              help="Write the report to this file (in --output-format) instead of standard output.")
 @click.option("--config", "config_path", type=click.Path(), help="Use this configuration file for every file.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), envvar="TRAINLINT_CACHE_DIR", default=".trainlint_cache",
@@ -118,8 +120,8 @@ def _selectors(ctx, param, value):
                    "and the report to standard error.")
 @click.pass_obj
 def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
-          statistics, show_fixes, output_format, config_path, no_cache, cache_dir, jobs, force_exclude, quiet,
-          extend_exclude, baseline_path, add_noqa, show_files, show_settings, stdin_filename) -> None:
+          statistics, show_fixes, output_format, output_file, config_path, no_cache, cache_dir, jobs, force_exclude,
+          quiet, extend_exclude, baseline_path, add_noqa, show_files, show_settings, stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     own_process = process is not None
     if own_process:
@@ -174,6 +176,14 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
         output = "".join(line + "\n" for line in output.splitlines()
                          if line and not line.startswith(("Found ", "[*] ", "All checks", "Would fix"))
                          and "hidden fix" not in line)
+    if output_file is not None:
+        try:
+            with open(output_file, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(output)
+        except OSError as exc:
+            click.echo(f"error: {output_file}: cannot write the report: {exc.strerror or exc}", err=True)
+            sys.exit(2)
+        output = ""
     if mode.fix and fixed_source is not None:
         # The source is standard output's content (an editor replaces its buffer with it): the
         # report goes to standard error, and the source is written as bytes, encoding kept.
