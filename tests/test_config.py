@@ -194,6 +194,13 @@ def test_extended_globs_keep_their_own_folder(tmp_path):
     finally:
         os.chdir(old)
     assert sorted(shown) == ["tests/test_x.py", "train.py"]
+    old = os.getcwd()
+    os.chdir(tmp_path / "proj")
+    try:
+        settings_out = CliRunner().invoke(cli, ["--show-settings", "train.py"]).output
+    finally:
+        os.chdir(old)
+    assert f'extends = ["{tmp_path / "pyproject.toml"}"]' in settings_out
     assert "train.py:2:1: TL101" in checked and "tests/test_x.py" not in checked
 
 

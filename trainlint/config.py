@@ -330,7 +330,7 @@ def _settings_kwargs(path: str, chain: tuple[str, ...]) -> dict:
     if base is None:
         return kwargs
     folder = os.path.dirname(os.path.abspath(path))
-    base_path = os.path.normpath(os.path.join(folder, os.path.expanduser(os.path.expandvars(base))))
+    base_path = extended_path(path, base)
     if base_path in chain or base_path == os.path.abspath(path):
         cycle = " -> ".join((*chain, os.path.abspath(path), base_path))
         raise ConfigError(f"{path}: invalid configuration: `extend`: a cycle of configuration files ({cycle})")
@@ -352,6 +352,25 @@ def _settings_kwargs(path: str, chain: tuple[str, ...]) -> dict:
         else:
             inherited[key] = value
     return inherited
+
+
+def extended_path(path: str, value: str) -> str:
+    """The file `extend = value` in configuration file `path` names (relative to its folder)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    return os.path.normpath(os.path.join(folder, os.path.expanduser(os.path.expandvars(value))))
+
+
+def extends_chain(path: str) -> list[str]:
+    """The configuration files `path` builds on through `extend`, nearest first."""
+    chain: list[str] = []
+    while True:
+        base = (read_config(path) or {}).get("extend")
+        if not isinstance(base, str):
+            return chain
+        path = extended_path(path, base)
+        if path in chain:
+            return chain
+        chain.append(path)
 
 
 def _rebased(kwargs: dict, base_folder: str, folder: str) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from trainlint.config import Settings
+from trainlint.config import Settings, extends_chain
 
 
 def show_settings(path: str, settings: Settings) -> list[str]:
@@ -15,6 +15,8 @@ def show_settings(path: str, settings: Settings) -> list[str]:
         f"file = {_value(path)}",
         f"config = {_value(settings.config_path) if settings.config_path else '(none: defaults)'}",
     ]
+    if settings.config_path:
+        lines.append(f"extends = {_value(extends_chain(settings.config_path))}")
     active = [r.rule.code for r in settings.active_rules(path)]
     lines.append(f"rules = {_value(active)}")
     for field in fields(Settings):
