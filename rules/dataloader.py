@@ -618,6 +618,9 @@ _TOKENIZE = re.compile(r"(tokeniz|encode_plus|batch_encode|^encode$|^pad$|pad_se
 _DECODE = re.compile(r"(^Image\.open$|\.open$|imread|imdecode|decode_image|decode_jpeg|read_image|^load$|librosa\.load|"
                      r"torchaudio\.load|soundfile\.read|^sf\.read$|decord|VideoReader)")
 _MASK = re.compile(r"(mask)", re.IGNORECASE)
+# Opening a file reads bytes; it decodes no image or audio (fairseq's FastaDataset keeps one handle).
+_FILE_OPENERS = frozenset({"builtins.open", "io.open", "os.open", "codecs.open", "gzip.open", "bz2.open", "lzma.open"})
+_CACHE = re.compile(r"cache", re.IGNORECASE)
 
 
 def _call_name(ctx, call: cst.Call) -> str:
@@ -637,7 +640,7 @@ def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, s
                 or (last in ("__call__",) and "tokenizer" in name.lower()) or name.lower().endswith("tokenizer"):
             out.append((node, "tokenizes/pads text"))
         elif last in ("open", "imread", "imdecode", "decode_image", "decode_jpeg", "read_image", "read") and \
-                _DECODE.search(name) or name in ("PIL.Image.open", "torchvision.io.read_image", "torchaudio.load",
+                _DECODE.search(name) and name not in _FILE_OPENERS or name in ("PIL.Image.open", "torchvision.io.read_image", "torchaudio.load",
                                                   "librosa.load", "cv2.imread", "soundfile.read"):
             out.append((node, "decodes images/audio"))
         elif masks and _MASK.search(last) and last not in ("masked_fill",):
@@ -891,7 +894,8 @@ class HeavyGetitem(Rule):
     docs = """
 ## What it does
 Flags a dataset's `__getitem__` (map-style) or `__iter__` (iterable) that tokenizes text or
-decodes images or audio for every sample.
+decodes images or audio for every sample, itself or in a method of its class (or of a base class
+in the same module) that it calls, up to two calls down (`self.load_image(i)`).
 
 ## Why is this bad?
 This work is repeated every epoch for every sample, and with few or no workers it is what the GPU
@@ -918,6 +922,16 @@ The offline conversion is yours to make.
         Valid(_SRC.format(body="return torch.from_numpy(self.arr[i])", args="")),
         Valid("class Vocab:\n    def __getitem__(self, tok):\n        return self.tokenizer(tok)\n"),
         Valid(_SRC.format(body="return self.data[i] * 2", args=", num_workers=4")),
+        # Work that refills a cache, and a file handle opened per sample: not decoding every sample.
+        Valid(_SRC.format(body="if len(self.cache) == 0:\n            self.cache = [Image.open(p) for p in self.paths]\n"
+                               "        return self.cache.pop()", args=", num_workers=2")),
+        Valid(_SRC.format(body="with open(self.paths[i]) as f:\n            return f.read()", args=", num_workers=2")),
+        Valid(_SRC.format(body="if i not in self.image_cache:\n            self.image_cache[i] = Image.open(self.paths[i])\n"
+                               "        return self.image_cache[i]", args=", num_workers=2")),
+        # A method that only slices, and a same-named function outside the class that decodes.
+        Valid("import cv2\nfrom torch.utils.data import Dataset\ndef load_image(p):\n    return cv2.imread(p)\n"
+              "class DS(Dataset):\n    def load_image(self, i):\n        return self.images[i]\n"
+              "    def __getitem__(self, i):\n        return self.load_image(i)\n"),
     ]
     invalid = [
         Invalid(_SRC.format(body="return self.tokenizer(self.texts[i])", args=""),
@@ -925,8 +939,18 @@ The offline conversion is yours to make.
                                   args=", num_workers=min(8, os.cpu_count() or 1)")),
         Invalid(_SRC.format(body="return Image.open(self.paths[i])", args=", num_workers=2")),
         Invalid(_SRC.format(body="return self.tok.encode(self.texts[i])", args="")),
+        # A cache mode that is off by default decodes every sample (ultralytics' `cache="disk"`).
+        Invalid(_SRC.format(body="if self.cache == 'disk':\n            return np.load(self.npy[i])\n"
+                                 "        return cv2.imread(self.paths[i])", args=", num_workers=2")),
         Invalid("from torch.utils.data import IterableDataset\nclass S(IterableDataset):\n    def __iter__(self):\n"
                 "        for p in self.paths:\n            yield torchaudio.load(p)\n"),
+        # yolov5's shape: the decode sits in a method of the class (or of a base class here) that
+        # __getitem__ calls, one or two calls down; the finding is on __getitem__'s own line.
+        Invalid("import cv2\nfrom torch.utils.data import Dataset\nclass Images(Dataset):\n"
+                "    def load_image(self, i):\n        return cv2.imread(self.files[i])\n"
+                "class Mosaic(Images):\n    def load_mosaic(self, i):\n        return [self.load_image(j) for j in (i, i + 1)]\n"
+                "    def __getitem__(self, i):\n        img = self.load_mosaic(i) if self.mosaic else self.load_image(i)\n"
+                "        return img\n", message="(in `self.load_image`)"),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -936,19 +960,88 @@ The offline conversion is yours to make.
         cls = ctx.index.enclosing_class(node)
         if cls is None or not ctx.names.is_a(cst.Name(cls.name.value), *DATASETS):
             return
-        work = [(c, k) for c, k in heavy_work(ctx, node.body, masks=False) if k != "moves tensors to a device"]
-        if not work:
+        found = _sample_work(ctx, cls, node)
+        if found is None:
             return
-        call, kind = work[0]
+        call, kind, method = found
         offline = "token ids in a binary array / memmap" if "text" in kind else "decoded, resized tensors saved once"
-        message = (f"`{cls.name.value}.{node.name.value}` {kind} for every sample, every epoch; store {offline} "
-                   f"and only slice here")
+        where = f" (in `self.{method.name.value}`)" if method is not node else ""
+        message = (f"`{cls.name.value}.{node.name.value}` {kind}{where} for every sample, every epoch; store "
+                   f"{offline} and only slice here")
         fix = None
         loaders = _loaders_using(ctx, lambda c: _builds(ctx, c, cls.name.value))
         idle = [c for c in loaders if workers_value(ctx, c) == 0 and not ctx.has_star_kwargs(c)]
         if idle:
             fix = add_workers_fix(self, idle[0])
         self.report(call, message, fix)
+
+
+def _sample_work(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, depth: int = 2, seen=()):
+    """(the call to report, what it does, the method doing it) for heavy per-sample work in fn or
+    in the methods of its class it calls (`self.load_image(i)`, up to `depth` calls down); the
+    call reported is fn's own: the line a suppression or a reader looks at. None if there is none."""
+    work = [(c, k) for c, k in heavy_work(ctx, fn.body, masks=False)
+            if k != "moves tensors to a device" and not _fills_cache(ctx, c, fn)]
+    if work:
+        return work[0][0], work[0][1], fn
+    if depth == 0:
+        return None
+    for call in ctx.index.walk(fn.body):
+        func = call.func if isinstance(call, cst.Call) else None
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            continue
+        if _fills_cache(ctx, call, fn):
+            continue
+        method = _method_of(ctx, cls, func.attr.value)
+        if method is None or method is fn or method in seen:
+            continue
+        found = _sample_work(ctx, cls, method, depth - 1, (*seen, fn))
+        if found is not None:
+            return call, found[1], found[2]
+    return None
+
+
+def _fills_cache(ctx, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+    """node runs under an `if` (in fn) that asks whether a cache holds something
+    (`if len(self.cache) == 0:`, `if key not in cache:`, `if self.cache is None:`, `if not cache:`):
+    once per cache miss, not for every sample. A mode test (`if self.cache == "disk":`) is not one."""
+    for anc in ctx.index.ancestors(node):
+        if anc is fn:
+            return False
+        if isinstance(anc, cst.If) and _asks_cache(ctx, anc.test):
+            return True
+    return False
+
+
+def _asks_cache(ctx, test: cst.BaseExpression) -> bool:
+    def is_cache(expr) -> bool:
+        return bool(_CACHE.search((ctx.dotted(expr) or "").rsplit(".", 1)[-1]))
+
+    for n in ctx.index.walk(test):
+        if isinstance(n, cst.Call) and ctx.dotted(n.func) == "len" and n.args and is_cache(n.args[0].value):
+            return True
+        if isinstance(n, cst.UnaryOperation) and isinstance(n.operator, cst.Not) and is_cache(n.expression):
+            return True
+        if isinstance(n, cst.Comparison) and any(
+                isinstance(t.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot))
+                and (is_cache(t.comparator) or is_cache(n.left)) for t in n.comparisons):
+            return True
+    return False
+
+
+def _method_of(ctx, cls: cst.ClassDef, name: str, _seen: tuple = ()) -> cst.FunctionDef | None:
+    """The method `name` of cls, or of a base class defined in this module."""
+    for stmt in cls.body.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+            return stmt
+    for base in cls.bases:
+        base_name = ctx.dotted(base.value)
+        base_cls = next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == base_name), None)
+        if base_cls is not None and base_cls not in _seen and base_cls is not cls:
+            method = _method_of(ctx, base_cls, name, (*_seen, cls))
+            if method is not None:
+                return method
+    return None
 
 
 def _builds(ctx, loader: cst.Call, class_name: str) -> bool:
