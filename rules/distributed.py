@@ -421,6 +421,16 @@ def _paren(node, code: str) -> str:
     return f"({code})" if isinstance(node, (cst.IfExp, cst.Lambda, cst.NamedExpr)) else code
 
 
+_DDP_ARGS = (
+    "import torch\n"
+    "def wrap(model, args, device):\n"
+    "    ddp_args = {}\n"
+    "    if args.ddp_static_graph:\n"
+    "        ddp_args['static_graph'] = True\n"
+    "    return torch.nn.parallel.DistributedDataParallel(model, device_ids=[device], **ddp_args)\n"
+)
+
+
 class DdpCopyingGradients(Rule):
     code = "TL302"
     name = "ddp-copying-gradients"
@@ -452,7 +462,9 @@ model = DistributedDataParallel(model, device_ids=[local_rank], gradient_as_buck
 ## Fix safety
 Unsafe: gradients become views, so code that assigns `param.grad = ...` or calls
 `param.grad.detach_()`/`requires_grad_()` on them breaks (no fix is offered when the module
-assigns `.grad`). `optimizer.zero_grad()` works either way. A call with `**kwargs` is not flagged.
+assigns `.grad`). `optimizer.zero_grad()` works either way. A call with `**options` is flagged
+only when every key the dict can hold is visible in the function (built from literals, given
+literal keys, used nowhere else) and none is `gradient_as_bucket_view`.
 """
     valid = [
         Valid("from torch.nn.parallel import DistributedDataParallel as DDP\nDDP(model, gradient_as_bucket_view=True)\n"),
@@ -463,6 +475,12 @@ assigns `.grad`). `optimizer.zero_grad()` works either way. A call with `**kwarg
         Valid("from mylib import DistributedDataParallel\nDistributedDataParallel(model)\n"),
         Valid("from torch.nn.parallel import DistributedDataParallel as DDP\nif isinstance(model, DDP):\n"
               "    model = model.module\n"),
+        # The options dict may set it, or is changed where its keys cannot be seen.
+        Valid(_DDP_ARGS.replace("ddp_args['static_graph'] = True", "ddp_args['gradient_as_bucket_view'] = True")),
+        Valid(_DDP_ARGS.replace("ddp_args['static_graph'] = True", "ddp_args.update(user_options)")),
+        Valid(_DDP_ARGS.replace("ddp_args = {}", "ddp_args = load_options()")),
+        Valid("import torch\ndef wrap(model, ddp_args):\n"
+              "    return torch.nn.parallel.DistributedDataParallel(model, **ddp_args)\n"),
     ]
     invalid = [
         Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model, device_ids=[rank])\n",
@@ -480,12 +498,21 @@ assigns `.grad`). `optimizer.zero_grad()` works either way. A call with `**kwarg
         # Code that assigns gradients: reported, but the fix would break it.
         Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
                 "for p in model.parameters():\n    p.grad = torch.zeros_like(p)\n", fixed=None),
+        # Options gathered in a dict whose every key is visible (open_clip, ultralytics).
+        Invalid(_DDP_ARGS, fixed=_DDP_ARGS.replace(
+            "DistributedDataParallel(model, device_ids=[device], **ddp_args)\n",
+            "DistributedDataParallel(\n        model,\n        device_ids=[device],\n        **ddp_args,\n"
+            "        gradient_as_bucket_view=True,\n    )\n")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if not ctx.names.is_a(node.func, DDP) or ctx.has_star_kwargs(node):
+        if not ctx.names.is_a(node.func, DDP):
             return
+        if ctx.has_star_kwargs(node):
+            keys = _star_keys(ctx, node)
+            if keys is None or "gradient_as_bucket_view" in keys:
+                return  # the options may set it: not known here
         arg = ctx.keyword(node, "gradient_as_bucket_view")
         if arg is not None and ctx.literal(arg.value) is not False:
             return
@@ -503,6 +530,60 @@ assigns `.grad`). `optimizer.zero_grad()` works either way. A call with `**kwarg
                 if isinstance(target.target, cst.Attribute) and target.target.attr.value == "grad":
                     return True
         return False
+
+
+def _star_keys(ctx, call: cst.Call) -> set[str] | None:
+    """Every key the call's `**options` dict can hold, when its whole life is visible in the
+    function: built from dict literals (`{} if old_torch else {"static_graph": True}`), given keys
+    by `options["key"] = ...` (literal keys, or a choice of them), used nowhere else. None otherwise."""
+    stars = [a for a in call.args if a.star == "**"]
+    if len(stars) != 1 or not isinstance(stars[0].value, cst.Name):
+        return None
+    name = stars[0].value.value
+    scope = ctx.index.enclosing_function(call) or ctx.module
+    keys: set[str] = set()
+    built = False
+    for node in ctx.index.walk(scope):
+        if not (isinstance(node, cst.Name) and node.value == name) or node is stars[0].value:
+            continue
+        parent = ctx.parent(node)
+        holder = ctx.parent(parent)
+        if isinstance(parent, cst.Arg) and parent.star == "**":
+            continue  # unpacked into another call: a copy, the dict is unchanged
+        if isinstance(parent, cst.AssignTarget) and isinstance(holder, cst.Assign):
+            found = _dict_keys(ctx, holder.value)  # options = {...}
+            built = True
+        elif isinstance(parent, cst.Subscript) and isinstance(holder, cst.AssignTarget) and len(parent.slice) == 1:
+            found = _literal_strings(ctx, parent.slice[0].slice.value)  # options["key"] = ...
+        else:
+            return None  # read, updated or handed on: its keys are not known here
+        if found is None:
+            return None
+        keys |= found
+    return keys if built else None
+
+
+def _dict_keys(ctx, value: cst.BaseExpression) -> set[str] | None:
+    if isinstance(value, cst.IfExp):
+        body, orelse = _dict_keys(ctx, value.body), _dict_keys(ctx, value.orelse)
+        return None if body is None or orelse is None else body | orelse
+    if not isinstance(value, cst.Dict):
+        return None
+    keys: set[str] = set()
+    for element in value.elements:
+        found = _literal_strings(ctx, element.key) if isinstance(element, cst.DictElement) else None
+        if found is None:
+            return None
+        keys |= found
+    return keys
+
+
+def _literal_strings(ctx, expr) -> set[str] | None:
+    if isinstance(expr, cst.IfExp):
+        body, orelse = _literal_strings(ctx, expr.body), _literal_strings(ctx, expr.orelse)
+        return None if body is None or orelse is None else body | orelse
+    value = ctx.literal(expr)
+    return {value} if isinstance(value, str) else None
 
 
 class DataParallelUsed(Rule):
