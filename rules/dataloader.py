@@ -32,8 +32,20 @@ def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
 
 def is_loader(ctx, call: cst.Call) -> bool:
     """A call of DataLoader's constructor with DataLoader's own arguments (aliases, subclasses that
-    keep its __init__)."""
-    return ctx.names.constructs(call.func, *DATALOADERS)
+    keep its __init__), also through a name assigned only such classes (yolov5's
+    `loader = DataLoader if image_weights else InfiniteDataLoader; loader(dataset, ...)`)."""
+    if ctx.names.constructs(call.func, *DATALOADERS):
+        return True
+    if not isinstance(call.func, cst.Name) or call.func.value in ctx.names.aliases:
+        return False
+    values = ctx.assigned_values(call.func)
+    return bool(values) and all(_loader_classes(ctx, v) for v in values)
+
+
+def _loader_classes(ctx, expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.IfExp):
+        return _loader_classes(ctx, expr.body) and _loader_classes(ctx, expr.orelse)
+    return isinstance(expr, (cst.Name, cst.Attribute)) and ctx.names.constructs(expr, *DATALOADERS)
 
 
 def loader_name(ctx, call: cst.Call) -> str | None:
@@ -495,12 +507,24 @@ since PyTorch rejects a prefetch factor without workers.
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=8)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=2)\n",
               options={"min-prefetch-factor": 2}),
+        # A name that may hold another callable is not known to build a DataLoader.
+        Valid("from torch.utils.data import DataLoader\nmake = DataLoader if plain else build_loader\n"
+              "make(ds, num_workers=4)\n"),
     ]
     invalid = [
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=2)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
+        # yolov5: the loader class chosen at run time, either one a DataLoader.
+        Invalid("from torch.utils.data import DataLoader\nclass InfiniteDataLoader(DataLoader):\n"
+                "    def __init__(self, *args, **kwargs):\n        super().__init__(*args, **kwargs)\n"
+                "def create(ds, nw, weights):\n    loader = DataLoader if weights else InfiniteDataLoader\n"
+                "    return loader(ds, num_workers=nw)\n",
+                fixed="from torch.utils.data import DataLoader\nclass InfiniteDataLoader(DataLoader):\n"
+                "    def __init__(self, *args, **kwargs):\n        super().__init__(*args, **kwargs)\n"
+                "def create(ds, nw, weights):\n    loader = DataLoader if weights else InfiniteDataLoader\n"
+                "    return loader(ds, num_workers=nw, prefetch_factor=4 if nw > 0 else None)\n"),
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=nw)\n",
                 fixed="from torch.utils.data import DataLoader\n"
                       "DataLoader(ds, num_workers=nw, prefetch_factor=4 if nw > 0 else None)\n"),
