@@ -67,8 +67,10 @@ def test_loader_bound_rule_tl101(verify, fixtures):
     assert data["loss_tolerance"]["kind"] == "curve"
 
 
-# Three rounds: the spread's t-interval over rounds needs them (two rounds' quantile is 12.7).
-DDP_ARGS = ("--nproc-per-node", "2", "--steps", "4", "--warmup", "1", "--repeats", "3")
+# Five rounds: the spread's t-interval over rounds needs several (two rounds' quantile is 12.7),
+# and with three one disturbed round (seen once in CI: pair ratios 1.18, 2.43, 2.35) pulls the
+# interval's low end under 1 although the effect is about 2x; five absorb one such round.
+DDP_ARGS = ("--nproc-per-node", "2", "--steps", "4", "--warmup", "1", "--repeats", "5")
 
 
 def test_ddp_accumulation_no_sync_is_faster_under_torchrun(verify, fixtures):
