@@ -106,83 +106,67 @@ def test_spawn_pool_where_fork_is_not_used():
     assert got == [0, 1, 1, 2, 3]
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.01, 0.5])
-def test_ctrl_c_ends_the_run_and_its_workers(tmp_path, delay):
-    """SIGINT reaches the whole process group: the workers ignore it (also one that comes while
-    they are being forked), the parent ends them."""
+def _start_run(tmp_path, task: str, items: int, prelude: str = ""):
+    """A real process running `task` (the body of `def slow(n):`) over range(items) on two
+    forked workers, in a session of its own; returns it and the marker in its command line."""
     marker = str(tmp_path / "marker-for-this-run")
     code = (
-        "import sys, time\n"
+        "import sys, time, pathlib\n"
         "from trainlint.pool import run_tasks\n"
+        f"{prelude}"
         "def slow(n):\n"
-        "    time.sleep(0.05)\n"
+        f"{task}"
         "    return n\n"
         "print('started', flush=True)\n"
-        "for _ in run_tasks(slow, list(range(10000)), 2):\n"
+        f"for _ in run_tasks(slow, list(range({items})), 2):\n"
         "    pass\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, marker], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True, text=True)
     assert proc.stdout.readline().strip() == "started"
+    return proc, marker
+
+
+def _running(marker: str) -> list[str]:
+    """Processes (the run and its workers) still alive, found by the marker in their command line."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if marker.encode() in fh.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.01, 0.5])
+def test_ctrl_c_ends_the_run_and_its_workers(tmp_path, delay):
+    """SIGINT reaches the whole process group: the workers ignore it (also one that comes while
+    they are being forked), the parent ends them."""
+    proc, marker = _start_run(tmp_path, "    time.sleep(0.05)\n", 10000)
     time.sleep(delay)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode != 0 and "KeyboardInterrupt" in err
     assert err.count("KeyboardInterrupt") == 1  # the parent's only, not one per worker
-
-    def running() -> list[str]:
-        found = []
-        for pid in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    if marker.encode() in fh.read():
-                        found.append(pid)
-            except OSError:
-                pass
-        return found
-
-    assert running() == []
+    assert _running(marker) == []
 
 
 def test_workers_of_a_parent_killed_alone_stop_after_the_item_in_hand(tmp_path):
     """`kill -9` of the run's own process (not its group): each worker finishes the item it is
     computing, cannot send it, and leaves quietly instead of going on with its list."""
-    marker = str(tmp_path / "marker-for-this-run")
     done = tmp_path / "done"
     done.mkdir()
-    code = (
-        "import sys, time, pathlib\n"
-        "from trainlint.pool import run_tasks\n"
-        f"done = pathlib.Path({str(done)!r})\n"
-        "def slow(n):\n"
-        "    time.sleep(0.2)\n"
-        "    (done / str(n)).write_text('x')\n"
-        "    return n\n"
-        "print('started', flush=True)\n"
-        "for _ in run_tasks(slow, list(range(200)), 2):\n"
-        "    pass\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code, marker], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, text=True)
-    assert proc.stdout.readline().strip() == "started"
+    proc, marker = _start_run(tmp_path, "    time.sleep(0.2)\n    (done / str(n)).write_text('x')\n", 200,
+                              prelude=f"done = pathlib.Path({str(done)!r})\n")
     time.sleep(0.5)
     proc.kill()  # the parent alone
     proc.wait()
-
-    def running() -> int:
-        count = 0
-        for pid in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    count += marker.encode() in fh.read()
-            except OSError:
-                pass
-        return count
-
     deadline = time.monotonic() + 10
-    while running() and time.monotonic() < deadline:
+    while _running(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert running() == 0
+    assert _running(marker) == []
     finished = len(list(done.iterdir()))
     assert finished < 20  # about 0.5 s of work on two workers, plus the items in hand; not the list
     assert "Traceback" not in proc.stderr.read()

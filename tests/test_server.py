@@ -1,12 +1,11 @@
 """`trainlint server`, the language server, driven as an editor drives it: a real process, real
 Content-Length-framed JSON-RPC on its standard input and output."""
 
-import json
 import os
+import queue
 import subprocess
 import sys
 import threading
-import queue
 
 import pytest
 
