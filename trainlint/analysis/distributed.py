@@ -142,15 +142,12 @@ class Distributed:
                     self._add(name, kind, _conditional(index, node), via)
         # A wrapped model handed to a local function is wrapped under the parameter's name.
         for _ in range(2):
-            for fn_name, calls in self.loops.calls_by_name.items():
-                for call in calls:
-                    callee = self.loops.functions[fn_name][0]
-                    for param, arg in self.loops.bind_params(fn_name, call):
-                        src = self.wrapped.get(dotted(arg.value) or "")
-                        if src is not None:
-                            self._add(param, src.kind, src.conditional, src.via, scope=callee)
-                        elif kind := self.wrapper_kind(arg.value, helpers):  # train(DDP(model), ...)
-                            self._add(param, kind, _conditional(index, call), scope=callee)
+            for callee, call, param, arg in self.loops.bindings:
+                src = self.wrapped.get(dotted(arg.value) or "")
+                if src is not None:
+                    self._add(param, src.kind, src.conditional, src.via, scope=callee)
+                elif kind := self.wrapper_kind(arg.value, helpers):  # train(DDP(model), ...)
+                    self._add(param, kind, _conditional(index, call), scope=callee)
 
     def _add(self, name: str, kind: str, conditional: bool, via: str | None = None,
              scope: cst.FunctionDef | None = None) -> None:
@@ -175,12 +172,10 @@ class Distributed:
                 elif target and self.names.is_a(value.func, *_FABRIC_CLASSES):
                     self._frameworks[target] = FABRIC
             # Handed to a local function: `train(accelerator, model)` binds its parameter.
-            for fn_name, calls in self.loops.calls_by_name.items():
-                for call in calls:
-                    for param, arg in self.loops.bind_params(fn_name, call):
-                        kind = self._frameworks.get(dotted(arg.value) or "")
-                        if kind:
-                            self._frameworks.setdefault(param, kind)
+            for _callee, _call, param, arg in self.loops.bindings:
+                kind = self._frameworks.get(dotted(arg.value) or "")
+                if kind:
+                    self._frameworks.setdefault(param, kind)
         if name in self._frameworks:
             return self._frameworks[name]
         head = name.split(".", 1)[0]

@@ -10,6 +10,7 @@ or a configured name).
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 import libcst as cst
 
@@ -144,6 +145,13 @@ class Loops:
         for arg in call.args:
             if arg.keyword is not None:
                 yield arg.keyword.value, arg
+
+    @cached_property
+    def bindings(self) -> list[tuple[cst.FunctionDef, cst.Call, str, cst.Arg]]:
+        """(callee, call, parameter, argument) for every call of a module-local function."""
+        return [(self.functions[fn_name][0], call, param, arg)
+                for fn_name, calls in self.calls_by_name.items() for call in calls
+                for param, arg in self.bind_params(fn_name, call)]
 
     def innermost_loop(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The nearest enclosing loop whose body (not iterable/test) holds node, in the same function."""
