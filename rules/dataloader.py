@@ -1167,7 +1167,7 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         self._check_moves(node.body, batch_names)
         # A step function handed the batch (`train_step(model, batch)`) copies it there.
         for call in ctx.index.walk(node.body):
-            callee = ctx.loops._local_callee_name(call) if isinstance(call, cst.Call) else None
+            callee = ctx.loops.local_callee_name(call) if isinstance(call, cst.Call) else None
             if callee is None:
                 continue
             params = {param for param, arg in ctx.loops.bind_params(callee, call)

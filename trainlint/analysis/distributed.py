@@ -250,7 +250,7 @@ class Distributed:
             for r in frontier:
                 for call in self.index.walk(r):
                     if isinstance(call, cst.Call):
-                        callee = self.loops._local_callee_name(call)
+                        callee = self.loops.local_callee_name(call)
                         for fn in self.loops.functions.get(callee or "", ()):
                             if fn not in out:
                                 out.append(fn)

@@ -106,7 +106,7 @@ class Loops:
         self.step_calls: list[cst.Call] = [c for c in index.nodes(cst.Call) if is_step_call(c, names)]
         self.calls_by_name: dict[str, list[cst.Call]] = {}
         for call in index.nodes(cst.Call):
-            callee = self._local_callee_name(call)
+            callee = self.local_callee_name(call)
             if callee is not None:
                 self.calls_by_name.setdefault(callee, []).append(call)
 
@@ -119,7 +119,7 @@ class Loops:
 
     # -- structure helpers -------------------------------------------------------------
 
-    def _local_callee_name(self, call: cst.Call) -> str | None:
+    def local_callee_name(self, call: cst.Call) -> str | None:
         """`train_step(...)` or `self.train_step(...)` when a function of that name is defined here."""
         func = call.func
         if isinstance(func, cst.Name):
