@@ -1,6 +1,8 @@
 """`trainlint server`, the language server, driven as an editor drives it: a real process, real
 Content-Length-framed JSON-RPC on its standard input and output."""
 
+import io
+import json
 import os
 import queue
 import subprocess
@@ -10,7 +12,7 @@ import threading
 import pytest
 
 from _paths import ROOT
-from trainlint.server import read_message, write_message
+from trainlint.server import FIX_ALL, Server, read_message, write_message
 
 SOURCE = (
     "import torch\n"
@@ -226,3 +228,76 @@ def test_a_message_that_is_not_json_gets_a_parse_error(client, tmp_path):
     assert reply["id"] is None and reply["error"]["code"] == -32700
     uri = _open(client, tmp_path, SOURCE)  # and the server reads on
     assert client.diagnostics(uri)["diagnostics"]
+
+
+def _change(uri, version, changes):
+    return {"textDocument": {"uri": uri, "version": version}, "contentChanges": changes}
+
+
+def _edit(start, end, text):
+    return {"range": {"start": {"line": start[0], "character": start[1]},
+                      "end": {"line": end[0], "character": end[1]}}, "text": text}
+
+
+LOOP = "for x in loader:\r\n    x = x.cuda()\r\n    model(x).backward()\r\n    opt.step()\r\n"
+
+
+def test_incremental_edits_in_utf16_rebuild_the_buffer(client, tmp_path):
+    assert client.init["result"]["capabilities"]["textDocumentSync"]["change"] == 2
+    text = 'from torch.utils.data import DataLoader\r\ny = "😀"; loader = DataLoader(ds)\r\n'
+    uri = _open(client, tmp_path, text)
+    assert [d["code"] for d in client.diagnostics(uri)["diagnostics"]] == ["TL101"]
+    # One notification, three edits applied in order: insert after the emoji (a surrogate pair: 2
+    # units), replace `ds` (units 31-33 of line 1), and an edit spanning the line break.
+    client.notify("textDocument/didChange", _change(uri, 2, [
+        _edit((1, 7), (1, 7), "!"),
+        _edit((1, 31), (1, 33), "data, num_workers=4, prefetch_factor=4"),
+        _edit((0, 39), (1, 0), "\r\nimport torch\r\n"),
+    ]))
+    published = client.diagnostics(uri)
+    assert published["version"] == 2 and published["diagnostics"] == []
+    # The server's buffer is now exactly the edited text: its whole-document fix-all sees it.
+    client.notify("textDocument/didChange", _change(uri, 3, [_edit((3, 0), (3, 0), LOOP)]))
+    assert [d["code"] for d in client.diagnostics(uri)["diagnostics"]] == ["TL102"]
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+        "context": {"diagnostics": [], "only": [FIX_ALL]}})["result"]
+    (whole,) = actions[0]["edit"]["changes"][uri]
+    assert whole["newText"] == (
+        'from torch.utils.data import DataLoader\r\nimport torch\r\n'
+        'y = "😀!"; loader = DataLoader(data, num_workers=4, prefetch_factor=4, pin_memory=True)\r\n'
+        + LOOP.replace("x.cuda()", "x.cuda(non_blocking=True)"))
+
+
+def test_a_burst_of_changes_is_linted_once_at_its_last_state(client, tmp_path):
+    uri = _open(client, tmp_path, "from torch.utils.data import DataLoader\n")
+    assert client.diagnostics(uri)["diagnostics"] == []
+    line = "loader = DataLoader(ds)\n"
+    burst = b"".join(
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body) for body in (
+            json.dumps({"jsonrpc": "2.0", "method": "textDocument/didChange",
+                        "params": _change(uri, version, [_edit((version - 1, 0), (version - 1, 0), line)])}).encode()
+            for version in range(2, 52)))
+    client.proc.stdin.write(burst)  # fifty keystrokes' worth of changes, all waiting at once
+    client.proc.stdin.flush()
+    versions = []
+    while not versions or versions[-1] != 51:
+        published = client.diagnostics(uri)
+        versions.append(published["version"])
+    assert len(published["diagnostics"]) == 50  # every line of the final text: nothing was lost
+    assert versions == sorted(versions) and len(versions) < 50, versions
+
+
+def test_a_change_with_a_later_change_waiting_is_not_linted():
+    out = io.BytesIO()
+    pending = queue.Queue()
+    server = Server(out, pending)
+    server.on_textDocument_didOpen({"textDocument": {"uri": "file:///t.py", "version": 1, "text": ""}})
+    out.seek(0), out.truncate()
+    later = {"method": "textDocument/didChange", "params": _change("file:///t.py", 3, [{"text": "x = 1\n"}])}
+    pending.put(later)
+    server.on_textDocument_didChange(_change("file:///t.py", 2, [{"text": "import torch\n"}]))
+    assert out.getvalue() == b"" and server.documents["file:///t.py"].text == "import torch\n"
+    pending.get()
+    server.on_textDocument_didChange(later["params"])
+    assert b'"version": 3' in out.getvalue()

@@ -1,7 +1,8 @@
 """`trainlint server`: the Language Server Protocol over standard input and output, so editors
 show findings as you type and apply fixes as code actions (Ruff's `ruff server`, in small).
 
-What it does: lints every open document on open and change (the buffer, not the file on disk)
+What it does: lints every open document on open and change (the buffer, not the file on disk;
+changes arrive as incremental edits, and a burst of them is linted once, at its last state)
 with the settings of its path (nearest configuration file, re-read on every lint so edits to it
 apply at once), publishes the findings as diagnostics, and answers code actions with each
 finding's fix (safe ones preferred; unsafe ones and suggestions marked so), a `# noqa` for the
@@ -15,8 +16,11 @@ The server never executes the code it checks and keeps running when one document
 from __future__ import annotations
 
 import json
+import os
+import queue
 import re
 import sys
+import threading
 import traceback
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
@@ -70,6 +74,20 @@ def _units(text: str, encoding: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
+def _index(line: str, units: int, encoding: str) -> int:
+    """The character index in `line` of a position `units` code units in (clamped to the line)."""
+    if encoding == "utf-32":
+        return min(units, len(line))
+    size = (lambda ch: len(ch.encode("utf-8", "surrogatepass"))) if encoding == "utf-8" else (
+        lambda ch: 2 if ord(ch) > 0xFFFF else 1)
+    seen = 0
+    for i, ch in enumerate(line):
+        if seen >= units:
+            return i
+        seen += size(ch)
+    return len(line)
+
+
 def uri_to_path(uri: str) -> str:
     parsed = urlparse(uri)
     if parsed.scheme != "file":
@@ -95,10 +113,26 @@ class Document:
         self.text, self.version = text, version
         self.lines = [strip_eol(line) for line in split_lines(text)]
 
+    def offset(self, position: dict, encoding: str) -> int:
+        """The character offset in the text of an LSP position (a line past the end is the end)."""
+        rows = split_lines(self.text)
+        line = position["line"]
+        if line >= len(rows):
+            return len(self.text)
+        return sum(len(row) for row in rows[:line]) + _index(strip_eol(rows[line]), position["character"], encoding)
+
+    def apply_change(self, change: dict, encoding: str) -> str:
+        """The text after one `contentChanges` entry: a whole new text, or a range replaced."""
+        if "range" not in change:
+            return change["text"]
+        start, end = (self.offset(change["range"][k], encoding) for k in ("start", "end"))
+        return self.text[:start] + change["text"] + self.text[max(start, end):]
+
 
 class Server:
-    def __init__(self, out) -> None:
+    def __init__(self, out, pending: queue.Queue | None = None) -> None:
         self.out = out
+        self.pending = pending  # messages read but not yet handled (see publish_soon)
         self.documents: dict[str, Document] = {}
         self.encoding = "utf-16"
         self.shutting_down = False
@@ -147,7 +181,7 @@ class Server:
         return {
             "capabilities": {
                 "positionEncoding": self.encoding,
-                "textDocumentSync": {"openClose": True, "change": 1},  # full text on every change
+                "textDocumentSync": {"openClose": True, "change": 2, "save": True},  # incremental edits
                 "codeActionProvider": {"codeActionKinds": ["quickfix", FIX_ALL]},
             },
             "serverInfo": {"name": "trainlint", "version": __version__},
@@ -172,8 +206,22 @@ class Server:
         changes = params.get("contentChanges") or []
         if doc is None or not changes:
             return
-        doc.update(changes[-1]["text"], params["textDocument"].get("version"))  # full sync: the whole text
-        self.publish(doc)
+        text = doc.text
+        for change in changes:  # in order: each range is in the text the previous ones left
+            doc.text = text = doc.apply_change(change, self.encoding)
+        doc.update(text, params["textDocument"].get("version"))
+        if not self._superseded(doc.uri):
+            self.publish(doc)
+
+    def _superseded(self, uri: str) -> bool:
+        """Whether a change or close of `uri` is already waiting: then linting now is wasted work
+        (a fast typist sends a change per key; the editor shows only the last state's findings)."""
+        if self.pending is None:
+            return False
+        with self.pending.mutex:
+            waiting = list(self.pending.queue)
+        return any(isinstance(m, dict) and m.get("method") in ("textDocument/didChange", "textDocument/didClose")
+                   and ((m.get("params") or {}).get("textDocument") or {}).get("uri") == uri for m in waiting)
 
     def on_textDocument_didSave(self, params: dict) -> None:
         doc = self.documents.get(params["textDocument"]["uri"])
@@ -330,20 +378,41 @@ class Server:
 def serve(stdin=None, stdout=None) -> int:
     """Run until the client says `exit`; the exit code the protocol asks for (0 after shutdown)."""
     stdin = stdin or sys.stdin.buffer
-    server = Server(stdout or sys.stdout.buffer)
+    # A thread reads ahead so the server can see what is already waiting (a burst of changes to one
+    # document is linted once); messages are still handled one at a time, in order, on this thread.
+    pending: queue.Queue = queue.Queue()
+    threading.Thread(target=_read_all, args=(stdin, pending), daemon=True).start()
+    server = Server(stdout or sys.stdout.buffer, pending)
     while True:
-        try:
-            message = read_message(stdin)
-        except ValueError as exc:  # not JSON, or no Content-Length: say so and read on
-            server.send({"id": None, "error": {"code": -32700, "message": f"cannot read the message: {exc}"}})
+        message = pending.get()
+        if isinstance(message, ValueError):  # not JSON, or no Content-Length: say so and read on
+            server.send({"id": None, "error": {"code": -32700, "message": f"cannot read the message: {message}"}})
             continue
         if message is None or not server.handle(message):
             break
     return 0 if server.shutting_down else 1
 
 
+def _read_all(stdin, pending: queue.Queue) -> None:
+    """Put every message of `stdin` on `pending` (a ValueError for one that cannot be read), then None."""
+    while True:
+        try:
+            message = read_message(stdin)
+        except ValueError as exc:
+            pending.put(exc)
+            continue
+        pending.put(message)
+        if message is None:
+            return
+
+
 
 @click.command()
 def server_command() -> None:
     """Run the language server (LSP over standard input and output) for editors."""
-    sys.exit(serve())
+    code = serve()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Not sys.exit: the reader thread is blocked in a read of stdin, and the interpreter's shutdown
+    # would abort (SIGABRT) on the stdin buffer's lock that thread holds. Nothing is left to clean up.
+    os._exit(code)
