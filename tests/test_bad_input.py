@@ -57,6 +57,15 @@ def test_syntax_error(tmp_path):
     assert_clean_error(proc, path, "syntax error at line")
 
 
+def test_syntax_error_is_said_as_python_says_it(tmp_path):
+    # libcst alone put this one row late, with a list of expected tokens; CPython names the mistake.
+    path = write(tmp_path / "py2.py", "from torch.utils.data import DataLoader\nprint 'hi'\nloader = DataLoader(ds)\n")
+    proc = run_cli(path, *SELECT)
+    assert_clean_error(proc, path, "syntax error at line 2, column 1: Missing parentheses in call to 'print'")
+    unclosed = write(tmp_path / "unclosed.py", "loader = DataLoader(ds,\n")
+    assert_clean_error(run_cli(unclosed, *SELECT), unclosed, "syntax error at line 1, column 20: '(' was never closed")
+
+
 def test_syntax_error_does_not_stop_the_run(tmp_path):
     bad = write(tmp_path / "a_bad.py", "from torch.utils.data import DataLoader\ndef f(:\n")
     good = write(tmp_path / "b_good.py", FIXABLE)

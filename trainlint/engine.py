@@ -33,7 +33,11 @@ def parse(text: str) -> cst.Module:
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        raise ParseError(f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}") from None
+        # libcst's position and message are its parser's (for `print "hi"` one row late, with a
+        # list of expected tokens); CPython's say what a person fixes. Asked only on this failure path.
+        check_syntax(text)
+        raise ParseError(f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message} "
+                         "(CPython parses this file; libcst, which trainlint reads code with, does not)") from None
     except (RecursionError, MemoryError):
         raise ParseError("too deeply nested to parse") from None
     except Exception as exc:  # libcst's native parser raises a few other types on odd input
