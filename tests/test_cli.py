@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -190,3 +192,64 @@ def test_output_file_takes_the_report(project, tmp_path):
     assert json.loads(report.read_text())["runs"][0]["results"][0]["ruleId"] == "TL104"
     missing = run(["--output-file", str(tmp_path / "no" / "such" / "dir" / "r.json"), "bad.py"], project)
     assert missing.exit_code == 2 and "cannot write the report" in missing.output
+
+
+def test_unsafe_fixes_count_as_available_when_asked(project):
+    (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
+    plain = run(["--select", "TL104,TL105", "mixed.py"], project).output
+    assert "TL105 The last" in plain and "[*] 1 fixable with the `--fix` option." in plain
+    assert "1 hidden fix can be enabled with the `--unsafe-fixes` option." in plain
+    unsafe = run(["--select", "TL104,TL105", "--unsafe-fixes", "mixed.py"], project).output
+    assert "TL105 [*] The last" in unsafe and "[*] 2 fixable with the `--fix` option (with `--unsafe-fixes`)." in unsafe
+    assert "hidden" not in unsafe
+    stats = run(["--select", "TL105", "--unsafe-fixes", "--statistics", "mixed.py"], project).output
+    assert "TL105\t[*] " in stats
+
+
+def test_diff_prints_only_the_patch_on_standard_output(project):
+    proc = subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "--diff", "bad.py", "good.py"],
+                          cwd=project, capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("--- bad.py\n+++ bad.py\n") and "TL104" not in proc.stdout
+    assert proc.stderr == "Would fix 1 error.\n"
+    # The patch applies: standard output is fit for `git apply -p0` (or `patch -p0`).
+    subprocess.run(["git", "apply", "-p0", "-"], input=proc.stdout, cwd=project, text=True, check=True)
+    assert (project / "bad.py").read_text() == GOOD
+    again = subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "--diff", "bad.py"],
+                           cwd=project, capture_output=True, text=True)
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "No errors would be fixed.\n")
+
+
+def test_exit_zero_covers_files_that_cannot_be_checked_not_usage_errors(project):
+    (project / "broken.py").write_text("def f(:\n")
+    assert run(["broken.py", "bad.py"], project).exit_code == 2
+    zero = run(["-e", "broken.py", "bad.py"], project)  # -e is --exit-zero, as in Ruff
+    assert zero.exit_code == 0 and "broken.py: error: syntax error at line 1" in zero.output
+    assert "bad.py:2:10: TL104" in zero.output
+    assert run(["--exit-zero", "--select", "XX1", "bad.py"], project).exit_code == 2
+    (project / "pyproject.toml").write_text("[tool.trainlint]\nselect = 3\n")
+    assert run(["--exit-zero", "bad.py"], project).exit_code == 2
+
+
+def test_exit_non_zero_on_fix(project):
+    assert run(["--fix", "--exit-non-zero-on-fix", "good.py"], project).exit_code == 0
+    fixed = run(["--fix", "--exit-non-zero-on-fix", "bad.py"], project)
+    assert (project / "bad.py").read_text() == GOOD
+    assert fixed.exit_code == 1 and "(1 fixed, 0 remaining)" in fixed.output
+    (project / "bad.py").write_text(BAD)
+    assert run(["--fix", "bad.py"], project).exit_code == 0
+
+
+def test_add_noqa_refuses_diff_and_fix_and_writes_nothing(project):
+    for flag in ("--diff", "--fix"):
+        result = run(["--add-noqa", flag, "bad.py"], project)
+        assert result.exit_code == 2 and f"--add-noqa cannot go with {flag}" in result.output
+        assert (project / "bad.py").read_text() == BAD
+
+
+def test_a_path_without_python_files_is_said(project):
+    (project / "empty").mkdir()
+    (project / "empty" / "notes.txt").write_text("x\n")
+    result = run(["empty"], project)
+    assert result.exit_code == 0 and "warning: No Python files found under the given path(s)" in result.output
+    assert "warning" not in run(["good.py"], project).output

@@ -229,3 +229,39 @@ def test_sarif_schema_rejects_bad_output(tmp_path):
     doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"] = 0
     with pytest.raises(jsonschema.ValidationError):
         validator("sarif-2.1.0.json").validate(doc)
+
+
+# -- a file that does not parse: where, in every format --------------------------------------------
+
+SYNTAX = FileError("py2.py", "syntax error at line 2, column 7: Missing parentheses in call to 'print'")
+
+
+def _syntax_error_result():
+    result = result_of({})
+    result.files.append(FileResult(path="py2.py", error=SYNTAX, source="# é\nprint 'hi'\n"))
+    return result
+
+
+def test_a_syntax_error_is_located_in_every_format(tmp_path):
+    assert github.render(_syntax_error_result()).startswith("::error file=py2.py,line=2,col=7,title=trainlint::")
+    (entry,) = json.loads(reporters.render("json", _syntax_error_result()))
+    assert entry["code"] is None and entry["location"] == {"row": 2, "column": 7} and entry["fix"] is None
+    doc = json.loads(rdjson.render(_syntax_error_result(), "rdjson"))
+    validator("rdjson/DiagnosticResult.json").validate(doc)
+    assert doc["diagnostics"][0]["location"]["range"] == {"start": {"line": 2, "column": 7}}
+    sarif_doc = sarif.build(_syntax_error_result(), root=tmp_path)
+    validator("sarif-2.1.0.json").validate(sarif_doc)
+    (note,) = sarif_doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert note["locations"][0]["physicalLocation"]["region"] == {"startLine": 2, "startColumn": 7}
+
+
+def test_an_error_without_a_place_has_no_location():
+    assert FileError("bin.py", "binary file").location is None
+    (entry,) = json.loads(reporters.render("json", _unlocated()))
+    assert entry["location"] is None and entry["message"] == "binary file"
+
+
+def _unlocated():
+    result = result_of({})
+    result.files.append(FileResult(path="bin.py", error=FileError("bin.py", "binary file")))
+    return result

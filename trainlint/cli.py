@@ -1,7 +1,8 @@
 """The command line, after Ruff's conventions: `trainlint [PATHS]` is `trainlint check [PATHS]`.
 
 Exit codes: 0 no findings left, 1 findings, 2 usage or configuration error, or a file that
-could not be checked.
+could not be checked. --exit-zero makes findings and files that could not be checked exit 0 (as
+Ruff, whose syntax errors are findings); usage and configuration errors still exit 2.
 """
 
 from __future__ import annotations
@@ -93,7 +94,10 @@ def _selectors(ctx, param, value):
               help="Rules whose fixes --fix may write (default: all); the others are shown as suggestions.")
 @click.option("--unfixable", multiple=True, callback=_selectors,
               help="Rules whose fixes are only shown, never written (adds to the configuration's).")
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("-e", "--exit-zero", is_flag=True,
+              help="Exit 0 even when findings remain or a file could not be checked (errors are still reported).")
+@click.option("--exit-non-zero-on-fix", is_flag=True,
+              help="Exit 1 when --fix changed a file, even if no finding remains (for pre-commit and CI).")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes that were applied.")
 @click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="concise", show_default=True)
@@ -107,7 +111,7 @@ def _selectors(ctx, param, value):
               help="Worker processes (default: one per CPU; 1 runs in this process).")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
-@click.option("-e", "--extend-exclude", multiple=True, help="Extra exclude patterns.")
+@click.option("--extend-exclude", multiple=True, help="Extra exclude patterns.")
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
               help="Report only findings not recorded in FILE (a missing FILE is written with the current findings).")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: TLxxx` comments that suppress every current finding.")
@@ -120,7 +124,7 @@ def _selectors(ctx, param, value):
                    "and the report to standard error.")
 @click.pass_obj
 def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
-          statistics, show_fixes, output_format, output_file, config_path, no_cache, cache_dir, jobs, force_exclude,
+          exit_non_zero_on_fix, statistics, show_fixes, output_format, output_file, config_path, no_cache, cache_dir, jobs, force_exclude,
           quiet, extend_exclude, baseline_path, add_noqa, show_files, show_settings, stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     own_process = process is not None
@@ -132,6 +136,10 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
     if from_stdin and (set(paths) - {STDIN_NAME} or add_noqa):
         what = "--add-noqa" if add_noqa else "other PATHS"
         raise click.UsageError(f"standard input (`-` or --stdin-filename) is checked alone; {what} cannot go with it")
+    if add_noqa and (fix or diff):
+        # --add-noqa writes files; with --diff (which promises to write nothing) or --fix (whose
+        # edits would move the rows the comments go on) the outcome would not be what was asked.
+        raise click.UsageError(f"--add-noqa cannot go with {'--diff' if diff else '--fix'}")
     fixed_source = None
     try:
         resolver = SettingsResolver(config_path, overrides)
@@ -169,9 +177,18 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
             click.echo(f"Wrote {written} finding{'' if written == 1 else 's'} to the baseline {baseline_path}.", err=True)
     result.statistics = statistics
     result.show_fixes = show_fixes
+    result.unsafe_fixes = unsafe_fixes
+    result.diff_mode = diff
     for error in result.errors:
         click.echo(str(error), err=True)
-    output = render(output_format, result)
+    if not result.files and not from_stdin:
+        click.echo("warning: No Python files found under the given path(s)", err=True)
+    # --diff: standard output is the patch, whatever the format; the summary goes to standard error.
+    output = render("concise" if diff else output_format, result)
+    if diff and not quiet:
+        from trainlint.reporters.text import summary
+
+        click.echo("\n".join(summary(result)), err=True)
     if quiet and output_format in ("concise", "full"):
         output = "".join(line + "\n" for line in output.splitlines()
                          if line and not line.startswith(("Found ", "[*] ", "All checks", "Would fix"))
@@ -194,11 +211,15 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
         sys.stdout.buffer.flush()
     elif output:
         click.echo(output, nl=False)
+    if exit_zero:
+        sys.exit(0)
     if result.errors:
         sys.exit(2)
-    if result.diagnostics and not exit_zero and not diff:
+    if result.diagnostics and not diff:
         sys.exit(1)
-    if diff and any(f.diff for f in result.files) and not exit_zero:
+    if diff and any(f.diff for f in result.files):
+        sys.exit(1)
+    if exit_non_zero_on_fix and result.fixed:
         sys.exit(1)
     sys.exit(0)
 

@@ -9,7 +9,10 @@ UTF-8 byte columns) convert from the source text.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
+
+_AT_LINE = re.compile(r"\bline (\d+), column (\d+)")
 
 
 class Applicability(str, enum.Enum):
@@ -83,6 +86,13 @@ class FileError:
     def __str__(self) -> str:
         return f"{self.path}: error: {self.reason}"
 
+    @property
+    def location(self) -> Location | None:
+        """Where in the file, for a syntax error ("... at line N, column M: ..."); None otherwise.
+        Read from the reason, so a cached error (kept as its text) has it too."""
+        m = _AT_LINE.search(self.reason)
+        return Location(int(m.group(1)), max(int(m.group(2)), 1)) if m else None
+
 
 @dataclass
 class FileResult:
@@ -104,6 +114,8 @@ class RunResult:
     fix_mode: bool = False
     show_fixes: bool = False
     statistics: bool = False
+    unsafe_fixes: bool = False  # --unsafe-fixes: unsafe fixes count as available, like safe ones
+    diff_mode: bool = False  # --diff: the report is the diffs; the summary goes to standard error
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

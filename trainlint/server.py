@@ -29,13 +29,12 @@ import click
 
 from trainlint import __version__
 from trainlint.config import ConfigError, SettingsResolver
-from trainlint.diagnostics import Applicability, Diagnostic, Edit
+from trainlint.diagnostics import Applicability, Diagnostic, Edit, FileError, Location
 from trainlint.textpos import split_lines, strip_eol
 
 FIX_ALL = "source.fixAll.trainlint"
 # LSP DiagnosticSeverity: 2 is Warning (a finding is advice, not a compile error); 1 is Error.
 WARNING, ERROR = 2, 1
-_LOCATION = re.compile(r"line (\d+), column (\d+)")
 
 
 # -- transport ----------------------------------------------------------------------------
@@ -284,9 +283,8 @@ class Server:
         return out
 
     def _syntax_error(self, doc: Document, message: str) -> dict:
-        m = _LOCATION.search(message)
-        row, column = (int(m.group(1)), int(m.group(2))) if m else (1, 1)
-        position = self._position(doc.lines, row, max(column, 1))
+        at = FileError(doc.uri, message).location or Location(1, 1)
+        position = self._position(doc.lines, at.row, at.column)
         return {"range": {"start": position, "end": position}, "severity": ERROR, "source": "trainlint",
                 "message": message}
 

@@ -36,5 +36,6 @@ def render(result: RunResult, fmt: str = "github") -> str:
         ]
         lines.append(_command(props, f"{diag.code} {diag.message}"))
     for error in result.errors:
-        lines.append(_command([("file", error.path), ("title", "trainlint")], f"could not check: {error.reason}"))
+        at = [("line", error.location.row), ("col", error.location.column)] if error.location else []
+        lines.append(_command([("file", error.path), *at, ("title", "trainlint")], f"could not check: {error.reason}"))
     return "".join(line + "\n" for line in lines)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from trainlint.diagnostics import Diagnostic, RunResult
+from trainlint.diagnostics import Diagnostic, FileError, RunResult
 from trainlint.source import STDIN_NAME
 
 
@@ -37,8 +37,25 @@ def diagnostic_dict(diag: Diagnostic) -> dict:
     }
 
 
+def error_dict(error: FileError) -> dict:
+    """A file that could not be checked, as Ruff writes a syntax error: `code` null, so a consumer
+    that keys on codes skips it and one that counts entries sees it."""
+    at = _loc(error.location) if error.location is not None else None
+    return {
+        "code": None,
+        "name": None,
+        "message": error.reason,
+        "filename": error.path if error.path == STDIN_NAME else os.path.abspath(error.path),
+        "location": at,
+        "end_location": at,
+        "fix": None,
+        "url": None,
+        "noqa_row": None,
+    }
+
+
 def render(result: RunResult, fmt: str) -> str:
-    items = [diagnostic_dict(d) for d in result.diagnostics]
+    items = [diagnostic_dict(d) for d in result.diagnostics] + [error_dict(e) for e in result.errors]
     if fmt == "json-lines":
         return "".join(json.dumps(item) + "\n" for item in items)
     return json.dumps(items, indent=2) + "\n"

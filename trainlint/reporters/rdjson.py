@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from trainlint.diagnostics import Diagnostic, RunResult
+from trainlint.diagnostics import Diagnostic, FileError, RunResult
 from trainlint.textpos import LineIndex, line_range, whole_line_replacement
 
 SOURCE = {"name": "trainlint", "url": "https://github.com/trainlint/trainlint"}
@@ -49,10 +49,16 @@ def diagnostic(diag: Diagnostic, source: str | None) -> dict:
     return out
 
 
-def _error(path: str, reason: str) -> dict:
+def _error(error: FileError, source: str | None) -> dict:
+    location: dict = {"path": error.path}
+    if error.location is not None:
+        index = LineIndex(source) if source is not None and error.location.row <= source.count("\n") + 1 else None
+        start = _position(index, error.location.row, error.location.column) if index else {
+            "line": error.location.row, "column": error.location.column}
+        location["range"] = {"start": start}
     return {
-        "message": f"could not check: {reason}",
-        "location": {"path": path},
+        "message": f"could not check: {error.reason}",
+        "location": location,
         "severity": "ERROR",
         "source": SOURCE,
     }
@@ -60,7 +66,7 @@ def _error(path: str, reason: str) -> dict:
 
 def diagnostics(result: RunResult) -> list[dict]:
     out = [diagnostic(d, result.source_of(d.path)) for d in result.diagnostics]
-    out.extend(_error(e.path, e.reason) for e in result.errors)
+    out.extend(_error(e, result.source_of(e.path)) for e in result.errors)
     return out
 
 

@@ -156,7 +156,11 @@ def build(result: RunResult, root: Path | None = None) -> dict:
         {
             "level": "error",
             "message": {"text": f"{err.path}: {err.reason}"},
-            "locations": [{"physicalLocation": {"artifactLocation": _artifact(err.path, root)}}],
+            "locations": [{"physicalLocation": {
+                "artifactLocation": _artifact(err.path, root),
+                **({"region": {"startLine": err.location.row, "startColumn": err.location.column}}
+                   if err.location else {}),
+            }}],
         }
         for err in result.errors
     ]

@@ -8,27 +8,30 @@ from trainlint.diagnostics import Applicability, RunResult
 from trainlint.textpos import apply_edits, split_lines, strip_eol
 
 
-def _fix_marker(diag) -> str:
-    return "[*] " if diag.fix is not None and diag.fix.applicability is Applicability.SAFE and diag.fix.edits else ""
+def _available(diag, unsafe_fixes: bool) -> bool:
+    """Whether --fix (with the --unsafe-fixes given) would write this finding's fix."""
+    return diag.fix is not None and bool(diag.fix.edits) and diag.fix.applicability.allowed(unsafe_fixes)
 
 
 def render(result: RunResult, fmt: str) -> str:
+    if result.diff_mode:
+        # As Ruff's --diff: standard output is a patch (`| git apply`, `| patch -p0`) and nothing
+        # else; the cli writes summary() to standard error.
+        return "".join(f.diff if f.diff.endswith("\n") else f.diff + "\n" for f in result.files if f.diff)
     lines: list[str] = []
     diagnostics = result.diagnostics
     if result.statistics:
-        return _statistics(diagnostics)
+        return _statistics(diagnostics, result.unsafe_fixes)
     for diag in diagnostics:
-        lines.append(f"{diag.path}:{diag.start.row}:{diag.start.column}: {diag.code} {_fix_marker(diag)}{diag.message}")
+        marker = "[*] " if _available(diag, result.unsafe_fixes) else ""
+        lines.append(f"{diag.path}:{diag.start.row}:{diag.start.column}: {diag.code} {marker}{diag.message}")
         if fmt == "full":
             lines.extend(_snippet(result.source_of(diag.path), diag))
             if diag.fix is not None:
                 lines.append(f"  = help: {diag.fix.message} ({diag.fix.applicability.value} fix)")
                 lines.extend(_fix_lines(result.source_of(diag.path), diag))
             lines.append("")
-    for file in result.files:
-        if file.diff:
-            lines.append(file.diff.rstrip("\n"))
-    lines.extend(_summary(result))
+    lines.extend(summary(result))
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -67,25 +70,28 @@ def _fix_lines(source: str | None, diag) -> list[str]:
     return out
 
 
-def _summary(result: RunResult) -> list[str]:
+def summary(result: RunResult) -> list[str]:
+    """The closing lines: counts, what --fix (or --unsafe-fixes) would do, what was fixed."""
     diagnostics = result.diagnostics
-    out = []
     fixed = result.fixed
-    if diagnostics or fixed:
-        if fixed and not any(f.diff for f in result.files):
-            out.append(f"Found {len(diagnostics) + fixed} error{'s' if len(diagnostics) + fixed != 1 else ''} ({fixed} fixed, {len(diagnostics)} remaining).")
-        elif any(f.diff for f in result.files):
-            out.append(f"Would fix {fixed} error{'s' if fixed != 1 else ''}.")
-        else:
-            out.append(f"Found {len(diagnostics)} error{'s' if len(diagnostics) != 1 else ''}.")
-        safe = sum(1 for d in diagnostics if d.fix and d.fix.edits and d.fix.applicability is Applicability.SAFE)
-        unsafe = sum(1 for d in diagnostics if d.fix and d.fix.edits and d.fix.applicability is Applicability.UNSAFE)
-        if safe:
-            out.append(f"[*] {safe} fixable with the `--fix` option.")
-        if unsafe:
-            out.append(f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with the `--unsafe-fixes` option.")
+    plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"  # noqa: E731 - four uses below
+    out = []
+    if result.diff_mode:
+        out.append(f"Would fix {plural(fixed, 'error')}." if fixed else "No errors would be fixed.")
+    elif fixed:
+        out.append(f"Found {plural(len(diagnostics) + fixed, 'error')} ({fixed} fixed, {len(diagnostics)} remaining).")
+    elif diagnostics:
+        out.append(f"Found {plural(len(diagnostics), 'error')}.")
     elif not result.errors:
         out.append("All checks passed!")
+    available = sum(1 for d in diagnostics if _available(d, result.unsafe_fixes))
+    hidden = 0 if result.unsafe_fixes else sum(
+        1 for d in diagnostics if d.fix and d.fix.edits and d.fix.applicability is Applicability.UNSAFE)
+    if available and not result.diff_mode:
+        out.append(f"[*] {available} fixable with the `--fix` option"
+                   + (" (with `--unsafe-fixes`)." if result.unsafe_fixes else "."))
+    if hidden:
+        out.append(f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option.")
     if result.show_fixes and fixed:
         counts = Counter(d.code for f in result.files for d in _applied(f))
         out.append("Fixed:")
@@ -97,9 +103,9 @@ def _applied(file_result):
     return file_result.applied
 
 
-def _statistics(diagnostics) -> str:
+def _statistics(diagnostics, unsafe_fixes: bool) -> str:
     counts = Counter((d.code, d.name) for d in diagnostics)
-    fixable = Counter(d.code for d in diagnostics if d.fix and d.fix.edits and d.fix.applicability is Applicability.SAFE)
+    fixable = Counter(d.code for d in diagnostics if _available(d, unsafe_fixes))
     lines = []
     for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0])):
         lines.append(f"{n:>5}\t{code}\t{'[*] ' if fixable[code] else ''}{name}")
