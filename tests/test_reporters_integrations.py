@@ -265,3 +265,54 @@ def _unlocated():
     result = result_of({})
     result.files.append(FileResult(path="bin.py", error=FileError("bin.py", "binary file")))
     return result
+
+
+# -- gitlab ------------------------------------------------------------------------------------
+
+# GitLab's Code Quality report format, as its documentation lists the fields a merge request's
+# widget needs (no schema file is published with it): written down here, and checked as a schema.
+GITLAB_ISSUE = {
+    "type": "object",
+    "required": ["description", "check_name", "fingerprint", "severity", "location"],
+    "properties": {
+        "description": {"type": "string", "minLength": 1},
+        "check_name": {"type": "string", "minLength": 1},
+        "fingerprint": {"type": "string", "minLength": 1},
+        "severity": {"enum": ["info", "minor", "major", "critical", "blocker"]},
+        "location": {
+            "type": "object",
+            "required": ["path", "lines"],
+            "properties": {
+                "path": {"type": "string", "pattern": "^[^/]"},
+                "lines": {"type": "object", "required": ["begin"],
+                          "properties": {"begin": {"type": "integer", "minimum": 1},
+                                         "end": {"type": "integer", "minimum": 1}}},
+            },
+        },
+    },
+}
+
+
+def test_gitlab_code_quality_issues(tmp_path, monkeypatch):
+    import jsonschema
+    from trainlint.reporters import gitlab
+
+    monkeypatch.setenv("CI_PROJECT_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    result = _dataloader_result("src/train.py")
+    result.files += _syntax_error_result().files
+    issues = json.loads(reporters.render("gitlab", result))
+    jsonschema.validate(issues, {"type": "array", "items": GITLAB_ISSUE})
+    assert [(i["check_name"], i["location"]["path"], i["location"]["lines"]) for i in issues] == [
+        ("trainlint/TL101", "src/train.py", {"begin": 3, "end": 3}),
+        ("trainlint/TL108", "src/train.py", {"begin": 5, "end": 5}),
+        ("trainlint/file-error", "py2.py", {"begin": 2, "end": 2}),
+    ]
+    assert len({i["fingerprint"] for i in issues}) == 3
+    # The fingerprint is SARIF's: lines added above a finding keep it the same GitLab issue.
+    shifted = "# a new comment line\n\n" + SOURCE
+    call = shifted.index("DataLoader(")
+    moved = result_of({"src/train.py": (shifted, [diag(shifted, "src/train.py", "TL101", call,
+                                                       shifted.index(")", call) + 1)])})
+    assert gitlab.issues(moved)[0]["fingerprint"] == issues[0]["fingerprint"]
+    assert gitlab.issues(moved)[0]["location"]["lines"] == {"begin": 5, "end": 5}

@@ -14,6 +14,7 @@ FORMATS = {
     "json": "trainlint.reporters.json_format",
     "json-lines": "trainlint.reporters.json_format",
     "github": "trainlint.reporters.github",
+    "gitlab": "trainlint.reporters.gitlab",
     "sarif": "trainlint.reporters.sarif",
     "rdjson": "trainlint.reporters.rdjson",
     "rdjsonl": "trainlint.reporters.rdjson",
