@@ -9,7 +9,7 @@ import subprocess
 
 from trainlint.config import SettingsResolver
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks: trainlint/notebook.py
 
 
 def _git_files(directory: str) -> list[str] | None:

@@ -26,7 +26,9 @@ from trainlint.gitutil import relative_posix, repo_root
 from trainlint.github_api import DEFAULT_API_URL, GitHubClient, GitHubError
 from trainlint.textpos import line_range, whole_line_replacement
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+# Notebooks are checked by `check`, not reviewed: a finding in a cell has no row of the JSON diff to
+# carry a comment or a suggestion.
+REVIEWED_SUFFIXES = (".py", ".pyi")
 REVIEW_MARKER = "<!-- trainlint:review -->"
 _FINDING_MARKER = "<!-- trainlint:finding {} -->"
 _FINDING_RE = re.compile(r"<!-- trainlint:finding ([0-9a-f]{16,64}) -->")
@@ -183,7 +185,7 @@ def lint_changes(root: Path, changes: list[ChangedFile], head: str | None, confi
         raise ReviewError(str(exc)) from None
     result = RunResult()
     for changed in changes:
-        if not changed.path.endswith(PYTHON_SUFFIXES):
+        if not changed.path.endswith(REVIEWED_SUFFIXES):
             continue
         absolute = root / changed.path
         path = os.path.relpath(absolute)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from trainlint.config import Settings, SettingsResolver
 from trainlint.diagnostics import FileError, FileResult, RunResult
 from trainlint.discovery import discover
-from trainlint.source import MAX_BYTES, SourceError, SourceFile, decode, digest_bytes, encode, read_source
+from trainlint.source import MAX_BYTES, SourceError, SourceFile, digest_bytes, encode, load, read_source
 from trainlint.writer import write_fixed
 
 
@@ -91,11 +91,16 @@ def _check_source(source, path: str, settings: Settings, mode: Mode, write: bool
         if outcome.text != source.text:
             import difflib  # here: only --diff needs it
 
+            before, after = source.text, outcome.text
+            if source.notebook is not None:  # the patch is of the file: the notebook's JSON
+                try:
+                    before, after = source.notebook.raw, encode(source, outcome.text).decode("utf-8-sig")
+                except SourceError as exc:
+                    result.error = FileError(path, str(exc))
+                    return result
             result.diff = "".join(
-                difflib.unified_diff(
-                    source.text.splitlines(keepends=True), outcome.text.splitlines(keepends=True),
-                    fromfile=path, tofile=path,
-                )
+                difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                     fromfile=path, tofile=path)
             )
         # Nothing is written: report what is still there, fixable ones included.
         result.diagnostics = lint_text(source.text, path, rules, settings)
@@ -130,16 +135,19 @@ def check_stdin(raw: bytes, path: str, resolver: SettingsResolver, mode: Mode = 
     try:
         if len(raw) > MAX_BYTES:
             raise SourceError(f"input too large ({len(raw)} bytes; the limit is {MAX_BYTES})")
-        text, encoding, bom = decode(raw, path)
+        text, encoding, bom, notebook = load(raw, path)
     except SourceError as exc:
         file_result.error = FileError(path, str(exc))
     else:
         source = SourceFile(path=path, text=text, encoding=encoding, bom=bom, mode=0, mtime_ns=0, size=len(raw),
-                            digest=digest_bytes(raw))
+                            digest=digest_bytes(raw), notebook=notebook)
         file_result = _guarded(path, lambda: (_check_source(source, path, settings, mode, write=False), None))[0]
     result.files.append(file_result)
     if mode.fix and file_result.error is None and file_result.fixed:
-        return result, encode(source, file_result.source)
+        try:
+            return result, encode(source, file_result.source)
+        except SourceError as exc:  # a notebook whose cells a fix could not be put back into
+            file_result.error = FileError(path, str(exc))
     return result, raw
 
 

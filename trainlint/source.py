@@ -14,6 +14,8 @@ import stat
 import tokenize
 from dataclasses import dataclass
 
+from trainlint.notebook import Notebook, NotebookError, is_notebook
+
 # Bigger files are reported, not parsed: libcst would spend minutes and gigabytes on them.
 MAX_BYTES = 10 * 1024 * 1024
 # The name of source read from standard input when --stdin-filename gives none (as in Ruff).
@@ -34,6 +36,8 @@ class SourceFile:
     mtime_ns: int
     size: int
     digest: str  # sha256 of the raw bytes, for the cache and the changed-on-disk check
+    # A Jupyter notebook: `text` is its code cells as Python, and writing goes through it.
+    notebook: Notebook | None = None
 
 
 def digest_bytes(raw: bytes) -> str:
@@ -68,6 +72,20 @@ def decode(raw: bytes, path: str) -> tuple[str, str, bool]:
     return text, codec, bom
 
 
+def load(raw: bytes, path: str) -> tuple[str, str, bool, Notebook | None]:
+    """(text, encoding, bom, notebook) of a file's bytes: a Python file as Python decodes it, a
+    notebook (.ipynb) as the Python of its code cells."""
+    if not is_notebook(path):
+        return (*decode(raw, path), None)
+    try:
+        notebook = Notebook.parse(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not a notebook: cannot decode as UTF-8: invalid byte at offset {exc.start}") from None
+    except NotebookError as exc:
+        raise SourceError(str(exc)) from None
+    return notebook.text, "utf-8", raw.startswith(codecs.BOM_UTF8), notebook
+
+
 def read_source(path: str) -> SourceFile:
     try:
         st = os.stat(path)
@@ -86,7 +104,7 @@ def read_source(path: str) -> SourceFile:
         raise SourceError("no such file (it may have been deleted during the run)") from None
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
-    text, encoding, bom = decode(raw, path)
+    text, encoding, bom, notebook = load(raw, path)
     return SourceFile(
         path=path,
         text=text,
@@ -96,9 +114,16 @@ def read_source(path: str) -> SourceFile:
         mtime_ns=st.st_mtime_ns,
         size=len(raw),
         digest=digest_bytes(raw),
+        notebook=notebook,
     )
 
 
 def encode(source: SourceFile, text: str) -> bytes:
+    """The bytes to write for `text` (for a notebook, its JSON with the cells of `text`)."""
+    if source.notebook is not None:
+        try:
+            text = source.notebook.render(text)
+        except NotebookError as exc:
+            raise SourceError(str(exc)) from None
     data = text.encode(source.encoding)
     return codecs.BOM_UTF8 + data if source.bom else data

@@ -8,6 +8,7 @@ property values are escaped as the runner unescapes them: '%', CR and LF in both
 from __future__ import annotations
 
 from trainlint.diagnostics import RunResult
+from trainlint.notebook import cell_maps, where
 
 
 def escape_data(text: str) -> str:
@@ -25,6 +26,7 @@ def _command(properties: list[tuple[str, object]], message: str) -> str:
 
 def render(result: RunResult, fmt: str = "github") -> str:
     lines = []
+    cells = cell_maps(result)  # a notebook's lines are its JSON's: the message says the cell
     for diag in result.diagnostics:
         props: list[tuple[str, object]] = [
             ("file", diag.path),
@@ -34,7 +36,7 @@ def render(result: RunResult, fmt: str = "github") -> str:
             ("endColumn", diag.end.column),
             ("title", diag.code),
         ]
-        lines.append(_command(props, f"{diag.code} {diag.message}"))
+        lines.append(_command(props, f"{diag.code} {where(cells, diag)}{diag.message}"))
     for error in result.errors:
         at = [("line", error.location.row), ("col", error.location.column)] if error.location else []
         lines.append(_command([("file", error.path), *at, ("title", "trainlint")], f"could not check: {error.reason}"))

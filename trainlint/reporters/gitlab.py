@@ -17,6 +17,7 @@ from pathlib import Path
 from trainlint.diagnostics import RunResult
 from trainlint.fingerprint import fingerprints
 from trainlint.gitutil import relative_posix, repo_root
+from trainlint.notebook import cell_maps, where
 
 
 def _root() -> Path:
@@ -28,9 +29,10 @@ def issues(result: RunResult, root: Path | None = None) -> list[dict]:
     root = (root or _root()).resolve()
     diags = result.diagnostics
     path_of = lambda p: relative_posix(p, root)  # noqa: E731 - used twice below
+    cells = cell_maps(result)  # a notebook's lines are its JSON's: the description says the cell
     out = [
         {
-            "description": f"{diag.code} {diag.message}",
+            "description": f"{diag.code} {where(cells, diag)}{diag.message}",
             "check_name": f"trainlint/{diag.code}",
             "fingerprint": fp,
             "severity": "major",

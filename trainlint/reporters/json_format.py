@@ -6,6 +6,7 @@ import json
 import os
 
 from trainlint.diagnostics import Diagnostic, FileError, RunResult
+from trainlint.notebook import CellMap, cell_maps
 from trainlint.source import STDIN_NAME
 
 
@@ -54,8 +55,24 @@ def error_dict(error: FileError) -> dict:
     }
 
 
+def _in_cell(item: dict, cells: CellMap) -> dict:
+    """A notebook's finding as Ruff writes one: `cell`, and rows counted within that cell."""
+    cell, _ = cells.locate(item["location"]["row"])
+    for key in ("location", "end_location"):
+        item[key]["row"] = cells.locate(item[key]["row"])[1]
+    item["noqa_row"] = item["location"]["row"]
+    if item["fix"] is not None:
+        for edit in item["fix"]["edits"]:
+            edit["cell"], edit["location"]["row"] = cells.locate(edit["location"]["row"])
+            edit["end_location"]["row"] = cells.locate(edit["end_location"]["row"])[1]
+    return {"cell": cell, **item}
+
+
 def render(result: RunResult, fmt: str) -> str:
-    items = [diagnostic_dict(d) for d in result.diagnostics] + [error_dict(e) for e in result.errors]
+    cells = cell_maps(result)
+    items = [_in_cell(diagnostic_dict(d), cells[d.path]) if d.path in cells else diagnostic_dict(d)
+             for d in result.diagnostics]
+    items += [error_dict(e) for e in result.errors]
     if fmt == "json-lines":
         return "".join(json.dumps(item) + "\n" for item in items)
     return json.dumps(items, indent=2) + "\n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from trainlint.diagnostics import Diagnostic, FileError, RunResult
+from trainlint.notebook import cell_maps, where
 from trainlint.textpos import LineIndex, line_range, whole_line_replacement
 
 SOURCE = {"name": "trainlint", "url": "https://github.com/trainlint/trainlint"}
@@ -22,7 +23,7 @@ def _position(index: LineIndex | None, row: int, column: int) -> dict:
     return {"line": row, "column": col}
 
 
-def diagnostic(diag: Diagnostic, source: str | None) -> dict:
+def diagnostic(diag: Diagnostic, source: str | None, note: str = "") -> dict:
     index = LineIndex(source) if source is not None else None
     first, last = line_range(diag)
     start = _position(index, diag.start.row, diag.start.column)
@@ -34,7 +35,7 @@ def diagnostic(diag: Diagnostic, source: str | None) -> dict:
     else:
         end = _position(index, diag.end.row, diag.end.column)
     out: dict = {
-        "message": diag.message,
+        "message": note + diag.message,
         "location": {"path": diag.path, "range": {"start": start, "end": end}},
         "severity": "ERROR",
         "source": SOURCE,
@@ -65,7 +66,8 @@ def _error(error: FileError, source: str | None) -> dict:
 
 
 def diagnostics(result: RunResult) -> list[dict]:
-    out = [diagnostic(d, result.source_of(d.path)) for d in result.diagnostics]
+    cells = cell_maps(result)  # a notebook's lines are its JSON's: the message says the cell
+    out = [diagnostic(d, result.source_of(d.path), where(cells, d)) for d in result.diagnostics]
     out.extend(_error(e, result.source_of(e.path)) for e in result.errors)
     return out
 

@@ -16,6 +16,7 @@ import trainlint
 from trainlint.diagnostics import Diagnostic, RunResult
 from trainlint.fingerprint import fingerprints
 from trainlint.gitutil import relative_posix, repo_root
+from trainlint.notebook import cell_maps, where
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/trainlint/trainlint"
@@ -132,12 +133,13 @@ def build(result: RunResult, root: Path | None = None) -> dict:
     prints = fingerprints(diags, result.source_of, lambda p: relative_posix(p, root))
 
     results = []
+    cells = cell_maps(result)  # a notebook's lines are its JSON's: the message says the cell
     for diag, fp in zip(diags, prints):
         item: dict = {
             "ruleId": diag.code,
             "ruleIndex": rule_index[diag.code],
             "level": "error",
-            "message": {"text": diag.message},
+            "message": {"text": where(cells, diag) + diag.message},
             "locations": [
                 {
                     "physicalLocation": {

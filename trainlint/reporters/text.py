@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from trainlint.diagnostics import Applicability, RunResult
+from trainlint.notebook import cell_maps
 from trainlint.textpos import apply_edits, split_lines, strip_eol
 
 
@@ -22,11 +23,17 @@ def render(result: RunResult, fmt: str) -> str:
     diagnostics = result.diagnostics
     if result.statistics:
         return _statistics(diagnostics, result.unsafe_fixes)
+    cells = cell_maps(result)
     for diag in diagnostics:
         marker = "[*] " if _available(diag, result.unsafe_fixes) else ""
-        lines.append(f"{diag.path}:{diag.start.row}:{diag.start.column}: {diag.code} {marker}{diag.message}")
+        row = diag.start.row
+        if diag.path in cells:  # as Ruff writes a notebook's findings: `nb.ipynb:cell 3:2:5:`
+            cell, row = cells[diag.path].locate(row)
+            row = f"cell {cell}:{row}"
+        lines.append(f"{diag.path}:{row}:{diag.start.column}: {diag.code} {marker}{diag.message}")
         if fmt == "full":
-            lines.extend(_snippet(result.source_of(diag.path), diag))
+            shift = diag.start.row - cells[diag.path].locate(diag.start.row)[1] if diag.path in cells else 0
+            lines.extend(_snippet(result.source_of(diag.path), diag, shift))
             if diag.fix is not None:
                 lines.append(f"  = help: {diag.fix.message} ({diag.fix.applicability.value} fix)")
                 lines.extend(_fix_lines(result.source_of(diag.path), diag))
@@ -35,15 +42,17 @@ def render(result: RunResult, fmt: str) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _snippet(source: str | None, diag) -> list[str]:
+def _snippet(source: str | None, diag, shift: int = 0) -> list[str]:
+    """The finding's rows with a caret under it; `shift` is subtracted from the row numbers shown
+    (a notebook's rows are counted within the cell)."""
     if not source:
         return []
     rows = source.splitlines()
     out = []
     last = min(diag.end.row, diag.start.row + 4, len(rows))
-    width = len(str(last))
+    width = len(str(last - shift))
     for row in range(diag.start.row, last + 1):
-        out.append(f"  {row:>{width}} | {rows[row - 1]}")
+        out.append(f"  {row - shift:>{width}} | {rows[row - 1]}")
         if row == diag.start.row:
             end_col = diag.end.column if diag.end.row == row else len(rows[row - 1]) + 1
             out.append(f"  {'':>{width}} | {' ' * (diag.start.column - 1)}{'^' * max(1, end_col - diag.start.column)}")

@@ -1,0 +1,181 @@
+"""Jupyter notebooks: read as the Python of their code cells, findings placed by cell, fixes
+written back into the JSON with everything else kept. Real files, the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from trainlint.notebook import CellMap, Notebook, NotebookError
+
+TRAIN_CELL = [
+    "%%time\n",
+    "for x, y in loader:\n",
+    "    x = x.cuda()\n",
+    "    if debug:\n",
+    "        %time y = y.cuda()\n",
+    "    loss = model(x, y)\n",
+    "    loss.backward()\n",
+    "    opt.step()\n",
+    "    print(f\"loss {loss.item()}\")",
+]
+
+
+def notebook(cells=None, language="python") -> dict:
+    cells = cells if cells is not None else [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Training\n", "What does it do?"]},
+        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+         "source": ["%matplotlib inline\n", "!pip install -q \\\n", "    torch\n", "import torch\n",
+                    "from torch.utils.data import DataLoader"]},
+        {"cell_type": "code", "execution_count": 2, "metadata": {"tags": ["keep"]},
+         "outputs": [{"name": "stdout", "output_type": "stream", "text": ["café ok\n"]}],
+         "source": ["loader = DataLoader(ds, batch_size=32, shuffle=True)\n", "DataLoader?"]},
+        {"cell_type": "code", "execution_count": 3, "metadata": {}, "outputs": [], "source": TRAIN_CELL},
+        {"cell_type": "code", "execution_count": 4, "metadata": {}, "outputs": [], "source": ["%%bash\n", "echo !hi"]},
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+         "source": "note = '''\n!not a magic, a string\n'''\n"},
+    ]
+    return {"cells": cells,
+            "metadata": {"kernelspec": {"display_name": "K", "language": language, "name": "k"},
+                         "language_info": {"name": language}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def write(path, data, indent=1) -> str:
+    text = json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return text
+
+
+def trainlint(args, cwd, stdin=None):
+    return subprocess.run([sys.executable, "-m", "trainlint", *args, "--no-cache"], cwd=cwd, input=stdin,
+                          capture_output=True, text=True)
+
+
+def test_the_python_of_a_notebook_sets_ipython_syntax_aside():
+    nb = Notebook.parse(json.dumps(notebook()))
+    assert nb.text == (
+        "# trainlint: cell 2\n"
+        "pass  # trainlint: magic 0\n"
+        "pass  # trainlint: magic 1\n"
+        "# trainlint: magic 2\n"  # the continuation of `!pip install -q \`
+        "import torch\n"
+        "from torch.utils.data import DataLoader\n"
+        "# trainlint: cell 3\n"
+        "loader = DataLoader(ds, batch_size=32, shuffle=True)\n"
+        "pass  # trainlint: magic 3\n"
+        "# trainlint: cell 4\n"
+        "pass  # trainlint: magic 4\n"
+        "for x, y in loader:\n"
+        "    x = x.cuda()\n"
+        "    if debug:\n"
+        "        pass  # trainlint: magic 5\n"
+        "    loss = model(x, y)\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    print(f\"loss {loss.item()}\")\n"
+        # cell 5 is %%bash: not read. Cell 6 parses as Python: its `!` line is in a string.
+        "# trainlint: cell 6\n"
+        "note = '''\n!not a magic, a string\n'''\n"
+    )
+    assert CellMap.of(nb.text).locate(19) == (4, 9)
+    assert Notebook.parse(json.dumps(notebook(language="R"))).text == ""
+
+
+def test_unchanged_text_renders_the_same_json_and_magics_follow_their_block():
+    raw = json.dumps(notebook(), indent=1, ensure_ascii=False) + "\n"
+    nb = Notebook.parse(raw)
+    assert nb.render(nb.text) == raw
+    # A fix that wraps the block re-indents the magic with it.
+    wrapped = nb.text.replace("    if debug:\n        pass  # trainlint: magic 5\n",
+                              "    with ctx:\n        if debug:\n            pass  # trainlint: magic 5\n")
+    cell = json.loads(nb.render(wrapped))["cells"][3]["source"]
+    assert cell[3:6] == ["    with ctx:\n", "        if debug:\n", "            %time y = y.cuda()\n"]
+    with pytest.raises(NotebookError, match="cell boundary"):
+        nb.render(nb.text.replace("# trainlint: cell 3\n", ""))
+
+
+def test_findings_are_placed_by_cell(tmp_path):
+    write(tmp_path / "train.ipynb", notebook())
+    proc = trainlint(["check", "train.ipynb"], tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "train.ipynb:cell 3:1:10: TL101 " in proc.stdout
+    assert "train.ipynb:cell 4:9:19: TL201 " in proc.stdout
+    full = trainlint(["check", "--output-format", "full", "--select", "TL201", "train.ipynb"], tmp_path).stdout
+    assert '  9 |     print(f"loss {loss.item()}")' in full
+    items = json.loads(trainlint(["check", "--output-format", "json", "train.ipynb"], tmp_path).stdout)
+    tl201 = next(i for i in items if i["code"] == "TL201")
+    assert (tl201["cell"], tl201["location"], tl201["noqa_row"]) == (4, {"row": 9, "column": 19}, 9)
+    tl101 = next(i for i in items if i["code"] == "TL101")
+    import_os = tl101["fix"]["edits"][0]  # `import os` goes into the cell with the imports
+    assert import_os["cell"] == 2 and "import" in import_os["content"]
+    github = trainlint(["check", "--output-format", "github", "--select", "TL201", "train.ipynb"], tmp_path).stdout
+    assert "::TL201 cell 4, line 9: " in github
+
+
+def test_fixes_are_written_into_the_cells_and_nothing_else_changes(tmp_path):
+    before = write(tmp_path / "train.ipynb", notebook())
+    os.chmod(tmp_path / "train.ipynb", 0o640)
+    proc = trainlint(["check", "--fix", "--unsafe-fixes", "train.ipynb"], tmp_path)
+    assert "(5 fixed, 1 remaining)" in proc.stdout, proc.stdout + proc.stderr
+    after = (tmp_path / "train.ipynb").read_text(encoding="utf-8")
+    old, new = json.loads(before), json.loads(after)
+    assert [c["source"] for c in new["cells"]][:2] == [c["source"] for c in old["cells"]][:1] + [
+        ["%matplotlib inline\n", "!pip install -q \\\n", "    torch\n", "import os\n", "\n", "import torch\n",
+         "from torch.utils.data import DataLoader"]]
+    assert new["cells"][2]["source"][-1] == "DataLoader?"  # the help line is back, still without a newline
+    assert new["cells"][3]["source"][2] == "    x = x.cuda(non_blocking=True)\n"
+    assert new["cells"][3]["source"][4] == "        %time y = y.cuda()\n"
+    for o, n in zip(old["cells"], new["cells"]):  # outputs, metadata, other cells: as they were
+        assert {k: v for k, v in o.items() if k != "source"} == {k: v for k, v in n.items() if k != "source"}
+    assert old["cells"][4:] == new["cells"][4:] and old["metadata"] == new["metadata"]
+    changed = [line for line in after.splitlines() if line not in before.splitlines()]
+    assert all(line.startswith('    "') for line in changed), changed  # only rows of sources changed
+    assert oct(os.stat(tmp_path / "train.ipynb").st_mode & 0o777) == "0o640"
+    again = trainlint(["check", "--fix", "--unsafe-fixes", "train.ipynb"], tmp_path)
+    assert (tmp_path / "train.ipynb").read_text(encoding="utf-8") == after and "Found 1 error." in again.stdout
+
+
+def test_diff_is_a_patch_of_the_notebook_file(tmp_path):
+    before = write(tmp_path / "train.ipynb", notebook(), indent=2)
+    proc = trainlint(["check", "--diff", "train.ipynb"], tmp_path)
+    assert proc.returncode == 1 and proc.stdout.startswith("--- train.ipynb\n+++ train.ipynb\n")
+    assert '-        "    x = x.cuda()\\n",\n+        "    x = x.cuda(non_blocking=True)\\n",\n' in proc.stdout
+    assert (tmp_path / "train.ipynb").read_text(encoding="utf-8") == before
+    subprocess.run(["git", "apply", "-p0", "-"], input=proc.stdout, cwd=tmp_path, text=True, check=True)
+    assert trainlint(["check", "--diff", "train.ipynb"], tmp_path).stdout == ""
+
+
+def test_folders_include_notebooks_and_bad_ones_are_named(tmp_path):
+    write(tmp_path / "a.ipynb", notebook())
+    (tmp_path / "b.ipynb").write_text("{not json", encoding="utf-8")
+    (tmp_path / "c.ipynb").write_text('{"cells": 3}', encoding="utf-8")
+    proc = trainlint(["check", "."], tmp_path)
+    assert proc.returncode == 2
+    assert "a.ipynb:cell 3:1:10: TL101" in proc.stdout
+    assert "b.ipynb: error: not a notebook: invalid JSON" in proc.stderr
+    assert "c.ipynb: error: not a notebook: no list of cells" in proc.stderr
+
+
+def test_standard_input_names_a_notebook(tmp_path):
+    raw = json.dumps(notebook(), indent=1, ensure_ascii=False) + "\n"
+    proc = trainlint(["check", "--fix", "--stdin-filename", "nb/train.ipynb"], tmp_path, stdin=raw)
+    fixed = json.loads(proc.stdout)
+    assert fixed["cells"][3]["source"][2] == "    x = x.cuda(non_blocking=True)\n"
+    assert "nb/train.ipynb:cell 4:9:19: TL201" in proc.stderr
+
+
+def test_a_notebook_with_crlf_json_and_string_sources_keeps_both(tmp_path):
+    data = notebook()
+    data["cells"][3]["source"] = "".join(TRAIN_CELL)
+    text = json.dumps(data, indent=1, ensure_ascii=False).replace("\n", "\r\n") + "\r\n"
+    (tmp_path / "t.ipynb").write_bytes(text.encode("utf-8"))
+    trainlint(["check", "--fix", "t.ipynb"], tmp_path)
+    after = (tmp_path / "t.ipynb").read_bytes().decode("utf-8")
+    assert after.count("\r\n") == after.count("\n")
+    source = json.loads(after)["cells"][3]["source"]
+    assert isinstance(source, str) and "x.cuda(non_blocking=True)" in source
