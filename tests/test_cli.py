@@ -179,6 +179,9 @@ def test_show_settings_names_the_config_and_the_rules(project):
     rules = next(line for line in out if line.startswith("rules = "))
     assert '"TL101"' in rules and '"TL104"' not in rules
     assert 'unfixable = ["TL102"]' in out and "TL101.num-workers = 4" in out
+    # Every option of the rules that run, with its value; an option left alone says it is the default.
+    assert "TL202.log-every = 100  # default" in out
+    assert not any(line.startswith("TL104.") for line in out)  # TL104 does not run here
     # Without a configuration file: the defaults, said so.
     out = run(["--show-settings", "bad.py"], project).output
     assert "config = (none: defaults)" in out and '"TL104"' in out

@@ -28,9 +28,12 @@ def show_settings(path: str, settings: Settings) -> list[str]:
         else:
             text = _value(value)
         lines.append(f"{field.name.replace('_', '-')} = {text}")
-    for code, options in settings.rule_options:
-        for name, value in options:
-            lines.append(f"{code}.{name} = {_value(value)}")
+    # Every option of every rule that runs here, with the value it runs with; set ones say so.
+    configured = {(code, name) for code, options in settings.rule_options for name, _ in options}
+    for code in active:
+        for name, value in settings.options_for(code).items():
+            note = "" if (code, name) in configured else "  # default"
+            lines.append(f"{code}.{name} = {_value(value)}{note}")
     return lines
 
 
