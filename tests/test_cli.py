@@ -256,3 +256,15 @@ def test_a_path_without_python_files_is_said(project):
     result = run(["empty"], project)
     assert result.exit_code == 0 and "warning: No Python files found under the given path(s)" in result.output
     assert "warning" not in run(["good.py"], project).output
+
+
+def test_ignore_noqa_reports_and_fixes_suppressed_findings(project):
+    quiet = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)  # noqa: TL104\n"
+    (project / "quiet.py").write_text(quiet)
+    (project / "whole.py").write_text("# trainlint: noqa\n" + BAD)
+    assert run(["quiet.py", "whole.py"], project).exit_code == 0  # with the cache on: written here
+    loud = run(["--ignore-noqa", "quiet.py", "whole.py"], project)  # and not reused here
+    assert loud.exit_code == 1 and "quiet.py:2:10: TL104" in loud.output and "whole.py:3:10: TL104" in loud.output
+    assert run(["quiet.py"], project).exit_code == 0
+    run(["--fix", "--ignore-noqa", "quiet.py"], project)
+    assert "prefetch_factor=4)  # noqa: TL104" in (project / "quiet.py").read_text()

@@ -98,6 +98,7 @@ def _selectors(ctx, param, value):
               help="Exit 0 even when findings remain or a file could not be checked (errors are still reported).")
 @click.option("--exit-non-zero-on-fix", is_flag=True,
               help="Exit 1 when --fix changed a file, even if no finding remains (for pre-commit and CI).")
+@click.option("--ignore-noqa", is_flag=True, help="Report (and fix) findings that `# noqa` comments suppress.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
 @click.option("--show-fixes", is_flag=True, help="List the fixes that were applied.")
 @click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="concise", show_default=True)
@@ -124,14 +125,15 @@ def _selectors(ctx, param, value):
                    "and the report to standard error.")
 @click.pass_obj
 def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
-          exit_non_zero_on_fix, statistics, show_fixes, output_format, output_file, config_path, no_cache, cache_dir, jobs, force_exclude,
+          exit_non_zero_on_fix, ignore_noqa, statistics, show_fixes, output_format, output_file, config_path, no_cache, cache_dir, jobs, force_exclude,
           quiet, extend_exclude, baseline_path, add_noqa, show_files, show_settings, stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     own_process = process is not None
     if own_process:
         process.checked = True
     overrides = {"select": select, "extend_select": extend_select, "ignore": ignore, "fixable": fixable,
-                 "unfixable": unfixable, "extend_exclude": tuple(extend_exclude) or None}
+                 "unfixable": unfixable, "extend_exclude": tuple(extend_exclude) or None,
+                 "ignore_noqa": ignore_noqa or None}
     from_stdin = stdin_filename is not None or STDIN_NAME in paths
     if from_stdin and (set(paths) - {STDIN_NAME} or add_noqa):
         what = "--add-noqa" if add_noqa else "other PATHS"

@@ -60,6 +60,7 @@ class Settings:
     unfixable: tuple[str, ...] = ()
     extend_safe_fixes: tuple[str, ...] = ()
     extend_unsafe_fixes: tuple[str, ...] = ()
+    ignore_noqa: bool = False  # --ignore-noqa (command line only): suppression comments are not honoured
     root: str = "."  # the folder patterns are relative to (the config file's folder)
     config_path: str | None = None
 

@@ -102,13 +102,13 @@ def _resolve(findings: list[Finding], ctx: FileContext, path: str) -> list[Diagn
     text = ctx.text
     wanted = [f.node for f in findings] + [old for f in findings if f.fix for old, _ in f.fix.replacements]
     positions = Positions(ctx.module, text, wanted, ctx.index.parent)
-    suppressions = parse_suppressions(text)
+    suppressions = parse_suppressions(text) if not getattr(ctx.settings, "ignore_noqa", False) else None
     out: list[Diagnostic] = []
     seen: set = set()
     for finding in findings:
         start, end = positions.span(finding.node)
         start_loc = positions.location(start)
-        if suppressions.suppressed(finding.code, start_loc.row):
+        if suppressions is not None and suppressions.suppressed(finding.code, start_loc.row):
             continue
         key = (finding.code, start, end, finding.message)
         if key in seen:
