@@ -268,3 +268,23 @@ def test_ignore_noqa_reports_and_fixes_suppressed_findings(project):
     assert run(["quiet.py"], project).exit_code == 0
     run(["--fix", "--ignore-noqa", "quiet.py"], project)
     assert "prefetch_factor=4)  # noqa: TL104" in (project / "quiet.py").read_text()
+
+
+def test_configuration_sets_fix_unsafe_fixes_and_output_format(project):
+    (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
+    (project / "pyproject.toml").write_text('[tool.trainlint]\nunsafe-fixes = true\noutput-format = "json"\n')
+    shown = run(["mixed.py"], project)
+    items = json.loads(shown.stdout)
+    assert {i["code"] for i in items} == {"TL104", "TL105"}
+    concise = run(["--no-unsafe-fixes", "--output-format", "concise", "mixed.py"], project).output
+    assert "1 hidden fix can be enabled" in concise
+    (project / "pyproject.toml").write_text('[tool.trainlint]\nfix = true\nunsafe-fixes = true\n')
+    assert run(["--no-fix", "mixed.py"], project).exit_code == 1
+    assert "drop_last" not in (project / "mixed.py").read_text()
+    run(["mixed.py"], project)
+    assert "drop_last=True" in (project / "mixed.py").read_text() and "prefetch_factor=4" in (project / "mixed.py").read_text()
+    (project / "pyproject.toml").write_text('[tool.trainlint]\nfix = "yes"\n')
+    bad = run(["mixed.py"], project)
+    assert bad.exit_code == 2 and "`fix`: expected true or false" in bad.output
+    (project / "pyproject.toml").write_text('[tool.trainlint]\noutput-format = "xml"\n')
+    assert "`output-format`: expected one of concise" in run(["mixed.py"], project).output

@@ -84,8 +84,9 @@ def _selectors(ctx, param, value):
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--fix", is_flag=True, help="Apply safe fixes.")
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix) or show unsafe fixes.")
+@click.option("--fix/--no-fix", default=None, help="Apply safe fixes (default: the configuration's `fix`, else no).")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
+              help="Also apply (with --fix) or show unsafe fixes (default: the configuration's `unsafe-fixes`, else no).")
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing.")
 @click.option("--select", multiple=True, callback=_selectors, help="Rule codes or prefixes to enable (ALL for all).")
 @click.option("--extend-select", multiple=True, callback=_selectors, help="Rules to enable on top of the selection.")
@@ -100,8 +101,9 @@ def _selectors(ctx, param, value):
               help="Exit 1 when --fix changed a file, even if no finding remains (for pre-commit and CI).")
 @click.option("--ignore-noqa", is_flag=True, help="Report (and fix) findings that `# noqa` comments suppress.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
-@click.option("--show-fixes", is_flag=True, help="List the fixes that were applied.")
-@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="concise", show_default=True)
+@click.option("--show-fixes", is_flag=True, default=None, help="List the fixes that were applied.")
+@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default=None,
+              help="How to report (default: the configuration's `output-format`, else concise).")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False),
               help="Write the report to this file (in --output-format) instead of standard output.")
 @click.option("--config", "config_path", type=click.Path(), help="Use this configuration file for every file.")
@@ -145,6 +147,12 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
     fixed_source = None
     try:
         resolver = SettingsResolver(config_path, overrides)
+        # What the command line leaves unsaid, the configuration of the folder the run starts in says.
+        project = resolver.for_directory(".")
+        fix = fix if fix is not None else bool(project.fix) and not add_noqa
+        unsafe_fixes = unsafe_fixes if unsafe_fixes is not None else bool(project.unsafe_fixes)
+        show_fixes = show_fixes or bool(project.show_fixes)
+        output_format = output_format or project.output_format or "concise"
         if show_files or show_settings:
             _show(list(paths) or ["."], resolver, force_exclude, show_settings, stdin_filename)
         mode = Mode(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff)

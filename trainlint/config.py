@@ -61,6 +61,12 @@ class Settings:
     extend_safe_fixes: tuple[str, ...] = ()
     extend_unsafe_fixes: tuple[str, ...] = ()
     ignore_noqa: bool = False  # --ignore-noqa (command line only): suppression comments are not honoured
+    # How a run behaves when the command line does not say (Ruff's keys); read from the
+    # configuration of the folder the run starts in, not per file. None: not set.
+    fix: bool | None = None
+    unsafe_fixes: bool | None = None
+    show_fixes: bool | None = None
+    output_format: str | None = None
     root: str = "."  # the folder patterns are relative to (the config file's folder)
     config_path: str | None = None
 
@@ -131,7 +137,7 @@ class Settings:
 
     def fingerprint(self) -> str:
         """Stable hash of everything that changes findings (for the cache)."""
-        data = {k: v for k, v in self.__dict__.items() if k not in ("root", "config_path")}
+        data = {k: v for k, v in self.__dict__.items() if k not in ("root", "config_path") + _RUN_KEYS}
         data["rules"] = [(r.code, r.__module__) for r in all_rules()]
         data["version"] = __version__
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=repr).encode()).hexdigest()[:16]
@@ -218,7 +224,10 @@ def glob_matcher(patterns: tuple[str, ...]):
 
 _CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
 _LIST_KEYS = _CODE_KEYS + ("exclude", "extend-exclude", "interval-names")
-_TOP_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "target-gpu", "extend"}
+_BOOL_KEYS = ("fix", "unsafe-fixes", "show-fixes")
+_TOP_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-gpu", "extend", "output-format"}
+# Settings of the run, not of a file's findings: the cache does not key on them.
+_RUN_KEYS = ("fix", "unsafe_fixes", "show_fixes", "output_format")
 # Keys whose values a configuration adds to those of the configuration it extends (the others
 # replace them); a `select` of its own starts the rule choice over, dropping the base's additions.
 _ACCUMULATED = ("extend_select", "ignore", "extend_exclude", "per_file_ignores", "unfixable", "extend_safe_fixes",
@@ -259,6 +268,16 @@ def parse_table(table: dict, path: str) -> dict:
         elif key == "extend":
             if not isinstance(value, str):
                 raise _err(path, key, "the path of another configuration file (a string)", value)
+        elif key in _BOOL_KEYS:
+            if not isinstance(value, bool):
+                raise _err(path, key, "true or false", value)
+            out[key.replace("-", "_")] = value
+        elif key == "output-format":
+            from trainlint.reporters import FORMATS
+
+            if value not in FORMATS:
+                raise _err(path, key, "one of " + ", ".join(sorted(FORMATS)), value)
+            out["output_format"] = value
         elif key == "target-gpu":
             if value not in TARGET_GPUS:
                 raise _err(path, key, "one of " + ", ".join(TARGET_GPUS), value)
