@@ -117,6 +117,14 @@ def test_review_other_formats_and_exit_zero(pr_repo):
     doc = json.loads(out.stdout)
     validator("rdjson/DiagnosticResult.json").validate(doc)
     assert {d["location"]["range"]["start"]["line"] for d in doc["diagnostics"]} == {4, 12}
+    codes = {d["code"]["value"] for d in doc["diagnostics"]}
+    for args, expected in ((["--select", min(codes)], {min(codes)}), (["--ignore", ",".join(codes)], set())):
+        narrowed = CliRunner().invoke(review_command, ["--base", "main", "--head", "feature", "--output-format",
+                                                       "rdjson", *args])
+        assert {d["code"]["value"] for d in json.loads(narrowed.stdout)["diagnostics"]} == expected
+        assert narrowed.exit_code == (1 if expected else 0)
+    bad = CliRunner().invoke(review_command, ["--base", "main", "--select", "XX9"])
+    assert bad.exit_code == 2 and "unknown rule code" in bad.output
 
 
 def test_review_posts_once_from_the_actions_environment(pr_repo, tmp_path, monkeypatch):

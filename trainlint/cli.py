@@ -72,7 +72,7 @@ def cli() -> None:
     """Find and fix what leaves GPUs idle in PyTorch training code."""
 
 
-def _selectors(ctx, param, value):
+def selectors(ctx, param, value):
     if not value:
         return None
     codes = tuple(c.strip() for v in value for c in v.split(",") if c.strip())
@@ -88,12 +88,12 @@ def _selectors(ctx, param, value):
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
               help="Also apply (with --fix) or show unsafe fixes (default: the configuration's `unsafe-fixes`, else no).")
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing.")
-@click.option("--select", multiple=True, callback=_selectors, help="Rule codes or prefixes to enable (ALL for all).")
-@click.option("--extend-select", multiple=True, callback=_selectors, help="Rules to enable on top of the selection.")
-@click.option("--ignore", multiple=True, callback=_selectors, help="Rule codes or prefixes to disable.")
-@click.option("--fixable", multiple=True, callback=_selectors,
+@click.option("--select", multiple=True, callback=selectors, help="Rule codes or prefixes to enable (ALL for all).")
+@click.option("--extend-select", multiple=True, callback=selectors, help="Rules to enable on top of the selection.")
+@click.option("--ignore", multiple=True, callback=selectors, help="Rule codes or prefixes to disable.")
+@click.option("--fixable", multiple=True, callback=selectors,
               help="Rules whose fixes --fix may write (default: all); the others are shown as suggestions.")
-@click.option("--unfixable", multiple=True, callback=_selectors,
+@click.option("--unfixable", multiple=True, callback=selectors,
               help="Rules whose fixes are only shown, never written (adds to the configuration's).")
 @click.option("-e", "--exit-zero", is_flag=True,
               help="Exit 0 even when findings remain or a file could not be checked (errors are still reported).")

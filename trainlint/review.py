@@ -19,6 +19,7 @@ from pathlib import Path
 
 import click
 
+from trainlint.cli import selectors  # the same code checks as `check`
 from trainlint.diagnostics import Applicability, Diagnostic, FileError, FileResult, RunResult
 from trainlint.fingerprint import fingerprints
 from trainlint.gitdiff import ChangedFile, GitError, changed_files, git
@@ -171,16 +172,18 @@ def build_review(result: RunResult, kept: list[Kept], root: Path, commit_id: str
 # -- linting the changed files -----------------------------------------------------------------
 
 
-def lint_changes(root: Path, changes: list[ChangedFile], head: str | None, config: str | None) -> RunResult:
+def lint_changes(root: Path, changes: list[ChangedFile], head: str | None, config: str | None,
+                 overrides: dict | None = None) -> RunResult:
     """Lint the changed Python files as they are at `head` (the working tree when head is None).
-    Configuration comes from the working tree; excluded files are skipped."""
+    Configuration comes from the working tree (with `overrides`: --select and co.); excluded files
+    are skipped."""
     from trainlint.api import lint_source
     from trainlint.config import ConfigError, SettingsResolver
     from trainlint.engine import ParseError
     from trainlint.source import SourceError, decode, read_source
 
     try:
-        resolver = SettingsResolver(config)
+        resolver = SettingsResolver(config, overrides)
     except ConfigError as exc:
         raise ReviewError(str(exc)) from None
     result = RunResult()
@@ -272,8 +275,12 @@ def _review_formats() -> list[str]:
 @click.option("--output-format", type=click.Choice(_review_formats()), default="review", show_default=True,
               help="review: the pull-request review as JSON; or any `check` format for the kept findings.")
 @click.option("--config", "config_path", type=click.Path(), help="Use this configuration file for every file.")
+@click.option("--select", multiple=True, callback=selectors, help="Rule codes or prefixes to enable (ALL for all).")
+@click.option("--extend-select", multiple=True, callback=selectors, help="Rules to enable on top of the selection.")
+@click.option("--ignore", multiple=True, callback=selectors, help="Rule codes or prefixes to disable.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are kept.")
-def review_command(base, head, post, repo, pr_number, commit_id, output_format, config_path, exit_zero):
+def review_command(base, head, post, repo, pr_number, commit_id, output_format, config_path, select, extend_select,
+                   ignore, exit_zero):
     """Lint what a change touched and write (or --post) a GitHub pull-request review."""
     event = _event()
     pull = event.get("pull_request") if isinstance(event.get("pull_request"), dict) else {}
@@ -286,7 +293,8 @@ def review_command(base, head, post, repo, pr_number, commit_id, output_format, 
         head_commit = git(root, "rev-parse", "--verify", f"{head or 'HEAD'}^{{commit}}").strip()
     except GitError as exc:
         raise ReviewError(str(exc)) from None
-    result = lint_changes(root, changes, head, config_path)
+    result = lint_changes(root, changes, head, config_path,
+                          {"select": select, "extend_select": extend_select, "ignore": ignore})
     kept = keep_changed(result, changes, root)
     commit_id = commit_id or (pull.get("head") or {}).get("sha") or head_commit
 
