@@ -1,0 +1,103 @@
+"""Where a plain variable is bound and read, within one function (or the module).
+
+Fixes that change what a name holds (TL201's `total += loss.detach()`) or when it is assigned
+(a statement moved under a logging interval) must see every read of that name. This follows
+Python's scoping just far enough to say when that is possible: a name's uses in its own scope are
+listed, and a use it cannot follow (a `global`/`nonlocal` declaration, a closure, a module
+variable read inside a function) makes the answer None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from trainlint.analysis.tree import TreeIndex
+
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
+@dataclass
+class Use:
+    node: cst.Name
+    kind: str  # "read", "aug" (`x += ...`: read and write), "assign" (`x = ...`, `x: T = ...`), "bind" (any other)
+    value: cst.BaseExpression | None = None  # "assign": what is assigned to this name, when known
+    stmt: cst.CSTNode | None = None  # "assign"/"aug": the assignment
+
+
+def is_variable(index: TreeIndex, name: cst.Name) -> bool:
+    """The Name spells a variable: not the attribute of `x.name` nor the keyword of `f(name=...)`."""
+    parent = index.parent.get(name)
+    if isinstance(parent, cst.Attribute) and parent.attr is name:
+        return False
+    return not (isinstance(parent, cst.Arg) and parent.keyword is name)
+
+
+def owner(index: TreeIndex, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The function, lambda or class whose scope node belongs to; None for the module."""
+    parent = index.parent.get(node)
+    if isinstance(parent, (cst.FunctionDef, cst.ClassDef)) and parent.name is node:
+        node = parent  # `def f` binds f where the def stands
+    for anc in index.ancestors(node):
+        if isinstance(anc, _SCOPES):
+            return anc
+    return None
+
+
+def variable_uses(index: TreeIndex, scope: cst.FunctionDef | None, name: str) -> list[Use] | None:
+    """Every binding and read of the variable `name` of scope (a function; None: the module), in
+    document order; None when it may be used where this cannot follow: a `global`/`nonlocal`
+    declaration of it, or a nested function, lambda or class that uses it without binding its own
+    (a closure, or a function reading the module's variable)."""
+    uses: list[Use] = []
+    nested: dict[cst.CSTNode, bool] = {}  # nested scope -> binds a name of its own
+    for node in index.nodes(cst.Name):
+        if node.value != name or not is_variable(index, node):
+            continue
+        if isinstance(index.parent.get(node), cst.NameItem):
+            return None  # global / nonlocal
+        where = owner(index, node)
+        kind, value, stmt = role(index, node)
+        if where is scope:
+            uses.append(Use(node, kind, value, stmt))
+        elif scope is None or index.contains(scope, where):
+            nested[where] = nested.get(where, False) or kind not in ("read", "aug")
+    if not all(nested.values()):
+        return None
+    return uses
+
+
+def role(index: TreeIndex, name: cst.Name) -> tuple[str, cst.BaseExpression | None, cst.CSTNode | None]:
+    """How a Name is used: (kind, assigned value, assignment); see Use."""
+    parent = index.parent.get(name)
+    if isinstance(parent, (cst.Param, cst.AsName, cst.ImportAlias, cst.FunctionDef, cst.ClassDef)) \
+            and parent.name is name:
+        return "bind", None, None
+    child, node = name, parent
+    while isinstance(node, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        child, node = node, index.parent.get(node)
+    unpacked = child is not name
+    if isinstance(node, cst.AssignTarget) and node.target is child:
+        assign = index.parent.get(node)
+        value = _unpacked_value(index, name, child, assign.value) if unpacked else assign.value
+        return "assign", value, assign
+    if isinstance(node, cst.AnnAssign) and node.target is child and not unpacked and node.value is not None:
+        return "assign", node.value, node
+    if isinstance(node, cst.AugAssign) and node.target is child and not unpacked:
+        return "aug", None, node
+    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.Del)) \
+            and getattr(node, "target", None) is child:
+        return "bind", None, None
+    return "read", None, None
+
+
+def _unpacked_value(index: TreeIndex, name: cst.Name, target: cst.CSTNode, value: cst.BaseExpression):
+    """The element of `a, b = 0.0, 0` that name (an element of the flat target) receives."""
+    element = index.parent.get(name)
+    if not isinstance(target, (cst.Tuple, cst.List)) or not isinstance(value, (cst.Tuple, cst.List)) \
+            or index.parent.get(element) is not target or len(target.elements) != len(value.elements):
+        return None
+    if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+        return None
+    return value.elements[[i for i, e in enumerate(target.elements) if e is element][0]].value
