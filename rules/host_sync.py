@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from trainlint.analysis.variables import is_variable, role, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
 
@@ -44,20 +45,145 @@ def log_interval(ctx, default: int) -> str:
 
 
 def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
-    """Fix that puts the statement holding node under `if <counter> % <interval> == 0:`."""
+    """Fix that puts the statement holding node under `if <counter> % <interval> == 0:`.
+
+    A statement that assigns a name moves only when nothing outside the guard reads that name
+    afterwards (`m = torch.cuda.memory_allocated()` followed by `stats.append(m)` would leave the
+    append reading a stale value, or an unbound one): the statements right after it that read it
+    move too, when that is simple; otherwise there is no fix."""
     ctx = rule.ctx
     stmt = ctx.index.enclosing(node, cst.SimpleStatementLine)
     counter = step_counter(ctx, node)
     if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock):
         return None
+    moved = _statements_to_move(ctx, ctx.parent(stmt), stmt)
+    if moved is None:
+        return None
     interval = log_interval(ctx, default_interval)
+    first = moved[0]
     guarded = cst.If(
         test=cst.parse_expression(f"{counter} % {interval} == 0"),
-        body=cst.IndentedBlock(body=[stmt.with_changes(leading_lines=[])]),
-        leading_lines=stmt.leading_lines,
+        body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[]), *moved[1:]]),
+        leading_lines=first.leading_lines,
     )
-    return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps (`if {counter} % {interval} == 0:`)",
-                    (stmt, guarded))
+    message = f"Run it every `{interval}` steps (`if {counter} % {interval} == 0:`)"
+    if len(moved) > 1:
+        names = ", ".join(f"`{n}`" for n in sorted(_bound_names(first)))
+        lines = "next line, which reads" if len(moved) == 2 else f"next {len(moved) - 1} lines, which read"
+        message = f"Run it and the {lines} {names}, every `{interval}` steps (`if {counter} % {interval} == 0:`)"
+    # The statements after the first move into the guard: each is removed where it stood.
+    return rule.fix(Applicability.UNSAFE, message, (first, guarded), *((s, "") for s in moved[1:]))
+
+
+# At most this many statements after a guarded assignment move with it (the reads of its name).
+_MAX_MOVED_READERS = 3
+
+
+def _statements_to_move(ctx, block: cst.IndentedBlock, stmt: cst.SimpleStatementLine):
+    """stmt and the statements right after it in block that read the names it binds (and, in turn,
+    names those bind), when every other read of those names is among them; None when a read is
+    elsewhere (earlier in the block, in another block, after the loop, in another function), a
+    name is not a plain local (`self.m = ...`: read anywhere), or the reads are not the simple
+    straight-line statements right after it."""
+    body = list(block.body)
+    start = next(i for i, s in enumerate(body) if s is stmt)
+    scope = ctx.index.enclosing_function(stmt)
+    end = start
+    pending = _bound_names(stmt)
+    if pending is None:
+        return None
+    done: set[str] = set()
+    while pending:
+        name = pending.pop()
+        done.add(name)
+        uses = variable_uses(ctx.index, scope, name)
+        if uses is None:
+            return None
+        for use in uses:
+            if use.kind not in ("read", "aug"):
+                continue
+            k = _position_in(ctx, block, use.node)
+            if k is None or k < start:
+                return None
+            if k > end:
+                end = k
+        if end - start > _MAX_MOVED_READERS:
+            return None
+        for s in body[start + 1:end + 1]:
+            names = _bound_names(s)
+            if names is None:
+                return None
+            pending |= names - done
+    moved = body[start:end + 1]
+    for i, s in enumerate(moved):
+        if not isinstance(s, cst.SimpleStatementLine) or _has_flow_or_step(ctx, s):
+            return None
+        # Each statement that moves reads what an earlier one assigns: none is unrelated work.
+        if i and not any(_reads_name(ctx, s, n) for n in done):
+            return None
+    return moved
+
+
+def _position_in(ctx, block: cst.IndentedBlock, node: cst.CSTNode) -> int | None:
+    """The index of the statement of block that holds node, None when block does not hold it."""
+    child = node
+    for anc in ctx.index.ancestors(node):
+        if anc is block:
+            return next(i for i, s in enumerate(block.body) if s is child)
+        child = anc
+    return None
+
+
+def _bound_names(stmt: cst.SimpleStatementLine) -> set[str] | None:
+    """Plain names the statement line binds; None when it binds something else (an attribute, an
+    item, a star target) or leaves the block (`return`, `break`...)."""
+    names: set[str] = set()
+    for small in stmt.body:
+        if isinstance(small, (cst.Return, cst.Break, cst.Continue, cst.Raise, cst.Global, cst.Nonlocal, cst.Del,
+                              cst.Import, cst.ImportFrom)):
+            return None
+        targets = []
+        if isinstance(small, cst.Assign):
+            targets = [t.target for t in small.targets]
+        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
+            targets = [small.target]
+        for target in targets:
+            elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else [target]
+            for element in elements:
+                value = element.value if isinstance(element, cst.BaseElement) else element
+                if isinstance(element, cst.StarredElement) or not isinstance(value, cst.Name):
+                    return None
+                names.add(value.value)
+    for node in _walk_plain(stmt):
+        if isinstance(node, cst.NamedExpr):
+            if not isinstance(node.target, cst.Name):
+                return None
+            names.add(node.target.value)
+    return names
+
+
+def _walk_plain(root: cst.CSTNode):
+    """Every node under root, the libcst way (for the few small statements a fix moves)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.children))
+
+
+def _reads_name(ctx, stmt: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(n, cst.Name) and n.value == name and is_variable(ctx.index, n)
+               and role(ctx.index, n)[0] in ("read", "aug") for n in ctx.index.walk(stmt))
+
+
+def _has_flow_or_step(ctx, stmt: cst.CSTNode) -> bool:
+    """The statement leaves the block or runs a training step: it cannot move under a guard."""
+    for node in ctx.index.walk(stmt):
+        if isinstance(node, (cst.Return, cst.Break, cst.Continue, cst.Raise, cst.Yield, cst.Await)):
+            return True
+        if isinstance(node, cst.Call) and node in ctx.loops.step_calls:
+            return True
+    return False
 
 
 class PerStepHostSync(Rule):
@@ -96,8 +222,10 @@ if step % log_every == 0:
 
 ## Fix safety
 Unsafe: `total += loss.item()` becomes `total += loss.detach()`, so `total` becomes a tensor and
-its conversion moves to where it is read. Other shapes get no automatic fix: put the read under
-the script's logging interval.
+its conversion moves to where it is read. Other shapes get a suggestion only (shown, never
+written): put the statement under the script's logging interval; an assignment moves only
+together with the statements right after it that read the name, and not at all when the name is
+read anywhere else (the read would be stale).
 """
     valid = [
         Valid(in_training_loop("if step % 100 == 0:\n    print(loss.item())")),
@@ -368,6 +496,10 @@ def _device_sync_name(ctx, call: cst.Call) -> str | None:
     return None
 
 
+_STALE_AFTER_LOOP = in_training_loop("peak = torch.cuda.max_memory_allocated()") + "print(peak)\n"
+_STALE_AFTER_WORK = in_training_loop("m = torch.cuda.memory_allocated()\nopt.zero_grad()\nstats.append(m)")
+
+
 class PerStepDeviceSyncCall(Rule):
     code = "TL203"
     name = "per-step-device-sync-call"
@@ -405,7 +537,10 @@ Remove the call, or keep it under the logging interval when it serves a measurem
 
 ## Fix safety
 Unsafe: `synchronize()`/`empty_cache()` statements are removed (timings taken around them change);
-statistics are put under the logging interval.
+statistics are put under the logging interval. A statistic assigned to a name moves together with
+the statements right after it that read the name (`m = torch.cuda.memory_allocated()` and
+`stats.append(m)`); when the name is read anywhere else (later in the loop after other work,
+earlier in the loop, after it), there is no fix: that read would see a stale value, or none.
 """
     valid = [
         Valid(in_training_loop("if step % 100 == 0:\n    torch.cuda.synchronize()")),
@@ -431,6 +566,13 @@ statistics are put under the logging interval.
         Invalid(in_training_loop("stats = torch.get_device_module(device).max_memory_reserved()"),
                 fixed=in_training_loop("if step % 100 == 0:\n"
                                        "    stats = torch.get_device_module(device).max_memory_reserved()")),
+        # The statement right after that reads the statistic moves with it (it would read a stale value).
+        Invalid(in_training_loop("m = torch.cuda.memory_allocated()\nstats.append(m)\nprint(step)"),
+                fixed=in_training_loop("if step % 100 == 0:\n    m = torch.cuda.memory_allocated()\n"
+                                       "    stats.append(m)\nprint(step)")),
+        # Read after the loop, or after unrelated work: no fix.
+        Invalid(_STALE_AFTER_LOOP, fixed=_STALE_AFTER_LOOP),
+        Invalid(_STALE_AFTER_WORK, fixed=_STALE_AFTER_WORK),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
