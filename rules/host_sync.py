@@ -624,6 +624,31 @@ def _side_effect_free(ctx, test: cst.BaseExpression) -> bool:
     return False
 
 
+def _only_raise(branch: cst.If) -> cst.Raise | None:
+    """The `raise` that is the whole body of an `if` without `else`."""
+    body = branch.body.body
+    if branch.orelse is not None or len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
+        return None
+    small = body[0].body
+    if len(small) == 1 and isinstance(small[0], cst.Raise) and small[0].exc is not None:
+        return small[0]
+    return None
+
+
+def _one_tensor_expression(ctx, expr: cst.BaseExpression) -> bool:
+    """A tensor computed without asking Python for a bool on the way: not `a and b`, not `not a`,
+    not a chained comparison, not `is`/`in`."""
+    if isinstance(expr, cst.BooleanOperation):
+        return False
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        return False
+    if isinstance(expr, cst.Comparison):
+        if len(expr.comparisons) != 1 or isinstance(expr.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+            return False
+        return ctx.tensors.is_tensor(expr.left) or ctx.tensors.is_tensor(expr.comparisons[0].comparator)
+    return ctx.tensors.is_tensor(expr)
+
+
 def _is_tensor_test(ctx, test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.Comparison):
         if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in test.comparisons):
@@ -669,8 +694,12 @@ queued kernel, on every step.
 or check at the logging interval.
 
 ## Fix safety
-A suggestion only (shown in diffs and reviews, never written by `--fix`): `assert` statements are
-rewritten to `torch._assert_async(...)`, which raises asynchronously, later than the assert did.
+A suggestion only (shown in diffs and reviews, never written by `--fix`): `assert cond` and
+`if cond: raise ...` (a `raise` alone in the branch) are rewritten to `torch._assert_async(...)`
+(`torch._assert_async(torch.logical_not(cond))` for the `if`), keeping a plain string message.
+It raises asynchronously, later than the Python check did, a `RuntimeError` instead of the
+original exception, and a failed device-side assert leaves the CUDA context unusable. A condition
+that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
 """
     valid = [
         Valid(in_training_loop("if step % 100 == 0 and torch.isnan(loss):\n    raise RuntimeError('nan')")),
@@ -696,18 +725,41 @@ rewritten to `torch._assert_async(...)`, which raises asynchronously, later than
         if isinstance(node, cst.Assert):
             stmt = ctx.parent(node)
             if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-                if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-                    cond = f"torch.logical_not({ctx.code(test.expression)})"
-                else:
-                    cond = ctx.code(test)
-                fix = self.fix(Applicability.DISPLAY_ONLY, "Check on the device with `torch._assert_async`",
-                               (node, cst.parse_statement(f"torch._assert_async({cond})\n").body[0]))
+                fix = self._assert_async(node, test, negate=False, message=node.msg)
+        elif isinstance(node, cst.If):
+            raised = _only_raise(node)
+            if raised is not None:
+                exc = raised.exc
+                message = exc.args[0].value if isinstance(exc, cst.Call) and len(exc.args) == 1 else None
+                fix = self._assert_async(node, test, negate=True, message=message)
         self.report(
             test,
             f"`{kind}` on a tensor copies it to the host and waits for the GPU every step; use "
             f"`torch._assert_async(...)` or check it at the logging interval",
             fix,
         )
+
+    def _assert_async(self, node, test: cst.BaseExpression, negate: bool, message):
+        """Suggestion: `assert cond` / `if not cond: raise` as `torch._assert_async(cond)`; a plain
+        string message is kept. Only for a condition that is one tensor expression: `a and b` or
+        `0 < x < 1` would still ask Python for a bool."""
+        ctx = self.ctx
+        inner = test
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner, negate = test.expression, not negate
+        if not _one_tensor_expression(ctx, inner):
+            return None
+        torch_name, imports = ctx.module_name("torch")
+        cond = f"{torch_name}.logical_not({ctx.code(inner)})" if negate else ctx.code(inner)
+        if isinstance(message, (cst.SimpleString, cst.ConcatenatedString)):
+            cond += f", {ctx.code(message)}"
+        new = cst.parse_statement(f"{torch_name}._assert_async({cond})\n")
+        if isinstance(node, cst.Assert):
+            replacement = (node, new.body[0])
+        else:
+            replacement = (node, new.with_changes(leading_lines=node.leading_lines))
+        return self.fix(Applicability.DISPLAY_ONLY, "Check on the device with `torch._assert_async`", replacement,
+                        *imports)
 
     def visit_If(self, node: cst.If) -> None:
         self._check(node, node.test, "if")

@@ -1,6 +1,8 @@
 """TL201-TL204 beyond their rule cases: the suggestions (display-only fixes, which the rule cases
 cannot see since `--fix` never writes them)."""
 
+import pytest
+
 from trainlint.config import Settings
 from trainlint.engine import lint_text
 from trainlint.fixer import fix_text
@@ -46,3 +48,37 @@ def test_tl203_moves_the_chain_of_reads():
     fixed = fix_text(code, "t.py", settings.active_rules(), settings, unsafe_fixes=True).text
     assert fixed == in_training_loop(
         "if step % 100 == 0:\n    m = torch.cuda.memory_allocated()\n    gb = m / 2**30\n    stats.append(gb)")
+
+
+# -- TL204: `if <tensor>: raise` gets the same suggestion as `assert` ------------------------------------
+
+def test_tl204_if_raise_suggests_assert_async():
+    code = in_training_loop("# guard\nif torch.isnan(loss):\n    raise RuntimeError('loss is nan')")
+    assert _suggested(code, "TL204") == [in_training_loop(
+        "# guard\ntorch._assert_async(torch.logical_not(torch.isnan(loss)), 'loss is nan')")]
+    negated = in_training_loop("if not torch.isfinite(loss).all():\n    raise ValueError(f'bad loss at {step}')")
+    assert _suggested(negated, "TL204") == [in_training_loop("torch._assert_async(torch.isfinite(loss).all())")]
+    aliased = in_training_loop("if loss > 1e4:\n    raise RuntimeError").replace("import torch\n", "import torch as th\n")
+    assert _suggested(aliased, "TL204") == [
+        in_training_loop("th._assert_async(th.logical_not(loss > 1e4))").replace("import torch\n", "import torch as th\n")]
+
+
+def test_tl204_no_suggestion_where_python_still_needs_a_bool():
+    for body in ("if torch.isnan(loss) or torch.isinf(loss):\n    raise RuntimeError('x')",
+                 "if 0 < loss < 10:\n    raise RuntimeError('x')",
+                 "if torch.isnan(loss):\n    print('nan')\n    raise RuntimeError('x')",
+                 "if torch.isnan(loss):\n    break",
+                 "if torch.isnan(loss):\n    raise RuntimeError('x')\nelse:\n    print(step)"):
+        assert _suggested(in_training_loop(body), "TL204") == [None], body
+
+
+# -- against real torch --------------------------------------------------------------------------------
+
+def test_tl204_suggestion_raises_on_the_device_check():
+    torch = pytest.importorskip("torch")
+    code = in_training_loop("if torch.isnan(loss):\n    raise RuntimeError('loss is nan')")
+    (suggested,) = _suggested(code, "TL204")
+    check = suggested.splitlines()[-1].strip()
+    with pytest.raises(RuntimeError, match="loss is nan"):
+        eval(check, {"torch": torch, "loss": torch.tensor(float("nan"))})
+    eval(check, {"torch": torch, "loss": torch.tensor(1.0)})
