@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import libcst as cst
 
+from trainlint.analysis.names import dotted
 from trainlint.analysis.variables import is_variable, role, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
@@ -314,6 +316,107 @@ def _is_log_call(ctx, call: cst.Call) -> bool:
     return False
 
 
+_SUMMARY_WRITERS = frozenset({"torch.utils.tensorboard.SummaryWriter", "torch.utils.tensorboard.writer.SummaryWriter",
+                              "tensorboardX.SummaryWriter", "tensorboardX.writer.SummaryWriter"})
+_FABRIC = frozenset({"lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric"})
+
+
+@dataclass
+class _TrackerCall:
+    """A call that logs values to an experiment tracker, each value read to the host at once."""
+
+    values: list  # the expressions the call logs (a dict's values, or the one value)
+    step: bool  # the step is passed explicitly (guarding the call keeps the x-axis right)
+
+
+def _tracker_values(ctx, call: cst.Call) -> _TrackerCall | None:
+    """`wandb.log({...})`, a SummaryWriter's `add_scalar(tag, value, step)`/`add_scalars`,
+    `accelerator.log({...})` (with trackers initialised in the module) and Fabric's
+    `log(name, value)`/`log_dict({...})` (with loggers): each copies the values it is given to the
+    host when it is called (`add_scalar` through numpy, wandb through `.item()`/`.tolist()`).
+    Lightning's `self.log` keeps tensors on the device until its own interval and is not one."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("log", "log_dict", "add_scalar", "add_scalars"):
+        return None
+    attr = func.attr.value
+    receiver = func.value
+    if attr == "log" and (ctx.names.qualified(func) == "wandb.log" or _assigned_from(ctx, receiver, {"wandb.init"})):
+        data, step = _argument(ctx, call, 0, "data"), _argument(ctx, call, 1, "step")
+        commit = ctx.keyword(call, "commit")
+        return _TrackerCall(_logged(ctx, data), step is not None and (commit is None or ctx.literal(commit.value) is not False))
+    if attr in ("add_scalar", "add_scalars") and _is_summary_writer(ctx, receiver):
+        value = _argument(ctx, call, 1, "scalar_value" if attr == "add_scalar" else "tag_scalar_dict")
+        return _TrackerCall(_logged(ctx, value), _argument(ctx, call, 2, "global_step") is not None)
+    last = (dotted(receiver) or "").rsplit(".", 1)[-1]
+    if attr == "log" and (last == "accelerator" or _assigned_from(ctx, receiver, {"accelerate.Accelerator"})) \
+            and ("init_trackers" in ctx.text or "log_with" in ctx.text):
+        values, step = _argument(ctx, call, 0, "values"), _argument(ctx, call, 1, "step")
+        return _TrackerCall(_logged(ctx, values), step is not None)
+    if attr in ("log", "log_dict") and (last == "fabric" or _assigned_from(ctx, receiver, _FABRIC)) \
+            and _fabric_has_loggers(ctx):
+        if attr == "log":
+            value, step = _argument(ctx, call, 1, "value"), _argument(ctx, call, 2, "step")
+        else:
+            value, step = _argument(ctx, call, 0, "metrics"), _argument(ctx, call, 1, "step")
+        return _TrackerCall(_logged(ctx, value), step is not None)
+    return None
+
+
+def _argument(ctx, call: cst.Call, index: int, keyword: str) -> cst.BaseExpression | None:
+    arg = ctx.keyword(call, keyword) or ctx.positional(call, index)
+    return arg.value if arg is not None and arg.value is not None and not (
+        isinstance(arg.value, cst.Name) and arg.value.value == "None") else None
+
+
+def _logged(ctx, value: cst.BaseExpression | None) -> list:
+    """The values a logged dict holds (a literal, or a name assigned only dict literals in the same
+    function), or the value itself."""
+    if value is None:
+        return []
+    dicts = [value] if isinstance(value, cst.Dict) else []
+    if isinstance(value, cst.Name):
+        assigned = ctx.assigned_values(value)
+        if assigned and all(isinstance(v, cst.Dict) for v in assigned):
+            dicts = assigned
+    if dicts:
+        return [e.value for d in dicts for e in d.elements if isinstance(e, cst.DictElement)]
+    return [value]
+
+
+def _assigned_from(ctx, receiver: cst.BaseExpression, qualnames) -> bool:
+    """receiver is a name (or `self.x`) assigned the result of one of qualnames' calls: in the same
+    function, or for an attribute anywhere in the module (`self.writer = SummaryWriter()` in
+    `__init__`)."""
+    name = dotted(receiver)
+    if name is None:
+        return False
+    values = ctx.assigned_values(receiver)
+    if not values and "." in name:
+        values = [a.value for a in ctx.index.nodes(cst.Assign)
+                  if any(dotted(t.target) == name for t in a.targets)]
+    return any(isinstance(v, cst.Call) and ctx.names.qualified(v.func) in qualnames for v in values)
+
+
+_WRITER_NAME = re.compile(r"(^|_)(writer|tb|tensorboard)(_|$)", re.IGNORECASE)
+
+
+def _is_summary_writer(ctx, receiver: cst.BaseExpression) -> bool:
+    """A TensorBoard SummaryWriter: assigned from the class, or a `writer`/`tb_writer`-style name
+    in a module that imports the class."""
+    if _assigned_from(ctx, receiver, _SUMMARY_WRITERS):
+        return True
+    name = (dotted(receiver) or "").rsplit(".", 1)[-1]
+    return bool(_WRITER_NAME.search(name)) and any(
+        target in _SUMMARY_WRITERS or target in ("torch.utils.tensorboard", "tensorboardX")
+        for target in ctx.names.aliases.values())
+
+
+def _fabric_has_loggers(ctx) -> bool:
+    """The module builds a Fabric with loggers (without any, `fabric.log` does nothing)."""
+    return any(ctx.keyword(c, "loggers") is not None and (dotted(c.func) or "").rsplit(".", 1)[-1] == "Fabric"
+               for c in ctx.index.nodes(cst.Call))
+
+
 def _is_string(expr: cst.BaseExpression) -> bool:
     """A string literal, or one built with `+`/`*` (`'%11s' * 2 + '%11.4g' * 5`)."""
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
@@ -347,14 +450,20 @@ def _formatted_tensors(ctx, expr: cst.BaseExpression):
         yield expr
 
 
+_WRITER = "from torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
+_ACCELERATOR = "from accelerate import Accelerator\naccelerator = Accelerator(log_with='wandb')\n"
+_FABRIC_LOGGERS = "import lightning as L\nfabric = L.Fabric(loggers=L.fabric.loggers.CSVLogger('logs'))\n"
+_NO_STEP_WANDB = "import wandb\n" + in_training_loop("wandb.log({'loss': loss})")
+
+
 class PerStepTensorLogging(Rule):
     code = "TL202"
     name = "per-step-tensor-logging"
-    summary = "`print`/`logging`/f-string/`tqdm.set_postfix` of a tensor on every step"
+    summary = "`print`/`logging`/f-string/`tqdm.set_postfix`/tracker logging (`wandb.log`, `add_scalar`) of a tensor on every step"
     source = "§5.2"
     fix_applicability = "unsafe"
     # Formatting spelled anywhere: an f-string or `%` outside a logging call is a finding too.
-    triggers = ("print", "log", "set_description", "set_postfix", "write", 'f"', "f'", "%")
+    triggers = ("print", "log", "set_description", "set_postfix", "write", 'f"', "f'", "%", "add_scalar")
     needs_hot_loop = True
     options = {"log-every": Option(100, int, "The interval the fix uses when the script defines none.")}
     docs = """
@@ -364,9 +473,16 @@ Flags printing, logging or formatting a tensor (`print(loss)`, `logger.info(f"{l
 on every step of the hot loop. A message of a `raise` or `assert` is not flagged: it is only
 formatted when the check fails.
 
+Logging a tensor to an experiment tracker is flagged too: `wandb.log({"loss": loss})`, a
+TensorBoard `SummaryWriter`'s `writer.add_scalar("loss", loss, step)` (or `add_scalars`),
+`accelerator.log({...})` in a module that sets up trackers (`log_with=`, `init_trackers`), and
+Fabric's `fabric.log(...)`/`fabric.log_dict(...)` in a module that gives it `loggers=`. Lightning's
+`self.log(...)` is not: it keeps tensors on the device and reads them at its own interval.
+
 ## Why is this bad?
 Formatting a device tensor copies it to the host and waits for the GPU, like `.item()`: the loop
-stops queuing work every step.
+stops queuing work every step. Trackers do the same when they are called: `add_scalar` converts
+the value through numpy, wandb through `.item()`/`.tolist()`.
 
 ## Example
 ```python
@@ -384,7 +500,10 @@ for step, batch in enumerate(loader):
 ## Fix safety
 Unsafe: the statement is put under the loop's existing step counter and the script's logging
 interval (or `log-every`, default 100), so fewer lines are printed. A string built outside a
-logging call (assigned, then used) gets no fix: the code that uses it must move too.
+logging call (assigned, then used) gets no fix: the code that uses it must move too. A tracker
+call is guarded the same way only when it passes its step explicitly (`step=`, `global_step`):
+without it the tracker numbers the calls it gets, and logging every N steps would squeeze the
+x-axis N times (so would `wandb.log(..., commit=False)`); those get no fix.
 """
     valid = [
         Valid(in_training_loop("if step % 50 == 0:\n    print(f'loss {loss:.3f}')")),
@@ -396,6 +515,16 @@ logging call (assigned, then used) gets no fix: the code that uses it must move 
         Valid(in_training_loop("if not torch.isfinite(loss).all():\n    raise RuntimeError(f'loss is {loss}')")),
         Valid(in_training_loop("assert loss.ndim == 0, f'loss {loss}'")),
         Valid(in_training_loop("desc = f'step {step}'\npbar.set_description(desc)")),
+        # Trackers: a host number is TL201's; Lightning's self.log keeps tensors on the device;
+        # accelerate without trackers logs nothing; an `add_scalar` of an unknown object.
+        Valid("import wandb\n" + in_training_loop("wandb.log({'loss': loss.item()}, step=step)")),
+        Valid("import wandb\n" + in_training_loop("if step % 50 == 0:\n    wandb.log({'loss': loss}, step=step)")),
+        Valid("import lightning as L\nclass M(L.LightningModule):\n    def fit(self, loader, opt):\n"
+              "        for step, batch in enumerate(loader):\n            loss = self(batch)\n"
+              "            loss.backward()\n            opt.step()\n            self.log('loss', loss)\n"),
+        Valid("from accelerate import Accelerator\naccelerator = Accelerator()\n"
+              + in_training_loop("accelerator.log({'loss': loss}, step=step)")),
+        Valid(in_training_loop("meter.add_scalar('loss', loss, step)")),
     ]
     invalid = [
         Invalid(in_training_loop("print(f'loss {loss:.4f}')"), fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
@@ -416,16 +545,52 @@ logging call (assigned, then used) gets no fix: the code that uses it must move 
                 "    loss.backward()\n    opt.step()\n    print('{:.3f}'.format(loss))\n",
                 fixed="import torch\nlog_interval = 10\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n"
                 "    loss.backward()\n    opt.step()\n    if step % log_interval == 0:\n        print('{:.3f}'.format(loss))\n"),
+        # Experiment trackers copy a tensor to the host when they are called.
+        Invalid("import wandb\n" + in_training_loop("wandb.log({'train/loss': loss, 'lr': lr}, step=step)"),
+                fixed="import wandb\n" + in_training_loop("if step % 100 == 0:\n"
+                                                           "    wandb.log({'train/loss': loss, 'lr': lr}, step=step)"),
+                message="`wandb.log()`"),
+        Invalid(_WRITER + in_training_loop("writer.add_scalar('loss', loss, step)"),
+                fixed=_WRITER + in_training_loop("if step % 100 == 0:\n    writer.add_scalar('loss', loss, step)")),
+        Invalid(_ACCELERATOR + in_training_loop("accelerator.log({'train_loss': loss}, step=step)"),
+                fixed=_ACCELERATOR + in_training_loop("if step % 100 == 0:\n"
+                                                      "    accelerator.log({'train_loss': loss}, step=step)")),
+        Invalid(_FABRIC_LOGGERS + in_training_loop("metrics = {'loss': loss, 'step': step}\n"
+                                                   "fabric.log_dict(metrics, step=step)"),
+                fixed=_FABRIC_LOGGERS + in_training_loop("metrics = {'loss': loss, 'step': step}\n"
+                                                         "if step % 100 == 0:\n    fabric.log_dict(metrics, step=step)")),
+        # No step given: wandb numbers its calls, so guarding would squeeze the x-axis; no fix.
+        Invalid(_NO_STEP_WANDB, fixed=_NO_STEP_WANDB),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if not _is_log_call(ctx, node):
+            self._check_tracker(node)
             return
         values = [v for arg in node.args for v in _formatted_tensors(ctx, arg.value)]
         if not values or not ctx.is_per_step(node):
             return
         self._report(node, values[0], guard_statement(self, node, self.opts["log-every"]))
+
+    def _check_tracker(self, node: cst.Call) -> None:
+        """A tensor logged to wandb, TensorBoard, accelerate's or Fabric's trackers."""
+        ctx = self.ctx
+        tracker = _tracker_values(ctx, node)
+        if tracker is None:
+            return
+        values = [v for v in tracker.values if ctx.tensors.is_tensor(v)]
+        if not values or not ctx.is_per_step(node):
+            return
+        # Without an explicit step, the tracker numbers what it is given: logging every N steps
+        # would squeeze the x-axis N times. No fix then.
+        fix = guard_statement(self, node, self.opts["log-every"]) if tracker.step else None
+        self.report(
+            node,
+            f"Logging tensor `{ctx.code(values[0])}` with `{ctx.code(node.func)}()` copies it to the host and waits "
+            f"for the GPU on every step; log it every N steps (`if step % log_every == 0:`)",
+            fix,
+        )
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
         self._check_formatting(node)
