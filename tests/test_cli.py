@@ -288,3 +288,21 @@ def test_configuration_sets_fix_unsafe_fixes_and_output_format(project):
     assert bad.exit_code == 2 and "`fix`: expected true or false" in bad.output
     (project / "pyproject.toml").write_text('[tool.trainlint]\noutput-format = "xml"\n')
     assert "`output-format`: expected one of concise" in run(["mixed.py"], project).output
+
+
+def test_inline_config_pairs_and_isolated(project):
+    (project / "pyproject.toml").write_text('[tool.trainlint]\nignore = ["TL104"]\n[tool.trainlint.TL104]\nmin-prefetch-factor = 4\n')
+    assert run(["bad.py"], project).exit_code == 0
+    # A pair set on top of the file's configuration: the key is replaced, the rest kept.
+    assert run(["--config", "ignore = []", "bad.py"], project).exit_code == 1
+    eight = run(["--config", "ignore = []", "--config", "TL104.min-prefetch-factor = 8", "good.py"], project)
+    assert eight.exit_code == 1 and "prefetch_factor=8" in eight.output
+    assert run(["--isolated", "bad.py"], project).exit_code == 1  # the pyproject's ignore is not read
+    bad = run(["--config", "TL104.no-such-option = 1", "bad.py"], project)
+    assert bad.exit_code == 2 and "--config: invalid configuration: `TL104.no-such-option`" in bad.output
+    garbled = run(["--config", "select ==", "bad.py"], project)
+    assert garbled.exit_code == 2 and "neither a configuration file nor a TOML" in garbled.output
+    (project / "other.toml").write_text('ignore = ["TL1"]\n')
+    assert run(["--config", "other.toml", "bad.py"], project).exit_code == 0
+    assert run(["--config", "other.toml", "--config", "ignore = []", "bad.py"], project).exit_code == 1
+    assert run(["--isolated", "--config", "other.toml", "bad.py"], project).exit_code == 2

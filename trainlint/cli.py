@@ -106,7 +106,10 @@ def selectors(ctx, param, value):
               help="How to report (default: the configuration's `output-format`, else concise).")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False),
               help="Write the report to this file (in --output-format) instead of standard output.")
-@click.option("--config", "config_path", type=click.Path(), help="Use this configuration file for every file.")
+@click.option("--config", "config_args", multiple=True, metavar="PATH | KEY=VALUE",
+              help="A configuration file to use for every file, or a TOML `key = value` pair set on top of each "
+                   "file's configuration (`--config \"TL104.min-prefetch-factor = 8\"`); may be repeated.")
+@click.option("--isolated", is_flag=True, help="Read no configuration file (defaults and the command line only).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), envvar="TRAINLINT_CACHE_DIR", default=".trainlint_cache",
               show_default=True, help="Where the cache lives (env: TRAINLINT_CACHE_DIR).")
@@ -127,7 +130,7 @@ def selectors(ctx, param, value):
                    "and the report to standard error.")
 @click.pass_obj
 def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
-          exit_non_zero_on_fix, ignore_noqa, statistics, show_fixes, output_format, output_file, config_path, no_cache, cache_dir, jobs, force_exclude,
+          exit_non_zero_on_fix, ignore_noqa, statistics, show_fixes, output_format, output_file, config_args, isolated, no_cache, cache_dir, jobs, force_exclude,
           quiet, extend_exclude, baseline_path, add_noqa, show_files, show_settings, stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     own_process = process is not None
@@ -146,7 +149,8 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
         raise click.UsageError(f"--add-noqa cannot go with {'--diff' if diff else '--fix'}")
     fixed_source = None
     try:
-        resolver = SettingsResolver(config_path, overrides)
+        config_path, inline = _config_arguments(config_args, isolated)
+        resolver = SettingsResolver(config_path, overrides, inline, isolated)
         # What the command line leaves unsaid, the configuration of the folder the run starts in says.
         project = resolver.for_directory(".")
         fix = fix if fix is not None else bool(project.fix) and not add_noqa
@@ -232,6 +236,17 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
     if exit_non_zero_on_fix and result.fixed:
         sys.exit(1)
     sys.exit(0)
+
+
+def _config_arguments(values: tuple[str, ...], isolated: bool) -> tuple[str | None, tuple[str, ...]]:
+    """--config values: (the one configuration file, the inline `key = value` pairs). A value is a
+    file when it names one or looks like one (a .toml name without `=`), as Ruff tells them apart."""
+    files = [v for v in values if os.path.isfile(v) or ("=" not in v and v.endswith(".toml"))]
+    if len(files) > 1:
+        raise click.UsageError(f"--config names {len(files)} configuration files; give one")
+    if files and isolated:
+        raise click.UsageError("--isolated reads no configuration file; it cannot go with --config PATH")
+    return (files[0] if files else None), tuple(v for v in values if v not in files)
 
 
 def _show(paths, resolver, force_exclude, settings_only, stdin_filename) -> None:

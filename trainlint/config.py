@@ -413,6 +413,24 @@ def _rebased(kwargs: dict, base_folder: str, folder: str) -> dict:
     return out
 
 
+def parse_inline(pairs: tuple[str, ...]) -> dict:
+    """Settings keyword arguments from `key = value` TOML texts (`--config`), checked as a file's are."""
+    table: dict = {}
+    for pair in pairs:
+        try:
+            parsed = tomllib.loads(pair)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"--config {pair!r}: neither a configuration file nor a TOML `key = value` pair ({exc})") from None
+        if "extend" in parsed:
+            raise ConfigError(f"--config {pair!r}: `extend` names a file; give the file as --config PATH")
+        for key, value in parsed.items():
+            if isinstance(value, dict) and isinstance(table.get(key), dict):
+                table[key].update(value)
+            else:
+                table[key] = value
+    return parse_table(table, "--config") if table else {}
+
+
 def find_config(directory: str, memo: dict[str, str | None]) -> str | None:
     """The nearest trainlint.toml, or pyproject.toml with a [tool.trainlint] table, in the
     absolute folder `directory` or above. memo: folder -> answer, read and filled for every folder
@@ -449,8 +467,14 @@ def _config_file_in(directory: str) -> str | None:
 class SettingsResolver:
     """Settings for each file: the nearest config (or --config), with CLI overrides on top."""
 
-    def __init__(self, config_path: str | None = None, overrides: dict | None = None) -> None:
+    def __init__(self, config_path: str | None = None, overrides: dict | None = None, inline: tuple[str, ...] = (),
+                 isolated: bool = False) -> None:
+        """config_path: one file for every file (--config PATH). inline: `key = value` TOML pairs
+        (--config "TL104.min-prefetch-factor = 8"), set on top of every file's configuration.
+        isolated: read no configuration file (--isolated)."""
         self.overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+        self.inline = parse_inline(inline)
+        self.isolated = isolated
         self.fixed: Settings | None = None
         self._by_dir: dict[str, Settings] = {}
         self._by_file: dict[str, Settings] = {}
@@ -462,6 +486,13 @@ class SettingsResolver:
             self.fixed = self._apply(settings_from_file(config_path))
 
     def _apply(self, settings: Settings) -> Settings:
+        inline = dict(self.inline)
+        if "rule_options" in inline:  # an option given inline replaces that option, not the rule's others
+            merged = {code: dict(values) for code, values in settings.rule_options}
+            for code, values in inline.pop("rule_options"):
+                merged.setdefault(code, {}).update(dict(values))
+            inline["rule_options"] = tuple((code, tuple(values.items())) for code, values in merged.items())
+        settings = replace(settings, **inline)
         overrides = dict(self.overrides)
         extend = overrides.pop("extend_select", None)
         ignore = overrides.pop("ignore", None)
@@ -496,7 +527,7 @@ class SettingsResolver:
         directory = os.path.abspath(directory)
         cached = self._by_dir.get(directory)
         if cached is None:
-            config = find_config(directory, self._config_of)
+            config = None if self.isolated else find_config(directory, self._config_of)
             if config is None:
                 if self._default is None:
                     self._default = self._apply(Settings(root=os.getcwd()))
