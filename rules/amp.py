@@ -468,6 +468,16 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             "        self.opt.step()\n"
             "    def save(self):\n        return {'scaler': self.scaler.state_dict()}\n",
         ),
+        # A positional `enabled` is replaced where it stands (a keyword beside it raises TypeError).
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler(1024.0, 2.0, 0.5, 2000, True)\n"
+            "def step(x):\n    with torch.autocast('cuda'):\n        loss = model(x)\n"
+            "    scaler.scale(loss).backward()\n    return scaler.state_dict()\n",
+            settings={"target_gpu": "hopper"},
+            fixed="import torch\nscaler = torch.cuda.amp.GradScaler(1024.0, 2.0, 0.5, 2000, False)\n"
+            "def step(x):\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n        loss = model(x)\n"
+            "    loss.backward()\n    return scaler.state_dict()\n",
+        ),
         Invalid(
             "import torch\nclass Trainer:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler()\n"
             "    def step(self, x):\n        with torch.autocast('cuda'):\n            loss = self.model(x)\n"
@@ -633,7 +643,8 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             if target is not None and not others:
                 removed.append(stmt)
             else:
-                replacements.append((use.call, ctx.with_keyword(use.call, "enabled", "False")))
+                replacements.append((use.call, ctx.with_keyword(use.call, "enabled", "False",
+                                                                position=ctx.precision.scaler_enabled_index(use))))
         replacements.extend(_removals(ctx, removed))
         return self.fix(Applicability.UNSAFE, "Train in bfloat16 without a GradScaler", *replacements)
 

@@ -17,8 +17,11 @@ DATALOADERS = (
     "torchdata.stateful_dataloader.stateful_dataloader.StatefulDataLoader",
 )
 DATASETS = ("torch.utils.data.Dataset", "torch.utils.data.IterableDataset")
-# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory, drop_last)
-_POSITIONAL = {"dataset": 0, "batch_size": 1, "sampler": 3, "shuffle": 2, "num_workers": 5, "collate_fn": 6, "pin_memory": 7, "drop_last": 8}
+# The positional parameters of DataLoader.__init__ (torch 2.13; StatefulDataLoader's are the same),
+# in order; prefetch_factor, persistent_workers, pin_memory_device and in_order are keyword-only.
+POSITIONAL_PARAMETERS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "collate_fn",
+                         "pin_memory", "drop_last", "timeout", "worker_init_fn", "multiprocessing_context", "generator")
+_POSITIONAL = {name: i for i, name in enumerate(POSITIONAL_PARAMETERS)}
 _EVAL_NAME = re.compile(r"(val|valid|test|eval|dev)", re.IGNORECASE)
 DEFAULT_WORKERS = "min(8, os.cpu_count() or 1)"
 
@@ -28,6 +31,17 @@ def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
     if arg is None and name in _POSITIONAL:
         arg = ctx.positional(call, _POSITIONAL[name])
     return arg
+
+
+def set_loader_arg(ctx, call: cst.Call, name: str, value: str) -> cst.Call:
+    """The loader call with `name` set to value: in place when the call passes it by position (a
+    keyword beside it would raise "got multiple values"), else as a keyword."""
+    return ctx.with_keyword(call, name, value, position=_POSITIONAL.get(name))
+
+
+def hides_arguments(call: cst.Call) -> bool:
+    """`*args` or `**kwargs` may pass any argument (positional ones too): nothing is known missing."""
+    return any(arg.star for arg in call.args)
 
 
 def is_loader(ctx, call: cst.Call) -> bool:
@@ -77,7 +91,7 @@ def add_workers_fix(rule: Rule, call: cst.Call):
     ctx = rule.ctx
     configured = rule.opts.get("num-workers")
     value = str(configured) if configured else DEFAULT_WORKERS
-    replacements = [(call, ctx.with_keyword(call, "num_workers", value))]
+    replacements = [(call, set_loader_arg(ctx, call, "num_workers", value))]
     if not configured and "os" not in ctx.names.aliases:
         replacements.append(insert_stdlib_import(ctx, "os"))
     return rule.fix(Applicability.UNSAFE, f"Set `num_workers={value}`", *replacements)
@@ -159,7 +173,7 @@ class DataLoaderRule(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if is_loader(ctx, node) and not ctx.has_star_kwargs(node) and not _over_builtin_collection(ctx, node):
+        if is_loader(ctx, node) and not hides_arguments(node) and not _over_builtin_collection(ctx, node):
             self.check_loader(node)
 
     def check_loader(self, call: cst.Call) -> None:
@@ -198,7 +212,8 @@ loader = DataLoader(dataset, batch_size=64, shuffle=True, num_workers=min(8, os.
 ## Fix safety
 Unsafe: workers need a picklable dataset and collate function, and each worker has its own RNG
 stream, so random augmentations differ from a run without workers. A value from an expression
-(`num_workers=args.workers`) or `**kwargs` is not a finding.
+(`num_workers=args.workers`), `*args` or `**kwargs` is not a finding. A `0` passed by position
+is replaced where it stands.
 """
     valid = [
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, num_workers=4)\n"),
@@ -206,6 +221,8 @@ stream, so random augmentations differ from a run without workers. A value from 
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, **loader_kwargs)\n"),
         Valid("import torch\nloader = torch.utils.data.DataLoader(ds, 8, True, None, None, 2)\n"),
         Valid("from mylib import DataLoader\nDataLoader(ds)\n"),
+        # `*args` may carry num_workers by position.
+        Valid("from torch.utils.data import DataLoader\nloader = DataLoader(*loader_args)\n"),
         # Plain Python values in memory: nothing for workers to load (ecosystem: accelerate tests).
         Valid("from torch.utils.data import DataLoader\ndl = DataLoader(range(64), batch_size=8, shuffle=True)\n"),
         Valid("from torch.utils.data import DataLoader\nitems = list(range(10))\ndl = DataLoader(items, batch_size=1)\n"),
@@ -230,6 +247,10 @@ stream, so random augmentations differ from a run without workers. A value from 
             options={"num-workers": 4},
         ),
         Invalid("from torch.utils import data\nloader = data.DataLoader(ds, shuffle=True)\n"),
+        # A positional 0 is replaced where it stands: a keyword beside it would raise TypeError.
+        Invalid("import os\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, 4, True, None, None, 0)\n",
+                fixed="import os\nfrom torch.utils.data import DataLoader\n"
+                      "loader = DataLoader(ds, 4, True, None, None, min(8, os.cpu_count() or 1))\n"),
         Invalid("from torch.utils.data.dataloader import DataLoader\nloader = DataLoader(ds)\n"),
         Invalid(
             "from torch.utils.data import DataLoader\nclass MyLoader(DataLoader):\n    pass\nloader = MyLoader(ds)\n"
@@ -282,7 +303,8 @@ loader = DataLoader(ds, batch_size=32, num_workers=4, pin_memory=True)
 ```
 
 ## Fix safety
-Safe: pinning changes where host memory lives, not what is computed.
+Safe: pinning changes where host memory lives, not what is computed. A `pin_memory` passed by
+position is replaced where it stands.
 """
     triggers = ("DataLoader",)
     needs_hot_loop = True
@@ -314,19 +336,23 @@ Safe: pinning changes where host memory lives, not what is computed.
         # torchtune's recipes move the batch dict with a helper.
         Invalid(_LOOP.replace("x = x.to(device)", "utils.batch_to_device(x, self._device)").format(
             loader="loader = DataLoader(ds)"), message="pin_memory=True"),
+        # A positional pin_memory=False is replaced where it stands.
+        Invalid(_LOOP.format(loader="loader = DataLoader(ds, 8, True, None, None, 2, None, False)"),
+                fixed=_LOOP.format(loader="loader = DataLoader(ds, 8, True, None, None, 2, None, True)")),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
-        arg = loader_arg(self.ctx, call, "pin_memory")
-        if arg is not None and self.ctx.literal(arg.value) is not False:
+        ctx = self.ctx
+        arg = loader_arg(ctx, call, "pin_memory")
+        if arg is not None and ctx.literal(arg.value) is not False:
             return
-        if not is_training_loader(self.ctx, call) or not moves_batches_to_device(self.ctx):
+        if not is_training_loader(ctx, call) or not moves_batches_to_device(ctx):
             return
         self.report(
             call,
             "Batches go to the accelerator from pageable memory; set `pin_memory=True` for faster, asynchronous copies",
             self.fix(Applicability.SAFE, "Set `pin_memory=True`",
-                     (call, self.ctx.with_keyword(call, "pin_memory", "True"))),
+                     (call, set_loader_arg(self.ctx, call, "pin_memory", "True"))),
         )
 
 
@@ -439,7 +465,7 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
             call,
             "Workers are restarted at every epoch; set `persistent_workers=True` to keep them alive",
             self.fix(Applicability.UNSAFE, f"Set `persistent_workers={value}`",
-                     (call, ctx.with_keyword(call, "persistent_workers", value))),
+                     (call, set_loader_arg(ctx, call, "persistent_workers", value))),
         )
 
 
@@ -556,7 +582,7 @@ since PyTorch rejects a prefetch factor without workers.
             f"Workers keep only {ctx.code(arg.value) if arg else 2} batches each in flight; set "
             f"`prefetch_factor={minimum}` so uneven batches do not drain the queue",
             self.fix(Applicability.SAFE, f"Set `prefetch_factor={minimum}`",
-                     (call, ctx.with_keyword(call, "prefetch_factor", value_code))),
+                     (call, set_loader_arg(ctx, call, "prefetch_factor", value_code))),
         )
 
 
@@ -588,6 +614,7 @@ loader = DataLoader(ds, batch_size=64, shuffle=True, drop_last=True)
 
 ## Fix safety
 Unsafe: up to `batch_size - 1` samples per epoch are skipped (a different subset each epoch).
+A `drop_last` passed by position is replaced where it stands.
 """
     valid = [
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
@@ -609,6 +636,10 @@ Unsafe: up to `batch_size - 1` samples per epoch are skipped (a different subset
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
         Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True)\n",
                 fixed="from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True, drop_last=True)\n"),
+        # A positional drop_last=False is replaced where it stands.
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, 32, True, None, None, 2, None, True, False)\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "loader = DataLoader(ds, 32, True, None, None, 2, None, True, True)\n"),
         Invalid("import torch\nloader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2)\n"),
         # The Hugging Face examples' shape: a RandomSampler assigned first.
         Invalid("from torch.utils.data import DataLoader, RandomSampler\ntrain_sampler = RandomSampler(train_dataset)\n"
@@ -622,7 +653,8 @@ Unsafe: up to `batch_size - 1` samples per epoch are skipped (a different subset
 
     def check_loader(self, call: cst.Call) -> None:
         ctx = self.ctx
-        if not shuffles(ctx, call) or loader_arg(ctx, call, "batch_sampler") is not None:
+        batch_sampler = loader_arg(ctx, call, "batch_sampler")
+        if not shuffles(ctx, call) or (batch_sampler is not None and ctx.literal(batch_sampler.value) is not None):
             return
         if not is_training_loader(ctx, call):
             return
@@ -632,7 +664,7 @@ Unsafe: up to `batch_size - 1` samples per epoch are skipped (a different subset
         self.report(
             call,
             "The last batch of each epoch is smaller (new shapes, a noisy step); set `drop_last=True`",
-            self.fix(Applicability.UNSAFE, "Set `drop_last=True`", (call, ctx.with_keyword(call, "drop_last", "True"))),
+            self.fix(Applicability.UNSAFE, "Set `drop_last=True`", (call, set_loader_arg(ctx, call, "drop_last", "True"))),
         )
 
 
@@ -816,7 +848,7 @@ the fix adds workers, as TL101. Moving tokenizing and decoding offline is left t
             message += "; move `.to(device)` into the training loop"
             # Device moves first: adding workers to a collate_fn that touches CUDA would break it.
             fix = _move_to_loop_fix(self, node, definition, moves)
-        elif workers_value(ctx, node) == 0 and not ctx.has_star_kwargs(node):
+        elif workers_value(ctx, node) == 0 and not hides_arguments(node):
             fix = add_workers_fix(self, node)
         else:
             fix = None
@@ -994,7 +1026,7 @@ The offline conversion is yours to make.
                    f"{offline} and only slice here")
         fix = None
         loaders = _loaders_using(ctx, lambda c: _builds(ctx, c, cls.name.value))
-        idle = [c for c in loaders if workers_value(ctx, c) == 0 and not ctx.has_star_kwargs(c)]
+        idle = [c for c in loaders if workers_value(ctx, c) == 0 and not hides_arguments(c)]
         if idle:
             fix = add_workers_fix(self, idle[0])
         self.report(call, message, fix)
@@ -1130,7 +1162,8 @@ for x, y in loader:  # DataLoader(..., pin_memory=True)
 ```
 
 ## Fix safety
-Safe: work queued on the same CUDA stream after the copy still sees the copied data.
+Safe: work queued on the same CUDA stream after the copy still sees the copied data. A
+`non_blocking` passed by position (`x.cuda(0, False)`) is set where it stands.
 """
     _SRC = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
             "for x, y in loader:\n    {move}\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n")
@@ -1139,6 +1172,8 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         Valid(_SRC.replace("pin_memory=True", "pin_memory=False").format(move="x = x.to(device)")),
         Valid("import torch\n" + _SRC.format(move="x = x.to(torch.float16)")),
         Valid(_SRC.format(move="model.to(device)")),
+        # non_blocking passed by position.
+        Valid(_SRC.format(move="x, y = x.cuda(0, True), y.to(device, None, True)")),
         # The step function is handed something other than the batch.
         Valid(_STEP_FN.format(to="images.to(device)").replace("train_step(model, batch, device)",
                                                              "train_step(model, cached, device)").replace(
@@ -1151,6 +1186,9 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
                 fixed=_SRC.format(move="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
         Invalid(_SRC.format(move="x = x.to('cuda', non_blocking=False)"),
                 fixed=_SRC.format(move="x = x.to('cuda', non_blocking=True)")),
+        # A positional non_blocking=False is replaced where it stands (`to(other, bool)`, `cuda(device, bool)`).
+        Invalid(_SRC.format(move="x, y = x.to(ref, False), y.cuda(0, False)"),
+                fixed=_SRC.format(move="x, y = x.to(ref, True), y.cuda(0, True)")),
         # The copy happens in the step function the batch is handed to (called twice: one finding).
         Invalid(_STEP_FN.format(to="images.to(device)"), fixed=_STEP_FN.format(to="images.to(device, non_blocking=True)")),
     ]
@@ -1185,15 +1223,26 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
             if ctx.dotted(_root(call.func.value)) not in batch_names:
                 continue
             self._reported.add(call)
-            arg = ctx.keyword(call, "non_blocking")
+            position = _non_blocking_position(ctx, call)
+            arg = ctx.keyword(call, "non_blocking") or ctx.positional(call, position)
             if arg is not None and ctx.literal(arg.value) is not False:
                 continue
             self.report(
                 call,
                 "Copy of a pinned batch blocks the host; pass `non_blocking=True` so it overlaps with compute",
                 self.fix(Applicability.SAFE, "Pass `non_blocking=True`",
-                         (call, ctx.with_keyword(call, "non_blocking", "True"))),
+                         (call, ctx.with_keyword(call, "non_blocking", "True", position=position))),
             )
+
+
+def _non_blocking_position(ctx, call: cst.Call) -> int:
+    """Where a device copy takes non_blocking positionally: `Tensor.cuda(device, non_blocking)`;
+    `Tensor.to(device, dtype, non_blocking)`, or `Tensor.to(other, non_blocking)` when the second
+    argument is a bool (PyTorch has no `to(device, bool)`)."""
+    if call.func.attr.value == "cuda":
+        return 1
+    second = ctx.positional(call, 1)
+    return 1 if second is not None and isinstance(ctx.literal(second.value), bool) else 2
 
 
 def _unpacked(ctx, body: cst.CSTNode, batch_names: set[str]) -> set[str]:

@@ -20,6 +20,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import libcst as cst
+
+from rules.dataloader import POSITIONAL_PARAMETERS
+from trainlint.analysis.names import dotted
+from trainlint.analysis.tree import TreeIndex
 from trainlint.config import Settings
 from trainlint.engine import ParseError, lint_text, parse
 from trainlint.fixer import FixError, fix_text
@@ -67,11 +72,22 @@ _kwargs = st.sampled_from(["num_workers", "pin_memory", "persistent_workers", "p
                            "shuffle", "batch_size", "collate_fn", "sampler"])
 
 
+# Values for DataLoader's positional parameters after the dataset, in order.
+_POSITIONAL_VALUES = (["32", "bs"], ["True", "False", "None"], ["None"], ["None"], ["0", "2", "args.workers"],
+                      ["None", "collate"], ["True", "False"], ["True", "False"])
+
+
 @st.composite
 def loader_call(draw):
     ctor = draw(st.sampled_from(["DataLoader", "torch.utils.data.DataLoader", "DL", "StatefulDataLoader"]))
     args = [draw(st.sampled_from(["ds", "train_ds", "range(10)", "Text(paths)"]))]
+    # Some of DataLoader's parameters by position (a fix must not add them again as keywords).
+    positional = draw(st.integers(0, len(_POSITIONAL_VALUES)))
+    args += [draw(st.sampled_from(values)) for values in _POSITIONAL_VALUES[:positional]]
+    given = set(POSITIONAL_PARAMETERS[:positional + 1])
     for key in draw(st.lists(_kwargs, max_size=5, unique=True)):
+        if key in given:
+            continue
         value = "collate" if key == "collate_fn" else draw(_values)
         args.append(f"{key}={value}")
     if draw(st.booleans()):
@@ -146,8 +162,21 @@ def training_script(draw):
     return text.replace("\n", "\r\n") if draw(st.booleans()) else text
 
 
+def _no_argument_twice(module) -> None:
+    """No DataLoader call of the fixed text passes a parameter twice (by position and by keyword,
+    or two keywords): Python would raise TypeError, which compiling does not show."""
+    for node in TreeIndex(module).nodes(cst.Call):
+        name = dotted(node.func) or ""
+        if not name.endswith(("DataLoader", "DL")) or any(a.star for a in node.args):
+            continue
+        count = len([a for a in node.args if a.keyword is None])
+        keywords = [a.keyword.value for a in node.args if a.keyword is not None]
+        assert len(keywords) == len(set(keywords)), module.code_for_node(node)
+        assert not set(keywords) & set(POSITIONAL_PARAMETERS[:count]), module.code_for_node(node)
+
+
 def _check_fixed(original: str, fixed: str) -> None:
-    parse(fixed)  # libcst
+    _no_argument_twice(parse(fixed))  # libcst
     compile(fixed, "gen.py", "exec", dont_inherit=True)  # CPython
     again = fix_text(fixed, "gen.py", RULES, ALL, unsafe_fixes=True).text
     assert again == fixed, "a second fix run changed the fixed text"
@@ -179,7 +208,7 @@ def test_training_script_fixes_parse_and_are_idempotent(code, unsafe):
         # Only safe fixes: rerunning with safe fixes changes nothing.
         again = fix_text(outcome.text, "gen.py", RULES, ALL, unsafe_fixes=False).text
         assert again == outcome.text
-        parse(outcome.text)
+        _no_argument_twice(parse(outcome.text))
         compile(outcome.text, "gen.py", "exec", dont_inherit=True)
         return
     _check_fixed(code, outcome.text)

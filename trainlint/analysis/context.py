@@ -179,10 +179,16 @@ class FileContext:
     def dotted(expr) -> str | None:
         return dotted(expr)
 
-    def with_keyword(self, call: cst.Call, name: str, value: str) -> cst.Call:
-        """`call` with keyword `name=value` set (replaced if present, else appended in its style)."""
+    def with_keyword(self, call: cst.Call, name: str, value: str, position: int | None = None) -> cst.Call:
+        """`call` with parameter `name` set to value: a `name=` keyword is replaced if present; when
+        the parameter is the callee's `position`-th positional one (0-based, as `positional` counts)
+        and the call passes it by position, that argument is replaced in place and stays positional
+        (a keyword beside it would be a second value: TypeError); else `name=value` is appended in
+        the call's style."""
         value_expr = cst.parse_expression(value)
         existing = self.keyword(call, name)
+        if existing is None and position is not None:
+            existing = self._positional_slot(call, position)
         if existing is not None:
             new_args = [a.with_changes(value=value_expr) if a is existing else a for a in call.args]
             return call.with_changes(args=new_args)
@@ -203,6 +209,21 @@ class FileContext:
             args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             args.append(new_arg)
         return call.with_changes(args=args)
+
+    @staticmethod
+    def _positional_slot(call: cst.Call, index: int) -> cst.Arg | None:
+        """The argument passed for the index-th positional parameter; None when fewer are passed or
+        a `*args` before it hides which one it is."""
+        seen = 0
+        for arg in call.args:
+            if arg.keyword is not None or arg.star == "**":
+                continue
+            if arg.star:
+                return None
+            if seen == index:
+                return arg
+            seen += 1
+        return None
 
     def without_keyword(self, call: cst.Call, name: str) -> cst.Call:
         args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == name)]
