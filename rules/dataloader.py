@@ -282,9 +282,15 @@ class DataLoaderNoPinMemory(DataLoaderRule):
     fix_applicability = "safe"
     docs = """
 ## What it does
-Flags a training `DataLoader` without `pin_memory=True` in code whose training loop moves batches
-to an accelerator (`.to(device)`, `.cuda()`, or a batch helper such as torchtune's
+Flags a training `DataLoader` without `pin_memory=True` whose batches the training loop moves to
+an accelerator (`.to(device)`, `.cuda()`, or a batch helper such as torchtune's
 `batch_to_device(batch, device)` or accelerate's `send_to_device`).
+
+Decided per loader. A loader iterated in a loop of this module is flagged only when that loop's
+own batches (its target, values computed from it, and module-local functions they are handed
+to, up to three calls down) reach such a copy; one whose batches stay on the CPU is not. A loader
+not iterated here (returned, handed to a framework or to a function's parameter) is flagged when
+the hot loop copies something that no visible loop over a loader of the file leads to.
 
 ## Why is this bad?
 Copies from pageable host memory go through a staging buffer and cannot overlap with compute.
@@ -324,6 +330,14 @@ position is replaced where it stands.
         # A sequential sampler marks an evaluation loader (ecosystem: simpletransformers).
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)") +
               "eval_sampler = SequentialSampler(eval_ds)\nscore_loader = DataLoader(eval_ds, sampler=eval_sampler)\n"),
+        # Decided per loader: `b`'s batches never leave the CPU; `c` is never iterated, and the only
+        # copy in the hot loop is of another loader's batches.
+        Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+                                  "b = DataLoader(ds2, num_workers=2)\nc = DataLoader(ds3, num_workers=2)") +
+              "for y in b:\n    loss = cpu_model(y)\n    loss.backward()\n    opt.step()\n"),
+        Valid(_LOOP.replace("x = x.to(device)", "x = x.to(device)\n    scale = torch.ones(1).cuda()").format(
+            loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)\nb = DataLoader(ds2)") +
+              "for y in b:\n    loss = model(y, scale)\n    loss.backward()\n    opt.step()\n"),
     ]
     invalid = [
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),
@@ -339,6 +353,18 @@ position is replaced where it stands.
         # A positional pin_memory=False is replaced where it stands.
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, 8, True, None, None, 2, None, False)"),
                 fixed=_LOOP.format(loader="loader = DataLoader(ds, 8, True, None, None, 2, None, True)")),
+        # The batch reaches the copy through a comprehension, and through a step function.
+        Invalid(_LOOP.replace("x = x.to(device)", "x = {{k: v.to(device) for k, v in x.items()}}").format(
+            loader="loader = DataLoader(ds, num_workers=2)\nother = DataLoader(ds2, pin_memory=True)")),
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds)\ndef step(batch):\n"
+                "    inputs, labels = batch\n    loss = model(inputs.cuda(), labels.cuda())\n    loss.backward()\n"
+                "    opt.step()\nfor epoch in range(3):\n    for i, batch in enumerate(loader):\n        step(batch)\n"),
+        # Iterated where this module cannot see it (a parameter), while the visible loop over another
+        # loader evaluates: the hot loop's copy may be of its batches.
+        Invalid("from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n        loss = model(x.cuda())\n"
+                "        loss.backward()\n        opt.step()\ntrain_loader = DataLoader(ds, num_workers=2)\n"
+                "val_loader = DataLoader(vds, pin_memory=True)\nfit(train_loader)\nfor x in val_loader:\n"
+                "    score(model(x.cuda()))\n"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
@@ -346,7 +372,14 @@ position is replaced where it stands.
         arg = loader_arg(ctx, call, "pin_memory")
         if arg is not None and ctx.literal(arg.value) is not False:
             return
-        if not is_training_loader(ctx, call) or not moves_batches_to_device(ctx):
+        if not is_training_loader(ctx, call):
+            return
+        loops = [loop for loop in ctx.loops.loops_over(call) if ctx.loops.runs_steps(loop)]
+        if loops:
+            # Its own batches must reach a device copy; another loader's copies say nothing of it.
+            if not any(batch_moves(ctx, loop) for loop in loops):
+                return
+        elif not _unattributed_moves(ctx):
             return
         self.report(
             call,
@@ -380,15 +413,96 @@ def is_device_move(ctx, call: cst.Call) -> bool:
 _DEVICE_HELPER = re.compile(r"((^|_)to_(device|cuda|gpu)|^(send|move|copy)_to_(device|cuda|gpu|accelerator))$")
 
 
-def moves_batches_to_device(ctx) -> bool:
-    """The training loop copies batches to an accelerator: `.to(device)`, `.cuda()`, or a batch
-    helper such as `batch_to_device(batch, device)`."""
-    cached = getattr(ctx, "_moves_batches", None)
+def _hot_moves(ctx) -> frozenset[cst.Call]:
+    """Device copies (`.to(device)`, `.cuda()`, batch helpers such as `batch_to_device(batch,
+    device)`) in a hot loop or a function it calls."""
+    cached = getattr(ctx, "_hot_moves", None)
     if cached is None:
-        cached = any((is_device_move(ctx, c) or _is_device_helper(ctx, c)) and ctx.loops.in_hot_loop(c)
-                     for c in ctx.index.nodes(cst.Call))
-        ctx._moves_batches = cached
+        cached = frozenset(c for c in ctx.index.nodes(cst.Call)
+                           if (is_device_move(ctx, c) or _is_device_helper(ctx, c)) and ctx.loops.in_hot_loop(c))
+        ctx._hot_moves = cached
     return cached
+
+
+def _unattributed_moves(ctx) -> frozenset[cst.Call]:
+    """Device copies in the hot loop that no visible loop over a loader of this file leads to: the
+    batches of a loader whose loop is not seen here (iterated through a parameter, `next(it)`, a
+    framework) may be what they copy. With no loader iterated in a visible loop, all of them."""
+    cached = getattr(ctx, "_unattributed_moves", None)
+    if cached is None:
+        attributed: set = set()
+        for call in ctx.index.nodes(cst.Call):
+            if is_loader(ctx, call):
+                for loop in ctx.loops.loops_over(call):
+                    attributed |= batch_moves(ctx, loop)
+        cached = _hot_moves(ctx) - attributed
+        ctx._unattributed_moves = cached
+    return cached
+
+
+def batch_moves(ctx, loop: cst.For) -> frozenset[cst.Call]:
+    """The device copies (`.to(device)`, `.cuda()`, batch helpers) that the batches of a loop over
+    a loader reach: copies of the loop's target or of values computed from it, in the loop body or
+    in module-local functions the loop hands them to (up to three calls down)."""
+    cache = ctx.__dict__.setdefault("_batch_moves", {})
+    if loop not in cache:
+        names = {ctx.dotted(n) for n in ctx.index.walk(loop.target) if isinstance(n, (cst.Name, cst.Attribute))}
+        found: set = set()
+        _moves_in(ctx, loop.body, names - {None}, 3, (), found)
+        cache[loop] = frozenset(found)
+    return cache[loop]
+
+
+def _moves_in(ctx, body: cst.CSTNode, names: set, depth: int, seen: tuple, found: set) -> None:
+    names = _derived(ctx, body, names)
+    for node in ctx.index.walk(body):
+        if not isinstance(node, cst.Call):
+            continue
+        if is_device_move(ctx, node) and _mentions_any(ctx, node.func.value, names):
+            found.add(node)
+        elif _is_device_helper(ctx, node) and any(_mentions_any(ctx, a.value, names) for a in node.args):
+            found.add(node)
+        elif depth:
+            callee = ctx.loops.local_callee_name(node)
+            if callee is None:
+                continue
+            params = {param for param, arg in ctx.loops.bind_params(callee, node) if _mentions_any(ctx, arg.value, names)}
+            fn = ctx.loops.functions[callee][0]
+            if params and fn not in seen:
+                _moves_in(ctx, fn.body, params, depth - 1, (*seen, fn), found)
+
+
+def _mentions_any(ctx, expr: cst.CSTNode, names: set) -> bool:
+    return any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.dotted(n) in names for n in ctx.index.walk(expr))
+
+
+def _derived(ctx, body: cst.CSTNode, names: set) -> set:
+    """names and every name bound in body from a value that mentions one of them (`x, y = batch`,
+    `inputs = prepare(batch)`, `for micro in batch.split(4)`, `{k: v for k, v in batch.items()}`)."""
+    names = set(names)
+    bindings = []  # (value, target)
+    for node in ctx.index.walk(body):
+        if isinstance(node, cst.Assign):
+            bindings += [(node.value, t.target) for t in node.targets]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)) and node.value is not None:
+            bindings.append((node.value, node.target))
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            bindings.append((node.iter, node.target))
+        elif isinstance(node, cst.NamedExpr):
+            bindings.append((node.value, node.target))
+        elif isinstance(node, cst.WithItem) and node.asname is not None:
+            bindings.append((node.item, node.asname.name))
+    changed = True
+    while changed:
+        changed = False
+        for value, target in bindings:
+            if _mentions_any(ctx, value, names):
+                for n in ctx.index.walk(target):
+                    name = ctx.dotted(n) if isinstance(n, (cst.Name, cst.Attribute)) else None
+                    if name and name not in names:
+                        names.add(name)
+                        changed = True
+    return names
 
 
 def _is_device_helper(ctx, call: cst.Call) -> bool:
