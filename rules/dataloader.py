@@ -619,8 +619,8 @@ class DataLoaderShallowPrefetch(DataLoaderRule):
     options = {"min-prefetch-factor": Option(4, int, "The smallest prefetch_factor accepted; the fix sets this value.")}
     docs = """
 ## What it does
-Flags a `DataLoader` with workers whose `prefetch_factor` is missing (PyTorch's default is 2) or
-below the configured minimum (default 4).
+Flags a `DataLoader` with workers whose `prefetch_factor` is missing or `None` (both mean
+PyTorch's default, 2) or below the configured minimum (default 4).
 
 ## Why is this bad?
 Each worker keeps only `prefetch_factor` batches ready. With uneven sample costs (variable-length
@@ -656,6 +656,10 @@ since PyTorch rejects a prefetch factor without workers.
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=2)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
+        # None means PyTorch's default: 2 with workers.
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=None)\n",
+                fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n",
+                message="only 2 batches"),
         # yolov5: the loader class chosen at run time, either one a DataLoader.
         Invalid("from torch.utils.data import DataLoader\nclass InfiniteDataLoader(DataLoader):\n"
                 "    def __init__(self, *args, **kwargs):\n        super().__init__(*args, **kwargs)\n"
@@ -683,17 +687,20 @@ since PyTorch rejects a prefetch factor without workers.
         if workers is None or ctx.literal(workers.value) == 0:
             return
         arg = ctx.keyword(call, "prefetch_factor")
+        depth = "2"  # PyTorch's default with workers, also what an explicit `prefetch_factor=None` means
         if arg is not None:
             value = ctx.literal(arg.value)
-            if value is UNKNOWN or value is None or value >= minimum:
+            if value is UNKNOWN or (value is not None and value >= minimum):
                 return
+            if value is not None:
+                depth = ctx.code(arg.value)
         if ctx.literal(workers.value) is UNKNOWN and not workers_positive(ctx, workers.value):
             value_code = f"{minimum} if {_operand(ctx, workers.value)} > 0 else None"
         else:
             value_code = str(minimum)
         self.report(
             call,
-            f"Workers keep only {ctx.code(arg.value) if arg else 2} batches each in flight; set "
+            f"Workers keep only {depth} batches each in flight; set "
             f"`prefetch_factor={minimum}` so uneven batches do not drain the queue",
             self.fix(Applicability.SAFE, f"Set `prefetch_factor={minimum}`",
                      (call, set_loader_arg(ctx, call, "prefetch_factor", value_code))),
