@@ -188,6 +188,18 @@ def _has_flow_or_step(ctx, stmt: cst.CSTNode) -> bool:
     return False
 
 
+def _with_total(code: str, init: str = "total = 0.0") -> str:
+    """A rule case with an accumulator initialised before its loop."""
+    return code.replace("import torch\n", f"import torch\n{init}\n", 1)
+
+
+_NO_FIX_RETURNED = ("import torch\ndef train(loader):\n    total = 0.0\n    for x, y in loader:\n        loss = model(x, y)\n"
+                    "        loss.backward()\n        opt.step()\n        total += loss.item()\n    return total\n")
+_NO_FIX_PER_STEP_READ = _with_total(in_training_loop("total += loss.item()\npbar.set_postfix(avg=total / (step + 1))"))
+_NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) == y).sum().item()"), "correct = 0") \
+    + "print(correct)\n"
+
+
 class PerStepHostSync(Rule):
     code = "TL201"
     name = "per-step-host-sync"
@@ -223,11 +235,20 @@ if step % log_every == 0:
 ```
 
 ## Fix safety
-Unsafe: `total += loss.item()` becomes `total += loss.detach()`, so `total` becomes a tensor and
-its conversion moves to where it is read. Other shapes get a suggestion only (shown, never
-written): put the statement under the script's logging interval; an assignment moves only
-together with the statements right after it that read the name, and not at all when the name is
-read anywhere else (the read would be stale).
+Unsafe: `total += loss.item()` (or `float(loss)`) becomes `total += loss.detach()`, so `total`
+becomes a tensor and its conversion moves to where it is read: every read of `total` (formatted,
+printed or logged, compared, in arithmetic that ends in one of those, appended to a list) becomes
+`float(total)`, so it prints and compares as the number it was. The sum is kept in the loss's
+dtype (float32) rather than a Python float. There is no fix when a read cannot be converted that
+way or would still sync on every step: `total` is returned, stored, passed to another function
+or read per step (a running average in the progress bar); it is an attribute or an item
+(`self.total`, `stats["n"]`: read elsewhere) or not initialised with a number literal
+(`total = 0.0`; resets to a literal in the loop are fine, though a read that sees an integer
+literal itself, as after `total = 0` when the loop never ran, prints `0.0`); or it may hold an integer
+(`correct += (pred == y).sum().item()` from `correct = 0`: `float()` would print `42.0`).
+Other shapes get a suggestion only (shown, never written): put the statement under the script's
+logging interval; an assignment moves only together with the statements right after it that read
+the name, and not at all when the name is read anywhere else (the read would be stale).
 """
     valid = [
         Valid(in_training_loop("if step % 100 == 0:\n    print(loss.item())")),
@@ -238,12 +259,24 @@ read anywhere else (the read would be stale).
         Valid(in_training_loop("should_log = step % 10 == 0\nif should_log:\n    print(loss.item())")),
     ]
     invalid = [
-        Invalid(in_training_loop("total += loss.item()"), fixed=in_training_loop("total += loss.detach()")),
+        # The reads of the accumulator are converted where they are: it prints a number, not `tensor(...)`.
+        Invalid(_with_total(in_training_loop("total += loss.item()")) + "print('mean', total / 100)\n",
+                fixed=_with_total(in_training_loop("total += loss.detach()")) + "print('mean', float(total) / 100)\n"),
         Invalid(in_training_loop("losses.append(loss.item())")),
         Invalid(in_training_loop("preds = model(x).argmax(-1).cpu().numpy()")),
-        Invalid(in_training_loop("running += float(loss)"), fixed=in_training_loop("running += loss.detach()")),
+        Invalid(_with_total(in_training_loop("running += float(loss)\nif step % 10 == 0:\n"
+                                             "    logger.info(f'loss {running / 10:.3f}')\n    running = 0"), "running = 0"),
+                fixed=_with_total(in_training_loop("running += loss.detach()\nif step % 10 == 0:\n"
+                                                   "    logger.info(f'loss {float(running) / 10:.3f}')\n    running = 0"),
+                                  "running = 0")),
         Invalid("import torch\ndef train_step(x, y):\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
                 "    return loss.item()\nfor x, y in loader:\n    train_step(x, y)\n"),
+        # No fix: returned (the caller would get a tensor), read on every step (the sync would only
+        # move), an integer count (`float()` would print `42.0`), no number literal to start from.
+        Invalid(_NO_FIX_RETURNED, fixed=_NO_FIX_RETURNED),
+        Invalid(_NO_FIX_PER_STEP_READ, fixed=_NO_FIX_PER_STEP_READ),
+        Invalid(_NO_FIX_COUNT, fixed=_NO_FIX_COUNT),
+        Invalid(in_training_loop("total += loss.item()"), fixed=in_training_loop("total += loss.item()")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -271,9 +304,11 @@ read anywhere else (the read would be stale).
         fix = None
         parent = ctx.parent(node)
         if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.AddAssign) and parent.value is node:
-            detached = cst.Call(func=cst.Attribute(value=target, attr=cst.Name("detach")))
-            fix = self.fix(Applicability.UNSAFE, "Accumulate on the device with `.detach()`", (node, detached))
-            advice = f"accumulate with `{ctx.code(parent.target)} += {ctx.code(target)}.detach()` and convert once at the logging interval"
+            detached = target if _is_detach(target) else cst.Call(func=cst.Attribute(value=target, attr=cst.Name("detach")))
+            # `total += int(x)` truncates every value: accumulating the tensor would not.
+            if what != "`int()`":
+                fix = _accumulate_fix(self, parent, detached, floating=what == "`float()`" or _floating_tensor(target))
+            advice = f"accumulate with `{ctx.code(parent.target)} += {ctx.code(detached)}` and convert once at the logging interval"
         else:
             advice = "read it under the logging interval (`if step % log_every == 0:`) or keep it on the device"
             guard = guard_statement(self, node, 100)
@@ -281,6 +316,165 @@ read anywhere else (the read would be stale).
                 # Fewer reads change what the script records: shown as a suggestion, never written.
                 fix = self.fix(Applicability.DISPLAY_ONLY, guard.message, *guard.replacements)
         self.report(node, f"{what} waits for the GPU on every step; {advice}", fix)
+
+
+def _is_detach(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "detach" \
+        and not expr.args
+
+
+_ARITHMETIC_AUG = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
+
+
+def _accumulate_fix(rule: Rule, aug: cst.AugAssign, detached: cst.BaseExpression, floating: bool):
+    """`total += loss.item()` -> `total += loss.detach()`, and every read of `total` converted with
+    `float(total)` where it is read (formatting, printing or logging, comparisons, arithmetic that
+    ends in one of those, appending to a list): the conversion moves to where it is read.
+
+    No fix unless that is the whole story: total is a plain local (or module) variable that a
+    number literal initialises (`total = 0.0`, a reset in the loop too) and only arithmetic
+    assignments change; every read is one of those and none runs on every step (it would sync
+    there instead); and total held a Python float before (a float literal, `float(...)`, or the
+    `.item()` of a loss-like float tensor: `float()` of an integer count would print `42.0`)."""
+    ctx = rule.ctx
+    acc = aug.target
+    if not isinstance(acc, cst.Name):
+        return None  # `self.total`, `stats["n"]`: read in places this cannot see
+    uses = variable_uses(ctx.index, ctx.index.enclosing_function(aug), acc.value)
+    if uses is None:
+        return None
+    initialised = False
+    conversions = []
+    for use in uses:
+        if use.kind == "assign":
+            number = _number(use.value)
+            if number is None:
+                return None
+            initialised = True
+            floating = floating or isinstance(number, float)
+        elif use.kind == "aug":
+            if not isinstance(use.stmt.operator, _ARITHMETIC_AUG):
+                return None
+            value = use.stmt.value
+            floating = floating or isinstance(value, cst.Float) or isinstance(use.stmt.operator, cst.DivideAssign) \
+                or (isinstance(value, cst.Call) and ctx.names.qualified(value.func) == "builtins.float")
+        elif use.kind == "read":
+            if ctx.is_per_step(use.node):
+                return None
+            how = _read_conversion(ctx, use.node)
+            if how is None:
+                return None
+            if how == "convert":
+                conversions.append(use.node)
+        else:
+            return None
+    if not initialised or not floating:
+        return None
+    replacements = [(aug.value, detached)] + [(n, f"float({ctx.code(n)})") for n in conversions]
+    message = "Accumulate on the device with `.detach()`"
+    if conversions:
+        message += f" and convert `{acc.value}` where it is read (`float({acc.value})`)"
+    return rule.fix(Applicability.UNSAFE, message, *replacements)
+
+
+def _number(expr: cst.BaseExpression | None) -> int | float | None:
+    """The value of an int or float literal (`0`, `0.0`, `-1.0`), else None."""
+    sign = 1
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
+        sign = -1 if isinstance(expr.operator, cst.Minus) else 1
+        expr = expr.expression
+    if isinstance(expr, cst.Integer):
+        return sign * int(expr.value.replace("_", ""), 0)
+    if isinstance(expr, cst.Float):
+        return sign * float(expr.value.replace("_", ""))
+    return None
+
+
+_FLOAT_METHODS = frozenset({"mean", "float", "double", "half", "bfloat16", "norm", "sqrt", "exp", "log", "std", "var",
+                            "softmax", "log_softmax", "sigmoid", "tanh"})
+_FLOAT_NAME = re.compile(r"^(\w+_)?(loss(es)?|nll|ppl|perplexity|norm)$", re.IGNORECASE)
+
+
+def _floating_tensor(expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """A tensor that is floating point for certain enough: a loss or norm, a mean, a quotient."""
+    if depth > 8:
+        return False
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        return expr.func.attr.value in _FLOAT_METHODS or _floating_tensor(expr.func.value, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):
+        return isinstance(expr.operator, cst.Divide) or _floating_tensor(expr.left, depth + 1) \
+            or _floating_tensor(expr.right, depth + 1)
+    if isinstance(expr, cst.Subscript):
+        return _floating_tensor(expr.value, depth + 1)
+    text = dotted(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    return bool(text) and bool(_FLOAT_NAME.match(text.rsplit(".", 1)[-1]))
+
+
+_READ_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power, cst.Modulo)
+
+
+def _read_conversion(ctx, read: cst.Name) -> str | None:
+    """How a read of an accumulator that becomes a tensor is kept as it was: "convert" (wrap it in
+    `float()`: it is formatted, printed, logged, compared or appended to a list, directly or
+    through arithmetic), "done" (it is already in `float()`/`int()`), None (it is stored, returned
+    or passed on: the tensor would escape)."""
+    child, node = read, ctx.parent(read)
+    contained = False  # inside a tuple, list or dict: only a `%` format or a logging call may take it
+    while True:
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, cst.Modulo) and _is_string(node.left):
+                return "convert" if child is node.right else None
+            if contained or not isinstance(node.operator, _READ_ARITHMETIC):
+                return None
+        elif isinstance(node, cst.UnaryOperation):
+            if contained or isinstance(node.operator, cst.Not):
+                return None
+        elif isinstance(node, cst.Comparison):
+            return None if contained else "convert"
+        elif isinstance(node, cst.FormattedStringExpression):
+            # `f"{total=}"` prints the expression's text too: `float(total)=` would change it.
+            ok = child is node.expression and node.equal is None and not contained
+            return "convert" if ok else None
+        elif isinstance(node, (cst.Element, cst.Tuple, cst.List, cst.Dict)):
+            contained = True
+        elif isinstance(node, cst.DictElement):
+            if child is not node.value:
+                return None
+            contained = True
+        elif isinstance(node, cst.Arg):
+            call = ctx.parent(node)
+            if child is not node.value or not isinstance(call, cst.Call):
+                return None
+            qn = ctx.names.qualified(call.func)
+            if qn in ("builtins.float", "builtins.int") and not contained:
+                return "done"
+            if qn in ("builtins.round", "builtins.abs") and not contained and node is call.args[0]:
+                child, node = call, ctx.parent(call)  # `round(tensor)` raises: convert inside it
+                continue
+            if qn in ("builtins.str", "builtins.repr") and not contained:
+                return "convert"
+            if _is_log_call(ctx, call) or _tracker_values(ctx, call) is not None or _is_format_call(call):
+                return "convert"
+            if not contained and _appends_to_list(ctx, call):
+                return "convert"
+            return None
+        else:
+            return None
+        child, node = node, ctx.parent(node)
+
+
+def _is_format_call(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "format" and _is_string(call.func.value)
+
+
+def _appends_to_list(ctx, call: cst.Call) -> bool:
+    """`values.append(x)` where values is a list built in the same function (`values = []`)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "append" or not isinstance(func.value, cst.Name):
+        return False
+    uses = variable_uses(ctx.index, ctx.index.enclosing_function(call), func.value.value) or []
+    bindings = [u for u in uses if u.kind != "read"]
+    return bool(bindings) and all(u.kind == "assign" and isinstance(u.value, (cst.List, cst.ListComp)) for u in bindings)
 
 
 def _sync_in_receiver(expr: cst.BaseExpression) -> bool:

@@ -1,5 +1,9 @@
 """TL201-TL204 beyond their rule cases: the suggestions (display-only fixes, which the rule cases
-cannot see since `--fix` never writes them)."""
+cannot see since `--fix` never writes them) and, against real torch, that fixed code still
+prints what the original printed."""
+
+import contextlib
+import io
 
 import pytest
 
@@ -73,6 +77,45 @@ def test_tl204_no_suggestion_where_python_still_needs_a_bool():
 
 
 # -- against real torch --------------------------------------------------------------------------------
+
+ACCUMULATE = (
+    "import torch\n"
+    "torch.manual_seed(0)\n"
+    "model = torch.nn.Linear(4, 1)\n"
+    "opt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+    "loader = [(torch.randn(8, 4), torch.randn(8, 1)) for _ in range(30)]\n"
+    "total, seen = 0.0, []\n"
+    "for step, (x, y) in enumerate(loader):\n"
+    "    loss = torch.nn.functional.mse_loss(model(x), y)\n"
+    "    opt.zero_grad()\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+    "    total += loss.item()\n"
+    "    if step % 10 == 9:\n"
+    "        print(f'avg {total / 10:.4f}', '%.4f' % total, round(total, 4), total > 1)\n"
+    "        seen.append(round(total, 4))\n"
+    "        total = 0.0\n"
+    "print('last', total, seen)\n"
+)
+
+
+def _stdout(code: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "t.py", "exec"), {})
+    return out.getvalue()
+
+
+def test_tl201_accumulator_fix_prints_what_the_original_printed():
+    pytest.importorskip("torch")
+    settings = Settings(select=("TL201",))
+    fixed = fix_text(ACCUMULATE, "t.py", settings.active_rules(), settings, unsafe_fixes=True).text
+    assert "total += loss.detach()" in fixed and "float(total) / 10" in fixed
+    assert "round(float(total), 4)" in fixed and "print('last', float(total), seen)" in fixed
+    original, after = _stdout(ACCUMULATE), _stdout(fixed)
+    assert "tensor(" not in after
+    assert original == after
+
 
 def test_tl204_suggestion_raises_on_the_device_check():
     torch = pytest.importorskip("torch")
