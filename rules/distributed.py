@@ -107,6 +107,17 @@ _FABRIC = (
     "model, opt = fabric.setup(model, opt)\n"
 )
 
+# A second training loop that does skip the sync (its own `accumulate`) leaves this one's as it is.
+_ACCUMULATE_LOOP = (
+    "for x, y in loader:\n"
+    "    with accelerator.accumulate(model):\n"
+    "        accelerator.backward(loss_fn(model(x), y))\n"
+    "        opt.step()\n"
+    "        opt.zero_grad()\n"
+)
+_FSDP = "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n"
+_TEACHER = "teacher = FSDP(teacher_net)\nwith teacher.no_sync():\n    teacher(x).sum().backward()\n"
+
 
 class AccumulationWithoutNoSync(Rule):
     code = "TL301"
@@ -127,9 +138,13 @@ when launched on several processes, that is trained with gradient accumulation: 
 on every micro-batch while the optimizer steps (itself, or in a module-local method such as
 `self.optimizer_step()`) only under a condition (`if (step + 1) % accum == 0:`,
 `if is_last_micro_batch:`, `if ni - last_step >= accumulate:`) or once after an inner
-micro-batch loop. Code that already controls synchronisation (`model.no_sync()`,
+micro-batch loop. A loop that already controls synchronisation (`model.no_sync()`,
 `model.require_backward_grad_sync = ...`, `accelerator.accumulate(model)`,
-`fabric.no_backward_sync(model)`) is not flagged.
+`fabric.no_backward_sync(model)`, or a project helper named after them) is not flagged: the
+control must be about that model (an alias or a parameter it is passed to counts, and so does one
+that names no model, such as `self.maybe_no_sync()`) and sit in that loop, in a function the loop
+calls, or elsewhere in the loop's function (a context manager picked before the loop). One in
+another training loop, or about another wrapped model, does not count.
 
 ## Why is this bad?
 DDP all-reduces the gradients during every backward. With accumulation only the last
@@ -200,6 +215,24 @@ gradients until the synchronising micro-batch, which costs memory.
               "opt, loader = accelerator.prepare(opt, loader)\n" + _FLAT),
         # A prepared model whose optimizer steps on every batch.
         Valid(_ACCELERATE + "for x, y in loader:\n    accelerator.backward(loss_fn(model(x), y))\n    opt.step()\n"),
+        # The flag set by a helper the loop calls (the model passed under another name).
+        Valid(_HEAD + "def set_sync(m, on):\n    m.require_backward_grad_sync = on\n" + _FLAT.replace(
+            "    loss = loss_fn", "    set_sync(model, (step + 1) % accum == 0)\n    loss = loss_fn")),
+        # The context manager picked before the loop, in the loop's function, through a variable.
+        Valid(_HEAD + "def train(model):\n    skip_sync = model.no_sync\n" + "".join(
+            "    " + line + "\n" for line in _FLAT.replace(
+                "    loss = loss_fn(model(x), y) / accum\n    loss.backward()\n",
+                "    ctx = skip_sync if (step + 1) % accum else contextlib.nullcontext\n    with ctx():\n"
+                "        loss = loss_fn(model(x), y) / accum\n        loss.backward()\n").splitlines())),
+        # A method of the trainer returns `self.model.no_sync()` or a null context.
+        Valid(_TRAINER.replace(
+            "    def train(self, loader):\n",
+            "    def sync_context(self, sync):\n"
+            "        return contextlib.nullcontext() if sync else self.model.no_sync()\n"
+            "    def train(self, loader):\n").replace(
+            "            loss = self.model(batch).sum()\n            self.scaler.scale(loss).backward()\n",
+            "            with self.sync_context(ni - last_opt_step >= self.accumulate):\n"
+            "                loss = self.model(batch).sum()\n                self.scaler.scale(loss).backward()\n")),
     ]
     invalid = [
         Invalid(_HEAD + _FLAT, fixed="import contextlib\n\n" + _HEAD + _FLAT_FIXED,
@@ -259,11 +292,22 @@ gradients until the synchronising micro-batch, which costs memory.
         # A step after the loop for the ragged last group: unsynchronised gradients there, so no fix.
         Invalid(_HEAD + "def train():\n" + "".join("    " + line + "\n" for line in _FLAT.splitlines())
                 + "    opt.step()\n"),
+        # Another loop's `accelerator.accumulate(model)` does not skip the sync in this one (no fix:
+        # that loop's optimizer step is outside this accumulation, in the same scope).
+        Invalid(_ACCELERATE + _FLAT.replace("loss.backward()", "accelerator.backward(loss)") + _ACCUMULATE_LOOP,
+                message="`accelerator.no_sync(model)`"),
+        # Nor does `no_sync()` of another wrapped model.
+        Invalid(_FSDP + _FLAT + _TEACHER, fixed="import contextlib\n\n" + _FSDP + _FLAT_FIXED + _TEACHER,
+                message="gradients of `model` (FSDP)"),
+        # `==` compares the flag and sets nothing.
+        Invalid(_HEAD + _FLAT.replace(
+            "    loss = loss_fn", "    model.require_backward_grad_sync == ((step + 1) % accum == 0)\n    loss = loss_fn"),
+                message="`(step + 1) % accum == 0`"),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
         dist = self.ctx.distributed
-        if not dist.wrapped or dist.controls_sync():
+        if not dist.wrapped:
             return
         reported = set()
         for acc in dist.accumulations():
@@ -271,7 +315,7 @@ gradients until the synchronising micro-batch, which costs memory.
                 continue  # one finding per loop (`if fp16: scaler.scale(loss).backward() else: loss.backward()`)
             reported.add(acc.loop)
             used = dist.wrapped_in(acc.loop)
-            if not used:
+            if not used or dist.controls_sync(acc.loop, used):
                 continue
             wrapped = used[0]
             via = self._via(acc, wrapped)

@@ -81,6 +81,52 @@ def test_existing_sync_control_is_not_flagged(handled):
     assert codes(text) == []
 
 
+_DDP = "import contextlib\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+_IN_TRAIN = "".join("    " + line + "\n" for line in LOOP.format(model="model").splitlines())
+
+
+@pytest.mark.parametrize("text", [
+    # The flag cleared by a helper before the loop; the gradients all-reduced by hand before each step.
+    _DDP + "def freeze_allreduce(m):\n    m.require_backward_grad_sync = False\n"
+    "def train(model, loader, opt, accum):\n    freeze_allreduce(model)\n"
+    + _IN_TRAIN.replace("            opt.step()\n", "            all_reduce_grads(model)\n            opt.step()\n")
+    + "train(DDP(net), loader, opt, 4)\n",
+    # A context factory built before the loop by a helper.
+    _DDP + "def make_ctx(model):\n    return lambda last: contextlib.nullcontext() if last else model.no_sync()\n"
+    "def train(model, loader, opt, accum):\n    sync_ctx = make_ctx(model)\n"
+    + _IN_TRAIN.replace("        loss = model(batch).mean()\n        loss.backward()\n",
+                        "        with sync_ctx((i + 1) % accum == 0):\n"
+                        "            loss = model(batch).mean()\n            loss.backward()\n")
+    + "train(DDP(net), loader, opt, 4)\n",
+    # The flag set through an alias of the model (nanoGPT's `raw_model`), or on every model of a list.
+    _DDP + "model = DDP(net)\nraw_model = model.module\n" + LOOP.format(model="model").replace(
+        "    loss = model", "    raw_model.require_backward_grad_sync = (i + 1) % accum == 0\n    loss = model"),
+    _DDP + "model = DDP(net)\n" + LOOP.format(model="model").replace(
+        "    loss = model", "    for m in models:\n        m.require_backward_grad_sync = (i + 1) % accum == 0\n"
+        "    loss = model"),
+])
+def test_sync_control_of_this_model_reaching_the_loop_is_kept(text):
+    assert codes(text) == [], text
+    # ... and it is what keeps the finding away.
+    plain = text.replace("require_backward_grad_sync", "other_flag").replace("no_sync", "other_ctx")
+    assert codes(plain) == ["TL301"], plain
+
+
+@pytest.mark.parametrize("elsewhere", [
+    # Another training loop of the same function.
+    "    for batch in other_loader:\n        with model.no_sync():\n            model(batch).mean().backward()\n"
+    "        opt.step()\n",
+    # A function the loop never reaches.
+    "def probe(model, batch):\n    with model.no_sync():\n        model(batch).mean().backward()\n",
+    # Another wrapped model.
+    "    ema = DDP(ema_net)\n    ema.require_backward_grad_sync = False\n",
+])
+def test_sync_control_elsewhere_does_not_hide_the_finding(elsewhere):
+    text = (_DDP + "def train(model, loader, opt, accum):\n" + _IN_TRAIN + elsewhere
+            + "train(DDP(net), loader, opt, 4)\n")
+    assert codes(text) == ["TL301"], text
+
+
 @pytest.mark.parametrize("setup", [
     # Only the optimizer and the loader went through accelerate: the model is a plain module.
     "from accelerate import Accelerator\naccelerator = Accelerator()\nopt, loader = accelerator.prepare(opt, loader)",

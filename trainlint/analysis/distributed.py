@@ -2,9 +2,9 @@
 
 Which names hold a DDP/FSDP-wrapped model (a direct call, an import alias, a module-local helper
 that returns one, a parameter a wrapped model is passed to, a model prepared by accelerate or set
-up by Lightning Fabric, which wrap it in DDP when launched on several processes); whether the
-module already skips the gradient all-reduce somewhere (`no_sync`, `require_backward_grad_sync`,
-accelerate, Fabric);
+up by Lightning Fabric, which wrap it in DDP when launched on several processes); whether a
+training loop already skips the gradient all-reduce of the model it trains (`no_sync`,
+`require_backward_grad_sync`, accelerate, Fabric: in the loop, code it calls or its function);
 and which hot loops accumulate gradients: backward on every micro-batch while the optimizer
 steps only under an interval condition (flat form) or after an inner micro-batch loop (nested).
 """
@@ -81,6 +81,13 @@ def _is_step(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"
 
 
+def _strip_module(name: str) -> str:
+    """`model.module` (the module inside the wrapper) stands for the model."""
+    while name.endswith(".module"):
+        name = name[: -len(".module")]
+    return name
+
+
 def _conditional(index: TreeIndex, node: cst.CSTNode) -> bool:
     for anc in index.ancestors(node):
         if isinstance(anc, (cst.If, cst.Try, cst.IfExp)):
@@ -100,6 +107,8 @@ class Distributed:
         self._frameworks: dict[str, str] | None = None
         self._steps: list[cst.Call] | None = None
         self._called_names: set[str] | None = None
+        self._controls: list[tuple[cst.CSTNode, list[str]]] | None = None
+        self._aliases: dict[str, str] | None = None
         self._find_wrapped()
 
     # -- wrapping ------------------------------------------------------------------------
@@ -263,23 +272,142 @@ class Distributed:
 
     # -- existing sync control ---------------------------------------------------------
 
-    def controls_sync(self) -> bool:
-        """The module already decides when gradients are all-reduced (anywhere in it)."""
-        for node in self.index.nodes(cst.Attribute):
-            attr = node.attr.value
-            if SYNC_CONTROL.search(attr):
-                return True
-            # accelerate's `accelerator.accumulate(model)`; not an `args.accumulate` count.
-            if attr == "accumulate" and self.framework(dotted(node.value)) == ACCELERATE:
-                return True
-        for node in self.index.nodes(cst.Name):
-            if SYNC_CONTROL.search(node.value):
-                return True
-        for node in self.index.nodes(cst.SimpleString):
-            # `getattr(model, "no_sync")`: a string handed to a call, not a docstring or comment.
-            if SYNC_CONTROL.search(node.value) and isinstance(self.index.parent.get(node), cst.Arg):
+    def controls_sync(self, loop: cst.CSTNode, models: list[Wrapped]) -> bool:
+        """The code already decides when the gradients of one of models are all-reduced in loop:
+        a sync control (`model.no_sync()`, `model.require_backward_grad_sync = ...`,
+        `accelerator.accumulate(model)`, `fabric.no_backward_sync(model)`, a project helper named
+        after them, see SYNC_CONTROL) that is about one of the models, or names no wrapped model
+        at all (`self.maybe_no_sync()`, a flag), and sits in the loop, in a function the loop
+        calls, or elsewhere in the loop's own function (a context chosen before the loop) or a
+        function called from there; not in another training loop, which it controls instead. A
+        control of another wrapped model does not count."""
+        keys = {self._model_key(w.name) for w in models}
+        wrapped = {self._model_key(name) for name in self.wrapped}
+        others = reached = None
+        for node, candidates in self._sync_controls():
+            found = {self._model_key(c) for c in candidates}
+            if not found & keys and found & wrapped:
+                continue  # about another wrapped model (`m2.no_sync()`)
+            if others is None:
+                others = self._other_loops(loop)
+                reached = self._reached_functions(loop, others)
+            if self._reaches(loop, node, others, reached):
                 return True
         return False
+
+    def _sync_controls(self) -> list[tuple[cst.CSTNode, list[str]]]:
+        """(node, the dotted names it may be about) for every sync control in the module."""
+        if self._controls is None:
+            out = []
+            for node in self.index.nodes(cst.Name):
+                if SYNC_CONTROL.search(node.value) or node.value == "accumulate":
+                    found = self._control(node)
+                    if found is not None:
+                        out.append(found)
+            for node in self.index.nodes(cst.SimpleString):
+                # `getattr(model, "no_sync")`: a string handed to a call, not a docstring or comment.
+                arg = self.index.parent.get(node)
+                call = self.index.parent.get(arg)
+                if SYNC_CONTROL.search(node.value) and isinstance(arg, cst.Arg) and isinstance(call, cst.Call):
+                    out.append((call, [n for a in call.args if a is not arg and (n := dotted(a.value))]))
+            self._controls = out
+        return self._controls
+
+    def _control(self, node: cst.Name) -> tuple[cst.CSTNode, list[str]] | None:
+        parent = self.index.parent.get(node)
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Param, cst.ImportAlias)):
+            return None  # a definition or an import: what counts is where it is used
+        accumulate = node.value == "accumulate"
+        candidates: list[str | None] = []
+        expr: cst.CSTNode = node
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            expr = parent
+            base = dotted(parent.value)
+            kind = self.framework(base)
+            if accumulate and kind != ACCELERATE:
+                return None  # an `args.accumulate` count, not accelerate's context manager
+            if kind is None:
+                candidates.append(base)  # `model.no_sync()`; not the accelerator of `accelerator.no_sync(model)`
+        elif accumulate:
+            return None
+        elif isinstance(parent, cst.Arg) and parent.keyword is node:
+            expr = self.index.parent.get(parent)  # the call: `helper(model, no_sync=True)`
+        call = expr if isinstance(expr, cst.Call) else self.index.parent.get(expr)
+        if isinstance(call, cst.Call) and (call is expr or call.func is expr):
+            candidates += [dotted(a.value) for a in call.args]
+        # `model.require_backward_grad_sync == flag` as a statement compares and sets nothing.
+        comparison = self.index.parent.get(expr)
+        if isinstance(comparison, cst.ComparisonTarget):
+            comparison = self.index.parent.get(comparison)
+        if isinstance(comparison, cst.Comparison) and isinstance(self.index.parent.get(comparison), cst.Expr):
+            return None
+        return expr, [c for c in candidates if c]
+
+    def _model_key(self, name: str) -> str:
+        """One name for every alias of a model: `raw = model`, `model.module`, a parameter it is passed to."""
+        if self._aliases is None:
+            self._aliases = {}
+            pairs = []
+            for assign in self.index.nodes(cst.Assign):
+                if len(assign.targets) == 1:
+                    pairs.append((dotted(assign.targets[0].target), dotted(assign.value)))
+            for assign in self.index.nodes(cst.AnnAssign):
+                if assign.value is not None:
+                    pairs.append((dotted(assign.target), dotted(assign.value)))
+            pairs += [(param, dotted(arg.value)) for _callee, _call, param, arg in self.loops.bindings]
+            for a, b in pairs:
+                if a and b:
+                    ra, rb = self._root(_strip_module(a)), self._root(_strip_module(b))
+                    if ra != rb:
+                        self._aliases[ra] = rb
+        return self._root(_strip_module(name))
+
+    def _root(self, name: str) -> str:
+        seen = set()
+        while name in self._aliases and name not in seen:
+            seen.add(name)
+            name = self._aliases[name]
+        return name
+
+    def _owner(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The function whose code node is (lambdas are part of it); None for module level."""
+        return self.index.enclosing(node, cst.FunctionDef)
+
+    def _other_loops(self, loop: cst.CSTNode) -> list[cst.CSTNode]:
+        """Training loops that neither hold loop nor are inside it."""
+        index = self.index
+        return [hot for hot in self.loops.hot_loops
+                if not index.contains(hot, loop) and not index.contains(loop, hot)]
+
+    def _reached_functions(self, loop: cst.CSTNode, others: list[cst.CSTNode], depth: int = 2) -> set:
+        """Module-local functions called from loop, or from its own function outside other
+        training loops, and those they call in turn (depth levels)."""
+        index = self.index
+        home = self._owner(loop)
+        calls = [c for c in index.nodes(cst.Call)
+                 if index.contains(loop, c)
+                 or (self._owner(c) is home and not any(index.contains(o, c) for o in others))]
+        reached: set[cst.FunctionDef] = set()
+        for _ in range(depth):
+            found = set()
+            for call in calls:
+                for fn in self.loops.functions.get(self.loops.local_callee_name(call) or "", ()):
+                    if fn not in reached:
+                        found.add(fn)
+            reached |= found
+            calls = [c for fn in found for c in index.walk(fn) if isinstance(c, cst.Call)]
+        return reached
+
+    def _reaches(self, loop: cst.CSTNode, node: cst.CSTNode, others: list[cst.CSTNode], reached: set) -> bool:
+        """node is code that runs for loop: in it, elsewhere in its function, or in a function
+        reached from there; not in another training loop, whose control it is."""
+        index = self.index
+        if any(index.contains(o, node) for o in others):
+            return False
+        if index.contains(loop, node):
+            return True
+        owner = self._owner(node)
+        return owner is self._owner(loop) or owner in reached
 
     # -- accumulation ------------------------------------------------------------------
 
