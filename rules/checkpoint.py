@@ -83,6 +83,13 @@ _RANK_TEST = re.compile(r"(rank|is_main|main_process|is_master|master_process|wo
                         re.IGNORECASE)
 _LOADS = frozenset({"from_pretrained", "load_state", "load_checkpoint"})
 
+def _is_zero_test(ctx, test: cst.BaseExpression, operator: type) -> bool:
+    """`x % n == 0` (operator cst.Equal) or `x % n != 0` (cst.NotEqual)."""
+    return isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+        and isinstance(test.comparisons[0].operator, operator) and ctx.literal(test.comparisons[0].comparator) == 0 \
+        and isinstance(test.left, cst.BinaryOperation) and isinstance(test.left.operator, cst.Modulo)
+
+
 def _fixed(loop: str) -> str:
     head, _, rest = loop.partition("\n")
     return head + "\n" + HELPER_CODE + "\n\n" + rest
@@ -144,9 +151,12 @@ interpreter waits for the last before it exits. For sharded state use
 ## Fix safety
 Unsafe. The file written holds exactly the state of the step that saved it (tensors are copied
 before training continues), but it appears on disk later, and an error while writing surfaces
-at the next save. A per-step save with no interval is moved under `if <step> % <interval> == 0:`
-(the script's own save interval if it has one, else the `save-every` option): fewer
-checkpoints, so the last steps before a crash or the end are not saved. Whole modules or
+at the next save. A per-step save with no interval is moved under `if <step> % <interval> == 0:`,
+with the script's own save interval if it has one (that of another save in the same loop, such
+as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`), else the
+`save-every` option: fewer checkpoints, so the last steps before a crash or the end are not
+saved. A save that already runs every N steps (also in the `else:` of `if step % n:`) keeps its
+guard and is only made asynchronous. Whole modules or
 optimizers passed to `torch.save`, and saves into file objects, are still saved blocking.
 Tensors that shared storage are written as separate copies. `accelerator.save_state` and
 `fabric.save` (which may gather across ranks) are only moved under an interval, never made
@@ -185,6 +195,28 @@ loop.
                     "import torch\n", "import torch\nsave_every = 50\n")),
         # fabric.save every N steps: reported, no asynchronous fix.
         Invalid(in_training_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=None),
+        # A per-step save next to one every 500 steps: moved under the script's own 500 (the other
+        # save keeps its guard).
+        Invalid(in_training_loop("torch.save(model.state_dict(), 'latest.pt')\nif step % 500 == 0:\n"
+                                 "    model.save_pretrained(out)"),
+                fixed=_fixed(in_training_loop("if step % 500 == 0:\n    _trainlint_async_save(torch.save, "
+                                              "model.state_dict(), 'latest.pt')\nif step % 500 == 0:\n"
+                                              "    _trainlint_async_save(model.save_pretrained, out, "
+                                              "state_dict=model.state_dict())")),
+                message="save every `500` steps"),
+        # ... also through a flag the loop sets.
+        Invalid(in_training_loop("should_save = step % 200 == 0\ntorch.save(model.state_dict(), 'latest.pt')\n"
+                                 "if should_save:\n    torch.save(model.state_dict(), f'ckpt-{step}.pt')"),
+                message="save every `200` steps"),
+        # The `else:` of `if step % 500:` already runs every 500 steps: made asynchronous, no new guard.
+        Invalid(in_training_loop("if step % 500:\n    log(loss)\nelse:\n    torch.save(model.state_dict(), 'ckpt.pt')"),
+                fixed=_fixed(in_training_loop("if step % 500:\n    log(loss)\nelse:\n"
+                                              "    _trainlint_async_save(torch.save, model.state_dict(), 'ckpt.pt')")),
+                message="under `step % 500 == 0`"),
+        # The other save's interval changes in the loop: the option's interval instead.
+        Invalid(in_training_loop("every = schedule(step)\nif step % every == 0:\n"
+                                 "    torch.save(model.state_dict(), 'a.pt')\ntorch.save(model.state_dict(), 'b.pt')"),
+                message="save every `1000` steps"),
         # The checkpoint is read back after the loop: an asynchronous write could race it.
         Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'best.pt')")
                 + "model.load_state_dict(torch.load('best.pt'))\n", fixed=None),
@@ -251,6 +283,7 @@ loop.
             for call in ctx.loops.calls_by_name.get(name, ()):
                 if ctx.index.enclosing_function(call) not in helper_fns:
                     sites.append((call, inner, name))
+        self._sites = [site for site, _inner, _helper in sites]
         for site, inner, helper in sites:
             if ctx.loops.in_hot_loop(site):
                 self._check(site, inner, helper)
@@ -290,6 +323,8 @@ loop.
                     return test if self._periodic(anc.test) else "once"
                 if not _RANK_TEST.search(test):
                     other = other or test
+            elif isinstance(anc, cst.If) and child is anc.orelse and self._negated_interval(anc.test) is not None:
+                return self._negated_interval(anc.test)  # `if step % 500: ... else: save()`
             child = anc
         if not loops.is_per_step(site):
             return "an interval"  # guarded where the function holding it is called
@@ -312,9 +347,98 @@ loop.
                 return True
         return False
 
-    def _interval(self, site: cst.Call) -> str:
-        """The script's save interval when the loop's function can see one, else the option."""
+    def _negated_interval(self, test: cst.BaseExpression) -> str | None:
+        """For a test whose `else:` runs every N steps (`step % n`, `step % n != 0`, `not should_save`):
+        the condition that `else:` runs under, as the message quotes it; None for any other test."""
         ctx = self.ctx
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = test.expression  # a flag or `step % n == 0`; not a bare remainder (true on most steps)
+            if ctx.loops.is_interval_test(inner) and self._periodic(inner) and (
+                    isinstance(inner, (cst.Name, cst.Attribute)) or _is_zero_test(ctx, inner, cst.Equal)):
+                return one_line(ctx.code(inner))
+            return None
+        remainder = test
+        if _is_zero_test(ctx, test, cst.NotEqual):
+            remainder = test.left
+        if isinstance(remainder, cst.BinaryOperation) and isinstance(remainder.operator, cst.Modulo):
+            return f"{one_line(ctx.code(remainder))} == 0"
+        return None
+
+    def _loop_interval(self, site: cst.Call) -> str | None:
+        """The interval of another save in the same hot loop (`if step % 500 == 0: save(...)`): the
+        script's own save interval, when the divisor means the same at site (a number, or a name
+        the loop does not assign)."""
+        ctx = self.ctx
+        loop = ctx.loops.hot_loop_of(site)
+        if loop is None:
+            return None
+        for other in self._sites:
+            if other is site or ctx.loops.hot_loop_of(other) is not loop:
+                continue
+            child = other
+            for anc in ctx.index.ancestors(other):
+                if anc is loop:
+                    break
+                test = None
+                if isinstance(anc, cst.If) and child is anc.body and ctx.loops.is_interval_test(anc.test) \
+                        and self._periodic(anc.test):
+                    test = anc.test
+                elif isinstance(anc, cst.If) and child is anc.orelse and self._negated_interval(anc.test) is not None:
+                    test = anc.test
+                child = anc
+                if test is None:
+                    continue
+                divisor = self._divisor(test, loop)
+                if divisor is not None and self._same_at(divisor, loop):
+                    return ctx.code(divisor)
+        return None
+
+    def _divisor(self, test: cst.BaseExpression, loop: cst.CSTNode, flags: bool = True) -> cst.BaseExpression | None:
+        """n of the first `x % n` in test, or in the test the loop assigns to a flag that test reads
+        (`should_save = step % n == 0`)."""
+        ctx = self.ctx
+        for node in ctx.index.walk(test):
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+                return node.right
+        if not flags:
+            return None
+        names = {dotted(n) for n in ctx.index.walk(test) if isinstance(n, (cst.Name, cst.Attribute))} - {None}
+        for assign in ctx.index.nodes(cst.Assign):
+            if len(assign.targets) == 1 and dotted(assign.targets[0].target) in names \
+                    and isinstance(assign.value, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)) \
+                    and ctx.index.contains(loop, assign):
+                return self._divisor(assign.value, loop, flags=False)
+        return None
+
+    def _same_at(self, expr: cst.BaseExpression, loop: cst.CSTNode) -> bool:
+        """expr is an integer, or a (dotted) name that nothing in loop assigns."""
+        ctx = self.ctx
+        if isinstance(ctx.literal(expr), int) and not isinstance(ctx.literal(expr), bool):
+            return True
+        name = dotted(expr)
+        if name is None:
+            return False
+        for node in ctx.index.walk(loop.body):
+            targets = []
+            if isinstance(node, cst.Assign):
+                targets = [t.target for t in node.targets]
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
+                targets = [node.target]
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                targets = [node.target]
+            for target in targets:
+                for n in ctx.index.walk(target):
+                    if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) in (name, name.split(".")[0]):
+                        return False
+        return True
+
+    def _interval(self, site: cst.Call) -> str:
+        """The script's save interval: that of another save in the loop, else one the loop's
+        function can see, else the option."""
+        ctx = self.ctx
+        own = self._loop_interval(site)
+        if own is not None:
+            return own
         scope = ctx.index.enclosing_function(site) or ctx.module
         for node in ctx.index.walk(scope):
             if isinstance(node, (cst.Name, cst.Attribute)):

@@ -100,6 +100,27 @@ def test_rank_guard_is_not_an_interval():
     assert "    if rank == 0:\n        if step % 1000 == 0:\n            _trainlint_async_save(torch.save," in fixed
 
 
+def test_a_per_step_save_takes_the_interval_of_the_loops_other_save():
+    # The other save goes through a helper, under an interval named nothing like a save setting.
+    text = """
+    import torch
+    def save_ckpt(path):
+        torch.save(model.state_dict(), path)
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        torch.save(ema.state_dict(), "ema.pt")
+        if step % args.ckpt_every_n == 0:
+            save_ckpt(f"ckpt-{step}.pt")
+    """
+    per_step = [d for d in found(text) if "every training step" in d.message]
+    assert len(per_step) == 1 and "save every `args.ckpt_every_n` steps" in per_step[0].message
+    fixed = fix_source(textwrap.dedent(text), select=["TL501"], unsafe_fixes=True)
+    assert "    if step % args.ckpt_every_n == 0:\n        _trainlint_async_save(torch.save, ema.state_dict()" in fixed
+    assert fixed.count("if step % args.ckpt_every_n == 0:") == 2
+
+
 def test_save_every_option_sets_the_interval():
     from trainlint.config import Settings
     from trainlint.engine import ActiveRule
