@@ -7,7 +7,7 @@ import libcst as cst
 from trainlint.analysis.names import CANONICAL
 from trainlint.analysis.precision import DEPRECATED_AMP, GRAD_SCALER
 from trainlint.diagnostics import Applicability
-from trainlint.rule import Invalid, Option, Rule, Valid
+from trainlint.rule import Invalid, Option, Rule, Valid, torch_at_least
 
 _DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
 # torch.cuda.amp.autocast(enabled, dtype, cache_enabled): its positional order is not torch.amp.autocast's
@@ -37,6 +37,7 @@ class DeprecatedCudaAmp(Rule):
     summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API (autocast, GradScaler, custom_fwd/bwd)"
     source = "§4.1"
     fix_applicability = "safe"
+    requires_torch = "2.4"  # torch.cuda.amp's FutureWarnings; torch.amp.GradScaler itself is 2.3
     # Every deprecated spelling reaches the API through one of these (`torch.cuda.amp.autocast`,
     # `from torch.cuda import amp`, `import torch.cuda as tc`); plain "amp" matched "example".
     triggers = ("cuda.amp", "cpu.amp", "cuda import", "cpu import", "torch.cuda as", "torch.cpu as")
@@ -79,6 +80,9 @@ since the new signature orders them differently. `import torch` is added when no
     valid = [
         Valid("import torch\nwith torch.amp.autocast('cuda'):\n    y = model(x)\n"),
         Valid("import torch\nscaler = torch.amp.GradScaler('cuda', enabled=True)\n"),
+        # Not deprecated before PyTorch 2.4 (and torch.amp.GradScaler is not there before 2.3).
+        Valid("import torch\nscaler = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
+              settings={"target_torch": "2.2"}),
         Valid("import torch\nwith torch.autocast(device_type='cuda', dtype=torch.bfloat16):\n    y = model(x)\n"),
         Valid("from apex import amp\nmodel, opt = amp.initialize(model, opt)\n"),
         Valid("from torch import amp\nscaler = amp.GradScaler('cuda')\n"),
@@ -351,7 +355,14 @@ since the new signature orders them differently. `import torch` is added when no
 # -- TL402 ----------------------------------------------------------------------------------
 
 _BF16_CHECK = "{torch}.cuda.is_bf16_supported(including_emulation=False)"
-_DTYPE_CHOICE = "{torch}.bfloat16 if " + _BF16_CHECK + " else {torch}.float16"
+# The same question for a target-torch older than 2.4, which has no including_emulation= (and
+# whose 2.3 answers True for emulated bfloat16): native bfloat16 is compute capability 8.0+.
+_BF16_CHECK_BEFORE_2_4 = "{torch}.cuda.get_device_capability() >= (8, 0)"
+
+
+def _bf16_check(ctx, torch: str) -> str:
+    return (_BF16_CHECK if torch_at_least(ctx, "2.4") else _BF16_CHECK_BEFORE_2_4).format(torch=torch)
+
 # Scaler methods the Ampere fix rewrites: scale(x) -> x, step(opt) -> opt.step(); update/unscale_ go.
 _SCALER_DROPPED = ("update", "unscale_")
 
@@ -413,7 +424,8 @@ for x, y in loader:
 ## Fix safety
 Unsafe: bfloat16 has fewer mantissa bits than float16, so numerics change (the loss curve should
 match closely; check it). `including_emulation=False` matters: plain `is_bf16_supported()` is
-also true on older GPUs that only emulate bfloat16, slowly. The target-gpu fix removes the
+also true on older GPUs that only emulate bfloat16, slowly (with `target-torch` older than 2.4,
+which lacks the argument, the check is `torch.cuda.get_device_capability() >= (8, 0)`). The target-gpu fix removes the
 scaler's calls (`scaler.scale(loss).backward()` becomes `loss.backward()`, `scaler.step(opt)`
 becomes `opt.step()`, `scaler.update()` and `scaler.unscale_(opt)` go) and the scaler itself
 when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is kept, disabled.
@@ -438,6 +450,15 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             fixed=_LOOP.format(
                 pre=_CHOICE_LINE,
                 sargs="'cuda', enabled=amp_dtype == torch.float16", aargs="'cuda', dtype=amp_dtype"),
+        ),
+        # A target-torch before 2.4 has no including_emulation=: compute capability says the same.
+        Invalid(
+            _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.float16"),
+            fixed=_LOOP.format(
+                pre=_CHOICE_LINE.replace("torch.cuda.is_bf16_supported(including_emulation=False)",
+                                         "torch.cuda.get_device_capability() >= (8, 0)"),
+                sargs="'cuda', enabled=amp_dtype == torch.float16", aargs="'cuda', dtype=amp_dtype"),
+            message="get_device_capability() >= (8, 0)", settings={"target_torch": "2.3"},
         ),
         Invalid(
             _LOOP.format(pre="", sargs="enabled=args.amp", aargs="'cuda', enabled=args.amp"),
@@ -527,8 +548,8 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
                            f"`dtype=torch.bfloat16` and drop the GradScaler (bfloat16 has float32's range, no loss scaling)")
             else:
                 message = (f"autocast runs in float16 {how} with a GradScaler; on Ampere or newer use bfloat16 (float32's "
-                           f"range, no loss scaling): `dtype=torch.bfloat16 if torch.cuda.is_bf16_supported("
-                           f"including_emulation=False) else torch.float16`, scaler enabled only for float16")
+                           f"range, no loss scaling): `dtype=torch.bfloat16 if {_bf16_check(ctx, 'torch')} else "
+                           f"torch.float16`, scaler enabled only for float16")
             self.report(use.call, message, fix)
 
     # -- the run-time choice ------------------------------------------------------------
@@ -537,8 +558,8 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         ctx = self.ctx
         prec = ctx.precision
         torch, extra = ctx.module_name("torch")
-        choice = _DTYPE_CHOICE.format(torch=torch)
-        check = _BF16_CHECK.format(torch=torch)
+        check = _bf16_check(ctx, torch)
+        choice = f"{torch}.bfloat16 if {check} else {torch}.float16"
         var = self._shared_variable(autocasts, scalers[0])
         replacements = list(extra)
         new_scalers = {}

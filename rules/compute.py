@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from trainlint.diagnostics import Applicability
-from trainlint.rule import Invalid, Rule, Valid
+from trainlint.rule import Invalid, Rule, Valid, torch_at_least
 
 # -- TL601 manual attention -----------------------------------------------------------------
 
@@ -75,6 +75,7 @@ class ManualAttention(Rule):
     name = "manual-attention"
     summary = "Hand-written `softmax(q @ k^T * scale) @ v` attention instead of scaled_dot_product_attention"
     source = "§2.1, §6.1"
+    requires_torch = "2.0"  # scaled_dot_product_attention
     fix_applicability = "unsafe"
     triggers = ("softmax",)
     docs = """
@@ -116,11 +117,14 @@ stays additive; a scale other than `1/sqrt(q.size(-1))` is passed as `scale=` (n
 becomes `scale=1.0`); dropout becomes `dropout_p=... if self.training else 0.0`. A mask sliced
 from a lower-triangular buffer, `[..., :T, :T]`, becomes `is_causal=True`, which assumes queries and
 keys have the same length (true for the self-attention this shape comes from). Rows that are fully
-masked give zeros instead of NaN.
+masked give zeros instead of NaN. With `target-torch` 2.0, a fix that needs `scale=` (PyTorch 2.1)
+is not offered; before 2.0 the rule is off.
 """
     _HEAD = "import math\nimport torch\nimport torch.nn.functional as F\n\ndef attend(q, k, v, mask):\n"
     valid = [
         Valid(_HEAD + "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"),
+        Valid(_HEAD + "    return torch.softmax(q @ k.transpose(-1, -2) * 0.125, -1) @ v\n",
+              settings={"target_torch": "1.13"}),  # no scaled_dot_product_attention before PyTorch 2.0
         Valid(_HEAD + "    att = F.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1)\n"
                       "    return att @ v, att\n"),
         Valid(_HEAD + "    probs = F.softmax(logits, dim=-1)\n    return probs @ v\n"),
@@ -145,6 +149,15 @@ masked give zeros instead of NaN.
         Invalid(
             _HEAD + "    return torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.125, -1) @ v\n",
             fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=0.125)\n",
+        ),
+        # target-torch 2.0: SDPA exists but takes no scale= (2.1): the finding, without a fix.
+        Invalid(_HEAD + "    return torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.125, -1) @ v\n",
+                settings={"target_torch": "2.0"}),
+        # Its default scale needs no scale=: fixed for 2.0 too.
+        Invalid(
+            _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+                    "    att = F.softmax(scores, dim=-1)\n    return att @ v\n",
+            fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v)\n", settings={"target_torch": "2.0"},
         ),
         Invalid(
             _HEAD + "    w = q @ k.mT\n    w += mask\n    return w.softmax(dim=-1) @ v\n",
@@ -462,6 +475,8 @@ masked give zeros instead of NaN.
         kwargs = sorted(kwargs, key=lambda kv: ("attn_mask", "dropout_p", "is_causal").index(kv[0]))
         scale = self._scale(att, scale_ops[0] if scale_ops else None)
         if scale is not None:
+            if not torch_at_least(ctx, "2.1"):
+                raise _NoFix  # SDPA takes scale= from PyTorch 2.1 (target-torch is older)
             kwargs.append(("scale", scale))
         self._check_movable(att, stmt)
         sdpa, extra = ctx.module_name("torch.nn.functional")
@@ -828,7 +843,8 @@ optimizer.zero_grad()
 Unsafe: code that reads `p.grad` between `zero_grad()` and the next backward (or for parameters
 that get no gradient) sees `None` instead of a zero tensor, and optimizers skip parameters whose
 gradient is None rather than stepping them with a zero gradient (which matters with weight decay
-or momentum).
+or momentum). With `target-torch` older than 2.0, whose default was `set_to_none=False`, the fix
+writes `set_to_none=True` instead of dropping the argument.
 """
     valid = [
         Valid("optimizer.zero_grad()\n"),
@@ -840,6 +856,9 @@ or momentum).
     invalid = [
         Invalid("optimizer.zero_grad(set_to_none=False)\n", fixed="optimizer.zero_grad()\n",
                 message="set_to_none"),
+        # Before PyTorch 2.0 the default was set_to_none=False: dropping the argument would change nothing.
+        Invalid("optimizer.zero_grad(set_to_none=False)\n", fixed="optimizer.zero_grad(set_to_none=True)\n",
+                message="call `optimizer.zero_grad(set_to_none=True)` to free", settings={"target_torch": "1.13"}),
         Invalid("model.zero_grad(False)\n", fixed="model.zero_grad()\n"),
         Invalid("for x in loader:\n    self.opt.zero_grad(set_to_none = False)\n    loss.backward()\n",
                 fixed="for x in loader:\n    self.opt.zero_grad()\n    loss.backward()\n"),
@@ -858,10 +877,17 @@ or momentum).
         if not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
             return
         receiver = self.ctx.code(func.value)
+        if torch_at_least(self.ctx, "2.0"):
+            call = f"{receiver}.zero_grad()"
+            fix = self.fix(Applicability.UNSAFE, "Drop `set_to_none=False`",
+                           (node, node.with_changes(args=[], whitespace_before_args=cst.SimpleWhitespace(""))))
+        else:  # before PyTorch 2.0 the default was False: say True (target-torch)
+            call = f"{receiver}.zero_grad(set_to_none=True)"
+            fix = self.fix(Applicability.UNSAFE, "Set `set_to_none=True`",
+                           (arg.value, cst.Name("True")))
         self.report(
             node,
             f"`{receiver}.zero_grad(set_to_none=False)` writes zeros into every gradient each step and keeps them "
-            f"allocated; call `{receiver}.zero_grad()` (set_to_none=True) to free them instead",
-            self.fix(Applicability.UNSAFE, "Drop `set_to_none=False`",
-                     (node, node.with_changes(args=[], whitespace_before_args=cst.SimpleWhitespace("")))),
+            f"allocated; call `{call}`{'' if 'True' in call else ' (set_to_none=True)'} to free them instead",
+            fix,
         )

@@ -306,3 +306,16 @@ def test_inline_config_pairs_and_isolated(project):
     assert run(["--config", "other.toml", "bad.py"], project).exit_code == 0
     assert run(["--config", "other.toml", "--config", "ignore = []", "bad.py"], project).exit_code == 1
     assert run(["--isolated", "--config", "other.toml", "bad.py"], project).exit_code == 2
+
+
+def test_target_torch_turns_off_what_an_older_pytorch_lacks(project):
+    (project / "old_amp.py").write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")
+    assert run(["--select", "TL401", "old_amp.py"], project).exit_code == 1
+    assert run(["--select", "TL401", "--target-torch", "2.2", "old_amp.py"], project).exit_code == 0
+    (project / "pyproject.toml").write_text('[tool.trainlint]\ntarget-torch = "2.3"\n')
+    assert run(["--select", "TL401", "old_amp.py"], project).exit_code == 0
+    assert run(["--select", "TL401", "--target-torch", "2.4", "old_amp.py"], project).exit_code == 1
+    (project / "pyproject.toml").write_text('[tool.trainlint]\ntarget-torch = 2.3\n')
+    bad = run(["old_amp.py"], project)
+    assert bad.exit_code == 2 and '`target-torch`: expected a PyTorch version as "MAJOR.MINOR"' in bad.output
+    assert run(["--target-torch", "two", "old_amp.py"], project).exit_code == 2

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainlint.config import Settings
+from trainlint.config import Settings, torch_at_least
 from trainlint.diagnostics import Applicability
 from trainlint.engine import ActiveRule, lint_text
 from trainlint.fixer import fix_text
@@ -20,7 +20,9 @@ def _active(rule, case):
     options = {name: opt.default for name, opt in rule.options.items()}
     options.update(case.options)
     settings = Settings(select=(rule.code,), **case.settings)
-    return [ActiveRule(rule, options)], settings
+    # A rule whose finding does not exist in the case's target-torch is off, as in a real run.
+    on = torch_at_least(settings.target_torch, rule.requires_torch)
+    return ([ActiveRule(rule, options)] if on else []), settings
 
 
 @pytest.mark.parametrize("rule,case", list(_cases("valid")))

@@ -99,6 +99,9 @@ def selectors(ctx, param, value):
               help="Exit 0 even when findings remain or a file could not be checked (errors are still reported).")
 @click.option("--exit-non-zero-on-fix", is_flag=True,
               help="Exit 1 when --fix changed a file, even if no finding remains (for pre-commit and CI).")
+@click.option("--target-torch", metavar="X.Y", default=None, callback=lambda ctx, param, v: _torch_version(v),
+              help="The oldest PyTorch the code must run on (as the `target-torch` key): rules whose finding "
+                   "does not exist there are off, and fixes use only what it has.")
 @click.option("--ignore-noqa", is_flag=True, help="Report (and fix) findings that `# noqa` comments suppress.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
 @click.option("--show-fixes", is_flag=True, default=None, help="List the fixes that were applied.")
@@ -130,7 +133,7 @@ def selectors(ctx, param, value):
                    "and the report to standard error.")
 @click.pass_obj
 def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
-          exit_non_zero_on_fix, ignore_noqa, statistics, show_fixes, output_format, output_file, config_args, isolated, no_cache, cache_dir, jobs, force_exclude,
+          exit_non_zero_on_fix, target_torch, ignore_noqa, statistics, show_fixes, output_format, output_file, config_args, isolated, no_cache, cache_dir, jobs, force_exclude,
           quiet, extend_exclude, baseline_path, add_noqa, show_files, show_settings, stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     own_process = process is not None
@@ -138,7 +141,7 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
         process.checked = True
     overrides = {"select": select, "extend_select": extend_select, "ignore": ignore, "fixable": fixable,
                  "unfixable": unfixable, "extend_exclude": tuple(extend_exclude) or None,
-                 "ignore_noqa": ignore_noqa or None}
+                 "ignore_noqa": ignore_noqa or None, "target_torch": target_torch}
     from_stdin = stdin_filename is not None or STDIN_NAME in paths
     if from_stdin and (set(paths) - {STDIN_NAME} or add_noqa):
         what = "--add-noqa" if add_noqa else "other PATHS"
@@ -238,6 +241,14 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
     sys.exit(0)
 
 
+def _torch_version(value: str | None) -> str | None:
+    from trainlint.config import TORCH_VERSION
+
+    if value is not None and not TORCH_VERSION.match(value):
+        raise click.BadParameter(f'{value!r}: expected a PyTorch version as "MAJOR.MINOR" (for example "2.1")')
+    return value
+
+
 def _config_arguments(values: tuple[str, ...], isolated: bool) -> tuple[str | None, tuple[str, ...]]:
     """--config values: (the one configuration file, the inline `key = value` pairs). A value is a
     file when it names one or looks like one (a .toml name without `=`), as Ruff tells them apart."""
@@ -312,6 +323,8 @@ def _rule_dict(r) -> dict:
 def _rule_text(r) -> str:
     head = f"# {r.name} ({r.code})"
     meta = f"Fix: {r.fix_applicability}. {'On' if r.default_enabled else 'Off'} by default. Source: seed article {r.source}."
+    if r.requires_torch:
+        meta += f" Applies to PyTorch {r.requires_torch} and later (`target-torch`)."
     options = ""
     if r.options:
         options = "\n## Options\n" + "\n".join(

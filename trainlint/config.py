@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from trainlint.engine import ActiveRule
 
 CONFIG_FILES = ("trainlint.toml", "pyproject.toml")
+TORCH_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
 TARGET_GPUS = ("any", "pascal", "volta", "turing", "ampere", "ada", "hopper", "blackwell")
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
@@ -51,6 +52,9 @@ class Settings:
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
     target_gpu: str = "any"
+    # The oldest PyTorch the code must run on ("2.1"): rules whose finding does not exist there are
+    # off, and fixes are spelled with what it has. None: a current PyTorch.
+    target_torch: str | None = None
     interval_names: tuple[str, ...] = ()
     rule_options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
     # Which fixes --fix may write (Ruff's keys): `fixable` (None: every rule) minus `unfixable`;
@@ -157,7 +161,18 @@ def _active_rules(settings: Settings, ignored: tuple[str, ...]) -> tuple[ActiveR
         ActiveRule(by_code[code], settings.options_for(code))
         for code in settings.enabled_codes()
         if not _matches(code, ignored)
+        and torch_at_least(settings.target_torch, getattr(by_code[code], "requires_torch", None))
     )
+
+
+def torch_at_least(target: str | None, version: str | None) -> bool:
+    """Whether code for PyTorch `target` (None: a current one) may use what `version` brought."""
+    if target is None or version is None:
+        return True
+    def parts(v: str) -> tuple[int, ...]:
+        return (tuple(int(p) for p in v.split(".")) + (0, 0, 0))[:3]
+
+    return parts(target) >= parts(version)
 
 
 def _matches(code: str, selectors, specific_over=()) -> bool:
@@ -225,7 +240,8 @@ def glob_matcher(patterns: tuple[str, ...]):
 _CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
 _LIST_KEYS = _CODE_KEYS + ("exclude", "extend-exclude", "interval-names")
 _BOOL_KEYS = ("fix", "unsafe-fixes", "show-fixes")
-_TOP_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-gpu", "extend", "output-format"}
+_TOP_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-gpu", "target-torch", "extend",
+                                                  "output-format"}
 # Settings of the run, not of a file's findings: the cache does not key on them.
 _RUN_KEYS = ("fix", "unsafe_fixes", "show_fixes", "output_format")
 # Keys whose values a configuration adds to those of the configuration it extends (the others
@@ -278,6 +294,10 @@ def parse_table(table: dict, path: str) -> dict:
             if value not in FORMATS:
                 raise _err(path, key, "one of " + ", ".join(sorted(FORMATS)), value)
             out["output_format"] = value
+        elif key == "target-torch":
+            if not isinstance(value, str) or not TORCH_VERSION.match(value):
+                raise _err(path, key, 'a PyTorch version as "MAJOR.MINOR" (for example "2.1")', value)
+            out["target_torch"] = value
         elif key == "target-gpu":
             if value not in TARGET_GPUS:
                 raise _err(path, key, "one of " + ", ".join(TARGET_GPUS), value)

@@ -89,6 +89,9 @@ class Rule:
     fix_applicability: ClassVar[str] = "none"  # safe | unsafe | suggestion | none (as rules.md states it)
     # Rules that only look inside hot loops: the file must also mention a backward or step call.
     needs_hot_loop: ClassVar[bool] = False
+    # The PyTorch release the finding exists from (a deprecation, an API): with `target-torch`
+    # older than this, the rule is off.
+    requires_torch: ClassVar[str | None] = None
     # The file is parsed for this rule only if one of these strings occurs in it.
     triggers: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[dict[str, Option]] = {}
@@ -121,3 +124,11 @@ class Rule:
 
     def fix(self, applicability: Applicability, message: str, *replacements) -> FixSpec:
         return FixSpec(applicability, message, list(replacements))
+
+
+def torch_at_least(ctx, version: str) -> bool:
+    """Whether the code being checked may use what PyTorch `version` brought (`target-torch`;
+    without one, yes): a fix is spelled with what the target has."""
+    from trainlint.config import torch_at_least as at_least
+
+    return at_least(getattr(ctx.settings, "target_torch", None), version)
