@@ -9,6 +9,7 @@ import libcst as cst
 from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.names import dotted
+from trainlint.analysis.tree import binding_targets
 from trainlint.diagnostics import Applicability
 from trainlint.engine import LINE_LENGTH, one_arg_per_line
 from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
@@ -419,14 +420,7 @@ loop.
         if name is None:
             return False
         for node in ctx.index.walk(loop.body):
-            targets = []
-            if isinstance(node, cst.Assign):
-                targets = [t.target for t in node.targets]
-            elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
-                targets = [node.target]
-            elif isinstance(node, (cst.For, cst.CompFor)):
-                targets = [node.target]
-            for target in targets:
+            for target in binding_targets(node):
                 for n in ctx.index.walk(target):
                     if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) in (name, name.split(".")[0]):
                         return False

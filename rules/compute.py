@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from trainlint.analysis.tree import binding_targets
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Invalid, Rule, Valid, torch_at_least
 
@@ -580,12 +581,7 @@ is not offered; before 2.0 the rule is off.
             if between in att.consumed:
                 continue
             for node in ctx.index.walk(between):
-                targets = []
-                if isinstance(node, cst.Assign):
-                    targets = [t.target for t in node.targets]
-                elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-                    targets = [node.target]
-                for target in targets:
+                for target in binding_targets(node):
                     if any(isinstance(n, cst.Name) and n.value in moved for n in ctx.index.walk(target)):
                         raise _NoFix
 

@@ -7,6 +7,7 @@ import libcst as cst
 from trainlint.analysis.distributed import ACCELERATE, DDP, FABRIC, FSDP, Accumulation, Wrapped
 from trainlint.analysis.imports import imported_name
 from trainlint.analysis.names import dotted
+from trainlint.analysis.tree import binding_targets
 from trainlint.diagnostics import Applicability
 from trainlint.engine import LINE_LENGTH
 from trainlint.rule import Invalid, Rule, Valid
@@ -425,16 +426,7 @@ gradients until the synchronising micro-batch, which costs memory.
         written = set()
         for stmt in between:
             for node in index.walk(stmt):
-                targets = []
-                if isinstance(node, cst.Assign):
-                    targets = [t.target for t in node.targets]
-                elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)):
-                    targets = [node.target]
-                elif isinstance(node, (cst.For, cst.CompFor)):
-                    targets = [node.target]
-                elif isinstance(node, cst.AsName):
-                    targets = [node.name]
-                for target in targets:
+                for target in binding_targets(node):
                     for n in index.walk(target):
                         if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n):
                             written.add(dotted(n))

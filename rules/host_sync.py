@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from trainlint.analysis.names import dotted
+from trainlint.analysis.tree import binding_targets
 from trainlint.analysis.variables import is_variable, role, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
@@ -144,12 +145,7 @@ def _bound_names(stmt: cst.SimpleStatementLine) -> set[str] | None:
         if isinstance(small, (cst.Return, cst.Break, cst.Continue, cst.Raise, cst.Global, cst.Nonlocal, cst.Del,
                               cst.Import, cst.ImportFrom)):
             return None
-        targets = []
-        if isinstance(small, cst.Assign):
-            targets = [t.target for t in small.targets]
-        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
-            targets = [small.target]
-        for target in targets:
+        for target in binding_targets(small):
             elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else [target]
             for element in elements:
                 value = element.value if isinstance(element, cst.BaseElement) else element

@@ -13,7 +13,7 @@ import re
 import libcst as cst
 
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.tree import TreeIndex, binding_targets
 
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
@@ -158,14 +158,7 @@ class Tensors:
 
     def _assigns_anywhere(self, stmt: cst.CSTNode, name: str) -> bool:
         for node in self.index.walk(stmt):
-            targets = []
-            if isinstance(node, cst.Assign):
-                targets = [t.target for t in node.targets]
-            elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.CompFor)):
-                targets = [node.target]
-            elif isinstance(node, cst.AsName):
-                targets = [node.name]
-            for target in targets:
+            for target in binding_targets(node):
                 if any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name for n in self.index.walk(target)):
                     return True
         return False

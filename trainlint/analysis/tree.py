@@ -25,6 +25,19 @@ _SKIP_FIELDS = frozenset(
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+def binding_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The target expressions `node` binds: `a, b = ...`, `a += ...`, `a: T = ...`, `(a := ...)`,
+    `for a in ...` (statements and comprehensions), `... as a`; [] for any other node. Walk a
+    target to reach its names (a tuple target binds each element)."""
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    if isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For, cst.CompFor)):
+        return [node.target]
+    if isinstance(node, cst.AsName):
+        return [node.name]
+    return []
+
+
 def _child_fields(node_type: type) -> tuple[str, ...]:
     fields = _FIELDS.get(node_type)
     if fields is None:
