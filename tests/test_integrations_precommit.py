@@ -8,6 +8,7 @@ install happens once (about a minute on a cold cache).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -84,6 +85,16 @@ def test_check_hook_passes_clean_and_fails_bad(tmp_path, precommit_home):
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "Failed" in bad.stdout and "bad.py:3:10: TL101" in bad.stdout
     assert (project / "bad.py").read_text() == BAD  # the check hook never writes
+
+    # pre-commit hands notebooks to the hook too (types_or: jupyter).
+    (project / "bad.py").unlink()
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+            "source": BAD.splitlines(keepends=True)}
+    (project / "explore.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
+                                                       "nbformat_minor": 5}, indent=1))
+    commit_all(project, "notebook")
+    notebook = _try_repo(project, precommit_home, "trainlint")
+    assert notebook.returncode == 1 and "explore.ipynb:cell 1:3:10: TL101" in notebook.stdout, notebook.stdout
 
 
 @pytest.mark.slow
