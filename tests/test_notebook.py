@@ -107,6 +107,10 @@ def test_findings_are_placed_by_cell(tmp_path):
     assert "train.ipynb:cell 4:9:19: TL201 " in proc.stdout
     full = trainlint(["check", "--output-format", "full", "--select", "TL201", "train.ipynb"], tmp_path).stdout
     assert '  9 |     print(f"loss {loss.item()}")' in full
+    fix_rows = trainlint(["check", "--output-format", "full", "--select", "TL101", "--unsafe-fixes", "train.ipynb"],
+                         tmp_path).stdout
+    assert "  2:4 + import os\n" in fix_rows  # a fix's rows are numbered cell:row too
+    assert "  3:1 - loader = DataLoader(ds, batch_size=32, shuffle=True)\n" in fix_rows
     items = json.loads(trainlint(["check", "--output-format", "json", "train.ipynb"], tmp_path).stdout)
     tl201 = next(i for i in items if i["code"] == "TL201")
     assert (tl201["cell"], tl201["location"], tl201["noqa_row"]) == (4, {"row": 9, "column": 19}, 9)

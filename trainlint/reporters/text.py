@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from trainlint.diagnostics import Applicability, RunResult
-from trainlint.notebook import cell_maps
+from trainlint.notebook import CellMap, cell_maps
 from trainlint.textpos import apply_edits, split_lines, strip_eol
 
 
@@ -36,7 +36,7 @@ def render(result: RunResult, fmt: str) -> str:
             lines.extend(_snippet(result.source_of(diag.path), diag, shift))
             if diag.fix is not None:
                 lines.append(f"  = help: {diag.fix.message} ({diag.fix.applicability.value} fix)")
-                lines.extend(_fix_lines(result.source_of(diag.path), diag))
+                lines.extend(_fix_lines(result.source_of(diag.path), diag, diag.path in cells))
             lines.append("")
     lines.extend(summary(result))
     return "\n".join(lines) + ("\n" if lines else "")
@@ -59,24 +59,32 @@ def _snippet(source: str | None, diag, shift: int = 0) -> list[str]:
     return out
 
 
-def _fix_lines(source: str | None, diag) -> list[str]:
+def _fix_lines(source: str | None, diag, notebook: bool = False) -> list[str]:
     """The rows the fix changes: `- ` the row as it is (its number now), `+ ` as the fix writes it
     (its number then). Shown for every fix, so a suggestion that --fix never writes is still
-    visible as code."""
+    visible as code. In a notebook a row is numbered `cell:row`."""
     if not source or not diag.fix.edits:
         return []
     from difflib import SequenceMatcher  # here: only the `full` format needs it
 
+    fixed = apply_edits(source, diag.fix.edits)
     old = [strip_eol(line) for line in split_lines(source)]
-    new = [strip_eol(line) for line in split_lines(apply_edits(source, diag.fix.edits))]
+    new = [strip_eol(line) for line in split_lines(fixed)]
+    label_old, label_new = (_cell_rows(source), _cell_rows(fixed)) if notebook else (str, str)
     out = []
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if tag == "equal":
             continue
-        width = len(str(max(i2, j2)))
-        out += [f"  {i + 1:>{width}} - {old[i]}".rstrip(" ") for i in range(i1, i2)]
-        out += [f"  {j + 1:>{width}} + {new[j]}".rstrip(" ") for j in range(j1, j2)]
+        rows = [("-", label_old(i + 1), old[i]) for i in range(i1, i2)]
+        rows += [("+", label_new(j + 1), new[j]) for j in range(j1, j2)]
+        width = max(len(label) for _, label, _ in rows)
+        out += [f"  {label:>{width}} {sign} {text}".rstrip(" ") for sign, label, text in rows]
     return out
+
+
+def _cell_rows(text: str):
+    cells = CellMap.of(text)
+    return lambda row: "{}:{}".format(*cells.locate(row))
 
 
 def summary(result: RunResult) -> list[str]:
