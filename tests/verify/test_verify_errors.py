@@ -37,6 +37,13 @@ def test_missing_script(verify, tmp_path):
     _assert_user_error(result, "nope.py: no such file")
 
 
+def test_a_notebook_is_not_run(verify, tmp_path):
+    notebook = tmp_path / "train.ipynb"
+    notebook.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n')
+    result, _ = verify(notebook, "--rule", "TL101")
+    _assert_user_error(result, "train.ipynb: a notebook cannot be run as a script", "nbconvert --to script")
+
+
 def test_rule_and_fixed_together(verify, fixtures):
     result, _ = verify(fixtures / "tight_loop.py", "--rule", "TL101", "--fixed",
                        fixtures / "tight_loop_noop.py")

@@ -117,6 +117,11 @@ def _verify(
     codes = parse_rules(rules)
     if not script.is_file():
         raise VerifyError(f"{script}: no such file")
+    for path in (script, fixed):
+        if path is not None and path.suffix == ".ipynb":
+            # `check` reads notebooks; a run needs a script (and a notebook's cells may expect a kernel).
+            raise VerifyError(f"{path}: a notebook cannot be run as a script; export it first "
+                              f"(`jupyter nbconvert --to script {path.name}`) and verify the .py")
     if bool(codes) == (fixed is not None):
         raise VerifyError("name the fixed version: either --rule CODES or --fixed FILE (not both)")
     if fixed is not None and not fixed.is_file():
