@@ -39,6 +39,7 @@ class DefaultToCheck(click.Group):
         known = args and (args[0] in self.commands or args[0] in LAZY_COMMANDS)
         if not known and (not args or args[0] not in ("--help", "-h", "--version")):
             args = ["check", *args]
+        ctx.meta["trainlint.args"] = list(args)  # as given: --watch runs the same command again
         return super().parse_args(ctx, args)
 
     def list_commands(self, ctx):
@@ -120,6 +121,7 @@ def selectors(ctx, param, value):
               help="Worker processes (default: one per CPU; 1 runs in this process).")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("-w", "--watch", is_flag=True, help="Check again whenever a checked file or a configuration file changes.")
 @click.option("--extend-exclude", multiple=True, help="Extra exclude patterns.")
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
               help="Report only findings not recorded in FILE (a missing FILE is written with the current findings).")
@@ -134,8 +136,16 @@ def selectors(ctx, param, value):
 @click.pass_obj
 def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
           exit_non_zero_on_fix, target_torch, ignore_noqa, statistics, show_fixes, output_format, output_file, config_args, isolated, no_cache, cache_dir, jobs, force_exclude,
-          quiet, extend_exclude, baseline_path, add_noqa, show_files, show_settings, stdin_filename) -> None:
+          quiet, watch, extend_exclude, baseline_path, add_noqa, show_files, show_settings, stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
+    if watch:
+        from trainlint.watch import watch_command
+
+        if stdin_filename is not None or STDIN_NAME in paths or add_noqa or show_files or show_settings:
+            raise click.UsageError("--watch checks files again as they change; it cannot go with standard input, "
+                                   "--add-noqa, --show-files or --show-settings")
+        args = click.get_current_context().meta.get("trainlint.args") or ["check", *paths]
+        sys.exit(watch_command(list(paths) or ["."], [a for a in args if a not in ("-w", "--watch")]))
     own_process = process is not None
     if own_process:
         process.checked = True
