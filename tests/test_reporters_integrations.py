@@ -316,3 +316,37 @@ def test_gitlab_code_quality_issues(tmp_path, monkeypatch):
                                                        shifted.index(")", call) + 1)])})
     assert gitlab.issues(moved)[0]["fingerprint"] == issues[0]["fingerprint"]
     assert gitlab.issues(moved)[0]["location"]["lines"] == {"begin": 5, "end": 5}
+
+
+# -- azure, junit ------------------------------------------------------------------------------
+
+
+def test_azure_logging_commands_escape_what_the_agent_reads():
+    from trainlint.reporters import azure
+
+    source = "x = 1\n"
+    d = diag(source, "a;b].py", "TL201", 0, 1, "100% bad;\r\nnext]")
+    result = result_of({"a;b].py": (source, [d])})
+    result.files += _syntax_error_result().files
+    assert azure.render(result).splitlines() == [
+        "##vso[task.logissue type=error;sourcepath=a%3Bb%5D.py;linenumber=1;columnnumber=1;code=TL201;]"
+        "100%AZP25 bad;%0D%0Anext]",
+        "##vso[task.logissue type=error;sourcepath=py2.py;linenumber=2;columnnumber=7;]could not check: "
+        "syntax error at line 2, column 7: Missing parentheses in call to 'print'",
+    ]
+
+
+def test_junit_is_xml_with_a_failure_per_finding_and_an_error_per_unchecked_file():
+    import xml.etree.ElementTree as ET
+
+    result = _dataloader_result("src/train.py")
+    result.files += _syntax_error_result().files
+    root = ET.fromstring(reporters.render("junit", result))
+    assert (root.tag, root.get("tests"), root.get("failures"), root.get("errors")) == ("testsuites", "3", "2", "1")
+    suites = {s.get("name"): s for s in root}
+    assert [c.get("name") for c in suites["src/train.py"]] == ["TL101 at 3:10", "TL108 at 5:9"]
+    failure = suites["src/train.py"][0].find("failure")
+    assert failure.get("type") == "TL101" and failure.text.startswith("src/train.py:3:10: TL101 ")
+    assert suites["py2.py"][0].find("error").get("message").startswith("syntax error at line 2")
+    empty = ET.fromstring(reporters.render("junit", result_of({})))
+    assert (empty.get("tests"), empty.get("failures")) == ("1", "0")  # never an empty report

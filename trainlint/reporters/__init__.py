@@ -9,10 +9,12 @@ from __future__ import annotations
 import importlib
 
 FORMATS = {
+    "azure": "trainlint.reporters.azure",
     "concise": "trainlint.reporters.text",
     "full": "trainlint.reporters.text",
     "json": "trainlint.reporters.json_format",
     "json-lines": "trainlint.reporters.json_format",
+    "junit": "trainlint.reporters.junit",
     "github": "trainlint.reporters.github",
     "gitlab": "trainlint.reporters.gitlab",
     "sarif": "trainlint.reporters.sarif",
