@@ -320,3 +320,23 @@ def test_target_torch_turns_off_what_an_older_pytorch_lacks(project):
     bad = run(["old_amp.py"], project)
     assert bad.exit_code == 2 and '`target-torch`: expected a PyTorch version as "MAJOR.MINOR"' in bad.output
     assert run(["--target-torch", "two", "old_amp.py"], project).exit_code == 2
+
+
+def test_colours_only_where_asked(project):
+    plain = subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "bad.py"], cwd=project,
+                           capture_output=True, text=True)
+    assert "\x1b[" not in plain.stdout and "bad.py:2:10: TL104 [*] " in plain.stdout  # a pipe: plain text
+    env = dict(os.environ, FORCE_COLOR="1")
+    env.pop("NO_COLOR", None)
+    forced = subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "bad.py"], cwd=project,
+                            capture_output=True, text=True, env=env)
+    assert "\x1b[1mbad.py\x1b[0m:2:10: \x1b[31m\x1b[1mTL104\x1b[0m" in forced.stdout
+    assert forced.stdout.splitlines()[-2] == "Found 1 error."  # summary lines stay plain (and -q can find them)
+    env["NO_COLOR"] = "1"
+    assert "\x1b[" not in subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "bad.py"],
+                                         cwd=project, capture_output=True, text=True, env=env).stdout
+    env.pop("NO_COLOR")
+    report = project / "report.txt"
+    subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "-o", str(report), "bad.py"],
+                   cwd=project, env=env)
+    assert "\x1b[" not in report.read_text() and "bad.py:2:10: TL104" in report.read_text()

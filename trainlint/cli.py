@@ -223,7 +223,7 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
     if output_file is not None:
         try:
             with open(output_file, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(output)
+                fh.write(click.unstyle(output))
         except OSError as exc:
             click.echo(f"error: {output_file}: cannot write the report: {exc.strerror or exc}", err=True)
             sys.exit(2)
@@ -232,12 +232,12 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
         # The source is standard output's content (an editor replaces its buffer with it): the
         # report goes to standard error, and the source is written as bytes, encoding kept.
         if output:
-            click.echo(output, nl=False, err=True)
+            click.echo(output, nl=False, err=True, color=_color())
         sys.stdout.flush()
         sys.stdout.buffer.write(fixed_source)
         sys.stdout.buffer.flush()
     elif output:
-        click.echo(output, nl=False)
+        click.echo(output, nl=False, color=_color())
     if exit_zero:
         sys.exit(0)
     if result.errors:
@@ -249,6 +249,16 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
     if exit_non_zero_on_fix and result.fixed:
         sys.exit(1)
     sys.exit(0)
+
+
+def _color() -> bool | None:
+    """Whether to keep the text report's colours: NO_COLOR says no, FORCE_COLOR yes
+    (https://no-color.org, https://force-color.org); otherwise only on a terminal (None)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return None
 
 
 def _torch_version(value: str | None) -> str | None:

@@ -325,7 +325,7 @@ def review_command(base, head, post, repo, pr_number, commit_id, output_format, 
     else:
         from trainlint.reporters import render
 
-        sys.stdout.write(render(output_format, filtered_result(result, kept)))
+        sys.stdout.write(click.unstyle(render(output_format, filtered_result(result, kept))))
 
     for error in result.errors:
         click.echo(str(error), err=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import click
+
 from trainlint.diagnostics import Applicability, RunResult
 from trainlint.notebook import CellMap, cell_maps
 from trainlint.textpos import apply_edits, split_lines, strip_eol
@@ -30,7 +32,10 @@ def render(result: RunResult, fmt: str) -> str:
         if diag.path in cells:  # as Ruff writes a notebook's findings: `nb.ipynb:cell 3:2:5:`
             cell, row = cells[diag.path].locate(row)
             row = f"cell {cell}:{row}"
-        lines.append(f"{diag.path}:{row}:{diag.start.column}: {diag.code} {marker}{diag.message}")
+        # Styled as Ruff's (path bold, code red, [*] cyan); the cli drops the styles unless the
+        # output is a terminal (and NO_COLOR is unset), so files and pipes get plain text.
+        lines.append(f"{_style(diag.path, bold=True)}:{row}:{diag.start.column}: {_style(diag.code, fg='red', bold=True)} "
+                     f"{_style(marker, fg='cyan')}{diag.message}")
         if fmt == "full":
             shift = diag.start.row - cells[diag.path].locate(diag.start.row)[1] if diag.path in cells else 0
             lines.extend(_snippet(result.source_of(diag.path), diag, shift))
@@ -40,6 +45,10 @@ def render(result: RunResult, fmt: str) -> str:
             lines.append("")
     lines.extend(summary(result))
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _style(text: str, **styles) -> str:
+    return click.style(text, **styles) if text else text
 
 
 def _snippet(source: str | None, diag, shift: int = 0) -> list[str]:
