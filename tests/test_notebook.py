@@ -183,3 +183,10 @@ def test_a_notebook_with_crlf_json_and_string_sources_keeps_both(tmp_path):
     assert after.count("\r\n") == after.count("\n")
     source = json.loads(after)["cells"][3]["source"]
     assert isinstance(source, str) and "x.cuda(non_blocking=True)" in source
+
+
+def test_notebooks_can_be_left_out_by_an_exclude(tmp_path):
+    write(tmp_path / "a.ipynb", notebook())
+    (tmp_path / "b.py").write_text("x = 1\n")
+    shown = trainlint(["check", "--show-files", "--config", 'extend-exclude = ["*.ipynb"]', "."], tmp_path)
+    assert shown.stdout.split() == ["b.py"]
