@@ -206,6 +206,7 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
     result.show_fixes = show_fixes
     result.unsafe_fixes = unsafe_fixes
     result.diff_mode = diff
+    result.quiet = quiet
     for error in result.errors:
         click.echo(str(error), err=True)
     if not result.files and not from_stdin:
@@ -216,10 +217,6 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
         from trainlint.reporters.text import summary
 
         click.echo("\n".join(summary(result)), err=True)
-    if quiet and output_format in ("concise", "full"):
-        output = "".join(line + "\n" for line in output.splitlines()
-                         if line and not line.startswith(("Found ", "[*] ", "All checks", "Would fix"))
-                         and "hidden fix" not in line)
     if output_file is not None:
         try:
             with open(output_file, "w", encoding="utf-8", newline="\n") as fh:
@@ -342,9 +339,7 @@ def _rule_dict(r) -> dict:
 
 def _rule_text(r) -> str:
     head = f"# {r.name} ({r.code})"
-    meta = f"Fix: {r.fix_applicability}. {'On' if r.default_enabled else 'Off'} by default. Source: seed article {r.source}."
-    if r.requires_torch:
-        meta += f" Applies to PyTorch {r.requires_torch} and later (`target-torch`)."
+    meta = r.facts()
     options = ""
     if r.options:
         options = "\n## Options\n" + "\n".join(

@@ -116,6 +116,7 @@ class RunResult:
     statistics: bool = False
     unsafe_fixes: bool = False  # --unsafe-fixes: unsafe fixes count as available, like safe ones
     diff_mode: bool = False  # --diff: the report is the diffs; the summary goes to standard error
+    quiet: bool = False  # -q: the text report leaves out its summary lines
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

@@ -20,7 +20,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from trainlint.textpos import split_lines
+from trainlint.textpos import split_lines, strip_eol
 
 SUFFIX = ".ipynb"
 _BOUNDARY = re.compile(r"^[ \t]*# trainlint: cell (\d+)[ \t]*\r?\n?$")
@@ -103,7 +103,7 @@ class Notebook:
                 ipython = True
             continued = False
             for line in split_lines(text):
-                body = line.rstrip("\r\n")
+                body = strip_eol(line)
                 end = line[len(body):] or "\n"
                 if continued:  # the continuation of a magic that ended in a backslash: kept verbatim
                     parts.append(f"# trainlint: magic {len(self.magics)}{end}")
@@ -128,7 +128,7 @@ class Notebook:
             if m:
                 current = cells.setdefault(int(m.group(1)), [])
                 continue
-            body = line.rstrip("\r\n")
+            body = strip_eol(line)
             magic, continued = _MAGIC_LINE.match(body), _MAGIC_CONTINUED.match(body)
             if magic:
                 line = magic.group(1) + self.magics[int(magic.group(2))].lstrip() + line[len(body):]

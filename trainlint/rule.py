@@ -104,6 +104,13 @@ class Rule:
         self.findings: list[Finding] = []
 
     @classmethod
+    def facts(cls, emphasis: str = "") -> str:
+        """One line for `trainlint rule` and docs/rules.md: fix, default, source, PyTorch floor."""
+        torch = f" Applies to PyTorch {cls.requires_torch} and later (`target-torch`)." if cls.requires_torch else ""
+        return (f"Fix: {emphasis}{cls.fix_applicability}{emphasis}. {'On' if cls.default_enabled else 'Off'} by "
+                f"default. Source: seed article {cls.source}.{torch}")
+
+    @classmethod
     def url(cls) -> str:
         return DOCS_URL.format(code=cls.code.lower())
 

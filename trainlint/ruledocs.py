@@ -33,9 +33,7 @@ def rules_markdown() -> str:
         parts.append(f'<a id="{r.code.lower()}"></a>')
         parts.append(f"## {r.code} {r.name}")
         parts.append("")
-        parts.append(f"{r.summary}. Fix: **{r.fix_applicability}**. "
-                     f"{'On' if r.default_enabled else 'Off'} by default. Source: seed article {r.source}."
-                     + (f" Applies to PyTorch {r.requires_torch} and later (`target-torch`)." if r.requires_torch else ""))
+        parts.append(f"{r.summary}. {r.facts(emphasis='**')}")
         body = r.docs.strip().replace("\n## ", "\n### ")
         if body.startswith("## "):
             body = "#" + body

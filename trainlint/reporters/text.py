@@ -43,7 +43,8 @@ def render(result: RunResult, fmt: str) -> str:
                 lines.append(f"  = help: {diag.fix.message} ({diag.fix.applicability.value} fix)")
                 lines.extend(_fix_lines(result.source_of(diag.path), diag, diag.path in cells))
             lines.append("")
-    lines.extend(summary(result))
+    if not result.quiet:
+        lines.extend(summary(result))
     return "\n".join(lines) + ("\n" if lines else "")
 
 
