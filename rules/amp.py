@@ -7,7 +7,7 @@ import libcst as cst
 from trainlint.analysis.names import CANONICAL
 from trainlint.analysis.precision import DEPRECATED_AMP, GRAD_SCALER
 from trainlint.diagnostics import Applicability
-from trainlint.rule import Invalid, Option, Rule, Valid, torch_at_least
+from trainlint.rule import Invalid, Option, Rule, Valid, target_allows
 
 _DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
 # torch.cuda.amp.autocast(enabled, dtype, cache_enabled): its positional order is not torch.amp.autocast's
@@ -361,7 +361,7 @@ _BF16_CHECK_BEFORE_2_4 = "{torch}.cuda.get_device_capability() >= (8, 0)"
 
 
 def _bf16_check(ctx, torch: str) -> str:
-    return (_BF16_CHECK if torch_at_least(ctx, "2.4") else _BF16_CHECK_BEFORE_2_4).format(torch=torch)
+    return (_BF16_CHECK if target_allows(ctx, "2.4") else _BF16_CHECK_BEFORE_2_4).format(torch=torch)
 
 # Scaler methods the Ampere fix rewrites: scale(x) -> x, step(opt) -> opt.step(); update/unscale_ go.
 _SCALER_DROPPED = ("update", "unscale_")

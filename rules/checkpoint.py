@@ -324,8 +324,10 @@ loop.
                     return test if self._periodic(anc.test) else "once"
                 if not _RANK_TEST.search(test):
                     other = other or test
-            elif isinstance(anc, cst.If) and child is anc.orelse and self._negated_interval(anc.test) is not None:
-                return self._negated_interval(anc.test)  # `if step % 500: ... else: save()`
+            elif isinstance(anc, cst.If) and child is anc.orelse:
+                negated = self._negated_interval(anc.test)  # `if step % 500: ... else: save()`
+                if negated is not None:
+                    return negated
             child = anc
         if not loops.is_per_step(site):
             return "an interval"  # guarded where the function holding it is called

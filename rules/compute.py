@@ -8,7 +8,7 @@ import libcst as cst
 
 from trainlint.analysis.tree import binding_targets
 from trainlint.diagnostics import Applicability
-from trainlint.rule import Invalid, Rule, Valid, torch_at_least
+from trainlint.rule import Invalid, Rule, Valid, target_allows
 
 # -- TL601 manual attention -----------------------------------------------------------------
 
@@ -476,7 +476,7 @@ is not offered; before 2.0 the rule is off.
         kwargs = sorted(kwargs, key=lambda kv: ("attn_mask", "dropout_p", "is_causal").index(kv[0]))
         scale = self._scale(att, scale_ops[0] if scale_ops else None)
         if scale is not None:
-            if not torch_at_least(ctx, "2.1"):
+            if not target_allows(ctx, "2.1"):
                 raise _NoFix  # SDPA takes scale= from PyTorch 2.1 (target-torch is older)
             kwargs.append(("scale", scale))
         self._check_movable(att, stmt)
@@ -873,17 +873,17 @@ writes `set_to_none=True` instead of dropping the argument.
         if not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
             return
         receiver = self.ctx.code(func.value)
-        if torch_at_least(self.ctx, "2.0"):
-            call = f"{receiver}.zero_grad()"
+        if target_allows(self.ctx, "2.0"):
+            call, why = f"{receiver}.zero_grad()", " (set_to_none=True)"
             fix = self.fix(Applicability.UNSAFE, "Drop `set_to_none=False`",
                            (node, node.with_changes(args=[], whitespace_before_args=cst.SimpleWhitespace(""))))
         else:  # before PyTorch 2.0 the default was False: say True (target-torch)
-            call = f"{receiver}.zero_grad(set_to_none=True)"
+            call, why = f"{receiver}.zero_grad(set_to_none=True)", ""
             fix = self.fix(Applicability.UNSAFE, "Set `set_to_none=True`",
                            (arg.value, cst.Name("True")))
         self.report(
             node,
             f"`{receiver}.zero_grad(set_to_none=False)` writes zeros into every gradient each step and keeps them "
-            f"allocated; call `{call}`{'' if 'True' in call else ' (set_to_none=True)'} to free them instead",
+            f"allocated; call `{call}`{why} to free them instead",
             fix,
         )

@@ -161,7 +161,7 @@ def _active_rules(settings: Settings, ignored: tuple[str, ...]) -> tuple[ActiveR
         ActiveRule(by_code[code], settings.options_for(code))
         for code in settings.enabled_codes()
         if not _matches(code, ignored)
-        and torch_at_least(settings.target_torch, getattr(by_code[code], "requires_torch", None))
+        and torch_at_least(settings.target_torch, by_code[code].requires_torch)
     )
 
 

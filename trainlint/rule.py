@@ -133,9 +133,10 @@ class Rule:
         return FixSpec(applicability, message, list(replacements))
 
 
-def torch_at_least(ctx, version: str) -> bool:
+def target_allows(ctx, version: str) -> bool:
     """Whether the code being checked may use what PyTorch `version` brought (`target-torch`;
     without one, yes): a fix is spelled with what the target has."""
-    from trainlint.config import torch_at_least as at_least
+    from trainlint.config import torch_at_least
 
-    return at_least(getattr(ctx.settings, "target_torch", None), version)
+    # getattr: a context built without settings (library callers) targets a current PyTorch.
+    return torch_at_least(getattr(ctx.settings, "target_torch", None), version)
