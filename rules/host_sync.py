@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from trainlint.analysis.names import dotted
-from trainlint.analysis.tree import binding_targets
+from trainlint.analysis.tree import binding_targets, walk
 from trainlint.analysis.variables import is_variable, role, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
@@ -152,21 +152,12 @@ def _bound_names(stmt: cst.SimpleStatementLine) -> set[str] | None:
                 if isinstance(element, cst.StarredElement) or not isinstance(value, cst.Name):
                     return None
                 names.add(value.value)
-    for node in _walk_plain(stmt):
+    for node in walk(stmt):
         if isinstance(node, cst.NamedExpr):
             if not isinstance(node.target, cst.Name):
                 return None
             names.add(node.target.value)
     return names
-
-
-def _walk_plain(root: cst.CSTNode):
-    """Every node under root, the libcst way (for the few small statements a fix moves)."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(node.children))
 
 
 def _reads_name(ctx, stmt: cst.CSTNode, name: str) -> bool:
@@ -603,7 +594,7 @@ def _is_summary_writer(ctx, receiver: cst.BaseExpression) -> bool:
 
 def _fabric_has_loggers(ctx) -> bool:
     """The module builds a Fabric with loggers (without any, `fabric.log` does nothing)."""
-    return any(ctx.keyword(c, "loggers") is not None and (dotted(c.func) or "").rsplit(".", 1)[-1] == "Fabric"
+    return "loggers" in ctx.text and any(ctx.keyword(c, "loggers") is not None and (dotted(c.func) or "").rsplit(".", 1)[-1] == "Fabric"
                for c in ctx.index.nodes(cst.Call))
 
 

@@ -157,8 +157,18 @@ class FileContext:
 
     @staticmethod
     def positional(call: cst.Call, index: int) -> cst.Arg | None:
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        return positional[index] if index < len(positional) else None
+        """The argument passed for the index-th positional parameter; None when fewer are passed or
+        a `*args` before it hides which one it is (what rules read is what fixes write)."""
+        seen = 0
+        for arg in call.args:
+            if arg.keyword is not None or arg.star == "**":
+                continue
+            if arg.star:
+                return None
+            if seen == index:
+                return arg
+            seen += 1
+        return None
 
     @staticmethod
     def literal(expr: cst.BaseExpression | None):
@@ -188,7 +198,7 @@ class FileContext:
         value_expr = cst.parse_expression(value)
         existing = self.keyword(call, name)
         if existing is None and position is not None:
-            existing = self._positional_slot(call, position)
+            existing = self.positional(call, position)
         if existing is not None:
             new_args = [a.with_changes(value=value_expr) if a is existing else a for a in call.args]
             return call.with_changes(args=new_args)
@@ -208,28 +218,6 @@ class FileContext:
         else:
             args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             args.append(new_arg)
-        return call.with_changes(args=args)
-
-    @staticmethod
-    def _positional_slot(call: cst.Call, index: int) -> cst.Arg | None:
-        """The argument passed for the index-th positional parameter; None when fewer are passed or
-        a `*args` before it hides which one it is."""
-        seen = 0
-        for arg in call.args:
-            if arg.keyword is not None or arg.star == "**":
-                continue
-            if arg.star:
-                return None
-            if seen == index:
-                return arg
-            seen += 1
-        return None
-
-    def without_keyword(self, call: cst.Call, name: str) -> cst.Call:
-        args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == name)]
-        if args and len(args) < len(call.args):
-            original_last = call.args[-1]
-            args[-1] = args[-1].with_changes(comma=original_last.comma)
         return call.with_changes(args=args)
 
 

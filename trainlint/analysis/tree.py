@@ -25,6 +25,24 @@ _SKIP_FIELDS = frozenset(
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+def walk(root: cst.CSTNode):
+    """Nodes under root (root included), in document order, skipping formatting fields; needs no
+    index, so it also walks nodes a fix builds."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        children = []
+        for name in _child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                children.append(value)
+            elif type(value) in (list, tuple):
+                children.extend(v for v in value if isinstance(v, cst.CSTNode))
+        children.reverse()
+        stack.extend(children)
+
+
 def binding_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The target expressions `node` binds: `a, b = ...`, `a += ...`, `a: T = ...`, `(a := ...)`,
     `for a in ...` (statements and comprehensions), `... as a`; [] for any other node. Walk a
@@ -112,16 +130,4 @@ class TreeIndex:
 
     def walk(self, root: cst.CSTNode):
         """Nodes under root (root included), in document order."""
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            yield node
-            children = []
-            for name in _child_fields(type(node)):
-                value = getattr(node, name)
-                if isinstance(value, cst.CSTNode):
-                    children.append(value)
-                elif type(value) in (list, tuple):
-                    children.extend(v for v in value if isinstance(v, cst.CSTNode))
-            children.reverse()
-            stack.extend(children)
+        return walk(root)
