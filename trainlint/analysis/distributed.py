@@ -252,19 +252,20 @@ class Distributed:
         return wrapped.scopes is None or any(node is s or self.index.contains(s, node) for s in wrapped.scopes)
 
     def _called_functions(self, root: cst.CSTNode, depth: int = 2) -> list[cst.FunctionDef]:
+        return self._callees([c for c in self.index.walk(root) if isinstance(c, cst.Call)], depth)
+
+    def _callees(self, calls: list[cst.Call], depth: int) -> list[cst.FunctionDef]:
+        """Module-local functions the calls reach, and those they call in turn (depth levels), in
+        the order they are found."""
         out: list[cst.FunctionDef] = []
-        frontier = [root]
         for _ in range(depth):
             found = []
-            for r in frontier:
-                for call in self.index.walk(r):
-                    if isinstance(call, cst.Call):
-                        callee = self.loops.local_callee_name(call)
-                        for fn in self.loops.functions.get(callee or "", ()):
-                            if fn not in out:
-                                out.append(fn)
-                                found.append(fn)
-            frontier = found
+            for call in calls:
+                for fn in self.loops.functions.get(self.loops.local_callee_name(call) or "", ()):
+                    if fn not in out:
+                        out.append(fn)
+                        found.append(fn)
+            calls = [c for fn in found for c in self.index.walk(fn) if isinstance(c, cst.Call)]
         return out
 
     def calls_local_using(self, root: cst.CSTNode, name: str) -> bool:
@@ -384,19 +385,11 @@ class Distributed:
         training loops, and those they call in turn (depth levels)."""
         index = self.index
         home = self._owner(loop)
-        calls = [c for c in index.nodes(cst.Call)
-                 if index.contains(loop, c)
-                 or (self._owner(c) is home and not any(index.contains(o, c) for o in others))]
-        reached: set[cst.FunctionDef] = set()
-        for _ in range(depth):
-            found = set()
-            for call in calls:
-                for fn in self.loops.functions.get(self.loops.local_callee_name(call) or "", ()):
-                    if fn not in reached:
-                        found.add(fn)
-            reached |= found
-            calls = [c for fn in found for c in index.walk(fn) if isinstance(c, cst.Call)]
-        return reached
+        # The loop lies in its function: only that function's calls (the module's, at top level) can qualify.
+        calls = [c for c in index.walk(home if home is not None else index.module) if isinstance(c, cst.Call)
+                 and (index.contains(loop, c)
+                      or (self._owner(c) is home and not any(index.contains(o, c) for o in others)))]
+        return set(self._callees(calls, depth))
 
     def _reaches(self, loop: cst.CSTNode, node: cst.CSTNode, others: list[cst.CSTNode], reached: set) -> bool:
         """node is code that runs for loop: in it, elsewhere in its function, or in a function
