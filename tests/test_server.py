@@ -262,11 +262,13 @@ def test_incremental_edits_in_utf16_rebuild_the_buffer(client, tmp_path):
     actions = client.request("textDocument/codeAction", {
         "textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
         "context": {"diagnostics": [], "only": [FIX_ALL]}})["result"]
-    (whole,) = actions[0]["edit"]["changes"][uri]
-    assert whole["newText"] == (
-        'from torch.utils.data import DataLoader\r\nimport torch\r\n'
-        'y = "😀!"; loader = DataLoader(data, num_workers=4, prefetch_factor=4, pin_memory=True)\r\n'
-        + LOOP.replace("x.cuda()", "x.cuda(non_blocking=True)"))
+    buffer = ('from torch.utils.data import DataLoader\r\nimport torch\r\n'
+              'y = "😀!"; loader = DataLoader(data, num_workers=4, prefetch_factor=4)\r\n' + LOOP)
+    (edit,) = actions[0]["edit"]["changes"][uri]
+    assert _apply(buffer, [edit]) == buffer.replace("prefetch_factor=4)", "prefetch_factor=4, pin_memory=True)").replace(
+        "x.cuda()", "x.cuda(non_blocking=True)")
+    # Only the rows that change are replaced (an editor keeps its cursor and folds elsewhere).
+    assert edit["range"] == {"start": {"line": 2, "character": 0}, "end": {"line": 5, "character": 0}}
 
 
 def test_a_burst_of_changes_is_linted_once_at_its_last_state(client, tmp_path):
@@ -301,3 +303,126 @@ def test_a_change_with_a_later_change_waiting_is_not_linted():
     pending.get()
     server.on_textDocument_didChange(later["params"])
     assert b'"version": 3' in out.getvalue()
+
+
+# -- notebooks: LSP 3.17 notebook documents, cells published one by one ---------------------
+
+CELLS = [
+    (1, "markdown", "# Training\nNotes on `DataLoader(ds)`."),
+    (2, "python", "import torch\nfrom torch.utils.data import DataLoader\n%matplotlib inline\n"
+                  "loader = DataLoader(ds, batch_size=4)"),
+    (2, "python", "for x in loader:\n    x = x.cuda()\n    model(x).backward()\n    opt.step()"),
+]
+
+
+def _open_notebook(client, tmp_path, cells=CELLS):
+    uri = (tmp_path / "train.ipynb").as_uri()
+    cell_uris = [f"vscode-notebook-cell:{tmp_path / 'train.ipynb'}#C{i}" for i in range(len(cells))]
+    client.notify("notebookDocument/didOpen", {
+        "notebookDocument": {"uri": uri, "notebookType": "jupyter-notebook", "version": 1,
+                             "cells": [{"kind": kind, "document": c} for c, (kind, _l, _t) in zip(cell_uris, cells)]},
+        "cellTextDocuments": [{"uri": c, "languageId": language, "version": 1, "text": text}
+                              for c, (_k, language, text) in zip(cell_uris, cells)]})
+    return uri, cell_uris
+
+
+def _cell_diagnostics(client, cell_uris):
+    """The diagnostics published for each cell, in cell order (one publish per cell per lint)."""
+    got = {}
+    while len(got) < len(cell_uris):
+        message = client.receive()
+        if message.get("method") == "textDocument/publishDiagnostics" and message["params"]["uri"] in cell_uris:
+            got[message["params"]["uri"]] = message["params"]["diagnostics"]
+    return [got[c] for c in cell_uris]
+
+
+def _actions(client, uri, diagnostics, only=None):
+    context = {"diagnostics": diagnostics, **({"only": only} if only else {})}
+    return client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+        "context": context})["result"]
+
+
+def test_notebook_findings_are_published_on_their_cells(client, tmp_path):
+    assert client.init["result"]["capabilities"]["notebookDocumentSync"]["notebookSelector"]
+    _uri, cell_uris = _open_notebook(client, tmp_path)
+    markdown, first, second = _cell_diagnostics(client, cell_uris)
+    assert markdown == [] and second == []
+    # The loader of cell 2 is iterated in cell 3: one program, found in the cell that builds it, at
+    # the cell's own row (the magic line before it counts as a row).
+    assert {d["code"] for d in first} == {"TL101", "TL102"}
+    tl102 = next(d for d in first if d["code"] == "TL102")
+    assert tl102["range"] == {"start": {"line": 3, "character": 9}, "end": {"line": 3, "character": 37}}
+
+
+def test_notebook_quick_fixes_and_fix_all_edit_the_cells(client, tmp_path):
+    _uri, cell_uris = _open_notebook(client, tmp_path)
+    _markdown, first, _second = _cell_diagnostics(client, cell_uris)
+    texts = {c: text for c, (_k, _l, text) in zip(cell_uris, CELLS)}
+    tl102 = next(d for d in first if d["code"] == "TL102")
+    actions = _actions(client, cell_uris[1], [tl102], ["quickfix"])
+    fix = next(a for a in actions if "pin_memory" in a["title"])
+    (edit,) = fix["edit"]["changes"][cell_uris[1]]
+    assert list(fix["edit"]["changes"]) == [cell_uris[1]]
+    assert edit["range"]["start"]["line"] == 3  # only the loader's row: the magic above it is untouched
+    assert _apply(texts[cell_uris[1]], [edit]).endswith("%matplotlib inline\nloader = DataLoader(ds, batch_size=4, pin_memory=True)")
+    noqa = next(a for a in actions if "Disable for this line" in a["title"])
+    assert _apply(texts[cell_uris[1]], noqa["edit"]["changes"][cell_uris[1]]).endswith("batch_size=4)  # noqa: TL102")
+    # The unsafe fix adds `import os` (isort's sections) at the top of the first code cell, not the markdown one.
+    tl101 = next(d for d in first if d["code"] == "TL101")
+    unsafe = next(a for a in _actions(client, cell_uris[1], [tl101], ["quickfix"]) if "num_workers" in a["title"])
+    assert _apply(texts[cell_uris[1]], unsafe["edit"]["changes"][cell_uris[1]]).startswith("import os\n\nimport torch\n")
+    # Fix-all (asked from any cell) edits every cell its fixes reach, as `--fix` writes the file.
+    (fix_all,) = _actions(client, cell_uris[2], [], [FIX_ALL])
+    changes = fix_all["edit"]["changes"]
+    assert set(changes) == {cell_uris[1], cell_uris[2]}
+    assert _apply(texts[cell_uris[1]], changes[cell_uris[1]]).endswith("DataLoader(ds, batch_size=4, pin_memory=True)")
+    # ...to a fixed point: with memory pinned, the loop's copy in the next cell is made asynchronous.
+    assert _apply(texts[cell_uris[2]], changes[cell_uris[2]]) == texts[cell_uris[2]].replace(
+        "x.cuda()", "x.cuda(non_blocking=True)")
+
+
+def test_notebook_edits_structure_changes_and_close(client, tmp_path):
+    uri, cell_uris = _open_notebook(client, tmp_path)
+    _cell_diagnostics(client, cell_uris)
+    # Typing in cell 2 (incremental, as VS Code sends it) re-lints the whole notebook.
+    client.notify("notebookDocument/didChange", {
+        "notebookDocument": {"uri": uri, "version": 2},
+        "change": {"cells": {"textContent": [{"document": {"uri": cell_uris[1], "version": 2}, "changes": [
+            _edit((3, 36), (3, 36), ", num_workers=2, pin_memory=True, prefetch_factor=4")]}]}}})
+    _markdown, first, second = _cell_diagnostics(client, cell_uris)
+    assert first == [] and [d["code"] for d in second] == ["TL108"]
+    # A new cell inserted before the loop, and the markdown cell deleted: findings follow the cells.
+    new = cell_uris[0].replace("#C0", "#C9")
+    client.notify("notebookDocument/didChange", {
+        "notebookDocument": {"uri": uri, "version": 3},
+        "change": {"cells": {"structure": {
+            "array": {"start": 0, "deleteCount": 1},
+            "didClose": [{"uri": cell_uris[0]}]}}}})
+    assert _cell_diagnostics(client, [cell_uris[0]]) == [[]]  # the deleted cell is cleared
+    _first, second = _cell_diagnostics(client, cell_uris[1:])
+    assert [d["code"] for d in second] == ["TL108"]
+    client.notify("notebookDocument/didChange", {
+        "notebookDocument": {"uri": uri, "version": 4},
+        "change": {"cells": {"structure": {
+            "array": {"start": 1, "deleteCount": 0, "cells": [{"kind": 2, "document": new}]},
+            "didOpen": [{"uri": new, "languageId": "python", "version": 1, "text": "features = DataLoader(ds)"}]}}}})
+    first, added, second = _cell_diagnostics(client, [cell_uris[1], new, cell_uris[2]])
+    assert first == [] and [d["code"] for d in added] == ["TL101"] and [d["code"] for d in second] == ["TL108"]
+    # A syntax error is shown in its cell, at the cell's row.
+    client.notify("notebookDocument/didChange", {
+        "notebookDocument": {"uri": uri, "version": 5},
+        "change": {"cells": {"textContent": [{"document": {"uri": cell_uris[2], "version": 2},
+                                              "changes": [{"text": "for x in loader:\n    x = (\n"}]}]}}})
+    _first, _added, (error,) = _cell_diagnostics(client, [cell_uris[1], new, cell_uris[2]])
+    assert error["severity"] == 1 and error["range"]["start"]["line"] == 1 and "line 2," in error["message"]
+    client.notify("notebookDocument/didClose", {"notebookDocument": {"uri": uri},
+                                                 "cellTextDocuments": [{"uri": c} for c in (cell_uris[1], new, cell_uris[2])]})
+    assert _cell_diagnostics(client, [cell_uris[1], new, cell_uris[2]]) == [[], [], []]
+
+
+def test_a_notebook_opened_as_text_is_not_read_as_python(client, tmp_path):
+    client.notify("textDocument/didOpen", {"textDocument": {
+        "uri": (tmp_path / "train.ipynb").as_uri(), "languageId": "json", "version": 1, "text": '{"cells": []}'}})
+    uri = _open(client, tmp_path, "import torch\n")
+    assert client.diagnostics(uri)["diagnostics"] == []  # the first publish is the .py file's: none for the JSON

@@ -6,7 +6,9 @@ changes arrive as incremental edits, and a burst of them is linted once, at its 
 with the settings of its path (nearest configuration file, re-read on every lint so edits to it
 apply at once), publishes the findings as diagnostics, and answers code actions with each
 finding's fix (safe ones preferred; unsafe ones and suggestions marked so), a `# noqa` for the
-line, and `source.fixAll.trainlint`, which applies the safe fixes as `--fix` would.
+line, and `source.fixAll.trainlint`, which applies the safe fixes as `--fix` would. Jupyter
+notebooks come as notebook documents, their findings published on their cells
+(trainlint/server_notebooks.py).
 
 Messages are JSON-RPC 2.0 framed with Content-Length headers. Positions: the client's choice
 among utf-32, utf-8 and utf-16 (the protocol's default); the engine's columns are characters.
@@ -22,7 +24,7 @@ import re
 import sys
 import threading
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import unquote, urlparse
 
 import click
@@ -30,11 +32,16 @@ import click
 from trainlint import __version__
 from trainlint.config import ConfigError, SettingsResolver
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, FileError, Location
-from trainlint.textpos import split_lines, strip_eol
+from trainlint.notebook import is_notebook
+from trainlint.server_notebooks import CODE, Cell, NotebookDocument, changed_lines
+from trainlint.textpos import apply_edits, split_lines, strip_eol
 
 FIX_ALL = "source.fixAll.trainlint"
 # LSP DiagnosticSeverity: 2 is Warning (a finding is advice, not a compile error); 1 is Error.
 WARNING, ERROR = 2, 1
+# The messages that make a document's pending lint stale, and where their params name it.
+_CHANGES = {"textDocument/didChange": "textDocument", "textDocument/didClose": "textDocument",
+            "notebookDocument/didChange": "notebookDocument", "notebookDocument/didClose": "notebookDocument"}
 
 
 # -- transport ----------------------------------------------------------------------------
@@ -120,6 +127,12 @@ class Document:
             return len(self.text)
         return sum(len(row) for row in rows[:line]) + _index(strip_eol(rows[line]), position["character"], encoding)
 
+    def edit(self, changes: list[dict], version: int | None, encoding: str) -> None:
+        """Apply `contentChanges` in order: each range is in the text the previous ones left."""
+        for change in changes:
+            self.text = self.apply_change(change, encoding)
+        self.update(self.text, version)
+
     def apply_change(self, change: dict, encoding: str) -> str:
         """The text after one `contentChanges` entry: a whole new text, or a range replaced."""
         if "range" not in change:
@@ -133,6 +146,8 @@ class Server:
         self.out = out
         self.pending = pending  # messages read but not yet handled (see publish_soon)
         self.documents: dict[str, Document] = {}
+        self.notebooks: dict[str, NotebookDocument] = {}
+        self.cell_notebook: dict[str, str] = {}  # a cell's uri -> its notebook's
         self.encoding = "utf-16"
         self.shutting_down = False
 
@@ -182,6 +197,7 @@ class Server:
                 "positionEncoding": self.encoding,
                 "textDocumentSync": {"openClose": True, "change": 2, "save": True},  # incremental edits
                 "codeActionProvider": {"codeActionKinds": ["quickfix", FIX_ALL]},
+                "notebookDocumentSync": {"notebookSelector": [{"cells": [{"language": "python"}]}], "save": True},
             },
             "serverInfo": {"name": "trainlint", "version": __version__},
         }
@@ -198,33 +214,32 @@ class Server:
     def on_textDocument_didOpen(self, params: dict) -> None:
         item = params["textDocument"]
         self.documents[item["uri"]] = Document(item["uri"], item["text"], item.get("version"))
-        self.publish(self.documents[item["uri"]])
+        if not is_notebook(uri_to_path(item["uri"])):  # a notebook's JSON: it comes as a notebook document
+            self.publish(self.documents[item["uri"]])
 
     def on_textDocument_didChange(self, params: dict) -> None:
         doc = self.documents.get(params["textDocument"]["uri"])
         changes = params.get("contentChanges") or []
         if doc is None or not changes:
             return
-        text = doc.text
-        for change in changes:  # in order: each range is in the text the previous ones left
-            doc.text = text = doc.apply_change(change, self.encoding)
-        doc.update(text, params["textDocument"].get("version"))
-        if not self._superseded(doc.uri):
+        doc.edit(changes, params["textDocument"].get("version"), self.encoding)
+        if not self._superseded(doc.uri) and not is_notebook(uri_to_path(doc.uri)):
             self.publish(doc)
 
     def _superseded(self, uri: str) -> bool:
-        """Whether a change or close of `uri` is already waiting: then linting now is wasted work
-        (a fast typist sends a change per key; the editor shows only the last state's findings)."""
+        """Whether a change or close of `uri` (a text or notebook document) is already waiting: then
+        linting now is wasted work (a fast typist sends a change per key; the editor shows only the
+        last state's findings)."""
         if self.pending is None:
             return False
         with self.pending.mutex:
             waiting = list(self.pending.queue)
-        return any(isinstance(m, dict) and m.get("method") in ("textDocument/didChange", "textDocument/didClose")
-                   and ((m.get("params") or {}).get("textDocument") or {}).get("uri") == uri for m in waiting)
+        return any(isinstance(m, dict) and m.get("method") in _CHANGES
+                   and ((m.get("params") or {}).get(_CHANGES[m["method"]]) or {}).get("uri") == uri for m in waiting)
 
     def on_textDocument_didSave(self, params: dict) -> None:
         doc = self.documents.get(params["textDocument"]["uri"])
-        if doc is not None:
+        if doc is not None and not is_notebook(uri_to_path(doc.uri)):
             self.publish(doc)  # the configuration beside it may have changed
 
     def on_textDocument_didClose(self, params: dict) -> None:
@@ -232,29 +247,130 @@ class Server:
         self.documents.pop(uri, None)
         self.notify("textDocument/publishDiagnostics", {"uri": uri, "diagnostics": []})
 
+    # -- notebooks (trainlint/server_notebooks.py) ----------------------------------------
+
+    def on_notebookDocument_didOpen(self, params: dict) -> None:
+        item = params["notebookDocument"]
+        texts = {doc["uri"]: doc for doc in params.get("cellTextDocuments") or []}
+        notebook = NotebookDocument(item["uri"], item.get("version"), [])
+        notebook.cells = [self._cell(notebook, cell, texts) for cell in item.get("cells") or []]
+        self.notebooks[notebook.uri] = notebook
+        self.publish_notebook(notebook)
+
+    def _cell(self, notebook: NotebookDocument, cell: dict, texts: dict, old: Cell | None = None) -> Cell:
+        """A cell of `notebook` from an LSP NotebookCell and the text documents opened with it (a
+        cell moved within the notebook keeps its text)."""
+        uri = cell["document"]
+        self.cell_notebook[uri] = notebook.uri
+        item = texts.get(uri)
+        if item is None and old is not None:
+            return Cell(uri, cell.get("kind", old.kind), old.language, old.doc)
+        item = item or {}
+        return Cell(uri, cell.get("kind", CODE), item.get("languageId", "python"),
+                    Document(uri, item.get("text", ""), item.get("version")))
+
+    def on_notebookDocument_didChange(self, params: dict) -> None:
+        notebook = self.notebooks.get(params["notebookDocument"]["uri"])
+        if notebook is None:
+            return
+        notebook.version = params["notebookDocument"].get("version", notebook.version)
+        cells = (params.get("change") or {}).get("cells") or {}
+        structure = cells.get("structure")
+        if structure:
+            texts = {doc["uri"]: doc for doc in structure.get("didOpen") or []}
+            known = {cell.uri: cell for cell in notebook.cells}
+            splice = structure["array"]
+            start, count = splice["start"], splice["deleteCount"]
+            new = [self._cell(notebook, cell, texts, known.get(cell["document"])) for cell in splice.get("cells") or []]
+            notebook.cells[start:start + count] = new
+            for closed in structure.get("didClose") or []:
+                if closed["uri"] not in {cell.uri for cell in notebook.cells}:
+                    self.cell_notebook.pop(closed["uri"], None)
+                    self.notify("textDocument/publishDiagnostics", {"uri": closed["uri"], "diagnostics": []})
+        by_uri = {cell.uri: cell for cell in notebook.cells}
+        for data in cells.get("data") or []:  # a cell turned from code to markdown, or back
+            if data.get("document") in by_uri:
+                by_uri[data["document"]].kind = data.get("kind", by_uri[data["document"]].kind)
+        for content in cells.get("textContent") or []:
+            cell = by_uri.get(content["document"]["uri"])
+            if cell is None:
+                continue
+            cell.doc.edit(content.get("changes") or [], content["document"].get("version"), self.encoding)
+        if not self._superseded(notebook.uri):
+            self.publish_notebook(notebook)
+
+    def on_notebookDocument_didSave(self, params: dict) -> None:
+        notebook = self.notebooks.get(params["notebookDocument"]["uri"])
+        if notebook is not None:
+            self.publish_notebook(notebook)  # the configuration beside it may have changed
+
+    def on_notebookDocument_didClose(self, params: dict) -> None:
+        notebook = self.notebooks.pop(params["notebookDocument"]["uri"], None)
+        for cell in notebook.cells if notebook is not None else []:
+            self.cell_notebook.pop(cell.uri, None)
+            self.notify("textDocument/publishDiagnostics", {"uri": cell.uri, "diagnostics": []})
+
     # -- linting ------------------------------------------------------------------------
 
-    def _settings(self, doc: Document):
-        path = uri_to_path(doc.uri)
+    def _settings(self, uri: str):
+        path = uri_to_path(uri)
         return path, SettingsResolver().for_path(path)
 
-    def publish(self, doc: Document) -> None:
-        from trainlint.engine import ParseError, lint_text
+    def _lint(self, uri: str, text: str) -> list[Diagnostic]:
+        """The findings in `text` of the document at `uri`; raises ParseError for a syntax error. A
+        configuration error is shown to the user and leaves no findings."""
+        from trainlint.engine import lint_text
 
-        published = []
-        doc.diagnostics = []
         try:
-            path, settings = self._settings(doc)
-            if not settings.is_excluded(path):
-                doc.diagnostics = lint_text(doc.text, path, settings.active_rules(path), settings)
-                published = [self._diagnostic(doc, d, i) for i, d in enumerate(doc.diagnostics)]
-        except ParseError as exc:
-            published = [self._syntax_error(doc, str(exc))]
+            path, settings = self._settings(uri)
+            if settings.is_excluded(path):
+                return []
+            return lint_text(text, path, settings.active_rules(path), settings)
         except ConfigError as exc:
             self.log(f"trainlint: {exc}")
             self.notify("window/showMessage", {"type": 1, "message": f"trainlint: {exc}"})
         except RecursionError:
-            self.log(f"trainlint: {doc.uri}: too deeply nested to analyse")
+            self.log(f"trainlint: {uri}: too deeply nested to analyse")
+        return []
+
+    def publish(self, doc: Document) -> None:
+        from trainlint.engine import ParseError
+
+        doc.diagnostics = []
+        try:
+            doc.diagnostics = self._lint(doc.uri, doc.text)
+            published = [self._diagnostic(doc.lines, d, i, doc.version) for i, d in enumerate(doc.diagnostics)]
+        except ParseError as exc:
+            published = [self._syntax_error(doc.lines, str(exc))]
+        self._send_diagnostics(doc, published)
+
+    def publish_notebook(self, notebook: NotebookDocument) -> None:
+        """The findings of the notebook's cells read as one program, each published on its cell
+        (an empty list on the others, which clears what they showed)."""
+        from trainlint.engine import ParseError
+
+        published: dict[str, list[dict]] = {cell.uri: [] for cell in notebook.cells}
+        notebook.diagnostics = []
+        program = notebook.read()
+        try:
+            notebook.diagnostics = self._lint(notebook.uri, program.text)
+            for i, diag in enumerate(notebook.diagnostics):
+                cell, row = notebook.place(diag.start.row)
+                end_cell, end_row = notebook.place(diag.end.row)
+                end = diag.end.column if end_cell is cell else len(cell.doc.lines[-1]) + 1
+                if end_cell is not cell:  # a finding that runs on into the next cell stops at this one's end
+                    end_row = len(cell.doc.lines)
+                moved = replace(diag, start=Location(row, diag.start.column), end=Location(end_row, end))
+                published[cell.uri].append(self._diagnostic(cell.doc.lines, moved, i, notebook.version))
+        except ParseError as exc:
+            at = FileError(notebook.uri, str(exc)).location or Location(1, 1)
+            cell, row = notebook.place(at.row)
+            message = str(exc).replace(f"line {at.row},", f"line {row},", 1)  # the cell's row
+            published[cell.uri] = [self._syntax_error(cell.doc.lines, message, Location(row, at.column))]
+        for cell in notebook.cells:
+            self._send_diagnostics(cell.doc, published[cell.uri])
+
+    def _send_diagnostics(self, doc: Document, published: list[dict]) -> None:
         params = {"uri": doc.uri, "diagnostics": published}
         if doc.version is not None:
             params["version"] = doc.version
@@ -269,108 +385,155 @@ class Server:
         return {"start": self._position(lines, start.row, start.column),
                 "end": self._position(lines, end.row, end.column)}
 
-    def _diagnostic(self, doc: Document, diag: Diagnostic, index: int) -> dict:
+    def _diagnostic(self, lines: list[str], diag: Diagnostic, index: int, version: int | None) -> dict:
+        """The LSP diagnostic of a finding; `data` names the finding (its index in what was linted
+        at `version`) so a code action can find its fix."""
         out = {
-            "range": self._range(doc.lines, diag.start, diag.end),
+            "range": self._range(lines, diag.start, diag.end),
             "severity": WARNING,
             "code": diag.code,
             "source": "trainlint",
             "message": diag.message,
-            "data": {"index": index, "version": doc.version},
+            "data": {"index": index, "version": version},
         }
         if diag.url:
             out["codeDescription"] = {"href": diag.url}
         return out
 
-    def _syntax_error(self, doc: Document, message: str) -> dict:
-        at = FileError(doc.uri, message).location or Location(1, 1)
-        position = self._position(doc.lines, at.row, at.column)
+    def _syntax_error(self, lines: list[str], message: str, at: Location | None = None) -> dict:
+        at = at or FileError("", message).location or Location(1, 1)
+        position = self._position(lines, at.row, at.column)
         return {"range": {"start": position, "end": position}, "severity": ERROR, "source": "trainlint",
                 "message": message}
 
     # -- code actions -------------------------------------------------------------------
 
     def on_textDocument_codeAction(self, params: dict) -> list[dict]:
-        doc = self.documents.get(params["textDocument"]["uri"])
-        if doc is None:
+        uri = params["textDocument"]["uri"]
+        notebook = self.notebooks.get(self.cell_notebook.get(uri, ""))
+        doc = self.documents.get(uri)
+        if notebook is not None:
+            edits = _NotebookEdits(self, notebook)
+        elif doc is not None and not is_notebook(uri_to_path(uri)):
+            edits = _TextEdits(self, doc)
+        else:
             return []
         only = (params.get("context") or {}).get("only")
         actions = []
         if not only or "quickfix" in only:
             for sent in (params.get("context") or {}).get("diagnostics") or []:
-                diag = self._ours(doc, sent)
+                diag = _ours(edits.diagnostics, edits.version, sent)
                 if diag is not None:
-                    actions += self._quick_fixes(doc, diag, sent)
+                    actions += self._quick_fixes(edits, diag, sent)
         if not only or any(FIX_ALL.startswith(kind) for kind in only):
-            fix_all = self._fix_all(doc)
+            fix_all = self._fix_all(edits)
             if fix_all is not None:
                 actions.append(fix_all)
         return actions
 
-    def _ours(self, doc: Document, sent: dict) -> Diagnostic | None:
-        """The finding behind a diagnostic the client sends back, if it is still current."""
-        data = sent.get("data") or {}
-        index = data.get("index")
-        if sent.get("source") != "trainlint" or not isinstance(index, int) or data.get("version") != doc.version:
-            return None
-        return doc.diagnostics[index] if 0 <= index < len(doc.diagnostics) else None
-
-    def _quick_fixes(self, doc: Document, diag: Diagnostic, sent: dict) -> list[dict]:
+    def _quick_fixes(self, edits, diag: Diagnostic, sent: dict) -> list[dict]:
         actions = []
         if diag.fix is not None and diag.fix.edits:
             label = {Applicability.SAFE: "", Applicability.UNSAFE: " (unsafe fix)",
                      Applicability.DISPLAY_ONLY: " (suggestion)"}[diag.fix.applicability]
-            actions.append({
-                "title": f"trainlint ({diag.code}): {diag.fix.message}{label}",
-                "kind": "quickfix",
-                "diagnostics": [sent],
-                "isPreferred": diag.fix.applicability is Applicability.SAFE,
-                "edit": {"changes": {doc.uri: [self._text_edit(doc, e) for e in diag.fix.edits]}},
-            })
-        noqa = self._noqa_edit(doc, diag)
-        if noqa is not None:
+            edit = edits.of_fix(diag)
+            if edit is not None:
+                actions.append({"title": f"trainlint ({diag.code}): {diag.fix.message}{label}", "kind": "quickfix",
+                                "diagnostics": [sent], "isPreferred": diag.fix.applicability is Applicability.SAFE,
+                                "edit": edit})
+        edit = edits.of_noqa(diag)
+        if edit is not None:
             actions.append({"title": f"trainlint ({diag.code}): Disable for this line", "kind": "quickfix",
-                            "diagnostics": [sent], "edit": {"changes": {doc.uri: [noqa]}}})
+                            "diagnostics": [sent], "edit": edit})
         return actions
+
+    def _fix_all(self, edits) -> dict | None:
+        """Every safe fix, to a fixed point (what --fix writes), as one workspace edit."""
+        from trainlint.engine import ParseError
+        from trainlint.fixer import FixError, fix_text
+
+        if not any(d.fix is not None and d.fix.edits and d.fix.applicability is Applicability.SAFE
+                   for d in edits.diagnostics):
+            return None
+        path, settings = self._settings(edits.uri)
+        if settings.is_excluded(path):
+            return None
+        try:
+            fixed = fix_text(edits.text, path, settings.active_rules(path), settings).text
+        except (ParseError, FixError):
+            return None
+        edit = edits.of_text(fixed) if fixed != edits.text else None
+        return None if edit is None else {"title": "trainlint: Fix all safe fixes", "kind": FIX_ALL, "edit": edit}
 
     def _text_edit(self, doc: Document, edit: Edit) -> dict:
         return {"range": self._range(doc.lines, edit.start_loc, edit.end_loc), "newText": edit.content}
 
-    def _noqa_edit(self, doc: Document, diag: Diagnostic) -> dict | None:
+    def _row_start(self, doc: Document, row: int) -> dict:
+        """The position where 0-based `row` of the document starts; past its last row, its end."""
+        if row < len(doc.lines) or (doc.text.endswith(("\n", "\r")) or not doc.lines):
+            return {"line": min(row, len(doc.lines)), "character": 0}
+        return {"line": len(doc.lines) - 1, "character": _units(doc.lines[-1], self.encoding)}
+
+    def _replacement(self, doc: Document, new_text: str) -> dict:
+        """The TextEdit that turns the document into `new_text`: the rows that change, whole."""
+        first, end, text = changed_lines(doc.text, new_text)
+        return {"range": {"start": self._row_start(doc, first), "end": self._row_start(doc, end)}, "newText": text}
+
+
+def _ours(diagnostics: list[Diagnostic], version: int | None, sent: dict) -> Diagnostic | None:
+    """The finding behind a diagnostic the client sends back, if it is still current."""
+    data = sent.get("data") or {}
+    index = data.get("index")
+    if sent.get("source") != "trainlint" or not isinstance(index, int) or data.get("version") != version:
+        return None
+    return diagnostics[index] if 0 <= index < len(diagnostics) else None
+
+
+def _with_row(text: str, row: int, line: str) -> str:
+    """`text` with its 1-based `row` replaced by `line` (the row's line ending kept)."""
+    rows = split_lines(text)
+    rows[row - 1] = line + rows[row - 1][len(strip_eol(rows[row - 1])):]
+    return "".join(rows)
+
+
+class _TextEdits:
+    """The workspace edits of a text document: what a code action changes."""
+
+    def __init__(self, server: Server, doc: Document) -> None:
+        self.server, self.doc = server, doc
+        self.uri, self.text, self.version, self.diagnostics = doc.uri, doc.text, doc.version, doc.diagnostics
+
+    def of_fix(self, diag: Diagnostic) -> dict:
+        return {"changes": {self.uri: [self.server._text_edit(self.doc, e) for e in diag.fix.edits]}}
+
+    def of_noqa(self, diag: Diagnostic) -> dict | None:
         from trainlint.noqa import suppressed_line
 
-        new = suppressed_line(doc.text, diag.start.row, diag.code)
-        if new is None:
-            return None
-        lines = doc.lines
-        row = diag.start.row
-        return {"range": {"start": {"line": row - 1, "character": 0},
-                          "end": {"line": row - 1, "character": _units(lines[row - 1], self.encoding)}},
-                "newText": new}
+        line = suppressed_line(self.text, diag.start.row, diag.code)
+        return None if line is None else self.of_text(_with_row(self.text, diag.start.row, line))
 
-    def _fix_all(self, doc: Document) -> dict | None:
-        """Every safe fix, to a fixed point, as one edit of the whole document (what --fix writes)."""
-        from trainlint.engine import ParseError
-        from trainlint.fixer import FixError, fix_text
+    def of_text(self, new_text: str) -> dict:
+        return {"changes": {self.uri: [self.server._replacement(self.doc, new_text)]}}
 
-        path, settings = self._settings(doc)
-        if settings.is_excluded(path) or not any(
-                d.fix is not None and d.fix.edits and d.fix.applicability is Applicability.SAFE
-                for d in doc.diagnostics):
+
+class _NotebookEdits(_TextEdits):
+    """The workspace edits of a notebook: made on its program text, then split into its cells
+    (`of_noqa` is the text document's: a changed row of the program)."""
+
+    def __init__(self, server: Server, notebook: NotebookDocument) -> None:
+        self.server, self.notebook = server, notebook
+        self.uri, self.text = notebook.uri, notebook.program.text
+        self.version, self.diagnostics = notebook.version, notebook.diagnostics
+
+    def of_fix(self, diag: Diagnostic) -> dict | None:
+        return self.of_text(apply_edits(self.text, diag.fix.edits))
+
+    def of_text(self, new_text: str) -> dict | None:
+        cells = self.notebook.split(new_text)
+        if not cells:  # the edit moved a cell boundary (or changed nothing a cell holds)
             return None
-        try:
-            fixed = fix_text(doc.text, path, settings.active_rules(path), settings).text
-        except (ParseError, FixError):
-            return None
-        if fixed == doc.text:
-            return None
-        lines = doc.lines
-        end = {"line": len(lines), "character": 0}
-        if lines and not doc.text.endswith(("\n", "\r")):
-            end = {"line": len(lines) - 1, "character": _units(lines[-1], self.encoding)}
-        return {"title": "trainlint: Fix all safe fixes", "kind": FIX_ALL,
-                "edit": {"changes": {doc.uri: [{"range": {"start": {"line": 0, "character": 0}, "end": end},
-                                                "newText": fixed}]}}}
+        docs = {cell.uri: cell.doc for cell in self.notebook.cells}
+        return {"changes": {uri: [self.server._replacement(docs[uri], text)] for uri, text in cells.items()}}
 
 
 def serve(stdin=None, stdout=None) -> int:
