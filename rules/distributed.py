@@ -500,7 +500,9 @@ Unsafe: gradients become views, so code that assigns `param.grad = ...` or calls
 `param.grad.detach_()`/`requires_grad_()` on them breaks (no fix is offered when the module
 assigns `.grad`). `optimizer.zero_grad()` works either way. A call with `**options` is flagged
 only when every key the dict can hold is visible in the function (built from literals, given
-literal keys, used nowhere else) and none is `gradient_as_bucket_view`.
+literal keys, used nowhere else) and none is `gradient_as_bucket_view`. A call that passes ten
+or more arguments by position is not flagged: the tenth is `gradient_as_bucket_view` in releases
+before `init_sync` was added ahead of it.
 """
     valid = [
         Valid("from torch.nn.parallel import DistributedDataParallel as DDP\nDDP(model, gradient_as_bucket_view=True)\n"),
@@ -517,6 +519,9 @@ literal keys, used nowhere else) and none is `gradient_as_bucket_view`.
         Valid(_DDP_ARGS.replace("ddp_args = {}", "ddp_args = load_options()")),
         Valid("import torch\ndef wrap(model, ddp_args):\n"
               "    return torch.nn.parallel.DistributedDataParallel(model, **ddp_args)\n"),
+        # Every parameter by position: which one the tenth is depends on the torch release.
+        Valid("from torch.nn.parallel import DistributedDataParallel as DDP\n"
+              "DDP(model, None, None, 0, True, None, 25, False, False, True)\n"),
     ]
     invalid = [
         Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model, device_ids=[rank])\n",
@@ -549,6 +554,11 @@ literal keys, used nowhere else) and none is `gradient_as_bucket_view`.
             keys = _star_keys(ctx, node)
             if keys is None or "gradient_as_bucket_view" in keys:
                 return  # the options may set it: not known here
+        if ctx.positional(node, 9) is not None:
+            # Ten or more positional arguments: the tenth is gradient_as_bucket_view in the torch
+            # releases before `init_sync` was inserted ahead of it, check_reduction after, so the
+            # call may set it (and a keyword beside it could raise "got multiple values").
+            return
         arg = ctx.keyword(node, "gradient_as_bucket_view")
         if arg is not None and ctx.literal(arg.value) is not False:
             return
