@@ -357,11 +357,16 @@ since the new signature orders them differently. `import torch` is added when no
 _BF16_CHECK = "{torch}.cuda.is_bf16_supported(including_emulation=False)"
 # The same question for a target-torch older than 2.4, which has no including_emulation= (and
 # whose 2.3 answers True for emulated bfloat16): native bfloat16 is compute capability 8.0+.
-_BF16_CHECK_BEFORE_2_4 = "{torch}.cuda.get_device_capability() >= (8, 0)"
+# get_device_capability() raises where CUDA is not available (is_bf16_supported says False).
+_BF16_CHECK_BEFORE_2_4 = "{torch}.cuda.is_available() and {torch}.cuda.get_device_capability() >= (8, 0)"
 
 
-def _bf16_check(ctx, torch: str) -> str:
-    return (_BF16_CHECK if target_allows(ctx, "2.4") else _BF16_CHECK_BEFORE_2_4).format(torch=torch)
+def _bf16_check(ctx, torch: str, negated: bool = False) -> str:
+    if target_allows(ctx, "2.4"):
+        check = _BF16_CHECK.format(torch=torch)
+        return f"not {check}" if negated else check
+    check = _BF16_CHECK_BEFORE_2_4.format(torch=torch)
+    return f"not ({check})" if negated else check
 
 # Scaler methods the Ampere fix rewrites: scale(x) -> x, step(opt) -> opt.step(); update/unscale_ go.
 _SCALER_DROPPED = ("update", "unscale_")
@@ -425,7 +430,8 @@ for x, y in loader:
 Unsafe: bfloat16 has fewer mantissa bits than float16, so numerics change (the loss curve should
 match closely; check it). `including_emulation=False` matters: plain `is_bf16_supported()` is
 also true on older GPUs that only emulate bfloat16, slowly (with `target-torch` older than 2.4,
-which lacks the argument, the check is `torch.cuda.get_device_capability() >= (8, 0)`). The target-gpu fix removes the
+which lacks the argument, the check is `torch.cuda.is_available() and
+torch.cuda.get_device_capability() >= (8, 0)`). The target-gpu fix removes the
 scaler's calls (`scaler.scale(loss).backward()` becomes `loss.backward()`, `scaler.step(opt)`
 becomes `opt.step()`, `scaler.update()` and `scaler.unscale_(opt)` go) and the scaler itself
 when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is kept, disabled.
@@ -456,7 +462,7 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.float16"),
             fixed=_LOOP.format(
                 pre=_CHOICE_LINE.replace("torch.cuda.is_bf16_supported(including_emulation=False)",
-                                         "torch.cuda.get_device_capability() >= (8, 0)"),
+                                         "torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)"),
                 sargs="'cuda', enabled=amp_dtype == torch.float16", aargs="'cuda', dtype=amp_dtype"),
             message="get_device_capability() >= (8, 0)", settings={"target_torch": "2.3"},
         ),
@@ -521,6 +527,18 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             "        dtype=torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16,\n"
             "    ):\n        return model(x)\n",
         ),
+        # The same before 2.4: the two-part check is grouped where it is negated and and-ed.
+        Invalid(
+            "import torch\ndef make():\n    return torch.amp.GradScaler(enabled=use_amp)\n"
+            "def step(x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
+            fixed="import torch\ndef make():\n"
+            "    return torch.amp.GradScaler(\n        enabled=use_amp and not (torch.cuda.is_available() and "
+            "torch.cuda.get_device_capability() >= (8, 0)),\n    )\n"
+            "def step(x):\n    with torch.autocast(\n        'cuda',\n"
+            "        dtype=torch.bfloat16 if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0) "
+            "else torch.float16,\n    ):\n        return model(x)\n",
+            settings={"target_torch": "2.3"},
+        ),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -569,7 +587,7 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
                 len([a for a in use.call.args if a.keyword is None]) > prec.scaler_enabled_index(use)
             if positional_enabled:
                 return None
-            only_fp16 = f"{var} == {torch}.float16" if var else f"not {check}"
+            only_fp16 = f"{var} == {torch}.float16" if var else _bf16_check(ctx, torch, negated=True)
             new_scalers[use.call] = ctx.with_keyword(use.call, "enabled", _and(ctx, use.call, only_fp16))
         dtype_code = var or choice
         for use in autocasts:

@@ -1,6 +1,9 @@
 """The realistic scripts in fixtures/: their findings and fixed output are checked against the
 snapshots beside them (<name>.expected.json, <name>.fixed), and both versions must run.
 
+Some scripts are also checked for an older PyTorch (`target-torch`): their snapshots for it are
+<name>.torch<X.Y>.expected.json and <name>.torch<X.Y>.fixed, and the fixed script must still run.
+
 Set TRAINLINT_UPDATE_FIXTURES=1 to rewrite the snapshots after an intended change; review the diff.
 """
 
@@ -26,12 +29,20 @@ SCRIPTS = sorted(
     if os.path.exists(p[:-3] + ".expected.json")
 )
 UPDATE = os.environ.get("TRAINLINT_UPDATE_FIXTURES") == "1"
+# Scripts checked again for the oldest PyTorch their code must run on: rules whose finding does not
+# exist there are off, and fixes write only what that release has (the fp16 recipe of torch 1.13:
+# no torch.amp.GradScaler, no is_bf16_supported(including_emulation=), zero_grad keeps grads).
+TARGETS = {"amp/fp16_finetune.py": ["1.13", "2.2"]}
+# (script, target-torch or None, snapshot suffix)
+CASES = [(name, None, "") for name in SCRIPTS] + [
+    (name, target, f".torch{target}") for name, targets in TARGETS.items() for target in targets]
+CASE_IDS = [name + suffix for name, _target, suffix in CASES]
 
 
-def _findings(name):
+def _findings(name, target=None):
     with open(os.path.join(FIXTURES, name), encoding="utf-8") as fh:
         text = fh.read()
-    diags = lint_source(text, path=name, settings=Settings())
+    diags = lint_source(text, path=name, settings=Settings(target_torch=target))
     return text, [
         {"code": d.code, "row": d.start.row, "column": d.start.column, "end_row": d.end.row,
          "end_column": d.end.column, "fix": d.fix.applicability.value if d.fix and d.fix.edits else None}
@@ -52,10 +63,10 @@ def test_there_are_realistic_fixtures():
     assert "clean_train.py" in SCRIPTS
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
-def test_findings_match_snapshot(name):
-    _, found = _findings(name)
-    expected = json.loads(_snapshot(os.path.join(FIXTURES, name[:-3] + ".expected.json"),
+@pytest.mark.parametrize(("name", "target", "suffix"), CASES, ids=CASE_IDS)
+def test_findings_match_snapshot(name, target, suffix):
+    _, found = _findings(name, target)
+    expected = json.loads(_snapshot(os.path.join(FIXTURES, name[:-3] + suffix + ".expected.json"),
                                     json.dumps(found, indent=1) + "\n"))
     assert found == expected
     if os.path.basename(name).startswith("clean"):
@@ -64,14 +75,15 @@ def test_findings_match_snapshot(name):
         assert found, f"{name} shows no finding"
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
-def test_fixed_output_matches_snapshot(name):
+@pytest.mark.parametrize(("name", "target", "suffix"), CASES, ids=CASE_IDS)
+def test_fixed_output_matches_snapshot(name, target, suffix):
     text, _ = _findings(name)
-    fixed = fix_source(text, path=name, settings=Settings(), unsafe_fixes=True)
-    expected = _snapshot(os.path.join(FIXTURES, name[:-3] + ".fixed"), fixed)
+    settings = Settings(target_torch=target)
+    fixed = fix_source(text, path=name, settings=settings, unsafe_fixes=True)
+    expected = _snapshot(os.path.join(FIXTURES, name[:-3] + suffix + ".fixed"), fixed)
     assert fixed == expected
     compile(fixed, name, "exec")
-    assert fix_source(fixed, path=name, settings=Settings(), unsafe_fixes=True) == fixed
+    assert fix_source(fixed, path=name, settings=settings, unsafe_fixes=True) == fixed
 
 
 # Scripts that run as plain `python script.py`: all but the distributed ones (they run under
@@ -87,11 +99,14 @@ ARGS = {"image_classifier.py": ["--epochs", "1"], "checkpoint/checkpoint_every_s
 def test_original_and_fixed_scripts_run(name, tmp_path):
     pytest.importorskip("torch")
     original = os.path.join(FIXTURES, name)
-    fixed = tmp_path / os.path.basename(name)
-    with open(os.path.join(FIXTURES, name[:-3] + ".fixed"), encoding="utf-8") as fh:
-        fixed.write_text(fh.read(), encoding="utf-8")
+    scripts = [original]
+    for suffix in [""] + [f".torch{target}" for target in TARGETS.get(name, [])]:  # each fixed version
+        fixed = tmp_path / f"fixed{suffix}.py"
+        with open(os.path.join(FIXTURES, name[:-3] + suffix + ".fixed"), encoding="utf-8") as fh:
+            fixed.write_text(fh.read(), encoding="utf-8")
+        scripts.append(str(fixed))
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    for script in (original, str(fixed)):
+    for script in scripts:
         args = [sys.executable, script] + [a.format(tmp=tmp_path) for a in ARGS.get(name, [])]
         proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env,
                               cwd=os.path.dirname(original))
