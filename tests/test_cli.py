@@ -85,6 +85,13 @@ def test_statistics_and_show_fixes(project):
     assert "TL104: 1" in shown.output
 
 
+def test_statistics_as_json_and_formats_without_them(project):
+    data = json.loads(run(["--statistics", "--output-format", "json", "bad.py"], project).output)
+    assert data == [{"code": "TL104", "name": "dataloader-shallow-prefetch", "count": 1, "fixable": True}]
+    sarif = run(["--statistics", "--output-format", "sarif", "bad.py"], project)
+    assert sarif.exit_code == 2 and "--statistics prints in the output formats concise, full, json" in sarif.output
+
+
 def test_json_output_is_ruff_compatible(project):
     result = run(["--output-format", "json", "bad.py"], project)
     data = json.loads(result.output)

@@ -18,6 +18,7 @@ from trainlint.cache import Cache
 from trainlint.config import ConfigError, SettingsResolver
 from trainlint.registry import RegistryError, all_rules, get_rule, is_known_selector
 from trainlint.reporters import FORMATS, render
+from trainlint.reporters.statistics import FORMATS as STATISTICS_FORMATS
 from trainlint.runner import Mode, check_stdin, run
 from trainlint.source import STDIN_NAME
 
@@ -170,6 +171,9 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
         unsafe_fixes = unsafe_fixes if unsafe_fixes is not None else bool(project.unsafe_fixes)
         show_fixes = show_fixes or bool(project.show_fixes)
         output_format = output_format or project.output_format or "concise"
+        if statistics and output_format not in STATISTICS_FORMATS:
+            raise click.UsageError(f"--statistics prints in the output formats {', '.join(STATISTICS_FORMATS)}; "
+                                   f"not {output_format}")
         if show_files or show_settings:
             _show(list(paths) or ["."], resolver, force_exclude, show_settings, stdin_filename)
         mode = Mode(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff)

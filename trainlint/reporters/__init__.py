@@ -24,5 +24,8 @@ FORMATS = {
 
 
 def render(fmt: str, result) -> str:
-    module = importlib.import_module(FORMATS[fmt])
+    if result.statistics and not result.diff_mode:
+        module = importlib.import_module("trainlint.reporters.statistics")  # counts, in its own formats
+    else:
+        module = importlib.import_module(FORMATS[fmt])
     return module.render(result, fmt)

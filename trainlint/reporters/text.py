@@ -23,8 +23,6 @@ def render(result: RunResult, fmt: str) -> str:
         return "".join(f.diff if f.diff.endswith("\n") else f.diff + "\n" for f in result.files if f.diff)
     lines: list[str] = []
     diagnostics = result.diagnostics
-    if result.statistics:
-        return _statistics(diagnostics, result.unsafe_fixes)
     cells = cell_maps(result)
     for diag in diagnostics:
         marker = "[*] " if _available(diag, result.unsafe_fixes) else ""
@@ -128,12 +126,3 @@ def summary(result: RunResult) -> list[str]:
 
 def _applied(file_result):
     return file_result.applied
-
-
-def _statistics(diagnostics, unsafe_fixes: bool) -> str:
-    counts = Counter((d.code, d.name) for d in diagnostics)
-    fixable = Counter(d.code for d in diagnostics if _available(d, unsafe_fixes))
-    lines = []
-    for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0])):
-        lines.append(f"{n:>5}\t{code}\t{'[*] ' if fixable[code] else ''}{name}")
-    return "\n".join(lines) + ("\n" if lines else "")
