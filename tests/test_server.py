@@ -26,14 +26,14 @@ SOURCE = (
 
 
 class Client:
-    def __init__(self, cwd, encodings=None):
+    def __init__(self, cwd, encodings=None, capabilities=None):
         env = dict(os.environ, PYTHONPATH=ROOT)
         self.proc = subprocess.Popen([sys.executable, "-m", "trainlint", "server"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env)
         self.inbox = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.next_id = 0
-        capabilities = {"general": {"positionEncodings": encodings}} if encodings else {}
+        capabilities = dict(capabilities or {}, **({"general": {"positionEncodings": encodings}} if encodings else {}))
         self.init = self.request("initialize", {"processId": None, "rootUri": None, "capabilities": capabilities})
         self.notify("initialized", {})
 
@@ -191,6 +191,26 @@ def test_configuration_of_the_path_applies_and_is_reread(client, tmp_path):
             assert "TL999" in message["params"]["message"]
             break
     assert client.diagnostics(uri)["diagnostics"] == []
+
+
+def test_a_configuration_changed_on_disk_relints_the_open_documents(tmp_path):
+    client = Client(tmp_path, capabilities={"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}})
+    try:
+        register = client.receive()  # the server asks to be told of configuration files
+        assert register["method"] == "client/registerCapability"
+        (registration,) = register["params"]["registrations"]
+        assert registration["method"] == "workspace/didChangeWatchedFiles"
+        assert {w["globPattern"] for w in registration["registerOptions"]["watchers"]} == {
+            "**/pyproject.toml", "**/trainlint.toml"}
+        write_message(client.proc.stdin, {"jsonrpc": "2.0", "id": register["id"], "result": None})
+        uri = _open(client, tmp_path, SOURCE)
+        assert {d["code"] for d in client.diagnostics(uri)["diagnostics"]} == {"TL101", "TL102"}
+        (tmp_path / "trainlint.toml").write_text('ignore = ["TL102"]\n')
+        client.notify("workspace/didChangeWatchedFiles",
+                      {"changes": [{"uri": (tmp_path / "trainlint.toml").as_uri(), "type": 1}]})
+        assert {d["code"] for d in client.diagnostics(uri)["diagnostics"]} == {"TL101"}
+    finally:
+        client.close()
 
 
 def test_closing_clears_the_findings(client, tmp_path):

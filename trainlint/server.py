@@ -30,7 +30,7 @@ from urllib.parse import unquote, urlparse
 import click
 
 from trainlint import __version__
-from trainlint.config import ConfigError, SettingsResolver
+from trainlint.config import CONFIG_FILES, ConfigError, SettingsResolver
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, FileError, Location
 from trainlint.notebook import is_notebook
 from trainlint.server_notebooks import CODE, Cell, NotebookDocument, changed_lines
@@ -150,6 +150,7 @@ class Server:
         self.cell_notebook: dict[str, str] = {}  # a cell's uri -> its notebook's
         self.encoding = "utf-16"
         self.shutting_down = False
+        self.watches_files = False  # the client can watch the configuration files for us
 
     # -- protocol plumbing --------------------------------------------------------------
 
@@ -192,6 +193,8 @@ class Server:
         # Characters (utf-32) need no conversion; otherwise the client's first choice we know.
         self.encoding = next((e for e in ("utf-32", *offered) if e in offered and e in ("utf-32", "utf-8", "utf-16")),
                              "utf-16")
+        watched = ((params.get("capabilities") or {}).get("workspace") or {}).get("didChangeWatchedFiles") or {}
+        self.watches_files = bool(watched.get("dynamicRegistration"))
         return {
             "capabilities": {
                 "positionEncoding": self.encoding,
@@ -203,7 +206,24 @@ class Server:
         }
 
     def on_initialized(self, params: dict) -> None:
+        if self.watches_files:
+            # Ask the client to say when a configuration file changes on disk (a `git checkout`, an
+            # edit in another program): the open documents are then linted again with it. The
+            # client's answer to this request needs no handling.
+            watchers = [{"globPattern": f"**/{name}"} for name in CONFIG_FILES]
+            self.send({"id": "trainlint-watch-config", "method": "client/registerCapability", "params": {
+                "registrations": [{"id": "trainlint-config", "method": "workspace/didChangeWatchedFiles",
+                                   "registerOptions": {"watchers": watchers}}]}})
         return None
+
+    def on_workspace_didChangeWatchedFiles(self, params: dict) -> None:
+        """A configuration file changed: every open document's findings may have (settings are read
+        afresh on each lint)."""
+        for doc in self.documents.values():
+            if not is_notebook(uri_to_path(doc.uri)):
+                self.publish(doc)
+        for notebook in self.notebooks.values():
+            self.publish_notebook(notebook)
 
     def on_shutdown(self, params: dict) -> None:
         self.shutting_down = True
