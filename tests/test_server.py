@@ -446,3 +446,22 @@ def test_a_notebook_opened_as_text_is_not_read_as_python(client, tmp_path):
         "uri": (tmp_path / "train.ipynb").as_uri(), "languageId": "json", "version": 1, "text": '{"cells": []}'}})
     uri = _open(client, tmp_path, "import torch\n")
     assert client.diagnostics(uri)["diagnostics"] == []  # the first publish is the .py file's: none for the JSON
+
+
+def test_hover_on_a_rule_code_in_a_comment_explains_the_rule(client, tmp_path):
+    assert client.init["result"]["capabilities"]["hoverProvider"] is True
+    text = "x = 1  # noqa: E501, TL104\ny = 'TL104'\n"
+    uri = _open(client, tmp_path, text)
+    client.diagnostics(uri)
+
+    def hover(line, character):
+        return client.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                     "position": {"line": line, "character": character}})["result"]
+
+    shown = hover(0, 23)
+    assert shown["contents"]["kind"] == "markdown"
+    assert shown["contents"]["value"].startswith("# dataloader-shallow-prefetch (TL104)")
+    assert shown["range"] == {"start": {"line": 0, "character": 21}, "end": {"line": 0, "character": 26}}
+    assert hover(0, 17) is None  # another tool's code
+    assert hover(1, 7) is None  # not in a comment
+    assert hover(5, 0) is None  # past the end

@@ -324,7 +324,7 @@ def rule(code, show_all, output_format) -> None:
         click.echo(json.dumps(data if show_all else data[0], indent=2))
         return
     for r in rules:
-        click.echo(_rule_text(r))
+        click.echo(r.explanation())
 
 
 def _rule_dict(r) -> dict:
@@ -339,17 +339,6 @@ def _rule_dict(r) -> dict:
         "explanation": r.docs,
         "url": r.url(),
     }
-
-
-def _rule_text(r) -> str:
-    head = f"# {r.name} ({r.code})"
-    meta = r.facts()
-    options = ""
-    if r.options:
-        options = "\n## Options\n" + "\n".join(
-            f"- `{k}` (default `{o.default!r}`): {o.description}" for k, o in r.options.items()
-        ) + "\n"
-    return f"{head}\n\n{r.summary}\n\n{meta}\n\n{r.docs.strip()}\n{options}"
 
 
 class _Process:

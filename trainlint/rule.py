@@ -111,6 +111,15 @@ class Rule:
                 f"default. Source: seed article {cls.source}.{torch}")
 
     @classmethod
+    def explanation(cls) -> str:
+        """The rule explained, in Markdown: `trainlint rule CODE`, and the editor's hover on a code."""
+        options = ""
+        if cls.options:
+            options = "\n## Options\n" + "\n".join(
+                f"- `{k}` (default `{o.default!r}`): {o.description}" for k, o in cls.options.items()) + "\n"
+        return f"# {cls.name} ({cls.code})\n\n{cls.summary}\n\n{cls.facts()}\n\n{cls.docs.strip()}\n{options}"
+
+    @classmethod
     def url(cls) -> str:
         return DOCS_URL.format(code=cls.code.lower())
 

@@ -8,7 +8,8 @@ apply at once), publishes the findings as diagnostics, and answers code actions 
 finding's fix (safe ones preferred; unsafe ones and suggestions marked so), a `# noqa` for the
 line, and `source.fixAll.trainlint`, which applies the safe fixes as `--fix` would. Jupyter
 notebooks come as notebook documents, their findings published on their cells
-(trainlint/server_notebooks.py).
+(trainlint/server_notebooks.py). A hover on a rule code in a comment explains the rule; a
+configuration file changed on disk (when the client watches files) re-lints what is open.
 
 Messages are JSON-RPC 2.0 framed with Content-Length headers. Positions: the client's choice
 among utf-32, utf-8 and utf-16 (the protocol's default); the engine's columns are characters.
@@ -39,6 +40,7 @@ from trainlint.textpos import apply_edits, split_lines, strip_eol
 FIX_ALL = "source.fixAll.trainlint"
 # LSP DiagnosticSeverity: 2 is Warning (a finding is advice, not a compile error); 1 is Error.
 WARNING, ERROR = 2, 1
+_RULE_CODE = re.compile(r"\b[A-Z]+[0-9]+\b")  # as suppressions read codes; other tools' codes get no hover
 # The messages that make a document's pending lint stale, and where their params name it.
 _CHANGES = {"textDocument/didChange": "textDocument", "textDocument/didClose": "textDocument",
             "notebookDocument/didChange": "notebookDocument", "notebookDocument/didClose": "notebookDocument"}
@@ -200,6 +202,7 @@ class Server:
                 "positionEncoding": self.encoding,
                 "textDocumentSync": {"openClose": True, "change": 2, "save": True},  # incremental edits
                 "codeActionProvider": {"codeActionKinds": ["quickfix", FIX_ALL]},
+                "hoverProvider": True,
                 "notebookDocumentSync": {"notebookSelector": [{"cells": [{"language": "python"}]}], "save": True},
             },
             "serverInfo": {"name": "trainlint", "version": __version__},
@@ -425,6 +428,37 @@ class Server:
         position = self._position(lines, at.row, at.column)
         return {"range": {"start": position, "end": position}, "severity": ERROR, "source": "trainlint",
                 "message": message}
+
+    # -- hover --------------------------------------------------------------------------
+
+    def on_textDocument_hover(self, params: dict) -> dict | None:
+        """The rule's explanation when the cursor is on a rule code in a comment (`# noqa: TL104`),
+        as `trainlint rule TL104` prints it."""
+        from trainlint.registry import get_rule
+
+        doc = self._text_of(params["textDocument"]["uri"])
+        row = params["position"]["line"]
+        if doc is None or row >= len(doc.lines):
+            return None
+        line = doc.lines[row]
+        at = _index(line, params["position"]["character"], self.encoding)
+        comment = line.find("#")
+        for m in _RULE_CODE.finditer(line):
+            if 0 <= comment < m.start() and m.start() <= at <= m.end():
+                rule = get_rule(m.group())
+                if rule is None:
+                    return None
+                return {"contents": {"kind": "markdown", "value": rule.explanation()},
+                        "range": {"start": {"line": row, "character": _units(line[:m.start()], self.encoding)},
+                                  "end": {"line": row, "character": _units(line[:m.end()], self.encoding)}}}
+        return None
+
+    def _text_of(self, uri: str) -> Document | None:
+        """The open text document, or notebook cell, at `uri`."""
+        notebook = self.notebooks.get(self.cell_notebook.get(uri, ""))
+        if notebook is not None:
+            return next((cell.doc for cell in notebook.cells if cell.uri == uri), None)
+        return self.documents.get(uri)
 
     # -- code actions -------------------------------------------------------------------
 
