@@ -176,6 +176,21 @@ def test_show_files_lists_what_a_check_would_read(project):
     assert run(["--show-files", "missing.py"], project).exit_code == 2
 
 
+def test_gitignored_files_are_left_out_unless_asked(project):
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / ".gitignore").write_text("generated/\n")
+    (project / "generated").mkdir()
+    (project / "generated" / "copy.py").write_text(BAD)
+    assert run(["--show-files"], project).output == "bad.py\ngood.py\n"
+    everything = "bad.py\ngenerated/copy.py\ngood.py\n"
+    assert run(["--show-files", "--no-respect-gitignore"], project).output == everything
+    (project / "pyproject.toml").write_text("[tool.trainlint]\nrespect-gitignore = false\n")
+    assert run(["--show-files"], project).output == everything
+    assert run(["--show-files", "--respect-gitignore"], project).output == "bad.py\ngood.py\n"
+    # A file named on the command line is checked, ignored or not (as an excluded one is).
+    assert "generated/copy.py:2:10: TL104" in run(["generated/copy.py"], project).output
+
+
 def test_show_settings_names_the_config_and_the_rules(project):
     (project / "sub").mkdir()
     (project / "sub" / "train.py").write_text(BAD)

@@ -124,6 +124,9 @@ def selectors(ctx, param, value):
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("-w", "--watch", is_flag=True, help="Check again whenever a checked file or a configuration file changes.")
 @click.option("--extend-exclude", multiple=True, help="Extra exclude patterns.")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=None,
+              help="Leave out what .gitignore ignores in folders (default: the configuration's "
+                   "`respect-gitignore`, else yes).")
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),
               help="Report only findings not recorded in FILE (a missing FILE is written with the current findings).")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: TLxxx` comments that suppress every current finding.")
@@ -137,7 +140,8 @@ def selectors(ctx, param, value):
 @click.pass_obj
 def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
           exit_non_zero_on_fix, target_torch, ignore_noqa, statistics, show_fixes, output_format, output_file, config_args, isolated, no_cache, cache_dir, jobs, force_exclude,
-          quiet, watch, extend_exclude, baseline_path, add_noqa, show_files, show_settings, stdin_filename) -> None:
+          quiet, watch, extend_exclude, respect_gitignore, baseline_path, add_noqa, show_files, show_settings,
+          stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     if watch:
         from trainlint.watch import watch_command
@@ -152,7 +156,8 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
         process.checked = True
     overrides = {"select": select, "extend_select": extend_select, "ignore": ignore, "fixable": fixable,
                  "unfixable": unfixable, "extend_exclude": tuple(extend_exclude) or None,
-                 "ignore_noqa": ignore_noqa or None, "target_torch": target_torch}
+                 "ignore_noqa": ignore_noqa or None, "target_torch": target_torch,
+                 "respect_gitignore": respect_gitignore}
     from_stdin = stdin_filename is not None or STDIN_NAME in paths
     if from_stdin and (set(paths) - {STDIN_NAME} or add_noqa):
         what = "--add-noqa" if add_noqa else "other PATHS"

@@ -51,6 +51,7 @@ class Settings:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True  # folders are read through git: what .gitignore ignores is not checked
     target_gpu: str = "any"
     # The oldest PyTorch the code must run on ("2.1"): rules whose finding does not exist there are
     # off, and fixes are spelled with what it has. None: a current PyTorch.
@@ -239,11 +240,11 @@ def glob_matcher(patterns: tuple[str, ...]):
 
 _CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
 _LIST_KEYS = _CODE_KEYS + ("exclude", "extend-exclude", "interval-names")
-_BOOL_KEYS = ("fix", "unsafe-fixes", "show-fixes")
+_BOOL_KEYS = ("fix", "unsafe-fixes", "show-fixes", "respect-gitignore")
 _TOP_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-gpu", "target-torch", "extend",
                                                   "output-format"}
 # Settings of the run, not of a file's findings: the cache does not key on them.
-_RUN_KEYS = ("fix", "unsafe_fixes", "show_fixes", "output_format")
+_RUN_KEYS = ("fix", "unsafe_fixes", "show_fixes", "output_format", "respect_gitignore")
 # Keys whose values a configuration adds to those of the configuration it extends (the others
 # replace them); a `select` of its own starts the rule choice over, dropping the base's additions.
 _ACCUMULATED = ("extend_select", "ignore", "extend_exclude", "per_file_ignores", "unfixable", "extend_safe_fixes",

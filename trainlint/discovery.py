@@ -59,7 +59,7 @@ def discover(paths: list[str], resolver: SettingsResolver, force_exclude: bool =
     seen: set[str] = set()
     for given in paths:
         if os.path.isdir(given):
-            candidates = _git_files(given)
+            candidates = _git_files(given) if resolver.for_directory(given).respect_gitignore else None
             if candidates is None:
                 candidates = _walk(given, resolver)
             for path in sorted(candidates):
