@@ -76,6 +76,8 @@ def test_select_ignore_and_prefixes(project):
     assert run(["--select", "TL1", "--extend-select", "TL2", "bad.py"], project).exit_code == 1
     bad = run(["--select", "XX999", "bad.py"], project)
     assert bad.exit_code == 2 and "unknown rule code" in bad.output
+    typo = run(["--select", "TL1O4", "bad.py"], project)
+    assert typo.exit_code == 2 and "did you mean `TL104`?" in typo.output
 
 
 def test_statistics_and_show_fixes(project):

@@ -23,12 +23,18 @@ def invoke(args, cwd):
 @pytest.mark.parametrize(
     "table,expected",
     [
-        ("selec = ['TL1']", "unknown key `selec`"),
+        ("selec = ['TL1']", "unknown key `selec`; did you mean `select`?"),
+        ("xyzzy = 1", "unknown key `xyzzy`; expected one of: exclude, extend,"),
+        ("select = ['TL1O1']", "unknown rule code or prefix 'TL1O1'; did you mean `TL101`?"),
+        ("[tool.trainlint.TL101]\nnum-worker = 4", "unknown option of TL101 (dataloader-no-workers); did you mean "
+                                                   "`num-workers`?"),
+        ("[tool.trainlint.TL1O1]\nnum-workers = 4", "unknown rule code or name; did you mean `TL101`?"),
         ("select = 'TL1'", "`select`: expected a list of rule codes"),
         ("select = ['TL999']", "unknown rule code or prefix 'TL999'"),
         ("target-gpu = 'tpu'", "`target-gpu`: expected one of any"),
         ("[tool.trainlint.TL101]\nnum-workers = 'four'", "`TL101.num-workers`: expected an integer"),
-        ("[tool.trainlint.TL101]\nworkers = 4", "unknown option of TL101"),
+        ("[tool.trainlint.TL101]\nlimit = 4", "unknown option of TL101 (dataloader-no-workers); its options: "
+                                                "num-workers"),
         ("[tool.trainlint.TL999]\nx = 1", "unknown rule code or name"),
         ("per-file-ignores = { 'tests/*' = 'TL1' }", "expected a list of rule codes"),
     ],

@@ -7,6 +7,7 @@ naming the file, the key and what was expected (the CLI exits 2).
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import hashlib
 import json
@@ -251,6 +252,12 @@ _ACCUMULATED = ("extend_select", "ignore", "extend_exclude", "per_file_ignores",
                 "extend_unsafe_fixes", "interval_names")
 
 
+def did_you_mean(word: str, choices) -> str:
+    """`; did you mean `x`?` for the choice closest to a misspelt word, or nothing."""
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.7)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
 def _err(path: str, key: str, expected: str, got=None) -> ConfigError:
     got_text = "" if got is None else f", got {type(got).__name__} {got!r}"
     return ConfigError(f"{path}: invalid configuration: `{key}`: expected {expected}{got_text}")
@@ -261,7 +268,8 @@ def _codes(path: str, key: str, value) -> tuple[str, ...]:
         raise _err(path, key, "a list of rule codes or prefixes (strings)", value)
     for code in value:
         if not is_known_selector(code):
-            raise ConfigError(f"{path}: invalid configuration: `{key}`: unknown rule code or prefix {code!r}")
+            raise ConfigError(f"{path}: invalid configuration: `{key}`: unknown rule code or prefix {code!r}"
+                              + did_you_mean(code, [r.code for r in all_rules()]))
     return tuple(value)
 
 
@@ -312,7 +320,7 @@ def parse_table(table: dict, path: str) -> dict:
                     known = ", ".join(sorted(rule.options)) or "none"
                     raise ConfigError(
                         f"{path}: invalid configuration: `{key}.{opt_key}`: unknown option of {rule.code} "
-                        f"({rule.name}); its options: {known}"
+                        f"({rule.name})" + (did_you_mean(opt_key, rule.options) or f"; its options: {known}")
                     )
                 if not isinstance(opt_value, option.type) or isinstance(opt_value, bool) and option.type is int:
                     raise _err(path, f"{key}.{opt_key}", _type_name(option.type), opt_value)
@@ -320,10 +328,12 @@ def parse_table(table: dict, path: str) -> dict:
             rule_options.append((rule.code, tuple(opts)))
         else:
             if isinstance(value, dict):
-                raise ConfigError(f"{path}: invalid configuration: `[{key}]`: unknown rule code or name")
+                codes = [r.code for r in all_rules()] + [r.name for r in all_rules()]
+                raise ConfigError(f"{path}: invalid configuration: `[{key}]`: unknown rule code or name"
+                                  + did_you_mean(key, codes))
             raise ConfigError(
-                f"{path}: invalid configuration: unknown key `{key}`; expected one of: "
-                + ", ".join(sorted(_TOP_KEYS)) + ", or a rule's option table"
+                f"{path}: invalid configuration: unknown key `{key}`" + (did_you_mean(key, _TOP_KEYS) or (
+                    "; expected one of: " + ", ".join(sorted(_TOP_KEYS)) + ", or a rule's option table"))
             )
     if rule_options:
         out["rule_options"] = tuple(rule_options)
