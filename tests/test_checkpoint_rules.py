@@ -144,6 +144,7 @@ def _helper():
 
 
 def test_helper_snapshots_before_returning(tmp_path):
+    pytest.importorskip("torch")
     import threading
     import time
 
@@ -172,6 +173,7 @@ def test_helper_snapshots_before_returning(tmp_path):
 
 
 def test_helper_saves_live_modules_blocking_and_reraises_write_errors(tmp_path):
+    pytest.importorskip("torch")
     import torch
 
     save = _helper()
@@ -194,6 +196,7 @@ def test_helper_saves_live_modules_blocking_and_reraises_write_errors(tmp_path):
 
 
 def test_helper_writes_file_objects_before_returning():
+    pytest.importorskip("torch")
     import io
 
     import torch
@@ -249,6 +252,7 @@ def _assert_same_state(saved, recorded):
 
 
 def test_fixed_checkpoint_fixture_writes_the_state_of_each_step(tmp_path):
+    pytest.importorskip("torch")
     import torch
 
     with open(FIXTURE, encoding="utf-8") as f:

@@ -335,6 +335,7 @@ def _assert_same_training_with_fewer_all_reduces(scripts, tmp_path):
 
 def test_fixed_ddp_fixtures_train_the_same_with_fewer_all_reduces(tmp_path):
     """Flat (`if (step + 1) % accum == 0`) and nested (inner micro-batch loop) accumulation."""
+    pytest.importorskip("torch")
     scripts = _fixed_copies([FIXTURE, NESTED_FIXTURE], tmp_path, "model.no_sync()")
     assert all("gradient_as_bucket_view=True" in open(s).read() for s in scripts[1::2])
     _assert_same_training_with_fewer_all_reduces(scripts, tmp_path)

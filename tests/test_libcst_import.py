@@ -27,7 +27,7 @@ def code_print(code):
     consts = [code_print(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
     return [code.co_code.hex(), consts, code.co_names, code.co_varnames, code.co_freevars,
             code.co_cellvars, code.co_argcount, code.co_kwonlyargcount, code.co_flags,
-            code.co_qualname, code.co_filename]
+            getattr(code, 'co_qualname', code.co_name), code.co_filename]  # co_qualname: 3.11+
 
 seen = {}
 for name, module in sorted(sys.modules.items()):

@@ -22,6 +22,7 @@ def verify(tmp_path):
 
     Returns (click result, JSON report or None).
     """
+    pytest.importorskip("torch")  # the scripts it runs train with torch (the linter needs none)
     from trainlint.verify.command import verify_command
 
     def run(*args: str, json_report: bool = True):

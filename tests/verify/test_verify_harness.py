@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from trainlint.verify.runner import RunSettings, Variant, run_once
+
+pytest.importorskip("torch")  # every case runs a real training script
 
 
 def _settings(script: Path, **kw) -> RunSettings:
