@@ -7,7 +7,6 @@ naming the file, the key and what was expected (the CLI exits 2).
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import hashlib
 import json
@@ -254,6 +253,8 @@ _ACCUMULATED = ("extend_select", "ignore", "extend_exclude", "per_file_ignores",
 
 def did_you_mean(word: str, choices) -> str:
     """`; did you mean `x`?` for the choice closest to a misspelt word, or nothing."""
+    import difflib  # only on this error path: a warm run imports nothing it does not use
+
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.7)
     return f"; did you mean `{close[0]}`?" if close else ""
 
