@@ -440,44 +440,59 @@ def _unattributed_moves(ctx) -> frozenset[cst.Call]:
     return cached
 
 
-def batch_moves(ctx, loop: cst.For) -> frozenset[cst.Call]:
+def batch_moves(ctx, loop: cst.For, *, pieces: bool = False) -> frozenset[cst.Call]:
     """The device copies (`.to(device)`, `.cuda()`, batch helpers) that the batches of a loop over
     a loader reach: copies of the loop's target or of values computed from it, in the loop body or
-    in module-local functions the loop hands them to (up to three calls down)."""
+    in module-local functions the loop hands them to (up to three calls down). With pieces, only
+    copies of the batch's own tensors (`batch["x"]`, `x, y = batch`, `for t in batch`), the ones in
+    the loader's memory, not of values computed from them (`accelerator.gather(x)`, `model(x)`)."""
     cache = ctx.__dict__.setdefault("_batch_moves", {})
-    if loop not in cache:
+    if (loop, pieces) not in cache:
         names = {ctx.dotted(n) for n in ctx.index.walk(loop.target) if isinstance(n, (cst.Name, cst.Attribute))}
         found: set = set()
-        _moves_in(ctx, loop.body, names - {None}, 3, (), found)
-        cache[loop] = frozenset(found)
-    return cache[loop]
+        _moves_in(ctx, loop.body, names - {None}, _is_piece if pieces else _mentions_any, 3, (), found)
+        cache[loop, pieces] = frozenset(found)
+    return cache[loop, pieces]
 
 
-def _moves_in(ctx, body: cst.CSTNode, names: set, depth: int, seen: tuple, found: set) -> None:
-    names = _derived(ctx, body, names)
+def _moves_in(ctx, body: cst.CSTNode, names: set, carries, depth: int, seen: tuple, found: set) -> None:
+    """carries(ctx, expr, names): whether the value of expr carries the batch named by names."""
+    names = _derived(ctx, body, names, carries)
     for node in ctx.index.walk(body):
         if not isinstance(node, cst.Call):
             continue
-        if is_device_move(ctx, node) and _mentions_any(ctx, node.func.value, names):
+        if is_device_move(ctx, node) and carries(ctx, node.func.value, names):
             found.add(node)
-        elif _is_device_helper(ctx, node) and any(_mentions_any(ctx, a.value, names) for a in node.args):
+        elif _is_device_helper(ctx, node) and any(carries(ctx, a.value, names) for a in node.args):
             found.add(node)
         elif depth:
             callee = ctx.loops.local_callee_name(node)
             if callee is None:
                 continue
-            params = {param for param, arg in ctx.loops.bind_params(callee, node) if _mentions_any(ctx, arg.value, names)}
+            params = {param for param, arg in ctx.loops.bind_params(callee, node) if carries(ctx, arg.value, names)}
             fn = ctx.loops.functions[callee][0]
             if params and fn not in seen:
-                _moves_in(ctx, fn.body, params, depth - 1, (*seen, fn), found)
+                _moves_in(ctx, fn.body, params, carries, depth - 1, (*seen, fn), found)
 
 
 def _mentions_any(ctx, expr: cst.CSTNode, names: set) -> bool:
     return any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.dotted(n) in names for n in ctx.index.walk(expr))
 
 
-def _derived(ctx, body: cst.CSTNode, names: set) -> set:
-    """names and every name bound in body from a value that mentions one of them (`x, y = batch`,
+def _is_piece(ctx, expr: cst.BaseExpression, names: set) -> bool:
+    """expr is one of names or taken from one (`batch["x"]`, `batch.values()`, `x.float()`)."""
+    while ctx.dotted(expr) not in names:
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        elif isinstance(expr, (cst.Attribute, cst.Subscript)):
+            expr = expr.value
+        else:
+            return False
+    return True
+
+
+def _derived(ctx, body: cst.CSTNode, names: set, carries) -> set:
+    """names and every name bound in body from a value that carries one of them (`x, y = batch`,
     `inputs = prepare(batch)`, `for micro in batch.split(4)`, `{k: v for k, v in batch.items()}`)."""
     names = set(names)
     bindings = []  # (value, target)
@@ -496,7 +511,7 @@ def _derived(ctx, body: cst.CSTNode, names: set) -> set:
     while changed:
         changed = False
         for value, target in bindings:
-            if _mentions_any(ctx, value, names):
+            if carries(ctx, value, names):
                 for n in ctx.index.walk(target):
                     name = ctx.dotted(n) if isinstance(n, (cst.Name, cst.Attribute)) else None
                     if name and name not in names:
@@ -1252,6 +1267,18 @@ _STEP_FN = (
     "        train_step(model, batch=batch, device=device)\n"
 )
 
+_NESTED_STEP = (
+    "from torch.utils.data import DataLoader\n"
+    "loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+    "def prepare(batch, device):\n"
+    "    return {to}\n"
+    "def train_step(model, batch, device):\n"
+    "    model(prepare(batch, device)).backward()\n"
+    "for batch in loader:\n"
+    "    train_step(model, batch, device)\n"
+    "    opt.step()\n"
+)
+
 
 class BlockingHostToDeviceCopy(Rule):
     code = "TL108"
@@ -1264,8 +1291,9 @@ class BlockingHostToDeviceCopy(Rule):
     docs = """
 ## What it does
 In the hot loop, flags `.to(device)` / `.cuda()` of a batch drawn from a loader with
-`pin_memory=True` that does not pass `non_blocking=True`, there or in a module-local function
-the loop hands the batch to (`train_step(model, batch)`).
+`pin_memory=True` that does not pass `non_blocking=True`: of the batch or of tensors taken from it
+(`x, y = batch`, `batch["x"]`, `for t in batch`), there or in module-local functions the loop hands
+them to (`train_step(model, batch)`, up to three calls down).
 
 ## Why is this bad?
 A blocking copy makes the host wait until the transfer ends, so it cannot queue the next kernels;
@@ -1312,37 +1340,25 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
                 fixed=_SRC.format(move="x, y = x.to(ref, True), y.cuda(0, True)")),
         # The copy happens in the step function the batch is handed to (called twice: one finding).
         Invalid(_STEP_FN.format(to="images.to(device)"), fixed=_STEP_FN.format(to="images.to(device, non_blocking=True)")),
+        # Each tensor of the batch, copied in a comprehension (simpletransformers).
+        Invalid(_SRC.format(move="x = [t.cuda() for t in x]"),
+                fixed=_SRC.format(move="x = [t.cuda(non_blocking=True) for t in x]")),
+        # Two calls down: the step function hands the batch on to a helper that copies it.
+        Invalid(_NESTED_STEP.format(to="batch['x'].to(device)"),
+                fixed=_NESTED_STEP.format(to="batch['x'].to(device, non_blocking=True)")),
     ]
 
     def __init__(self, ctx, options) -> None:
         super().__init__(ctx, options)
-        self._reported: set[cst.Call] = set()  # a step function called twice is reported once
+        self._reported: set[cst.Call] = set()  # a step function two loops call is reported once
 
     def visit_For(self, node: cst.For) -> None:
         ctx = self.ctx
         if node not in ctx.loops.hot_loops or not _iterates_pinned_loader(ctx, node.iter):
             return
-        batch_names = {n.value for n in ctx.index.walk(node.target) if isinstance(n, cst.Name)}
-        self._check_moves(node.body, batch_names)
-        # A step function handed the batch (`train_step(model, batch)`) copies it there.
-        for call in ctx.index.walk(node.body):
-            callee = ctx.loops.local_callee_name(call) if isinstance(call, cst.Call) else None
-            if callee is None:
-                continue
-            params = {param for param, arg in ctx.loops.bind_params(callee, call)
-                      if ctx.dotted(_root(arg.value)) in _unpacked(ctx, node.body, batch_names)}
-            if params:
-                self._check_moves(ctx.loops.functions[callee][0].body, params)
-
-    def _check_moves(self, body: cst.CSTNode, batch_names: set[str]) -> None:
-        """Report blocking device copies of the batch (or what is unpacked from it) in body."""
-        ctx = self.ctx
-        batch_names = _unpacked(ctx, body, batch_names)
-        for call in ctx.index.walk(body):
-            if not isinstance(call, cst.Call) or not is_device_move(ctx, call) or call in self._reported:
-                continue
-            if ctx.dotted(_root(call.func.value)) not in batch_names:
-                continue
+        for call in batch_moves(ctx, node, pieces=True) - self._reported:
+            if not is_device_move(ctx, call):
+                continue  # a batch helper (`send_to_device(batch, device)`): its own signature
             self._reported.add(call)
             position = _non_blocking_position(ctx, call)
             arg = ctx.keyword(call, "non_blocking") or ctx.positional(call, position)
@@ -1364,22 +1380,6 @@ def _non_blocking_position(ctx, call: cst.Call) -> int:
         return 1
     second = ctx.positional(call, 1)
     return 1 if second is not None and isinstance(ctx.literal(second.value), bool) else 2
-
-
-def _unpacked(ctx, body: cst.CSTNode, batch_names: set[str]) -> set[str]:
-    """batch_names and the names unpacked from them in body (`x, y = batch`): batch tensors too."""
-    names = set(batch_names)
-    for stmt in ctx.index.walk(body):
-        if isinstance(stmt, cst.Assign) and ctx.dotted(_root(stmt.value)) in names:
-            for t in stmt.targets:
-                names |= {n.value for n in ctx.index.walk(t.target) if isinstance(n, cst.Name)}
-    return names
-
-
-def _root(expr: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
-        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
-    return expr
 
 
 def _iterates_pinned_loader(ctx, iter_expr: cst.BaseExpression) -> bool:
