@@ -111,8 +111,8 @@ def workers_positive(ctx, expr: cst.BaseExpression) -> bool:
     return False
 
 
-_SEQUENTIAL = re.compile(r"(^|\.)SequentialSampler$")
-_SHUFFLING = re.compile(r"(^|\.)(RandomSampler|DistributedSampler)$")
+_SEQUENTIAL = ("SequentialSampler",)
+_SHUFFLING = ("RandomSampler", "DistributedSampler")
 
 
 def _sampler_calls(ctx, call: cst.Call) -> list[cst.Call] | None:
@@ -126,6 +126,12 @@ def _sampler_calls(ctx, call: cst.Call) -> list[cst.Call] | None:
     return values
 
 
+def _sampler_is(ctx, expr: cst.BaseExpression, names: tuple[str, ...]) -> bool:
+    """expr is a sampler class of one of these names, as imported (`RandomSampler as RS`) or spelled."""
+    name = ctx.names.qualified(expr) or ctx.dotted(expr) or ""
+    return name.rsplit(".", 1)[-1] in names
+
+
 def shuffles(ctx, call: cst.Call) -> bool:
     """The loader draws batches in a new random order each epoch: `shuffle=True`, or a
     `RandomSampler` / `DistributedSampler` (which shuffles unless told `shuffle=False`)."""
@@ -136,7 +142,7 @@ def shuffles(ctx, call: cst.Call) -> bool:
     if not samplers:
         return False
     for sampler in samplers:
-        if not _SHUFFLING.search(ctx.names.qualified(sampler.func) or ctx.dotted(sampler.func) or ""):
+        if not _sampler_is(ctx, sampler.func, _SHUFFLING):
             return False
         option = ctx.keyword(sampler, "shuffle")
         if option is not None and ctx.literal(option.value) is not True:
@@ -151,7 +157,7 @@ def is_training_loader(ctx, call: cst.Call) -> bool:
     if loops:
         return any(ctx.loops.runs_steps(loop) for loop in loops)
     samplers = _sampler_calls(ctx, call)
-    if samplers and all(_SEQUENTIAL.search(ctx.dotted(v.func) or "") for v in samplers):
+    if samplers and all(_sampler_is(ctx, v.func, _SEQUENTIAL) for v in samplers):
         return False
     name = loader_name(ctx, call) or ""
     if _EVAL_NAME.search(name.rsplit(".", 1)[-1]):
@@ -330,6 +336,10 @@ position is replaced where it stands.
         # A sequential sampler marks an evaluation loader (ecosystem: simpletransformers).
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)") +
               "eval_sampler = SequentialSampler(eval_ds)\nscore_loader = DataLoader(eval_ds, sampler=eval_sampler)\n"),
+        # ... also imported under another name (the hot loop's copy may be of any unseen loader's batches).
+        Valid("from torch.utils.data import DataLoader, SequentialSampler as InOrder\ndef fit(dl):\n"
+              "    for x in dl:\n        model(x.cuda()).backward()\n        opt.step()\n"
+              "score_loader = DataLoader(ds, num_workers=2, sampler=InOrder(ds))\n"),
         # Decided per loader: `b`'s batches never leave the CPU; `c` is never iterated, and the only
         # copy in the hot loop is of another loader's batches.
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
