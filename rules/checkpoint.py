@@ -190,6 +190,8 @@ loop.
         Invalid(in_training_loop("if should_save:\n    model.save_pretrained(out)"),
                 fixed=_fixed(in_training_loop("if should_save:\n    _trainlint_async_save(model.save_pretrained, out, "
                                    "state_dict=model.state_dict())"))),
+        # ... not when `*args` may pass the state dict by position: reported, no fix.
+        Invalid(in_training_loop("if should_save:\n    model.save_pretrained(*save_args)"), fixed=None),
         # accelerate's save_state: per step, moved under the script's interval, not made asynchronous.
         Invalid(in_training_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nsave_every = 50\n"),
                 fixed=in_training_loop("if step % save_every == 0:\n    accelerator.save_state(out)").replace(
@@ -502,7 +504,7 @@ loop.
         kind = self._save_kind(call)
         args = list(call.args)
         if kind == "save_pretrained":
-            if ctx.has_star_kwargs(call) or ctx.names.imports_from("peft"):
+            if ctx.hides_arguments(call) or ctx.names.imports_from("peft"):
                 return None  # the state may come from elsewhere; PEFT's save_pretrained takes no state_dict
             if ctx.keyword(call, "state_dict") is None:
                 receiver = ctx.code(call.func.value)

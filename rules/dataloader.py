@@ -39,11 +39,6 @@ def set_loader_arg(ctx, call: cst.Call, name: str, value: str) -> cst.Call:
     return ctx.with_keyword(call, name, value, position=_POSITIONAL.get(name))
 
 
-def hides_arguments(call: cst.Call) -> bool:
-    """`*args` or `**kwargs` may pass any argument (positional ones too): nothing is known missing."""
-    return any(arg.star for arg in call.args)
-
-
 def is_loader(ctx, call: cst.Call) -> bool:
     """A call of DataLoader's constructor with DataLoader's own arguments (aliases, subclasses that
     keep its __init__), also through a name assigned only such classes (yolov5's
@@ -179,7 +174,7 @@ class DataLoaderRule(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if is_loader(ctx, node) and not hides_arguments(node) and not _over_builtin_collection(ctx, node):
+        if is_loader(ctx, node) and not ctx.hides_arguments(node) and not _over_builtin_collection(ctx, node):
             self.check_loader(node)
 
     def check_loader(self, call: cst.Call) -> None:
@@ -994,7 +989,7 @@ the fix adds workers, as TL101. Moving tokenizing and decoding offline is left t
             message += "; move `.to(device)` into the training loop"
             # Device moves first: adding workers to a collate_fn that touches CUDA would break it.
             fix = _move_to_loop_fix(self, node, definition, moves)
-        elif workers_value(ctx, node) == 0 and not hides_arguments(node):
+        elif workers_value(ctx, node) == 0 and not ctx.hides_arguments(node):
             fix = add_workers_fix(self, node)
         else:
             fix = None
@@ -1172,7 +1167,7 @@ The offline conversion is yours to make.
                    f"{offline} and only slice here")
         fix = None
         loaders = _loaders_using(ctx, lambda c: _builds(ctx, c, cls.name.value))
-        idle = [c for c in loaders if workers_value(ctx, c) == 0 and not hides_arguments(c)]
+        idle = [c for c in loaders if workers_value(ctx, c) == 0 and not ctx.hides_arguments(c)]
         if idle:
             fix = add_workers_fix(self, idle[0])
         self.report(call, message, fix)

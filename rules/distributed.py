@@ -500,9 +500,9 @@ Unsafe: gradients become views, so code that assigns `param.grad = ...` or calls
 `param.grad.detach_()`/`requires_grad_()` on them breaks (no fix is offered when the module
 assigns `.grad`). `optimizer.zero_grad()` works either way. A call with `**options` is flagged
 only when every key the dict can hold is visible in the function (built from literals, given
-literal keys, used nowhere else) and none is `gradient_as_bucket_view`. A call that passes ten
-or more arguments by position is not flagged: the tenth is `gradient_as_bucket_view` in releases
-before `init_sync` was added ahead of it.
+literal keys, used nowhere else) and none is `gradient_as_bucket_view`; one with `*args` (which
+may pass it by position) is not flagged, nor one that passes ten or more arguments by position:
+the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added ahead of it.
 """
     valid = [
         Valid("from torch.nn.parallel import DistributedDataParallel as DDP\nDDP(model, gradient_as_bucket_view=True)\n"),
@@ -522,6 +522,10 @@ before `init_sync` was added ahead of it.
         # Every parameter by position: which one the tenth is depends on the torch release.
         Valid("from torch.nn.parallel import DistributedDataParallel as DDP\n"
               "DDP(model, None, None, 0, True, None, 25, False, False, True)\n"),
+        # `*args` may pass it by position (and a keyword beside it would be passed twice).
+        Valid("from torch.nn.parallel import DistributedDataParallel as DDP\ndef wrap(model, *args):\n"
+              "    return DDP(model, *args)\n"),
+        Valid(_DDP_ARGS.replace("device_ids=[device]", "*extra")),
     ]
     invalid = [
         Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model, device_ids=[rank])\n",
@@ -550,7 +554,7 @@ before `init_sync` was added ahead of it.
         ctx = self.ctx
         if not ctx.names.is_a(node.func, DDP):
             return
-        if ctx.has_star_kwargs(node):
+        if ctx.hides_arguments(node):
             keys = _star_keys(ctx, node)
             if keys is None or "gradient_as_bucket_view" in keys:
                 return  # the options may set it: not known here
@@ -581,9 +585,10 @@ before `init_sync` was added ahead of it.
 def _star_keys(ctx, call: cst.Call) -> set[str] | None:
     """Every key the call's `**options` dict can hold, when its whole life is visible in the
     function: built from dict literals (`{} if old_torch else {"static_graph": True}`), given keys
-    by `options["key"] = ...` (literal keys, or a choice of them), used nowhere else. None otherwise."""
-    stars = [a for a in call.args if a.star == "**"]
-    if len(stars) != 1 or not isinstance(stars[0].value, cst.Name):
+    by `options["key"] = ...` (literal keys, or a choice of them), used nowhere else. None otherwise
+    (also beside a `*args`, which may pass anything)."""
+    stars = [a for a in call.args if a.star]
+    if len(stars) != 1 or stars[0].star != "**" or not isinstance(stars[0].value, cst.Name):
         return None
     name = stars[0].value.value
     scope = ctx.index.enclosing_function(call) or ctx.module

@@ -152,8 +152,10 @@ class FileContext:
         return None
 
     @staticmethod
-    def has_star_kwargs(call: cst.Call) -> bool:
-        return any(arg.star == "**" for arg in call.args)
+    def hides_arguments(call: cst.Call) -> bool:
+        """`*args` or `**kwargs` may pass any argument (positional ones too): none is known missing,
+        and a keyword added beside them may be passed twice."""
+        return any(arg.star for arg in call.args)
 
     @staticmethod
     def positional(call: cst.Call, index: int) -> cst.Arg | None:
