@@ -498,7 +498,8 @@ def _is_piece(ctx, expr: cst.BaseExpression, names: set) -> bool:
 
 def _derived(ctx, body: cst.CSTNode, names: set, carries) -> set:
     """names and every name bound in body from a value that carries one of them (`x, y = batch`,
-    `inputs = prepare(batch)`, `for micro in batch.split(4)`, `{k: v for k, v in batch.items()}`)."""
+    `for micro in batch.split(4)`, `{k: v for k, v in batch.items()}`; with _mentions_any also
+    `inputs = prepare(batch)`, which _is_piece does not count as the batch's own tensor)."""
     names = set(names)
     bindings = []  # (value, target)
     for node in ctx.index.walk(body):
