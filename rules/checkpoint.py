@@ -8,6 +8,7 @@ import libcst as cst
 
 from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
+from trainlint.analysis.loops import first_modulo
 from trainlint.analysis.names import dotted
 from trainlint.analysis.tree import binding_targets
 from trainlint.diagnostics import Applicability
@@ -337,9 +338,8 @@ loop.
 
     def _periodic(self, test: cst.BaseExpression) -> bool:
         """An interval test that recurs (a modulo, a flag), not a one-off `step == n` comparison."""
-        for node in self.ctx.index.walk(test):
-            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
-                return True
+        if first_modulo(test) is not None:
+            return True
         # A flag such as `should_save` / `accelerator.sync_gradients`, alone or in `and`/`or`/`not`.
         operands = [test]
         while operands:
@@ -398,22 +398,18 @@ loop.
                     return ctx.code(divisor)
         return None
 
-    def _divisor(self, test: cst.BaseExpression, loop: cst.CSTNode, flags: bool = True) -> cst.BaseExpression | None:
+    def _divisor(self, test: cst.BaseExpression, loop: cst.CSTNode) -> cst.BaseExpression | None:
         """n of the first `x % n` in test, or in the test the loop assigns to a flag that test reads
         (`should_save = step % n == 0`)."""
         ctx = self.ctx
-        for node in ctx.index.walk(test):
-            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
-                return node.right
-        if not flags:
-            return None
-        names = {dotted(n) for n in ctx.index.walk(test) if isinstance(n, (cst.Name, cst.Attribute))} - {None}
-        for assign in ctx.index.nodes(cst.Assign):
-            if len(assign.targets) == 1 and dotted(assign.targets[0].target) in names \
-                    and isinstance(assign.value, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)) \
-                    and ctx.index.contains(loop, assign):
-                return self._divisor(assign.value, loop, flags=False)
-        return None
+        modulo = first_modulo(test)
+        if modulo is None:
+            flags = [value for node in ctx.index.walk(test) if isinstance(node, (cst.Name, cst.Attribute))
+                     for value in ctx.assigned_values(node)
+                     if isinstance(value, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation))
+                     and ctx.index.contains(loop, value)]
+            modulo = first_modulo(flags[0]) if flags else None
+        return modulo.right if modulo is not None else None
 
     def _same_at(self, expr: cst.BaseExpression, loop: cst.CSTNode) -> bool:
         """expr is an integer, or a (dotted) name that nothing in loop assigns."""

@@ -15,7 +15,7 @@ from functools import cached_property
 import libcst as cst
 
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.tree import TreeIndex, walk
 
 Loop = (cst.For, cst.While)
 _FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -69,11 +69,12 @@ def _position(body, stmt) -> int:
     return -1
 
 
-def _has_modulo(expr: cst.CSTNode, index: TreeIndex) -> bool:
-    for node in index.walk(expr):
+def first_modulo(expr: cst.CSTNode) -> cst.BinaryOperation | None:
+    """The first `x % n` in expr, in document order: what makes a test an interval test."""
+    for node in walk(expr):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
-            return True
-    return False
+            return node
+    return None
 
 
 class Loops:
@@ -97,7 +98,7 @@ class Loops:
             # HF-style resume `steps_trained_in_current_epoch = global_step % steps_per_epoch`, later
             # tested as `if steps_trained_in_current_epoch > 0: continue` to skip batches already seen.
             if isinstance(assign.value, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation)) \
-                    and _has_modulo(assign.value, index):
+                    and first_modulo(assign.value) is not None:
                 for target in assign.targets:
                     name = dotted(target.target)
                     if name:
@@ -245,30 +246,27 @@ class Loops:
         cached = self._guard_cache.get(test)
         if cached is not None:
             return cached
-        result = False
-        for node in self.index.walk(test):
-            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
-                result = True
-                break
-            if isinstance(node, (cst.Name, cst.Attribute)):
-                text = dotted(node)
-                if text is not None:
-                    last = text.rsplit(".", 1)[-1]
-                    if last in self.flag_names or last in self.interval_names or text in self.interval_names \
-                            or DEFAULT_INTERVAL_NAMES.match(last):
-                        result = True
-                        break
-            if isinstance(node, cst.Comparison):
-                # `if step == 0` / `if i == len(loader) - 1`: runs once, not per step;
-                # `if ni - last_opt_step >= self.accumulate`: once per accumulation window.
-                if any(isinstance(t.operator, (cst.Equal, cst.GreaterThanEqual)) for t in node.comparisons):
-                    sides = [node.left] + [t.comparator for t in node.comparisons]
-                    if any(isinstance(s, cst.Name) and _COUNTER.search(s.value) for s in sides) or any(
-                            _ACCUMULATION.search((dotted(s) or "").rsplit(".", 1)[-1]) for s in sides):
-                        result = True
-                        break
+        result = first_modulo(test) is not None or any(self._marks_interval(node) for node in self.index.walk(test))
         self._guard_cache[test] = result
         return result
+
+    def _marks_interval(self, node: cst.CSTNode) -> bool:
+        """A part of a test that limits it to some steps: an interval flag or name, or a comparison
+        of a counter."""
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            text = dotted(node)
+            if text is not None:
+                last = text.rsplit(".", 1)[-1]
+                return last in self.flag_names or last in self.interval_names or text in self.interval_names \
+                    or bool(DEFAULT_INTERVAL_NAMES.match(last))
+        if isinstance(node, cst.Comparison):
+            # `if step == 0` / `if i == len(loader) - 1`: runs once, not per step;
+            # `if ni - last_opt_step >= self.accumulate`: once per accumulation window.
+            if any(isinstance(t.operator, (cst.Equal, cst.GreaterThanEqual)) for t in node.comparisons):
+                sides = [node.left] + [t.comparator for t in node.comparisons]
+                return any(isinstance(s, cst.Name) and _COUNTER.search(s.value) for s in sides) or any(
+                    _ACCUMULATION.search((dotted(s) or "").rsplit(".", 1)[-1]) for s in sides)
+        return False
 
     # -- per step ----------------------------------------------------------------------
 
