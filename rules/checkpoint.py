@@ -287,51 +287,59 @@ loop.
             for call in ctx.loops.calls_by_name.get(name, ()):
                 if ctx.index.enclosing_function(call) not in helper_fns:
                     sites.append((call, inner, name))
-        self._sites = [site for site, _inner, _helper in sites]
+        calls = [site for site, _inner, _helper in sites]
         for site, inner, helper in sites:
             if ctx.loops.in_hot_loop(site):
-                self._check(site, inner, helper)
+                self._check(site, inner, helper, calls)
 
     # -- one save site in the hot loop -------------------------------------------------
 
-    def _check(self, site: cst.Call, inner: list[cst.Call], helper: str | None) -> None:
-        ctx = self.ctx
+    def _check(self, site: cst.Call, inner: list[cst.Call], helper: str | None, sites: list[cst.Call]) -> None:
+        """sites: every save site of the module, whose intervals a per-step save can take."""
         kind = self._guard_kind(site)
         if kind == "once":
             return
         what = f"`{helper}()` (which calls `{self._save_kind(inner[0])}`)" if helper else f"`{self._save_kind(site)}`"
+        interval = None
         if kind == "per-step":
-            interval = self._interval(site)
+            interval = self._interval(site, sites)
             message = (f"{what} writes a checkpoint on every training step and training waits for it; save every "
                        f"`{interval}` steps, from a CPU snapshot written in a background thread")
         else:
             message = (f"{what} blocks training while it writes the checkpoint (under `{kind}`); snapshot the "
                        f"state to the CPU and write it in a background thread "
                        f"(or `torch.distributed.checkpoint.async_save`)")
-        self.report(site, message, self._fix(site, inner, kind))
+        self.report(site, message, self._fix(site, inner, kind, interval))
+
+    def _guards(self, site: cst.Call):
+        """(`if`, the part of it that holds site) for each `if` around site, innermost first, up to
+        its hot loop or function."""
+        child = site
+        for anc in self.ctx.index.ancestors(site):
+            if isinstance(anc, (cst.For, cst.While)) and child is anc.body and anc in self.ctx.loops.hot_loops:
+                return
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return
+            if isinstance(anc, cst.If):
+                yield anc, child
+            child = anc
 
     def _guard_kind(self, site: cst.Call) -> str:
         """"per-step", "once" (`if step == last:`), or the code of the interval/other condition."""
         ctx = self.ctx
         loops = ctx.loops
-        child = site
         other = None
-        for anc in ctx.index.ancestors(site):
-            if isinstance(anc, (cst.For, cst.While)) and child is anc.body and anc in loops.hot_loops:
-                break
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                break
-            if isinstance(anc, cst.If) and child is anc.body:
-                test = one_line(ctx.code(anc.test))
-                if loops.is_interval_test(anc.test):
-                    return test if self._periodic(anc.test) else "once"
+        for guard, part in self._guards(site):
+            if part is guard.body:
+                test = one_line(ctx.code(guard.test))
+                if loops.is_interval_test(guard.test):
+                    return test if self._periodic(guard.test) else "once"
                 if not _RANK_TEST.search(test):
                     other = other or test
-            elif isinstance(anc, cst.If) and child is anc.orelse:
-                negated = self._negated_interval(anc.test)  # `if step % 500: ... else: save()`
+            elif part is guard.orelse:
+                negated = self._negated_interval(guard.test)  # `if step % 500: ... else: save()`
                 if negated is not None:
                     return negated
-            child = anc
         if not loops.is_per_step(site):
             return "an interval"  # guarded where the function holding it is called
         return other or "per-step"
@@ -369,7 +377,7 @@ loop.
             return f"{one_line(ctx.code(remainder))} == 0"
         return None
 
-    def _loop_interval(self, site: cst.Call) -> str | None:
+    def _loop_interval(self, site: cst.Call, sites: list[cst.Call]) -> str | None:
         """The interval of another save in the same hot loop (`if step % 500 == 0: save(...)`): the
         script's own save interval, when the divisor means the same at site (a number, or a name
         the loop does not assign)."""
@@ -377,23 +385,15 @@ loop.
         loop = ctx.loops.hot_loop_of(site)
         if loop is None:
             return None
-        for other in self._sites:
+        for other in sites:
             if other is site or ctx.loops.hot_loop_of(other) is not loop:
                 continue
-            child = other
-            for anc in ctx.index.ancestors(other):
-                if anc is loop:
-                    break
-                test = None
-                if isinstance(anc, cst.If) and child is anc.body and ctx.loops.is_interval_test(anc.test) \
-                        and self._periodic(anc.test):
-                    test = anc.test
-                elif isinstance(anc, cst.If) and child is anc.orelse and self._negated_interval(anc.test) is not None:
-                    test = anc.test
-                child = anc
-                if test is None:
+            for guard, part in self._guards(other):
+                in_body = part is guard.body and ctx.loops.is_interval_test(guard.test) and self._periodic(guard.test)
+                in_else = part is guard.orelse and self._negated_interval(guard.test) is not None
+                if not (in_body or in_else):
                     continue
-                divisor = self._divisor(test, loop)
+                divisor = self._divisor(guard.test, loop)
                 if divisor is not None and self._same_at(divisor, loop):
                     return ctx.code(divisor)
         return None
@@ -426,11 +426,11 @@ loop.
                         return False
         return True
 
-    def _interval(self, site: cst.Call) -> str:
+    def _interval(self, site: cst.Call, sites: list[cst.Call]) -> str:
         """The script's save interval: that of another save in the loop, else one the loop's
         function can see, else the option."""
         ctx = self.ctx
-        own = self._loop_interval(site)
+        own = self._loop_interval(site, sites)
         if own is not None:
             return own
         scope = ctx.index.enclosing_function(site) or ctx.module
@@ -449,7 +449,7 @@ loop.
 
     # -- the fix -----------------------------------------------------------------------
 
-    def _fix(self, site: cst.Call, inner: list[cst.Call], kind: str):
+    def _fix(self, site: cst.Call, inner: list[cst.Call], kind: str, interval: str | None):
         ctx = self.ctx
         stmt = ctx.index.enclosing(site, cst.SimpleStatementLine)
         guarded = kind == "per-step" and stmt is not None
@@ -467,7 +467,6 @@ loop.
         if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock) \
                 or ctx.loops.hot_loop_of(site) is None:
             return None
-        interval = self._interval(site)
         reps = []
         new_stmt = stmt
         for old, new in zip(inner, asyncs or ()):
