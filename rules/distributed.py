@@ -8,6 +8,7 @@ from trainlint.analysis.distributed import ACCELERATE, DDP, FABRIC, FSDP, Accumu
 from trainlint.analysis.imports import imported_name
 from trainlint.analysis.names import dotted
 from trainlint.analysis.tree import binding_targets
+from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.engine import LINE_LENGTH
 from trainlint.rule import Invalid, Rule, Valid
@@ -590,21 +591,21 @@ def _star_keys(ctx, call: cst.Call) -> set[str] | None:
     stars = [a for a in call.args if a.star]
     if len(stars) != 1 or stars[0].star != "**" or not isinstance(stars[0].value, cst.Name):
         return None
-    name = stars[0].value.value
-    scope = ctx.index.enclosing_function(call) or ctx.module
+    star = stars[0].value
+    uses = variable_uses(ctx.index, owner(ctx.index, star), star.value)
+    if uses is None:
+        return None  # global, or used by a nested function
     keys: set[str] = set()
     built = False
-    for node in ctx.index.walk(scope):
-        if not (isinstance(node, cst.Name) and node.value == name) or node is stars[0].value:
-            continue
-        parent = ctx.parent(node)
-        holder = ctx.parent(parent)
-        if isinstance(parent, cst.Arg) and parent.star == "**":
-            continue  # unpacked into another call: a copy, the dict is unchanged
-        if isinstance(parent, cst.AssignTarget) and isinstance(holder, cst.Assign):
-            found = _dict_keys(ctx, holder.value)  # options = {...}
+    for use in uses:
+        parent = ctx.parent(use.node)
+        if use.node is star or (isinstance(parent, cst.Arg) and parent.star == "**"):
+            continue  # unpacked into a call: a copy, the dict is unchanged
+        if use.kind == "assign":
+            found = _dict_keys(ctx, use.value)  # options = {...}
             built = True
-        elif isinstance(parent, cst.Subscript) and isinstance(holder, cst.AssignTarget) and len(parent.slice) == 1:
+        elif use.kind == "read" and isinstance(parent, cst.Subscript) \
+                and isinstance(ctx.parent(parent), cst.AssignTarget) and len(parent.slice) == 1:
             found = _literal_strings(ctx, parent.slice[0].slice.value)  # options["key"] = ...
         else:
             return None  # read, updated or handed on: its keys are not known here
