@@ -615,10 +615,15 @@ def _star_keys(ctx, call: cst.Call) -> set[str] | None:
     return keys if built else None
 
 
-def _dict_keys(ctx, value: cst.BaseExpression) -> set[str] | None:
+def _either(keys, ctx, expr: cst.IfExp) -> set[str] | None:
+    """What keys() finds in both branches of `a if test else b`; None unless it knows both."""
+    body, orelse = keys(ctx, expr.body), keys(ctx, expr.orelse)
+    return None if body is None or orelse is None else body | orelse
+
+
+def _dict_keys(ctx, value: cst.BaseExpression | None) -> set[str] | None:
     if isinstance(value, cst.IfExp):
-        body, orelse = _dict_keys(ctx, value.body), _dict_keys(ctx, value.orelse)
-        return None if body is None or orelse is None else body | orelse
+        return _either(_dict_keys, ctx, value)
     if not isinstance(value, cst.Dict):
         return None
     keys: set[str] = set()
@@ -632,8 +637,7 @@ def _dict_keys(ctx, value: cst.BaseExpression) -> set[str] | None:
 
 def _literal_strings(ctx, expr) -> set[str] | None:
     if isinstance(expr, cst.IfExp):
-        body, orelse = _literal_strings(ctx, expr.body), _literal_strings(ctx, expr.orelse)
-        return None if body is None or orelse is None else body | orelse
+        return _either(_literal_strings, ctx, expr)
     value = ctx.literal(expr)
     return {value} if isinstance(value, str) else None
 
