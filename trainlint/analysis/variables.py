@@ -46,7 +46,8 @@ def owner(index: TreeIndex, node: cst.CSTNode) -> cst.CSTNode | None:
 
 
 def variable_uses(index: TreeIndex, scope: cst.FunctionDef | None, name: str) -> list[Use] | None:
-    """Every binding and read of the variable `name` of scope (a function; None: the module), in
+    """Every binding and read of the variable `name` of scope (a function, lambda or class, as
+    `owner` names it; None: the module), in
     document order; None when it may be used where this cannot follow: a `global`/`nonlocal`
     declaration of it, or a nested function, lambda or class that uses it without binding its own
     (a closure, or a function reading the module's variable)."""
