@@ -766,38 +766,6 @@ def _and(ctx, call: cst.Call, condition: str) -> str:
 _DEFAULT_INIT_SCALE = 2.0 ** 16
 
 
-def _number(expr) -> float | None:
-    """The value of a literal number or simple arithmetic of them (`2.0**13`, `1024`, `2 ** 10`)."""
-    if isinstance(expr, cst.Integer):
-        return float(int(expr.value.replace("_", ""), 0))
-    if isinstance(expr, cst.Float):
-        return float(expr.value.replace("_", ""))
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        value = _number(expr.expression)
-        return None if value is None else -value
-    if isinstance(expr, cst.BinaryOperation):
-        left, right = _number(expr.left), _number(expr.right)
-        if left is None or right is None:
-            return None
-        op = expr.operator
-        try:
-            if isinstance(op, cst.Power) and abs(right) <= 64:
-                return left ** right
-            if isinstance(op, cst.Multiply):
-                return left * right
-            if isinstance(op, cst.Divide) and right:
-                return left / right
-            if isinstance(op, cst.Add):
-                return left + right
-            if isinstance(op, cst.Subtract):
-                return left - right
-            if isinstance(op, cst.LeftShift) and 0 <= right <= 64:
-                return float(int(left) << int(right))
-        except (OverflowError, ValueError):
-            return None
-    return None
-
-
 def _fmt(value) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
@@ -881,7 +849,7 @@ steps with overflowing gradients are still skipped.
             if any(a.star for a in node.args):
                 return  # *args / **kwargs may carry init_scale
             arg = positional[position] if position < len(positional) else None
-        value = _DEFAULT_INIT_SCALE if arg is None else _number(arg.value)
+        value = _DEFAULT_INIT_SCALE if arg is None else ctx.number(arg.value)
         if value is None or low <= value <= high:
             return
         given = "the default 65536" if arg is None else f"`init_scale={ctx.code(arg.value)}` ({_fmt(value)})"

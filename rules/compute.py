@@ -723,9 +723,9 @@ def _attend(ctx, cond, condition) -> str:
 def _sqrt_of(ctx, expr, inverse: bool = False):
     """X for `math.sqrt(X)` / `X ** 0.5` (inverse: for `1 / math.sqrt(X)`, `X ** -0.5`)."""
     if isinstance(expr, cst.BinaryOperation) and inverse:
-        if isinstance(expr.operator, cst.Divide) and _number(expr.left) == 1.0:
+        if isinstance(expr.operator, cst.Divide) and ctx.number(expr.left) == 1.0:
             return _sqrt_of(ctx, expr.right)
-        if isinstance(expr.operator, cst.Power) and _number(expr.right) == -0.5:
+        if isinstance(expr.operator, cst.Power) and ctx.number(expr.right) == -0.5:
             return expr.left
         return None
     if inverse:
@@ -733,20 +733,8 @@ def _sqrt_of(ctx, expr, inverse: bool = False):
     if isinstance(expr, cst.Call) and len(expr.args) == 1 and (ctx.dotted(expr.func) or "").endswith("sqrt") \
             and (ctx.names.qualified(expr.func) or "").split(".")[0] in ("math", "numpy", "np"):
         return expr.args[0].value
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power) and _number(expr.right) == 0.5:
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Power) and ctx.number(expr.right) == 0.5:
         return expr.left
-    return None
-
-
-def _number(expr):
-    if isinstance(expr, (cst.Integer, cst.Float)):
-        try:
-            return float(expr.value.replace("_", ""))
-        except ValueError:
-            return None
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        value = _number(expr.expression)
-        return None if value is None else -value
     return None
 
 

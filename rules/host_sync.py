@@ -334,7 +334,7 @@ def _accumulate_fix(rule: Rule, aug: cst.AugAssign, detached: cst.BaseExpression
     conversions = []
     for use in uses:
         if use.kind == "assign":
-            number = _number(use.value)
+            number = ctx.number(use.value)
             if number is None:
                 return None
             initialised = True
@@ -362,19 +362,6 @@ def _accumulate_fix(rule: Rule, aug: cst.AugAssign, detached: cst.BaseExpression
     if conversions:
         message += f" and convert `{acc.value}` where it is read (`float({acc.value})`)"
     return rule.fix(Applicability.UNSAFE, message, *replacements)
-
-
-def _number(expr: cst.BaseExpression | None) -> int | float | None:
-    """The value of an int or float literal (`0`, `0.0`, `-1.0`), else None."""
-    sign = 1
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-        sign = -1 if isinstance(expr.operator, cst.Minus) else 1
-        expr = expr.expression
-    if isinstance(expr, cst.Integer):
-        return sign * int(expr.value.replace("_", ""), 0)
-    if isinstance(expr, cst.Float):
-        return sign * float(expr.value.replace("_", ""))
-    return None
 
 
 _FLOAT_METHODS = frozenset({"mean", "float", "double", "half", "bfloat16", "norm", "sqrt", "exp", "log", "std", "var",

@@ -3,7 +3,7 @@
 import libcst as cst
 import pytest
 
-from trainlint.analysis.context import FileContext
+from trainlint.analysis.context import UNKNOWN, FileContext
 
 
 def ctx_for(code):
@@ -130,3 +130,21 @@ def test_tensor_inference(expr, expected):
     ctx = ctx_for(f"import torch\nvalue = {expr}\n")
     assign = ctx.index.nodes(cst.Assign)[0]
     assert ctx.tensors.is_tensor(assign.value) is expected
+
+
+@pytest.mark.parametrize(
+    "expr,expected",
+    [("1_000", 1000), ("0x10", 16), ("1e-3", 1e-3), ("-1", -1), ("+0.5", 0.5), ("-(-2)", 2), ("2 ** 16", 65536),
+     ("2.0 ** -1", 0.5), ("1 << 13", 8192), ("1 / 2", 0.5), ("3 - 4 * 2", -5),
+     ("True", None), ("-True", None), ("'a' + 'b'", None), ("x + 1", None), ("1 / 0", None), ("2 ** 100", None),
+     ("(-8) ** 0.5", None), ("1.0 << 2", None), ("((10 ** 64) ** 64) ** 64", None), ("7 // 2", None)],
+)
+def test_number(expr, expected):
+    value = FileContext.number(cst.parse_expression(expr))
+    assert value == expected and type(value) is type(expected)
+
+
+def test_literal_reads_numbers_as_number_does():
+    assert FileContext.literal(cst.parse_expression("-1")) == -1
+    assert FileContext.literal(cst.parse_expression("'a'")) == "a"
+    assert FileContext.literal(cst.parse_expression("x")) is UNKNOWN
