@@ -563,7 +563,7 @@ is not offered; before 2.0 the rule is off.
                         and len(call.args) >= 2 and isinstance(call.args[0].value, cst.SimpleString) \
                         and call.args[0].value.evaluated_value == attr:
                     return call.args[1].value
-        values = [a.value for a in ctx.index.nodes(cst.Assign) if any(ctx.dotted(t.target) == name for t in a.targets)]
+        values = ctx.assigned_values(expr, anywhere=True)
         return values[0] if len(values) == 1 else None
 
     def _check_movable(self, att: _Attention, stmt) -> None:

@@ -560,8 +560,7 @@ def _assigned_from(ctx, receiver: cst.BaseExpression, qualnames) -> bool:
         return False
     values = ctx.assigned_values(receiver)
     if not values and "." in name:
-        values = [a.value for a in ctx.index.nodes(cst.Assign)
-                  if any(dotted(t.target) == name for t in a.targets)]
+        values = ctx.assigned_values(receiver, anywhere=True)
     return any(isinstance(v, cst.Call) and ctx.names.qualified(v.func) in qualnames for v in values)
 
 

@@ -77,11 +77,14 @@ class FileContext:
                     table.setdefault((scope, name), []).append(assign.value)
         return table
 
-    def assigned_values(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
-        """The values a name (or `self.x`) is assigned in the function expr is in; [] if unknown."""
+    def assigned_values(self, expr: cst.BaseExpression, anywhere: bool = False) -> list[cst.BaseExpression]:
+        """The values a name (or `self.x`) is assigned in the function expr is in (anywhere: in any
+        function, for an attribute set in `__init__` and read elsewhere); [] if unknown."""
         name = dotted(expr)
         if name is None:
             return []
+        if anywhere:
+            return [value for (_, target), values in self._assignments.items() if target == name for value in values]
         return self._assignments.get((self.index.enclosing_function(expr), name), [])
 
     def is_builtin_collection(self, expr: cst.BaseExpression, _depth: int = 0) -> bool:
