@@ -154,6 +154,23 @@ def test_a_name_turned_into_a_number_is_one_from_there_on():
     assert got == {"before": True, "after": False, "maybe": True, "again": True}
 
 
+def test_an_attribute_or_a_closure_read_name_turned_into_a_number_is_one_from_there_on():
+    # What keeps tensors' own reaching-value walk beside variables.variable_uses (plain names, and
+    # none when a closure reads them).
+    ctx = _ctx(
+        "def f(self, batch):\n"
+        "    self.running = model(batch)\n"
+        "    self.running = self.running.item()\n"
+        "    attr = self.running\n"
+        "    step_loss = model(batch)\n"
+        "    step_loss = step_loss.item()\n"
+        "    report = lambda: step_loss\n"
+        "    name = step_loss\n"
+    )
+    values = {ctx.code(a.targets[0].target): a.value for a in ctx.index.nodes(cst.Assign)}
+    assert [ctx.tensors.is_tensor(values[name]) for name in ("attr", "name")] == [False, False]
+
+
 def test_exception_handlers_are_not_per_step():
     ctx = _ctx(
         "for batch in loader:\n    try:\n        loss = model(batch)\n        loss.backward()\n        opt.step()\n"
