@@ -56,10 +56,7 @@ class FileContext:
 
     @cached_property
     def distributed(self) -> Distributed:
-        # Only a module that spells a DDP/FSDP class can construct one (through any alias: the
-        # import names it); one that does not skips the search for helpers returning one.
-        constructs = "DistributedDataParallel" in self.text or "FullyShardedDataParallel" in self.text
-        return Distributed(self.index, self.names, self.loops, constructs_wrappers=constructs)
+        return Distributed(self.index, self.names, self.loops)
 
     @cached_property
     def tensors(self) -> Tensors:

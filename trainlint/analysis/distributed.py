@@ -98,12 +98,12 @@ def _conditional(index: TreeIndex, node: cst.CSTNode) -> bool:
 
 
 class Distributed:
-    def __init__(self, index: TreeIndex, names: Names, loops: Loops, constructs_wrappers: bool = True) -> None:
+    def __init__(self, index: TreeIndex, names: Names, loops: Loops) -> None:
         self.index = index
         self.names = names
         self.loops = loops
-        self.constructs_wrappers = constructs_wrappers
         self.wrapped: dict[str, Wrapped] = {}
+        self._helper_kinds: dict[str, str] | None = None
         self._frameworks: dict[str, str] | None = None
         self._steps: list[cst.Call] | None = None
         self._called_names: set[str] | None = None
@@ -114,7 +114,8 @@ class Distributed:
     # -- wrapping ------------------------------------------------------------------------
 
     def wrapper_kind(self, expr: cst.BaseExpression, helpers: dict[str, str] | None = None) -> str | None:
-        """DDP/FSDP when expr constructs one: `DDP(m)`, `torch.compile(DDP(m))`, `wrap(m)` (a local helper)."""
+        """DDP/FSDP when expr constructs one: `DDP(m)`, `torch.compile(DDP(m))`, `wrap(m)` (a local
+        helper; helpers: those found so far, while they are searched for)."""
         if not isinstance(expr, cst.Call):
             return None
         qn = self.names.qualified(expr.func)
@@ -125,24 +126,34 @@ class Distributed:
         if qn == "torch.compile" and expr.args:
             return self.wrapper_kind(expr.args[0].value, helpers)
         name = dotted(expr.func)
-        if helpers and name is not None:
-            return helpers.get(name.rsplit(".", 1)[-1]) if name.split(".")[0] in (name, "self") else None
-        return None
+        local = name.rsplit(".", 1)[-1] if name is not None and name.split(".")[0] in (name, "self") else None
+        if local not in self.loops.functions:
+            return None  # not a call of a module-local function: no need to search for helpers
+        return (self._helpers() if helpers is None else helpers).get(local)
+
+    def _helpers(self) -> dict[str, str]:
+        """Module-local functions that return a wrapped model (directly or through a local name), by
+        name; searched for when a local function's call is first asked about."""
+        if self._helper_kinds is None:
+            helpers: dict[str, str] = {}
+            # A helper returns a wrapper that it or another helper constructs: a module that calls no
+            # DDP/FSDP class (nor a subclass of one) has none.
+            if any(self.names.is_a(call.func, *WRAPPERS) for call in self.index.nodes(cst.Call)):
+                for _ in range(2):  # a helper may call another helper
+                    for fn_name, fns in self.loops.functions.items():
+                        for fn in fns:
+                            kind = self._returns_wrapper(fn, helpers)
+                            if kind:
+                                helpers[fn_name] = kind
+            self._helper_kinds = helpers
+        return self._helper_kinds
 
     def _find_wrapped(self) -> None:
         index = self.index
-        # Module-local helpers that return a wrapped model (directly or through a local name).
-        helpers: dict[str, str] = {}
-        for _ in range(2 if self.constructs_wrappers else 0):  # a helper may call another helper
-            for fn_name, fns in self.loops.functions.items():
-                for fn in fns:
-                    kind = self._returns_wrapper(fn, helpers)
-                    if kind:
-                        helpers[fn_name] = kind
         assigns = [(a.targets[0].target if len(a.targets) == 1 else None, a.value, a) for a in index.nodes(cst.Assign)]
         assigns += [(a.target, a.value, a) for a in index.nodes(cst.AnnAssign) if a.value is not None]
         for target, value, node in assigns:
-            kind = self.wrapper_kind(value, helpers)
+            kind = self.wrapper_kind(value)
             name = dotted(target) if target is not None else None
             if kind and name:
                 self._add(name, kind, _conditional(index, node))
@@ -155,7 +166,7 @@ class Distributed:
                 src = self.wrapped.get(dotted(arg.value) or "")
                 if src is not None:
                     self._add(param, src.kind, src.conditional, src.via, scope=callee)
-                elif kind := self.wrapper_kind(arg.value, helpers):  # train(DDP(model), ...)
+                elif kind := self.wrapper_kind(arg.value):  # train(DDP(model), ...)
                     self._add(param, kind, _conditional(index, call), scope=callee)
 
     def _add(self, name: str, kind: str, conditional: bool, via: str | None = None,
