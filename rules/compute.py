@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from trainlint.analysis.context import FileContext
 from trainlint.analysis.tree import binding_targets
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Invalid, Rule, Valid, target_allows
@@ -58,11 +59,9 @@ class _Attention:
 
 
 def _int_literal(expr) -> int | None:
-    if isinstance(expr, cst.Integer):
-        return int(expr.value)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
-        return -int(expr.expression.value)
-    return None
+    """An integer written in the source (`-1`, `0x2`), not a float that equals one."""
+    value = FileContext.number(expr)
+    return value if isinstance(value, int) else None
 
 
 def _atom(code: str, expr: cst.BaseExpression) -> str:
@@ -147,6 +146,9 @@ is not offered; before 2.0 the rule is off.
                     "    att = F.softmax(scores, dim=-1)\n    return att @ v\n",
             fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask != 0)\n",
         ),
+        # Dimensions written in hex (this once escaped as an internal error: int('0x1')).
+        Invalid(_HEAD + "    s = (q @ k.transpose(0x2, 3)) * 0.1\n    p = F.softmax(s, dim=-0x1)\n    return p @ v\n",
+                fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=0.1)\n"),
         Invalid(
             _HEAD + "    return torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.125, -1) @ v\n",
             fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=0.125)\n",
@@ -691,10 +693,7 @@ def _very_negative(ctx, expr) -> bool:
         return True
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) \
             and isinstance(expr.expression, (cst.Integer, cst.Float)):
-        try:
-            return float(expr.expression.value.replace("_", "")) >= 1e4
-        except ValueError:
-            return False
+        return FileContext.number(expr) <= -1e4  # -1e9, -10000, -0x10000
     return False
 
 
