@@ -485,7 +485,11 @@ def _mentions_any(ctx, expr: cst.CSTNode, names: set) -> bool:
 
 
 def _is_piece(ctx, expr: cst.BaseExpression, names: set) -> bool:
-    """expr is one of names or taken from one (`batch["x"]`, `batch.values()`, `x.float()`)."""
+    """expr is one of names or taken from one (`batch["x"]`, `batch.values()`, `x.float()`), or a
+    tuple/list of such (`for t in (x, y)`: each t is a piece)."""
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        elements = [e.value for e in expr.elements]
+        return bool(elements) and all(_is_piece(ctx, e, names) for e in elements)
     while ctx.dotted(expr) not in names:
         if isinstance(expr, cst.Call):
             expr = expr.func
@@ -1349,6 +1353,9 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         # Each tensor of the batch, copied in a comprehension (simpletransformers).
         Invalid(_SRC.format(move="x = [t.cuda() for t in x]"),
                 fixed=_SRC.format(move="x = [t.cuda(non_blocking=True) for t in x]")),
+        # ... or of a tuple of the batch's tensors.
+        Invalid(_SRC.format(move="x, y = (t.to(device) for t in (x, y))"),
+                fixed=_SRC.format(move="x, y = (t.to(device, non_blocking=True) for t in (x, y))")),
         # Two calls down: the step function hands the batch on to a helper that copies it.
         Invalid(_NESTED_STEP.format(to="batch['x'].to(device)"),
                 fixed=_NESTED_STEP.format(to="batch['x'].to(device, non_blocking=True)")),
