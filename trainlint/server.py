@@ -223,7 +223,7 @@ class Server:
         """A configuration file changed: every open document's findings may have (settings are read
         afresh on each lint)."""
         for doc in self.documents.values():
-            if not is_notebook(uri_to_path(doc.uri)):
+            if not _notebook_file(doc.uri):
                 self.publish(doc)
         for notebook in self.notebooks.values():
             self.publish_notebook(notebook)
@@ -237,7 +237,7 @@ class Server:
     def on_textDocument_didOpen(self, params: dict) -> None:
         item = params["textDocument"]
         self.documents[item["uri"]] = Document(item["uri"], item["text"], item.get("version"))
-        if not is_notebook(uri_to_path(item["uri"])):  # a notebook's JSON: it comes as a notebook document
+        if not _notebook_file(item["uri"]):
             self.publish(self.documents[item["uri"]])
 
     def on_textDocument_didChange(self, params: dict) -> None:
@@ -246,7 +246,7 @@ class Server:
         if doc is None or not changes:
             return
         doc.edit(changes, params["textDocument"].get("version"), self.encoding)
-        if not self._superseded(doc.uri) and not is_notebook(uri_to_path(doc.uri)):
+        if not self._superseded(doc.uri) and not _notebook_file(doc.uri):
             self.publish(doc)
 
     def _superseded(self, uri: str) -> bool:
@@ -262,7 +262,7 @@ class Server:
 
     def on_textDocument_didSave(self, params: dict) -> None:
         doc = self.documents.get(params["textDocument"]["uri"])
-        if doc is not None and not is_notebook(uri_to_path(doc.uri)):
+        if doc is not None and not _notebook_file(doc.uri):
             self.publish(doc)  # the configuration beside it may have changed
 
     def on_textDocument_didClose(self, params: dict) -> None:
@@ -380,10 +380,10 @@ class Server:
             for i, diag in enumerate(notebook.diagnostics):
                 cell, row = notebook.place(diag.start.row)
                 end_cell, end_row = notebook.place(diag.end.row)
-                end = diag.end.column if end_cell is cell else len(cell.doc.lines[-1]) + 1
+                end = Location(end_row, diag.end.column)
                 if end_cell is not cell:  # a finding that runs on into the next cell stops at this one's end
-                    end_row = len(cell.doc.lines)
-                moved = replace(diag, start=Location(row, diag.start.column), end=Location(end_row, end))
+                    end = Location(len(cell.doc.lines), len(cell.doc.lines[-1]) + 1)
+                moved = replace(diag, start=Location(row, diag.start.column), end=end)
                 published[cell.uri].append(self._diagnostic(cell.doc.lines, moved, i, notebook.version))
         except ParseError as exc:
             at = FileError(notebook.uri, str(exc)).location or Location(1, 1)
@@ -468,7 +468,7 @@ class Server:
         doc = self.documents.get(uri)
         if notebook is not None:
             edits = _NotebookEdits(self, notebook)
-        elif doc is not None and not is_notebook(uri_to_path(uri)):
+        elif doc is not None and not _notebook_file(uri):
             edits = _TextEdits(self, doc)
         else:
             return []
@@ -532,6 +532,11 @@ class Server:
         """The TextEdit that turns the document into `new_text`: the rows that change, whole."""
         first, end, text = changed_lines(doc.text, new_text)
         return {"range": {"start": self._row_start(doc, first), "end": self._row_start(doc, end)}, "newText": text}
+
+
+def _notebook_file(uri: str) -> bool:
+    """A .ipynb opened as a text document: its JSON is not Python (it comes as a notebook document)."""
+    return is_notebook(uri_to_path(uri))
 
 
 def _ours(diagnostics: list[Diagnostic], version: int | None, sent: dict) -> Diagnostic | None:
