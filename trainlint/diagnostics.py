@@ -72,6 +72,10 @@ class Diagnostic:
     def sort_key(self) -> tuple:
         return (self.path, self.start.row, self.start.column, self.code)
 
+    def fixable(self, unsafe_fixes: bool) -> bool:
+        """Whether --fix (with the --unsafe-fixes given) writes this finding's fix."""
+        return self.fix is not None and bool(self.fix.edits) and self.fix.applicability.allowed(unsafe_fixes)
+
 
 @dataclass
 class FileError:

@@ -31,10 +31,9 @@ def choose_fixes(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> list[Diag
     chosen: list[Diagnostic] = []
     taken: list[tuple[int, int]] = []
     for diag in diagnostics:
-        fix = diag.fix
-        if fix is None or not fix.edits or not fix.applicability.allowed(unsafe_fixes):
+        if not diag.fixable(unsafe_fixes):
             continue
-        spans = [(e.start, e.end) for e in fix.edits]
+        spans = [(e.start, e.end) for e in diag.fix.edits]
         # Edits that merely touch conflict too: two fixes of one call can trim to adjacent edits
         # (`torch.cuda.amp.autocast(` and an insertion before its `)`) whose texts do not compose.
         # The later fix is re-derived from the result in the next round instead.

@@ -506,8 +506,7 @@ class Server:
         from trainlint.engine import ParseError
         from trainlint.fixer import FixError, fix_text
 
-        if not any(d.fix is not None and d.fix.edits and d.fix.applicability is Applicability.SAFE
-                   for d in edits.diagnostics):
+        if not any(d.fixable(unsafe_fixes=False) for d in edits.diagnostics):
             return None
         path, settings = self._settings(edits.uri)
         if settings.is_excluded(path):

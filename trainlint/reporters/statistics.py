@@ -15,8 +15,7 @@ def _rows(result: RunResult) -> list[tuple[str, str, int, bool]]:
     """(code, name, count, fixable), most frequent first; fixable when --fix (with the
     --unsafe-fixes given) would write the fix of at least one of them."""
     counts = Counter((d.code, d.name) for d in result.diagnostics)
-    fixable = {d.code for d in result.diagnostics
-               if d.fix is not None and d.fix.edits and d.fix.applicability.allowed(result.unsafe_fixes)}
+    fixable = {d.code for d in result.diagnostics if d.fixable(result.unsafe_fixes)}
     return [(code, name, n, code in fixable)
             for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0]))]
 

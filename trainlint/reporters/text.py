@@ -11,11 +11,6 @@ from trainlint.notebook import CellMap, cell_maps
 from trainlint.textpos import apply_edits, split_lines, strip_eol
 
 
-def _available(diag, unsafe_fixes: bool) -> bool:
-    """Whether --fix (with the --unsafe-fixes given) would write this finding's fix."""
-    return diag.fix is not None and bool(diag.fix.edits) and diag.fix.applicability.allowed(unsafe_fixes)
-
-
 def render(result: RunResult, fmt: str) -> str:
     if result.diff_mode:
         # As Ruff's --diff: standard output is a patch (`| git apply`, `| patch -p0`) and nothing
@@ -25,7 +20,7 @@ def render(result: RunResult, fmt: str) -> str:
     diagnostics = result.diagnostics
     cells = cell_maps(result)
     for diag in diagnostics:
-        marker = "[*] " if _available(diag, result.unsafe_fixes) else ""
+        marker = "[*] " if diag.fixable(result.unsafe_fixes) else ""
         row = diag.start.row
         if diag.path in cells:  # as Ruff writes a notebook's findings: `nb.ipynb:cell 3:2:5:`
             cell, row = cells[diag.path].locate(row)
@@ -109,7 +104,7 @@ def summary(result: RunResult) -> list[str]:
         out.append(f"Found {plural(len(diagnostics), 'error')}.")
     elif not result.errors:
         out.append("All checks passed!")
-    available = sum(1 for d in diagnostics if _available(d, result.unsafe_fixes))
+    available = sum(1 for d in diagnostics if d.fixable(result.unsafe_fixes))
     hidden = 0 if result.unsafe_fixes else sum(
         1 for d in diagnostics if d.fix and d.fix.edits and d.fix.applicability is Applicability.UNSAFE)
     if available and not result.diff_mode:
