@@ -9,8 +9,7 @@ import libcst as cst
 from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.loops import first_modulo
-from trainlint.analysis.names import dotted
-from trainlint.analysis.tree import binding_targets
+from trainlint.analysis.names import bound_names, dotted
 from trainlint.diagnostics import Applicability
 from trainlint.engine import LINE_LENGTH, one_arg_per_line
 from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
@@ -419,12 +418,7 @@ loop.
         name = dotted(expr)
         if name is None:
             return False
-        for node in ctx.index.walk(loop.body):
-            for target in binding_targets(node):
-                for n in ctx.index.walk(target):
-                    if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) in (name, name.split(".")[0]):
-                        return False
-        return True
+        return not bound_names(loop.body) & {name, name.split(".")[0]}
 
     def _interval(self, site: cst.Call, sites: list[cst.Call]) -> str:
         """The script's save interval: that of another save in the loop, else one the loop's

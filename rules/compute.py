@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from trainlint.analysis.context import FileContext
-from trainlint.analysis.tree import binding_targets
+from trainlint.analysis.names import bound_names
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Invalid, Rule, Valid, target_allows
 
@@ -580,12 +580,8 @@ is not offered; before 2.0 the rule is off.
         moved = {n.value for e in (att.q, att.k, att.v, *[op.expr for op in att.ops], *[op.condition for op in att.ops])
                  if e is not None for n in ctx.index.walk(e) if isinstance(n, cst.Name)}
         for between in body[first: body.index(stmt)]:
-            if between in att.consumed:
-                continue
-            for node in ctx.index.walk(between):
-                for target in binding_targets(node):
-                    if any(isinstance(n, cst.Name) and n.value in moved for n in ctx.index.walk(target)):
-                        raise _NoFix
+            if between not in att.consumed and moved & bound_names(between):
+                raise _NoFix
 
 
 def _tensor_valued(ctx, expr) -> bool:

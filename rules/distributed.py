@@ -6,8 +6,7 @@ import libcst as cst
 
 from trainlint.analysis.distributed import ACCELERATE, DDP, FABRIC, FSDP, Accumulation, Wrapped
 from trainlint.analysis.imports import imported_name
-from trainlint.analysis.names import dotted
-from trainlint.analysis.tree import binding_targets
+from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.engine import LINE_LENGTH
@@ -424,13 +423,7 @@ gradients until the synchronising micro-batch, which costs memory.
                 read.add(dotted(node))
         if acc.nested and isinstance(acc.loop.target, (cst.Name, cst.Tuple)):
             read |= {dotted(n) for n in index.walk(acc.loop.target) if isinstance(n, cst.Name)}
-        written = set()
-        for stmt in between:
-            for node in index.walk(stmt):
-                for target in binding_targets(node):
-                    for n in index.walk(target):
-                        if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n):
-                            written.add(dotted(n))
+        written = set().union(*map(bound_names, between))
         return not any(r == w or r.startswith(w + ".") or w.startswith(r + ".") for r in read for w in written)
 
     def _steps_elsewhere(self, acc: Accumulation) -> bool:

@@ -4,6 +4,7 @@ import libcst as cst
 import pytest
 
 from trainlint.analysis.context import UNKNOWN, FileContext
+from trainlint.analysis.names import bound_names
 
 
 def ctx_for(code):
@@ -148,3 +149,21 @@ def test_literal_reads_numbers_as_number_does():
     assert FileContext.literal(cst.parse_expression("-1")) == -1
     assert FileContext.literal(cst.parse_expression("'a'")) == "a"
     assert FileContext.literal(cst.parse_expression("x")) is UNKNOWN
+
+
+@pytest.mark.parametrize(
+    "code,bound",
+    [
+        ("a = b", {"a"}),
+        ("a, (b, *c) = t", {"a", "b", "c"}),
+        ("self.x[i] += 1", {"self.x", "self", "x", "i"}),
+        ("for k, v in d.items(): total: int = v", {"k", "v", "total"}),
+        ("with open(p) as f, lock: pass", {"f"}),
+        ("import numpy as np", {"np"}),
+        ("y = [z for z in range(3) if (w := z)]", {"y", "z", "w"}),
+        ("if q: r = 1\nelse: s = 2", {"r", "s"}),
+        ("print(a.b)\nf(x=1)", set()),
+    ],
+)
+def test_bound_names_over_approximates_what_a_block_may_rebind(code, bound):
+    assert bound_names(cst.parse_module(code)) == bound

@@ -12,7 +12,7 @@ import builtins
 
 import libcst as cst
 
-from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.tree import TreeIndex, binding_targets, walk
 
 # Public re-exports: the canonical name rules ask for, keyed by the defining module's name.
 CANONICAL = {
@@ -60,6 +60,20 @@ def dotted(expr: cst.BaseExpression) -> str | None:
         return None
     parts.append(expr.value)
     return ".".join(reversed(parts))
+
+
+def bound_names(root: cst.CSTNode) -> set[str]:
+    """What the bindings under root (assignments, `for` targets, `as` names, walrus...) may rebind:
+    every name and dotted name their targets mention. `self.x[i] = v` gives `self.x`, `self`, `x`
+    and `i`: more than it binds, which is the safe side for its callers, who ask "can anything
+    here change what this name holds?" before they move code or trust a value."""
+    return {
+        name
+        for node in walk(root)
+        for target in binding_targets(node)
+        for n in walk(target)
+        if isinstance(n, (cst.Name, cst.Attribute)) and (name := dotted(n)) is not None
+    }
 
 
 def _module_name(expr) -> str:

@@ -12,8 +12,8 @@ import re
 
 import libcst as cst
 
-from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex, binding_targets
+from trainlint.analysis.names import Names, bound_names, dotted
+from trainlint.analysis.tree import TreeIndex
 
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
@@ -155,17 +155,10 @@ class Tensors:
                     value = _assigned_here(stmt, name)
                     if value is not None:
                         return value
-                    if self._assigns_anywhere(stmt, name):
+                    if name in bound_names(stmt):
                         return None
             child = anc
         return None
-
-    def _assigns_anywhere(self, stmt: cst.CSTNode, name: str) -> bool:
-        for node in self.index.walk(stmt):
-            for target in binding_targets(node):
-                if any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name for n in self.index.walk(target)):
-                    return True
-        return False
 
 
 def _assigned_here(stmt: cst.CSTNode, name: str) -> cst.BaseExpression | None:
