@@ -180,8 +180,22 @@ def _with_total(code: str, init: str = "total = 0.0") -> str:
     return code.replace("import torch\n", f"import torch\n{init}\n", 1)
 
 
-_NO_FIX_RETURNED = ("import torch\ndef train(loader):\n    total = 0.0\n    for x, y in loader:\n        loss = model(x, y)\n"
-                    "        loss.backward()\n        opt.step()\n        total += loss.item()\n    return total\n")
+# The BERT-era loop: the running loss is kept, logged as a difference at the interval and returned.
+_RUN_GLUE = """import torch
+def train(loader):
+    global_step, tr_loss, logging_loss = 0, 0.0, 0.0
+    for x, y in loader:
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        tr_loss += loss.{read}
+        global_step += 1
+        if global_step % 50 == 0:
+            writer.add_scalar("loss", ({tr_loss} - logging_loss) / 50, global_step)
+            logging_loss = {tr_loss}
+    return global_step, {tr_loss} / global_step
+"""
+_NO_FIX_SHOWN_NAME = _with_total(in_training_loop("total += loss.item()")) + "print(f'{total=}')\n"
 _NO_FIX_PER_STEP_READ = _with_total(in_training_loop("total += loss.item()\npbar.set_postfix(avg=total / (step + 1))"))
 _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) == y).sum().item()"), "correct = 0") \
     + "print(correct)\n"
@@ -224,15 +238,16 @@ if step % log_every == 0:
 ## Fix safety
 Unsafe: `total += loss.item()` (or `float(loss)`) becomes `total += loss.detach()`, so `total`
 becomes a tensor and its conversion moves to where it is read: every read of `total` (formatted,
-printed or logged, compared, in arithmetic that ends in one of those, appended to a list) becomes
-`float(total)`, so it prints and compares as the number it was. The sum is kept in the loss's
-dtype (float32) rather than a Python float. There is no fix when a read cannot be converted that
-way or would still sync on every step: `total` is returned, stored, passed to another function
-or read per step (a running average in the progress bar); it is an attribute or an item
+logged, compared, stored, returned or passed on) becomes `float(total)`, the number it was, so
+nothing downstream sees a tensor (`logging_loss = float(tr_loss)`, `return float(total) / n`).
+The sum is kept in the loss's dtype (float32) rather than a Python float. There is no fix when a
+read would still sync on every step: `total` is read per step (a running average in the progress
+bar); or when a read cannot be seen or converted: it is an attribute or an item
 (`self.total`, `stats["n"]`: read elsewhere) or not initialised with a number literal
 (`total = 0.0`; resets to a literal in the loop are fine, though a read that sees an integer
 literal itself, as after `total = 0` when the loop never ran, prints `0.0`); or it may hold an integer
-(`correct += (pred == y).sum().item()` from `correct = 0`: `float()` would print `42.0`).
+(`correct += (pred == y).sum().item()` from `correct = 0`: `float()` would print `42.0`); or it is
+printed with its own name (`f"{total=}"` would print `float(total)=`).
 Other shapes get a suggestion only (shown, never written): put the statement under the script's
 logging interval; an assignment moves only together with the statements right after it that read
 the name, and not at all when the name is read anywhere else (the read would be stale).
@@ -258,9 +273,12 @@ the name, and not at all when the name is read anywhere else (the read would be 
                                   "running = 0")),
         Invalid("import torch\ndef train_step(x, y):\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
                 "    return loss.item()\nfor x, y in loader:\n    train_step(x, y)\n"),
-        # No fix: returned (the caller would get a tensor), read on every step (the sync would only
-        # move), an integer count (`float()` would print `42.0`), no number literal to start from.
-        Invalid(_NO_FIX_RETURNED, fixed=_NO_FIX_RETURNED),
+        # Stored and returned reads get the number back too: nothing downstream sees a tensor.
+        Invalid(_RUN_GLUE.format(read="item()", tr_loss="tr_loss"),
+                fixed=_RUN_GLUE.format(read="detach()", tr_loss="float(tr_loss)")),
+        # No fix: read on every step (the sync would only move), an integer count (`float()` would
+        # print `42.0`), no number literal to start from, printed with its name (`f"{total=}"`).
+        Invalid(_NO_FIX_SHOWN_NAME, fixed=_NO_FIX_SHOWN_NAME),
         Invalid(_NO_FIX_PER_STEP_READ, fixed=_NO_FIX_PER_STEP_READ),
         Invalid(_NO_FIX_COUNT, fixed=_NO_FIX_COUNT),
         Invalid(in_training_loop("total += loss.item()"), fixed=in_training_loop("total += loss.item()")),
@@ -384,71 +402,24 @@ def _floating_tensor(expr: cst.BaseExpression, depth: int = 0) -> bool:
     return bool(text) and bool(_FLOAT_NAME.match(text.rsplit(".", 1)[-1]))
 
 
-_READ_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power, cst.Modulo)
-
-
 def _read_conversion(ctx, read: cst.Name) -> str | None:
-    """How a read of an accumulator that becomes a tensor is kept as it was: "convert" (wrap it in
-    `float()`: it is formatted, printed, logged, compared or appended to a list, directly or
-    through arithmetic), "done" (it is already in `float()`/`int()`), None (it is stored, returned
-    or passed on: the tensor would escape)."""
-    child, node = read, ctx.parent(read)
-    contained = False  # inside a tuple, list or dict: only a `%` format or a logging call may take it
-    while True:
-        if isinstance(node, cst.BinaryOperation):
-            if isinstance(node.operator, cst.Modulo) and _is_string(node.left):
-                return "convert" if child is node.right else None
-            if contained or not isinstance(node.operator, _READ_ARITHMETIC):
-                return None
-        elif isinstance(node, cst.UnaryOperation):
-            if contained or isinstance(node.operator, cst.Not):
-                return None
-        elif isinstance(node, cst.Comparison):
-            return None if contained else "convert"
-        elif isinstance(node, cst.FormattedStringExpression):
-            # `f"{total=}"` prints the expression's text too: `float(total)=` would change it.
-            ok = child is node.expression and node.equal is None and not contained
-            return "convert" if ok else None
-        elif isinstance(node, (cst.Element, cst.Tuple, cst.List, cst.Dict)):
-            contained = True
-        elif isinstance(node, cst.DictElement):
-            if child is not node.value:
-                return None
-            contained = True
-        elif isinstance(node, cst.Arg):
-            call = ctx.parent(node)
-            if child is not node.value or not isinstance(call, cst.Call):
-                return None
-            qn = ctx.names.qualified(call.func)
-            if qn in ("builtins.float", "builtins.int") and not contained:
-                return "done"
-            if qn in ("builtins.round", "builtins.abs") and not contained and node is call.args[0]:
-                child, node = call, ctx.parent(call)  # `round(tensor)` raises: convert inside it
-                continue
-            if qn in ("builtins.str", "builtins.repr") and not contained:
-                return "convert"
-            if _is_log_call(ctx, call) or _tracker_values(ctx, call) is not None or _is_format_call(call):
-                return "convert"
-            if not contained and _appends_to_list(ctx, call):
-                return "convert"
+    """How a read of an accumulator that becomes a tensor keeps the value it had: "done" (it is
+    already the argument of `float()`/`int()`), "convert" (wrap it in `float()`, which gives back
+    the Python number it was, wherever the read goes: formatted, compared, stored, returned or
+    passed on; a float has no method or item a tensor would need), None where the conversion would
+    change what the program prints: `f"{total=}"` prints the expression's text too."""
+    for anc in ctx.index.ancestors(read):
+        if isinstance(anc, cst.FormattedStringExpression) and anc.equal is not None:
             return None
-        else:
-            return None
-        child, node = node, ctx.parent(node)
-
-
-def _is_format_call(call: cst.Call) -> bool:
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "format" and _is_string(call.func.value)
-
-
-def _appends_to_list(ctx, call: cst.Call) -> bool:
-    """`values.append(x)` where values is a list built in the same function (`values = []`)."""
-    func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value != "append" or not isinstance(func.value, cst.Name):
-        return False
-    uses = variable_uses(ctx.index, ctx.index.enclosing_function(call), func.value.value) or []
-    bindings = [u for u in uses if u.kind != "read"]
-    return bool(bindings) and all(u.kind == "assign" and isinstance(u.value, (cst.List, cst.ListComp)) for u in bindings)
+        if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            break
+    arg = ctx.parent(read)
+    if isinstance(arg, cst.Arg) and not arg.keyword and not arg.star:
+        call = ctx.parent(arg)
+        if isinstance(call, cst.Call) and len(call.args) == 1 \
+                and ctx.names.qualified(call.func) in ("builtins.float", "builtins.int"):
+            return "done"
+    return "convert"
 
 
 def _sync_in_receiver(expr: cst.BaseExpression) -> bool:
