@@ -48,12 +48,15 @@ class Client:
         write_message(self.proc.stdin, {"jsonrpc": "2.0", "method": method, "params": params})
 
     def request(self, method, params):
+        """The reply; `self.passed` is what the server sent before it (it handles messages in order)."""
         self.next_id += 1
         write_message(self.proc.stdin, {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        self.passed = []
         while True:
             message = self.receive()
-            if message.get("id") == self.next_id:
+            if message.get("id") == self.next_id and "method" not in message:
                 return message
+            self.passed.append(message)
 
     def receive(self):
         message = self.inbox.get(timeout=60)
@@ -465,3 +468,147 @@ def test_hover_on_a_rule_code_in_a_comment_explains_the_rule(client, tmp_path):
     assert hover(0, 17) is None  # another tool's code
     assert hover(1, 7) is None  # not in a comment
     assert hover(5, 0) is None  # past the end
+
+
+# -- pull diagnostics (LSP 3.17 textDocument/diagnostic) -----------------------------------
+
+PULLS = {"textDocument": {"diagnostic": {"dynamicRegistration": False}}}
+
+
+@pytest.fixture
+def puller(tmp_path):
+    c = Client(tmp_path, capabilities=PULLS)
+    yield c
+    c.close()
+
+
+def _pull(client, uri, previous=None):
+    params = {"textDocument": {"uri": uri}, **({"previousResultId": previous} if previous else {})}
+    return client.request("textDocument/diagnostic", params)["result"]
+
+
+def _pushed(client):
+    return [m["params"]["uri"] for m in client.passed if m.get("method") == "textDocument/publishDiagnostics"]
+
+
+def test_a_client_that_pulls_gets_the_findings_by_pull_only(puller, tmp_path):
+    assert puller.init["result"]["capabilities"]["diagnosticProvider"] == {
+        "interFileDependencies": False, "workspaceDiagnostics": False}
+    uri = _open(puller, tmp_path, SOURCE)
+    report = _pull(puller, uri)
+    assert _pushed(puller) == []  # the open was linted, not pushed: the client would show both
+    assert report["kind"] == "full" and report["resultId"]
+    by_code = {d["code"]: d for d in report["items"]}
+    assert set(by_code) == {"TL101", "TL102"}  # as pushed: the same diagnostics, ranges and all
+    assert by_code["TL102"]["range"] == {"start": {"line": 2, "character": 9}, "end": {"line": 2, "character": 37}}
+    # Nothing changed: the client keeps what it shows.
+    assert _pull(puller, uri, report["resultId"]) == {"kind": "unchanged", "resultId": report["resultId"]}
+    # An edit (and a save) pushes nothing; the next pull has the new findings under a new id.
+    fixed = SOURCE.replace("batch_size=4)", "batch_size=4, num_workers=2, pin_memory=True, prefetch_factor=4)")
+    puller.notify("textDocument/didChange", _change(uri, 2, [{"text": fixed}]))
+    puller.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    after = _pull(puller, uri, report["resultId"])
+    assert _pushed(puller) == []
+    assert after["kind"] == "full" and after["resultId"] != report["resultId"]
+    assert [d["code"] for d in after["items"]] == ["TL108"]
+    # An edit that leaves the same findings (at the same version-tagged places) is a new report too:
+    # the diagnostics' data names the version a code action must match.
+    puller.notify("textDocument/didChange", _change(uri, 3, [_edit((6, 14), (6, 14), " ")]))
+    again = _pull(puller, uri, after["resultId"])
+    assert again["kind"] == "full" and again["resultId"] != after["resultId"]
+
+
+def test_a_code_action_on_a_pulled_diagnostic_fixes_it(puller, tmp_path):
+    uri = _open(puller, tmp_path, SOURCE)
+    tl102 = next(d for d in _pull(puller, uri)["items"] if d["code"] == "TL102")
+    actions = _actions(puller, uri, [tl102], ["quickfix"])
+    fix = next(a for a in actions if "pin_memory" in a["title"])
+    assert fix["isPreferred"] is True and fix["diagnostics"] == [tl102]
+    assert "batch_size=4, pin_memory=True)  # café" in _apply(SOURCE, fix["edit"]["changes"][uri])
+    # ...and none once the text has moved on under it.
+    puller.notify("textDocument/didChange", _change(uri, 2, [{"text": "\n" + SOURCE}]))
+    assert _actions(puller, uri, [tl102], ["quickfix"]) == []
+
+
+def test_a_pull_for_a_closed_or_unknown_document_is_an_empty_report(puller, tmp_path):
+    uri = _open(puller, tmp_path, SOURCE)
+    assert _pull(puller, uri)["items"]
+    puller.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert _pull(puller, uri) == {"kind": "full", "items": []}
+    assert _pushed(puller) == []  # no clearing push for what the client pulled
+    assert _pull(puller, (tmp_path / "never.py").as_uri()) == {"kind": "full", "items": []}
+
+
+def test_a_configuration_change_asks_a_pulling_client_to_pull_again(tmp_path):
+    client = Client(tmp_path, capabilities={**PULLS, "workspace": {
+        "diagnostics": {"refreshSupport": True}, "didChangeWatchedFiles": {"dynamicRegistration": True}}})
+
+    def refreshed():
+        """Whether the server asked for a pull of everything; answered as a client would."""
+        asks = [m for m in client.passed if m.get("method") == "workspace/diagnostic/refresh"]
+        for ask in asks:
+            write_message(client.proc.stdin, {"jsonrpc": "2.0", "id": ask["id"], "result": None})
+        return len(asks) == 1
+
+    try:
+        register = client.receive()
+        write_message(client.proc.stdin, {"jsonrpc": "2.0", "id": register["id"], "result": None})
+        uri = _open(client, tmp_path, SOURCE)
+        other = _open(client, tmp_path, SOURCE, name="other.py")
+        first = _pull(client, uri)
+        # On disk (the client watches the files): every open document is linted with the new settings.
+        (tmp_path / "trainlint.toml").write_text('ignore = ["TL102"]\n')
+        client.notify("workspace/didChangeWatchedFiles",
+                      {"changes": [{"uri": (tmp_path / "trainlint.toml").as_uri(), "type": 1}]})
+        second = _pull(client, uri, first["resultId"])
+        assert refreshed() and _pushed(client) == []
+        assert second["kind"] == "full" and [d["code"] for d in second["items"]] == ["TL101"]
+        # Saved beside a document: its findings change, and so may every other's.
+        (tmp_path / "trainlint.toml").write_text('ignore = ["TL101"]\n')
+        client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+        assert [d["code"] for d in _pull(client, other)["items"]] == ["TL102"]
+        assert refreshed() and _pushed(client) == []
+        # A change on disk that changes no finding asks for nothing.
+        (tmp_path / "trainlint.toml").write_text('ignore = ["TL101"]  # the same settings\n')
+        client.notify("workspace/didChangeWatchedFiles",
+                      {"changes": [{"uri": (tmp_path / "trainlint.toml").as_uri(), "type": 2}]})
+        third = _pull(client, uri)
+        assert not refreshed() and [d["code"] for d in third["items"]] == ["TL102"]
+    finally:
+        client.close()
+
+
+def test_a_pulling_client_gets_notebook_cells_pushed(puller, tmp_path):
+    uri, cell_uris = _open_notebook(puller, tmp_path)
+    _markdown, first, _second = _cell_diagnostics(puller, cell_uris)
+    assert {d["code"] for d in first} == {"TL101", "TL102"}
+    # A pull for a cell is empty: the pushed findings stand, shown once.
+    assert _pull(puller, cell_uris[1]) == {"kind": "full", "items": []}
+    # An edit in one cell re-lints the notebook as one program and pushes every cell, as for any client.
+    puller.notify("notebookDocument/didChange", {
+        "notebookDocument": {"uri": uri, "version": 2},
+        "change": {"cells": {"textContent": [{"document": {"uri": cell_uris[1], "version": 2}, "changes": [
+            _edit((3, 36), (3, 36), ", num_workers=2, pin_memory=True, prefetch_factor=4")]}]}}})
+    _markdown, first, second = _cell_diagnostics(puller, cell_uris)
+    assert first == [] and [d["code"] for d in second] == ["TL108"]
+    # A code action on a pushed cell finding works as for a client that does not pull.
+    (tl108,) = second
+    assert any("non_blocking" in a["title"] for a in _actions(puller, cell_uris[2], [tl108], ["quickfix"]))
+
+
+def test_a_client_that_does_not_pull_is_offered_no_pull(client):
+    assert "diagnosticProvider" not in client.init["result"]["capabilities"]
+
+
+def test_a_pull_after_a_change_that_was_not_linted_lints_it():
+    out = io.BytesIO()
+    pending = queue.Queue()
+    server = Server(out, pending)
+    server.on_initialize({"capabilities": PULLS})
+    server.on_textDocument_didOpen({"textDocument": {"uri": "file:///t.py", "version": 1, "text": ""}})
+    pending.put({"method": "textDocument/didChange", "params": _change("file:///t.py", 3, [{"text": "x = 1\n"}])})
+    server.on_textDocument_didChange(_change("file:///t.py", 2, [{"text": SOURCE}]))  # superseded: not linted
+    report = server.on_textDocument_diagnostic({"textDocument": {"uri": "file:///t.py"}})
+    assert {d["code"] for d in report["items"]} == {"TL101", "TL102"}  # the text as it is, not as it was opened
+    assert {d["data"]["version"] for d in report["items"]} == {2}
+    assert out.getvalue() == b""  # nothing pushed

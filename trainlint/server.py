@@ -4,12 +4,14 @@ show findings as you type and apply fixes as code actions (Ruff's `ruff server`,
 What it does: lints every open document on open and change (the buffer, not the file on disk;
 changes arrive as incremental edits, and a burst of them is linted once, at its last state)
 with the settings of its path (nearest configuration file, re-read on every lint so edits to it
-apply at once), publishes the findings as diagnostics, and answers code actions with each
+apply at once), publishes the findings as diagnostics (or, to a client that pulls them, LSP
+3.17's textDocument/diagnostic, answers its requests with them), and answers code actions with each
 finding's fix (safe ones preferred; unsafe ones and suggestions marked so), a `# noqa` for the
 line, and `source.fixAll.trainlint`, which applies the safe fixes as `--fix` would. Jupyter
 notebooks come as notebook documents, their findings published on their cells
 (trainlint/server_notebooks.py). A hover on a rule code in a comment explains the rule; a
-configuration file changed on disk (when the client watches files) re-lints what is open.
+configuration file changed on disk (when the client watches files) re-lints what is open, and
+asks a client that pulls findings to pull them again.
 
 Messages are JSON-RPC 2.0 framed with Content-Length headers. Positions: the client's choice
 among utf-32, utf-8 and utf-16 (the protocol's default); the engine's columns are characters.
@@ -18,6 +20,8 @@ The server never executes the code it checks and keeps running when one document
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import os
 import queue
@@ -111,8 +115,11 @@ class Document:
     uri: str
     text: str
     version: int | None = None
-    diagnostics: list[Diagnostic] = field(default_factory=list)  # what was last published
+    diagnostics: list[Diagnostic] = field(default_factory=list)  # the findings of the last lint
     lines: list[str] = field(default_factory=list)  # the text's rows, for position conversion
+    # The last lint's findings as LSP diagnostics (pushed, or kept for the client to pull); None
+    # while the text has changed since (a change superseded by a later one is not linted).
+    reported: list[dict] | None = None
 
     def __post_init__(self) -> None:
         self.update(self.text, self.version)
@@ -120,6 +127,7 @@ class Document:
     def update(self, text: str, version: int | None) -> None:
         self.text, self.version = text, version
         self.lines = [strip_eol(line) for line in split_lines(text)]
+        self.reported = None
 
     def offset(self, position: dict, encoding: str) -> int:
         """The character offset in the text of an LSP position (a line past the end is the end)."""
@@ -153,6 +161,12 @@ class Server:
         self.encoding = "utf-16"
         self.shutting_down = False
         self.watches_files = False  # the client can watch the configuration files for us
+        # LSP 3.17 pull diagnostics: a text document's findings are pulled by the client that asks
+        # (textDocument/diagnostic), never also pushed (it would show them twice), and pushed to
+        # every other client. `refreshes`: the client can be asked to pull them all again.
+        self.pulls = False
+        self.refreshes = False
+        self.request_ids = itertools.count(1)  # of the requests the server sends
 
     # -- protocol plumbing --------------------------------------------------------------
 
@@ -195,18 +209,22 @@ class Server:
         # Characters (utf-32) need no conversion; otherwise the client's first choice we know.
         self.encoding = next((e for e in ("utf-32", *offered) if e in offered and e in ("utf-32", "utf-8", "utf-16")),
                              "utf-16")
-        watched = ((params.get("capabilities") or {}).get("workspace") or {}).get("didChangeWatchedFiles") or {}
-        self.watches_files = bool(watched.get("dynamicRegistration"))
-        return {
-            "capabilities": {
-                "positionEncoding": self.encoding,
-                "textDocumentSync": {"openClose": True, "change": 2, "save": True},  # incremental edits
-                "codeActionProvider": {"codeActionKinds": ["quickfix", FIX_ALL]},
-                "hoverProvider": True,
-                "notebookDocumentSync": {"notebookSelector": [{"cells": [{"language": "python"}]}], "save": True},
-            },
-            "serverInfo": {"name": "trainlint", "version": __version__},
+        workspace = (params.get("capabilities") or {}).get("workspace") or {}
+        self.watches_files = bool((workspace.get("didChangeWatchedFiles") or {}).get("dynamicRegistration"))
+        self.pulls = ((params.get("capabilities") or {}).get("textDocument") or {}).get("diagnostic") is not None
+        self.refreshes = bool((workspace.get("diagnostics") or {}).get("refreshSupport"))
+        capabilities = {
+            "positionEncoding": self.encoding,
+            "textDocumentSync": {"openClose": True, "change": 2, "save": True},  # incremental edits
+            "codeActionProvider": {"codeActionKinds": ["quickfix", FIX_ALL]},
+            "hoverProvider": True,
+            "notebookDocumentSync": {"notebookSelector": [{"cells": [{"language": "python"}]}], "save": True},
         }
+        if self.pulls:
+            # A file's findings depend on its text and settings only (a notebook's cells, which
+            # depend on each other, are pushed: see on_textDocument_diagnostic).
+            capabilities["diagnosticProvider"] = {"interFileDependencies": False, "workspaceDiagnostics": False}
+        return {"capabilities": capabilities, "serverInfo": {"name": "trainlint", "version": __version__}}
 
     def on_initialized(self, params: dict) -> None:
         if self.watches_files:
@@ -222,11 +240,26 @@ class Server:
     def on_workspace_didChangeWatchedFiles(self, params: dict) -> None:
         """A configuration file changed: every open document's findings may have (settings are read
         afresh on each lint)."""
+        self._relint_open()
+
+    def _relint_open(self, changed: bool = False) -> None:
+        """Lint every open document again, as the settings may have changed. A client that pulls
+        findings is asked to pull them again (workspace/diagnostic/refresh) when a text document's
+        changed, or `changed` says one already did: it would not ask before the next edit."""
         for doc in self.documents.values():
             if not _notebook_file(doc.uri):
-                self.publish(doc)
+                changed = self._relint(doc) or changed
         for notebook in self.notebooks.values():
             self.publish_notebook(notebook)
+        if changed and self.pulls and self.refreshes:
+            # The client's answer to this request needs no handling.
+            self.send({"id": f"trainlint-refresh-{next(self.request_ids)}", "method": "workspace/diagnostic/refresh"})
+
+    def _relint(self, doc: Document) -> bool:
+        """Lint `doc` again; whether what it reports changed."""
+        before = doc.reported
+        self.check(doc)
+        return doc.reported != before
 
     def on_shutdown(self, params: dict) -> None:
         self.shutting_down = True
@@ -238,7 +271,7 @@ class Server:
         item = params["textDocument"]
         self.documents[item["uri"]] = Document(item["uri"], item["text"], item.get("version"))
         if not _notebook_file(item["uri"]):
-            self.publish(self.documents[item["uri"]])
+            self.check(self.documents[item["uri"]])
 
     def on_textDocument_didChange(self, params: dict) -> None:
         doc = self.documents.get(params["textDocument"]["uri"])
@@ -247,7 +280,7 @@ class Server:
             return
         doc.edit(changes, params["textDocument"].get("version"), self.encoding)
         if not self._superseded(doc.uri) and not _notebook_file(doc.uri):
-            self.publish(doc)
+            self.check(doc)
 
     def _superseded(self, uri: str) -> bool:
         """Whether a change or close of `uri` (a text or notebook document) is already waiting: then
@@ -262,13 +295,40 @@ class Server:
 
     def on_textDocument_didSave(self, params: dict) -> None:
         doc = self.documents.get(params["textDocument"]["uri"])
-        if doc is not None and not _notebook_file(doc.uri):
-            self.publish(doc)  # the configuration beside it may have changed
+        # The configuration beside it may have changed. If its findings did (its text has not), the
+        # settings did: a client that pulls is shown the others' afresh too.
+        if doc is not None and not _notebook_file(doc.uri) and self._relint(doc) and self.pulls:
+            self._relint_open(changed=True)
 
     def on_textDocument_didClose(self, params: dict) -> None:
         uri = params["textDocument"]["uri"]
         self.documents.pop(uri, None)
-        self.notify("textDocument/publishDiagnostics", {"uri": uri, "diagnostics": []})
+        if not self.pulls:  # a client drops what it pulled for a document it closes
+            self.notify("textDocument/publishDiagnostics", {"uri": uri, "diagnostics": []})
+
+    def on_textDocument_diagnostic(self, params: dict) -> dict:
+        """LSP 3.17 pull: the findings of an open text document as a full report, or `unchanged`
+        when the client's `previousResultId` still names them. The result id is a digest of the
+        report, so it changes exactly when what is reported does (an edit, the settings).
+
+        A notebook cell is answered with an empty report: cells' findings are always pushed
+        (publish_notebook), whether or not the client pulls. A client's pull capability does not
+        say whether it pulls cells (VS Code's client did not before vscode-languageclient 10, so
+        findings not pushed would not be shown there), and the cells are one program, so an edit
+        in one cell changes another's findings, which a client asks for again only on that cell's
+        own edits. A client keeps pulled and pushed diagnostics apart, so the empty report leaves
+        the pushed ones shown, once. A document that is not open (closed, never opened, an
+        .ipynb opened as text) has nothing to report either: an empty report, which the spec
+        allows as well as an error, and which clears whatever the client still shows for it."""
+        doc = self.documents.get(params["textDocument"]["uri"])
+        if doc is None or _notebook_file(doc.uri):
+            return {"kind": "full", "items": []}
+        if doc.reported is None:  # a change was superseded by another the client has not sent yet
+            self.check(doc)
+        result_id = hashlib.sha256(json.dumps(doc.reported, sort_keys=True).encode()).hexdigest()[:16]
+        if params.get("previousResultId") == result_id:
+            return {"kind": "unchanged", "resultId": result_id}
+        return {"kind": "full", "resultId": result_id, "items": doc.reported}
 
     # -- notebooks (trainlint/server_notebooks.py) ----------------------------------------
 
@@ -356,16 +416,19 @@ class Server:
             self.log(f"trainlint: {uri}: too deeply nested to analyse")
         return []
 
-    def publish(self, doc: Document) -> None:
+    def check(self, doc: Document) -> None:
+        """Lint an open text document: its findings as LSP diagnostics, pushed to the client, or
+        kept for it to pull (on_textDocument_diagnostic) when it pulls."""
         from trainlint.engine import ParseError
 
         doc.diagnostics = []
         try:
             doc.diagnostics = self._lint(doc.uri, doc.text)
-            published = [self._diagnostic(doc.lines, d, i, doc.version) for i, d in enumerate(doc.diagnostics)]
+            doc.reported = [self._diagnostic(doc.lines, d, i, doc.version) for i, d in enumerate(doc.diagnostics)]
         except ParseError as exc:
-            published = [self._syntax_error(doc.lines, str(exc))]
-        self._send_diagnostics(doc, published)
+            doc.reported = [self._syntax_error(doc.lines, str(exc))]
+        if not self.pulls:
+            self._send_diagnostics(doc, doc.reported)
 
     def publish_notebook(self, notebook: NotebookDocument) -> None:
         """The findings of the notebook's cells read as one program, each published on its cell
