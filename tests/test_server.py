@@ -173,6 +173,20 @@ def test_a_stale_diagnostic_gets_no_fix(client, tmp_path):
     assert actions["result"] == []
 
 
+def test_a_diagnostic_from_before_a_configuration_change_gets_no_fix(client, tmp_path):
+    uri = _open(client, tmp_path, SOURCE)
+    old = client.diagnostics(uri)["diagnostics"]
+    assert [d["code"] for d in old] == ["TL101", "TL102"]
+    # Same text, same version, other settings: the first finding is now TL102's.
+    (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nignore = ["TL101"]\n')
+    client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    assert [d["code"] for d in client.diagnostics(uri)["diagnostics"]] == ["TL102"]
+    actions = client.request("textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": old[0]["range"],
+        "context": {"diagnostics": [old[0]], "only": ["quickfix"]}})
+    assert actions["result"] == []
+
+
 def test_syntax_error_is_one_error_diagnostic(client, tmp_path):
     uri = _open(client, tmp_path, "def broken(:\n    pass\n")
     (diag,) = client.diagnostics(uri)["diagnostics"]

@@ -605,9 +605,13 @@ def _ours(diagnostics: list[Diagnostic], version: int | None, sent: dict) -> Dia
     """The finding behind a diagnostic the client sends back, if it is still current."""
     data = sent.get("data") or {}
     index = data.get("index")
-    if sent.get("source") != "trainlint" or not isinstance(index, int) or data.get("version") != version:
+    if sent.get("source") != "trainlint" or not isinstance(index, int) or data.get("version") != version \
+            or not 0 <= index < len(diagnostics):
         return None
-    return diagnostics[index] if 0 <= index < len(diagnostics) else None
+    # The same version is linted again when the settings change (a configuration file saved): the
+    # index must still name the finding the client shows.
+    diag = diagnostics[index]
+    return diag if (diag.code, diag.message) == (sent.get("code"), sent.get("message")) else None
 
 
 def _with_row(text: str, row: int, line: str) -> str:
