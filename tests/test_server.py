@@ -210,6 +210,16 @@ def test_configuration_of_the_path_applies_and_is_reread(client, tmp_path):
     assert client.diagnostics(uri)["diagnostics"] == []
 
 
+def test_saving_under_new_settings_relints_the_other_open_documents(client, tmp_path):
+    first = _open(client, tmp_path, SOURCE)
+    other = _open(client, tmp_path, SOURCE, name="other.py")
+    assert {d["code"] for d in client.diagnostics(other)["diagnostics"]} == {"TL101", "TL102"}
+    (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nignore = ["TL101"]\n')
+    client.notify("textDocument/didSave", {"textDocument": {"uri": first}})
+    assert {d["code"] for d in client.diagnostics(first)["diagnostics"]} == {"TL102"}
+    assert {d["code"] for d in client.diagnostics(other)["diagnostics"]} == {"TL102"}
+
+
 def test_a_configuration_changed_on_disk_relints_the_open_documents(tmp_path):
     client = Client(tmp_path, capabilities={"workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}}})
     try:

@@ -242,12 +242,13 @@ class Server:
         afresh on each lint)."""
         self._relint_open()
 
-    def _relint_open(self, changed: bool = False) -> None:
-        """Lint every open document again, as the settings may have changed. A client that pulls
-        findings is asked to pull them again (workspace/diagnostic/refresh) when a text document's
-        changed, or `changed` says one already did: it would not ask before the next edit."""
+    def _relint_open(self, changed: bool = False, done: Document | None = None) -> None:
+        """Lint every open document again (but `done`, just linted), as the settings may have
+        changed. A client that pulls findings is asked to pull them again
+        (workspace/diagnostic/refresh) when a text document's changed, or `changed` says one
+        already did: it would not ask before the next edit."""
         for doc in self.documents.values():
-            if not _notebook_file(doc.uri):
+            if doc is not done and not _notebook_file(doc.uri):
                 changed = self._relint(doc) or changed
         for notebook in self.notebooks.values():
             self.publish_notebook(notebook)
@@ -296,9 +297,9 @@ class Server:
     def on_textDocument_didSave(self, params: dict) -> None:
         doc = self.documents.get(params["textDocument"]["uri"])
         # The configuration beside it may have changed. If its findings did (its text has not), the
-        # settings did: a client that pulls is shown the others' afresh too.
-        if doc is not None and not _notebook_file(doc.uri) and self._relint(doc) and self.pulls:
-            self._relint_open(changed=True)
+        # settings did: the other open documents are linted again with them too.
+        if doc is not None and not _notebook_file(doc.uri) and self._relint(doc):
+            self._relint_open(changed=True, done=doc)
 
     def on_textDocument_didClose(self, params: dict) -> None:
         uri = params["textDocument"]["uri"]
