@@ -128,6 +128,27 @@ def test_full_output_shows_a_suggestion_as_code(tmp_path):
     assert "print(model)" not in out
 
 
+def test_grouped_and_pylint_formats(project):
+    (project / "more.py").write_text(BAD + "\n" * 8 + "loader2 = DataLoader(ds, num_workers=2)\n")
+    grouped = run(["--output-format", "grouped", "--no-cache", "bad.py", "more.py"], project)
+    assert grouped.exit_code == 1
+    assert grouped.output.startswith(
+        "bad.py:\n  2:10 TL104 [*] Workers keep only 2 batches each in flight; set `prefetch_factor=4`")
+    # Positions are aligned within a file; a blank line ends each file's group, then the summary.
+    assert "\nmore.py:\n   2:10 TL104 [*] " in grouped.output and "\n  11:11 TL104 [*] " in grouped.output
+    assert "\n\nFound 3 errors.\n" in grouped.output
+    pylint = run(["--output-format", "pylint", "--no-cache", "bad.py", "more.py"], project)
+    assert pylint.exit_code == 1
+    assert pylint.output.splitlines() == [
+        "bad.py:2: [TL104] Workers keep only 2 batches each in flight; set `prefetch_factor=4` so uneven "
+        "batches do not drain the queue",
+        "more.py:2: [TL104] Workers keep only 2 batches each in flight; set `prefetch_factor=4` so uneven "
+        "batches do not drain the queue",
+        "more.py:11: [TL104] Workers keep only 2 batches each in flight; set `prefetch_factor=4` so uneven "
+        "batches do not drain the queue",
+    ]
+
+
 def test_quiet_prints_findings_only(project):
     out = run(["-q", "bad.py"], project).output
     assert out.startswith("bad.py:2:10") and "Found" not in out

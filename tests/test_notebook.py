@@ -119,6 +119,10 @@ def test_findings_are_placed_by_cell(tmp_path):
     assert import_os["cell"] == 2 and "import" in import_os["content"]
     github = trainlint(["check", "--output-format", "github", "--select", "TL201", "train.ipynb"], tmp_path).stdout
     assert "::TL201 cell 4, line 9: " in github
+    grouped = trainlint(["check", "--output-format", "grouped", "train.ipynb"], tmp_path).stdout
+    assert "train.ipynb:\n  cell 3:1:10 TL101 " in grouped and "\n  cell 4:9:19 TL201 " in grouped
+    pylint = trainlint(["check", "--output-format", "pylint", "--select", "TL201", "train.ipynb"], tmp_path).stdout
+    assert pylint.startswith("train.ipynb:") and ": [TL201] cell 4, line 9: " in pylint
 
 
 def test_fixes_are_written_into_the_cells_and_nothing_else_changes(tmp_path):

@@ -1,4 +1,5 @@
-"""Human output: `concise` (one line per finding) and `full` (with the source lines and the fix)."""
+"""Human output: `concise` (one line per finding), `full` (with the source lines and the fix) and
+`grouped` (the findings under their file's name, as Ruff's)."""
 
 from __future__ import annotations
 
@@ -16,19 +17,14 @@ def render(result: RunResult, fmt: str) -> str:
         # As Ruff's --diff: standard output is a patch (`| git apply`, `| patch -p0`) and nothing
         # else; the cli writes summary() to standard error.
         return "".join(f.diff if f.diff.endswith("\n") else f.diff + "\n" for f in result.files if f.diff)
-    lines: list[str] = []
+    lines = _grouped(result) if fmt == "grouped" else []
     diagnostics = result.diagnostics
     cells = cell_maps(result)
-    for diag in diagnostics:
-        marker = "[*] " if diag.fixable(result.unsafe_fixes) else ""
-        row = diag.start.row
-        if diag.path in cells:  # as Ruff writes a notebook's findings: `nb.ipynb:cell 3:2:5:`
-            cell, row = cells[diag.path].locate(row)
-            row = f"cell {cell}:{row}"
+    for diag in diagnostics if fmt != "grouped" else ():
         # Styled as Ruff's (path bold, code red, [*] cyan); the cli drops the styles unless the
         # output is a terminal (and NO_COLOR is unset), so files and pipes get plain text.
-        lines.append(f"{_style(diag.path, bold=True)}:{row}:{diag.start.column}: {_style(diag.code, fg='red', bold=True)} "
-                     f"{_style(marker, fg='cyan')}{diag.message}")
+        lines.append(f"{_style(diag.path, bold=True)}:{_row(cells, diag)}:{diag.start.column}: "
+                     f"{_finding(result, diag)}")
         if fmt == "full":
             shift = diag.start.row - cells[diag.path].locate(diag.start.row)[1] if diag.path in cells else 0
             lines.extend(_snippet(result.source_of(diag.path), diag, shift))
@@ -39,6 +35,37 @@ def render(result: RunResult, fmt: str) -> str:
     if not result.quiet:
         lines.extend(summary(result))
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _row(cells: dict[str, CellMap], diag) -> str:
+    """The finding's row; in a notebook `cell 3:2`, as Ruff writes a notebook's findings."""
+    if diag.path not in cells:
+        return str(diag.start.row)
+    return "cell {}:{}".format(*cells[diag.path].locate(diag.start.row))
+
+
+def _finding(result: RunResult, diag) -> str:
+    marker = "[*] " if diag.fixable(result.unsafe_fixes) else ""
+    return f"{_style(diag.code, fg='red', bold=True)} {_style(marker, fg='cyan')}{diag.message}"
+
+
+def _grouped(result: RunResult) -> list[str]:
+    """Each file's name (bold, underlined), then its findings as `row:column code message`, the
+    positions aligned, and a blank line."""
+    cells = cell_maps(result)
+    by_path: dict[str, list] = {}
+    for diag in result.diagnostics:
+        by_path.setdefault(diag.path, []).append(diag)
+    out = []
+    for path, diags in by_path.items():
+        out.append(_style(path, bold=True, underline=True) + ":")
+        rows = [_row(cells, d) for d in diags]
+        row_width = max(len(r) for r in rows)
+        col_width = max(len(str(d.start.column)) for d in diags)
+        out.extend(f"  {row:>{row_width}}:{d.start.column:<{col_width}} {_finding(result, d)}"
+                   for row, d in zip(rows, diags))
+        out.append("")
+    return out
 
 
 def _style(text: str, **styles) -> str:
