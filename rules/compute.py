@@ -8,6 +8,7 @@ import libcst as cst
 
 from trainlint.analysis.context import FileContext
 from trainlint.analysis.names import bound_names
+from trainlint.analysis.variables import is_variable, role
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Invalid, Rule, Valid, target_allows
 
@@ -134,8 +135,19 @@ is not offered; before 2.0 the rule is off.
                       "    return att @ v\n"),
         Valid(_HEAD + "    if fused:\n        return F.scaled_dot_product_attention(q, k, v)\n"
                       "    att = (q @ k.transpose(-2, -1) * 0.125).softmax(dim=-1)\n    return att @ v\n"),
+        # The weights are returned unless a flag drops them (transformers' DAB-DETR, Nystromformer):
+        # the conditional rebinding does not make them dead, so SDPA cannot replace them.
+        Valid(_HEAD + "    w = F.softmax(q @ k.transpose(-2, -1), dim=-1)\n    out = w @ v\n"
+                      "    if not output_attentions:\n        w = None\n    return out, w\n"),
     ]
     invalid = [
+        # The weights rebound in the other branch, or before a later read: dead after the attention.
+        Invalid(_HEAD + "    if cross:\n        a = F.softmax(q @ k.transpose(-2, -1), dim=-1)\n        y = a @ v\n"
+                        "    else:\n        a = F.softmax(q @ mask.transpose(-2, -1), dim=-1)\n        y = a @ v\n"
+                        "    a = None\n    return y, a\n",
+                fixed=_HEAD + "    if cross:\n        y = F.scaled_dot_product_attention(q, k, v, scale=1.0)\n"
+                              "    else:\n        y = F.scaled_dot_product_attention(q, mask, v, scale=1.0)\n"
+                              "    a = None\n    return y, a\n"),
         # A dropout module the fix cannot resolve (fairseq's FairseqDropout): still attention,
         # reported without a fix (this shape once escaped as an internal error).
         Invalid(_HEAD + "    att = F.softmax(q @ k.transpose(-2, -1), dim=-1)\n    att = self.dropout_module(att)\n"
@@ -421,30 +433,50 @@ is not offered; before 2.0 the rule is off.
 
     def _used_elsewhere(self, att: _Attention, node, stmt) -> bool:
         """An intermediate (scores, weights) is read after the attention, so SDPA cannot replace it.
-        Flow-insensitive but order-aware: the first occurrence after the attention statement decides;
-        a rebinding there (`attn = ...` in another branch or a later block) means the value is dead."""
+        A read counts when the attention's value may reach it (see _reaches): a rebinding in a later
+        block or in another branch hides the value, one under a condition does not
+        (`if not output_attentions: attn_weights = None` before `return out, attn_weights`)."""
         ctx = self.ctx
         scope = ctx.index.enclosing_function(node) or ctx.module
         chain = set(att.consumed) | {node}
         after = False
-        decided: set[str] = set()
         for name in ctx.index.walk(scope):
             if name is stmt:
                 after = True  # nodes of stmt itself follow in the walk; they are part of the chain
                 continue
-            if not after or not isinstance(name, cst.Name) or name.value not in att.names or name.value in decided:
+            if not after or not isinstance(name, cst.Name) or name.value not in att.names:
                 continue
-            if any(ctx.index.contains(s, name) for s in chain):
+            if not is_variable(ctx.index, name) or any(ctx.index.contains(s, name) for s in chain):
                 continue
-            parent = ctx.parent(name)
-            if isinstance(parent, cst.Attribute) and parent.attr is name:
-                continue
-            if isinstance(parent, cst.Arg) and parent.keyword is name:
-                continue
-            if isinstance(parent, cst.AssignTarget) and parent.target is name:
-                decided.add(name.value)  # rebound before any read
-                continue
-            return True
+            if role(ctx.index, name)[0] == "assign":
+                continue  # a write, not a read
+            if self._reaches(stmt, name, scope):
+                return True
+        return False
+
+    def _reaches(self, stmt, read: cst.Name, scope) -> bool:
+        """The value stmt leaves in read's variable may reach read: going up from the read, block by
+        block, and back through each block's earlier statements, the statement that is or holds stmt
+        comes before any statement that plainly rebinds the name. A statement that binds it only
+        inside a branch or loop may not run, so it hides nothing; a read in another branch than
+        stmt's never meets stmt. A read in a nested function may run at any time: it counts."""
+        index = self.ctx.index
+        if index.contains(stmt, read):
+            return True  # `out, w = att @ v, att`
+        child = read
+        for anc in index.ancestors(read):
+            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+                earlier = anc.body[: next(i for i, s in enumerate(anc.body) if s is child)]
+                for prev in reversed(earlier):
+                    if prev is stmt or index.contains(prev, stmt):
+                        return True
+                    if isinstance(prev, cst.SimpleStatementLine) and any(
+                            isinstance(n, cst.Name) and n.value == read.value and role(index, n)[0] == "assign"
+                            for n in index.walk(prev)):
+                        return False
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return anc is not scope
+            child = anc
         return False
 
     # -- the replacement ---------------------------------------------------------------
