@@ -259,6 +259,8 @@ the name, and not at all when the name is read anywhere else (the read would be 
         Valid(in_training_loop("pass") + "print(loss.item())\n"),
         Valid(in_training_loop("n = int(args.steps)")),
         Valid(in_training_loop("should_log = step % 10 == 0\nif should_log:\n    print(loss.item())")),
+        # A tensor made on the CPU (no device=) reads no GPU (diffusers' random roll amount).
+        Valid(in_training_loop("shift = torch.randint(8, (1,), generator=g).item()")),
     ]
     invalid = [
         # The reads of the accumulator are converted where they are: it prints a number, not `tensor(...)`.
@@ -292,7 +294,7 @@ the name, and not at all when the name is read anywhere else (the read would be 
             inner = func.value
             # One finding per chain: `x.cpu().numpy()` is reported at `.cpu()`, and so is
             # `x.cpu().detach().numpy().item()` (pytorch-tabnet: it was reported twice).
-            if _sync_in_receiver(inner):
+            if _sync_in_receiver(inner) or ctx.tensors.on_host(inner):
                 return
             if func.attr.value != "item" and not ctx.tensors.is_tensor(inner):
                 return
@@ -1010,6 +1012,11 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
         Valid(in_training_loop("if use_amp:\n    scaler.update()")),
         Valid("import torch\nfor x in val_loader:\n    out = model(x)\n    assert not torch.isnan(out).any()\n"),
         Valid(in_training_loop("if step == 0:\n    print(loss)")),
+        # torch.is_* predicates answer a Python bool; loss_scale is a setting (transformers, deepspeed).
+        Valid(in_training_loop("if torch.is_floating_point(x):\n    x = x.half()")),
+        Valid(in_training_loop("if self.clip_grad == 0.0 and self.loss_scale == 1.0:\n    continue")),
+        # `prev = loss` after `loss = loss.item()`: both floats (timm's optimizer tests).
+        Valid(in_training_loop("loss = loss.item()\nif step > 2:\n    assert loss < prev_loss\nprev_loss = loss")),
     ]
     invalid = [
         Invalid(in_training_loop("if torch.isnan(loss):\n    raise RuntimeError('nan')")),

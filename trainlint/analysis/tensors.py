@@ -17,7 +17,7 @@ from trainlint.analysis.tree import TreeIndex
 
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
-    r"^torch\.(cuda\.|backends\.|distributed\.|device$|manual_seed|is_tensor|is_grad_enabled|no_grad|"
+    r"^torch\.(cuda\.|backends\.|distributed\.|device$|manual_seed|is_\w+|no_grad|"
     r"enable_grad|inference_mode|set_\w+|get_\w+|save$|load$|compile$|jit\.|optim\.|nn\.(?!functional)|"
     r"utils\.|autograd\.grad_mode|amp\.|profiler\.|Size$|dtype$|finfo|iinfo|numel$|use_deterministic)"
 )
@@ -32,8 +32,14 @@ _TENSOR_METHODS = frozenset(
 )
 _MODEL_NAMES = re.compile(r"^(model|net|module|encoder|decoder|criterion|loss_fn|loss_func|lossfn|compute_loss|"
                           r"\w*_model|\w*_net|\w*criterion|\w*loss_fn)$", re.IGNORECASE)
-_TENSOR_NAMES = re.compile(r"^(loss|losses|\w+_loss|loss_\w+|logits|outputs?|preds?|predictions|grad_norm|"
-                           r"total_norm|acc|accuracy|correct)$", re.IGNORECASE)
+# `loss_ce`, `loss_total` are losses; `loss_scale`, `loss_weight`, `loss_fn` are settings of one
+# (deepspeed's `if self.clip_grad == 0.0 and self.loss_scale == 1.0:` compares two floats).
+_TENSOR_NAMES = re.compile(r"^(loss|losses|\w+_loss|loss_(?!(scale|scaler|scaling|weights?|coeff?|factor|fn|func|"
+                           r"function|type|cfg|config|name|kwargs|args|mode|reduction)$)\w+|logits|outputs?|preds?|"
+                           r"predictions|grad_norm|total_norm|acc|accuracy|correct)$", re.IGNORECASE)
+# torch functions that make a new tensor, on the CPU unless told a device.
+_FACTORIES = re.compile(r"^torch\.(tensor|zeros|ones|full|empty|arange|linspace|logspace|eye|rand|randn|randint|"
+                        r"randperm|from_numpy)$")
 _LOADER_NAMES = re.compile(r"(loader|dataloader|batches|data_iter)", re.IGNORECASE)
 _TENSOR_ATTRS = frozenset({"loss", "logits", "grad", "data", "last_hidden_state"})
 
@@ -118,8 +124,9 @@ class Tensors:
             scope = self.index.enclosing_function(expr)
             values = self._scopes.get(scope, {}).get(name, ())
             # What is assigned beats what the name suggests: `current_loss = loss.item()` is a
-            # float (simpletransformers logs it every step; that read is TL201's, not TL202's).
-            if values and all(_host_value(v) for v in values):
+            # float (simpletransformers logs it every step; that read is TL201's, not TL202's),
+            # and so is `prev_loss = loss` after `loss = loss.item()` (timm's optimizer tests).
+            if values and all(self._host_here(v) for v in values):
                 return False
             # `loss = loss.item()` earlier in the same straight-line code: a float from there on.
             if any(_host_value(v) for v in values):
@@ -135,6 +142,24 @@ class Tensors:
                     return True
         return False
 
+
+    def _host_here(self, value: cst.BaseExpression) -> bool:
+        """value is a Python number or string: one for certain, or a name that the assignment
+        reaching it made one."""
+        if _host_value(value):
+            return True
+        name = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
+        reaching = self._reaching_value(value, name) if name else None
+        return reaching is not None and _host_value(reaching)
+
+    def on_host(self, expr: cst.BaseExpression) -> bool:
+        """A tensor made here on the CPU: a torch factory called without `device=`
+        (`torch.randint(n, (1,)).item()` reads no GPU), or an element of one."""
+        while isinstance(expr, cst.Subscript):
+            expr = expr.value
+        return isinstance(expr, cst.Call) and bool(_FACTORIES.match(self.names.qualified(expr.func) or "")) \
+            and not any(a.keyword is not None and a.keyword.value == "device" for a in expr.args) \
+            and not any(a.star for a in expr.args)
 
     # Not variables.variable_uses: that lists a plain name's uses in document order, but this asks
     # which assignment reaches a use along the block structure, for dotted names too (`self.running =
