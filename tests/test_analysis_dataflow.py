@@ -214,3 +214,22 @@ def test_cache_miss_paths():
     )
     saves = _calls(ctx, "torch.save")
     assert [ctx.loops.on_cache_miss(c) for c in saves] == [True, True, False]
+
+
+def test_a_training_run_is_not_one_step():
+    # timm's optimizer tests: one loss before a loop of optimizer steps makes the function a training
+    # run, not a step, so a loop calling it is no hot loop and the run's setup is not per step. A train
+    # step that accumulates over micro-batches, or steps each optimizer in a loop, is still one step.
+    ctx = _ctx(
+        "def run(opt, fn):\n    first = fn().item()\n    for _ in range(200):\n        opt.step(fn)\n"
+        "    last = fn().item()\n"
+        "def train_step(batches, opts):\n    for mb in batches:\n        model(mb).backward()\n"
+        "    opt.step()\n    for o in opts:\n        o.step()\n    done = loss.item()\n"
+        "def fn():\n    loss = model(x)\n    loss.backward()\n    return loss\n"
+        "for cfg in cfgs:\n    run(make(cfg), fn)\n"
+        "for batch in loader:\n    train_step(batch, opts)\n"
+    )
+    reads = [c for c in ctx.index.nodes(cst.Call) if isinstance(c.func, cst.Attribute) and c.func.attr.value == "item"
+             and isinstance(c.func.value, cst.Call) and ctx.dotted(c.func.value.func) == "fn"]
+    assert [ctx.loops.is_per_step(c) for c in reads] == [False, False]
+    assert [ctx.loops.is_per_step(c) for c in _calls(ctx, "loss.item")] == [True]

@@ -166,17 +166,40 @@ class Loops:
         return None
 
     def _find_stepping_functions(self) -> set[cst.FunctionDef]:
-        """Functions that run one step per call: a step outside any loop of their own."""
+        """Functions that run one step per call: a step outside any loop of their own, and no loop
+        of optimizer steps of their own (that makes a training run, see _runs_optimizer_loop)."""
         stepping: set[cst.FunctionDef] = set()
         changed = True
         while changed:
             changed = False
             for site in self._step_sites(stepping):
                 fn = self.index.enclosing_function(site)
-                if fn is not None and fn not in stepping and self.innermost_loop(site) is None:
+                if fn is not None and fn not in stepping and self.innermost_loop(site) is None \
+                        and not self._runs_optimizer_loop(fn):
                     stepping.add(fn)
                     changed = True
         return stepping
+
+    def _runs_optimizer_loop(self, fn: cst.FunctionDef) -> bool:
+        """fn has a loop of its own that calls `optimizer.step()`: it is a training run, and a step
+        outside that loop is a one-off (timm's optimizer tests compute one loss before their 200
+        steps and one after), not what each call of fn does. A loop of backwards only (gradient
+        accumulation inside a train step) and a loop over optimizers (`for opt in optimizers:
+        opt.step()`) are part of one step."""
+        for call in self.step_calls:
+            if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "step") \
+                    or self.index.enclosing_function(call) is not fn:
+                continue
+            loop = self.innermost_loop(call)
+            if loop is None:
+                continue
+            if isinstance(loop, cst.For):
+                targets = {n.value for n in self.index.walk(loop.target) if isinstance(n, cst.Name)}
+                used = [call.func.value] + [a.value for a in call.args]
+                if any(isinstance(n, cst.Name) and n.value in targets for u in used for n in self.index.walk(u)):
+                    continue  # steps each optimizer the loop goes over
+            return True
+        return False
 
     def _step_sites(self, stepping: set | None = None):
         stepping = self.stepping_functions if stepping is None else stepping
