@@ -13,7 +13,8 @@
     ecosystem.py precision [--triage docs/ecosystem.md] [--snapshot S]
         Precision per rule from the triage tables in docs/ecosystem.md, counted over the triaged
         findings that the snapshot still contains (a fixed false positive drops out of both counts
-        and is listed as gone).
+        and is listed as gone). Rows of packages the snapshot did not lint are left out: run
+        `--role all` for the rows of both sets, the default `--role train` for the training set's.
 
 Internal errors (exceptions inside trainlint) are counted per package; `run` exits 3 if there
 are any, so the check doubles as a crash sweep for lint mode (scripts/sweep.py adds --fix).
@@ -408,14 +409,20 @@ def read_triage(path: str) -> list[tuple[str, str, str, str]]:
 
 
 def precision(snapshot: dict, triage: list) -> dict:
+    """Per rule: the triaged findings still in the snapshot (TP, FP) and those gone (gone_TP,
+    gone_FP). A row of a package the snapshot did not lint counts in neither: a `--role train`
+    snapshot gives the training set's precision, a `--role all` one the whole corpus'."""
+    linted = set(snapshot["packages"])
     messages: dict[tuple[str, str], list[str]] = collections.defaultdict(list)
     for f in snapshot["findings"]:
         messages[(f["code"], finding_id(f))].append(f["message"])
     total = collections.Counter(f["code"] for f in snapshot["findings"])
     table: dict[str, dict] = {}
     for code, fid, verdict, _reason in triage:
-        row = table.setdefault(code, {"TP": 0, "FP": 0, "gone_TP": 0, "gone_FP": 0})
         place, _, fragment = (part.strip() for part in fid.partition("~"))
+        if place.split("/", 1)[0] not in linted:
+            continue
+        row = table.setdefault(code, {"TP": 0, "FP": 0, "gone_TP": 0, "gone_FP": 0})
         if any(fragment in m for m in messages.get((code, place), ())):
             row[verdict] += 1
         else:
