@@ -463,20 +463,16 @@ is not offered; before 2.0 the rule is off.
         index = self.ctx.index
         if index.contains(stmt, read):
             return True  # `out, w = att @ v, att`
-        child = read
-        for anc in index.ancestors(read):
-            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
-                earlier = anc.body[: next(i for i, s in enumerate(anc.body) if s is child)]
-                for prev in reversed(earlier):
-                    if prev is stmt or index.contains(prev, stmt):
-                        return True
-                    if isinstance(prev, cst.SimpleStatementLine) and any(
-                            isinstance(n, cst.Name) and n.value == read.value and role(index, n)[0] == "assign"
-                            for n in index.walk(prev)):
-                        return False
+        for anc, earlier in index.preceding(read):
+            for prev in earlier:
+                if prev is stmt or index.contains(prev, stmt):
+                    return True
+                if isinstance(prev, cst.SimpleStatementLine) and any(
+                        isinstance(n, cst.Name) and n.value == read.value and role(index, n)[0] == "assign"
+                        for n in index.walk(prev)):
+                    return False
             if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                 return anc is not scope
-            child = anc
         return False
 
     # -- the replacement ---------------------------------------------------------------

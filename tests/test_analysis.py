@@ -5,6 +5,7 @@ import pytest
 
 from trainlint.analysis.context import UNKNOWN, FileContext
 from trainlint.analysis.names import bound_names
+from trainlint.analysis.tree import TreeIndex
 
 
 def ctx_for(code):
@@ -167,3 +168,14 @@ def test_literal_reads_numbers_as_number_does():
 )
 def test_bound_names_over_approximates_what_a_block_may_rebind(code, bound):
     assert bound_names(cst.parse_module(code)) == bound
+
+
+def test_preceding_lists_each_blocks_earlier_statements_nearest_first():
+    module = cst.parse_module("a = 1\nb = 2\nif x:\n    c = 3\n    d = c\n")
+    index = TreeIndex(module)
+    use = [n for n in index.nodes(cst.Name) if n.value == "c"][-1]
+    seen = [(type(anc).__name__, [module.code_for_node(s).strip() for s in earlier])
+            for anc, earlier in index.preceding(use) if earlier or isinstance(anc, (cst.IndentedBlock, cst.Module))]
+    assert seen == [("IndentedBlock", ["c = 3"]), ("Module", ["b = 2", "a = 1"])]
+    first = index.nodes(cst.Name)[0]  # `a`: nothing ran before it
+    assert [earlier for _anc, earlier in index.preceding(first) if earlier] == []

@@ -170,19 +170,15 @@ class Tensors:
         that is plain to see: an earlier statement of a block that holds the use, with no other
         assignment to name after it and no loop between it and the use (whose next iteration
         could bring a later value back). None when not that simple."""
-        child = use
-        for anc in self.index.ancestors(use):
+        for anc, earlier in self.index.preceding(use):
             if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.For, cst.While)):
                 return None
-            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
-                before = list(anc.body[: next(i for i, stmt in enumerate(anc.body) if stmt is child)])
-                for stmt in reversed(before):
-                    value = _assigned_here(stmt, name)
-                    if value is not None:
-                        return value
-                    if name in bound_names(stmt):
-                        return None
-            child = anc
+            for stmt in earlier:
+                value = _assigned_here(stmt, name)
+                if value is not None:
+                    return value
+                if name in bound_names(stmt):
+                    return None
         return None
 
 

@@ -123,6 +123,21 @@ class TreeIndex:
     def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
         return self.enclosing(node, cst.ClassDef)
 
+    def preceding(self, node: cst.CSTNode):
+        """Walking up from node, what ran before it: (ancestor, earlier) for each ancestor, where
+        `earlier` lists, nearest first, the statements of that block (module or indented body)
+        before the one that holds node, and is empty for any other ancestor. Callers that follow a
+        value back to its assignment read the statements and decide at each ancestor (a loop, a
+        function) whether to go on."""
+        child = node
+        for anc in self.ancestors(node):
+            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+                position = next(i for i, stmt in enumerate(anc.body) if stmt is child)
+                yield anc, anc.body[position - 1::-1] if position else ()
+            else:
+                yield anc, ()
+            child = anc
+
     def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
         if outer is inner:
             return True
