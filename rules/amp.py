@@ -740,11 +740,9 @@ def _set_dtype(ctx, call: cst.Call, code: str) -> cst.Call:
 
 def _assignment(ctx, stmt, var: str, value: str) -> str:
     """`var = value`, wrapped in parentheses the way Black would when it is longer than a line."""
-    from trainlint.engine import LINE_LENGTH
-
     indent = ctx.indentation(stmt)
     line = f"{var} = {value}"
-    if len(indent) + len(line) <= LINE_LENGTH:
+    if len(indent) + len(line) <= ctx.line_length:
         return line
     newline = ctx.module.default_newline
     return f"{var} = ({newline}{indent}{ctx.module.default_indent}{value}{newline}{indent})"

@@ -11,7 +11,7 @@ from trainlint.analysis.imports import after_imports
 from trainlint.analysis.loops import first_modulo
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.diagnostics import Applicability
-from trainlint.engine import LINE_LENGTH, one_arg_per_line
+from trainlint.engine import one_arg_per_line
 from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
 
 from .host_sync import step_counter
@@ -513,7 +513,7 @@ loop.
                                  cst.MaybeSentinel.DEFAULT)
                   for i, a in enumerate(new.args)])
         depth = sum(isinstance(a, cst.IndentedBlock) for a in ctx.index.ancestors(call)) + guarded
-        if len(ctx.code(flat)) + 4 * depth <= LINE_LENGTH:
+        if len(ctx.code(flat)) + 4 * depth <= ctx.line_length:
             return flat
         return one_arg_per_line(flat, ctx.module.default_indent)
 

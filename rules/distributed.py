@@ -9,7 +9,6 @@ from trainlint.analysis.imports import imported_name
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
-from trainlint.engine import LINE_LENGTH
 from trainlint.rule import Invalid, Rule, Valid
 
 _SHORT = {DDP: "DDP", FSDP: "FSDP", ACCELERATE: "prepared by accelerate: DDP when launched on several processes",
@@ -395,7 +394,7 @@ gradients until the synchronising micro-batch, which costs memory.
             expr = f"{nullcontext}() if {_paren(test_expr, test)} else {context}"
         first = stmts[start]
         depth = sum(isinstance(a, cst.IndentedBlock) for a in ctx.index.ancestors(first))
-        if 4 * depth + len(f"with {expr}:") <= LINE_LENGTH:
+        if 4 * depth + len(f"with {expr}:") <= ctx.line_length:
             header = cst.parse_statement(f"with {expr}:\n    pass\n")
         else:  # Black's layout for a long context expression
             if_exp = cst.parse_expression(expr)

@@ -367,6 +367,19 @@ def test_target_torch_turns_off_what_an_older_pytorch_lacks(project):
     assert run(["--target-torch", "two", "old_amp.py"], project).exit_code == 2
 
 
+def test_line_length_decides_when_a_fix_wraps_a_call(project):
+    # 81 characters before the fix: `, prefetch_factor=4` takes the line past 88, not past 120.
+    (project / "wide.py").write_text(
+        "from torch.utils.data import DataLoader\n"
+        "train_loader = DataLoader(train_dataset, batch_size=args.batch_size, num_workers=8)\n")
+    assert "+    num_workers=8,\n+    prefetch_factor=4,\n+)" in run(["--diff", "--no-cache", "wide.py"], project).output
+    one_line = "+train_loader = DataLoader(train_dataset, batch_size=args.batch_size, num_workers=8, prefetch_factor=4)\n"
+    assert one_line in run(["--diff", "--no-cache", "--line-length", "120", "wide.py"], project).output
+    (project / "pyproject.toml").write_text("[tool.trainlint]\nline-length = 120\n")
+    assert one_line in run(["--diff", "--no-cache", "wide.py"], project).output
+    assert run(["--line-length", "0", "wide.py"], project).exit_code == 2
+
+
 def test_colours_only_where_asked(project):
     plain = subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "bad.py"], cwd=project,
                            capture_output=True, text=True)

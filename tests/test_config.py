@@ -37,6 +37,9 @@ def invoke(args, cwd):
                                                 "num-workers"),
         ("[tool.trainlint.TL999]\nx = 1", "unknown rule code or name"),
         ("per-file-ignores = { 'tests/*' = 'TL1' }", "expected a list of rule codes"),
+        ("line-length = '120'", "`line-length`: expected an integer from 1 to 320, got str '120'"),
+        ("line-length = 0", "`line-length`: expected an integer from 1 to 320, got int 0"),
+        ("line-length = true", "`line-length`: expected an integer from 1 to 320"),
     ],
 )
 def test_bad_config_exits_2_naming_file_and_key(tmp_path, table, expected):

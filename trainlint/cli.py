@@ -105,6 +105,9 @@ def selectors(ctx, param, value):
 @click.option("--target-torch", metavar="X.Y", default=None, callback=lambda ctx, param, v: _torch_version(v),
               help="The oldest PyTorch the code must run on (as the `target-torch` key): rules whose finding "
                    "does not exist there are off, and fixes use only what it has.")
+@click.option("--line-length", type=click.IntRange(1, 320), default=None,
+              help="How wide a line a fix may write before it puts a call's arguments one per line (as the "
+                   "`line-length` key; default 88).")
 @click.option("--ignore-noqa", is_flag=True, help="Report (and fix) findings that `# noqa` comments suppress.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
 @click.option("--show-fixes", is_flag=True, default=None, help="List the fixes that were applied.")
@@ -140,7 +143,7 @@ def selectors(ctx, param, value):
                    "and the report to standard error.")
 @click.pass_obj
 def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
-          exit_non_zero_on_fix, target_torch, ignore_noqa, statistics, show_fixes, output_format, output_file, config_args, isolated, no_cache, cache_dir, jobs, force_exclude,
+          exit_non_zero_on_fix, target_torch, line_length, ignore_noqa, statistics, show_fixes, output_format, output_file, config_args, isolated, no_cache, cache_dir, jobs, force_exclude,
           quiet, watch, extend_exclude, respect_gitignore, baseline_path, add_noqa, show_files, show_settings,
           stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
@@ -157,7 +160,7 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
         process.checked = True
     overrides = {"select": select, "extend_select": extend_select, "ignore": ignore, "fixable": fixable,
                  "unfixable": unfixable, "extend_exclude": tuple(extend_exclude) or None,
-                 "ignore_noqa": ignore_noqa or None, "target_torch": target_torch,
+                 "ignore_noqa": ignore_noqa or None, "target_torch": target_torch, "line_length": line_length,
                  "respect_gitignore": respect_gitignore}
     from_stdin = stdin_filename is not None or STDIN_NAME in paths
     if from_stdin and (set(paths) - {STDIN_NAME} or add_noqa):

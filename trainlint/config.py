@@ -53,6 +53,9 @@ class Settings:
     extend_exclude: tuple[str, ...] = ()
     respect_gitignore: bool = True  # folders are read through git: what .gitignore ignores is not checked
     target_gpu: str = "any"
+    # The width a fix may grow a line to before it puts a call's arguments one per line (Black's
+    # layout); set it to the project's formatter's (Ruff's and Black's `line-length`).
+    line_length: int = 88
     # The oldest PyTorch the code must run on ("2.1"): rules whose finding does not exist there are
     # off, and fixes are spelled with what it has. None: a current PyTorch.
     target_torch: str | None = None
@@ -241,7 +244,7 @@ def glob_matcher(patterns: tuple[str, ...]):
 _CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
 _LIST_KEYS = _CODE_KEYS + ("exclude", "extend-exclude", "interval-names")
 _BOOL_KEYS = ("fix", "unsafe-fixes", "show-fixes", "respect-gitignore")
-_TOP_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-gpu", "target-torch", "extend",
+_TOP_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-gpu", "target-torch", "extend", "line-length",
                                                   "output-format"}
 # Settings of the run, not of a file's findings: the cache does not key on them.
 _RUN_KEYS = ("fix", "unsafe_fixes", "show_fixes", "output_format", "respect_gitignore")
@@ -308,6 +311,10 @@ def parse_table(table: dict, path: str) -> dict:
             if not isinstance(value, str) or not TORCH_VERSION.match(value):
                 raise _err(path, key, 'a PyTorch version as "MAJOR.MINOR" (for example "2.1")', value)
             out["target_torch"] = value
+        elif key == "line-length":
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 320:
+                raise _err(path, key, "an integer from 1 to 320", value)
+            out["line_length"] = value
         elif key == "target-gpu":
             if value not in TARGET_GPUS:
                 raise _err(path, key, "one of " + ", ".join(TARGET_GPUS), value)

@@ -142,10 +142,6 @@ def _resolve(findings: list[Finding], ctx: FileContext, path: str) -> list[Diagn
     return out
 
 
-# Fixes that grow a one-line call past this width put one argument per line (Black's layout).
-LINE_LENGTH = 88
-
-
 def _newline_ws(indent: str) -> cst.ParenthesizedWhitespace:
     return cst.ParenthesizedWhitespace(
         first_line=cst.TrailingWhitespace(), empty_lines=[], indent=True, last_line=cst.SimpleWhitespace(indent)
@@ -171,7 +167,7 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
             found = ctx.text.find(terminator, end)
             if found != -1:
                 line_end = min(line_end, found)
-        if (start - line_start) + len(after) + (line_end - end) > LINE_LENGTH:
+        if (start - line_start) + len(after) + (line_end - end) > ctx.line_length:
             after = ctx.render(one_arg_per_line(new, ctx.module.default_indent), at=old)
     # Keep the edit minimal: reviewers and suggestion blocks see only what really changes.
     prefix = 0

@@ -50,6 +50,11 @@ class FileContext:
     def names(self) -> Names:
         return Names(self.index)
 
+    @property
+    def line_length(self) -> int:
+        """How wide a line a fix may write (the `line-length` setting; 88, Black's, without one)."""
+        return getattr(self.settings, "line_length", 88)
+
     @cached_property
     def loops(self) -> Loops:
         return Loops(self.index, self.names, tuple(getattr(self.settings, "interval_names", ()) or ()))
