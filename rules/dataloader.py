@@ -167,6 +167,19 @@ def _over_builtin_collection(ctx, call: cst.Call) -> bool:
     return dataset is not None and ctx.is_builtin_collection(dataset.value)
 
 
+def _draws_one_batch(ctx, call: cst.Call) -> bool:
+    """`next(iter(DataLoader(...)))`: a loader made to draw a single batch (an example input, a
+    shape probe); workers, pinning and prefetching would only add start-up work to it."""
+    node = call
+    for name in ("builtins.iter", "builtins.next"):
+        arg = ctx.parent(node)
+        node = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not isinstance(node, cst.Call) or len(node.args) != 1 or arg.keyword or arg.star \
+                or ctx.names.qualified(node.func) != name:
+            return False
+    return True
+
+
 class DataLoaderRule(Rule):
     """Shared shape of the loader rules: visit DataLoader calls whose keywords are all visible."""
 
@@ -174,7 +187,8 @@ class DataLoaderRule(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if is_loader(ctx, node) and not ctx.hides_arguments(node) and not _over_builtin_collection(ctx, node):
+        if is_loader(ctx, node) and not ctx.hides_arguments(node) and not _over_builtin_collection(ctx, node) \
+                and not _draws_one_batch(ctx, node):
             self.check_loader(node)
 
     def check_loader(self, call: cst.Call) -> None:
@@ -193,7 +207,9 @@ class DataLoaderNoWorkers(DataLoaderRule):
     docs = """
 ## What it does
 Flags a `DataLoader` (any import alias, local subclasses, `StatefulDataLoader`) whose `num_workers`
-is missing or a literal 0.
+is missing or a literal 0. A loader over plain Python values (`range(n)`, a list literal) or made
+to draw one batch (`next(iter(DataLoader(...)))`) has nothing to overlap and is not flagged, by
+this or any loader rule.
 
 ## Why is this bad?
 With no workers, every batch is read, decoded and collated in the training process between two
@@ -226,6 +242,8 @@ is replaced where it stands.
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(*loader_args)\n"),
         # Plain Python values in memory: nothing for workers to load (ecosystem: accelerate tests).
         Valid("from torch.utils.data import DataLoader\ndl = DataLoader(range(64), batch_size=8, shuffle=True)\n"),
+        # One batch drawn and the loader dropped (ecosystem: torchrec's inference client): no loading to overlap.
+        Valid("from torch.utils.data import DataLoader\nexample = next(iter(DataLoader(ds, batch_size=8)))\n"),
         Valid("from torch.utils.data import DataLoader\nitems = list(range(10))\ndl = DataLoader(items, batch_size=1)\n"),
         # A subclass with its own __init__ does not take DataLoader's arguments (ecosystem: torchtitan tests).
         Valid("from torch.utils.data import DataLoader\nclass FakeLoader(DataLoader):\n    def __init__(self):\n"
@@ -253,6 +271,9 @@ is replaced where it stands.
                 fixed="import os\nfrom torch.utils.data import DataLoader\n"
                       "loader = DataLoader(ds, 4, True, None, None, min(8, os.cpu_count() or 1))\n"),
         Invalid("from torch.utils.data.dataloader import DataLoader\nloader = DataLoader(ds)\n"),
+        # A loader kept under a name may be iterated elsewhere; `iter()` alone may be drawn from many times.
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nexample = next(iter(loader))\n"),
+        Invalid("from torch.utils.data import DataLoader\nbatches = iter(DataLoader(ds))\n"),
         Invalid(
             "from torch.utils.data import DataLoader\nclass MyLoader(DataLoader):\n    pass\nloader = MyLoader(ds)\n"
         ),
