@@ -398,3 +398,10 @@ def test_colours_only_where_asked(project):
     subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "-o", str(report), "bad.py"],
                    cwd=project, env=env)
     assert "\x1b[" not in report.read_text() and "bad.py:2:10: TL104" in report.read_text()
+
+
+def test_show_fixes_with_diff_lists_the_fixes_it_would_make(project):
+    result = run(["--diff", "--show-fixes", "bad.py"], project)
+    assert result.exit_code == 1
+    assert "Would fix:\n  TL104: 1\n" in result.output and "Fixed:" not in result.output
+    assert (project / "bad.py").read_text() == BAD

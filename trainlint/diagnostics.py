@@ -107,7 +107,7 @@ class FileResult:
     error: FileError | None = None
     # The text the diagnostics' offsets refer to (after fixes, when fixes were applied).
     source: str | None = None
-    fixed: int = 0  # number of fixes written for this file
+    fixed: int = 0  # number of fixes written for this file (with --diff: that would be written)
     applied: list[Diagnostic] = field(default_factory=list)  # the findings those fixes removed
     diff: str = ""  # unified diff (with --diff)
 

@@ -105,6 +105,7 @@ def _check_source(source, path: str, settings: Settings, mode: Mode, write: bool
         # Nothing is written: report what is still there, fixable ones included.
         result.diagnostics = lint_text(source.text, path, rules, settings)
         result.fixed = len(outcome.applied)
+        result.applied = outcome.applied  # what --show-fixes lists as would-be fixes
         return result
     if outcome.text != source.text and write:
         try:

@@ -141,7 +141,7 @@ def summary(result: RunResult) -> list[str]:
         out.append(f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option.")
     if result.show_fixes and fixed:
         counts = Counter(d.code for f in result.files for d in _applied(f))
-        out.append("Fixed:")
+        out.append("Would fix:" if result.diff_mode else "Fixed:")
         out.extend(f"  {code}: {n}" for code, n in sorted(counts.items()))
     return out
 
