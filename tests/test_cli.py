@@ -405,3 +405,11 @@ def test_show_fixes_with_diff_lists_the_fixes_it_would_make(project):
     assert result.exit_code == 1
     assert "Would fix:\n  TL104: 1\n" in result.output and "Fixed:" not in result.output
     assert (project / "bad.py").read_text() == BAD
+
+
+def test_statistics_keep_the_names_in_one_column(project):
+    (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
+    stats = run(["--select", "TL104,TL105", "--statistics", "mixed.py"], project).output
+    assert stats == "    1\tTL104\t[*] dataloader-shallow-prefetch\n    1\tTL105\t[ ] dataloader-ragged-last-batch\n"
+    alone = run(["--select", "TL105", "--statistics", "mixed.py"], project).output
+    assert alone == "    1\tTL105\tdataloader-ragged-last-batch\n"  # nothing fixable: no markers at all

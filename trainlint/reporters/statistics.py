@@ -25,5 +25,7 @@ def render(result: RunResult, fmt: str) -> str:
     if fmt == "json":
         return json.dumps([{"code": code, "name": name, "count": n, "fixable": fixable}
                            for code, name, n, fixable in rows], indent=2) + "\n"
-    lines = [f"{n:>5}\t{code}\t{'[*] ' if fixable else ''}{name}" for code, name, n, fixable in rows]
+    # As Ruff: when any row is fixable, the others say `[ ] ` so the names stay in one column.
+    blank = "[ ] " if any(fixable for *_, fixable in rows) else ""
+    lines = [f"{n:>5}\t{code}\t{'[*] ' if fixable else blank}{name}" for code, name, n, fixable in rows]
     return "\n".join(lines) + ("\n" if lines else "")
