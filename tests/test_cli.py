@@ -128,6 +128,16 @@ def test_full_output_shows_a_suggestion_as_code(tmp_path):
     assert "print(model)" not in out
 
 
+def test_full_output_aligns_the_rows_of_every_hunk_of_a_fix(tmp_path):
+    # TL101's fix adds `import os` at the top (rows 1-2) and rewrites the call (rows 9-10 and on):
+    # one fix, two hunks, one column for the signs.
+    (tmp_path / "t.py").write_text("from torch.utils.data import DataLoader\n" + "\n" * 6
+                                   + "loader = DataLoader(ds, batch_size=32, shuffle=True)\n")
+    out = run(["--output-format", "full", "--select", "TL101", "--no-cache", "t.py"], tmp_path).output
+    assert "   1 + import os\n   2 +\n   8 - loader = DataLoader(" in out
+    assert "  10 + loader = DataLoader(" in out
+
+
 def test_grouped_and_pylint_formats(project):
     (project / "more.py").write_text(BAD + "\n" * 8 + "loader2 = DataLoader(ds, num_workers=2)\n")
     grouped = run(["--output-format", "grouped", "--no-cache", "bad.py", "more.py"], project)

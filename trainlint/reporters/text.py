@@ -101,15 +101,15 @@ def _fix_lines(source: str | None, diag, notebook: bool = False) -> list[str]:
     old = [strip_eol(line) for line in split_lines(source)]
     new = [strip_eol(line) for line in split_lines(fixed)]
     label_old, label_new = (_cell_rows(source), _cell_rows(fixed)) if notebook else (str, str)
-    out = []
+    rows = []
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if tag == "equal":
             continue
-        rows = [("-", label_old(i + 1), old[i]) for i in range(i1, i2)]
+        rows += [("-", label_old(i + 1), old[i]) for i in range(i1, i2)]
         rows += [("+", label_new(j + 1), new[j]) for j in range(j1, j2)]
-        width = max(len(label) for _, label, _ in rows)
-        out += [f"  {label:>{width}} {sign} {text}".rstrip(" ") for sign, label, text in rows]
-    return out
+    # One width for the whole fix, so the signs of all its hunks stay in one column.
+    width = max((len(label) for _, label, _ in rows), default=0)
+    return [f"  {label:>{width}} {sign} {text}".rstrip(" ") for sign, label, text in rows]
 
 
 def _cell_rows(text: str):
