@@ -78,6 +78,8 @@ def test_select_ignore_and_prefixes(project):
     assert bad.exit_code == 2 and "unknown rule code" in bad.output
     typo = run(["--select", "TL1O4", "bad.py"], project)
     assert typo.exit_code == 2 and "did you mean `TL104`?" in typo.output
+    lower = run(["--select", "tl104", "bad.py"], project)
+    assert lower.exit_code == 2 and "unknown rule code or prefix 'tl104'; did you mean `TL104`?" in lower.output
 
 
 def test_statistics_and_show_fixes(project):

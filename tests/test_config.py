@@ -31,6 +31,7 @@ def invoke(args, cwd):
         ("[tool.trainlint.TL1O1]\nnum-workers = 4", "unknown rule code or name; did you mean `TL101`?"),
         ("select = 'TL1'", "`select`: expected a list of rule codes"),
         ("select = ['TL999']", "unknown rule code or prefix 'TL999'"),
+        ("ignore = ['tl1']", "unknown rule code or prefix 'tl1'; did you mean `TL1`?"),  # codes are upper case
         ("target-gpu = 'tpu'", "`target-gpu`: expected one of any"),
         ("[tool.trainlint.TL101]\nnum-workers = 'four'", "`TL101.num-workers`: expected an integer"),
         ("[tool.trainlint.TL101]\nlimit = 4", "unknown option of TL101 (dataloader-no-workers); its options: "

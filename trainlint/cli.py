@@ -15,7 +15,7 @@ import click
 
 from trainlint import __version__
 from trainlint.cache import Cache
-from trainlint.config import ConfigError, SettingsResolver, did_you_mean
+from trainlint.config import ConfigError, SettingsResolver, unknown_selector
 from trainlint.registry import RegistryError, all_rules, get_rule, is_known_selector
 from trainlint.reporters import FORMATS, render
 from trainlint.reporters.statistics import FORMATS as STATISTICS_FORMATS
@@ -80,8 +80,7 @@ def selectors(ctx, param, value):
     codes = tuple(c.strip() for v in value for c in v.split(",") if c.strip())
     for code in codes:
         if not is_known_selector(code):
-            raise click.BadParameter(f"unknown rule code or prefix {code!r}"
-                                     + did_you_mean(code, [r.code for r in all_rules()]), ctx=ctx, param=param)
+            raise click.BadParameter(unknown_selector(code), ctx=ctx, param=param)
     return codes
 
 

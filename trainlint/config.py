@@ -262,6 +262,14 @@ def did_you_mean(word: str, choices) -> str:
     return f"; did you mean `{close[0]}`?" if close else ""
 
 
+def unknown_selector(code: str) -> str:
+    """The message for a --select/--ignore/`select` entry that matches no rule: codes are upper
+    case (as Ruff's), so a lower-case one is pointed at its spelling, else at the closest code."""
+    hint = f"; did you mean `{code.upper()}`?" if is_known_selector(code.upper()) else did_you_mean(
+        code, [r.code for r in all_rules()])
+    return f"unknown rule code or prefix {code!r}{hint}"
+
+
 def _err(path: str, key: str, expected: str, got=None) -> ConfigError:
     got_text = "" if got is None else f", got {type(got).__name__} {got!r}"
     return ConfigError(f"{path}: invalid configuration: `{key}`: expected {expected}{got_text}")
@@ -272,8 +280,7 @@ def _codes(path: str, key: str, value) -> tuple[str, ...]:
         raise _err(path, key, "a list of rule codes or prefixes (strings)", value)
     for code in value:
         if not is_known_selector(code):
-            raise ConfigError(f"{path}: invalid configuration: `{key}`: unknown rule code or prefix {code!r}"
-                              + did_you_mean(code, [r.code for r in all_rules()]))
+            raise ConfigError(f"{path}: invalid configuration: `{key}`: {unknown_selector(code)}")
     return tuple(value)
 
 
