@@ -300,11 +300,12 @@ def test_exit_non_zero_on_fix(project):
     assert run(["--fix", "bad.py"], project).exit_code == 0
 
 
-def test_add_noqa_refuses_diff_and_fix_and_writes_nothing(project):
-    for flag in ("--diff", "--fix"):
-        result = run(["--add-noqa", flag, "bad.py"], project)
-        assert result.exit_code == 2 and f"--add-noqa cannot go with {flag}" in result.output
+def test_add_noqa_refuses_diff_fix_and_baseline_and_writes_nothing(project):
+    for flags in (["--diff"], ["--fix"], ["--baseline", "b.json"]):
+        result = run(["--add-noqa", *flags, "bad.py"], project)
+        assert result.exit_code == 2 and f"--add-noqa cannot go with {flags[0]}" in result.output
         assert (project / "bad.py").read_text() == BAD
+    assert not (project / "b.json").exists()
 
 
 def test_a_path_without_python_files_is_said(project):

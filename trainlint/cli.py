@@ -165,10 +165,12 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
     if from_stdin and (set(paths) - {STDIN_NAME} or add_noqa):
         what = "--add-noqa" if add_noqa else "other PATHS"
         raise click.UsageError(f"standard input (`-` or --stdin-filename) is checked alone; {what} cannot go with it")
-    if add_noqa and (fix or diff):
+    if add_noqa and (fix or diff or baseline_path):
         # --add-noqa writes files; with --diff (which promises to write nothing) or --fix (whose
-        # edits would move the rows the comments go on) the outcome would not be what was asked.
-        raise click.UsageError(f"--add-noqa cannot go with {'--diff' if diff else '--fix'}")
+        # edits would move the rows the comments go on) the outcome would not be what was asked,
+        # and --baseline would be neither read nor written (the comments go on every finding).
+        other = "--diff" if diff else "--fix" if fix else "--baseline"
+        raise click.UsageError(f"--add-noqa cannot go with {other}")
     fixed_source = None
     try:
         config_path, inline = _config_arguments(config_args, isolated)
