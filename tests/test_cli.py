@@ -242,6 +242,7 @@ def test_show_settings_names_the_config_and_the_rules(project):
     # Without a configuration file: the defaults, said so.
     out = run(["--show-settings", "bad.py"], project).output
     assert "config = (none: defaults)" in out and '"TL104"' in out
+    assert "\nper-file-ignores = {}\n" in out
 
 
 def test_output_file_takes_the_report(project, tmp_path):

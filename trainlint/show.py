@@ -24,7 +24,8 @@ def show_settings(path: str, settings: Settings) -> list[str]:
             continue
         value = getattr(settings, field.name)
         if field.name == "per_file_ignores":
-            text = "{ " + ", ".join(f"{_value(glob)} = {_value(codes)}" for glob, codes in value) + " }"
+            pairs = ", ".join(f"{_value(glob)} = {_value(codes)}" for glob, codes in value)
+            text = f"{{ {pairs} }}" if pairs else "{}"
         else:
             text = _value(value)
         lines.append(f"{field.name.replace('_', '-')} = {text}")
