@@ -427,3 +427,11 @@ def test_statistics_keep_the_names_in_one_column(project):
     assert stats == "    1\tTL104\t[*] dataloader-shallow-prefetch\n    1\tTL105\t[ ] dataloader-ragged-last-batch\n"
     alone = run(["--select", "TL105", "--statistics", "mixed.py"], project).output
     assert alone == "    1\tTL105\tdataloader-ragged-last-batch\n"  # nothing fixable: no markers at all
+
+
+def test_top_level_help_lists_every_command_whole_and_says_check_is_the_default(project):
+    out = CliRunner().invoke(cli, ["--help"], terminal_width=80).output
+    assert "`trainlint [PATHS]` is `trainlint check [PATHS]`" in out
+    commands = out.split("Commands:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in commands] == ["check", "clean", "review", "rule", "server", "verify"]
+    assert not any(line.endswith("...") for line in commands)  # click cuts a long first sentence

@@ -71,7 +71,10 @@ def _load_command(module: str, attr: str):
 @click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="trainlint")
 def cli() -> None:
-    """Find and fix what leaves GPUs idle in PyTorch training code."""
+    """Find and fix what leaves GPUs idle in PyTorch training code.
+
+    `trainlint [PATHS]` is `trainlint check [PATHS]`; `trainlint check --help` lists its options.
+    """
 
 
 def selectors(ctx, param, value):
@@ -84,7 +87,8 @@ def selectors(ctx, param, value):
     return codes
 
 
-@cli.command()
+# short_help: what `trainlint --help` lists, whole (click cuts a longer first sentence at ~68 columns).
+@cli.command(short_help="Check files for training-efficiency problems (the default command).")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--fix/--no-fix", default=None, help="Apply safe fixes (default: the configuration's `fix`, else no).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
@@ -312,7 +316,7 @@ def _show(paths, resolver, force_exclude, settings_only, stdin_filename) -> None
     sys.exit(2 if missing else 0)
 
 
-@cli.command()
+@cli.command(short_help="Explain a rule, or list them all.")
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)

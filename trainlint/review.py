@@ -263,7 +263,7 @@ def _review_formats() -> list[str]:
     return ["review", *sorted(FORMATS)]
 
 
-@click.command("review")
+@click.command("review", short_help="Review a change: findings on the lines it touched, for GitHub.")
 @click.option("--base", "base", metavar="REF", help="Compare against the merge base with this ref "
               "(default in Actions: the pull request's base commit).")
 @click.option("--head", "head", metavar="REF", help="The reviewed revision (default: the working tree).")

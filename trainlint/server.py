@@ -694,7 +694,7 @@ def _read_all(stdin, pending: queue.Queue) -> None:
 
 
 
-@click.command()
+@click.command(short_help="Run the language server for editors (LSP over stdio).")
 def server_command() -> None:
     """Run the language server (LSP over standard input and output) for editors."""
     code = serve()
