@@ -202,6 +202,8 @@ def test_no_cache_flag_is_accepted(project):
 def test_version():
     result = CliRunner().invoke(cli, ["--version"])
     assert result.exit_code == 0 and "trainlint" in result.output
+    short = CliRunner().invoke(cli, ["-V"])  # as Ruff's -V
+    assert short.exit_code == 0 and short.output == result.output
 
 
 def test_show_files_lists_what_a_check_would_read(project):

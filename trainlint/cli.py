@@ -38,7 +38,7 @@ class DefaultToCheck(click.Group):
 
     def parse_args(self, ctx, args):
         known = args and (args[0] in self.commands or args[0] in LAZY_COMMANDS)
-        if not known and (not args or args[0] not in ("--help", "-h", "--version")):
+        if not known and (not args or args[0] not in ("--help", "-h", "--version", "-V")):
             args = ["check", *args]
         ctx.meta["trainlint.args"] = list(args)  # as given: --watch runs the same command again
         return super().parse_args(ctx, args)
@@ -69,7 +69,7 @@ def _load_command(module: str, attr: str):
 
 
 @click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="trainlint")
+@click.version_option(__version__, "-V", "--version", prog_name="trainlint")
 def cli() -> None:
     """Find and fix what leaves GPUs idle in PyTorch training code.
 
