@@ -364,6 +364,9 @@ def test_inline_config_pairs_and_isolated(project):
     assert bad.exit_code == 2 and "--config: invalid configuration: `TL104.no-such-option`" in bad.output
     garbled = run(["--config", "select ==", "bad.py"], project)
     assert garbled.exit_code == 2 and "neither a configuration file nor a TOML" in garbled.output
+    assert "quotes" not in garbled.output
+    unquoted = run(["--config", "target-gpu=ampere", "bad.py"], project)
+    assert unquoted.exit_code == 2 and "a string needs quotes: --config 'target-gpu = \"ampere\"'" in unquoted.output
     (project / "other.toml").write_text('ignore = ["TL1"]\n')
     assert run(["--config", "other.toml", "bad.py"], project).exit_code == 0
     assert run(["--config", "other.toml", "--config", "ignore = []", "bad.py"], project).exit_code == 1

@@ -459,6 +459,15 @@ def _rebased(kwargs: dict, base_folder: str, folder: str) -> dict:
     return out
 
 
+def _quote_hint(pair: str) -> str:
+    """`; a string needs quotes: ...` for `key=word` (`target-gpu=ampere`), the likeliest slip: TOML
+    reads an unquoted word as neither a string nor anything else."""
+    key, _, value = pair.partition("=")
+    if not re.fullmatch(r"[A-Za-z_][\w.\-]*", value.strip()):
+        return ""
+    return f"; a string needs quotes: --config '{key.strip()} = \"{value.strip()}\"'"
+
+
 def parse_inline(pairs: tuple[str, ...]) -> dict:
     """Settings keyword arguments from `key = value` TOML texts (`--config`), checked as a file's are."""
     table: dict = {}
@@ -466,7 +475,8 @@ def parse_inline(pairs: tuple[str, ...]) -> dict:
         try:
             parsed = tomllib.loads(pair)
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"--config {pair!r}: neither a configuration file nor a TOML `key = value` pair ({exc})") from None
+            raise ConfigError(f"--config {pair!r}: neither a configuration file nor a TOML `key = value` pair ({exc})"
+                              + _quote_hint(pair)) from None
         if "extend" in parsed:
             raise ConfigError(f"--config {pair!r}: `extend` names a file; give the file as --config PATH")
         for key, value in parsed.items():
