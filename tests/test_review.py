@@ -79,6 +79,12 @@ def test_bad_ref_is_a_clear_error(repo):
         changed_files(repo, "nope", None)
 
 
+def test_outside_a_repository_the_error_says_so(tmp_path):
+    # Not "'main' is not a commit": there is no repository to hold one.
+    with pytest.raises(GitError, match="not a git repository"):
+        changed_files(tmp_path, "main", None)
+
+
 # -- building the review -----------------------------------------------------------------------
 
 HEAD_SRC = (

@@ -57,10 +57,13 @@ def resolve(root: Path, ref: str) -> str:
     try:
         return git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
     except GitError:
-        raise GitError(
-            f"{ref!r} is not a commit in {root} (in a shallow CI checkout, fetch the base: "
-            "actions/checkout with fetch-depth: 0)"
-        ) from None
+        pass
+    # Outside a repository (or without git) every ref fails: git's own reason is the one to give.
+    git(root, "rev-parse", "--git-dir")
+    raise GitError(
+        f"{ref!r} is not a commit in {root} (in a shallow CI checkout, fetch the base: "
+        "actions/checkout with fetch-depth: 0)"
+    )
 
 
 def merge_base(root: Path, base: str, head: str) -> str:
