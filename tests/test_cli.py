@@ -78,6 +78,8 @@ def test_select_ignore_and_prefixes(project):
     assert bad.exit_code == 2 and "unknown rule code" in bad.output
     typo = run(["--select", "TL1O4", "bad.py"], project)
     assert typo.exit_code == 2 and "did you mean `TL104`?" in typo.output
+    empty = run(["--select", "", "bad.py"], project)  # an unset `--select "$RULES"` checks nothing and passes
+    assert empty.exit_code == 2 and "'--select': expected rule codes or prefixes (ALL for all), got an empty value" in empty.output
     lower = run(["--select", "tl104", "bad.py"], project)
     assert lower.exit_code == 2 and "unknown rule code or prefix 'tl104'; did you mean `TL104`?" in lower.output
 

@@ -81,6 +81,10 @@ def selectors(ctx, param, value):
     if not value:
         return None
     codes = tuple(c.strip() for v in value for c in v.split(",") if c.strip())
+    if not codes:
+        # `--select "$RULES"` with an empty variable would otherwise select no rule and pass.
+        raise click.BadParameter("expected rule codes or prefixes (ALL for all), got an empty value",
+                                 ctx=ctx, param=param)
     for code in codes:
         if not is_known_selector(code):
             raise click.BadParameter(unknown_selector(code), ctx=ctx, param=param)
