@@ -170,3 +170,30 @@ def test_workers_of_a_parent_killed_alone_stop_after_the_item_in_hand(tmp_path):
     finished = len(list(done.iterdir()))
     assert finished < 20  # about 0.5 s of work on two workers, plus the items in hand; not the list
     assert "Traceback" not in proc.stderr.read()
+
+
+def test_a_worker_is_forgotten_once_whatever_a_ctrl_c_interrupts():
+    """A KeyboardInterrupt can land between the two books a worker is on (the worker map and the
+    selector) or inside _forget; _stop_all then forgets it again. That must end the run with the
+    interrupt, not with a KeyError from the selector (seen once under load)."""
+    import selectors
+
+    from trainlint.pool import _ForkedWorkers, _Worker
+
+    pool = _ForkedWorkers(str, [], 1, None, None)
+    task_r, task_w = os.pipe()
+    result_r, result_w = os.pipe()
+    half = _Worker(os.getpid(), task_w, result_r)
+    pool.workers[result_r] = half  # on one book only: the interrupt came before the selector's
+    pool._forget(half)
+    assert pool.workers == {} and half.task_fd == half.result_fd == -1
+    again_r, again_w = os.pipe()
+    whole = _Worker(os.getpid(), -1, again_r)
+    pool.workers[again_r] = whole
+    pool.selector.register(again_r, selectors.EVENT_READ, whole)
+    pool._forget(whole)
+    pool._forget(whole)  # _stop_all after an interrupt inside the first
+    assert pool.workers == {} and pool.selector.get_map() == {}
+    pool.selector.close()
+    for fd in (task_r, result_w, again_w):
+        os.close(fd)

@@ -144,7 +144,7 @@ class _Worker:
     def __init__(self, pid: int, task_fd: int, result_fd: int) -> None:
         self.pid = pid
         self.task_fd = task_fd  # -1 once closed (no more work for it: it exits)
-        self.result_fd = result_fd
+        self.result_fd = result_fd  # -1 once forgotten
         self.chunk: list = []  # the items it holds, answered in this order
         self.answered = 0
 
@@ -200,13 +200,15 @@ class _ForkedWorkers:
             os.close(task_w)
             os.close(result_r)
             _worker_main(task_r, result_w, self.func, self.initializer)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         gc.unfreeze()
         os.close(task_r)
         os.close(result_w)
         worker = _Worker(pid, task_w, result_r)
         self.workers[result_r] = worker
         self.selector.register(result_r, selectors.EVENT_READ, worker)
+        # Ctrl-C is let through only once the worker is on the books (both maps): a KeyboardInterrupt
+        # between the two left _stop_all unregistering a pipe the selector never had (KeyError).
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         self._feed(worker)
 
     def _feed(self, worker: _Worker) -> None:
@@ -257,10 +259,16 @@ class _ForkedWorkers:
         yield self.lost(crashed, reason)
 
     def _forget(self, worker: _Worker) -> None:
+        """Drop its pipes and its entry. Safe to do twice: a Ctrl-C that lands in here sends
+        _stop_all through it again (unregistering twice raised KeyError over the interrupt)."""
         self._close_tasks(worker)
-        self.selector.unregister(worker.result_fd)
+        if worker.result_fd < 0:
+            return
+        if worker.result_fd in self.selector.get_map():
+            self.selector.unregister(worker.result_fd)
+        self.workers.pop(worker.result_fd, None)
         os.close(worker.result_fd)
-        del self.workers[worker.result_fd]
+        worker.result_fd = -1
 
     @staticmethod
     def _reap(worker: _Worker) -> str:
