@@ -195,6 +195,8 @@ def test_rule_command(project):
     assert run(["rule", "TL999"], project).exit_code == 2
     by_name = run(["rule", "per-step-host-sync"], project)
     assert "(TL201)" in by_name.output
+    both = run(["rule", "TL101", "--all"], project)  # the code was silently dropped
+    assert both.exit_code == 2 and "give a rule code or --all, not both" in both.output
 
 
 def test_no_cache_flag_is_accepted(project):
@@ -241,10 +243,11 @@ def test_show_settings_names_the_config_and_the_rules(project):
     assert '"TL101"' in rules and '"TL104"' not in rules
     assert 'unfixable = ["TL102"]' in out and "TL101.num-workers = 4" in out
     # Every option of the rules that run, with its value; an option left alone says it is the default.
-    assert "TL202.log-every = 100  # default" in out
+    assert "TL202.log-every = 100  # default: The interval the fix uses when the script defines none." in out
     assert not any(line.startswith("TL104.") for line in out)  # TL104 does not run here
     # Without a configuration file: the defaults, said so.
     out = run(["--show-settings", "bad.py"], project).output
+    assert "TL101.num-workers = 0  # default: The value the fix writes; 0 means `min(8, os.cpu_count() or 1)`" in out
     assert "config = (none: defaults)" in out and '"TL104"' in out
     assert "\nper-file-ignores = {}\n" in out
 

@@ -326,6 +326,8 @@ def _show(paths, resolver, force_exclude, settings_only, stdin_filename) -> None
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rule(code, show_all, output_format) -> None:
     """Explain a rule (`trainlint rule TL101`), or list them all (`--all`)."""
+    if show_all and code:
+        raise click.UsageError("give a rule code or --all, not both")
     if show_all:
         rules = list(all_rules())
     elif code:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from trainlint.config import Settings, extends_chain
+from trainlint.registry import get_rule
 
 
 def show_settings(path: str, settings: Settings) -> list[str]:
@@ -29,11 +30,13 @@ def show_settings(path: str, settings: Settings) -> list[str]:
         else:
             text = _value(value)
         lines.append(f"{field.name.replace('_', '-')} = {text}")
-    # Every option of every rule that runs here, with the value it runs with; set ones say so.
+    # Every option of every rule that runs here, with the value it runs with; a default says what
+    # the option means, as a bare `TL101.num-workers = 0` would mislead (0: chosen at run time).
     configured = {(code, name) for code, options in settings.rule_options for name, _ in options}
     for code in active:
+        described = get_rule(code).options
         for name, value in settings.options_for(code).items():
-            note = "" if (code, name) in configured else "  # default"
+            note = "" if (code, name) in configured else f"  # default: {described[name].description}"
             lines.append(f"{code}.{name} = {_value(value)}{note}")
     return lines
 

@@ -47,12 +47,12 @@ def test_a_notebook_is_not_run(verify, tmp_path):
 def test_rule_and_fixed_together(verify, fixtures):
     result, _ = verify(fixtures / "tight_loop.py", "--rule", "TL101", "--fixed",
                        fixtures / "tight_loop_noop.py")
-    _assert_user_error(result, "either --rule CODES or --fixed FILE")
+    _assert_user_error(result, "--rule and --fixed both name the fixed version: give one of them")
 
 
 def test_neither_rule_nor_fixed(verify, fixtures):
     result, _ = verify(fixtures / "tight_loop.py")
-    _assert_user_error(result, "either --rule CODES or --fixed FILE")
+    _assert_user_error(result, "name the fixed version: --rule CODES (trainlint's fixes) or --fixed FILE")
 
 
 def test_each_without_rules(verify, fixtures):

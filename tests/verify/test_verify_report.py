@@ -67,3 +67,14 @@ def test_picture(tmp_path):
     out = tmp_path / "verify.png"
     report.write_picture(data, records, out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_spread_too_wide_to_tell_is_said_so_and_its_ends_stay_short():
+    data, _ = _result([1.0, 0.9, 0.8] + [0.7] * 9)
+    row = data["rows"][-1]
+    assert "more --repeats" not in report.table(data)  # 3 steady rounds: a usable spread
+    row.update(speedup=0.56, speedup_low=1e-9, speedup_high=7334823.47)  # two rounds that disagree
+    text = report.table(data)
+    assert "0.56x [<0.01->100]" in text
+    assert "cannot tell a speed change from noise: use more --repeats (now 3) or --steps." in text
+    assert all(line == line.rstrip() for line in text.splitlines())

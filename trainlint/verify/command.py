@@ -122,8 +122,10 @@ def _verify(
             # `check` reads notebooks; a run needs a script (and a notebook's cells may expect a kernel).
             raise VerifyError(f"{path}: a notebook cannot be run as a script; export it first "
                               f"(`jupyter nbconvert --to script {path.name}`) and verify the .py")
-    if bool(codes) == (fixed is not None):
-        raise VerifyError("name the fixed version: either --rule CODES or --fixed FILE (not both)")
+    if codes and fixed is not None:
+        raise VerifyError("--rule and --fixed both name the fixed version: give one of them")
+    if not codes and fixed is None:
+        raise VerifyError("name the fixed version: --rule CODES (trainlint's fixes) or --fixed FILE")
     if fixed is not None and not fixed.is_file():
         raise VerifyError(f"{fixed}: no such file")
     if each and not codes:

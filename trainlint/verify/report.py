@@ -115,6 +115,16 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x * 100:.0f}%"
 
 
+# A spread whose ends are more than this factor apart is too wide to say anything (see table()).
+WIDE_SPREAD = 4.0
+
+
+def _bound(x: float) -> str:
+    """An end of the speedup's spread: two decimals, and no 0.00 or seven-digit ends where the
+    interval of two rounds runs off."""
+    return "<0.01" if x < 0.01 else ">100" if x > 100 else f"{x:.2f}"
+
+
 def table(report: dict) -> str:
     ranks = f"torchrun x{report['nproc_per_node']}" if report["nproc_per_node"] else "1 process"
     head = (f"trainlint verify {Path(report['script']).name}: {report['repeats']} interleaved "
@@ -131,17 +141,22 @@ def table(report: dict) -> str:
             row["name"],
             _ms(row["median_step_s"]),
             _pct(row["data_wait_share"]),
-            f"{row['speedup']:.2f}x [{row['speedup_low']:.2f}-{row['speedup_high']:.2f}]",
+            f"{row['speedup']:.2f}x [{_bound(row['speedup_low'])}-{_bound(row['speedup_high'])}]",
             row["loss_summary"],
             row["verdict"],
         ])
     widths = [max(len(c), *(len(r[i]) for r in lines)) for i, c in enumerate(cols)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    out = [head, fmt.format(*cols), fmt.format(*("-" * w for w in widths))]
-    out += [fmt.format(*r) for r in lines]
+    out = [head, fmt.format(*cols).rstrip(), fmt.format(*("-" * w for w in widths))]
+    out += [fmt.format(*r).rstrip() for r in lines]
     if report["repeats"] < stats.MIN_ROUNDS_FOR_CLAIM:
         out.append(f"one repeat: no speed claim without run-to-run noise "
                    f"(use --repeats {stats.MIN_ROUNDS_FOR_CLAIM} or more).")
+    elif any(r.get("speedup_low") and r["speedup_high"] / r["speedup_low"] > WIDE_SPREAD for r in report["rows"]):
+        # Two rounds put a t-quantile of 12.7 on the run-to-run noise: a spread like 0.02-40 says
+        # only that these numbers cannot tell; more rounds (or steps per run) narrow it.
+        out.append(f"a spread this wide cannot tell a speed change from noise: use more --repeats "
+                   f"(now {report['repeats']}) or --steps.")
     for row in report["rows"]:
         if row["verdict"] == stats.REJECTED:
             t = row["loss_tolerance"]
