@@ -127,6 +127,16 @@ def test_review_other_formats_and_exit_zero(pr_repo):
     assert bad.exit_code == 2 and "unknown rule code" in bad.output
 
 
+def test_review_config_takes_key_value_pairs_as_check_does(pr_repo):
+    args = ["--base", "main", "--head", "feature", "--output-format", "rdjson"]
+    every = {d["code"]["value"] for d in json.loads(CliRunner().invoke(review_command, args).stdout)["diagnostics"]}
+    assert "TL102" in every
+    out = CliRunner().invoke(review_command, [*args, "--config", "ignore = ['TL102']"])
+    assert {d["code"]["value"] for d in json.loads(out.stdout)["diagnostics"]} == every - {"TL102"}
+    bad = CliRunner().invoke(review_command, [*args, "--config", "ignore = 3"])
+    assert bad.exit_code == 2 and "--config: invalid configuration: `ignore`" in bad.output
+
+
 def test_review_posts_once_from_the_actions_environment(pr_repo, tmp_path, monkeypatch):
     root, base, head = pr_repo
     event = tmp_path / "event.json"

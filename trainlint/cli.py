@@ -181,7 +181,7 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
         raise click.UsageError(f"--add-noqa cannot go with {other}")
     fixed_source = None
     try:
-        config_path, inline = _config_arguments(config_args, isolated)
+        config_path, inline = config_arguments(config_args, isolated)
         resolver = SettingsResolver(config_path, overrides, inline, isolated)
         # What the command line leaves unsaid, the configuration of the folder the run starts in says.
         project = resolver.for_directory(".")
@@ -288,7 +288,7 @@ def _torch_version(value: str | None) -> str | None:
     return value
 
 
-def _config_arguments(values: tuple[str, ...], isolated: bool) -> tuple[str | None, tuple[str, ...]]:
+def config_arguments(values: tuple[str, ...], isolated: bool = False) -> tuple[str | None, tuple[str, ...]]:
     """--config values: (the one configuration file, the inline `key = value` pairs). A value is a
     file when it names one or looks like one (a .toml name without `=`), as Ruff tells them apart."""
     files = [v for v in values if os.path.isfile(v) or ("=" not in v and v.endswith(".toml"))]

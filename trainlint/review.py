@@ -173,17 +173,17 @@ def build_review(result: RunResult, kept: list[Kept], root: Path, commit_id: str
 
 
 def lint_changes(root: Path, changes: list[ChangedFile], head: str | None, config: str | None,
-                 overrides: dict | None = None) -> RunResult:
+                 overrides: dict | None = None, inline: tuple[str, ...] = ()) -> RunResult:
     """Lint the changed Python files as they are at `head` (the working tree when head is None).
-    Configuration comes from the working tree (with `overrides`: --select and co.); excluded files
-    are skipped."""
+    Configuration comes from the working tree (with `overrides`: --select and co., and `inline`
+    `key = value` pairs of --config); excluded files are skipped."""
     from trainlint.api import lint_source
     from trainlint.config import ConfigError, SettingsResolver
     from trainlint.engine import ParseError
     from trainlint.source import SourceError, decode, read_source
 
     try:
-        resolver = SettingsResolver(config, overrides)
+        resolver = SettingsResolver(config, overrides, inline)
     except ConfigError as exc:
         raise ReviewError(str(exc)) from None
     result = RunResult()
@@ -274,14 +274,19 @@ def _review_formats() -> list[str]:
               "(default: the pull request's head commit in Actions, else the reviewed revision).")
 @click.option("--output-format", type=click.Choice(_review_formats()), default="review", show_default=True,
               help="review: the pull-request review as JSON; or any `check` format for the kept findings.")
-@click.option("--config", "config_path", type=click.Path(), help="Use this configuration file for every file.")
+@click.option("--config", "config_args", multiple=True, metavar="PATH | KEY=VALUE",
+              help="A configuration file to use for every file, or a TOML `key = value` pair set on top of each "
+                   "file's configuration; may be repeated (as `check --config`).")
 @click.option("--select", multiple=True, callback=selectors, help="Rule codes or prefixes to enable (ALL for all).")
 @click.option("--extend-select", multiple=True, callback=selectors, help="Rules to enable on top of the selection.")
 @click.option("--ignore", multiple=True, callback=selectors, help="Rule codes or prefixes to disable.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are kept.")
-def review_command(base, head, post, repo, pr_number, commit_id, output_format, config_path, select, extend_select,
+def review_command(base, head, post, repo, pr_number, commit_id, output_format, config_args, select, extend_select,
                    ignore, exit_zero):
     """Lint what a change touched and write (or --post) a GitHub pull-request review."""
+    from trainlint.cli import config_arguments
+
+    config_path, inline = config_arguments(config_args)
     event = _event()
     pull = event.get("pull_request") if isinstance(event.get("pull_request"), dict) else {}
     base = base or (pull.get("base") or {}).get("sha")
@@ -294,7 +299,7 @@ def review_command(base, head, post, repo, pr_number, commit_id, output_format, 
     except GitError as exc:
         raise ReviewError(str(exc)) from None
     result = lint_changes(root, changes, head, config_path,
-                          {"select": select, "extend_select": extend_select, "ignore": ignore})
+                          {"select": select, "extend_select": extend_select, "ignore": ignore}, inline)
     kept = keep_changed(result, changes, root)
     commit_id = commit_id or (pull.get("head") or {}).get("sha") or head_commit
 
