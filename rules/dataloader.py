@@ -8,6 +8,7 @@ import libcst as cst
 
 from trainlint.analysis.context import UNKNOWN
 from trainlint.analysis.imports import after_imports, insert_stdlib_import
+from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Invalid, Option, Rule, Valid
 
@@ -168,9 +169,25 @@ def _over_builtin_collection(ctx, call: cst.Call) -> bool:
 
 
 def _draws_one_batch(ctx, call: cst.Call) -> bool:
-    """`next(iter(DataLoader(...)))`: a loader made to draw a single batch (an example input, a
-    shape probe); workers, pinning and prefetching would only add start-up work to it."""
-    node = call
+    """A loader made to draw a single batch (an example input, a shape probe): `next(iter(DataLoader(
+    ...)))`, or `loader = DataLoader(...)` whose only use is one `next(iter(loader))`. Workers,
+    pinning and prefetching would only add start-up work to it."""
+    if _next_of_iter(ctx, call):
+        return True
+    assign = ctx.parent(call)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1 \
+            or not isinstance(assign.targets[0].target, cst.Name):
+        return False
+    target = assign.targets[0].target
+    uses = variable_uses(ctx.index, owner(ctx.index, target), target.value) or []
+    reads = [u for u in uses if u.kind == "read"]
+    return len(reads) == 1 and len(uses) == 2 and any(u.stmt is assign for u in uses) \
+        and _next_of_iter(ctx, reads[0].node)
+
+
+def _next_of_iter(ctx, expr: cst.BaseExpression) -> bool:
+    """expr is the whole argument of `iter()`, itself the whole argument of `next()`."""
+    node = expr
     for name in ("builtins.iter", "builtins.next"):
         arg = ctx.parent(node)
         node = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
@@ -208,8 +225,8 @@ class DataLoaderNoWorkers(DataLoaderRule):
 ## What it does
 Flags a `DataLoader` (any import alias, local subclasses, `StatefulDataLoader`) whose `num_workers`
 is missing or a literal 0. A loader over plain Python values (`range(n)`, a list literal) or made
-to draw one batch (`next(iter(DataLoader(...)))`) has nothing to overlap and is not flagged, by
-this or any loader rule.
+to draw one batch (`next(iter(DataLoader(...)))`, or a variable whose only use is one
+`next(iter(loader))`) has nothing to overlap and is not flagged, by this or any loader rule.
 
 ## Why is this bad?
 With no workers, every batch is read, decoded and collated in the training process between two
@@ -244,6 +261,8 @@ is replaced where it stands.
         Valid("from torch.utils.data import DataLoader\ndl = DataLoader(range(64), batch_size=8, shuffle=True)\n"),
         # One batch drawn and the loader dropped (ecosystem: torchrec's inference client): no loading to overlap.
         Valid("from torch.utils.data import DataLoader\nexample = next(iter(DataLoader(ds, batch_size=8)))\n"),
+        Valid("from torch.utils.data import DataLoader\ndef trace(model, ds):\n    probe = DataLoader(ds, batch_size=1)\n"
+              "    return torch.jit.trace(model, next(iter(probe)))\n"),
         Valid("from torch.utils.data import DataLoader\nitems = list(range(10))\ndl = DataLoader(items, batch_size=1)\n"),
         # A subclass with its own __init__ does not take DataLoader's arguments (ecosystem: torchtitan tests).
         Valid("from torch.utils.data import DataLoader\nclass FakeLoader(DataLoader):\n    def __init__(self):\n"
@@ -271,8 +290,10 @@ is replaced where it stands.
                 fixed="import os\nfrom torch.utils.data import DataLoader\n"
                       "loader = DataLoader(ds, 4, True, None, None, min(8, os.cpu_count() or 1))\n"),
         Invalid("from torch.utils.data.dataloader import DataLoader\nloader = DataLoader(ds)\n"),
-        # A loader kept under a name may be iterated elsewhere; `iter()` alone may be drawn from many times.
-        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nexample = next(iter(loader))\n"),
+        # A loader kept under a name and used again may be iterated there; `iter()` alone may be drawn
+        # from many times.
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nexample = next(iter(loader))\n"
+                "train(loader)\n"),
         Invalid("from torch.utils.data import DataLoader\nbatches = iter(DataLoader(ds))\n"),
         Invalid(
             "from torch.utils.data import DataLoader\nclass MyLoader(DataLoader):\n    pass\nloader = MyLoader(ds)\n"
