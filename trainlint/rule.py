@@ -84,7 +84,7 @@ class Rule:
     name: ClassVar[str]
     summary: ClassVar[str]  # one line: what it flags
     docs: ClassVar[str]  # markdown: What it does / Why is this bad / Example / Use instead / Fix safety
-    source: ClassVar[str]  # section of the seed article
+    source: ClassVar[str]  # sections of the training-efficiency article the rules come from
     default_enabled: ClassVar[bool] = True
     fix_applicability: ClassVar[str] = "none"  # safe | unsafe | suggestion | none (as rules.md states it)
     # Rules that only look inside hot loops: the file must also mention a backward or step call.
@@ -108,7 +108,7 @@ class Rule:
         """One line for `trainlint rule` and docs/rules.md: fix, default, source, PyTorch floor."""
         torch = f" Applies to PyTorch {cls.requires_torch} and later (`target-torch`)." if cls.requires_torch else ""
         return (f"Fix: {emphasis}{cls.fix_applicability}{emphasis}. {'On' if cls.default_enabled else 'Off'} by "
-                f"default. Source: seed article {cls.source}.{torch}")
+                f"default. Source: the training-efficiency article, {cls.source}.{torch}")
 
     @classmethod
     def explanation(cls) -> str:

@@ -28,7 +28,9 @@ def rule_table() -> str:
 
 
 def rules_markdown() -> str:
-    parts = ["# trainlint rules", "", "Generated from the rule registry by `python -m trainlint.ruledocs`.", ""]
+    parts = ["# trainlint rules", "", "Generated from the rule registry by `python -m trainlint.ruledocs`. Each rule's "
+             "\"Source\" names the sections of the training-efficiency article (in Chinese) that its "
+             "advice comes from.", ""]
     for r in all_rules():
         parts.append(f'<a id="{r.code.lower()}"></a>')
         parts.append(f"## {r.code} {r.name}")
