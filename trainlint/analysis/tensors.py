@@ -142,7 +142,6 @@ class Tensors:
                     return True
         return False
 
-
     def _host_here(self, value: cst.BaseExpression) -> bool:
         """value is a Python number or string: one for certain, or a name that the assignment
         reaching it made one."""

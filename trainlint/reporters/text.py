@@ -17,24 +17,29 @@ def render(result: RunResult, fmt: str) -> str:
         # As Ruff's --diff: standard output is a patch (`| git apply`, `| patch -p0`) and nothing
         # else; the cli writes summary() to standard error.
         return "".join(f.diff if f.diff.endswith("\n") else f.diff + "\n" for f in result.files if f.diff)
-    lines = _grouped(result) if fmt == "grouped" else []
-    diagnostics = result.diagnostics
+    lines = _grouped(result) if fmt == "grouped" else _one_by_one(result, full=fmt == "full")
+    if not result.quiet:
+        lines.extend(summary(result))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _one_by_one(result: RunResult, full: bool) -> list[str]:
+    """`path:row:column: code message` per finding; `full` adds its source rows and its fix."""
     cells = cell_maps(result)
-    for diag in diagnostics if fmt != "grouped" else ():
+    lines: list[str] = []
+    for diag in result.diagnostics:
         # Styled as Ruff's (path bold, code red, [*] cyan); the cli drops the styles unless the
         # output is a terminal (and NO_COLOR is unset), so files and pipes get plain text.
         lines.append(f"{_style(diag.path, bold=True)}:{_row(cells, diag)}:{diag.start.column}: "
                      f"{_finding(result, diag)}")
-        if fmt == "full":
+        if full:
             shift = diag.start.row - cells[diag.path].locate(diag.start.row)[1] if diag.path in cells else 0
             lines.extend(_snippet(result.source_of(diag.path), diag, shift))
             if diag.fix is not None:
                 lines.append(f"  = help: {diag.fix.message} ({diag.fix.applicability.value} fix)")
                 lines.extend(_fix_lines(result.source_of(diag.path), diag, diag.path in cells))
             lines.append("")
-    if not result.quiet:
-        lines.extend(summary(result))
-    return "\n".join(lines) + ("\n" if lines else "")
+    return lines
 
 
 def _row(cells: dict[str, CellMap], diag) -> str:
