@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from trainlint.analysis.loops import Loops
+from trainlint.analysis.loops import Loops, is_optimizer_step
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex
 
@@ -74,11 +74,6 @@ class Accumulation:
 def one_line(code: str) -> str:
     """Code as one line, for a message: `(\n    a\n    and b\n)` -> `(a and b)`."""
     return re.sub(r"\s+\)", ")", re.sub(r"\(\s+", "(", re.sub(r"\s+", " ", code.strip())))
-
-
-def _is_step(call: cst.Call) -> bool:
-    """`opt.step()` / `scaler.step(opt)` among the loops' step calls (the others are backwards)."""
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"
 
 
 def _strip_module(name: str) -> str:
@@ -419,17 +414,17 @@ class Distributed:
         """Optimizer steps: `opt.step()`, and calls of a module-local function or method that
         steps without running a backward of its own (ultralytics' `self.optimizer_step()`)."""
         if self._steps is None:
-            direct = [c for c in self.loops.step_calls if _is_step(c)]
+            direct = [c for c in self.loops.step_calls if is_optimizer_step(c)]
             helpers = set()
             for fn in self.loops.stepping_functions:
                 calls = [c for c in self.loops.step_calls if self.index.enclosing_function(c) is fn]
-                if calls and all(_is_step(c) for c in calls):
+                if calls and all(is_optimizer_step(c) for c in calls):
                     helpers.add(fn.name.value)
             self._steps = direct + [c for name in sorted(helpers) for c in self.loops.calls_by_name.get(name, ())]
         return self._steps
 
     def _backward_calls(self) -> list[cst.Call]:
-        return [c for c in self.loops.step_calls if not _is_step(c)]
+        return [c for c in self.loops.step_calls if not is_optimizer_step(c)]
 
     def accumulations(self) -> list[Accumulation]:
         out = []

@@ -51,6 +51,11 @@ def is_step_call(call: cst.Call, names: Names) -> bool:
     return names.qualified(func) == "torch.autograd.backward"
 
 
+def is_optimizer_step(call: cst.Call) -> bool:
+    """Of the step calls (is_step_call), `opt.step()` / `scaler.step(opt)`; the others are backwards."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"
+
+
 _EXISTENCE = frozenset({"exists", "isfile", "is_file", "isdir", "is_dir"})
 
 
@@ -187,8 +192,7 @@ class Loops:
         accumulation inside a train step) and a loop over optimizers (`for opt in optimizers:
         opt.step()`) are part of one step."""
         for call in self.step_calls:
-            if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "step") \
-                    or self.index.enclosing_function(call) is not fn:
+            if not is_optimizer_step(call) or self.index.enclosing_function(call) is not fn:
                 continue
             loop = self.innermost_loop(call)
             if loop is None:
