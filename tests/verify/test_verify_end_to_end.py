@@ -13,18 +13,6 @@ from trainlint.verify import stats
 pytest.importorskip("torch")  # every case runs a real training script
 
 
-def _registered(code: str) -> bool:
-    try:
-        from trainlint.registry import rules_by_code
-    except ImportError:
-        return False
-    return code in rules_by_code()
-
-
-def _needs_rule(code: str):
-    return pytest.mark.skipif(not _registered(code), reason=f"rule {code} is not registered yet")
-
-
 def _measured(data: dict) -> None:
     # A rule that stops firing on its fixture turns the case into "nothing to fix": say so.
     assert data["verdict"] != "nothing to fix", data.get("note")
@@ -58,7 +46,6 @@ def test_loader_bound_num_workers_is_faster_and_identical(verify, fixtures):
     assert "faster" in result.stdout
 
 
-@_needs_rule("TL101")
 def test_loader_bound_rule_tl101(verify, fixtures):
     result, data = verify(fixtures / "loader_bound.py", "--rule", "TL101", *LOADER_ARGS)
     assert result.exit_code == 0, result.output
@@ -87,7 +74,6 @@ def test_ddp_accumulation_no_sync_is_faster_under_torchrun(verify, fixtures):
     assert data["max_loss_deviation"] < 1e-5
 
 
-@_needs_rule("TL301")
 def test_ddp_accumulation_rule_tl301(verify, fixtures):
     result, data = verify(fixtures / "ddp_accum.py", "--rule", "TL301", *DDP_ARGS)
     assert result.exit_code == 0, result.output
@@ -96,7 +82,6 @@ def test_ddp_accumulation_rule_tl301(verify, fixtures):
     assert data["losses_match"]
 
 
-@_needs_rule("TL301")
 def test_accelerate_accumulation_rule_tl301(verify, fixtures):
     """The same measurement on a script written for accelerate: the harness finds its wrapped
     optimizer's steps and its `accelerator.backward` losses, and TL301's fix for it pays off."""
@@ -130,8 +115,6 @@ def test_changed_learning_rate_is_rejected(verify, fixtures):
     assert "rejected" in result.stdout
 
 
-@_needs_rule("TL103")
-@_needs_rule("TL104")
 def test_each_attributes_every_fix(verify, fixtures):
     # Every rule's fix alone, then all together: one row each (a single quick round; the
     # verdicts are not asserted, the table's shape and the guard rail are).

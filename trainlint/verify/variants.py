@@ -21,26 +21,17 @@ def parse_rules(values: tuple[str, ...] | list[str]) -> list[str]:
     return out
 
 
-def _api():
+def _linter():
+    """The linter's API (imported late: with --fixed the verifier needs only torch, not libcst)."""
     try:
         from trainlint import api
-    except ImportError:
-        api = None
-    if api is None or not hasattr(api, "fix_source"):
-        raise VerifyError(
-            "this trainlint has no fixes API (trainlint.api.fix_source) yet; "
-            "pass a hand-fixed copy with --fixed FILE instead of --rule"
-        )
-    return api
-
-
-def known_rule_codes() -> list[str] | None:
-    """Codes the engine has registered (None: this trainlint has no registry to ask)."""
-    try:
         from trainlint.registry import rules_by_code
-    except ImportError:
-        return None
-    return sorted(rules_by_code())
+    except ImportError as exc:
+        raise VerifyError(
+            f"--rule needs trainlint's linter, which cannot be imported here ({exc}); "
+            "install trainlint with its dependencies, or pass a hand-fixed copy with --fixed FILE"
+        ) from None
+    return api, sorted(rules_by_code())
 
 
 def expand_rules(selectors: list[str]) -> list[str]:
@@ -48,9 +39,7 @@ def expand_rules(selectors: list[str]) -> list[str]:
 
     Checked here because the fixes API selects silently: an unknown code would fix nothing.
     """
-    known = known_rule_codes()
-    if known is None:
-        return list(selectors)
+    _, known = _linter()
     out: list[str] = []
     unknown = []
     for sel in selectors:
@@ -66,19 +55,13 @@ def expand_rules(selectors: list[str]) -> list[str]:
 
 
 def fixed_text(text: str, rules: list[str], path: str) -> str:
-    api = _api()
-    fix_error = getattr(api, "FixError", None)
-    parse_error = getattr(api, "ParseError", None)
+    api, _ = _linter()
     try:
         return api.fix_source(text, select=rules, unsafe_fixes=True, path=path)
-    except Exception as e:  # the engine's own errors, reported as the user's problem to act on
-        if fix_error is not None and isinstance(e, fix_error):
-            raise VerifyError(f"the fixes for {', '.join(rules)} did not give valid Python: {e}") from None
-        if parse_error is not None and isinstance(e, parse_error):
-            raise VerifyError(f"{path} does not parse: {e}") from None
-        if isinstance(e, (ValueError, KeyError, LookupError)):
-            raise VerifyError(f"cannot fix {path} with {', '.join(rules)}: {e}") from None
-        raise
+    except api.FixError as e:
+        raise VerifyError(f"the fixes for {', '.join(rules)} did not give valid Python: {e}") from None
+    except api.ParseError as e:
+        raise VerifyError(f"{path} does not parse: {e}") from None
 
 
 @dataclass
