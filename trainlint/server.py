@@ -36,7 +36,7 @@ import click
 
 from trainlint import __version__
 from trainlint.config import CONFIG_FILES, ConfigError, SettingsResolver
-from trainlint.diagnostics import Applicability, Diagnostic, Edit, FileError, Location
+from trainlint.diagnostics import Applicability, Diagnostic, FileError, Location
 from trainlint.notebook import is_notebook
 from trainlint.server_notebooks import CODE, Cell, NotebookDocument, changed_lines
 from trainlint.textpos import apply_edits, split_lines, strip_eol
@@ -98,6 +98,17 @@ def _index(line: str, units: int, encoding: str) -> int:
             return i
         seen += size(ch)
     return len(line)
+
+
+def _position(lines: list[str], row: int, column: int, encoding: str) -> dict:
+    """LSP position of a 1-based row and character column."""
+    line = lines[row - 1] if 1 <= row <= len(lines) else ""
+    return {"line": row - 1, "character": _units(line[: column - 1], encoding)}
+
+
+def _range(lines: list[str], start: Location, end: Location, encoding: str) -> dict:
+    return {"start": _position(lines, start.row, start.column, encoding),
+            "end": _position(lines, end.row, end.column, encoding)}
 
 
 def uri_to_path(uri: str) -> str:
@@ -463,20 +474,11 @@ class Server:
             params["version"] = doc.version
         self.notify("textDocument/publishDiagnostics", params)
 
-    def _position(self, lines: list[str], row: int, column: int) -> dict:
-        """LSP position of a 1-based row and character column."""
-        line = lines[row - 1] if 1 <= row <= len(lines) else ""
-        return {"line": row - 1, "character": _units(line[: column - 1], self.encoding)}
-
-    def _range(self, lines, start, end) -> dict:
-        return {"start": self._position(lines, start.row, start.column),
-                "end": self._position(lines, end.row, end.column)}
-
     def _diagnostic(self, lines: list[str], diag: Diagnostic, index: int, version: int | None) -> dict:
         """The LSP diagnostic of a finding; `data` names the finding (its index in what was linted
         at `version`) so a code action can find its fix."""
         out = {
-            "range": self._range(lines, diag.start, diag.end),
+            "range": _range(lines, diag.start, diag.end, self.encoding),
             "severity": WARNING,
             "code": diag.code,
             "source": "trainlint",
@@ -489,7 +491,7 @@ class Server:
 
     def _syntax_error(self, lines: list[str], message: str, at: Location | None = None) -> dict:
         at = at or FileError("", message).location or Location(1, 1)
-        position = self._position(lines, at.row, at.column)
+        position = _position(lines, at.row, at.column, self.encoding)
         return {"range": {"start": position, "end": position}, "severity": ERROR, "source": "trainlint",
                 "message": message}
 
@@ -531,9 +533,9 @@ class Server:
         notebook = self.notebooks.get(self.cell_notebook.get(uri, ""))
         doc = self.documents.get(uri)
         if notebook is not None:
-            edits = _NotebookEdits(self, notebook)
+            edits = _NotebookEdits(notebook, self.encoding)
         elif doc is not None and not _notebook_file(uri):
-            edits = _TextEdits(self, doc)
+            edits = _TextEdits(doc, self.encoding)
         else:
             return []
         only = (params.get("context") or {}).get("only")
@@ -582,21 +584,6 @@ class Server:
         edit = edits.of_text(fixed) if fixed != edits.text else None
         return None if edit is None else {"title": "trainlint: Fix all safe fixes", "kind": FIX_ALL, "edit": edit}
 
-    def _text_edit(self, doc: Document, edit: Edit) -> dict:
-        return {"range": self._range(doc.lines, edit.start_loc, edit.end_loc), "newText": edit.content}
-
-    def _row_start(self, doc: Document, row: int) -> dict:
-        """The position where 0-based `row` of the document starts; past its last row, its end."""
-        if row < len(doc.lines) or (doc.text.endswith(("\n", "\r")) or not doc.lines):
-            return {"line": min(row, len(doc.lines)), "character": 0}
-        return {"line": len(doc.lines) - 1, "character": _units(doc.lines[-1], self.encoding)}
-
-    def _replacement(self, doc: Document, new_text: str) -> dict:
-        """The TextEdit that turns the document into `new_text`: the rows that change, whole."""
-        first, end, text = changed_lines(doc.text, new_text)
-        return {"range": {"start": self._row_start(doc, first), "end": self._row_start(doc, end)}, "newText": text}
-
-
 def _notebook_file(uri: str) -> bool:
     """A .ipynb opened as a text document: its JSON is not Python (it comes as a notebook document)."""
     return is_notebook(uri_to_path(uri))
@@ -625,12 +612,14 @@ def _with_row(text: str, row: int, line: str) -> str:
 class _TextEdits:
     """The workspace edits of a text document: what a code action changes."""
 
-    def __init__(self, server: Server, doc: Document) -> None:
-        self.server, self.doc = server, doc
+    def __init__(self, doc: Document, encoding: str) -> None:
+        self.doc, self.encoding = doc, encoding
         self.uri, self.text, self.version, self.diagnostics = doc.uri, doc.text, doc.version, doc.diagnostics
 
     def of_fix(self, diag: Diagnostic) -> dict:
-        return {"changes": {self.uri: [self.server._text_edit(self.doc, e) for e in diag.fix.edits]}}
+        return {"changes": {self.uri: [
+            {"range": _range(self.doc.lines, e.start_loc, e.end_loc, self.encoding), "newText": e.content}
+            for e in diag.fix.edits]}}
 
     def of_noqa(self, diag: Diagnostic) -> dict | None:
         from trainlint.noqa import suppressed_line
@@ -639,15 +628,15 @@ class _TextEdits:
         return None if line is None else self.of_text(_with_row(self.text, diag.start.row, line))
 
     def of_text(self, new_text: str) -> dict:
-        return {"changes": {self.uri: [self.server._replacement(self.doc, new_text)]}}
+        return {"changes": {self.uri: [_replacement(self.doc, new_text, self.encoding)]}}
 
 
 class _NotebookEdits(_TextEdits):
     """The workspace edits of a notebook: made on its program text, then split into its cells
     (`of_noqa` is the text document's: a changed row of the program)."""
 
-    def __init__(self, server: Server, notebook: NotebookDocument) -> None:
-        self.server, self.notebook = server, notebook
+    def __init__(self, notebook: NotebookDocument, encoding: str) -> None:
+        self.notebook, self.encoding = notebook, encoding
         self.uri, self.text = notebook.uri, notebook.program.text
         self.version, self.diagnostics = notebook.version, notebook.diagnostics
 
@@ -659,7 +648,21 @@ class _NotebookEdits(_TextEdits):
         if not cells:  # the edit moved a cell boundary (or changed nothing a cell holds)
             return None
         docs = {cell.uri: cell.doc for cell in self.notebook.cells}
-        return {"changes": {uri: [self.server._replacement(docs[uri], text)] for uri, text in cells.items()}}
+        return {"changes": {uri: [_replacement(docs[uri], text, self.encoding)] for uri, text in cells.items()}}
+
+
+def _replacement(doc: Document, new_text: str, encoding: str) -> dict:
+    """The TextEdit that turns the document into `new_text`: the rows that change, whole."""
+    first, end, text = changed_lines(doc.text, new_text)
+    return {"range": {"start": _row_start(doc, first, encoding), "end": _row_start(doc, end, encoding)},
+            "newText": text}
+
+
+def _row_start(doc: Document, row: int, encoding: str) -> dict:
+    """The position where 0-based `row` of the document starts; past its last row, its end."""
+    if row < len(doc.lines) or (doc.text.endswith(("\n", "\r")) or not doc.lines):
+        return {"line": min(row, len(doc.lines)), "character": 0}
+    return {"line": len(doc.lines) - 1, "character": _units(doc.lines[-1], encoding)}
 
 
 def serve(stdin=None, stdout=None) -> int:
