@@ -176,6 +176,17 @@ def test_missing_path_and_unparsable_file(project):
     assert "nope.py: error: no such file or directory" in result.output
     assert "bad.py:2:10: TL104" in result.output  # the run went on
     assert "Traceback" not in result.output
+    assert "2 files could not be checked." in result.stdout  # the summary counts them
+
+
+def test_run_where_no_file_parses_still_closes_with_a_count(project):
+    (project / "broken.py").write_text("def f(:\n")
+    result = run(["broken.py"], project)
+    assert result.exit_code == 2
+    assert result.stdout.splitlines() == ["1 file could not be checked."]
+    fixed = run(["--fix", "broken.py"], project)
+    assert fixed.stdout.splitlines() == ["1 file could not be checked or fixed."]
+    assert run(["-q", "broken.py"], project).stdout == ""  # --quiet: findings only
 
 
 def test_force_exclude(project):
@@ -308,8 +319,45 @@ def test_exit_non_zero_on_fix(project):
     assert run(["--fix", "bad.py"], project).exit_code == 0
 
 
+def test_fix_only_reports_what_it_fixed_not_what_is_left(project):
+    # bad.py has a safe fix (TL104); left.py only an unsafe one (TL101), so it stays a finding.
+    left = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, prefetch_factor=4)\n"
+    (project / "left.py").write_text(left)
+    result = run(["--fix-only", "bad.py", "left.py"], project)
+    assert (project / "bad.py").read_text() == GOOD and (project / "left.py").read_text() == left
+    assert result.exit_code == 0  # the TL101 finding left in left.py is neither shown nor counted
+    assert result.stdout.splitlines() == ["Fixed 1 error."]
+    assert run(["--fix-only", "left.py"], project).stdout.splitlines() == ["No errors fixed."]
+    assert run(["left.py"], project).exit_code == 1  # it is still there for a plain check
+    (project / "bad.py").write_text(BAD)
+    on_fix = run(["--fix-only", "--exit-non-zero-on-fix", "--show-fixes", "bad.py"], project)
+    assert on_fix.exit_code == 1 and on_fix.stdout.splitlines() == ["Fixed 1 error.", "Fixed:", "  TL104: 1"]
+    (project / "bad.py").write_text(BAD)
+    as_json = run(["--fix-only", "--output-format", "json", "bad.py", "left.py"], project)
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout) == []
+    (project / "bad.py").write_text(BAD)
+    diff = run(["--fix-only", "--diff", "bad.py"], project)  # --diff still writes nothing
+    assert diff.exit_code == 1 and "+loader = DataLoader(ds, num_workers=4, prefetch_factor=4)" in diff.stdout
+    assert (project / "bad.py").read_text() == BAD
+    assert run(["--fix-only", "--no-fix", "bad.py"], project).exit_code == 1  # --no-fix wins: a check
+    stats = run(["--fix-only", "--statistics", "bad.py"], project)
+    assert stats.exit_code == 2 and "--statistics would count none" in stats.output
+    (project / "pyproject.toml").write_text("[tool.trainlint]\nfix-only = true\n")
+    assert run(["bad.py", "left.py"], project).exit_code == 0 and (project / "bad.py").read_text() == GOOD
+
+
+def test_exclude_replaces_the_configured_patterns(project):
+    (project / "pyproject.toml").write_text('[tool.trainlint]\nexclude = ["bad.py"]\n')
+    (project / "build").mkdir()
+    (project / "build" / "gen.py").write_text(BAD)
+    assert run(["--show-files"], project).output == "build/gen.py\ngood.py\n"  # the default list is replaced
+    assert run(["--show-files", "--exclude", "good.py"], project).output == "bad.py\nbuild/gen.py\n"
+    both = run(["--show-files", "--exclude", "good.py", "--extend-exclude", "build"], project)
+    assert both.output == "bad.py\n"
+
+
 def test_add_noqa_refuses_diff_fix_and_baseline_and_writes_nothing(project):
-    for flags in (["--diff"], ["--fix"], ["--baseline", "b.json"]):
+    for flags in (["--diff"], ["--fix"], ["--fix-only"], ["--baseline", "b.json"]):
         result = run(["--add-noqa", *flags, "bad.py"], project)
         assert result.exit_code == 2 and f"--add-noqa cannot go with {flags[0]}" in result.output
         assert (project / "bad.py").read_text() == BAD

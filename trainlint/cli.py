@@ -97,6 +97,9 @@ def selectors(ctx, param, value):
 @click.option("--fix/--no-fix", default=None, help="Apply safe fixes (default: the configuration's `fix`, else no).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
               help="Also apply (with --fix) or show unsafe fixes (default: the configuration's `unsafe-fixes`, else no).")
+@click.option("--fix-only", is_flag=True, default=None,
+              help="Apply fixes and report only what was fixed: leftover findings are neither shown nor a "
+                   "reason to exit 1 (implies --fix; the configuration's `fix-only`).")
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing.")
 @click.option("--select", multiple=True, callback=selectors, help="Rule codes or prefixes to enable (ALL for all).")
 @click.option("--extend-select", multiple=True, callback=selectors, help="Rules to enable on top of the selection.")
@@ -134,6 +137,9 @@ def selectors(ctx, param, value):
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("-w", "--watch", is_flag=True, help="Check again whenever a checked file or a configuration file changes.")
+@click.option("--exclude", multiple=True,
+              help="Exclude patterns that replace the configuration's `exclude` (and the defaults: .git, "
+                   ".venv, build, ...); --extend-exclude adds to them.")
 @click.option("--extend-exclude", multiple=True, help="Extra exclude patterns.")
 @click.option("--respect-gitignore/--no-respect-gitignore", default=None,
               help="Leave out what .gitignore ignores in folders (default: the configuration's "
@@ -149,9 +155,9 @@ def selectors(ctx, param, value):
                    "configuration, excludes and output. With --fix the fixed source goes to standard output "
                    "and the report to standard error.")
 @click.pass_obj
-def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
+def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
           exit_non_zero_on_fix, target_torch, line_length, ignore_noqa, statistics, show_fixes, output_format, output_file, config_args, isolated, no_cache, cache_dir, jobs, force_exclude,
-          quiet, watch, extend_exclude, respect_gitignore, baseline_path, add_noqa, show_files, show_settings,
+          quiet, watch, exclude, extend_exclude, respect_gitignore, baseline_path, add_noqa, show_files, show_settings,
           stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     if watch:
@@ -166,18 +172,18 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
     if own_process:
         process.checked = True
     overrides = {"select": select, "extend_select": extend_select, "ignore": ignore, "fixable": fixable,
-                 "unfixable": unfixable, "extend_exclude": tuple(extend_exclude) or None,
+                 "unfixable": unfixable, "exclude": tuple(exclude) or None, "extend_exclude": tuple(extend_exclude) or None,
                  "ignore_noqa": ignore_noqa or None, "target_torch": target_torch, "line_length": line_length,
                  "respect_gitignore": respect_gitignore}
     from_stdin = stdin_filename is not None or STDIN_NAME in paths
     if from_stdin and (set(paths) - {STDIN_NAME} or add_noqa):
         what = "--add-noqa" if add_noqa else "other PATHS"
         raise click.UsageError(f"standard input (`-` or --stdin-filename) is checked alone; {what} cannot go with it")
-    if add_noqa and (fix or diff or baseline_path):
+    if add_noqa and (fix or fix_only or diff or baseline_path):
         # --add-noqa writes files; with --diff (which promises to write nothing) or --fix (whose
         # edits would move the rows the comments go on) the outcome would not be what was asked,
         # and --baseline would be neither read nor written (the comments go on every finding).
-        other = "--diff" if diff else "--fix" if fix else "--baseline"
+        other = "--diff" if diff else "--fix" if fix else "--fix-only" if fix_only else "--baseline"
         raise click.UsageError(f"--add-noqa cannot go with {other}")
     fixed_source = None
     try:
@@ -185,10 +191,13 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
         resolver = SettingsResolver(config_path, overrides, inline, isolated)
         # What the command line leaves unsaid, the configuration of the folder the run starts in says.
         project = resolver.for_directory(".")
-        fix = fix if fix is not None else bool(project.fix) and not add_noqa
+        fix_only = fix is not False and bool(fix_only or project.fix_only) and not add_noqa
+        fix = fix if fix is not None else (bool(project.fix) or fix_only) and not add_noqa
         unsafe_fixes = unsafe_fixes if unsafe_fixes is not None else bool(project.unsafe_fixes)
         show_fixes = show_fixes or bool(project.show_fixes)
         output_format = output_format or project.output_format or "concise"
+        if statistics and fix_only:
+            raise click.UsageError("--fix-only reports no leftover finding; --statistics would count none")
         if statistics and output_format not in STATISTICS_FORMATS:
             raise click.UsageError(f"--statistics prints in the output formats {', '.join(STATISTICS_FORMATS)}; "
                                    f"not {output_format}")
@@ -224,6 +233,10 @@ def check(process, paths, fix, unsafe_fixes, diff, select, extend_select, ignore
             sys.exit(2)
         if written is not None:
             click.echo(f"Wrote {written} finding{'' if written == 1 else 's'} to the baseline {baseline_path}.", err=True)
+    if fix_only:  # what is left is not reported, and is no reason to exit 1
+        for file_result in result.files:
+            file_result.diagnostics = []
+    result.fix_only = fix_only
     result.statistics = statistics
     result.show_fixes = show_fixes
     result.unsafe_fixes = unsafe_fixes

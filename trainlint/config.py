@@ -72,6 +72,7 @@ class Settings:
     # How a run behaves when the command line does not say (Ruff's keys); read from the
     # configuration of the folder the run starts in, not per file. None: not set.
     fix: bool | None = None
+    fix_only: bool | None = None  # as fix, and leftover findings are not reported
     unsafe_fixes: bool | None = None
     show_fixes: bool | None = None
     output_format: str | None = None
@@ -243,11 +244,11 @@ def glob_matcher(patterns: tuple[str, ...]):
 
 _CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
 _LIST_KEYS = _CODE_KEYS + ("exclude", "extend-exclude", "interval-names")
-_BOOL_KEYS = ("fix", "unsafe-fixes", "show-fixes", "respect-gitignore")
+_BOOL_KEYS = ("fix", "fix-only", "unsafe-fixes", "show-fixes", "respect-gitignore")
 _TOP_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-gpu", "target-torch", "extend", "line-length",
                                                   "output-format"}
 # Settings of the run, not of a file's findings: the cache does not key on them.
-_RUN_KEYS = ("fix", "unsafe_fixes", "show_fixes", "output_format", "respect_gitignore")
+_RUN_KEYS = ("fix", "fix_only", "unsafe_fixes", "show_fixes", "output_format", "respect_gitignore")
 # Keys whose values a configuration adds to those of the configuration it extends (the others
 # replace them); a `select` of its own starts the rule choice over, dropping the base's additions.
 _ACCUMULATED = ("extend_select", "ignore", "extend_exclude", "per_file_ignores", "unfixable", "extend_safe_fixes",

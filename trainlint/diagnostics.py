@@ -116,6 +116,7 @@ class FileResult:
 class RunResult:
     files: list[FileResult] = field(default_factory=list)
     fix_mode: bool = False
+    fix_only: bool = False  # --fix-only: leftover findings were dropped; the summary counts the fixes
     show_fixes: bool = False
     statistics: bool = False
     unsafe_fixes: bool = False  # --unsafe-fixes: unsafe fixes count as available, like safe ones

@@ -126,16 +126,21 @@ def summary(result: RunResult) -> list[str]:
     """The closing lines: counts, what --fix (or --unsafe-fixes) would do, what was fixed."""
     diagnostics = result.diagnostics
     fixed = result.fixed
-    plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"  # noqa: E731 - four uses below
+    plural = lambda n, word: f"{n} {word}{'' if n == 1 else 's'}"  # noqa: E731 - six uses below
     out = []
     if result.diff_mode:
         out.append(f"Would fix {plural(fixed, 'error')}." if fixed else "No errors would be fixed.")
+    elif result.fix_only:
+        out.append(f"Fixed {plural(fixed, 'error')}." if fixed else "No errors fixed.")
     elif fixed:
         out.append(f"Found {plural(len(diagnostics) + fixed, 'error')} ({fixed} fixed, {len(diagnostics)} remaining).")
     elif diagnostics:
         out.append(f"Found {plural(len(diagnostics), 'error')}.")
     elif not result.errors:
         out.append("All checks passed!")
+    if result.errors:  # each is said on standard error as it happens; the count closes the run
+        out.append(f"{plural(len(result.errors), 'file')} could not be checked"
+                   + (" or fixed." if result.fix_mode else "."))
     available = sum(1 for d in diagnostics if d.fixable(result.unsafe_fixes))
     hidden = 0 if result.unsafe_fixes else sum(
         1 for d in diagnostics if d.fix and d.fix.edits and d.fix.applicability is Applicability.UNSAFE)
