@@ -148,12 +148,15 @@ def _newline_ws(indent: str) -> cst.ParenthesizedWhitespace:
     )
 
 
-def one_arg_per_line(call: cst.Call, indent: str) -> cst.Call:
+def one_arg_per_line(call: cst.Call, indent: str, closing: str = "") -> cst.Call:
+    """Black's layout: each argument on a line of its own, `indent` past the enclosing block's
+    indentation, and the closing parenthesis `closing` past it."""
     args = [
-        arg.with_changes(comma=cst.Comma(whitespace_after=_newline_ws(indent if i < len(call.args) - 1 else "")))
+        arg.with_changes(comma=cst.Comma(whitespace_after=_newline_ws(closing + indent if i < len(call.args) - 1
+                                                                      else closing)))
         for i, arg in enumerate(call.args)
     ]
-    return call.with_changes(whitespace_before_args=_newline_ws(indent), args=args)
+    return call.with_changes(whitespace_before_args=_newline_ws(closing + indent), args=args)
 
 
 def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit:
@@ -168,7 +171,12 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
             if found != -1:
                 line_end = min(line_end, found)
         if (start - line_start) + len(after) + (line_end - end) > ctx.line_length:
-            after = ctx.render(one_arg_per_line(new, ctx.module.default_indent), at=old)
+            # A call on a continuation line (`for b in enumerate(\n        DataLoader(...)):`) is
+            # laid out from that line's indentation, not from its statement's.
+            line = ctx.text[line_start:start]
+            block = ctx.indentation(old)
+            extra = line[len(block):len(line) - len(line.lstrip(" \t"))] if line.startswith(block) else ""
+            after = ctx.render(one_arg_per_line(new, ctx.module.default_indent, extra), at=old)
     # Keep the edit minimal: reviewers and suggestion blocks see only what really changes.
     prefix = 0
     limit = min(len(before), len(after))
