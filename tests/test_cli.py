@@ -452,26 +452,6 @@ def test_line_length_decides_when_a_fix_wraps_a_call(project):
     assert run(["--line-length", "0", "wide.py"], project).exit_code == 2
 
 
-def test_a_wrapped_call_on_a_continuation_line_keeps_that_lines_indentation():
-    from trainlint.api import fix_source
-
-    source = (
-        "from torch.utils.data import DataLoader\n"
-        "def main(dataset, collator):\n"
-        "    for idx, batch in enumerate(\n"
-        "            DataLoader(dataset, collate_fn=collator, num_workers=16)):\n"
-        "        pass\n")
-    assert fix_source(source, select=["TL104"]).splitlines()[3:10] == [
-        "            DataLoader(",
-        "                dataset,",
-        "                collate_fn=collator,",
-        "                num_workers=16,",
-        "                prefetch_factor=4,",
-        "            )):",
-        "        pass",
-    ]
-
-
 def test_colours_only_where_asked(project):
     plain = subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "bad.py"], cwd=project,
                            capture_output=True, text=True)

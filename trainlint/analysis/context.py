@@ -237,24 +237,10 @@ class FileContext:
         if existing is not None:
             new_args = [a.with_changes(value=value_expr) if a is existing else a for a in call.args]
             return call.with_changes(args=new_args)
-        args = list(call.args)
         new_arg = cst.Arg(keyword=cst.Name(name), value=value_expr,
                           equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                                 whitespace_after=cst.SimpleWhitespace("")))
-        if not args:
-            return call.with_changes(args=[new_arg])
-        last = args[-1]
-        if isinstance(last.comma, cst.Comma):
-            # Trailing comma (usually one argument per line): add ours in the same layout.
-            new_arg = new_arg.with_changes(comma=last.comma)
-            prev_layout = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else last.comma
-            args[-1] = last.with_changes(comma=prev_layout)
-            args.append(new_arg)
-        else:
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(new_arg)
-        return call.with_changes(args=args)
-
+        return call.with_changes(args=_appended(call, new_arg, self.module.default_indent))
 
     # -- statement-level edits (fixes that add or remove whole lines) -----------------------
 
@@ -385,3 +371,43 @@ class _Unknown:
 
 
 UNKNOWN = _Unknown()
+
+
+def _appended(call: cst.Call, new_arg: cst.Arg, indent: str) -> list[cst.Arg]:
+    """call's arguments with new_arg last, in the call's own layout. Comments stay where they
+    were: one after the last argument stays on its line, those before the closing parenthesis
+    stay before it, and none is copied onto the new argument's line."""
+    args = list(call.args)
+    if not args:
+        return [new_arg]
+    last = args[-1]
+    before_last = args[-2].comma.whitespace_after if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) \
+        else call.whitespace_before_args
+    # The whitespace that starts an argument's line, when the last argument starts one: ours
+    # starts one the same way.
+    own_line = before_last.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[]) \
+        if isinstance(before_last, cst.ParenthesizedWhitespace) else None
+    if isinstance(last.comma, cst.Comma):
+        closing = last.comma.whitespace_after  # up to the closing parenthesis (or to nothing)
+        if own_line is not None and isinstance(closing, cst.ParenthesizedWhitespace):
+            args[-1] = last.with_changes(comma=last.comma.with_changes(
+                whitespace_after=own_line.with_changes(first_line=closing.first_line)))
+            new_arg = new_arg.with_changes(comma=last.comma.with_changes(
+                whitespace_before=cst.SimpleWhitespace(""),
+                whitespace_after=closing.with_changes(first_line=cst.TrailingWhitespace())))
+        else:  # `f(a, b,)`: same line, trailing comma kept
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            new_arg = new_arg.with_changes(comma=last.comma)
+        return [*args, new_arg]
+    closing = last.whitespace_after_arg
+    if isinstance(closing, cst.ParenthesizedWhitespace):
+        # `f(\n    a, b  # note\n)`: the note stays after b; ours goes on a line of its own.
+        line = own_line or closing.with_changes(empty_lines=[], last_line=cst.SimpleWhitespace(
+            closing.last_line.value + indent))
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=line.with_changes(first_line=closing.first_line)),
+                                     whitespace_after_arg=cst.SimpleWhitespace(""))
+        new_arg = new_arg.with_changes(whitespace_after_arg=closing.with_changes(first_line=cst.TrailingWhitespace()))
+        return [*args, new_arg]
+    comma = cst.Comma(whitespace_after=own_line if own_line is not None else cst.SimpleWhitespace(" "))
+    args[-1] = last.with_changes(comma=comma, whitespace_after_arg=cst.SimpleWhitespace(""))
+    return [*args, new_arg.with_changes(whitespace_after_arg=closing)]

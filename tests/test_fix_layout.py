@@ -1,0 +1,49 @@
+"""How fixes lay out the arguments they add: in the call's own layout, no comment copied or moved
+(the ecosystem diff once showed a comment above `drop_last=True` copied above each added keyword,
+and `batch_size=n, \n    num_workers=...)` after a call whose closing parenthesis had a line of
+its own)."""
+
+import libcst as cst
+import pytest
+
+from trainlint.analysis.context import FileContext
+from trainlint.api import fix_source
+
+
+@pytest.mark.parametrize("code,expected", [
+    ("f(a, b)", "f(a, b, p=X)"),
+    ("f()", "f(p=X)"),
+    ("f(a, b,)", "f(a, b, p=X,)"),
+    # one argument per line, trailing comma: a line of its own; the comments stay where they were
+    ("f(\n    a,\n    # about b\n    b,  # why\n    # before the parenthesis\n)",
+     "f(\n    a,\n    # about b\n    b,  # why\n    p=X,\n    # before the parenthesis\n)"),
+    ("f(\n    a,\n)", "f(\n    a,\n    p=X,\n)"),
+    # arguments on one line of their own, the parenthesis on the next: ours on a new line
+    ("f(\n    a, b\n)", "f(\n    a, b,\n    p=X\n)"),
+    ("f(\n    a  # the data\n)", "f(\n    a,  # the data\n    p=X\n)"),
+    # aligned with the opening parenthesis: ours aligned too
+    ("f(a,\n  b)", "f(a,\n  b,\n  p=X)"),
+    ("f(\n    a, b)", "f(\n    a, b, p=X)"),
+])
+def test_an_added_keyword_follows_the_calls_layout(code, expected):
+    ctx = FileContext("t.py", code + "\n", cst.parse_module(code + "\n"), None)
+    call = ctx.index.nodes(cst.Call)[0]
+    assert cst.Module([]).code_for_node(ctx.with_keyword(call, "p", "X")) == expected
+
+
+def test_a_wrapped_call_on_a_continuation_line_keeps_that_lines_indentation():
+    source = (
+        "from torch.utils.data import DataLoader\n"
+        "def main(dataset, collator):\n"
+        "    for idx, batch in enumerate(\n"
+        "            DataLoader(dataset, collate_fn=collator, num_workers=16)):\n"
+        "        pass\n")
+    assert fix_source(source, select=["TL104"]).splitlines()[3:10] == [
+        "            DataLoader(",
+        "                dataset,",
+        "                collate_fn=collator,",
+        "                num_workers=16,",
+        "                prefetch_factor=4,",
+        "            )):",
+        "        pass",
+    ]
