@@ -684,7 +684,7 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             else:
                 replacements.append((use.call, ctx.with_keyword(use.call, "enabled", "False",
                                                                 position=ctx.precision.scaler_enabled_index(use))))
-        replacements.extend(_removals(ctx, removed))
+        replacements.extend(ctx.remove_statements(removed))
         return self.fix(Applicability.UNSAFE, "Train in bfloat16 without a GradScaler", *replacements)
 
 
@@ -708,23 +708,6 @@ def _atom(expr: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
         return expr
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-
-
-def _removals(ctx, stmts):
-    """Replacements deleting stmts; a block left empty keeps a `pass`."""
-    out = []
-    stmts = list(dict.fromkeys(stmts))
-    by_block: dict = {}
-    for stmt in stmts:
-        by_block.setdefault(ctx.parent(stmt), []).append(stmt)
-    for block, members in by_block.items():
-        body = getattr(block, "body", ())
-        if isinstance(block, cst.IndentedBlock) and len(members) == len(body):
-            first = members[0]
-            out.append((first, first.with_changes(body=[cst.Pass()])))
-            members = members[1:]
-        out.extend(ctx.remove_statement(s) for s in members)
-    return out
 
 
 def _set_dtype(ctx, call: cst.Call, code: str) -> cst.Call:

@@ -248,7 +248,7 @@ is not offered; before 2.0 the rule is off.
                     call, extra = self._build(att, stmt)
                     # A Call node (not text), so the engine lays out a call longer than a line one argument per line.
                     fix = self.fix(Applicability.UNSAFE, "Use scaled_dot_product_attention",
-                                   (node, cst.parse_expression(call)), *_removals(ctx, att.consumed), *extra)
+                                   (node, cst.parse_expression(call)), *ctx.remove_statements(att.consumed), *extra)
                     shown = call if len(call) <= 140 else None
                 except _NoFix:
                     fix, shown = None, None
@@ -807,13 +807,6 @@ def _triangle(ctx, expr) -> str | None:
                 return "triu1"
             return None
     return None
-
-
-def _removals(ctx, stmts):
-    out = []
-    for stmt in dict.fromkeys(stmts):
-        out.append(ctx.remove_statement(stmt))
-    return out
 
 
 # -- TL602 -----------------------------------------------------------------------------------

@@ -289,6 +289,20 @@ class FileContext:
         own = self._render_without_leading_lines(stmt)
         return (stmt, full[: len(full) - len(own)])
 
+    def remove_statements(self, stmts) -> list[tuple[cst.CSTNode, object]]:
+        """Replacements deleting stmts (each once; comment lines above them stay); a block they
+        would leave empty keeps a `pass`."""
+        out = []
+        by_block: dict = {}
+        for stmt in dict.fromkeys(stmts):
+            by_block.setdefault(self.parent(stmt), []).append(stmt)
+        for block, members in by_block.items():
+            if isinstance(block, cst.IndentedBlock) and len(members) == len(block.body):
+                out.append((members[0], members[0].with_changes(body=[cst.Pass()])))
+                members = members[1:]
+            out.extend(self.remove_statement(s) for s in members)
+        return out
+
     def _render_without_leading_lines(self, stmt: cst.CSTNode, like: cst.CSTNode | None = None) -> str:
         """stmt's code without the comment/blank lines above it, indented as `like` (default: stmt)."""
         bare = stmt.with_changes(leading_lines=()) if getattr(stmt, "leading_lines", None) else stmt
