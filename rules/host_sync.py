@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from trainlint.analysis.context import joined_leading_lines
 from trainlint.analysis.names import dotted
 from trainlint.analysis.tree import binding_targets, walk
 from trainlint.analysis.variables import is_variable, role, variable_uses
@@ -914,8 +915,9 @@ def _remove_statement(rule: Rule, stmt: cst.BaseStatement, message: str):
         return _remove_statement(rule, guard, message)
     i = body.index(stmt)
     del body[i]
-    if i < len(body) and stmt.leading_lines:
-        body[i] = body[i].with_changes(leading_lines=[*stmt.leading_lines, *body[i].leading_lines])
+    if i < len(body):
+        body[i] = body[i].with_changes(leading_lines=joined_leading_lines(
+            stmt, body[i], first_in_block=i == 0 and isinstance(block, cst.IndentedBlock)))
     if not body:
         body = [cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=stmt.leading_lines)]
     return rule.fix(Applicability.UNSAFE, message, (block, block.with_changes(body=body)))

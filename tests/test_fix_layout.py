@@ -1,7 +1,7 @@
 """How fixes lay out the arguments they add: in the call's own layout, no comment copied or moved
 (the ecosystem diff once showed a comment above `drop_last=True` copied above each added keyword,
 and `batch_size=n, \n    num_workers=...)` after a call whose closing parenthesis had a line of
-its own)."""
+its own), and statement deletions that leave no doubled blank line."""
 
 import libcst as cst
 import pytest
@@ -46,4 +46,61 @@ def test_a_wrapped_call_on_a_continuation_line_keeps_that_lines_indentation():
         "                prefetch_factor=4,",
         "            )):",
         "        pass",
+    ]
+
+
+ATTENTION = """\
+import torch.nn as nn
+
+
+class Attn(nn.Module):
+    def forward(self, q, k, v):
+        q = q * 2
+
+        attn = (q @ k.transpose(-2, -1)) * self.scale
+        attn = attn.softmax(dim=-1)
+
+        x = (attn @ v).transpose(1, 2)
+        return x
+"""
+
+SYNC = """\
+import torch
+
+
+def train(model, loader, opt):
+    for batch in loader:
+        # free memory before the forward
+
+        torch.cuda.empty_cache()
+
+        loss = model(batch)
+        loss.backward()
+        opt.step()
+    for batch in loader:
+        torch.cuda.synchronize()
+
+        loss = model(batch)
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_deleted_statements_leave_no_doubled_or_leading_blank_line():
+    # TL601 deletes the score lines: the blank line above them and the one below do not both stay.
+    fixed = fix_source(ATTENTION, select=["TL601"])
+    assert "        q = q * 2\n\n        x = nn.functional.scaled_dot_product_attention(\n" in fixed
+    # TL203 deletes a per-step sync: its comment stays, one blank line stays, and a block does not
+    # start with a blank line.
+    assert fix_source(SYNC, select=["TL203"]).splitlines()[4:14] == [
+        "    for batch in loader:",
+        "        # free memory before the forward",
+        "",
+        "        loss = model(batch)",
+        "        loss.backward()",
+        "        opt.step()",
+        "    for batch in loader:",
+        "        loss = model(batch)",
+        "        loss.backward()",
+        "        opt.step()",
     ]

@@ -285,23 +285,39 @@ class FileContext:
 
     def remove_statement(self, stmt: cst.CSTNode) -> tuple[cst.CSTNode, str]:
         """Replacement that deletes the statement line stmt; comment lines above it stay."""
-        full = self.render(stmt)
-        own = self._render_without_leading_lines(stmt)
-        return (stmt, full[: len(full) - len(own)])
+        return self.remove_statements([stmt])[0]
 
     def remove_statements(self, stmts) -> list[tuple[cst.CSTNode, object]]:
-        """Replacements deleting stmts (each once; comment lines above them stay); a block they
-        would leave empty keeps a `pass`."""
+        """Replacements deleting stmts (each once); a block they would leave empty keeps a `pass`.
+        The comment lines above a deleted statement stay; its blank lines stay too, unless the
+        statement after it starts with one of its own (no blank line doubles where code went)."""
         out = []
         by_block: dict = {}
         for stmt in dict.fromkeys(stmts):
             by_block.setdefault(self.parent(stmt), []).append(stmt)
         for block, members in by_block.items():
-            if isinstance(block, cst.IndentedBlock) and len(members) == len(block.body):
+            body = list(getattr(block, "body", ()))
+            if isinstance(block, cst.IndentedBlock) and len(members) == len(body):
                 out.append((members[0], members[0].with_changes(body=[cst.Pass()])))
-                members = members[1:]
-            out.extend(self.remove_statement(s) for s in members)
+                out.extend((s, self._leading_text(s, s.leading_lines)) for s in members[1:])
+                continue
+            gone = set(members)
+            for run in _runs(body, gone) if all(s in body for s in members) else [[s] for s in members]:
+                kept = [line for s in run for line in getattr(s, "leading_lines", ())]
+                after = body.index(run[-1]) + 1 if run[-1] in body else len(body)
+                if after < len(body) and _starts_blank(body[after]):
+                    while kept and kept[-1].comment is None:
+                        kept.pop()
+                out.append((run[0], self._leading_text(run[0], kept)))
+                out.extend((s, "") for s in run[1:])
         return out
+
+    def _leading_text(self, stmt: cst.CSTNode, lines) -> str:
+        """The text of `lines` (comment and blank lines) as they would stand above stmt."""
+        if not getattr(stmt, "leading_lines", None) and not lines:
+            return ""
+        full = self.render(stmt.with_changes(leading_lines=list(lines)), at=stmt)
+        return full[: len(full) - len(self._render_without_leading_lines(stmt))]
 
     def _render_without_leading_lines(self, stmt: cst.CSTNode, like: cst.CSTNode | None = None) -> str:
         """stmt's code without the comment/blank lines above it, indented as `like` (default: stmt)."""
@@ -425,3 +441,33 @@ def _appended(call: cst.Call, new_arg: cst.Arg, indent: str) -> list[cst.Arg]:
     comma = cst.Comma(whitespace_after=own_line if own_line is not None else cst.SimpleWhitespace(" "))
     args[-1] = last.with_changes(comma=comma, whitespace_after_arg=cst.SimpleWhitespace(""))
     return [*args, new_arg.with_changes(whitespace_after_arg=closing)]
+
+
+def _runs(body: list, gone: set) -> list[list]:
+    """The statements of `gone`, in runs of neighbours in `body`."""
+    runs: list[list] = []
+    for i, stmt in enumerate(body):
+        if stmt in gone:
+            if runs and i > 0 and body[i - 1] is runs[-1][-1]:
+                runs[-1].append(stmt)
+            else:
+                runs.append([stmt])
+    return runs
+
+
+def _starts_blank(stmt: cst.CSTNode) -> bool:
+    lines = getattr(stmt, "leading_lines", ())
+    return bool(lines) and lines[0].comment is None
+
+
+def joined_leading_lines(removed: cst.CSTNode, below: cst.CSTNode, first_in_block: bool) -> list[cst.EmptyLine]:
+    """The lines above `below` once the statement `removed` just above it is gone: removed's
+    comment lines are kept, but no blank line doubles, and a block does not start with one."""
+    kept = list(getattr(removed, "leading_lines", ()))
+    if _starts_blank(below):
+        while kept and kept[-1].comment is None:
+            kept.pop()
+    lines = [*kept, *below.leading_lines]
+    while first_in_block and lines and lines[0].comment is None:
+        lines.pop(0)
+    return lines
