@@ -510,7 +510,7 @@ loop.
         flat = new.with_changes(
             whitespace_before_args=cst.SimpleWhitespace(""),
             args=[a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(args) else
-                                 cst.MaybeSentinel.DEFAULT)
+                                 cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace(""))
                   for i, a in enumerate(new.args)])
         depth = sum(isinstance(a, cst.IndentedBlock) for a in ctx.index.ancestors(call)) + guarded
         if len(ctx.code(flat)) + 4 * depth <= ctx.line_length:

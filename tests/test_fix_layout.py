@@ -104,3 +104,27 @@ def test_deleted_statements_leave_no_doubled_or_leading_blank_line():
         "        loss.backward()",
         "        opt.step()",
     ]
+
+
+def test_a_rewritten_save_call_has_no_blank_line_before_its_parenthesis():
+    # TL501 lays the save out afresh; the closing parenthesis's own line in the original call
+    # once came out as a line of spaces.
+    source = (
+        "import os\n\n\n"
+        "def train(out, encoder, model, opt, loader):\n"
+        "    for step, batch in enumerate(loader):\n"
+        "        model(batch).backward()\n"
+        "        opt.step()\n"
+        "        encoder.save_pretrained(\n"
+        "            os.path.join(out, 'encoder')\n"
+        "        )\n")
+    fixed = fix_source(source, select=["TL501"])
+    assert not [line for line in fixed.splitlines() if line and not line.strip()]
+    assert fixed.splitlines()[-6:] == [
+        "        if step % 1000 == 0:",
+        "            _trainlint_async_save(",
+        "                encoder.save_pretrained,",
+        "                os.path.join(out, 'encoder'),",
+        "                state_dict=encoder.state_dict(),",
+        "            )",
+    ]
