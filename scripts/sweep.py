@@ -11,7 +11,8 @@ lint  (always): every Python file through the runner with every rule selected; a
       mention a trigger.
 --fix : copy the packages to a temporary folder, run the real CLI there with
       `--fix --unsafe-fixes --select ALL`, then check that every changed file parses (libcst and
-      `compile()`), that the CLI printed no traceback, and that a second run changes nothing.
+      `compile()`), that the fixes added no line ending in whitespace, that the CLI printed no
+      traceback, and that a second run changes nothing.
 
 Exit 0 when clean, 1 when something failed; every failure is printed with its file.
 """
@@ -134,6 +135,10 @@ _BOOT = (
 )
 
 
+def _trailing_whitespace(data: bytes) -> int:
+    return sum(1 for line in data.splitlines() if line[-1:] in (b" ", b"\t"))
+
+
 def _cli_fix(folder: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-c", _BOOT, "check", "--fix", "--unsafe-fixes", "--select", "ALL", "--no-cache",
            "--exit-zero", "-q", folder]
@@ -168,6 +173,10 @@ def _fix_package(args: tuple[str, str, str]) -> tuple[str, list[str], int]:
             compile(data, path, "exec", dont_inherit=True)
         except Exception as exc:  # noqa: BLE001
             failures.append(f"{path}: fixed file does not parse/compile: {type(exc).__name__}: {exc}")
+        # A fix writes no trailing whitespace (a line of spaces once stood before a re-laid-out call's ')').
+        added = _trailing_whitespace(data) - _trailing_whitespace(before.get(path, b""))
+        if added > 0:
+            failures.append(f"{path}: the fixes added {added} line(s) ending in whitespace")
     second = _cli_fix(work)
     if "Traceback" in second.stderr:
         failures.append(f"{name}: second --fix run crashed:\n{second.stderr[-3000:]}")
