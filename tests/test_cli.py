@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -493,3 +494,16 @@ def test_top_level_help_lists_every_command_whole_and_says_check_is_the_default(
     commands = out.split("Commands:\n", 1)[1].splitlines()
     assert [line.split()[0] for line in commands] == ["check", "clean", "review", "rule", "server", "verify"]
     assert not any(line.endswith("...") for line in commands)  # click cuts a long first sentence
+
+
+def test_check_help_lists_every_option_once_in_a_named_section():
+    import click
+
+    from trainlint.cli import check
+
+    text = CliRunner().invoke(cli, ["check", "--help"]).output
+    titles = [line[:-1] for line in text.splitlines() if line and not line.startswith(" ") and line.endswith(":")]
+    assert titles == ["Fixes", "Rule selection", "File selection", "Reporting", "Configuration and running"]
+    flags = [p.opts[-1] for p in check.get_params(click.Context(check)) if isinstance(p, click.Option)]
+    for flag in flags:
+        assert len(re.findall(rf"(?m)^  (?:-\w, )?{re.escape(flag)}\b(?! ?-)", text)) == 1, flag

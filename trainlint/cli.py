@@ -91,8 +91,44 @@ def selectors(ctx, param, value):
     return codes
 
 
+class SectionedCommand(click.Command):
+    """A command whose --help lists its options in sections, as Ruff's does; an option no
+    section names is listed under "Options" (tests/test_cli.py checks that none is left there)."""
+
+    sections: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def format_options(self, ctx, formatter) -> None:
+        place = {name: (title, i) for title, names in self.sections for i, name in enumerate(names)}
+        help_option = self.get_help_option(ctx)
+        rows: dict[str, list] = {title: [] for title in ("Options", *(title for title, _ in self.sections))}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx) if isinstance(param, click.Option) else None
+            if record is not None:
+                title, order = place.get("help" if param is help_option else param.name, ("Options", 0))
+                rows[title].append((order, record))
+        # One column width for every section (click sizes each list on its own): names padded to it.
+        width = 30
+        for title, records in rows.items():
+            if records:
+                with formatter.section(title):
+                    formatter.write_dl([(name.ljust(width), text) for _, (name, text) in sorted(records, key=lambda r: r[0])],
+                                       col_max=width)
+
+
+class CheckCommand(SectionedCommand):
+    sections = (
+        ("Fixes", ("fix", "unsafe_fixes", "fix_only", "diff", "show_fixes", "exit_non_zero_on_fix", "add_noqa")),
+        ("Rule selection", ("select", "extend_select", "ignore", "fixable", "unfixable", "target_torch",
+                            "line_length", "ignore_noqa", "baseline_path")),
+        ("File selection", ("exclude", "extend_exclude", "respect_gitignore", "force_exclude", "stdin_filename",
+                            "show_files", "show_settings")),
+        ("Reporting", ("output_format", "output_file", "statistics", "quiet", "exit_zero", "watch")),
+        ("Configuration and running", ("config_args", "isolated", "no_cache", "cache_dir", "jobs", "help")),
+    )
+
+
 # short_help: what `trainlint --help` lists, whole (click cuts a longer first sentence at ~68 columns).
-@cli.command(short_help="Check files for training-efficiency problems (the default command).")
+@cli.command(cls=CheckCommand, short_help="Check files for training-efficiency problems (the default command).")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--fix/--no-fix", default=None, help="Apply safe fixes (default: the configuration's `fix`, else no).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
