@@ -524,7 +524,8 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             "        enabled=not torch.cuda.is_bf16_supported(including_emulation=False),\n"
             "    )\n"
             "def step(x):\n    with torch.autocast(\n        'cuda',\n"
-            "        dtype=torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16,\n"
+            "        dtype=(\n            torch.bfloat16\n            if torch.cuda.is_bf16_supported(including_emulation=False)\n"
+            "            else torch.float16\n        ),\n"
             "    ):\n        return model(x)\n",
         ),
         # The same before 2.4: the two-part check is grouped where it is negated and and-ed.
@@ -535,8 +536,9 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             "    return torch.amp.GradScaler(\n        enabled=use_amp and not (torch.cuda.is_available() and "
             "torch.cuda.get_device_capability() >= (8, 0)),\n    )\n"
             "def step(x):\n    with torch.autocast(\n        'cuda',\n"
-            "        dtype=torch.bfloat16 if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0) "
-            "else torch.float16,\n    ):\n        return model(x)\n",
+            "        dtype=(\n            torch.bfloat16\n"
+            "            if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)\n"
+            "            else torch.float16\n        ),\n    ):\n        return model(x)\n",
             settings={"target_torch": "2.3"},
         ),
     ]

@@ -23,11 +23,12 @@ HELPER = "_trainlint_async_save"
 HELPER_CODE = '''
 
 def _trainlint_async_save(save, /, *args, **kwargs):
-    """Added by trainlint (TL501): `save(*args, **kwargs)` from a CPU snapshot, in the background.
+    """Added by trainlint (TL501): `save(*args, **kwargs)` from a CPU snapshot, in the
+    background.
 
-    Waits for the previous save first and re-raises its error. Live modules and optimizers
-    cannot be snapshotted cheaply, nor can a file object be written later: those are saved
-    here, blocking, as before.
+    Waits for the previous save first and re-raises its error. Live modules and
+    optimizers cannot be snapshotted cheaply, nor can a file object be written later:
+    those are saved here, blocking, as before.
     """
     import copy
     import threading
@@ -56,7 +57,7 @@ def _trainlint_async_save(save, /, *args, **kwargs):
     def write():
         try:
             save(*args, **kwargs)
-        except BaseException as exc:  # printed now by the thread, raised again by the next save
+        except BaseException as exc:  # printed by the thread, raised by the next save
             _trainlint_async_save.error = exc
             raise
 

@@ -128,3 +128,32 @@ def test_a_rewritten_save_call_has_no_blank_line_before_its_parenthesis():
         "                state_dict=encoder.state_dict(),",
         "            )",
     ]
+
+
+def test_a_long_conditional_argument_is_parenthesised_over_lines_of_its_own():
+    # TL402's dtype choice is 94 characters: one argument per line alone left a 110-column line.
+    source = (
+        "import torch\n\n\n"
+        "def train(model, loader, opt, args):\n"
+        "    if args.fp16:\n"
+        "        scaler = torch.cuda.amp.GradScaler()\n"
+        "    for batch in loader:\n"
+        "        with torch.cuda.amp.autocast():\n"
+        "            loss = model(batch)\n"
+        "        scaler.scale(loss).backward()\n"
+        "        scaler.step(opt)\n"
+        "        scaler.update()\n")
+    lines = fix_source(source, select=["ALL"]).splitlines()
+    assert max(len(line) for line in lines) <= 88
+    start = lines.index("        with torch.amp.autocast(")
+    assert lines[start:start + 9] == [
+        "        with torch.amp.autocast(",
+        '            "cuda",',
+        "            dtype=(",
+        "                torch.bfloat16",
+        "                if torch.cuda.is_bf16_supported(including_emulation=False)",
+        "                else torch.float16",
+        "            ),",
+        "        ):",
+        "            loss = model(batch)",
+    ]

@@ -148,15 +148,30 @@ def _newline_ws(indent: str) -> cst.ParenthesizedWhitespace:
     )
 
 
-def one_arg_per_line(call: cst.Call, indent: str, closing: str = "") -> cst.Call:
+def one_arg_per_line(call: cst.Call, indent: str, closing: str = "", width: int | None = None) -> cst.Call:
     """Black's layout: each argument on a line of its own, `indent` past the enclosing block's
-    indentation, and the closing parenthesis `closing` past it."""
+    indentation, and the closing parenthesis `closing` past it. A conditional argument longer than
+    `width` (the room its line leaves it) is parenthesised over lines of its own too, as Black's
+    preview style does: `dtype=(\n    a\n    if c\n    else b\n),`."""
+    def laid_out(arg: cst.Arg) -> cst.Arg:
+        if width is None or not isinstance(arg.value, cst.IfExp) or len(_code(arg)) <= width:
+            return arg
+        inner = _newline_ws(closing + indent + indent)
+        return arg.with_changes(value=arg.value.with_changes(
+            lpar=[cst.LeftParen(whitespace_after=inner)],
+            rpar=[cst.RightParen(whitespace_before=_newline_ws(closing + indent))],
+            whitespace_before_if=inner, whitespace_before_else=inner))
+
     args = [
-        arg.with_changes(comma=cst.Comma(whitespace_after=_newline_ws(closing + indent if i < len(call.args) - 1
-                                                                      else closing)))
+        laid_out(arg).with_changes(comma=cst.Comma(whitespace_after=_newline_ws(
+            closing + indent if i < len(call.args) - 1 else closing)))
         for i, arg in enumerate(call.args)
     ]
     return call.with_changes(whitespace_before_args=_newline_ws(closing + indent), args=args)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
 
 
 def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit:
@@ -176,7 +191,8 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
             line = ctx.text[line_start:start]
             block = ctx.indentation(old)
             extra = line[len(block):len(line) - len(line.lstrip(" \t"))] if line.startswith(block) else ""
-            after = ctx.render(one_arg_per_line(new, ctx.module.default_indent, extra), at=old)
+            room = ctx.line_length - len(block + extra + ctx.module.default_indent) - 1  # 1: the comma
+            after = ctx.render(one_arg_per_line(new, ctx.module.default_indent, extra, room), at=old)
     # Keep the edit minimal: reviewers and suggestion blocks see only what really changes.
     prefix = 0
     limit = min(len(before), len(after))
