@@ -172,7 +172,7 @@ class Loops:
 
     def _find_stepping_functions(self) -> set[cst.FunctionDef]:
         """Functions that run one step per call: a step outside any loop of their own, and no loop
-        of optimizer steps of their own (that makes a training run, see _runs_optimizer_loop)."""
+        of optimizer steps of their own (that makes a training run, see _training_runs)."""
         stepping: set[cst.FunctionDef] = set()
         changed = True
         while changed:
@@ -180,30 +180,31 @@ class Loops:
             for site in self._step_sites(stepping):
                 fn = self.index.enclosing_function(site)
                 if fn is not None and fn not in stepping and self.innermost_loop(site) is None \
-                        and not self._runs_optimizer_loop(fn):
+                        and fn not in self._training_runs:
                     stepping.add(fn)
                     changed = True
         return stepping
 
-    def _runs_optimizer_loop(self, fn: cst.FunctionDef) -> bool:
-        """fn has a loop of its own that calls `optimizer.step()`: it is a training run, and a step
-        outside that loop is a one-off (timm's optimizer tests compute one loss before their 200
-        steps and one after), not what each call of fn does. A loop of backwards only (gradient
+    @cached_property
+    def _training_runs(self) -> frozenset[cst.FunctionDef]:
+        """Functions with a loop of their own that calls `optimizer.step()`: training runs, where
+        a step outside that loop is a one-off (timm's optimizer tests compute one loss before their
+        200 steps and one after), not what each call does. A loop of backwards only (gradient
         accumulation inside a train step) and a loop over optimizers (`for opt in optimizers:
         opt.step()`) are part of one step."""
+        runs = set()
         for call in self.step_calls:
-            if not is_optimizer_step(call) or self.index.enclosing_function(call) is not fn:
-                continue
+            fn = self.index.enclosing_function(call)
             loop = self.innermost_loop(call)
-            if loop is None:
+            if fn is None or fn in runs or loop is None or not is_optimizer_step(call):
                 continue
             if isinstance(loop, cst.For):
                 targets = {n.value for n in self.index.walk(loop.target) if isinstance(n, cst.Name)}
                 used = [call.func.value] + [a.value for a in call.args]
                 if any(isinstance(n, cst.Name) and n.value in targets for u in used for n in self.index.walk(u)):
                     continue  # steps each optimizer the loop goes over
-            return True
-        return False
+            runs.add(fn)
+        return frozenset(runs)
 
     def _step_sites(self, stepping: set | None = None):
         stepping = self.stepping_functions if stepping is None else stepping
