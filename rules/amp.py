@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from trainlint.analysis.context import joined_leading_lines
 from trainlint.analysis.names import CANONICAL
 from trainlint.analysis.precision import DEPRECATED_AMP, GRAD_SCALER
 from trainlint.diagnostics import Applicability
@@ -251,6 +252,12 @@ since the new signature orders them differently. `import torch` is added when no
             if isinstance(block, cst.IndentedBlock) and not others:
                 # `if args.fp16:\n    from torch.cuda import amp`: the block must keep a statement.
                 replacement = (line, line.with_changes(body=[cst.Pass()]))
+            elif isinstance(block, cst.IndentedBlock) and block.body[0] is line:
+                # The block's first statement: the next one moves up without its blank lines
+                # (`if args.fp16:\n    from torch.cuda import amp\n\n    scaler = ...`).
+                rest = list(block.body[1:])
+                rest[0] = rest[0].with_changes(leading_lines=joined_leading_lines(line, rest[0], first_in_block=True))
+                replacement = (block, block.with_changes(body=rest))
             else:
                 replacement = ctx.remove_statement(line)
         else:

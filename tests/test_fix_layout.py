@@ -157,3 +157,19 @@ def test_a_long_conditional_argument_is_parenthesised_over_lines_of_its_own():
         "        ):",
         "            loss = model(batch)",
     ]
+
+
+def test_an_unused_import_removed_from_a_blocks_top_takes_no_blank_line_along():
+    source = (
+        "import torch\n\n\n"
+        "def train(model, loader, opt, args):\n"
+        "    if args.fp16:\n"
+        "        from torch.cuda import amp\n\n"
+        "        scaler = amp.GradScaler()\n"
+        "    return scaler\n")
+    assert fix_source(source, select=["TL401"]).splitlines()[3:7] == [
+        "def train(model, loader, opt, args):",
+        "    if args.fp16:",
+        '        scaler = torch.amp.GradScaler("cuda")',
+        "    return scaler",
+    ]
