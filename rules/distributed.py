@@ -30,7 +30,7 @@ _FLAT = (
 )
 _FLAT_FIXED = (
     "for step, (x, y) in enumerate(loader):\n"
-    "    # Skip the gradient all-reduce except on the micro-batch before the optimizer step.\n"
+    "    # All-reduce gradients only on the micro-batch before the optimizer step.\n"
     "    with contextlib.nullcontext() if (step + 1) % accum == 0 else model.no_sync():\n"
     "        loss = loss_fn(model(x), y) / accum\n"
     "        loss.backward()\n"
@@ -55,7 +55,7 @@ _NESTED_FIXED = (
     "    for step in range(100):\n"
     "        for micro in range(accum):\n"
     "            x, y = next(batches)\n"
-    "            # Skip the gradient all-reduce except on the micro-batch before the optimizer step.\n"
+    "            # All-reduce gradients only on the micro-batch before the optimizer step.\n"
     "            with contextlib.nullcontext() if micro == accum - 1 else model.no_sync():\n"
     "                out = model(x)\n"
     "                loss = loss_fn(out, y)\n"
@@ -64,7 +64,7 @@ _NESTED_FIXED = (
     "        opt.zero_grad()\n"
     "train(DDP(net), batches, opt, 8)\n"
 )
-_COMMENT = "# Skip the gradient all-reduce except on the micro-batch before the optimizer step."
+_COMMENT = "# All-reduce gradients only on the micro-batch before the optimizer step."
 _TRAINER = (
     "import torch\n"
     "from torch.nn.parallel import DistributedDataParallel as DDP\n"
