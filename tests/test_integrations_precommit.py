@@ -121,3 +121,51 @@ def test_fix_hook_rewrites_the_file(tmp_path, precommit_home):
     assert "pin_memory=True" in fixed and fixed != FIXABLE
     again = _try_repo(project, precommit_home, "trainlint-fix")
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+LEFTOVER = """\
+from torch.utils.data import DataLoader
+
+loader = DataLoader(ds, batch_size=8, num_workers=2)
+evaluation = DataLoader(ds, batch_size=8)
+"""
+
+
+def _hooks_repo(tmp_path: Path) -> tuple[str, str]:
+    """A copy of this checkout, uncommitted changes committed, to name in a config (`try-repo`
+    cannot pass a hook `args`). Returns (path, revision)."""
+    top = _toplevel()
+    copy = tmp_path / "hooks-repo"
+    subprocess.run(["git", "clone", "-q", str(top), str(copy)], check=True)
+    changes = subprocess.run(["git", "diff", "HEAD", "--binary"], cwd=top, capture_output=True, check=True).stdout
+    if changes:
+        subprocess.run(["git", "apply", "-"], cwd=copy, input=changes, check=True)
+        subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qam", "changes"],
+                       cwd=copy, check=True)
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=copy, capture_output=True, text=True, check=True)
+    return str(copy), rev.stdout.strip()
+
+
+@pytest.mark.slow
+def test_fix_hook_with_fix_only_lets_unfixable_findings_through(tmp_path, precommit_home):
+    # docs/integrations.md: `args: [--fix-only]` on trainlint-fix fails only when it changed a file.
+    repo, rev = _hooks_repo(tmp_path)
+    project = init_repo(tmp_path / "project")
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n- repo: {repo}\n  rev: {rev}\n  hooks:\n  - id: trainlint-fix\n    args: [--fix-only]\n")
+    (project / "train.py").write_text(LEFTOVER)  # TL104 has a safe fix; TL101's is unsafe: it stays
+    commit_all(project, "leftover")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(precommit_home), "PRE_COMMIT_COLOR": "never"}
+    env.pop("PYTHONPATH", None)
+
+    def run():
+        return subprocess.run([PRE_COMMIT, "run", "--all-files", "--color", "never"], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=600)
+
+    first = run()
+    assert first.returncode == 1 and "files were modified by this hook" in first.stdout, first.stdout + first.stderr
+    assert "prefetch_factor=4" in (project / "train.py").read_text()
+    commit_all(project, "fixed")
+    second = run()  # only TL101 is left: no fix to write, so the commit goes through
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "DataLoader(ds, batch_size=8)" in (project / "train.py").read_text()
