@@ -34,3 +34,12 @@ def test_breakdown_shares_and_compute_ratio():
     assert s["other"] == pytest.approx(0.2)  # 800..1000 uncovered
     assert b["compute_time_ratio"] == pytest.approx(0.4)  # union 0..400
     assert b["top_compute_kernels"][0]["name"].startswith("nvjet")
+    assert b["device"] is True
+
+
+def test_a_run_without_device_spans_reports_unknown_not_zero():
+    spans = [Span("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 300, False)]
+    b = breakdown(spans, wall_s=1000e-6, steps=2)
+    assert b["device"] is False and b["compute_time_ratio"] is None
+    assert b["shares"] == {"kernels": None, "memcpy": None, "communication": None,
+                           "data loader": pytest.approx(0.3), "other": pytest.approx(0.7)}

@@ -78,3 +78,18 @@ def test_a_spread_too_wide_to_tell_is_said_so_and_its_ends_stay_short():
     assert "0.56x [<0.01->100]" in text
     assert "cannot tell a speed change from noise: use more --repeats (now 3) or --steps." in text
     assert all(line == line.rstrip() for line in text.splitlines())
+
+
+def test_profile_lines_say_what_a_cpu_run_cannot_measure():
+    from trainlint.verify.profile import Span, breakdown
+
+    data, _ = _result([1.0, 0.9, 0.8] + [0.7] * 9)
+    gpu = breakdown([Span("sm90_xmma_gemm_bf16", 0, 400, True)], wall_s=1000e-6, steps=2)
+    cpu = breakdown([Span("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 300, False)],
+                    wall_s=1000e-6, steps=2)
+    data["profile"] = {"original": gpu, "TL101": cpu}
+    lines = report.table(data).splitlines()
+    assert "  original: kernels 40%, memcpy 0%, communication 0%, data loader 0%, other 60%; " \
+           "compute-time ratio 40.0%" in lines
+    assert "  TL101: data loader 30%, other 70%; no GPU kernel in this run: kernels, memcpy, " \
+           "communication and the compute-time ratio are measured on a GPU" in lines

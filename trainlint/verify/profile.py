@@ -26,6 +26,7 @@ COMM = "communication"
 LOADER = "data loader"
 OTHER = "other"
 CATEGORIES = (KERNEL, MEMCPY, COMM, LOADER, OTHER)
+DEVICE_CATEGORIES = (KERNEL, MEMCPY, COMM)  # seen only in device spans
 
 _MEMCPY_MARKS = ("memcpy", "memset")
 _COMM_MARKS = ("nccl", "allreduce", "all_reduce", "allgather", "all_gather", "reducescatter",
@@ -95,11 +96,15 @@ def breakdown(spans: list[Span], wall_s: float, steps: int) -> dict:
     shares = {c: (_union_us(iv) / wall_us if wall_us > 0 else 0.0) for c, iv in per.items()}
     covered = _union_us([iv for ivs in per.values() for iv in ivs])
     shares[OTHER] = max(0.0, 1.0 - covered / wall_us) if wall_us > 0 else 0.0
+    # Without a single device span (a CPU run) the device shares and the compute-time ratio are
+    # not zero but unknown: None, never a 0% that reads as "the GPU did nothing".
+    device = any(sp.on_device for sp in spans)
     return {
         "steps": steps,
         "wall_s": wall_s,
-        "shares": {c: min(1.0, shares[c]) for c in CATEGORIES},
-        "compute_time_ratio": min(1.0, _union_us(compute) / wall_us) if wall_us > 0 else 0.0,
+        "device": device,
+        "shares": {c: None if not device and c in DEVICE_CATEGORIES else min(1.0, shares[c]) for c in CATEGORIES},
+        "compute_time_ratio": (min(1.0, _union_us(compute) / wall_us) if wall_us > 0 else 0.0) if device else None,
         "top_compute_kernels": _top(spans, compute_only=True),
     }
 

@@ -167,8 +167,12 @@ def table(report: dict) -> str:
         out.append("")
         out.append("profiler breakdown (share of wall time over a few steps):")
         for name, p in prof.items():
-            shares = ", ".join(f"{k} {v * 100:.0f}%" for k, v in p["shares"].items())
-            out.append(f"  {name}: {shares}; compute-time ratio {p['compute_time_ratio'] * 100:.1f}%")
+            shares = ", ".join(f"{k} {v * 100:.0f}%" for k, v in p["shares"].items() if v is not None)
+            if p.get("device", True):
+                out.append(f"  {name}: {shares}; compute-time ratio {p['compute_time_ratio'] * 100:.1f}%")
+            else:
+                out.append(f"  {name}: {shares}; no GPU kernel in this run: kernels, memcpy, communication and "
+                           "the compute-time ratio are measured on a GPU")
     return "\n".join(out)
 
 
