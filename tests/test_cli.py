@@ -345,6 +345,7 @@ def test_fix_only_reports_what_it_fixed_not_what_is_left(project):
     assert stats.exit_code == 2 and "--statistics would count none" in stats.output
     (project / "pyproject.toml").write_text("[tool.trainlint]\nfix-only = true\n")
     assert run(["bad.py", "left.py"], project).exit_code == 0 and (project / "bad.py").read_text() == GOOD
+    assert run(["--no-fix-only", "left.py"], project).exit_code == 1  # the command line wins
 
 
 def test_exclude_replaces_the_configured_patterns(project):

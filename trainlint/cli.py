@@ -133,9 +133,9 @@ class CheckCommand(SectionedCommand):
 @click.option("--fix/--no-fix", default=None, help="Apply safe fixes (default: the configuration's `fix`, else no).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None,
               help="Also apply (with --fix) or show unsafe fixes (default: the configuration's `unsafe-fixes`, else no).")
-@click.option("--fix-only", is_flag=True, default=None,
+@click.option("--fix-only/--no-fix-only", default=None,
               help="Apply fixes and report only what was fixed: leftover findings are neither shown nor a "
-                   "reason to exit 1 (implies --fix; the configuration's `fix-only`).")
+                   "reason to exit 1 (implies --fix; default: the configuration's `fix-only`, else no).")
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing.")
 @click.option("--select", multiple=True, callback=selectors, help="Rule codes or prefixes to enable (ALL for all).")
 @click.option("--extend-select", multiple=True, callback=selectors, help="Rules to enable on top of the selection.")
@@ -227,7 +227,7 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
         resolver = SettingsResolver(config_path, overrides, inline, isolated)
         # What the command line leaves unsaid, the configuration of the folder the run starts in says.
         project = resolver.for_directory(".")
-        fix_only = fix is not False and bool(fix_only or project.fix_only) and not add_noqa
+        fix_only = fix is not False and bool(project.fix_only if fix_only is None else fix_only) and not add_noqa
         fix = fix if fix is not None else (bool(project.fix) or fix_only) and not add_noqa
         unsafe_fixes = unsafe_fixes if unsafe_fixes is not None else bool(project.unsafe_fixes)
         show_fixes = show_fixes or bool(project.show_fixes)
