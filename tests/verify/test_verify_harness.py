@@ -79,6 +79,7 @@ def test_profile_run_on_cpu_reports_the_loader_share(fixtures, tmp_path):
     rec = run_once(_settings(script, steps=4, warmup=1), Variant("original", [], str(script)),
                    0, tmp_path, profile_steps=2)
     assert rec.profile["steps"] == 2
+    assert rec.loader_batches >= 3  # each step it ran drew a batch
     assert rec.profile["device"] is False
     assert rec.profile["shares"]["data loader"] > 0.05
     assert rec.profile["shares"]["kernels"] is None and rec.profile["compute_time_ratio"] is None

@@ -93,3 +93,13 @@ def test_profile_lines_say_what_a_cpu_run_cannot_measure():
            "compute-time ratio 40.0%" in lines
     assert "  TL101: data loader 30%, other 70%; no GPU kernel in this run: kernels, memcpy, " \
            "communication and the compute-time ratio are measured on a GPU" in lines
+
+
+def test_data_wait_of_a_script_without_a_dataloader_is_not_measured():
+    def records(batches):
+        return [RunRecord(variant="original", repeat=k, step_s=[0.01] * 3, data_wait_s=[0.0] * 3,
+                          all_step_s=[0.01] * 4, losses=[1.0] * 4, wall_s=1.0, ranks=1, loader_batches=batches)
+                for k in range(2)]
+
+    assert report._side(records(0))["data_wait_share"] is None
+    assert report._side(records(4))["data_wait_share"] == 0.0  # a loader that never made it wait

@@ -50,6 +50,7 @@ class _State:
         self.losses: list = []  # detached scalar tensors, in backward order
         self.losses_per_step: list[int] = []  # how many backward calls fell in each step
         self.pending_wait = 0.0
+        self.loader_batches = 0  # drawn from a torch DataLoader: none, and data wait is not measured
         self.pending_losses = 0
         self.first_optimizer: int | None = None
         self.other_optimizer_steps = 0
@@ -104,18 +105,19 @@ def _install(cfg: dict, state: _State) -> Hooks:
 
     # Data wait: creating the iterator (worker start-up when workers are not persistent) and
     # each __next__ are time the training loop spends waiting for the loader.
-    def waiting(orig):
+    def waiting(orig, batch: bool):
         def timed(self):
             t = perf()
             try:
                 return orig(self)
             finally:
                 state.pending_wait += perf() - t
+                state.loader_batches += batch
 
         return timed
 
-    timed_iter = waiting(dl.DataLoader.__iter__)
-    timed_next = waiting(dl._BaseDataLoaderIter.__next__)
+    timed_iter = waiting(dl.DataLoader.__iter__, batch=False)
+    timed_next = waiting(dl._BaseDataLoaderIter.__next__, batch=True)
 
     hooks.patch(dl.DataLoader, "__iter__", timed_iter)
     hooks.patch(dl._BaseDataLoaderIter, "__next__", timed_next)
@@ -275,6 +277,7 @@ def _collect(state: _State, status: str) -> dict:
         "step_wall_s": wall_times,
         "step_device_s": device_times,
         "data_wait_s": state.data_wait,
+        "loader_batches": state.loader_batches,
         "loss_per_step": per_step,
         "backward_per_step": state.losses_per_step,
         "profile": state.profile,

@@ -21,7 +21,10 @@ def _side(runs: list[RunRecord]) -> dict:
         # The median over repeats of each run's mean step time (see stats).
         "median_step_s": stats.median([stats.mean(s) for s in steps]),
         "median_of_steps_s": stats.median([x for s in steps for x in s]),
-        "data_wait_share": stats.data_wait_share(steps, [r.data_wait_s for r in runs]),
+        # Waiting is measured in torch's DataLoader only: a script that draws no batch from one
+        # (its own iterator, tensors in memory) gets no share, not a 0% that says it never waits.
+        "data_wait_share": None if all(r.loader_batches == 0 for r in runs)
+        else stats.data_wait_share(steps, [r.data_wait_s for r in runs]),
         "step_s": steps,
         "losses": [_num(x) for x in runs[0].losses],
         "timing": runs[0].timing_source,

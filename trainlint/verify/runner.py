@@ -60,6 +60,7 @@ class RunRecord:
     ranks: int
     profile: dict | None = None
     timing_source: str = "wall"
+    loader_batches: int | None = None  # batches rank 0 drew from torch DataLoaders (None: not counted)
     extra: dict = field(default_factory=dict)
 
 
@@ -206,6 +207,7 @@ def _record(name: str, repeat: int, warmup: int, ranks: list[dict], wall: float)
         ranks=len(ranks),
         profile=r0.get("profile"),
         timing_source=source,
+        loader_batches=r0.get("loader_batches"),
         extra={"other_optimizer_steps": r0.get("other_optimizer_steps", 0)},
     )
 
