@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.context import joined_leading_lines
 from trainlint.analysis.names import CANONICAL
 from trainlint.analysis.precision import DEPRECATED_AMP, GRAD_SCALER
 from trainlint.diagnostics import Applicability
@@ -255,9 +254,7 @@ since the new signature orders them differently. `import torch` is added when no
             elif isinstance(block, cst.IndentedBlock) and block.body[0] is line:
                 # The block's first statement: the next one moves up without its blank lines
                 # (`if args.fp16:\n    from torch.cuda import amp\n\n    scaler = ...`).
-                rest = list(block.body[1:])
-                rest[0] = rest[0].with_changes(leading_lines=joined_leading_lines(line, rest[0], first_in_block=True))
-                replacement = (block, block.with_changes(body=rest))
+                replacement = ctx.block_without(line)
             else:
                 replacement = ctx.remove_statement(line)
         else:
@@ -734,7 +731,7 @@ def _assignment(ctx, stmt, var: str, value: str) -> str:
     """`var = value`, wrapped in parentheses the way Black would when it is longer than a line."""
     indent = ctx.indentation(stmt)
     line = f"{var} = {value}"
-    if len(indent) + len(line) <= ctx.line_length:
+    if ctx.fits(line, at=stmt):
         return line
     newline = ctx.module.default_newline
     return f"{var} = ({newline}{indent}{ctx.module.default_indent}{value}{newline}{indent})"

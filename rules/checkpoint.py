@@ -513,8 +513,7 @@ loop.
             args=[a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(args) else
                                  cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace(""))
                   for i, a in enumerate(new.args)])
-        depth = sum(isinstance(a, cst.IndentedBlock) for a in ctx.index.ancestors(call)) + guarded
-        if len(ctx.code(flat)) + 4 * depth <= ctx.line_length:
+        if ctx.fits(ctx.code(flat), at=call, deeper=guarded):
             return flat
         return one_arg_per_line(flat, ctx.module.default_indent)
 

@@ -393,8 +393,7 @@ gradients until the synchronising micro-batch, which costs memory.
             test_expr = cst.parse_expression(test)
             expr = f"{nullcontext}() if {_paren(test_expr, test)} else {context}"
         first = stmts[start]
-        depth = sum(isinstance(a, cst.IndentedBlock) for a in ctx.index.ancestors(first))
-        if 4 * depth + len(f"with {expr}:") <= ctx.line_length:
+        if ctx.fits(f"with {expr}:", at=first):
             header = cst.parse_statement(f"with {expr}:\n    pass\n")
         else:  # Black's layout for a long context expression
             if_exp = cst.parse_expression(expr)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from trainlint.analysis.context import joined_leading_lines
 from trainlint.analysis.names import dotted
 from trainlint.analysis.tree import binding_targets, walk
 from trainlint.analysis.variables import is_variable, role, variable_uses
@@ -908,19 +907,11 @@ def _remove_statement(rule: Rule, stmt: cst.BaseStatement, message: str):
     block = ctx.parent(stmt)
     if not isinstance(block, (cst.IndentedBlock, cst.Module)):
         return None
-    body = list(block.body)
     guard = ctx.parent(block)
-    if len(body) == 1 and isinstance(guard, cst.If) and guard.orelse is None and _side_effect_free(ctx, guard.test) \
+    if len(block.body) == 1 and isinstance(guard, cst.If) and guard.orelse is None and _side_effect_free(ctx, guard.test) \
             and not isinstance(ctx.parent(guard), cst.If):
         return _remove_statement(rule, guard, message)
-    i = body.index(stmt)
-    del body[i]
-    if i < len(body):
-        body[i] = body[i].with_changes(leading_lines=joined_leading_lines(
-            stmt, body[i], first_in_block=i == 0 and isinstance(block, cst.IndentedBlock)))
-    if not body:
-        body = [cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=stmt.leading_lines)]
-    return rule.fix(Applicability.UNSAFE, message, (block, block.with_changes(body=body)))
+    return rule.fix(Applicability.UNSAFE, message, ctx.block_without(stmt))
 
 
 def _side_effect_free(ctx, test: cst.BaseExpression) -> bool:

@@ -55,6 +55,12 @@ class FileContext:
         """How wide a line a fix may write (the `line-length` setting; 88, Black's, without one)."""
         return getattr(self.settings, "line_length", 88)
 
+    def fits(self, line: str, at: cst.CSTNode, deeper: int = 0) -> bool:
+        """Whether `line`, written as a statement where `at` stands (`deeper` blocks further in),
+        stays within line_length."""
+        indent = len(self.indentation(at)) + deeper * len(self.module.default_indent)
+        return indent + len(line) <= self.line_length
+
     @cached_property
     def loops(self) -> Loops:
         return Loops(self.index, self.names, tuple(getattr(self.settings, "interval_names", ()) or ()))
@@ -312,6 +318,23 @@ class FileContext:
                 out.extend((s, "") for s in run[1:])
         return out
 
+    def block_without(self, stmt: cst.CSTNode) -> tuple[cst.CSTNode, cst.CSTNode]:
+        """Replacement of stmt's block (module or indented body) by the block without stmt: its
+        comment lines go to the next statement, no blank line doubles, the block does not start
+        with one, and a body left empty gets `pass`. Rewriting the block, not only the statement,
+        is what lets the next statement's own blank lines go; the edit the engine writes is
+        still only the lines that change."""
+        block = self.parent(stmt)
+        body = list(block.body)
+        i = body.index(stmt)
+        del body[i]
+        if i < len(body):
+            body[i] = body[i].with_changes(leading_lines=_joined_leading_lines(
+                stmt, body[i], first_in_block=i == 0 and isinstance(block, cst.IndentedBlock)))
+        if not body:
+            body = [cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=stmt.leading_lines)]
+        return (block, block.with_changes(body=body))
+
     def _leading_text(self, stmt: cst.CSTNode, lines) -> str:
         """The text of `lines` (comment and blank lines) as they would stand above stmt."""
         if not getattr(stmt, "leading_lines", None) and not lines:
@@ -460,7 +483,7 @@ def _starts_blank(stmt: cst.CSTNode) -> bool:
     return bool(lines) and lines[0].comment is None
 
 
-def joined_leading_lines(removed: cst.CSTNode, below: cst.CSTNode, first_in_block: bool) -> list[cst.EmptyLine]:
+def _joined_leading_lines(removed: cst.CSTNode, below: cst.CSTNode, first_in_block: bool) -> list[cst.EmptyLine]:
     """The lines above `below` once the statement `removed` just above it is gone: removed's
     comment lines are kept, but no blank line doubles, and a block does not start with one."""
     kept = list(getattr(removed, "leading_lines", ()))
