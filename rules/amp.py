@@ -145,6 +145,13 @@ since the new signature orders them differently. `import torch` is added when no
             fixed="import torch\ndef evaluate(args):\n    if args.fp16:\n        pass\n"
             "    with torch.amp.autocast(\"cuda\"):\n        pass\n",
         ),
+        # The import opened its block: the next statement moves up without its blank line.
+        Invalid(
+            "import torch\ndef train(args):\n    if args.fp16:\n        from torch.cuda import amp\n\n"
+            "        scaler = amp.GradScaler()\n    return scaler\n",
+            fixed="import torch\ndef train(args):\n    if args.fp16:\n        scaler = torch.amp.GradScaler(\"cuda\")\n"
+            "    return scaler\n",
+        ),
         # Not a version gate: sentence-transformers picks the device, not the PyTorch version.
         Invalid("import torch\nif device_type == 'cuda':\n    scaler = torch.cuda.amp.GradScaler()\n",
                 fixed="import torch\nif device_type == 'cuda':\n    scaler = torch.amp.GradScaler('cuda')\n"),

@@ -858,6 +858,11 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
     invalid = [
         Invalid(in_training_loop("torch.cuda.synchronize()"), fixed=in_training_loop("").replace("    \n", "")),
         Invalid(in_training_loop("torch.cuda.empty_cache()\nprint(step)"), fixed=in_training_loop("print(step)")),
+        # Blank lines on both sides of the call: one stays, with the comment above it.
+        Invalid("import torch\nfor step, x in enumerate(loader):\n    # free memory\n\n    torch.cuda.empty_cache()\n\n"
+                "    model(x).sum().backward()\n    opt.step()\n",
+                fixed="import torch\nfor step, x in enumerate(loader):\n    # free memory\n\n"
+                "    model(x).sum().backward()\n    opt.step()\n"),
         Invalid(in_training_loop("mem = torch.cuda.max_memory_allocated()"),
                 fixed=in_training_loop("if step % 100 == 0:\n    mem = torch.cuda.max_memory_allocated()")),
         Invalid(in_training_loop("if torch.cuda.is_available():\n    torch.cuda.synchronize()"),
