@@ -302,15 +302,14 @@ class FileContext:
         for stmt in dict.fromkeys(stmts):
             by_block.setdefault(self.parent(stmt), []).append(stmt)
         for block, members in by_block.items():
-            body = list(getattr(block, "body", ()))
+            body = list(block.body)  # a statement line sits in a module or an indented body
             if isinstance(block, cst.IndentedBlock) and len(members) == len(body):
                 out.append((members[0], members[0].with_changes(body=[cst.Pass()])))
                 out.extend((s, self._leading_text(s, s.leading_lines)) for s in members[1:])
                 continue
-            gone = set(members)
-            for run in _runs(body, gone) if all(s in body for s in members) else [[s] for s in members]:
-                kept = [line for s in run for line in getattr(s, "leading_lines", ())]
-                after = body.index(run[-1]) + 1 if run[-1] in body else len(body)
+            for run in _runs(body, set(members)):
+                kept = [line for s in run for line in s.leading_lines]
+                after = body.index(run[-1]) + 1
                 if after < len(body) and _starts_blank(body[after]):
                     while kept and kept[-1].comment is None:
                         kept.pop()
