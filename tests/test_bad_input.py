@@ -74,6 +74,31 @@ def test_syntax_error_does_not_stop_the_run(tmp_path):
     assert f"{good}:2:10: TL104" in proc.stdout
 
 
+# Syntax newer than the interpreter running trainlint (3.12's `type` and generics, 3.14's t-strings
+# and unparenthesised `except A, B`): valid code that libcst reads, though the stdlib parser of an
+# older Python rejects it. Checked with and without a rule that needs the tree.
+NEWER_SYNTAX = (
+    "type Batch = list[int]\n"
+    "def first[T](items: list[T]) -> T:\n"
+    "    return items[0]\n"
+    "greeting = t\"hi {first([1])}\"\n"
+    "try:\n"
+    "    pass\n"
+    "except ValueError, TypeError:\n"
+    "    pass\n"
+)
+
+
+def test_syntax_newer_than_the_interpreter_is_read(tmp_path):
+    plain = write(tmp_path / "plain.py", NEWER_SYNTAX)
+    proc = run_cli(plain, *SELECT)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stdout
+    linted = write(tmp_path / "linted.py", NEWER_SYNTAX + FIXABLE)
+    proc = run_cli(linted, *SELECT)
+    assert proc.returncode == 1 and proc.stderr == "", proc.stderr
+    assert f"{linted}:10:10: TL104" in proc.stdout
+
+
 def test_invalid_utf8(tmp_path):
     path = write(tmp_path / "latin.py", b"# caf\xe9\n" + FIXABLE.encode())
     proc = run_cli(path, *SELECT)
