@@ -7,6 +7,7 @@ import libcst as cst
 from trainlint.analysis.names import CANONICAL
 from trainlint.analysis.precision import DEPRECATED_AMP, GRAD_SCALER
 from trainlint.diagnostics import Applicability
+from trainlint import layout
 from trainlint.rule import Invalid, Option, Rule, Valid, target_allows
 
 _DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
@@ -383,8 +384,8 @@ def _bf16_check(ctx, torch: str, negated: bool = False) -> str:
 _SCALER_DROPPED = ("update", "unscale_")
 
 
-_CHOICE_LINE = ("amp_dtype = (\n    torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) "
-                "else torch.float16\n)\n")
+_CHOICE_LINE = ("amp_dtype = (\n    torch.bfloat16\n    if torch.cuda.is_bf16_supported(including_emulation=False)\n"
+                "    else torch.float16\n)\n")
 
 
 class Fp16WhereBf16Fits(Rule):
@@ -521,8 +522,9 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             "    def step(self, x):\n        with torch.autocast('cuda'):\n            loss = self.model(x)\n"
             "        self.scaler.scale(loss).backward()\n",
             fixed="import torch\nclass Trainer:\n    def __init__(self):\n"
-            "        self.amp_dtype = (\n            torch.bfloat16 if torch.cuda.is_bf16_supported("
-            "including_emulation=False) else torch.float16\n        )\n"
+            "        self.amp_dtype = (\n            torch.bfloat16\n"
+            "            if torch.cuda.is_bf16_supported(including_emulation=False)\n"
+            "            else torch.float16\n        )\n"
             "        self.scaler = torch.amp.GradScaler(enabled=self.amp_dtype == torch.float16)\n"
             "    def step(self, x):\n        with torch.autocast('cuda', dtype=self.amp_dtype):\n"
             "            loss = self.model(x)\n        self.scaler.scale(loss).backward()\n",
@@ -544,11 +546,11 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             "import torch\ndef make():\n    return torch.amp.GradScaler(enabled=use_amp)\n"
             "def step(x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
             fixed="import torch\ndef make():\n"
-            "    return torch.amp.GradScaler(\n        enabled=use_amp and not (torch.cuda.is_available() and "
-            "torch.cuda.get_device_capability() >= (8, 0)),\n    )\n"
+            "    return torch.amp.GradScaler(\n        enabled=use_amp\n        and not (\n"
+            "            torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)\n        ),\n    )\n"
             "def step(x):\n    with torch.autocast(\n        'cuda',\n"
             "        dtype=(\n            torch.bfloat16\n"
-            "            if torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)\n"
+            "            if torch.cuda.is_available()\n            and torch.cuda.get_device_capability() >= (8, 0)\n"
             "            else torch.float16\n        ),\n    ):\n        return model(x)\n",
             settings={"target_torch": "2.3"},
         ),
@@ -605,14 +607,12 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         dtype_code = var or choice
         for use in autocasts:
             replacements.append((use.call, _set_dtype(ctx, use.call, dtype_code)))
-        first = scalers[0].call
-        for use in scalers:
-            if var and use.call is first:
-                stmt = ctx.statement(first)
-                new_stmt = stmt.deep_replace(first, new_scalers[first])
-                replacements.append(ctx.insert_before(stmt, _assignment(ctx, stmt, var, choice), new_stmt))
-            else:
-                replacements.append((use.call, new_scalers[use.call]))
+        if var:
+            stmt = ctx.statement(scalers[0].call)
+            replacements.append(ctx.insert_before(stmt, _assignment(ctx, stmt, var, choice)))
+        # Each scaler call is its own replacement (the insertion above ends before the first one
+        # starts), so the engine wraps it when `enabled=` makes its line too long.
+        replacements.extend((use.call, new_scalers[use.call]) for use in scalers)
         return self.fix(Applicability.UNSAFE, "Use bfloat16 where the GPU supports it; keep the scaler for float16 only",
                         *replacements)
 
@@ -735,13 +735,15 @@ def _set_dtype(ctx, call: cst.Call, code: str) -> cst.Call:
 
 
 def _assignment(ctx, stmt, var: str, value: str) -> str:
-    """`var = value`, wrapped in parentheses the way Black would when it is longer than a line."""
-    indent = ctx.indentation(stmt)
+    """`var = value`, its value parenthesised over lines of its own as Black lays out an
+    assignment longer than a line."""
     line = f"{var} = {value}"
     if ctx.fits(line, at=stmt):
         return line
-    newline = ctx.module.default_newline
-    return f"{var} = ({newline}{indent}{ctx.module.default_indent}{value}{newline}{indent})"
+    indent = ctx.indentation(stmt)
+    room = ctx.line_length - len(indent) - len(ctx.module.default_indent)
+    expr = layout.parenthesized(cst.parse_expression(value), ctx.module.default_indent, room)
+    return f"{var} = " + layout.code(expr).replace("\n", ctx.module.default_newline + indent)
 
 
 def _and(ctx, call: cst.Call, condition: str) -> str:
@@ -925,21 +927,21 @@ physics or long-horizon recurrences).
         Valid(_SRC.format(pre="").replace("Net().cuda()", "Net(dtype=cfg.dtype).cuda()")),
     ]
     invalid = [
-        Invalid(_SRC.format(pre=""), fixed=_SRC.format(pre="torch.set_float32_matmul_precision(\"high\")\n"),
+        Invalid(_SRC.format(pre=""), fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"),
                 message='torch.set_float32_matmul_precision("high")'),
         Invalid('"""Train."""\nimport torch\nimport torch.nn as nn\n\ndevice = "cuda"\nmodel.to(device)\n'
                 'for batch in loader:\n    opt.zero_grad()\n    model(batch.to(device)).sum().backward()\n    opt.step()\n',
-                fixed='"""Train."""\nimport torch\nimport torch.nn as nn\ntorch.set_float32_matmul_precision("high")\n\n'
+                fixed='"""Train."""\nimport torch\nimport torch.nn as nn\n\ntorch.set_float32_matmul_precision("high")\n\n'
                 'device = "cuda"\nmodel.to(device)\nfor batch in loader:\n    opt.zero_grad()\n'
                 '    model(batch.to(device)).sum().backward()\n    opt.step()\n'),
         Invalid("import torch as th\ndef train():\n    model = Net().to('cuda:0')\n    for x in loader:\n"
                 "        model(x).backward()\n        optimizer.step()\n",
-                fixed="import torch as th\nth.set_float32_matmul_precision(\"high\")\ndef train():\n"
+                fixed="import torch as th\n\nth.set_float32_matmul_precision(\"high\")\ndef train():\n"
                 "    model = Net().to('cuda:0')\n    for x in loader:\n        model(x).backward()\n        optimizer.step()\n"),
         Invalid(_SRC.format(pre=""), settings={"target_gpu": "ampere"}),
         Invalid("from torch import nn\nmodel = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n"
                 "    opt.step()\n",
-                fixed="from torch import nn\nimport torch\ntorch.set_float32_matmul_precision(\"high\")\n"
+                fixed="from torch import nn\nimport torch\n\ntorch.set_float32_matmul_precision(\"high\")\n"
                 "model = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n"),
     ]
 
@@ -955,8 +957,8 @@ physics or long-horizon recurrences).
             return
         torch, extra = ctx.module_name("torch")
         line = f'{torch}.set_float32_matmul_precision("high")'
-        if extra:  # `import torch` and the setting go in one insertion, in that order
-            line = f"import torch{ctx.module.default_newline}{line}"
+        if extra:  # `import torch` and the setting go in one insertion, with Black's blank line between
+            line = f"import torch{ctx.module.default_newline * 2}{line}"
         replacement = ctx.insert_after_imports(line)
         self.report(
             site,

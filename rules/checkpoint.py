@@ -11,7 +11,7 @@ from trainlint.analysis.imports import after_imports
 from trainlint.analysis.loops import first_modulo
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.diagnostics import Applicability
-from trainlint.engine import one_arg_per_line
+from trainlint.layout import one_arg_per_line
 from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
 
 from .host_sync import step_counter
@@ -515,7 +515,9 @@ loop.
                   for i, a in enumerate(new.args)])
         if ctx.fits(ctx.code(flat), at=call, deeper=guarded):
             return flat
-        return one_arg_per_line(flat, ctx.module.default_indent)
+        indent = ctx.module.default_indent
+        room = ctx.line_length - len(ctx.indentation(call)) - (guarded + 1) * len(indent) - 1  # 1: the comma
+        return one_arg_per_line(flat, indent, width=room)
 
     def _reads_back(self, site: cst.Call) -> bool:
         """A checkpoint load after the hot loop: it could read a file still being written."""

@@ -928,7 +928,9 @@ def _trainlint_to_device(batch, device):
     if hasattr(batch, "to") and callable(batch.to) and not isinstance(batch, type):
         return batch.to(device, non_blocking=True)
     if isinstance(batch, dict):
-        return type(batch)((k, _trainlint_to_device(v, device)) for k, v in batch.items())
+        return type(batch)(
+            (k, _trainlint_to_device(v, device)) for k, v in batch.items()
+        )
     if isinstance(batch, (list, tuple)):
         moved = [_trainlint_to_device(v, device) for v in batch]
         return type(batch)(*moved) if hasattr(batch, "_fields") else type(batch)(moved)
@@ -1050,7 +1052,9 @@ MOVE_HELPER = """def _trainlint_to_device(batch, device):
     if hasattr(batch, "to") and callable(batch.to) and not isinstance(batch, type):
         return batch.to(device, non_blocking=True)
     if isinstance(batch, dict):
-        return type(batch)((k, _trainlint_to_device(v, device)) for k, v in batch.items())
+        return type(batch)(
+            (k, _trainlint_to_device(v, device)) for k, v in batch.items()
+        )
     if isinstance(batch, (list, tuple)):
         moved = [_trainlint_to_device(v, device) for v in batch]
         return type(batch)(*moved) if hasattr(batch, "_fields") else type(batch)(moved)

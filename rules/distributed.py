@@ -9,6 +9,7 @@ from trainlint.analysis.imports import imported_name
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
+from trainlint import layout
 from trainlint.rule import Invalid, Rule, Valid
 
 _SHORT = {DDP: "DDP", FSDP: "FSDP", ACCELERATE: "prepared by accelerate: DDP when launched on several processes",
@@ -393,13 +394,11 @@ gradients until the synchronising micro-batch, which costs memory.
             test_expr = cst.parse_expression(test)
             expr = f"{nullcontext}() if {_paren(test_expr, test)} else {context}"
         first = stmts[start]
-        if ctx.fits(f"with {expr}:", at=first):
-            header = cst.parse_statement(f"with {expr}:\n    pass\n")
-        else:  # Black's layout for a long context expression
-            if_exp = cst.parse_expression(expr)
-            header = cst.parse_statement(
-                f"with (\n    {ctx.code(if_exp.body)}\n    if {ctx.code(if_exp.test)}\n"
-                f"    else {ctx.code(if_exp.orelse)}\n):\n    pass\n")
+        if not ctx.fits(f"with {expr}:", at=first):  # Black's layout for a long context expression
+            indent = ctx.module.default_indent
+            room = ctx.line_length - len(ctx.indentation(first)) - len(indent)
+            expr = layout.code(layout.parenthesized(cst.parse_expression(expr), indent, room))
+        header = cst.parse_statement(f"with {expr}:\n    pass\n")
         with_stmt = header.with_changes(
             body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[])] + stmts[start + 1:end + 1]),
             leading_lines=[*first.leading_lines, cst.EmptyLine(comment=cst.Comment(_COMMENT))],

@@ -8,6 +8,7 @@ import pytest
 
 from trainlint.analysis.context import FileContext
 from trainlint.api import fix_source
+from trainlint.layout import code, one_arg_per_line
 
 
 @pytest.mark.parametrize("code,expected", [
@@ -18,8 +19,11 @@ from trainlint.api import fix_source
     ("f(\n    a,\n    # about b\n    b,  # why\n    # before the parenthesis\n)",
      "f(\n    a,\n    # about b\n    b,  # why\n    p=X,\n    # before the parenthesis\n)"),
     ("f(\n    a,\n)", "f(\n    a,\n    p=X,\n)"),
-    # arguments on one line of their own, the parenthesis on the next: ours on a new line
-    ("f(\n    a, b\n)", "f(\n    a, b,\n    p=X\n)"),
+    # arguments on one line of their own, the parenthesis on the next (Black's layout when they fit
+    # there): ours joins them, or all go one per line when that line gets too long (next test);
+    # after a comment, ours takes a line of its own
+    ("f(\n    a, b\n)", "f(\n    a, b, p=X\n)"),
+    ("f(\n    a\n)", "f(\n    a, p=X\n)"),
     ("f(\n    a  # the data\n)", "f(\n    a,  # the data\n    p=X\n)"),
     # aligned with the opening parenthesis: ours aligned too
     ("f(a,\n  b)", "f(a,\n  b,\n  p=X)"),
@@ -29,6 +33,29 @@ def test_an_added_keyword_follows_the_calls_layout(code, expected):
     ctx = FileContext("t.py", code + "\n", cst.parse_module(code + "\n"), None)
     call = ctx.index.nodes(cst.Call)[0]
     assert cst.Module([]).code_for_node(ctx.with_keyword(call, "p", "X")) == expected
+
+
+def test_arguments_sharing_a_line_go_one_per_line_when_an_added_one_does_not_fit():
+    # bert_style_finetune's evaluation loader, as Black writes it: TL101 and TL104 left
+    # `dataset, sampler=..., batch_size=batch_size,` and then one added keyword per line.
+    source = (
+        "def evaluate(dataset, bs):\n"
+        "    loader = DataLoader(\n"
+        "        dataset, sampler=SequentialSampler(dataset), batch_size=bs\n"
+        "    )\n")
+    ctx = FileContext("t.py", source, cst.parse_module(source), None)
+    call = ctx.index.nodes(cst.Call)[0]
+    assert ctx.render(ctx.with_keyword(call, "prefetch_factor", "4"), at=call) == (
+        "DataLoader(\n"
+        "        dataset, sampler=SequentialSampler(dataset), batch_size=bs, prefetch_factor=4\n"
+        "    )")
+    assert ctx.render(ctx.with_keyword(call, "num_workers", "min(8, os.cpu_count() or 1)"), at=call) == (
+        "DataLoader(\n"
+        "        dataset,\n"
+        "        sampler=SequentialSampler(dataset),\n"
+        "        batch_size=bs,\n"
+        "        num_workers=min(8, os.cpu_count() or 1),\n"
+        "    )")
 
 
 def test_a_wrapped_call_on_a_continuation_line_keeps_that_lines_indentation():
@@ -172,4 +199,128 @@ def test_an_unused_import_removed_from_a_blocks_top_takes_no_blank_line_along():
         "    if args.fp16:",
         '        scaler = torch.amp.GradScaler("cuda")',
         "    return scaler",
+    ]
+
+
+# Each expected layout is what Black leaves as it is (checked with black 26.10 when written): an
+# argument still too long on its own line is split at its lowest-priority operators, else at the
+# brackets that end it, and the pieces the same way.
+@pytest.mark.parametrize("call,expected", [
+    ("torch.amp.GradScaler(enabled=use_amp and not (torch.cuda.is_available() and "
+     "torch.cuda.get_device_capability() >= (8, 0)))",
+     "torch.amp.GradScaler(\n"
+     "    enabled=use_amp\n"
+     "    and not (\n"
+     "        torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)\n"
+     "    ),\n"
+     ")"),
+    ("torch.amp.GradScaler(init_scale=8192, enabled=not torch.cuda.is_bf16_supported("
+     "including_emulation=False, something_else_here=True))",
+     "torch.amp.GradScaler(\n"
+     "    init_scale=8192,\n"
+     "    enabled=not torch.cuda.is_bf16_supported(\n"
+     "        including_emulation=False, something_else_here=True\n"
+     "    ),\n"
+     ")"),
+    ("DataLoader(dataset, prefetch_factor=compute_the_prefetch_factor(arguments.number_of_workers, "
+     "arguments.batch_size_per_device, extra_argument_value))",
+     "DataLoader(\n"
+     "    dataset,\n"
+     "    prefetch_factor=compute_the_prefetch_factor(\n"
+     "        arguments.number_of_workers,\n"
+     "        arguments.batch_size_per_device,\n"
+     "        extra_argument_value,\n"
+     "    ),\n"
+     ")"),
+    ("DataLoader(dataset, timeout=self.configuration.base_timeout_in_seconds + "
+     "self.configuration.extra_timeout_seconds_for_slow_disks)",
+     "DataLoader(\n"
+     "    dataset,\n"
+     "    timeout=self.configuration.base_timeout_in_seconds\n"
+     "    + self.configuration.extra_timeout_seconds_for_slow_disks,\n"
+     ")"),
+    ("DataLoader(dataset, sampler=(first_sampler_of_the_dataset_for_this_rank or "
+     "second_sampler_of_the_dataset_for_another))",
+     "DataLoader(\n"
+     "    dataset,\n"
+     "    sampler=(\n"
+     "        first_sampler_of_the_dataset_for_this_rank\n"
+     "        or second_sampler_of_the_dataset_for_another\n"
+     "    ),\n"
+     ")"),
+    # Nothing to split at: left long. Written over several lines by the user: left as it is.
+    ("DataLoader(dataset, sampler=a_very_long_module_name.another_long_attribute.yet_another_attribute_name)",
+     "DataLoader(\n"
+     "    dataset,\n"
+     "    sampler=a_very_long_module_name.another_long_attribute.yet_another_attribute_name,\n"
+     ")"),
+    ("DataLoader(dataset, sampler=make_the_sampler(first_argument_of_it,\n"
+     "                                             second_argument_of_it, third_argument_of_it))",
+     "DataLoader(\n"
+     "    dataset,\n"
+     "    sampler=make_the_sampler(first_argument_of_it,\n"
+     "                                             second_argument_of_it, third_argument_of_it),\n"
+     ")"),
+])
+def test_an_argument_too_long_for_its_own_line_is_split_as_black_splits_it(call, expected):
+    node = cst.parse_expression(call)
+    assert code(one_arg_per_line(node, "    ", "", 88 - 4 - 1)) == expected
+
+
+def test_an_argument_a_fix_sets_on_a_line_of_its_own_is_split_to_fit():
+    # The engine wraps a call it renders on one line; an argument added to (or replaced in) a call
+    # already one argument per line is fitted where it stands.
+    value = "4 if self.config.data_loader_settings['dataloader_num_workers'] > 0 else None"
+    for source in ("f(\n    a,\n)", "f(\n    a,\n    prefetch_factor=1,\n)"):
+        ctx = FileContext("t.py", source + "\n", cst.parse_module(source + "\n"), None)
+        call = ctx.index.nodes(cst.Call)[0]
+        assert code(ctx.with_keyword(call, "prefetch_factor", value)) == (
+            "f(\n    a,\n    prefetch_factor=(\n"
+            f"        {value}\n"
+            "    ),\n)")
+
+
+def test_a_call_edited_beside_an_inserted_line_is_wrapped():
+    # TL402 inserts `amp_dtype = ...` above the scaler and edits its `enabled=`: written as one
+    # rewrite of the whole statement, the engine did not see a call to wrap (102 columns).
+    source = (
+        "import torch\n"
+        "from torch.cuda import amp\n\n\n"
+        "def train(cuda, loader, model, opt):\n"
+        "    scaler = amp.GradScaler(enabled=cuda)\n"
+        "    for x in loader:\n"
+        "        with amp.autocast(enabled=cuda):\n"
+        "            loss = model(x)\n"
+        "        scaler.scale(loss).backward()\n"
+        "        scaler.step(opt)\n"
+        "        scaler.update()\n")
+    lines = fix_source(source, select=["TL4"], unsafe_fixes=True).splitlines()
+    assert max(len(line) for line in lines) <= 88
+    start = lines.index("    scaler = torch.amp.GradScaler(")
+    assert lines[start:start + 5] == [
+        "    scaler = torch.amp.GradScaler(",
+        '        "cuda",',
+        "        enabled=cuda and amp_dtype == torch.float16,",
+        "        init_scale=8192,",
+        "    )",
+    ]
+
+
+def test_fixes_of_one_line_take_turns():
+    # Two TL108 fixes of one line each fitted the line as they found it, and together left 99
+    # columns; the second now sees the first one's result.
+    source = (
+        "from torch.utils.data import DataLoader\n\n\n"
+        "def train(dataset, model, opt):\n"
+        "    loader = DataLoader(dataset, batch_size=32, pin_memory=True, num_workers=4, prefetch_factor=4)\n"
+        "    for features, labels in loader:\n"
+        "        features_gpu, labels_gpu = features.cuda(), labels.cuda()\n"
+        "        loss = model(features_gpu, labels_gpu)\n"
+        "        loss.backward()\n"
+        "        opt.step()\n")
+    lines = fix_source(source, select=["TL108"]).splitlines()
+    assert lines[6:9] == [
+        "        features_gpu, labels_gpu = features.cuda(non_blocking=True), labels.cuda(",
+        "            non_blocking=True,",
+        "        )",
     ]

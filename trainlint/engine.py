@@ -15,6 +15,7 @@ import libcst as cst  # noqa: E402
 from trainlint.analysis.context import FileContext
 from trainlint.analysis.positions import Positions
 from trainlint.diagnostics import Diagnostic, Edit, Fix
+from trainlint.layout import one_arg_per_line
 from trainlint.rule import DOCS_URL, Finding, Rule
 from trainlint.suppressions import parse_suppressions
 
@@ -152,38 +153,6 @@ def _resolve(findings: list[Finding], ctx: FileContext, path: str) -> list[Diagn
         )
     out.sort(key=Diagnostic.sort_key)
     return out
-
-
-def _newline_ws(indent: str) -> cst.ParenthesizedWhitespace:
-    return cst.ParenthesizedWhitespace(
-        first_line=cst.TrailingWhitespace(), empty_lines=[], indent=True, last_line=cst.SimpleWhitespace(indent)
-    )
-
-
-def one_arg_per_line(call: cst.Call, indent: str, closing: str = "", width: int | None = None) -> cst.Call:
-    """Black's layout: each argument on a line of its own, `indent` past the enclosing block's
-    indentation, and the closing parenthesis `closing` past it. A conditional argument longer than
-    `width` (the room its line leaves it) is parenthesised over lines of its own too, as Black's
-    preview style does: `dtype=(\n    a\n    if c\n    else b\n),`."""
-    def laid_out(arg: cst.Arg) -> cst.Arg:
-        if width is None or not isinstance(arg.value, cst.IfExp) or len(_code(arg)) <= width:
-            return arg
-        inner = _newline_ws(closing + indent + indent)
-        return arg.with_changes(value=arg.value.with_changes(
-            lpar=[cst.LeftParen(whitespace_after=inner)],
-            rpar=[cst.RightParen(whitespace_before=_newline_ws(closing + indent))],
-            whitespace_before_if=inner, whitespace_before_else=inner))
-
-    args = [
-        laid_out(arg).with_changes(comma=cst.Comma(whitespace_after=_newline_ws(
-            closing + indent if i < len(call.args) - 1 else closing)))
-        for i, arg in enumerate(call.args)
-    ]
-    return call.with_changes(whitespace_before_args=_newline_ws(closing + indent), args=args)
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
 
 
 def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit:

@@ -12,7 +12,9 @@ from trainlint.diagnostics import Diagnostic
 from trainlint.engine import ActiveRule, ParseError, lint_text, parse
 from trainlint.textpos import apply_edits
 
-MAX_ROUNDS = 10
+# Fixes that share a line take turns, one a round: a line with a dozen `.cuda()` calls needs a
+# dozen rounds. Ruff stops at 100 too; a round without a fix ends the loop long before.
+MAX_ROUNDS = 100
 
 
 class FixError(Exception):
@@ -27,15 +29,17 @@ class FixOutcome:
 
 
 def choose_fixes(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> list[Diagnostic]:
-    """Applicable fixes whose edits do not overlap an earlier chosen fix's edits."""
+    """Applicable fixes whose edits share no line with an earlier chosen fix's edits."""
     chosen: list[Diagnostic] = []
     taken: list[tuple[int, int]] = []
     for diag in diagnostics:
         if not diag.fixable(unsafe_fixes):
             continue
-        spans = [(e.start, e.end) for e in diag.fix.edits]
-        # Edits that merely touch conflict too: two fixes of one call can trim to adjacent edits
-        # (`torch.cuda.amp.autocast(` and an insertion before its `)`) whose texts do not compose.
+        spans = [(e.start_loc.row, e.end_loc.row) for e in diag.fix.edits]
+        # Each fix lays its code out for the line as it finds it (wrapped when longer than
+        # line-length), so two fixes of one line would each fit and together not: `enabled=` made
+        # longer beside an `init_scale=` added to the same one-line call. Edits that merely touch
+        # do not compose either (`torch.cuda.amp.autocast(` and an insertion before its `)`).
         # The later fix is re-derived from the result in the next round instead.
         if any(s <= te and ts <= e for s, e in spans for ts, te in taken):
             continue

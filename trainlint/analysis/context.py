@@ -19,6 +19,7 @@ from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.precision import Precision
 from trainlint.analysis.tensors import Tensors
 from trainlint.analysis.tree import TreeIndex
+from trainlint.layout import fitted, one_arg_per_line
 
 
 # Paths of data-preparation tools: a scripts/ or tools/ folder, or a prep/preprocess/extract/convert/
@@ -241,12 +242,47 @@ class FileContext:
         if existing is None and position is not None:
             existing = self.positional(call, position)
         if existing is not None:
-            new_args = [a.with_changes(value=value_expr) if a is existing else a for a in call.args]
-            return call.with_changes(args=new_args)
-        new_arg = cst.Arg(keyword=cst.Name(name), value=value_expr,
-                          equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                                whitespace_after=cst.SimpleWhitespace("")))
-        return call.with_changes(args=_appended(call, new_arg, self.module.default_indent))
+            args = [a.with_changes(value=value_expr) if a is existing else a for a in call.args]
+            at = call.args.index(existing)
+        else:
+            new_arg = cst.Arg(keyword=cst.Name(name), value=value_expr,
+                              equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                    whitespace_after=cst.SimpleWhitespace("")))
+            args = _appended(call, new_arg, self.module.default_indent)
+            at = len(args) - 1
+        return self._one_per_line_if_long(call, call.with_changes(args=self._fitted(call, args, at)))
+
+    def _one_per_line_if_long(self, old: cst.Call, call: cst.Call) -> cst.Call:
+        """call, its arguments one per line when they share a line of their own (`f(\n    a, b\n)`)
+        that has grown longer than line_length, as Black lays them out then."""
+        before, last = call.whitespace_before_args, call.args[-1] if call.args else None
+        if last is None or not isinstance(before, cst.ParenthesizedWhitespace) or not before.indent:
+            return call
+        after = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else last.whitespace_after_arg
+        if not isinstance(after, cst.ParenthesizedWhitespace) or any(
+                not isinstance(a.comma, cst.Comma) or isinstance(a.comma.whitespace_after, cst.ParenthesizedWhitespace)
+                for a in call.args[:-1]):
+            return call
+        line = ", ".join(self.code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT,
+                                                  whitespace_after_arg=cst.SimpleWhitespace(""))) for a in call.args)
+        room = self.line_length - len(self.indentation(old)) - len(before.last_line.value)
+        if len(line) <= room or "\n" in line:
+            return call
+        return one_arg_per_line(call, self.module.default_indent, after.last_line.value, room - 1)  # 1: the comma
+
+    def _fitted(self, call: cst.Call, args: list[cst.Arg], at: int) -> list[cst.Arg]:
+        """args with args[at] split as Black would when it has a line of its own and is longer than
+        that line. (A call written on one line is wrapped by the engine, which measures the line.)"""
+        before = call.whitespace_before_args if at == 0 else args[at - 1].comma
+        before = before.whitespace_after if isinstance(before, cst.Comma) else before
+        comma = args[at].comma
+        after = comma.whitespace_after if isinstance(comma, cst.Comma) else args[at].whitespace_after_arg
+        if not (isinstance(before, cst.ParenthesizedWhitespace) and before.indent
+                and isinstance(after, cst.ParenthesizedWhitespace)):
+            return args
+        level = before.last_line.value
+        room = self.line_length - len(self.indentation(call)) - len(level) - isinstance(comma, cst.Comma)
+        return [*args[:at], fitted(args[at], self.module.default_indent, level, room), *args[at + 1:]]
 
     # -- statement-level edits (fixes that add or remove whole lines) -----------------------
 
@@ -279,14 +315,13 @@ class FileContext:
         out.reverse()
         return out
 
-    def insert_before(self, stmt: cst.CSTNode, code: str, new_stmt: cst.CSTNode | None = None) -> tuple[cst.CSTNode, str]:
-        """Replacement that puts the line `code` just before stmt (after stmt's own comment lines);
-        new_stmt, when given, is what stmt itself becomes (a fix that also edits inside stmt)."""
+    def insert_before(self, stmt: cst.CSTNode, code: str) -> tuple[cst.CSTNode, str]:
+        """Replacement that puts the line `code` just before stmt (after stmt's own comment lines).
+        Its edit is an insertion ending where stmt's code starts, so the same fix may also replace
+        nodes inside stmt."""
         full = self.render(stmt)
         own = self._render_without_leading_lines(stmt)
         prefix = full[: len(full) - len(own)]
-        if new_stmt is not None:
-            own = self._render_without_leading_lines(new_stmt, like=stmt)
         return (stmt, prefix + self.indentation(stmt) + code + self.module.default_newline + own)
 
     def remove_statement(self, stmt: cst.CSTNode) -> tuple[cst.CSTNode, str]:
@@ -341,10 +376,10 @@ class FileContext:
         full = self.render(stmt.with_changes(leading_lines=list(lines)), at=stmt)
         return full[: len(full) - len(self._render_without_leading_lines(stmt))]
 
-    def _render_without_leading_lines(self, stmt: cst.CSTNode, like: cst.CSTNode | None = None) -> str:
-        """stmt's code without the comment/blank lines above it, indented as `like` (default: stmt)."""
+    def _render_without_leading_lines(self, stmt: cst.CSTNode) -> str:
+        """stmt's code without the comment/blank lines above it."""
         bare = stmt.with_changes(leading_lines=()) if getattr(stmt, "leading_lines", None) else stmt
-        return self.render(bare, at=like if like is not None else stmt)
+        return self.render(bare, at=stmt)
 
     @cached_property
     def quote(self) -> str:
@@ -378,8 +413,7 @@ class FileContext:
         body = self.module.body
         anchor = None
         for stmt in body:
-            if isinstance(stmt, cst.SimpleStatementLine) and stmt.body and \
-                    isinstance(stmt.body[0], (cst.Import, cst.ImportFrom)):
+            if _is_import(stmt):
                 anchor = stmt
             elif anchor is not None:
                 break
@@ -389,15 +423,21 @@ class FileContext:
         """Replacement that adds the line `code` after the module's imports (after a docstring when
         there are none, else at the top)."""
         newline = self.module.default_newline
+        is_import = code.startswith(("import ", "from "))
         anchor = self.last_import()
         body = self.module.body
         if anchor is None:
             if not body:
                 return (self.module, code + newline)
             if not is_docstring(body[0]):
-                return self.insert_before(body[0], code)
+                # Black keeps a blank line between the imports and the code below them.
+                blank = is_import and not _starts_blank(body[0]) and not _is_import(body[0])
+                return self.insert_before(body[0], code + (newline if blank else ""))
             anchor = body[0]
-        return (anchor, self.render(anchor) + code + newline)
+        # A statement goes below the imports (and anything below a docstring) after a blank line,
+        # as Black lays them out; an import joins the import block.
+        blank = not is_import or is_docstring(anchor)
+        return (anchor, self.render(anchor) + (newline if blank else "") + code + newline)
 
     def module_name(self, module: str) -> tuple[str, list]:
         """How to spell `module` here (`torch`, `th`, `F`), and the replacements that add an import when
@@ -452,6 +492,12 @@ def _appended(call: cst.Call, new_arg: cst.Arg, indent: str) -> list[cst.Arg]:
             new_arg = new_arg.with_changes(comma=last.comma)
         return [*args, new_arg]
     closing = last.whitespace_after_arg
+    if isinstance(closing, cst.ParenthesizedWhitespace) and closing.first_line.comment is None:
+        # `f(\n    a, b\n)`, Black's layout of arguments that fit a line of their own: ours joins
+        # them there (FileContext.with_keyword puts them one per line when they no longer fit).
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+                                     whitespace_after_arg=cst.SimpleWhitespace(""))
+        return [*args, new_arg.with_changes(whitespace_after_arg=closing)]
     if isinstance(closing, cst.ParenthesizedWhitespace):
         # `f(\n    a, b  # note\n)`: the note stays after b; ours goes on a line of its own.
         line = own_line or closing.with_changes(empty_lines=[], last_line=cst.SimpleWhitespace(
@@ -475,6 +521,10 @@ def _runs(body: list, gone: set) -> list[list]:
             else:
                 runs.append([stmt])
     return runs
+
+
+def _is_import(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
 
 
 def _starts_blank(stmt: cst.CSTNode) -> bool:

@@ -1,0 +1,178 @@
+"""Black's layout for the code fixes write, when it does not fit its line.
+
+A fix builds its new code on one line. When that line is longer than `line-length`, the engine
+puts the call's arguments one per line (`one_arg_per_line`), and an argument still too long is
+split as Black splits a line inside brackets:
+- at its operators of lowest priority, each starting a line (`enabled=use_amp` / `and not (...)`;
+  `or` and `and` rank alike, then comparisons, then `+ -`, then `* / // % @`);
+- a conditional expression inside parentheses of its own, `if` and `else` starting lines;
+- otherwise at the brackets that end it (Black's right-hand split): a call's arguments, a list,
+  set or dict's elements, or a parenthesised expression, on a line of their own one level deeper
+  (one per line, with a trailing comma, when they do not fit there).
+Each piece still too long is split the same way. Code a user wrote over several lines keeps its
+layout. Indentation strings here are relative to the enclosing block's: the engine renders the
+nodes where they stand, which adds the block's own.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+# Operators Black splits before, by priority class: a chain of one class is split at all of them.
+_CLASSES = (
+    (cst.Or, cst.And),
+    (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual,
+     cst.In, cst.NotIn, cst.Is, cst.IsNot),
+    (cst.BitOr,),
+    (cst.BitXor,),
+    (cst.BitAnd,),
+    (cst.LeftShift, cst.RightShift),
+    (cst.Add, cst.Subtract),
+    (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.MatrixMultiply),
+)
+
+
+def one_arg_per_line(call: cst.Call, indent: str, closing: str = "", width: int | None = None) -> cst.Call:
+    """Each argument on a line of its own, `indent` past the enclosing block's indentation plus
+    `closing`, the closing parenthesis at `closing`, and a trailing comma. `width`: the room an
+    argument's line leaves it (without the comma); an argument longer than that is split."""
+    level = closing + indent
+    args = []
+    for i, arg in enumerate(call.args):
+        if width is not None:
+            arg = fitted(arg, indent, level, width)
+        after = level if i < len(call.args) - 1 else closing
+        args.append(arg.with_changes(comma=cst.Comma(whitespace_after=newline(after)),
+                                     whitespace_after_arg=cst.SimpleWhitespace("")))
+    return call.with_changes(whitespace_before_args=newline(level), args=args)
+
+
+def fitted(arg: cst.Arg, indent: str, level: str, width: int) -> cst.Arg:
+    """arg, on a line of its own at `level` inside a call's brackets, split when it is longer
+    than `width`."""
+    head = len(arg.star) + (len(arg.keyword.value) + 1 if arg.keyword is not None else 0)
+    return arg.with_changes(value=_fit(arg.value, head, 0, indent, level, width))
+
+
+def parenthesized(expr: cst.BaseExpression, indent: str, width: int) -> cst.BaseExpression:
+    """expr inside parentheses, its content on lines of its own one `indent` deeper (Black's
+    layout of an assignment's right-hand side too long for its line); `width`: the room a line
+    one level deeper leaves."""
+    return _inside_parentheses(expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]),
+                               indent, "", width + len(indent))
+
+
+def code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def newline(indent: str) -> cst.ParenthesizedWhitespace:
+    """A line break inside brackets, the next line indented `indent` past the block."""
+    return cst.ParenthesizedWhitespace(
+        first_line=cst.TrailingWhitespace(), empty_lines=[], indent=True, last_line=cst.SimpleWhitespace(indent)
+    )
+
+
+def _fit(expr: cst.BaseExpression, head: int, tail: int, indent: str, level: str, room: int) -> cst.BaseExpression:
+    """expr laid out as Black lays out the line `head` + expr + `tail` (their lengths) that starts
+    at `level` inside brackets, when that line is longer than `room`."""
+    text = code(expr)
+    if "\n" in text or head + len(text) + tail <= room:
+        return expr
+    if isinstance(expr, cst.IfExp) and not expr.lpar:
+        # Black parenthesises a conditional it splits.
+        expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    if expr.lpar:
+        return _inside_parentheses(expr, indent, level, room)
+    if _class_of(expr) is not None:
+        return _split_chain(expr, _class_of(expr), head, tail, indent, level, room)
+    return _split_last_bracket(expr, head, tail, indent, level, room)
+
+
+def _inside_parentheses(expr: cst.BaseExpression, indent: str, level: str, room: int) -> cst.BaseExpression:
+    inner, inner_room = level + indent, room - len(indent)
+    content = expr.with_changes(lpar=[], rpar=[])
+    if isinstance(content, cst.IfExp) and len(code(content)) > inner_room and "\n" not in code(content):
+        line = newline(inner)
+        content = content.with_changes(
+            body=_fit(content.body, 0, 0, indent, inner, inner_room),
+            test=_fit(content.test, len("if "), 0, indent, inner, inner_room),
+            orelse=_fit(content.orelse, len("else "), 0, indent, inner, inner_room),
+            whitespace_before_if=line, whitespace_before_else=line)
+    else:
+        content = _fit(content, 0, 0, indent, inner, inner_room)
+    return content.with_changes(
+        lpar=[expr.lpar[0].with_changes(whitespace_after=newline(inner)), *expr.lpar[1:]],
+        rpar=[*expr.rpar[:-1], expr.rpar[-1].with_changes(whitespace_before=newline(level))])
+
+
+def _class_of(expr: cst.BaseExpression) -> tuple | None:
+    """The priority class of expr's own operator, when expr is an operator chain without parentheses."""
+    if expr.lpar:
+        return None
+    if isinstance(expr, (cst.BooleanOperation, cst.BinaryOperation)):
+        operator = expr.operator
+    elif isinstance(expr, cst.Comparison):
+        operator = expr.comparisons[0].operator
+    else:
+        return None
+    return next((group for group in _CLASSES if isinstance(operator, group)), None)
+
+
+def _split_chain(expr, group: tuple, head: int, tail: int, indent: str, level: str, room: int):
+    """A line break before every operator of `group` in the chain expr; each operand fitted."""
+    if _class_of(expr) is not group:
+        return _fit(expr, head, tail, indent, level, room)
+    if isinstance(expr, cst.Comparison):
+        left = _split_chain(expr.left, group, head, 0, indent, level, room)
+        targets = []
+        for i, target in enumerate(expr.comparisons):
+            operator = target.operator
+            last = i == len(expr.comparisons) - 1
+            comparator = _split_chain(target.comparator, group, len(code(operator).lstrip()), tail if last else 0,
+                                      indent, level, room)
+            targets.append(target.with_changes(operator=operator.with_changes(whitespace_before=newline(level)),
+                                               comparator=comparator))
+        return expr.with_changes(left=left, comparisons=targets)
+    operator = expr.operator.with_changes(whitespace_before=newline(level))
+    return expr.with_changes(
+        left=_split_chain(expr.left, group, head, 0, indent, level, room),
+        operator=operator,
+        right=_split_chain(expr.right, group, len(code(expr.operator).lstrip()), tail, indent, level, room))
+
+
+def _split_last_bracket(expr, head: int, tail: int, indent: str, level: str, room: int):
+    """Black's right-hand split: the brackets that end expr hold their content one level deeper;
+    expr unchanged when it does not end in brackets with something inside."""
+    if expr.lpar:
+        return _inside_parentheses(expr, indent, level, room)
+    if isinstance(expr, cst.Call) and expr.args:
+        inner_room = room - len(indent)
+        body = ", ".join(code(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for arg in expr.args)
+        if len(body) > inner_room or expr.args[-1].comma is not cst.MaybeSentinel.DEFAULT:
+            return one_arg_per_line(expr, indent, level, inner_room - 1)  # 1: the comma
+        last = expr.args[-1].with_changes(whitespace_after_arg=newline(level))
+        return expr.with_changes(whitespace_before_args=newline(level + indent), args=[*expr.args[:-1], last])
+    if isinstance(expr, cst.UnaryOperation):
+        operand = _split_last_bracket(expr.expression, head + len(code(expr.operator)), tail, indent, level, room)
+        return expr.with_changes(expression=operand)
+    if isinstance(expr, (cst.List, cst.Set, cst.Dict)) and expr.elements:
+        return _split_collection(expr, indent, level, room)
+    return expr
+
+
+def _split_collection(expr, indent: str, level: str, room: int):
+    """A list, set or dict literal's elements on a line of their own one level deeper, or one per
+    line with a trailing comma when they do not fit there (Black's layout)."""
+    opening, closing = ("lbracket", "rbracket") if isinstance(expr, cst.List) else ("lbrace", "rbrace")
+    inner = level + indent
+    elements = expr.elements
+    body = ", ".join(code(element.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for element in elements)
+    first = getattr(expr, opening).with_changes(whitespace_after=newline(inner))
+    last = getattr(expr, closing)
+    if len(body) <= room - len(indent) and elements[-1].comma is cst.MaybeSentinel.DEFAULT:
+        return expr.with_changes(**{opening: first, closing: last.with_changes(whitespace_before=newline(level))})
+    elements = [element.with_changes(comma=cst.Comma(whitespace_after=newline(inner if i < len(elements) - 1 else level)))
+                for i, element in enumerate(elements)]
+    return expr.with_changes(elements=elements, **{opening: first,
+                                                   closing: last.with_changes(whitespace_before=cst.SimpleWhitespace(""))})
