@@ -25,6 +25,8 @@ from trainlint.layout import code, one_arg_per_line
     ("f(\n    a, b\n)", "f(\n    a, b, p=X\n)"),
     ("f(\n    a\n)", "f(\n    a, p=X\n)"),
     ("f(\n    a  # the data\n)", "f(\n    a,  # the data\n    p=X\n)"),
+    # one per line without a trailing comma: ours on a line of its own too
+    ("f(\n    a,\n    b\n)", "f(\n    a,\n    b,\n    p=X\n)"),
     # aligned with the opening parenthesis: ours aligned too
     ("f(a,\n  b)", "f(a,\n  b,\n  p=X)"),
     ("f(\n    a, b)", "f(\n    a, b, p=X)"),

@@ -492,7 +492,8 @@ def _appended(call: cst.Call, new_arg: cst.Arg, indent: str) -> list[cst.Arg]:
             new_arg = new_arg.with_changes(comma=last.comma)
         return [*args, new_arg]
     closing = last.whitespace_after_arg
-    if isinstance(closing, cst.ParenthesizedWhitespace) and closing.first_line.comment is None:
+    if isinstance(closing, cst.ParenthesizedWhitespace) and closing.first_line.comment is None and \
+            (own_line is None or len(args) == 1):
         # `f(\n    a, b\n)`, Black's layout of arguments that fit a line of their own: ours joins
         # them there (FileContext.with_keyword puts them one per line when they no longer fit).
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
