@@ -248,7 +248,8 @@ is not offered; before 2.0 the rule is off.
                     call, extra = self._build(att, stmt)
                     # A Call node (not text), so the engine lays out a call longer than a line one argument per line.
                     fix = self.fix(Applicability.UNSAFE, "Use scaled_dot_product_attention",
-                                   (node, cst.parse_expression(call)), *ctx.remove_statements(att.consumed), *extra)
+                                   ctx.call_replacement(node, cst.parse_expression(call)),
+                                   *ctx.remove_statements(att.consumed), *extra)
                     shown = call if len(call) <= 140 else None
                 except _NoFix:
                     fix, shown = None, None

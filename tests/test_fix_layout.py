@@ -326,3 +326,30 @@ def test_fixes_of_one_line_take_turns():
         "            non_blocking=True,",
         "        )",
     ]
+
+
+def test_a_method_chain_started_by_a_fix_is_laid_out_one_call_per_line():
+    # timm's attention blocks: wrapping only the new call left `).transpose(1, 2).reshape(...)`
+    # after its closing parenthesis, which Black lays out in parentheses, one method call per line.
+    source = ATTENTION.replace("x = (attn @ v).transpose(1, 2)",
+                               "x = (attn @ v).transpose(1, 2).reshape(batch_size, num_tokens, channels)")
+    lines = fix_source(source, select=["TL601"]).splitlines()
+    start = lines.index("        x = (")
+    assert lines[start:start + 6] == [
+        "        x = (",
+        "            nn.functional.scaled_dot_product_attention(q, k, v, scale=self.scale)",
+        "            .transpose(1, 2)",
+        "            .reshape(batch_size, num_tokens, channels)",
+        "        )",
+        "        return x",
+    ]
+
+
+def test_deleting_statements_on_both_sides_of_a_blank_line_keeps_one():
+    # timm's efficientformer: TL601 removed `attn = ...` lines above and below a blank line, and
+    # the two blank lines around them were both kept.
+    source = "def f(q):\n    a = 1\n\n    b = 2\n    c = 3\n\n    d = 4\n    return a\n"
+    ctx = FileContext("t.py", source, cst.parse_module(source), None)
+    body = ctx.index.nodes(cst.FunctionDef)[0].body.body
+    replaced = dict(ctx.remove_statements(body[1:4]))
+    assert "".join(replaced.get(stmt, ctx.render(stmt)) for stmt in body) == "    a = 1\n\n    return a\n"

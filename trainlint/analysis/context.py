@@ -19,7 +19,7 @@ from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.precision import Precision
 from trainlint.analysis.tensors import Tensors
 from trainlint.analysis.tree import TreeIndex
-from trainlint.layout import fitted, one_arg_per_line
+from trainlint.layout import fitted, fluent, one_arg_per_line
 
 
 # Paths of data-preparation tools: a scripts/ or tools/ folder, or a prep/preprocess/extract/convert/
@@ -270,6 +270,26 @@ class FileContext:
             return call
         return one_arg_per_line(call, self.module.default_indent, after.last_line.value, room - 1)  # 1: the comma
 
+    def call_replacement(self, old: cst.CSTNode, new: cst.Call) -> tuple[cst.CSTNode, cst.CSTNode]:
+        """The replacement of old by the call new. When old starts a chain of two method calls or
+        more (`(attn @ v).transpose(1, 2).reshape(B, N, C)`) that is an assignment's or a return's
+        value, and the statement no longer fits its line, the whole chain is replaced, laid out as
+        Black lays it out (the engine, which wraps only the call, would leave `).transpose(...)`
+        trailing its closing parenthesis)."""
+        top, links = old, 0
+        while isinstance(attr := self.parent(top), cst.Attribute) and attr.value is top \
+                and isinstance(call := self.parent(attr), cst.Call) and call.func is attr:
+            top, links = call, links + 1
+        holder, stmt = self.parent(top), self.statement(top)
+        if links < 2 or not isinstance(holder, (cst.Assign, cst.Return)) or holder.value is not top:
+            return old, new
+        line = self.code(stmt.with_changes(leading_lines=[])).strip()
+        chain = top.deep_replace(old, new)
+        if "\n" in line or self.fits(line.replace(self.code(top), self.code(chain), 1), at=stmt):
+            return old, new
+        indent = self.module.default_indent
+        return top, fluent(chain, indent, self.line_length - len(self.indentation(stmt)) - len(indent))
+
     def _fitted(self, call: cst.Call, args: list[cst.Arg], at: int) -> list[cst.Arg]:
         """args with args[at] split as Black would when it has a line of its own and is longer than
         that line. (A call written on one line is wrapped by the engine, which measures the line.)"""
@@ -343,7 +363,12 @@ class FileContext:
                 out.extend((s, self._leading_text(s, s.leading_lines)) for s in members[1:])
                 continue
             for run in _runs(body, set(members)):
-                kept = [line for s in run for line in s.leading_lines]
+                kept: list = []
+                for s in run:
+                    lines = list(s.leading_lines)
+                    while kept and lines and kept[-1].comment is None and lines[0].comment is None:
+                        lines.pop(0)  # the statements between two blank lines are gone: one stays
+                    kept.extend(lines)
                 after = body.index(run[-1]) + 1
                 if after < len(body) and _starts_blank(body[after]):
                     while kept and kept[-1].comment is None:
