@@ -66,6 +66,7 @@ _NESTED_FIXED = (
     "train(DDP(net), batches, opt, 8)\n"
 )
 _COMMENT = "# All-reduce gradients only on the micro-batch before the optimizer step."
+_SHORT_COMMENT = "# All-reduce gradients only on the micro-batch that steps."  # where the other is too long
 _TRAINER = (
     "import torch\n"
     "from torch.nn.parallel import DistributedDataParallel as DDP\n"
@@ -401,7 +402,8 @@ gradients until the synchronising micro-batch, which costs memory.
         header = cst.parse_statement(f"with {expr}:\n    pass\n")
         with_stmt = header.with_changes(
             body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[])] + stmts[start + 1:end + 1]),
-            leading_lines=[*first.leading_lines, cst.EmptyLine(comment=cst.Comment(_COMMENT))],
+            leading_lines=[*first.leading_lines, cst.EmptyLine(comment=cst.Comment(
+                _COMMENT if ctx.fits(_COMMENT, at=first) else _SHORT_COMMENT))],
         )
         new_body = acc.loop.body.with_changes(body=stmts[:start] + [with_stmt] + stmts[end + 1:])
         replacements.append((acc.loop.body, new_body))

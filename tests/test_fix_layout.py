@@ -353,3 +353,22 @@ def test_deleting_statements_on_both_sides_of_a_blank_line_keeps_one():
     body = ctx.index.nodes(cst.FunctionDef)[0].body.body
     replaced = dict(ctx.remove_statements(body[1:4]))
     assert "".join(replaced.get(stmt, ctx.render(stmt)) for stmt in body) == "    a = 1\n\n    return a\n"
+
+
+def test_tl301s_comment_fits_deep_loops():
+    # At depth 16 the usual comment took 89 columns (simpletransformers' nested loops).
+    source = (
+        "import contextlib\n\nimport torch.nn as nn\n\n\n"
+        "def train(model, loader, optimizer, args, epochs):\n"
+        "    model = nn.parallel.DistributedDataParallel(model)\n"
+        "    for epoch in range(epochs):\n"
+        "        if epoch >= 0:\n"
+        "            for i, batch in enumerate(loader):\n"
+        "                loss = model(**batch).loss\n"
+        "                loss.backward()\n"
+        "                if (i + 1) % args.gradient_accumulation_steps != 0:\n"
+        "                    continue\n"
+        "                optimizer.step()\n")
+    lines = fix_source(source, select=["TL301"]).splitlines()
+    assert "                # All-reduce gradients only on the micro-batch that steps." in lines
+    assert max(len(line) for line in lines) <= 88
