@@ -133,7 +133,7 @@ since the new signature orders them differently. `import torch` is added when no
         Invalid(
             "import contextlib\nimport torch\nctx = torch.cuda.amp.autocast if use_amp else contextlib.nullcontext\n",
             fixed="import contextlib\nimport functools\nimport torch\n"
-            "ctx = functools.partial(torch.amp.autocast, \"cuda\") if use_amp else contextlib.nullcontext\n",
+            "ctx = (\n    functools.partial(torch.amp.autocast, \"cuda\") if use_amp else contextlib.nullcontext\n)\n",
         ),
         Invalid(
             "import torch\nwith torch.cpu.amp.autocast(dtype=torch.bfloat16):\n    y = model(x)\n",
@@ -351,7 +351,8 @@ since the new signature orders them differently. `import torch` is added when no
             code = f"{functools}.partial({amp}.{new}, {q}{device}{q})"
         else:
             return None
-        return self.fix(Applicability.SAFE, f"Use `torch.amp.{new}` with device `{device}`", (node, code), *extra)
+        return self.fix(Applicability.SAFE, f"Use `torch.amp.{new}` with device `{device}`",
+                        (node, cst.parse_expression(code)), *extra)
 
     def _is_type_use(self, node, parent) -> bool:
         if isinstance(parent, cst.Annotation):

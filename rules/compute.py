@@ -246,10 +246,9 @@ is not offered; before 2.0 the rule is off.
             if fixable and not att.unfixable:
                 try:
                     call, extra = self._build(att, stmt)
-                    # A Call node (not text), so the engine lays out a call longer than a line one argument per line.
+                    # A Call node (not text): laid out as Black would when it no longer fits its line.
                     fix = self.fix(Applicability.UNSAFE, "Use scaled_dot_product_attention",
-                                   ctx.call_replacement(node, cst.parse_expression(call)),
-                                   *ctx.remove_statements(att.consumed), *extra)
+                                   (node, cst.parse_expression(call)), *ctx.remove_statements(att.consumed), *extra)
                     shown = call if len(call) <= 140 else None
                 except _NoFix:
                     fix, shown = None, None

@@ -372,3 +372,58 @@ def test_tl301s_comment_fits_deep_loops():
     lines = fix_source(source, select=["TL301"]).splitlines()
     assert "                # All-reduce gradients only on the micro-batch that steps." in lines
     assert max(len(line) for line in lines) <= 88
+
+
+def test_a_method_chain_in_the_authors_parentheses_is_laid_out_inside_them():
+    # timm's crossvit and volo: `x = (\n    (attn @ v).transpose(1, 2).reshape(B, 1, C)\n)  # shapes`
+    source = (
+        "import torch.nn as nn\n\n\n"
+        "class Attn(nn.Module):\n"
+        "    def __init__(self, p):\n"
+        "        super().__init__()\n"
+        "        self.attn_drop = nn.Dropout(p)\n\n"
+        "    def forward(self, q, k, v):\n"
+        "        B, N, C = q.shape\n"
+        "        attn = (q @ k.transpose(-2, -1)) * self.scale\n"
+        "        attn = attn.softmax(dim=-1)\n"
+        "        attn = self.attn_drop(attn)\n"
+        "        x = (\n"
+        "            (attn @ v).transpose(1, 2).reshape(B, 1, C)\n"
+        "        )  # (BH1N @ BHN(C/H)) -> BH1(C/H) -> B1H(C/H) -> B1C\n"
+        "        return x\n")
+    lines = fix_source(source, select=["TL601"]).splitlines()
+    start = lines.index("        x = (")
+    assert lines[start:start + 12] == [
+        "        x = (",
+        "            nn.functional.scaled_dot_product_attention(",
+        "                q,",
+        "                k,",
+        "                v,",
+        "                dropout_p=self.attn_drop.p if self.training else 0.0,",
+        "                scale=self.scale,",
+        "            )",
+        "            .transpose(1, 2)",
+        "            .reshape(B, 1, C)",
+        "        )  # (BH1N @ BHN(C/H)) -> BH1(C/H) -> B1H(C/H) -> B1C",
+        "        return x",
+    ]
+
+
+def test_a_call_in_a_conditional_value_takes_the_conditional_along():
+    # mosaicml's trainer: TL403's `init_scale=` wrapped only GradScaler's arguments, after
+    # `... else GradScaler(`; Black puts the conditional in parentheses, split at if and else.
+    source = (
+        "import torch\n"
+        "from torch.cuda.amp import GradScaler\n\n\n"
+        "class Trainer:\n"
+        "    def fit(self, precision):\n"
+        "        if precision:\n"
+        "            self.state.scaler = ClosureGradScaler() if self._use_closures() else GradScaler()\n")
+    lines = fix_source(source, select=["TL403"]).splitlines()
+    assert lines[7:12] == [
+        "            self.state.scaler = (",
+        "                ClosureGradScaler()",
+        "                if self._use_closures()",
+        "                else GradScaler(init_scale=8192)",
+        "            )",
+    ]

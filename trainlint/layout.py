@@ -65,20 +65,21 @@ def parenthesized(expr: cst.BaseExpression, indent: str, width: int) -> cst.Base
 def fluent(chain: cst.Call, indent: str, width: int) -> cst.Call:
     """A method chain (`f(x).transpose(1, 2).reshape(b, n)`) as Black lays out an assignment's
     value too long for its line: inside parentheses, on one line of its own one `indent` deeper
-    if it fits `width` there, else one method call per line, the call it starts from split as an
-    argument is."""
+    if it fits `width` there, else one method call per line (`method_lines`)."""
     if len(code(chain)) <= width:
         return parenthesized(chain, indent, width)
+    return method_lines(chain, indent, indent, width).with_changes(
+        lpar=[cst.LeftParen(whitespace_after=newline(indent))], rpar=[cst.RightParen(whitespace_before=newline(""))])
 
-    def lines(expr):
-        func = getattr(expr, "func", None)
-        if isinstance(expr, cst.Call) and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
-            dot = func.dot.with_changes(whitespace_before=newline(indent))
-            return expr.with_changes(func=func.with_changes(value=lines(func.value), dot=dot))
-        return _fit(expr, 0, 0, indent, indent, width)
 
-    return lines(chain).with_changes(lpar=[cst.LeftParen(whitespace_after=newline(indent))],
-                                     rpar=[cst.RightParen(whitespace_before=newline(""))])
+def method_lines(chain: cst.Call, indent: str, level: str, width: int) -> cst.Call:
+    """A method chain inside brackets, one method call per line at `level` (`width` the room
+    there), the call it starts from split as an argument is."""
+    func = getattr(chain, "func", None)
+    if isinstance(chain, cst.Call) and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
+        dot = func.dot.with_changes(whitespace_before=newline(level))
+        return chain.with_changes(func=func.with_changes(value=method_lines(func.value, indent, level, width), dot=dot))
+    return _fit(chain, 0, 0, indent, level, width)
 
 
 def code(node: cst.CSTNode) -> str:

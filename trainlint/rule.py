@@ -139,7 +139,11 @@ class Rule:
         self.findings.append(Finding(self.code, self.name, node, message, fix))
 
     def fix(self, applicability: Applicability, message: str, *replacements) -> FixSpec:
-        return FixSpec(applicability, message, list(replacements))
+        # A call that replaces part of a larger value may take the whole value along, laid out as
+        # Black would (FileContext.call_replacement); any other replacement stands as written.
+        call_replacement = self.ctx.call_replacement
+        return FixSpec(applicability, message, [
+            call_replacement(old, new) if isinstance(new, cst.Call) else (old, new) for old, new in replacements])
 
 
 def target_allows(ctx, version: str) -> bool:

@@ -19,7 +19,7 @@ from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.precision import Precision
 from trainlint.analysis.tensors import Tensors
 from trainlint.analysis.tree import TreeIndex
-from trainlint.layout import fitted, fluent, one_arg_per_line
+from trainlint.layout import fitted, fluent, method_lines, one_arg_per_line, parenthesized
 
 
 # Paths of data-preparation tools: a scripts/ or tools/ folder, or a prep/preprocess/extract/convert/
@@ -271,24 +271,42 @@ class FileContext:
         return one_arg_per_line(call, self.module.default_indent, after.last_line.value, room - 1)  # 1: the comma
 
     def call_replacement(self, old: cst.CSTNode, new: cst.Call) -> tuple[cst.CSTNode, cst.CSTNode]:
-        """The replacement of old by the call new. When old starts a chain of two method calls or
-        more (`(attn @ v).transpose(1, 2).reshape(B, N, C)`) that is an assignment's or a return's
-        value, and the statement no longer fits its line, the whole chain is replaced, laid out as
-        Black lays it out (the engine, which wraps only the call, would leave `).transpose(...)`
-        trailing its closing parenthesis)."""
+        """The replacement of old by the call new (the engine wraps a call longer than its line).
+        When old is part of an assignment's or a return's value that Black would lay out as a
+        whole once the statement no longer fits its line, the value is replaced instead, laid out
+        as Black does: a chain of two method calls or more that old starts
+        (`(attn @ v).transpose(1, 2).reshape(B, N, C)`, one method call per line, in parentheses),
+        or a conditional that old is a branch of (in parentheses, split at `if` and `else`)."""
         top, links = old, 0
         while isinstance(attr := self.parent(top), cst.Attribute) and attr.value is top \
                 and isinstance(call := self.parent(attr), cst.Call) and call.func is attr:
             top, links = call, links + 1
+        if links < 2:
+            top = self.parent(old)
+            if not (isinstance(top, cst.IfExp) and old in (top.body, top.orelse) and not top.lpar):
+                return old, new
         holder, stmt = self.parent(top), self.statement(top)
-        if links < 2 or not isinstance(holder, (cst.Assign, cst.Return)) or holder.value is not top:
-            return old, new
-        line = self.code(stmt.with_changes(leading_lines=[])).strip()
-        chain = top.deep_replace(old, new)
-        if "\n" in line or self.fits(line.replace(self.code(top), self.code(chain), 1), at=stmt):
+        if not isinstance(holder, (cst.Assign, cst.Return)) or holder.value is not top:
             return old, new
         indent = self.module.default_indent
-        return top, fluent(chain, indent, self.line_length - len(self.indentation(stmt)) - len(indent))
+        opening = top.lpar[0].whitespace_after if top.lpar else None
+        if isinstance(opening, cst.ParenthesizedWhitespace) and opening.indent \
+                and isinstance(top.rpar[-1].whitespace_before, cst.ParenthesizedWhitespace):
+            # `x = (\n    (attn @ v).transpose(1, 2).reshape(B, N, C)\n)`: the author's parentheses
+            # stay, the chain is laid out inside them.
+            bare = top.with_changes(lpar=[], rpar=[])
+            level = opening.last_line.value
+            room = self.line_length - len(self.indentation(stmt)) - len(level)
+            value = bare.deep_replace(old, new)
+            if "\n" in self.code(bare) or len(self.code(value)) <= room:
+                return old, new
+            return top, method_lines(value, indent, level, room).with_changes(lpar=top.lpar, rpar=top.rpar)
+        line = self.code(stmt.with_changes(leading_lines=[])).strip()
+        value = top.deep_replace(old, new)
+        if "\n" in line or self.fits(line.replace(self.code(top), self.code(value), 1), at=stmt):
+            return old, new
+        room = self.line_length - len(self.indentation(stmt)) - len(indent)
+        return top, fluent(value, indent, room) if links >= 2 else parenthesized(value, indent, room)
 
     def _fitted(self, call: cst.Call, args: list[cst.Arg], at: int) -> list[cst.Arg]:
         """args with args[at] split as Black would when it has a line of its own and is longer than
