@@ -423,7 +423,11 @@ for x, y in loader:
 ## Use instead
 Choose at run time, and keep the scaler only for float16:
 ```python
-amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
+amp_dtype = (
+    torch.bfloat16
+    if torch.cuda.is_bf16_supported(including_emulation=False)
+    else torch.float16
+)
 scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
 for x, y in loader:
     with torch.autocast("cuda", dtype=amp_dtype):
@@ -741,10 +745,9 @@ def _assignment(ctx, stmt, var: str, value: str) -> str:
     line = f"{var} = {value}"
     if ctx.fits(line, at=stmt):
         return line
-    indent = ctx.indentation(stmt)
-    room = ctx.line_length - len(indent) - len(ctx.module.default_indent)
-    expr = layout.parenthesized(cst.parse_expression(value), ctx.module.default_indent, room)
-    return f"{var} = " + layout.code(expr).replace("\n", ctx.module.default_newline + indent)
+    deeper = ctx.module.default_indent
+    expr = layout.parenthesized(cst.parse_expression(value), deeper, ctx.room(stmt, deeper))
+    return f"{var} = " + layout.code(expr).replace("\n", ctx.module.default_newline + ctx.indentation(stmt))
 
 
 def _and(ctx, call: cst.Call, condition: str) -> str:

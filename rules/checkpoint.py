@@ -516,8 +516,8 @@ loop.
         if ctx.fits(ctx.code(flat), at=call, deeper=guarded):
             return flat
         indent = ctx.module.default_indent
-        room = ctx.line_length - len(ctx.indentation(call)) - (guarded + 1) * len(indent) - 1  # 1: the comma
-        return one_arg_per_line(flat, indent, width=room)
+        room = ctx.room(call, (guarded + 1) * indent) - 1  # 1: the comma
+        return one_arg_per_line(flat, indent, "", room)
 
     def _reads_back(self, site: cst.Call) -> bool:
         """A checkpoint load after the hot loop: it could read a file still being written."""

@@ -397,8 +397,7 @@ gradients until the synchronising micro-batch, which costs memory.
         first = stmts[start]
         if not ctx.fits(f"with {expr}:", at=first):  # Black's layout for a long context expression
             indent = ctx.module.default_indent
-            room = ctx.line_length - len(ctx.indentation(first)) - len(indent)
-            expr = layout.code(layout.parenthesized(cst.parse_expression(expr), indent, room))
+            expr = layout.code(layout.parenthesized(cst.parse_expression(expr), indent, ctx.room(first, indent)))
         header = cst.parse_statement(f"with {expr}:\n    pass\n")
         with_stmt = header.with_changes(
             body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[])] + stmts[start + 1:end + 1]),

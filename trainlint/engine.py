@@ -172,7 +172,7 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
             line = ctx.text[line_start:start]
             block = ctx.indentation(old)
             extra = line[len(block):len(line) - len(line.lstrip(" \t"))] if line.startswith(block) else ""
-            room = ctx.line_length - len(block + extra + ctx.module.default_indent) - 1  # 1: the comma
+            room = ctx.room(old, extra + ctx.module.default_indent) - 1  # 1: the comma
             after = ctx.render(one_arg_per_line(new, ctx.module.default_indent, extra, room), at=old)
     # Keep the edit minimal: reviewers and suggestion blocks see only what really changes.
     prefix = 0

@@ -32,15 +32,14 @@ _CLASSES = (
 )
 
 
-def one_arg_per_line(call: cst.Call, indent: str, closing: str = "", width: int | None = None) -> cst.Call:
+def one_arg_per_line(call: cst.Call, indent: str, closing: str, width: int) -> cst.Call:
     """Each argument on a line of its own, `indent` past the enclosing block's indentation plus
     `closing`, the closing parenthesis at `closing`, and a trailing comma. `width`: the room an
     argument's line leaves it (without the comma); an argument longer than that is split."""
     level = closing + indent
     args = []
     for i, arg in enumerate(call.args):
-        if width is not None:
-            arg = fitted(arg, indent, level, width)
+        arg = fitted(arg, indent, level, width)
         after = level if i < len(call.args) - 1 else closing
         args.append(arg.with_changes(comma=cst.Comma(whitespace_after=newline(after)),
                                      whitespace_after_arg=cst.SimpleWhitespace("")))
@@ -104,15 +103,17 @@ def _fit(expr: cst.BaseExpression, head: int, tail: int, indent: str, level: str
         expr = expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     if expr.lpar:
         return _inside_parentheses(expr, indent, level, room)
-    if _class_of(expr) is not None:
-        return _split_chain(expr, _class_of(expr), head, tail, indent, level, room)
+    group = _class_of(expr)
+    if group is not None:
+        return _split_chain(expr, group, head, tail, indent, level, room)
     return _split_last_bracket(expr, head, tail, indent, level, room)
 
 
 def _inside_parentheses(expr: cst.BaseExpression, indent: str, level: str, room: int) -> cst.BaseExpression:
     inner, inner_room = level + indent, room - len(indent)
     content = expr.with_changes(lpar=[], rpar=[])
-    if isinstance(content, cst.IfExp) and len(code(content)) > inner_room and "\n" not in code(content):
+    text = code(content)
+    if isinstance(content, cst.IfExp) and len(text) > inner_room and "\n" not in text:
         line = newline(inner)
         content = content.with_changes(
             body=_fit(content.body, 0, 0, indent, inner, inner_room),

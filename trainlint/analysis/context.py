@@ -59,8 +59,11 @@ class FileContext:
     def fits(self, line: str, at: cst.CSTNode, deeper: int = 0) -> bool:
         """Whether `line`, written as a statement where `at` stands (`deeper` blocks further in),
         stays within line_length."""
-        indent = len(self.indentation(at)) + deeper * len(self.module.default_indent)
-        return indent + len(line) <= self.line_length
+        return len(line) <= self.room(at, deeper * self.module.default_indent)
+
+    def room(self, at: cst.CSTNode, level: str = "") -> int:
+        """The columns line_length leaves a line indented as `at`'s statement plus `level`."""
+        return self.line_length - len(self.indentation(at)) - len(level)
 
     @cached_property
     def loops(self) -> Loops:
@@ -265,7 +268,7 @@ class FileContext:
             return call
         line = ", ".join(self.code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT,
                                                   whitespace_after_arg=cst.SimpleWhitespace(""))) for a in call.args)
-        room = self.line_length - len(self.indentation(old)) - len(before.last_line.value)
+        room = self.room(old, before.last_line.value)
         if len(line) <= room or "\n" in line:
             return call
         return one_arg_per_line(call, self.module.default_indent, after.last_line.value, room - 1)  # 1: the comma
@@ -296,7 +299,7 @@ class FileContext:
             # stay, the chain is laid out inside them.
             bare = top.with_changes(lpar=[], rpar=[])
             level = opening.last_line.value
-            room = self.line_length - len(self.indentation(stmt)) - len(level)
+            room = self.room(stmt, level)
             value = bare.deep_replace(old, new)
             if "\n" in self.code(bare) or len(self.code(value)) <= room:
                 return old, new
@@ -305,7 +308,7 @@ class FileContext:
         value = top.deep_replace(old, new)
         if "\n" in line or self.fits(line.replace(self.code(top), self.code(value), 1), at=stmt):
             return old, new
-        room = self.line_length - len(self.indentation(stmt)) - len(indent)
+        room = self.room(stmt, indent)
         return top, fluent(value, indent, room) if links >= 2 else parenthesized(value, indent, room)
 
     def _fitted(self, call: cst.Call, args: list[cst.Arg], at: int) -> list[cst.Arg]:
@@ -319,7 +322,7 @@ class FileContext:
                 and isinstance(after, cst.ParenthesizedWhitespace)):
             return args
         level = before.last_line.value
-        room = self.line_length - len(self.indentation(call)) - len(level) - isinstance(comma, cst.Comma)
+        room = self.room(call, level) - isinstance(comma, cst.Comma)
         return [*args[:at], fitted(args[at], self.module.default_indent, level, room), *args[at + 1:]]
 
     # -- statement-level edits (fixes that add or remove whole lines) -----------------------
