@@ -7,7 +7,7 @@ import os
 
 from trainlint.rule import Rule
 
-_FAMILIES = ("dataloader", "host_sync", "distributed", "amp", "checkpoint", "compute")
+_FAMILIES = ("noqa", "dataloader", "host_sync", "distributed", "amp", "checkpoint", "compute")
 
 
 def _collect() -> list[type[Rule]]:

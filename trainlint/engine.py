@@ -14,10 +14,11 @@ import libcst as cst  # noqa: E402
 
 from trainlint.analysis.context import FileContext
 from trainlint.analysis.positions import Positions
-from trainlint.diagnostics import Diagnostic, Edit, Fix
+from trainlint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from trainlint.layout import one_arg_per_line
 from trainlint.rule import DOCS_URL, Finding, Rule
-from trainlint.suppressions import parse_suppressions
+from trainlint.suppressions import parse_suppressions, unused_codes, without_codes
+from trainlint.textpos import LineIndex
 
 
 class ParseError(Exception):
@@ -85,16 +86,35 @@ def select_for_text(rules: list[ActiveRule], text: str) -> list[ActiveRule]:
 
 
 def lint_text(text: str, path: str, rules: list[ActiveRule], settings=None) -> list[Diagnostic]:
+    # The suppression audit (TL001) runs after the others, on what their findings' suppressions did.
+    audit = next((r for r in rules if r.rule.audits_suppressions), None)
+    if audit is not None:
+        rules = [r for r in rules if r is not audit]
     active = select_for_text(rules, text)
-    if not active:
+    findings: list[Finding] = []
+    ctx = None
+    if active:
+        module = parse(text)
+        ctx = FileContext(path, text, module, settings)
+        findings = _run(ctx, active)
+    else:
         # No rule needs the tree, but a file that does not parse is still reported; the stdlib
         # parser answers that about ten times faster than libcst.
         check_syntax(text)
+    ignore_noqa = getattr(settings, "ignore_noqa", False)
+    if not findings and (audit is None or ignore_noqa):
         return []
-    module = parse(text)
-    ctx = FileContext(path, text, module, settings)
-    instances = [r.rule(ctx, r.options) for r in active]
+    suppressions = None if ignore_noqa else parse_suppressions(text)
+    out = _resolve(findings, ctx, path, suppressions) if findings else []
+    if audit is not None and suppressions is not None and suppressions.directives:
+        enabled = frozenset(r.rule.code for r in rules) | {audit.rule.code}
+        out.extend(_unused_suppressions(audit.rule, text, path, suppressions, enabled, settings))
+        out.sort(key=Diagnostic.sort_key)
+    return out
 
+
+def _run(ctx: FileContext, active: list[ActiveRule]) -> list[Finding]:
+    instances = [r.rule(ctx, r.options) for r in active]
     # One pass: for each node type any rule visits, hand each node (document order) to its visitors.
     visitors: dict[type, list] = {}
     for inst in instances:
@@ -104,18 +124,13 @@ def lint_text(text: str, path: str, rules: list[ActiveRule], settings=None) -> l
         for node in ctx.index.nodes(node_type):
             for method in methods:
                 method(node)
-
-    findings = [f for inst in instances for f in inst.findings]
-    if not findings:
-        return []
-    return _resolve(findings, ctx, path)
+    return [f for inst in instances for f in inst.findings]
 
 
-def _resolve(findings: list[Finding], ctx: FileContext, path: str) -> list[Diagnostic]:
+def _resolve(findings: list[Finding], ctx: FileContext, path: str, suppressions) -> list[Diagnostic]:
     text = ctx.text
     wanted = [f.node for f in findings] + [old for f in findings if f.fix for old, _ in f.fix.replacements]
     positions = Positions(ctx.module, text, wanted, ctx.index.parent)
-    suppressions = parse_suppressions(text) if not getattr(ctx.settings, "ignore_noqa", False) else None
     out: list[Diagnostic] = []
     seen: set = set()
     for finding in findings:
@@ -133,10 +148,8 @@ def _resolve(findings: list[Finding], ctx: FileContext, path: str) -> list[Diagn
             for old, new in finding.fix.replacements:
                 edits.append(_edit(ctx, positions, old, new))
             edits.sort(key=lambda e: (e.start, e.end))
-            applicability = finding.fix.applicability
-            if ctx.settings is not None:
-                applicability = ctx.settings.fix_applicability(finding.code, applicability)
-            fix = Fix(applicability, finding.fix.message, tuple(e for e in edits if e is not None))
+            fix = Fix(_applicability(ctx.settings, finding.code, finding.fix.applicability), finding.fix.message,
+                      tuple(e for e in edits if e is not None))
         out.append(
             Diagnostic(
                 code=finding.code,
@@ -152,6 +165,31 @@ def _resolve(findings: list[Finding], ctx: FileContext, path: str) -> list[Diagn
             )
         )
     out.sort(key=Diagnostic.sort_key)
+    return out
+
+
+def _applicability(settings, code: str, applicability: Applicability) -> Applicability:
+    return applicability if settings is None else settings.fix_applicability(code, applicability)
+
+
+def _unused_suppressions(rule: type[Rule], text: str, path: str, suppressions, enabled: frozenset,
+                         settings) -> list[Diagnostic]:
+    """The audit rule's findings: suppression codes that suppressed nothing (suppressions.unused_codes)."""
+    from trainlint.registry import all_rules
+
+    known = frozenset(r.code for r in all_rules()) | enabled
+    lines = LineIndex(text)
+    out = []
+    for directive, unused in unused_codes(suppressions, known, enabled, rule.code):
+        start, end, new = without_codes(text, directive, unused)
+        message, fix_message = rule.describe(directive, unused)
+        edit = Edit(start, end, new, lines.location(start), lines.location(end))
+        fix = Fix(_applicability(settings, rule.code, Applicability(rule.fix_applicability)), fix_message, (edit,))
+        out.append(Diagnostic(
+            code=rule.code, name=rule.name, message=message, path=path,
+            start=lines.location(directive.start), end=lines.location(directive.end),
+            start_offset=directive.start, end_offset=directive.end, fix=fix, url=rule.url(),
+        ))
     return out
 
 

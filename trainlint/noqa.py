@@ -12,12 +12,12 @@ import re
 import tokenize
 from collections import defaultdict
 from trainlint.diagnostics import FileError, RunResult
+from trainlint.registry import rules_by_code
 from trainlint.source import SourceError, read_source
+from trainlint.suppressions import NOQA  # the code list is what we extend, read as the engine reads it
 from trainlint.writer import write_fixed
 from trainlint.textpos import split_lines, strip_eol
 
-# `# noqa`, `# noqa: A1, B2` (Flake8/Ruff syntax); the code list is what we extend.
-NOQA = re.compile(r"#\s*noqa(?P<colon>\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _CODE = re.compile(r"[A-Z]+[0-9]+")
 
 
@@ -84,8 +84,11 @@ def add_noqa(result: RunResult, errors: list[FileError] | None = None) -> int:
             errors.append(FileError(path, reason))
 
     by_file: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    rules = rules_by_code()
     for diag in result.diagnostics:
-        if diag.fixed:
+        # An unused suppression (TL001) is not suppressed by another comment: as Ruff's
+        # --add-noqa leaves RUF100, it is left to its fix.
+        if diag.fixed or getattr(rules.get(diag.code), "audits_suppressions", False):
             continue
         codes = by_file[diag.path][diag.start.row]
         if diag.code not in codes:

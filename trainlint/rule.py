@@ -84,7 +84,9 @@ class Rule:
     name: ClassVar[str]
     summary: ClassVar[str]  # one line: what it flags
     docs: ClassVar[str]  # markdown: What it does / Why is this bad / Example / Use instead / Fix safety
-    source: ClassVar[str]  # sections of the training-efficiency article the rules come from
+    # Sections of the training-efficiency article the rule comes from (None: a rule about
+    # trainlint's own comments, such as TL001).
+    source: ClassVar[str | None]
     default_enabled: ClassVar[bool] = True
     fix_applicability: ClassVar[str] = "none"  # safe | unsafe | suggestion | none (as rules.md states it)
     # Rules that only look inside hot loops: the file must also mention a backward or step call.
@@ -94,6 +96,9 @@ class Rule:
     requires_torch: ClassVar[str | None] = None
     # The file is parsed for this rule only if one of these strings occurs in it.
     triggers: ClassVar[tuple[str, ...]] = ()
+    # A rule that judges the file's suppression comments once every other rule has run (TL001):
+    # it has no visitors; the engine reports it from what the suppressions did (engine.lint_text).
+    audits_suppressions: ClassVar[bool] = False
     options: ClassVar[dict[str, Option]] = {}
     valid: ClassVar[list] = []
     invalid: ClassVar[list] = []
@@ -107,8 +112,9 @@ class Rule:
     def facts(cls, emphasis: str = "") -> str:
         """One line for `trainlint rule` and docs/rules.md: fix, default, source, PyTorch floor."""
         torch = f" Applies to PyTorch {cls.requires_torch} and later (`target-torch`)." if cls.requires_torch else ""
+        source = f" Source: the training-efficiency article, {cls.source}." if cls.source else ""
         return (f"Fix: {emphasis}{cls.fix_applicability}{emphasis}. {'On' if cls.default_enabled else 'Off'} by "
-                f"default. Source: the training-efficiency article, {cls.source}.{torch}")
+                f"default.{source}{torch}")
 
     @classmethod
     def explanation(cls) -> str:

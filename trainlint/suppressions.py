@@ -1,6 +1,10 @@
 """Suppression comments: `# noqa`, `# noqa: TL101, TL102`, `# trainlint: ignore[TL101]`, and the
 file-level `# trainlint: noqa`. A line suppression applies to findings that start on that line
 (for a multi-line call, its first line). Codes of other tools in the same comment are ignored.
+
+Each directive keeps where it and each of its codes sit in the text, and `Suppressions` records
+which codes suppressed a finding, so that the unused ones can be reported and taken out
+(TL001, `unused_codes`).
 """
 
 from __future__ import annotations
@@ -11,44 +15,101 @@ import tokenize
 from dataclasses import dataclass, field
 
 _CODE = r"[A-Z]+[0-9]+"
-_NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODE}(?:[\s,]+{_CODE})*))?", re.IGNORECASE)
-_IGNORE = re.compile(rf"#\s*trainlint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
+_CODE_RE = re.compile(_CODE, re.IGNORECASE)
+_BRACKETED_CODE = re.compile(r"[^\s,]+")
+NOQA = re.compile(rf"#\s*noqa(?::\s*(?P<codes>{_CODE}(?:[\s,]+{_CODE})*))?", re.IGNORECASE)
+_IGNORE = re.compile(r"#\s*trainlint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
 _FILE = re.compile(rf"#\s*trainlint:\s*noqa(?::\s*(?P<codes>{_CODE}(?:[\s,]+{_CODE})*))?")
 
 ALL = None  # a blanket suppression
 
 
-def _codes(text: str | None):
-    if not text:
-        return ALL
-    return frozenset(c for c in re.split(r"[\s,]+", text.strip()) if c)
+@dataclass(frozen=True)
+class Code:
+    text: str
+    start: int  # offsets in the source text
+    end: int
+
+
+@dataclass(frozen=True)
+class Directive:
+    """One suppression comment (or the suppressing part of one): `# noqa: A1, B2`,
+    `# trainlint: ignore[A1]` or the file-level `# trainlint: noqa: A1`."""
+
+    row: int
+    start: int  # offset of its `#`
+    end: int  # offset just past it (past `]` for ignore[...])
+    comment_start: int  # the whole comment token, which may hold other text
+    comment_end: int
+    codes: tuple[Code, ...] | None  # None: blanket
+    file_level: bool = False
+    bracketed: bool = False  # `ignore[...]`: its codes sit between brackets
+
+    def code_texts(self) -> frozenset | None:
+        return None if self.codes is None else frozenset(c.text for c in self.codes)
 
 
 @dataclass
 class Suppressions:
     lines: dict[int, frozenset | None] = field(default_factory=dict)
     file_codes: frozenset | None | bool = False  # False: none; None: all; set: those codes
+    directives: list[Directive] = field(default_factory=list)
+    # (row or 0 for the file level, code as written) of every code that suppressed a finding
+    used: set = field(default_factory=set)
 
     def suppressed(self, code: str, row: int) -> bool:
-        if self.file_codes is None or (self.file_codes and code in self.file_codes):
-            return True
         if row in self.lines:
             codes = self.lines[row]
-            return codes is None or any(code == c or code.startswith(c) for c in codes)
+            if codes is None:
+                return True
+            hits = [c for c in codes if covers(c, code)]
+            if hits:
+                self.used.update((row, c) for c in hits)
+                return True
+        if self.file_codes is None:
+            return True
+        if self.file_codes:
+            hits = [c for c in self.file_codes if covers(c, code)]
+            self.used.update((0, c) for c in hits)
+            return bool(hits)
         return False
 
 
+def covers(written: str, code: str) -> bool:
+    """Whether a code written in a comment (a code or a prefix such as `TL1`) names `code`."""
+    return code.startswith(written)
+
+
 def _comments(text: str):
-    """(row, comment text) of real comments; falls back to a line scan if tokenizing fails."""
+    """(row, column, comment text) of real comments; falls back to a line scan if tokenizing fails."""
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.type == tokenize.COMMENT:
-                yield tok.start[0], tok.string
+                yield tok.start[0], tok.start[1], tok.string
     except (tokenize.TokenError, SyntaxError, IndentationError):
         for row, line in enumerate(text.splitlines(), 1):
             pos = line.find("#")
             if pos >= 0:
-                yield row, line[pos:]
+                yield row, pos, line[pos:]
+
+
+def _line_starts(text: str) -> list[int]:
+    # Rows as the tokenizer counts them (\n, \r\n or \r), to turn a comment's row and column into an offset.
+    starts = [0]
+    starts.extend(m.end() for m in re.finditer(r"\r\n|\r|\n", text))
+    return starts
+
+
+def _directive(match: re.Match, row: int, at: int, comment: str, *, file_level=False, bracketed=False) -> Directive:
+    codes = None
+    group = match.group("codes")
+    if group and group.strip():
+        base = at + match.start("codes")
+        # Inside ignore[...] anything between separators is a code, as the suppression reads it.
+        pattern = _BRACKETED_CODE if bracketed else _CODE_RE
+        codes = tuple(Code(m.group(), base + m.start(), base + m.end()) for m in pattern.finditer(group))
+    return Directive(row, at + match.start(), at + match.end(), at, at + len(comment), codes or None,
+                     file_level=file_level, bracketed=bracketed)
 
 
 def parse_suppressions(text: str) -> Suppressions:
@@ -56,21 +117,97 @@ def parse_suppressions(text: str) -> Suppressions:
     # Cheap test first: most files hold no suppression comment at all.
     if "noqa" not in text and "trainlint:" not in text:
         return result
-    for row, comment in _comments(text):
+    starts = None
+    for row, column, comment in _comments(text):
+        if "noqa" not in comment.lower() and "trainlint:" not in comment:
+            continue
+        if starts is None:
+            starts = _line_starts(text)
+        at = starts[row - 1] + column
         file_match = _FILE.search(comment)
         if file_match and comment.lstrip("#").strip().startswith("trainlint"):
-            codes = _codes(file_match.group("codes"))
+            directive = _directive(file_match, row, at, comment, file_level=True)
+            result.directives.append(directive)
+            codes = directive.code_texts()
             if codes is ALL:
                 result.file_codes = None
             elif result.file_codes is not None:
                 result.file_codes = (result.file_codes or frozenset()) | codes
             continue
-        for pattern in (_NOQA, _IGNORE):
+        for pattern, bracketed in ((NOQA, False), (_IGNORE, True)):
             match = pattern.search(comment)
             if match:
-                codes = _codes(match.group("codes"))
+                directive = _directive(match, row, at, comment, bracketed=bracketed)
+                result.directives.append(directive)
+                codes = directive.code_texts()
                 if row in result.lines:
                     prev = result.lines[row]
                     codes = None if prev is None or codes is None else prev | codes
                 result.lines[row] = codes
     return result
+
+
+def unused_codes(suppressions: Suppressions, known: frozenset, enabled: frozenset,
+                 audit_code: str) -> list[tuple[Directive, tuple[Code, ...]]]:
+    """The directives holding codes that suppressed nothing, with those codes.
+
+    Only codes trainlint can judge: a code (or prefix) of rules it knows (`known`), every one of
+    which ran on this file (`enabled`); another tool's code, or one of a rule that did not run,
+    is left alone, as is a blanket `# noqa`. A directive that suppresses `audit_code` itself
+    (TL001) on its line, or a file-level blanket suppression, turns the audit off there."""
+    if suppressions.file_codes is None:
+        return []
+    if suppressions.file_codes and any(covers(c, audit_code) for c in suppressions.file_codes):
+        return []
+    out = []
+    for directive in suppressions.directives:
+        if directive.codes is None:
+            continue
+        row = 0 if directive.file_level else directive.row
+        line_codes = suppressions.file_codes if directive.file_level else suppressions.lines.get(row)
+        if line_codes is None or any(covers(c, audit_code) for c in line_codes):
+            continue
+        unused = []
+        for code in directive.codes:
+            named = {k for k in known if covers(code.text, k)}
+            if named and named <= enabled and (row, code.text) not in suppressions.used:
+                unused.append(code)
+        if unused:
+            out.append((directive, tuple(unused)))
+    return out
+
+
+def without_codes(text: str, directive: Directive, unused: tuple[Code, ...]) -> tuple[int, int, str]:
+    """The edit (start, end, new text) that takes `unused` out of `directive`: the codes from its
+    list when others remain, else the directive itself, the comment when nothing else is in it,
+    and the line when nothing else is on it."""
+    assert directive.codes is not None
+    left = [c.text for c in directive.codes if c not in unused]
+    first, last = directive.codes[0].start, directive.codes[-1].end
+    if left:
+        return first, last, ", ".join(left)
+    before = text[directive.comment_start:directive.start]
+    after = text[directive.end:directive.comment_end]
+    if before.strip():
+        # `# type: ignore  # noqa: TL101`: the directive and the blanks before it go.
+        start = directive.start
+        while start > directive.comment_start and text[start - 1] in " \t":
+            start -= 1
+        return start, directive.end, ""
+    if after.strip():
+        # `# noqa: TL101  why`: the comment's own words stay.
+        rest = after.lstrip()
+        return directive.start, directive.end + len(after) - len(rest), "" if rest.startswith("#") else "# "
+    # The whole comment goes, with the blanks before it; so does its line when nothing else was on it.
+    line_start = text.rfind("\n", 0, directive.comment_start) + 1
+    line_start = max(line_start, text.rfind("\r", 0, directive.comment_start) + 1)
+    start = directive.comment_start
+    while start > line_start and text[start - 1] in " \t":
+        start -= 1
+    end = directive.comment_end
+    if start == line_start:
+        for eol in ("\r\n", "\n", "\r"):
+            if text.startswith(eol, end):
+                return start, end + len(eol), ""
+        return start, end, ""
+    return start, end, ""

@@ -7,10 +7,11 @@ and every row after one would then be off by one).
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
-from trainlint.diagnostics import Diagnostic, Edit
+from trainlint.diagnostics import Diagnostic, Edit, Location
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
@@ -59,6 +60,11 @@ class LineIndex:
         if row <= len(self.lines):
             return self.starts[row - 1]
         return len(self.text)
+
+    def location(self, offset: int) -> Location:
+        """The 1-based row and column of a character offset."""
+        row = bisect.bisect_right(self.starts, offset) or 1
+        return Location(row, offset - self.starts[row - 1] + 1 if self.starts else offset + 1)
 
     def line_end(self, row: int, keep_eol: bool = False) -> int:
         """Offset just past row `row`'s content (or past its line ending with keep_eol)."""

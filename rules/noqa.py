@@ -1,0 +1,126 @@
+"""TL0xx: trainlint's own comments (no section of the seed article; Ruff's RUF100 is the model)."""
+
+from __future__ import annotations
+
+from trainlint.rule import Invalid, Rule, Valid
+
+_LOADER = "from torch.utils.data import DataLoader\n"
+# The rules TL001's cases judge suppressions of; a case's other rules are off, so their codes are not judged.
+_WITH_TL101 = {"select": ("TL001", "TL101")}
+_WITH_TL101_TL102 = {"select": ("TL001", "TL101", "TL102")}
+
+
+def _listed(codes: list[str]) -> str:
+    return codes[0] if len(codes) == 1 else f"{', '.join(codes[:-1])} or {codes[-1]}"
+
+
+class UnusedNoqa(Rule):
+    code = "TL001"
+    name = "unused-noqa"
+    summary = "`# noqa` or `# trainlint: ignore[...]` code that suppresses no finding"
+    source = None
+    default_enabled = False
+    fix_applicability = "safe"
+    audits_suppressions = True
+    docs = """
+## What it does
+Flags a trainlint code in a suppression comment (`# noqa: TL101`, `# trainlint: ignore[TL101]`,
+the file-level `# trainlint: noqa: TL101`) when no finding of that rule was suppressed by it:
+the code was fixed, the rule was refined, or the comment sits on a line where no finding starts
+(a suppression applies to the first line of a finding that spans several).
+
+Only codes trainlint can judge are flagged: a code, or a prefix such as `TL1`, all of whose rules
+ran on the file. Another tool's code (`E501`), a blanket `# noqa`, and the code of a rule that is
+not selected for the file (off by default, in `ignore` or `per-file-ignores`, or off for the
+`target-torch`) are left alone. With `--ignore-noqa` nothing is suppressed, so nothing is
+flagged. The rule is off by default, as Ruff's RUF100 is; select it with
+`extend-select = ["TL001"]`.
+
+## Why is this bad?
+A stale suppression hides the next real finding on its line: the slow loader someone adds there
+later is never reported. Suppressions pile up as code is fixed (`trainlint check --add-noqa`
+adds one for every finding when adopting trainlint), and nobody removes them by hand.
+
+## Example
+```python
+loader = DataLoader(dataset, batch_size=64, num_workers=8)  # noqa: TL101
+```
+
+## Use instead
+```python
+loader = DataLoader(dataset, batch_size=64, num_workers=8)
+```
+
+## Fix safety
+Safe: the unused codes leave the comment's list (`# noqa: E501, TL101` becomes `# noqa: E501`);
+a directive left with no code is removed, with the comment when nothing else is in it and the
+line when nothing else is on it. Nothing the comment suppresses is lost.
+"""
+    valid = [
+        Valid(_LOADER + "loader = DataLoader(ds)  # noqa: TL101\n", settings=_WITH_TL101),
+        Valid(_LOADER + "loader = DataLoader(ds)  # trainlint: ignore[TL101]\n", settings=_WITH_TL101),
+        # A prefix is used when a rule it names has a finding there.
+        Valid(_LOADER + "loader = DataLoader(ds)  # noqa: TL1\n", settings={"select": ("TL001", "TL1")}),
+        # TL102 did not run: its code is not judged. E501 is another tool's; a blanket noqa covers anything.
+        Valid(_LOADER + "loader = DataLoader(ds, num_workers=4)  # noqa: TL102, E501\nx = 1  # noqa\n",
+              settings=_WITH_TL101),
+        # The audit suppressed on its own line.
+        Valid(_LOADER + "loader = DataLoader(ds, num_workers=4)  # noqa: TL101, TL001\n", settings=_WITH_TL101),
+        # A file-level suppression that suppresses something.
+        Valid("# trainlint: noqa: TL101\n" + _LOADER + "loader = DataLoader(ds)\n", settings=_WITH_TL101),
+        # A finding spanning lines is suppressed on its first line.
+        Valid(_LOADER + "loader = DataLoader(  # noqa: TL101\n    ds,\n)\n", settings=_WITH_TL101),
+        # With --ignore-noqa nothing is suppressed, so nothing is judged.
+        Valid(_LOADER + "loader = DataLoader(ds, num_workers=4)  # noqa: TL101\n",
+              settings={**_WITH_TL101, "ignore_noqa": True}),
+    ]
+    invalid = [
+        Invalid(
+            _LOADER + "loader = DataLoader(ds, num_workers=4)  # noqa: TL101\n",
+            fixed=_LOADER + "loader = DataLoader(ds, num_workers=4)\n",
+            message="no TL101 finding starts on this line",
+            settings=_WITH_TL101,
+        ),
+        Invalid(
+            _LOADER + "loader = DataLoader(ds, num_workers=4)  # noqa: E501, TL101\n",
+            fixed=_LOADER + "loader = DataLoader(ds, num_workers=4)  # noqa: E501\n",
+            settings=_WITH_TL101,
+        ),
+        Invalid(
+            _LOADER + "loader = DataLoader(ds)  # trainlint: ignore[TL101, TL102]\n",
+            fixed=_LOADER + "loader = DataLoader(ds)  # trainlint: ignore[TL101]\n",
+            settings=_WITH_TL101_TL102,
+        ),
+        # On the second line of a call, the comment suppresses nothing.
+        Invalid(
+            _LOADER + "loader = DataLoader(\n    ds,\n    num_workers=4,  # noqa: TL101\n)\n",
+            fixed=_LOADER + "loader = DataLoader(\n    ds,\n    num_workers=4,\n)\n",
+            settings=_WITH_TL101,
+        ),
+        Invalid(
+            _LOADER + "loader = DataLoader(ds, num_workers=4)  # type: ignore  # noqa: TL101\n",
+            fixed=_LOADER + "loader = DataLoader(ds, num_workers=4)  # type: ignore\n",
+            settings=_WITH_TL101,
+        ),
+        Invalid(
+            _LOADER + "loader = DataLoader(ds, num_workers=4)  # noqa: TL101 (slow disk)\n",
+            fixed=_LOADER + "loader = DataLoader(ds, num_workers=4)  # (slow disk)\n",
+            settings=_WITH_TL101,
+        ),
+        Invalid(
+            "# trainlint: noqa: TL101\n" + _LOADER + "loader = DataLoader(ds, num_workers=4)\n",
+            fixed=_LOADER + "loader = DataLoader(ds, num_workers=4)\n",
+            message="no TL101 finding in this file",
+            settings=_WITH_TL101,
+        ),
+    ]
+
+    @classmethod
+    def describe(cls, directive, unused) -> tuple[str, str]:
+        """The finding's message and its fix's, for `unused` codes of `directive`."""
+        codes = [c.text for c in unused]
+        where = "in this file" if directive.file_level else "starts on this line"
+        message = f"Unused suppression: no {_listed(codes)} finding {where}"
+        if len(codes) == len(directive.codes):
+            return message, "Remove the unused suppression"
+        return message, f"Remove {_listed(codes).replace(' or ', ' and ')} from the suppression"
