@@ -20,21 +20,36 @@ _INTERVAL_NAME = re.compile(
 )
 
 def step_counter(ctx, node: cst.CSTNode) -> str | None:
-    """The hot loop's existing step counter: the enumerate index, or a name incremented by 1."""
+    """The hot loop's existing step counter: the enumerate index, or a name incremented by 1.
+
+    Code that runs once per optimizer step of gradient accumulation (`if (i + 1) % accum == 0:`)
+    counts optimizer steps: only a name incremented there will do (`global_step += 1`). The
+    loop's index would make `if i % 100 == 0:` inside that branch true on no step at all when
+    the accumulation count is even."""
     loop = ctx.loops.hot_loop_of(node)
     if loop is None:
         return None
+    region = ctx.loops.step_region(node)
+    if region is not None:
+        return _incremented(ctx, region)
     if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and ctx.dotted(loop.iter.func) == "enumerate" \
             and isinstance(loop.target, cst.Tuple) and isinstance(loop.target.elements[0].value, cst.Name):
         return loop.target.elements[0].value.value
     if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Call) \
             and ctx.dotted(loop.iter.func) == "range":
         return loop.target.value
-    for aug in ctx.index.walk(loop.body):
-        if isinstance(aug, cst.AugAssign) and isinstance(aug.operator, cst.AddAssign) and ctx.literal(aug.value) == 1:
-            name = ctx.dotted(aug.target)
-            if name:
-                return name
+    return _incremented(ctx, [loop.body])
+
+
+def _incremented(ctx, statements) -> str | None:
+    """The first name these statements increment by 1 (`step += 1`)."""
+    for stmt in statements:
+        for aug in ctx.index.walk(stmt):
+            if isinstance(aug, cst.AugAssign) and isinstance(aug.operator, cst.AddAssign) \
+                    and ctx.literal(aug.value) == 1:
+                name = ctx.dotted(aug.target)
+                if name:
+                    return name
     return None
 
 
@@ -42,7 +57,8 @@ def log_interval(ctx, default: int) -> str:
     """An interval the script already defines (`log_every`, `args.log_interval`...), else the default."""
     for node in ctx.index.nodes(cst.Attribute) + ctx.index.nodes(cst.Name):
         text = ctx.dotted(node)
-        if text and _INTERVAL_NAME.match(text.rsplit(".", 1)[-1]):
+        # A private attribute counts too: torchtune's `self._log_every_n_steps`.
+        if text and _INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")):
             return text
     return str(default)
 
@@ -113,7 +129,8 @@ def _statements_to_move(ctx, block: cst.IndentedBlock, stmt: cst.SimpleStatement
         if end - start > _MAX_MOVED_READERS:
             return None
         for s in body[start + 1:end + 1]:
-            names = _bound_names(s)
+            # A compound statement among the readers (`if ...:` that reads the name) does not move.
+            names = _bound_names(s) if isinstance(s, cst.SimpleStatementLine) else None
             if names is None:
                 return None
             pending |= names - done
@@ -195,6 +212,16 @@ def train(loader):
             logging_loss = {tr_loss}
     return global_step, {tr_loss} / global_step
 """
+
+
+def in_accumulation_step(body: str, counter: str = "global_step += 1\n") -> str:
+    """A rule case: gradient accumulation, with `body` in the branch that steps the optimizer
+    (once per optimizer step, every training step), after `counter`."""
+    inner = (counter + body).replace("\n", "\n        ").rstrip(" ")
+    return ("import torch\nfor i, (x, y) in enumerate(loader):\n    (model(x, y) / accum).backward()\n"
+            "    if (i + 1) % accum == 0:\n        opt.step()\n        opt.zero_grad()\n        " + inner + "\n")
+
+
 _NO_FIX_SHOWN_NAME = _with_total(in_training_loop("total += loss.item()")) + "print(f'{total=}')\n"
 _NO_FIX_PER_STEP_READ = _with_total(in_training_loop("total += loss.item()\npbar.set_postfix(avg=total / (step + 1))"))
 _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) == y).sum().item()"), "correct = 0") \
@@ -212,7 +239,9 @@ class PerStepHostSync(Rule):
     docs = """
 ## What it does
 Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
-`float(t)`, `int(t)`) that run on every step of the hot loop.
+`float(t)`, `int(t)`) that run on every step of the hot loop. Under gradient accumulation the
+branch that steps the optimizer (`if (i + 1) % accum == 0: opt.step(); ...`) runs on every
+training step too; a logging interval inside it limits what it guards.
 
 ## Why is this bad?
 A read of a device tensor waits until every queued kernel has finished: the host stops feeding
@@ -261,6 +290,8 @@ the name, and not at all when the name is read anywhere else (the read would be 
         Valid(in_training_loop("should_log = step % 10 == 0\nif should_log:\n    print(loss.item())")),
         # A tensor made on the CPU (no device=) reads no GPU (diffusers' random roll amount).
         Valid(in_training_loop("shift = torch.randint(8, (1,), generator=g).item()")),
+        # Under the logging interval inside the branch that steps the optimizer.
+        Valid(in_accumulation_step("if global_step % 50 == 0:\n    print(loss.item())")),
     ]
     invalid = [
         # The reads of the accumulator are converted where they are: it prints a number, not `tensor(...)`.
@@ -284,6 +315,15 @@ the name, and not at all when the name is read anywhere else (the read would be 
         Invalid(_NO_FIX_PER_STEP_READ, fixed=_NO_FIX_PER_STEP_READ),
         Invalid(_NO_FIX_COUNT, fixed=_NO_FIX_COUNT),
         Invalid(in_training_loop("total += loss.item()"), fixed=in_training_loop("total += loss.item()")),
+        # Gradient accumulation: the branch that steps the optimizer runs on every training step
+        # (torchtune's recipes read the running loss there), as does what follows an early
+        # `continue` on the other micro-batches.
+        Invalid(in_accumulation_step("lossf = loss.item()\npbar.set_description(f'{lossf:.3f}')")),
+        Invalid("import torch\nfor i, (x, y) in enumerate(loader):\n    (model(x, y) / accum).backward()\n"
+                "    if (i + 1) % accum != 0:\n        continue\n    opt.step()\n    opt.zero_grad()\n"
+                "    losses.append(loss.item())\n"),
+        # A block that reads the name among the statements after it: no suggestion (it does not move).
+        Invalid(in_training_loop("lossf = loss.item()\nif verbose:\n    print(lossf)\nhistory.append(lossf)")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -643,7 +683,10 @@ interval (or `log-every`, default 100), so fewer lines are printed. A string bui
 logging call (assigned, then used) gets no fix: the code that uses it must move too. A tracker
 call is guarded the same way only when it passes its step explicitly (`step=`, `global_step`):
 without it the tracker numbers the calls it gets, and logging every N steps would squeeze the
-x-axis N times (so would `wandb.log(..., commit=False)`); those get no fix.
+x-axis N times (so would `wandb.log(..., commit=False)`); those get no fix. Under gradient
+accumulation, in the branch that steps the optimizer, the counter must be one that branch
+increments (`global_step += 1`): the loop's micro-batch index may never be a multiple of the
+interval there. Without one there is no fix.
 """
     valid = [
         Valid(in_training_loop("if step % 50 == 0:\n    print(f'loss {loss:.3f}')")),
@@ -701,6 +744,12 @@ x-axis N times (so would `wandb.log(..., commit=False)`); those get no fix.
                                                          "if step % 100 == 0:\n    fabric.log_dict(metrics, step=step)")),
         # No step given: wandb numbers its calls, so guarding would squeeze the x-axis; no fix.
         Invalid(_NO_STEP_WANDB, fixed=_NO_STEP_WANDB),
+        # In the branch that steps the optimizer, the interval counts optimizer steps; without a
+        # counter of them there is no fix (`i % 100 == 0` may hold on no optimizer step at all).
+        Invalid(in_accumulation_step("print(f'loss {loss:.4f}')"),
+                fixed=in_accumulation_step("if global_step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
+        Invalid(in_accumulation_step("print(f'loss {loss:.4f}')", counter=""),
+                fixed=in_accumulation_step("print(f'loss {loss:.4f}')", counter="")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -101,6 +101,28 @@ def test_early_exit_interval_guards_end_per_step_code():
     assert [ctx.loops.is_per_step(c) for c in items] == [True, False, False]
 
 
+def test_the_branch_that_steps_the_optimizer_runs_every_training_step():
+    # Gradient accumulation (torchtune's recipes, HF's `if do_sync_step:`): the interval guard
+    # around the optimizer step is the step itself. A host sync there stalls every training step
+    # (is_per_step with optimizer_steps); the accumulation analysis still sees one iteration in
+    # `accum` (is_per_step alone). A logging interval inside it, and a guard without the
+    # optimizer step, still limit their code.
+    ctx = _ctx(
+        "def step_fn():\n    opt.step()\n"
+        "for i, batch in enumerate(loader):\n    model(batch).backward()\n"
+        "    if (i + 1) % accum == 0:\n        step_fn()\n        global_step += 1\n        a = loss.item()\n"
+        "        if global_step % 50 == 0:\n            b = loss.item()\n"
+        "    if i % 100 == 0:\n        c = loss.item()\n"
+        "for i, batch in enumerate(loader2):\n    model(batch).backward()\n"
+        "    if (i + 1) % accum != 0:\n        continue\n    opt.step()\n    d = loss.item()\n"
+    )
+    items = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "loss.item"]
+    assert [ctx.loops.is_per_step(c, optimizer_steps=True) for c in items] == [True, False, False, True]
+    assert [ctx.loops.is_per_step(c) for c in items] == [False, False, False, False]
+    regions = [ctx.loops.step_region(c) for c in items]
+    assert [len(r) if r is not None else None for r in regions] == [4, 4, None, 2]
+
+
 def test_tl201_reports_a_conversion_chain_once():
     from trainlint.api import lint_source
 

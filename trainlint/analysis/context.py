@@ -158,7 +158,9 @@ class FileContext:
         return self.index.parent.get(node)
 
     def is_per_step(self, node: cst.CSTNode) -> bool:
-        return self.loops.is_per_step(node)
+        """node runs on every training step: every iteration of a hot loop, or once per optimizer
+        step under gradient accumulation (what a host sync costs is a stall of each step)."""
+        return self.loops.is_per_step(node, optimizer_steps=True)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)

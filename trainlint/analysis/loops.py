@@ -87,7 +87,8 @@ class Loops:
         self.index = index
         self.names = names
         self.interval_names = frozenset(interval_names)
-        self._per_step_fn: dict[cst.FunctionDef, bool] = {}
+        self._per_step_fn: dict[tuple[cst.FunctionDef, bool], bool] = {}
+        self._boundary_cache: dict[cst.If, bool] = {}
         self._guard_cache: dict[cst.CSTNode, bool] = {}
         self._in_hot_fn: dict[cst.FunctionDef, bool] = {}
         self._exit_cache: dict[cst.CSTNode, list[int]] = {}
@@ -309,34 +310,84 @@ class Loops:
             child = anc
         return None
 
-    def _early_exits(self, block) -> list[int]:
+    def _early_exits(self, block) -> tuple[list[int], list[int]]:
         """Positions in a block of interval guards that leave early: `if not should_log: return`,
-        `if step % n != 0: continue`; the statements after them run only on some steps."""
+        `if step % n != 0: continue`; the statements after them run only on some steps. In two
+        lists: the guards after which the block steps the optimizer (`if (i + 1) % accum != 0:
+        continue` before `opt.step()`: what follows runs once per optimizer step), and the others."""
         cached = self._exit_cache.get(block)
         if cached is None:
-            cached = []
+            cached = ([], [])
             for i, stmt in enumerate(block.body):
                 if isinstance(stmt, cst.If) and stmt.orelse is None and self.is_interval_test(stmt.test):
                     last = stmt.body.body[-1] if stmt.body.body else None
                     if isinstance(last, cst.SimpleStatementLine):
                         last = last.body[-1] if last.body else None
                     if isinstance(last, (cst.Return, cst.Continue)):
-                        cached.append(i)
+                        steps = isinstance(last, cst.Continue) and self._steps_optimizer(stmt, block.body[i + 1:])
+                        cached[0 if steps else 1].append(i)
             self._exit_cache[block] = cached
         return cached
 
-    def is_per_step(self, node: cst.CSTNode) -> bool:
+    def _steps_optimizer(self, at: cst.CSTNode, statements) -> bool:
+        """An optimizer step of the hot loop that `at` is in, among `statements`: `opt.step()`,
+        `scaler.step(opt)`, or a call of a module-local function that steps one."""
+        loop = self.innermost_loop(at)
+        return loop is not None and loop in self.hot_loops and any(
+            self.innermost_loop(call) is loop and any(self.index.contains(stmt, call) for stmt in statements)
+            for call in self._optimizer_step_sites)
+
+    @cached_property
+    def _optimizer_step_sites(self) -> list[cst.Call]:
+        steps = [c for c in self.step_calls if is_optimizer_step(c)]
+        stepping = {self.index.enclosing_function(c) for c in steps} - {None}
+        return steps + [c for fn in stepping for c in self.calls_by_name.get(fn.name.value, ())]
+
+    def is_step_boundary(self, branch: cst.If) -> bool:
+        """The interval guard of gradient accumulation: `if (i + 1) % accum == 0:` around the
+        optimizer step. Its body runs once per optimizer step, which is every training step."""
+        cached = self._boundary_cache.get(branch)
+        if cached is None:
+            cached = self.is_interval_test(branch.test) and self._steps_optimizer(branch, [branch.body])
+            self._boundary_cache[branch] = cached
+        return cached
+
+    def step_region(self, node: cst.CSTNode) -> list | None:
+        """The statements that run once per optimizer step of gradient accumulation and hold node
+        (the body of `if (i + 1) % accum == 0:` that steps the optimizer, or the rest of the loop
+        body after `if (i + 1) % accum != 0: continue`); None when node is not in such code."""
         child = node
         for anc in self.index.ancestors(node):
-            if isinstance(anc, cst.If) and child is anc.body \
-                    and (self.is_interval_test(anc.test) or self._ends_loop(anc)):
+            if isinstance(anc, _FUNC_BOUNDARY):
+                return None
+            if isinstance(anc, cst.If) and child is anc.body and self.is_step_boundary(anc):
+                return list(anc.body.body)
+            if isinstance(anc, cst.IndentedBlock):
+                steps, _others = self._early_exits(anc)
+                position = _position(anc.body, child)
+                if steps and steps[0] < position:
+                    return list(anc.body[steps[0] + 1:])
+            if isinstance(anc, Loop) and child is anc.body and anc in self.hot_loops:
+                return None
+            child = anc
+        return None
+
+    def is_per_step(self, node: cst.CSTNode, *, optimizer_steps: bool = False) -> bool:
+        """node runs on every iteration of a hot loop. With `optimizer_steps`, code that runs once
+        per optimizer step of gradient accumulation counts too (is_step_boundary): a host sync
+        there stalls every training step, while the accumulation analysis asks about iterations."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, cst.If) and child is anc.body and (self._ends_loop(anc) or (
+                    self.is_interval_test(anc.test) and not (optimizer_steps and self.is_step_boundary(anc)))):
                 return False
             if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)):
                 # Recovery code (`except OutOfMemoryError: torch.cuda.empty_cache()`) runs when a
                 # step fails, not on every step (OpenNMT-py, ultralytics).
                 return False
             if isinstance(anc, (cst.IndentedBlock, cst.Module)):
-                exits = self._early_exits(anc)
+                steps, others = self._early_exits(anc)
+                exits = others if optimizer_steps else sorted(steps + others)
                 if exits and exits[0] < _position(anc.body, child):
                     return False
             if isinstance(anc, Loop) and child is anc.body and anc in self.hot_loops:
@@ -344,7 +395,7 @@ class Loops:
             if isinstance(anc, (cst.Lambda, cst.ClassDef)):
                 return False
             if isinstance(anc, cst.FunctionDef):
-                return self._function_per_step(anc)
+                return self._function_per_step(anc, optimizer_steps)
             child = anc
         return False
 
@@ -359,13 +410,15 @@ class Loops:
             return self.hot_loop_of(branch) is not None
         return isinstance(last, cst.Break) and self.innermost_loop(branch) in self.hot_loops
 
-    def _function_per_step(self, fn: cst.FunctionDef) -> bool:
-        cached = self._per_step_fn.get(fn)
+    def _function_per_step(self, fn: cst.FunctionDef, optimizer_steps: bool) -> bool:
+        key = (fn, optimizer_steps)
+        cached = self._per_step_fn.get(key)
         if cached is not None:
             return cached
-        self._per_step_fn[fn] = False  # recursion guard
-        result = any(self.is_per_step(call) for call in self.calls_by_name.get(fn.name.value, ()))
-        self._per_step_fn[fn] = result
+        self._per_step_fn[key] = False  # recursion guard
+        result = any(self.is_per_step(call, optimizer_steps=optimizer_steps)
+                     for call in self.calls_by_name.get(fn.name.value, ()))
+        self._per_step_fn[key] = result
         return result
 
     def in_training_step(self, node: cst.CSTNode) -> bool:
