@@ -222,6 +222,21 @@ def in_accumulation_step(body: str, counter: str = "global_step += 1\n") -> str:
             "    if (i + 1) % accum == 0:\n        opt.step()\n        opt.zero_grad()\n        " + inner + "\n")
 
 
+# accelerate's gradient accumulation: the optimizer steps every micro-batch inside `accumulate`,
+# and accelerate skips all but the last.
+_ACCUMULATE = """import torch
+from accelerate import Accelerator
+accelerator = Accelerator(gradient_accumulation_steps=4)
+for step, batch in enumerate(loader):
+    with accelerator.accumulate(model):
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+    if {guard}:
+        completed_steps += 1
+        progress_bar.set_postfix(loss=loss.item())
+"""
 _NO_FIX_SHOWN_NAME = _with_total(in_training_loop("total += loss.item()")) + "print(f'{total=}')\n"
 _NO_FIX_PER_STEP_READ = _with_total(in_training_loop("total += loss.item()\npbar.set_postfix(avg=total / (step + 1))"))
 _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) == y).sum().item()"), "correct = 0") \
@@ -240,8 +255,9 @@ class PerStepHostSync(Rule):
 ## What it does
 Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
 `float(t)`, `int(t)`) that run on every step of the hot loop. Under gradient accumulation the
-branch that steps the optimizer (`if (i + 1) % accum == 0: opt.step(); ...`) runs on every
-training step too; a logging interval inside it limits what it guards.
+branch that steps the optimizer (`if (i + 1) % accum == 0: opt.step(); ...`, or accelerate's
+`if accelerator.sync_gradients:`) runs on every training step too; a logging interval inside it
+limits what it guards.
 
 ## Why is this bad?
 A read of a device tensor waits until every queued kernel has finished: the host stops feeding
@@ -292,6 +308,7 @@ the name, and not at all when the name is read anywhere else (the read would be 
         Valid(in_training_loop("shift = torch.randint(8, (1,), generator=g).item()")),
         # Under the logging interval inside the branch that steps the optimizer.
         Valid(in_accumulation_step("if global_step % 50 == 0:\n    print(loss.item())")),
+        Valid(_ACCUMULATE.format(guard="accelerator.sync_gradients and completed_steps % 50 == 0")),
     ]
     invalid = [
         # The reads of the accumulator are converted where they are: it prints a number, not `tensor(...)`.
@@ -322,6 +339,8 @@ the name, and not at all when the name is read anywhere else (the read would be 
         Invalid("import torch\nfor i, (x, y) in enumerate(loader):\n    (model(x, y) / accum).backward()\n"
                 "    if (i + 1) % accum != 0:\n        continue\n    opt.step()\n    opt.zero_grad()\n"
                 "    losses.append(loss.item())\n"),
+        # accelerate: `sync_gradients` is true exactly when the optimizer steps.
+        Invalid(_ACCUMULATE.format(guard="accelerator.sync_gradients")),
         # A block that reads the name among the statements after it: no suggestion (it does not move).
         Invalid(in_training_loop("lossf = loss.item()\nif verbose:\n    print(lossf)\nhistory.append(lossf)")),
     ]

@@ -345,10 +345,14 @@ class Loops:
 
     def is_step_boundary(self, branch: cst.If) -> bool:
         """The interval guard of gradient accumulation: `if (i + 1) % accum == 0:` around the
-        optimizer step. Its body runs once per optimizer step, which is every training step."""
+        optimizer step, or accelerate's `if accelerator.sync_gradients:` (true exactly when the
+        optimizer steps inside `accelerator.accumulate`). Its body runs once per optimizer step,
+        which is every training step."""
         cached = self._boundary_cache.get(branch)
         if cached is None:
-            cached = self.is_interval_test(branch.test) and self._steps_optimizer(branch, [branch.body])
+            flag = dotted(branch.test) if isinstance(branch.test, (cst.Name, cst.Attribute)) else None
+            cached = self.is_interval_test(branch.test) and (
+                self._steps_optimizer(branch, [branch.body]) or (flag or "").rsplit(".", 1)[-1] == "sync_gradients")
             self._boundary_cache[branch] = cached
         return cached
 
