@@ -237,6 +237,16 @@ for step, batch in enumerate(loader):
         completed_steps += 1
         progress_bar.set_postfix(loss=loss.item())
 """
+# A method of a framework's class, with a host read in it.
+_HOOK = """import torch
+import lightning as L
+import transformers
+class M({base}):
+    def {hook}(self, batch, batch_idx):
+        loss, acc = self.model(batch)
+        self.history.append({read})
+        return loss
+"""
 _NO_FIX_SHOWN_NAME = _with_total(in_training_loop("total += loss.item()")) + "print(f'{total=}')\n"
 _NO_FIX_PER_STEP_READ = _with_total(in_training_loop("total += loss.item()\npbar.set_postfix(avg=total / (step + 1))"))
 _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) == y).sum().item()"), "correct = 0") \
@@ -257,7 +267,11 @@ Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.
 `float(t)`, `int(t)`) that run on every step of the hot loop. Under gradient accumulation the
 branch that steps the optimizer (`if (i + 1) % accum == 0: opt.step(); ...`, or accelerate's
 `if accelerator.sync_gradients:`) runs on every training step too; a logging interval inside it
-limits what it guards.
+limits what it guards. So do the hooks a framework calls on every step, where the loop is the
+framework's: a LightningModule's `training_step`, a Lightning callback's `on_train_batch_end`, a
+transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallback's
+`on_step_end` (found through base classes the module imports). The same reading of "every step"
+holds for TL202, TL203 and TL204.
 
 ## Why is this bad?
 A read of a device tensor waits until every queued kernel has finished: the host stops feeding
@@ -309,6 +323,9 @@ the name, and not at all when the name is read anywhere else (the read would be 
         # Under the logging interval inside the branch that steps the optimizer.
         Valid(in_accumulation_step("if global_step % 50 == 0:\n    print(loss.item())")),
         Valid(_ACCUMULATE.format(guard="accelerator.sync_gradients and completed_steps % 50 == 0")),
+        # Not a per-step hook: evaluation, or a class no framework calls.
+        Valid(_HOOK.format(base="L.LightningModule", hook="validation_step", read="acc.item()")),
+        Valid(_HOOK.format(base="object", hook="training_step", read="acc.item()")),
     ]
     invalid = [
         # The reads of the accumulator are converted where they are: it prints a number, not `tensor(...)`.
@@ -341,6 +358,11 @@ the name, and not at all when the name is read anywhere else (the read would be 
                 "    losses.append(loss.item())\n"),
         # accelerate: `sync_gradients` is true exactly when the optimizer steps.
         Invalid(_ACCUMULATE.format(guard="accelerator.sync_gradients")),
+        # Hooks a framework calls on every step: the loop is Lightning's or the Trainer's.
+        Invalid(_HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()")),
+        Invalid(_HOOK.format(base="Base", hook="training_step", read="acc.item()").replace(
+            "class M(", "class Base(L.LightningModule):\n    pass\nclass M(")),
+        Invalid(_HOOK.format(base="transformers.Trainer", hook="compute_loss", read="float(acc)")),
         # A block that reads the name among the statements after it: no suggestion (it does not move).
         Invalid(in_training_loop("lossf = loss.item()\nif verbose:\n    print(lossf)\nhistory.append(lossf)")),
     ]

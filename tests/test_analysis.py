@@ -93,7 +93,10 @@ def test_interval_guards(guard):
     code = (f"flag = step % 5 == 0\nfor step, b in enumerate(loader):\n    model(b).backward()\n    opt.step()\n"
             f"    if {guard}:\n        marker = 1\n")
     ctx = ctx_for(code)
-    assert not ctx.is_per_step(_name(ctx, "marker"))
+    assert not ctx.loops.is_per_step(_name(ctx, "marker"))
+    # accelerate's flag is true exactly when the optimizer steps (inside `accumulate`): the
+    # iterations it guards are the training steps, where a host sync stalls each one.
+    assert ctx.is_per_step(_name(ctx, "marker")) == (guard == "accelerator.sync_gradients")
 
 
 @pytest.mark.parametrize("ending,per_step", [

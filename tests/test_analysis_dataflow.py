@@ -123,6 +123,29 @@ def test_the_branch_that_steps_the_optimizer_runs_every_training_step():
     assert [len(r) if r is not None else None for r in regions] == [4, 4, None, 2]
 
 
+def test_framework_hooks_run_every_step():
+    # The loop is the framework's: Lightning's training_step and batch-end callbacks, a
+    # transformers or trl Trainer's compute_loss, a TrainerCallback's on_step_end. Only through
+    # base classes the module can name (a local subclass chain is followed).
+    ctx = _ctx(
+        "import pytorch_lightning as pl\nfrom lightning.pytorch.callbacks import Callback\n"
+        "from transformers import Trainer, TrainerCallback\nfrom trl import SFTTrainer\nfrom mylib import Trainer as Other\n"
+        "class Base(pl.LightningModule):\n    pass\n"
+        "class M(Base):\n    def training_step(self, b, i):\n        pass\n"
+        "    def validation_step(self, b, i):\n        pass\n"
+        "class C(Callback):\n    def on_train_batch_end(self, *a):\n        pass\n"
+        "class T(Trainer):\n    def compute_loss(self, model, inputs):\n        pass\n"
+        "class S(SFTTrainer):\n    def training_step(self, model, inputs):\n        pass\n"
+        "class TC(TrainerCallback):\n    def on_step_end(self, *a):\n        pass\n    def on_log(self, *a):\n        pass\n"
+        "class O(Other):\n    def training_step(self, b):\n        pass\n"
+        "def training_step(b):\n    pass\n"
+    )
+    hooks = {f"{ctx.index.parent[ctx.index.parent[fn]].name.value}.{fn.name.value}"
+             if isinstance(ctx.index.parent.get(ctx.index.parent.get(fn)), cst.ClassDef) else fn.name.value
+             for fn in ctx.index.nodes(cst.FunctionDef) if ctx.loops.is_step_hook(fn)}
+    assert hooks == {"M.training_step", "C.on_train_batch_end", "T.compute_loss", "S.training_step", "TC.on_step_end"}
+
+
 def test_tl201_reports_a_conversion_chain_once():
     from trainlint.api import lint_source
 

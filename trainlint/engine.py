@@ -13,6 +13,7 @@ import_libcst()  # first, so libcst's dataclasses use the kept code; the line be
 import libcst as cst  # noqa: E402
 
 from trainlint.analysis.context import FileContext
+from trainlint.analysis.loops import STEP_HOOK_NAMES
 from trainlint.analysis.positions import Positions
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from trainlint.layout import one_arg_per_line
@@ -77,8 +78,9 @@ def select_for_text(rules: list[ActiveRule], text: str) -> list[ActiveRule]:
             continue
         if r.rule.needs_hot_loop:
             if hot is None:
-                # A call, not the word: "backward pass" is in many docstrings.
-                hot = "backward(" in text or ".step(" in text
+                # A call, not the word: "backward pass" is in many docstrings. A framework's
+                # per-step hook (`training_step`) is a hot loop's body without the loop.
+                hot = "backward(" in text or ".step(" in text or any(h in text for h in STEP_HOOK_NAMES)
             if not hot:
                 continue
         out.append(r)

@@ -32,6 +32,19 @@ DEFAULT_INTERVAL_NAMES = re.compile(
 # Calls that hand back the same stream of batches (accelerate, Lightning Fabric, XLA, itertools).
 _LOADER_WRAPPER = re.compile(r"^(iter|enumerate|tqdm|cycle|prepare\w*|setup_dataloaders?|skip_first_batches|"
                              r"\w*[wW]rap\w*|MpDeviceLoader|ParallelLoader)$")
+# Methods a training framework calls on every training step: the loop is the framework's, so
+# no hot loop is seen around them. By framework: the packages and the ends of the names of the
+# base classes that make a class one of its modules, trainers or callbacks, and the hooks.
+_STEP_HOOKS = (
+    (("lightning", "pytorch_lightning"), ("LightningModule", "Callback"),
+     frozenset({"training_step", "on_train_batch_start", "on_train_batch_end", "on_before_backward",
+                "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad"})),
+    (("transformers", "trl"), ("Trainer", "TrainerCallback"),
+     frozenset({"compute_loss", "training_step", "on_step_begin", "on_step_end", "on_substep_end",
+                "on_pre_optimizer_step", "on_optimizer_step"})),
+)
+# What the engine's text prefilter looks for besides backward and step calls (engine.select_for_text).
+STEP_HOOK_NAMES = tuple(sorted({hook for _packages, _bases, hooks in _STEP_HOOKS for hook in hooks}))
 _COUNTER = re.compile(r"(step|iter|idx|^i$|^it$|^j$|batch|epoch|count)", re.IGNORECASE)
 _ACCUMULATION = re.compile(r"accum", re.IGNORECASE)  # accumulate, accum_steps, gradient_accumulation_steps
 
@@ -420,10 +433,24 @@ class Loops:
         if cached is not None:
             return cached
         self._per_step_fn[key] = False  # recursion guard
-        result = any(self.is_per_step(call, optimizer_steps=optimizer_steps)
-                     for call in self.calls_by_name.get(fn.name.value, ()))
+        result = self.is_step_hook(fn) or any(self.is_per_step(call, optimizer_steps=optimizer_steps)
+                                              for call in self.calls_by_name.get(fn.name.value, ()))
         self._per_step_fn[key] = result
         return result
+
+    def is_step_hook(self, fn: cst.FunctionDef) -> bool:
+        """A method a training framework calls on every step: a LightningModule's `training_step`
+        or a Lightning callback's `on_train_batch_end`, a transformers (or trl) Trainer's
+        `compute_loss` or `training_step`, a TrainerCallback's `on_step_end` (_STEP_HOOKS)."""
+        cls = self.index.parent.get(self.index.parent.get(fn))
+        if not isinstance(cls, cst.ClassDef):
+            return False
+        name = fn.name.value
+        for packages, bases, hooks in _STEP_HOOKS:
+            if name in hooks and self.names.inherits(cls.name.value, lambda qn: qn.split(".", 1)[0] in packages
+                                                     and qn.rsplit(".", 1)[-1].endswith(bases)):
+                return True
+        return False
 
     def in_training_step(self, node: cst.CSTNode) -> bool:
         """node takes part in every training step: per step in a hot loop (or a function it calls),

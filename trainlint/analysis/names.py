@@ -191,6 +191,23 @@ class Names:
             name = next((b.value for b in bases if isinstance(b, cst.Name) and b.value in self.classes), None)
         return False
 
+    def inherits(self, class_name: str, wanted) -> bool:
+        """Whether the module's class `class_name` derives, through its classes in this module,
+        from a class whose qualified name `wanted(qualified_name)` accepts."""
+        pending, seen = [class_name], set()
+        while pending:
+            name = pending.pop()
+            if name in seen or name not in self.classes:
+                continue
+            seen.add(name)
+            for base in self.classes[name]:
+                qn = self.qualified(base)
+                if qn is not None and wanted(qn):
+                    return True
+                if isinstance(base, cst.Name):
+                    pending.append(base.value)
+        return False
+
     def module_alias(self, module: str) -> str | None:
         """A local name bound to exactly `module` (`torch` for `import torch`, `th` for `import torch as th`)."""
         if self.aliases.get(module.split(".", 1)[0]) == module and "." not in module:
