@@ -426,10 +426,10 @@ gradients until the synchronising micro-batch, which costs memory.
 
     def _steps_elsewhere(self, acc: Accumulation) -> bool:
         """An optimizer step outside the accumulation (after the loop): it may see unsynchronised gradients."""
-        dist, loops = self.ctx.distributed, self.ctx.loops
+        loops = self.ctx.loops
         scope = self.ctx.index.enclosing_function(acc.loop) or self.ctx.module
         home = loops.innermost_loop(acc.loop) if acc.nested else acc.loop
-        for step in dist._step_calls():
+        for step in loops.optimizer_step_sites:
             if step is acc.step or not self.ctx.index.contains(scope, step):
                 continue
             if self.ctx.index.enclosing_function(step) is not self.ctx.index.enclosing_function(acc.loop):

@@ -14,6 +14,8 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+from trainlint.textpos import LineIndex
+
 _CODE = r"[A-Z]+[0-9]+"
 _CODE_RE = re.compile(_CODE, re.IGNORECASE)
 _BRACKETED_CODE = re.compile(r"[^\s,]+")
@@ -43,7 +45,6 @@ class Directive:
     comment_end: int
     codes: tuple[Code, ...] | None  # None: blanket
     file_level: bool = False
-    bracketed: bool = False  # `ignore[...]`: its codes sit between brackets
 
     def code_texts(self) -> frozenset | None:
         return None if self.codes is None else frozenset(c.text for c in self.codes)
@@ -58,21 +59,16 @@ class Suppressions:
     used: set = field(default_factory=set)
 
     def suppressed(self, code: str, row: int) -> bool:
-        if row in self.lines:
-            codes = self.lines[row]
-            if codes is None:
-                return True
-            hits = [c for c in codes if covers(c, code)]
-            if hits:
-                self.used.update((row, c) for c in hits)
-                return True
-        if self.file_codes is None:
+        line = self.lines.get(row, False)
+        if line is None or self._used(line, code, row):
             return True
-        if self.file_codes:
-            hits = [c for c in self.file_codes if covers(c, code)]
-            self.used.update((0, c) for c in hits)
-            return bool(hits)
-        return False
+        return self.file_codes is None or self._used(self.file_codes, code, 0)
+
+    def _used(self, written, code: str, key: int) -> bool:
+        """Whether codes written in a comment (False: none) name `code`; those that do are recorded."""
+        hits = [c for c in written or () if covers(c, code)]
+        self.used.update((key, c) for c in hits)
+        return bool(hits)
 
 
 def covers(written: str, code: str) -> bool:
@@ -93,13 +89,6 @@ def _comments(text: str):
                 yield row, pos, line[pos:]
 
 
-def _line_starts(text: str) -> list[int]:
-    # Rows as the tokenizer counts them (\n, \r\n or \r), to turn a comment's row and column into an offset.
-    starts = [0]
-    starts.extend(m.end() for m in re.finditer(r"\r\n|\r|\n", text))
-    return starts
-
-
 def _directive(match: re.Match, row: int, at: int, comment: str, *, file_level=False, bracketed=False) -> Directive:
     codes = None
     group = match.group("codes")
@@ -109,7 +98,7 @@ def _directive(match: re.Match, row: int, at: int, comment: str, *, file_level=F
         pattern = _BRACKETED_CODE if bracketed else _CODE_RE
         codes = tuple(Code(m.group(), base + m.start(), base + m.end()) for m in pattern.finditer(group))
     return Directive(row, at + match.start(), at + match.end(), at, at + len(comment), codes or None,
-                     file_level=file_level, bracketed=bracketed)
+                     file_level=file_level)
 
 
 def parse_suppressions(text: str) -> Suppressions:
@@ -117,13 +106,13 @@ def parse_suppressions(text: str) -> Suppressions:
     # Cheap test first: most files hold no suppression comment at all.
     if "noqa" not in text and "trainlint:" not in text:
         return result
-    starts = None
+    lines = None
     for row, column, comment in _comments(text):
         if "noqa" not in comment.lower() and "trainlint:" not in comment:
             continue
-        if starts is None:
-            starts = _line_starts(text)
-        at = starts[row - 1] + column
+        if lines is None:
+            lines = LineIndex(text)  # rows as the tokenizer counts them, to turn row and column into an offset
+        at = lines.line_start(row) + column
         file_match = _FILE.search(comment)
         if file_match and comment.lstrip("#").strip().startswith("trainlint"):
             directive = _directive(file_match, row, at, comment, file_level=True)
@@ -177,11 +166,12 @@ def unused_codes(suppressions: Suppressions, known: frozenset, enabled: frozense
     return out
 
 
-def without_codes(text: str, directive: Directive, unused: tuple[Code, ...]) -> tuple[int, int, str]:
+def without_codes(lines: LineIndex, directive: Directive, unused: tuple[Code, ...]) -> tuple[int, int, str]:
     """The edit (start, end, new text) that takes `unused` out of `directive`: the codes from its
     list when others remain, else the directive itself, the comment when nothing else is in it,
     and the line when nothing else is on it."""
     assert directive.codes is not None
+    text = lines.text
     left = [c.text for c in directive.codes if c not in unused]
     first, last = directive.codes[0].start, directive.codes[-1].end
     if left:
@@ -198,16 +188,11 @@ def without_codes(text: str, directive: Directive, unused: tuple[Code, ...]) -> 
         # `# noqa: TL101  why`: the comment's own words stay.
         rest = after.lstrip()
         return directive.start, directive.end + len(after) - len(rest), "" if rest.startswith("#") else "# "
-    # The whole comment goes, with the blanks before it; so does its line when nothing else was on it.
-    line_start = text.rfind("\n", 0, directive.comment_start) + 1
-    line_start = max(line_start, text.rfind("\r", 0, directive.comment_start) + 1)
+    # The whole comment goes, with the blanks before it; so does its line (with its line ending)
+    # when nothing else was on it.
+    line_start = lines.line_start(directive.row)
     start = directive.comment_start
     while start > line_start and text[start - 1] in " \t":
         start -= 1
-    end = directive.comment_end
-    if start == line_start:
-        for eol in ("\r\n", "\n", "\r"):
-            if text.startswith(eol, end):
-                return start, end + len(eol), ""
-        return start, end, ""
+    end = lines.line_end(directive.row, keep_eol=True) if start == line_start else directive.comment_end
     return start, end, ""

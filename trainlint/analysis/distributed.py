@@ -100,7 +100,6 @@ class Distributed:
         self.wrapped: dict[str, Wrapped] = {}
         self._helper_kinds: dict[str, str] | None = None
         self._frameworks: dict[str, str] | None = None
-        self._steps: list[cst.Call] | None = None
         self._called_names: set[str] | None = None
         self._controls: list[tuple[cst.CSTNode, list[str]]] | None = None
         self._aliases: dict[str, str] | None = None
@@ -410,25 +409,12 @@ class Distributed:
 
     # -- accumulation ------------------------------------------------------------------
 
-    def _step_calls(self) -> list[cst.Call]:
-        """Optimizer steps: `opt.step()`, and calls of a module-local function or method that
-        steps without running a backward of its own (ultralytics' `self.optimizer_step()`)."""
-        if self._steps is None:
-            direct = [c for c in self.loops.step_calls if is_optimizer_step(c)]
-            helpers = set()
-            for fn in self.loops.stepping_functions:
-                calls = [c for c in self.loops.step_calls if self.index.enclosing_function(c) is fn]
-                if calls and all(is_optimizer_step(c) for c in calls):
-                    helpers.add(fn.name.value)
-            self._steps = direct + [c for name in sorted(helpers) for c in self.loops.calls_by_name.get(name, ())]
-        return self._steps
-
     def _backward_calls(self) -> list[cst.Call]:
         return [c for c in self.loops.step_calls if not is_optimizer_step(c)]
 
     def accumulations(self) -> list[Accumulation]:
         out = []
-        steps = self._step_calls()
+        steps = self.loops.optimizer_step_sites
         for backward in self._backward_calls():
             loop = self.loops.hot_loop_of(backward)
             if loop is None or not self.loops.is_per_step(backward):

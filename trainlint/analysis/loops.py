@@ -348,13 +348,19 @@ class Loops:
         loop = self.innermost_loop(at)
         return loop is not None and loop in self.hot_loops and any(
             self.innermost_loop(call) is loop and any(self.index.contains(stmt, call) for stmt in statements)
-            for call in self._optimizer_step_sites)
+            for call in self.optimizer_step_sites)
 
     @cached_property
-    def _optimizer_step_sites(self) -> list[cst.Call]:
-        steps = [c for c in self.step_calls if is_optimizer_step(c)]
-        stepping = {self.index.enclosing_function(c) for c in steps} - {None}
-        return steps + [c for fn in stepping for c in self.calls_by_name.get(fn.name.value, ())]
+    def optimizer_step_sites(self) -> list[cst.Call]:
+        """Optimizer steps: `opt.step()`, and calls of a module-local function or method that
+        steps without running a backward of its own (ultralytics' `self.optimizer_step()`)."""
+        direct = [c for c in self.step_calls if is_optimizer_step(c)]
+        helpers = set()
+        for fn in self.stepping_functions:
+            calls = [c for c in self.step_calls if self.index.enclosing_function(c) is fn]
+            if calls and all(is_optimizer_step(c) for c in calls):
+                helpers.add(fn.name.value)
+        return direct + [c for name in sorted(helpers) for c in self.calls_by_name.get(name, ())]
 
     def is_step_boundary(self, branch: cst.If) -> bool:
         """The interval guard of gradient accumulation: `if (i + 1) % accum == 0:` around the
