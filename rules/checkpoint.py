@@ -98,7 +98,8 @@ def _fixed(loop: str) -> str:
 
 
 def _counter(ctx, node: cst.CSTNode) -> str | None:
-    """The hot loop's step counter: `for step in range(n)`, else what the host-sync rules use."""
+    """The hot loop's step counter: `for step in range(n)`, else what the host-sync rules use (a
+    framework's counter in its step hooks)."""
     loop = ctx.loops.hot_loop_of(node)
     if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Call) \
             and dotted(loop.iter.func) == "range":
@@ -119,9 +120,11 @@ class BlockingCheckpointInLoop(Rule):
     docs = """
 ## What it does
 Flags `torch.save`, `save_pretrained`, `accelerator.save_state` and `fabric.save` (or a function
-of the module that calls one) run inside the hot loop, on every step or every N steps. Saves
-outside the hot loop (once per epoch, at the end) and saves of tokenizers or configs are not
-flagged; nor is a save that runs once (`if step == max_steps - 1:`).
+of the module that calls one) run inside the hot loop, on every step or every N steps, or in a
+hook a framework calls on every step (a Lightning callback's `on_train_batch_end`, a
+TrainerCallback's `on_step_end`: see TL201). Saves outside the hot loop (once per epoch, at the
+end) and saves of tokenizers or configs are not flagged; nor is a save that runs once
+(`if step == max_steps - 1:`).
 
 ## Why is this bad?
 A checkpoint write serialises the whole state and waits for the disk; the GPU idles meanwhile.
@@ -156,7 +159,8 @@ before training continues), but it appears on disk later, and an error while wri
 at the next save. A per-step save with no interval is moved under `if <step> % <interval> == 0:`,
 with the script's own save interval if it has one (that of another save in the same loop, such
 as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`), else the
-`save-every` option: fewer checkpoints, so the last steps before a crash or the end are not
+`save-every` option (in a framework's hook, under its step counter: `trainer.global_step`,
+`state.global_step`): fewer checkpoints, so the last steps before a crash or the end are not
 saved. A save that already runs every N steps (also in the `else:` of `if step % n:`) keeps its
 guard and is only made asynchronous. Whole modules or
 optimizers passed to `torch.save`, and saves into file objects, are still saved blocking.
@@ -173,6 +177,9 @@ loop.
         Valid(in_training_loop("if step == max_steps - 1:\n    torch.save(model.state_dict(), 'last.pt')")),
         Valid(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), 'ckpt.pt')")),
         Valid("import torch\nwith torch.no_grad():\n    for x in val_loader:\n        torch.save(model(x), 'pred.pt')\n"),
+        # Once per epoch, from a Lightning hook that is not a per-step one.
+        Valid("import torch\nimport lightning as L\nclass Save(L.Callback):\n"
+              "    def on_train_epoch_end(self, trainer, module):\n        torch.save(module.state_dict(), 'e.pt')\n"),
     ]
     invalid = [
         # Per step: moved under an interval and made asynchronous.
@@ -221,6 +228,26 @@ loop.
         Invalid(in_training_loop("every = schedule(step)\nif step % every == 0:\n"
                                  "    torch.save(model.state_dict(), 'a.pt')\ntorch.save(model.state_dict(), 'b.pt')"),
                 message="save every `1000` steps"),
+        # A Lightning callback's per-batch hook, every N steps: made asynchronous.
+        Invalid("import torch\nimport lightning as L\nclass Save(L.Callback):\n"
+                "    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):\n"
+                "        if trainer.global_step % 500 == 0:\n"
+                "            torch.save(module.state_dict(), 'ckpt.pt')\n",
+                fixed="import torch\nimport lightning as L\n" + HELPER_CODE + "\n\nclass Save(L.Callback):\n"
+                "    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):\n"
+                "        if trainer.global_step % 500 == 0:\n"
+                "            _trainlint_async_save(torch.save, module.state_dict(), 'ckpt.pt')\n",
+                message="under `trainer.global_step % 500 == 0`"),
+        # A TrainerCallback saving on every step: moved under the Trainer's step counter.
+        Invalid("import torch\nfrom transformers import TrainerCallback\nclass Save(TrainerCallback):\n"
+                "    def on_step_end(self, args, state, control, model=None, **kwargs):\n"
+                "        torch.save(model.state_dict(), 'latest.pt')\n",
+                fixed="import torch\nfrom transformers import TrainerCallback\n" + HELPER_CODE + "\n\n"
+                "class Save(TrainerCallback):\n"
+                "    def on_step_end(self, args, state, control, model=None, **kwargs):\n"
+                "        if state.global_step % 1000 == 0:\n"
+                "            _trainlint_async_save(torch.save, model.state_dict(), 'latest.pt')\n",
+                message="every training step"),
         # The checkpoint is read back after the loop: an asynchronous write could race it.
         Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'best.pt')")
                 + "model.load_state_dict(torch.load('best.pt'))\n", fixed=None),
@@ -261,7 +288,8 @@ loop.
         while changed:
             changed = False
             for name, fns in loops.functions.items():
-                if name == HELPER or name in helpers or len(fns) != 1 or fns[0] in loops.stepping_functions:
+                if name == HELPER or name in helpers or len(fns) != 1 or fns[0] in loops.stepping_functions \
+                        or loops.is_step_hook(fns[0]):  # the framework calls it: its saves are the sites
                     continue
                 fn = fns[0]
                 if any(loops.hot_loop_of(c) is not None for c in loops.step_calls if ctx.index.contains(fn, c)):
@@ -458,9 +486,8 @@ loop.
             reps = list(zip(inner, asyncs))
             return self._with_helper(reps, "Save from a CPU snapshot in a background thread")
         # Per step: put the statement under an interval; async too where possible.
-        counter = _counter(ctx, site)
-        if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock) \
-                or ctx.loops.hot_loop_of(site) is None:
+        counter = _counter(ctx, site)  # None outside a hot loop's body or a framework's step hook
+        if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock):
             return None
         reps = []
         new_stmt = stmt

@@ -20,7 +20,8 @@ _INTERVAL_NAME = re.compile(
 )
 
 def step_counter(ctx, node: cst.CSTNode) -> str | None:
-    """The hot loop's existing step counter: the enumerate index, or a name incremented by 1.
+    """The hot loop's existing step counter: the enumerate index, or a name incremented by 1; in
+    a framework's step hook, the framework's (Lightning's `self.global_step`).
 
     Code that runs once per optimizer step of gradient accumulation (`if (i + 1) % accum == 0:`)
     counts optimizer steps: only a name incremented there will do (`global_step += 1`). The
@@ -28,7 +29,8 @@ def step_counter(ctx, node: cst.CSTNode) -> str | None:
     the accumulation count is even."""
     loop = ctx.loops.hot_loop_of(node)
     if loop is None:
-        return None
+        hook = ctx.loops.step_hook(node)  # the framework's counter (`self.global_step`)
+        return hook.counter if hook is not None else None
     region = ctx.loops.step_region(node)
     if region is not None:
         return _incremented(ctx, region)
@@ -53,14 +55,39 @@ def _incremented(ctx, statements) -> str | None:
     return None
 
 
-def log_interval(ctx, default: int) -> str:
-    """An interval the script already defines (`log_every`, `args.log_interval`...), else the default."""
+def log_interval(ctx, node: cst.CSTNode, default: int) -> str:
+    """The framework's logging interval in a step hook holding node (Lightning's
+    `self.trainer.log_every_n_steps`), else an interval the script already defines (`log_every`,
+    `args.log_interval`...), else the default."""
+    hook = ctx.loops.step_hook(node)
+    if hook is not None:
+        return hook.interval
     for node in ctx.index.nodes(cst.Attribute) + ctx.index.nodes(cst.Name):
         text = ctx.dotted(node)
         # A private attribute counts too: torchtune's `self._log_every_n_steps`.
         if text and _INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")):
             return text
     return str(default)
+
+
+def interval_guard(ctx, node: cst.CSTNode) -> str:
+    """The guard the messages advise, as code: the framework's own in a step hook (`if
+    trainer.global_step % trainer.log_every_n_steps == 0:`), else the generic one."""
+    hook = ctx.loops.step_hook(node)
+    if hook is None:
+        return "if step % log_every == 0:"
+    return f"if {hook.counter} % {hook.interval} == 0:"
+
+
+def framework_logging(ctx, node: cst.CSTNode) -> str:
+    """Advice to hand a tensor to the framework's logger in a step hook that has one (Lightning's
+    `self.log`, which reads its values only when it writes the logs), as the last of the options
+    a message lists; else ""."""
+    hook = ctx.loops.step_hook(node)
+    if hook is None or hook.log is None:
+        return ""
+    return (f", or pass the tensor itself to `{hook.log}(...)` (without `prog_bar=True`: the progress bar "
+            f"reads it every step)")
 
 
 def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
@@ -78,7 +105,7 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
     moved = _statements_to_move(ctx, ctx.parent(stmt), stmt)
     if moved is None:
         return None
-    interval = log_interval(ctx, default_interval)
+    interval = log_interval(ctx, node, default_interval)
     first = moved[0]
     guarded = cst.If(
         test=cst.parse_expression(f"{counter} % {interval} == 0"),
@@ -271,7 +298,14 @@ limits what it guards. So do the hooks a framework calls on every step, where th
 framework's: a LightningModule's `training_step`, a Lightning callback's `on_train_batch_end`, a
 transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallback's
 `on_step_end` (found through base classes the module imports). The same reading of "every step"
-holds for TL202, TL203 and TL204.
+holds for TL202, TL203 and TL204. In a hook, the advice and the fixes use the framework's own step
+counter and logging interval: `self.global_step % self.trainer.log_every_n_steps` in a
+LightningModule, `trainer.global_step % trainer.log_every_n_steps` in a Lightning callback,
+`state.global_step % state.logging_steps` in a TrainerCallback (the Trainer's `self.state` in a
+Trainer subclass); and in Lightning they mention `self.log(...)`, which keeps a tensor on the
+device until the logger writes (its progress bar, with `prog_bar=True`, reads it every step).
+Lightning's and the Trainer's counters count optimizer steps: under gradient accumulation a
+guard on them is true on every micro-batch of each N-th step.
 
 ## Why is this bad?
 A read of a device tensor waits until every queued kernel has finished: the host stops feeding
@@ -359,10 +393,14 @@ the name, and not at all when the name is read anywhere else (the read would be 
         # accelerate: `sync_gradients` is true exactly when the optimizer steps.
         Invalid(_ACCUMULATE.format(guard="accelerator.sync_gradients")),
         # Hooks a framework calls on every step: the loop is Lightning's or the Trainer's.
-        Invalid(_HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()")),
+        # The advice names the framework's own counter and interval, and Lightning's `self.log`.
+        Invalid(_HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()"),
+                message="(`if self.global_step % self.trainer.log_every_n_steps == 0:`), keep it on the device, "
+                        "or pass the tensor itself to `self.log(...)`"),
         Invalid(_HOOK.format(base="Base", hook="training_step", read="acc.item()").replace(
             "class M(", "class Base(L.LightningModule):\n    pass\nclass M(")),
-        Invalid(_HOOK.format(base="transformers.Trainer", hook="compute_loss", read="float(acc)")),
+        Invalid(_HOOK.format(base="transformers.Trainer", hook="compute_loss", read="float(acc)"),
+                message="(`if self.state.global_step % self.state.logging_steps == 0:`) or keep it on the device"),
         # A block that reads the name among the statements after it: no suggestion (it does not move).
         Invalid(in_training_loop("lossf = loss.item()\nif verbose:\n    print(lossf)\nhistory.append(lossf)")),
     ]
@@ -398,7 +436,9 @@ the name, and not at all when the name is read anywhere else (the read would be 
                 fix = _accumulate_fix(self, parent, detached, floating=what == "`float()`" or _floating_tensor(target))
             advice = f"accumulate with `{ctx.code(parent.target)} += {ctx.code(detached)}` and convert once at the logging interval"
         else:
-            advice = "read it under the logging interval (`if step % log_every == 0:`) or keep it on the device"
+            logging = framework_logging(ctx, node)
+            advice = (f"read it under the logging interval (`{interval_guard(ctx, node)}`)"
+                      f"{', keep it on the device' if logging else ' or keep it on the device'}{logging}")
             guard = guard_statement(self, node, 100)
             if guard is not None:
                 # Fewer reads change what the script records: shown as a suggestion, never written.
@@ -752,6 +792,21 @@ interval there. Without one there is no fix.
     ]
     invalid = [
         Invalid(in_training_loop("print(f'loss {loss:.4f}')"), fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
+        # In a framework's step hook: guarded by the framework's counter and logging interval.
+        Invalid(_HOOK.format(base="L.LightningModule", hook="training_step", read="loss").replace(
+                    "self.history.append(loss)", "print('loss', loss)"),
+                fixed=_HOOK.format(base="L.LightningModule", hook="training_step", read="loss").replace(
+                    "self.history.append(loss)", "if self.global_step % self.trainer.log_every_n_steps == 0:\n"
+                    "            print('loss', loss)"),
+                message="or pass the tensor itself to `self.log(...)`"),
+        Invalid("import torch\nimport lightning as L\nclass Stats(L.Callback):\n"
+                "    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):\n"
+                "        print(f'loss {outputs[\"loss\"]:.3f}')\n",
+                fixed="import torch\nimport lightning as L\nclass Stats(L.Callback):\n"
+                "    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):\n"
+                "        if trainer.global_step % trainer.log_every_n_steps == 0:\n"
+                "            print(f'loss {outputs[\"loss\"]:.3f}')\n",
+                message="`module.log(...)`"),
         Invalid(in_training_loop("logger.info('loss %.3f' % loss)"),
                 fixed=in_training_loop("if step % 100 == 0:\n    logger.info('loss %.3f' % loss)")),
         Invalid(in_training_loop("pbar.set_postfix(loss=loss)")),
@@ -818,7 +873,7 @@ interval there. Without one there is no fix.
         self.report(
             node,
             f"Logging tensor `{ctx.code(values[0])}` with `{ctx.code(node.func)}()` copies it to the host and waits "
-            f"for the GPU on every step; log it every N steps (`if step % log_every == 0:`)",
+            f"for the GPU on every step; log it every N steps (`{interval_guard(ctx, node)}`)",
             fix,
         )
 
@@ -854,7 +909,7 @@ interval there. Without one there is no fix.
         self.report(
             node,
             f"Formatting tensor `{self.ctx.code(value)}` waits for the GPU on every step; log it every N steps "
-            f"(`if step % log_every == 0:`)",
+            f"(`{interval_guard(self.ctx, node)}`){framework_logging(self.ctx, node)}",
             fix,
         )
 
@@ -947,6 +1002,19 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
     ]
     invalid = [
         Invalid(in_training_loop("torch.cuda.synchronize()"), fixed=in_training_loop("").replace("    \n", "")),
+        # A TrainerCallback's step hook: under the Trainer's own counter and logging interval.
+        Invalid("import torch\nfrom transformers import TrainerCallback\nclass Memory(TrainerCallback):\n"
+                "    def on_step_end(self, args, state, control, **kwargs):\n"
+                "        print(torch.cuda.memory_allocated())\n",
+                fixed="import torch\nfrom transformers import TrainerCallback\nclass Memory(TrainerCallback):\n"
+                "    def on_step_end(self, args, state, control, **kwargs):\n"
+                "        if state.global_step % state.logging_steps == 0:\n"
+                "            print(torch.cuda.memory_allocated())\n",
+                message="(`if state.global_step % state.logging_steps == 0:`)"),
+        # ... with no `state` parameter to read the counter from: reported, no fix.
+        Invalid("import torch\nfrom transformers import TrainerCallback\nclass Memory(TrainerCallback):\n"
+                "    def on_step_end(self, *args, **kwargs):\n"
+                "        print(torch.cuda.memory_allocated())\n", fixed=None, message="`if step % log_every == 0:`"),
         Invalid(in_training_loop("torch.cuda.empty_cache()\nprint(step)"), fixed=in_training_loop("print(step)")),
         # Blank lines on both sides of the call: one stays, with the comment above it.
         Invalid("import torch\nfor step, x in enumerate(loader):\n    # free memory\n\n    torch.cuda.empty_cache()\n\n"
@@ -991,7 +1059,7 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
             advice = "remove it (or run it under the logging interval when it serves a measurement)"
         else:
             fix = guard_statement(self, node, self.opts["log-every"])
-            advice = "call it under the logging interval (`if step % log_every == 0:`)"
+            advice = f"call it under the logging interval (`{interval_guard(ctx, node)}`)"
         self.report(node, f"`{ctx.code(node.func)}()` on every step stalls the GPU pipeline; {advice}", fix)
 
 

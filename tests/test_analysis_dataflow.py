@@ -146,6 +146,30 @@ def test_framework_hooks_run_every_step():
     assert hooks == {"M.training_step", "C.on_train_batch_end", "T.compute_loss", "S.training_step", "TC.on_step_end"}
 
 
+def test_a_step_hook_gives_the_frameworks_counter_and_interval():
+    # Guards inside a hook read the framework's own counter and logging interval, named by the
+    # hook's parameters; none without the parameter, in a helper the hook calls, or in a hot loop
+    # of the hook's own.
+    ctx = _ctx(
+        "import lightning as L\nfrom transformers import Trainer, TrainerCallback\n"
+        "class M(L.LightningModule):\n    def training_step(self, b, i):\n        a = 1\n"
+        "class C(L.Callback):\n    def on_train_batch_end(self, tr, module, out, b, i):\n        a = 2\n"
+        "class T(Trainer):\n    def compute_loss(self, model, inputs):\n        a = 3\n"
+        "class TC(TrainerCallback):\n    def on_step_end(self, args, st, control, **kw):\n        a = 4\n"
+        "class TD(TrainerCallback):\n    def on_step_end(self, *args):\n        a = 5\n        helper()\n"
+        "        for x in xs:\n            model(x).backward()\n            a = 7\n"
+        "def helper():\n    a = 6\n"
+    )
+    sites = sorted((n for n in ctx.index.nodes(cst.Assign)), key=lambda n: ctx.code(n.value))
+    assert [ctx.loops.step_hook(n) for n in sites] == [
+        ("self.global_step", "self.trainer.log_every_n_steps", "self.log"),
+        ("tr.global_step", "tr.log_every_n_steps", "module.log"),
+        ("self.state.global_step", "self.state.logging_steps", None),
+        ("st.global_step", "st.logging_steps", None),
+        None, None, None,
+    ]
+
+
 def test_tl201_reports_a_conversion_chain_once():
     from trainlint.api import lint_source
 

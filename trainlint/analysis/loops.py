@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -32,19 +33,46 @@ DEFAULT_INTERVAL_NAMES = re.compile(
 # Calls that hand back the same stream of batches (accelerate, Lightning Fabric, XLA, itertools).
 _LOADER_WRAPPER = re.compile(r"^(iter|enumerate|tqdm|cycle|prepare\w*|setup_dataloaders?|skip_first_batches|"
                              r"\w*[wW]rap\w*|MpDeviceLoader|ParallelLoader)$")
-# Methods a training framework calls on every training step: the loop is the framework's, so
-# no hot loop is seen around them. By framework: the packages and the ends of the names of the
-# base classes that make a class one of its modules, trainers or callbacks, and the hooks.
+
+
+class _Framework(NamedTuple):
+    """Methods a training framework calls on every training step: the loop is the framework's, so
+    no hot loop is seen around them. A class is one of the framework's modules, trainers or
+    callbacks when a base class comes from one of `packages` and its name ends with `base`. The
+    other fields are code for a guard inside a hook, `{1}` standing for the hook's second parameter
+    (a Lightning callback's `trainer`), `{2}` for its third."""
+    packages: tuple[str, ...]
+    base: str
+    hooks: frozenset[str]
+    counter: str  # the framework's optimizer-step counter
+    interval: str  # its logging interval
+    log: str | None  # its tensor logging call, which reads the values only at that interval
+
+
+class StepHook(NamedTuple):
+    """The fields of _Framework for one hook, with its parameter names filled in."""
+    counter: str
+    interval: str
+    log: str | None
+
+
+_LIGHTNING_HOOKS = frozenset({"training_step", "on_train_batch_start", "on_train_batch_end", "on_before_backward",
+                              "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad"})
 _STEP_HOOKS = (
-    (("lightning", "pytorch_lightning"), ("LightningModule", "Callback"),
-     frozenset({"training_step", "on_train_batch_start", "on_train_batch_end", "on_before_backward",
-                "on_after_backward", "on_before_optimizer_step", "on_before_zero_grad"})),
-    (("transformers", "trl"), ("Trainer", "TrainerCallback"),
-     frozenset({"compute_loss", "training_step", "on_step_begin", "on_step_end", "on_substep_end",
-                "on_pre_optimizer_step", "on_optimizer_step"})),
+    _Framework(("lightning", "pytorch_lightning"), "LightningModule", _LIGHTNING_HOOKS,
+               "self.global_step", "self.trainer.log_every_n_steps", "self.log"),
+    _Framework(("lightning", "pytorch_lightning"), "Callback", _LIGHTNING_HOOKS,
+               "{1}.global_step", "{1}.log_every_n_steps", "{2}.log"),
+    # `state.logging_steps`, not `args.logging_steps`: the latter may be a fraction of the run.
+    _Framework(("transformers", "trl"), "Trainer", frozenset({"compute_loss", "training_step"}),
+               "self.state.global_step", "self.state.logging_steps", None),
+    _Framework(("transformers", "trl"), "TrainerCallback",
+               frozenset({"on_step_begin", "on_step_end", "on_substep_end", "on_pre_optimizer_step",
+                          "on_optimizer_step"}),
+               "{2}.global_step", "{2}.logging_steps", None),
 )
 # What the engine's text prefilter looks for besides backward and step calls (engine.select_for_text).
-STEP_HOOK_NAMES = tuple(sorted({hook for _packages, _bases, hooks in _STEP_HOOKS for hook in hooks}))
+STEP_HOOK_NAMES = tuple(sorted({hook for framework in _STEP_HOOKS for hook in framework.hooks}))
 _COUNTER = re.compile(r"(step|iter|idx|^i$|^it$|^j$|batch|epoch|count)", re.IGNORECASE)
 _ACCUMULATION = re.compile(r"accum", re.IGNORECASE)  # accumulate, accum_steps, gradient_accumulation_steps
 
@@ -448,15 +476,36 @@ class Loops:
         """A method a training framework calls on every step: a LightningModule's `training_step`
         or a Lightning callback's `on_train_batch_end`, a transformers (or trl) Trainer's
         `compute_loss` or `training_step`, a TrainerCallback's `on_step_end` (_STEP_HOOKS)."""
+        return self._framework(fn) is not None
+
+    def step_hook(self, node: cst.CSTNode) -> StepHook | None:
+        """The step counter, logging interval and tensor logging call of the framework hook whose
+        own body holds node (not a function it calls, nor a hot loop of its own); None outside
+        one, or when the hook lacks the parameter they are read from."""
+        if self.hot_loop_of(node) is not None:
+            return None
+        fn = self.index.enclosing_function(node)
+        framework = self._framework(fn) if fn is not None else None
+        if framework is None:
+            return None
+        params = [p.name.value for p in fn.params.params]
+        try:
+            return StepHook(framework.counter.format(*params), framework.interval.format(*params),
+                            framework.log.format(*params) if framework.log else None)
+        except IndexError:  # `def on_step_end(self, *args, **kwargs)`
+            return None
+
+    def _framework(self, fn: cst.FunctionDef) -> _Framework | None:
         cls = self.index.parent.get(self.index.parent.get(fn))
         if not isinstance(cls, cst.ClassDef):
-            return False
+            return None
         name = fn.name.value
-        for packages, bases, hooks in _STEP_HOOKS:
-            if name in hooks and self.names.inherits(cls.name.value, lambda qn: qn.split(".", 1)[0] in packages
-                                                     and qn.rsplit(".", 1)[-1].endswith(bases)):
-                return True
-        return False
+        for framework in _STEP_HOOKS:
+            if name in framework.hooks and self.names.inherits(
+                    cls.name.value, lambda qn: qn.split(".", 1)[0] in framework.packages
+                    and qn.rsplit(".", 1)[-1].endswith(framework.base)):
+                return framework
+        return None
 
     def in_training_step(self, node: cst.CSTNode) -> bool:
         """node takes part in every training step: per step in a hot loop (or a function it calls),
@@ -485,7 +534,7 @@ class Loops:
         return False
 
     def in_hot_loop(self, node: cst.CSTNode) -> bool:
-        """In a hot loop's body (or a function it calls), guarded or not."""
+        """In a hot loop's body (or a function it calls, or a framework's step hook), guarded or not."""
         child = node
         for anc in self.index.ancestors(node):
             if isinstance(anc, Loop) and child is anc.body and anc in self.hot_loops:
@@ -502,6 +551,6 @@ class Loops:
         if cached is not None:
             return cached
         self._in_hot_fn[fn] = False  # recursion guard
-        result = any(self.in_hot_loop(call) for call in self.calls_by_name.get(fn.name.value, ()))
+        result = self.is_step_hook(fn) or any(self.in_hot_loop(call) for call in self.calls_by_name.get(fn.name.value, ()))
         self._in_hot_fn[fn] = result
         return result
