@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainlint.rule import Invalid, Rule, Valid
+from trainlint.suppressions import DUPLICATED, UNKNOWN, UNUSED
 
 _LOADER = "from torch.utils.data import DataLoader\n"
 # The rules TL001's cases judge suppressions of; a case's other rules are off, so their codes are not judged.
@@ -29,8 +30,12 @@ the file-level `# trainlint: noqa: TL101`) when no finding of that rule was supp
 the code was fixed, the rule was refined, or the comment sits on a line where no finding starts
 (a suppression applies to the first line of a finding that spans several).
 
-Only codes trainlint can judge are flagged: a code, or a prefix such as `TL1`, all of whose rules
-ran on the file. Another tool's code (`E501`), a blanket `# noqa`, and the code of a rule that is
+Also flagged: a code in trainlint's namespace that no rule has (`TL109`: a typo, or a rule since
+renamed; judged against the rules and rule packs installed), and a code the same comment lists
+twice.
+
+Only codes trainlint can judge are flagged as unused: a code, or a prefix such as `TL1`, all of
+whose rules ran on the file. Another tool's code (`E501`), a blanket `# noqa`, and the code of a rule that is
 not selected for the file (off by default, in `ignore` or `per-file-ignores`, or off for the
 `target-torch`) are left alone. With `--ignore-noqa` nothing is suppressed, so nothing is
 flagged. The rule is off by default, as Ruff's RUF100 is; select it with
@@ -113,14 +118,44 @@ line when nothing else is on it. Nothing the comment suppresses is lost.
             message="no TL101 finding in this file",
             settings=_WITH_TL101,
         ),
+        # A code no rule has, and one listed twice, go; the other tool's code stays.
+        Invalid(
+            _LOADER + "loader = DataLoader(ds)  # noqa: TL101, TL109, TL101, E501\n",
+            fixed=_LOADER + "loader = DataLoader(ds)  # noqa: TL101, E501\n",
+            message="Unused suppression: TL109 is not a trainlint rule; TL101 listed twice",
+            settings=_WITH_TL101,
+        ),
+        # ... also when the rule a code would name is not selected: no rule has it at all.
+        Invalid(
+            _LOADER + "x = 1  # trainlint: ignore[TL999]\n",
+            fixed=_LOADER + "x = 1\n",
+            message="TL999 is not a trainlint rule",
+            settings=_WITH_TL101,
+        ),
+        Invalid(
+            _LOADER + "loader = DataLoader(ds, num_workers=4)  # noqa: TL102, TL101, TL108\n",
+            fixed=_LOADER + "loader = DataLoader(ds, num_workers=4)  # noqa: TL108\n",
+            message="no TL102 or TL101 finding starts on this line",
+            settings=_WITH_TL101_TL102,
+        ),
     ]
 
     @classmethod
     def describe(cls, directive, unused) -> tuple[str, str]:
-        """The finding's message and its fix's, for `unused` codes of `directive`."""
-        codes = [c.text for c in unused]
+        """The finding's message and its fix's, for the `unused` (code, why) pairs of `directive`."""
+        by_why = {why: [code.text for code, w in unused if w == why] for why in (UNUSED, UNKNOWN, DUPLICATED)}
         where = "in this file" if directive.file_level else "starts on this line"
-        message = f"Unused suppression: no {_listed(codes)} finding {where}"
-        if len(codes) == len(directive.codes):
+        parts = []
+        if by_why[UNUSED]:
+            parts.append(f"no {_listed(by_why[UNUSED])} finding {where}")
+        if by_why[UNKNOWN]:
+            codes = by_why[UNKNOWN]
+            parts.append(f"{_listed(codes).replace(' or ', ' and ')} "
+                         f"{'is not a trainlint rule' if len(codes) == 1 else 'are not trainlint rules'}")
+        if by_why[DUPLICATED]:
+            parts.append(f"{_listed(by_why[DUPLICATED]).replace(' or ', ' and ')} listed twice")
+        message = "Unused suppression: " + "; ".join(parts)
+        if len(unused) == len(directive.codes):
             return message, "Remove the unused suppression"
-        return message, f"Remove {_listed(codes).replace(' or ', ' and ')} from the suppression"
+        removed = [code.text for code, _why in unused]
+        return message, f"Remove {_listed(removed).replace(' or ', ' and ')} from the suppression"

@@ -183,7 +183,7 @@ def _unused_suppressions(rule: type[Rule], text: str, path: str, suppressions, e
     lines = LineIndex(text)
     out = []
     for directive, unused in unused_codes(suppressions, known, enabled, rule.code):
-        start, end, new = without_codes(lines, directive, unused)
+        start, end, new = without_codes(lines, directive, tuple(code for code, _why in unused))
         message, fix_message = rule.describe(directive, unused)
         edit = Edit(start, end, new, lines.location(start), lines.location(end))
         fix = Fix(_applicability(settings, rule.code, Applicability(rule.fix_applicability)), fix_message, (edit,))

@@ -136,14 +136,24 @@ def parse_suppressions(text: str) -> Suppressions:
     return result
 
 
-def unused_codes(suppressions: Suppressions, known: frozenset, enabled: frozenset,
-                 audit_code: str) -> list[tuple[Directive, tuple[Code, ...]]]:
-    """The directives holding codes that suppressed nothing, with those codes.
+# trainlint's own namespace: a code there that no rule has is a typo or a rule since renamed.
+_OWN_CODE = re.compile(r"TL[0-9]+")
 
-    Only codes trainlint can judge: a code (or prefix) of rules it knows (`known`), every one of
-    which ran on this file (`enabled`); another tool's code, or one of a rule that did not run,
-    is left alone, as is a blanket `# noqa`. A directive that suppresses `audit_code` itself
-    (TL001) on its line, or a file-level blanket suppression, turns the audit off there."""
+# Why a code in a suppression is reported (TL001), in the order its message lists them.
+UNUSED, UNKNOWN, DUPLICATED = "unused", "unknown", "duplicated"
+
+
+def unused_codes(suppressions: Suppressions, known: frozenset, enabled: frozenset,
+                 audit_code: str) -> list[tuple[Directive, tuple[tuple[Code, str], ...]]]:
+    """The directives holding codes that suppress nothing, with those codes and why (UNUSED,
+    UNKNOWN, DUPLICATED).
+
+    UNUSED: a code (or prefix) of rules trainlint knows (`known`), every one of which ran on this
+    file (`enabled`), that suppressed no finding; another tool's code, or one of a rule that did
+    not run, is left alone, as is a blanket `# noqa`. UNKNOWN: a code in trainlint's namespace
+    (`TL109`) that no rule has. DUPLICATED: a code the same directive already lists. A directive
+    that suppresses `audit_code` itself (TL001) on its line, or a file-level blanket suppression,
+    turns the audit off there."""
     if suppressions.file_codes is None:
         return []
     if suppressions.file_codes and any(covers(c, audit_code) for c in suppressions.file_codes):
@@ -157,10 +167,16 @@ def unused_codes(suppressions: Suppressions, known: frozenset, enabled: frozense
         if line_codes is None or any(covers(c, audit_code) for c in line_codes):
             continue
         unused = []
+        seen = set()
         for code in directive.codes:
             named = {k for k in known if covers(code.text, k)}
-            if named and named <= enabled and (row, code.text) not in suppressions.used:
-                unused.append(code)
+            if code.text in seen:
+                unused.append((code, DUPLICATED))
+            elif not named and _OWN_CODE.fullmatch(code.text):
+                unused.append((code, UNKNOWN))
+            elif named and named <= enabled and (row, code.text) not in suppressions.used:
+                unused.append((code, UNUSED))
+            seen.add(code.text)
         if unused:
             out.append((directive, tuple(unused)))
     return out
