@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from _cli import run_cli
 from click.testing import CliRunner
 
 from trainlint.cli import cli
@@ -15,14 +16,6 @@ BAD = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_work
 GOOD = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4, prefetch_factor=4)\n"
 
 
-def run(args, cwd):
-    runner = CliRunner()
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return runner.invoke(cli, args, catch_exceptions=False)
-    finally:
-        os.chdir(old)
 
 
 @pytest.fixture
@@ -33,74 +26,74 @@ def project(tmp_path):
 
 
 def test_default_command_is_check(project):
-    a = run(["bad.py"], project)
-    b = run(["check", "bad.py"], project)
+    a = run_cli(["bad.py"], project)
+    b = run_cli(["check", "bad.py"], project)
     assert a.exit_code == b.exit_code == 1
     assert a.output == b.output
     assert "bad.py:2:10: TL104 [*]" in a.output
 
 
 def test_no_paths_means_current_folder(project):
-    result = run([], project)
+    result = run_cli([], project)
     assert result.exit_code == 1
     assert "bad.py" in result.output and "good.py" not in result.output
 
 
 def test_exit_zero_and_clean_exit(project):
-    assert run(["good.py"], project).exit_code == 0
-    assert "All checks passed!" in run(["good.py"], project).output
-    assert run(["--exit-zero", "bad.py"], project).exit_code == 0
+    assert run_cli(["good.py"], project).exit_code == 0
+    assert "All checks passed!" in run_cli(["good.py"], project).output
+    assert run_cli(["--exit-zero", "bad.py"], project).exit_code == 0
 
 
 def test_fix_writes_safe_fixes_only(project):
     (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
-    result = run(["--fix", "mixed.py"], project)
+    result = run_cli(["--fix", "mixed.py"], project)
     text = (project / "mixed.py").read_text()
     assert "prefetch_factor=4" in text  # TL104 is safe
     assert "drop_last" not in text  # TL105 is unsafe
     assert result.exit_code == 1  # TL105 remains
-    run(["--fix", "--unsafe-fixes", "mixed.py"], project)
+    run_cli(["--fix", "--unsafe-fixes", "mixed.py"], project)
     assert "drop_last=True" in (project / "mixed.py").read_text()
 
 
 def test_diff_writes_nothing(project):
-    result = run(["--diff", "bad.py"], project)
+    result = run_cli(["--diff", "bad.py"], project)
     assert "+loader = DataLoader(ds, num_workers=4, prefetch_factor=4)" in result.output
     assert (project / "bad.py").read_text() == BAD
     assert result.exit_code == 1
 
 
 def test_select_ignore_and_prefixes(project):
-    assert run(["--select", "TL2", "bad.py"], project).exit_code == 0
-    assert run(["--ignore", "TL104", "bad.py"], project).exit_code == 0
-    assert run(["--select", "ALL", "--ignore", "TL1", "bad.py"], project).exit_code == 0
-    assert run(["--select", "TL1", "--extend-select", "TL2", "bad.py"], project).exit_code == 1
-    bad = run(["--select", "XX999", "bad.py"], project)
+    assert run_cli(["--select", "TL2", "bad.py"], project).exit_code == 0
+    assert run_cli(["--ignore", "TL104", "bad.py"], project).exit_code == 0
+    assert run_cli(["--select", "ALL", "--ignore", "TL1", "bad.py"], project).exit_code == 0
+    assert run_cli(["--select", "TL1", "--extend-select", "TL2", "bad.py"], project).exit_code == 1
+    bad = run_cli(["--select", "XX999", "bad.py"], project)
     assert bad.exit_code == 2 and "unknown rule code" in bad.output
-    typo = run(["--select", "TL1O4", "bad.py"], project)
+    typo = run_cli(["--select", "TL1O4", "bad.py"], project)
     assert typo.exit_code == 2 and "did you mean `TL104`?" in typo.output
-    empty = run(["--select", "", "bad.py"], project)  # an unset `--select "$RULES"` checks nothing and passes
+    empty = run_cli(["--select", "", "bad.py"], project)  # an unset `--select "$RULES"` checks nothing and passes
     assert empty.exit_code == 2 and "'--select': expected rule codes or prefixes (ALL for all), got an empty value" in empty.output
-    lower = run(["--select", "tl104", "bad.py"], project)
+    lower = run_cli(["--select", "tl104", "bad.py"], project)
     assert lower.exit_code == 2 and "unknown rule code or prefix 'tl104'; did you mean `TL104`?" in lower.output
 
 
 def test_statistics_and_show_fixes(project):
-    stats = run(["--statistics", "bad.py"], project)
+    stats = run_cli(["--statistics", "bad.py"], project)
     assert stats.output.split() == ["1", "TL104", "[*]", "dataloader-shallow-prefetch"]
-    shown = run(["--fix", "--show-fixes", "bad.py"], project)
+    shown = run_cli(["--fix", "--show-fixes", "bad.py"], project)
     assert "TL104: 1" in shown.output
 
 
 def test_statistics_as_json_and_formats_without_them(project):
-    data = json.loads(run(["--statistics", "--output-format", "json", "bad.py"], project).output)
+    data = json.loads(run_cli(["--statistics", "--output-format", "json", "bad.py"], project).output)
     assert data == [{"code": "TL104", "name": "dataloader-shallow-prefetch", "count": 1, "fixable": True}]
-    sarif = run(["--statistics", "--output-format", "sarif", "bad.py"], project)
+    sarif = run_cli(["--statistics", "--output-format", "sarif", "bad.py"], project)
     assert sarif.exit_code == 2 and "--statistics prints in the output formats concise, full, json" in sarif.output
 
 
 def test_json_output_is_ruff_compatible(project):
-    result = run(["--output-format", "json", "bad.py"], project)
+    result = run_cli(["--output-format", "json", "bad.py"], project)
     data = json.loads(result.output)
     assert len(data) == 1
     item = data[0]
@@ -113,12 +106,12 @@ def test_json_output_is_ruff_compatible(project):
     assert edit["content"] == ", prefetch_factor=4"
     assert edit["location"] == edit["end_location"] == {"row": 2, "column": 38}
     assert item["url"].endswith("#tl104")
-    lines = run(["--output-format", "json-lines", "bad.py"], project).output.splitlines()
+    lines = run_cli(["--output-format", "json-lines", "bad.py"], project).output.splitlines()
     assert [json.loads(line)["code"] for line in lines] == ["TL104"]
 
 
 def test_full_output_shows_source_and_fix(project):
-    out = run(["--output-format", "full", "bad.py"], project).output
+    out = run_cli(["--output-format", "full", "bad.py"], project).output
     assert "2 | loader = DataLoader(ds, num_workers=4)" in out
     assert "help: Set `prefetch_factor=4` (safe fix)" in out
     assert "  2 - loader = DataLoader(ds, num_workers=4)\n  2 + loader = DataLoader(ds, num_workers=4, prefetch_factor=4)\n" in out
@@ -127,7 +120,7 @@ def test_full_output_shows_source_and_fix(project):
 def test_full_output_shows_a_suggestion_as_code(tmp_path):
     # A suggestion is never written, so this is the only place its code shows besides JSON and reviews.
     (tmp_path / "dp.py").write_text("import torch\n\nmodel = torch.nn.DataParallel(net)\nprint(model)\n")
-    out = run(["--output-format", "full", "--no-cache", "dp.py"], tmp_path).output
+    out = run_cli(["--output-format", "full", "--no-cache", "dp.py"], tmp_path).output
     assert "(display-only fix)\n  3 - model = torch.nn.DataParallel(net)\n  3 + model = torch.nn.parallel." in out
     assert "  6 + )\n\n" in out  # the last changed row; the unchanged `print(model)` is not shown
     assert "print(model)" not in out
@@ -138,21 +131,21 @@ def test_full_output_aligns_the_rows_of_every_hunk_of_a_fix(tmp_path):
     # one fix, two hunks, one column for the signs.
     (tmp_path / "t.py").write_text("from torch.utils.data import DataLoader\n" + "\n" * 6
                                    + "loader = DataLoader(ds, batch_size=32, shuffle=True)\n")
-    out = run(["--output-format", "full", "--select", "TL101", "--no-cache", "t.py"], tmp_path).output
+    out = run_cli(["--output-format", "full", "--select", "TL101", "--no-cache", "t.py"], tmp_path).output
     assert "   1 + import os\n   2 +\n   8 - loader = DataLoader(" in out
     assert "  10 + loader = DataLoader(" in out
 
 
 def test_grouped_and_pylint_formats(project):
     (project / "more.py").write_text(BAD + "\n" * 8 + "loader2 = DataLoader(ds, num_workers=2)\n")
-    grouped = run(["--output-format", "grouped", "--no-cache", "bad.py", "more.py"], project)
+    grouped = run_cli(["--output-format", "grouped", "--no-cache", "bad.py", "more.py"], project)
     assert grouped.exit_code == 1
     assert grouped.output.startswith(
         "bad.py:\n  2:10 TL104 [*] Workers keep only 2 batches each in flight; set `prefetch_factor=4`")
     # Positions are aligned within a file; a blank line ends each file's group, then the summary.
     assert "\nmore.py:\n   2:10 TL104 [*] " in grouped.output and "\n  11:11 TL104 [*] " in grouped.output
     assert "\n\nFound 3 errors.\n" in grouped.output
-    pylint = run(["--output-format", "pylint", "--no-cache", "bad.py", "more.py"], project)
+    pylint = run_cli(["--output-format", "pylint", "--no-cache", "bad.py", "more.py"], project)
     assert pylint.exit_code == 1
     assert pylint.output.splitlines() == [
         "bad.py:2: [TL104] Workers keep only 2 batches each in flight; set `prefetch_factor=4` so uneven "
@@ -165,13 +158,13 @@ def test_grouped_and_pylint_formats(project):
 
 
 def test_quiet_prints_findings_only(project):
-    out = run(["-q", "bad.py"], project).output
+    out = run_cli(["-q", "bad.py"], project).output
     assert out.startswith("bad.py:2:10") and "Found" not in out
 
 
 def test_missing_path_and_unparsable_file(project):
     (project / "broken.py").write_text("def f(:\n")
-    result = run(["broken.py", "nope.py", "bad.py"], project)
+    result = run_cli(["broken.py", "nope.py", "bad.py"], project)
     assert result.exit_code == 2
     assert "broken.py: error: syntax error at line 1" in result.output
     assert "nope.py: error: no such file or directory" in result.output
@@ -182,37 +175,37 @@ def test_missing_path_and_unparsable_file(project):
 
 def test_run_where_no_file_parses_still_closes_with_a_count(project):
     (project / "broken.py").write_text("def f(:\n")
-    result = run(["broken.py"], project)
+    result = run_cli(["broken.py"], project)
     assert result.exit_code == 2
     assert result.stdout.splitlines() == ["1 file could not be checked."]
-    fixed = run(["--fix", "broken.py"], project)
+    fixed = run_cli(["--fix", "broken.py"], project)
     assert fixed.stdout.splitlines() == ["1 file could not be checked or fixed."]
-    assert run(["-q", "broken.py"], project).stdout == ""  # --quiet: findings only
+    assert run_cli(["-q", "broken.py"], project).stdout == ""  # --quiet: findings only
 
 
 def test_force_exclude(project):
     (project / "pyproject.toml").write_text('[tool.trainlint]\nextend-exclude = ["bad.py"]\n')
-    assert run(["bad.py"], project).exit_code == 1  # named explicitly: checked
-    assert run(["--force-exclude", "bad.py"], project).exit_code == 0
-    assert run(["."], project).exit_code == 0  # discovered: excluded
+    assert run_cli(["bad.py"], project).exit_code == 1  # named explicitly: checked
+    assert run_cli(["--force-exclude", "bad.py"], project).exit_code == 0
+    assert run_cli(["."], project).exit_code == 0  # discovered: excluded
 
 
 def test_rule_command(project):
-    out = run(["rule", "TL101"], project).output
+    out = run_cli(["rule", "TL101"], project).output
     assert out.startswith("# dataloader-no-workers (TL101)")
     assert "## Why is this bad?" in out and "Fix: unsafe" in out
     assert "num-workers" in out
-    listed = json.loads(run(["rule", "--all", "--output-format", "json"], project).output)
+    listed = json.loads(run_cli(["rule", "--all", "--output-format", "json"], project).output)
     assert {"TL101", "TL201"} <= {r["code"] for r in listed}
-    assert run(["rule", "TL999"], project).exit_code == 2
-    by_name = run(["rule", "per-step-host-sync"], project)
+    assert run_cli(["rule", "TL999"], project).exit_code == 2
+    by_name = run_cli(["rule", "per-step-host-sync"], project)
     assert "(TL201)" in by_name.output
-    both = run(["rule", "TL101", "--all"], project)  # the code was silently dropped
+    both = run_cli(["rule", "TL101", "--all"], project)  # the code was silently dropped
     assert both.exit_code == 2 and "give a rule code or --all, not both" in both.output
 
 
 def test_no_cache_flag_is_accepted(project):
-    assert run(["--no-cache", "good.py"], project).exit_code == 0
+    assert run_cli(["--no-cache", "good.py"], project).exit_code == 0
 
 
 def test_version():
@@ -224,9 +217,9 @@ def test_version():
 
 def test_show_files_lists_what_a_check_would_read(project):
     (project / "pyproject.toml").write_text('[tool.trainlint]\nextend-exclude = ["good.py"]\n')
-    result = run(["--show-files"], project)
+    result = run_cli(["--show-files"], project)
     assert result.exit_code == 0 and result.output == "bad.py\n"
-    assert run(["--show-files", "missing.py"], project).exit_code == 2
+    assert run_cli(["--show-files", "missing.py"], project).exit_code == 2
 
 
 def test_gitignored_files_are_left_out_unless_asked(project):
@@ -234,21 +227,21 @@ def test_gitignored_files_are_left_out_unless_asked(project):
     (project / ".gitignore").write_text("generated/\n")
     (project / "generated").mkdir()
     (project / "generated" / "copy.py").write_text(BAD)
-    assert run(["--show-files"], project).output == "bad.py\ngood.py\n"
+    assert run_cli(["--show-files"], project).output == "bad.py\ngood.py\n"
     everything = "bad.py\ngenerated/copy.py\ngood.py\n"
-    assert run(["--show-files", "--no-respect-gitignore"], project).output == everything
+    assert run_cli(["--show-files", "--no-respect-gitignore"], project).output == everything
     (project / "pyproject.toml").write_text("[tool.trainlint]\nrespect-gitignore = false\n")
-    assert run(["--show-files"], project).output == everything
-    assert run(["--show-files", "--respect-gitignore"], project).output == "bad.py\ngood.py\n"
+    assert run_cli(["--show-files"], project).output == everything
+    assert run_cli(["--show-files", "--respect-gitignore"], project).output == "bad.py\ngood.py\n"
     # A file named on the command line is checked, ignored or not (as an excluded one is).
-    assert "generated/copy.py:2:10: TL104" in run(["generated/copy.py"], project).output
+    assert "generated/copy.py:2:10: TL104" in run_cli(["generated/copy.py"], project).output
 
 
 def test_show_settings_names_the_config_and_the_rules(project):
     (project / "sub").mkdir()
     (project / "sub" / "train.py").write_text(BAD)
     (project / "sub" / "trainlint.toml").write_text('ignore = ["TL104"]\nunfixable = ["TL102"]\n[TL101]\nnum-workers = 4\n')
-    out = run(["--show-settings", "sub/train.py"], project).output.splitlines()
+    out = run_cli(["--show-settings", "sub/train.py"], project).output.splitlines()
     assert out[0] == 'file = "sub/train.py"'
     assert out[1] == f'config = "{project / "sub" / "trainlint.toml"}"'
     rules = next(line for line in out if line.startswith("rules = "))
@@ -258,7 +251,7 @@ def test_show_settings_names_the_config_and_the_rules(project):
     assert "TL202.log-every = 100  # default: The interval the fix uses when the script defines none." in out
     assert not any(line.startswith("TL104.") for line in out)  # TL104 does not run here
     # Without a configuration file: the defaults, said so.
-    out = run(["--show-settings", "bad.py"], project).output
+    out = run_cli(["--show-settings", "bad.py"], project).output
     assert "TL101.num-workers = 0  # default: The value the fix writes; 0 means `min(8, os.cpu_count() or 1)`" in out
     assert "config = (none: defaults)" in out and '"TL104"' in out
     assert "\nper-file-ignores = {}\n" in out
@@ -267,22 +260,22 @@ def test_show_settings_names_the_config_and_the_rules(project):
 def test_output_file_takes_the_report(project, tmp_path):
     report = tmp_path / "out" / "report.sarif"
     report.parent.mkdir()
-    result = run(["--output-format", "sarif", "-o", str(report), "bad.py"], project)
+    result = run_cli(["--output-format", "sarif", "-o", str(report), "bad.py"], project)
     assert result.exit_code == 1 and result.output == ""
     assert json.loads(report.read_text())["runs"][0]["results"][0]["ruleId"] == "TL104"
-    missing = run(["--output-file", str(tmp_path / "no" / "such" / "dir" / "r.json"), "bad.py"], project)
+    missing = run_cli(["--output-file", str(tmp_path / "no" / "such" / "dir" / "r.json"), "bad.py"], project)
     assert missing.exit_code == 2 and "cannot write the report" in missing.output
 
 
 def test_unsafe_fixes_count_as_available_when_asked(project):
     (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
-    plain = run(["--select", "TL104,TL105", "mixed.py"], project).output
+    plain = run_cli(["--select", "TL104,TL105", "mixed.py"], project).output
     assert "TL105 The last" in plain and "[*] 1 fixable with the `--fix` option." in plain
     assert "1 hidden fix can be enabled with the `--unsafe-fixes` option." in plain
-    unsafe = run(["--select", "TL104,TL105", "--unsafe-fixes", "mixed.py"], project).output
+    unsafe = run_cli(["--select", "TL104,TL105", "--unsafe-fixes", "mixed.py"], project).output
     assert "TL105 [*] The last" in unsafe and "[*] 2 fixable with the `--fix` option (with `--unsafe-fixes`)." in unsafe
     assert "hidden" not in unsafe
-    stats = run(["--select", "TL105", "--unsafe-fixes", "--statistics", "mixed.py"], project).output
+    stats = run_cli(["--select", "TL105", "--unsafe-fixes", "--statistics", "mixed.py"], project).output
     assert "TL105\t[*] " in stats
 
 
@@ -302,65 +295,65 @@ def test_diff_prints_only_the_patch_on_standard_output(project):
 
 def test_exit_zero_covers_files_that_cannot_be_checked_not_usage_errors(project):
     (project / "broken.py").write_text("def f(:\n")
-    assert run(["broken.py", "bad.py"], project).exit_code == 2
-    zero = run(["-e", "broken.py", "bad.py"], project)  # -e is --exit-zero, as in Ruff
+    assert run_cli(["broken.py", "bad.py"], project).exit_code == 2
+    zero = run_cli(["-e", "broken.py", "bad.py"], project)  # -e is --exit-zero, as in Ruff
     assert zero.exit_code == 0 and "broken.py: error: syntax error at line 1" in zero.output
     assert "bad.py:2:10: TL104" in zero.output
-    assert run(["--exit-zero", "--select", "XX1", "bad.py"], project).exit_code == 2
+    assert run_cli(["--exit-zero", "--select", "XX1", "bad.py"], project).exit_code == 2
     (project / "pyproject.toml").write_text("[tool.trainlint]\nselect = 3\n")
-    assert run(["--exit-zero", "bad.py"], project).exit_code == 2
+    assert run_cli(["--exit-zero", "bad.py"], project).exit_code == 2
 
 
 def test_exit_non_zero_on_fix(project):
-    assert run(["--fix", "--exit-non-zero-on-fix", "good.py"], project).exit_code == 0
-    fixed = run(["--fix", "--exit-non-zero-on-fix", "bad.py"], project)
+    assert run_cli(["--fix", "--exit-non-zero-on-fix", "good.py"], project).exit_code == 0
+    fixed = run_cli(["--fix", "--exit-non-zero-on-fix", "bad.py"], project)
     assert (project / "bad.py").read_text() == GOOD
     assert fixed.exit_code == 1 and "(1 fixed, 0 remaining)" in fixed.output
     (project / "bad.py").write_text(BAD)
-    assert run(["--fix", "bad.py"], project).exit_code == 0
+    assert run_cli(["--fix", "bad.py"], project).exit_code == 0
 
 
 def test_fix_only_reports_what_it_fixed_not_what_is_left(project):
     # bad.py has a safe fix (TL104); left.py only an unsafe one (TL101), so it stays a finding.
     left = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, prefetch_factor=4)\n"
     (project / "left.py").write_text(left)
-    result = run(["--fix-only", "bad.py", "left.py"], project)
+    result = run_cli(["--fix-only", "bad.py", "left.py"], project)
     assert (project / "bad.py").read_text() == GOOD and (project / "left.py").read_text() == left
     assert result.exit_code == 0  # the TL101 finding left in left.py is neither shown nor counted
     assert result.stdout.splitlines() == ["Fixed 1 error."]
-    assert run(["--fix-only", "left.py"], project).stdout.splitlines() == ["No errors fixed."]
-    assert run(["left.py"], project).exit_code == 1  # it is still there for a plain check
+    assert run_cli(["--fix-only", "left.py"], project).stdout.splitlines() == ["No errors fixed."]
+    assert run_cli(["left.py"], project).exit_code == 1  # it is still there for a plain check
     (project / "bad.py").write_text(BAD)
-    on_fix = run(["--fix-only", "--exit-non-zero-on-fix", "--show-fixes", "bad.py"], project)
+    on_fix = run_cli(["--fix-only", "--exit-non-zero-on-fix", "--show-fixes", "bad.py"], project)
     assert on_fix.exit_code == 1 and on_fix.stdout.splitlines() == ["Fixed 1 error.", "Fixed:", "  TL104: 1"]
     (project / "bad.py").write_text(BAD)
-    as_json = run(["--fix-only", "--output-format", "json", "bad.py", "left.py"], project)
+    as_json = run_cli(["--fix-only", "--output-format", "json", "bad.py", "left.py"], project)
     assert as_json.exit_code == 0 and json.loads(as_json.stdout) == []
     (project / "bad.py").write_text(BAD)
-    diff = run(["--fix-only", "--diff", "bad.py"], project)  # --diff still writes nothing
+    diff = run_cli(["--fix-only", "--diff", "bad.py"], project)  # --diff still writes nothing
     assert diff.exit_code == 1 and "+loader = DataLoader(ds, num_workers=4, prefetch_factor=4)" in diff.stdout
     assert (project / "bad.py").read_text() == BAD
-    assert run(["--fix-only", "--no-fix", "bad.py"], project).exit_code == 1  # --no-fix wins: a check
-    stats = run(["--fix-only", "--statistics", "bad.py"], project)
+    assert run_cli(["--fix-only", "--no-fix", "bad.py"], project).exit_code == 1  # --no-fix wins: a check
+    stats = run_cli(["--fix-only", "--statistics", "bad.py"], project)
     assert stats.exit_code == 2 and "--statistics would count none" in stats.output
     (project / "pyproject.toml").write_text("[tool.trainlint]\nfix-only = true\n")
-    assert run(["bad.py", "left.py"], project).exit_code == 0 and (project / "bad.py").read_text() == GOOD
-    assert run(["--no-fix-only", "left.py"], project).exit_code == 1  # the command line wins
+    assert run_cli(["bad.py", "left.py"], project).exit_code == 0 and (project / "bad.py").read_text() == GOOD
+    assert run_cli(["--no-fix-only", "left.py"], project).exit_code == 1  # the command line wins
 
 
 def test_exclude_replaces_the_configured_patterns(project):
     (project / "pyproject.toml").write_text('[tool.trainlint]\nexclude = ["bad.py"]\n')
     (project / "build").mkdir()
     (project / "build" / "gen.py").write_text(BAD)
-    assert run(["--show-files"], project).output == "build/gen.py\ngood.py\n"  # the default list is replaced
-    assert run(["--show-files", "--exclude", "good.py"], project).output == "bad.py\nbuild/gen.py\n"
-    both = run(["--show-files", "--exclude", "good.py", "--extend-exclude", "build"], project)
+    assert run_cli(["--show-files"], project).output == "build/gen.py\ngood.py\n"  # the default list is replaced
+    assert run_cli(["--show-files", "--exclude", "good.py"], project).output == "bad.py\nbuild/gen.py\n"
+    both = run_cli(["--show-files", "--exclude", "good.py", "--extend-exclude", "build"], project)
     assert both.output == "bad.py\n"
 
 
 def test_add_noqa_refuses_diff_fix_and_baseline_and_writes_nothing(project):
     for flags in (["--diff"], ["--fix"], ["--fix-only"], ["--baseline", "b.json"]):
-        result = run(["--add-noqa", *flags, "bad.py"], project)
+        result = run_cli(["--add-noqa", *flags, "bad.py"], project)
         assert result.exit_code == 2 and f"--add-noqa cannot go with {flags[0]}" in result.output
         assert (project / "bad.py").read_text() == BAD
     assert not (project / "b.json").exists()
@@ -369,76 +362,76 @@ def test_add_noqa_refuses_diff_fix_and_baseline_and_writes_nothing(project):
 def test_a_path_without_python_files_is_said(project):
     (project / "empty").mkdir()
     (project / "empty" / "notes.txt").write_text("x\n")
-    result = run(["empty"], project)
+    result = run_cli(["empty"], project)
     assert result.exit_code == 0 and "warning: No Python files found under the given path(s)" in result.output
-    assert "warning" not in run(["good.py"], project).output
+    assert "warning" not in run_cli(["good.py"], project).output
 
 
 def test_ignore_noqa_reports_and_fixes_suppressed_findings(project):
     quiet = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)  # noqa: TL104\n"
     (project / "quiet.py").write_text(quiet)
     (project / "whole.py").write_text("# trainlint: noqa\n" + BAD)
-    assert run(["quiet.py", "whole.py"], project).exit_code == 0  # with the cache on: written here
-    loud = run(["--ignore-noqa", "quiet.py", "whole.py"], project)  # and not reused here
+    assert run_cli(["quiet.py", "whole.py"], project).exit_code == 0  # with the cache on: written here
+    loud = run_cli(["--ignore-noqa", "quiet.py", "whole.py"], project)  # and not reused here
     assert loud.exit_code == 1 and "quiet.py:2:10: TL104" in loud.output and "whole.py:3:10: TL104" in loud.output
-    assert run(["quiet.py"], project).exit_code == 0
-    run(["--fix", "--ignore-noqa", "quiet.py"], project)
+    assert run_cli(["quiet.py"], project).exit_code == 0
+    run_cli(["--fix", "--ignore-noqa", "quiet.py"], project)
     assert "prefetch_factor=4)  # noqa: TL104" in (project / "quiet.py").read_text()
 
 
 def test_configuration_sets_fix_unsafe_fixes_and_output_format(project):
     (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
     (project / "pyproject.toml").write_text('[tool.trainlint]\nunsafe-fixes = true\noutput-format = "json"\n')
-    shown = run(["mixed.py"], project)
+    shown = run_cli(["mixed.py"], project)
     items = json.loads(shown.stdout)
     assert {i["code"] for i in items} == {"TL104", "TL105"}
-    concise = run(["--no-unsafe-fixes", "--output-format", "concise", "mixed.py"], project).output
+    concise = run_cli(["--no-unsafe-fixes", "--output-format", "concise", "mixed.py"], project).output
     assert "1 hidden fix can be enabled" in concise
     (project / "pyproject.toml").write_text('[tool.trainlint]\nfix = true\nunsafe-fixes = true\n')
-    assert run(["--no-fix", "mixed.py"], project).exit_code == 1
+    assert run_cli(["--no-fix", "mixed.py"], project).exit_code == 1
     assert "drop_last" not in (project / "mixed.py").read_text()
-    run(["mixed.py"], project)
+    run_cli(["mixed.py"], project)
     assert "drop_last=True" in (project / "mixed.py").read_text() and "prefetch_factor=4" in (project / "mixed.py").read_text()
     (project / "pyproject.toml").write_text('[tool.trainlint]\nfix = "yes"\n')
-    bad = run(["mixed.py"], project)
+    bad = run_cli(["mixed.py"], project)
     assert bad.exit_code == 2 and "`fix`: expected true or false" in bad.output
     (project / "pyproject.toml").write_text('[tool.trainlint]\noutput-format = "xml"\n')
-    bad_format = run(["mixed.py"], project).output
+    bad_format = run_cli(["mixed.py"], project).output
     assert "`output-format`: expected one of " in bad_format and "concise" in bad_format and "xml" in bad_format
 
 
 def test_inline_config_pairs_and_isolated(project):
     (project / "pyproject.toml").write_text('[tool.trainlint]\nignore = ["TL104"]\n[tool.trainlint.TL104]\nmin-prefetch-factor = 4\n')
-    assert run(["bad.py"], project).exit_code == 0
+    assert run_cli(["bad.py"], project).exit_code == 0
     # A pair set on top of the file's configuration: the key is replaced, the rest kept.
-    assert run(["--config", "ignore = []", "bad.py"], project).exit_code == 1
-    eight = run(["--config", "ignore = []", "--config", "TL104.min-prefetch-factor = 8", "good.py"], project)
+    assert run_cli(["--config", "ignore = []", "bad.py"], project).exit_code == 1
+    eight = run_cli(["--config", "ignore = []", "--config", "TL104.min-prefetch-factor = 8", "good.py"], project)
     assert eight.exit_code == 1 and "prefetch_factor=8" in eight.output
-    assert run(["--isolated", "bad.py"], project).exit_code == 1  # the pyproject's ignore is not read
-    bad = run(["--config", "TL104.no-such-option = 1", "bad.py"], project)
+    assert run_cli(["--isolated", "bad.py"], project).exit_code == 1  # the pyproject's ignore is not read
+    bad = run_cli(["--config", "TL104.no-such-option = 1", "bad.py"], project)
     assert bad.exit_code == 2 and "--config: invalid configuration: `TL104.no-such-option`" in bad.output
-    garbled = run(["--config", "select ==", "bad.py"], project)
+    garbled = run_cli(["--config", "select ==", "bad.py"], project)
     assert garbled.exit_code == 2 and "neither a configuration file nor a TOML" in garbled.output
     assert "quotes" not in garbled.output
-    unquoted = run(["--config", "target-gpu=ampere", "bad.py"], project)
+    unquoted = run_cli(["--config", "target-gpu=ampere", "bad.py"], project)
     assert unquoted.exit_code == 2 and "a string needs quotes: --config 'target-gpu = \"ampere\"'" in unquoted.output
     (project / "other.toml").write_text('ignore = ["TL1"]\n')
-    assert run(["--config", "other.toml", "bad.py"], project).exit_code == 0
-    assert run(["--config", "other.toml", "--config", "ignore = []", "bad.py"], project).exit_code == 1
-    assert run(["--isolated", "--config", "other.toml", "bad.py"], project).exit_code == 2
+    assert run_cli(["--config", "other.toml", "bad.py"], project).exit_code == 0
+    assert run_cli(["--config", "other.toml", "--config", "ignore = []", "bad.py"], project).exit_code == 1
+    assert run_cli(["--isolated", "--config", "other.toml", "bad.py"], project).exit_code == 2
 
 
 def test_target_torch_turns_off_what_an_older_pytorch_lacks(project):
     (project / "old_amp.py").write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")
-    assert run(["--select", "TL401", "old_amp.py"], project).exit_code == 1
-    assert run(["--select", "TL401", "--target-torch", "2.2", "old_amp.py"], project).exit_code == 0
+    assert run_cli(["--select", "TL401", "old_amp.py"], project).exit_code == 1
+    assert run_cli(["--select", "TL401", "--target-torch", "2.2", "old_amp.py"], project).exit_code == 0
     (project / "pyproject.toml").write_text('[tool.trainlint]\ntarget-torch = "2.3"\n')
-    assert run(["--select", "TL401", "old_amp.py"], project).exit_code == 0
-    assert run(["--select", "TL401", "--target-torch", "2.4", "old_amp.py"], project).exit_code == 1
+    assert run_cli(["--select", "TL401", "old_amp.py"], project).exit_code == 0
+    assert run_cli(["--select", "TL401", "--target-torch", "2.4", "old_amp.py"], project).exit_code == 1
     (project / "pyproject.toml").write_text('[tool.trainlint]\ntarget-torch = 2.3\n')
-    bad = run(["old_amp.py"], project)
+    bad = run_cli(["old_amp.py"], project)
     assert bad.exit_code == 2 and '`target-torch`: expected a PyTorch version as "MAJOR.MINOR"' in bad.output
-    assert run(["--target-torch", "two", "old_amp.py"], project).exit_code == 2
+    assert run_cli(["--target-torch", "two", "old_amp.py"], project).exit_code == 2
 
 
 def test_line_length_decides_when_a_fix_wraps_a_call(project):
@@ -446,12 +439,12 @@ def test_line_length_decides_when_a_fix_wraps_a_call(project):
     (project / "wide.py").write_text(
         "from torch.utils.data import DataLoader\n"
         "train_loader = DataLoader(train_dataset, batch_size=args.batch_size, num_workers=8)\n")
-    assert "+    num_workers=8,\n+    prefetch_factor=4,\n+)" in run(["--diff", "--no-cache", "wide.py"], project).output
+    assert "+    num_workers=8,\n+    prefetch_factor=4,\n+)" in run_cli(["--diff", "--no-cache", "wide.py"], project).output
     one_line = "+train_loader = DataLoader(train_dataset, batch_size=args.batch_size, num_workers=8, prefetch_factor=4)\n"
-    assert one_line in run(["--diff", "--no-cache", "--line-length", "120", "wide.py"], project).output
+    assert one_line in run_cli(["--diff", "--no-cache", "--line-length", "120", "wide.py"], project).output
     (project / "pyproject.toml").write_text("[tool.trainlint]\nline-length = 120\n")
-    assert one_line in run(["--diff", "--no-cache", "wide.py"], project).output
-    assert run(["--line-length", "0", "wide.py"], project).exit_code == 2
+    assert one_line in run_cli(["--diff", "--no-cache", "wide.py"], project).output
+    assert run_cli(["--line-length", "0", "wide.py"], project).exit_code == 2
 
 
 def test_colours_only_where_asked(project):
@@ -475,7 +468,7 @@ def test_colours_only_where_asked(project):
 
 
 def test_show_fixes_with_diff_lists_the_fixes_it_would_make(project):
-    result = run(["--diff", "--show-fixes", "bad.py"], project)
+    result = run_cli(["--diff", "--show-fixes", "bad.py"], project)
     assert result.exit_code == 1
     assert "Would fix:\n  TL104: 1\n" in result.output and "Fixed:" not in result.output
     assert (project / "bad.py").read_text() == BAD
@@ -483,9 +476,9 @@ def test_show_fixes_with_diff_lists_the_fixes_it_would_make(project):
 
 def test_statistics_keep_the_names_in_one_column(project):
     (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
-    stats = run(["--select", "TL104,TL105", "--statistics", "mixed.py"], project).output
+    stats = run_cli(["--select", "TL104,TL105", "--statistics", "mixed.py"], project).output
     assert stats == "    1\tTL104\t[*] dataloader-shallow-prefetch\n    1\tTL105\t[ ] dataloader-ragged-last-batch\n"
-    alone = run(["--select", "TL105", "--statistics", "mixed.py"], project).output
+    alone = run_cli(["--select", "TL105", "--statistics", "mixed.py"], project).output
     assert alone == "    1\tTL105\tdataloader-ragged-last-batch\n"  # nothing fixable: no markers at all
 
 

@@ -3,21 +3,12 @@
 import os
 
 import pytest
-from click.testing import CliRunner
-
-from trainlint.cli import cli
+from _cli import run_cli
 from trainlint.config import ConfigError, SettingsResolver, settings_from_file
 
 LOADER = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
 
 
-def invoke(args, cwd):
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(cli, args, catch_exceptions=False)
-    finally:
-        os.chdir(old)
 
 
 @pytest.mark.parametrize(
@@ -48,7 +39,7 @@ def test_bad_config_exits_2_naming_file_and_key(tmp_path, table, expected):
         table = "[tool.trainlint]\n" + table
     (tmp_path / "pyproject.toml").write_text(table + "\n")
     (tmp_path / "a.py").write_text(LOADER)
-    result = invoke(["a.py"], tmp_path)
+    result = run_cli(["a.py"], tmp_path)
     assert result.exit_code == 2
     assert "pyproject.toml" in result.output and expected in result.output
 
@@ -56,7 +47,7 @@ def test_bad_config_exits_2_naming_file_and_key(tmp_path, table, expected):
 def test_invalid_toml(tmp_path):
     (tmp_path / "trainlint.toml").write_text("select = [\n")
     (tmp_path / "a.py").write_text(LOADER)
-    result = invoke(["a.py"], tmp_path)
+    result = run_cli(["a.py"], tmp_path)
     assert result.exit_code == 2 and "trainlint.toml: invalid TOML" in result.output
 
 
@@ -67,7 +58,7 @@ def test_nearest_config_wins(tmp_path):
     (sub / "trainlint.toml").write_text("select = ['TL101']\n")
     (tmp_path / "a.py").write_text(LOADER)
     (sub / "b.py").write_text(LOADER)
-    result = invoke(["."], tmp_path)
+    result = run_cli(["."], tmp_path)
     assert "a.py" not in result.output
     assert os.path.join("sub", "b.py") + ":2:10: TL101" in result.output
 
@@ -98,21 +89,21 @@ def test_pyproject_without_table_is_skipped(tmp_path):
     sub.mkdir()
     (sub / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     (sub / "a.py").write_text(LOADER)
-    assert invoke(["."], tmp_path).exit_code == 0
+    assert run_cli(["."], tmp_path).exit_code == 0
 
 
 def test_cli_overrides_config(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.trainlint]\nignore = ['TL101']\n")
     (tmp_path / "a.py").write_text(LOADER)
-    assert invoke(["a.py"], tmp_path).exit_code == 0
-    assert invoke(["--select", "TL101", "a.py"], tmp_path).exit_code == 1
+    assert run_cli(["a.py"], tmp_path).exit_code == 0
+    assert run_cli(["--select", "TL101", "a.py"], tmp_path).exit_code == 1
 
 
 def test_explicit_config_path(tmp_path):
     (tmp_path / "custom.toml").write_text("[tool.trainlint]\nselect = ['TL2']\n")
     (tmp_path / "a.py").write_text(LOADER)
-    assert invoke(["--config", "custom.toml", "a.py"], tmp_path).exit_code == 0
-    missing = invoke(["--config", "nope.toml", "a.py"], tmp_path)
+    assert run_cli(["--config", "custom.toml", "a.py"], tmp_path).exit_code == 0
+    missing = run_cli(["--config", "nope.toml", "a.py"], tmp_path)
     assert missing.exit_code == 2 and "nope.toml" in missing.output
 
 
@@ -121,14 +112,14 @@ def test_per_file_ignores(tmp_path):
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "a.py").write_text(LOADER)
     (tmp_path / "b.py").write_text(LOADER)
-    out = invoke(["."], tmp_path).output
+    out = run_cli(["."], tmp_path).output
     assert "b.py" in out and "scripts" not in out
 
 
 def test_rule_option_reaches_the_fix(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.trainlint.TL101]\nnum-workers = 6\n")
     (tmp_path / "a.py").write_text(LOADER)
-    invoke(["--fix", "--unsafe-fixes", "--select", "TL101", "a.py"], tmp_path)
+    run_cli(["--fix", "--unsafe-fixes", "--select", "TL101", "a.py"], tmp_path)
     assert "DataLoader(ds, num_workers=6)" in (tmp_path / "a.py").read_text()
 
 
@@ -144,9 +135,9 @@ def test_interval_names_config(tmp_path):
     code = ("for step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n    loss.backward()\n"
             "    opt.step()\n    if report_ok:\n        print(loss.item())\n")
     (tmp_path / "a.py").write_text(code)
-    assert invoke(["--select", "TL201", "a.py"], tmp_path).exit_code == 1
+    assert run_cli(["--select", "TL201", "a.py"], tmp_path).exit_code == 1
     (tmp_path / "pyproject.toml").write_text("[tool.trainlint]\ninterval-names = ['report_ok']\n")
-    assert invoke(["--select", "TL201", "a.py"], tmp_path).exit_code == 0
+    assert run_cli(["--select", "TL201", "a.py"], tmp_path).exit_code == 0
 
 
 def _write(tmp_path, text):
@@ -196,20 +187,10 @@ def test_extended_globs_keep_their_own_folder(tmp_path):
     _put(tmp_path / "proj" / "pyproject.toml", '[tool.trainlint]\nextend = "../pyproject.toml"\nextend-exclude = ["gen"]\n')
     for name in ("train.py", "legacy/old.py", "gen/auto.py", "deep/scratch/x.py", "tests/test_x.py"):
         _put(tmp_path / "proj" / name, "from torch.utils.data import DataLoader\nDataLoader(ds)\n")
-    old = os.getcwd()
-    os.chdir(tmp_path / "proj")
-    try:
-        shown = CliRunner().invoke(cli, ["--show-files", "--no-cache"]).output.split()
-        checked = CliRunner().invoke(cli, ["check", "--no-cache", "--output-format", "concise"]).output
-    finally:
-        os.chdir(old)
+    shown = run_cli(["--show-files", "--no-cache"], tmp_path / "proj").output.split()
+    checked = run_cli(["check", "--no-cache", "--output-format", "concise"], tmp_path / "proj").output
     assert sorted(shown) == ["tests/test_x.py", "train.py"]
-    old = os.getcwd()
-    os.chdir(tmp_path / "proj")
-    try:
-        settings_out = CliRunner().invoke(cli, ["--show-settings", "train.py"]).output
-    finally:
-        os.chdir(old)
+    settings_out = run_cli(["--show-settings", "train.py"], tmp_path / "proj").output
     assert f'extends = ["{tmp_path / "pyproject.toml"}"]' in settings_out
     assert "train.py:2:1: TL101" in checked and "tests/test_x.py" not in checked
 

@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import os
 
-from click.testing import CliRunner
-
+from _cli import run_cli
 from trainlint.api import Settings, fix_source, lint_source
-from trainlint.cli import cli
 
 LOADER = "from torch.utils.data import DataLoader\n"
 WORKERS = "loader = DataLoader(ds, num_workers=4, prefetch_factor=4, pin_memory=True)"
@@ -25,13 +23,6 @@ def fixed(text, select=("TL001", "TL1")):
     return fix_source(text, settings=Settings(select=tuple(select)), unsafe_fixes=False)
 
 
-def run(args, cwd):
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(cli, args, catch_exceptions=False)
-    finally:
-        os.chdir(old)
 
 
 def test_a_suppression_on_the_wrong_line_of_a_finding_is_reported_beside_the_finding():
@@ -93,7 +84,7 @@ def test_ignore_noqa_judges_nothing():
 def test_cli_fix_writes_the_comment_removal_and_keeps_crlf(tmp_path):
     path = tmp_path / "train.py"
     path.write_bytes((LOADER + WORKERS + "  # noqa: TL101\n").replace("\n", "\r\n").encode())
-    result = run(["check", "--extend-select", "TL001", "--no-cache", "--fix", "train.py"], tmp_path)
+    result = run_cli(["check", "--extend-select", "TL001", "--no-cache", "--fix", "train.py"], tmp_path)
     assert result.exit_code == 0, result.output
     assert "Found 1 error (1 fixed, 0 remaining)." in result.output
     assert path.read_bytes() == (LOADER + WORKERS + "\n").replace("\n", "\r\n").encode()
@@ -102,19 +93,19 @@ def test_cli_fix_writes_the_comment_removal_and_keeps_crlf(tmp_path):
 def test_cli_reports_the_finding_at_the_comment_and_the_cache_keeps_it(tmp_path):
     (tmp_path / "train.py").write_text(LOADER + WORKERS + "  # noqa: TL101\n")
     args = ["check", "--extend-select", "TL001", "--output-format", "concise", "train.py"]
-    first = run(args, tmp_path)
-    second = run(args, tmp_path)  # answered from .trainlint_cache
+    first = run_cli(args, tmp_path)
+    second = run_cli(args, tmp_path)  # answered from .trainlint_cache
     assert first.exit_code == second.exit_code == 1
     assert "train.py:2:77: TL001 [*] Unused suppression: no TL101 finding starts on this line" in first.output
     assert first.output == second.output
     # Without the rule selected (the default), nothing is said about suppressions.
-    assert run(["check", "train.py"], tmp_path).exit_code == 0
+    assert run_cli(["check", "train.py"], tmp_path).exit_code == 0
 
 
 def test_add_noqa_does_not_suppress_unused_suppressions(tmp_path):
     source = LOADER + WORKERS + "  # noqa: TL101\nother = DataLoader(ds)\n"
     (tmp_path / "train.py").write_text(source)
-    result = run(["check", "--select", "TL001,TL101", "--no-cache", "--add-noqa", "train.py"], tmp_path)
+    result = run_cli(["check", "--select", "TL001,TL101", "--no-cache", "--add-noqa", "train.py"], tmp_path)
     assert result.exit_code == 0, result.output
     assert (tmp_path / "train.py").read_text() == source.replace(
         "other = DataLoader(ds)\n", "other = DataLoader(ds)  # noqa: TL101\n")
@@ -126,7 +117,7 @@ def test_per_file_ignores_leave_that_files_suppressions_alone(tmp_path):
     (tmp_path / "legacy").mkdir()
     (tmp_path / "legacy" / "old.py").write_text(LOADER + WORKERS + "  # noqa: TL101\n")
     (tmp_path / "new.py").write_text(LOADER + WORKERS + "  # noqa: TL101\n")
-    result = run(["check", "--no-cache", "--output-format", "json", "."], tmp_path)
+    result = run_cli(["check", "--no-cache", "--output-format", "json", "."], tmp_path)
     paths = [os.path.relpath(d["filename"], tmp_path) for d in json.loads(result.output)]
     assert paths == ["new.py"]
 
@@ -138,9 +129,9 @@ def test_a_notebook_cells_unused_suppression_is_placed_and_removed(tmp_path):
     data = {"cells": cells, "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
     path = tmp_path / "train.ipynb"
     path.write_text(json.dumps(data, indent=1) + "\n")
-    result = run(["check", "--extend-select", "TL001", "--no-cache", "train.ipynb"], tmp_path)
+    result = run_cli(["check", "--extend-select", "TL001", "--no-cache", "train.ipynb"], tmp_path)
     assert "train.ipynb:cell 2:2:77: TL001" in result.output, result.output
-    result = run(["check", "--extend-select", "TL001", "--no-cache", "--fix", "train.ipynb"], tmp_path)
+    result = run_cli(["check", "--extend-select", "TL001", "--no-cache", "--fix", "train.ipynb"], tmp_path)
     assert result.exit_code == 0, result.output
     source = json.loads(path.read_text())["cells"][1]["source"]
     assert source == ["%matplotlib inline\n", WORKERS + "\n", "x = 1"]
