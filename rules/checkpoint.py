@@ -110,7 +110,7 @@ def _counter(ctx, node: cst.CSTNode) -> str | None:
 class BlockingCheckpointInLoop(Rule):
     code = "TL501"
     name = "blocking-checkpoint-in-loop"
-    summary = "`torch.save`/`save_pretrained`/`save_state`/`fabric.save` blocking the training loop"
+    summary = "`torch.save`/`save_pretrained`/`save_state`/`fabric.save`/`save_checkpoint` blocking the training loop"
     source = "§6.2"
     fix_applicability = "unsafe"
     triggers = ("save",)
@@ -119,8 +119,8 @@ class BlockingCheckpointInLoop(Rule):
                                                "defines no save interval of its own.")}
     docs = """
 ## What it does
-Flags `torch.save`, `save_pretrained`, `accelerator.save_state` and `fabric.save` (or a function
-of the module that calls one) run inside the hot loop, on every step or every N steps, or in a
+Flags `torch.save`, `save_pretrained`, `accelerator.save_state`, `fabric.save` and Lightning's
+`trainer.save_checkpoint` (or a function of the module that calls one) run inside the hot loop, on every step or every N steps, or in a
 hook a framework calls on every step (a Lightning callback's `on_train_batch_end`, a
 TrainerCallback's `on_step_end`: see TL201). Saves outside the hot loop (once per epoch, at the
 end) and saves of tokenizers or configs are not flagged; nor is a save that runs once
@@ -164,9 +164,10 @@ as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`
 saved. A save that already runs every N steps (also in the `else:` of `if step % n:`) keeps its
 guard and is only made asynchronous. Whole modules or
 optimizers passed to `torch.save`, and saves into file objects, are still saved blocking.
-Tensors that shared storage are written as separate copies. `accelerator.save_state` and
-`fabric.save` (which may gather across ranks) are only moved under an interval, never made
-asynchronous; no asynchronous fix is offered when the module reads checkpoints back after the
+Tensors that shared storage are written as separate copies. `accelerator.save_state`,
+`fabric.save` and `trainer.save_checkpoint` (which may gather across ranks) are only moved under
+an interval, never made asynchronous (for Lightning the message names its `AsyncCheckpointIO`
+plugin, a change to how the Trainer is built); no asynchronous fix is offered when the module reads checkpoints back after the
 loop.
 """
     valid = [
@@ -177,6 +178,8 @@ loop.
         Valid(in_training_loop("if step == max_steps - 1:\n    torch.save(model.state_dict(), 'last.pt')")),
         Valid(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), 'ckpt.pt')")),
         Valid("import torch\nwith torch.no_grad():\n    for x in val_loader:\n        torch.save(model(x), 'pred.pt')\n"),
+        # Another library's trainer: not Lightning's save_checkpoint.
+        Valid(in_training_loop("if step % 100 == 0:\n    trainer.save_checkpoint('x')")),
         # Once per epoch, from a Lightning hook that is not a per-step one.
         Valid("import torch\nimport lightning as L\nclass Save(L.Callback):\n"
               "    def on_train_epoch_end(self, trainer, module):\n        torch.save(module.state_dict(), 'e.pt')\n"),
@@ -238,6 +241,18 @@ loop.
                 "        if trainer.global_step % 500 == 0:\n"
                 "            _trainlint_async_save(torch.save, module.state_dict(), 'ckpt.pt')\n",
                 message="under `trainer.global_step % 500 == 0`"),
+        # Lightning's trainer.save_checkpoint in a callback: its asynchronous plugin is named.
+        Invalid("import lightning as L\nclass Save(L.Callback):\n"
+                "    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):\n"
+                "        if trainer.global_step % 500 == 0:\n            trainer.save_checkpoint('last.ckpt')\n",
+                fixed=None, message="`AsyncCheckpointIO`"),
+        # ... on every step of a LightningModule: moved under Lightning's counter, not made asynchronous.
+        Invalid("import lightning as L\nclass M(L.LightningModule):\n    def training_step(self, batch, i):\n"
+                "        self.trainer.save_checkpoint('last.ckpt')\n        return self(batch)\n",
+                fixed="import lightning as L\nclass M(L.LightningModule):\n    def training_step(self, batch, i):\n"
+                "        if self.global_step % 1000 == 0:\n            self.trainer.save_checkpoint('last.ckpt')\n"
+                "        return self(batch)\n",
+                message="save every `1000` steps, written in a background thread by Lightning's `AsyncCheckpointIO`"),
         # A TrainerCallback saving on every step: moved under the Trainer's step counter.
         Invalid("import torch\nfrom transformers import TrainerCallback\nclass Save(TrainerCallback):\n"
                 "    def on_step_end(self, args, state, control, model=None, **kwargs):\n"
@@ -270,6 +285,9 @@ loop.
             return "accelerator.save_state"
         if attr == "save" and "fabric" in receiver.lower():
             return "fabric.save"
+        if attr == "save_checkpoint" and receiver == "trainer" and (
+                ctx.names.imports_from("lightning") or ctx.names.imports_from("pytorch_lightning")):
+            return "trainer.save_checkpoint"  # Lightning's (`self.trainer` in a LightningModule)
         return None
 
     def _analyse(self):
@@ -328,15 +346,22 @@ loop.
         if kind == "once":
             return
         what = f"`{helper}()` (which calls `{self._save_kind(inner[0])}`)" if helper else f"`{self._save_kind(site)}`"
+        # Lightning writes through its CheckpointIO plugin, which has an asynchronous form.
+        lightning = any(self._save_kind(s) == "trainer.save_checkpoint" for s in inner)
+        plugin = ("Lightning's `AsyncCheckpointIO` (`Trainer(plugins=[AsyncCheckpointIO()])`, from "
+                  "`lightning.pytorch.plugins.io`)")
         interval = None
         if kind == "per-step":
             interval = self._interval(site, sites)
+            how = f"written in a background thread by {plugin}" if lightning else \
+                "from a CPU snapshot written in a background thread"
             message = (f"{what} writes a checkpoint on every training step and training waits for it; save every "
-                       f"`{interval}` steps, from a CPU snapshot written in a background thread")
+                       f"`{interval}` steps, {how}")
         else:
-            message = (f"{what} blocks training while it writes the checkpoint (under `{kind}`); snapshot the "
-                       f"state to the CPU and write it in a background thread "
-                       f"(or `torch.distributed.checkpoint.async_save`)")
+            how = f"have {plugin} write it in a background thread" if lightning else (
+                "snapshot the state to the CPU and write it in a background thread "
+                "(or `torch.distributed.checkpoint.async_save`)")
+            message = f"{what} blocks training while it writes the checkpoint (under `{kind}`); {how}"
         self.report(site, message, self._fix(site, inner, kind, interval))
 
     def _guards(self, site: cst.Call):
