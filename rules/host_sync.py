@@ -303,8 +303,8 @@ counter and logging interval: `self.global_step % self.trainer.log_every_n_steps
 LightningModule, `trainer.global_step % trainer.log_every_n_steps` in a Lightning callback,
 `state.global_step % state.logging_steps` in a TrainerCallback (the Trainer's `self.state` in a
 Trainer subclass); and in Lightning they mention `self.log(...)`, which keeps a tensor on the
-device until the logger writes (its progress bar, with `prog_bar=True`, reads it at every refresh: each batch by default).
-Lightning's and the Trainer's counters count optimizer steps: under gradient accumulation a
+device until the logger writes (with `prog_bar=True` the progress bar reads it at every refresh,
+each batch by default). Lightning's and the Trainer's counters count optimizer steps: under gradient accumulation a
 guard on them is true on every micro-batch of each N-th step.
 
 ## Why is this bad?
