@@ -29,11 +29,17 @@ class FixOutcome:
 
 
 def choose_fixes(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> list[Diagnostic]:
-    """Applicable fixes whose edits share no line with an earlier chosen fix's edits."""
+    """Applicable fixes whose edits share no line with an earlier chosen fix's edits. A finding
+    whose fix has exactly the edits of one already chosen (a rule that fixes several findings
+    with one change, as TL402 does) is chosen with it: it is fixed by the same edits."""
     chosen: list[Diagnostic] = []
     taken: list[tuple[int, int]] = []
+    shared: set[tuple] = set()
     for diag in diagnostics:
         if not diag.fixable(unsafe_fixes):
+            continue
+        if diag.fix.edits in shared:
+            chosen.append(diag)
             continue
         spans = [(e.start_loc.row, e.end_loc.row) for e in diag.fix.edits]
         # Each fix lays its code out for the line as it finds it (wrapped when longer than
@@ -45,7 +51,13 @@ def choose_fixes(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> list[Diag
             continue
         chosen.append(diag)
         taken.extend(spans)
+        shared.add(diag.fix.edits)
     return chosen
+
+
+def chosen_edits(chosen: list[Diagnostic]) -> list:
+    """The edits of the chosen fixes, those of a fix shared by several findings once."""
+    return [e for fix_edits in dict.fromkeys(d.fix.edits for d in chosen) for e in fix_edits]
 
 
 def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, unsafe_fixes: bool = False) -> FixOutcome:
@@ -56,7 +68,7 @@ def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, un
         chosen = choose_fixes(diagnostics, unsafe_fixes)
         if not chosen:
             break
-        new_text = apply_edits(current, [e for d in chosen for e in d.fix.edits])
+        new_text = apply_edits(current, chosen_edits(chosen))
         if new_text == current:
             break
         try:
