@@ -395,13 +395,18 @@ class Fp16WhereBf16Fits(Rule):
     summary = "float16 autocast paired with a GradScaler where bfloat16 needs no loss scaling"
     source = "§4.1"
     fix_applicability = "unsafe"
-    triggers = ("GradScaler",)
+    triggers = ("GradScaler", "fp16", "16-mixed", "precision=16", "precision='16'", 'precision="16"')
     docs = """
 ## What it does
 Flags a float16 autocast region (an explicit `dtype=torch.float16`, or no dtype on CUDA, whose
-default is float16) in a file that also trains with a `GradScaler`. A file that already chooses
-bfloat16 when the GPU supports it (it asks `torch.cuda.is_bf16_supported()`, its autocast dtype
-can be bfloat16, or its scaler is enabled by dtype) is not flagged.
+default is float16) in a file that also trains with a `GradScaler`; and the framework settings
+that do the same inside the framework: `fp16=True` in transformers' `TrainingArguments` (and
+trl's or sentence-transformers' subclasses), Lightning's `precision="16-mixed"` (or `16`) for a
+`Trainer` or `Fabric`, accelerate's `Accelerator(mixed_precision="fp16")`. A file that already
+chooses bfloat16 when the GPU supports it (it asks `torch.cuda.is_bf16_supported()`, its autocast
+dtype can be bfloat16, or its scaler is enabled by dtype) is not flagged, nor is a setting whose
+value is not written literally (`fp16=args.fp16`: the user's choice) or that has `bf16=` beside it,
+nor a setting in a test file (it tests the float16 path).
 
 ## Why is this bad?
 On Ampere and newer GPUs bfloat16 runs at the same tensor-core speed as float16 but has float32's
@@ -434,6 +439,10 @@ for x, y in loader:
         loss = model(x, y)
     ...
 ```
+A framework's setting is chosen the same way: `TrainingArguments(..., fp16=not bf16_ok,
+bf16=bf16_ok)`, `L.Trainer(precision="bf16-mixed" if bf16_ok else "16-mixed")`,
+`Accelerator(mixed_precision="bf16" if bf16_ok else "fp16")`, with `bf16_ok` the check above
+(the framework drops its scaler in bfloat16).
 With `target-gpu = "ampere"` (or ada, hopper, blackwell) in the configuration, plain bfloat16:
 ```python
 for x, y in loader:
@@ -466,6 +475,12 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         Valid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cpu'")),
         Valid(_LOOP.format(pre="DT = {'fp16': torch.float16, 'bf16': torch.bfloat16}[args.precision]\n",
                            sargs="'cuda'", aargs="'cuda', dtype=DT")),
+        # A framework's precision setting the script chooses, or that is not float16 with a scaler.
+        Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=cli.fp16)\n"),
+        Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True, bf16=cli.bf16)\n"),
+        Valid("import lightning as L\ntrainer = L.Trainer(precision='bf16-mixed')\nfabric = L.Fabric(precision='16-true')\n"),
+        Valid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='no')\n"),
+        Valid("from mylib import TrainingArguments\nargs = TrainingArguments(fp16=True)\n"),
     ]
     invalid = [
         Invalid(
@@ -561,11 +576,103 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         ),
     ]
 
+    invalid += [
+        # A framework's float16 setting: the framework pairs float16 autocast with a GradScaler.
+        Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(\n    'out',\n    fp16=True,\n)\n",
+                fixed="from transformers import TrainingArguments\nimport torch\nargs = TrainingArguments(\n"
+                "    'out',\n    fp16=not torch.cuda.is_bf16_supported(including_emulation=False),\n"
+                "    bf16=torch.cuda.is_bf16_supported(including_emulation=False),\n)\n",
+                message="`fp16=True` trains under a float16 autocast with a GradScaler"),
+        Invalid("from trl import SFTConfig\nconfig = SFTConfig(output_dir='out', fp16=True)\n",
+                fixed="from trl import SFTConfig\nconfig = SFTConfig(output_dir='out', bf16=True)\n",
+                settings={"target_gpu": "ampere"}, message="target-gpu is ampere, so use `bf16=True`"),
+        Invalid("import torch\nimport lightning as L\ntrainer = L.Trainer(max_epochs=3, precision='16-mixed')\n",
+                fixed="import torch\nimport lightning as L\ntrainer = L.Trainer(\n    max_epochs=3,\n    precision=(\n"
+                "        'bf16-mixed'\n        if torch.cuda.is_bf16_supported(including_emulation=False)\n"
+                "        else '16-mixed'\n    ),\n)\n"),
+        # Several settings: one fix changes them all.
+        Invalid("import torch\nfrom accelerate import Accelerator\nimport pytorch_lightning as pl\n"
+                "accelerator = Accelerator(mixed_precision='fp16')\ntrainer = pl.Trainer(precision=16)\n",
+                fixed="import torch\nfrom accelerate import Accelerator\nimport pytorch_lightning as pl\n"
+                "accelerator = Accelerator(mixed_precision='bf16')\ntrainer = pl.Trainer(precision=\"bf16-mixed\")\n",
+                settings={"target_gpu": "hopper"}),
+        # `**kwargs` may pass `bf16=` too: reported, no fix.
+        Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(**base, fp16=True)\n", fixed=None),
+    ]
+
     def visit_Module(self, node: cst.Module) -> None:
+        if self.ctx.precision.chooses_bf16:
+            return
+        self._check_frameworks()
+        self._check_autocasts()
+
+    # -- a framework's float16 setting -------------------------------------------------
+
+    def _check_frameworks(self) -> None:
+        """`TrainingArguments(fp16=True)`, Lightning's `precision="16-mixed"`, accelerate's
+        `mixed_precision="fp16"`: the framework pairs a float16 autocast with a GradScaler. One fix
+        changes them all: once one asks `is_bf16_supported()`, the file counts as choosing."""
+        ctx = self.ctx
+        if _is_test_file(ctx.path):
+            return  # a test that sets float16 tests the float16 path (accelerate's test_script.py)
+        uses = [u for u in ctx.precision.framework_fp16 if not self._chooses_beside(u)]
+        if not uses:
+            return
+        ampere = _target_gpu(ctx) in AMPERE_OR_NEWER
+        torch, extra = ctx.module_name("torch")
+        check = None if ampere else _bf16_check(ctx, torch)
+        edits = [edit for use in uses for edit in self._framework_edits(use, check)]
+        fix = None
+        if edits:
+            message = "Train in bfloat16" if ampere else "Use bfloat16 where the GPU supports it"
+            fix = self.fix(Applicability.UNSAFE, message, *([] if ampere else extra), *edits)
+        for use in uses:
+            setting = f"{use.arg.keyword.value}={ctx.code(use.arg.value)}"
+            if use.framework in ("transformers", "trl"):
+                advice = "`bf16=True`" if ampere else f"`bf16={check}, fp16=not {check}`"
+            else:
+                advice = f"`{use.arg.keyword.value}={self._bf16_value(use, check)}`"
+            where = f"target-gpu is {_target_gpu(ctx)}, so use" if ampere else "on Ampere or newer use bfloat16:"
+            self.report(use.arg, f"`{setting}` trains under a float16 autocast with a GradScaler; {where} {advice} "
+                                 f"(float32's range, no loss scaling)", fix)
+
+    def _chooses_beside(self, use) -> bool:
+        """A `bf16=` keyword beside `fp16=True` that is not literally False: the script chooses
+        (`bf16=args.bf16`)."""
+        bf16 = self.ctx.keyword(use.call, "bf16") if use.framework in ("transformers", "trl") else None
+        return bf16 is not None and self.ctx.literal(bf16.value) is not False
+
+    def _bf16_value(self, use, check: str | None) -> str:
+        """The bfloat16 value of a Lightning or accelerate setting: plain, or chosen by `check`."""
+        value = use.arg.value
+        quote = value.quote if isinstance(value, cst.SimpleString) else '"'
+        name = "bf16-mixed" if use.framework == "lightning" else "bf16"
+        plain = f"{quote}{name}{quote}"
+        return plain if check is None else f"{plain} if {check} else {self.ctx.code(value)}"
+
+    def _framework_edits(self, use, check: str | None) -> list:
+        """The edits that make one setting bfloat16 (check None: plainly, for an Ampere target)."""
+        ctx = self.ctx
+        call, arg = use.call, use.arg
+        if ctx.hides_arguments(call):
+            return []  # `**kwargs` may pass `bf16=` too
+        if use.framework not in ("transformers", "trl"):
+            # The whole call, so that one made too long is laid out one argument per line.
+            return [(call, ctx.with_keyword(call, arg.keyword.value, self._bf16_value(use, check)))]
+        if check is None:
+            if ctx.keyword(call, "bf16") is not None:
+                return []  # `bf16=False` beside it: two edits a reader should make
+            return [(call, call.with_changes(args=[a.with_changes(keyword=cst.Name("bf16")) if a is arg else a
+                                                   for a in call.args]))]
+        return [(call, ctx.with_keyword(ctx.with_keyword(call, "fp16", f"not {check}"), "bf16", check))]
+
+    # -- float16 autocast with a GradScaler in the file's own code ---------------------
+
+    def _check_autocasts(self) -> None:
         ctx = self.ctx
         prec = ctx.precision
         scalers = [s for s in prec.active_scalers() if s.device != "cpu"]
-        if not scalers or prec.chooses_bf16:
+        if not scalers:
             return
         # Where the module trains, only autocasts of the training step pair with the scaler;
         # evaluation and prediction autocasts beside them do not (simpletransformers' evaluate(),

@@ -146,3 +146,26 @@ def test_scaler_names():
     code = ("import torch\nclass T:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler()\n"
             "def f(s: torch.amp.GradScaler):\n    pass\ng = torch.cuda.amp.GradScaler() if amp else None\n")
     assert _precision(code).scaler_names == {"self.scaler", "s", "g"}
+
+
+@pytest.mark.parametrize("code,found", [
+    ("from transformers import TrainingArguments\nTrainingArguments('o', fp16=True)\n", ["transformers"]),
+    ("from transformers.training_args import TrainingArguments as TA\nTA('o', fp16=1 == 1)\n", []),
+    ("from sentence_transformers import SentenceTransformerTrainingArguments as A\nA(fp16=True)\n", ["transformers"]),
+    ("from trl import DPOConfig\nDPOConfig(fp16=True)\n", ["trl"]),
+    ("import lightning.pytorch as pl\npl.Trainer(precision='16-mixed')\n", ["lightning"]),
+    ("from lightning.fabric import Fabric\nFabric(precision='16')\n", ["lightning"]),
+    ("from lightning import Trainer\nTrainer(precision='bf16-mixed')\n", []),
+    ("from accelerate import Accelerator\nAccelerator(mixed_precision='fp16')\n", ["accelerate"]),
+    ("from accelerate import Accelerator\nAccelerator(mixed_precision=args.mp)\n", []),
+])
+def test_framework_fp16_settings(code, found):
+    assert [u.framework for u in _precision(code).framework_fp16] == found
+
+
+def test_tl402_leaves_a_framework_setting_in_a_test_file_alone():
+    # A test that sets float16 tests the float16 path (accelerate's test_script.py).
+    code = "from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')\n"
+    assert [d.code for d in lint_source(code, path="train.py", select=["TL402"])] == ["TL402"]
+    assert lint_source(code, path="tests/test_fp16.py", select=["TL402"]) == []
+    assert lint_source(code, path="test_script.py", select=["TL402"]) == []

@@ -48,6 +48,27 @@ _DTYPE_KEYWORDS = frozenset({"dtype", "torch_dtype", "param_dtype", "compute_dty
 _NOT_FLOAT_DTYPES = re.compile(r"^torch\.(u?int\d*|long|short|bool|float32|float64|double|complex\d*|cfloat)$")
 
 
+# float16 mixed precision chosen in a framework's configuration: the framework then runs the step
+# under a float16 autocast and scales the loss with a GradScaler, as TL402 flags in plain code.
+# By framework: (packages, ends of the class names, keyword, its values that mean float16 with a
+# scaler); a literal value only, since a value from a flag or a config is the user's choice.
+_FRAMEWORK_FP16 = {
+    "transformers": (("transformers", "sentence_transformers"), ("TrainingArguments",), "fp16", (True,)),
+    "trl": (("trl",), ("Config", "TrainingArguments"), "fp16", (True,)),
+    "lightning": (("lightning", "pytorch_lightning", "lightning_fabric"), ("Trainer", "Fabric"), "precision",
+                  (16, "16", "16-mixed")),
+    "accelerate": (("accelerate",), ("Accelerator",), "mixed_precision", ("fp16",)),
+}
+
+
+@dataclass(frozen=True)
+class FrameworkFp16:
+    """`TrainingArguments(fp16=True)`, `Trainer(precision="16-mixed")`, `Accelerator(mixed_precision="fp16")`."""
+    call: cst.Call
+    arg: cst.Arg
+    framework: str  # a key of _FRAMEWORK_FP16 ("trl" is configured like "transformers")
+
+
 @dataclass(frozen=True)
 class AutocastUse:
     call: cst.Call
@@ -161,6 +182,22 @@ class Precision:
     def active_scalers(self) -> list[ScalerUse]:
         return [s for s in self.scalers if not self.is_disabled(s.call, self.scaler_enabled_index(s))]
 
+    @cached_property
+    def framework_fp16(self) -> list[FrameworkFp16]:
+        """Framework configurations that train in float16 with a GradScaler (_FRAMEWORK_FP16)."""
+        out = []
+        for call in self.index.nodes(cst.Call):
+            qn = self.names.qualified(call.func)
+            if qn is None or "." not in qn:
+                continue
+            package, cls = qn.split(".", 1)[0], qn.rsplit(".", 1)[-1]
+            for framework, (packages, suffixes, keyword, values) in _FRAMEWORK_FP16.items():
+                if package in packages and cls.endswith(suffixes):
+                    arg = _keyword(call, keyword)
+                    if arg is not None and _literal(arg.value) in values:
+                        out.append(FrameworkFp16(call, arg, framework))
+        return out
+
     # -- file-level questions -----------------------------------------------------------
 
     @cached_property
@@ -253,6 +290,17 @@ class Precision:
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda":
                 return True
         return False
+
+
+def _literal(expr: cst.BaseExpression):
+    """True/False, an integer or a string written literally; else None."""
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return expr.value == "True"
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    if isinstance(expr, cst.SimpleString):
+        return expr.evaluated_value
+    return None
 
 
 def _keyword(call: cst.Call, name: str) -> cst.Arg | None:
