@@ -169,3 +169,16 @@ def test_tl402_leaves_a_framework_setting_in_a_test_file_alone():
     assert [d.code for d in lint_source(code, path="train.py", select=["TL402"])] == ["TL402"]
     assert lint_source(code, path="tests/test_fp16.py", select=["TL402"]) == []
     assert lint_source(code, path="test_script.py", select=["TL402"]) == []
+
+
+def test_findings_sharing_one_fix_are_all_fixed_in_one_round():
+    # TL402 fixes every framework setting of a file with one change: each finding counts as
+    # fixed (the edits are applied once), none is left to vanish in a later round.
+    from trainlint.fixer import fix_text
+
+    code = ("import torch\nfrom accelerate import Accelerator\nimport lightning as L\n"
+            "accelerator = Accelerator(mixed_precision='fp16')\ntrainer = L.Trainer(precision='16-mixed')\n")
+    settings = Settings(select=("TL402",))
+    outcome = fix_text(code, "train.py", settings.active_rules("train.py"), settings, unsafe_fixes=True)
+    assert [d.code for d in outcome.applied] == ["TL402", "TL402"]
+    assert outcome.remaining == [] and outcome.text.count("is_bf16_supported") == 2
