@@ -6,7 +6,6 @@ import names never pays for hot-loop or tensor analysis.
 
 from __future__ import annotations
 
-import operator
 import re
 from functools import cached_property
 
@@ -14,6 +13,7 @@ import libcst as cst
 
 from trainlint.analysis.distributed import Distributed
 from trainlint.analysis.imports import insert_stdlib_import, is_docstring, is_stdlib
+from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.precision import Precision
@@ -30,9 +30,6 @@ _OFFLINE_PATH = re.compile(
     re.IGNORECASE,
 )
 
-
-_ARITHMETIC = {cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
-               cst.Divide: operator.truediv, cst.Power: operator.pow, cst.LeftShift: operator.lshift}
 
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns",
                      "time.monotonic_ns", "timeit.default_timer"})
@@ -193,44 +190,8 @@ class FileContext:
             seen += 1
         return None
 
-    @staticmethod
-    def literal(expr: cst.BaseExpression | None):
-        """The value of a simple literal (a number as `number` reads it, True/False/None, a string),
-        else UNKNOWN."""
-        if expr is None:
-            return UNKNOWN
-        number = FileContext.number(expr)
-        if number is not None:
-            return number
-        if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
-            return {"True": True, "False": False, "None": None}[expr.value]
-        if isinstance(expr, cst.SimpleString):
-            return expr.evaluated_value
-        return UNKNOWN
-
-    @staticmethod
-    def number(expr: cst.BaseExpression | None) -> int | float | None:
-        """The value of a number literal (`1_000`, `0x10`, `1e-3`), signed (`-1`, `+0.5`) or in
-        arithmetic of such (`2 ** 16`, `1 << 13`, `1 / 2`: how scales and epsilons are written),
-        else None."""
-        if isinstance(expr, cst.Integer):
-            return int(expr.value.replace("_", ""), 0)
-        if isinstance(expr, cst.Float):
-            return float(expr.value.replace("_", ""))
-        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, (cst.Minus, cst.Plus)):
-            value = FileContext.number(expr.expression)
-            return -value if value is not None and isinstance(expr.operator, cst.Minus) else value
-        if isinstance(expr, cst.BinaryOperation) and type(expr.operator) in _ARITHMETIC:
-            left, right = FileContext.number(expr.left), FileContext.number(expr.right)
-            if left is None or right is None or (isinstance(expr.operator, (cst.Power, cst.LeftShift)) and abs(right) > 64):
-                return None
-            try:
-                value = _ARITHMETIC[type(expr.operator)](left, right)
-                float(value)  # past a float's range (chained powers) or complex (`(-8) ** 0.5`): not a number here
-            except (ArithmeticError, TypeError, ValueError):
-                return None
-            return value
-        return None
+    literal = staticmethod(literal)
+    number = staticmethod(number)
 
     @staticmethod
     def dotted(expr) -> str | None:
@@ -500,17 +461,6 @@ class FileContext:
         if is_stdlib(parts[0]):
             return module, [insert_stdlib_import(self, parts[0])]
         return module, [self.insert_after_imports(f"import {parts[0]}")]
-
-
-class _Unknown:
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-UNKNOWN = _Unknown()
 
 
 def _appended(call: cst.Call, new_arg: cst.Arg, indent: str) -> list[cst.Arg]:

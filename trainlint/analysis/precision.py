@@ -16,6 +16,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from trainlint.analysis.literals import literal
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex
 
@@ -194,7 +195,7 @@ class Precision:
             for framework, (packages, suffixes, keyword, values) in _FRAMEWORK_FP16.items():
                 if package in packages and cls.endswith(suffixes):
                     arg = _keyword(call, keyword)
-                    if arg is not None and _literal(arg.value) in values:
+                    if arg is not None and literal(arg.value) in values:
                         out.append(FrameworkFp16(call, arg, framework))
         return out
 
@@ -290,17 +291,6 @@ class Precision:
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda":
                 return True
         return False
-
-
-def _literal(expr: cst.BaseExpression):
-    """True/False, an integer or a string written literally; else None."""
-    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
-        return expr.value == "True"
-    if isinstance(expr, cst.Integer):
-        return int(expr.value)
-    if isinstance(expr, cst.SimpleString):
-        return expr.evaluated_value
-    return None
 
 
 def _keyword(call: cst.Call, name: str) -> cst.Arg | None:
