@@ -628,7 +628,7 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             fix = self.fix(Applicability.UNSAFE, message, *([] if ampere else extra), *edits)
         for use in uses:
             setting = f"{use.arg.keyword.value}={ctx.code(use.arg.value)}"
-            if use.framework in ("transformers", "trl"):
+            if use.framework == "transformers":
                 advice = "`bf16=True`" if ampere else f"`bf16={check}, fp16=not {check}`"
             else:
                 advice = f"`{use.arg.keyword.value}={self._bf16_value(use, check)}`"
@@ -639,7 +639,7 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
     def _chooses_beside(self, use) -> bool:
         """A `bf16=` keyword beside `fp16=True` that is not literally False: the script chooses
         (`bf16=args.bf16`)."""
-        bf16 = self.ctx.keyword(use.call, "bf16") if use.framework in ("transformers", "trl") else None
+        bf16 = self.ctx.keyword(use.call, "bf16") if use.framework == "transformers" else None
         return bf16 is not None and self.ctx.literal(bf16.value) is not False
 
     def _bf16_value(self, use, check: str | None) -> str:
@@ -656,7 +656,7 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         call, arg = use.call, use.arg
         if ctx.hides_arguments(call):
             return []  # `**kwargs` may pass `bf16=` too
-        if use.framework not in ("transformers", "trl"):
+        if use.framework != "transformers":
             # The whole call, so that one made too long is laid out one argument per line.
             return [(call, ctx.with_keyword(call, arg.keyword.value, self._bf16_value(use, check)))]
         if check is None:

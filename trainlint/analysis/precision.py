@@ -16,6 +16,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from trainlint.analysis.frameworks import is_accelerator, is_lightning_trainer, is_training_arguments
 from trainlint.analysis.literals import literal
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex
@@ -51,14 +52,12 @@ _NOT_FLOAT_DTYPES = re.compile(r"^torch\.(u?int\d*|long|short|bool|float32|float
 
 # float16 mixed precision chosen in a framework's configuration: the framework then runs the step
 # under a float16 autocast and scales the loss with a GradScaler, as TL402 flags in plain code.
-# By framework: (packages, ends of the class names, keyword, its values that mean float16 with a
-# scaler); a literal value only, since a value from a flag or a config is the user's choice.
+# By framework: (its configuration class, keyword, the values that mean float16 with a scaler);
+# a literal value only, since a value from a flag or a config is the user's choice.
 _FRAMEWORK_FP16 = {
-    "transformers": (("transformers", "sentence_transformers"), ("TrainingArguments",), "fp16", (True,)),
-    "trl": (("trl",), ("Config", "TrainingArguments"), "fp16", (True,)),
-    "lightning": (("lightning", "pytorch_lightning", "lightning_fabric"), ("Trainer", "Fabric"), "precision",
-                  (16, "16", "16-mixed")),
-    "accelerate": (("accelerate",), ("Accelerator",), "mixed_precision", ("fp16",)),
+    "transformers": (is_training_arguments, "fp16", (True,)),
+    "lightning": (is_lightning_trainer, "precision", (16, "16", "16-mixed")),
+    "accelerate": (is_accelerator, "mixed_precision", ("fp16",)),
 }
 
 
@@ -67,7 +66,7 @@ class FrameworkFp16:
     """`TrainingArguments(fp16=True)`, `Trainer(precision="16-mixed")`, `Accelerator(mixed_precision="fp16")`."""
     call: cst.Call
     arg: cst.Arg
-    framework: str  # a key of _FRAMEWORK_FP16 ("trl" is configured like "transformers")
+    framework: str  # a key of _FRAMEWORK_FP16
 
 
 @dataclass(frozen=True)
@@ -189,11 +188,8 @@ class Precision:
         out = []
         for call in self.index.nodes(cst.Call):
             qn = self.names.qualified(call.func)
-            if qn is None or "." not in qn:
-                continue
-            package, cls = qn.split(".", 1)[0], qn.rsplit(".", 1)[-1]
-            for framework, (packages, suffixes, keyword, values) in _FRAMEWORK_FP16.items():
-                if package in packages and cls.endswith(suffixes):
+            for framework, (is_class, keyword, values) in _FRAMEWORK_FP16.items():
+                if is_class(qn):
                     arg = _keyword(call, keyword)
                     if arg is not None and literal(arg.value) in values:
                         out.append(FrameworkFp16(call, arg, framework))

@@ -1,0 +1,40 @@
+"""Training frameworks' configuration classes, recognised by the qualified name a call resolves to
+(`Names.qualified`): transformers' `TrainingArguments` and the subclasses trl and
+sentence-transformers ship, Lightning's `Trainer`/`Fabric`, accelerate's `Accelerator`. A
+framework configured this way builds the DataLoader and runs the step itself, so its settings
+are what the loader and precision rules read (`dataloader_num_workers=`, `fp16=`, `precision=`).
+"""
+
+from __future__ import annotations
+
+# trl's classes named like its configs that are not TrainingArguments (model, dataset and merge
+# settings); every other `*Config` of trl derives from TrainingArguments.
+_TRL_NOT_ARGUMENTS = frozenset({"ModelConfig", "DatasetConfig", "DatasetMixtureConfig", "MergeConfig"})
+
+
+def _split(qualified: str | None) -> tuple[str, str]:
+    if not qualified or "." not in qualified:
+        return "", ""
+    return qualified.split(".", 1)[0], qualified.rsplit(".", 1)[-1]
+
+
+def is_training_arguments(qualified: str | None) -> bool:
+    """transformers' TrainingArguments or a subclass from transformers, sentence-transformers or
+    trl (`Seq2SeqTrainingArguments`, `SentenceTransformerTrainingArguments`, `SFTConfig`)."""
+    package, cls = _split(qualified)
+    if package in ("transformers", "sentence_transformers"):
+        return cls.endswith("TrainingArguments")
+    if package == "trl":
+        return cls.endswith(("Config", "TrainingArguments")) and cls not in _TRL_NOT_ARGUMENTS
+    return False
+
+
+def is_lightning_trainer(qualified: str | None) -> bool:
+    """Lightning's Trainer or Fabric (`lightning`, `pytorch_lightning`, `lightning_fabric`)."""
+    package, cls = _split(qualified)
+    return package in ("lightning", "pytorch_lightning", "lightning_fabric") and cls in ("Trainer", "Fabric")
+
+
+def is_accelerator(qualified: str | None) -> bool:
+    package, cls = _split(qualified)
+    return package == "accelerate" and cls == "Accelerator"
