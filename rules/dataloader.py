@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from trainlint.analysis.context import UNKNOWN
+from trainlint.analysis.frameworks import is_training_arguments
 from trainlint.analysis.imports import after_imports, insert_stdlib_import
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
@@ -27,7 +28,21 @@ _EVAL_NAME = re.compile(r"(val|valid|test|eval|dev)", re.IGNORECASE)
 DEFAULT_WORKERS = "min(8, os.cpu_count() or 1)"
 
 
+def builds_trainer_loader(ctx, call: cst.Call) -> bool:
+    """`TrainingArguments(...)` (or a trl/sentence-transformers subclass): the Trainer builds its
+    training DataLoader from the `dataloader_*` settings, one per DataLoader argument."""
+    return is_training_arguments(ctx.names.qualified(call.func))
+
+
+def loader_keyword(ctx, call: cst.Call, name: str) -> str:
+    """The keyword that sets DataLoader argument `name` in this call: `dataloader_num_workers` in
+    TrainingArguments, `num_workers` in a DataLoader."""
+    return f"dataloader_{name}" if builds_trainer_loader(ctx, call) else name
+
+
 def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
+    if builds_trainer_loader(ctx, call):
+        return ctx.keyword(call, loader_keyword(ctx, call, name))
     arg = ctx.keyword(call, name)
     if arg is None and name in _POSITIONAL:
         arg = ctx.positional(call, _POSITIONAL[name])
@@ -37,6 +52,8 @@ def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
 def set_loader_arg(ctx, call: cst.Call, name: str, value: str) -> cst.Call:
     """The loader call with `name` set to value: in place when the call passes it by position (a
     keyword beside it would raise "got multiple values"), else as a keyword."""
+    if builds_trainer_loader(ctx, call):
+        return ctx.with_keyword(call, loader_keyword(ctx, call, name), value)
     return ctx.with_keyword(call, name, value, position=_POSITIONAL.get(name))
 
 
@@ -90,7 +107,7 @@ def add_workers_fix(rule: Rule, call: cst.Call):
     replacements = [(call, set_loader_arg(ctx, call, "num_workers", value))]
     if not configured and "os" not in ctx.names.aliases:
         replacements.append(insert_stdlib_import(ctx, "os"))
-    return rule.fix(Applicability.UNSAFE, f"Set `num_workers={value}`", *replacements)
+    return rule.fix(Applicability.UNSAFE, f"Set `{loader_keyword(ctx, call, 'num_workers')}={value}`", *replacements)
 
 
 def workers_positive(ctx, expr: cst.BaseExpression) -> bool:
@@ -198,14 +215,21 @@ def _next_of_iter(ctx, expr: cst.BaseExpression) -> bool:
 
 
 class DataLoaderRule(Rule):
-    """Shared shape of the loader rules: visit DataLoader calls whose keywords are all visible."""
+    """Shared shape of the loader rules: visit DataLoader calls whose keywords are all visible (and,
+    for the rules that set `trainer_settings`, TrainingArguments, whose `dataloader_*` settings
+    configure the Trainer's DataLoader)."""
 
     triggers = ("DataLoader",)
+    trainer_settings = False
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if is_loader(ctx, node) and not ctx.hides_arguments(node) and not _over_builtin_collection(ctx, node) \
-                and not _draws_one_batch(ctx, node):
+        if ctx.hides_arguments(node):
+            return
+        if self.trainer_settings and builds_trainer_loader(ctx, node):
+            if _handed_on(ctx, node):
+                self.check_loader(node)
+        elif is_loader(ctx, node) and not _over_builtin_collection(ctx, node) and not _draws_one_batch(ctx, node):
             self.check_loader(node)
 
     def check_loader(self, call: cst.Call) -> None:
@@ -218,6 +242,8 @@ class DataLoaderNoWorkers(DataLoaderRule):
     summary = "DataLoader loads data in the main process (`num_workers` missing or 0)"
     source = "§3, §3.3"
     fix_applicability = "unsafe"
+    triggers = ("DataLoader", "TrainingArguments", "trl")
+    trainer_settings = True
     options = {
         "num-workers": Option(0, int, "The value the fix writes; 0 means `min(8, os.cpu_count() or 1)` at run time."),
     }
@@ -227,6 +253,10 @@ Flags a `DataLoader` (any import alias, local subclasses, `StatefulDataLoader`) 
 is missing or a literal 0. A loader over plain Python values (`range(n)`, a list literal) or made
 to draw one batch (`next(iter(DataLoader(...)))`, or a variable whose only use is one
 `next(iter(loader))`) has nothing to overlap and is not flagged, by this or any loader rule.
+Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
+such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
+with 0, its default: the Trainer then loads and collates every batch in the training process.
+TL103 and TL104 read its `dataloader_persistent_workers` and `dataloader_prefetch_factor` too.
 
 ## Why is this bad?
 With no workers, every batch is read, decoded and collated in the training process between two
@@ -264,6 +294,13 @@ is replaced where it stands.
         Valid("from torch.utils.data import DataLoader\ndef trace(model, ds):\n    probe = DataLoader(ds, batch_size=1)\n"
               "    return torch.jit.trace(model, next(iter(probe)))\n"),
         Valid("from torch.utils.data import DataLoader\nitems = list(range(10))\ndl = DataLoader(items, batch_size=1)\n"),
+        Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out', dataloader_num_workers=4)\n"
+              "Trainer(model, args).train()\n"),
+        Valid("from transformers import TrainingArguments\nargs = TrainingArguments(**config)\nTrainer(model, args).train()\n"),
+        # Built and given to no trainer here: no DataLoader is configured (accelerate's DeepSpeed test).
+        Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out')\nassert args is not None\n"),
+        # trl's model settings are not TrainingArguments.
+        Valid("from trl import ModelConfig\nmodel_args = ModelConfig(model_name_or_path='gpt2')\n"),
         # A subclass with its own __init__ does not take DataLoader's arguments (ecosystem: torchtitan tests).
         Valid("from torch.utils.data import DataLoader\nclass FakeLoader(DataLoader):\n    def __init__(self):\n"
               "        super().__init__(dataset=[], batch_size=1)\nloader = FakeLoader()\n"),
@@ -299,20 +336,32 @@ is replaced where it stands.
             "from torch.utils.data import DataLoader\nclass MyLoader(DataLoader):\n    pass\nloader = MyLoader(ds)\n"
         ),
         Invalid("from torchdata.stateful_dataloader import StatefulDataLoader\nloader = StatefulDataLoader(ds)\n"),
+        # The Trainer builds its DataLoader from TrainingArguments: `dataloader_num_workers`, 0 by default.
+        Invalid("import os\nfrom transformers import TrainingArguments\nargs = TrainingArguments('out', bf16=True)\n"
+                "Trainer(model, args).train()\n",
+                fixed="import os\nfrom transformers import TrainingArguments\n"
+                      "args = TrainingArguments(\n    'out',\n    bf16=True,\n"
+                      "    dataloader_num_workers=min(8, os.cpu_count() or 1),\n)\nTrainer(model, args).train()\n",
+                message="The Trainer's DataLoader loads batches in the training process; set `dataloader_num_workers="),
+        Invalid("from trl import SFTConfig\nSFTTrainer(model, args=SFTConfig(output_dir='out', dataloader_num_workers=0))\n",
+                fixed="from trl import SFTConfig\nSFTTrainer(model, args=SFTConfig(output_dir='out', dataloader_num_workers=2))\n",
+                options={"num-workers": 2}),
         # A subclass that forwards *args/**kwargs keeps DataLoader's signature (yolov5's InfiniteDataLoader).
         Invalid("from torch.utils.data import DataLoader\nclass Loop(DataLoader):\n    def __init__(self, *args, **kwargs):\n"
                 "        super().__init__(*args, **kwargs)\nloader = Loop(ds, batch_size=4)\n"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
-        if workers_value(self.ctx, call) != 0:
+        ctx = self.ctx
+        if workers_value(ctx, call) != 0:
             return
         configured = self.opts.get("num-workers")
         value = configured or DEFAULT_WORKERS
+        what = "The Trainer's DataLoader" if builds_trainer_loader(ctx, call) else "DataLoader"
         self.report(
             call,
-            f"DataLoader loads batches in the training process; set `num_workers={value}` so workers "
-            f"prepare the next batches while the GPU trains",
+            f"{what} loads batches in the training process; set `{loader_keyword(ctx, call, 'num_workers')}={value}` "
+            f"so workers prepare the next batches while the GPU trains",
             add_workers_fix(self, call),
         )
 
@@ -583,10 +632,14 @@ class DataLoaderWorkersNotPersistent(DataLoaderRule):
     summary = "Loader with workers, iterated for several epochs, without `persistent_workers=True`"
     source = "§3.3"
     fix_applicability = "unsafe"
+    triggers = ("DataLoader", "TrainingArguments", "trl")
+    trainer_settings = True
     docs = """
 ## What it does
 Flags a `DataLoader` with workers (`num_workers` not a literal 0) and no `persistent_workers=True`
-that is iterated once per epoch inside an outer loop.
+that is iterated once per epoch inside an outer loop; and `TrainingArguments` with
+`dataloader_num_workers` and no `dataloader_persistent_workers=True`, for a run of several epochs
+(`num_train_epochs` not a literal 1 or less, its default 3, and no `max_steps`).
 
 ## Why is this bad?
 Without persistent workers, every epoch starts by forking the workers again and re-running the
@@ -615,6 +668,16 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=0)")),
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\nfor batch in loader:\n    step(batch)\n"),
         Valid(_EPOCHS.format(loader="DataLoader(ds)")),
+        # One epoch, or a step budget that decides how often the loader is gone over.
+        Valid("from transformers import TrainingArguments\n"
+              "args = TrainingArguments('out', dataloader_num_workers=4, num_train_epochs=1)\n"
+              "Trainer(model, args)\n"),
+        Valid("from transformers import TrainingArguments\n"
+              "args = TrainingArguments('out', dataloader_num_workers=4, max_steps=500)\n"
+              "Trainer(model, args)\n"),
+        Valid("from transformers import TrainingArguments\nargs = TrainingArguments("
+              "'out', dataloader_num_workers=4, dataloader_persistent_workers=True)\n"
+              "Trainer(model, args)\n"),
     ]
     invalid = [
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)"),
@@ -625,27 +688,38 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
                 "    for i, batch in enumerate(loader):\n        step(batch)\n"),
         Invalid("from torch.utils.data import DataLoader\ndef train_epoch(dl):\n    for b in dl:\n        step(b)\n"
                 "loader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n    train_epoch(loader)\n"),
+        Invalid("from transformers import TrainingArguments\nargs = TrainingArguments('out', dataloader_num_workers=4)\n"
+                "trainer = Trainer(model=model, args=args)\n",
+                fixed="from transformers import TrainingArguments\nargs = TrainingArguments(\n    'out',\n"
+                      "    dataloader_num_workers=4,\n    dataloader_persistent_workers=True,\n)\n"
+                      "trainer = Trainer(model=model, args=args)\n",
+                message="`dataloader_persistent_workers=True`"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
         ctx = self.ctx
         if not has_workers(ctx, call):
             return
-        arg = ctx.keyword(call, "persistent_workers")
+        arg = loader_arg(ctx, call, "persistent_workers")
         if arg is not None and ctx.literal(arg.value) is not False:
             return
-        name = loader_name(ctx, call)
-        if name is None or not _iterated_per_epoch(ctx, name):
-            return
+        if builds_trainer_loader(ctx, call):
+            if not _trainer_epochs(ctx, call):
+                return
+        else:
+            name = loader_name(ctx, call)
+            if name is None or not _iterated_per_epoch(ctx, name):
+                return
         workers = loader_arg(ctx, call, "num_workers")
         # PyTorch rejects persistent_workers=True without workers, so a configurable worker count
         # (simpletransformers' dataloader_num_workers, 0 by default) gets a condition, not True.
         certain = ctx.literal(workers.value) is not UNKNOWN or workers_positive(ctx, workers.value)
         value = "True" if certain else f"{_operand(ctx, workers.value)} > 0"
+        keyword = loader_keyword(ctx, call, "persistent_workers")
         self.report(
             call,
-            "Workers are restarted at every epoch; set `persistent_workers=True` to keep them alive",
-            self.fix(Applicability.UNSAFE, f"Set `persistent_workers={value}`",
+            f"Workers are restarted at every epoch; set `{keyword}=True` to keep them alive",
+            self.fix(Applicability.UNSAFE, f"Set `{keyword}={value}`",
                      (call, set_loader_arg(ctx, call, "persistent_workers", value))),
         )
 
@@ -661,6 +735,29 @@ def _operand(ctx, expr: cst.BaseExpression) -> str:
 
 def _mentions(ctx, expr: cst.CSTNode, name: str) -> bool:
     return any(ctx.dotted(n) == name for n in ctx.index.walk(expr) if isinstance(n, (cst.Name, cst.Attribute)))
+
+
+def _handed_on(ctx, call: cst.Call) -> bool:
+    """The arguments are passed to a call (`Trainer(model, args=TrainingArguments(...))`, or
+    through the name they are assigned to): arguments built and never given to a trainer configure
+    no DataLoader (accelerate's DeepSpeed set-up test)."""
+    parent = ctx.parent(call)
+    if isinstance(parent, cst.Arg):
+        return True
+    name = loader_name(ctx, call)
+    return name is not None and any(ctx.dotted(arg.value) == name for other in ctx.index.nodes(cst.Call)
+                                    for arg in other.args)
+
+
+def _trainer_epochs(ctx, call: cst.Call) -> bool:
+    """The Trainer these TrainingArguments configure goes over its loader more than once:
+    `num_train_epochs` is not a literal 1 or less (the default is 3), and no `max_steps` decides
+    instead."""
+    if ctx.keyword(call, "max_steps") is not None:
+        return False
+    epochs = ctx.keyword(call, "num_train_epochs")
+    value = ctx.literal(epochs.value) if epochs is not None else 3
+    return not (isinstance(value, (int, float)) and value <= 1)
 
 
 def _iterated_per_epoch(ctx, name: str) -> bool:
@@ -683,11 +780,14 @@ class DataLoaderShallowPrefetch(DataLoaderRule):
     summary = "Loader with workers and `prefetch_factor` missing or below the configured minimum"
     source = "§3.3"
     fix_applicability = "safe"
+    triggers = ("DataLoader", "TrainingArguments", "trl")
+    trainer_settings = True
     options = {"min-prefetch-factor": Option(4, int, "The smallest prefetch_factor accepted; the fix sets this value.")}
     docs = """
 ## What it does
 Flags a `DataLoader` with workers whose `prefetch_factor` is missing or `None` (both mean
-PyTorch's default, 2) or below the configured minimum (default 4).
+PyTorch's default, 2) or below the configured minimum (default 4); and the same in
+`TrainingArguments` (`dataloader_num_workers`, `dataloader_prefetch_factor`).
 
 ## Why is this bad?
 Each worker keeps only `prefetch_factor` batches ready. With uneven sample costs (variable-length
@@ -712,6 +812,9 @@ since PyTorch rejects a prefetch factor without workers.
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=8)\n"),
+        Valid("from transformers import TrainingArguments\nTrainer(m, TrainingArguments('o', dataloader_num_workers=4, "
+              "dataloader_prefetch_factor=4))\n"),
+        Valid("from transformers import TrainingArguments\nTrainer(m, TrainingArguments('o'))\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=2)\n",
               options={"min-prefetch-factor": 2}),
         # A name that may hold another callable is not known to build a DataLoader.
@@ -736,6 +839,11 @@ since PyTorch rejects a prefetch factor without workers.
                 "    def __init__(self, *args, **kwargs):\n        super().__init__(*args, **kwargs)\n"
                 "def create(ds, nw, weights):\n    loader = DataLoader if weights else InfiniteDataLoader\n"
                 "    return loader(ds, num_workers=nw, prefetch_factor=4 if nw > 0 else None)\n"),
+        Invalid("from trl import SFTConfig\nconfig = SFTConfig(output_dir='out', dataloader_num_workers=nw)\n"
+                "SFTTrainer(model, args=config)\n",
+                fixed="from trl import SFTConfig\nconfig = SFTConfig(\n    output_dir='out',\n    dataloader_num_workers=nw,\n"
+                      "    dataloader_prefetch_factor=4 if nw > 0 else None,\n)\nSFTTrainer(model, args=config)\n",
+                message="set `dataloader_prefetch_factor=4`"),
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=nw)\n",
                 fixed="from torch.utils.data import DataLoader\n"
                       "DataLoader(ds, num_workers=nw, prefetch_factor=4 if nw > 0 else None)\n"),
@@ -753,7 +861,7 @@ since PyTorch rejects a prefetch factor without workers.
         workers = loader_arg(ctx, call, "num_workers")
         if workers is None or ctx.literal(workers.value) == 0:
             return
-        arg = ctx.keyword(call, "prefetch_factor")
+        arg = loader_arg(ctx, call, "prefetch_factor")
         depth = "2"  # PyTorch's default with workers, also what an explicit `prefetch_factor=None` means
         if arg is not None:
             value = ctx.literal(arg.value)
@@ -765,11 +873,12 @@ since PyTorch rejects a prefetch factor without workers.
             value_code = f"{minimum} if {_operand(ctx, workers.value)} > 0 else None"
         else:
             value_code = str(minimum)
+        keyword = loader_keyword(ctx, call, "prefetch_factor")
         self.report(
             call,
             f"Workers keep only {depth} batches each in flight; set "
-            f"`prefetch_factor={minimum}` so uneven batches do not drain the queue",
-            self.fix(Applicability.SAFE, f"Set `prefetch_factor={minimum}`",
+            f"`{keyword}={minimum}` so uneven batches do not drain the queue",
+            self.fix(Applicability.SAFE, f"Set `{keyword}={minimum}`",
                      (call, set_loader_arg(ctx, call, "prefetch_factor", value_code))),
         )
 
