@@ -738,7 +738,11 @@ Logging a tensor to an experiment tracker is flagged too: `wandb.log({"loss": lo
 TensorBoard `SummaryWriter`'s `writer.add_scalar("loss", loss, step)` (or `add_scalars`),
 `accelerator.log({...})` in a module that sets up trackers (`log_with=`, `init_trackers`), and
 Fabric's `fabric.log(...)`/`fabric.log_dict(...)` in a module that gives it `loggers=`. Lightning's
-`self.log(...)` is not: it keeps tensors on the device and reads them at its own interval.
+`self.log(...)` is not: it keeps tensors on the device and reads them at its own interval; but
+`self.log(..., sync_dist=True)` (or `log_dict`) in a per-step hook such as `training_step` is
+flagged, without a fix: it reduces the value across processes on every step, a collective per
+logged value that Lightning's documentation warns about; log the per-step value unsynced, or
+reduce once per epoch (`on_step=False, on_epoch=True`).
 
 ## Why is this bad?
 Formatting a device tensor copies it to the host and waits for the GPU, like `.item()`: the loop
@@ -788,6 +792,11 @@ interval there. Without one there is no fix.
               "            loss.backward()\n            opt.step()\n            self.log('loss', loss)\n"),
         Valid("from accelerate import Accelerator\naccelerator = Accelerator()\n"
               + in_training_loop("accelerator.log({'loss': loss}, step=step)")),
+        # Reduced once per epoch, under an interval, or in an epoch hook: not every step.
+        Valid("import lightning as L\nclass M(L.LightningModule):\n    def training_step(self, batch, i):\n"
+              "        loss = self(batch)\n        self.log('loss', loss, on_step=False, on_epoch=True, sync_dist=True)\n"
+              "        if i % 100 == 0:\n            self.log('x', loss, sync_dist=True)\n        return loss\n"
+              "    def on_train_epoch_end(self):\n        self.log('e', self.total, sync_dist=True)\n"),
         Valid(in_training_loop("meter.add_scalar('loss', loss, step)")),
     ]
     invalid = [
@@ -807,6 +816,13 @@ interval there. Without one there is no fix.
                 "        if trainer.global_step % trainer.log_every_n_steps == 0:\n"
                 "            print(f'loss {outputs[\"loss\"]:.3f}')\n",
                 message="`module.log(...)`"),
+        # Lightning: a per-step log reduced across processes.
+        Invalid("import lightning as L\nclass M(L.LightningModule):\n    def training_step(self, batch, i):\n"
+                "        loss = self(batch)\n        self.log('train/loss', loss, sync_dist=True)\n        return loss\n",
+                fixed=None, message="`self.log(..., sync_dist=True)` reduces the value across processes on every step"),
+        Invalid("import lightning as L\nclass C(L.Callback):\n"
+                "    def on_train_batch_end(self, trainer, module, outputs, batch, i):\n"
+                "        module.log_dict({'loss': outputs['loss']}, sync_dist=True)\n", fixed=None),
         Invalid(in_training_loop("logger.info('loss %.3f' % loss)"),
                 fixed=in_training_loop("if step % 100 == 0:\n    logger.info('loss %.3f' % loss)")),
         Invalid(in_training_loop("pbar.set_postfix(loss=loss)")),
@@ -852,11 +868,29 @@ interval there. Without one there is no fix.
         ctx = self.ctx
         if not _is_log_call(ctx, node):
             self._check_tracker(node)
+            self._check_synced_log(node)
             return
         values = [v for arg in node.args for v in _formatted_tensors(ctx, arg.value)]
         if not values or not ctx.is_per_step(node):
             return
         self._report(node, values[0], guard_statement(self, node, self.opts["log-every"]))
+
+    def _check_synced_log(self, node: cst.Call) -> None:
+        """Lightning's `self.log(..., sync_dist=True)` in a per-step hook: a collective across
+        processes for every value on every step (Lightning's docs warn of the overhead)."""
+        ctx = self.ctx
+        hook = ctx.loops.step_hook(node)
+        if hook is None or hook.log is None or ctx.dotted(node.func) not in (hook.log, f"{hook.log}_dict"):
+            return
+        sync, on_step = ctx.keyword(node, "sync_dist"), ctx.keyword(node, "on_step")
+        if sync is None or ctx.literal(sync.value) is not True or (
+                on_step is not None and ctx.literal(on_step.value) is False) or not ctx.is_per_step(node):
+            return
+        self.report(
+            node,
+            f"`{ctx.code(node.func)}(..., sync_dist=True)` reduces the value across processes on every step; log "
+            f"the per-step value without `sync_dist`, or reduce once per epoch (`on_step=False, on_epoch=True`)",
+        )
 
     def _check_tracker(self, node: cst.Call) -> None:
         """A tensor logged to wandb, TensorBoard, accelerate's or Fabric's trackers."""
