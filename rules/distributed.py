@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from trainlint.analysis.distributed import ACCELERATE, DDP, FABRIC, FSDP, Accumulation, Wrapped
+from trainlint.analysis.frameworks import is_lightning_ddp_strategy, lightning_strategies
 from trainlint.analysis.imports import imported_name
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.variables import owner, variable_uses
@@ -465,11 +466,15 @@ class DdpCopyingGradients(Rule):
     summary = "`DistributedDataParallel(...)` without `gradient_as_bucket_view=True`"
     source = "§4.2"
     fix_applicability = "unsafe"
-    triggers = ("DistributedDataParallel",)
+    triggers = ("DistributedDataParallel", "ddp", "DDPStrategy")
     docs = """
 ## What it does
 Flags `DistributedDataParallel(...)` (any import alias) that does not pass
-`gradient_as_bucket_view=True`.
+`gradient_as_bucket_view=True`; and the same through Lightning: a `DDPStrategy(...)` without it,
+or a `Trainer`/`Fabric` given `strategy="ddp"` (or `"ddp_find_unused_parameters_true"`), which
+the fix turns into `strategy=DDPStrategy(gradient_as_bucket_view=True)`, as Lightning's DDP
+optimizations guide shows; only in a module that trains (a `.fit(...)` call, a backward or an
+optimizer step), since Fabric is also started with `strategy="ddp"` just to launch processes.
 
 ## Why is this bad?
 By default DDP keeps each gradient twice: in `param.grad` and in the communication bucket it
@@ -518,8 +523,36 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         Valid("from torch.nn.parallel import DistributedDataParallel as DDP\ndef wrap(model, *args):\n"
               "    return DDP(model, *args)\n"),
         Valid(_DDP_ARGS.replace("device_ids=[device]", "*extra")),
+        # Lightning: the option given, or a strategy that is not plain DDP.
+        Valid("import lightning as L\nfrom lightning.pytorch.strategies import DDPStrategy\n"
+              "trainer = L.Trainer(strategy=DDPStrategy(gradient_as_bucket_view=True))\n"),
+        Valid("import lightning as L\ntrainer = L.Trainer(strategy='fsdp')\nfabric = L.Fabric(strategy=args.strategy)\n"),
+        # Processes launched for generation: nothing trains here (litgpt's generate scripts).
+        Valid("import lightning as L\nfabric = L.Fabric(devices='auto', strategy='ddp')\nfabric.launch()\n"
+              "print(generate(model, prompt))\n"),
     ]
     invalid = [
+        # Lightning's strategy="ddp": named as a DDPStrategy with the option.
+        Invalid("import lightning as L\ntrainer = L.Trainer(devices=8, strategy='ddp')\ntrainer.fit(model)\n",
+                fixed="import lightning as L\nfrom lightning.pytorch.strategies import DDPStrategy\n"
+                      "trainer = L.Trainer(devices=8, strategy=DDPStrategy(gradient_as_bucket_view=True))\n"
+                      "trainer.fit(model)\n",
+                message="use `strategy=DDPStrategy(gradient_as_bucket_view=True)`"),
+        Invalid("import pytorch_lightning as pl\nfrom pytorch_lightning.strategies import DDPStrategy as S\n"
+                "trainer = pl.Trainer(strategy='ddp_find_unused_parameters_true')\ntrainer.fit(model)\n",
+                fixed="import pytorch_lightning as pl\nfrom pytorch_lightning.strategies import DDPStrategy as S\n"
+                      "trainer = pl.Trainer(\n    strategy=S(find_unused_parameters=True, gradient_as_bucket_view=True),\n)\n"
+                      "trainer.fit(model)\n"),
+        Invalid("from lightning.fabric import Fabric\nfabric = Fabric(strategy='ddp')\n"
+                "for batch in loader:\n    fabric.backward(model(batch))\n    opt.step()\n",
+                fixed="from lightning.fabric import Fabric\nfrom lightning.fabric.strategies import DDPStrategy\n"
+                      "fabric = Fabric(strategy=DDPStrategy(gradient_as_bucket_view=True))\n"
+                      "for batch in loader:\n    fabric.backward(model(batch))\n    opt.step()\n"),
+        Invalid("from lightning.pytorch.strategies import DDPStrategy\nstrategy = DDPStrategy(static_graph=True)\n"
+                "Trainer(strategy=strategy).fit(model)\n",
+                fixed="from lightning.pytorch.strategies import DDPStrategy\n"
+                      "strategy = DDPStrategy(static_graph=True, gradient_as_bucket_view=True)\n"
+                      "Trainer(strategy=strategy).fit(model)\n"),
         Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model, device_ids=[rank])\n",
                 fixed="from torch.nn.parallel import DistributedDataParallel as DDP\n"
                 "model = DDP(model, device_ids=[rank], gradient_as_bucket_view=True)\n",
@@ -550,7 +583,13 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if not ctx.names.is_a(node.func, DDP):
+        qualified = ctx.names.qualified(node.func)
+        if lightning_strategies(qualified) is not None:
+            if self._trains_with_lightning():
+                self._check_lightning(node, qualified)
+            return
+        if not (ctx.names.is_a(node.func, DDP) or (is_lightning_ddp_strategy(qualified)
+                                                    and self._trains_with_lightning())):
             return
         if ctx.hides_arguments(node):
             keys = _star_keys(ctx, node)
@@ -572,12 +611,46 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
                           "`gradient_as_bucket_view=True` so gradients are views into the buckets (less memory, "
                           "one copy less per step)", fix)
 
+    def _check_lightning(self, call: cst.Call, qualified: str) -> None:
+        """A Lightning Trainer or Fabric given `strategy="ddp"`: its DDP copies gradients too; the
+        fix names the strategy with the option (Lightning's DDP optimizations guide)."""
+        ctx = self.ctx
+        arg = ctx.keyword(call, "strategy")
+        value = ctx.literal(arg.value) if arg is not None else None
+        if value not in _LIGHTNING_DDP:
+            return
+        module = lightning_strategies(qualified)
+        local = imported_name(ctx, f"{module}.DDPStrategy")
+        options = _LIGHTNING_DDP[value] + "gradient_as_bucket_view=True"
+        fix = None
+        if not self._assigns_grad():
+            # The whole call, so that one made too long is laid out one argument per line.
+            edits = [(call, ctx.with_keyword(call, "strategy", f"{local or 'DDPStrategy'}({options})"))]
+            if local is None:
+                edits.append(ctx.insert_after_imports(f"from {module} import DDPStrategy"))
+            fix = self.fix(Applicability.UNSAFE, f"Use `DDPStrategy({options})`", *edits)
+        self.report(arg, f"`strategy={ctx.code(arg.value)}` wraps the model in DDP, which copies every gradient into "
+                         f"its all-reduce buckets and back; use `strategy=DDPStrategy({options})` so gradients are "
+                         f"views into the buckets (less memory, one copy less per step)", fix)
+
+    def _trains_with_lightning(self) -> bool:
+        """The module trains: a Trainer's `.fit(...)`, or a backward or optimizer step (Fabric's
+        `fabric.backward(loss)`). litgpt starts Fabric with `strategy="ddp"` only to launch
+        processes for generation."""
+        ctx = self.ctx
+        return bool(ctx.loops.step_calls) or any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value == "fit" for c in ctx.index.nodes(cst.Call))
+
     def _assigns_grad(self) -> bool:
         for assign in self.ctx.index.nodes(cst.Assign):
             for target in assign.targets:
                 if isinstance(target.target, cst.Attribute) and target.target.attr.value == "grad":
                     return True
         return False
+
+
+# Lightning's strategy names that mean plain DDP, with the DDPStrategy options they stand for.
+_LIGHTNING_DDP = {"ddp": "", "ddp_find_unused_parameters_true": "find_unused_parameters=True, "}
 
 
 def _star_keys(ctx, call: cst.Call) -> set[str] | None:

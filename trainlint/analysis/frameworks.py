@@ -38,3 +38,23 @@ def is_lightning_trainer(qualified: str | None) -> bool:
 def is_accelerator(qualified: str | None) -> bool:
     package, cls = _split(qualified)
     return package == "accelerate" and cls == "Accelerator"
+
+
+# Where each Lightning package keeps the strategy classes its Trainer or Fabric takes.
+_STRATEGIES = {
+    ("lightning", "Trainer"): "lightning.pytorch.strategies",
+    ("pytorch_lightning", "Trainer"): "pytorch_lightning.strategies",
+    ("lightning", "Fabric"): "lightning.fabric.strategies",
+    ("lightning_fabric", "Fabric"): "lightning_fabric.strategies",
+}
+
+
+def lightning_strategies(qualified: str | None) -> str | None:
+    """The module holding the strategies (`DDPStrategy`) for a Lightning Trainer or Fabric."""
+    return _STRATEGIES.get(_split(qualified))
+
+
+def is_lightning_ddp_strategy(qualified: str | None) -> bool:
+    """Lightning's `DDPStrategy`, which hands extra keywords to DistributedDataParallel."""
+    package, cls = _split(qualified)
+    return package in ("lightning", "pytorch_lightning", "lightning_fabric") and cls == "DDPStrategy"
