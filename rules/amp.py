@@ -395,7 +395,9 @@ class Fp16WhereBf16Fits(Rule):
     summary = "float16 autocast paired with a GradScaler where bfloat16 needs no loss scaling"
     source = "§4.1"
     fix_applicability = "unsafe"
-    triggers = ("GradScaler", "fp16", "16-mixed", "precision=16", "precision='16'", 'precision="16"')
+    # A GradScaler, or a framework's float16 setting as written literally (what the rule needs).
+    triggers = ("GradScaler", "fp16=True", "16-mixed", "precision=16", "precision='16'", 'precision="16"',
+                'mixed_precision="fp16"', "mixed_precision='fp16'")
     docs = """
 ## What it does
 Flags a float16 autocast region (an explicit `dtype=torch.float16`, or no dtype on CUDA, whose

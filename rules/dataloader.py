@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 import libcst as cst
 
@@ -31,7 +32,11 @@ DEFAULT_WORKERS = "min(8, os.cpu_count() or 1)"
 def builds_trainer_loader(ctx, call: cst.Call) -> bool:
     """`TrainingArguments(...)` (or a trl/sentence-transformers subclass): the Trainer builds its
     training DataLoader from the `dataloader_*` settings, one per DataLoader argument."""
-    return is_training_arguments(ctx.names.qualified(call.func))
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    # The name first (or what an import alias stands for): qualifying every call costs more.
+    name = ctx.names.aliases.get(name, name)
+    return name.endswith(("Arguments", "Config")) and is_training_arguments(ctx.names.qualified(func))
 
 
 def loader_keyword(ctx, call: cst.Call, name: str) -> str:
@@ -214,6 +219,12 @@ def _next_of_iter(ctx, expr: cst.BaseExpression) -> bool:
     return True
 
 
+# What a file that builds a loader or a Trainer's loader settings holds: a DataLoader, a call of
+# TrainingArguments (or an alias of it), or a call of a `...Config` in a file that imports trl
+# (`SFTConfig(...)`).
+TRAINER_TRIGGERS = ("DataLoader", "TrainingArguments(", "TrainingArguments as", re.compile(r"\A(?=.*?\b(?:from|import) trl\b).*?Config\(", re.S))
+
+
 class DataLoaderRule(Rule):
     """Shared shape of the loader rules: visit DataLoader calls whose keywords are all visible (and,
     for the rules that set `trainer_settings`, TrainingArguments, whose `dataloader_*` settings
@@ -229,8 +240,15 @@ class DataLoaderRule(Rule):
         if self.trainer_settings and builds_trainer_loader(ctx, node):
             if _handed_on(ctx, node):
                 self.check_loader(node)
-        elif is_loader(ctx, node) and not _over_builtin_collection(ctx, node) and not _draws_one_batch(ctx, node):
+        elif self._mentions_loaders and is_loader(ctx, node) and not _over_builtin_collection(ctx, node) \
+                and not _draws_one_batch(ctx, node):
             self.check_loader(node)
+
+    @cached_property
+    def _mentions_loaders(self) -> bool:
+        """A rule that also runs for TrainingArguments runs in files that never name a DataLoader:
+        the loader test (which follows assignments) is skipped there."""
+        return "DataLoader" in self.ctx.text
 
     def check_loader(self, call: cst.Call) -> None:
         raise NotImplementedError
@@ -242,7 +260,7 @@ class DataLoaderNoWorkers(DataLoaderRule):
     summary = "DataLoader loads data in the main process (`num_workers` missing or 0)"
     source = "§3, §3.3"
     fix_applicability = "unsafe"
-    triggers = ("DataLoader", "TrainingArguments", "trl")
+    triggers = TRAINER_TRIGGERS
     trainer_settings = True
     options = {
         "num-workers": Option(0, int, "The value the fix writes; 0 means `min(8, os.cpu_count() or 1)` at run time."),
@@ -297,6 +315,7 @@ is replaced where it stands.
         Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out', dataloader_num_workers=4)\n"
               "Trainer(model, args).train()\n"),
         Valid("from transformers import TrainingArguments\nargs = TrainingArguments(**config)\nTrainer(model, args).train()\n"),
+        Valid("from transformers import TrainingArguments as TA\nTrainer(model, TA('out', dataloader_num_workers=2))\n"),
         # Built and given to no trainer here: no DataLoader is configured (accelerate's DeepSpeed test).
         Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out')\nassert args is not None\n"),
         # trl's model settings are not TrainingArguments.
@@ -343,6 +362,7 @@ is replaced where it stands.
                       "args = TrainingArguments(\n    'out',\n    bf16=True,\n"
                       "    dataloader_num_workers=min(8, os.cpu_count() or 1),\n)\nTrainer(model, args).train()\n",
                 message="The Trainer's DataLoader loads batches in the training process; set `dataloader_num_workers="),
+        Invalid("from transformers import TrainingArguments as TA\nTrainer(model, TA('out'))\n", message="The Trainer's"),
         Invalid("from trl import SFTConfig\nSFTTrainer(model, args=SFTConfig(output_dir='out', dataloader_num_workers=0))\n",
                 fixed="from trl import SFTConfig\nSFTTrainer(model, args=SFTConfig(output_dir='out', dataloader_num_workers=2))\n",
                 options={"num-workers": 2}),
@@ -632,7 +652,7 @@ class DataLoaderWorkersNotPersistent(DataLoaderRule):
     summary = "Loader with workers, iterated for several epochs, without `persistent_workers=True`"
     source = "§3.3"
     fix_applicability = "unsafe"
-    triggers = ("DataLoader", "TrainingArguments", "trl")
+    triggers = TRAINER_TRIGGERS
     trainer_settings = True
     docs = """
 ## What it does
@@ -780,7 +800,7 @@ class DataLoaderShallowPrefetch(DataLoaderRule):
     summary = "Loader with workers and `prefetch_factor` missing or below the configured minimum"
     source = "§3.3"
     fix_applicability = "safe"
-    triggers = ("DataLoader", "TrainingArguments", "trl")
+    triggers = TRAINER_TRIGGERS
     trainer_settings = True
     options = {"min-prefetch-factor": Option(4, int, "The smallest prefetch_factor accepted; the fix sets this value.")}
     docs = """

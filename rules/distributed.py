@@ -466,7 +466,7 @@ class DdpCopyingGradients(Rule):
     summary = "`DistributedDataParallel(...)` without `gradient_as_bucket_view=True`"
     source = "§4.2"
     fix_applicability = "unsafe"
-    triggers = ("DistributedDataParallel", "ddp", "DDPStrategy")
+    triggers = ("DistributedDataParallel", "DDPStrategy", 'strategy="ddp', "strategy='ddp")
     docs = """
 ## What it does
 Flags `DistributedDataParallel(...)` (any import alias) that does not pass

@@ -879,12 +879,14 @@ interval there. Without one there is no fix.
         """Lightning's `self.log(..., sync_dist=True)` in a per-step hook: a collective across
         processes for every value on every step (Lightning's docs warn of the overhead)."""
         ctx = self.ctx
+        sync = ctx.keyword(node, "sync_dist")  # first: most calls have none, and the hook costs a walk
+        if sync is None or ctx.literal(sync.value) is not True:
+            return
         hook = ctx.loops.step_hook(node)
         if hook is None or hook.log is None or ctx.dotted(node.func) not in (hook.log, f"{hook.log}_dict"):
             return
-        sync, on_step = ctx.keyword(node, "sync_dist"), ctx.keyword(node, "on_step")
-        if sync is None or ctx.literal(sync.value) is not True or (
-                on_step is not None and ctx.literal(on_step.value) is False) or not ctx.is_per_step(node):
+        on_step = ctx.keyword(node, "on_step")
+        if (on_step is not None and ctx.literal(on_step.value) is False) or not ctx.is_per_step(node):
             return
         self.report(
             node,

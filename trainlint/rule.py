@@ -13,6 +13,8 @@ the code into exactly that text.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -94,8 +96,9 @@ class Rule:
     # The PyTorch release the finding exists from (a deprecation, an API): with `target-torch`
     # older than this, the rule is off.
     requires_torch: ClassVar[str | None] = None
-    # The file is parsed for this rule only if one of these strings occurs in it.
-    triggers: ClassVar[tuple[str, ...]] = ()
+    # Substrings (or compiled patterns, for a condition one substring cannot say) of which a file
+    # must hold one for the rule to run on it: the engine's prefilter, before any parsing.
+    triggers: ClassVar[tuple[str | re.Pattern, ...]] = ()
     # A rule that judges the file's suppression comments once every other rule has run (TL001):
     # it has no visitors; the engine reports it from what the suppressions did (engine.lint_text).
     audits_suppressions: ClassVar[bool] = False
