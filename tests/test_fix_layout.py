@@ -427,3 +427,19 @@ def test_a_call_in_a_conditional_value_takes_the_conditional_along():
         "                else GradScaler(init_scale=8192)",
         "            )",
     ]
+
+
+def test_a_call_fixed_inside_another_calls_argument_takes_that_call_along():
+    # The enclosing call's arguments go one per line and the fixed call is split there, as Black
+    # splits them; before, the fixed call was split inside the line (a hugged layout Black redoes).
+    code = ("import os\nfrom trl import SFTConfig\n\n"
+            "SFTTrainer(model, args=SFTConfig(output_dir='out', per_device_train_batch_size=8, bf16=True))\n"
+            "trainer.train()\n")
+    fixed = fix_source(code, select=["TL101"], path="train.py")
+    assert fixed == ("import os\nfrom trl import SFTConfig\n\nSFTTrainer(\n    model,\n    args=SFTConfig(\n"
+                     "        output_dir='out',\n        per_device_train_batch_size=8,\n        bf16=True,\n"
+                     "        dataloader_num_workers=min(8, os.cpu_count() or 1),\n    ),\n)\ntrainer.train()\n")
+    # A line that still fits keeps its layout.
+    short = "from trl import SFTConfig\nT(m, a=SFTConfig('o'))\n"
+    assert "\nT(m, a=SFTConfig('o', dataloader_num_workers=min(8, os.cpu_count() or 1)))\n" in fix_source(
+        short, select=["TL101"], path="train.py")

@@ -243,6 +243,9 @@ class FileContext:
         as Black does: a chain of two method calls or more that old starts
         (`(attn @ v).transpose(1, 2).reshape(B, N, C)`, one method call per line, in parentheses),
         or a conditional that old is a branch of (in parentheses, split at `if` and `else`)."""
+        outer = self._outer_call(old, new)
+        if outer is not None:
+            return outer
         top, links = old, 0
         while isinstance(attr := self.parent(top), cst.Attribute) and attr.value is top \
                 and isinstance(call := self.parent(attr), cst.Call) and call.func is attr:
@@ -273,6 +276,22 @@ class FileContext:
             return old, new
         room = self.room(stmt, indent)
         return top, fluent(value, indent, room) if links >= 2 else parenthesized(value, indent, room)
+
+    def _outer_call(self, old: cst.CSTNode, new: cst.Call) -> tuple[cst.CSTNode, cst.CSTNode] | None:
+        """When old is an argument of a call written on one line in a simple statement, and the
+        line no longer fits with new in it: that call, with new in it. The engine then puts its
+        arguments one per line and splits new there as Black would (`SFTTrainer(model,
+        args=SFTConfig(...))`), instead of splitting new inside a line it does not fit."""
+        arg = self.parent(old)
+        outer = self.parent(arg) if isinstance(arg, cst.Arg) and arg.value is old else None
+        stmt = self.statement(old)
+        if not isinstance(outer, cst.Call) or not isinstance(stmt, cst.SimpleStatementLine) \
+                or "\n" in self.code(outer):
+            return None
+        line = self.code(stmt.with_changes(leading_lines=[])).strip()
+        if "\n" in line or self.fits(line.replace(self.code(old), self.code(new), 1), at=stmt):
+            return None
+        return outer, outer.deep_replace(old, new)
 
     def _fitted(self, call: cst.Call, args: list[cst.Arg], at: int) -> list[cst.Arg]:
         """args with args[at] split as Black would when it has a line of its own and is longer than
