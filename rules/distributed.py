@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from trainlint.analysis.distributed import ACCELERATE, DDP, FABRIC, FSDP, Accumulation, Wrapped
@@ -585,11 +587,11 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         ctx = self.ctx
         qualified = ctx.names.qualified(node.func)
         if lightning_strategies(qualified) is not None:
-            if self._trains_with_lightning():
+            if self._trains_with_lightning:
                 self._check_lightning(node, qualified)
             return
         if not (ctx.names.is_a(node.func, DDP) or (is_lightning_ddp_strategy(qualified)
-                                                    and self._trains_with_lightning())):
+                                                    and self._trains_with_lightning)):
             return
         if ctx.hides_arguments(node):
             keys = _star_keys(ctx, node)
@@ -633,6 +635,7 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
                          f"its all-reduce buckets and back; use `strategy=DDPStrategy({options})` so gradients are "
                          f"views into the buckets (less memory, one copy less per step)", fix)
 
+    @cached_property
     def _trains_with_lightning(self) -> bool:
         """The module trains: a Trainer's `.fit(...)`, or a backward or optimizer step (Fabric's
         `fabric.backward(loss)`). litgpt starts Fabric with `strategy="ddp"` only to launch

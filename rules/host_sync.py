@@ -62,8 +62,8 @@ def log_interval(ctx, node: cst.CSTNode, default: int) -> str:
     hook = ctx.loops.step_hook(node)
     if hook is not None:
         return hook.interval
-    for node in ctx.index.nodes(cst.Attribute) + ctx.index.nodes(cst.Name):
-        text = ctx.dotted(node)
+    for name in ctx.index.nodes(cst.Attribute) + ctx.index.nodes(cst.Name):
+        text = ctx.dotted(name)
         # A private attribute counts too: torchtune's `self._log_every_n_steps`.
         if text and _INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")):
             return text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trainlint.rule import Invalid, Rule, Valid
-from trainlint.suppressions import DUPLICATED, UNKNOWN, UNUSED
+from trainlint.suppressions import DUPLICATED_CODE, UNKNOWN_CODE, UNUSED_CODE
 
 _LOADER = "from torch.utils.data import DataLoader\n"
 # The rules TL001's cases judge suppressions of; a case's other rules are off, so their codes are not judged.
@@ -143,17 +143,18 @@ line when nothing else is on it. Nothing the comment suppresses is lost.
     @classmethod
     def describe(cls, directive, unused) -> tuple[str, str]:
         """The finding's message and its fix's, for the `unused` (code, why) pairs of `directive`."""
-        by_why = {why: [code.text for code, w in unused if w == why] for why in (UNUSED, UNKNOWN, DUPLICATED)}
+        by_why = {why: [code.text for code, w in unused if w == why]
+                  for why in (UNUSED_CODE, UNKNOWN_CODE, DUPLICATED_CODE)}
         where = "in this file" if directive.file_level else "starts on this line"
         parts = []
-        if by_why[UNUSED]:
-            parts.append(f"no {_listed(by_why[UNUSED])} finding {where}")
-        if by_why[UNKNOWN]:
-            codes = by_why[UNKNOWN]
+        if by_why[UNUSED_CODE]:
+            parts.append(f"no {_listed(by_why[UNUSED_CODE])} finding {where}")
+        if by_why[UNKNOWN_CODE]:
+            codes = by_why[UNKNOWN_CODE]
             parts.append(f"{_listed(codes).replace(' or ', ' and ')} "
                          f"{'is not a trainlint rule' if len(codes) == 1 else 'are not trainlint rules'}")
-        if by_why[DUPLICATED]:
-            parts.append(f"{_listed(by_why[DUPLICATED]).replace(' or ', ' and ')} listed twice")
+        if by_why[DUPLICATED_CODE]:
+            parts.append(f"{_listed(by_why[DUPLICATED_CODE]).replace(' or ', ' and ')} listed twice")
         message = "Unused suppression: " + "; ".join(parts)
         if len(unused) == len(directive.codes):
             return message, "Remove the unused suppression"

@@ -140,18 +140,18 @@ def parse_suppressions(text: str) -> Suppressions:
 _OWN_CODE = re.compile(r"TL[0-9]+")
 
 # Why a code in a suppression is reported (TL001), in the order its message lists them.
-UNUSED, UNKNOWN, DUPLICATED = "unused", "unknown", "duplicated"
+UNUSED_CODE, UNKNOWN_CODE, DUPLICATED_CODE = "unused", "unknown", "duplicated"
 
 
 def unused_codes(suppressions: Suppressions, known: frozenset, enabled: frozenset,
                  audit_code: str) -> list[tuple[Directive, tuple[tuple[Code, str], ...]]]:
-    """The directives holding codes that suppress nothing, with those codes and why (UNUSED,
-    UNKNOWN, DUPLICATED).
+    """The directives holding codes that suppress nothing, with those codes and why (UNUSED_CODE,
+    UNKNOWN_CODE, DUPLICATED_CODE).
 
-    UNUSED: a code (or prefix) of rules trainlint knows (`known`), every one of which ran on this
+    UNUSED_CODE: a code (or prefix) of rules trainlint knows (`known`), every one of which ran on this
     file (`enabled`), that suppressed no finding; another tool's code, or one of a rule that did
-    not run, is left alone, as is a blanket `# noqa`. UNKNOWN: a code in trainlint's namespace
-    (`TL109`) that no rule has. DUPLICATED: a code the same directive already lists. A directive
+    not run, is left alone, as is a blanket `# noqa`. UNKNOWN_CODE: a code in trainlint's namespace
+    (`TL109`) that no rule has. DUPLICATED_CODE: a code the same directive already lists. A directive
     that suppresses `audit_code` itself (TL001) on its line, or a file-level blanket suppression,
     turns the audit off there."""
     if suppressions.file_codes is None:
@@ -171,11 +171,11 @@ def unused_codes(suppressions: Suppressions, known: frozenset, enabled: frozense
         for code in directive.codes:
             named = {k for k in known if covers(code.text, k)}
             if code.text in seen:
-                unused.append((code, DUPLICATED))
+                unused.append((code, DUPLICATED_CODE))
             elif not named and _OWN_CODE.fullmatch(code.text):
-                unused.append((code, UNKNOWN))
+                unused.append((code, UNKNOWN_CODE))
             elif named and named <= enabled and (row, code.text) not in suppressions.used:
-                unused.append((code, UNUSED))
+                unused.append((code, UNUSED_CODE))
             seen.add(code.text)
         if unused:
             out.append((directive, tuple(unused)))

@@ -7,6 +7,8 @@ are what the loader and precision rules read (`dataloader_num_workers=`, `fp16=`
 
 from __future__ import annotations
 
+_LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
+
 # trl's classes named like its configs that are not TrainingArguments (model, dataset and merge
 # settings); every other `*Config` of trl derives from TrainingArguments.
 _TRL_NOT_ARGUMENTS = frozenset({"ModelConfig", "DatasetConfig", "DatasetMixtureConfig", "MergeConfig"})
@@ -32,7 +34,7 @@ def is_training_arguments(qualified: str | None) -> bool:
 def is_lightning_trainer(qualified: str | None) -> bool:
     """Lightning's Trainer or Fabric (`lightning`, `pytorch_lightning`, `lightning_fabric`)."""
     package, cls = _split(qualified)
-    return package in ("lightning", "pytorch_lightning", "lightning_fabric") and cls in ("Trainer", "Fabric")
+    return package in _LIGHTNING and cls in ("Trainer", "Fabric")
 
 
 def is_accelerator(qualified: str | None) -> bool:
@@ -57,4 +59,4 @@ def lightning_strategies(qualified: str | None) -> str | None:
 def is_lightning_ddp_strategy(qualified: str | None) -> bool:
     """Lightning's `DDPStrategy`, which hands extra keywords to DistributedDataParallel."""
     package, cls = _split(qualified)
-    return package in ("lightning", "pytorch_lightning", "lightning_fabric") and cls == "DDPStrategy"
+    return package in _LIGHTNING and cls == "DDPStrategy"

@@ -157,15 +157,12 @@ class Names:
         full = f"{target}.{rest}" if rest else target
         return CANONICAL.get(full, full)
 
-    def is_a(self, expr: cst.BaseExpression, *qualnames: str, _seen: frozenset = frozenset()) -> bool:
+    def is_a(self, expr: cst.BaseExpression, *qualnames: str) -> bool:
         """True when expr names one of qualnames, or a class of this module derived from one."""
         qn = self.qualified(expr)
         if qn is not None:
             return qn in qualnames
-        if isinstance(expr, cst.Name) and expr.value in self.classes and expr.value not in _seen:
-            seen = _seen | {expr.value}
-            return any(self.is_a(base, *qualnames, _seen=seen) for base in self.classes[expr.value])
-        return False
+        return isinstance(expr, cst.Name) and self.inherits(expr.value, lambda base: base in qualnames)
 
     def constructs(self, expr: cst.BaseExpression, *qualnames: str) -> bool:
         """Calling expr runs one of qualnames' constructors with the call's own arguments.
