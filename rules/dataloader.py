@@ -220,10 +220,9 @@ def _next_of_iter(ctx, expr: cst.BaseExpression) -> bool:
 
 
 # What a file that builds a loader or a Trainer's loader settings holds: a DataLoader, a call of
-# TrainingArguments (or an alias of it), or a call of a `...Config` in a file that imports trl
+# TrainingArguments (or an alias of it), or a call of a `...Config` in a file that names trl
 # (`SFTConfig(...)`).
-TRAINER_TRIGGERS = ("DataLoader", "TrainingArguments(", "TrainingArguments as",
-                    re.compile(r"\A(?=.*?\b(?:from|import) trl\b).*?Config\(", re.S))
+TRAINER_TRIGGERS = ("DataLoader", "TrainingArguments(", "TrainingArguments as", ("trl", "Config("))
 
 
 class DataLoaderRule(Rule):

@@ -74,7 +74,8 @@ def select_for_text(rules: list[ActiveRule], text: str) -> list[ActiveRule]:
     hot = None
     out = []
     for r in rules:
-        if r.rule.triggers and not any(t in text if isinstance(t, str) else t.search(text) for t in r.rule.triggers):
+        if r.rule.triggers and not any(t in text if isinstance(t, str) else all(s in text for s in t)
+                                       for t in r.rule.triggers):
             continue
         if r.rule.needs_hot_loop:
             if hot is None:

@@ -13,8 +13,6 @@ the code into exactly that text.
 
 from __future__ import annotations
 
-import re
-
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -96,9 +94,10 @@ class Rule:
     # The PyTorch release the finding exists from (a deprecation, an API): with `target-torch`
     # older than this, the rule is off.
     requires_torch: ClassVar[str | None] = None
-    # Substrings (or compiled patterns, for a condition one substring cannot say) of which a file
-    # must hold one for the rule to run on it: the engine's prefilter, before any parsing.
-    triggers: ClassVar[tuple[str | re.Pattern, ...]] = ()
+    # Substrings of which a file must hold one for the rule to run on it (or a tuple of substrings
+    # it must hold all of): the engine's prefilter, before any parsing. Plain `in` tests: they
+    # run on every file.
+    triggers: ClassVar[tuple[str | tuple[str, ...], ...]] = ()
     # A rule that judges the file's suppression comments once every other rule has run (TL001):
     # it has no visitors; the engine reports it from what the suppressions did (engine.lint_text).
     audits_suppressions: ClassVar[bool] = False
