@@ -8,7 +8,7 @@ from functools import cached_property
 import libcst as cst
 
 from trainlint.analysis.context import UNKNOWN
-from trainlint.analysis.frameworks import is_training_arguments
+from trainlint.analysis.frameworks import is_lightning_data_source, is_lightning_fit_trainer, is_training_arguments
 from trainlint.analysis.imports import after_imports, insert_stdlib_import
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
@@ -657,9 +657,12 @@ class DataLoaderWorkersNotPersistent(DataLoaderRule):
     docs = """
 ## What it does
 Flags a `DataLoader` with workers (`num_workers` not a literal 0) and no `persistent_workers=True`
-that is iterated once per epoch inside an outer loop; and `TrainingArguments` with
-`dataloader_num_workers` and no `dataloader_persistent_workers=True`, for a run of several epochs
-(`num_train_epochs` not a literal 1 or less, its default 3, and no `max_steps`).
+that is iterated once per epoch inside an outer loop, or by a Lightning Trainer (handed to
+`trainer.fit`, or returned by a LightningModule's or LightningDataModule's `train_dataloader`) that
+runs several epochs (`max_epochs` not a literal 1 or less, its default 1000, no `max_steps` and no
+`reload_dataloaders_every_n_epochs`); and `TrainingArguments` with `dataloader_num_workers` and no
+`dataloader_persistent_workers=True`, for a run of several epochs (`num_train_epochs` not a literal
+1 or less, its default 3, and no `max_steps`).
 
 ## Why is this bad?
 Without persistent workers, every epoch starts by forking the workers again and re-running the
@@ -683,6 +686,10 @@ Unsafe: live workers keep their copy of the dataset, so changes made to it betwe
 not seen, and the shuffle of later epochs differs (the base seed is drawn once).
 """
     _EPOCHS = "from torch.utils.data import DataLoader\nloader = {loader}\nfor epoch in range(3):\n    for batch in loader:\n        step(batch)\n"
+    _FIT = ("import pytorch_lightning as pl\nfrom torch.utils.data import DataLoader\nloader = {loader}\n"
+            "trainer = pl.Trainer({settings})\ntrainer.fit(model, {given})\n")
+    _HOOK = ("import lightning as L\nfrom torch.utils.data import DataLoader\nclass Data(L.LightningDataModule):\n"
+             "    def train_dataloader(self):\n        return {loader}\n")
     valid = [
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=0)")),
@@ -698,10 +705,28 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
         Valid("from transformers import TrainingArguments\nargs = TrainingArguments("
               "'out', dataloader_num_workers=4, dataloader_persistent_workers=True)\n"
               "Trainer(model, args)\n"),
+        # Lightning: one epoch, a step budget, loaders rebuilt every epoch, the validation loader
+        # (fit's third argument), another library's fit, a hook of a class that is no Lightning module.
+        Valid(_FIT.format(loader="DataLoader(ds, num_workers=4)", settings="max_epochs=1", given="loader")),
+        Valid(_FIT.format(loader="DataLoader(ds, num_workers=4)", settings="max_steps=5000", given="loader")),
+        Valid(_FIT.format(loader="DataLoader(ds, num_workers=4)", settings="reload_dataloaders_every_n_epochs=1",
+                          given="loader")),
+        Valid(_FIT.format(loader="DataLoader(ds, num_workers=4)", settings="", given="train, loader")),
+        Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\nestimator.fit(model, loader)\n"),
+        Valid("from torch.utils.data import DataLoader\nclass Data:\n    def train_dataloader(self):\n"
+              "        return DataLoader(self.ds, num_workers=4)\n"),
     ]
     invalid = [
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)"),
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
+        # Lightning runs the epochs: a Trainer of several (1000 by default) fitting the loader, or
+        # the loader a module's train_dataloader() gives a Trainer built elsewhere.
+        Invalid(_FIT.format(loader="DataLoader(ds, num_workers=4)", settings="max_epochs=10", given="loader"),
+                fixed=_FIT.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)",
+                                  settings="max_epochs=10", given="loader")),
+        Invalid(_FIT.format(loader="DataLoader(ds, num_workers=4)", settings="", given="train_dataloaders=loader")),
+        Invalid(_HOOK.format(loader="DataLoader(ds, num_workers=self.n)"),
+                fixed=_HOOK.format(loader="DataLoader(ds, num_workers=self.n, persistent_workers=self.n > 0)")),
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=False)"),
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=args.workers > 0)")),
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n"
@@ -728,7 +753,7 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
                 return
         else:
             name = loader_name(ctx, call)
-            if name is None or not _iterated_per_epoch(ctx, name):
+            if not ((name is not None and _iterated_per_epoch(ctx, name)) or _lightning_epochs(ctx, call, name)):
                 return
         workers = loader_arg(ctx, call, "num_workers")
         # PyTorch rejects persistent_workers=True without workers, so a configurable worker count
@@ -778,6 +803,77 @@ def _trainer_epochs(ctx, call: cst.Call) -> bool:
     epochs = ctx.keyword(call, "num_train_epochs")
     value = ctx.literal(epochs.value) if epochs is not None else 3
     return not (isinstance(value, (int, float)) and value <= 1)
+
+
+def _lightning_epochs(ctx, call: cst.Call, name: str | None) -> bool:
+    """A Lightning Trainer goes over the loader every epoch, for several: the loader is what a
+    LightningModule's or LightningDataModule's `train_dataloader()` returns (the Trainer asks for it
+    once), or it is handed to `trainer.fit` after the model (or as `train_dataloaders=`); and the
+    Trainers that may run it neither stop after one epoch nor at a step budget. Lightning's default
+    is 1000 epochs, so a module whose Trainer is built elsewhere counts as several."""
+    if _returned_by_train_dataloader(ctx, call, name):
+        trainers = [c for c in ctx.index.nodes(cst.Call) if _is_lightning_trainer(ctx, c)]
+    else:
+        trainers = _fitting_trainers(ctx, call, name)
+        if not trainers:
+            return False
+    return all(_lightning_runs_epochs(ctx, trainer) for trainer in trainers)
+
+
+def _returned_by_train_dataloader(ctx, call: cst.Call, name: str | None) -> bool:
+    fn = ctx.index.enclosing_function(call)
+    if fn is None or fn.name.value != "train_dataloader":
+        return False
+    cls = ctx.index.parent.get(ctx.index.parent.get(fn))
+    if not isinstance(cls, cst.ClassDef) or not ctx.names.inherits(cls.name.value, is_lightning_data_source):
+        return False
+    if isinstance(ctx.parent(call), cst.Return):
+        return True
+    return name is not None and any(isinstance(node, cst.Return) and node.value is not None
+                                    and ctx.dotted(node.value) == name for node in ctx.index.walk(fn))
+
+
+def _fitting_trainers(ctx, call: cst.Call, name: str | None) -> list[cst.Call]:
+    """The Lightning Trainers whose `fit` is handed this loader as its training loader: the
+    argument after the model (the third is the validation loader) or `train_dataloaders=`
+    (`train_dataloader=` before Lightning 1.4)."""
+    found = []
+    for fit in ctx.index.nodes(cst.Call):
+        if not (isinstance(fit.func, cst.Attribute) and fit.func.attr.value == "fit"):
+            continue
+        given = [arg.value for i, arg in enumerate(fit.args)
+                 if (arg.keyword is None and i == 1 and not arg.star)
+                 or (arg.keyword is not None and arg.keyword.value in ("train_dataloaders", "train_dataloader"))]
+        if not any(value is call or (name is not None and ctx.dotted(value) == name) for value in given):
+            continue
+        receiver = fit.func.value
+        values = [receiver] if isinstance(receiver, cst.Call) else ctx.assigned_values(receiver, anywhere=True)
+        found += [value for value in values if isinstance(value, cst.Call) and _is_lightning_trainer(ctx, value)]
+    return found
+
+
+def _is_lightning_trainer(ctx, call: cst.Call) -> bool:
+    # The name first: qualifying every call of a file costs more.
+    func = call.func
+    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return ctx.names.aliases.get(last, last).endswith("Trainer") and is_lightning_fit_trainer(ctx.names.qualified(func))
+
+
+def _lightning_runs_epochs(ctx, trainer: cst.Call) -> bool:
+    """The Trainer's settings let it run several epochs over the same loader: `max_epochs` is not a
+    literal 0 or 1 (-1 is endless), no `max_steps` budget, no `reload_dataloaders_every_n_epochs`
+    (a new loader, and new workers, every N epochs), and no `**settings` that may set them."""
+    if ctx.hides_arguments(trainer):
+        return False
+    epochs = ctx.keyword(trainer, "max_epochs")
+    value = ctx.literal(epochs.value) if epochs is not None else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
+        return False
+    steps = ctx.keyword(trainer, "max_steps")
+    if steps is not None and ctx.literal(steps.value) != -1:
+        return False
+    reload = ctx.keyword(trainer, "reload_dataloaders_every_n_epochs")
+    return reload is None or ctx.literal(reload.value) == 0
 
 
 def _iterated_per_epoch(ctx, name: str) -> bool:

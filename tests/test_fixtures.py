@@ -114,9 +114,16 @@ RUNNABLE = [s for s in SCRIPTS if not os.path.basename(s).startswith("clean") an
 ARGS = {"image_classifier.py": ["--epochs", "1"], "checkpoint/checkpoint_every_step.py": ["--out", "{tmp}"]}
 
 
+# The framework each script trains with, besides torch (the dev extra installs them).
+FRAMEWORK = {"frameworks/lightning_classifier.py": "pytorch_lightning",
+             "frameworks/hf_trainer_regression.py": "transformers"}
+
+
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_original_and_fixed_scripts_run(name, tmp_path):
     pytest.importorskip("torch")
+    if name in FRAMEWORK:
+        pytest.importorskip(FRAMEWORK[name])
     original = os.path.join(FIXTURES, name)
     scripts = [original]
     for suffix in ["", *VARIANTS.get(name, {})]:  # each fixed version

@@ -37,6 +37,19 @@ def is_lightning_trainer(qualified: str | None) -> bool:
     return package in _LIGHTNING and cls in ("Trainer", "Fabric")
 
 
+def is_lightning_fit_trainer(qualified: str | None) -> bool:
+    """Lightning's Trainer (not Fabric): `trainer.fit(...)` runs the epochs and reads the loaders."""
+    package, cls = _split(qualified)
+    return package in _LIGHTNING and cls == "Trainer"
+
+
+def is_lightning_data_source(qualified: str | None) -> bool:
+    """A LightningModule or LightningDataModule, whose `train_dataloader()` the Trainer calls once
+    for its training loader and iterates every epoch."""
+    package, cls = _split(qualified)
+    return package in _LIGHTNING and cls in ("LightningModule", "LightningDataModule")
+
+
 def is_accelerator(qualified: str | None) -> bool:
     package, cls = _split(qualified)
     return package == "accelerate" and cls == "Accelerator"
