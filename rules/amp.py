@@ -408,7 +408,8 @@ trl's or sentence-transformers' subclasses), Lightning's `precision="16-mixed"` 
 chooses bfloat16 when the GPU supports it (it asks `torch.cuda.is_bf16_supported()`, its autocast
 dtype can be bfloat16, or its scaler is enabled by dtype) is not flagged, nor is a setting whose
 value is not written literally (`fp16=args.fp16`: the user's choice) or that has `bf16=` beside it,
-nor a setting in a test file (it tests the float16 path).
+nor one that trains on the CPU (`accelerator="cpu"`, where Lightning runs bfloat16 itself), nor a
+setting in a test file (it tests the float16 path).
 
 ## Why is this bad?
 On Ampere and newer GPUs bfloat16 runs at the same tensor-core speed as float16 but has float32's
@@ -482,6 +483,7 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True, bf16=cli.bf16)\n"),
         Valid("import lightning as L\ntrainer = L.Trainer(precision='bf16-mixed')\nfabric = L.Fabric(precision='16-true')\n"),
         Valid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='no')\n"),
+        Valid("import lightning as L\ntrainer = L.Trainer(accelerator='cpu', precision='16-mixed')\n"),
         Valid("from mylib import TrainingArguments\nargs = TrainingArguments(fp16=True)\n"),
     ]
     invalid = [

@@ -8,7 +8,12 @@ from functools import cached_property
 import libcst as cst
 
 from trainlint.analysis.context import UNKNOWN
-from trainlint.analysis.frameworks import is_lightning_data_source, is_lightning_fit_trainer, is_training_arguments
+from trainlint.analysis.frameworks import (
+    configured_for_cpu,
+    is_lightning_data_source,
+    is_lightning_fit_trainer,
+    is_training_arguments,
+)
 from trainlint.analysis.imports import after_imports, insert_stdlib_import
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
@@ -404,6 +409,12 @@ to, up to three calls down) reach such a copy; one whose batches stay on the CPU
 not iterated here (returned, handed to a framework or to a function's parameter) is flagged when
 the hot loop copies something that no visible loop over a loader of the file leads to.
 
+Frameworks copy the batches themselves. A loader a Lightning Trainer trains on (handed to
+`trainer.fit`, or returned by a LightningModule's or LightningDataModule's `train_dataloader()`)
+is flagged unless the file's Trainers train on the CPU (`accelerator="cpu"`); transformers'
+Trainer pins by default, so only `TrainingArguments(dataloader_pin_memory=False)` is flagged, and
+not with `use_cpu=True`.
+
 ## Why is this bad?
 Copies from pageable host memory go through a staging buffer and cannot overlap with compute.
 Pinned (page-locked) batches copy faster and allow `non_blocking=True` transfers.
@@ -424,9 +435,13 @@ loader = DataLoader(ds, batch_size=32, num_workers=4, pin_memory=True)
 Safe: pinning changes where host memory lives, not what is computed. A `pin_memory` passed by
 position is replaced where it stands.
 """
-    triggers = ("DataLoader",)
-    needs_hot_loop = True
+    # No hot-loop prefilter: a script that hands its loader to a framework's Trainer has no loop.
+    triggers = TRAINER_TRIGGERS
+    trainer_settings = True
     _LOOP = "from torch.utils.data import DataLoader\n{loader}\nfor x, y in loader:\n    x = x.to(device)\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
+    _LIGHTNING = ("import lightning as L\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds{pin})\n"
+                  "trainer = L.Trainer({settings})\ntrainer.fit(model, loader)\n")
+    _HF = "from transformers import Trainer, TrainingArguments\nTrainer(model, TrainingArguments('out'{settings}))\n"
     valid = [
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"),
@@ -451,6 +466,10 @@ position is replaced where it stands.
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
                                   "b = DataLoader(ds2, num_workers=2)\nc = DataLoader(ds3, num_workers=2)") +
               "for y in b:\n    loss = cpu_model(y)\n    loss.backward()\n    opt.step()\n"),
+        # A Lightning Trainer on the CPU; the transformers Trainer's default, or a run on the CPU.
+        Valid(_LIGHTNING.format(pin="", settings="accelerator='cpu', max_epochs=3")),
+        Valid(_HF.format(settings="")),
+        Valid(_HF.format(settings=", use_cpu=True, dataloader_pin_memory=False")),
         Valid(_LOOP.replace("x = x.to(device)", "x = x.to(device)\n    scale = torch.ones(1).cuda()").format(
             loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)\nb = DataLoader(ds2)") +
               "for y in b:\n    loss = model(y, scale)\n    loss.backward()\n    opt.step()\n"),
@@ -458,6 +477,14 @@ position is replaced where it stands.
     invalid = [
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),
                 fixed=_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
+        # Frameworks move the batches: Lightning's loaders, the Trainer's pinning turned off.
+        Invalid(_LIGHTNING.format(pin="", settings="max_epochs=3"),
+                fixed=_LIGHTNING.format(pin=", pin_memory=True", settings="max_epochs=3")),
+        Invalid("import pytorch_lightning as pl\nfrom torch.utils.data import DataLoader\n"
+                "class Data(pl.LightningDataModule):\n    def train_dataloader(self):\n"
+                "        return DataLoader(self.ds, batch_size=32)\n"),
+        Invalid(_HF.format(settings=", dataloader_pin_memory=False"),
+                fixed=_HF.format(settings=", dataloader_pin_memory=True"), message="`dataloader_pin_memory=True`"),
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=False)"),
                 fixed=_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
         Invalid(_LOOP.format(loader="loader = DataLoader(\n    ds,\n    num_workers=2,\n)"),
@@ -488,21 +515,34 @@ position is replaced where it stands.
         arg = loader_arg(ctx, call, "pin_memory")
         if arg is not None and ctx.literal(arg.value) is not False:
             return
-        if not is_training_loader(ctx, call):
+        if builds_trainer_loader(ctx, call):
+            # The Trainer pins by default: only a written-out False, for a run on an accelerator.
+            if arg is None or configured_for_cpu(call):
+                return
+        elif (trainers := lightning_trainers(ctx, call, loader_name(ctx, call))) is not None:
+            # Lightning moves the batches itself (non-blocking to CUDA), unless told to stay on the CPU.
+            if trainers and all(configured_for_cpu(trainer) for trainer in trainers):
+                return
+        elif not self._feeds_copies(call):
             return
+        keyword = loader_keyword(ctx, call, "pin_memory")
+        self.report(
+            call,
+            f"Batches go to the accelerator from pageable memory; set `{keyword}=True` for faster, asynchronous copies",
+            self.fix(Applicability.SAFE, f"Set `{keyword}=True`",
+                     (call, set_loader_arg(self.ctx, call, "pin_memory", "True"))),
+        )
+
+    def _feeds_copies(self, call: cst.Call) -> bool:
+        """A training loader of this module whose batches the hot loop copies to an accelerator."""
+        ctx = self.ctx
+        if not is_training_loader(ctx, call):
+            return False
         loops = [loop for loop in ctx.loops.loops_over(call) if ctx.loops.runs_steps(loop)]
         if loops:
             # Its own batches must reach a device copy; another loader's copies say nothing of it.
-            if not any(batch_moves(ctx, loop) for loop in loops):
-                return
-        elif not _unattributed_moves(ctx):
-            return
-        self.report(
-            call,
-            "Batches go to the accelerator from pageable memory; set `pin_memory=True` for faster, asynchronous copies",
-            self.fix(Applicability.SAFE, "Set `pin_memory=True`",
-                     (call, set_loader_arg(self.ctx, call, "pin_memory", "True"))),
-        )
+            return any(batch_moves(ctx, loop) for loop in loops)
+        return bool(_unattributed_moves(ctx))
 
 
 def is_device_move(ctx, call: cst.Call) -> bool:
@@ -805,19 +845,23 @@ def _trainer_epochs(ctx, call: cst.Call) -> bool:
     return not (isinstance(value, (int, float)) and value <= 1)
 
 
-def _lightning_epochs(ctx, call: cst.Call, name: str | None) -> bool:
-    """A Lightning Trainer goes over the loader every epoch, for several: the loader is what a
-    LightningModule's or LightningDataModule's `train_dataloader()` returns (the Trainer asks for it
-    once), or it is handed to `trainer.fit` after the model (or as `train_dataloaders=`); and the
-    Trainers that may run it neither stop after one epoch nor at a step budget. Lightning's default
-    is 1000 epochs, so a module whose Trainer is built elsewhere counts as several."""
+def lightning_trainers(ctx, call: cst.Call, name: str | None) -> list[cst.Call] | None:
+    """The Lightning Trainers that train on this loader, which Lightning then iterates and moves to
+    the device itself: it is handed to `trainer.fit` after the model (or as `train_dataloaders=`),
+    or it is what a LightningModule's or LightningDataModule's `train_dataloader()` returns (the
+    Trainer asks for it once), trained on by any Trainer of the file, or by one built elsewhere
+    ([]). None when no Lightning Trainer is seen to take it."""
     if _returned_by_train_dataloader(ctx, call, name):
-        trainers = [c for c in ctx.index.nodes(cst.Call) if _is_lightning_trainer(ctx, c)]
-    else:
-        trainers = _fitting_trainers(ctx, call, name)
-        if not trainers:
-            return False
-    return all(_lightning_runs_epochs(ctx, trainer) for trainer in trainers)
+        return [c for c in ctx.index.nodes(cst.Call) if _is_lightning_trainer(ctx, c)]
+    return _fitting_trainers(ctx, call, name) or None
+
+
+def _lightning_epochs(ctx, call: cst.Call, name: str | None) -> bool:
+    """A Lightning Trainer goes over the loader every epoch, for several: the Trainers that may run
+    it neither stop after one epoch nor at a step budget. Lightning's default is 1000 epochs, so a
+    module whose Trainer is built elsewhere counts as several."""
+    trainers = lightning_trainers(ctx, call, name)
+    return trainers is not None and all(_lightning_runs_epochs(ctx, trainer) for trainer in trainers)
 
 
 def _returned_by_train_dataloader(ctx, call: cst.Call, name: str | None) -> bool:

@@ -7,6 +7,10 @@ are what the loader and precision rules read (`dataloader_num_workers=`, `fp16=`
 
 from __future__ import annotations
 
+import libcst as cst
+
+from trainlint.analysis.literals import literal
+
 _LIGHTNING = ("lightning", "pytorch_lightning", "lightning_fabric")
 
 # trl's classes named like its configs that are not TrainingArguments (model, dataset and merge
@@ -73,3 +77,16 @@ def is_lightning_ddp_strategy(qualified: str | None) -> bool:
     """Lightning's `DDPStrategy`, which hands extra keywords to DistributedDataParallel."""
     package, cls = _split(qualified)
     return package in _LIGHTNING and cls == "DDPStrategy"
+
+
+# The literal settings that put a framework's training on the CPU, where batches are not copied to
+# an accelerator and float16 autocast is not run (Lightning falls back to bfloat16 there):
+# Lightning's Trainer/Fabric, TrainingArguments (`no_cuda` before transformers 5), Accelerator.
+_ON_CPU = {"accelerator": "cpu", "use_cpu": True, "no_cuda": True, "cpu": True}
+
+
+def configured_for_cpu(call: cst.Call) -> bool:
+    """The framework call's own settings train on the CPU (`Trainer(accelerator="cpu")`,
+    `TrainingArguments(use_cpu=True)`, `Accelerator(cpu=True)`)."""
+    return any(arg.keyword is not None and arg.keyword.value in _ON_CPU
+               and literal(arg.value) == _ON_CPU[arg.keyword.value] for arg in call.args)

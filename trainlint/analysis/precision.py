@@ -16,7 +16,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from trainlint.analysis.frameworks import is_accelerator, is_lightning_trainer, is_training_arguments
+from trainlint.analysis.frameworks import configured_for_cpu, is_accelerator, is_lightning_trainer, is_training_arguments
 from trainlint.analysis.literals import literal
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex
@@ -184,12 +184,13 @@ class Precision:
 
     @cached_property
     def framework_fp16(self) -> list[FrameworkFp16]:
-        """Framework configurations that train in float16 with a GradScaler (_FRAMEWORK_FP16)."""
+        """Framework configurations that train in float16 with a GradScaler (_FRAMEWORK_FP16); not
+        one told to train on the CPU, where Lightning runs bfloat16 instead."""
         out = []
         for call in self.index.nodes(cst.Call):
             qn = self.names.qualified(call.func)
             for framework, (is_class, keyword, values) in _FRAMEWORK_FP16.items():
-                if is_class(qn):
+                if is_class(qn) and not configured_for_cpu(call):
                     arg = _keyword(call, keyword)
                     if arg is not None and literal(arg.value) in values:
                         out.append(FrameworkFp16(call, arg, framework))
