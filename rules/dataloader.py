@@ -31,6 +31,8 @@ POSITIONAL_PARAMETERS = ("dataset", "batch_size", "shuffle", "sampler", "batch_s
                          "pin_memory", "drop_last", "timeout", "worker_init_fn", "multiprocessing_context", "generator")
 _POSITIONAL = {name: i for i, name in enumerate(POSITIONAL_PARAMETERS)}
 _EVAL_NAME = re.compile(r"(val|valid|test|eval|dev)", re.IGNORECASE)
+_EVAL_WORDS = frozenset({"val", "valid", "validation", "test", "testing", "eval", "evaluate", "evaluation", "dev",
+                         "predict", "prediction", "inference", "infer"})
 DEFAULT_WORKERS = "min(8, os.cpu_count() or 1)"
 
 
@@ -175,7 +177,8 @@ def shuffles(ctx, call: cst.Call) -> bool:
 
 def is_training_loader(ctx, call: cst.Call) -> bool:
     """The loader feeds training: a loop over it in this module runs optimizer steps. When no loop
-    over it is seen here, a sequential sampler or an evaluation name says it does not."""
+    over it is seen here, a sequential sampler or an evaluation name (of the loader, or whole words
+    of the function returning it) says it does not."""
     loops = ctx.loops.loops_over(call)
     if loops:
         return any(ctx.loops.runs_steps(loop) for loop in loops)
@@ -184,6 +187,12 @@ def is_training_loader(ctx, call: cst.Call) -> bool:
         return False
     name = loader_name(ctx, call) or ""
     if _EVAL_NAME.search(name.rsplit(".", 1)[-1]):
+        return False
+    # Returned by a function named for evaluation: Lightning's `val_dataloader()`,
+    # `test_dataloader()`, `predict_dataloader()`, or a `build_eval_loader()`; whole words of the
+    # name, so `device` or `retrieval` do not count.
+    fn = returned_from(ctx, call, name or None)
+    if fn is not None and _EVAL_WORDS & set(fn.name.value.lower().split("_")):
         return False
     shuffle = loader_arg(ctx, call, "shuffle")
     return not (shuffle is not None and ctx.literal(shuffle.value) is False and name == "")
@@ -407,7 +416,8 @@ Decided per loader. A loader iterated in a loop of this module is flagged only w
 own batches (its target, values computed from it, and module-local functions they are handed
 to, up to three calls down) reach such a copy; one whose batches stay on the CPU is not. A loader
 not iterated here (returned, handed to a framework or to a function's parameter) is flagged when
-the hot loop copies something that no visible loop over a loader of the file leads to.
+the hot loop copies something that no visible loop over a loader of the file leads to, unless
+its name, or the function returning it (Lightning's `val_dataloader()`), says it evaluates.
 
 Frameworks copy the batches themselves. A loader a Lightning Trainer trains on (handed to
 `trainer.fit`, or returned by a LightningModule's or LightningDataModule's `train_dataloader()`)
@@ -466,6 +476,11 @@ position is replaced where it stands.
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
                                   "b = DataLoader(ds2, num_workers=2)\nc = DataLoader(ds3, num_workers=2)") +
               "for y in b:\n    loss = cpu_model(y)\n    loss.backward()\n    opt.step()\n"),
+        # Returned by a function named for evaluation (Lightning's val_dataloader()), while the hot
+        # loop iterates a parameter.
+        Valid("from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n        model(x.cuda()).backward()\n"
+              "        opt.step()\nclass Data:\n    def val_dataloader(self):\n        return DataLoader(self.ds)\n"
+              "    def build_eval_loader(self):\n        loader = DataLoader(self.ds)\n        return loader\n"),
         # A Lightning Trainer on the CPU; the transformers Trainer's default, or a run on the CPU.
         Valid(_LIGHTNING.format(pin="", settings="accelerator='cpu', max_epochs=3")),
         Valid(_HF.format(settings="")),
@@ -483,6 +498,9 @@ position is replaced where it stands.
         Invalid("import pytorch_lightning as pl\nfrom torch.utils.data import DataLoader\n"
                 "class Data(pl.LightningDataModule):\n    def train_dataloader(self):\n"
                 "        return DataLoader(self.ds, batch_size=32)\n"),
+        # Whole words of a function's name: `device` is no `dev` set.
+        Invalid("from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n        model(x.cuda()).backward()\n"
+                "        opt.step()\ndef device_loader(ds):\n    return DataLoader(ds)\n"),
         Invalid(_HF.format(settings=", dataloader_pin_memory=False"),
                 fixed=_HF.format(settings=", dataloader_pin_memory=True"), message="`dataloader_pin_memory=True`"),
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=False)"),
@@ -865,16 +883,25 @@ def _lightning_epochs(ctx, call: cst.Call, name: str | None) -> bool:
 
 
 def _returned_by_train_dataloader(ctx, call: cst.Call, name: str | None) -> bool:
-    fn = ctx.index.enclosing_function(call)
+    fn = returned_from(ctx, call, name)
     if fn is None or fn.name.value != "train_dataloader":
         return False
     cls = ctx.index.parent.get(ctx.index.parent.get(fn))
-    if not isinstance(cls, cst.ClassDef) or not ctx.names.inherits(cls.name.value, is_lightning_data_source):
-        return False
+    return isinstance(cls, cst.ClassDef) and ctx.names.inherits(cls.name.value, is_lightning_data_source)
+
+
+def returned_from(ctx, call: cst.Call, name: str | None) -> cst.FunctionDef | None:
+    """The function that returns this loader (`return DataLoader(...)`, or the name it is assigned
+    to), whose name says what the loader is for (`train_dataloader`, `get_eval_loader`)."""
+    fn = ctx.index.enclosing_function(call)
+    if fn is None:
+        return None
     if isinstance(ctx.parent(call), cst.Return):
-        return True
-    return name is not None and any(isinstance(node, cst.Return) and node.value is not None
-                                    and ctx.dotted(node.value) == name for node in ctx.index.walk(fn))
+        return fn
+    if name is not None and any(isinstance(node, cst.Return) and node.value is not None
+                                and ctx.dotted(node.value) == name for node in ctx.index.walk(fn)):
+        return fn
+    return None
 
 
 def _fitting_trainers(ctx, call: cst.Call, name: str | None) -> list[cst.Call]:
