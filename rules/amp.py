@@ -558,7 +558,7 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             "def step(x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
             fixed="import torch\ndef make():\n"
             "    return torch.amp.GradScaler(\n"
-            "        enabled=not torch.cuda.is_bf16_supported(including_emulation=False),\n"
+            "        enabled=not torch.cuda.is_bf16_supported(including_emulation=False)\n"
             "    )\n"
             "def step(x):\n    with torch.autocast(\n        'cuda',\n"
             "        dtype=(\n            torch.bfloat16\n            if torch.cuda.is_bf16_supported(including_emulation=False)\n"
@@ -571,7 +571,7 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             "def step(x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
             fixed="import torch\ndef make():\n"
             "    return torch.amp.GradScaler(\n        enabled=use_amp\n        and not (\n"
-            "            torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)\n        ),\n    )\n"
+            "            torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)\n        )\n    )\n"
             "def step(x):\n    with torch.autocast(\n        'cuda',\n"
             "        dtype=(\n            torch.bfloat16\n"
             "            if torch.cuda.is_available()\n            and torch.cuda.get_device_capability() >= (8, 0)\n"

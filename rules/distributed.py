@@ -543,7 +543,7 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         Invalid("import pytorch_lightning as pl\nfrom pytorch_lightning.strategies import DDPStrategy as S\n"
                 "trainer = pl.Trainer(strategy='ddp_find_unused_parameters_true')\ntrainer.fit(model)\n",
                 fixed="import pytorch_lightning as pl\nfrom pytorch_lightning.strategies import DDPStrategy as S\n"
-                      "trainer = pl.Trainer(\n    strategy=S(find_unused_parameters=True, gradient_as_bucket_view=True),\n)\n"
+                      "trainer = pl.Trainer(\n    strategy=S(find_unused_parameters=True, gradient_as_bucket_view=True)\n)\n"
                       "trainer.fit(model)\n"),
         Invalid("from lightning.fabric import Fabric\nfabric = Fabric(strategy='ddp')\n"
                 "for batch in loader:\n    fabric.backward(model(batch))\n    opt.step()\n",

@@ -210,11 +210,10 @@ def test_an_unused_import_removed_from_a_blocks_top_takes_no_blank_line_along():
 @pytest.mark.parametrize("call,expected", [
     ("torch.amp.GradScaler(enabled=use_amp and not (torch.cuda.is_available() and "
      "torch.cuda.get_device_capability() >= (8, 0)))",
+     # A sole argument takes no comma (Black's split at the brackets), which leaves room for it.
      "torch.amp.GradScaler(\n"
      "    enabled=use_amp\n"
-     "    and not (\n"
-     "        torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)\n"
-     "    ),\n"
+     "    and not (torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0))\n"
      ")"),
     ("torch.amp.GradScaler(init_scale=8192, enabled=not torch.cuda.is_bf16_supported("
      "including_emulation=False, something_else_here=True))",
@@ -323,7 +322,7 @@ def test_fixes_of_one_line_take_turns():
     lines = fix_source(source, select=["TL108"]).splitlines()
     assert lines[6:9] == [
         "        features_gpu, labels_gpu = features.cuda(non_blocking=True), labels.cuda(",
-        "            non_blocking=True,",
+        "            non_blocking=True",
         "        )",
     ]
 
@@ -443,3 +442,23 @@ def test_a_call_fixed_inside_another_calls_argument_takes_that_call_along():
     short = "from trl import SFTConfig\nT(m, a=SFTConfig('o'))\n"
     assert "\nT(m, a=SFTConfig('o', dataloader_num_workers=min(8, os.cpu_count() or 1)))\n" in fix_source(
         short, select=["TL101"], path="train.py")
+
+
+def test_a_call_fixed_inside_a_for_header_takes_the_enclosing_call_along():
+    # `for ... in enumerate(DataLoader(...)):` too long once fixed: Black splits at enumerate's
+    # brackets (its sole argument takes no comma), then the loader's; before, the loader was split
+    # inside the header line (`enumerate(DataLoader(\n...\n)):`), a layout Black redoes.
+    code = ("import os\nfrom torch.utils.data import DataLoader\n\n\ndef train(model, opt, dataset):\n"
+            "    for step, (inputs, labels) in enumerate(DataLoader(dataset, batch_size=64, shuffle=True)):\n"
+            "        loss = model(inputs, labels)\n        loss.backward()\n        opt.step()\n")
+    fixed = fix_source(code, select=["TL101"], path="train.py")
+    assert fixed.splitlines()[5:13] == [
+        "    for step, (inputs, labels) in enumerate(",
+        "        DataLoader(",
+        "            dataset,",
+        "            batch_size=64,",
+        "            shuffle=True,",
+        "            num_workers=min(8, os.cpu_count() or 1),",
+        "        )",
+        "    ):",
+    ]

@@ -35,8 +35,15 @@ _CLASSES = (
 def one_arg_per_line(call: cst.Call, indent: str, closing: str, width: int) -> cst.Call:
     """Each argument on a line of its own, `indent` past the enclosing block's indentation plus
     `closing`, the closing parenthesis at `closing`, and a trailing comma. `width`: the room an
-    argument's line leaves it (without the comma); an argument longer than that is split."""
+    argument's line leaves it (without the comma); an argument longer than that is split.
+
+    A sole argument written without a comma gets none: Black splits such a call at its brackets
+    (`enumerate(\n    DataLoader(...)\n)`), which adds no comma, as a split at commas does."""
     level = closing + indent
+    if len(call.args) == 1 and not isinstance(call.args[0].comma, cst.Comma):
+        arg = fitted(call.args[0], indent, level, width + 1)  # no comma to leave room for
+        return call.with_changes(whitespace_before_args=newline(level),
+                                 args=[arg.with_changes(whitespace_after_arg=newline(closing))])
     args = []
     for i, arg in enumerate(call.args):
         arg = fitted(arg, indent, level, width)

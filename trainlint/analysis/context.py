@@ -278,18 +278,24 @@ class FileContext:
         return top, fluent(value, indent, room) if links >= 2 else parenthesized(value, indent, room)
 
     def _outer_call(self, old: cst.CSTNode, new: cst.Call) -> tuple[cst.CSTNode, cst.CSTNode] | None:
-        """When old is an argument of a call written on one line in a simple statement, and the
-        line no longer fits with new in it: that call, with new in it. The engine then puts its
-        arguments one per line and splits new there as Black would (`SFTTrainer(model,
-        args=SFTConfig(...))`), instead of splitting new inside a line it does not fit."""
+        """When old is an argument of a call written on one line in a simple statement or a
+        compound statement's header (`for i, b in enumerate(DataLoader(...)):`), and the line no
+        longer fits with new in it: that call, with new in it. The engine then puts its arguments
+        one per line and splits new there as Black would (`SFTTrainer(model, args=SFTConfig(...))`),
+        instead of splitting new inside a line it does not fit."""
         arg = self.parent(old)
         outer = self.parent(arg) if isinstance(arg, cst.Arg) and arg.value is old else None
         stmt = self.statement(old)
-        if not isinstance(outer, cst.Call) or not isinstance(stmt, cst.SimpleStatementLine) \
-                or "\n" in self.code(outer):
+        if not isinstance(outer, cst.Call) or stmt is None or "\n" in self.code(outer):
             return None
         line = self.code(stmt.with_changes(leading_lines=[])).strip()
-        if "\n" in line or self.fits(line.replace(self.code(old), self.code(new), 1), at=stmt):
+        if isinstance(stmt, cst.BaseCompoundStatement):
+            line = line.split("\n", 1)[0]  # the header, which old is in (a body has statements of its own)
+            if self.code(outer) not in line:
+                return None
+        elif "\n" in line:
+            return None
+        if self.fits(line.replace(self.code(old), self.code(new), 1), at=stmt):
             return None
         return outer, outer.deep_replace(old, new)
 
