@@ -10,6 +10,7 @@ import libcst as cst
 from trainlint.analysis.context import UNKNOWN
 from trainlint.analysis.frameworks import (
     configured_for_cpu,
+    is_accelerator,
     is_lightning_data_source,
     is_lightning_fit_trainer,
     is_training_arguments,
@@ -423,7 +424,9 @@ Frameworks copy the batches themselves. A loader a Lightning Trainer trains on (
 `trainer.fit`, or returned by a LightningModule's or LightningDataModule's `train_dataloader()`)
 is flagged unless the file's Trainers train on the CPU (`accelerator="cpu"`); transformers'
 Trainer pins by default, so only `TrainingArguments(dataloader_pin_memory=False)` is flagged, and
-not with `use_cpu=True`.
+not with `use_cpu=True`. A training loader an accelerate `Accelerator` prepares is flagged unless
+it runs on the CPU (`cpu=True`) or places nothing (`device_placement=False`); the message adds
+`DataLoaderConfiguration(non_blocking=True)`, without which accelerate's copies still block.
 
 ## Why is this bad?
 Copies from pageable host memory go through a staging buffer and cannot overlap with compute.
@@ -452,6 +455,19 @@ position is replaced where it stands.
     _LIGHTNING = ("import lightning as L\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds{pin})\n"
                   "trainer = L.Trainer({settings})\ntrainer.fit(model, loader)\n")
     _HF = "from transformers import Trainer, TrainingArguments\nTrainer(model, TrainingArguments('out'{settings}))\n"
+    _PREPARED = ("from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+                 "def get_dataloaders(ds, vds):\n    train_dataloader = DataLoader(ds, shuffle=True{pin})\n"
+                 "    eval_dataloader = DataLoader(vds)\n    return train_dataloader, eval_dataloader\n"
+                 "def train(model, opt, ds, vds):\n    accelerator = Accelerator()\n"
+                 "    train_dataloader, eval_dataloader = get_dataloaders(ds, vds)\n"
+                 "    model, opt, train_dataloader, eval_dataloader = accelerator.prepare(\n"
+                 "        model, opt, train_dataloader, eval_dataloader)\n"
+                 "    for batch in train_dataloader:\n        accelerator.backward(model(batch))\n        opt.step()\n"
+                 "    for batch in eval_dataloader:\n        evaluate(model, batch)\n")
+    _ACCELERATE = ("from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
+                   "accelerator = Accelerator({settings})\nloader = DataLoader(ds, shuffle=True{pin})\n"
+                   "model, opt, loader = accelerator.prepare(model, opt, loader)\nfor batch in loader:\n"
+                   "    accelerator.backward(model(batch))\n    opt.step()\n")
     valid = [
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"),
@@ -484,6 +500,15 @@ position is replaced where it stands.
         # A Lightning Trainer on the CPU; the transformers Trainer's default, or a run on the CPU.
         Valid(_LIGHTNING.format(pin="", settings="accelerator='cpu', max_epochs=3")),
         Valid(_HF.format(settings="")),
+        # accelerate on the CPU, told not to place batches, or preparing an evaluation loader.
+        Valid(_ACCELERATE.format(settings="cpu=True", pin="")),
+        Valid(_ACCELERATE.format(settings="device_placement=False", pin="")),
+        Valid(_ACCELERATE.format(settings="", pin=", pin_memory=True") +
+              "scores = DataLoader(vds)\nscores = accelerator.prepare(scores)\nfor b in scores:\n    evaluate(b)\n"),
+        # Prepared in a helper whose result no training loop is seen to iterate (accelerate's tests).
+        Valid(_ACCELERATE.format(settings="", pin=", pin_memory=True") +
+              "def create_dataloader(accelerator, ds):\n    dl = DataLoader(ds, batch_size=4)\n"
+              "    dl = accelerator.prepare(dl)\n    return dl\n"),
         Valid(_HF.format(settings=", use_cpu=True, dataloader_pin_memory=False")),
         Valid(_LOOP.replace("x = x.to(device)", "x = x.to(device)\n    scale = torch.ones(1).cuda()").format(
             loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)\nb = DataLoader(ds2)") +
@@ -501,6 +526,10 @@ position is replaced where it stands.
         # Whole words of a function's name: `device` is no `dev` set.
         Invalid("from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n        model(x.cuda()).backward()\n"
                 "        opt.step()\ndef device_loader(ds):\n    return DataLoader(ds)\n"),
+        Invalid(_ACCELERATE.format(settings="", pin=""), fixed=_ACCELERATE.format(settings="", pin=", pin_memory=True"),
+                message="DataLoaderConfiguration(non_blocking=True)"),
+        # Built in one function, prepared and trained on in another (accelerate's examples).
+        Invalid(_PREPARED.format(pin=""), fixed=_PREPARED.format(pin=", pin_memory=True")),
         Invalid(_HF.format(settings=", dataloader_pin_memory=False"),
                 fixed=_HF.format(settings=", dataloader_pin_memory=True"), message="`dataloader_pin_memory=True`"),
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=False)"),
@@ -533,6 +562,7 @@ position is replaced where it stands.
         arg = loader_arg(ctx, call, "pin_memory")
         if arg is not None and ctx.literal(arg.value) is not False:
             return
+        accelerators = None
         if builds_trainer_loader(ctx, call):
             # The Trainer pins by default: only a written-out False, for a run on an accelerator.
             if arg is None or configured_for_cpu(call):
@@ -541,12 +571,20 @@ position is replaced where it stands.
             # Lightning moves the batches itself (non-blocking to CUDA), unless told to stay on the CPU.
             if trainers and all(configured_for_cpu(trainer) for trainer in trainers):
                 return
+        elif accelerators := accelerate_trains_on(ctx, call, loader_name(ctx, call)):
+            # accelerate's prepared loader moves each batch itself.
+            if not any(_places_batches(ctx, accelerator) for accelerator in accelerators):
+                return
         elif not self._feeds_copies(call):
             return
         keyword = loader_keyword(ctx, call, "pin_memory")
+        # accelerate copies without non_blocking unless its DataLoaderConfiguration says so.
+        overlap = " (with `dataloader_config=DataLoaderConfiguration(non_blocking=True)` for the Accelerator)" \
+            if accelerators else ""
         self.report(
             call,
-            f"Batches go to the accelerator from pageable memory; set `{keyword}=True` for faster, asynchronous copies",
+            f"Batches go to the accelerator from pageable memory; set `{keyword}=True` for faster, asynchronous "
+            f"copies{overlap}",
             self.fix(Applicability.SAFE, f"Set `{keyword}=True`",
                      (call, set_loader_arg(self.ctx, call, "pin_memory", "True"))),
         )
@@ -892,15 +930,20 @@ def _returned_by_train_dataloader(ctx, call: cst.Call, name: str | None) -> bool
 
 def returned_from(ctx, call: cst.Call, name: str | None) -> cst.FunctionDef | None:
     """The function that returns this loader (`return DataLoader(...)`, or the name it is assigned
-    to), whose name says what the loader is for (`train_dataloader`, `get_eval_loader`)."""
+    to, alone or in a tuple), whose name says what the loader is for (`train_dataloader`,
+    `get_eval_loader`)."""
     fn = ctx.index.enclosing_function(call)
     if fn is None:
         return None
     if isinstance(ctx.parent(call), cst.Return):
         return fn
-    if name is not None and any(isinstance(node, cst.Return) and node.value is not None
-                                and ctx.dotted(node.value) == name for node in ctx.index.walk(fn)):
-        return fn
+    if name is None:
+        return None
+    for node in ctx.index.walk(fn):
+        if isinstance(node, cst.Return) and node.value is not None:
+            values = [e.value for e in node.value.elements] if isinstance(node.value, cst.Tuple) else [node.value]
+            if any(ctx.dotted(value) == name for value in values):
+                return fn
     return None
 
 
@@ -908,18 +951,97 @@ def _fitting_trainers(ctx, call: cst.Call, name: str | None) -> list[cst.Call]:
     """The Lightning Trainers whose `fit` is handed this loader as its training loader: the
     argument after the model (the third is the validation loader) or `train_dataloaders=`
     (`train_dataloader=` before Lightning 1.4)."""
+    return [trainer for _use, _at, trainer in _handed_to(
+        ctx, call, name, ("fit",), lambda i, keyword: i == 1 or keyword in ("train_dataloaders", "train_dataloader"),
+        _is_lightning_trainer)]
+
+
+def accelerate_trains_on(ctx, call: cst.Call, name: str | None) -> list[cst.Call]:
+    """The accelerate Accelerators that prepare this loader for training, moving its batches to
+    the device themselves: it is handed to `accelerator.prepare(...)` (or `prepare_data_loader`),
+    and a loop that runs optimizer steps iterates it, or what `prepare` returns in its place
+    (`model, opt, train_dl = accelerator.prepare(model, opt, train_dl)`; the loader may be built
+    in another function of the file). [] when none does, or no training loop is seen over it (an
+    evaluation loader, or one a helper returns)."""
+    uses = _handed_to(ctx, call, name, ("prepare", "prepare_data_loader"), lambda i, keyword: keyword is None,
+                      lambda ctx, value: is_accelerator(ctx.names.qualified(value.func)))
+    if not uses:
+        return []
+    loops = ctx.loops
+    if any(loops.runs_steps(loop) for loop in loops.loops_over(call)):
+        return [accelerator for _use, _at, accelerator in uses]
+    return [accelerator for use, at, accelerator in uses
+            if any(loops.runs_steps(loop) for loop in loops.loops_over_names(
+                _prepared_names(ctx, use, at), ctx.index.enclosing_function(use)))]
+
+
+def _places_batches(ctx, accelerator: cst.Call) -> bool:
+    """The Accelerator moves batches to an accelerator: not `cpu=True`, not `device_placement=False`."""
+    placement = ctx.keyword(accelerator, "device_placement")
+    return not configured_for_cpu(accelerator) and (placement is None or ctx.literal(placement.value) is not False)
+
+
+def _prepared_names(ctx, use: cst.Call, at: int) -> list[str]:
+    """The name that receives the `at`-th object `prepare` returns: the element of a tuple target
+    in that position, or the one target of a single object."""
+    parent = ctx.parent(use)
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
+        return []
+    target = parent.targets[0].target
+    if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(use.args):
+        target = target.elements[at].value
+    elif len(use.args) > 1:
+        return []
+    name = ctx.dotted(target)
+    return [name] if name else []
+
+
+def _is_this_loader(ctx, call: cst.Call, name: str | None, expr: cst.BaseExpression) -> bool:
+    """expr is this loader: the call itself, the name it is assigned to in the function that
+    builds it (anywhere, for `self.x`), or in another function a name bound from a call of the
+    function that returns it (`train_dl, eval_dl = get_dataloaders(...)`). A name alone says
+    nothing across functions: accelerate's tests call every loader `train_dl`."""
+    if expr is call:
+        return True
+    if name is None or ctx.dotted(expr) != name:
+        return False
+    scope = ctx.index.enclosing_function(expr)
+    if name.startswith("self.") or scope is ctx.index.enclosing_function(call):
+        return True
+    maker = returned_from(ctx, call, name)
+    if maker is None:
+        return False
+    for assign in ctx.index.nodes(cst.Assign):
+        value = assign.value
+        if ctx.index.enclosing_function(assign) is not scope or not isinstance(value, cst.Call) \
+                or (ctx.dotted(value.func) or "").rsplit(".", 1)[-1] != maker.name.value:
+            continue
+        for target in assign.targets:
+            bound = target.target.elements if isinstance(target.target, (cst.Tuple, cst.List)) else [target]
+            if any(ctx.dotted(element.target if isinstance(element, cst.AssignTarget) else element.value) == name
+                   for element in bound):
+                return True
+    return False
+
+
+def _handed_to(ctx, call: cst.Call, name: str | None, methods: tuple[str, ...], takes,
+               is_framework) -> list[tuple[cst.Call, int, cst.Call]]:
+    """(the method call, the argument's position, the call that built the framework object) for
+    each method in `methods` of a framework object that is handed this loader (the call itself or
+    the name it is assigned to) as an argument `takes(position, keyword)` accepts (position None
+    for a keyword)."""
     found = []
-    for fit in ctx.index.nodes(cst.Call):
-        if not (isinstance(fit.func, cst.Attribute) and fit.func.attr.value == "fit"):
+    for use in ctx.index.nodes(cst.Call):
+        if not (isinstance(use.func, cst.Attribute) and use.func.attr.value in methods):
             continue
-        given = [arg.value for i, arg in enumerate(fit.args)
-                 if (arg.keyword is None and i == 1 and not arg.star)
-                 or (arg.keyword is not None and arg.keyword.value in ("train_dataloaders", "train_dataloader"))]
-        if not any(value is call or (name is not None and ctx.dotted(value) == name) for value in given):
+        at = next((i for i, arg in enumerate(use.args)
+                   if not arg.star and takes(None if arg.keyword else i, arg.keyword.value if arg.keyword else None)
+                   and _is_this_loader(ctx, call, name, arg.value)), None)
+        if at is None:
             continue
-        receiver = fit.func.value
+        receiver = use.func.value
         values = [receiver] if isinstance(receiver, cst.Call) else ctx.assigned_values(receiver, anywhere=True)
-        found += [value for value in values if isinstance(value, cst.Call) and _is_lightning_trainer(ctx, value)]
+        found += [(use, at, value) for value in values if isinstance(value, cst.Call) and is_framework(ctx, value)]
     return found
 
 

@@ -273,8 +273,16 @@ class Loops:
         elif isinstance(parent, cst.AnnAssign):
             targets = [dotted(parent.target)]
         scope = self.index.enclosing_function(value)
-        targets = self._wrapped_names([t for t in targets if t], scope)
-        for name in targets:
+        for loop in self.loops_over_names([t for t in targets if t], scope):
+            if loop not in out:
+                out.append(loop)
+        return out
+
+    def loops_over_names(self, names: list[str], scope: cst.FunctionDef | None) -> list[cst.For]:
+        """`for` loops of function scope (any function, for `self.x`) that iterate one of names,
+        or what they are re-bound to there (`dl = accelerator.prepare(dl)`)."""
+        out = []
+        for name in self._wrapped_names(names, scope):
             for loop in self.index.nodes(cst.For):
                 if loop in out:
                     continue
