@@ -8,13 +8,14 @@ from functools import cached_property
 import libcst as cst
 
 from trainlint.analysis.context import UNKNOWN
-from trainlint.analysis.frameworks import (
-    configured_for_cpu,
-    is_accelerator,
-    is_lightning_data_source,
-    is_lightning_fit_trainer,
-    is_training_arguments,
+from trainlint.analysis.framework_loaders import (
+    accelerate_trains_on,
+    lightning_epochs,
+    lightning_trainers,
+    places_batches,
+    returned_from,
 )
+from trainlint.analysis.frameworks import configured_for_cpu, is_training_arguments
 from trainlint.analysis.imports import after_imports, insert_stdlib_import
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
@@ -573,7 +574,7 @@ position is replaced where it stands.
                 return
         elif accelerators := accelerate_trains_on(ctx, call, loader_name(ctx, call)):
             # accelerate's prepared loader moves each batch itself.
-            if not any(_places_batches(ctx, accelerator) for accelerator in accelerators):
+            if not any(places_batches(ctx, accelerator) for accelerator in accelerators):
                 return
         elif not self._feeds_copies(call):
             return
@@ -849,7 +850,7 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
                 return
         else:
             name = loader_name(ctx, call)
-            if not ((name is not None and _iterated_per_epoch(ctx, name)) or _lightning_epochs(ctx, call, name)):
+            if not ((name is not None and _iterated_per_epoch(ctx, name)) or lightning_epochs(ctx, call, name)):
                 return
         workers = loader_arg(ctx, call, "num_workers")
         # PyTorch rejects persistent_workers=True without workers, so a configurable worker count
@@ -899,174 +900,6 @@ def _trainer_epochs(ctx, call: cst.Call) -> bool:
     epochs = ctx.keyword(call, "num_train_epochs")
     value = ctx.literal(epochs.value) if epochs is not None else 3
     return not (isinstance(value, (int, float)) and value <= 1)
-
-
-def lightning_trainers(ctx, call: cst.Call, name: str | None) -> list[cst.Call] | None:
-    """The Lightning Trainers that train on this loader, which Lightning then iterates and moves to
-    the device itself: it is handed to `trainer.fit` after the model (or as `train_dataloaders=`),
-    or it is what a LightningModule's or LightningDataModule's `train_dataloader()` returns (the
-    Trainer asks for it once), trained on by any Trainer of the file, or by one built elsewhere
-    ([]). None when no Lightning Trainer is seen to take it."""
-    if _returned_by_train_dataloader(ctx, call, name):
-        return [c for c in ctx.index.nodes(cst.Call) if _is_lightning_trainer(ctx, c)]
-    return _fitting_trainers(ctx, call, name) or None
-
-
-def _lightning_epochs(ctx, call: cst.Call, name: str | None) -> bool:
-    """A Lightning Trainer goes over the loader every epoch, for several: the Trainers that may run
-    it neither stop after one epoch nor at a step budget. Lightning's default is 1000 epochs, so a
-    module whose Trainer is built elsewhere counts as several."""
-    trainers = lightning_trainers(ctx, call, name)
-    return trainers is not None and all(_lightning_runs_epochs(ctx, trainer) for trainer in trainers)
-
-
-def _returned_by_train_dataloader(ctx, call: cst.Call, name: str | None) -> bool:
-    fn = returned_from(ctx, call, name)
-    if fn is None or fn.name.value != "train_dataloader":
-        return False
-    cls = ctx.index.parent.get(ctx.index.parent.get(fn))
-    return isinstance(cls, cst.ClassDef) and ctx.names.inherits(cls.name.value, is_lightning_data_source)
-
-
-def returned_from(ctx, call: cst.Call, name: str | None) -> cst.FunctionDef | None:
-    """The function that returns this loader (`return DataLoader(...)`, or the name it is assigned
-    to, alone or in a tuple), whose name says what the loader is for (`train_dataloader`,
-    `get_eval_loader`)."""
-    fn = ctx.index.enclosing_function(call)
-    if fn is None:
-        return None
-    if isinstance(ctx.parent(call), cst.Return):
-        return fn
-    if name is None:
-        return None
-    for node in ctx.index.walk(fn):
-        if isinstance(node, cst.Return) and node.value is not None:
-            values = [e.value for e in node.value.elements] if isinstance(node.value, cst.Tuple) else [node.value]
-            if any(ctx.dotted(value) == name for value in values):
-                return fn
-    return None
-
-
-def _fitting_trainers(ctx, call: cst.Call, name: str | None) -> list[cst.Call]:
-    """The Lightning Trainers whose `fit` is handed this loader as its training loader: the
-    argument after the model (the third is the validation loader) or `train_dataloaders=`
-    (`train_dataloader=` before Lightning 1.4)."""
-    return [trainer for _use, _at, trainer in _handed_to(
-        ctx, call, name, ("fit",), lambda i, keyword: i == 1 or keyword in ("train_dataloaders", "train_dataloader"),
-        _is_lightning_trainer)]
-
-
-def accelerate_trains_on(ctx, call: cst.Call, name: str | None) -> list[cst.Call]:
-    """The accelerate Accelerators that prepare this loader for training, moving its batches to
-    the device themselves: it is handed to `accelerator.prepare(...)` (or `prepare_data_loader`),
-    and a loop that runs optimizer steps iterates it, or what `prepare` returns in its place
-    (`model, opt, train_dl = accelerator.prepare(model, opt, train_dl)`; the loader may be built
-    in another function of the file). [] when none does, or no training loop is seen over it (an
-    evaluation loader, or one a helper returns)."""
-    uses = _handed_to(ctx, call, name, ("prepare", "prepare_data_loader"), lambda i, keyword: keyword is None,
-                      lambda ctx, value: is_accelerator(ctx.names.qualified(value.func)))
-    if not uses:
-        return []
-    loops = ctx.loops
-    if any(loops.runs_steps(loop) for loop in loops.loops_over(call)):
-        return [accelerator for _use, _at, accelerator in uses]
-    return [accelerator for use, at, accelerator in uses
-            if any(loops.runs_steps(loop) for loop in loops.loops_over_names(
-                _prepared_names(ctx, use, at), ctx.index.enclosing_function(use)))]
-
-
-def _places_batches(ctx, accelerator: cst.Call) -> bool:
-    """The Accelerator moves batches to an accelerator: not `cpu=True`, not `device_placement=False`."""
-    placement = ctx.keyword(accelerator, "device_placement")
-    return not configured_for_cpu(accelerator) and (placement is None or ctx.literal(placement.value) is not False)
-
-
-def _prepared_names(ctx, use: cst.Call, at: int) -> list[str]:
-    """The name that receives the `at`-th object `prepare` returns: the element of a tuple target
-    in that position, or the one target of a single object."""
-    parent = ctx.parent(use)
-    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
-        return []
-    target = parent.targets[0].target
-    if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(use.args):
-        target = target.elements[at].value
-    elif len(use.args) > 1:
-        return []
-    name = ctx.dotted(target)
-    return [name] if name else []
-
-
-def _is_this_loader(ctx, call: cst.Call, name: str | None, expr: cst.BaseExpression) -> bool:
-    """expr is this loader: the call itself, the name it is assigned to in the function that
-    builds it (anywhere, for `self.x`), or in another function a name bound from a call of the
-    function that returns it (`train_dl, eval_dl = get_dataloaders(...)`). A name alone says
-    nothing across functions: accelerate's tests call every loader `train_dl`."""
-    if expr is call:
-        return True
-    if name is None or ctx.dotted(expr) != name:
-        return False
-    scope = ctx.index.enclosing_function(expr)
-    if name.startswith("self.") or scope is ctx.index.enclosing_function(call):
-        return True
-    maker = returned_from(ctx, call, name)
-    if maker is None:
-        return False
-    for assign in ctx.index.nodes(cst.Assign):
-        value = assign.value
-        if ctx.index.enclosing_function(assign) is not scope or not isinstance(value, cst.Call) \
-                or (ctx.dotted(value.func) or "").rsplit(".", 1)[-1] != maker.name.value:
-            continue
-        for target in assign.targets:
-            bound = target.target.elements if isinstance(target.target, (cst.Tuple, cst.List)) else [target]
-            if any(ctx.dotted(element.target if isinstance(element, cst.AssignTarget) else element.value) == name
-                   for element in bound):
-                return True
-    return False
-
-
-def _handed_to(ctx, call: cst.Call, name: str | None, methods: tuple[str, ...], takes,
-               is_framework) -> list[tuple[cst.Call, int, cst.Call]]:
-    """(the method call, the argument's position, the call that built the framework object) for
-    each method in `methods` of a framework object that is handed this loader (the call itself or
-    the name it is assigned to) as an argument `takes(position, keyword)` accepts (position None
-    for a keyword)."""
-    found = []
-    for use in ctx.index.nodes(cst.Call):
-        if not (isinstance(use.func, cst.Attribute) and use.func.attr.value in methods):
-            continue
-        at = next((i for i, arg in enumerate(use.args)
-                   if not arg.star and takes(None if arg.keyword else i, arg.keyword.value if arg.keyword else None)
-                   and _is_this_loader(ctx, call, name, arg.value)), None)
-        if at is None:
-            continue
-        receiver = use.func.value
-        values = [receiver] if isinstance(receiver, cst.Call) else ctx.assigned_values(receiver, anywhere=True)
-        found += [(use, at, value) for value in values if isinstance(value, cst.Call) and is_framework(ctx, value)]
-    return found
-
-
-def _is_lightning_trainer(ctx, call: cst.Call) -> bool:
-    # The name first: qualifying every call of a file costs more.
-    func = call.func
-    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    return ctx.names.aliases.get(last, last).endswith("Trainer") and is_lightning_fit_trainer(ctx.names.qualified(func))
-
-
-def _lightning_runs_epochs(ctx, trainer: cst.Call) -> bool:
-    """The Trainer's settings let it run several epochs over the same loader: `max_epochs` is not a
-    literal 0 or 1 (-1 is endless), no `max_steps` budget, no `reload_dataloaders_every_n_epochs`
-    (a new loader, and new workers, every N epochs), and no `**settings` that may set them."""
-    if ctx.hides_arguments(trainer):
-        return False
-    epochs = ctx.keyword(trainer, "max_epochs")
-    value = ctx.literal(epochs.value) if epochs is not None else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
-        return False
-    steps = ctx.keyword(trainer, "max_steps")
-    if steps is not None and ctx.literal(steps.value) != -1:
-        return False
-    reload = ctx.keyword(trainer, "reload_dataloaders_every_n_epochs")
-    return reload is None or ctx.literal(reload.value) == 0
 
 
 def _iterated_per_epoch(ctx, name: str) -> bool:
