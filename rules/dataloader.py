@@ -124,6 +124,31 @@ def add_workers_fix(rule: Rule, call: cst.Call):
     return rule.fix(Applicability.UNSAFE, f"Set `{loader_keyword(ctx, call, 'num_workers')}={value}`", *replacements)
 
 
+def option_default(ctx, expr: cst.BaseExpression) -> tuple[str, cst.Arg] | None:
+    """The first flag and the `default=` of the command-line option that expr reads
+    (`args.num_workers`): the one `add_argument` call of the file whose destination is that
+    attribute (`dest=`, else its first long option with dashes as underscores)."""
+    if not isinstance(expr, cst.Attribute):
+        return None
+    found = []
+    for call in ctx.index.nodes(cst.Call):
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
+            continue
+        dest = ctx.keyword(call, "dest")
+        if dest is not None:
+            name = ctx.literal(dest.value)
+        else:
+            flags = [ctx.literal(arg.value) for arg in call.args if arg.keyword is None]
+            longs = [f for f in flags if isinstance(f, str) and f.startswith("--")]
+            name = longs[0][2:].replace("-", "_") if longs else None
+        if name == expr.attr.value:
+            found.append(call)
+    if len(found) != 1 or (default := ctx.keyword(found[0], "default")) is None:
+        return None
+    flags = [arg.value for arg in found[0].args if arg.keyword is None]
+    return (ctx.code(flags[0]).strip("'\"") if flags else expr.attr.value), default
+
+
 def workers_positive(ctx, expr: cst.BaseExpression) -> bool:
     """num_workers that is certainly > 0: a positive literal, `max(1, ...)`, or `min(k, ... or 1)`."""
     value = ctx.literal(expr)
@@ -281,6 +306,9 @@ class DataLoaderNoWorkers(DataLoaderRule):
     options = {
         "num-workers": Option(0, int, "The value the fix writes; 0 means `min(8, os.cpu_count() or 1)` at run time."),
     }
+    _OPTION = ("import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n"
+               "parser.add_argument({flag}, type=int, default={default})\nargs = parser.parse_args()\n"
+               "loader = DataLoader(ds, num_workers=args.num_workers)\n")
     docs = """
 ## What it does
 Flags a `DataLoader` (any import alias, local subclasses, `StatefulDataLoader`) whose `num_workers`
@@ -291,6 +319,9 @@ Also flags transformers' `TrainingArguments` (and trl's and sentence-transformer
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
 TL103 and TL104 read its `dataloader_persistent_workers` and `dataloader_prefetch_factor` too.
+A worker count read from a command-line option (`num_workers=args.num_workers`) is flagged when
+the file's one `add_argument` for it (by `dest=` or its first long flag) defaults to 0: the run
+loads in the training process unless the flag is given. That fix changes the option's default.
 
 ## Why is this bad?
 With no workers, every batch is read, decoded and collated in the training process between two
@@ -336,6 +367,11 @@ is replaced where it stands.
         Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out')\nassert args is not None\n"),
         # trl's model settings are not TrainingArguments.
         Valid("from trl import ModelConfig\nmodel_args = ModelConfig(model_name_or_path='gpt2')\n"),
+        # A command-line worker count that defaults to some workers, or whose option is not seen once.
+        Valid(_OPTION.format(flag="'--num-workers'", default="4")),
+        Valid(_OPTION.format(flag="'--num-workers'", default="0") +
+              "parser.add_argument('--num_workers', type=int, default=2)\n"),
+        Valid(_OPTION.format(flag="'--workers'", default="0")),
         # A subclass with its own __init__ does not take DataLoader's arguments (ecosystem: torchtitan tests).
         Valid("from torch.utils.data import DataLoader\nclass FakeLoader(DataLoader):\n    def __init__(self):\n"
               "        super().__init__(dataset=[], batch_size=1)\nloader = FakeLoader()\n"),
@@ -382,6 +418,13 @@ is replaced where it stands.
         Invalid("from trl import SFTConfig\nSFTTrainer(model, args=SFTConfig(output_dir='out', dataloader_num_workers=0))\n",
                 fixed="from trl import SFTConfig\nSFTTrainer(model, args=SFTConfig(output_dir='out', dataloader_num_workers=2))\n",
                 options={"num-workers": 2}),
+        # The worker count of a command-line option whose default is 0: the default is fixed.
+        Invalid(_OPTION.format(flag="'--num-workers'", default="0"),
+                fixed=_OPTION.format(flag="'--num-workers'", default="min(8, os.cpu_count() or 1)").replace(
+                    "import argparse\n", "import argparse\nimport os\n"),
+                message="unless `--num-workers` is given (its default is 0)"),
+        Invalid(_OPTION.format(flag="'-j', dest='num_workers'", default="0"),
+                fixed=_OPTION.format(flag="'-j', dest='num_workers'", default="4"), options={"num-workers": 4}),
         # A subclass that forwards *args/**kwargs keeps DataLoader's signature (yolov5's InfiniteDataLoader).
         Invalid("from torch.utils.data import DataLoader\nclass Loop(DataLoader):\n    def __init__(self, *args, **kwargs):\n"
                 "        super().__init__(*args, **kwargs)\nloader = Loop(ds, batch_size=4)\n"),
@@ -390,6 +433,7 @@ is replaced where it stands.
     def check_loader(self, call: cst.Call) -> None:
         ctx = self.ctx
         if workers_value(ctx, call) != 0:
+            self._check_option_default(call)
             return
         configured = self.opts.get("num-workers")
         value = configured or DEFAULT_WORKERS
@@ -399,6 +443,32 @@ is replaced where it stands.
             f"{what} loads batches in the training process; set `{loader_keyword(ctx, call, 'num_workers')}={value}` "
             f"so workers prepare the next batches while the GPU trains",
             add_workers_fix(self, call),
+        )
+
+
+    def _check_option_default(self, call: cst.Call) -> None:
+        """The worker count comes from a command-line option whose default is 0: unless the option
+        is given, the loader runs in the training process. The fix changes the default."""
+        ctx = self.ctx
+        arg = loader_arg(ctx, call, "num_workers")
+        option = option_default(ctx, arg.value) if arg is not None else None
+        if option is None:
+            return
+        flag, default = option
+        zero = ctx.literal(default.value)
+        if zero != 0 or isinstance(zero, bool):
+            return
+        configured = self.opts.get("num-workers")
+        value = str(configured) if configured else DEFAULT_WORKERS
+        replacements = [(default.value, cst.parse_expression(value))]
+        if not configured and "os" not in ctx.names.aliases:
+            replacements.append(insert_stdlib_import(ctx, "os"))
+        what = "The Trainer's DataLoader" if builds_trainer_loader(ctx, call) else "DataLoader"
+        self.report(
+            call,
+            f"{what} loads batches in the training process unless `{flag}` is given (its default is 0); "
+            f"default it to `{value}` so workers prepare the next batches while the GPU trains",
+            self.fix(Applicability.UNSAFE, f"Default `{flag}` to `{value}`", *replacements),
         )
 
 
