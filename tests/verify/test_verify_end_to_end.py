@@ -134,3 +134,24 @@ def test_each_attributes_every_fix(verify, fixtures):
         assert row["losses_identical"], row
     for name in ("TL103 ", "TL104 ", "TL103+TL104 "):
         assert name in result.stdout
+
+
+# Scripts whose loop is the framework's: the verifier counts the optimizer steps Lightning's and
+# transformers' Trainers take, and compares the losses they compute, with no loop in the script.
+FRAMEWORK_CASES = [("lightning_classifier.py", "TL501", "pytorch_lightning"),
+                   ("hf_trainer_regression.py", "TL202", "transformers"),
+                   ("accelerate_regression.py", "TL102", "accelerate")]
+
+
+@pytest.mark.parametrize(("script", "rule", "framework"), FRAMEWORK_CASES,
+                         ids=[case[0] for case in FRAMEWORK_CASES])
+def test_a_script_whose_loop_is_a_frameworks_is_measured(verify, fixtures, script, rule, framework):
+    pytest.importorskip(framework)
+    result, data = verify(fixtures.parent / "frameworks" / script, "--rule", rule,
+                          "--steps", "6", "--warmup", "1", "--repeats", "1")
+    assert result.exit_code == 0, result.output
+    _measured(data)
+    _check_report_fields(data)
+    assert data["rules"] == [rule]
+    # None of these fixes changes what is computed: the loss curves are the same.
+    assert data["losses_identical"] and data["losses_match"], data.get("max_loss_deviation")
