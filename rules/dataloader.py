@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from typing import NamedTuple
 
 import libcst as cst
 
@@ -124,15 +125,27 @@ def add_workers_fix(rule: Rule, call: cst.Call):
     return rule.fix(Applicability.UNSAFE, f"Set `{loader_keyword(ctx, call, 'num_workers')}={value}`", *replacements)
 
 
-def option_default(ctx, expr: cst.BaseExpression) -> tuple[str, cst.Arg] | None:
-    """The first flag and the `default=` of the command-line option that expr reads
-    (`args.num_workers`): the one `add_argument` call of the file whose destination is that
-    attribute (`dest=`, else its first long option with dashes as underscores)."""
+class OptionDefault(NamedTuple):
+    flag: str  # the option's first flag, `--num-workers`
+    value: object  # its default as a literal (False for a `store_true` flag without one), or UNKNOWN
+    arg: cst.Arg | None  # the `default=` argument, where a fix can change it
+
+
+def option_default(ctx, expr: cst.BaseExpression) -> OptionDefault | None:
+    """The default of the command-line option that expr reads (`args.num_workers`): from the one
+    `add_argument` call of the file whose destination is that attribute (`dest=`, else its first
+    long option with dashes as underscores). None when a `parser.set_defaults(...)` may set it
+    instead (timm's `set_defaults(pin_mem=True)`), or no such option is seen."""
     if not isinstance(expr, cst.Attribute):
         return None
     found = []
     for call in ctx.index.nodes(cst.Call):
-        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
+        if not isinstance(call.func, cst.Attribute):
+            continue
+        if call.func.attr.value == "set_defaults" and (
+                ctx.hides_arguments(call) or ctx.keyword(call, expr.attr.value) is not None):
+            return None
+        if call.func.attr.value != "add_argument":
             continue
         dest = ctx.keyword(call, "dest")
         if dest is not None:
@@ -143,10 +156,18 @@ def option_default(ctx, expr: cst.BaseExpression) -> tuple[str, cst.Arg] | None:
             name = longs[0][2:].replace("-", "_") if longs else None
         if name == expr.attr.value:
             found.append(call)
-    if len(found) != 1 or (default := ctx.keyword(found[0], "default")) is None:
+    if len(found) != 1:
         return None
-    flags = [arg.value for arg in found[0].args if arg.keyword is None]
-    return (ctx.code(flags[0]).strip("'\"") if flags else expr.attr.value), default
+    option = found[0]
+    flags = [arg.value for arg in option.args if arg.keyword is None]
+    flag = ctx.code(flags[0]).strip("'\"") if flags else expr.attr.value
+    default = ctx.keyword(option, "default")
+    if default is not None:
+        return OptionDefault(flag, ctx.literal(default.value), default)
+    action = ctx.keyword(option, "action")
+    if action is not None and ctx.literal(action.value) == "store_true":
+        return OptionDefault(flag, False, None)
+    return None
 
 
 def workers_positive(ctx, expr: cst.BaseExpression) -> bool:
@@ -372,6 +393,7 @@ is replaced where it stands.
         Valid(_OPTION.format(flag="'--num-workers'", default="0") +
               "parser.add_argument('--num_workers', type=int, default=2)\n"),
         Valid(_OPTION.format(flag="'--workers'", default="0")),
+        Valid(_OPTION.format(flag="'--num-workers'", default="0") + "parser.set_defaults(num_workers=8)\n"),
         # A subclass with its own __init__ does not take DataLoader's arguments (ecosystem: torchtitan tests).
         Valid("from torch.utils.data import DataLoader\nclass FakeLoader(DataLoader):\n    def __init__(self):\n"
               "        super().__init__(dataset=[], batch_size=1)\nloader = FakeLoader()\n"),
@@ -452,12 +474,9 @@ is replaced where it stands.
         ctx = self.ctx
         arg = loader_arg(ctx, call, "num_workers")
         option = option_default(ctx, arg.value) if arg is not None else None
-        if option is None:
+        if option is None or option.arg is None or option.value != 0 or isinstance(option.value, bool):
             return
-        flag, default = option
-        zero = ctx.literal(default.value)
-        if zero != 0 or isinstance(zero, bool):
-            return
+        flag, default = option.flag, option.arg
         configured = self.opts.get("num-workers")
         value = str(configured) if configured else DEFAULT_WORKERS
         replacements = [(default.value, cst.parse_expression(value))]
@@ -498,6 +517,11 @@ Trainer pins by default, so only `TrainingArguments(dataloader_pin_memory=False)
 not with `use_cpu=True`. A training loader an accelerate `Accelerator` prepares is flagged unless
 it runs on the CPU (`cpu=True`) or places nothing (`device_placement=False`); the message adds
 `DataLoaderConfiguration(non_blocking=True)`, without which accelerate's copies still block.
+
+`pin_memory=args.pin_memory` is flagged when the file's one `add_argument` for it is off by
+default (`default=False`, or a `store_true` switch) and no `set_defaults` turns it on: the run
+copies from pageable memory unless the flag is given. The fix changes a `default=False`; a
+`store_true` switch is only reported (turning it on by default needs another action).
 
 ## Why is this bad?
 Copies from pageable host memory go through a staging buffer and cannot overlap with compute.
@@ -568,6 +592,12 @@ position is replaced where it stands.
         Valid("from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n        model(x.cuda()).backward()\n"
               "        opt.step()\nclass Data:\n    def val_dataloader(self):\n        return DataLoader(self.ds)\n"
               "    def build_eval_loader(self):\n        loader = DataLoader(self.ds)\n        return loader\n"),
+        # A command-line switch set on by set_defaults (timm's `--pin-mem`/`--no-pin-mem`).
+        Valid(_LOOP.format(loader="import argparse\nparser = argparse.ArgumentParser()\n"
+                                  "parser.add_argument('--pin-mem', action='store_true')\n"
+                                  "parser.add_argument('--no-pin-mem', action='store_false', dest='pin_mem')\n"
+                                  "parser.set_defaults(pin_mem=True)\nargs = parser.parse_args()\n"
+                                  "loader = DataLoader(ds, num_workers=2, pin_memory=args.pin_mem)")),
         # A Lightning Trainer on the CPU; the transformers Trainer's default, or a run on the CPU.
         Valid(_LIGHTNING.format(pin="", settings="accelerator='cpu', max_epochs=3")),
         Valid(_HF.format(settings="")),
@@ -594,6 +624,19 @@ position is replaced where it stands.
         Invalid("import pytorch_lightning as pl\nfrom torch.utils.data import DataLoader\n"
                 "class Data(pl.LightningDataModule):\n    def train_dataloader(self):\n"
                 "        return DataLoader(self.ds, batch_size=32)\n"),
+        # A command-line switch that is off unless given: its default is fixed; a store_true switch
+        # has no default to change.
+        Invalid(_LOOP.format(loader="import argparse\nparser = argparse.ArgumentParser()\n"
+                                    "parser.add_argument('--pin-memory', type=bool, default=False)\nargs = parser.parse_args()\n"
+                                    "loader = DataLoader(ds, num_workers=2, pin_memory=args.pin_memory)"),
+                fixed=_LOOP.format(loader="import argparse\nparser = argparse.ArgumentParser()\n"
+                                          "parser.add_argument('--pin-memory', type=bool, default=True)\n"
+                                          "args = parser.parse_args()\n"
+                                          "loader = DataLoader(ds, num_workers=2, pin_memory=args.pin_memory)")),
+        Invalid(_LOOP.format(loader="import argparse\nparser = argparse.ArgumentParser()\n"
+                                    "parser.add_argument('--pin-mem', action='store_true')\nargs = parser.parse_args()\n"
+                                    "loader = DataLoader(ds, num_workers=2, pin_memory=args.pin_mem)"),
+                message="unless `--pin-mem` is given (it is off by default)"),
         # Whole words of a function's name: `device` is no `dev` set.
         Invalid("from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n        model(x.cuda()).backward()\n"
                 "        opt.step()\ndef device_loader(ds):\n    return DataLoader(ds)\n"),
@@ -631,8 +674,12 @@ position is replaced where it stands.
     def check_loader(self, call: cst.Call) -> None:
         ctx = self.ctx
         arg = loader_arg(ctx, call, "pin_memory")
-        if arg is not None and ctx.literal(arg.value) is not False:
-            return
+        option = None
+        if arg is not None and (value := ctx.literal(arg.value)) is not False:
+            # A command-line switch that is off unless given (`--pin-memory`, a `store_true`).
+            option = option_default(ctx, arg.value) if value is UNKNOWN else None
+            if option is None or option.value is not False:
+                return
         accelerators = None
         if builds_trainer_loader(ctx, call):
             # The Trainer pins by default: only a written-out False, for a run on an accelerator.
@@ -652,6 +699,15 @@ position is replaced where it stands.
         # accelerate copies without non_blocking unless its DataLoaderConfiguration says so.
         overlap = " (with `dataloader_config=DataLoaderConfiguration(non_blocking=True)` for the Accelerator)" \
             if accelerators else ""
+        if option is not None:
+            # The fix turns the default on; a `store_true` switch has none to change (it would need
+            # another action), so it is only reported.
+            fix = None if option.arg is None else self.fix(
+                Applicability.SAFE, f"Default `{option.flag}` to True", (option.arg.value, cst.Name("True")))
+            self.report(call, f"Batches go to the accelerator from pageable memory unless `{option.flag}` is given "
+                              f"(it is off by default); pin them by default for faster, asynchronous copies{overlap}",
+                        fix)
+            return
         self.report(
             call,
             f"Batches go to the accelerator from pageable memory; set `{keyword}=True` for faster, asynchronous "
