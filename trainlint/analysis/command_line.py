@@ -1,0 +1,55 @@
+"""What a script's command-line options default to, read from its `argparse` calls: a setting
+written as `args.num_workers` is the option's default unless the flag is given, so a rule can
+judge the run a plain `python train.py` makes.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import libcst as cst
+
+
+class OptionDefault(NamedTuple):
+    flag: str  # the option's first flag, `--num-workers`
+    value: object  # its default as a literal (False for a `store_true` flag without one), or UNKNOWN
+    arg: cst.Arg | None  # the `default=` argument, where a fix can change it
+
+
+def option_default(ctx, expr: cst.BaseExpression) -> OptionDefault | None:
+    """The default of the command-line option that expr reads (`args.num_workers`): from the one
+    `add_argument` call of the file whose destination is that attribute (`dest=`, else its first
+    long option with dashes as underscores). None when a `parser.set_defaults(...)` may set it
+    instead (timm's `set_defaults(pin_mem=True)`), or no such option is seen."""
+    if not isinstance(expr, cst.Attribute):
+        return None
+    found = []
+    for call in ctx.index.nodes(cst.Call):
+        if not isinstance(call.func, cst.Attribute):
+            continue
+        if call.func.attr.value == "set_defaults" and (
+                ctx.hides_arguments(call) or ctx.keyword(call, expr.attr.value) is not None):
+            return None
+        if call.func.attr.value != "add_argument":
+            continue
+        dest = ctx.keyword(call, "dest")
+        if dest is not None:
+            name = ctx.literal(dest.value)
+        else:
+            flags = [ctx.literal(arg.value) for arg in call.args if arg.keyword is None]
+            longs = [f for f in flags if isinstance(f, str) and f.startswith("--")]
+            name = longs[0][2:].replace("-", "_") if longs else None
+        if name == expr.attr.value:
+            found.append(call)
+    if len(found) != 1:
+        return None
+    option = found[0]
+    flags = [arg.value for arg in option.args if arg.keyword is None]
+    flag = ctx.code(flags[0]).strip("'\"") if flags else expr.attr.value
+    default = ctx.keyword(option, "default")
+    if default is not None:
+        return OptionDefault(flag, ctx.literal(default.value), default)
+    action = ctx.keyword(option, "action")
+    if action is not None and ctx.literal(action.value) == "store_true":
+        return OptionDefault(flag, False, None)
+    return None
