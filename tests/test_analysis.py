@@ -182,3 +182,27 @@ def test_preceding_lists_each_blocks_earlier_statements_nearest_first():
     assert seen == [("IndentedBlock", ["c = 3"]), ("Module", ["b = 2", "a = 1"])]
     first = index.nodes(cst.Name)[0]  # `a`: nothing ran before it
     assert [earlier for _anc, earlier in index.preceding(first) if earlier] == []
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ("p.add_argument('--num-workers', type=int, default=0)", ("--num-workers", 0)),
+    ("p.add_argument('-j', dest='num_workers', type=int, default=4)", ("-j", 4)),
+    ("p.add_argument('--num_workers', action='store_true')", ("--num_workers", False)),
+    ("p.add_argument('--num-workers', type=int, default=cpus())", ("--num-workers", UNKNOWN)),
+    # Not known: no default, two options for one destination, a set_defaults that may set it.
+    ("p.add_argument('--num-workers', type=int)", None),
+    ("p.add_argument('--num-workers', default=0)\np.add_argument('--workers', dest='num_workers', default=2)", None),
+    ("p.add_argument('--num-workers', default=0)\np.set_defaults(num_workers=8)", None),
+    ("p.add_argument('--num-workers', default=0)\np.set_defaults(**config)", None),
+])
+def test_a_command_line_options_default(options, expected):
+    from trainlint.analysis.command_line import option_default
+
+    code = f"import argparse\np = argparse.ArgumentParser()\n{options}\nargs = p.parse_args()\nuse(args.num_workers)\n"
+    ctx = ctx_for(code)
+    read = next(n for n in ctx.index.nodes(cst.Attribute) if ctx.code(n) == "args.num_workers")
+    found = option_default(ctx, read)
+    if expected is None:
+        assert found is None
+    else:
+        assert (found.flag, found.value) == expected
