@@ -132,7 +132,8 @@ def test_original_and_fixed_scripts_run(name, tmp_path):
         with open(os.path.join(FIXTURES, name[:-3] + suffix + ".fixed"), encoding="utf-8") as fh:
             fixed.write_text(fh.read(), encoding="utf-8")
         scripts.append(str(fixed))
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    # HF_HUB_OFFLINE: the transformers script downloads nothing, and CI may reach only package registries.
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
     for script in scripts:
         args = [sys.executable, script] + [a.format(tmp=tmp_path) for a in ARGS.get(name, [])]
         proc = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env,

@@ -145,8 +145,9 @@ FRAMEWORK_CASES = [("lightning_classifier.py", "TL501", "pytorch_lightning"),
 
 @pytest.mark.parametrize(("script", "rule", "framework"), FRAMEWORK_CASES,
                          ids=[case[0] for case in FRAMEWORK_CASES])
-def test_a_script_whose_loop_is_a_frameworks_is_measured(verify, fixtures, script, rule, framework):
+def test_a_script_whose_loop_is_a_frameworks_is_measured(verify, fixtures, script, rule, framework, monkeypatch):
     pytest.importorskip(framework)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # nothing to download; CI may reach only package registries
     result, data = verify(fixtures.parent / "frameworks" / script, "--rule", rule,
                           "--steps", "6", "--warmup", "1", "--repeats", "1")
     assert result.exit_code == 0, result.output
