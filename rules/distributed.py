@@ -7,7 +7,7 @@ from functools import cached_property
 import libcst as cst
 
 from trainlint.analysis.distributed import ACCELERATE, DDP, FABRIC, FSDP, Accumulation, Wrapped
-from trainlint.analysis.frameworks import is_lightning_ddp_strategy, lightning_strategies
+from trainlint.analysis.frameworks import is_accelerate_ddp_kwargs, is_lightning_ddp_strategy, lightning_strategies
 from trainlint.analysis.imports import imported_name
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.variables import owner, variable_uses
@@ -475,8 +475,10 @@ Flags `DistributedDataParallel(...)` (any import alias) that does not pass
 `gradient_as_bucket_view=True`; and the same through Lightning: a `DDPStrategy(...)` without it,
 or a `Trainer`/`Fabric` given `strategy="ddp"` (or `"ddp_find_unused_parameters_true"`), which
 the fix turns into `strategy=DDPStrategy(gradient_as_bucket_view=True)`, as Lightning's DDP
-optimizations guide shows; only in a module that trains (a `.fit(...)` call, a backward or an
-optimizer step), since Fabric is also started with `strategy="ddp"` just to launch processes.
+optimizations guide shows; and accelerate's `DistributedDataParallelKwargs(...)` (the DDP options
+of an `Accelerator(kwargs_handlers=[...])`) without it. Lightning's and accelerate's only in a
+module that trains (a `.fit(...)` call, a backward or an optimizer step), since Fabric is also
+started with `strategy="ddp"` just to launch processes.
 
 ## Why is this bad?
 By default DDP keeps each gradient twice: in `param.grad` and in the communication bucket it
@@ -525,6 +527,11 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         Valid("from torch.nn.parallel import DistributedDataParallel as DDP\ndef wrap(model, *args):\n"
               "    return DDP(model, *args)\n"),
         Valid(_DDP_ARGS.replace("device_ids=[device]", "*extra")),
+        # accelerate: the option given, or options for a module that does not train.
+        Valid("from accelerate import Accelerator, DistributedDataParallelKwargs\n"
+              "kwargs = DistributedDataParallelKwargs(find_unused_parameters=True, gradient_as_bucket_view=True)\n"
+              "accelerator = Accelerator(kwargs_handlers=[kwargs])\naccelerator.backward(loss)\n"),
+        Valid("from accelerate.utils import DistributedDataParallelKwargs\nDEFAULTS = DistributedDataParallelKwargs()\n"),
         # Lightning: the option given, or a strategy that is not plain DDP.
         Valid("import lightning as L\nfrom lightning.pytorch.strategies import DDPStrategy\n"
               "trainer = L.Trainer(strategy=DDPStrategy(gradient_as_bucket_view=True))\n"),
@@ -555,6 +562,13 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
                 fixed="from lightning.pytorch.strategies import DDPStrategy\n"
                       "strategy = DDPStrategy(static_graph=True, gradient_as_bucket_view=True)\n"
                       "Trainer(strategy=strategy).fit(model)\n"),
+        # accelerate's DDP options, handed to the Accelerator.
+        Invalid("from accelerate import Accelerator, DistributedDataParallelKwargs\n"
+                "kwargs = DistributedDataParallelKwargs(static_graph=True)\n"
+                "accelerator = Accelerator(kwargs_handlers=[kwargs])\naccelerator.backward(loss)\n",
+                fixed="from accelerate import Accelerator, DistributedDataParallelKwargs\n"
+                      "kwargs = DistributedDataParallelKwargs(static_graph=True, gradient_as_bucket_view=True)\n"
+                      "accelerator = Accelerator(kwargs_handlers=[kwargs])\naccelerator.backward(loss)\n"),
         Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model, device_ids=[rank])\n",
                 fixed="from torch.nn.parallel import DistributedDataParallel as DDP\n"
                 "model = DDP(model, device_ids=[rank], gradient_as_bucket_view=True)\n",
@@ -587,12 +601,14 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         ctx = self.ctx
         qualified = ctx.names.qualified(node.func)
         if lightning_strategies(qualified) is not None:
-            if self._trains_with_lightning:
+            if self._module_trains:
                 self._check_lightning(node, qualified)
             return
-        if not (ctx.names.is_a(node.func, DDP) or (is_lightning_ddp_strategy(qualified)
-                                                    and self._trains_with_lightning)):
+        options = is_lightning_ddp_strategy(qualified) or is_accelerate_ddp_kwargs(qualified)
+        if not (ctx.names.is_a(node.func, DDP) or (options and self._module_trains)):
             return
+        if is_accelerate_ddp_kwargs(qualified) and any(arg.keyword is None and not arg.star for arg in node.args):
+            return  # a dataclass's fields by position: which one is which is not worth guessing
         if ctx.hides_arguments(node):
             keys = _star_keys(ctx, node)
             if keys is None or "gradient_as_bucket_view" in keys:
@@ -636,7 +652,7 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
                          f"views into the buckets (less memory, one copy less per step)", fix)
 
     @cached_property
-    def _trains_with_lightning(self) -> bool:
+    def _module_trains(self) -> bool:
         """The module trains: a Trainer's `.fit(...)`, or a backward or optimizer step (Fabric's
         `fabric.backward(loss)`). litgpt starts Fabric with `strategy="ddp"` only to launch
         processes for generation."""

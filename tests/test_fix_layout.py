@@ -462,3 +462,22 @@ def test_a_call_fixed_inside_a_for_header_takes_the_enclosing_call_along():
         "        )",
         "    ):",
     ]
+
+
+def test_a_call_fixed_inside_a_list_splits_the_lists_brackets_first():
+    # transformers' Trainer: `args["kwargs_handlers"] = [DistributedDataParallelKwargs(**ddp_kwargs)]`.
+    # Black splits the list's brackets, the call on a line of its own; before, the call was split
+    # inside the brackets (`[DistributedDataParallelKwargs(\n...\n)]`), a layout Black redoes.
+    code = ("from accelerate import Accelerator, DistributedDataParallelKwargs\n\n\n"
+            "def create_accelerator(args, find_unused, loss):\n"
+            "    ddp_kwargs = {\"find_unused_parameters\": find_unused}\n"
+            "    args[\"kwargs_handlers\"] = [DistributedDataParallelKwargs(**ddp_kwargs, static_graph=True)]\n"
+            "    Accelerator(**args).backward(loss)\n")
+    fixed = fix_source(code, select=["TL302"], unsafe_fixes=True, path="train.py")
+    assert fixed.splitlines()[5:10] == [
+        "    args[\"kwargs_handlers\"] = [",
+        "        DistributedDataParallelKwargs(",
+        "            **ddp_kwargs, static_graph=True, gradient_as_bucket_view=True",
+        "        )",
+        "    ]",
+    ]

@@ -68,6 +68,13 @@ def parenthesized(expr: cst.BaseExpression, indent: str, width: int) -> cst.Base
                                indent, "", width + len(indent))
 
 
+def bracketed(collection: cst.BaseExpression, indent: str, width: int) -> cst.BaseExpression:
+    """A list or set literal as Black lays out an assignment's value too long for its line: its
+    elements on one line of their own one `indent` deeper, or one per line with a trailing comma
+    when they do not fit there; `width`: the room a line one level deeper leaves."""
+    return _split_collection(collection, indent, "", width + len(indent))
+
+
 def fluent(chain: cst.Call, indent: str, width: int) -> cst.Call:
     """A method chain (`f(x).transpose(1, 2).reshape(b, n)`) as Black lays out an assignment's
     value too long for its line: inside parentheses, on one line of its own one `indent` deeper
@@ -198,9 +205,25 @@ def _split_collection(expr, indent: str, level: str, room: int):
     body = ", ".join(code(element.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for element in elements)
     first = getattr(expr, opening).with_changes(whitespace_after=newline(inner))
     last = getattr(expr, closing)
-    if len(body) <= room - len(indent) and elements[-1].comma is cst.MaybeSentinel.DEFAULT:
-        return expr.with_changes(**{opening: first, closing: last.with_changes(whitespace_before=newline(level))})
-    elements = [element.with_changes(comma=cst.Comma(whitespace_after=newline(inner if i < len(elements) - 1 else level)))
+    if elements[-1].comma is cst.MaybeSentinel.DEFAULT and (len(body) <= room - len(indent) or len(elements) == 1):
+        # On a line of their own; a sole element still too long there is split in turn, without
+        # a comma (Black's split at the brackets).
+        if len(elements) == 1:
+            elements = [elements[0].with_changes(
+                value=_fit(elements[0].value, _head(elements[0]), 0, indent, inner, room - len(indent)))]
+        return expr.with_changes(elements=elements, **{
+            opening: first, closing: last.with_changes(whitespace_before=newline(level))})
+    elements = [element.with_changes(value=_fit(element.value, _head(element), 1, indent, inner, room - len(indent)),
+                                     comma=cst.Comma(whitespace_after=newline(inner if i < len(elements) - 1 else level)))
                 for i, element in enumerate(elements)]
     return expr.with_changes(elements=elements, **{opening: first,
                                                    closing: last.with_changes(whitespace_before=cst.SimpleWhitespace(""))})
+
+
+def _head(element: cst.BaseElement | cst.BaseDictElement) -> int:
+    """The length of what comes before an element's value on its line: `key: `, `*`, `**`."""
+    if isinstance(element, cst.DictElement):
+        return len(code(element.key)) + 2
+    if isinstance(element, cst.StarredDictElement):
+        return 2
+    return 1 if isinstance(element, cst.StarredElement) else 0

@@ -19,7 +19,7 @@ from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.precision import Precision
 from trainlint.analysis.tensors import Tensors
 from trainlint.analysis.tree import TreeIndex
-from trainlint.layout import fitted, fluent, method_lines, one_arg_per_line, parenthesized
+from trainlint.layout import bracketed, fitted, fluent, method_lines, one_arg_per_line, parenthesized
 
 
 # Paths of data-preparation tools: a scripts/ or tools/ folder, or a prep/preprocess/extract/convert/
@@ -242,7 +242,8 @@ class FileContext:
         whole once the statement no longer fits its line, the value is replaced instead, laid out
         as Black does: a chain of two method calls or more that old starts
         (`(attn @ v).transpose(1, 2).reshape(B, N, C)`, one method call per line, in parentheses),
-        or a conditional that old is a branch of (in parentheses, split at `if` and `else`)."""
+        a conditional that old is a branch of (in parentheses, split at `if` and `else`), or a list
+        or set literal that old is an element of (split at its brackets)."""
         outer = self._outer_call(old, new)
         if outer is not None:
             return outer
@@ -250,9 +251,14 @@ class FileContext:
         while isinstance(attr := self.parent(top), cst.Attribute) and attr.value is top \
                 and isinstance(call := self.parent(attr), cst.Call) and call.func is attr:
             top, links = call, links + 1
+        element = False
         if links < 2:
             top = self.parent(old)
-            if not (isinstance(top, cst.IfExp) and old in (top.body, top.orelse) and not top.lpar):
+            if isinstance(top, cst.Element) and top.value is old and isinstance(self.parent(top), (cst.List, cst.Set)):
+                # An element of a list: Black splits the list's brackets first (transformers'
+                # `kwargs_handlers = [DistributedDataParallelKwargs(...)]`).
+                top, element = self.parent(top), True
+            elif not (isinstance(top, cst.IfExp) and old in (top.body, top.orelse) and not top.lpar):
                 return old, new
         holder, stmt = self.parent(top), self.statement(top)
         if not isinstance(holder, (cst.Assign, cst.Return)) or holder.value is not top:
@@ -275,6 +281,8 @@ class FileContext:
         if "\n" in line or self.fits(line.replace(self.code(top), self.code(value), 1), at=stmt):
             return old, new
         room = self.room(stmt, indent)
+        if element:
+            return top, bracketed(value, indent, room)
         return top, fluent(value, indent, room) if links >= 2 else parenthesized(value, indent, room)
 
     def _outer_call(self, old: cst.CSTNode, new: cst.Call) -> tuple[cst.CSTNode, cst.CSTNode] | None:

@@ -73,6 +73,13 @@ def lightning_strategies(qualified: str | None) -> str | None:
     return _STRATEGIES.get(_split(qualified))
 
 
+def is_accelerate_ddp_kwargs(qualified: str | None) -> bool:
+    """accelerate's `DistributedDataParallelKwargs`, the DistributedDataParallel options an
+    `Accelerator(kwargs_handlers=[...])` wraps the model with."""
+    package, cls = _split(qualified)
+    return package == "accelerate" and cls == "DistributedDataParallelKwargs"
+
+
 def is_lightning_ddp_strategy(qualified: str | None) -> bool:
     """Lightning's `DDPStrategy`, which hands extra keywords to DistributedDataParallel."""
     package, cls = _split(qualified)
