@@ -42,11 +42,7 @@ DEFAULT_WORKERS = "min(8, os.cpu_count() or 1)"
 def builds_trainer_loader(ctx, call: cst.Call) -> bool:
     """`TrainingArguments(...)` (or a trl/sentence-transformers subclass): the Trainer builds its
     training DataLoader from the `dataloader_*` settings, one per DataLoader argument."""
-    func = call.func
-    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    # The name first (or what an import alias stands for): qualifying every call costs more.
-    name = ctx.names.aliases.get(name, name)
-    return name.endswith(("Arguments", "Config")) and is_training_arguments(ctx.names.qualified(func))
+    return is_training_arguments(ctx.names.qualified_if_named(call.func, "Arguments", "Config"))
 
 
 def loader_keyword(ctx, call: cst.Call, name: str) -> str:
@@ -114,15 +110,28 @@ def has_workers(ctx, call: cst.Call) -> bool:
     return arg is not None and ctx.literal(arg.value) != 0
 
 
-def add_workers_fix(rule: Rule, call: cst.Call):
-    """The TL101 fix: num_workers from the config, else from the machine at run time."""
-    ctx = rule.ctx
+def workers_to_set(rule: Rule) -> str:
+    """The worker count TL101 advises and writes: the configured one, else the machine's at run time."""
     configured = rule.opts.get("num-workers")
-    value = str(configured) if configured else DEFAULT_WORKERS
-    replacements = [(call, set_loader_arg(ctx, call, "num_workers", value))]
-    if not configured and "os" not in ctx.names.aliases:
-        replacements.append(insert_stdlib_import(ctx, "os"))
-    return rule.fix(Applicability.UNSAFE, f"Set `{loader_keyword(ctx, call, 'num_workers')}={value}`", *replacements)
+    return str(configured) if configured else DEFAULT_WORKERS
+
+
+def _os_import(ctx, value: str) -> list:
+    """The `import os` that DEFAULT_WORKERS needs, when the file lacks it."""
+    return [insert_stdlib_import(ctx, "os")] if value == DEFAULT_WORKERS and "os" not in ctx.names.aliases else []
+
+
+def add_workers_fix(rule: Rule, call: cst.Call):
+    """The TL101 fix: `num_workers` (or `dataloader_num_workers`) set to workers_to_set's count."""
+    ctx = rule.ctx
+    value = workers_to_set(rule)
+    return rule.fix(Applicability.UNSAFE, f"Set `{loader_keyword(ctx, call, 'num_workers')}={value}`",
+                    (call, set_loader_arg(ctx, call, "num_workers", value)), *_os_import(ctx, value))
+
+
+def _subject(ctx, call: cst.Call) -> str:
+    """What loads the batches, for a message: the loader, or the Trainer TrainingArguments configure."""
+    return "The Trainer's DataLoader" if builds_trainer_loader(ctx, call) else "DataLoader"
 
 
 def workers_positive(ctx, expr: cst.BaseExpression) -> bool:
@@ -412,16 +421,13 @@ is replaced where it stands.
         if workers_value(ctx, call) != 0:
             self._check_option_default(call)
             return
-        configured = self.opts.get("num-workers")
-        value = configured or DEFAULT_WORKERS
-        what = "The Trainer's DataLoader" if builds_trainer_loader(ctx, call) else "DataLoader"
         self.report(
             call,
-            f"{what} loads batches in the training process; set `{loader_keyword(ctx, call, 'num_workers')}={value}` "
-            f"so workers prepare the next batches while the GPU trains",
+            f"{_subject(ctx, call)} loads batches in the training process; set "
+            f"`{loader_keyword(ctx, call, 'num_workers')}={workers_to_set(self)}` so workers prepare the next "
+            f"batches while the GPU trains",
             add_workers_fix(self, call),
         )
-
 
     def _check_option_default(self, call: cst.Call) -> None:
         """The worker count comes from a command-line option whose default is 0: unless the option
@@ -431,18 +437,13 @@ is replaced where it stands.
         option = option_default(ctx, arg.value) if arg is not None else None
         if option is None or option.arg is None or option.value != 0 or isinstance(option.value, bool):
             return
-        flag, default = option.flag, option.arg
-        configured = self.opts.get("num-workers")
-        value = str(configured) if configured else DEFAULT_WORKERS
-        replacements = [(default.value, cst.parse_expression(value))]
-        if not configured and "os" not in ctx.names.aliases:
-            replacements.append(insert_stdlib_import(ctx, "os"))
-        what = "The Trainer's DataLoader" if builds_trainer_loader(ctx, call) else "DataLoader"
+        value = workers_to_set(self)
         self.report(
             call,
-            f"{what} loads batches in the training process unless `{flag}` is given (its default is 0); "
-            f"default it to `{value}` so workers prepare the next batches while the GPU trains",
-            self.fix(Applicability.UNSAFE, f"Default `{flag}` to `{value}`", *replacements),
+            f"{_subject(ctx, call)} loads batches in the training process unless `{option.flag}` is given (its "
+            f"default is 0); default it to `{value}` so workers prepare the next batches while the GPU trains",
+            self.fix(Applicability.UNSAFE, f"Default `{option.flag}` to `{value}`",
+                     (option.arg.value, cst.parse_expression(value)), *_os_import(ctx, value)),
         )
 
 
@@ -635,16 +636,16 @@ position is replaced where it stands.
             option = option_default(ctx, arg.value) if value is UNKNOWN else None
             if option is None or option.value is not False:
                 return
-        accelerators = None
+        accelerators, name = None, loader_name(ctx, call)
         if builds_trainer_loader(ctx, call):
             # The Trainer pins by default: only a written-out False, for a run on an accelerator.
             if arg is None or configured_for_cpu(call):
                 return
-        elif (trainers := lightning_trainers(ctx, call, loader_name(ctx, call))) is not None:
+        elif (trainers := lightning_trainers(ctx, call, name)) is not None:
             # Lightning moves the batches itself (non-blocking to CUDA), unless told to stay on the CPU.
             if trainers and all(configured_for_cpu(trainer) for trainer in trainers):
                 return
-        elif accelerators := accelerate_trains_on(ctx, call, loader_name(ctx, call)):
+        elif accelerators := accelerate_trains_on(ctx, call, name):
             # accelerate's prepared loader moves each batch itself.
             if not any(places_batches(ctx, accelerator) for accelerator in accelerators):
                 return

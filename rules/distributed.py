@@ -604,10 +604,11 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
             if self._module_trains:
                 self._check_lightning(node, qualified)
             return
-        options = is_lightning_ddp_strategy(qualified) or is_accelerate_ddp_kwargs(qualified)
-        if not (ctx.names.is_a(node.func, DDP) or (options and self._module_trains)):
+        accelerate_options = is_accelerate_ddp_kwargs(qualified)
+        framework_options = accelerate_options or is_lightning_ddp_strategy(qualified)
+        if not (ctx.names.is_a(node.func, DDP) or (framework_options and self._module_trains)):
             return
-        if is_accelerate_ddp_kwargs(qualified) and any(arg.keyword is None and not arg.star for arg in node.args):
+        if accelerate_options and any(arg.keyword is None and not arg.star for arg in node.args):
             return  # a dataclass's fields by position: which one is which is not worth guessing
         if ctx.hides_arguments(node):
             keys = _star_keys(ctx, node)

@@ -82,15 +82,9 @@ def accelerate_trains_on(ctx, call: cst.Call, name: str | None) -> list[cst.Call
     in another function of the file). [] when none does, or no training loop is seen over it (an
     evaluation loader, or one a helper returns)."""
     uses = _handed_to(ctx, call, name, ("prepare", "prepare_data_loader"), lambda i, keyword: keyword is None,
-                      lambda ctx, value: is_accelerator(ctx.names.qualified(value.func)))
-    if not uses:
-        return []
-    loops = ctx.loops
-    if any(loops.runs_steps(loop) for loop in loops.loops_over(call)):
-        return [accelerator for _use, _at, accelerator in uses]
+                      _is_accelerator)
     return [accelerator for use, at, accelerator in uses
-            if any(loops.runs_steps(loop) for loop in loops.loops_over_names(
-                _prepared_names(ctx, use, at), ctx.index.enclosing_function(use)))]
+            if any(ctx.loops.runs_steps(loop) for loop in _loops_over_prepared(ctx, use, at))]
 
 
 def places_batches(ctx, accelerator: cst.Call) -> bool:
@@ -99,19 +93,15 @@ def places_batches(ctx, accelerator: cst.Call) -> bool:
     return not configured_for_cpu(accelerator) and (placement is None or ctx.literal(placement.value) is not False)
 
 
-def _prepared_names(ctx, use: cst.Call, at: int) -> list[str]:
-    """The name that receives the `at`-th object `prepare` returns: the element of a tuple target
-    in that position, or the one target of a single object."""
-    parent = ctx.parent(use)
-    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1):
-        return []
-    target = parent.targets[0].target
-    if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(use.args):
-        target = target.elements[at].value
-    elif len(use.args) > 1:
-        return []
-    name = ctx.dotted(target)
-    return [name] if name else []
+def _loops_over_prepared(ctx, use: cst.Call, at: int) -> list[cst.For]:
+    """The loops of `prepare`'s function over what it returns for its `at`-th argument: Loops
+    follows a name through `prepare` into the tuple target in the same position
+    (`model, dl = accelerator.prepare(model, dl)`); a loader written inline is what the one
+    target of `dl = accelerator.prepare(DataLoader(...))` holds."""
+    name = ctx.dotted(use.args[at].value)
+    if name is not None:
+        return ctx.loops.loops_over_names([name], ctx.index.enclosing_function(use))
+    return ctx.loops.loops_over(use) if len(use.args) == 1 else []
 
 
 def _is_this_loader(ctx, call: cst.Call, name: str | None, expr: cst.BaseExpression) -> bool:
@@ -164,10 +154,11 @@ def _handed_to(ctx, call: cst.Call, name: str | None, methods: tuple[str, ...], 
 
 
 def _is_lightning_trainer(ctx, call: cst.Call) -> bool:
-    # The name first: qualifying every call of a file costs more.
-    func = call.func
-    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-    return ctx.names.aliases.get(last, last).endswith("Trainer") and is_lightning_fit_trainer(ctx.names.qualified(func))
+    return is_lightning_fit_trainer(ctx.names.qualified_if_named(call.func, "Trainer"))
+
+
+def _is_accelerator(ctx, call: cst.Call) -> bool:
+    return is_accelerator(ctx.names.qualified_if_named(call.func, "Accelerator"))
 
 
 def _runs_epochs(ctx, trainer: cst.Call) -> bool:

@@ -157,6 +157,15 @@ class Names:
         full = f"{target}.{rest}" if rest else target
         return CANONICAL.get(full, full)
 
+    def qualified_if_named(self, expr: cst.BaseExpression, *endings: str) -> str | None:
+        """expr's qualified name when its last name, or what that name's import alias stands for,
+        ends with one of endings (`Trainer`); None otherwise. The name is tested first: qualifying
+        every call of a file costs more, and most calls are not the one asked about."""
+        last = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else ""
+        if not self.aliases.get(last, last).endswith(endings):
+            return None
+        return self.qualified(expr)
+
     def is_a(self, expr: cst.BaseExpression, *qualnames: str) -> bool:
         """True when expr names one of qualnames, or a class of this module derived from one."""
         qn = self.qualified(expr)
