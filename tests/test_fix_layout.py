@@ -481,3 +481,27 @@ def test_a_call_fixed_inside_a_list_splits_the_lists_brackets_first():
         "        )",
         "    ]",
     ]
+
+
+def test_a_call_fixed_inside_a_list_argument_takes_the_enclosing_call_along():
+    # `Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(...)])`: on one line, the
+    # Accelerator's arguments go one per line and the list is split at its brackets there; laid out
+    # by Black already (the list argument on a line of its own), the list is split where it stands.
+    head = "from accelerate import Accelerator, DistributedDataParallelKwargs\n\n\ndef build(loss):\n"
+    tail = "    accelerator.backward(loss)\n"
+    expected = [
+        "    accelerator = Accelerator(",
+        "        kwargs_handlers=[",
+        "            DistributedDataParallelKwargs(",
+        "                find_unused_parameters=True, gradient_as_bucket_view=True",
+        "            )",
+        "        ]",
+        "    )",
+    ]
+    one_line = head + ("    accelerator = Accelerator(kwargs_handlers=[DistributedDataParallelKwargs("
+                       "find_unused_parameters=True)])\n") + tail
+    by_black = head + ("    accelerator = Accelerator(\n        kwargs_handlers=[DistributedDataParallelKwargs("
+                       "find_unused_parameters=True)]\n    )\n") + tail
+    for code in (one_line, by_black):
+        fixed = fix_source(code, select=["TL302"], unsafe_fixes=True, path="train.py")
+        assert fixed.splitlines()[4:11] == expected, fixed

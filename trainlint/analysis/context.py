@@ -261,6 +261,14 @@ class FileContext:
             elif not (isinstance(top, cst.IfExp) and old in (top.body, top.orelse) and not top.lpar):
                 return old, new
         holder, stmt = self.parent(top), self.statement(top)
+        if element and isinstance(holder, cst.Arg) and holder.value is top:
+            # A list argument on a line of its own in a call laid out one argument per line
+            # (Black's own output): split at its brackets there, as `_fitted` splits an argument.
+            call = self.parent(holder)
+            at = call.args.index(holder)
+            args = [*call.args[:at], holder.with_changes(value=top.deep_replace(old, new)), *call.args[at + 1:]]
+            fitted_args = self._fitted(call, args, at)
+            return (holder, fitted_args[at]) if fitted_args is not args else (old, new)
         if not isinstance(holder, (cst.Assign, cst.Return)) or holder.value is not top:
             return old, new
         indent = self.module.default_indent
@@ -290,9 +298,15 @@ class FileContext:
         compound statement's header (`for i, b in enumerate(DataLoader(...)):`), and the line no
         longer fits with new in it: that call, with new in it. The engine then puts its arguments
         one per line and splits new there as Black would (`SFTTrainer(model, args=SFTConfig(...))`),
-        instead of splitting new inside a line it does not fit."""
-        arg = self.parent(old)
-        outer = self.parent(arg) if isinstance(arg, cst.Arg) and arg.value is old else None
+        instead of splitting new inside a line it does not fit. An element of a list or set that
+        is the argument counts as the argument (`Accelerator(kwargs_handlers=[Kwargs(...)])`): the
+        list is split at its brackets there."""
+        value = old
+        while isinstance(element := self.parent(value), cst.Element) and element.value is value \
+                and isinstance(self.parent(element), (cst.List, cst.Set)):
+            value = self.parent(element)
+        arg = self.parent(value)
+        outer = self.parent(arg) if isinstance(arg, cst.Arg) and arg.value is value else None
         stmt = self.statement(old)
         if not isinstance(outer, cst.Call) or stmt is None or "\n" in self.code(outer):
             return None
