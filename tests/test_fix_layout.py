@@ -78,6 +78,28 @@ def test_a_wrapped_call_on_a_continuation_line_keeps_that_lines_indentation():
     ]
 
 
+def test_an_argument_added_to_a_call_laid_out_by_hand_starts_an_aligned_line_when_it_does_not_fit():
+    # The fixtures' loaders, written with continuation lines aligned to the opening parenthesis:
+    # a keyword that takes the last line past 88 starts a line of its own, aligned the same way.
+    source = (
+        "from torch.utils.data import DataLoader\n"
+        "def main(ds, args):\n"
+        "    loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True, drop_last=True,\n"
+        "                        num_workers=args.workers, pin_memory=True)\n")
+    assert fix_source(source, select=["TL104"]).splitlines()[2:] == [
+        "    loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True, drop_last=True,",
+        "                        num_workers=args.workers, pin_memory=True,",
+        "                        prefetch_factor=4 if args.workers > 0 else None)",
+    ]
+    # One that fits joins the line, as before; so does one past the limit in a line that was already.
+    fits = source.replace("args.workers", "8")
+    assert fix_source(fits, select=["TL104"]).splitlines()[3] == (
+        "                        num_workers=8, pin_memory=True, prefetch_factor=4)")
+    long = source.replace("pin_memory=True", "pin_memory=True, collate_fn=pad_to_the_longest_sequence_of_the_batch")
+    assert fix_source(long, select=["TL104"]).splitlines()[3].endswith(
+        "pad_to_the_longest_sequence_of_the_batch, prefetch_factor=4 if args.workers > 0 else None)")
+
+
 ATTENTION = """\
 import torch.nn as nn
 

@@ -16,7 +16,7 @@ from trainlint.analysis.context import FileContext
 from trainlint.analysis.loops import STEP_HOOK_NAMES
 from trainlint.analysis.positions import Positions
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Fix
-from trainlint.layout import one_arg_per_line
+from trainlint.layout import last_arg_continued, one_arg_per_line
 from trainlint.rule import DOCS_URL, Finding, Rule
 from trainlint.suppressions import parse_suppressions, unused_codes, without_codes
 from trainlint.textpos import LineIndex
@@ -200,14 +200,23 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
     start, end = positions.inclusive_span(old)
     before = ctx.text[start:end]
     after = new if isinstance(new, str) else ctx.render(new, at=old)
-    if isinstance(new, cst.Call) and "\n" not in after and new.args:
+    if isinstance(new, cst.Call) and new.args:
         line_start = positions.line_start(positions.location(start).row)
         line_end = len(ctx.text)
         for terminator in ("\n", "\r"):
             found = ctx.text.find(terminator, end)
             if found != -1:
                 line_end = min(line_end, found)
-        if (start - line_start) + len(after) + (line_end - end) > ctx.line_length:
+        trailing = line_end - end
+        if "\n" in after:
+            # A call laid out by hand over several lines: an argument that made its last line too
+            # long starts a line of its own, aligned as the author's (Black would redo it all).
+            grown = len(after.rsplit("\n", 1)[-1]) + trailing > ctx.line_length \
+                and len(before.rsplit("\n", 1)[-1]) + trailing <= ctx.line_length
+            moved = last_arg_continued(new) if grown else None
+            if moved is not None:
+                after = ctx.render(moved, at=old)
+        elif (start - line_start) + len(after) + trailing > ctx.line_length:
             # A call on a continuation line (`for b in enumerate(\n        DataLoader(...)):`) is
             # laid out from that line's indentation, not from its statement's.
             line = ctx.text[line_start:start]

@@ -10,7 +10,8 @@ split as Black splits a line inside brackets:
   set or dict's elements, or a parenthesised expression, on a line of their own one level deeper
   (one per line, with a trailing comma, when they do not fit there).
 Each piece still too long is split the same way. Code a user wrote over several lines keeps its
-layout. Indentation strings here are relative to the enclosing block's: the engine renders the
+layout: an argument added to a call laid out by hand that no longer fits the line it joined
+starts a line of its own, aligned as the author's lines of arguments are (`last_arg_continued`). Indentation strings here are relative to the enclosing block's: the engine renders the
 nodes where they stand, which adds the block's own.
 """
 
@@ -51,6 +52,24 @@ def one_arg_per_line(call: cst.Call, indent: str, closing: str, width: int) -> c
         args.append(arg.with_changes(comma=cst.Comma(whitespace_after=newline(after)),
                                      whitespace_after_arg=cst.SimpleWhitespace("")))
     return call.with_changes(whitespace_before_args=newline(level), args=args)
+
+
+def last_arg_continued(call: cst.Call) -> cst.Call | None:
+    """call with its last argument on a line of its own, started as the author's nearest earlier
+    line of arguments is (a call laid out by hand, `DataLoader(ds, batch_size=8,` /
+    `                   num_workers=2)`: the continuation lines stay aligned); None when no
+    earlier argument starts a line, or the last one already does."""
+    args = list(call.args)
+    if len(args) < 2 or not isinstance(args[-2].comma, cst.Comma) \
+            or isinstance(args[-2].comma.whitespace_after, cst.ParenthesizedWhitespace):
+        return None
+    starts = [call.whitespace_before_args, *(a.comma.whitespace_after for a in args[:-2] if isinstance(a.comma, cst.Comma))]
+    breaks = [w for w in starts if isinstance(w, cst.ParenthesizedWhitespace)]
+    if not breaks:
+        return None
+    line = breaks[-1].with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+    args[-2] = args[-2].with_changes(comma=args[-2].comma.with_changes(whitespace_after=line))
+    return call.with_changes(args=args)
 
 
 def fitted(arg: cst.Arg, indent: str, level: str, width: int) -> cst.Arg:
