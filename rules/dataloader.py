@@ -7,7 +7,6 @@ from functools import cached_property
 
 import libcst as cst
 
-from trainlint.analysis.command_line import option_default
 from trainlint.analysis.context import UNKNOWN
 from trainlint.analysis.framework_loaders import (
     accelerate_trains_on,
@@ -18,6 +17,7 @@ from trainlint.analysis.framework_loaders import (
 )
 from trainlint.analysis.frameworks import configured_for_cpu, is_training_arguments
 from trainlint.analysis.imports import after_imports, insert_stdlib_import
+from trainlint.analysis.settings import Source
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Invalid, Option, Rule, Valid
@@ -68,6 +68,48 @@ def set_loader_arg(ctx, call: cst.Call, name: str, value: str) -> cst.Call:
     return ctx.with_keyword(call, name, value, position=_POSITIONAL.get(name))
 
 
+def setting_value(ctx, call: cst.Call, name: str, missing, *, certain: bool = False):
+    """The value of the loader's argument `name` in a plain run (`missing` when it is not passed):
+    a literal, or what the variable, option or configuration field it reads holds (see
+    settings.py; with certain, no option's or field's default)."""
+    arg = loader_arg(ctx, call, name)
+    return missing if arg is None else ctx.sources.value(arg.value, certain=certain)
+
+
+def setting_source(ctx, call: cst.Call, name: str) -> Source | None:
+    """Where the loader's argument `name` gets its value when it names it (`num_workers=NUM_WORKERS`)."""
+    arg = loader_arg(ctx, call, name)
+    if arg is None or ctx.literal(arg.value) is not UNKNOWN:
+        return None
+    return ctx.sources.source(arg.value)
+
+
+def setting_fix(rule: Rule, call: cst.Call, name: str, value: str, applicability: Applicability, *extra,
+                at_call: str | None = None):
+    """The fix that sets the loader's `name` to value: where the value is written when the
+    argument reads it from a variable, an option's or a field's default (None when that has no
+    literal to change), else at the call (as at_call, when the call needs a guarded form)."""
+    ctx = rule.ctx
+    source = setting_source(ctx, call, name)
+    if source is not None:
+        if source.node is None:
+            return None
+        return rule.fix(applicability, source.fix_title(value), (source.node, cst.parse_expression(value)), *extra)
+    keyword = loader_keyword(ctx, call, name)
+    return rule.fix(applicability, f"Set `{keyword}={at_call or value}`",
+                    (call, set_loader_arg(ctx, call, name, at_call or value)), *extra)
+
+
+def setting_advice(ctx, call: cst.Call, name: str, value: str, problem: str, why: str = "") -> str:
+    """A message: the problem, where the setting comes from when not from the call, and what to set
+    (`...; set `num_workers=8` so ...`, `... (`NUM_WORKERS` is 0); set `NUM_WORKERS = 8` so ...`)."""
+    source = setting_source(ctx, call, name)
+    tail = f" {why}" if why else ""
+    if source is None:
+        return f"{problem}; set `{loader_keyword(ctx, call, name)}={value}`{tail}"
+    return f"{problem} {source.condition()}; {source.advice(value)}{tail}"
+
+
 def is_loader(ctx, call: cst.Call) -> bool:
     """A call of DataLoader's constructor with DataLoader's own arguments (aliases, subclasses that
     keep its __init__), also through a name assigned only such classes (yolov5's
@@ -97,17 +139,14 @@ def loader_name(ctx, call: cst.Call) -> str | None:
 
 
 def workers_value(ctx, call: cst.Call):
-    """0 when the loader runs in the main process, UNKNOWN when not known statically, else the literal."""
-    arg = loader_arg(ctx, call, "num_workers")
-    if arg is None:
-        return 0
-    return ctx.literal(arg.value)
+    """0 when the loader runs in the main process in a plain run (also by an option's or field's
+    default), UNKNOWN when not known statically, else the count."""
+    return setting_value(ctx, call, "num_workers", 0)
 
 
 def has_workers(ctx, call: cst.Call) -> bool:
-    """num_workers is given and is not a literal 0."""
-    arg = loader_arg(ctx, call, "num_workers")
-    return arg is not None and ctx.literal(arg.value) != 0
+    """num_workers is given and is not certainly 0 (a literal, or a variable holding one)."""
+    return setting_value(ctx, call, "num_workers", 0, certain=True) != 0
 
 
 def workers_to_set(rule: Rule) -> str:
@@ -122,11 +161,10 @@ def _os_import(ctx, value: str) -> list:
 
 
 def add_workers_fix(rule: Rule, call: cst.Call):
-    """The TL101 fix: `num_workers` (or `dataloader_num_workers`) set to workers_to_set's count."""
-    ctx = rule.ctx
+    """The TL101 fix: `num_workers` (or `dataloader_num_workers`, or where its value is written) set
+    to workers_to_set's count."""
     value = workers_to_set(rule)
-    return rule.fix(Applicability.UNSAFE, f"Set `{loader_keyword(ctx, call, 'num_workers')}={value}`",
-                    (call, set_loader_arg(ctx, call, "num_workers", value)), *_os_import(ctx, value))
+    return setting_fix(rule, call, "num_workers", value, Applicability.UNSAFE, *_os_import(rule.ctx, value))
 
 
 def _subject(ctx, call: cst.Call) -> str:
@@ -136,7 +174,7 @@ def _subject(ctx, call: cst.Call) -> str:
 
 def workers_positive(ctx, expr: cst.BaseExpression) -> bool:
     """num_workers that is certainly > 0: a positive literal, `max(1, ...)`, or `min(k, ... or 1)`."""
-    value = ctx.literal(expr)
+    value = ctx.sources.value(expr, certain=True)
     if isinstance(value, int) and not isinstance(value, bool):
         return value > 0
     if isinstance(expr, cst.Call) and ctx.dotted(expr.func) in ("min", "max") and expr.args:
@@ -174,7 +212,7 @@ def shuffles(ctx, call: cst.Call) -> bool:
     `RandomSampler` / `DistributedSampler` (which shuffles unless told `shuffle=False`)."""
     shuffle = loader_arg(ctx, call, "shuffle")
     if shuffle is not None:
-        return ctx.literal(shuffle.value) is True
+        return ctx.sources.value(shuffle.value) is True
     samplers = _sampler_calls(ctx, call)
     if not samplers:
         return False
@@ -294,6 +332,9 @@ class DataLoaderNoWorkers(DataLoaderRule):
     _OPTION = ("import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n"
                "parser.add_argument({flag}, type=int, default={default})\nargs = parser.parse_args()\n"
                "loader = DataLoader(ds, num_workers=args.num_workers)\n")
+    _CONFIG = ("import os\nfrom dataclasses import dataclass, field\nfrom torch.utils.data import DataLoader\n"
+               "@dataclass\nclass Config:\n    batch_size: int = 32\n    num_workers: int = {default}\n{more}"
+               "def main(cfg: Config):\n    return DataLoader(ds, cfg.batch_size, num_workers=cfg.num_workers)\n")
     docs = """
 ## What it does
 Flags a `DataLoader` (any import alias, local subclasses, `StatefulDataLoader`) whose `num_workers`
@@ -304,9 +345,18 @@ Also flags transformers' `TrainingArguments` (and trl's and sentence-transformer
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
 TL103 and TL104 read its `dataloader_persistent_workers` and `dataloader_prefetch_factor` too.
-A worker count read from a command-line option (`num_workers=args.num_workers`) is flagged when
-the file's one `add_argument` for it (by `dest=` or its first long flag) defaults to 0: the run
-loads in the training process unless the flag is given. That fix changes the option's default.
+
+A setting written as a name is read where the file writes it (the same reading for TL101-TL105):
+a variable assigned once in the scope the read looks in (`NUM_WORKERS = 0` at module level, or
+`workers = 0` in the function; not one declared `global` elsewhere, nor a parameter); a
+command-line option's default (`args.num_workers`: the file's one `add_argument` for it, by
+`dest=` or its first long flag, with no `set_defaults` for it); or the default of a configuration
+class's field (`cfg.num_workers`, where `cfg` is annotated with the module's one class declaring
+`num_workers`, built from it, or parsed into it by a call handed the class, such as
+`tyro.cli(Config)`; and nothing in the file sets the field: no `cfg.num_workers = ...`, no
+construction naming it or passing arguments by position or `**`, no `replace(...)` of it). An
+option's or field's default of 0 loads in the training process unless the run is configured
+otherwise. The fix changes the value where it is written, once for every loader that reads it.
 
 ## Why is this bad?
 With no workers, every batch is read, decoded and collated in the training process between two
@@ -325,9 +375,9 @@ loader = DataLoader(dataset, batch_size=64, shuffle=True, num_workers=min(8, os.
 
 ## Fix safety
 Unsafe: workers need a picklable dataset and collate function, and each worker has its own RNG
-stream, so random augmentations differ from a run without workers. A value from an expression
-(`num_workers=args.workers`), `*args` or `**kwargs` is not a finding. A `0` passed by position
-is replaced where it stands.
+stream, so random augmentations differ from a run without workers. A value the file does not
+settle (a parameter, an option or field it cannot see once), `*args` or `**kwargs` is not a
+finding. A `0` passed by position is replaced where it stands.
 """
     valid = [
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, num_workers=4)\n"),
@@ -361,6 +411,24 @@ is replaced where it stands.
         # A subclass with its own __init__ does not take DataLoader's arguments (ecosystem: torchtitan tests).
         Valid("from torch.utils.data import DataLoader\nclass FakeLoader(DataLoader):\n    def __init__(self):\n"
               "        super().__init__(dataset=[], batch_size=1)\nloader = FakeLoader()\n"),
+        # A worker count from a variable is known only when it is assigned once, where the read looks.
+        Valid("from torch.utils.data import DataLoader\nNUM_WORKERS = 4\ndef main():\n"
+              "    return DataLoader(ds, num_workers=NUM_WORKERS)\n"),
+        Valid("from torch.utils.data import DataLoader\nNUM_WORKERS = 0\ndef setup(n):\n    global NUM_WORKERS\n"
+              "    NUM_WORKERS = n\ndef main():\n    return DataLoader(ds, num_workers=NUM_WORKERS)\n"),
+        Valid("from torch.utils.data import DataLoader\ndef main(fast):\n    workers = 0\n    if fast:\n"
+              "        workers = 8\n    return DataLoader(ds, num_workers=workers)\n"),
+        Valid("from torch.utils.data import DataLoader\nNUM_WORKERS = 0\ndef main(NUM_WORKERS):\n"
+              "    return DataLoader(ds, num_workers=NUM_WORKERS)\n"),
+        # A configuration field's default decides only when nothing in the file sets the field.
+        Valid(_CONFIG.format(default="4", more="")),
+        Valid(_CONFIG.format(default="0", more="") + "main(Config(num_workers=4))\n"),
+        Valid(_CONFIG.format(default="0", more="") + "main(Config(64, 4))\n"),
+        Valid(_CONFIG.format(default="0", more="") + "cfg = Config()\ncfg.num_workers = 4\nmain(cfg)\n"),
+        Valid(_CONFIG.format(default="0", more="") + "main(dataclasses.replace(Config(), num_workers=4))\n"),
+        Valid(_CONFIG.format(default="0", more="class Fast(Config):\n    num_workers: int = 8\n")),
+        # An object the file never ties to the class may be anything.
+        Valid(_CONFIG.format(default="0", more="").replace("cfg: Config", "cfg")),
     ]
     invalid = [
         Invalid(
@@ -408,42 +476,49 @@ is replaced where it stands.
         Invalid(_OPTION.format(flag="'--num-workers'", default="0"),
                 fixed=_OPTION.format(flag="'--num-workers'", default="min(8, os.cpu_count() or 1)").replace(
                     "import argparse\n", "import argparse\nimport os\n"),
-                message="unless `--num-workers` is given (its default is 0)"),
+                message="unless `--num-workers` is given (it defaults to 0)"),
         Invalid(_OPTION.format(flag="'-j', dest='num_workers'", default="0"),
                 fixed=_OPTION.format(flag="'-j', dest='num_workers'", default="4"), options={"num-workers": 4}),
         # A subclass that forwards *args/**kwargs keeps DataLoader's signature (yolov5's InfiniteDataLoader).
         Invalid("from torch.utils.data import DataLoader\nclass Loop(DataLoader):\n    def __init__(self, *args, **kwargs):\n"
                 "        super().__init__(*args, **kwargs)\nloader = Loop(ds, batch_size=4)\n"),
+        # A variable assigned 0 once: the assignment is fixed, for every loader reading it.
+        Invalid("import os\nfrom torch.utils.data import DataLoader\nNUM_WORKERS = 0\ndef main():\n"
+                "    train = DataLoader(ds, num_workers=NUM_WORKERS)\n    val = DataLoader(vs, num_workers=NUM_WORKERS)\n",
+                fixed="import os\nfrom torch.utils.data import DataLoader\nNUM_WORKERS = min(8, os.cpu_count() or 1)\n"
+                      "def main():\n    train = DataLoader(ds, num_workers=NUM_WORKERS)\n"
+                      "    val = DataLoader(vs, num_workers=NUM_WORKERS)\n",
+                message="in the training process (`NUM_WORKERS` is 0); set `NUM_WORKERS = min(8, os.cpu_count() or 1)`"),
+        Invalid("from torch.utils.data import DataLoader\ndef main():\n    workers = 0\n"
+                "    return DataLoader(ds, num_workers=workers)\n",
+                fixed="from torch.utils.data import DataLoader\ndef main():\n    workers = 2\n"
+                      "    return DataLoader(ds, num_workers=workers)\n", options={"num-workers": 2}),
+        # A configuration class's default: the default is fixed.
+        Invalid(_CONFIG.format(default="0", more=""),
+                fixed=_CONFIG.format(default="min(8, os.cpu_count() or 1)", more=""),
+                message="unless configured otherwise (`Config.num_workers` defaults to 0); default `Config.num_workers`"),
+        Invalid(_CONFIG.format(default="field(default=0, metadata={'help': 'workers'})", more=""),
+                fixed=_CONFIG.format(default="field(default=4, metadata={'help': 'workers'})", more=""),
+                options={"num-workers": 4}),
+        # A configuration built by a command-line parser from the class (tyro, pyrallis, HfArgumentParser).
+        Invalid("from dataclasses import dataclass\nfrom torch.utils.data import DataLoader\n@dataclass\nclass Config:\n"
+                "    num_workers: int = 0\ncfg = tyro.cli(Config)\nloader = DataLoader(ds, num_workers=cfg.num_workers)\n",
+                message="`Config.num_workers` defaults to 0"),
+        Invalid("from torch.utils.data import DataLoader\nclass CFG:\n    num_workers = 0\n"
+                "loader = DataLoader(ds, num_workers=CFG.num_workers)\n", message="`CFG.num_workers` defaults to 0"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
         ctx = self.ctx
-        if workers_value(ctx, call) != 0:
-            self._check_option_default(call)
+        workers = workers_value(ctx, call)
+        if workers != 0 or isinstance(workers, bool):
             return
         self.report(
             call,
-            f"{_subject(ctx, call)} loads batches in the training process; set "
-            f"`{loader_keyword(ctx, call, 'num_workers')}={workers_to_set(self)}` so workers prepare the next "
-            f"batches while the GPU trains",
+            setting_advice(ctx, call, "num_workers", workers_to_set(self),
+                           f"{_subject(ctx, call)} loads batches in the training process",
+                           "so workers prepare the next batches while the GPU trains"),
             add_workers_fix(self, call),
-        )
-
-    def _check_option_default(self, call: cst.Call) -> None:
-        """The worker count comes from a command-line option whose default is 0: unless the option
-        is given, the loader runs in the training process. The fix changes the default."""
-        ctx = self.ctx
-        arg = loader_arg(ctx, call, "num_workers")
-        option = option_default(ctx, arg.value) if arg is not None else None
-        if option is None or option.arg is None or option.value != 0 or isinstance(option.value, bool):
-            return
-        value = workers_to_set(self)
-        self.report(
-            call,
-            f"{_subject(ctx, call)} loads batches in the training process unless `{option.flag}` is given (its "
-            f"default is 0); default it to `{value}` so workers prepare the next batches while the GPU trains",
-            self.fix(Applicability.UNSAFE, f"Default `{option.flag}` to `{value}`",
-                     (option.arg.value, cst.parse_expression(value)), *_os_import(ctx, value)),
         )
 
 
@@ -474,10 +549,12 @@ not with `use_cpu=True`. A training loader an accelerate `Accelerator` prepares 
 it runs on the CPU (`cpu=True`) or places nothing (`device_placement=False`); the message adds
 `DataLoaderConfiguration(non_blocking=True)`, without which accelerate's copies still block.
 
-`pin_memory=args.pin_memory` is flagged when the file's one `add_argument` for it is off by
-default (`default=False`, or a `store_true` switch) and no `set_defaults` turns it on: the run
-copies from pageable memory unless the flag is given. The fix changes a `default=False`; a
-`store_true` switch is only reported (turning it on by default needs another action).
+A setting written as a name is read as TL101 describes: `pin_memory=PIN` with `PIN = False`,
+`pin_memory=cfg.pin_memory` whose field defaults to False, `pin_memory=args.pin_memory` whose
+option is off by default (`default=False`, or a `store_true` switch, and no `set_defaults` turns
+it on: the run copies from pageable memory unless the flag is given). The fix changes the value
+where it is written; a `store_true` switch is only reported (turning it on by default needs
+another action).
 
 ## Why is this bad?
 Copies from pageable host memory go through a staging buffer and cannot overlap with compute.
@@ -593,6 +670,15 @@ position is replaced where it stands.
                                     "parser.add_argument('--pin-mem', action='store_true')\nargs = parser.parse_args()\n"
                                     "loader = DataLoader(ds, num_workers=2, pin_memory=args.pin_mem)"),
                 message="unless `--pin-mem` is given (it is off by default)"),
+        # A variable or a configuration field that holds False: fixed where it is written.
+        Invalid(_LOOP.format(loader="PIN = False\nloader = DataLoader(ds, num_workers=2, pin_memory=PIN)"),
+                fixed=_LOOP.format(loader="PIN = True\nloader = DataLoader(ds, num_workers=2, pin_memory=PIN)"),
+                message="pageable memory (`PIN` is False); set `PIN = True`"),
+        Invalid(_LOOP.format(loader="class Config:\n    pin_memory: bool = False\ncfg = Config()\n"
+                                    "loader = DataLoader(ds, num_workers=2, pin_memory=cfg.pin_memory)"),
+                fixed=_LOOP.format(loader="class Config:\n    pin_memory: bool = True\ncfg = Config()\n"
+                                          "loader = DataLoader(ds, num_workers=2, pin_memory=cfg.pin_memory)"),
+                message="unless configured otherwise (`Config.pin_memory` is off by default)"),
         # Whole words of a function's name: `device` is no `dev` set.
         Invalid("from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n        model(x.cuda()).backward()\n"
                 "        opt.step()\ndef device_loader(ds):\n    return DataLoader(ds)\n"),
@@ -630,12 +716,8 @@ position is replaced where it stands.
     def check_loader(self, call: cst.Call) -> None:
         ctx = self.ctx
         arg = loader_arg(ctx, call, "pin_memory")
-        option = None
-        if arg is not None and (value := ctx.literal(arg.value)) is not False:
-            # A command-line switch that is off unless given (`--pin-memory`, a `store_true`).
-            option = option_default(ctx, arg.value) if value is UNKNOWN else None
-            if option is None or option.value is not False:
-                return
+        if setting_value(ctx, call, "pin_memory", False) is not False:
+            return
         accelerators, name = None, loader_name(ctx, call)
         if builds_trainer_loader(ctx, call):
             # The Trainer pins by default: only a written-out False, for a run on an accelerator.
@@ -651,25 +733,15 @@ position is replaced where it stands.
                 return
         elif not self._feeds_copies(call):
             return
-        keyword = loader_keyword(ctx, call, "pin_memory")
         # accelerate copies without non_blocking unless its DataLoaderConfiguration says so.
         overlap = " (with `dataloader_config=DataLoaderConfiguration(non_blocking=True)` for the Accelerator)" \
             if accelerators else ""
-        if option is not None:
-            # The fix turns the default on; a `store_true` switch has none to change (it would need
-            # another action), so it is only reported.
-            fix = None if option.arg is None else self.fix(
-                Applicability.SAFE, f"Default `{option.flag}` to True", (option.arg.value, cst.Name("True")))
-            self.report(call, f"Batches go to the accelerator from pageable memory unless `{option.flag}` is given "
-                              f"(it is off by default); pin them by default for faster, asynchronous copies{overlap}",
-                        fix)
-            return
+        # A `store_true` switch has no default to turn on (it would need another action): no fix.
         self.report(
             call,
-            f"Batches go to the accelerator from pageable memory; set `{keyword}=True` for faster, asynchronous "
-            f"copies{overlap}",
-            self.fix(Applicability.SAFE, f"Set `{keyword}=True`",
-                     (call, set_loader_arg(self.ctx, call, "pin_memory", "True"))),
+            setting_advice(ctx, call, "pin_memory", "True", "Batches go to the accelerator from pageable memory",
+                           f"for faster, asynchronous copies{overlap}"),
+            setting_fix(self, call, "pin_memory", "True", Applicability.SAFE),
         )
 
     def _feeds_copies(self, call: cst.Call) -> bool:
@@ -835,7 +907,8 @@ class DataLoaderWorkersNotPersistent(DataLoaderRule):
     trainer_settings = True
     docs = """
 ## What it does
-Flags a `DataLoader` with workers (`num_workers` not a literal 0) and no `persistent_workers=True`
+Flags a `DataLoader` with workers (`num_workers` not 0, as a literal or a variable holding one; a
+setting written as a name is read as TL101 describes) and no `persistent_workers=True`
 that is iterated once per epoch inside an outer loop, or by a Lightning Trainer (handed to
 `trainer.fit`, or returned by a LightningModule's or LightningDataModule's `train_dataloader`) that
 runs several epochs (`max_epochs` not a literal 1 or less, its default 1000, no `max_steps` and no
@@ -862,7 +935,10 @@ loader = DataLoader(ds, num_workers=4, persistent_workers=True)
 
 ## Fix safety
 Unsafe: live workers keep their copy of the dataset, so changes made to it between epochs are
-not seen, and the shuffle of later epochs differs (the base seed is drawn once).
+not seen, and the shuffle of later epochs differs (the base seed is drawn once). With a worker
+count that may be 0 in a run, the fix sets `persistent_workers=workers > 0` (True with no workers
+raises); a `persistent_workers` setting written elsewhere then gets no fix, since its one value
+would be wrong for some runs.
 """
     _EPOCHS = "from torch.utils.data import DataLoader\nloader = {loader}\nfor epoch in range(3):\n    for batch in loader:\n        step(batch)\n"
     _FIT = ("import pytorch_lightning as pl\nfrom torch.utils.data import DataLoader\nloader = {loader}\n"
@@ -872,6 +948,9 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
     valid = [
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=0)")),
+        # No workers, from a variable assigned once.
+        Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=NUM_WORKERS)").replace(
+            "loader = ", "NUM_WORKERS = 0\nloader = ", 1)),
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\nfor batch in loader:\n    step(batch)\n"),
         Valid(_EPOCHS.format(loader="DataLoader(ds)")),
         # One epoch, or a step budget that decides how often the loader is gone over.
@@ -898,6 +977,16 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
     invalid = [
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)"),
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
+        # persistent_workers from a variable holding False: fixed there while the workers are certain;
+        # with a configurable worker count, True could meet 0 workers (a ValueError): no fix.
+        Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=8, persistent_workers=KEEP)").replace(
+                    "loader = ", "KEEP = False\nloader = ", 1),
+                fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=8, persistent_workers=KEEP)").replace(
+                    "loader = ", "KEEP = True\nloader = ", 1),
+                message="(`KEEP` is False); set `KEEP = True`"),
+        Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=cfg.workers, persistent_workers=cfg.keep)").replace(
+                    "loader = ", "class Config:\n    workers = 4\n    keep = False\ncfg = Config()\nloader = ", 1),
+                message="unless configured otherwise (`Config.keep` is off by default)"),
         # Lightning runs the epochs: a Trainer of several (1000 by default) fitting the loader, or
         # the loader a module's train_dataloader() gives a Trainer built elsewhere.
         Invalid(_FIT.format(loader="DataLoader(ds, num_workers=4)", settings="max_epochs=10", given="loader"),
@@ -922,10 +1011,7 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
 
     def check_loader(self, call: cst.Call) -> None:
         ctx = self.ctx
-        if not has_workers(ctx, call):
-            return
-        arg = loader_arg(ctx, call, "persistent_workers")
-        if arg is not None and ctx.literal(arg.value) is not False:
+        if not has_workers(ctx, call) or setting_value(ctx, call, "persistent_workers", False) is not False:
             return
         if builds_trainer_loader(ctx, call):
             if not _trainer_epochs(ctx, call):
@@ -936,16 +1022,15 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
                 return
         workers = loader_arg(ctx, call, "num_workers")
         # PyTorch rejects persistent_workers=True without workers, so a configurable worker count
-        # (simpletransformers' dataloader_num_workers, 0 by default) gets a condition, not True.
-        certain = ctx.literal(workers.value) is not UNKNOWN or workers_positive(ctx, workers.value)
-        value = "True" if certain else f"{_operand(ctx, workers.value)} > 0"
-        keyword = loader_keyword(ctx, call, "persistent_workers")
-        self.report(
-            call,
-            f"Workers are restarted at every epoch; set `{keyword}=True` to keep them alive",
-            self.fix(Applicability.UNSAFE, f"Set `{keyword}={value}`",
-                     (call, set_loader_arg(ctx, call, "persistent_workers", value))),
-        )
+        # (simpletransformers' dataloader_num_workers, 0 by default) gets a condition, not True;
+        # a setting written elsewhere has no room for one, so it gets no fix then.
+        certain = workers_positive(ctx, workers.value)
+        fix = setting_fix(self, call, "persistent_workers", "True", Applicability.UNSAFE,
+                          at_call="True" if certain else f"{_operand(ctx, workers.value)} > 0")
+        if setting_source(ctx, call, "persistent_workers") is not None and not certain:
+            fix = None
+        self.report(call, setting_advice(ctx, call, "persistent_workers", "True",
+                                         "Workers are restarted at every epoch", "to keep them alive"), fix)
 
 
 def _operand(ctx, expr: cst.BaseExpression) -> str:
@@ -1011,7 +1096,9 @@ class DataLoaderShallowPrefetch(DataLoaderRule):
 ## What it does
 Flags a `DataLoader` with workers whose `prefetch_factor` is missing or `None` (both mean
 PyTorch's default, 2) or below the configured minimum (default 4); and the same in
-`TrainingArguments` (`dataloader_num_workers`, `dataloader_prefetch_factor`).
+`TrainingArguments` (`dataloader_num_workers`, `dataloader_prefetch_factor`). Settings written as
+names are read as TL101 describes; a worker count that is only a default (an option's, a
+field's) may be 0 in a run, so the fix then sets `prefetch_factor=4 if workers > 0 else None`.
 
 ## Why is this bad?
 Each worker keeps only `prefetch_factor` batches ready. With uneven sample costs (variable-length
@@ -1036,6 +1123,10 @@ since PyTorch rejects a prefetch factor without workers.
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=8)\n"),
+        # No workers, or a deep prefetch, from variables assigned once.
+        Valid("from torch.utils.data import DataLoader\nNUM_WORKERS = 0\nDataLoader(ds, num_workers=NUM_WORKERS)\n"),
+        Valid("from torch.utils.data import DataLoader\ndef main():\n    depth = 8\n"
+              "    DataLoader(ds, num_workers=4, prefetch_factor=depth)\n"),
         Valid("from transformers import TrainingArguments\nTrainer(m, TrainingArguments('o', dataloader_num_workers=4, "
               "dataloader_prefetch_factor=4))\n"),
         Valid("from transformers import TrainingArguments\nTrainer(m, TrainingArguments('o'))\n"),
@@ -1046,6 +1137,15 @@ since PyTorch rejects a prefetch factor without workers.
               "make(ds, num_workers=4)\n"),
     ]
     invalid = [
+        # A worker count from a variable holding one is certain: no condition in the fix; a shallow
+        # prefetch from a variable is fixed there.
+        Invalid("from torch.utils.data import DataLoader\nNUM_WORKERS = 6\nDataLoader(ds, num_workers=NUM_WORKERS)\n",
+                fixed="from torch.utils.data import DataLoader\nNUM_WORKERS = 6\n"
+                      "DataLoader(ds, num_workers=NUM_WORKERS, prefetch_factor=4)\n"),
+        Invalid("from torch.utils.data import DataLoader\nPREFETCH = 2\nDataLoader(ds, num_workers=w, prefetch_factor=PREFETCH)\n",
+                fixed="from torch.utils.data import DataLoader\nPREFETCH = 4\n"
+                      "DataLoader(ds, num_workers=w, prefetch_factor=PREFETCH)\n",
+                message="Workers keep only 2 batches each in flight (`PREFETCH` is 2); set `PREFETCH = 4`"),
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=2)\n",
@@ -1083,28 +1183,21 @@ since PyTorch rejects a prefetch factor without workers.
         ctx = self.ctx
         minimum = self.opts["min-prefetch-factor"]
         workers = loader_arg(ctx, call, "num_workers")
-        if workers is None or ctx.literal(workers.value) == 0:
+        if workers is None or not has_workers(ctx, call):
             return
-        arg = loader_arg(ctx, call, "prefetch_factor")
-        depth = "2"  # PyTorch's default with workers, also what an explicit `prefetch_factor=None` means
-        if arg is not None:
-            value = ctx.literal(arg.value)
-            if value is UNKNOWN or (value is not None and value >= minimum):
-                return
-            if value is not None:
-                depth = ctx.code(arg.value)
-        if ctx.literal(workers.value) is UNKNOWN and not workers_positive(ctx, workers.value):
-            value_code = f"{minimum} if {_operand(ctx, workers.value)} > 0 else None"
-        else:
-            value_code = str(minimum)
-        keyword = loader_keyword(ctx, call, "prefetch_factor")
-        self.report(
-            call,
-            f"Workers keep only {depth} batches each in flight; set "
-            f"`{keyword}={minimum}` so uneven batches do not drain the queue",
-            self.fix(Applicability.SAFE, f"Set `{keyword}={minimum}`",
-                     (call, set_loader_arg(ctx, call, "prefetch_factor", value_code))),
-        )
+        value = setting_value(ctx, call, "prefetch_factor", None)
+        if value is UNKNOWN or (value is not None and value >= minimum):
+            return
+        # 2 is PyTorch's default with workers, also what an explicit `prefetch_factor=None` means.
+        depth = "2" if value is None else repr(value)
+        certain = workers_positive(ctx, workers.value)
+        fix = setting_fix(self, call, "prefetch_factor", str(minimum), Applicability.SAFE,
+                          at_call=None if certain else f"{minimum} if {_operand(ctx, workers.value)} > 0 else None")
+        if setting_source(ctx, call, "prefetch_factor") is not None and value is None and not certain:
+            fix = None  # `PREFETCH = None` is right with no workers, a number is not: no room for the condition
+        self.report(call, setting_advice(ctx, call, "prefetch_factor", str(minimum),
+                                         f"Workers keep only {depth} batches each in flight",
+                                         "so uneven batches do not drain the queue"), fix)
 
 
 class DataLoaderRaggedLastBatch(DataLoaderRule):
@@ -1117,7 +1210,8 @@ class DataLoaderRaggedLastBatch(DataLoaderRule):
 ## What it does
 Flags a shuffled training `DataLoader` (`shuffle=True`, or a `RandomSampler` or
 `DistributedSampler` as its `sampler`, passed directly or through a name) without
-`drop_last=True`.
+`drop_last=True`. Settings written as names (`drop_last=cfg.drop_last`) are read as TL101
+describes, and fixed where they are written.
 
 ## Why is this bad?
 The last batch of each epoch is smaller. A new shape recompiles `torch.compile`d graphs, defeats
@@ -1153,6 +1247,12 @@ A `drop_last` passed by position is replaced where it stands.
     invalid = [
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
+        # Shuffling and keeping the last batch by a configuration's defaults: the default is fixed.
+        Invalid("from torch.utils.data import DataLoader\nclass Args:\n    shuffle = True\n    drop_last = False\n"
+                "DataLoader(ds, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",
+                fixed="from torch.utils.data import DataLoader\nclass Args:\n    shuffle = True\n    drop_last = True\n"
+                      "DataLoader(ds, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",
+                message="unless configured otherwise (`Args.drop_last` is off by default); default `Args.drop_last` to"),
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=False)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
         Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True)\n",
@@ -1179,14 +1279,11 @@ A `drop_last` passed by position is replaced where it stands.
             return
         if not is_training_loader(ctx, call):
             return
-        drop = loader_arg(ctx, call, "drop_last")
-        if drop is not None and ctx.literal(drop.value) is not False:
+        if setting_value(ctx, call, "drop_last", False) is not False:
             return
-        self.report(
-            call,
-            "The last batch of each epoch is smaller (new shapes, a noisy step); set `drop_last=True`",
-            self.fix(Applicability.UNSAFE, "Set `drop_last=True`", (call, set_loader_arg(ctx, call, "drop_last", "True"))),
-        )
+        self.report(call, setting_advice(ctx, call, "drop_last", "True",
+                                         "The last batch of each epoch is smaller (new shapes, a noisy step)"),
+                    setting_fix(self, call, "drop_last", "True", Applicability.UNSAFE))
 
 
 # -- heavy per-sample work -------------------------------------------------------------------

@@ -206,3 +206,51 @@ def test_a_command_line_options_default(options, expected):
         assert found is None
     else:
         assert (found.flag, found.value) == expected
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    # Variables: one assignment in the scope the read looks in (innermost first, class bodies skipped).
+    ("N = 0\ndef f():\n    use(N)\n", ("variable", "N", 0)),
+    ("def f():\n    n = 3\n    def g():\n        use(n)\n", ("variable", "n", 3)),
+    ("N = 0\ndef f():\n    N = 2\n    use(N)\n", ("variable", "N", 2)),
+    ("N = 0\nclass C:\n    N = 5\n    def m(self):\n        use(N)\n", ("variable", "N", 0)),
+    ("N = 0\ndef f():\n    n = N\n    use(n)\n", ("variable", "N", 0)),
+    ("a, n = 1, 0\nuse(n)\n", ("variable", "n", 0)),
+    # Not known: assigned twice, augmented, a loop target, a parameter, declared global elsewhere,
+    # an expression, an import.
+    ("n = 0\nif x:\n    n = 4\nuse(n)\n", None),
+    ("n = 0\nn += 1\nuse(n)\n", None),
+    ("for n in range(3):\n    use(n)\n", None),
+    ("def f(n=0):\n    use(n)\n", None),
+    ("N = 0\ndef g():\n    global N\n    N = 4\ndef f():\n    use(N)\n", None),
+    ("n = cpus()\nuse(n)\n", None),
+    ("from cfg import n\nuse(n)\n", None),
+    # Command-line options (command_line.py) and configuration fields.
+    ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--n', type=int, default=0)\n"
+     "args = p.parse_args()\nuse(args.n)\n", ("option", "--n", 0)),
+    ("class C:\n    n: int = 0\ndef f(c: C):\n    use(c.n)\n", ("field", "C.n", 0)),
+    ("class C:\n    n = 1\n    def m(self):\n        use(self.n)\n", ("field", "C.n", 1)),
+    ("class C:\n    n = 1\nclass D(C):\n    def m(self):\n        use(self.n)\n", ("field", "C.n", 1)),
+    ("import dataclasses\n@dataclasses.dataclass\nclass C:\n    n: int = dataclasses.field(default=2)\n"
+     "c = C(m=1)\nuse(c.n)\n", ("field", "C.n", 2)),
+    ("class C:\n    n = 1\nc = HfArgumentParser(C).parse_args_into_dataclass()\nuse(c.n)\n", ("field", "C.n", 1)),
+    # Not known: another object, the field set or passed, a default from a factory.
+    ("class C:\n    n = 1\nclass D:\n    def m(self):\n        use(self.n)\n", None),
+    ("class C:\n    n = 1\nc = C()\nsetattr(c, key, 3)\nuse(c.n)\n", None),
+    ("class C:\n    n = 1\nc = C(**overrides)\nuse(c.n)\n", None),
+    ("class C:\n    n = 1\nc = C() if x else load()\nuse(c.n)\n", None),
+    ("import dataclasses\nclass C:\n    n: list = dataclasses.field(default_factory=list)\nuse(C.n)\n", None),
+])
+def test_where_a_setting_written_as_a_name_gets_its_value(code, expected):
+    ctx = ctx_for(code)
+    use = next(c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "use")
+    source = ctx.sources.source(use.args[0].value)
+    if expected is None:
+        assert source is None
+        assert ctx.sources.value(use.args[0].value) is UNKNOWN
+    else:
+        assert (source.kind, source.name, source.value) == expected
+        assert ctx.sources.value(use.args[0].value) == expected[2]
+        assert ctx.sources.value(use.args[0].value, certain=True) == (
+            expected[2] if expected[0] == "variable" else UNKNOWN)
+        assert ctx.literal(source.node) == expected[2]  # the literal a fix replaces

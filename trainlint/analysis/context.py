@@ -17,6 +17,7 @@ from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.precision import Precision
+from trainlint.analysis.settings import Sources
 from trainlint.analysis.tensors import Tensors
 from trainlint.analysis.tree import TreeIndex
 from trainlint.layout import bracketed, fitted, fluent, method_lines, one_arg_per_line, parenthesized
@@ -73,6 +74,11 @@ class FileContext:
     @cached_property
     def tensors(self) -> Tensors:
         return Tensors(self.index, self.names)
+
+    @cached_property
+    def sources(self) -> Sources:
+        """Where settings written as names get their values (settings.py)."""
+        return Sources(self)
 
     @cached_property
     def _assignments(self) -> dict:
