@@ -537,6 +537,8 @@ an accelerator (`.to(device)`, `.cuda()`, or a batch helper such as torchtune's
 Decided per loader. A loader iterated in a loop of this module is flagged only when that loop's
 own batches (its target, values computed from it, and module-local functions they are handed
 to, up to three calls down) reach such a copy; one whose batches stay on the CPU is not. A loader
+a module-local function returns counts as iterated by its caller's loops over the name the call
+binds it to (by position in a returned tuple), unless the caller hands that name on. A loader
 not iterated here (returned, handed to a framework or to a function's parameter) is flagged when
 the hot loop copies something that no visible loop over a loader of the file leads to, unless
 its name, or the function returning it (Lightning's `val_dataloader()`), says it evaluates.
@@ -909,7 +911,9 @@ class DataLoaderWorkersNotPersistent(DataLoaderRule):
 ## What it does
 Flags a `DataLoader` with workers (`num_workers` not 0, as a literal or a variable holding one; a
 setting written as a name is read as TL101 describes) and no `persistent_workers=True`
-that is iterated once per epoch inside an outer loop, or by a Lightning Trainer (handed to
+that is iterated once per epoch inside an outer loop (also where a function of the module
+returns it to its caller, `train_loader, val_loader = make_loaders(cfg)`, and the caller's epoch
+loop does not build it again), or by a Lightning Trainer (handed to
 `trainer.fit`, or returned by a LightningModule's or LightningDataModule's `train_dataloader`) that
 runs several epochs (`max_epochs` not a literal 1 or less, its default 1000, no `max_steps` and no
 `reload_dataloaders_every_n_epochs`); and `TrainingArguments` with `dataloader_num_workers` and no
@@ -948,6 +952,15 @@ would be wrong for some runs.
     valid = [
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=0)")),
+        # A helper's loader that the epoch loop builds anew each time: no workers to keep alive.
+        Valid("from torch.utils.data import DataLoader\ndef make_loader(ds):\n    return DataLoader(ds, num_workers=4)\n"
+              "def main(ds):\n    for epoch in range(3):\n        loader = make_loader(ds)\n"
+              "        for batch in loader:\n            step(batch)\n"),
+        # The helper returns two loaders; the epoch loop iterates only the second, once per epoch.
+        Valid("from torch.utils.data import DataLoader\ndef make_loaders(ds):\n    train = DataLoader(ds, num_workers=4)\n"
+              "    probe = DataLoader(ds, num_workers=4, persistent_workers=True)\n    return train, probe\n"
+              "def main(ds):\n    train, probe = make_loaders(ds)\n    for batch in train:\n        step(batch)\n"
+              "    for epoch in range(3):\n        for batch in probe:\n            check(batch)\n"),
         # No workers, from a variable assigned once.
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=NUM_WORKERS)").replace(
             "loader = ", "NUM_WORKERS = 0\nloader = ", 1)),
@@ -977,6 +990,15 @@ would be wrong for some runs.
     invalid = [
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)"),
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
+        # Returned by a helper to the function whose epoch loop iterates it (by the tuple's position).
+        Invalid("from torch.utils.data import DataLoader\ndef make_loaders(ds, vs):\n"
+                "    train = DataLoader(ds, num_workers=4)\n    val = DataLoader(vs)\n    return train, val\n"
+                "def main(ds, vs):\n    train_loader, val_loader = make_loaders(ds, vs)\n    for epoch in range(3):\n"
+                "        for batch in train_loader:\n            step(batch)\n",
+                fixed="from torch.utils.data import DataLoader\ndef make_loaders(ds, vs):\n"
+                      "    train = DataLoader(ds, num_workers=4, persistent_workers=True)\n    val = DataLoader(vs)\n"
+                      "    return train, val\ndef main(ds, vs):\n    train_loader, val_loader = make_loaders(ds, vs)\n"
+                      "    for epoch in range(3):\n        for batch in train_loader:\n            step(batch)\n"),
         # persistent_workers from a variable holding False: fixed there while the workers are certain;
         # with a configurable worker count, True could meet 0 workers (a ValueError): no fix.
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=8, persistent_workers=KEEP)").replace(
@@ -1018,7 +1040,8 @@ would be wrong for some runs.
                 return
         else:
             name = loader_name(ctx, call)
-            if not ((name is not None and _iterated_per_epoch(ctx, name)) or lightning_epochs(ctx, call, name)):
+            if not ((name is not None and _iterated_per_epoch(ctx, name)) or _looped_over_per_epoch(ctx, call)
+                    or lightning_epochs(ctx, call, name)):
                 return
         workers = loader_arg(ctx, call, "num_workers")
         # PyTorch rejects persistent_workers=True without workers, so a configurable worker count
@@ -1067,6 +1090,22 @@ def _trainer_epochs(ctx, call: cst.Call) -> bool:
     epochs = ctx.keyword(call, "num_train_epochs")
     value = ctx.literal(epochs.value) if epochs is not None else 3
     return not (isinstance(value, (int, float)) and value <= 1)
+
+
+def _looped_over_per_epoch(ctx, call: cst.Call) -> bool:
+    """A loop over the loader, where a module-local function returning it hands it to its caller
+    (`train_loader, val_loader = make_loaders(cfg)`), runs inside an outer loop that does not
+    build the loader again."""
+    maker = ctx.index.enclosing_function(call)
+    for loop in ctx.loops.loops_over(call):
+        outer = ctx.loops.innermost_loop(loop)
+        if outer is None or ctx.index.contains(outer, call):
+            continue
+        if maker is not None and any(isinstance(node, cst.Call) and ctx.loops.local_callee_name(node) == maker.name.value
+                                     for node in ctx.index.walk(outer)):
+            continue  # a new loader, and new workers, every epoch: nothing to keep alive
+        return True
+    return False
 
 
 def _iterated_per_epoch(ctx, name: str) -> bool:

@@ -65,6 +65,32 @@ def test_loops_over_follows_wrappers_not_other_calls():
     assert [loops.runs_steps(l) for l in loops.loops_over(train_call)] == [True]
 
 
+def test_a_loader_a_local_function_returns_is_followed_into_its_callers_loops():
+    ctx = _ctx(
+        "def make_loaders(ds, vs):\n    train = DataLoader(ds)\n    val = DataLoader(vs)\n"
+        "    def inner():\n        return val\n    return train, val\n"
+        "def build(ds):\n    return DataLoader(ds)\n"
+        "def fit():\n    train_dl, val_dl = make_loaders(ds, vs)\n    loader = build(ds)\n"
+        "    for b in train_dl:\n        model(b).backward()\n    for b in val_dl:\n        evaluate(b)\n"
+        "    for b in loader:\n        model(b).backward()\n"
+        "def other():\n    for b in train_dl:\n        pass\n"
+    )
+    train, val, built = _calls(ctx, "DataLoader")
+    loops = ctx.loops
+    assert loops.returned_to(train) == [("train_dl", ctx.index.nodes(cst.FunctionDef)[3])]
+    assert [loops.runs_steps(l) for l in loops.loops_over(train)] == [True]  # not `other`'s loop
+    assert [loops.runs_steps(l) for l in loops.loops_over(val)] == [False]  # position 1, not the nested return
+    assert [loops.runs_steps(l) for l in loops.loops_over(built)] == [True]
+    # A caller that hands the loader on: its loops are not all seen, so none are taken (the
+    # evaluation loop alone would make a training loader look like an evaluation one).
+    handed = _ctx(
+        "def load(ds):\n    dl = DataLoader(ds)\n    return dl\n"
+        "def fit():\n    train_dl = load(ds)\n    eval_dl = load(vs)\n    run_training(train_dl)\n"
+        "    for b in tqdm(eval_dl):\n        evaluate(b)\n")
+    (call,) = _calls(handed, "DataLoader")
+    assert handed.loops.returned_to(call) == [] and handed.loops.loops_over(call) == []
+
+
 def test_offline_script_by_path_and_no_hot_loop():
     prep = "class DS(Dataset):\n    def __getitem__(self, i):\n        return torchaudio.load(self.paths[i])\n"
     train = prep + "for x in loader:\n    model(x).backward()\n    opt.step()\n"

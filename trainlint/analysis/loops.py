@@ -276,7 +276,87 @@ class Loops:
         for loop in self.loops_over_names([t for t in targets if t], scope):
             if loop not in out:
                 out.append(loop)
+        for name, caller in self.returned_to(value):
+            for loop in self.loops_over_names([name], caller):
+                if loop not in out:
+                    out.append(loop)
         return out
+
+    def returned_to(self, value: cst.BaseExpression) -> list[tuple[str, cst.FunctionDef | None]]:
+        """(name, its function) for each place a module-local function's result that is value is
+        bound by a call of it: value returned alone, or at one position of a returned tuple
+        (`return train, val` binds `train_loader, val_loader = make_loaders(cfg)` by position), as
+        itself or under the one name it is assigned in that function. One call level: the
+        loaders a `build_loaders()` helper returns to the training function. [] when a caller
+        hands a bound name on (to another function, an attribute, a return): the loops seen
+        would not be all of them (simpletransformers hands its training loader to `self.train`
+        and iterates the evaluation one in place)."""
+        fn = self.index.enclosing_function(value)
+        if fn is None:
+            return []
+        position = self._returned_at(fn, value)
+        if position is None:
+            return []
+        out = []
+        for call in self.index.nodes(cst.Call):
+            if self.local_callee_name(call) != fn.name.value or self.index.contains(fn, call):
+                continue
+            assign = self.index.parent.get(call)
+            if not isinstance(assign, cst.Assign) or assign.value is not call or len(assign.targets) != 1:
+                continue
+            target = assign.targets[0].target
+            if position >= 0:
+                if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) <= position:
+                    continue
+                target = target.elements[position].value
+            name = dotted(target)
+            if name is None:
+                continue
+            caller = self.index.enclosing_function(call)
+            if self._handed_on(name, caller):
+                return []
+            out.append((name, caller))
+        return out
+
+    def _handed_on(self, name: str, scope: cst.FunctionDef | None) -> bool:
+        """The name's value leaves scope's sight (every method's, for `self.x`): an argument of a
+        call other than a loader wrapper (`iter`, `tqdm`, `accelerator.prepare`...) or `len`,
+        assigned to another target, or returned."""
+        for node in self.index.nodes(cst.Name):
+            if node.value != name.split(".", 1)[0]:
+                continue
+            if not name.startswith("self.") and self.index.enclosing_function(node) is not scope:
+                continue  # `self.x` is read in every method
+            use = self.index.parent.get(node)
+            if isinstance(use, cst.Attribute) and use.value is node:
+                if dotted(use) != name:
+                    continue
+                node, use = use, self.index.parent.get(use)
+            if isinstance(use, (cst.Return, cst.Yield)) or (isinstance(use, cst.Assign) and use.value is node):
+                return True
+            if isinstance(use, cst.Arg) and use.value is node:
+                callee = (dotted(self.index.parent.get(use).func) or "").rsplit(".", 1)[-1]
+                if callee != "len" and not _LOADER_WRAPPER.match(callee):
+                    return True
+        return False
+
+    def _returned_at(self, fn: cst.FunctionDef, value: cst.BaseExpression) -> int | None:
+        """Where fn returns value: -1 alone, i at position i of a returned tuple, None if it does not."""
+        holder = self.index.parent.get(value)
+        names = set()
+        if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0].target, cst.Name):
+            names.add(holder.targets[0].target.value)
+        for node in walk(fn.body):
+            if not isinstance(node, cst.Return) or node.value is None or self.index.enclosing_function(node) is not fn:
+                continue
+            returned = node.value
+            if returned is value or dotted(returned) in names:
+                return -1
+            if isinstance(returned, cst.Tuple):
+                for i, element in enumerate(returned.elements):
+                    if element.value is value or dotted(element.value) in names:
+                        return i
+        return None
 
     def loops_over_names(self, names: list[str], scope: cst.FunctionDef | None) -> list[cst.For]:
         """`for` loops of function scope (any function, for `self.x`) that iterate one of names,
