@@ -92,12 +92,26 @@ def setting_fix(rule: Rule, call: cst.Call, name: str, value: str, applicability
     ctx = rule.ctx
     source = setting_source(ctx, call, name)
     if source is not None:
+        if source.switch is not None and value == "True":
+            return _switch_on_fix(rule, source, applicability, *extra)
         if source.node is None:
             return None
         return rule.fix(applicability, source.fix_title(value), (source.node, cst.parse_expression(value)), *extra)
     keyword = loader_keyword(ctx, call, name)
     return rule.fix(applicability, f"Set `{keyword}={at_call or value}`",
                     (call, set_loader_arg(ctx, call, name, at_call or value)), *extra)
+
+
+def _switch_on_fix(rule: Rule, source: Source, applicability: Applicability, *extra):
+    """A `store_true` switch that is off by default, on by default: `action=argparse.BooleanOptionalAction,
+    default=True`, so `--pin-memory` still works and `--no-pin-memory` turns it off."""
+    ctx = rule.ctx
+    argparse = ctx.names.module_alias("argparse")
+    imports = [] if argparse else [insert_stdlib_import(ctx, "argparse")]
+    action = f"{argparse or 'argparse'}.BooleanOptionalAction"
+    switch = ctx.with_keyword(ctx.with_keyword(source.switch, "action", action), "default", "True")
+    return rule.fix(applicability, f"Default `{source.name}` to True (`action={action}`, `--no-` turns it off)",
+                    ctx.call_replacement(source.switch, switch), *imports, *extra)
 
 
 def setting_advice(ctx, call: cst.Call, name: str, value: str, problem: str, why: str = "") -> str:
@@ -555,8 +569,8 @@ A setting written as a name is read as TL101 describes: `pin_memory=PIN` with `P
 `pin_memory=cfg.pin_memory` whose field defaults to False, `pin_memory=args.pin_memory` whose
 option is off by default (`default=False`, or a `store_true` switch, and no `set_defaults` turns
 it on: the run copies from pageable memory unless the flag is given). The fix changes the value
-where it is written; a `store_true` switch is only reported (turning it on by default needs
-another action).
+where it is written; a `store_true` switch becomes `action=argparse.BooleanOptionalAction,
+default=True`, so `--pin-memory` still works and `--no-pin-memory` turns pinning off.
 
 ## Why is this bad?
 Copies from pageable host memory go through a staging buffer and cannot overlap with compute.
@@ -671,7 +685,20 @@ position is replaced where it stands.
         Invalid(_LOOP.format(loader="import argparse\nparser = argparse.ArgumentParser()\n"
                                     "parser.add_argument('--pin-mem', action='store_true')\nargs = parser.parse_args()\n"
                                     "loader = DataLoader(ds, num_workers=2, pin_memory=args.pin_mem)"),
+                fixed=_LOOP.format(loader="import argparse\nparser = argparse.ArgumentParser()\n"
+                                          "parser.add_argument('--pin-mem', action=argparse.BooleanOptionalAction, "
+                                          "default=True)\nargs = parser.parse_args()\n"
+                                          "loader = DataLoader(ds, num_workers=2, pin_memory=args.pin_mem)"),
                 message="unless `--pin-mem` is given (it is off by default)"),
+        Invalid(_LOOP.format(loader="from argparse import ArgumentParser\nparser = ArgumentParser()\n"
+                                    "parser.add_argument('--pin', action='store_true', help='pin batches')\n"
+                                    "args = parser.parse_args()\nloader = DataLoader(ds, pin_memory=args.pin)"),
+                # `import argparse` added for the action's name.
+                fixed="import argparse\n\n" + _LOOP.format(
+                    loader="from argparse import ArgumentParser\nparser = ArgumentParser()\n"
+                           "parser.add_argument(\n    '--pin',\n    action=argparse.BooleanOptionalAction,\n"
+                           "    help='pin batches',\n    default=True,\n)\n"
+                           "args = parser.parse_args()\nloader = DataLoader(ds, pin_memory=args.pin)")),
         # A variable or a configuration field that holds False: fixed where it is written.
         Invalid(_LOOP.format(loader="PIN = False\nloader = DataLoader(ds, num_workers=2, pin_memory=PIN)"),
                 fixed=_LOOP.format(loader="PIN = True\nloader = DataLoader(ds, num_workers=2, pin_memory=PIN)"),

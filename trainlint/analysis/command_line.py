@@ -14,6 +14,7 @@ class OptionDefault(NamedTuple):
     flag: str  # the option's first flag, `--num-workers`
     value: object  # its default as a literal (False for a `store_true` flag without one), or UNKNOWN
     arg: cst.Arg | None  # the `default=` argument, where a fix can change it
+    switch: cst.Call | None = None  # the `add_argument` of a `store_true` switch without a default
 
 
 def option_default(ctx, expr: cst.BaseExpression) -> OptionDefault | None:
@@ -51,5 +52,5 @@ def option_default(ctx, expr: cst.BaseExpression) -> OptionDefault | None:
         return OptionDefault(flag, ctx.literal(default.value), default)
     action = ctx.keyword(option, "action")
     if action is not None and ctx.literal(action.value) == "store_true":
-        return OptionDefault(flag, False, None)
+        return OptionDefault(flag, False, None, option)
     return None

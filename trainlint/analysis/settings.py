@@ -29,6 +29,7 @@ class Source(NamedTuple):
     name: str  # how a message names it: `--workers`, `NUM_WORKERS`, `Config.num_workers`
     value: object  # the value a plain run gets, a literal (False for a `store_true` switch)
     node: cst.BaseExpression | None  # the literal a fix replaces; None when there is none to change
+    switch: cst.Call | None = None  # an option's `add_argument(..., action="store_true")`, which has none
 
     def condition(self) -> str:
         """Where the value comes from, for a message that says what goes wrong with it:
@@ -84,7 +85,7 @@ class Sources:
             option = option_default(self.ctx, expr)
             if option is not None:
                 return Source("option", option.flag, option.value,
-                              option.arg.value if option.arg is not None else None)
+                              option.arg.value if option.arg is not None else None, option.switch)
             return self._field(expr)
         return None
 
