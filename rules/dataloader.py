@@ -52,11 +52,17 @@ def loader_keyword(ctx, call: cst.Call, name: str) -> str:
 
 
 def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
-    if builds_trainer_loader(ctx, call):
-        return ctx.keyword(call, loader_keyword(ctx, call, name))
-    arg = ctx.keyword(call, name)
-    if arg is None and name in _POSITIONAL:
+    """The argument that sets DataLoader argument `name` in this call: its keyword, its position,
+    or the call's `*args`/`**options` when they may pass it (a value not known here); None when
+    it is certainly not passed (a `**options` dict whose keys the file shows does not hold it)."""
+    keyword = loader_keyword(ctx, call, name)
+    arg = ctx.keyword(call, keyword)
+    if arg is None and name in _POSITIONAL and not builds_trainer_loader(ctx, call):
         arg = ctx.positional(call, _POSITIONAL[name])
+    if arg is None and ctx.hides_arguments(call):
+        keys = ctx.star_keys(call)
+        if keys is None or keyword in keys:
+            return next(a for a in call.args if a.star)
     return arg
 
 
@@ -73,13 +79,15 @@ def setting_value(ctx, call: cst.Call, name: str, missing, *, certain: bool = Fa
     a literal, or what the variable, option or configuration field it reads holds (see
     settings.py; with certain, no option's or field's default)."""
     arg = loader_arg(ctx, call, name)
-    return missing if arg is None else ctx.sources.value(arg.value, certain=certain)
+    if arg is None:
+        return missing
+    return UNKNOWN if arg.star else ctx.sources.value(arg.value, certain=certain)
 
 
 def setting_source(ctx, call: cst.Call, name: str) -> Source | None:
     """Where the loader's argument `name` gets its value when it names it (`num_workers=NUM_WORKERS`)."""
     arg = loader_arg(ctx, call, name)
-    if arg is None or ctx.literal(arg.value) is not UNKNOWN:
+    if arg is None or arg.star or ctx.literal(arg.value) is not UNKNOWN:
         return None
     return ctx.sources.source(arg.value)
 
@@ -313,8 +321,8 @@ class DataLoaderRule(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if ctx.hides_arguments(node):
-            return
+        if ctx.hides_arguments(node) and ctx.star_keys(node) is None:
+            return  # `*args`, or a `**options` dict built elsewhere: any argument may be passed
         if self.trainer_settings and builds_trainer_loader(ctx, node):
             if _handed_on(ctx, node):
                 self.check_loader(node)
@@ -371,6 +379,11 @@ class's field (`cfg.num_workers`, where `cfg` is annotated with the module's one
 construction naming it or passing arguments by position or `**`, no `replace(...)` of it). An
 option's or field's default of 0 loads in the training process unless the run is configured
 otherwise. The fix changes the value where it is written, once for every loader that reads it.
+Options passed as `**options` are read when the function shows the dict's whole life: built from
+literal keys (`{...}`, `dict(a=...)`, `options["key"] = ...`, `options.update(...)` of such a dict,
+as PyTorch's MNIST example merges its CUDA options) and otherwise only read or unpacked. A key
+it may hold has a value not known here; one it cannot hold is missing, and the fix adds the
+keyword beside the `**` (a guard on workers reads `options.get("num_workers", 0)`).
 
 ## Why is this bad?
 With no workers, every batch is read, decoded and collated in the training process between two
@@ -390,8 +403,8 @@ loader = DataLoader(dataset, batch_size=64, shuffle=True, num_workers=min(8, os.
 ## Fix safety
 Unsafe: workers need a picklable dataset and collate function, and each worker has its own RNG
 stream, so random augmentations differ from a run without workers. A value the file does not
-settle (a parameter, an option or field it cannot see once), `*args` or `**kwargs` is not a
-finding. A `0` passed by position is replaced where it stands.
+settle (a parameter, an option or field it cannot see once), `*args`, or `**options` whose keys
+the file does not show, is not a finding. A `0` passed by position is replaced where it stands.
 """
     valid = [
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, num_workers=4)\n"),
@@ -434,6 +447,11 @@ finding. A `0` passed by position is replaced where it stands.
               "        workers = 8\n    return DataLoader(ds, num_workers=workers)\n"),
         Valid("from torch.utils.data import DataLoader\nNUM_WORKERS = 0\ndef main(NUM_WORKERS):\n"
               "    return DataLoader(ds, num_workers=NUM_WORKERS)\n"),
+        # A `**options` dict that may hold the worker count, or whose keys the file does not show.
+        Valid("from torch.utils.data import DataLoader\ndef main(fast):\n    kw = {'batch_size': 32}\n    if fast:\n"
+              "        kw.update(num_workers=8)\n    return DataLoader(ds, **kw)\n"),
+        Valid("from torch.utils.data import DataLoader\ndef main():\n    kw = {'batch_size': 32}\n    tune(kw)\n"
+              "    return DataLoader(ds, **kw)\n"),
         # A configuration field's default decides only when nothing in the file sets the field.
         Valid(_CONFIG.format(default="4", more="")),
         Valid(_CONFIG.format(default="0", more="") + "main(Config(num_workers=4))\n"),
@@ -496,6 +514,11 @@ finding. A `0` passed by position is replaced where it stands.
         # A subclass that forwards *args/**kwargs keeps DataLoader's signature (yolov5's InfiniteDataLoader).
         Invalid("from torch.utils.data import DataLoader\nclass Loop(DataLoader):\n    def __init__(self, *args, **kwargs):\n"
                 "        super().__init__(*args, **kwargs)\nloader = Loop(ds, batch_size=4)\n"),
+        # A `**options` dict built in view without a worker count: the keyword is added beside it.
+        Invalid("import os\nfrom torch.utils.data import DataLoader\ndef main():\n    kw = dict(batch_size=32, shuffle=True)\n"
+                "    return DataLoader(ds, **kw)\n",
+                fixed="import os\nfrom torch.utils.data import DataLoader\ndef main():\n    kw = dict(batch_size=32, shuffle=True)\n"
+                      "    return DataLoader(ds, **kw, num_workers=min(8, os.cpu_count() or 1))\n"),
         # A variable assigned 0 once: the assignment is fixed, for every loader reading it.
         Invalid("import os\nfrom torch.utils.data import DataLoader\nNUM_WORKERS = 0\ndef main():\n"
                 "    train = DataLoader(ds, num_workers=NUM_WORKERS)\n    val = DataLoader(vs, num_workers=NUM_WORKERS)\n",
@@ -1017,6 +1040,17 @@ would be wrong for some runs.
     invalid = [
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)"),
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
+        # PyTorch's MNIST example: workers only in the CUDA options, merged into the loader's `**`
+        # dict; the guard reads the dict's worker count.
+        Invalid("from torch.utils.data import DataLoader\ndef main(use_cuda):\n    train_kwargs = {'batch_size': 64}\n"
+                "    if use_cuda:\n        cuda_kwargs = {'num_workers': 1, 'pin_memory': True}\n"
+                "        train_kwargs.update(cuda_kwargs)\n    loader = DataLoader(ds, **train_kwargs)\n"
+                "    for epoch in range(3):\n        train(model, loader)\n",
+                fixed="from torch.utils.data import DataLoader\ndef main(use_cuda):\n    train_kwargs = {'batch_size': 64}\n"
+                      "    if use_cuda:\n        cuda_kwargs = {'num_workers': 1, 'pin_memory': True}\n"
+                      "        train_kwargs.update(cuda_kwargs)\n    loader = DataLoader(\n        ds,\n"
+                      "        **train_kwargs,\n        persistent_workers=train_kwargs.get('num_workers', 0) > 0,\n"
+                      "    )\n    for epoch in range(3):\n        train(model, loader)\n"),
         # Returned by a helper to the function whose epoch loop iterates it (by the tuple's position).
         Invalid("from torch.utils.data import DataLoader\ndef make_loaders(ds, vs):\n"
                 "    train = DataLoader(ds, num_workers=4)\n    val = DataLoader(vs)\n    return train, val\n"
@@ -1076,11 +1110,19 @@ would be wrong for some runs.
         # a setting written elsewhere has no room for one, so it gets no fix then.
         certain = workers_positive(ctx, workers.value)
         fix = setting_fix(self, call, "persistent_workers", "True", Applicability.UNSAFE,
-                          at_call="True" if certain else f"{_operand(ctx, workers.value)} > 0")
+                          at_call="True" if certain else f"{_workers_operand(ctx, call, workers)} > 0")
         if setting_source(ctx, call, "persistent_workers") is not None and not certain:
             fix = None
         self.report(call, setting_advice(ctx, call, "persistent_workers", "True",
                                          "Workers are restarted at every epoch", "to keep them alive"), fix)
+
+
+def _workers_operand(ctx, call: cst.Call, workers: cst.Arg) -> str:
+    """The worker count as an operand of the fix's guard: the argument's value, or what the
+    `**options` dict holds (`loader_kwargs.get("num_workers", 0)`, 0 when it holds none)."""
+    if workers.star:
+        return f'{ctx.code(workers.value)}.get({ctx.quote}{loader_keyword(ctx, call, "num_workers")}{ctx.quote}, 0)'
+    return _operand(ctx, workers.value)
 
 
 def _operand(ctx, expr: cst.BaseExpression) -> str:
@@ -1203,6 +1245,14 @@ since PyTorch rejects a prefetch factor without workers.
               "make(ds, num_workers=4)\n"),
     ]
     invalid = [
+        # Workers only in the options merged into the loader's `**` dict (PyTorch's MNIST example).
+        Invalid("from torch.utils.data import DataLoader\ndef main(use_cuda):\n    kw = {'batch_size': 64}\n"
+                "    if use_cuda:\n        kw.update({'num_workers': 1, 'pin_memory': True})\n"
+                "    return DataLoader(ds, **kw)\n",
+                fixed="from torch.utils.data import DataLoader\ndef main(use_cuda):\n    kw = {'batch_size': 64}\n"
+                      "    if use_cuda:\n        kw.update({'num_workers': 1, 'pin_memory': True})\n"
+                      "    return DataLoader(\n        ds,\n        **kw,\n"
+                      "        prefetch_factor=4 if kw.get('num_workers', 0) > 0 else None,\n    )\n"),
         # A worker count from a variable holding one is certain: no condition in the fix; a shallow
         # prefetch from a variable is fixed there.
         Invalid("from torch.utils.data import DataLoader\nNUM_WORKERS = 6\nDataLoader(ds, num_workers=NUM_WORKERS)\n",
@@ -1258,7 +1308,7 @@ since PyTorch rejects a prefetch factor without workers.
         depth = "2" if value is None else repr(value)
         certain = workers_positive(ctx, workers.value)
         fix = setting_fix(self, call, "prefetch_factor", str(minimum), Applicability.SAFE,
-                          at_call=None if certain else f"{minimum} if {_operand(ctx, workers.value)} > 0 else None")
+                          at_call=None if certain else f"{minimum} if {_workers_operand(ctx, call, workers)} > 0 else None")
         if setting_source(ctx, call, "prefetch_factor") is not None and value is None and not certain:
             fix = None  # `PREFETCH = None` is right with no workers, a number is not: no room for the condition
         self.report(call, setting_advice(ctx, call, "prefetch_factor", str(minimum),

@@ -10,7 +10,7 @@ from trainlint.analysis.distributed import ACCELERATE, DDP, FABRIC, FSDP, Accumu
 from trainlint.analysis.frameworks import is_accelerate_ddp_kwargs, is_lightning_ddp_strategy, lightning_strategies
 from trainlint.analysis.imports import imported_name
 from trainlint.analysis.names import bound_names, dotted
-from trainlint.analysis.variables import owner, variable_uses
+from trainlint.analysis.star_args import star_keys
 from trainlint.diagnostics import Applicability
 from trainlint import layout
 from trainlint.rule import Invalid, Rule, Valid
@@ -611,7 +611,7 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         if accelerate_options and any(arg.keyword is None and not arg.star for arg in node.args):
             return  # a dataclass's fields by position: which one is which is not worth guessing
         if ctx.hides_arguments(node):
-            keys = _star_keys(ctx, node)
+            keys = star_keys(ctx, node)
             if keys is None or "gradient_as_bucket_view" in keys:
                 return  # the options may set it: not known here
         if ctx.positional(node, 9) is not None:
@@ -671,65 +671,6 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
 
 # Lightning's strategy names that mean plain DDP, with the DDPStrategy options they stand for.
 _LIGHTNING_DDP = {"ddp": "", "ddp_find_unused_parameters_true": "find_unused_parameters=True, "}
-
-
-def _star_keys(ctx, call: cst.Call) -> set[str] | None:
-    """Every key the call's `**options` dict can hold, when its whole life is visible in the
-    function: built from dict literals (`{} if old_torch else {"static_graph": True}`), given keys
-    by `options["key"] = ...` (literal keys, or a choice of them), used nowhere else. None otherwise
-    (also beside a `*args`, which may pass anything)."""
-    stars = [a for a in call.args if a.star]
-    if len(stars) != 1 or stars[0].star != "**" or not isinstance(stars[0].value, cst.Name):
-        return None
-    star = stars[0].value
-    uses = variable_uses(ctx.index, owner(ctx.index, star), star.value)
-    if uses is None:
-        return None  # global, or used by a nested function
-    keys: set[str] = set()
-    built = False
-    for use in uses:
-        parent = ctx.parent(use.node)
-        if use.node is star or (isinstance(parent, cst.Arg) and parent.star == "**"):
-            continue  # unpacked into a call: a copy, the dict is unchanged
-        if use.kind == "assign":
-            found = _dict_keys(ctx, use.value)  # options = {...}
-            built = True
-        elif use.kind == "read" and isinstance(parent, cst.Subscript) \
-                and isinstance(ctx.parent(parent), cst.AssignTarget) and len(parent.slice) == 1:
-            found = _literal_strings(ctx, parent.slice[0].slice.value)  # options["key"] = ...
-        else:
-            return None  # read, updated or handed on: its keys are not known here
-        if found is None:
-            return None
-        keys |= found
-    return keys if built else None
-
-
-def _either(keys, ctx, expr: cst.IfExp) -> set[str] | None:
-    """What keys() finds in both branches of `a if test else b`; None unless it knows both."""
-    body, orelse = keys(ctx, expr.body), keys(ctx, expr.orelse)
-    return None if body is None or orelse is None else body | orelse
-
-
-def _dict_keys(ctx, value: cst.BaseExpression | None) -> set[str] | None:
-    if isinstance(value, cst.IfExp):
-        return _either(_dict_keys, ctx, value)
-    if not isinstance(value, cst.Dict):
-        return None
-    keys: set[str] = set()
-    for element in value.elements:
-        found = _literal_strings(ctx, element.key) if isinstance(element, cst.DictElement) else None
-        if found is None:
-            return None
-        keys |= found
-    return keys
-
-
-def _literal_strings(ctx, expr) -> set[str] | None:
-    if isinstance(expr, cst.IfExp):
-        return _either(_literal_strings, ctx, expr)
-    value = ctx.literal(expr)
-    return {value} if isinstance(value, str) else None
 
 
 class DataParallelUsed(Rule):

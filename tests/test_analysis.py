@@ -254,3 +254,25 @@ def test_where_a_setting_written_as_a_name_gets_its_value(code, expected):
         assert ctx.sources.value(use.args[0].value, certain=True) == (
             expected[2] if expected[0] == "variable" else UNKNOWN)
         assert ctx.literal(source.node) == expected[2]  # the literal a fix replaces
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("kw = {'a': 1}\nf(**kw)\n", {"a"}),
+    ("kw = dict(a=1, b=2)\nf(**kw)\n", {"a", "b"}),
+    ("kw = {} if old else {'a': 1}\nkw['b'] = 2\nf(**kw)\n", {"a", "b"}),
+    # Merged from another dict in view, read without a change, unpacked elsewhere too.
+    ("kw = {'a': 1}\nif x:\n    more = {'b': 2}\n    kw.update(more)\n    other.update(more)\nf(**kw)\n", {"a", "b"}),
+    ("kw = {'a': 1}\nkw.update({'b': 2}, c=3)\nn = kw.get('a', 0)\nok = 'a' in kw\ng(**kw)\nf(**kw)\n", {"a", "b", "c"}),
+    # Not known: a key from elsewhere, a change that adds unknown keys, handed on, a parameter, *args.
+    ("kw = {name: 1}\nf(**kw)\n", None),
+    ("kw = {'a': 1}\nkw.setdefault('b', 2)\nf(**kw)\n", None),
+    ("kw = {'a': 1}\nkw.update(defaults)\nf(**kw)\n", None),
+    ("kw = {'a': 1}\ntune(kw)\nf(**kw)\n", None),
+    ("kw = dict(base, a=1)\nf(**kw)\n", None),
+    ("def g(kw):\n    f(**kw)\n", None),
+    ("kw = {'a': 1}\nf(*args, **kw)\n", None),
+])
+def test_the_keys_a_star_star_dict_can_pass(code, expected):
+    ctx = ctx_for(code)
+    call = next(c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "f")
+    assert ctx.star_keys(call) == (frozenset(expected) if expected is not None else None)

@@ -18,6 +18,7 @@ from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.precision import Precision
 from trainlint.analysis.settings import Sources
+from trainlint.analysis.star_args import star_keys
 from trainlint.analysis.tensors import Tensors
 from trainlint.analysis.tree import TreeIndex
 from trainlint.layout import bracketed, fitted, fluent, method_lines, one_arg_per_line, parenthesized
@@ -44,6 +45,7 @@ class FileContext:
         self.settings = settings
         self.index = TreeIndex(module)
         self._scope_calls: dict = {}
+        self._star_keys: dict = {}
 
     @cached_property
     def names(self) -> Names:
@@ -180,6 +182,12 @@ class FileContext:
         """`*args` or `**kwargs` may pass any argument (positional ones too): none is known missing,
         and a keyword added beside them may be passed twice."""
         return any(arg.star for arg in call.args)
+
+    def star_keys(self, call: cst.Call) -> frozenset[str] | None:
+        """The keys the call's `**options` can pass, when the file shows (star_args.py); once per call."""
+        if call not in self._star_keys:
+            self._star_keys[call] = star_keys(self, call)
+        return self._star_keys[call]
 
     @staticmethod
     def positional(call: cst.Call, index: int) -> cst.Arg | None:

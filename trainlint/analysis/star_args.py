@@ -1,0 +1,140 @@
+"""The keys a call's `**options` can pass, when the file shows the dict's whole life.
+
+`DataLoader(ds, **loader_kwargs)` passes any argument the dict holds: a rule that wants to know
+whether `num_workers` is set cannot tell, unless the dict is built in the same function from
+literal keys and changed only in ways that name them. PyTorch's MNIST example, copied into many
+training scripts, builds its loader options this way:
+
+    train_kwargs = {"batch_size": args.batch_size}
+    if use_cuda:
+        train_kwargs.update({"num_workers": 1, "pin_memory": True, "shuffle": True})
+    DataLoader(dataset, **train_kwargs)
+
+A key outside the set is certainly not passed (a keyword added beside the `**` cannot collide);
+a key inside it may be, with a value the rules treat as unknown.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from trainlint.analysis.variables import owner, variable_uses
+
+_DEPTH = 3  # `.update(other)` followed this many dicts deep
+
+
+def star_keys(ctx, call: cst.Call) -> frozenset[str] | None:
+    """Every key the call's one `**options` can hold, when its whole life is visible in its
+    function; None otherwise (also beside a `*args`, which may pass anything)."""
+    stars = [a for a in call.args if a.star]
+    if len(stars) != 1 or stars[0].star != "**" or not isinstance(stars[0].value, cst.Name):
+        return None
+    keys = _name_keys(ctx, stars[0].value, _DEPTH)
+    return frozenset(keys) if keys is not None else None
+
+
+def _name_keys(ctx, name: cst.Name, depth: int) -> set[str] | None:
+    """The keys the dict variable can hold: built from dict literals or `dict(...)`
+    (`{} if old_torch else {"static_graph": True}`), given keys by `options["key"] = ...` (literal
+    keys, or a choice of them) or `options.update(...)` of a dict whose keys are known, and
+    otherwise only unpacked into calls or merged into another dict."""
+    uses = variable_uses(ctx.index, owner(ctx.index, name), name.value)
+    if uses is None or depth < 0:
+        return None  # global, or used by a nested function
+    keys: set[str] = set()
+    built = False
+    for use in uses:
+        parent = ctx.parent(use.node)
+        if isinstance(parent, cst.Arg) and parent.star == "**":
+            continue  # unpacked into a call: a copy, the dict is unchanged
+        if use.kind == "assign":
+            found = dict_keys(ctx, use.value, depth)  # options = {...}
+            built = True
+        elif use.kind != "read":
+            return None
+        elif isinstance(parent, cst.Subscript) and isinstance(ctx.parent(parent), cst.AssignTarget) \
+                and len(parent.slice) == 1:
+            found = _literal_strings(ctx, parent.slice[0].slice.value)  # options["key"] = ...
+        elif isinstance(parent, cst.Attribute) and parent.attr.value == "update" \
+                and isinstance(call := ctx.parent(parent), cst.Call) and call.func is parent:
+            found = _update_keys(ctx, call, depth)  # options.update(...)
+        elif _merged_into_update(ctx, parent) or _only_reads(ctx, use.node, parent):
+            continue  # read (by another dict's update(), `.get(...)`, `options["key"]`): unchanged
+        else:
+            return None  # read, changed or handed on: its keys are not known here
+        if found is None:
+            return None
+        keys |= found
+    return keys if built else None
+
+
+def dict_keys(ctx, value: cst.BaseExpression | None, depth: int = _DEPTH) -> set[str] | None:
+    """The keys of a dict expression: a literal, `dict(k=v, ...)`, a conditional of two such, or
+    a variable whose keys `_name_keys` knows."""
+    if isinstance(value, cst.IfExp):
+        body, orelse = dict_keys(ctx, value.body, depth), dict_keys(ctx, value.orelse, depth)
+        return None if body is None or orelse is None else body | orelse
+    if isinstance(value, cst.Name) and depth > 0:
+        return _name_keys(ctx, value, depth - 1)
+    if isinstance(value, cst.Call) and ctx.dotted(value.func) == "dict":
+        if any(arg.keyword is None for arg in value.args):
+            return None  # `dict(other)`, `dict(**other)`: keys not listed
+        return {arg.keyword.value for arg in value.args}
+    if not isinstance(value, cst.Dict):
+        return None
+    keys: set[str] = set()
+    for element in value.elements:
+        found = _literal_strings(ctx, element.key) if isinstance(element, cst.DictElement) else None
+        if found is None:
+            return None
+        keys |= found
+    return keys
+
+
+def _update_keys(ctx, call: cst.Call, depth: int) -> set[str] | None:
+    """The keys `options.update(...)` may add: of its one positional dict and its keywords."""
+    keys: set[str] = set()
+    positional = [arg for arg in call.args if arg.keyword is None]
+    if len(positional) > 1 or any(arg.star for arg in positional):
+        return None
+    for arg in call.args:
+        if arg.keyword is not None:
+            keys.add(arg.keyword.value)
+            continue
+        found = dict_keys(ctx, arg.value, depth - 1)
+        if found is None:
+            return None
+        keys |= found
+    return keys
+
+
+_READERS = frozenset({"get", "keys", "items", "values", "copy"})
+
+
+def _only_reads(ctx, node: cst.Name, parent: cst.CSTNode) -> bool:
+    """The use reads the dict without changing it: `options.get(...)` (a fix's guard reads the
+    worker count this way), `.keys()`, `.items()`, `options["key"]`, `"key" in options`."""
+    if isinstance(parent, cst.Attribute) and parent.value is node:
+        call = ctx.parent(parent)
+        return parent.attr.value in _READERS and isinstance(call, cst.Call) and call.func is parent
+    if isinstance(parent, cst.Subscript) and parent.value is node:
+        holder = ctx.parent(parent)
+        return not (isinstance(holder, (cst.AssignTarget, cst.AugAssign, cst.Del)) or
+                    isinstance(holder, cst.AnnAssign) and holder.target is parent)
+    return isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn))
+
+
+def _merged_into_update(ctx, parent: cst.CSTNode) -> bool:
+    """The name is the argument of another dict's `.update(...)`."""
+    if not isinstance(parent, cst.Arg) or parent.keyword is not None:
+        return False
+    call = ctx.parent(parent)
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "update"
+
+
+def _literal_strings(ctx, expr) -> set[str] | None:
+    if isinstance(expr, cst.IfExp):
+        body, orelse = _literal_strings(ctx, expr.body), _literal_strings(ctx, expr.orelse)
+        return None if body is None or orelse is None else body | orelse
+    value = ctx.literal(expr)
+    return {value} if isinstance(value, str) else None
