@@ -1002,7 +1002,10 @@ would be wrong for some runs.
     valid = [
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=0)")),
-        # A helper's loader that the epoch loop builds anew each time: no workers to keep alive.
+        # A loader the epoch loop builds anew each time (here, or through a helper): no workers to
+        # keep alive.
+        Valid("from torch.utils.data import DataLoader\nfor epoch in range(10):\n    ds.set_difficulty(epoch)\n"
+              "    loader = DataLoader(ds, num_workers=4)\n    for batch in loader:\n        step(batch)\n"),
         Valid("from torch.utils.data import DataLoader\ndef make_loader(ds):\n    return DataLoader(ds, num_workers=4)\n"
               "def main(ds):\n    for epoch in range(3):\n        loader = make_loader(ds)\n"
               "        for batch in loader:\n            step(batch)\n"),
@@ -1101,7 +1104,7 @@ would be wrong for some runs.
                 return
         else:
             name = loader_name(ctx, call)
-            if not ((name is not None and _iterated_per_epoch(ctx, name)) or _looped_over_per_epoch(ctx, call)
+            if not ((name is not None and _iterated_per_epoch(ctx, call, name)) or _looped_over_per_epoch(ctx, call)
                     or lightning_epochs(ctx, call, name)):
                 return
         workers = loader_arg(ctx, call, "num_workers")
@@ -1177,13 +1180,17 @@ def _looped_over_per_epoch(ctx, call: cst.Call) -> bool:
     return False
 
 
-def _iterated_per_epoch(ctx, name: str) -> bool:
-    """The loader is iterated (or handed to a function) inside an outer loop."""
+def _iterated_per_epoch(ctx, loader: cst.Call, name: str) -> bool:
+    """The loader is iterated (or handed to a function) inside an outer loop that does not build
+    it: a loader built anew every epoch starts new workers whatever its settings (often on
+    purpose, to see a dataset changed between epochs), so keeping them alive does nothing."""
     for loop in ctx.index.nodes(cst.For):
-        if _mentions(ctx, loop.iter, name) and ctx.loops.innermost_loop(loop) is not None:
+        outer = ctx.loops.innermost_loop(loop)
+        if _mentions(ctx, loop.iter, name) and outer is not None and not ctx.index.contains(outer, loader):
             return True
     for call in ctx.index.nodes(cst.Call):
-        if ctx.loops.innermost_loop(call) is None:
+        outer = ctx.loops.innermost_loop(call)
+        if outer is None or ctx.index.contains(outer, loader):
             continue
         for arg in call.args:
             if ctx.dotted(arg.value) == name:

@@ -33,7 +33,7 @@ class Source(NamedTuple):
 
     def condition(self) -> str:
         """Where the value comes from, for a message that says what goes wrong with it:
-        `unless `--workers` is given (its default is 0)`, `(`NUM_WORKERS` is 0)`."""
+        `unless `--workers` is given (it defaults to 0)`, `(`NUM_WORKERS` is 0)`."""
         if self.kind == "variable":
             return f"(`{self.name}` is {self.value!r})"
         if isinstance(self.value, bool):
