@@ -962,8 +962,9 @@ class DataLoaderWorkersNotPersistent(DataLoaderRule):
 Flags a `DataLoader` with workers (`num_workers` not 0, as a literal or a variable holding one; a
 setting written as a name is read as TL101 describes) and no `persistent_workers=True`
 that is iterated once per epoch inside an outer loop (also where a function of the module
-returns it to its caller, `train_loader, val_loader = make_loaders(cfg)`, and the caller's epoch
-loop does not build it again), or by a Lightning Trainer (handed to
+returns it to its caller, `train_loader, val_loader = make_loaders(cfg)`; not when the outer loop
+builds the loader again, which starts new workers every epoch whatever its settings), or by a
+Lightning Trainer (handed to
 `trainer.fit`, or returned by a LightningModule's or LightningDataModule's `train_dataloader`) that
 runs several epochs (`max_epochs` not a literal 1 or less, its default 1000, no `max_steps` and no
 `reload_dataloaders_every_n_epochs`); and `TrainingArguments` with `dataloader_num_workers` and no
