@@ -225,6 +225,19 @@ def test_crlf_is_kept(tmp_path):
     assert b"\n" not in data.replace(b"\r\n", b"")
 
 
+def test_helpers_a_fix_inserts_take_a_crlf_files_line_endings(tmp_path):
+    # TL501 inserts a whole function (written with `\n`), as TL106 does its device-move helper: in a CRLF
+    # file their lines end in CRLF too (tests/test_properties.py found bare LFs).
+    source = ("import torch\r\nfrom torch.utils.data import DataLoader\r\nloader = DataLoader(ds)\r\n"
+              "for step, (x, y) in enumerate(loader):\r\n    torch.save(model.state_dict(), 'ckpt.pt')\r\n"
+              "    loss.backward()\r\n")
+    path = write(tmp_path / "crlf_helper.py", source)
+    proc = run_cli(path, "--select", "TL501", "--fix", "--unsafe-fixes", "--no-cache")
+    assert proc.returncode == 0, proc.stderr
+    data = open(path, "rb").read()
+    assert b"def _trainlint_async_save" in data and b"\n" not in data.replace(b"\r\n", b"")
+
+
 def test_mixed_line_endings_are_kept(tmp_path):
     source = b"from torch.utils.data import DataLoader\r\nimport os\nloader = DataLoader(ds, num_workers=4)\r\nx = 1\n"
     path = write(tmp_path / "mixed.py", source)

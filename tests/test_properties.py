@@ -67,7 +67,9 @@ def test_fix_of_grammar_programs_parses_and_is_idempotent(program):
 # -- training-script shapes -----------------------------------------------------------------------
 
 _names = st.sampled_from(["loader", "train_loader", "val_loader", "dl", "self.loader", "data_iter"])
-_values = st.sampled_from(["0", "2", "4", "args.workers", "True", "False", "None", "n", "8 if x else 0"])
+# Settings written as names too: a module constant and a configuration class's fields (settings.py).
+_values = st.sampled_from(["0", "2", "4", "args.workers", "True", "False", "None", "n", "8 if x else 0",
+                           "NUM_WORKERS", "PIN", "cfg.num_workers", "cfg.pin_memory", "cfg.drop_last"])
 _kwargs = st.sampled_from(["num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "drop_last",
                            "shuffle", "batch_size", "collate_fn", "sampler"])
 
@@ -143,6 +145,15 @@ def training_script(draw):
     if draw(st.booleans()):
         lines.append("class Text(Dataset):\n    def __getitem__(self, i):\n"
                      "        return self.tok.encode(open(self.paths[i]).read())")
+    lines.append(f"NUM_WORKERS = {draw(st.sampled_from(['0', '4']))}\nPIN = {draw(st.sampled_from(['False', 'True']))}")
+    lines.append(f"class Cfg:\n    num_workers = {draw(st.sampled_from(['0', '2']))}\n    pin_memory = False\n"
+                 f"    drop_last = False\ncfg = Cfg()")
+    if draw(st.booleans()):
+        # The `**kw` some loaders pass, built in view (star_args.py), sometimes merged with `.update`.
+        keys = draw(st.lists(_kwargs.filter(lambda k: k not in ("collate_fn", "sampler")), max_size=3, unique=True))
+        lines.append("kw = {" + ", ".join(f"'{k}': {draw(_values)}" for k in keys) + "}")
+        if draw(st.booleans()):
+            lines.append(f"if x:\n    kw.update({{'{draw(_kwargs)}': 2}})")
     name = draw(_names)
     loaders = draw(st.lists(loader_call(), min_size=1, max_size=3))
     for i, call in enumerate(loaders):
@@ -175,8 +186,24 @@ def _no_argument_twice(module) -> None:
         assert not set(keywords) & set(POSITIONAL_PARAMETERS[:count]), module.code_for_node(node)
 
 
+def _keywords_beside_their_star_key(module) -> set:
+    """The keywords a call passes that its `**kw` may hold too (`kw = {...}`, `kw.update({...})` in
+    the module): Python raises "got multiple values" there."""
+    index = TreeIndex(module)
+    held = {dotted(k.key) or (k.key.evaluated_value if isinstance(k.key, cst.SimpleString) else None)
+            for d in index.nodes(cst.Dict) for k in d.elements if isinstance(k, cst.DictElement)}
+    found = set()
+    for node in index.nodes(cst.Call):
+        if any(a.star == "**" and dotted(a.value) == "kw" for a in node.args):
+            found |= {a.keyword.value for a in node.args if a.keyword is not None} & held
+    return found
+
+
 def _check_fixed(original: str, fixed: str) -> None:
     _no_argument_twice(parse(fixed))  # libcst
+    # A keyword a fix adds beside a `**` must be one the dict cannot pass (the generator may
+    # write such a clash itself; the fixes must not add one).
+    assert _keywords_beside_their_star_key(parse(fixed)) <= _keywords_beside_their_star_key(parse(original))
     compile(fixed, "gen.py", "exec", dont_inherit=True)  # CPython
     again = fix_text(fixed, "gen.py", RULES, ALL, unsafe_fixes=True).text
     assert again == fixed, "a second fix run changed the fixed text"

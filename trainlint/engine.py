@@ -196,10 +196,17 @@ def _unused_suppressions(rule: type[Rule], text: str, path: str, suppressions, e
     return out
 
 
+def _newlines(ctx: FileContext, text: str) -> str:
+    """Code a fix wrote as text, its line breaks the file's own: helpers written with `\n` go into
+    a CRLF file as CRLF (found by tests/test_properties.py: TL501's helper in a CRLF script)."""
+    newline = ctx.module.default_newline
+    return text if newline == "\n" else text.replace("\r\n", "\n").replace("\n", newline)
+
+
 def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit:
     start, end = positions.inclusive_span(old)
     before = ctx.text[start:end]
-    after = new if isinstance(new, str) else ctx.render(new, at=old)
+    after = _newlines(ctx, new) if isinstance(new, str) else ctx.render(new, at=old)
     if isinstance(new, cst.Call) and new.args:
         line_start = positions.line_start(positions.location(start).row)
         line_end = len(ctx.text)
