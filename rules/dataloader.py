@@ -33,9 +33,11 @@ DATASETS = ("torch.utils.data.Dataset", "torch.utils.data.IterableDataset")
 POSITIONAL_PARAMETERS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "collate_fn",
                          "pin_memory", "drop_last", "timeout", "worker_init_fn", "multiprocessing_context", "generator")
 _POSITIONAL = {name: i for i, name in enumerate(POSITIONAL_PARAMETERS)}
-_EVAL_NAME = re.compile(r"(val|valid|test|eval|dev)", re.IGNORECASE)
 _EVAL_WORDS = frozenset({"val", "valid", "validation", "test", "testing", "eval", "evaluate", "evaluation", "dev",
                          "predict", "prediction", "inference", "infer"})
+# A stem run together with a loader word: `valloader`, `testdl`, `evaldata`.
+_EVAL_STEMS = ("val", "valid", "test", "eval", "dev")
+_LOADER_WORDS = frozenset({"loader", "dataloader", "dl", "data", "dataset", "ds", "set", "iter", "batches"})
 DEFAULT_WORKERS = "min(8, os.cpu_count() or 1)"
 
 
@@ -249,8 +251,8 @@ def shuffles(ctx, call: cst.Call) -> bool:
 
 def is_training_loader(ctx, call: cst.Call) -> bool:
     """The loader feeds training: a loop over it in this module runs optimizer steps. When no loop
-    over it is seen here, a sequential sampler or an evaluation name (of the loader, or whole words
-    of the function returning it) says it does not."""
+    over it is seen here, a sequential sampler or an evaluation name (`names_evaluation`, of the
+    loader or of the function returning it) says it does not."""
     loops = ctx.loops.loops_over(call)
     if loops:
         return any(ctx.loops.runs_steps(loop) for loop in loops)
@@ -258,16 +260,27 @@ def is_training_loader(ctx, call: cst.Call) -> bool:
     if samplers and all(_sampler_is(ctx, v.func, _SEQUENTIAL) for v in samplers):
         return False
     name = loader_name(ctx, call) or ""
-    if _EVAL_NAME.search(name.rsplit(".", 1)[-1]):
+    if names_evaluation(name.rsplit(".", 1)[-1]):
         return False
     # Returned by a function named for evaluation: Lightning's `val_dataloader()`,
-    # `test_dataloader()`, `predict_dataloader()`, or a `build_eval_loader()`; whole words of the
-    # name, so `device` or `retrieval` do not count.
+    # `test_dataloader()`, `predict_dataloader()`, or a `build_eval_loader()`.
     fn = returned_from(ctx, call, name or None)
-    if fn is not None and _EVAL_WORDS & set(fn.name.value.lower().split("_")):
+    if fn is not None and names_evaluation(fn.name.value):
         return False
     shuffle = loader_arg(ctx, call, "shuffle")
     return not (shuffle is not None and ctx.literal(shuffle.value) is False and name == "")
+
+
+def names_evaluation(name: str) -> bool:
+    """Whole words of a name (split at underscores and case changes) say it evaluates: `val_loader`,
+    `evalDataLoader`, `build_eval_loader`, or a stem run together with a loader word (`valloader`,
+    `testdl`); not `device_loader`, `interval_dl` or `retrieval_loader`, which only contain one."""
+    for word in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name):
+        word = word.lower()
+        if word in _EVAL_WORDS or any(word.startswith(stem) and word[len(stem):] in _LOADER_WORDS
+                                      for stem in _EVAL_STEMS):
+            return True
+    return False
 
 
 def _over_builtin_collection(ctx, call: cst.Call) -> bool:
@@ -578,7 +591,9 @@ a module-local function returns counts as iterated by its caller's loops over th
 binds it to (by position in a returned tuple), unless the caller hands that name on. A loader
 not iterated here (returned, handed to a framework or to a function's parameter) is flagged when
 the hot loop copies something that no visible loop over a loader of the file leads to, unless
-its name, or the function returning it (Lightning's `val_dataloader()`), says it evaluates.
+its name, or the function returning it (Lightning's `val_dataloader()`), says it evaluates
+(whole words such as `val`, `eval`, `test`, or a stem run together with a loader word, as in
+`valloader`; `device_loader` and `retrieval_loader` only contain one).
 
 Frameworks copy the batches themselves. A loader a Lightning Trainer trains on (handed to
 `trainer.fit`, or returned by a LightningModule's or LightningDataModule's `train_dataloader()`)
@@ -1360,6 +1375,9 @@ A `drop_last` passed by position is replaced where it stands.
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=False)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds)\n"),
         Valid("from torch.utils.data import DataLoader\nval_loader = DataLoader(ds, shuffle=True)\n"),
+        # Evaluation by whole words of the name, or a stem run together with a loader word.
+        Valid("from torch.utils.data import DataLoader\ntestloader = DataLoader(ds, shuffle=True)\n"
+              "evalDataLoader = DataLoader(ds, shuffle=True)\n"),
         # Samplers that keep the order, or are told not to shuffle.
         Valid("from torch.utils.data import DataLoader, SequentialSampler\n"
               "DataLoader(ds, sampler=SequentialSampler(ds), batch_size=8)\n"),
@@ -1377,6 +1395,8 @@ A `drop_last` passed by position is replaced where it stands.
                 fixed="from torch.utils.data import DataLoader\nclass Args:\n    shuffle = True\n    drop_last = True\n"
                       "DataLoader(ds, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",
                 message="unless configured otherwise (`Args.drop_last` is off by default); default `Args.drop_last` to"),
+        # Names that only contain an evaluation stem: `retrieval`, `interval`.
+        Invalid("from torch.utils.data import DataLoader\nretrieval_loader = DataLoader(ds, shuffle=True)\n"),
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=False)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
         Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True)\n",
