@@ -283,6 +283,11 @@ def names_evaluation(name: str) -> bool:
     return False
 
 
+def _settings_visible(ctx, call: cst.Call) -> bool:
+    """No `*args`, and no `**options` dict built elsewhere: which arguments the call passes is known."""
+    return not ctx.hides_arguments(call) or ctx.star_keys(call) is not None
+
+
 def _over_builtin_collection(ctx, call: cst.Call) -> bool:
     """`DataLoader(range(n))`, `DataLoader([])`: plain Python values, nothing to load or pin."""
     dataset = loader_arg(ctx, call, "dataset") or ctx.positional(call, 0)
@@ -334,13 +339,11 @@ class DataLoaderRule(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if ctx.hides_arguments(node) and ctx.star_keys(node) is None:
-            return  # `*args`, or a `**options` dict built elsewhere: any argument may be passed
         if self.trainer_settings and builds_trainer_loader(ctx, node):
-            if _handed_on(ctx, node):
+            if _settings_visible(ctx, node) and _handed_on(ctx, node):
                 self.check_loader(node)
-        elif self._mentions_loaders and is_loader(ctx, node) and not _over_builtin_collection(ctx, node) \
-                and not _draws_one_batch(ctx, node):
+        elif self._mentions_loaders and is_loader(ctx, node) and _settings_visible(ctx, node) \
+                and not _over_builtin_collection(ctx, node) and not _draws_one_batch(ctx, node):
             self.check_loader(node)
 
     @cached_property

@@ -133,6 +133,7 @@ class Loops:
         self._guard_cache: dict[cst.CSTNode, bool] = {}
         self._in_hot_fn: dict[cst.FunctionDef, bool] = {}
         self._exit_cache: dict[cst.CSTNode, list[int]] = {}
+        self._loops_over: dict[cst.CSTNode, list[cst.For]] = {}
 
         self.functions: dict[str, list[cst.FunctionDef]] = {}
         for fn in index.nodes(cst.FunctionDef):
@@ -264,7 +265,12 @@ class Loops:
     def loops_over(self, value: cst.BaseExpression) -> list[cst.For]:
         """`for` loops that iterate over the value of expr: over the expression itself, or over the
         name it is assigned to (in the same function; `self.x` anywhere in the module), possibly
-        through enumerate/tqdm/zip."""
+        through enumerate/tqdm/zip. Once per value: every loader rule asks."""
+        if value not in self._loops_over:
+            self._loops_over[value] = self._find_loops_over(value)
+        return list(self._loops_over[value])
+
+    def _find_loops_over(self, value: cst.BaseExpression) -> list[cst.For]:
         out = [loop for loop in self.index.nodes(cst.For) if self.index.contains(loop.iter, value)]
         parent = self.index.parent.get(value)
         targets = []
@@ -292,15 +298,13 @@ class Loops:
         would not be all of them (simpletransformers hands its training loader to `self.train`
         and iterates the evaluation one in place)."""
         fn = self.index.enclosing_function(value)
-        if fn is None:
-            return []
-        position = self._returned_at(fn, value)
+        callers = [] if fn is None else [c for c in self.calls_by_name.get(fn.name.value, [])
+                                         if not self.index.contains(fn, c)]
+        position = self._returned_at(fn, value) if callers else None
         if position is None:
             return []
         out = []
-        for call in self.index.nodes(cst.Call):
-            if self.local_callee_name(call) != fn.name.value or self.index.contains(fn, call):
-                continue
+        for call in callers:
             assign = self.index.parent.get(call)
             if not isinstance(assign, cst.Assign) or assign.value is not call or len(assign.targets) != 1:
                 continue
@@ -340,14 +344,22 @@ class Loops:
                     return True
         return False
 
+    @cached_property
+    def _returns(self) -> dict[cst.FunctionDef, list[cst.Return]]:
+        """Each function's own `return` statements (not those of functions nested in it)."""
+        table: dict = {}
+        for node in self.index.nodes(cst.Return):
+            table.setdefault(self.index.enclosing_function(node), []).append(node)
+        return table
+
     def _returned_at(self, fn: cst.FunctionDef, value: cst.BaseExpression) -> int | None:
         """Where fn returns value: -1 alone, i at position i of a returned tuple, None if it does not."""
         holder = self.index.parent.get(value)
         names = set()
         if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0].target, cst.Name):
             names.add(holder.targets[0].target.value)
-        for node in walk(fn.body):
-            if not isinstance(node, cst.Return) or node.value is None or self.index.enclosing_function(node) is not fn:
+        for node in self._returns.get(fn, ()):
+            if node.value is None:
                 continue
             returned = node.value
             if returned is value or dotted(returned) in names:
