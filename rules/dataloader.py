@@ -217,7 +217,7 @@ _SHUFFLING = ("RandomSampler", "DistributedSampler")
 def _sampler_calls(ctx, call: cst.Call) -> list[cst.Call] | None:
     """The calls that build the loader's `sampler=` (through assignments), None when not all known."""
     sampler = loader_arg(ctx, call, "sampler")
-    if sampler is None:
+    if sampler is None or sampler.star:
         return None
     values = [sampler.value] if isinstance(sampler.value, cst.Call) else ctx.assigned_values(sampler.value)
     if not values or not all(isinstance(v, cst.Call) for v in values):
@@ -234,9 +234,8 @@ def _sampler_is(ctx, expr: cst.BaseExpression, names: tuple[str, ...]) -> bool:
 def shuffles(ctx, call: cst.Call) -> bool:
     """The loader draws batches in a new random order each epoch: `shuffle=True`, or a
     `RandomSampler` / `DistributedSampler` (which shuffles unless told `shuffle=False`)."""
-    shuffle = loader_arg(ctx, call, "shuffle")
-    if shuffle is not None:
-        return ctx.sources.value(shuffle.value) is True
+    if loader_arg(ctx, call, "shuffle") is not None:
+        return setting_value(ctx, call, "shuffle", False) is True
     samplers = _sampler_calls(ctx, call)
     if not samplers:
         return False
@@ -1597,7 +1596,7 @@ the fix adds workers, as TL101. Moving tokenizing and decoding offline is left t
         if not is_loader(ctx, node) or ctx.is_offline_script:
             return
         arg = loader_arg(ctx, node, "collate_fn")
-        if arg is None:
+        if arg is None or arg.star:
             return
         definition = _resolve_callable(ctx, arg.value)
         if definition is None:
@@ -1924,7 +1923,8 @@ class BlockingHostToDeviceCopy(Rule):
     docs = """
 ## What it does
 In the hot loop, flags `.to(device)` / `.cuda()` of a batch drawn from a loader with
-`pin_memory=True` that does not pass `non_blocking=True`: of the batch or of tensors taken from it
+`pin_memory=True` (written there, or read as TL101 describes: `pin_memory=PIN` with `PIN = True`)
+that does not pass `non_blocking=True`: of the batch or of tensors taken from it
 (`x, y = batch`, `batch["x"]`, `for t in batch`), there or in module-local functions the loop hands
 them to (`train_step(model, batch)`, up to three calls down).
 
@@ -1964,6 +1964,11 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
     invalid = [
         Invalid(_SRC.format(move="x = x.to(device)"), fixed=_SRC.format(move="x = x.to(device, non_blocking=True)")),
         Invalid(_SRC.format(move="x = x.cuda()"), fixed=_SRC.format(move="x = x.cuda(non_blocking=True)")),
+        # Pinned through a variable (settings written as names are read as TL101 describes).
+        Invalid(_SRC.format(move="x = x.cuda()").replace("pin_memory=True", "pin_memory=PIN").replace(
+            "loader = ", "PIN = True\nloader = "),
+                fixed=_SRC.format(move="x = x.cuda(non_blocking=True)").replace(
+                    "pin_memory=True", "pin_memory=PIN").replace("loader = ", "PIN = True\nloader = ")),
         Invalid(_SRC.format(move="x, y = x.to(device), y.to(device)"),
                 fixed=_SRC.format(move="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
         Invalid(_SRC.format(move="x = x.to('cuda', non_blocking=False)"),
@@ -2022,8 +2027,7 @@ def _iterates_pinned_loader(ctx, iter_expr: cst.BaseExpression) -> bool:
     names = {ctx.dotted(n) for n in ctx.index.walk(iter_expr) if isinstance(n, (cst.Name, cst.Attribute))}
     for call in ctx.index.nodes(cst.Call):
         if is_loader(ctx, call):
-            pin = loader_arg(ctx, call, "pin_memory")
-            if pin is not None and ctx.literal(pin.value) is True:
+            if setting_value(ctx, call, "pin_memory", False) is True:
                 if loader_name(ctx, call) in names or ctx.index.contains(iter_expr, call):
                     return True
     return False
