@@ -204,8 +204,8 @@ is not offered; before 2.0 the rule is off.
             "        self.drop = nn.Dropout(p)\n"
             "        self.register_buffer('bias', torch.tril(torch.ones(n, n)).view(1, 1, n, n))\n\n"
             "    def forward(self, q, k, v):\n        T = q.size(-2)\n"
-            "        y = F.scaled_dot_product_attention(\n            q,\n            k,\n            v,\n"
-            "            dropout_p=self.drop.p if self.training else 0.0,\n            is_causal=True,\n        )\n"
+            "        y = F.scaled_dot_product_attention(\n"
+            "            q, k, v, dropout_p=self.drop.p if self.training else 0.0, is_causal=True\n        )\n"
             "        return y\n",
         ),
     ]

@@ -512,8 +512,8 @@ the file does not show, is not a finding. A `0` passed by position is replaced w
         Invalid("import os\nfrom transformers import TrainingArguments\nargs = TrainingArguments('out', bf16=True)\n"
                 "Trainer(model, args).train()\n",
                 fixed="import os\nfrom transformers import TrainingArguments\n"
-                      "args = TrainingArguments(\n    'out',\n    bf16=True,\n"
-                      "    dataloader_num_workers=min(8, os.cpu_count() or 1),\n)\nTrainer(model, args).train()\n",
+                      "args = TrainingArguments(\n    'out', bf16=True, dataloader_num_workers=min(8, os.cpu_count() or 1)\n)\n"
+                      "Trainer(model, args).train()\n",
                 message="The Trainer's DataLoader loads batches in the training process; set `dataloader_num_workers="),
         Invalid("from transformers import TrainingArguments as TA\nTrainer(model, TA('out'))\n", message="The Trainer's"),
         Invalid("from trl import SFTConfig\nSFTTrainer(model, args=SFTConfig(output_dir='out', dataloader_num_workers=0))\n",
@@ -736,8 +736,8 @@ position is replaced where it stands.
                 # `import argparse` added for the action's name.
                 fixed="import argparse\n\n" + _LOOP.format(
                     loader="from argparse import ArgumentParser\nparser = ArgumentParser()\n"
-                           "parser.add_argument(\n    '--pin',\n    action=argparse.BooleanOptionalAction,\n"
-                           "    help='pin batches',\n    default=True,\n)\n"
+                           "parser.add_argument(\n    '--pin', action=argparse.BooleanOptionalAction, help='pin batches', "
+                           "default=True\n)\n"
                            "args = parser.parse_args()\nloader = DataLoader(ds, pin_memory=args.pin)")),
         # A variable or a configuration field that holds False: fixed where it is written.
         Invalid(_LOOP.format(loader="PIN = False\nloader = DataLoader(ds, num_workers=2, pin_memory=PIN)"),
@@ -1069,8 +1069,8 @@ would be wrong for some runs.
                 "    for epoch in range(3):\n        train(model, loader)\n",
                 fixed="from torch.utils.data import DataLoader\ndef main(use_cuda):\n    train_kwargs = {'batch_size': 64}\n"
                       "    if use_cuda:\n        cuda_kwargs = {'num_workers': 1, 'pin_memory': True}\n"
-                      "        train_kwargs.update(cuda_kwargs)\n    loader = DataLoader(\n        ds,\n"
-                      "        **train_kwargs,\n        persistent_workers=train_kwargs.get('num_workers', 0) > 0,\n"
+                      "        train_kwargs.update(cuda_kwargs)\n    loader = DataLoader(\n"
+                      "        ds, **train_kwargs, persistent_workers=train_kwargs.get('num_workers', 0) > 0\n"
                       "    )\n    for epoch in range(3):\n        train(model, loader)\n"),
         # Returned by a helper to the function whose epoch loop iterates it (by the tuple's position).
         Invalid("from torch.utils.data import DataLoader\ndef make_loaders(ds, vs):\n"
@@ -1107,8 +1107,8 @@ would be wrong for some runs.
                 "loader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n    train_epoch(loader)\n"),
         Invalid("from transformers import TrainingArguments\nargs = TrainingArguments('out', dataloader_num_workers=4)\n"
                 "trainer = Trainer(model=model, args=args)\n",
-                fixed="from transformers import TrainingArguments\nargs = TrainingArguments(\n    'out',\n"
-                      "    dataloader_num_workers=4,\n    dataloader_persistent_workers=True,\n)\n"
+                fixed="from transformers import TrainingArguments\nargs = TrainingArguments(\n"
+                      "    'out', dataloader_num_workers=4, dataloader_persistent_workers=True\n)\n"
                       "trainer = Trainer(model=model, args=args)\n",
                 message="`dataloader_persistent_workers=True`"),
     ]
@@ -1276,8 +1276,8 @@ since PyTorch rejects a prefetch factor without workers.
                 "    return DataLoader(ds, **kw)\n",
                 fixed="from torch.utils.data import DataLoader\ndef main(use_cuda):\n    kw = {'batch_size': 64}\n"
                       "    if use_cuda:\n        kw.update({'num_workers': 1, 'pin_memory': True})\n"
-                      "    return DataLoader(\n        ds,\n        **kw,\n"
-                      "        prefetch_factor=4 if kw.get('num_workers', 0) > 0 else None,\n    )\n"),
+                      "    return DataLoader(\n"
+                      "        ds, **kw, prefetch_factor=4 if kw.get('num_workers', 0) > 0 else None\n    )\n"),
         # A worker count from a variable holding one is certain: no condition in the fix; a shallow
         # prefetch from a variable is fixed there.
         Invalid("from torch.utils.data import DataLoader\nNUM_WORKERS = 6\nDataLoader(ds, num_workers=NUM_WORKERS)\n",
@@ -1412,8 +1412,7 @@ A `drop_last` passed by position is replaced where it stands.
         Invalid("from torch.utils.data import DataLoader, RandomSampler\ntrain_sampler = RandomSampler(train_dataset)\n"
                 "train_loader = DataLoader(train_dataset, sampler=train_sampler, batch_size=8)\n",
                 fixed="from torch.utils.data import DataLoader, RandomSampler\ntrain_sampler = RandomSampler(train_dataset)\n"
-                "train_loader = DataLoader(\n    train_dataset,\n    sampler=train_sampler,\n    batch_size=8,\n"
-                "    drop_last=True,\n)\n"),
+                "train_loader = DataLoader(\n    train_dataset, sampler=train_sampler, batch_size=8, drop_last=True\n)\n"),
         Invalid("import torch\nfrom torch.utils.data.distributed import DistributedSampler\n"
                 "loader = torch.utils.data.DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds))\n"),
     ]

@@ -587,14 +587,14 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         # Options gathered in a dict whose every key is visible (open_clip, ultralytics).
         Invalid(_DDP_ARGS, fixed=_DDP_ARGS.replace(
             "DistributedDataParallel(model, device_ids=[device], **ddp_args)\n",
-            "DistributedDataParallel(\n        model,\n        device_ids=[device],\n        **ddp_args,\n"
-            "        gradient_as_bucket_view=True,\n    )\n")),
+            "DistributedDataParallel(\n        model, device_ids=[device], **ddp_args, gradient_as_bucket_view=True\n"
+            "    )\n")),
         # ... also when the dict is annotated (torchtitan's `fsdp_config: dict[str, Any] = {...}`).
         Invalid(_DDP_ARGS.replace("ddp_args = {}", "ddp_args: dict[str, bool] = {}"), fixed=_DDP_ARGS.replace(
             "ddp_args = {}", "ddp_args: dict[str, bool] = {}").replace(
             "DistributedDataParallel(model, device_ids=[device], **ddp_args)\n",
-            "DistributedDataParallel(\n        model,\n        device_ids=[device],\n        **ddp_args,\n"
-            "        gradient_as_bucket_view=True,\n    )\n")),
+            "DistributedDataParallel(\n        model, device_ids=[device], **ddp_args, gradient_as_bucket_view=True\n"
+            "    )\n")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -63,8 +63,8 @@ def test_fixed_runs_without_deprecation_warnings(fixed_script):
 def test_fixed_snapshot_keeps_the_settings_the_issue_asks_for():
     fixed = _read(FIXTURE[:-3] + ".fixed")
     assert "from torch.cuda.amp import" not in fixed and "GradScaler(enabled" not in fixed
-    assert ('torch.amp.GradScaler(\n        "cuda",\n        enabled=use_amp and amp_dtype == torch.float16,\n    )'
-            in fixed)  # one argument per line: on one line it took 90 columns
+    assert ('torch.amp.GradScaler(\n        "cuda", enabled=use_amp and amp_dtype == torch.float16\n    )'
+            in fixed)  # split at its brackets, as Black does: on one line it took 90 columns
     assert 'torch.amp.autocast("cuda", enabled=use_amp, dtype=amp_dtype)' in fixed
     assert "torch.cuda.is_bf16_supported(including_emulation=False)" in fixed
     assert "optimizer.zero_grad()" in fixed

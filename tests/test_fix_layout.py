@@ -67,12 +67,9 @@ def test_a_wrapped_call_on_a_continuation_line_keeps_that_lines_indentation():
         "    for idx, batch in enumerate(\n"
         "            DataLoader(dataset, collate_fn=collator, num_workers=16)):\n"
         "        pass\n")
-    assert fix_source(source, select=["TL104"]).splitlines()[3:10] == [
+    assert fix_source(source, select=["TL104"]).splitlines()[3:7] == [
         "            DataLoader(",
-        "                dataset,",
-        "                collate_fn=collator,",
-        "                num_workers=16,",
-        "                prefetch_factor=4,",
+        "                dataset, collate_fn=collator, num_workers=16, prefetch_factor=4",
         "            )):",
         "        pass",
     ]
@@ -320,11 +317,9 @@ def test_a_call_edited_beside_an_inserted_line_is_wrapped():
     lines = fix_source(source, select=["TL4"], unsafe_fixes=True).splitlines()
     assert max(len(line) for line in lines) <= 88
     start = lines.index("    scaler = torch.amp.GradScaler(")
-    assert lines[start:start + 5] == [
+    assert lines[start:start + 3] == [
         "    scaler = torch.amp.GradScaler(",
-        '        "cuda",',
-        "        enabled=cuda and amp_dtype == torch.float16,",
-        "        init_scale=8192,",
+        '        "cuda", enabled=cuda and amp_dtype == torch.float16, init_scale=8192',
         "    )",
     ]
 

@@ -16,7 +16,7 @@ from trainlint.analysis.context import FileContext
 from trainlint.analysis.loops import STEP_HOOK_NAMES
 from trainlint.analysis.positions import Positions
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Fix
-from trainlint.layout import last_arg_continued, one_arg_per_line
+from trainlint.layout import last_arg_continued, split_at_brackets
 from trainlint.rule import DOCS_URL, Finding, Rule
 from trainlint.suppressions import parse_suppressions, unused_codes, without_codes
 from trainlint.textpos import LineIndex
@@ -229,8 +229,7 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
             line = ctx.text[line_start:start]
             block = ctx.indentation(old)
             extra = line[len(block):len(line) - len(line.lstrip(" \t"))] if line.startswith(block) else ""
-            room = ctx.room(old, extra + ctx.module.default_indent) - 1  # 1: the comma
-            after = ctx.render(one_arg_per_line(new, ctx.module.default_indent, extra, room), at=old)
+            after = ctx.render(split_at_brackets(new, ctx.module.default_indent, extra, ctx.room(old, extra)), at=old)
     # Keep the edit minimal: reviewers and suggestion blocks see only what really changes.
     prefix = 0
     limit = min(len(before), len(after))

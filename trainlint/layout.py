@@ -1,8 +1,9 @@
 """Black's layout for the code fixes write, when it does not fit its line.
 
 A fix builds its new code on one line. When that line is longer than `line-length`, the engine
-puts the call's arguments one per line (`one_arg_per_line`), and an argument still too long is
-split as Black splits a line inside brackets:
+splits the call at its brackets as Black does (`split_at_brackets`): the arguments on one line of
+their own one level deeper, or one per line with a trailing comma (`one_arg_per_line`) when they
+do not fit there; an argument still too long is split as Black splits a line inside brackets:
 - at its operators of lowest priority, each starting a line (`enabled=use_amp` / `and not (...)`;
   `or` and `and` rank alike, then comparisons, then `+ -`, then `* / // % @`);
 - a conditional expression inside parentheses of its own, `if` and `else` starting lines;
@@ -52,6 +53,13 @@ def one_arg_per_line(call: cst.Call, indent: str, closing: str, width: int) -> c
         args.append(arg.with_changes(comma=cst.Comma(whitespace_after=newline(after)),
                                      whitespace_after_arg=cst.SimpleWhitespace("")))
     return call.with_changes(whitespace_before_args=newline(level), args=args)
+
+
+def split_at_brackets(call: cst.Call, indent: str, level: str, width: int) -> cst.Call:
+    """A call too long for its line as Black splits it at its brackets: the arguments on one line
+    of their own one `indent` deeper, or one per line with a trailing comma when they do not fit
+    there (or the call already ends in a comma); `width`: the room at `level`."""
+    return _split_last_bracket(call, 0, 0, indent, level, width)
 
 
 def last_arg_continued(call: cst.Call) -> cst.Call | None:
