@@ -639,6 +639,9 @@ position is replaced where it stands.
     _LIGHTNING = ("import lightning as L\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds{pin})\n"
                   "trainer = L.Trainer({settings})\ntrainer.fit(model, loader)\n")
     _HF = "from transformers import Trainer, TrainingArguments\nTrainer(model, TrainingArguments('out'{settings}))\n"
+    # A loader whose pin_memory is a command-line option, for _LOOP's `loader`.
+    _PIN_OPTION = ("import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument({option})\n"
+                   "args = parser.parse_args()\nloader = DataLoader(ds, num_workers=2, pin_memory=args.{dest})")
     _PREPARED = ("from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\n"
                  "def get_dataloaders(ds, vds):\n    train_dataloader = DataLoader(ds, shuffle=True{pin})\n"
                  "    eval_dataloader = DataLoader(vds)\n    return train_dataloader, eval_dataloader\n"
@@ -714,21 +717,14 @@ position is replaced where it stands.
                 "class Data(pl.LightningDataModule):\n    def train_dataloader(self):\n"
                 "        return DataLoader(self.ds, batch_size=32)\n"),
         # A command-line switch that is off unless given: its default is fixed; a store_true switch
-        # has no default to change.
-        Invalid(_LOOP.format(loader="import argparse\nparser = argparse.ArgumentParser()\n"
-                                    "parser.add_argument('--pin-memory', type=bool, default=False)\nargs = parser.parse_args()\n"
-                                    "loader = DataLoader(ds, num_workers=2, pin_memory=args.pin_memory)"),
-                fixed=_LOOP.format(loader="import argparse\nparser = argparse.ArgumentParser()\n"
-                                          "parser.add_argument('--pin-memory', type=bool, default=True)\n"
-                                          "args = parser.parse_args()\n"
-                                          "loader = DataLoader(ds, num_workers=2, pin_memory=args.pin_memory)")),
-        Invalid(_LOOP.format(loader="import argparse\nparser = argparse.ArgumentParser()\n"
-                                    "parser.add_argument('--pin-mem', action='store_true')\nargs = parser.parse_args()\n"
-                                    "loader = DataLoader(ds, num_workers=2, pin_memory=args.pin_mem)"),
-                fixed=_LOOP.format(loader="import argparse\nparser = argparse.ArgumentParser()\n"
-                                          "parser.add_argument('--pin-mem', action=argparse.BooleanOptionalAction, "
-                                          "default=True)\nargs = parser.parse_args()\n"
-                                          "loader = DataLoader(ds, num_workers=2, pin_memory=args.pin_mem)"),
+        # becomes a BooleanOptionalAction on by default.
+        Invalid(_LOOP.format(loader=_PIN_OPTION.format(option="'--pin-memory', type=bool, default=False",
+                                                       dest="pin_memory")),
+                fixed=_LOOP.format(loader=_PIN_OPTION.format(option="'--pin-memory', type=bool, default=True",
+                                                             dest="pin_memory"))),
+        Invalid(_LOOP.format(loader=_PIN_OPTION.format(option="'--pin-mem', action='store_true'", dest="pin_mem")),
+                fixed=_LOOP.format(loader=_PIN_OPTION.format(
+                    option="'--pin-mem', action=argparse.BooleanOptionalAction, default=True", dest="pin_mem")),
                 message="unless `--pin-mem` is given (it is off by default)"),
         Invalid(_LOOP.format(loader="from argparse import ArgumentParser\nparser = ArgumentParser()\n"
                                     "parser.add_argument('--pin', action='store_true', help='pin batches')\n"

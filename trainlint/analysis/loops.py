@@ -317,12 +317,12 @@ class Loops:
             if name is None:
                 continue
             caller = self.index.enclosing_function(call)
-            if self._handed_on(name, caller):
+            if self._escapes(name, caller):
                 return []
             out.append((name, caller))
         return out
 
-    def _handed_on(self, name: str, scope: cst.FunctionDef | None) -> bool:
+    def _escapes(self, name: str, scope: cst.FunctionDef | None) -> bool:
         """The name's value leaves scope's sight (every method's, for `self.x`): an argument of a
         call other than a loader wrapper (`iter`, `tqdm`, `accelerator.prepare`...) or `len`,
         assigned to another target, or returned."""

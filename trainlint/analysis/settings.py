@@ -56,7 +56,8 @@ class Source(NamedTuple):
         return self.kind == "variable"
 
     def fix_title(self, value: str) -> str:
-        return self.advice(value)[0].upper() + self.advice(value)[1:]
+        advice = self.advice(value)
+        return advice[0].upper() + advice[1:]
 
 
 class Sources:
@@ -65,6 +66,7 @@ class Sources:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         self.index = ctx.index
+        self._sources: dict = {}
 
     def value(self, expr: cst.BaseExpression | None, *, certain: bool = False):
         """The value a plain run gives expr: its literal, else its source's, else UNKNOWN. With
@@ -77,10 +79,16 @@ class Sources:
                 return source.value
         return value
 
-    def source(self, expr: cst.BaseExpression, _depth: int = 0) -> Source | None:
-        """Where expr, a name or attribute, gets a literal value from, when the file says so."""
+    def source(self, expr: cst.BaseExpression) -> Source | None:
+        """Where expr, a name or attribute, gets a literal value from, when the file says so; once
+        per node (each loader rule asks, and an option's default is found by scanning the file)."""
+        if expr not in self._sources:
+            self._sources[expr] = self._find(expr, 0)
+        return self._sources[expr]
+
+    def _find(self, expr: cst.BaseExpression, depth: int) -> Source | None:
         if isinstance(expr, cst.Name) and is_variable(self.index, expr):
-            return self._variable(expr, _depth)
+            return self._variable(expr, depth)
         if isinstance(expr, cst.Attribute):
             option = option_default(self.ctx, expr)
             if option is not None:
@@ -107,7 +115,7 @@ class Sources:
             value = self.ctx.literal(value_node)
             if value is UNKNOWN:
                 # `workers = NUM_WORKERS`: one more step, to the module's constant.
-                inner = self.source(value_node, depth + 1) if depth < 2 else None
+                inner = self._find(value_node, depth + 1) if depth < 2 else None
                 return inner if inner is not None and inner.kind == "variable" else None
             return Source("variable", name.value, value, value_node)
         return None
@@ -152,7 +160,7 @@ class Sources:
         cls, node = declared[0]
         value = self.ctx.literal(node)
         if value is UNKNOWN or not self._is_instance(expr.value, cls) or \
-                self._overridden({cls.name.value, *self._subclasses(cls)}, attr):
+                self._overridden({cls.name.value, *self.ctx.names.subclasses(cls.name.value)}, attr):
             return None
         return Source("field", f"{cls.name.value}.{attr}", value, node)
 
@@ -196,17 +204,6 @@ class Sources:
             return frozenset(self._fields)  # a computed setattr may set any field
         return frozenset(found)
 
-    def _subclasses(self, cls: cst.ClassDef) -> set[str]:
-        """The module's classes deriving from cls through its classes, by name."""
-        found, grew = set(), True
-        while grew:
-            grew = False
-            for name, bases in self.ctx.names.classes.items():
-                if name not in found and any(self.ctx.dotted(base) in found | {cls.name.value} for base in bases):
-                    found.add(name)
-                    grew = True
-        return found - {cls.name.value}
-
     def _overridden(self, classes: set[str], attr: str) -> bool:
         """A construction of one of the classes, or a `replace(...)`, may set attr."""
         for call in self.index.nodes(cst.Call):
@@ -223,7 +220,7 @@ class Sources:
         annotated with it, or every assignment of which builds it or hands the class to a parser
         (`tyro.cli(Config)`, `parse(config_class=Config)`)."""
         name = cls.name.value
-        classes = {name, *self._subclasses(cls)}
+        classes = {name, *self.ctx.names.subclasses(name)}
         if isinstance(obj, cst.Name) and obj.value in classes:
             return True
         if isinstance(obj, cst.Name) and obj.value in ("self", "cls"):
