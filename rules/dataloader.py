@@ -574,6 +574,26 @@ the file does not show, is not a finding. A `0` passed by position is replaced w
         )
 
 
+# MNIST-style functions that the epoch loop hands the loaders to.
+_HANDED = (
+    "from torch.utils.data import DataLoader\n"
+    "def train(model, device, loader, optimizer):\n"
+    "    for x, y in loader:\n"
+    "        x, y = x.to(device), y.to(device)\n"
+    "        loss = model(x, y)\n"
+    "        loss.backward()\n"
+    "        optimizer.step()\n"
+    "def check(model, device, loader):\n"
+    "    for x, y in loader:\n"
+    "        score(model(x.to(device)), y.to(device))\n"
+    "def main(model, device, optimizer):\n"
+    "    loader_a = DataLoader(ds, num_workers=2{pin})\n"
+    "    loader_b = DataLoader(ds2, num_workers=2)\n"
+    "    for epoch in range(3):\n"
+    "        train(model, device, loader_a, optimizer)\n"
+    "        check(model, device, loader_b)\n"
+)
+
 class DataLoaderNoPinMemory(DataLoaderRule):
     code = "TL102"
     name = "dataloader-no-pin-memory"
@@ -706,6 +726,8 @@ position is replaced where it stands.
         Valid(_LOOP.replace("x = x.to(device)", "x = x.to(device)\n    scale = torch.ones(1).cuda()").format(
             loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)\nb = DataLoader(ds2)") +
               "for y in b:\n    loss = model(y, scale)\n    loss.backward()\n    opt.step()\n"),
+        # Handed to an evaluation function (its name says nothing): no training loader.
+        Valid(_HANDED.format(pin=", pin_memory=True")),
     ]
     invalid = [
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),
@@ -770,6 +792,9 @@ position is replaced where it stands.
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds)\ndef step(batch):\n"
                 "    inputs, labels = batch\n    loss = model(inputs.cuda(), labels.cuda())\n    loss.backward()\n"
                 "    opt.step()\nfor epoch in range(3):\n    for i, batch in enumerate(loader):\n        step(batch)\n"),
+        # Handed to the training function every epoch; the loader handed to the checking one is not
+        # for training.
+        Invalid(_HANDED.format(pin=""), fixed=_HANDED.format(pin=", pin_memory=True")),
         # Iterated where this module cannot see it (a parameter), while the visible loop over another
         # loader evaluates: the hot loop's copy may be of its batches.
         Invalid("from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n        loss = model(x.cuda())\n"
@@ -1383,6 +1408,9 @@ A `drop_last` passed by position is replaced where it stands.
               "DataLoader(ds, sampler=DistributedSampler(ds, shuffle=False), batch_size=8)\n"),
         Valid("from torch.utils.data import DataLoader, RandomSampler\n"
               "sampler = RandomSampler(ds) if train else None\nDataLoader(ds, sampler=sampler, batch_size=8)\n"),
+        # Handed to a local function whose loop only checks the batches (accelerate's data-loop test).
+        Valid("from torch.utils.data import DataLoader\ndef check_batches(dl):\n    for batch in dl:\n"
+              "        assert len(batch) == 4\nloader = DataLoader(ds, shuffle=True)\ncheck_batches(loader)\n"),
     ]
     invalid = [
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n",
@@ -1919,7 +1947,10 @@ class BlockingHostToDeviceCopy(Rule):
 ## What it does
 In the hot loop, flags `.to(device)` / `.cuda()` of a batch drawn from a loader with
 `pin_memory=True` (written there, or read as TL101 describes: `pin_memory=PIN` with `PIN = True`)
-that does not pass `non_blocking=True`: of the batch or of tensors taken from it
+that does not pass `non_blocking=True`. The loop may be where the loader is built, in a function
+that returns it to its caller or that it is handed to (`train(model, train_loader)` every epoch,
+as in PyTorch's MNIST example), or a function reading the module's loader. Flagged are copies
+of the batch or of tensors taken from it
 (`x, y = batch`, `batch["x"]`, `for t in batch`), there or in module-local functions the loop hands
 them to (`train_step(model, batch)`, up to three calls down).
 
@@ -1979,6 +2010,19 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         # ... or of a tuple of the batch's tensors.
         Invalid(_SRC.format(move="x, y = (t.to(device) for t in (x, y))"),
                 fixed=_SRC.format(move="x, y = (t.to(device, non_blocking=True) for t in (x, y))")),
+        # The loader is handed to the training function (MNIST's shape); the checking loop is no hot loop.
+        Invalid(_HANDED.format(pin=", pin_memory=True"),
+                fixed=_HANDED.format(pin=", pin_memory=True").replace(
+                    "x, y = x.to(device), y.to(device)",
+                    "x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
+        # A module's loader read in the function that trains (pytorch-cifar's shape).
+        Invalid("from torch.utils.data import DataLoader\ntrainloader = DataLoader(ds, pin_memory=True)\n"
+                "def train(epoch):\n    for x, y in trainloader:\n        loss = model(x.cuda(), y.cuda())\n"
+                "        loss.backward()\n        opt.step()\n",
+                fixed="from torch.utils.data import DataLoader\ntrainloader = DataLoader(ds, pin_memory=True)\n"
+                "def train(epoch):\n    for x, y in trainloader:\n"
+                "        loss = model(x.cuda(non_blocking=True), y.cuda(non_blocking=True))\n"
+                "        loss.backward()\n        opt.step()\n"),
         # Two calls down: the step function hands the batch on to a helper that copies it.
         Invalid(_NESTED_STEP.format(to="batch['x'].to(device)"),
                 fixed=_NESTED_STEP.format(to="batch['x'].to(device, non_blocking=True)")),
@@ -1990,7 +2034,7 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
 
     def visit_For(self, node: cst.For) -> None:
         ctx = self.ctx
-        if node not in ctx.loops.hot_loops or not _iterates_pinned_loader(ctx, node.iter):
+        if node not in ctx.loops.hot_loops or not _iterates_pinned_loader(ctx, node):
             return
         for call in batch_moves(ctx, node, pieces=True) - self._reported:
             if not is_device_move(ctx, call):
@@ -2018,11 +2062,8 @@ def _non_blocking_position(ctx, call: cst.Call) -> int:
     return 1 if second is not None and isinstance(ctx.literal(second.value), bool) else 2
 
 
-def _iterates_pinned_loader(ctx, iter_expr: cst.BaseExpression) -> bool:
-    names = {ctx.dotted(n) for n in ctx.index.walk(iter_expr) if isinstance(n, (cst.Name, cst.Attribute))}
-    for call in ctx.index.nodes(cst.Call):
-        if is_loader(ctx, call):
-            if setting_value(ctx, call, "pin_memory", False) is True:
-                if loader_name(ctx, call) in names or ctx.index.contains(iter_expr, call):
-                    return True
-    return False
+def _iterates_pinned_loader(ctx, loop: cst.For) -> bool:
+    """The loop iterates a pinned loader of this file (as loops_over follows it: by the names it is
+    bound to, returned to, or handed to module-local functions under)."""
+    return any(is_loader(ctx, call) and setting_value(ctx, call, "pin_memory", False) is True
+               and loop in ctx.loops.loops_over(call) for call in ctx.index.nodes(cst.Call))

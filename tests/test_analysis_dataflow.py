@@ -91,6 +91,42 @@ def test_a_loader_a_local_function_returns_is_followed_into_its_callers_loops():
     assert handed.loops.returned_to(call) == [] and handed.loops.loops_over(call) == []
 
 
+def test_a_loader_handed_to_local_functions_is_followed_into_their_loops():
+    ctx = _ctx(
+        "def train_step(model, batch):\n    model(batch).backward()\n    opt.step()\n"
+        "def train(model, loader):\n    for b in loader:\n        train_step(model, b)\n"
+        "def fit(model, data):\n    train(model, data)\n"
+        "def check(model, loader):\n    for b in loader:\n        model(b)\n"
+        "def run_epoch(loader):\n    for b in loader:\n        model(b).backward()\n"
+        "def main():\n    train_dl = DataLoader(ds)\n    val_dl = DataLoader(vs)\n    other = DataLoader(os)\n"
+        "    for epoch in range(3):\n        fit(model, data=train_dl)\n        check(model, val_dl)\n"
+        "        run_epoch(train_dl)\n        run_epoch(other)\n"
+    )
+    train_dl, val_dl, other = _calls(ctx, "DataLoader")
+    loops = ctx.loops
+    # Two calls down, by keyword; not run_epoch's loop, which two loaders go through.
+    assert [loops.runs_steps(l) for l in loops.loops_over(train_dl)] == [True]
+    assert [ctx.index.enclosing_function(l).name.value for l in loops.loops_over(train_dl)] == ["train"]
+    assert [loops.runs_steps(l) for l in loops.loops_over(val_dl)] == [False]
+    assert loops.loops_over(other) == []
+
+
+def test_a_module_loader_is_followed_into_functions_that_read_it():
+    ctx = _ctx(
+        "trainloader = DataLoader(ds)\ntestloader = DataLoader(vs)\n"
+        "def train(epoch):\n    for b in trainloader:\n        model(b).backward()\n"
+        "def shadowed(trainloader):\n    for b in trainloader:\n        pass\n"
+        "def rebinds():\n    global testloader\n    testloader = make()\n    for b in testloader:\n        pass\n"
+        "def local():\n    testloader = make()\n    for b in testloader:\n        pass\n"
+        "def nested():\n    testloader = make()\n    def inner():\n        for b in testloader:\n            pass\n"
+    )
+    trainloader, testloader = _calls(ctx, "DataLoader")
+    loops = ctx.loops
+    # A parameter of the same name is another value; `global` makes the name the module's again.
+    assert [ctx.index.enclosing_function(l).name.value for l in loops.loops_over(trainloader)] == ["train"]
+    assert [ctx.index.enclosing_function(l).name.value for l in loops.loops_over(testloader)] == ["rebinds"]
+
+
 def test_offline_script_by_path_and_no_hot_loop():
     prep = "class DS(Dataset):\n    def __getitem__(self, i):\n        return torchaudio.load(self.paths[i])\n"
     train = prep + "for x in loader:\n    model(x).backward()\n    opt.step()\n"

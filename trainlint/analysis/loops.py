@@ -17,9 +17,12 @@ import libcst as cst
 
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex, walk
+from trainlint.analysis.variables import is_variable, owner, role
 
 Loop = (cst.For, cst.While)
 _FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+# How many calls down a loader handed to module-local functions is followed (as TL108's step functions).
+_CALL_DEPTH = 3
 
 # Receivers of `.step()` that are optimizers (schedulers step per epoch as often as per step).
 _OPTIMIZER_RECEIVER = re.compile(r"(optim|^opt$|_opt$|^opt_|scaler|^trainer$)", re.IGNORECASE)
@@ -371,19 +374,80 @@ class Loops:
         return None
 
     def loops_over_names(self, names: list[str], scope: cst.FunctionDef | None) -> list[cst.For]:
-        """`for` loops of function scope (any function, for `self.x`) that iterate one of names,
-        or what they are re-bound to there (`dl = accelerator.prepare(dl)`)."""
+        """`for` loops that iterate one of names of function scope (None: the module), or what they
+        are re-bound to there (`dl = accelerator.prepare(dl)`): loops where the names are in
+        sight (`_in_sight`), and loops of module-local functions they are handed to
+        (`train(model, train_loader)`, up to three calls down) over the parameter that takes them,
+        when every call of that function passes the same name there. A function that several
+        loaders go through (`run_epoch(train_loader)`, `run_epoch(val_loader)`) is not followed: its
+        loop is each loader's on some calls only, and which is not seen here."""
+        return self._loops_reached(names, scope, 0)
+
+    def _loops_reached(self, names: list[str], scope: cst.FunctionDef | None, depth: int) -> list[cst.For]:
         out = []
-        for name in self._wrapped_names(names, scope):
+        names = self._wrapped_names(names, scope)
+        for name in names:
             for loop in self.index.nodes(cst.For):
-                if loop in out:
-                    continue
-                if not name.startswith("self.") and self.index.enclosing_function(loop) is not scope:
+                if loop in out or not self._in_sight(loop, name, scope):
                     continue
                 if any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
                        for n in self.index.walk(loop.iter)):
                     out.append(loop)
+        if depth < _CALL_DEPTH:
+            for callee, param in self._handed_to(names, scope):
+                out += [loop for loop in self._loops_reached([param], callee, depth + 1) if loop not in out]
         return out
+
+    def _in_sight(self, node: cst.CSTNode, name: str, scope: cst.FunctionDef | None) -> bool:
+        """At node, name reads what it holds in function scope: node is in scope, or name is
+        `self.x` (read in every method), or a module variable read in a function that binds no
+        variable of that name itself (pytorch-cifar's `def train(epoch): for ... in trainloader`)."""
+        fn = self.index.enclosing_function(node)
+        if fn is scope or name.startswith("self."):
+            return True
+        if scope is not None:
+            return False
+        base = name.split(".", 1)[0]
+        return not any(base in self._local_names.get(anc, ()) for anc in self.index.ancestors(node)
+                       if isinstance(anc, (cst.FunctionDef, cst.Lambda)))
+
+    @cached_property
+    def _local_names(self) -> dict[cst.CSTNode, set[str]]:
+        """The variables each function binds in its own scope (parameters, assignments, loop
+        targets, imports), less those it declares `global`."""
+        table: dict = {}
+        declared: dict = {}
+        for node in self.index.nodes(cst.Name):
+            if not is_variable(self.index, node):
+                continue
+            where = owner(self.index, node)
+            if isinstance(self.index.parent.get(node), cst.NameItem):
+                declared.setdefault(where, set()).add(node.value)
+            elif role(self.index, node)[0] != "read":
+                table.setdefault(where, set()).add(node.value)
+        for where, globals_ in declared.items():
+            table[where] = table.get(where, set()) - globals_
+        return table
+
+    def _handed_to(self, names: list[str], scope: cst.FunctionDef | None) -> list[tuple[cst.FunctionDef, str]]:
+        """(function, parameter) for each module-local function that a call in sight of scope hands
+        one of names to, when every call of that function passes that same name there."""
+        out = []
+        for callee, call, param, arg in self.bindings:
+            name = dotted(arg.value)
+            if callee is scope or arg.star or name not in names or (callee, param) in out:
+                continue
+            if self._in_sight(call, name, scope) and self._takes_only(callee, param, name):
+                out.append((callee, param))
+        return out
+
+    def _takes_only(self, callee: cst.FunctionDef, param: str, name: str) -> bool:
+        """Every call of callee passes name as its parameter param."""
+        for call in self.calls_by_name.get(callee.name.value, ()):
+            bound = dict(self.bind_params(callee.name.value, call))
+            if param not in bound or dotted(bound[param].value) != name:
+                return False
+        return True
 
     def _wrapped_names(self, names: list[str], scope) -> list[str]:
         """names plus the names their values are re-bound to through a call in the same function:
