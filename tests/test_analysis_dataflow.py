@@ -109,6 +109,13 @@ def test_a_loader_handed_to_local_functions_is_followed_into_their_loops():
     assert [ctx.index.enclosing_function(l).name.value for l in loops.loops_over(train_dl)] == ["train"]
     assert [loops.runs_steps(l) for l in loops.loops_over(val_dl)] == [False]
     assert loops.loops_over(other) == []
+    # Written as the argument of the function's one call.
+    inline = _ctx("def train(loader):\n    for b in loader:\n        model(b).backward()\n"
+                  "def check(loader):\n    for b in loader:\n        model(b)\n"
+                  "train(DataLoader(ds))\ncheck(DataLoader(vs))\ncheck(DataLoader(ts))\n")
+    train, *checked = _calls(inline, "DataLoader")
+    assert [inline.loops.runs_steps(l) for l in inline.loops.loops_over(train)] == [True]
+    assert [inline.loops.loops_over(c) for c in checked] == [[], []]  # two calls: which is whose is not followed
 
 
 def test_a_module_loader_is_followed_into_functions_that_read_it():

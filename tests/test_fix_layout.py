@@ -268,6 +268,24 @@ def test_an_unused_import_removed_from_a_blocks_top_takes_no_blank_line_along():
      "        or second_sampler_of_the_dataset_for_another\n"
      "    ),\n"
      ")"),
+    # A collection literal split at its brackets goes one element per line, as Black explodes a
+    # collection; inside a call's brackets it stays on the line of its own when it fits there.
+    ("DataLoader(dataset, sampler=WeightedSampler([first_weight_of_the_classes_in_the_set_and_more_more, "
+     "second_weight_of_it]))",
+     "DataLoader(\n"
+     "    dataset,\n"
+     "    sampler=WeightedSampler(\n"
+     "        [first_weight_of_the_classes_in_the_set_and_more_more, second_weight_of_it]\n"
+     "    ),\n"
+     ")"),
+    ("DataLoader(dataset, sampler=[first_weight_of_the_classes_for_the_sampler_here_too_long, second_weight_of_it])",
+     "DataLoader(\n"
+     "    dataset,\n"
+     "    sampler=[\n"
+     "        first_weight_of_the_classes_for_the_sampler_here_too_long,\n"
+     "        second_weight_of_it,\n"
+     "    ],\n"
+     ")"),
     # Nothing to split at: left long. Written over several lines by the user: left as it is.
     ("DataLoader(dataset, sampler=a_very_long_module_name.another_long_attribute.yet_another_attribute_name)",
      "DataLoader(\n"
@@ -522,3 +540,66 @@ def test_a_call_fixed_inside_a_list_argument_takes_the_enclosing_call_along():
     for code in (one_line, by_black):
         fixed = fix_source(code, select=["TL302"], unsafe_fixes=True, path="train.py")
         assert fixed.splitlines()[4:11] == expected, fixed
+
+
+def test_a_call_fixed_inside_a_comprehension_splits_the_comprehensions_brackets_first():
+    # HF-style batch moves (simpletransformers, torchtune): Black splits the comprehension's
+    # brackets, its content on a line of its own, else one line for the element and one per
+    # `for`/`if` clause; before, the `.to(...)` call was split inside the comprehension.
+    head = ("from torch.utils.data import DataLoader\n\n\n"
+            "def get_inputs(batch, device, to_skip):\n"
+            "    if isinstance(batch, dict):\n")
+    tail = ("    return batch\n\n\n"
+            "def train(model, opt, loader, device):\n"
+            "    for batch in loader:\n"
+            "        model(**get_inputs(batch, device, ())).backward()\n"
+            "        opt.step()\n\n\n"
+            "train(model, opt, DataLoader(ds, pin_memory=True), device)\n")
+    cases = [
+        ("        batch = {k: v.to(device) for k, v in batch.items() if k not in to_skip}\n",
+         ["        batch = {",
+          "            k: v.to(device, non_blocking=True)",
+          "            for k, v in batch.items()",
+          "            if k not in to_skip",
+          "        }"]),
+        ("        batch = {name: tensor.to(device) for name, tensor in batch.items()}\n",
+         ["        batch = {",
+          "            name: tensor.to(device, non_blocking=True) for name, tensor in batch.items()",
+          "        }"]),
+        ("        return [tensor_of_the_batch.to(device) for tensor_of_the_batch in batch.values()]\n",
+         ["        return [",
+          "            tensor_of_the_batch.to(device, non_blocking=True)",
+          "            for tensor_of_the_batch in batch.values()",
+          "        ]"]),
+    ]
+    for line, expected in cases:
+        fixed = fix_source(head + line + tail, select=["TL108"], path="train.py")
+        assert fixed.splitlines()[5:5 + len(expected)] == expected, fixed
+
+
+def test_a_call_fixed_inside_a_tuple_or_a_split_comprehension_is_laid_out_as_black_does():
+    # simpletransformers: `labels = batch["labels"].to(device), labels  # ...` (the tuple goes in
+    # parentheses, one element per line, the comment after them) and a comprehension Black split
+    # at its brackets, whose content line no longer fits (split before `for`).
+    head = "from torch.utils.data import DataLoader\n\n\ndef get_inputs(batch, device):\n"
+    tail = ("    return inputs, labels\n\n\n"
+            "def train(model, opt, loader, device):\n"
+            "    for batch in loader:\n"
+            "        model(*get_inputs(batch, device)).backward()\n"
+            "        opt.step()\n\n\n"
+            "train(model, opt, DataLoader(ds, pin_memory=True), device)\n")
+    body = ("    labels = batch[\"labels\"].to(device), batch[\"labels_for_the_second_head\"]  # two heads\n"
+            "    inputs = {\n"
+            "        key: value.squeeze(1).to(device) for key, value in batch[\"inputs_here\"].items()\n"
+            "    }\n")
+    fixed = fix_source(head + body + tail, select=["TL108"], path="train.py")
+    assert fixed.splitlines()[4:12] == [
+        "    labels = (",
+        "        batch[\"labels\"].to(device, non_blocking=True),",
+        "        batch[\"labels_for_the_second_head\"],",
+        "    )  # two heads",
+        "    inputs = {",
+        "        key: value.squeeze(1).to(device, non_blocking=True)",
+        "        for key, value in batch[\"inputs_here\"].items()",
+        "    }",
+    ], fixed

@@ -7,9 +7,13 @@ do not fit there; an argument still too long is split as Black splits a line ins
 - at its operators of lowest priority, each starting a line (`enabled=use_amp` / `and not (...)`;
   `or` and `and` rank alike, then comparisons, then `+ -`, then `* / // % @`);
 - a conditional expression inside parentheses of its own, `if` and `else` starting lines;
-- otherwise at the brackets that end it (Black's right-hand split): a call's arguments, a list,
-  set or dict's elements, or a parenthesised expression, on a line of their own one level deeper
-  (one per line, with a trailing comma, when they do not fit there).
+- a comprehension that is an assignment's or a return's value at its brackets, its content on a
+  line of its own, else split before each `for` and `if` (`comprehended`);
+- otherwise at the brackets that end it (Black's right-hand split): a call's arguments or a
+  parenthesised expression on a line of their own one level deeper (one per line, with a trailing
+  comma, when they do not fit there); a list, set, dict or tuple literal's elements one per line
+  with a trailing comma (a sole element without one on a line of its own), as Black explodes a
+  collection it splits.
 Each piece still too long is split the same way. Code a user wrote over several lines keeps its
 layout: an argument added to a call laid out by hand that no longer fits the line it joined
 starts a line of its own, aligned as the author's lines of arguments are (`last_arg_continued`). Indentation strings here are relative to the enclosing block's: the engine renders the
@@ -96,10 +100,18 @@ def parenthesized(expr: cst.BaseExpression, indent: str, width: int) -> cst.Base
 
 
 def bracketed(collection: cst.BaseExpression, indent: str, width: int) -> cst.BaseExpression:
-    """A list or set literal as Black lays out an assignment's value too long for its line: its
-    elements on one line of their own one `indent` deeper, or one per line with a trailing comma
-    when they do not fit there; `width`: the room a line one level deeper leaves."""
+    """A list, set or tuple literal as Black lays out an assignment's value too long for its line
+    (`_split_collection`): a sole element on a line of its own one `indent` deeper, more than one
+    element one per line with a trailing comma; `width`: the room a line one level deeper leaves."""
     return _split_collection(collection, indent, "", width + len(indent))
+
+
+def comprehended(comp: cst.BaseComp, indent: str, width: int) -> cst.BaseComp:
+    """A list, set or dict comprehension as Black lays out an assignment's value too long for its
+    line (`batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}`): its content on
+    one line of its own one `indent` deeper, or split before each `for` and `if` when it does not
+    fit there; `width`: the room a line one level deeper leaves."""
+    return _split_comprehension(comp, indent, "", width + len(indent))
 
 
 def fluent(chain: cst.Call, indent: str, width: int) -> cst.Call:
@@ -224,27 +236,69 @@ def _split_last_bracket(expr, head: int, tail: int, indent: str, level: str, roo
 
 
 def _split_collection(expr, indent: str, level: str, room: int):
-    """A list, set or dict literal's elements on a line of their own one level deeper, or one per
-    line with a trailing comma when they do not fit there (Black's layout)."""
-    opening, closing = ("lbracket", "rbracket") if isinstance(expr, cst.List) else ("lbrace", "rbrace")
+    """A list, set, dict or tuple literal split at its brackets as Black splits a collection: a
+    sole element without a comma on a line of its own one level deeper (split in turn when still
+    too long), more than one element (or a trailing comma) one per line with a trailing comma.
+    A tuple without parentheses gets them."""
     inner = level + indent
     elements = expr.elements
-    body = ", ".join(code(element.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for element in elements)
-    first = getattr(expr, opening).with_changes(whitespace_after=newline(inner))
-    last = getattr(expr, closing)
-    if elements[-1].comma is cst.MaybeSentinel.DEFAULT and (len(body) <= room - len(indent) or len(elements) == 1):
-        # On a line of their own; a sole element still too long there is split in turn, without
-        # a comma (Black's split at the brackets).
-        if len(elements) == 1:
-            elements = [elements[0].with_changes(
-                value=_fit(elements[0].value, _head(elements[0]), 0, indent, inner, room - len(indent)))]
-        return expr.with_changes(elements=elements, **{
-            opening: first, closing: last.with_changes(whitespace_before=newline(level))})
+    opening, closing = _brackets(expr)
+    first = opening.with_changes(whitespace_after=newline(inner))
+    if len(elements) == 1 and elements[0].comma is cst.MaybeSentinel.DEFAULT:
+        elements = [elements[0].with_changes(
+            value=_fit(elements[0].value, _head(elements[0]), 0, indent, inner, room - len(indent)))]
+        return _with_brackets(expr, elements, first, closing.with_changes(whitespace_before=newline(level)))
     elements = [element.with_changes(value=_fit(element.value, _head(element), 1, indent, inner, room - len(indent)),
                                      comma=cst.Comma(whitespace_after=newline(inner if i < len(elements) - 1 else level)))
                 for i, element in enumerate(elements)]
-    return expr.with_changes(elements=elements, **{opening: first,
-                                                   closing: last.with_changes(whitespace_before=cst.SimpleWhitespace(""))})
+    return _with_brackets(expr, elements, first, closing.with_changes(whitespace_before=cst.SimpleWhitespace("")))
+
+
+def _brackets(expr) -> tuple[cst.CSTNode, cst.CSTNode]:
+    """A collection's opening and closing brackets (a tuple's outer parentheses, new ones if none)."""
+    if isinstance(expr, cst.Tuple):
+        return (expr.lpar[0], expr.rpar[-1]) if expr.lpar else (cst.LeftParen(), cst.RightParen())
+    if isinstance(expr, cst.List):
+        return expr.lbracket, expr.rbracket
+    return expr.lbrace, expr.rbrace
+
+
+def _with_brackets(expr, elements, opening, closing):
+    if isinstance(expr, cst.Tuple):
+        return expr.with_changes(elements=elements, lpar=[opening, *expr.lpar[1:]], rpar=[*expr.rpar[:-1], closing])
+    names = ("lbracket", "rbracket") if isinstance(expr, cst.List) else ("lbrace", "rbrace")
+    return expr.with_changes(elements=elements, **dict(zip(names, (opening, closing))))
+
+
+def _split_comprehension(expr: cst.BaseComp, indent: str, level: str, room: int) -> cst.BaseComp:
+    """A comprehension's brackets split, its content one level deeper: on one line when it fits,
+    else split by `comprehension_clauses`."""
+    opening, closing = ("lbracket", "rbracket") if isinstance(expr, cst.ListComp) else ("lbrace", "rbrace")
+    inner, inner_room = level + indent, room - len(indent)
+    first = getattr(expr, opening).with_changes(whitespace_after=newline(inner))
+    last = getattr(expr, closing).with_changes(whitespace_before=newline(level))
+    if len(code(expr)) - 2 > inner_room:
+        expr = comprehension_clauses(expr, indent, inner, inner_room)
+    return expr.with_changes(**{opening: first, closing: last})
+
+
+def comprehension_clauses(expr: cst.BaseComp, indent: str, level: str, room: int) -> cst.BaseComp:
+    """A comprehension's content, inside brackets already split, at `level` (`room` the columns
+    left there): one line for the element and one for each `for` and `if` clause (no trailing
+    comma: there are no elements to separate), the element split in turn when still too long."""
+    line = newline(level)
+    clauses, clause = [], expr.for_in
+    while clause is not None:
+        clauses.append(clause)
+        clause = clause.inner_for_in
+    inner_for = None  # rebuilt innermost first: each `for` holds the next one
+    for clause in reversed(clauses):
+        ifs = [test.with_changes(whitespace_before=line) for test in clause.ifs]
+        inner_for = clause.with_changes(whitespace_before=line, ifs=ifs, inner_for_in=inner_for)
+    if isinstance(expr, cst.DictComp):
+        return expr.with_changes(value=_fit(expr.value, len(code(expr.key)) + 2, 0, indent, level, room),
+                                 for_in=inner_for)
+    return expr.with_changes(elt=_fit(expr.elt, 0, 0, indent, level, room), for_in=inner_for)
 
 
 def _head(element: cst.BaseElement | cst.BaseDictElement) -> int:

@@ -21,7 +21,9 @@ from trainlint.analysis.settings import Sources
 from trainlint.analysis.star_args import star_keys
 from trainlint.analysis.tensors import Tensors
 from trainlint.analysis.tree import TreeIndex
-from trainlint.layout import bracketed, fitted, fluent, method_lines, one_arg_per_line, parenthesized
+from trainlint.layout import (
+    bracketed, comprehended, comprehension_clauses, fitted, fluent, method_lines, one_arg_per_line, parenthesized,
+)
 
 
 # Paths of data-preparation tools: a scripts/ or tools/ folder, or a prep/preprocess/extract/convert/
@@ -265,16 +267,27 @@ class FileContext:
         while isinstance(attr := self.parent(top), cst.Attribute) and attr.value is top \
                 and isinstance(call := self.parent(attr), cst.Call) and call.func is attr:
             top, links = call, links + 1
-        element = False
+        element = comprehension = False
         if links < 2:
             top = self.parent(old)
-            if isinstance(top, cst.Element) and top.value is old and isinstance(self.parent(top), (cst.List, cst.Set)):
+            if isinstance(top, cst.Element) and top.value is old \
+                    and isinstance(self.parent(top), (cst.List, cst.Set, cst.Tuple)):
                 # An element of a list: Black splits the list's brackets first (transformers'
-                # `kwargs_handlers = [DistributedDataParallelKwargs(...)]`).
+                # `kwargs_handlers = [DistributedDataParallelKwargs(...)]`), a tuple's in parentheses
+                # (simpletransformers' `labels = batch["labels"].to(device), labels`).
                 top, element = self.parent(top), True
+                if self._splits_last_call(top, old, new):
+                    return old, new
+            elif isinstance(top, (cst.ListComp, cst.SetComp, cst.DictComp)) and not top.lpar \
+                    and old in ((top.value,) if isinstance(top, cst.DictComp) else (top.elt,)):
+                # The element of a comprehension (`{k: v.to(device) for k, v in batch.items()}`):
+                # Black splits the comprehension's brackets first.
+                comprehension = True
             elif not (isinstance(top, cst.IfExp) and old in (top.body, top.orelse) and not top.lpar):
                 return old, new
         holder, stmt = self.parent(top), self.statement(top)
+        if comprehension and "\n" in self.code(top):
+            return self._comprehension_in_place(top, old, new)
         if element and isinstance(holder, cst.Arg) and holder.value is top:
             # A list argument on a line of its own in a call laid out one argument per line
             # (Black's own output): split at its brackets there, as `_fitted` splits an argument.
@@ -305,7 +318,38 @@ class FileContext:
         room = self.room(stmt, indent)
         if element:
             return top, bracketed(value, indent, room)
+        if comprehension:
+            return top, comprehended(value, indent, room)
         return top, fluent(value, indent, room) if links >= 2 else parenthesized(value, indent, room)
+
+    def _splits_last_call(self, collection: cst.BaseExpression, old: cst.CSTNode, new: cst.Call) -> bool:
+        """Black leaves a pair assigned without parentheses (`a, b = x.cuda(...), y.cuda(...)`) as it
+        is and splits the brackets of the call that ends it, when that call is old and the line up
+        to its opening bracket fits (it omits the optional parentheses around one comma)."""
+        if not isinstance(collection, cst.Tuple) or collection.lpar or len(collection.elements) != 2 \
+                or collection.elements[-1].value is not old:
+            return False
+        stmt = self.statement(collection)
+        line = self.code(stmt.with_changes(leading_lines=[])).strip()
+        if "\n" in line or self.code(old) not in line:
+            return False
+        head = line.index(self.code(old)) + len(self.code(new.func)) + 1
+        return len(self.indentation(stmt)) + head <= self.line_length
+
+    def _comprehension_in_place(self, comp: cst.BaseComp, old: cst.CSTNode, new: cst.Call):
+        """In a comprehension already split at its brackets, its content on a line of its own (Black's
+        layout), a content line new makes too long is split before each `for` and `if`, as Black
+        splits it; a content the author spread over lines keeps its layout."""
+        opening = (comp.lbracket if isinstance(comp, cst.ListComp) else comp.lbrace).whitespace_after
+        value = comp.deep_replace(old, new)
+        bare = self.code(value).strip()[1:-1].strip()
+        if not (isinstance(opening, cst.ParenthesizedWhitespace) and opening.indent) or "\n" in bare:
+            return old, new
+        level = opening.last_line.value
+        room = self.room(comp, level)
+        if len(bare) <= room:
+            return old, new
+        return comp, comprehension_clauses(value, self.module.default_indent, level, room)
 
     def _outer_call(self, old: cst.CSTNode, new: cst.Call) -> tuple[cst.CSTNode, cst.CSTNode] | None:
         """When old is an argument of a call written on one line in a simple statement or a

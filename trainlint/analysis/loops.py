@@ -282,6 +282,9 @@ class Loops:
         elif isinstance(parent, cst.AnnAssign):
             targets = [dotted(parent.target)]
         scope = self.index.enclosing_function(value)
+        for loop in self._loops_of_parameter(value):
+            if loop not in out:
+                out.append(loop)
         for loop in self.loops_over_names([t for t in targets if t], scope):
             if loop not in out:
                 out.append(loop)
@@ -290,6 +293,20 @@ class Loops:
                 if loop not in out:
                     out.append(loop)
         return out
+
+    def _loops_of_parameter(self, value: cst.BaseExpression) -> list[cst.For]:
+        """The loops over the parameter that value, written as an argument of the one call of a
+        module-local function, is passed to (`train(model, DataLoader(ds), opt)`)."""
+        arg = self.index.parent.get(value)
+        call = self.index.parent.get(arg)
+        if not isinstance(arg, cst.Arg) or arg.value is not value or not isinstance(call, cst.Call):
+            return []
+        name = self.local_callee_name(call)
+        if name is None or len(self.calls_by_name.get(name, ())) != 1:
+            return []
+        fn = self.functions[name][0]
+        return next((self._loops_reached([param], fn, 1) for param, bound in self.bind_params(name, call)
+                     if bound is arg), [])
 
     def returned_to(self, value: cst.BaseExpression) -> list[tuple[str, cst.FunctionDef | None]]:
         """(name, its function) for each place a module-local function's result that is value is
