@@ -999,9 +999,11 @@ class DataLoaderWorkersNotPersistent(DataLoaderRule):
 ## What it does
 Flags a `DataLoader` with workers (`num_workers` not 0, as a literal or a variable holding one; a
 setting written as a name is read as TL101 describes) and no `persistent_workers=True`
-that is iterated once per epoch inside an outer loop (also where a function of the module
-returns it to its caller, `train_loader, val_loader = make_loaders(cfg)`; not when the outer loop
-builds the loader again, which starts new workers every epoch whatever its settings), or by a
+that is iterated once per epoch inside an outer loop, around the loop over it or around the
+calls of the function holding that loop (`for epoch in range(n): train(epoch)`; the loader found
+where a function of the module returns it to its caller, `train_loader, val_loader =
+make_loaders(cfg)`, or hands it on, as TL108 describes; not when the outer loop builds the loader
+again, which starts new workers every epoch whatever its settings), or by a
 Lightning Trainer (handed to
 `trainer.fit`, or returned by a LightningModule's or LightningDataModule's `train_dataloader`) that
 runs several epochs (`max_epochs` not a literal 1 or less, its default 1000, no `max_steps` and no
@@ -1057,6 +1059,10 @@ would be wrong for some runs.
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=NUM_WORKERS)").replace(
             "loader = ", "NUM_WORKERS = 0\nloader = ", 1)),
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\nfor batch in loader:\n    step(batch)\n"),
+        # The function reading the module's loader is called once, not from a loop.
+        Valid("from torch.utils.data import DataLoader\ntrainloader = DataLoader(ds, num_workers=2)\n"
+              "def train(epoch):\n    for batch in trainloader:\n        step(batch)\n"
+              "def main():\n    train(0)\nfor attempt in range(3):\n    print(attempt)\n"),
         Valid(_EPOCHS.format(loader="DataLoader(ds)")),
         # One epoch, or a step budget that decides how often the loader is gone over.
         Valid("from transformers import TrainingArguments\n"
@@ -1102,6 +1108,14 @@ would be wrong for some runs.
                       "    train = DataLoader(ds, num_workers=4, persistent_workers=True)\n    val = DataLoader(vs)\n"
                       "    return train, val\ndef main(ds, vs):\n    train_loader, val_loader = make_loaders(ds, vs)\n"
                       "    for epoch in range(3):\n        for batch in train_loader:\n            step(batch)\n"),
+        # A module's loader read by the function the epoch loop calls (pytorch-cifar's `train(epoch)`).
+        Invalid("from torch.utils.data import DataLoader\ntrainloader = DataLoader(ds, num_workers=2)\n"
+                "def train(epoch):\n    for batch in trainloader:\n        step(batch)\n"
+                "for epoch in range(3):\n    train(epoch)\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "trainloader = DataLoader(ds, num_workers=2, persistent_workers=True)\n"
+                      "def train(epoch):\n    for batch in trainloader:\n        step(batch)\n"
+                      "for epoch in range(3):\n    train(epoch)\n"),
         # persistent_workers from a variable holding False: fixed there while the workers are certain;
         # with a configurable worker count, True could meet 0 workers (a ValueError): no fix.
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=8, persistent_workers=KEEP)").replace(
@@ -1204,19 +1218,12 @@ def _trainer_epochs(ctx, call: cst.Call) -> bool:
 
 
 def _looped_over_per_epoch(ctx, call: cst.Call) -> bool:
-    """A loop over the loader, where a module-local function returning it hands it to its caller
-    (`train_loader, val_loader = make_loaders(cfg)`), runs inside an outer loop that does not
-    build the loader again."""
-    maker = ctx.index.enclosing_function(call)
-    for loop in ctx.loops.loops_over(call):
-        outer = ctx.loops.innermost_loop(loop)
-        if outer is None or ctx.index.contains(outer, call):
-            continue
-        if maker is not None and any(isinstance(node, cst.Call) and ctx.loops.local_callee_name(node) == maker.name.value
-                                     for node in ctx.index.walk(outer)):
-            continue  # a new loader, and new workers, every epoch: nothing to keep alive
-        return True
-    return False
+    """A loop over the loader (as loops_over finds them: where a function returns it to its caller,
+    hands it to another, or reads the module's) is run again and again by an outer loop, around it
+    or around the calls of its function (`for epoch in ...: train(epoch)`), that does not build
+    the loader again."""
+    rebuilt = ctx.loops.loops_around(call)  # a new loader, and new workers, on each of their runs
+    return any(outer not in rebuilt for loop in ctx.loops.loops_over(call) for outer in ctx.loops.repeating_loops(loop))
 
 
 def _iterated_per_epoch(ctx, loader: cst.Call, name: str) -> bool:

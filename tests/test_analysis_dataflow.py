@@ -134,6 +134,22 @@ def test_a_module_loader_is_followed_into_functions_that_read_it():
     assert [ctx.index.enclosing_function(l).name.value for l in loops.loops_over(testloader)] == ["rebinds"]
 
 
+def test_the_loops_that_repeat_a_node_are_found_through_calls():
+    ctx = _ctx(
+        "def inner():\n    for b in loader:\n        use(b)\n"
+        "def train(epoch):\n    inner()\n"
+        "def once():\n    for b in other:\n        use(b)\n"
+        "for epoch in range(3):\n    train(epoch)\n"
+        "while True:\n    train(0)\n"
+        "once()\n"
+    )
+    inner_loop, once_loop, epochs = ctx.index.nodes(cst.For)
+    loops = ctx.loops
+    assert loops.repeating_loops(inner_loop) == [epochs, ctx.index.nodes(cst.While)[0]]  # two calls up
+    assert loops.repeating_loops(once_loop) == []
+    assert loops.repeating_loops(_calls(ctx, "use")[0]) == [inner_loop]
+
+
 def test_offline_script_by_path_and_no_hot_loop():
     prep = "class DS(Dataset):\n    def __getitem__(self, i):\n        return torchaudio.load(self.paths[i])\n"
     train = prep + "for x in loader:\n    model(x).backward()\n    opt.step()\n"

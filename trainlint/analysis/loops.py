@@ -216,6 +216,35 @@ class Loops:
             child = anc
         return None
 
+    def repeating_loops(self, node: cst.CSTNode, depth: int = 0) -> list[cst.CSTNode]:
+        """The loops that run node more than once: the innermost loop around it in its function,
+        else, for a node of a module-local function, the loops around that function's calls
+        (three calls up: pytorch-cifar's `for epoch in ...: train(epoch)` repeats the loop over
+        `trainloader` in `train`)."""
+        loop = self.innermost_loop(node)
+        if loop is not None:
+            return [loop]
+        fn = self.index.enclosing_function(node)
+        if fn is None or depth >= _CALL_DEPTH:
+            return []
+        out = []
+        for call in self.calls_by_name.get(fn.name.value, ()):
+            if len(self.functions[fn.name.value]) == 1 and not self.index.contains(fn, call):
+                out += [outer for outer in self.repeating_loops(call, depth + 1) if outer not in out]
+        return out
+
+    def loops_around(self, node: cst.CSTNode) -> set[cst.CSTNode]:
+        """Every loop that runs node again and again: the loops around it, and, as far as
+        `repeating_loops` follows calls, the loops around those loops."""
+        out: set = set()
+        todo = [node]
+        while todo:
+            for loop in self.repeating_loops(todo.pop()):
+                if loop not in out:
+                    out.add(loop)
+                    todo.append(loop)
+        return out
+
     def _find_stepping_functions(self) -> set[cst.FunctionDef]:
         """Functions that run one step per call: a step outside any loop of their own, and no loop
         of optimizer steps of their own (that makes a training run, see _training_runs)."""
