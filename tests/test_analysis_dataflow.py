@@ -89,6 +89,13 @@ def test_a_loader_a_local_function_returns_is_followed_into_its_callers_loops():
         "    for b in tqdm(eval_dl):\n        evaluate(b)\n")
     (call,) = _calls(handed, "DataLoader")
     assert handed.loops.returned_to(call) == [] and handed.loops.loops_over(call) == []
+    # Handed on to a module-local function that takes only it: followed into that function's loop.
+    local = _ctx(
+        "def load(ds):\n    return DataLoader(ds)\n"
+        "def run_training(dl):\n    for b in dl:\n        model(b).backward()\n"
+        "def fit():\n    train_dl = load(ds)\n    run_training(train_dl)\n")
+    (call,) = _calls(local, "DataLoader")
+    assert [local.loops.runs_steps(l) for l in local.loops.loops_over(call)] == [True]
 
 
 def test_a_loader_handed_to_local_functions_is_followed_into_their_loops():

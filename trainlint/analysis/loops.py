@@ -343,9 +343,8 @@ class Loops:
         (`return train, val` binds `train_loader, val_loader = make_loaders(cfg)` by position), as
         itself or under the one name it is assigned in that function. One call level: the
         loaders a `build_loaders()` helper returns to the training function. [] when a caller
-        hands a bound name on (to another function, an attribute, a return): the loops seen
-        would not be all of them (simpletransformers hands its training loader to `self.train`
-        and iterates the evaluation one in place)."""
+        hands a bound name on where loops_over_names does not follow it (to another module's
+        function, an attribute, a return): the loops seen would not be all of them."""
         fn = self.index.enclosing_function(value)
         callers = [] if fn is None else [c for c in self.calls_by_name.get(fn.name.value, [])
                                          if not self.index.contains(fn, c)]
@@ -388,8 +387,9 @@ class Loops:
             if isinstance(use, (cst.Return, cst.Yield)) or (isinstance(use, cst.Assign) and use.value is node):
                 return True
             if isinstance(use, cst.Arg) and use.value is node:
-                callee = (dotted(self.index.parent.get(use).func) or "").rsplit(".", 1)[-1]
-                if callee != "len" and not _LOADER_WRAPPER.match(callee):
+                call = self.index.parent.get(use)
+                callee = (dotted(call.func) or "").rsplit(".", 1)[-1]
+                if callee != "len" and not _LOADER_WRAPPER.match(callee) and not self._followed(call, use, name):
                     return True
         return False
 
@@ -486,6 +486,11 @@ class Loops:
             if self._in_sight(call, name, scope) and self._takes_only(callee, param, name):
                 out.append((callee, param))
         return out
+
+    def _followed(self, call: cst.Call, arg: cst.Arg, name: str) -> bool:
+        """`loops_over_names` follows name through this argument into a module-local function."""
+        return any(a is arg and self._takes_only(callee, param, name)
+                   for callee, c, param, a in self.bindings if c is call)
 
     def _takes_only(self, callee: cst.FunctionDef, param: str, name: str) -> bool:
         """Every call of callee passes name as its parameter param."""
