@@ -603,3 +603,31 @@ def test_a_call_fixed_inside_a_tuple_or_a_split_comprehension_is_laid_out_as_bla
         "        for key, value in batch[\"inputs_here\"].items()",
         "    }",
     ], fixed
+
+
+def test_a_call_fixed_inside_a_comprehension_argument_takes_the_call_along():
+    # `batch = tuple(t.to(device) for t in batch)` (the Hugging Face examples' idiom) and a list
+    # comprehension handed to `torch.stack`: the enclosing call is split at its brackets, the
+    # comprehension on a line of its own, split before `for`/`if` when it does not fit there (what
+    # Black writes from the one-line fixed text; before, `.to(` was split inside the comprehension).
+    head = "from torch.utils.data import DataLoader\n\n\ndef train(model, opt, loader, device):\n"
+    tail = ("            model(batch).backward()\n            opt.step()\n\n\n"
+            "train(model, opt, DataLoader(ds, pin_memory=True), device)\n")
+    body = ("    for batch in loader:\n        if batch:\n"
+            "            batch = tuple(tensor_of_the_batch.to(device) for tensor_of_the_batch in batch)\n"
+            "            stacked = torch.stack([tensor_of_batch.to(device) for tensor_of_batch in batch if tensor_of_batch])\n")
+    fixed = fix_source(head + body + tail, select=["TL108"], path="train.py")
+    assert fixed.splitlines()[6:18] == [
+        "            batch = tuple(",
+        "                tensor_of_the_batch.to(device, non_blocking=True)",
+        "                for tensor_of_the_batch in batch",
+        "            )",
+        "            stacked = torch.stack(",
+        "                [",
+        "                    tensor_of_batch.to(device, non_blocking=True)",
+        "                    for tensor_of_batch in batch",
+        "                    if tensor_of_batch",
+        "                ]",
+        "            )",
+        "            model(batch).backward()",
+    ], fixed

@@ -232,6 +232,10 @@ def _split_last_bracket(expr, head: int, tail: int, indent: str, level: str, roo
         return expr.with_changes(expression=operand)
     if isinstance(expr, (cst.List, cst.Set, cst.Dict)) and expr.elements:
         return _split_collection(expr, indent, level, room)
+    if isinstance(expr, (cst.ListComp, cst.SetComp, cst.DictComp)):
+        return _split_comprehension(expr, indent, level, room)
+    if isinstance(expr, cst.GeneratorExp):
+        return comprehension_clauses(expr, indent, level, room)  # a call's sole argument, its brackets split
     return expr
 
 

@@ -358,11 +358,19 @@ class FileContext:
         one per line and splits new there as Black would (`SFTTrainer(model, args=SFTConfig(...))`),
         instead of splitting new inside a line it does not fit. An element of a list or set that
         is the argument counts as the argument (`Accelerator(kwargs_handlers=[Kwargs(...)])`): the
-        list is split at its brackets there."""
+        list is split at its brackets there; so does the element of a comprehension that is the
+        argument (`tuple(t.to(device) for t in batch)`, `torch.stack([t.cuda() for t in xs])`),
+        split before `for` and `if` when it does not fit its line."""
         value = old
-        while isinstance(element := self.parent(value), cst.Element) and element.value is value \
-                and isinstance(self.parent(element), (cst.List, cst.Set)):
-            value = self.parent(element)
+        while True:
+            holder = self.parent(value)
+            if isinstance(holder, cst.Element) and holder.value is value and isinstance(self.parent(holder), (cst.List, cst.Set)):
+                value = self.parent(holder)
+            elif isinstance(holder, (cst.GeneratorExp, cst.ListComp, cst.SetComp)) and holder.elt is value \
+                    and not holder.lpar or isinstance(holder, cst.DictComp) and holder.value is value:
+                value = holder  # `tuple(t.to(device) for t in batch)`, `torch.stack([...])`
+            else:
+                break
         arg = self.parent(value)
         outer = self.parent(arg) if isinstance(arg, cst.Arg) and arg.value is value else None
         stmt = self.statement(old)
