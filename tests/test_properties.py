@@ -128,6 +128,13 @@ _step_lines = st.sampled_from([
     "optimizer.step()",
     "scaler.step(optimizer)",
     "pass",
+    # Copies inside comprehensions and tuples, some long enough that a fix must split them (layout.py).
+    "x = {k: v.to(device) for k, v in x.items()}",
+    "x = tuple(t.to(device) for t in x)",
+    "features_of_the_batch = [tensor_of_the_batch.cuda() for tensor_of_the_batch in x if tensor_of_the_batch is not None]",
+    "inputs_for_the_model = {name_of_tensor: tensor_of_batch.to(device) for name_of_tensor, tensor_of_batch in x.items()}",
+    "stacked_inputs = torch.stack([tensor_of_the_batch.to(device) for tensor_of_the_batch in x])",
+    "labels_of_the_batch = y.to(device), x",
 ])
 
 
@@ -166,8 +173,16 @@ def training_script(draw):
     inner = f"for step, (x, y) in enumerate({loop_target}):\n" + _indent(body, "    ")
     if draw(st.booleans()):
         inner = "for epoch in range(3):\n" + _indent(inner, "    ")
-    if draw(st.booleans()):
+    shape = draw(st.sampled_from(["module", "function", "handed", "reads"]))
+    if shape == "function":
         inner = "def train(model, optimizer):\n" + _indent(inner, "    ")
+    elif shape == "handed":
+        # The loop in a function the loader is handed to (MNIST's `train(..., train_loader, ...)`).
+        inner = "def train(model, optimizer, loader):\n" + _indent(inner.replace(loop_target, "loader"), "    ")
+        inner += f"for epoch in range(3):\n    train(model, optimizer, {loop_target})\n"
+    elif shape == "reads":
+        # The loop in a function reading the module's loader, called every epoch (pytorch-cifar).
+        inner = "def train(epoch):\n" + _indent(inner, "    ") + "for epoch in range(3):\n    train(epoch)\n"
     lines.append(inner.rstrip("\n"))
     text = "\n".join(lines) + "\n"
     return text.replace("\n", "\r\n") if draw(st.booleans()) else text
