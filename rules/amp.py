@@ -898,7 +898,9 @@ class GradScalerInitScale(Rule):
 Off by default (enable with `select`/`extend-select`). Flags a `GradScaler` (any spelling) whose
 `init_scale` is outside the configured range, 1024 to 8192 by default. A scaler without
 `init_scale` uses PyTorch's default, 65536, and is flagged too. Disabled scalers
-(`enabled=False`) and values that are not literals are left alone.
+(`enabled=False`) and values the file does not settle are left alone; a value written as a name
+is read as TL101 describes (`init_scale=args.init_scale` with the option's `default=65536`) and
+fixed where it is written.
 
 ## Why is this bad?
 The dynamic loss scale starts at `init_scale` and halves on every overflow, skipping that step.
@@ -924,6 +926,10 @@ steps with overflowing gradients are still skipped.
         Valid("import torch\nscaler = torch.amp.GradScaler('cuda', init_scale=4096)\n"),
         Valid("import torch\nscaler = torch.amp.GradScaler('cuda', 2.0**13)\n"),
         Valid("import torch\nscaler = torch.amp.GradScaler('cuda', init_scale=args.init_scale)\n"),
+        # An option whose default is in range.
+        Valid("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+              "parser.add_argument('--init-scale', type=float, default=4096)\nargs = parser.parse_args()\n"
+              "scaler = torch.amp.GradScaler('cuda', init_scale=args.init_scale)\n"),
         Valid("import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\n"),
         Valid("import torch\nscaler = torch.amp.GradScaler(**scaler_kwargs)\n"),
         Valid("import torch\nscaler = torch.amp.GradScaler('cuda', init_scale=2.**15)\n",
@@ -932,6 +938,18 @@ steps with overflowing gradients are still skipped.
     invalid = [
         Invalid("import torch\nscaler = torch.amp.GradScaler('cuda')\n",
                 fixed="import torch\nscaler = torch.amp.GradScaler('cuda', init_scale=8192)\n", message="65536"),
+        # Written as names: an option's default, a constant; fixed where they are written.
+        Invalid("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--init-scale', type=float, default=65536.0)\nargs = parser.parse_args()\n"
+                "scaler = torch.amp.GradScaler('cuda', init_scale=args.init_scale)\n",
+                fixed="import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+                      "parser.add_argument('--init-scale', type=float, default=8192)\nargs = parser.parse_args()\n"
+                      "scaler = torch.amp.GradScaler('cuda', init_scale=args.init_scale)\n",
+                message="`init_scale=args.init_scale` unless `--init-scale` is given (it defaults to 65536.0), which "
+                        "overflows and skips the first steps; default `--init-scale` to `8192`"),
+        Invalid("import torch\nINIT_SCALE = 2**16\nscaler = torch.amp.GradScaler('cuda', init_scale=INIT_SCALE)\n",
+                fixed="import torch\nINIT_SCALE = 8192\nscaler = torch.amp.GradScaler('cuda', init_scale=INIT_SCALE)\n",
+                message="(`INIT_SCALE` is 65536)"),
         Invalid("import torch\nscaler = torch.cuda.amp.GradScaler(init_scale=2.**16, enabled=use_amp)\n",
                 fixed="import torch\nscaler = torch.cuda.amp.GradScaler(init_scale=8192, enabled=use_amp)\n"),
         Invalid("from torch.amp import GradScaler\nscaler = GradScaler('cuda', 1.0)\n",
@@ -961,14 +979,24 @@ steps with overflowing gradients are still skipped.
                 return  # *args / **kwargs may carry init_scale
             arg = positional[position] if position < len(positional) else None
         value = _DEFAULT_INIT_SCALE if arg is None else ctx.number(arg.value)
+        # Written as a name whose value the file settles (`init_scale=args.init_scale` with the
+        # option's default 65536): judged by that value, fixed where it is written.
+        source = ctx.sources.of_arg(arg) if value is None else None
+        if source is not None and isinstance(source.value, (int, float)) and not isinstance(source.value, bool):
+            value = source.value
         if value is None or low <= value <= high:
             return
-        given = "the default 65536" if arg is None else f"`init_scale={ctx.code(arg.value)}` ({_fmt(value)})"
         side = "overflows and skips the first steps" if value > high else "underflows small gradients until it grows"
+        target = f"(start within {_fmt(low)}..{_fmt(high)})"
+        if source is not None:
+            self.report(node, f"GradScaler starts at `init_scale={ctx.code(arg.value)}` {source.condition()}, which "
+                              f"{side}; {source.advice(_fmt(high))} {target}",
+                        source.fix(self, _fmt(high), Applicability.SAFE))
+            return
+        given = "the default 65536" if arg is None else f"`init_scale={ctx.code(arg.value)}` ({_fmt(value)})"
         self.report(
             node,
-            f"GradScaler starts at {given}, which {side}; set `init_scale={_fmt(high)}` "
-            f"(start within {_fmt(low)}..{_fmt(high)})",
+            f"GradScaler starts at {given}, which {side}; set `init_scale={_fmt(high)}` {target}",
             self.fix(Applicability.SAFE, f"Set `init_scale={_fmt(high)}`", (node, self._with_scale(node, arg, _fmt(high)))),
         )
 

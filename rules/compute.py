@@ -821,7 +821,9 @@ class ZeroGradKeepsTensors(Rule):
     docs = """
 ## What it does
 Flags `optimizer.zero_grad(set_to_none=False)` and `model.zero_grad(set_to_none=False)` (also the
-positional `zero_grad(False)`).
+positional `zero_grad(False)`). A value written as a name is read as TL101 describes
+(`set_to_none=args.free_grads` of a `store_true` switch is False in a plain run) and fixed where
+it is written: set to True there.
 
 ## Why is this bad?
 With `set_to_none=False` every step launches a memset kernel per parameter to write zeros, and
@@ -850,6 +852,7 @@ writes `set_to_none=True` instead of dropping the argument.
         Valid("optimizer.zero_grad()\n"),
         Valid("optimizer.zero_grad(set_to_none=True)\n"),
         Valid("model.zero_grad(set_to_none=args.keep_grads)\n"),
+        Valid("FREE = True\nmodel.zero_grad(set_to_none=FREE)\n"),
         Valid("widget.clear(set_to_none=False)\n"),
         Valid("zero_grad = lambda: None\nzero_grad()\n"),
     ]
@@ -863,6 +866,16 @@ writes `set_to_none=True` instead of dropping the argument.
         Invalid("for x in loader:\n    self.opt.zero_grad(set_to_none = False)\n    loss.backward()\n",
                 fixed="for x in loader:\n    self.opt.zero_grad()\n    loss.backward()\n"),
         Invalid("opts[0].zero_grad(\n    set_to_none=False,\n)\n", fixed="opts[0].zero_grad()\n"),
+        # Written as names whose value the file settles: fixed where they are written.
+        Invalid("FREE_GRADS = False\noptimizer.zero_grad(set_to_none=FREE_GRADS)\n",
+                fixed="FREE_GRADS = True\noptimizer.zero_grad(set_to_none=FREE_GRADS)\n",
+                message="allocated (`FREE_GRADS` is False); set `FREE_GRADS = True` to free them instead"),
+        Invalid("import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--free-grads', action='store_true')\n"
+                "args = parser.parse_args()\noptimizer.zero_grad(set_to_none=args.free_grads)\n",
+                fixed="import argparse\nparser = argparse.ArgumentParser()\n"
+                      "parser.add_argument('--free-grads', action=argparse.BooleanOptionalAction, default=True)\n"
+                      "args = parser.parse_args()\noptimizer.zero_grad(set_to_none=args.free_grads)\n",
+                message="unless `--free-grads` is given (it is off by default)"),
         Invalid("import torch\nclass T:\n    def step(self):\n        self.optimizer.zero_grad(set_to_none=False)\n",
                 fixed="import torch\nclass T:\n    def step(self):\n        self.optimizer.zero_grad()\n"),
     ]
@@ -874,9 +887,17 @@ writes `set_to_none=True` instead of dropping the argument.
         arg = node.args[0]
         if arg.star or (arg.keyword is not None and arg.keyword.value != "set_to_none"):
             return
-        if not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
-            return
         receiver = self.ctx.code(func.value)
+        if not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
+            # Written as a name whose value the file settles (`set_to_none=args.free_grads` of a
+            # `store_true` switch): judged by that value, fixed where it is written.
+            source = self.ctx.sources.of_arg(arg)
+            if source is not None and source.value is False:
+                self.report(node, source.explain(
+                    f"`{receiver}.zero_grad(set_to_none={self.ctx.code(arg.value)})` writes zeros into every "
+                    f"gradient each step and keeps them allocated", "True", "to free them instead"),
+                    source.fix(self, "True", Applicability.UNSAFE))
+            return
         if target_allows(self.ctx, "2.0"):
             call, why = f"{receiver}.zero_grad()", " (set_to_none=True)"
             fix = self.fix(Applicability.UNSAFE, "Drop `set_to_none=False`",

@@ -88,50 +88,30 @@ def setting_value(ctx, call: cst.Call, name: str, missing, *, certain: bool = Fa
 
 def setting_source(ctx, call: cst.Call, name: str) -> Source | None:
     """Where the loader's argument `name` gets its value when it names it (`num_workers=NUM_WORKERS`)."""
-    arg = loader_arg(ctx, call, name)
-    if arg is None or arg.star or ctx.literal(arg.value) is not UNKNOWN:
-        return None
-    return ctx.sources.source(arg.value)
+    return ctx.sources.of_arg(loader_arg(ctx, call, name))
 
 
 def setting_fix(rule: Rule, call: cst.Call, name: str, value: str, applicability: Applicability, *extra,
                 at_call: str | None = None):
     """The fix that sets the loader's `name` to value: where the value is written when the
-    argument reads it from a variable, an option's or a field's default (None when that has no
-    literal to change), else at the call (as at_call, when the call needs a guarded form)."""
+    argument reads it from a variable, an option's or a field's default (`Source.fix`), else at
+    the call (as at_call, when the call needs a guarded form)."""
     ctx = rule.ctx
     source = setting_source(ctx, call, name)
     if source is not None:
-        if source.switch is not None and value == "True":
-            return _switch_on_fix(rule, source, applicability, *extra)
-        if source.node is None:
-            return None
-        return rule.fix(applicability, source.fix_title(value), (source.node, cst.parse_expression(value)), *extra)
+        return source.fix(rule, value, applicability, *extra)
     keyword = loader_keyword(ctx, call, name)
     return rule.fix(applicability, f"Set `{keyword}={at_call or value}`",
                     (call, set_loader_arg(ctx, call, name, at_call or value)), *extra)
-
-
-def _switch_on_fix(rule: Rule, source: Source, applicability: Applicability, *extra):
-    """A `store_true` switch that is off by default, on by default: `action=argparse.BooleanOptionalAction,
-    default=True`, so `--pin-memory` still works and `--no-pin-memory` turns it off."""
-    ctx = rule.ctx
-    argparse = ctx.names.module_alias("argparse")
-    imports = [] if argparse else [insert_stdlib_import(ctx, "argparse")]
-    action = f"{argparse or 'argparse'}.BooleanOptionalAction"
-    switch = ctx.with_keyword(ctx.with_keyword(source.switch, "action", action), "default", "True")
-    return rule.fix(applicability, f"Default `{source.name}` to True (`action={action}`, `--no-` turns it off)",
-                    ctx.call_replacement(source.switch, switch), *imports, *extra)
 
 
 def setting_advice(ctx, call: cst.Call, name: str, value: str, problem: str, why: str = "") -> str:
     """A message: the problem, where the setting comes from when not from the call, and what to set
     (`...; set `num_workers=8` so ...`, `... (`NUM_WORKERS` is 0); set `NUM_WORKERS = 8` so ...`)."""
     source = setting_source(ctx, call, name)
-    tail = f" {why}" if why else ""
     if source is None:
-        return f"{problem}; set `{loader_keyword(ctx, call, name)}={value}`{tail}"
-    return f"{problem} {source.condition()}; {source.advice(value)}{tail}"
+        return f"{problem}; set `{loader_keyword(ctx, call, name)}={value}`{f' {why}' if why else ''}"
+    return source.explain(problem, value, why)
 
 
 def is_loader(ctx, call: cst.Call) -> bool:

@@ -478,7 +478,9 @@ the fix turns into `strategy=DDPStrategy(gradient_as_bucket_view=True)`, as Ligh
 optimizations guide shows; and accelerate's `DistributedDataParallelKwargs(...)` (the DDP options
 of an `Accelerator(kwargs_handlers=[...])`) without it. Lightning's and accelerate's only in a
 module that trains (a `.fit(...)` call, a backward or an optimizer step), since Fabric is also
-started with `strategy="ddp"` just to launch processes.
+started with `strategy="ddp"` just to launch processes. A value written as a name is read as
+TL101 describes (`gradient_as_bucket_view=args.bucket_view` of a `store_true` switch is off in a
+plain run) and fixed where it is written.
 
 ## Why is this bad?
 By default DDP keeps each gradient twice: in `param.grad` and in the communication bucket it
@@ -510,6 +512,10 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         Valid("import torch\ntorch.nn.parallel.DistributedDataParallel(model, **ddp_kwargs)\n"),
         Valid("from torch.nn.parallel import DistributedDataParallel as DDP\n"
               "DDP(model, gradient_as_bucket_view=args.bucket_view)\n"),
+        # An option that defaults to on.
+        Valid("import argparse\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+              "parser = argparse.ArgumentParser()\nparser.add_argument('--bucket-view', type=int, default=1)\n"
+              "args = parser.parse_args()\nDDP(model, gradient_as_bucket_view=args.bucket_view)\n"),
         Valid("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nFSDP(model)\n"),
         Valid("from mylib import DistributedDataParallel\nDistributedDataParallel(model)\n"),
         Valid("from torch.nn.parallel import DistributedDataParallel as DDP\nif isinstance(model, DDP):\n"
@@ -581,6 +587,20 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         Invalid("from torch.nn.parallel.distributed import DistributedDataParallel\nm = DistributedDataParallel(m)\n",
                 fixed="from torch.nn.parallel.distributed import DistributedDataParallel\n"
                 "m = DistributedDataParallel(m, gradient_as_bucket_view=True)\n"),
+        # Written as names whose value the file settles: a constant, a switch that is off by default.
+        Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nBUCKET_VIEW = False\n"
+                "model = DDP(model, gradient_as_bucket_view=BUCKET_VIEW)\n",
+                fixed="from torch.nn.parallel import DistributedDataParallel as DDP\nBUCKET_VIEW = True\n"
+                      "model = DDP(model, gradient_as_bucket_view=BUCKET_VIEW)\n",
+                message="back (`BUCKET_VIEW` is False); set `BUCKET_VIEW = True` so gradients"),
+        Invalid("import argparse\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+                "parser = argparse.ArgumentParser()\nparser.add_argument('--bucket-view', action='store_true')\n"
+                "args = parser.parse_args()\nmodel = DDP(model, gradient_as_bucket_view=args.bucket_view)\n",
+                fixed="import argparse\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+                      "parser = argparse.ArgumentParser()\nparser.add_argument(\n"
+                      "    '--bucket-view', action=argparse.BooleanOptionalAction, default=True\n)\n"
+                      "args = parser.parse_args()\nmodel = DDP(model, gradient_as_bucket_view=args.bucket_view)\n",
+                message="unless `--bucket-view` is given (it is off by default)"),
         # Code that assigns gradients: reported, but the fix would break it.
         Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
                 "for p in model.parameters():\n    p.grad = torch.zeros_like(p)\n", fixed=None),
@@ -620,15 +640,24 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
             # call may set it (and a keyword beside it could raise "got multiple values").
             return
         arg = ctx.keyword(node, "gradient_as_bucket_view")
-        if arg is not None and ctx.literal(arg.value) is not False:
+        if arg is not None and ctx.sources.value(arg.value) is not False:
             return
+        # Written as a name whose value the file settles (`args.bucket_view` of a `store_true`
+        # switch, `BUCKET_VIEW = False`): judged by that value, fixed where it is written.
+        source = ctx.sources.of_arg(arg)
+        problem = "DDP copies every gradient into its all-reduce buckets and back"
+        why = "so gradients are views into the buckets (less memory, one copy less per step)"
         fix = None
-        if not self._assigns_grad():
+        if self._assigns_grad():
+            pass
+        elif source is not None:
+            fix = source.fix(self, "True", Applicability.UNSAFE)
+        else:
             fix = self.fix(Applicability.UNSAFE, "Set `gradient_as_bucket_view=True`",
                            (node, ctx.with_keyword(node, "gradient_as_bucket_view", "True")))
-        self.report(node, "DDP copies every gradient into its all-reduce buckets and back; set "
-                          "`gradient_as_bucket_view=True` so gradients are views into the buckets (less memory, "
-                          "one copy less per step)", fix)
+        message = source.explain(problem, "True", why) if source is not None else \
+            f"{problem}; set `gradient_as_bucket_view=True` {why}"
+        self.report(node, message, fix)
 
     def _check_lightning(self, call: cst.Call, qualified: str) -> None:
         """A Lightning Trainer or Fabric given `strategy="ddp"`: its DDP copies gradients too; the

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import libcst as cst
 
 from trainlint.analysis.command_line import option_default
+from trainlint.analysis.imports import insert_stdlib_import
 from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.variables import is_variable, owner, role
 
@@ -59,6 +60,32 @@ class Source(NamedTuple):
         advice = self.advice(value)
         return advice[0].upper() + advice[1:]
 
+    def explain(self, problem: str, value: str, why: str = "") -> str:
+        """A message: the problem, where the value comes from, and what to change there
+        (`Batches go ... unless `--pin-memory` is given (it is off by default); default
+        `--pin-memory` to `True` for faster copies`)."""
+        return f"{problem} {self.condition()}; {self.advice(value)}{f' {why}' if why else ''}"
+
+    def fix(self, rule, value: str, applicability, *extra):
+        """The fix that gives a plain run value where the setting is written: its literal
+        replaced, or a `store_true` switch made one that is on by default
+        (`action=argparse.BooleanOptionalAction, default=True`: `--flag` still works, `--no-flag`
+        turns it off); None when there is no literal to change."""
+        if self.switch is not None and value == "True":
+            return self._switch_on(rule, applicability, *extra)
+        if self.node is None:
+            return None
+        return rule.fix(applicability, self.fix_title(value), (self.node, cst.parse_expression(value)), *extra)
+
+    def _switch_on(self, rule, applicability, *extra):
+        ctx = rule.ctx
+        argparse = ctx.names.module_alias("argparse")
+        imports = [] if argparse else [insert_stdlib_import(ctx, "argparse")]
+        action = f"{argparse or 'argparse'}.BooleanOptionalAction"
+        switch = ctx.with_keyword(ctx.with_keyword(self.switch, "action", action), "default", "True")
+        return rule.fix(applicability, f"Default `{self.name}` to True (`action={action}`, `--no-` turns it off)",
+                        ctx.call_replacement(self.switch, switch), *imports, *extra)
+
 
 class Sources:
     """The sources of the settings of one file (FileContext.sources)."""
@@ -78,6 +105,13 @@ class Sources:
             if source is not None and (source.is_certain or not certain):
                 return source.value
         return value
+
+    def of_arg(self, arg: cst.Arg | None) -> Source | None:
+        """Where an argument written as a name (`pin_memory=args.pin_memory`) gets its value; None
+        for a literal, a `*`/`**` argument, or one whose value the file does not settle."""
+        if arg is None or arg.star or self.ctx.literal(arg.value) is not UNKNOWN:
+            return None
+        return self.source(arg.value)
 
     def source(self, expr: cst.BaseExpression) -> Source | None:
         """Where expr, a name or attribute, gets a literal value from, when the file says so; once
