@@ -1088,6 +1088,12 @@ would be wrong for some runs.
                       "    train = DataLoader(ds, num_workers=4, persistent_workers=True)\n    val = DataLoader(vs)\n"
                       "    return train, val\ndef main(ds, vs):\n    train_loader, val_loader = make_loaders(ds, vs)\n"
                       "    for epoch in range(3):\n        for batch in train_loader:\n            step(batch)\n"),
+        # An evaluation loader gone over at every evaluation, from a function the training loop calls.
+        Invalid("from torch.utils.data import DataLoader\nval_loader = DataLoader(vs, num_workers=2)\n"
+                "def validate():\n    for batch in val_loader:\n        score(batch)\n"
+                "for step, batch in enumerate(train_loader):\n    model(batch).backward()\n    opt.step()\n"
+                "    if step % 100 == 0:\n        validate()\n",
+                message="Workers are restarted at every pass over the loader (each evaluation)"),
         # A module's loader read by the function the epoch loop calls (pytorch-cifar's `train(epoch)`).
         Invalid("from torch.utils.data import DataLoader\ntrainloader = DataLoader(ds, num_workers=2)\n"
                 "def train(epoch):\n    for batch in trainloader:\n        step(batch)\n"
@@ -1149,8 +1155,14 @@ would be wrong for some runs.
                           at_call="True" if certain else f"{_workers_operand(ctx, call, workers)} > 0")
         if setting_source(ctx, call, "persistent_workers") is not None and not certain:
             fix = None
+        # An evaluation loader (by its name: whether a loop trains is not always visible, verl's
+        # training loop steps in other processes) gone over again at each evaluation (verl's
+        # `_validate()` every `test_freq` steps) restarts its workers for each one, not per epoch.
+        name = loader_name(ctx, call) or ""
+        evaluates = names_evaluation(name.rsplit(".", 1)[-1]) and not builds_trainer_loader(ctx, call)
+        when = "at every pass over the loader (each evaluation)" if evaluates else "at every epoch"
         self.report(call, setting_advice(ctx, call, "persistent_workers", "True",
-                                         "Workers are restarted at every epoch", "to keep them alive"), fix)
+                                         f"Workers are restarted {when}", "to keep them alive"), fix)
 
 
 def _workers_operand(ctx, call: cst.Call, workers: cst.Arg) -> str:
