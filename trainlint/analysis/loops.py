@@ -505,8 +505,18 @@ class Loops:
         `dl = accelerator.prepare(dl)`, `it = iter(dl)`, `model, dl = accelerator.prepare(model, dl)`
         (a tuple target takes the argument in the same position)."""
         out = list(names)
+        for new, old in self._rebindings.get(scope, ()):
+            if new and old in out and new not in out:
+                out.append(new)
+        return out
+
+    @cached_property
+    def _rebindings(self) -> dict:
+        """function (None: the module) -> (new name, old name) for each re-binding through a loader
+        wrapper there, in document order (each loader's loops are asked for by every rule)."""
+        table: dict = {}
         for assign in self.index.nodes(cst.Assign):
-            if self.index.enclosing_function(assign) is not scope or not isinstance(assign.value, cst.Call):
+            if not isinstance(assign.value, cst.Call):
                 continue
             callee = (dotted(assign.value.func) or "").rsplit(".", 1)[-1]
             if not _LOADER_WRAPPER.match(callee):
@@ -520,10 +530,8 @@ class Loops:
                     pairs = [(dotted(t), args[0])]
                 else:
                     continue
-                for new, old in pairs:
-                    if new and old in out and new not in out:
-                        out.append(new)
-        return out
+                table.setdefault(self.index.enclosing_function(assign), []).extend(pairs)
+        return table
 
     # -- guards ------------------------------------------------------------------------
 
