@@ -753,6 +753,13 @@ position is replaced where it stands.
                 message="DataLoaderConfiguration(non_blocking=True)"),
         # Built in one function, prepared and trained on in another (accelerate's examples).
         Invalid(_PREPARED.format(pin=""), fixed=_PREPARED.format(pin=", pin_memory=True")),
+        # ... also when the helper returns the loader directly (accelerate's `generate_baseline_dataloader`).
+        Invalid(_PREPARED.replace("    train_dataloader = DataLoader(ds, shuffle=True{pin})\n", "").replace(
+            "return train_dataloader, eval_dataloader", "return DataLoader(ds, shuffle=True{pin}), eval_dataloader").format(
+            pin=""),
+                fixed=_PREPARED.replace("    train_dataloader = DataLoader(ds, shuffle=True{pin})\n", "").replace(
+            "return train_dataloader, eval_dataloader", "return DataLoader(ds, shuffle=True{pin}), eval_dataloader").format(
+            pin=", pin_memory=True")),
         Invalid(_HF.format(settings=", dataloader_pin_memory=False"),
                 fixed=_HF.format(settings=", dataloader_pin_memory=True"), message="`dataloader_pin_memory=True`"),
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=False)"),
@@ -797,7 +804,7 @@ position is replaced where it stands.
             # Lightning moves the batches itself (non-blocking to CUDA), unless told to stay on the CPU.
             if trainers and all(configured_for_cpu(trainer) for trainer in trainers):
                 return
-        elif accelerators := accelerate_trains_on(ctx, call, name):
+        elif accelerators := accelerate_trains_on(ctx, call):
             # accelerate's prepared loader moves each batch itself.
             if not any(places_batches(ctx, accelerator) for accelerator in accelerators):
                 return

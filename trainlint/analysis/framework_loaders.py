@@ -4,7 +4,8 @@ that the framework's call stands for the training loop: a loader handed to a Lig
 prepares for a loop that runs optimizer steps. The loader rules read these (TL102 whether batches
 reach an accelerator, TL103 how many epochs a Trainer runs).
 
-Each function takes the loader's call and the name it is assigned to (None when it is not).
+Each function takes the loader's call (and, where a function's name says what the loader is for,
+the name it is assigned to, None when it is not).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def lightning_trainers(ctx, call: cst.Call, name: str | None) -> list[cst.Call] 
     ([]). None when no Lightning Trainer is seen to take it."""
     if _returned_by_train_dataloader(ctx, call, name):
         return [c for c in ctx.index.nodes(cst.Call) if _is_lightning_trainer(ctx, c)]
-    return _fitting_trainers(ctx, call, name) or None
+    return _fitting_trainers(ctx, call) or None
 
 
 def lightning_epochs(ctx, call: cst.Call, name: str | None) -> bool:
@@ -65,23 +66,23 @@ def returned_from(ctx, call: cst.Call, name: str | None) -> cst.FunctionDef | No
     return None
 
 
-def _fitting_trainers(ctx, call: cst.Call, name: str | None) -> list[cst.Call]:
+def _fitting_trainers(ctx, call: cst.Call) -> list[cst.Call]:
     """The Lightning Trainers whose `fit` is handed this loader as its training loader: the
     argument after the model (the third is the validation loader) or `train_dataloaders=`
     (`train_dataloader=` before Lightning 1.4)."""
     return [trainer for _use, _at, trainer in _handed_to(
-        ctx, call, name, ("fit",), lambda i, keyword: i == 1 or keyword in ("train_dataloaders", "train_dataloader"),
+        ctx, call, ("fit",), lambda i, keyword: i == 1 or keyword in ("train_dataloaders", "train_dataloader"),
         _is_lightning_trainer)]
 
 
-def accelerate_trains_on(ctx, call: cst.Call, name: str | None) -> list[cst.Call]:
+def accelerate_trains_on(ctx, call: cst.Call) -> list[cst.Call]:
     """The accelerate Accelerators that prepare this loader for training, moving its batches to
     the device themselves: it is handed to `accelerator.prepare(...)` (or `prepare_data_loader`),
     and a loop that runs optimizer steps iterates it, or what `prepare` returns in its place
     (`model, opt, train_dl = accelerator.prepare(model, opt, train_dl)`; the loader may be built
     in another function of the file). [] when none does, or no training loop is seen over it (an
     evaluation loader, or one a helper returns)."""
-    uses = _handed_to(ctx, call, name, ("prepare", "prepare_data_loader"), lambda i, keyword: keyword is None,
+    uses = _handed_to(ctx, call, ("prepare", "prepare_data_loader"), lambda i, keyword: keyword is None,
                       _is_accelerator)
     return [accelerator for use, at, accelerator in uses
             if any(ctx.loops.runs_steps(loop) for loop in _loops_over_prepared(ctx, use, at))]
@@ -104,47 +105,31 @@ def _loops_over_prepared(ctx, use: cst.Call, at: int) -> list[cst.For]:
     return ctx.loops.loops_over(use) if len(use.args) == 1 else []
 
 
-def _is_this_loader(ctx, call: cst.Call, name: str | None, expr: cst.BaseExpression) -> bool:
-    """expr is this loader: the call itself, the name it is assigned to in the function that
-    builds it (anywhere, for `self.x`), or in another function a name bound from a call of the
-    function that returns it (`train_dl, eval_dl = get_dataloaders(...)`). A name alone says
+def _is_this_loader(ctx, call: cst.Call, expr: cst.BaseExpression) -> bool:
+    """expr is this loader: the call itself, or a name it is known by where that name is in sight
+    (`Loops.names_of`: the name it is assigned to in the function that builds it, anywhere for
+    `self.x`; in a caller, the name bound by position from a call of the function that returns it,
+    `train_dl, eval_dl = get_dataloaders(...)`; a parameter it is handed to). A name alone says
     nothing across functions: accelerate's tests call every loader `train_dl`."""
     if expr is call:
         return True
-    if name is None or ctx.dotted(expr) != name:
-        return False
-    scope = ctx.index.enclosing_function(expr)
-    if name.startswith("self.") or scope is ctx.index.enclosing_function(call):
-        return True
-    maker = returned_from(ctx, call, name)
-    if maker is None:
-        return False
-    for assign in ctx.index.nodes(cst.Assign):
-        value = assign.value
-        if ctx.index.enclosing_function(assign) is not scope or not isinstance(value, cst.Call) \
-                or (ctx.dotted(value.func) or "").rsplit(".", 1)[-1] != maker.name.value:
-            continue
-        for target in assign.targets:
-            bound = target.target.elements if isinstance(target.target, (cst.Tuple, cst.List)) else [target]
-            if any(ctx.dotted(element.target if isinstance(element, cst.AssignTarget) else element.value) == name
-                   for element in bound):
-                return True
-    return False
+    spelled = ctx.dotted(expr)
+    return spelled is not None and any(spelled == known and ctx.loops.in_sight(expr, known, scope)
+                                       for known, scope in ctx.loops.names_of(call))
 
 
-def _handed_to(ctx, call: cst.Call, name: str | None, methods: tuple[str, ...], takes,
+def _handed_to(ctx, call: cst.Call, methods: tuple[str, ...], takes,
                is_framework) -> list[tuple[cst.Call, int, cst.Call]]:
     """(the method call, the argument's position, the call that built the framework object) for
-    each method in `methods` of a framework object that is handed this loader (the call itself or
-    the name it is assigned to) as an argument `takes(position, keyword)` accepts (position None
-    for a keyword)."""
+    each method in `methods` of a framework object that is handed this loader (`_is_this_loader`)
+    as an argument `takes(position, keyword)` accepts (position None for a keyword)."""
     found = []
     for use in ctx.index.nodes(cst.Call):
         if not (isinstance(use.func, cst.Attribute) and use.func.attr.value in methods):
             continue
         at = next((i for i, arg in enumerate(use.args)
                    if not arg.star and takes(None if arg.keyword else i, arg.keyword.value if arg.keyword else None)
-                   and _is_this_loader(ctx, call, name, arg.value)), None)
+                   and _is_this_loader(ctx, call, arg.value)), None)
         if at is None:
             continue
         receiver = use.func.value

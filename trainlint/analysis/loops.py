@@ -137,6 +137,7 @@ class Loops:
         self._in_hot_fn: dict[cst.FunctionDef, bool] = {}
         self._exit_cache: dict[cst.CSTNode, list[int]] = {}
         self._loops_over: dict[cst.CSTNode, list[cst.For]] = {}
+        self._names_of: dict[cst.CSTNode, list] = {}
 
         self.functions: dict[str, list[cst.FunctionDef]] = {}
         for fn in index.nodes(cst.FunctionDef):
@@ -304,38 +305,59 @@ class Loops:
 
     def _find_loops_over(self, value: cst.BaseExpression) -> list[cst.For]:
         out = [loop for loop in self.index.nodes(cst.For) if self.index.contains(loop.iter, value)]
-        parent = self.index.parent.get(value)
-        targets = []
-        if isinstance(parent, cst.Assign):
-            targets = [dotted(t.target) for t in parent.targets]
-        elif isinstance(parent, cst.AnnAssign):
-            targets = [dotted(parent.target)]
-        scope = self.index.enclosing_function(value)
-        for loop in self._loops_of_parameter(value):
-            if loop not in out:
-                out.append(loop)
-        for loop in self.loops_over_names([t for t in targets if t], scope):
-            if loop not in out:
-                out.append(loop)
-        for name, caller in self.returned_to(value):
-            for loop in self.loops_over_names([name], caller):
-                if loop not in out:
-                    out.append(loop)
+        for name, scope in self.names_of(value):
+            out += [loop for loop in self._loops_named(name, scope) if loop not in out]
         return out
 
-    def _loops_of_parameter(self, value: cst.BaseExpression) -> list[cst.For]:
-        """The loops over the parameter that value, written as an argument of the one call of a
-        module-local function, is passed to (`train(model, DataLoader(ds), opt)`)."""
+    def names_of(self, value: cst.BaseExpression) -> list[tuple[str, cst.FunctionDef | None]]:
+        """(name, function) for every name value is known by, in the function it is known in: the
+        names it is assigned to, and what they are re-bound to through loader wrappers
+        (`dl = accelerator.prepare(dl)`); the names a caller binds it to when a module-local
+        function returns it (`returned_to`); and the parameters of module-local functions it is
+        handed to (`_handed_to`, also written as the argument itself: `train(DataLoader(ds))`). A
+        use of the name where it is in sight (`in_sight`) is a use of value. Once per value."""
+        if value not in self._names_of:
+            parent = self.index.parent.get(value)
+            targets = []
+            if isinstance(parent, cst.Assign):
+                targets = [dotted(t.target) for t in parent.targets]
+            elif isinstance(parent, cst.AnnAssign):
+                targets = [dotted(parent.target)]
+            groups = [(self._parameter_of(value), 1), (([t for t in targets if t], self.index.enclosing_function(value)), 0)]
+            groups += [(([name], caller), 0) for name, caller in self.returned_to(value)]
+            out: list = []
+            for group, depth in groups:
+                if group is not None:
+                    self._reach(*group, depth, out)
+            self._names_of[value] = out
+        return list(self._names_of[value])
+
+    def _reach(self, names: list[str], scope: cst.FunctionDef | None, depth: int, out: list) -> None:
+        """Add names of scope, their re-bindings there, and (up to three calls down) the parameters
+        of the functions they are handed to, to out."""
+        names = self._wrapped_names(names, scope)
+        out += [(name, scope) for name in names if (name, scope) not in out]
+        if depth < _CALL_DEPTH:
+            for callee, param in self._handed_to(names, scope):
+                self._reach([param], callee, depth + 1, out)
+
+    def _loops_named(self, name: str, scope: cst.FunctionDef | None) -> list[cst.For]:
+        """The `for` loops whose iterable mentions name where it reads what it holds in scope."""
+        return [loop for loop in self.index.nodes(cst.For) if self.in_sight(loop, name, scope)
+                and any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name for n in self.index.walk(loop.iter))]
+
+    def _parameter_of(self, value: cst.BaseExpression) -> tuple[list[str], cst.FunctionDef] | None:
+        """([parameter], function) when value is written as an argument of the one call of a
+        module-local function (`train(model, DataLoader(ds), opt)`)."""
         arg = self.index.parent.get(value)
         call = self.index.parent.get(arg)
         if not isinstance(arg, cst.Arg) or arg.value is not value or not isinstance(call, cst.Call):
-            return []
+            return None
         name = self.local_callee_name(call)
         if name is None or len(self.calls_by_name.get(name, ())) != 1:
-            return []
-        fn = self.functions[name][0]
-        return next((self._loops_reached([param], fn, 1) for param, bound in self.bind_params(name, call)
-                     if bound is arg), [])
+            return None
+        return next(([[param], self.functions[name][0]] for param, bound in self.bind_params(name, call)
+                     if bound is arg), None)
 
     def returned_to(self, value: cst.BaseExpression) -> list[tuple[str, cst.FunctionDef | None]]:
         """(name, its function) for each place a module-local function's result that is value is
@@ -422,29 +444,19 @@ class Loops:
     def loops_over_names(self, names: list[str], scope: cst.FunctionDef | None) -> list[cst.For]:
         """`for` loops that iterate one of names of function scope (None: the module), or what they
         are re-bound to there (`dl = accelerator.prepare(dl)`): loops where the names are in
-        sight (`_in_sight`), and loops of module-local functions they are handed to
+        sight (`in_sight`), and loops of module-local functions they are handed to
         (`train(model, train_loader)`, up to three calls down) over the parameter that takes them,
         when every call of that function passes the same name there. A function that several
         loaders go through (`run_epoch(train_loader)`, `run_epoch(val_loader)`) is not followed: its
         loop is each loader's on some calls only, and which is not seen here."""
-        return self._loops_reached(names, scope, 0)
-
-    def _loops_reached(self, names: list[str], scope: cst.FunctionDef | None, depth: int) -> list[cst.For]:
-        out = []
-        names = self._wrapped_names(names, scope)
-        for name in names:
-            for loop in self.index.nodes(cst.For):
-                if loop in out or not self._in_sight(loop, name, scope):
-                    continue
-                if any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
-                       for n in self.index.walk(loop.iter)):
-                    out.append(loop)
-        if depth < _CALL_DEPTH:
-            for callee, param in self._handed_to(names, scope):
-                out += [loop for loop in self._loops_reached([param], callee, depth + 1) if loop not in out]
+        reached: list = []
+        self._reach(names, scope, 0, reached)
+        out: list = []
+        for name, where in reached:
+            out += [loop for loop in self._loops_named(name, where) if loop not in out]
         return out
 
-    def _in_sight(self, node: cst.CSTNode, name: str, scope: cst.FunctionDef | None) -> bool:
+    def in_sight(self, node: cst.CSTNode, name: str, scope: cst.FunctionDef | None) -> bool:
         """At node, name reads what it holds in function scope: node is in scope, or name is
         `self.x` (read in every method), or a module variable read in a function that binds no
         variable of that name itself (pytorch-cifar's `def train(epoch): for ... in trainloader`)."""
@@ -483,7 +495,7 @@ class Loops:
             name = dotted(arg.value)
             if callee is scope or arg.star or name not in names or (callee, param) in out:
                 continue
-            if self._in_sight(call, name, scope) and self._takes_only(callee, param, name):
+            if self.in_sight(call, name, scope) and self._takes_only(callee, param, name):
                 out.append((callee, param))
         return out
 
