@@ -89,6 +89,14 @@ def test_a_loader_a_local_function_returns_is_followed_into_its_callers_loops():
         "    for b in tqdm(eval_dl):\n        evaluate(b)\n")
     (call,) = _calls(handed, "DataLoader")
     assert handed.loops.returned_to(call) == [] and handed.loops.loops_over(call) == []
+    # Iterated as the call of the function returning it: a new loader each time that loop starts.
+    direct = _ctx(
+        "def make_loader(ds):\n    return DataLoader(ds, num_workers=2)\n"
+        "def fit(ds):\n    for epoch in range(3):\n        for b in make_loader(ds):\n            model(b).backward()\n")
+    (call,) = _calls(direct, "DataLoader")
+    loops = direct.loops.loops_over(call)
+    assert [direct.loops.runs_steps(l) for l in loops] == [True]
+    assert direct.loops.repeating_loops(loops[0])[0] in direct.loops.loops_around(call)  # rebuilt every epoch
     # Handed on to a module-local function that takes only it: followed into that function's loop.
     local = _ctx(
         "def load(ds):\n    return DataLoader(ds)\n"

@@ -304,7 +304,10 @@ class Loops:
         return list(self._loops_over[value])
 
     def _find_loops_over(self, value: cst.BaseExpression) -> list[cst.For]:
-        out = [loop for loop in self.index.nodes(cst.For) if self.index.contains(loop.iter, value)]
+        # Over value itself, or over a call of the module-local function that returns it alone
+        # (`for batch in make_loader(cfg):`).
+        here = [value, *self._returning_calls(value)]
+        out = [loop for loop in self.index.nodes(cst.For) if any(self.index.contains(loop.iter, v) for v in here)]
         for name, scope in self.names_of(value):
             out += [loop for loop in self._loops_named(name, scope) if loop not in out]
         return out
@@ -358,6 +361,13 @@ class Loops:
             return None
         return next(([[param], self.functions[name][0]] for param, bound in self.bind_params(name, call)
                      if bound is arg), None)
+
+    def _returning_calls(self, value: cst.BaseExpression) -> list[cst.Call]:
+        """The calls (outside it) of the module-local function that returns value alone."""
+        fn = self.index.enclosing_function(value)
+        if fn is None or self._returned_at(fn, value) != -1:
+            return []
+        return [c for c in self.calls_by_name.get(fn.name.value, []) if not self.index.contains(fn, c)]
 
     def returned_to(self, value: cst.BaseExpression) -> list[tuple[str, cst.FunctionDef | None]]:
         """(name, its function) for each place a module-local function's result that is value is
