@@ -2071,5 +2071,10 @@ def _non_blocking_position(ctx, call: cst.Call) -> int:
 def _iterates_pinned_loader(ctx, loop: cst.For) -> bool:
     """The loop iterates a pinned loader of this file (as loops_over follows it: by the names it is
     bound to, returned to, or handed to module-local functions under)."""
-    return any(is_loader(ctx, call) and setting_value(ctx, call, "pin_memory", False) is True
-               and loop in ctx.loops.loops_over(call) for call in ctx.index.nodes(cst.Call))
+    pinned = getattr(ctx, "_pinned_loops", None)
+    if pinned is None:  # once per file: every hot loop asks
+        pinned = frozenset(found for call in ctx.index.nodes(cst.Call)
+                           if is_loader(ctx, call) and setting_value(ctx, call, "pin_memory", False) is True
+                           for found in ctx.loops.loops_over(call))
+        ctx._pinned_loops = pinned
+    return loop in pinned

@@ -251,39 +251,42 @@ def _split_collection(expr, indent: str, level: str, room: int):
     if len(elements) == 1 and elements[0].comma is cst.MaybeSentinel.DEFAULT:
         elements = [elements[0].with_changes(
             value=_fit(elements[0].value, _head(elements[0]), 0, indent, inner, room - len(indent)))]
-        return _with_brackets(expr, elements, first, closing.with_changes(whitespace_before=newline(level)))
+        return _with_brackets(expr, first, closing.with_changes(whitespace_before=newline(level)), elements=elements)
     elements = [element.with_changes(value=_fit(element.value, _head(element), 1, indent, inner, room - len(indent)),
                                      comma=cst.Comma(whitespace_after=newline(inner if i < len(elements) - 1 else level)))
                 for i, element in enumerate(elements)]
-    return _with_brackets(expr, elements, first, closing.with_changes(whitespace_before=cst.SimpleWhitespace("")))
+    return _with_brackets(expr, first, closing.with_changes(whitespace_before=cst.SimpleWhitespace("")), elements=elements)
+
+
+def _bracket_fields(expr) -> tuple[str, str]:
+    """The fields of a list's, set's, dict's or comprehension's opening and closing brackets."""
+    return ("lbracket", "rbracket") if isinstance(expr, (cst.List, cst.ListComp)) else ("lbrace", "rbrace")
 
 
 def _brackets(expr) -> tuple[cst.CSTNode, cst.CSTNode]:
     """A collection's opening and closing brackets (a tuple's outer parentheses, new ones if none)."""
     if isinstance(expr, cst.Tuple):
         return (expr.lpar[0], expr.rpar[-1]) if expr.lpar else (cst.LeftParen(), cst.RightParen())
-    if isinstance(expr, cst.List):
-        return expr.lbracket, expr.rbracket
-    return expr.lbrace, expr.rbrace
+    opening, closing = _bracket_fields(expr)
+    return getattr(expr, opening), getattr(expr, closing)
 
 
-def _with_brackets(expr, elements, opening, closing):
+def _with_brackets(expr, opening, closing, **changes):
+    """expr with its brackets (`_brackets`) replaced, and the other changes."""
     if isinstance(expr, cst.Tuple):
-        return expr.with_changes(elements=elements, lpar=[opening, *expr.lpar[1:]], rpar=[*expr.rpar[:-1], closing])
-    names = ("lbracket", "rbracket") if isinstance(expr, cst.List) else ("lbrace", "rbrace")
-    return expr.with_changes(elements=elements, **dict(zip(names, (opening, closing))))
+        return expr.with_changes(lpar=[opening, *expr.lpar[1:]], rpar=[*expr.rpar[:-1], closing], **changes)
+    return expr.with_changes(**dict(zip(_bracket_fields(expr), (opening, closing))), **changes)
 
 
 def _split_comprehension(expr: cst.BaseComp, indent: str, level: str, room: int) -> cst.BaseComp:
     """A comprehension's brackets split, its content one level deeper: on one line when it fits,
     else split by `comprehension_clauses`."""
-    opening, closing = ("lbracket", "rbracket") if isinstance(expr, cst.ListComp) else ("lbrace", "rbrace")
     inner, inner_room = level + indent, room - len(indent)
-    first = getattr(expr, opening).with_changes(whitespace_after=newline(inner))
-    last = getattr(expr, closing).with_changes(whitespace_before=newline(level))
+    opening, closing = _brackets(expr)
     if len(code(expr)) - 2 > inner_room:
         expr = comprehension_clauses(expr, indent, inner, inner_room)
-    return expr.with_changes(**{opening: first, closing: last})
+    return _with_brackets(expr, opening.with_changes(whitespace_after=newline(inner)),
+                          closing.with_changes(whitespace_before=newline(level)))
 
 
 def comprehension_clauses(expr: cst.BaseComp, indent: str, level: str, room: int) -> cst.BaseComp:

@@ -21,6 +21,7 @@ from trainlint.analysis.settings import Sources
 from trainlint.analysis.star_args import star_keys
 from trainlint.analysis.tensors import Tensors
 from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.variables import Bindings
 from trainlint.layout import (
     bracketed, comprehended, comprehension_clauses, fitted, fluent, method_lines, one_arg_per_line, parenthesized,
 )
@@ -37,6 +38,14 @@ _OFFLINE_PATH = re.compile(
 
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns",
                      "time.monotonic_ns", "timeit.default_timer"})
+
+
+def _element_of_comprehension(holder: cst.CSTNode | None, value: cst.CSTNode, kinds: tuple) -> bool:
+    """holder is a comprehension of kinds, in no parentheses of its own, whose element (a dict
+    comprehension's value) is value: a call fixed there takes the comprehension along."""
+    if not isinstance(holder, kinds) or holder.lpar:
+        return False
+    return (holder.value if isinstance(holder, cst.DictComp) else holder.elt) is value
 
 
 class FileContext:
@@ -69,7 +78,12 @@ class FileContext:
 
     @cached_property
     def loops(self) -> Loops:
-        return Loops(self.index, self.names, tuple(getattr(self.settings, "interval_names", ()) or ()))
+        return Loops(self.index, self.names, tuple(getattr(self.settings, "interval_names", ()) or ()), self.bindings)
+
+    @cached_property
+    def bindings(self) -> Bindings:
+        """Every variable binding of the file, by name and scope (variables.Bindings)."""
+        return Bindings(self.index)
 
     @cached_property
     def distributed(self) -> Distributed:
@@ -278,8 +292,7 @@ class FileContext:
                 top, element = self.parent(top), True
                 if self._splits_last_call(top, old, new):
                     return old, new
-            elif isinstance(top, (cst.ListComp, cst.SetComp, cst.DictComp)) and not top.lpar \
-                    and old in ((top.value,) if isinstance(top, cst.DictComp) else (top.elt,)):
+            elif _element_of_comprehension(top, old, (cst.ListComp, cst.SetComp, cst.DictComp)):
                 # The element of a comprehension (`{k: v.to(device) for k, v in batch.items()}`):
                 # Black splits the comprehension's brackets first.
                 comprehension = True
@@ -366,8 +379,7 @@ class FileContext:
             holder = self.parent(value)
             if isinstance(holder, cst.Element) and holder.value is value and isinstance(self.parent(holder), (cst.List, cst.Set)):
                 value = self.parent(holder)
-            elif isinstance(holder, (cst.GeneratorExp, cst.ListComp, cst.SetComp)) and holder.elt is value \
-                    and not holder.lpar or isinstance(holder, cst.DictComp) and holder.value is value:
+            elif _element_of_comprehension(holder, value, (cst.GeneratorExp, cst.ListComp, cst.SetComp, cst.DictComp)):
                 value = holder  # `tuple(t.to(device) for t in batch)`, `torch.stack([...])`
             else:
                 break

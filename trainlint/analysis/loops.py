@@ -17,7 +17,7 @@ import libcst as cst
 
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex, walk
-from trainlint.analysis.variables import is_variable, owner, role
+from trainlint.analysis.variables import Bindings
 
 Loop = (cst.For, cst.While)
 _FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -127,9 +127,11 @@ def first_modulo(expr: cst.CSTNode) -> cst.BinaryOperation | None:
 
 
 class Loops:
-    def __init__(self, index: TreeIndex, names: Names, interval_names: tuple[str, ...] = ()) -> None:
+    def __init__(self, index: TreeIndex, names: Names, interval_names: tuple[str, ...] = (),
+                 variables: Bindings | None = None) -> None:
         self.index = index
         self.names = names
+        self.variables = variables or Bindings(index)
         self.interval_names = frozenset(interval_names)
         self._per_step_fn: dict[tuple[cst.FunctionDef, bool], bool] = {}
         self._boundary_cache: dict[cst.If, bool] = {}
@@ -476,26 +478,8 @@ class Loops:
         if scope is not None:
             return False
         base = name.split(".", 1)[0]
-        return not any(base in self._local_names.get(anc, ()) for anc in self.index.ancestors(node)
+        return not any(self.variables.binds(anc, base) for anc in self.index.ancestors(node)
                        if isinstance(anc, (cst.FunctionDef, cst.Lambda)))
-
-    @cached_property
-    def _local_names(self) -> dict[cst.CSTNode, set[str]]:
-        """The variables each function binds in its own scope (parameters, assignments, loop
-        targets, imports), less those it declares `global`."""
-        table: dict = {}
-        declared: dict = {}
-        for node in self.index.nodes(cst.Name):
-            if not is_variable(self.index, node):
-                continue
-            where = owner(self.index, node)
-            if isinstance(self.index.parent.get(node), cst.NameItem):
-                declared.setdefault(where, set()).add(node.value)
-            elif role(self.index, node)[0] != "read":
-                table.setdefault(where, set()).add(node.value)
-        for where, globals_ in declared.items():
-            table[where] = table.get(where, set()) - globals_
-        return table
 
     def _handed_to(self, names: list[str], scope: cst.FunctionDef | None) -> list[tuple[cst.FunctionDef, str]]:
         """(function, parameter) for each module-local function that a call in sight of scope hands

@@ -19,7 +19,7 @@ import libcst as cst
 from trainlint.analysis.command_line import option_default
 from trainlint.analysis.imports import insert_stdlib_import
 from trainlint.analysis.literals import UNKNOWN
-from trainlint.analysis.variables import is_variable, owner, role
+from trainlint.analysis.variables import is_variable, owner
 
 # Calls that make a configuration object with some fields changed.
 _REPLACERS = frozenset({"replace", "dataclasses.replace", "attrs.evolve", "attr.evolve", "evolve"})
@@ -136,7 +136,7 @@ class Sources:
     def _variable(self, name: cst.Name, depth: int) -> Source | None:
         """A variable assigned exactly once, in the scope Python reads it from (the function's own,
         else an enclosing function's, else the module's), and never declared `global`/`nonlocal`."""
-        scopes = self._bindings.get(name.value)
+        scopes = self.ctx.bindings.of(name.value)
         if scopes is None:
             return None
         for scope in self._scopes_seen_from(name):
@@ -162,23 +162,6 @@ class Sources:
             scope = owner(self.index, scope)
             if not isinstance(scope, cst.ClassDef):
                 yield scope
-
-    @cached_property
-    def _bindings(self) -> dict:
-        """name -> scope -> [(kind, assigned value)]: every binding of every variable; a name
-        declared `global` or `nonlocal` anywhere maps to None (any scope may set it)."""
-        table: dict = {}
-        for node in self.index.nodes(cst.Name):
-            if not is_variable(self.index, node):
-                continue
-            if isinstance(self.index.parent.get(node), cst.NameItem):
-                table[node.value] = None
-                continue
-            kind, value, _stmt = role(self.index, node)
-            if kind == "read" or table.get(node.value, {}) is None:
-                continue
-            table.setdefault(node.value, {}).setdefault(owner(self.index, node), []).append((kind, value))
-        return table
 
     # -- configuration classes ----------------------------------------------------------------
 

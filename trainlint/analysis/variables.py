@@ -10,6 +10,7 @@ variable read inside a function) makes the answer None.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import libcst as cst
 
@@ -67,6 +68,49 @@ def variable_uses(index: TreeIndex, scope: cst.FunctionDef | None, name: str) ->
     if not all(nested.values()):
         return None
     return uses
+
+
+class Bindings:
+    """Every binding of every variable of a module (`x = ...`, parameters, loop targets, imports,
+    `x += ...`), by name and scope, and the names each scope declares `global`/`nonlocal`: one walk
+    over the module's names, shared through FileContext.bindings (settings.py reads a variable's
+    one assignment from it, loops.py whether a function shadows a module variable)."""
+
+    def __init__(self, index: TreeIndex) -> None:
+        self.index = index
+
+    def of(self, name: str) -> dict | None:
+        """scope -> [(kind, assigned value)] for name, as `role` tells them; None when some scope
+        declares it `global` or `nonlocal` (any scope may set it then)."""
+        if name in self._declared_names:
+            return None
+        return self._table.get(name, {})
+
+    def binds(self, scope: cst.CSTNode | None, name: str) -> bool:
+        """scope binds a variable name of its own (not one it declares `global`/`nonlocal`)."""
+        return scope in self._table.get(name, {}) and name not in self._declared.get(scope, ())
+
+    @cached_property
+    def _table(self) -> dict:
+        table: dict = {}
+        for node in self.index.nodes(cst.Name):
+            if not is_variable(self.index, node) or isinstance(self.index.parent.get(node), cst.NameItem):
+                continue
+            kind, value, _stmt = role(self.index, node)
+            if kind != "read":
+                table.setdefault(node.value, {}).setdefault(owner(self.index, node), []).append((kind, value))
+        return table
+
+    @cached_property
+    def _declared(self) -> dict:
+        table: dict = {}
+        for item in self.index.nodes(cst.NameItem):
+            table.setdefault(owner(self.index, item.name), set()).add(item.name.value)
+        return table
+
+    @cached_property
+    def _declared_names(self) -> frozenset[str]:
+        return frozenset(name for names in self._declared.values() for name in names)
 
 
 def role(index: TreeIndex, name: cst.Name) -> tuple[str, cst.BaseExpression | None, cst.CSTNode | None]:
