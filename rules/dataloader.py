@@ -235,6 +235,11 @@ def is_training_loader(ctx, call: cst.Call) -> bool:
     loops = ctx.loops.loops_over(call)
     if loops:
         return any(ctx.loops.runs_steps(loop) for loop in loops)
+    # Only through a function other loaders go through too: whether it steps on this loader's
+    # calls (`run_epoch(model, val_loader)` with `if optimizer is not None:` around the step).
+    verdicts = {ctx.loops.steps_on(loop, calls) for loop, calls in ctx.loops.shared_loops(call)}
+    if True in verdicts or verdicts == {False}:
+        return True in verdicts
     samplers = _sampler_calls(ctx, call)
     if samplers and all(_sampler_is(ctx, v.func, _SEQUENTIAL) for v in samplers):
         return False
@@ -554,6 +559,24 @@ the file does not show, is not a finding. A `0` passed by position is replaced w
         )
 
 
+# One function that both loaders go through, stepping only when handed an optimizer: `a` trains,
+# `b` does not (their names do not say).
+_SHARED_EPOCH = (
+    "from torch.utils.data import DataLoader\n"
+    "def run_epoch(model, loader, device, optimizer=None):\n"
+    "    training = optimizer is not None\n"
+    "    for x, y in loader:\n"
+    "        x = x.to(device)\n"
+    "        loss = model(x, y)\n"
+    "        if training:\n"
+    "            loss.backward()\n"
+    "            optimizer.step()\n"
+    "a = DataLoader(ds, shuffle=True{a})\n"
+    "b = DataLoader(vs, shuffle=True{b})\n"
+    "for epoch in range(3):\n"
+    "    run_epoch(model, a, device, opt)\n"
+    "    run_epoch(model, b, device)\n"
+)
 # MNIST-style functions that the epoch loop hands the loaders to.
 _HANDED = (
     "from torch.utils.data import DataLoader\n"
@@ -591,6 +614,10 @@ own batches (its target, values computed from it, and module-local functions the
 to, up to three calls down) reach such a copy; one whose batches stay on the CPU is not. A loader
 a module-local function returns counts as iterated by its caller's loops over the name the call
 binds it to (by position in a returned tuple), unless the caller hands that name on. A loader
+handed to a function that other loaders go through too (`run_epoch(model, train_loader, opt)`,
+`run_epoch(model, val_loader)`) trains when that function's step is reached on its calls: the
+`if` conditions around the step are read with what each call passes (`if optimizer is not None:`
+is false on the call that passes no optimizer). A loader
 not iterated here (returned, handed to a framework or to a function's parameter) is flagged when
 the hot loop copies something that no visible loop over a loader of the file leads to, unless
 its name, or the function returning it (Lightning's `val_dataloader()`), says it evaluates
@@ -708,6 +735,8 @@ position is replaced where it stands.
               "for y in b:\n    loss = model(y, scale)\n    loss.backward()\n    opt.step()\n"),
         # Handed to an evaluation function (its name says nothing): no training loader.
         Valid(_HANDED.format(pin=", pin_memory=True")),
+        # A function both loaders go through, stepping only on `a`'s calls: `b` does not train.
+        Valid(_SHARED_EPOCH.format(a=", pin_memory=True", b="")),
     ]
     invalid = [
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),
@@ -782,6 +811,7 @@ position is replaced where it stands.
         # Handed to the training function every epoch; the loader handed to the checking one is not
         # for training.
         Invalid(_HANDED.format(pin=""), fixed=_HANDED.format(pin=", pin_memory=True")),
+        Invalid(_SHARED_EPOCH.format(a="", b=""), fixed=_SHARED_EPOCH.format(a=", pin_memory=True", b="")),
         # Iterated where this module cannot see it (a parameter), while the visible loop over another
         # loader evaluates: the hot loop's copy may be of its batches.
         Invalid("from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n        loss = model(x.cuda())\n"
@@ -827,6 +857,7 @@ position is replaced where it stands.
         if not is_training_loader(ctx, call):
             return False
         loops = [loop for loop in ctx.loops.loops_over(call) if ctx.loops.runs_steps(loop)]
+        loops += [loop for loop, calls in ctx.loops.shared_loops(call) if ctx.loops.steps_on(loop, calls) is not False]
         if loops:
             # Its own batches must reach a device copy; another loader's copies say nothing of it.
             return any(batch_moves(ctx, loop) for loop in loops)
@@ -877,7 +908,7 @@ def _unattributed_moves(ctx) -> frozenset[cst.Call]:
         attributed: set = set()
         for call in ctx.index.nodes(cst.Call):
             if is_loader(ctx, call):
-                for loop in ctx.loops.loops_over(call):
+                for loop in _all_loops_over(ctx, call):
                     attributed |= batch_moves(ctx, loop)
         cached = _hot_moves(ctx) - attributed
         ctx._unattributed_moves = cached
@@ -1378,7 +1409,8 @@ class DataLoaderRaggedLastBatch(DataLoaderRule):
 ## What it does
 Flags a shuffled training `DataLoader` (`shuffle=True`, or a `RandomSampler` or
 `DistributedSampler` as its `sampler`, passed directly or through a name) without
-`drop_last=True`. Settings written as names (`drop_last=cfg.drop_last`) are read as TL101
+`drop_last=True`. Whether it trains is read as TL102 describes (the optimizer steps of its loops,
+also on the calls of a function other loaders go through; else its name). Settings written as names (`drop_last=cfg.drop_last`) are read as TL101
 describes, and fixed where they are written.
 
 ## Why is this bad?
@@ -1417,10 +1449,13 @@ A `drop_last` passed by position is replaced where it stands.
         # Handed to a local function whose loop only checks the batches (accelerate's data-loop test).
         Valid("from torch.utils.data import DataLoader\ndef check_batches(dl):\n    for batch in dl:\n"
               "        assert len(batch) == 4\nloader = DataLoader(ds, shuffle=True)\ncheck_batches(loader)\n"),
+        # A function both loaders go through, stepping only on `a`'s calls: `b` does not train.
+        Valid(_SHARED_EPOCH.format(a=", drop_last=True", b="")),
     ]
     invalid = [
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
+        Invalid(_SHARED_EPOCH.format(a="", b=""), fixed=_SHARED_EPOCH.format(a=", drop_last=True", b="")),
         # Shuffling and keeping the last batch by a configuration's defaults: the default is fixed.
         Invalid("from torch.utils.data import DataLoader\nclass Args:\n    shuffle = True\n    drop_last = False\n"
                 "DataLoader(ds, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",
@@ -1955,7 +1990,8 @@ In the hot loop, flags `.to(device)` / `.cuda()` of a batch drawn from a loader 
 `pin_memory=True` (written there, or read as TL101 describes: `pin_memory=PIN` with `PIN = True`)
 that does not pass `non_blocking=True`. The loop may be where the loader is built, in a function
 that returns it to its caller or that it is handed to (`train(model, train_loader)` every epoch,
-as in PyTorch's MNIST example), or a function reading the module's loader. Flagged are copies
+as in PyTorch's MNIST example, also a `run_epoch(model, loader)` that the evaluation loader goes
+through too), or a function reading the module's loader. Flagged are copies
 of the batch or of tensors taken from it
 (`x, y = batch`, `batch["x"]`, `for t in batch`), there or in module-local functions the loop hands
 them to (`train_step(model, batch)`, up to three calls down).
@@ -2021,6 +2057,10 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
                 fixed=_HANDED.format(pin=", pin_memory=True").replace(
                     "x, y = x.to(device), y.to(device)",
                     "x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
+        # A function both loaders go through (its copy is of the pinned loader's batches on some calls).
+        Invalid(_SHARED_EPOCH.format(a=", pin_memory=True", b=""),
+                fixed=_SHARED_EPOCH.format(a=", pin_memory=True", b="").replace(
+                    "x = x.to(device)", "x = x.to(device, non_blocking=True)")),
         # A module's loader read in the function that trains (pytorch-cifar's shape).
         Invalid("from torch.utils.data import DataLoader\ntrainloader = DataLoader(ds, pin_memory=True)\n"
                 "def train(epoch):\n    for x, y in trainloader:\n        loss = model(x.cuda(), y.cuda())\n"
@@ -2070,11 +2110,18 @@ def _non_blocking_position(ctx, call: cst.Call) -> int:
 
 def _iterates_pinned_loader(ctx, loop: cst.For) -> bool:
     """The loop iterates a pinned loader of this file (as loops_over follows it: by the names it is
-    bound to, returned to, or handed to module-local functions under)."""
+    bound to, returned to, or handed to module-local functions under), on some calls at least: a
+    non-blocking copy of another loader's pageable batch is only a plain copy."""
     pinned = getattr(ctx, "_pinned_loops", None)
     if pinned is None:  # once per file: every hot loop asks
         pinned = frozenset(found for call in ctx.index.nodes(cst.Call)
                            if is_loader(ctx, call) and setting_value(ctx, call, "pin_memory", False) is True
-                           for found in ctx.loops.loops_over(call))
+                           for found in _all_loops_over(ctx, call))
         ctx._pinned_loops = pinned
     return loop in pinned
+
+
+def _all_loops_over(ctx, call: cst.Call) -> list[cst.For]:
+    """The loops over the loader on every call of their function (loops_over) or on some
+    (shared_loops: `run_epoch(model, train_loader, opt)` beside `run_epoch(model, val_loader)`)."""
+    return ctx.loops.loops_over(call) + [loop for loop, _calls in ctx.loops.shared_loops(call)]

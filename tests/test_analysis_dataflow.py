@@ -4,6 +4,7 @@ seen in real code where a rule was wrong."""
 import libcst as cst
 
 from trainlint.analysis.context import FileContext
+from trainlint.analysis.literals import UNKNOWN
 
 
 def _ctx(code: str) -> FileContext:
@@ -131,6 +132,55 @@ def test_a_loader_handed_to_local_functions_is_followed_into_their_loops():
     train, *checked = _calls(inline, "DataLoader")
     assert [inline.loops.runs_steps(l) for l in inline.loops.loops_over(train)] == [True]
     assert [inline.loops.loops_over(c) for c in checked] == [[], []]  # two calls: which is whose is not followed
+
+
+def test_a_function_several_loaders_go_through_steps_on_the_calls_its_conditions_allow():
+    ctx = _ctx(
+        "def run_epoch(model, loader, optimizer=None, mode='train'):\n"
+        "    training = optimizer is not None\n"
+        "    for b in loader:\n"
+        "        loss = model(b)\n"
+        "        if training:\n            loss.backward()\n            optimizer.step()\n"
+        "def fit(model, loader, opt, train):\n    run_epoch(model, loader, opt if train else None)\n"
+        "def main():\n"
+        "    a = DataLoader(ds)\n    b = DataLoader(vs)\n    c = DataLoader(ts)\n"
+        "    opt = SGD(model.parameters())\n"
+        "    for epoch in range(3):\n"
+        "        run_epoch(model, a, opt)\n        run_epoch(model, b)\n        fit(model, c, opt, False)\n"
+    )
+    a, b, c = _calls(ctx, "DataLoader")
+    loops = ctx.loops
+    run_loop = ctx.index.nodes(cst.For)[0]
+    # Not every call passes the same loader: not loops_over's, but each loader's on its own calls.
+    assert loops.loops_over(a) == loops.loops_over(b) == []
+    assert [loop for loop, _ in loops.shared_loops(a)] == [run_loop]
+    (_, calls_a), = loops.shared_loops(a)
+    (_, calls_b), = loops.shared_loops(b)
+    assert loops.steps_on(run_loop, calls_a) is True  # `opt` is a call's result: not None
+    assert loops.steps_on(run_loop, calls_b) is False  # the default None
+    # Through fit: the argument is a conditional expression, not read.
+    (_, calls_c), = loops.shared_loops(c)
+    assert len(calls_c) == 2 and loops.steps_on(run_loop, calls_c) is None
+
+
+def test_conditions_read_on_calls():
+    ctx = _ctx(
+        "MODE = 'train'\n"
+        "def f(x, train=True, opt=None, mode=MODE, *, flag=False):\n"
+        "    is_train = mode == 'train'\n"
+        "    again = x\n    again = 1\n"
+        "    probe(train, not train, opt is None, opt, is_train and flag, is_train or flag, again, x is 3, x)\n"
+        "f(1)\nf(2, False, SGD(), 'eval', flag=True)\nf(*args)\n"
+    )
+    probe = _calls(ctx, "probe")[0]
+    fn = ctx.index.nodes(cst.FunctionDef)[0]
+    first, second, starred = _calls(ctx, "f")
+    truth = ctx.loops.conditions.truth
+    tests = [arg.value for arg in probe.args]
+    assert [truth(t, fn, (first,)) for t in tests] == [True, False, True, False, False, True, UNKNOWN, UNKNOWN, True]
+    assert [truth(t, fn, (second,)) for t in tests] == [False, True, False, UNKNOWN, False, True, UNKNOWN, UNKNOWN, True]
+    assert {truth(t, fn, (starred,)) for t in tests} == {UNKNOWN}
+    assert {truth(t, fn, ()) for t in tests} == {UNKNOWN}  # no call: parameters are not known
 
 
 def test_a_module_loader_is_followed_into_functions_that_read_it():

@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 import libcst as cst
 
+from trainlint.analysis.branches import Conditions
+from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex, walk
 from trainlint.analysis.variables import Bindings
@@ -23,6 +25,9 @@ Loop = (cst.For, cst.While)
 _FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 # How many calls down a loader handed to module-local functions is followed (as TL108's step functions).
 _CALL_DEPTH = 3
+# A value handed to shared functions from many places (a test module's `check(loader)` calls) is
+# followed along this many paths at most.
+_MAX_PATHS = 64
 
 # Receivers of `.step()` that are optimizers (schedulers step per epoch as often as per step).
 _OPTIMIZER_RECEIVER = re.compile(r"(optim|^opt$|_opt$|^opt_|scaler|^trainer$)", re.IGNORECASE)
@@ -126,6 +131,16 @@ def first_modulo(expr: cst.CSTNode) -> cst.BinaryOperation | None:
     return None
 
 
+class ValuePath(NamedTuple):
+    """A name a value is known by in a function (None: the module), and the calls of module-local
+    functions that hand it down there, outermost first; every_call: each call of those functions
+    hands this same value, so the name always holds it there."""
+    name: str
+    scope: cst.FunctionDef | None
+    calls: tuple
+    every_call: bool
+
+
 class Loops:
     def __init__(self, index: TreeIndex, names: Names, interval_names: tuple[str, ...] = (),
                  variables: Bindings | None = None) -> None:
@@ -140,6 +155,7 @@ class Loops:
         self._exit_cache: dict[cst.CSTNode, list[int]] = {}
         self._loops_over: dict[cst.CSTNode, list[cst.For]] = {}
         self._names_of: dict[cst.CSTNode, list] = {}
+        self._paths_of: dict[cst.CSTNode, list] = {}
 
         self.functions: dict[str, list[cst.FunctionDef]] = {}
         for fn in index.nodes(cst.FunctionDef):
@@ -314,45 +330,108 @@ class Loops:
             out += [loop for loop in self._loops_named(name, scope) if loop not in out]
         return out
 
+    def shared_loops(self, value: cst.BaseExpression) -> list[tuple[cst.For, tuple]]:
+        """(loop, calls) for each loop over value that is not one of loops_over's: a loop of a
+        module-local function that other values go through on its other calls (`run_epoch(model,
+        train_loader, opt)` and `run_epoch(model, val_loader)`), with the calls that hand value
+        down to it, outermost first. The loop goes over value on those calls only."""
+        every = self.loops_over(value)
+        return [(loop, path.calls) for path in self.paths_of(value) if not path.every_call
+                for loop in self._loops_named(path.name, path.scope) if loop not in every]
+
+    def steps_on(self, loop: cst.For, calls: tuple) -> bool | None:
+        """Whether loop runs optimizer steps when its function is reached through calls (as
+        shared_loops gives them): True when a step in it sits under conditions that are all true on
+        those calls (or under none), False when every step sits under one that is false there
+        (`if optimizer is not None:` on `run_epoch(model, val_loader)`), None when not known."""
+        if not self.runs_steps(loop):
+            return False
+        fn = self.index.enclosing_function(loop)
+        verdicts = set()
+        for site in self._step_sites():
+            if self.index.contains(loop.body, site):
+                verdicts.add(self._reached_on(site, fn, calls))
+                if True in verdicts:
+                    return True
+        return False if verdicts == {False} else None
+
+    def _reached_on(self, node: cst.CSTNode, fn: cst.FunctionDef | None, calls: tuple) -> bool | None:
+        """node's `if` conditions in fn on calls: all true (True), one false (False), else None."""
+        known = True
+        child = node
+        for anc in self.index.ancestors(node):
+            if anc is fn or isinstance(anc, _FUNC_BOUNDARY):
+                break
+            if isinstance(anc, cst.If) and child is not anc.test:
+                truth = self.conditions.truth(anc.test, fn, calls)
+                if truth is not UNKNOWN and truth is not (child is anc.body):
+                    return False
+                known = known and truth is not UNKNOWN
+            child = anc
+        return True if known else None
+
+    @cached_property
+    def conditions(self) -> Conditions:
+        return Conditions(self.index, self.variables, self.bind_params)
+
     def names_of(self, value: cst.BaseExpression) -> list[tuple[str, cst.FunctionDef | None]]:
         """(name, function) for every name value is known by, in the function it is known in: the
         names it is assigned to, and what they are re-bound to through loader wrappers
         (`dl = accelerator.prepare(dl)`); the names a caller binds it to when a module-local
         function returns it (`returned_to`); and the parameters of module-local functions it is
-        handed to (`_handed_to`, also written as the argument itself: `train(DataLoader(ds))`). A
-        use of the name where it is in sight (`in_sight`) is a use of value. Once per value."""
+        handed to on every call of them (`_handed_to`, also written as the argument itself:
+        `train(DataLoader(ds))`). A use of the name where it is in sight (`in_sight`) is a use of
+        value. Once per value."""
         if value not in self._names_of:
+            out: list = []
+            for path in self.paths_of(value):
+                if path.every_call and (path.name, path.scope) not in out:
+                    out.append((path.name, path.scope))
+            self._names_of[value] = out
+        return list(self._names_of[value])
+
+    def paths_of(self, value: cst.BaseExpression) -> list[ValuePath]:
+        """Every name value is known by (as names_of), and also the parameters of functions it is
+        handed to on some of their calls only (`run_epoch(model, train_loader, opt)` beside
+        `run_epoch(model, val_loader)`), each with the calls that hand it down. Once per value."""
+        if value not in self._paths_of:
             parent = self.index.parent.get(value)
             targets = []
             if isinstance(parent, cst.Assign):
                 targets = [dotted(t.target) for t in parent.targets]
             elif isinstance(parent, cst.AnnAssign):
                 targets = [dotted(parent.target)]
-            groups = [(self._parameter_of(value), 1), (([t for t in targets if t], self.index.enclosing_function(value)), 0)]
-            groups += [(([name], caller), 0) for name, caller in self.returned_to(value)]
             out: list = []
-            for group, depth in groups:
-                if group is not None:
-                    self._reach(*group, depth, out)
-            self._names_of[value] = out
-        return list(self._names_of[value])
+            written_in = self._parameter_of(value)
+            if written_in is not None:
+                params, callee, calls = written_in
+                self._reach(params, callee, 1, out, calls)
+            self._reach([t for t in targets if t], self.index.enclosing_function(value), 0, out)
+            for name, caller in self.returned_to(value):
+                self._reach([name], caller, 0, out)
+            self._paths_of[value] = out
+        return list(self._paths_of[value])
 
-    def _reach(self, names: list[str], scope: cst.FunctionDef | None, depth: int, out: list) -> None:
+    def _reach(self, names: list[str], scope: cst.FunctionDef | None, depth: int, out: list,
+               calls: tuple = (), every_call: bool = True) -> None:
         """Add names of scope, their re-bindings there, and (up to three calls down) the parameters
-        of the functions they are handed to, to out."""
+        of the functions they are handed to, to out, as ValuePaths."""
         names = self._wrapped_names(names, scope)
-        out += [(name, scope) for name in names if (name, scope) not in out]
+        for name in names:
+            path = ValuePath(name, scope, calls, every_call)
+            if path not in out and len(out) < _MAX_PATHS:
+                out.append(path)
         if depth < _CALL_DEPTH:
-            for callee, param in self._handed_to(names, scope):
-                self._reach([param], callee, depth + 1, out)
+            for callee, param, call, only in self._handed_to(names, scope):
+                self._reach([param], callee, depth + 1, out, (*calls, call), every_call and only)
 
     def _loops_named(self, name: str, scope: cst.FunctionDef | None) -> list[cst.For]:
         """The `for` loops whose iterable mentions name where it reads what it holds in scope."""
         return [loop for loop in self.index.nodes(cst.For) if self.in_sight(loop, name, scope)
                 and any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name for n in self.index.walk(loop.iter))]
 
-    def _parameter_of(self, value: cst.BaseExpression) -> tuple[list[str], cst.FunctionDef] | None:
-        """([parameter], function) when value is written as an argument of the one call of a
+    def _parameter_of(self, value: cst.BaseExpression) -> tuple[list[str], cst.FunctionDef, tuple] | None:
+        """([parameter], function, (call,)) when value is written as an argument of the one call of a
         module-local function (`train(model, DataLoader(ds), opt)`)."""
         arg = self.index.parent.get(value)
         call = self.index.parent.get(arg)
@@ -361,7 +440,7 @@ class Loops:
         name = self.local_callee_name(call)
         if name is None or len(self.calls_by_name.get(name, ())) != 1:
             return None
-        return next(([[param], self.functions[name][0]] for param, bound in self.bind_params(name, call)
+        return next(([[param], self.functions[name][0], (call,)] for param, bound in self.bind_params(name, call)
                      if bound is arg), None)
 
     def _returning_calls(self, value: cst.BaseExpression) -> list[cst.Call]:
@@ -460,12 +539,13 @@ class Loops:
         (`train(model, train_loader)`, up to three calls down) over the parameter that takes them,
         when every call of that function passes the same name there. A function that several
         loaders go through (`run_epoch(train_loader)`, `run_epoch(val_loader)`) is not followed: its
-        loop is each loader's on some calls only, and which is not seen here."""
+        loop is each loader's on some calls only (`shared_loops`)."""
         reached: list = []
         self._reach(names, scope, 0, reached)
         out: list = []
-        for name, where in reached:
-            out += [loop for loop in self._loops_named(name, where) if loop not in out]
+        for path in reached:
+            if path.every_call:
+                out += [loop for loop in self._loops_named(path.name, path.scope) if loop not in out]
         return out
 
     def in_sight(self, node: cst.CSTNode, name: str, scope: cst.FunctionDef | None) -> bool:
@@ -481,16 +561,21 @@ class Loops:
         return not any(self.variables.binds(anc, base) for anc in self.index.ancestors(node)
                        if isinstance(anc, (cst.FunctionDef, cst.Lambda)))
 
-    def _handed_to(self, names: list[str], scope: cst.FunctionDef | None) -> list[tuple[cst.FunctionDef, str]]:
-        """(function, parameter) for each module-local function that a call in sight of scope hands
-        one of names to, when every call of that function passes that same name there."""
-        out = []
+    def _handed_to(self, names: list[str], scope: cst.FunctionDef | None) -> list[tuple]:
+        """(function, parameter, call, only) for each module-local function that a call in sight of
+        scope hands one of names to; only: every call of that function passes that same name
+        there (one such call stands for all of them)."""
+        out: list = []
+        seen: set = set()
         for callee, call, param, arg in self.bindings:
             name = dotted(arg.value)
-            if callee is scope or arg.star or name not in names or (callee, param) in out:
+            if callee is scope or arg.star or name not in names or not self.in_sight(call, name, scope):
                 continue
-            if self.in_sight(call, name, scope) and self._takes_only(callee, param, name):
-                out.append((callee, param))
+            only = self._takes_only(callee, param, name)
+            key = (callee, param) if only else (callee, param, call)
+            if key not in seen:
+                seen.add(key)
+                out.append((callee, param, call, only))
         return out
 
     def _followed(self, call: cst.Call, arg: cst.Arg, name: str) -> bool:
