@@ -577,6 +577,17 @@ _SHARED_EPOCH = (
     "    run_epoch(model, a, device, opt)\n"
     "    run_epoch(model, b, device)\n"
 )
+# Two loaders held in one dict and picked by their keys; only "a" trains.
+_BY_KEY = (
+    "from torch.utils.data import DataLoader\n"
+    "loaders = {{'a': DataLoader(ds, shuffle=True{pin_a}), 'b': DataLoader(vs, shuffle=True{pin_b})}}\n"
+    "for epoch in range(3):\n"
+    "    for x in loaders['a']:\n"
+    "        model({move}).backward()\n"
+    "        opt.step()\n"
+    "    for x in loaders['b']:\n"
+    "        model({move})\n"
+)
 # MNIST-style functions that the epoch loop hands the loaders to.
 _HANDED = (
     "from torch.utils.data import DataLoader\n"
@@ -1020,7 +1031,8 @@ setting written as a name is read as TL101 describes) and no `persistent_workers
 that is iterated once per epoch inside an outer loop, around the loop over it or around the
 calls of the function holding that loop (`for epoch in range(n): train(epoch)`; the loader found
 where a function of the module returns it to its caller, `train_loader, val_loader =
-make_loaders(cfg)`, or hands it on, as TL108 describes; not when the outer loop builds the loader
+make_loaders(cfg)`, or hands it on, as TL108 describes, or held in a dict or list the loop picks
+it from, `dataloaders[phase]`; not when the outer loop builds the loader
 again, which starts new workers every epoch whatever its settings), or by a
 Lightning Trainer (handed to
 `trainer.fit`, or returned by a LightningModule's or LightningDataModule's `train_dataloader`) that
@@ -1162,6 +1174,11 @@ would be wrong for some runs.
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=args.workers > 0)")),
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n"
                 "    for i, batch in enumerate(loader):\n        step(batch)\n"),
+        # Held in a dict the epoch loop picks it from by phase (PyTorch's fine-tuning tutorial).
+        Invalid("from torch.utils.data import DataLoader\n"
+                "loaders = {p: DataLoader(sets[p], num_workers=4) for p in ['train', 'val']}\n"
+                "for epoch in range(3):\n    for phase in ['train', 'val']:\n"
+                "        for x, y in loaders[phase]:\n            step(x, y)\n"),
         Invalid("from torch.utils.data import DataLoader\ndef train_epoch(dl):\n    for b in dl:\n        step(b)\n"
                 "loader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n    train_epoch(loader)\n"),
         Invalid("from transformers import TrainingArguments\nargs = TrainingArguments('out', dataloader_num_workers=4)\n"
@@ -1451,6 +1468,8 @@ A `drop_last` passed by position is replaced where it stands.
               "        assert len(batch) == 4\nloader = DataLoader(ds, shuffle=True)\ncheck_batches(loader)\n"),
         # A function both loaders go through, stepping only on `a`'s calls: `b` does not train.
         Valid(_SHARED_EPOCH.format(a=", drop_last=True", b="")),
+        # Picked from a dict by key: the loop over "b" runs no optimizer step.
+        Valid(_BY_KEY.format(pin_a=", drop_last=True", pin_b="", move="x.cuda()")),
     ]
     invalid = [
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n",
@@ -2022,6 +2041,8 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         Valid(_SRC.replace("pin_memory=True", "pin_memory=False").format(move="x = x.to(device)")),
         Valid("import torch\n" + _SRC.format(move="x = x.to(torch.float16)")),
         Valid(_SRC.format(move="model.to(device)")),
+        # The pinned loader of the dict is not the one this loop picks.
+        Valid(_BY_KEY.format(pin_a="", pin_b=", pin_memory=True", move="x.cuda()")),
         # non_blocking passed by position.
         Valid(_SRC.format(move="x, y = x.cuda(0, True), y.to(device, None, True)")),
         # The step function is handed something other than the batch.
@@ -2061,6 +2082,10 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         Invalid(_SHARED_EPOCH.format(a=", pin_memory=True", b=""),
                 fixed=_SHARED_EPOCH.format(a=", pin_memory=True", b="").replace(
                     "x = x.to(device)", "x = x.to(device, non_blocking=True)")),
+        # Picked from a dict by its key; the other loader of the dict is not pinned.
+        Invalid(_BY_KEY.format(pin_a=", pin_memory=True", pin_b="", move="x.cuda()"),
+                fixed=_BY_KEY.format(pin_a=", pin_memory=True", pin_b="", move="x.cuda()").replace(
+                    "x.cuda()", "x.cuda(non_blocking=True)", 1)),
         # A module's loader read in the function that trains (pytorch-cifar's shape).
         Invalid("from torch.utils.data import DataLoader\ntrainloader = DataLoader(ds, pin_memory=True)\n"
                 "def train(epoch):\n    for x, y in trainloader:\n        loss = model(x.cuda(), y.cuda())\n"

@@ -163,6 +163,32 @@ def test_a_function_several_loaders_go_through_steps_on_the_calls_its_conditions
     assert len(calls_c) == 2 and loops.steps_on(run_loop, calls_c) is None
 
 
+def test_a_loader_held_in_a_dict_or_list_is_followed_to_the_loops_that_pick_it():
+    ctx = _ctx(
+        "loaders = {'train': DataLoader(a), 'val': DataLoader(b)}\n"
+        "pair = [DataLoader(c), DataLoader(d)]\n"
+        "by_phase = {p: DataLoader(sets[p]) for p in ['train', 'val']}\n"
+        "def fit(held):\n    for x in held['val']:\n        pass\n"
+        "for x in loaders['train']:\n    pass\n"
+        "for name in loaders:\n    pass\n"
+        "for phase in ['train', 'val']:\n    for x in loaders[phase]:\n        pass\n"
+        "for x in pair[1]:\n    pass\n"
+        "for x in by_phase[phase]:\n    pass\n"
+        "fit(loaders)\n"
+    )
+    train, val, first, second, per_phase = _calls(ctx, "DataLoader")
+    loops = ctx.index.nodes(cst.For)  # in fit, by 'train', by name (keys), by phase, pair[1], by_phase[phase]
+    found = lambda call: sorted(loops.index(l) for l in ctx.loops.loops_over(call))
+    # By literal key or position, any key for a variable; not `for name in loaders` (its keys);
+    # through a function it is handed to.
+    assert found(train) == [1, 4]
+    assert found(val) == [0, 4]
+    assert found(first) == [] and found(second) == [5]
+    assert found(per_phase) == [6]
+    # The dict is not the loader: frameworks' `fit(model, loaders)` does not name it.
+    assert ctx.loops.names_of(train) == []
+
+
 def test_conditions_read_on_calls():
     ctx = _ctx(
         "MODE = 'train'\n"

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import libcst as cst
 
 from trainlint.analysis.branches import Conditions
-from trainlint.analysis.literals import UNKNOWN
+from trainlint.analysis.literals import UNKNOWN, literal
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex, walk
 from trainlint.analysis.variables import Bindings
@@ -139,6 +139,8 @@ class ValuePath(NamedTuple):
     scope: cst.FunctionDef | None
     calls: tuple
     every_call: bool
+    element: bool = False  # the name holds a container of the value (`loaders["train"]`), at key
+    key: object = UNKNOWN
 
 
 class Loops:
@@ -326,8 +328,9 @@ class Loops:
         # (`for batch in make_loader(cfg):`).
         here = [value, *self._returning_calls(value)]
         out = [loop for loop in self.index.nodes(cst.For) if any(self.index.contains(loop.iter, v) for v in here)]
-        for name, scope in self.names_of(value):
-            out += [loop for loop in self._loops_named(name, scope) if loop not in out]
+        for path in self.paths_of(value):
+            if path.every_call:
+                out += [loop for loop in self._loops_named(path) if loop not in out]
         return out
 
     def shared_loops(self, value: cst.BaseExpression) -> list[tuple[cst.For, tuple]]:
@@ -337,7 +340,7 @@ class Loops:
         down to it, outermost first. The loop goes over value on those calls only."""
         every = self.loops_over(value)
         return [(loop, path.calls) for path in self.paths_of(value) if not path.every_call
-                for loop in self._loops_named(path.name, path.scope) if loop not in every]
+                for loop in self._loops_named(path) if loop not in every]
 
     def steps_on(self, loop: cst.For, calls: tuple) -> bool | None:
         """Whether loop runs optimizer steps when its function is reached through calls (as
@@ -385,7 +388,7 @@ class Loops:
         if value not in self._names_of:
             out: list = []
             for path in self.paths_of(value):
-                if path.every_call and (path.name, path.scope) not in out:
+                if path.every_call and not path.element and (path.name, path.scope) not in out:
                     out.append((path.name, path.scope))
             self._names_of[value] = out
         return list(self._names_of[value])
@@ -395,7 +398,8 @@ class Loops:
         handed to on some of their calls only (`run_epoch(model, train_loader, opt)` beside
         `run_epoch(model, val_loader)`), each with the calls that hand it down. Once per value."""
         if value not in self._paths_of:
-            parent = self.index.parent.get(value)
+            contained = self._container_of(value)
+            parent = self.index.parent.get(contained[0] if contained else value)
             targets = []
             if isinstance(parent, cst.Assign):
                 targets = [dotted(t.target) for t in parent.targets]
@@ -406,29 +410,62 @@ class Loops:
             if written_in is not None:
                 params, callee, calls = written_in
                 self._reach(params, callee, 1, out, calls)
-            self._reach([t for t in targets if t], self.index.enclosing_function(value), 0, out)
+            self._reach([t for t in targets if t], self.index.enclosing_function(value), 0, out,
+                        element=contained is not None, key=contained[1] if contained else UNKNOWN)
             for name, caller in self.returned_to(value):
                 self._reach([name], caller, 0, out)
             self._paths_of[value] = out
         return list(self._paths_of[value])
 
     def _reach(self, names: list[str], scope: cst.FunctionDef | None, depth: int, out: list,
-               calls: tuple = (), every_call: bool = True) -> None:
+               calls: tuple = (), every_call: bool = True, element: bool = False, key=UNKNOWN) -> None:
         """Add names of scope, their re-bindings there, and (up to three calls down) the parameters
-        of the functions they are handed to, to out, as ValuePaths."""
-        names = self._wrapped_names(names, scope)
+        of the functions they are handed to, to out, as ValuePaths (of a container holding the
+        value at key, with element)."""
+        if not element:
+            names = self._wrapped_names(names, scope)
         for name in names:
-            path = ValuePath(name, scope, calls, every_call)
+            path = ValuePath(name, scope, calls, every_call, element, key)
             if path not in out and len(out) < _MAX_PATHS:
                 out.append(path)
         if depth < _CALL_DEPTH:
             for callee, param, call, only in self._handed_to(names, scope):
-                self._reach([param], callee, depth + 1, out, (*calls, call), every_call and only)
+                self._reach([param], callee, depth + 1, out, (*calls, call), every_call and only, element, key)
 
-    def _loops_named(self, name: str, scope: cst.FunctionDef | None) -> list[cst.For]:
-        """The `for` loops whose iterable mentions name where it reads what it holds in scope."""
-        return [loop for loop in self.index.nodes(cst.For) if self.in_sight(loop, name, scope)
-                and any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name for n in self.index.walk(loop.iter))]
+    def _container_of(self, value: cst.BaseExpression) -> tuple[cst.BaseExpression, object] | None:
+        """(container, key) when value is written as an element of a dict, list or tuple display
+        (key: its literal key or position) or as the element of a comprehension (key UNKNOWN: any),
+        as in `loaders = {"train": DataLoader(...), "val": DataLoader(...)}` or `dataloaders = {x:
+        DataLoader(datasets[x]) for x in ["train", "val"]}`."""
+        parent = self.index.parent.get(value)
+        if isinstance(parent, cst.DictElement) and parent.value is value:
+            return self.index.parent.get(parent), literal(parent.key)
+        if isinstance(parent, cst.Element) and parent.value is value:
+            container = self.index.parent.get(parent)
+            elements = list(container.elements)
+            starred = any(isinstance(e, cst.StarredElement) for e in elements[:elements.index(parent)])
+            return container, UNKNOWN if starred else elements.index(parent)
+        if isinstance(parent, cst.DictComp) and parent.value is value or \
+                isinstance(parent, cst.ListComp) and parent.elt is value:
+            return parent, UNKNOWN
+        return None
+
+    def _loops_named(self, path: ValuePath) -> list[cst.For]:
+        """The `for` loops whose iterable mentions path's name where it reads what it holds in its
+        function; for an element of a container, an item of it at the element's key
+        (`dataloaders[phase]`, `loaders["train"]`; not `for phase in loaders`)."""
+        return [loop for loop in self.index.nodes(cst.For) if self.in_sight(loop, path.name, path.scope)
+                and any(self._names(n, path) for n in self.index.walk(loop.iter))]
+
+    @staticmethod
+    def _names(node: cst.CSTNode, path: ValuePath) -> bool:
+        if not path.element:
+            return isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) == path.name
+        if not isinstance(node, cst.Subscript) or dotted(node.value) != path.name:
+            return False
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        key = literal(index.value) if isinstance(index, cst.Index) else UNKNOWN
+        return key is UNKNOWN or path.key is UNKNOWN or key == path.key
 
     def _parameter_of(self, value: cst.BaseExpression) -> tuple[list[str], cst.FunctionDef, tuple] | None:
         """([parameter], function, (call,)) when value is written as an argument of the one call of a
@@ -545,7 +582,7 @@ class Loops:
         out: list = []
         for path in reached:
             if path.every_call:
-                out += [loop for loop in self._loops_named(path.name, path.scope) if loop not in out]
+                out += [loop for loop in self._loops_named(path) if loop not in out]
         return out
 
     def in_sight(self, node: cst.CSTNode, name: str, scope: cst.FunctionDef | None) -> bool:
