@@ -232,7 +232,7 @@ def is_training_loader(ctx, call: cst.Call) -> bool:
     """The loader feeds training: a loop over it in this module runs optimizer steps. When no loop
     over it is seen here, a sequential sampler or an evaluation name (`names_evaluation`, of the
     loader or of the function returning it) says it does not."""
-    loops = ctx.loops.loops_over(call)
+    loops = [loop for loop, _target in loader_batches(ctx, call)]
     if loops:
         return any(ctx.loops.runs_steps(loop) for loop in loops)
     # Only through a function other loaders go through too: whether it steps on this loader's
@@ -577,6 +577,21 @@ _SHARED_EPOCH = (
     "    run_epoch(model, a, device, opt)\n"
     "    run_epoch(model, b, device)\n"
 )
+# Step-based training that draws batches with next() and starts the iterator again at the end.
+_DRAWN = (
+    "from torch.utils.data import DataLoader\n"
+    "loader = DataLoader(ds, shuffle=True{pin})\n"
+    "data_iter = iter(loader)\n"
+    "for step in range(1000):\n"
+    "    try:\n"
+    "        x, y = next(data_iter)\n"
+    "    except StopIteration:\n"
+    "        data_iter = iter(loader)\n"
+    "        x, y = next(data_iter)\n"
+    "    loss = model({x}, y)\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+)
 # Two loaders held in one dict and picked by their keys; only "a" trains.
 _BY_KEY = (
     "from torch.utils.data import DataLoader\n"
@@ -748,6 +763,8 @@ position is replaced where it stands.
         Valid(_HANDED.format(pin=", pin_memory=True")),
         # A function both loaders go through, stepping only on `a`'s calls: `b` does not train.
         Valid(_SHARED_EPOCH.format(a=", pin_memory=True", b="")),
+        # The batches it draws stay on the CPU; the step's copy is of another tensor.
+        Valid(_DRAWN.format(pin="", x="x + table.cuda()")),
     ]
     invalid = [
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),
@@ -823,6 +840,7 @@ position is replaced where it stands.
         # for training.
         Invalid(_HANDED.format(pin=""), fixed=_HANDED.format(pin=", pin_memory=True")),
         Invalid(_SHARED_EPOCH.format(a="", b=""), fixed=_SHARED_EPOCH.format(a=", pin_memory=True", b="")),
+        Invalid(_DRAWN.format(pin="", x="x.cuda()"), fixed=_DRAWN.format(pin=", pin_memory=True", x="x.cuda()")),
         # Iterated where this module cannot see it (a parameter), while the visible loop over another
         # loader evaluates: the hot loop's copy may be of its batches.
         Invalid("from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n        loss = model(x.cuda())\n"
@@ -867,11 +885,12 @@ position is replaced where it stands.
         ctx = self.ctx
         if not is_training_loader(ctx, call):
             return False
-        loops = [loop for loop in ctx.loops.loops_over(call) if ctx.loops.runs_steps(loop)]
-        loops += [loop for loop, calls in ctx.loops.shared_loops(call) if ctx.loops.steps_on(loop, calls) is not False]
-        if loops:
+        batches = [(loop, target) for loop, target in loader_batches(ctx, call) if ctx.loops.runs_steps(loop)]
+        batches += [(loop, loop.target) for loop, calls in ctx.loops.shared_loops(call)
+                    if ctx.loops.steps_on(loop, calls) is not False]
+        if batches:
             # Its own batches must reach a device copy; another loader's copies say nothing of it.
-            return any(batch_moves(ctx, loop) for loop in loops)
+            return any(batch_moves(ctx, loop, target=target) for loop, target in batches)
         return bool(_unattributed_moves(ctx))
 
 
@@ -919,26 +938,38 @@ def _unattributed_moves(ctx) -> frozenset[cst.Call]:
         attributed: set = set()
         for call in ctx.index.nodes(cst.Call):
             if is_loader(ctx, call):
-                for loop in _all_loops_over(ctx, call):
-                    attributed |= batch_moves(ctx, loop)
+                for loop, target in loader_batches(ctx, call, shared=True):
+                    attributed |= batch_moves(ctx, loop, target=target)
         cached = _hot_moves(ctx) - attributed
         ctx._unattributed_moves = cached
     return cached
 
 
-def batch_moves(ctx, loop: cst.For, *, pieces: bool = False) -> frozenset[cst.Call]:
+def batch_moves(ctx, loop: cst.CSTNode, *, pieces: bool = False, target: cst.CSTNode | None = None) -> frozenset[cst.Call]:
     """The device copies (`.to(device)`, `.cuda()`, batch helpers) that the batches of a loop over
-    a loader reach: copies of the loop's target or of values computed from it, in the loop body or
-    in module-local functions the loop hands them to (up to three calls down). With pieces, only
-    copies of the batch's own tensors (`batch["x"]`, `x, y = batch`, `for t in batch`), the ones in
-    the loader's memory, not of values computed from them (`accelerator.gather(x)`, `model(x)`)."""
+    a loader reach: copies of the loop's target (or of target, where the loop draws its batches
+    with `target = next(it)`) or of values computed from it, in the loop body or in module-local
+    functions the loop hands them to (up to three calls down). With pieces, only copies of the
+    batch's own tensors (`batch["x"]`, `x, y = batch`, `for t in batch`), the ones in the loader's
+    memory, not of values computed from them (`accelerator.gather(x)`, `model(x)`)."""
+    target = loop.target if target is None else target
     cache = ctx.__dict__.setdefault("_batch_moves", {})
-    if (loop, pieces) not in cache:
-        names = {ctx.dotted(n) for n in ctx.index.walk(loop.target) if isinstance(n, (cst.Name, cst.Attribute))}
+    if (loop, target, pieces) not in cache:
+        names = {ctx.dotted(n) for n in ctx.index.walk(target) if isinstance(n, (cst.Name, cst.Attribute))}
         found: set = set()
         _moves_in(ctx, loop.body, names - {None}, _is_piece if pieces else _mentions_any, 3, (), found)
-        cache[loop, pieces] = frozenset(found)
-    return cache[loop, pieces]
+        cache[loop, target, pieces] = frozenset(found)
+    return cache[loop, target, pieces]
+
+
+def loader_batches(ctx, call: cst.Call, *, shared: bool = False) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
+    """(loop, target) for each loop that takes the loader's batches into target: the loops over it
+    (with shared, also those over it on some calls of their function, `shared_loops`), and loops
+    drawing them with `target = next(it)` (`next_draws`)."""
+    loops = ctx.loops.loops_over(call)
+    if shared:
+        loops += [loop for loop, _calls in ctx.loops.shared_loops(call)]
+    return [(loop, loop.target) for loop in loops] + ctx.loops.next_draws(call)
 
 
 def _moves_in(ctx, body: cst.CSTNode, names: set, carries, depth: int, seen: tuple, found: set) -> None:
@@ -2010,7 +2041,8 @@ In the hot loop, flags `.to(device)` / `.cuda()` of a batch drawn from a loader 
 that does not pass `non_blocking=True`. The loop may be where the loader is built, in a function
 that returns it to its caller or that it is handed to (`train(model, train_loader)` every epoch,
 as in PyTorch's MNIST example, also a `run_epoch(model, loader)` that the evaluation loader goes
-through too), or a function reading the module's loader. Flagged are copies
+through too), or a function reading the module's loader; or a step loop drawing the batches with
+`next(it)` from `it = iter(loader)`. Flagged are copies
 of the batch or of tensors taken from it
 (`x, y = batch`, `batch["x"]`, `for t in batch`), there or in module-local functions the loop hands
 them to (`train_step(model, batch)`, up to three calls down).
@@ -2041,6 +2073,8 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         Valid(_SRC.replace("pin_memory=True", "pin_memory=False").format(move="x = x.to(device)")),
         Valid("import torch\n" + _SRC.format(move="x = x.to(torch.float16)")),
         Valid(_SRC.format(move="model.to(device)")),
+        # Drawn with next() from another loader's iterator.
+        Valid(_DRAWN.format(pin=", pin_memory=True", x="x.cuda()").replace("next(data_iter)", "next(other_iter)")),
         # The pinned loader of the dict is not the one this loop picks.
         Valid(_BY_KEY.format(pin_a="", pin_b=", pin_memory=True", move="x.cuda()")),
         # non_blocking passed by position.
@@ -2082,6 +2116,9 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         Invalid(_SHARED_EPOCH.format(a=", pin_memory=True", b=""),
                 fixed=_SHARED_EPOCH.format(a=", pin_memory=True", b="").replace(
                     "x = x.to(device)", "x = x.to(device, non_blocking=True)")),
+        # Drawn with next() in a step loop.
+        Invalid(_DRAWN.format(pin=", pin_memory=True", x="x.cuda()"),
+                fixed=_DRAWN.format(pin=", pin_memory=True", x="x.cuda(non_blocking=True)")),
         # Picked from a dict by its key; the other loader of the dict is not pinned.
         Invalid(_BY_KEY.format(pin_a=", pin_memory=True", pin_b="", move="x.cuda()"),
                 fixed=_BY_KEY.format(pin_a=", pin_memory=True", pin_b="", move="x.cuda()").replace(
@@ -2103,11 +2140,15 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         super().__init__(ctx, options)
         self._reported: set[cst.Call] = set()  # a step function two loops call is reported once
 
-    def visit_For(self, node: cst.For) -> None:
+    def visit_Module(self, node: cst.Module) -> None:
         ctx = self.ctx
-        if node not in ctx.loops.hot_loops or not _iterates_pinned_loader(ctx, node):
-            return
-        for call in batch_moves(ctx, node, pieces=True) - self._reported:
+        for loop, target in _pinned_batches(ctx):
+            if loop in ctx.loops.hot_loops:
+                self._check_copies(batch_moves(ctx, loop, pieces=True, target=target))
+
+    def _check_copies(self, moves: frozenset[cst.Call]) -> None:
+        ctx = self.ctx
+        for call in moves - self._reported:
             if not is_device_move(ctx, call):
                 continue  # a batch helper (`send_to_device(batch, device)`): its own signature
             self._reported.add(call)
@@ -2133,20 +2174,16 @@ def _non_blocking_position(ctx, call: cst.Call) -> int:
     return 1 if second is not None and isinstance(ctx.literal(second.value), bool) else 2
 
 
-def _iterates_pinned_loader(ctx, loop: cst.For) -> bool:
-    """The loop iterates a pinned loader of this file (as loops_over follows it: by the names it is
-    bound to, returned to, or handed to module-local functions under), on some calls at least: a
-    non-blocking copy of another loader's pageable batch is only a plain copy."""
-    pinned = getattr(ctx, "_pinned_loops", None)
-    if pinned is None:  # once per file: every hot loop asks
-        pinned = frozenset(found for call in ctx.index.nodes(cst.Call)
-                           if is_loader(ctx, call) and setting_value(ctx, call, "pin_memory", False) is True
-                           for found in _all_loops_over(ctx, call))
-        ctx._pinned_loops = pinned
-    return loop in pinned
-
-
-def _all_loops_over(ctx, call: cst.Call) -> list[cst.For]:
-    """The loops over the loader on every call of their function (loops_over) or on some
-    (shared_loops: `run_epoch(model, train_loader, opt)` beside `run_epoch(model, val_loader)`)."""
-    return ctx.loops.loops_over(call) + [loop for loop, _calls in ctx.loops.shared_loops(call)]
+def _pinned_batches(ctx) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
+    """(loop, target) for each loop taking the batches of a pinned loader of this file (as
+    loader_batches finds them: loops over it where it is bound, returned to or handed to, on some
+    calls at least, and `next(it)` draws): a non-blocking copy of another loader's pageable batch
+    is only a plain copy. Once per file."""
+    pinned = getattr(ctx, "_pinned_batches", None)
+    if pinned is None:
+        pinned = []
+        for call in ctx.index.nodes(cst.Call):
+            if is_loader(ctx, call) and setting_value(ctx, call, "pin_memory", False) is True:
+                pinned += [found for found in loader_batches(ctx, call, shared=True) if found not in pinned]
+        ctx._pinned_batches = pinned
+    return pinned

@@ -189,6 +189,20 @@ def test_a_loader_held_in_a_dict_or_list_is_followed_to_the_loops_that_pick_it()
     assert ctx.loops.names_of(train) == []
 
 
+def test_batches_drawn_with_next_are_found_in_their_loops():
+    ctx = _ctx(
+        "loader = DataLoader(ds)\nother = DataLoader(vs)\n"
+        "it = iter(loader)\nwarm = next(it)\n"
+        "def train(steps):\n    for step in range(steps):\n        batch = next(it, None)\n"
+        "while True:\n    x, y = next(iter_other)\n"
+    )
+    loader, other = _calls(ctx, "DataLoader")
+    loop = ctx.index.nodes(cst.For)[0]
+    # In a loop only (the warm-up draw is one batch); through the module's iterator read in train.
+    assert [(l, ctx.dotted(t)) for l, t in ctx.loops.next_draws(loader)] == [(loop, "batch")]
+    assert ctx.loops.next_draws(other) == []  # `iter_other` is not a name of it
+
+
 def test_conditions_read_on_calls():
     ctx = _ctx(
         "MODE = 'train'\n"

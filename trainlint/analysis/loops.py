@@ -158,6 +158,7 @@ class Loops:
         self._loops_over: dict[cst.CSTNode, list[cst.For]] = {}
         self._names_of: dict[cst.CSTNode, list] = {}
         self._paths_of: dict[cst.CSTNode, list] = {}
+        self._draws: dict[cst.CSTNode, list] = {}
 
         self.functions: dict[str, list[cst.FunctionDef]] = {}
         for fn in index.nodes(cst.FunctionDef):
@@ -332,6 +333,28 @@ class Loops:
             if path.every_call:
                 out += [loop for loop in self._loops_named(path) if loop not in out]
         return out
+
+    def next_draws(self, value: cst.BaseExpression) -> list[tuple[cst.CSTNode, cst.BaseExpression]]:
+        """(loop, target) for each batch a loop draws from value by `target = next(it)`, where it
+        is a name value is known by (`data_iter = iter(loader)`): step-based training that draws
+        its batches and starts the iterator again at StopIteration. Once per value."""
+        if value not in self._draws:
+            names = self.names_of(value)
+            out = []
+            for assign, arg in self._next_assignments:
+                name = dotted(arg)
+                loop = self.innermost_loop(assign)
+                if loop is not None and any(name == known and self.in_sight(assign, known, scope) for known, scope in names):
+                    out.append((loop, assign.targets[0].target))
+            self._draws[value] = out
+        return list(self._draws[value])
+
+    @cached_property
+    def _next_assignments(self) -> list[tuple[cst.Assign, cst.BaseExpression]]:
+        """(assignment, iterator) for each `x = next(it)` / `x = next(it, default)` of the module."""
+        return [(node, node.value.args[0].value) for node in self.index.nodes(cst.Assign)
+                if len(node.targets) == 1 and isinstance(node.value, cst.Call) and dotted(node.value.func) == "next"
+                and node.value.args and not node.value.args[0].star]
 
     def shared_loops(self, value: cst.BaseExpression) -> list[tuple[cst.For, tuple]]:
         """(loop, calls) for each loop over value that is not one of loops_over's: a loop of a
