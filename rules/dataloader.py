@@ -577,6 +577,24 @@ _SHARED_EPOCH = (
     "    run_epoch(model, a, device, opt)\n"
     "    run_epoch(model, b, device)\n"
 )
+# A trainer class: the loader built in __init__, wrapped in a progress bar by the method that
+# trains, which fit() calls every epoch.
+_TRAINER_CLASS = (
+    "from torch.utils.data import DataLoader\n"
+    "from tqdm import tqdm\n"
+    "class Trainer:\n"
+    "    def __init__(self, ds):\n"
+    "        self.train_loader = DataLoader(ds, num_workers=4{options})\n"
+    "    def train_epoch(self):\n"
+    "        pbar = tqdm(self.train_loader)\n"
+    "        for x, y in pbar:\n"
+    "            loss = self.model({x}, y)\n"
+    "            loss.backward()\n"
+    "            self.opt.step()\n"
+    "    def fit(self, epochs):\n"
+    "        for epoch in range(epochs):\n"
+    "            self.train_epoch()\n"
+)
 # Step-based training that draws batches with next() and starts the iterator again at the end.
 _DRAWN = (
     "from torch.utils.data import DataLoader\n"
@@ -1205,6 +1223,9 @@ would be wrong for some runs.
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=args.workers > 0)")),
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n"
                 "    for i, batch in enumerate(loader):\n        step(batch)\n"),
+        # A trainer class's loader, wrapped in a progress bar by the method fit() calls every epoch.
+        Invalid(_TRAINER_CLASS.format(options="", x="x"),
+                fixed=_TRAINER_CLASS.format(options=", persistent_workers=True", x="x")),
         # Held in a dict the epoch loop picks it from by phase (PyTorch's fine-tuning tutorial).
         Invalid("from torch.utils.data import DataLoader\n"
                 "loaders = {p: DataLoader(sets[p], num_workers=4) for p in ['train', 'val']}\n"
@@ -2116,6 +2137,9 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         Invalid(_SHARED_EPOCH.format(a=", pin_memory=True", b=""),
                 fixed=_SHARED_EPOCH.format(a=", pin_memory=True", b="").replace(
                     "x = x.to(device)", "x = x.to(device, non_blocking=True)")),
+        # A trainer class's loader, wrapped in a progress bar in the method that trains.
+        Invalid(_TRAINER_CLASS.format(options=", pin_memory=True", x="x.cuda()"),
+                fixed=_TRAINER_CLASS.format(options=", pin_memory=True", x="x.cuda(non_blocking=True)")),
         # Drawn with next() in a step loop.
         Invalid(_DRAWN.format(pin=", pin_memory=True", x="x.cuda()"),
                 fixed=_DRAWN.format(pin=", pin_memory=True", x="x.cuda(non_blocking=True)")),

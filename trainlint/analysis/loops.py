@@ -445,15 +445,16 @@ class Loops:
         """Add names of scope, their re-bindings there, and (up to three calls down) the parameters
         of the functions they are handed to, to out, as ValuePaths (of a container holding the
         value at key, with element)."""
-        if not element:
-            names = self._wrapped_names(names, scope)
-        for name in names:
-            path = ValuePath(name, scope, calls, every_call, element, key)
+        known = [(name, scope) for name in names] if element else self._wrapped_names(names, scope)
+        for name, where in known:
+            path = ValuePath(name, where, calls, every_call, element, key)
             if path not in out and len(out) < _MAX_PATHS:
                 out.append(path)
         if depth < _CALL_DEPTH:
-            for callee, param, call, only in self._handed_to(names, scope):
-                self._reach([param], callee, depth + 1, out, (*calls, call), every_call and only, element, key)
+            for where in dict.fromkeys(where for _name, where in known):
+                here = [name for name, w in known if w is where]
+                for callee, param, call, only in self._handed_to(here, where):
+                    self._reach([param], callee, depth + 1, out, (*calls, call), every_call and only, element, key)
 
     def _container_of(self, value: cst.BaseExpression) -> tuple[cst.BaseExpression, object] | None:
         """(container, key) when value is written as an element of a dict, list or tuple display
@@ -651,14 +652,16 @@ class Loops:
                 return False
         return True
 
-    def _wrapped_names(self, names: list[str], scope) -> list[str]:
-        """names plus the names their values are re-bound to through a call in the same function:
-        `dl = accelerator.prepare(dl)`, `it = iter(dl)`, `model, dl = accelerator.prepare(model, dl)`
-        (a tuple target takes the argument in the same position)."""
-        out = list(names)
-        for new, old in self._rebindings.get(scope, ()):
-            if new and old in out and new not in out:
-                out.append(new)
+    def _wrapped_names(self, names: list[str], scope) -> list[tuple[str, cst.FunctionDef | None]]:
+        """(name, function) for names of scope and the names their values are re-bound to through
+        a call: `dl = accelerator.prepare(dl)`, `it = iter(dl)`, `model, dl = accelerator.prepare(model,
+        dl)` (a tuple target takes the argument in the same position), in the same function, or, for
+        `self.x` (read in every method), in any (`pbar = tqdm(self.train_loader)`)."""
+        out = [(name, scope) for name in names]
+        for name, where in out:  # grows as re-bindings are found: `it = iter(tqdm(dl))` in two steps
+            scopes = self._rebindings if name.startswith("self.") else {where: self._rebindings.get(where, ())}
+            for fn, pairs in scopes.items():
+                out += [(new, fn) for new, old in pairs if new and old == name and (new, fn) not in out]
         return out
 
     @cached_property
