@@ -1077,7 +1077,8 @@ class DataLoaderWorkersNotPersistent(DataLoaderRule):
 ## What it does
 Flags a `DataLoader` with workers (`num_workers` not 0, as a literal or a variable holding one; a
 setting written as a name is read as TL101 describes) and no `persistent_workers=True`
-that is iterated once per epoch inside an outer loop, around the loop over it or around the
+that is iterated once per epoch (by a loop, or a comprehension such as `[model(x) for x in
+val_loader]`) inside an outer loop, around the loop over it or around the
 calls of the function holding that loop (`for epoch in range(n): train(epoch)`; the loader found
 where a function of the module returns it to its caller, `train_loader, val_loader =
 make_loaders(cfg)`, or hands it on, as TL108 describes, or held in a dict or list the loop picks
@@ -1223,6 +1224,10 @@ would be wrong for some runs.
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=args.workers > 0)")),
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n"
                 "    for i, batch in enumerate(loader):\n        step(batch)\n"),
+        # Gone over by a comprehension in a function the epoch loop calls.
+        Invalid("from torch.utils.data import DataLoader\nval_loader = DataLoader(vs, num_workers=2)\n"
+                "def evaluate():\n    return sum([model(x) for x in val_loader])\n"
+                "for epoch in range(3):\n    evaluate()\n", message="each evaluation"),
         # A trainer class's loader, wrapped in a progress bar by the method fit() calls every epoch.
         Invalid(_TRAINER_CLASS.format(options="", x="x"),
                 fixed=_TRAINER_CLASS.format(options=", persistent_workers=True", x="x")),
@@ -1317,12 +1322,13 @@ def _trainer_epochs(ctx, call: cst.Call) -> bool:
 
 
 def _looped_over_per_epoch(ctx, call: cst.Call) -> bool:
-    """A loop over the loader (as loops_over finds them: where a function returns it to its caller,
-    hands it to another, or reads the module's) is run again and again by an outer loop, around it
+    """A loop or comprehension over the loader (as loops_over finds them: where a function returns
+    it to its caller, hands it to another, or reads the module's) is run again and again by an outer loop, around it
     or around the calls of its function (`for epoch in ...: train(epoch)`), that does not build
     the loader again."""
     rebuilt = ctx.loops.loops_around(call)  # a new loader, and new workers, on each of their runs
-    return any(outer not in rebuilt for loop in ctx.loops.loops_over(call) for outer in ctx.loops.repeating_loops(loop))
+    passes = [*ctx.loops.loops_over(call), *ctx.loops.comprehensions_over(call)]
+    return any(outer not in rebuilt for loop in passes for outer in ctx.loops.repeating_loops(loop))
 
 
 def _iterated_per_epoch(ctx, loader: cst.Call, name: str) -> bool:

@@ -474,12 +474,22 @@ class Loops:
             return parent, UNKNOWN
         return None
 
-    def _loops_named(self, path: ValuePath) -> list[cst.For]:
-        """The `for` loops whose iterable mentions path's name where it reads what it holds in its
-        function; for an element of a container, an item of it at the element's key
-        (`dataloaders[phase]`, `loaders["train"]`; not `for phase in loaders`)."""
-        return [loop for loop in self.index.nodes(cst.For) if self.in_sight(loop, path.name, path.scope)
+    def _loops_named(self, path: ValuePath, kind: type = cst.For) -> list:
+        """The `for` loops (or comprehension clauses, kind CompFor) whose iterable mentions path's
+        name where it reads what it holds in its function; for an element of a container, an item
+        of it at the element's key (`dataloaders[phase]`, `loaders["train"]`; not `for phase in
+        loaders`)."""
+        return [loop for loop in self.index.nodes(kind) if self.in_sight(loop, path.name, path.scope)
                 and any(self._names(n, path) for n in self.index.walk(loop.iter))]
+
+    def comprehensions_over(self, value: cst.BaseExpression) -> list[cst.CompFor]:
+        """The comprehension clauses that go over value as loops_over finds it (`[model(x) for x, y
+        in self.val_loader]`): a whole pass over the loader, like a loop."""
+        out: list = []
+        for path in self.paths_of(value):
+            if path.every_call:
+                out += [clause for clause in self._loops_named(path, cst.CompFor) if clause not in out]
+        return out
 
     @staticmethod
     def _names(node: cst.CSTNode, path: ValuePath) -> bool:
