@@ -1077,14 +1077,15 @@ class DataLoaderWorkersNotPersistent(DataLoaderRule):
 ## What it does
 Flags a `DataLoader` with workers (`num_workers` not 0, as a literal or a variable holding one; a
 setting written as a name is read as TL101 describes) and no `persistent_workers=True`
-that is iterated once per epoch (by a loop, or a comprehension such as `[model(x) for x in
-val_loader]`) inside an outer loop, around the loop over it or around the
-calls of the function holding that loop (`for epoch in range(n): train(epoch)`; the loader found
-where a function of the module returns it to its caller, `train_loader, val_loader =
-make_loaders(cfg)`, or hands it on, as TL108 describes, or held in a dict or list the loop picks
-it from, `dataloaders[phase]`; not when the outer loop builds the loader
-again, which starts new workers every epoch whatever its settings), or by a
-Lightning Trainer (handed to
+that is gone over once per epoch inside an outer loop: by a loop or a comprehension (`[model(x)
+for x in val_loader]`) with the outer loop around it or around the calls of its function (`for
+epoch in range(n): train(epoch)`; the loader found where a function of the module returns it to
+its caller, `train_loader, val_loader = make_loaders(cfg)`, or hands it on, as TL108 describes, or
+in a dict or list the loop picks it from, `dataloaders[phase]`), or by a function of another
+module it is handed to inside the outer loop (`evaluate(model, val_loader)` imported from a utils
+module); not when the outer loop builds the loader again, which starts new workers every epoch
+whatever its settings. Also a loader a
+Lightning Trainer trains on (handed to
 `trainer.fit`, or returned by a LightningModule's or LightningDataModule's `train_dataloader`) that
 runs several epochs (`max_epochs` not a literal 1 or less, its default 1000, no `max_steps` and no
 `reload_dataloaders_every_n_epochs`); and `TrainingArguments` with `dataloader_num_workers` and no
@@ -1144,6 +1145,11 @@ would be wrong for some runs.
               "def train(epoch):\n    for batch in trainloader:\n        step(batch)\n"
               "def main():\n    train(0)\nfor attempt in range(3):\n    print(attempt)\n"),
         Valid(_EPOCHS.format(loader="DataLoader(ds)")),
+        # Another function's variable of the same name is another loader; `len()` goes over nothing.
+        Valid("from torch.utils.data import DataLoader\ndef probe(ds):\n    loader = DataLoader(ds, num_workers=4)\n"
+              "    return next(iter(loader)), len(loader)\n"
+              "def train(make):\n    for epoch in range(3):\n        loader = make(epoch)\n"
+              "        print(len(loader))\n        for batch in loader:\n            step(batch)\n"),
         # One epoch, or a step budget that decides how often the loader is gone over.
         Valid("from transformers import TrainingArguments\n"
               "args = TrainingArguments('out', dataloader_num_workers=4, num_train_epochs=1)\n"
@@ -1224,6 +1230,12 @@ would be wrong for some runs.
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=args.workers > 0)")),
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n"
                 "    for i, batch in enumerate(loader):\n        step(batch)\n"),
+        # Returned to the caller, which hands it to another module's evaluator for each checkpoint
+        # (fairseq's MMPT predict script).
+        Invalid("from torch.utils.data import DataLoader\nfrom evaluation import Evaluator\n"
+                "def get_loader(cfg):\n    test_loader = DataLoader(cfg.ds, num_workers=6)\n    return test_loader\n"
+                "def main(cfg):\n    test_loader = get_loader(cfg)\n    for ckpt in cfg.checkpoints:\n"
+                "        Evaluator(cfg).evaluate(load(ckpt), test_loader)\n", message="each evaluation"),
         # Gone over by a comprehension in a function the epoch loop calls.
         Invalid("from torch.utils.data import DataLoader\nval_loader = DataLoader(vs, num_workers=2)\n"
                 "def evaluate():\n    return sum([model(x) for x in val_loader])\n"
@@ -1254,9 +1266,8 @@ would be wrong for some runs.
             if not _trainer_epochs(ctx, call):
                 return
         else:
-            name = loader_name(ctx, call)
-            if not ((name is not None and _iterated_per_epoch(ctx, call, name)) or _looped_over_per_epoch(ctx, call)
-                    or lightning_epochs(ctx, call, name)):
+            if not (_looped_over_per_epoch(ctx, call) or _handed_on_per_epoch(ctx, call)
+                    or lightning_epochs(ctx, call, loader_name(ctx, call))):
                 return
         workers = loader_arg(ctx, call, "num_workers")
         # PyTorch rejects persistent_workers=True without workers, so a configurable worker count
@@ -1331,20 +1342,25 @@ def _looped_over_per_epoch(ctx, call: cst.Call) -> bool:
     return any(outer not in rebuilt for loop in passes for outer in ctx.loops.repeating_loops(loop))
 
 
-def _iterated_per_epoch(ctx, loader: cst.Call, name: str) -> bool:
-    """The loader is iterated (or handed to a function) inside an outer loop that does not build
-    it: a loader built anew every epoch starts new workers whatever its settings (often on
-    purpose, to see a dataset changed between epochs), so keeping them alive does nothing."""
-    for loop in ctx.index.nodes(cst.For):
-        outer = ctx.loops.innermost_loop(loop)
-        if _mentions(ctx, loop.iter, name) and outer is not None and not ctx.index.contains(outer, loader):
-            return True
-    for call in ctx.index.nodes(cst.Call):
-        outer = ctx.loops.innermost_loop(call)
-        if outer is None or ctx.index.contains(outer, loader):
-            continue
-        for arg in call.args:
-            if ctx.dotted(arg.value) == name:
+_NOT_ITERATING = frozenset({"len", "print", "isinstance", "hasattr", "getattr", "type", "id", "repr", "str"})
+
+
+def _handed_on_per_epoch(ctx, call: cst.Call) -> bool:
+    """A name the loader is known by (`Loops.names_of`) is handed, inside an outer loop that does
+    not build it, to a call that loops_over does not follow into: a function of another module
+    (`evaluate(model, val_loader)` imported from a utils module, `engine.train_one_epoch(loader)`),
+    which goes over it at each call."""
+    rebuilt = ctx.loops.loops_around(call)
+    names = ctx.loops.names_of(call)
+    names += [known for known in ctx.loops.returned_to(call, escaping=True) if known not in names]
+    for name, scope in names:
+        for other in ctx.index.nodes(cst.Call):
+            # Into the module's own functions names_of follows it: their loops decide. Builtins
+            # that only look at it (`len(loader)`, `print`) do not go over it.
+            if ctx.dotted(other.func) in _NOT_ITERATING or not any(
+                    ctx.dotted(arg.value) == name and not ctx.loops.follows(other, arg, name) for arg in other.args):
+                continue
+            if ctx.loops.in_sight(other, name, scope) and any(outer not in rebuilt for outer in ctx.loops.repeating_loops(other)):
                 return True
     return False
 
@@ -1485,8 +1501,8 @@ class DataLoaderRaggedLastBatch(DataLoaderRule):
 Flags a shuffled training `DataLoader` (`shuffle=True`, or a `RandomSampler` or
 `DistributedSampler` as its `sampler`, passed directly or through a name) without
 `drop_last=True`. Whether it trains is read as TL102 describes (the optimizer steps of its loops,
-also on the calls of a function other loaders go through; else its name). Settings written as names (`drop_last=cfg.drop_last`) are read as TL101
-describes, and fixed where they are written.
+also on the calls of a function other loaders go through; else its name). Settings written as
+names (`drop_last=cfg.drop_last`) are read as TL101 describes, and fixed where they are written.
 
 ## Why is this bad?
 The last batch of each epoch is smaller. A new shape recompiles `torch.compile`d graphs, defeats

@@ -156,7 +156,7 @@ class Distributed:
                     self._add(name, kind, _conditional(index, node), via)
         # A wrapped model handed to a local function is wrapped under the parameter's name.
         for _ in range(2):
-            for callee, call, param, arg in self.loops.bindings:
+            for callee, call, param, arg in self.loops.call_arguments:
                 src = self.wrapped.get(dotted(arg.value) or "")
                 if src is not None:
                     self._add(param, src.kind, src.conditional, src.via, scope=callee)
@@ -186,7 +186,7 @@ class Distributed:
                 elif target and self.names.is_a(value.func, *_FABRIC_CLASSES):
                     self._frameworks[target] = FABRIC
             # Handed to a local function: `train(accelerator, model)` binds its parameter.
-            for _callee, _call, param, arg in self.loops.bindings:
+            for _callee, _call, param, arg in self.loops.call_arguments:
                 kind = self._frameworks.get(dotted(arg.value) or "")
                 if kind:
                     self._frameworks.setdefault(param, kind)
@@ -360,7 +360,7 @@ class Distributed:
             for assign in self.index.nodes(cst.AnnAssign):
                 if assign.value is not None:
                     pairs.append((dotted(assign.target), dotted(assign.value)))
-            pairs += [(param, dotted(arg.value)) for _callee, _call, param, arg in self.loops.bindings]
+            pairs += [(param, dotted(arg.value)) for _callee, _call, param, arg in self.loops.call_arguments]
             for a, b in pairs:
                 if a and b:
                     ra, rb = self._root(_strip_module(a)), self._root(_strip_module(b))

@@ -221,7 +221,7 @@ class Loops:
                 yield arg.keyword.value, arg
 
     @cached_property
-    def bindings(self) -> list[tuple[cst.FunctionDef, cst.Call, str, cst.Arg]]:
+    def call_arguments(self) -> list[tuple[cst.FunctionDef, cst.Call, str, cst.Arg]]:
         """(callee, call, parameter, argument) for every call of a module-local function."""
         return [(self.functions[fn_name][0], call, param, arg)
                 for fn_name, calls in self.calls_by_name.items() for call in calls
@@ -521,14 +521,15 @@ class Loops:
             return []
         return [c for c in self.calls_by_name.get(fn.name.value, []) if not self.index.contains(fn, c)]
 
-    def returned_to(self, value: cst.BaseExpression) -> list[tuple[str, cst.FunctionDef | None]]:
+    def returned_to(self, value: cst.BaseExpression, *, escaping: bool = False) -> list[tuple[str, cst.FunctionDef | None]]:
         """(name, its function) for each place a module-local function's result that is value is
         bound by a call of it: value returned alone, or at one position of a returned tuple
         (`return train, val` binds `train_loader, val_loader = make_loaders(cfg)` by position), as
         itself or under the one name it is assigned in that function. One call level: the
         loaders a `build_loaders()` helper returns to the training function. [] when a caller
         hands a bound name on where loops_over_names does not follow it (to another module's
-        function, an attribute, a return): the loops seen would not be all of them."""
+        function, an attribute, a return): the loops seen would not be all of them; with escaping,
+        the names all the same (where it is handed on is what the caller asks)."""
         fn = self.index.enclosing_function(value)
         callers = [] if fn is None else [c for c in self.calls_by_name.get(fn.name.value, [])
                                          if not self.index.contains(fn, c)]
@@ -549,7 +550,7 @@ class Loops:
             if name is None:
                 continue
             caller = self.index.enclosing_function(call)
-            if self._escapes(name, caller):
+            if not escaping and self._escapes(name, caller):
                 return []
             out.append((name, caller))
         return out
@@ -573,7 +574,7 @@ class Loops:
             if isinstance(use, cst.Arg) and use.value is node:
                 call = self.index.parent.get(use)
                 callee = (dotted(call.func) or "").rsplit(".", 1)[-1]
-                if callee != "len" and not _LOADER_WRAPPER.match(callee) and not self._followed(call, use, name):
+                if callee != "len" and not _LOADER_WRAPPER.match(callee) and not self.follows(call, use, name):
                     return True
         return False
 
@@ -638,7 +639,7 @@ class Loops:
         there (one such call stands for all of them)."""
         out: list = []
         seen: set = set()
-        for callee, call, param, arg in self.bindings:
+        for callee, call, param, arg in self.call_arguments:
             name = dotted(arg.value)
             if callee is scope or arg.star or name not in names or not self.in_sight(call, name, scope):
                 continue
@@ -649,10 +650,10 @@ class Loops:
                 out.append((callee, param, call, only))
         return out
 
-    def _followed(self, call: cst.Call, arg: cst.Arg, name: str) -> bool:
+    def follows(self, call: cst.Call, arg: cst.Arg, name: str) -> bool:
         """`loops_over_names` follows name through this argument into a module-local function."""
         return any(a is arg and self._takes_only(callee, param, name)
-                   for callee, c, param, a in self.bindings if c is call)
+                   for callee, c, param, a in self.call_arguments if c is call)
 
     def _takes_only(self, callee: cst.FunctionDef, param: str, name: str) -> bool:
         """Every call of callee passes name as its parameter param."""
