@@ -237,7 +237,7 @@ def is_training_loader(ctx, call: cst.Call) -> bool:
         return any(ctx.loops.runs_steps(loop) for loop in loops)
     # Only through a function other loaders go through too: whether it steps on this loader's
     # calls (`run_epoch(model, val_loader)` with `if optimizer is not None:` around the step).
-    verdicts = {ctx.loops.steps_on(loop, calls) for loop, calls in ctx.loops.shared_loops(call)}
+    verdicts = {ctx.loops.steps_on(loop, path) for loop, path in ctx.loops.shared_loops(call)}
     if True in verdicts or verdicts == {False}:
         return True in verdicts
     samplers = _sampler_calls(ctx, call)
@@ -595,6 +595,19 @@ _TRAINER_CLASS = (
     "        for epoch in range(epochs):\n"
     "            self.train_epoch()\n"
 )
+# One loop over (phase, loader) pairs, stepping in the "train" phase only: `a` trains, `b` does not.
+_PHASES = (
+    "from torch.utils.data import DataLoader\n"
+    "a = DataLoader(ds, shuffle=True{a})\n"
+    "b = DataLoader(vs, shuffle=True{b})\n"
+    "for epoch in range(3):\n"
+    "    for phase, loader in [('train', a), ('val', b)]:\n"
+    "        for x, y in loader:\n"
+    "            loss = model(x.cuda(), y)\n"
+    "            if phase == 'train':\n"
+    "                loss.backward()\n"
+    "                opt.step()\n"
+)
 # Step-based training that draws batches with next() and starts the iterator again at the end.
 _DRAWN = (
     "from torch.utils.data import DataLoader\n"
@@ -661,7 +674,9 @@ binds it to (by position in a returned tuple), unless the caller hands that name
 handed to a function that other loaders go through too (`run_epoch(model, train_loader, opt)`,
 `run_epoch(model, val_loader)`) trains when that function's step is reached on its calls: the
 `if` conditions around the step are read with what each call passes (`if optimizer is not None:`
-is false on the call that passes no optimizer). A loader
+is false on the call that passes no optimizer); so are they for a loop over pairs that binds it
+(`for phase, loader in [("train", train_loader), ("val", val_loader)]`: `if phase == "train":` is
+false for the validation loader). A loader
 not iterated here (returned, handed to a framework or to a function's parameter) is flagged when
 the hot loop copies something that no visible loop over a loader of the file leads to, unless
 its name, or the function returning it (Lightning's `val_dataloader()`), says it evaluates
@@ -781,6 +796,8 @@ position is replaced where it stands.
         Valid(_HANDED.format(pin=", pin_memory=True")),
         # A function both loaders go through, stepping only on `a`'s calls: `b` does not train.
         Valid(_SHARED_EPOCH.format(a=", pin_memory=True", b="")),
+        # A loop over (phase, loader) pairs steps in the "train" phase only: `b` does not train.
+        Valid(_PHASES.format(a=", pin_memory=True", b="")),
         # The batches it draws stay on the CPU; the step's copy is of another tensor.
         Valid(_DRAWN.format(pin="", x="x + table.cuda()")),
     ]
@@ -858,6 +875,7 @@ position is replaced where it stands.
         # for training.
         Invalid(_HANDED.format(pin=""), fixed=_HANDED.format(pin=", pin_memory=True")),
         Invalid(_SHARED_EPOCH.format(a="", b=""), fixed=_SHARED_EPOCH.format(a=", pin_memory=True", b="")),
+        Invalid(_PHASES.format(a="", b=""), fixed=_PHASES.format(a=", pin_memory=True", b="")),
         Invalid(_DRAWN.format(pin="", x="x.cuda()"), fixed=_DRAWN.format(pin=", pin_memory=True", x="x.cuda()")),
         # Iterated where this module cannot see it (a parameter), while the visible loop over another
         # loader evaluates: the hot loop's copy may be of its batches.
@@ -904,8 +922,8 @@ position is replaced where it stands.
         if not is_training_loader(ctx, call):
             return False
         batches = [(loop, target) for loop, target in loader_batches(ctx, call) if ctx.loops.runs_steps(loop)]
-        batches += [(loop, loop.target) for loop, calls in ctx.loops.shared_loops(call)
-                    if ctx.loops.steps_on(loop, calls) is not False]
+        batches += [(loop, loop.target) for loop, path in ctx.loops.shared_loops(call)
+                    if ctx.loops.steps_on(loop, path) is not False]
         if batches:
             # Its own batches must reach a device copy; another loader's copies say nothing of it.
             return any(batch_moves(ctx, loop, target=target) for loop, target in batches)
@@ -986,7 +1004,7 @@ def loader_batches(ctx, call: cst.Call, *, shared: bool = False) -> list[tuple[c
     drawing them with `target = next(it)` (`next_draws`)."""
     loops = ctx.loops.loops_over(call)
     if shared:
-        loops += [loop for loop, _calls in ctx.loops.shared_loops(call)]
+        loops += [loop for loop, _path in ctx.loops.shared_loops(call)]
     return [(loop, loop.target) for loop in loops] + ctx.loops.next_draws(call)
 
 
@@ -1145,6 +1163,9 @@ would be wrong for some runs.
               "def train(epoch):\n    for batch in trainloader:\n        step(batch)\n"
               "def main():\n    train(0)\nfor attempt in range(3):\n    print(attempt)\n"),
         Valid(_EPOCHS.format(loader="DataLoader(ds)")),
+        # The loop over (phase, loader) pairs goes over each loader once: no epoch loop around it.
+        Valid(_PHASES.format(a=", num_workers=2", b=", num_workers=2").replace(
+            "for epoch in range(3):\n    for phase", "if True:\n    for phase")),
         # Another function's variable of the same name is another loader; `len()` goes over nothing.
         Valid("from torch.utils.data import DataLoader\ndef probe(ds):\n    loader = DataLoader(ds, num_workers=4)\n"
               "    return next(iter(loader)), len(loader)\n"
@@ -1236,6 +1257,10 @@ would be wrong for some runs.
                 "def get_loader(cfg):\n    test_loader = DataLoader(cfg.ds, num_workers=6)\n    return test_loader\n"
                 "def main(cfg):\n    test_loader = get_loader(cfg)\n    for ckpt in cfg.checkpoints:\n"
                 "        Evaluator(cfg).evaluate(load(ckpt), test_loader)\n", message="each evaluation"),
+        # Each loader of a loop over (phase, loader) pairs, which the epoch loop runs again.
+        Invalid(_PHASES.format(a=", num_workers=2, persistent_workers=True", b=", num_workers=2"),
+                fixed=_PHASES.format(a=", num_workers=2, persistent_workers=True",
+                                     b=", num_workers=2, persistent_workers=True")),
         # Gone over by a comprehension in a function the epoch loop calls.
         Invalid("from torch.utils.data import DataLoader\nval_loader = DataLoader(vs, num_workers=2)\n"
                 "def evaluate():\n    return sum([model(x) for x in val_loader])\n"
@@ -1339,7 +1364,10 @@ def _looped_over_per_epoch(ctx, call: cst.Call) -> bool:
     the loader again."""
     rebuilt = ctx.loops.loops_around(call)  # a new loader, and new workers, on each of their runs
     passes = [*ctx.loops.loops_over(call), *ctx.loops.comprehensions_over(call)]
-    return any(outer not in rebuilt for loop in passes for outer in ctx.loops.repeating_loops(loop))
+    if any(outer not in rebuilt for loop in passes for outer in ctx.loops.repeating_loops(loop)):
+        return True
+    return any(outer not in rebuilt for loop, path in ctx.loops.shared_loops(call)
+               for outer in ctx.loops.repeats_on(loop, path))
 
 
 _NOT_ITERATING = frozenset({"len", "print", "isinstance", "hasattr", "getattr", "type", "id", "repr", "str"})
@@ -1542,6 +1570,12 @@ A `drop_last` passed by position is replaced where it stands.
               "        assert len(batch) == 4\nloader = DataLoader(ds, shuffle=True)\ncheck_batches(loader)\n"),
         # A function both loaders go through, stepping only on `a`'s calls: `b` does not train.
         Valid(_SHARED_EPOCH.format(a=", drop_last=True", b="")),
+        Valid(_PHASES.format(a=", drop_last=True", b="")),
+        # ... or from a dict's items, by their key.
+        Valid("from torch.utils.data import DataLoader\n"
+              "held = {'fit': DataLoader(ds, shuffle=True, drop_last=True), 'check': DataLoader(vs, shuffle=True)}\n"
+              "for name, dl in held.items():\n    for x in dl:\n        loss = model(x)\n"
+              "        if name == 'fit':\n            loss.backward()\n            opt.step()\n"),
         # Picked from a dict by key: the loop over "b" runs no optimizer step.
         Valid(_BY_KEY.format(pin_a=", drop_last=True", pin_b="", move="x.cuda()")),
     ]
@@ -2162,6 +2196,9 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         # A trainer class's loader, wrapped in a progress bar in the method that trains.
         Invalid(_TRAINER_CLASS.format(options=", pin_memory=True", x="x.cuda()"),
                 fixed=_TRAINER_CLASS.format(options=", pin_memory=True", x="x.cuda(non_blocking=True)")),
+        # A loop over (phase, loader) pairs: its copies are of `a`'s pinned batches in one phase.
+        Invalid(_PHASES.format(a=", pin_memory=True", b=""),
+                fixed=_PHASES.format(a=", pin_memory=True", b="").replace("x.cuda()", "x.cuda(non_blocking=True)")),
         # Drawn with next() in a step loop.
         Invalid(_DRAWN.format(pin=", pin_memory=True", x="x.cuda()"),
                 fixed=_DRAWN.format(pin=", pin_memory=True", x="x.cuda(non_blocking=True)")),

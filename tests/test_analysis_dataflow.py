@@ -154,13 +154,13 @@ def test_a_function_several_loaders_go_through_steps_on_the_calls_its_conditions
     # Not every call passes the same loader: not loops_over's, but each loader's on its own calls.
     assert loops.loops_over(a) == loops.loops_over(b) == []
     assert [loop for loop, _ in loops.shared_loops(a)] == [run_loop]
-    (_, calls_a), = loops.shared_loops(a)
-    (_, calls_b), = loops.shared_loops(b)
-    assert loops.steps_on(run_loop, calls_a) is True  # `opt` is a call's result: not None
-    assert loops.steps_on(run_loop, calls_b) is False  # the default None
+    (_, path_a), = loops.shared_loops(a)
+    (_, path_b), = loops.shared_loops(b)
+    assert loops.steps_on(run_loop, path_a) is True  # `opt` is a call's result: not None
+    assert loops.steps_on(run_loop, path_b) is False  # the default None
     # Through fit: the argument is a conditional expression, not read.
-    (_, calls_c), = loops.shared_loops(c)
-    assert len(calls_c) == 2 and loops.steps_on(run_loop, calls_c) is None
+    (_, path_c), = loops.shared_loops(c)
+    assert len(path_c.calls) == 2 and loops.steps_on(run_loop, path_c) is None
 
 
 def test_a_loader_held_in_a_dict_or_list_is_followed_to_the_loops_that_pick_it():
@@ -201,6 +201,34 @@ def test_batches_drawn_with_next_are_found_in_their_loops():
     # In a loop only (the warm-up draw is one batch); through the module's iterator read in train.
     assert [(l, ctx.dotted(t)) for l, t in ctx.loops.next_draws(loader)] == [(loop, "batch")]
     assert ctx.loops.next_draws(other) == []  # `iter_other` is not a name of it
+
+
+def test_a_loop_over_pairs_binds_each_loader_with_its_phase():
+    ctx = _ctx(
+        "a = DataLoader(ds)\nb = DataLoader(vs)\nheld = {'fit': DataLoader(ts)}\n"
+        "def run(loader, train):\n    for x in loader:\n        if train:\n            model(x).backward()\n"
+        "for epoch in range(3):\n"
+        "    for phase, loader in [('train', a), ('val', b)]:\n"
+        "        for x in loader:\n            if phase == 'train':\n                model(x).backward()\n"
+        "    for key, dl in held.items():\n        run(dl, key == 'fit')\n"
+        "run(b, False)\n"
+    )
+    a, b, fit = _calls(ctx, "DataLoader")
+    loops = ctx.loops
+    run_loop, epochs, pairs, phase_loop = ctx.index.nodes(cst.For)[:4]
+    # Not loops_over's (the display loop goes over the loaders themselves, not their batches).
+    assert loops.loops_over(a) == loops.loops_over(b) == []
+    (loop, path), = loops.shared_loops(a)
+    assert loop is phase_loop and [(n, v) for n, _, v in path.given] == [("phase", "train")]
+    assert loops.steps_on(loop, path) is True and loops.repeats_on(loop, path) == [epochs]
+    # b: the "val" phase, and run(b, False) once after the epochs; neither steps.
+    b_paths = loops.shared_loops(b)
+    assert [l for l, _ in b_paths] == [phase_loop, run_loop]
+    assert [loops.steps_on(l, p) for l, p in b_paths] == [False, False]
+    assert [loops.repeats_on(l, p) for l, p in b_paths] == [[epochs], []]
+    # Through a dict's items into a function: the key read in the call's argument.
+    (loop, path), = loops.shared_loops(fit)
+    assert loop is run_loop and loops.steps_on(loop, path) is True and loops.repeats_on(loop, path) == [epochs]
 
 
 def test_conditions_read_on_calls():

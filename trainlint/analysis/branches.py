@@ -48,48 +48,50 @@ class Conditions:
         self.variables = variables
         self.bind_params = bind_params
 
-    def truth(self, test: cst.BaseExpression, fn: cst.FunctionDef | None, calls: tuple, depth: int = 0):
+    def truth(self, test: cst.BaseExpression, fn: cst.FunctionDef | None, calls: tuple, given: tuple = (),
+              depth: int = 0):
         """True or False when test, in function fn reached through calls (the calls of module-local
         functions that lead to fn, outermost first; the last calls fn), is known to be that on
-        those calls; else UNKNOWN."""
+        those calls, with given's names bound ((name, function, value) each); else UNKNOWN."""
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            inner = self.truth(test.expression, fn, calls, depth)
+            inner = self.truth(test.expression, fn, calls, given, depth)
             return UNKNOWN if inner is UNKNOWN else not inner
         if isinstance(test, cst.BooleanOperation):
-            left = self.truth(test.left, fn, calls, depth)
+            left = self.truth(test.left, fn, calls, given, depth)
             decisive = isinstance(test.operator, cst.Or)  # `a or b` is True once a is; `a and b` False once a is False
             if left is decisive:
                 return decisive
-            right = self.truth(test.right, fn, calls, depth)
+            right = self.truth(test.right, fn, calls, given, depth)
             if right is decisive:
                 return decisive
             return UNKNOWN if UNKNOWN in (left, right) else not decisive
-        value = self.value(test, fn, calls, depth)
+        value = self.value(test, fn, calls, given, depth)
         if value is UNKNOWN or value is NOT_NONE:
             return UNKNOWN
         return bool(value)
 
-    def value(self, expr: cst.BaseExpression, fn: cst.FunctionDef | None, calls: tuple, depth: int = 0):
+    def value(self, expr: cst.BaseExpression, fn: cst.FunctionDef | None, calls: tuple, given: tuple = (),
+              depth: int = 0):
         """The value of expr in fn on calls: a literal, NOT_NONE, or UNKNOWN."""
         if depth > _DEPTH:
             return UNKNOWN
         if isinstance(expr, _NOT_NONE_EXPRESSIONS):
             return NOT_NONE
         if isinstance(expr, cst.Comparison):
-            return self._compare(expr, fn, calls, depth + 1)
+            return self._compare(expr, fn, calls, given, depth + 1)
         if isinstance(expr, cst.BooleanOperation) or (isinstance(expr, cst.UnaryOperation)
                                                       and isinstance(expr.operator, cst.Not)):
-            return self.truth(expr, fn, calls, depth + 1)
+            return self.truth(expr, fn, calls, given, depth + 1)
         if isinstance(expr, cst.Name) and expr.value not in ("True", "False", "None"):
-            return self._name(expr.value, fn, calls, depth + 1)
+            return self._name(expr.value, fn, calls, given, depth + 1)
         return literal(expr)
 
-    def _compare(self, expr: cst.Comparison, fn, calls: tuple, depth: int):
+    def _compare(self, expr: cst.Comparison, fn, calls: tuple, given: tuple, depth: int):
         if len(expr.comparisons) != 1:
             return UNKNOWN
         target = expr.comparisons[0]
-        left = self.value(expr.left, fn, calls, depth)
-        right = self.value(target.comparator, fn, calls, depth)
+        left = self.value(expr.left, fn, calls, given, depth)
+        right = self.value(target.comparator, fn, calls, given, depth)
         if UNKNOWN in (left, right):
             return UNKNOWN
         op = type(target.operator)
@@ -107,9 +109,12 @@ class Conditions:
             return _EQUALITY[op](left, right)
         return UNKNOWN
 
-    def _name(self, name: str, fn: cst.FunctionDef | None, calls: tuple, depth: int):
-        """A parameter of fn (what the last call passes, else its default), a name fn assigns once,
-        or a module variable assigned once that fn reads."""
+    def _name(self, name: str, fn: cst.FunctionDef | None, calls: tuple, given: tuple, depth: int):
+        """A name given in fn, a parameter of fn (what the last call passes, else its default), a
+        name fn assigns once, or a module variable assigned once that fn reads."""
+        for known, scope, value in given:
+            if known == name and scope is fn:
+                return value
         bound = self.variables.of(name)
         if bound is None:
             return UNKNOWN  # declared global or nonlocal somewhere
@@ -118,20 +123,20 @@ class Conditions:
         if param is not None:
             if len(here) != 1:
                 return UNKNOWN  # re-assigned in the function
-            return self._argument(param, fn, calls, depth)
+            return self._argument(param, fn, calls, given, depth)
         if fn is not None and here:
-            return self._assigned(here, fn, calls, depth)
+            return self._assigned(here, fn, calls, given, depth)
         if any(scope is not None and scope is not fn and self.index.contains(scope, fn) for scope in bound):
             return UNKNOWN  # an enclosing function's variable (a closure)
         module = bound.get(None, [])
-        return self._assigned(module, None, (), depth) if module else UNKNOWN
+        return self._assigned(module, None, (), (), depth) if module else UNKNOWN
 
-    def _assigned(self, bindings: list, scope, calls: tuple, depth: int):
+    def _assigned(self, bindings: list, scope, calls: tuple, given: tuple, depth: int):
         if len(bindings) != 1 or bindings[0][0] != "assign" or bindings[0][1] is None:
             return UNKNOWN
-        return self.value(bindings[0][1], scope, calls, depth)
+        return self.value(bindings[0][1], scope, calls, given, depth)
 
-    def _argument(self, param: cst.Param, fn: cst.FunctionDef, calls: tuple, depth: int):
+    def _argument(self, param: cst.Param, fn: cst.FunctionDef, calls: tuple, given: tuple, depth: int):
         """What the last of calls passes as param of fn, read where that call stands; the default
         when it passes nothing."""
         if not calls:
@@ -141,8 +146,8 @@ class Conditions:
             return UNKNOWN  # `*args` / `**kwargs` may hold it
         for name, arg in self.bind_params(fn.name.value, call):
             if name == param.name.value:
-                return self.value(arg.value, self.index.enclosing_function(call), calls[:-1], depth)
-        return UNKNOWN if param.default is None else self.value(param.default, None, (), depth)
+                return self.value(arg.value, self.index.enclosing_function(call), calls[:-1], given, depth)
+        return UNKNOWN if param.default is None else self.value(param.default, None, (), (), depth)
 
 
 def _parameter(fn: cst.FunctionDef, name: str) -> cst.Param | None:

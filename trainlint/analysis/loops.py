@@ -133,14 +133,18 @@ def first_modulo(expr: cst.CSTNode) -> cst.BinaryOperation | None:
 
 class ValuePath(NamedTuple):
     """A name a value is known by in a function (None: the module), and the calls of module-local
-    functions that hand it down there, outermost first; every_call: each call of those functions
-    hands this same value, so the name always holds it there."""
+    functions that hand it down there, outermost first; always: the name holds this value wherever
+    it is in sight (each call of those functions hands this same value; no loop over several
+    values binds it)."""
     name: str
     scope: cst.FunctionDef | None
     calls: tuple
-    every_call: bool
+    always: bool
     element: bool = False  # the name holds a container of the value (`loaders["train"]`), at key
     key: object = UNKNOWN
+    # (name, function, value): what a loop over pairs binds beside it, `phase` to "train" in
+    # `for phase, loader in [("train", train_loader), ("val", val_loader)]`.
+    given: tuple = ()
 
 
 class Loops:
@@ -255,6 +259,21 @@ class Loops:
                 out += [outer for outer in self.repeating_loops(call, depth + 1) if outer not in out]
         return out
 
+    def repeats_on(self, loop: cst.CSTNode, path: ValuePath) -> list[cst.CSTNode]:
+        """The loops that run loop again over path's value (a shared_loops path): as
+        repeating_loops, but a loop binding a new value each time (`for phase, loader in
+        [("train", train_loader), ("val", val_loader)]`) is passed over for the loops around it,
+        and only the calls on path lead out of a function (not `run_epoch(model, val_loader)`'s
+        loop for the training loader's calls)."""
+        node = self.innermost_loop(loop)
+        while node is not None and node in self._loops_over_displays:
+            loop, node = node, self.innermost_loop(node)
+        if node is not None:
+            return [node]
+        if path.calls:
+            return self.repeats_on(path.calls[-1], path._replace(calls=path.calls[:-1]))
+        return self.repeating_loops(loop)
+
     def loops_around(self, node: cst.CSTNode) -> set[cst.CSTNode]:
         """Every loop that runs node again and again: the loops around it, and, as far as
         `repeating_loops` follows calls, the loops around those loops."""
@@ -330,7 +349,7 @@ class Loops:
         here = [value, *self._returning_calls(value)]
         out = [loop for loop in self.index.nodes(cst.For) if any(self.index.contains(loop.iter, v) for v in here)]
         for path in self.paths_of(value):
-            if path.every_call:
+            if path.always:
                 out += [loop for loop in self._loops_named(path) if loop not in out]
         return out
 
@@ -356,40 +375,44 @@ class Loops:
                 if len(node.targets) == 1 and isinstance(node.value, cst.Call) and dotted(node.value.func) == "next"
                 and node.value.args and not node.value.args[0].star]
 
-    def shared_loops(self, value: cst.BaseExpression) -> list[tuple[cst.For, tuple]]:
-        """(loop, calls) for each loop over value that is not one of loops_over's: a loop of a
+    def shared_loops(self, value: cst.BaseExpression) -> list[tuple[cst.For, ValuePath]]:
+        """(loop, path) for each loop over value that is not one of loops_over's: a loop of a
         module-local function that other values go through on its other calls (`run_epoch(model,
-        train_loader, opt)` and `run_epoch(model, val_loader)`), with the calls that hand value
-        down to it, outermost first. The loop goes over value on those calls only."""
+        train_loader, opt)` and `run_epoch(model, val_loader)`), or over a name a loop binds to
+        several values (`for phase, loader in [("train", train_loader), ("val", val_loader)]`),
+        with the path that leads value there (the calls handing it down, outermost first; the
+        names bound beside it). The loop goes over value on those calls or iterations only."""
         every = self.loops_over(value)
-        return [(loop, path.calls) for path in self.paths_of(value) if not path.every_call
+        return [(loop, path) for path in self.paths_of(value) if not path.always
                 for loop in self._loops_named(path) if loop not in every]
 
-    def steps_on(self, loop: cst.For, calls: tuple) -> bool | None:
-        """Whether loop runs optimizer steps when its function is reached through calls (as
-        shared_loops gives them): True when a step in it sits under conditions that are all true on
-        those calls (or under none), False when every step sits under one that is false there
-        (`if optimizer is not None:` on `run_epoch(model, val_loader)`), None when not known."""
+    def steps_on(self, loop: cst.For, path: ValuePath) -> bool | None:
+        """Whether loop runs optimizer steps when it goes over the value of path (as shared_loops
+        gives them: its function reached through path's calls, path's given names bound): True
+        when a step in it sits under conditions that are all true there (or under none), False
+        when every step sits under one that is false there (`if optimizer is not None:` on
+        `run_epoch(model, val_loader)`, `if phase == "train":` for the "val" loader), None when
+        not known."""
         if not self.runs_steps(loop):
             return False
         fn = self.index.enclosing_function(loop)
         verdicts = set()
         for site in self._step_sites():
             if self.index.contains(loop.body, site):
-                verdicts.add(self._reached_on(site, fn, calls))
+                verdicts.add(self._reached_on(site, fn, path))
                 if True in verdicts:
                     return True
         return False if verdicts == {False} else None
 
-    def _reached_on(self, node: cst.CSTNode, fn: cst.FunctionDef | None, calls: tuple) -> bool | None:
-        """node's `if` conditions in fn on calls: all true (True), one false (False), else None."""
+    def _reached_on(self, node: cst.CSTNode, fn: cst.FunctionDef | None, path: ValuePath) -> bool | None:
+        """node's `if` conditions in fn on path: all true (True), one false (False), else None."""
         known = True
         child = node
         for anc in self.index.ancestors(node):
             if anc is fn or isinstance(anc, _FUNC_BOUNDARY):
                 break
             if isinstance(anc, cst.If) and child is not anc.test:
-                truth = self.conditions.truth(anc.test, fn, calls)
+                truth = self.conditions.truth(anc.test, fn, path.calls, path.given)
                 if truth is not UNKNOWN and truth is not (child is anc.body):
                     return False
                 known = known and truth is not UNKNOWN
@@ -411,7 +434,7 @@ class Loops:
         if value not in self._names_of:
             out: list = []
             for path in self.paths_of(value):
-                if path.every_call and not path.element and (path.name, path.scope) not in out:
+                if path.always and not path.element and (path.name, path.scope) not in out:
                     out.append((path.name, path.scope))
             self._names_of[value] = out
         return list(self._names_of[value])
@@ -441,20 +464,69 @@ class Loops:
         return list(self._paths_of[value])
 
     def _reach(self, names: list[str], scope: cst.FunctionDef | None, depth: int, out: list,
-               calls: tuple = (), every_call: bool = True, element: bool = False, key=UNKNOWN) -> None:
-        """Add names of scope, their re-bindings there, and (up to three calls down) the parameters
-        of the functions they are handed to, to out, as ValuePaths (of a container holding the
-        value at key, with element)."""
+               calls: tuple = (), always: bool = True, element: bool = False, key=UNKNOWN, given: tuple = ()) -> None:
+        """Add names of scope, their re-bindings there, the names loops over several values bind
+        them to, and (up to three calls down) the parameters of the functions they are handed to,
+        to out, as ValuePaths (of a container holding the value at key, with element)."""
         known = [(name, scope) for name in names] if element else self._wrapped_names(names, scope)
         for name, where in known:
-            path = ValuePath(name, where, calls, every_call, element, key)
-            if path not in out and len(out) < _MAX_PATHS:
-                out.append(path)
+            path = ValuePath(name, where, calls, always, element, key, given)
+            if path in out or len(out) >= _MAX_PATHS:
+                continue
+            out.append(path)
+            for target, loop_fn, bound in self._unpacked_by_loops(path):
+                self._reach([target], loop_fn, depth, out, calls, False, False, UNKNOWN, (*given, *bound))
         if depth < _CALL_DEPTH:
             for where in dict.fromkeys(where for _name, where in known):
                 here = [name for name, w in known if w is where]
                 for callee, param, call, only in self._handed_to(here, where):
-                    self._reach([param], callee, depth + 1, out, (*calls, call), every_call and only, element, key)
+                    self._reach([param], callee, depth + 1, out, (*calls, call), always and only, element, key, given)
+
+    def _unpacked_by_loops(self, path: ValuePath) -> list[tuple[str, cst.FunctionDef | None, tuple]]:
+        """(target, function, given) for each loop over several values that binds path's value to
+        target on some iterations: `for phase, loader in [("train", train_loader), ("val",
+        val_loader)]` (given: `phase` is "train" then), `for loader in (train_loader,
+        val_loader)`, and, for a dict holding it, `for phase, loader in loaders.items()` (given
+        the key) or `for loader in loaders.values()`."""
+        out = []
+        for loop in self._loops_over_displays:
+            if not self.in_sight(loop, path.name, path.scope):
+                continue
+            fn = self.index.enclosing_function(loop)
+            targets = loop.target.elements if isinstance(loop.target, (cst.Tuple, cst.List)) else None
+            names = [dotted(t.value) for t in targets] if targets is not None else [dotted(loop.target)]
+            if None in names:
+                continue
+            if path.element:
+                method = loop.iter.func.attr.value if isinstance(loop.iter, cst.Call) and isinstance(
+                    loop.iter.func, cst.Attribute) and dotted(loop.iter.func.value) == path.name else None
+                if method == "values" and targets is None:
+                    out.append((names[0], fn, ()))
+                elif method == "items" and len(names) == 2:
+                    out.append((names[1], fn, () if path.key is UNKNOWN else ((names[0], fn, path.key),)))
+                continue
+            if not isinstance(loop.iter, (cst.List, cst.Tuple)):
+                continue
+            for row in loop.iter.elements:
+                if targets is None and dotted(row.value) == path.name:
+                    out.append((names[0], fn, ()))
+                elif targets is not None and isinstance(row.value, (cst.Tuple, cst.List)) \
+                        and len(row.value.elements) == len(names):
+                    values = [e.value for e in row.value.elements]
+                    for i, value in enumerate(values):
+                        if dotted(value) == path.name:
+                            given = tuple((names[j], fn, literal(v)) for j, v in enumerate(values)
+                                          if j != i and literal(v) is not UNKNOWN)
+                            out.append((names[i], fn, given))
+        return out
+
+    @cached_property
+    def _loops_over_displays(self) -> list[cst.For]:
+        """Loops over a list or tuple display, or over a `.items()` / `.values()` call: where a
+        loop may bind a name to each of several values."""
+        return [loop for loop in self.index.nodes(cst.For) if isinstance(loop.iter, (cst.List, cst.Tuple)) or (
+            isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Attribute)
+            and loop.iter.func.attr.value in ("items", "values") and not loop.iter.args)]
 
     def _container_of(self, value: cst.BaseExpression) -> tuple[cst.BaseExpression, object] | None:
         """(container, key) when value is written as an element of a dict, list or tuple display
@@ -479,7 +551,10 @@ class Loops:
         name where it reads what it holds in its function; for an element of a container, an item
         of it at the element's key (`dataloaders[phase]`, `loaders["train"]`; not `for phase in
         loaders`)."""
+        # A loop over a display goes over the values written in it, not over their batches:
+        # `for phase, loader in [("train", train_loader), ...]` binds loader (_unpacked_by_loops).
         return [loop for loop in self.index.nodes(kind) if self.in_sight(loop, path.name, path.scope)
+                and not isinstance(loop.iter, (cst.List, cst.Tuple))
                 and any(self._names(n, path) for n in self.index.walk(loop.iter))]
 
     def comprehensions_over(self, value: cst.BaseExpression) -> list[cst.CompFor]:
@@ -487,7 +562,7 @@ class Loops:
         in self.val_loader]`): a whole pass over the loader, like a loop."""
         out: list = []
         for path in self.paths_of(value):
-            if path.every_call:
+            if path.always:
                 out += [clause for clause in self._loops_named(path, cst.CompFor) if clause not in out]
         return out
 
@@ -616,7 +691,7 @@ class Loops:
         self._reach(names, scope, 0, reached)
         out: list = []
         for path in reached:
-            if path.every_call:
+            if path.always:
                 out += [loop for loop in self._loops_named(path) if loop not in out]
         return out
 
