@@ -608,6 +608,18 @@ _PHASES = (
     "                loss.backward()\n"
     "                opt.step()\n"
 )
+# A training function nested in main, reading main's pinned loader.
+_CLOSURE = (
+    "from torch.utils.data import DataLoader\n"
+    "def main(epochs):\n"
+    "    loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+    "    def train_epoch():\n"
+    "        for x, y in loader:\n"
+    "            model({x}, y).backward()\n"
+    "            opt.step()\n"
+    "    for epoch in range(epochs):\n"
+    "        train_epoch()\n"
+)
 # Step-based training that draws batches with next() and starts the iterator again at the end.
 _DRAWN = (
     "from torch.utils.data import DataLoader\n"
@@ -1261,6 +1273,9 @@ would be wrong for some runs.
         Invalid(_PHASES.format(a=", num_workers=2, persistent_workers=True", b=", num_workers=2"),
                 fixed=_PHASES.format(a=", num_workers=2, persistent_workers=True",
                                      b=", num_workers=2, persistent_workers=True")),
+        # Gone over in a closure the epoch loop calls.
+        Invalid(_CLOSURE.format(x="x"), fixed=_CLOSURE.format(x="x").replace(
+            "pin_memory=True)", "pin_memory=True, persistent_workers=True)")),
         # Gone over by a comprehension in a function the epoch loop calls.
         Invalid("from torch.utils.data import DataLoader\nval_loader = DataLoader(vs, num_workers=2)\n"
                 "def evaluate():\n    return sum([model(x) for x in val_loader])\n"
@@ -2118,7 +2133,8 @@ In the hot loop, flags `.to(device)` / `.cuda()` of a batch drawn from a loader 
 that does not pass `non_blocking=True`. The loop may be where the loader is built, in a function
 that returns it to its caller or that it is handed to (`train(model, train_loader)` every epoch,
 as in PyTorch's MNIST example, also a `run_epoch(model, loader)` that the evaluation loader goes
-through too), or a function reading the module's loader; or a step loop drawing the batches with
+through too), or a function reading the module's loader (or its enclosing function's, a
+closure); or a step loop drawing the batches with
 `next(it)` from `it = iter(loader)`. Flagged are copies
 of the batch or of tensors taken from it
 (`x, y = batch`, `batch["x"]`, `for t in batch`), there or in module-local functions the loop hands
@@ -2199,6 +2215,8 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         # A loop over (phase, loader) pairs: its copies are of `a`'s pinned batches in one phase.
         Invalid(_PHASES.format(a=", pin_memory=True", b=""),
                 fixed=_PHASES.format(a=", pin_memory=True", b="").replace("x.cuda()", "x.cuda(non_blocking=True)")),
+        # A closure reading its enclosing function's loader, called every epoch.
+        Invalid(_CLOSURE.format(x="x.cuda()"), fixed=_CLOSURE.format(x="x.cuda(non_blocking=True)")),
         # Drawn with next() in a step loop.
         Invalid(_DRAWN.format(pin=", pin_memory=True", x="x.cuda()"),
                 fixed=_DRAWN.format(pin=", pin_memory=True", x="x.cuda(non_blocking=True)")),

@@ -267,6 +267,18 @@ def test_a_module_loader_is_followed_into_functions_that_read_it():
     assert [ctx.index.enclosing_function(l).name.value for l in loops.loops_over(testloader)] == ["rebinds"]
 
 
+def test_a_function_loader_is_followed_into_closures_that_read_it():
+    ctx = _ctx(
+        "def main():\n    loader = DataLoader(ds)\n"
+        "    def train():\n        for b in loader:\n            pass\n"
+        "    def shadowed():\n        loader = other()\n        def inner():\n            for b in loader:\n                pass\n"
+        "def elsewhere():\n    for b in loader:\n        pass\n"
+    )
+    (loader,) = _calls(ctx, "DataLoader")
+    # Not through a function that binds its own `loader`, nor in another function.
+    assert [ctx.index.enclosing_function(l).name.value for l in ctx.loops.loops_over(loader)] == ["train"]
+
+
 def test_the_loops_that_repeat_a_node_are_found_through_calls():
     ctx = _ctx(
         "def inner():\n    for b in loader:\n        use(b)\n"

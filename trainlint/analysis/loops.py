@@ -697,16 +697,22 @@ class Loops:
 
     def in_sight(self, node: cst.CSTNode, name: str, scope: cst.FunctionDef | None) -> bool:
         """At node, name reads what it holds in function scope: node is in scope, or name is
-        `self.x` (read in every method), or a module variable read in a function that binds no
-        variable of that name itself (pytorch-cifar's `def train(epoch): for ... in trainloader`)."""
+        `self.x` (read in every method), or scope's variable read in a function nested in it (the
+        module's: pytorch-cifar's `def train(epoch): for ... in trainloader`; a function's: a
+        closure `def train_epoch(): for ... in loader` inside `main`) that binds no variable of that
+        name itself, nor does any function between them."""
         fn = self.index.enclosing_function(node)
         if fn is scope or name.startswith("self."):
             return True
-        if scope is not None:
+        if scope is not None and not self.index.contains(scope, node):
             return False
         base = name.split(".", 1)[0]
-        return not any(self.variables.binds(anc, base) for anc in self.index.ancestors(node)
-                       if isinstance(anc, (cst.FunctionDef, cst.Lambda)))
+        for anc in self.index.ancestors(node):
+            if anc is scope:
+                break
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda)) and self.variables.binds(anc, base):
+                return False
+        return True
 
     def _handed_to(self, names: list[str], scope: cst.FunctionDef | None) -> list[tuple]:
         """(function, parameter, call, only) for each module-local function that a call in sight of
