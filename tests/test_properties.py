@@ -173,7 +173,8 @@ def training_script(draw):
     inner = f"for step, (x, y) in enumerate({loop_target}):\n" + _indent(body, "    ")
     if draw(st.booleans()):
         inner = "for epoch in range(3):\n" + _indent(inner, "    ")
-    shape = draw(st.sampled_from(["module", "function", "handed", "reads"]))
+    shape = draw(st.sampled_from(["module", "function", "handed", "reads", "shared", "pairs", "drawn"]))
+    other = "loader_1" if len(loaders) > 1 else loop_target
     if shape == "function":
         inner = "def train(model, optimizer):\n" + _indent(inner, "    ")
     elif shape == "handed":
@@ -183,6 +184,20 @@ def training_script(draw):
     elif shape == "reads":
         # The loop in a function reading the module's loader, called every epoch (pytorch-cifar).
         inner = "def train(epoch):\n" + _indent(inner, "    ") + "for epoch in range(3):\n    train(epoch)\n"
+    elif shape == "shared":
+        # One function both loaders go through, stepping only when handed an optimizer.
+        inner = ("def run_epoch(model, loader, optimizer=None):\n    training = optimizer is not None\n"
+                 + _indent(inner.replace(loop_target, "loader"), "    ")
+                 + f"for epoch in range(3):\n    run_epoch(model, {loop_target}, opt)\n    run_epoch(model, {other})\n")
+    elif shape == "pairs":
+        # A loop over (phase, loader) pairs.
+        inner = (f"for phase, loader in [('train', {loop_target}), ('val', {other})]:\n"
+                 + _indent(inner.replace(loop_target, "loader"), "    "))
+    elif shape == "drawn":
+        # Batches drawn with next() in a step loop.
+        inner = (f"data_iter = iter({loop_target})\nfor step in range(100):\n"
+                 f"    try:\n        x, y = next(data_iter)\n    except StopIteration:\n"
+                 f"        data_iter = iter({loop_target})\n        x, y = next(data_iter)\n" + _indent(body, "    "))
     lines.append(inner.rstrip("\n"))
     text = "\n".join(lines) + "\n"
     return text.replace("\n", "\r\n") if draw(st.booleans()) else text
