@@ -620,6 +620,21 @@ _CLOSURE = (
     "    for epoch in range(epochs):\n"
     "        train_epoch()\n"
 )
+# A dict of loaders picked by phase, stepping in the "train" phase only.
+_PHASE_KEYS = (
+    "from torch.utils.data import DataLoader\n"
+    "loaders = {{\n"
+    "    'train': DataLoader(ds, shuffle=True{a}),\n"
+    "    'val': DataLoader(vs, shuffle=True{b}),\n"
+    "}}\n"
+    "for epoch in range(3):\n"
+    "    for phase in ['train', 'val']:\n"
+    "        for x, y in loaders[phase]:\n"
+    "            loss = model(x.cuda(), y)\n"
+    "            if phase == 'train':\n"
+    "                loss.backward()\n"
+    "                opt.step()\n"
+)
 # Step-based training that draws batches with next() and starts the iterator again at the end.
 _DRAWN = (
     "from torch.utils.data import DataLoader\n"
@@ -810,6 +825,8 @@ position is replaced where it stands.
         Valid(_SHARED_EPOCH.format(a=", pin_memory=True", b="")),
         # A loop over (phase, loader) pairs steps in the "train" phase only: `b` does not train.
         Valid(_PHASES.format(a=", pin_memory=True", b="")),
+        # ... or over the keys of a dict of loaders (`loaders[phase]`).
+        Valid(_PHASE_KEYS.format(a=", pin_memory=True", b="")),
         # The batches it draws stay on the CPU; the step's copy is of another tensor.
         Valid(_DRAWN.format(pin="", x="x + table.cuda()")),
     ]
@@ -888,6 +905,7 @@ position is replaced where it stands.
         Invalid(_HANDED.format(pin=""), fixed=_HANDED.format(pin=", pin_memory=True")),
         Invalid(_SHARED_EPOCH.format(a="", b=""), fixed=_SHARED_EPOCH.format(a=", pin_memory=True", b="")),
         Invalid(_PHASES.format(a="", b=""), fixed=_PHASES.format(a=", pin_memory=True", b="")),
+        Invalid(_PHASE_KEYS.format(a="", b=""), fixed=_PHASE_KEYS.format(a=", pin_memory=True", b="")),
         Invalid(_DRAWN.format(pin="", x="x.cuda()"), fixed=_DRAWN.format(pin=", pin_memory=True", x="x.cuda()")),
         # Iterated where this module cannot see it (a parameter), while the visible loop over another
         # loader evaluates: the hot loop's copy may be of its batches.
@@ -1586,6 +1604,7 @@ A `drop_last` passed by position is replaced where it stands.
         # A function both loaders go through, stepping only on `a`'s calls: `b` does not train.
         Valid(_SHARED_EPOCH.format(a=", drop_last=True", b="")),
         Valid(_PHASES.format(a=", drop_last=True", b="")),
+        Valid(_PHASE_KEYS.format(a=", drop_last=True", b="")),
         # ... or from a dict's items, by their key.
         Valid("from torch.utils.data import DataLoader\n"
               "held = {'fit': DataLoader(ds, shuffle=True, drop_last=True), 'check': DataLoader(vs, shuffle=True)}\n"

@@ -179,10 +179,15 @@ def test_a_loader_held_in_a_dict_or_list_is_followed_to_the_loops_that_pick_it()
     train, val, first, second, per_phase = _calls(ctx, "DataLoader")
     loops = ctx.index.nodes(cst.For)  # in fit, by 'train', by name (keys), by phase, pair[1], by_phase[phase]
     found = lambda call: sorted(loops.index(l) for l in ctx.loops.loops_over(call))
-    # By literal key or position, any key for a variable; not `for name in loaders` (its keys);
-    # through a function it is handed to.
-    assert found(train) == [1, 4]
-    assert found(val) == [0, 4]
+    # By literal key or position; not `for name in loaders` (its keys); through a function it is
+    # handed to. `loaders[phase]` under `for phase in ['train', 'val']` is each one's on its own
+    # iterations (phase given its key).
+    assert found(train) == [1]
+    assert found(val) == [0]
+    assert [(loops.index(l), [(n, v) for n, _, v in p.given]) for l, p in ctx.loops.shared_loops(train)] == [
+        (4, [("phase", "train")])]
+    assert [(loops.index(l), [(n, v) for n, _, v in p.given]) for l, p in ctx.loops.shared_loops(val)] == [
+        (4, [("phase", "val")])]
     assert found(first) == [] and found(second) == [5]
     assert found(per_phase) == [6]
     # The dict is not the loader: frameworks' `fit(model, loaders)` does not name it.

@@ -518,6 +518,22 @@ def test_a_call_fixed_inside_a_list_splits_the_lists_brackets_first():
     ]
 
 
+def test_a_call_fixed_as_a_dicts_value_splits_the_dicts_braces_first():
+    # `loaders = {"train": DataLoader(...), "val": DataLoader(...)}`: Black explodes the dict one
+    # item per line; before, the call was split inside the braces (`{"train": DataLoader(\n...\n),
+    # "val": ...}`), a layout Black redoes.
+    code = ("from torch.utils.data import DataLoader\n\n"
+            "loaders = {\"train\": DataLoader(ds, shuffle=True, num_workers=2), \"val\": DataLoader(vs)}\n"
+            "for x in loaders[\"train\"]:\n    model(x.cuda()).backward()\n    opt.step()\n")
+    fixed = fix_source(code, select=["TL102"], path="train.py")
+    assert fixed.splitlines()[2:6] == [
+        "loaders = {",
+        "    \"train\": DataLoader(ds, shuffle=True, num_workers=2, pin_memory=True),",
+        "    \"val\": DataLoader(vs),",
+        "}",
+    ]
+
+
 def test_a_call_fixed_inside_a_list_argument_takes_the_enclosing_call_along():
     # `Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(...)])`: on one line, the
     # Accelerator's arguments go one per line and the list is split at its brackets there; laid out

@@ -284,11 +284,13 @@ class FileContext:
         element = comprehension = False
         if links < 2:
             top = self.parent(old)
-            if isinstance(top, cst.Element) and top.value is old \
-                    and isinstance(self.parent(top), (cst.List, cst.Set, cst.Tuple)):
-                # An element of a list: Black splits the list's brackets first (transformers'
-                # `kwargs_handlers = [DistributedDataParallelKwargs(...)]`), a tuple's in parentheses
-                # (simpletransformers' `labels = batch["labels"].to(device), labels`).
+            if (isinstance(top, cst.Element) and top.value is old
+                    and isinstance(self.parent(top), (cst.List, cst.Set, cst.Tuple))) \
+                    or (isinstance(top, cst.DictElement) and top.value is old and isinstance(self.parent(top), cst.Dict)):
+                # An element of a list or a dict's value: Black splits the brackets first
+                # (transformers' `kwargs_handlers = [DistributedDataParallelKwargs(...)]`, `loaders =
+                # {"train": DataLoader(...), ...}`), a tuple's in parentheses (simpletransformers'
+                # `labels = batch["labels"].to(device), labels`).
                 top, element = self.parent(top), True
                 if self._splits_last_call(top, old, new):
                     return old, new
@@ -377,7 +379,8 @@ class FileContext:
         value = old
         while True:
             holder = self.parent(value)
-            if isinstance(holder, cst.Element) and holder.value is value and isinstance(self.parent(holder), (cst.List, cst.Set)):
+            if (isinstance(holder, cst.Element) and holder.value is value and isinstance(self.parent(holder), (cst.List, cst.Set))) \
+                    or (isinstance(holder, cst.DictElement) and holder.value is value and isinstance(self.parent(holder), cst.Dict)):
                 value = self.parent(holder)
             elif _element_of_comprehension(holder, value, (cst.GeneratorExp, cst.ListComp, cst.SetComp, cst.DictComp)):
                 value = holder  # `tuple(t.to(device) for t in batch)`, `torch.stack([...])`

@@ -475,7 +475,12 @@ class Loops:
                 continue
             out.append(path)
             for target, loop_fn, bound in self._unpacked_by_loops(path):
-                self._reach([target], loop_fn, depth, out, calls, False, False, UNKNOWN, (*given, *bound))
+                if target == name and element:  # the container's item under a key a loop binds
+                    keyed = ValuePath(name, where, calls, False, True, key, (*given, *bound))
+                    if keyed not in out and len(out) < _MAX_PATHS:
+                        out.append(keyed)
+                else:
+                    self._reach([target], loop_fn, depth, out, calls, False, False, UNKNOWN, (*given, *bound))
         if depth < _CALL_DEPTH:
             for where in dict.fromkeys(where for _name, where in known):
                 here = [name for name, w in known if w is where]
@@ -496,6 +501,12 @@ class Loops:
             targets = loop.target.elements if isinstance(loop.target, (cst.Tuple, cst.List)) else None
             names = [dotted(t.value) for t in targets] if targets is not None else [dotted(loop.target)]
             if None in names:
+                continue
+            if path.element and not path.given and isinstance(loop.iter, (cst.List, cst.Tuple)) and targets is None:
+                # `for phase in ["train", "val"]` going over the keys: `path.name[phase]` is this
+                # value when phase is its key.
+                if any(literal(e.value) == path.key for e in loop.iter.elements) and path.key is not UNKNOWN:
+                    out.append((path.name, fn, ((names[0], fn, path.key),)))
                 continue
             if path.element:
                 method = loop.iter.func.attr.value if isinstance(loop.iter, cst.Call) and isinstance(
@@ -566,15 +577,31 @@ class Loops:
                 out += [clause for clause in self._loops_named(path, cst.CompFor) if clause not in out]
         return out
 
-    @staticmethod
-    def _names(node: cst.CSTNode, path: ValuePath) -> bool:
+    def _names(self, node: cst.CSTNode, path: ValuePath) -> bool:
+        """node spells path's value: its name, or an item of its container at its key. An item
+        picked by a name a loop over literal keys binds (`loaders[phase]` in `for phase in
+        ["train", "val"]`) is that key's value on its own iterations only: a path given that name."""
         if not path.element:
             return isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) == path.name
         if not isinstance(node, cst.Subscript) or dotted(node.value) != path.name:
             return False
         index = node.slice[0].slice if len(node.slice) == 1 else None
         key = literal(index.value) if isinstance(index, cst.Index) else UNKNOWN
+        if path.key is not UNKNOWN and key is UNKNOWN and isinstance(index.value, cst.Name) \
+                and self._key_loop(node, index.value.value) is not None:
+            return any(name == index.value.value for name, _fn, _value in path.given)
         return key is UNKNOWN or path.key is UNKNOWN or key == path.key
+
+    def _key_loop(self, node: cst.CSTNode, name: str) -> cst.For | None:
+        """The loop around node that binds name to each literal of a display (`for phase in
+        ["train", "val"]`)."""
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, cst.For) and dotted(anc.target) == name:
+                if isinstance(anc.iter, (cst.List, cst.Tuple)) and all(
+                        literal(e.value) is not UNKNOWN for e in anc.iter.elements):
+                    return anc
+                return None
+        return None
 
     def _parameter_of(self, value: cst.BaseExpression) -> tuple[list[str], cst.FunctionDef, tuple] | None:
         """([parameter], function, (call,)) when value is written as an argument of the one call of a
