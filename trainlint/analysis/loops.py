@@ -474,8 +474,8 @@ class Loops:
             if path in out or len(out) >= _MAX_PATHS:
                 continue
             out.append(path)
-            for target, loop_fn, bound in self._unpacked_by_loops(path):
-                if target == name and element:  # the container's item under a key a loop binds
+            for target, loop_fn, bound, item in self._unpacked_by_loops(path):
+                if item:  # still the container's item, under a key the loop binds
                     keyed = ValuePath(name, where, calls, False, True, key, (*given, *bound))
                     if keyed not in out and len(out) < _MAX_PATHS:
                         out.append(keyed)
@@ -487,12 +487,14 @@ class Loops:
                 for callee, param, call, only in self._handed_to(here, where):
                     self._reach([param], callee, depth + 1, out, (*calls, call), always and only, element, key, given)
 
-    def _unpacked_by_loops(self, path: ValuePath) -> list[tuple[str, cst.FunctionDef | None, tuple]]:
-        """(target, function, given) for each loop over several values that binds path's value to
-        target on some iterations: `for phase, loader in [("train", train_loader), ("val",
-        val_loader)]` (given: `phase` is "train" then), `for loader in (train_loader,
+    def _unpacked_by_loops(self, path: ValuePath) -> list[tuple[str, cst.FunctionDef | None, tuple, bool]]:
+        """(target, function, given, item) for each loop over several values that binds path's
+        value to target on some iterations: `for phase, loader in [("train", train_loader),
+        ("val", val_loader)]` (given: `phase` is "train" then), `for loader in (train_loader,
         val_loader)`, and, for a dict holding it, `for phase, loader in loaders.items()` (given
-        the key) or `for loader in loaders.values()`."""
+        the key) or `for loader in loaders.values()`; or (item) a loop over the dict's keys that
+        picks it there (`for phase in ["train", "val"]:` with `loaders[phase]`; target is the
+        dict, given the key)."""
         out = []
         for loop in self._loops_over_displays:
             if not self.in_sight(loop, path.name, path.scope):
@@ -503,24 +505,22 @@ class Loops:
             if None in names:
                 continue
             if path.element and not path.given and isinstance(loop.iter, (cst.List, cst.Tuple)) and targets is None:
-                # `for phase in ["train", "val"]` going over the keys: `path.name[phase]` is this
-                # value when phase is its key.
-                if any(literal(e.value) == path.key for e in loop.iter.elements) and path.key is not UNKNOWN:
-                    out.append((path.name, fn, ((names[0], fn, path.key),)))
+                if path.key is not UNKNOWN and any(literal(e.value) == path.key for e in loop.iter.elements):
+                    out.append((path.name, fn, ((names[0], fn, path.key),), True))
                 continue
             if path.element:
                 method = loop.iter.func.attr.value if isinstance(loop.iter, cst.Call) and isinstance(
                     loop.iter.func, cst.Attribute) and dotted(loop.iter.func.value) == path.name else None
                 if method == "values" and targets is None:
-                    out.append((names[0], fn, ()))
+                    out.append((names[0], fn, (), False))
                 elif method == "items" and len(names) == 2:
-                    out.append((names[1], fn, () if path.key is UNKNOWN else ((names[0], fn, path.key),)))
+                    out.append((names[1], fn, () if path.key is UNKNOWN else ((names[0], fn, path.key),), False))
                 continue
             if not isinstance(loop.iter, (cst.List, cst.Tuple)):
                 continue
             for row in loop.iter.elements:
                 if targets is None and dotted(row.value) == path.name:
-                    out.append((names[0], fn, ()))
+                    out.append((names[0], fn, (), False))
                 elif targets is not None and isinstance(row.value, (cst.Tuple, cst.List)) \
                         and len(row.value.elements) == len(names):
                     values = [e.value for e in row.value.elements]
@@ -528,7 +528,7 @@ class Loops:
                         if dotted(value) == path.name:
                             given = tuple((names[j], fn, literal(v)) for j, v in enumerate(values)
                                           if j != i and literal(v) is not UNKNOWN)
-                            out.append((names[i], fn, given))
+                            out.append((names[i], fn, given, False))
         return out
 
     @cached_property
