@@ -40,6 +40,7 @@ VARIANTS = {
     "amp/fp16_finetune.py": {".torch1.13": {"target_torch": "1.13"}, ".torch2.2": {"target_torch": "2.2"},
                              ".all": {"select": ("ALL",)}, ".ampere": {"target_gpu": "ampere"}},
     "image_classifier.py": {".all": {"select": ("ALL",)}},
+    "amp/named_settings_train.py": {".all": {"select": ("ALL",)}},
 }
 # (script, snapshot suffix, Settings fields)
 CASES = [(name, "", {}) for name in SCRIPTS] + [
