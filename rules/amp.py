@@ -943,7 +943,7 @@ steps with overflowing gradients are still skipped.
                 "parser.add_argument('--init-scale', type=float, default=65536.0)\nargs = parser.parse_args()\n"
                 "scaler = torch.amp.GradScaler('cuda', init_scale=args.init_scale)\n",
                 fixed="import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
-                      "parser.add_argument('--init-scale', type=float, default=8192)\nargs = parser.parse_args()\n"
+                      "parser.add_argument('--init-scale', type=float, default=8192.0)\nargs = parser.parse_args()\n"
                       "scaler = torch.amp.GradScaler('cuda', init_scale=args.init_scale)\n",
                 message="`init_scale=args.init_scale` unless `--init-scale` is given (it defaults to 65536.0), which "
                         "overflows and skips the first steps; default `--init-scale` to `8192`"),

@@ -75,6 +75,8 @@ class Source(NamedTuple):
             return self._switch_on(rule, applicability, *extra)
         if self.node is None:
             return None
+        if isinstance(self.node, cst.Float) and value.isdigit():
+            value += ".0"  # a float written stays one (`default=65536.0` of a `type=float` option)
         return rule.fix(applicability, self.fix_title(value), (self.node, cst.parse_expression(value)), *extra)
 
     def _switch_on(self, rule, applicability, *extra):
