@@ -1132,10 +1132,9 @@ its caller, `train_loader, val_loader = make_loaders(cfg)`, or hands it on, as T
 in a dict or list the loop picks it from, `dataloaders[phase]`), or by a function of another
 module it is handed to inside the outer loop (`evaluate(model, val_loader)` imported from a utils
 module); not when the outer loop builds the loader again, which starts new workers every epoch
-whatever its settings. Also a loader a
-Lightning Trainer trains on (handed to
-`trainer.fit`, or returned by a LightningModule's or LightningDataModule's `train_dataloader`) that
-runs several epochs (`max_epochs` not a literal 1 or less, its default 1000, no `max_steps` and no
+whatever its settings. Also a loader a Lightning Trainer trains on (handed to `trainer.fit`, or
+returned by a LightningModule's or LightningDataModule's `train_dataloader`) that runs several
+epochs (`max_epochs` not a literal 1 or less, its default 1000, no `max_steps` and no
 `reload_dataloaders_every_n_epochs`); and `TrainingArguments` with `dataloader_num_workers` and no
 `dataloader_persistent_workers=True`, for a run of several epochs (`num_train_epochs` not a literal
 1 or less, its default 3, and no `max_steps`).
@@ -2153,11 +2152,9 @@ that does not pass `non_blocking=True`. The loop may be where the loader is buil
 that returns it to its caller or that it is handed to (`train(model, train_loader)` every epoch,
 as in PyTorch's MNIST example, also a `run_epoch(model, loader)` that the evaluation loader goes
 through too), or a function reading the module's loader (or its enclosing function's, a
-closure); or a step loop drawing the batches with
-`next(it)` from `it = iter(loader)`. Flagged are copies
-of the batch or of tensors taken from it
-(`x, y = batch`, `batch["x"]`, `for t in batch`), there or in module-local functions the loop hands
-them to (`train_step(model, batch)`, up to three calls down).
+closure); or a step loop drawing the batches with `next(it)` from `it = iter(loader)`. Flagged
+are copies of the batch or of tensors taken from it (`x, y = batch`, `batch["x"]`, `for t in
+batch`), there or in module-local functions the loop hands them to (`train_step(model, batch)`, up to three calls down).
 
 ## Why is this bad?
 A blocking copy makes the host wait until the transfer ends, so it cannot queue the next kernels;
