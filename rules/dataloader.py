@@ -1362,10 +1362,6 @@ def _operand(ctx, expr: cst.BaseExpression) -> str:
     return f"({code})"
 
 
-def _mentions(ctx, expr: cst.CSTNode, name: str) -> bool:
-    return any(ctx.dotted(n) == name for n in ctx.index.walk(expr) if isinstance(n, (cst.Name, cst.Attribute)))
-
-
 def _handed_on(ctx, call: cst.Call) -> bool:
     """The arguments are passed to a call (`Trainer(model, args=TrainingArguments(...))`, or
     through the name they are assigned to): arguments built and never given to a trainer configure
@@ -1718,6 +1714,16 @@ for x, y in loader:
     loss.backward()
     opt.step()
 '''
+_MOVES_LOOP = "for x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
+_MOVES_LOOP_FIXED = _MOVES_LOOP.replace("\n", "\n    x, y = _trainlint_to_device((x, y), device)\n", 1)
+_OTHER_LOOPS = ("\n\ndef evaluate():\n    for x, y in loader:\n        print(model(x, y))\n\n\n"
+                "def train(loader):\n    for batch in loader:\n        model(batch).backward()\n        opt.step()\n\n\n"
+                "train(DataLoader(ds))\n")
+_DRAWS = ("it = iter(loader)\nfor step in range(100):\n    try:\n        x, y = next(it)\n    except StopIteration:\n"
+          "        it = iter(loader)\n        x, y = next(it)\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n")
+_SHARED = ("def run_epoch(model, loader, opt=None):\n    for batch in loader:\n        loss = model(batch)\n"
+           "        if opt is not None:\n            loss.backward()\n            opt.step()\n\n\n"
+           "run_epoch(model, loader, opt)\nrun_epoch(model, DataLoader(val_ds))\n")
 _MOVES_FIXED = '''\
 import torch
 from torch.utils.data import DataLoader
@@ -1789,9 +1795,13 @@ loader = DataLoader(ds, batch_size=32, collate_fn=collate, num_workers=min(8, os
 
 ## Fix safety
 Unsafe. Device moves in `collate_fn` (to a string or module-level device) are taken out of it and
-done in the training loop instead, through a small helper the fix adds (`_trainlint_to_device`,
-which moves every tensor of a nested batch); otherwise, when the loader runs in the main process,
-the fix adds workers, as TL101. Moving tokenizing and decoding offline is left to you.
+done where the batches arrive instead, through a small helper the fix adds (`_trainlint_to_device`,
+which moves every tensor of a nested batch): first thing in every loop over the loader (evaluation
+loops too, and a function's loop that other loaders go through), right after each `next(it)` draw.
+When the loader also goes where its loops are not seen (another module's function, a
+comprehension, a one-off draw), no fix: some batches would stay on the CPU. Otherwise, when the
+loader runs in the main process, the fix adds workers, as TL101. Moving tokenizing and decoding
+offline is left to you.
 """
     _SRC = "import os\nfrom torch.utils.data import DataLoader\ndef collate(batch):\n    {body}\n    return batch\nloader = DataLoader(ds, {args})\n"
     valid = [
@@ -1811,8 +1821,31 @@ the fix adds workers, as TL101. Moving tokenizing and decoding offline is left t
         # Device moves leave collate_fn for the training loop (a helper moves nested batches).
         Invalid(_MOVES, fixed=_MOVES_FIXED),
         # A loop written on one line: reported, no fix (it once escaped as an internal error).
-        Invalid(_MOVES.replace("for x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n",
-                               "for x, y in loader: loss = model(x, y); loss.backward(); opt.step()\n"), fixed=None),
+        Invalid(_MOVES.replace(_MOVES_LOOP, "for x, y in loader: loss = model(x, y); loss.backward(); opt.step()\n"),
+                fixed=None),
+        # Every loop over the loader gets the move, an evaluation loop too (its batches would stay
+        # on the CPU); the batch of `enumerate` is the target's second part; a loop of another
+        # function over another loader of the same name is left alone.
+        Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP.replace("x, y in loader", "i, (x, y) in enumerate(loader)")
+                               + _OTHER_LOOPS),
+                fixed=_MOVES_FIXED.replace(_MOVES_LOOP_FIXED, _MOVES_LOOP_FIXED.replace(
+                    "x, y in loader", "i, (x, y) in enumerate(loader)") + _OTHER_LOOPS.replace(
+                    "    for x, y in loader:\n", "    for x, y in loader:\n        x, y = _trainlint_to_device((x, y), device)\n"))),
+        # Batches drawn by `next(it)` in a step loop are moved right after each draw.
+        Invalid(_MOVES.replace(_MOVES_LOOP, _DRAWS),
+                fixed=_MOVES_FIXED.replace(_MOVES_LOOP_FIXED, _DRAWS.replace(
+                    "        x, y = next(it)\n", "        x, y = next(it)\n        x, y = _trainlint_to_device((x, y), device)\n"))),
+        # A function that another loader goes through too: its loop moves every loader's batches.
+        Invalid(_MOVES.replace(_MOVES_LOOP, _SHARED),
+                fixed=_MOVES_FIXED.replace(_MOVES_LOOP_FIXED, _SHARED.replace(
+                    "    for batch in loader:\n", "    for batch in loader:\n        batch = _trainlint_to_device(batch, device)\n"))),
+        # Handed to another module's function, or gone over by a comprehension, the loader has
+        # loops this file does not show: reported, no fix.
+        Invalid(_MOVES.replace(_MOVES_LOOP, "from utils import evaluate\n" + _MOVES_LOOP + "evaluate(model, loader)\n"),
+                fixed=None),
+        Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "print([model(x, y) for x, y in loader])\n"), fixed=None),
+        # A one-off draw outside a loop (a sample batch for shapes) would stay on the CPU.
+        Invalid(_MOVES.replace(_MOVES_LOOP, "it = iter(loader)\nsample = next(it)\n" + _MOVES_LOOP), fixed=None),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1883,25 +1916,28 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
         if isinstance(root, cst.Name) and root.value in local or not isinstance(root, (cst.Name, cst.SimpleString)):
             return None
         devices.add(ctx.code(device))
-    name = loader_name(ctx, loader)
-    loops = [loop for loop in ctx.index.nodes(cst.For)
-             if name and _mentions(ctx, loop.iter, name) and loop in ctx.loops.hot_loops]
-    if len(devices) != 1 or not loops:
+    batches = loader_batches(ctx, loader, shared=True)
+    if len(devices) != 1 or not batches or _leaves_sight(ctx, loader):
         return None
     device = devices.pop()
     replacements = [(call, call.func.value) for call in moves]
-    for loop in loops:
-        if not isinstance(loop.body, cst.IndentedBlock):
-            return None  # `for x in loader: step(x)` on one line: no statement to add before its body
-        target = loop.target
-        names = [target] if isinstance(target, cst.Name) else (
-            [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [])
+    for loop, target in batches:
+        batch = _batch_part(ctx, loop, target)
+        names = [batch] if isinstance(batch, cst.Name) else [e.value for e in getattr(batch, "elements", ())]
         if not names or not all(isinstance(n, cst.Name) for n in names):
-            return None
+            return None  # bound to anything else: `batch["x"]`, starred
         bound = ", ".join(n.value for n in names)
-        packed = names[0].value if isinstance(target, cst.Name) else f"({bound}{',' if len(names) == 1 else ''})"
-        stmt = cst.parse_statement(f"{bound} = _trainlint_to_device({packed}, {device})\n")
-        replacements.append((loop.body, loop.body.with_changes(body=[stmt, *loop.body.body])))
+        packed = bound if isinstance(batch, cst.Name) else f"({bound}{',' if len(names) == 1 else ''})"
+        move = f"{bound} = _trainlint_to_device({packed}, {device})"
+        if target is loop.target:  # first thing in the loop's body
+            if not isinstance(loop.body, cst.IndentedBlock):
+                return None  # `for x in loader: step(x)` on one line: no statement to add before its body
+            replacements.append(ctx.insert_before(loop.body.body[0], move))
+        else:  # drawn by `target = next(it)`: right after the draw
+            draw = ctx.parent(ctx.parent(ctx.parent(target)))  # target, AssignTarget, Assign, its line
+            if not isinstance(draw, cst.SimpleStatementLine) or len(draw.body) != 1:
+                return None
+            replacements.append(ctx.insert_after(draw, move))
     if "_trainlint_to_device" not in ctx.loops.functions:
         helper = after_imports(ctx, ctx.module.default_newline * 2 + MOVE_HELPER, blank_lines_after=2)
         if helper is None:
@@ -1909,6 +1945,37 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
         replacements.append(helper)
     return rule.fix(Applicability.UNSAFE, f"Move batches to {device} in the training loop, not in collate_fn",
                     *replacements)
+
+
+def _leaves_sight(ctx, loader: cst.Call) -> bool:
+    """A name the loader is known by, on every call or on some (`paths_of`), is handed where the
+    loops seen are not all of its loops (to another module's function, another target, a draw
+    outside a loop), or gone over by a comprehension: moving its batches in the loops seen would
+    leave the others on the CPU. A return counts only when the callers binding it are not all
+    known."""
+    if ctx.loops.comprehensions_over(loader):
+        return True  # `[model(x) for x in loader]`: no statement to move its batches in
+    followed = bool(ctx.loops.returned_to(loader))
+    return any(ctx.loops.escapes(path.name, path.scope, returns=not followed, shared=True)
+               for path in ctx.loops.paths_of(loader))
+
+
+def _batch_part(ctx, loop: cst.CSTNode, target: cst.BaseExpression) -> cst.BaseExpression:
+    """What a loop binds the loader's batch to: the target (`x, y`), or, in a loop over
+    `enumerate(loader)`, the target's second part (`(x, y)` of `i, (x, y)`)."""
+    if target is loop.target and _called(ctx, loop.iter, "enumerate") and isinstance(target, cst.Tuple) \
+            and len(target.elements) == 2:
+        return target.elements[1].value
+    return target
+
+
+def _called(ctx, expr: cst.BaseExpression, name: str) -> bool:
+    """expr is a call of name, or wraps one as its first argument (`tqdm(enumerate(loader))`)."""
+    while isinstance(expr, cst.Call) and expr.args:
+        if (ctx.dotted(expr.func) or "").rsplit(".", 1)[-1] == name:
+            return True
+        expr = expr.args[0].value
+    return False
 
 
 def _resolve_callable(ctx, expr: cst.BaseExpression) -> cst.CSTNode | None:

@@ -456,6 +456,11 @@ class FileContext:
         prefix = full[: len(full) - len(own)]
         return (stmt, prefix + self.indentation(stmt) + code + self.module.default_newline + own)
 
+    def insert_after(self, stmt: cst.CSTNode, code: str) -> tuple[cst.CSTNode, str]:
+        """Replacement that puts the line `code` just after the statement line stmt, at its
+        indentation."""
+        return (stmt, self.render(stmt) + self.indentation(stmt) + code + self.module.default_newline)
+
     def remove_statement(self, stmt: cst.CSTNode) -> tuple[cst.CSTNode, str]:
         """Replacement that deletes the statement line stmt; comment lines above it stay."""
         return self.remove_statements([stmt])[0]

@@ -652,15 +652,18 @@ class Loops:
             if name is None:
                 continue
             caller = self.index.enclosing_function(call)
-            if not escaping and self._escapes(name, caller):
+            if not escaping and self.escapes(name, caller):
                 return []
             out.append((name, caller))
         return out
 
-    def _escapes(self, name: str, scope: cst.FunctionDef | None) -> bool:
+    def escapes(self, name: str, scope: cst.FunctionDef | None, *, returns: bool = True, shared: bool = False) -> bool:
         """The name's value leaves scope's sight (every method's, for `self.x`): an argument of a
-        call other than a loader wrapper (`iter`, `tqdm`, `accelerator.prepare`...) or `len`,
-        assigned to another target, or returned."""
+        call other than a loader wrapper (`iter`, `tqdm`, `accelerator.prepare`...), `len`, `next`
+        in a loop (the batches it draws, as next_draws gives them) or a module-local function the
+        loops follow it into (with shared, any module-local function's parameter: the caller
+        asking checks there too, as paths_of gives them), assigned to another target, or (unless
+        returns is False: the caller asking follows the returns itself) returned."""
         for node in self.index.nodes(cst.Name):
             if node.value != name.split(".", 1)[0]:
                 continue
@@ -671,14 +674,20 @@ class Loops:
                 if dotted(use) != name:
                     continue
                 node, use = use, self.index.parent.get(use)
-            if isinstance(use, (cst.Return, cst.Yield)) or (isinstance(use, cst.Assign) and use.value is node):
+            if isinstance(use, (cst.Return, cst.Yield)) and returns or (isinstance(use, cst.Assign) and use.value is node):
                 return True
-            if isinstance(use, cst.Arg) and use.value is node:
-                call = self.index.parent.get(use)
-                callee = (dotted(call.func) or "").rsplit(".", 1)[-1]
-                if callee != "len" and not _LOADER_WRAPPER.match(callee) and not self.follows(call, use, name):
-                    return True
+            if isinstance(use, cst.Arg) and use.value is node and not self._consumes(self.index.parent.get(use), use, name, shared):
+                return True
         return False
+
+    def _consumes(self, call: cst.Call, arg: cst.Arg, name: str, shared: bool) -> bool:
+        """call takes name's value in arg without it leaving sight (as escapes says)."""
+        callee = (dotted(call.func) or "").rsplit(".", 1)[-1]
+        if callee == "len" or _LOADER_WRAPPER.match(callee) or self.follows(call, arg, name):
+            return True
+        if callee == "next":
+            return self.innermost_loop(call) is not None
+        return shared and any(a is arg for _callee, c, _param, a in self.call_arguments if c is call)
 
     @cached_property
     def _returns(self) -> dict[cst.FunctionDef, list[cst.Return]]:
