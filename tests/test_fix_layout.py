@@ -479,6 +479,35 @@ def test_a_call_fixed_inside_another_calls_argument_takes_that_call_along():
         short, select=["TL101"], path="train.py")
 
 
+def test_a_call_fixed_inside_another_calls_line_of_arguments_takes_that_call_along():
+    # The enclosing call as Black writes it when its arguments fit a line of their own (the
+    # author's Black, or a first round of fixes): once that line is too long, Black puts them one
+    # per line and splits the fixed call there; before, the fixed call was split inside the line
+    # (`model, DataLoader(\n...\n), opt`), which Black redoes.
+    code = ("import os\nfrom torch.utils.data import DataLoader\n\n\ndef train(model, loader, opt):\n"
+            "    for x in loader:\n        model(x).backward()\n        opt.step()\n\n\n"
+            "def main(model, opt):\n    train(\n        model, DataLoader(dataset_with_a_long_name, batch_size=64), opt\n    )\n")
+    fixed = fix_source(code, select=["TL101"], path="train.py")
+    assert fixed.splitlines()[10:] == [
+        "def main(model, opt):",
+        "    train(",
+        "        model,",
+        "        DataLoader(",
+        "            dataset_with_a_long_name,",
+        "            batch_size=64,",
+        "            num_workers=min(8, os.cpu_count() or 1),",
+        "        ),",
+        "        opt,",
+        "    )",
+    ]
+    # A line of arguments that still fits keeps its layout; one with a comment is the author's.
+    short = code.replace("dataset_with_a_long_name, batch_size=64", "ds")
+    assert "    train(\n        model, DataLoader(ds, num_workers=min(8, os.cpu_count() or 1)), opt\n    )\n" \
+        in fix_source(short, select=["TL101"], path="train.py")
+    commented = code.replace("opt\n    )", "opt  # the run\n    )")
+    assert "        model, DataLoader(\n" in fix_source(commented, select=["TL101"], path="train.py")
+
+
 def test_a_call_fixed_inside_a_for_header_takes_the_enclosing_call_along():
     # `for ... in enumerate(DataLoader(...)):` too long once fixed: Black splits at enumerate's
     # brackets (its sole argument takes no comma), then the loader's; before, the loader was split

@@ -16,7 +16,9 @@ do not fit there; an argument still too long is split as Black splits a line ins
   collection it splits.
 Each piece still too long is split the same way. Code a user wrote over several lines keeps its
 layout: an argument added to a call laid out by hand that no longer fits the line it joined
-starts a line of its own, aligned as the author's lines of arguments are (`last_arg_continued`). Indentation strings here are relative to the enclosing block's: the engine renders the
+starts a line of its own, aligned as the author's lines of arguments are (`last_arg_continued`);
+only a call in Black's own layout, its arguments on one line of their own, that a fixed argument
+makes too long is laid out again from one line (`rejoined`), as Black does. Indentation strings here are relative to the enclosing block's: the engine renders the
 nodes where they stand, which adds the block's own.
 """
 
@@ -82,6 +84,27 @@ def last_arg_continued(call: cst.Call) -> cst.Call | None:
     line = breaks[-1].with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
     args[-2] = args[-2].with_changes(comma=args[-2].comma.with_changes(whitespace_after=line))
     return call.with_changes(args=args)
+
+
+def rejoined(call: cst.Call) -> cst.Call | None:
+    """call written as Black writes a call too long for its line whose arguments fit one line of
+    their own (`run(\n    model, DataLoader(ds), opt\n)`: no trailing comma, no comment), put back
+    on one line; None for any other layout. When a fix makes that line of arguments too long,
+    Black lays the call out again from one line (one argument per line), which the engine does
+    with this call."""
+    args = call.args
+    if not args or not isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace) \
+            or isinstance(args[-1].comma, cst.Comma) \
+            or not isinstance(args[-1].whitespace_after_arg, cst.ParenthesizedWhitespace):
+        return None
+    breaks = (call.whitespace_before_args, args[-1].whitespace_after_arg)
+    if any(b.first_line.comment is not None or b.empty_lines for b in breaks):
+        return None
+    inner = [a.whitespace_after_arg for a in args[:-1]] + [a.comma.whitespace_after for a in args[:-1]]
+    if not all(isinstance(w, cst.SimpleWhitespace) for w in inner) or any("\n" in code(a.value) for a in args):
+        return None
+    return call.with_changes(whitespace_before_args=cst.SimpleWhitespace(""),
+                             args=[*args[:-1], args[-1].with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))])
 
 
 def fitted(arg: cst.Arg, indent: str, level: str, width: int) -> cst.Arg:

@@ -24,6 +24,7 @@ from trainlint.analysis.tree import TreeIndex
 from trainlint.analysis.variables import Bindings
 from trainlint.layout import (
     bracketed, comprehended, comprehension_clauses, fitted, fluent, method_lines, one_arg_per_line, parenthesized,
+    rejoined,
 )
 
 
@@ -389,8 +390,19 @@ class FileContext:
         arg = self.parent(value)
         outer = self.parent(arg) if isinstance(arg, cst.Arg) and arg.value is value else None
         stmt = self.statement(old)
-        if not isinstance(outer, cst.Call) or stmt is None or "\n" in self.code(outer):
+        if not isinstance(outer, cst.Call) or stmt is None:
             return None
+        if "\n" in self.code(outer):
+            # Black's layout of a call whose arguments fit a line of their own, which new makes
+            # too long (a second round of fixes, or code formatted by Black): Black lays the call
+            # out again, one argument per line; the engine does from the call on one line.
+            joined = rejoined(outer)
+            if joined is None or not isinstance(stmt, cst.SimpleStatementLine):
+                return None
+            line = self.code(outer).split("\n")[1].rstrip()  # the line of arguments
+            if self.fits(line.replace(self.code(old), self.code(new), 1), at=stmt):
+                return None
+            return outer, joined.deep_replace(old, new)  # old's node is joined's too
         line = self.code(stmt.with_changes(leading_lines=[])).strip()
         if isinstance(stmt, cst.BaseCompoundStatement):
             line = line.split("\n", 1)[0]  # the header, which old is in (a body has statements of its own)
