@@ -587,6 +587,35 @@ def test_a_call_fixed_inside_a_list_argument_takes_the_enclosing_call_along():
         assert fixed.splitlines()[4:11] == expected, fixed
 
 
+def test_calls_fixed_inside_a_list_argument_split_already_are_split_on_their_own_lines():
+    # The second round of fixes on `run(model, [DataLoader(...), DataLoader(...)])`, whose first
+    # round split the list one loader per line: each loader too long for its line is split there,
+    # as Black splits it; before, the loaders were left past the line length (Black redid them).
+    code = ("from torch.utils.data import DataLoader\n\n\ndef run(model, loaders):\n    for loader in loaders:\n"
+            "        for b in loader:\n            model(b).backward()\n            opt.step()\n\n\n"
+            "run(model, [DataLoader(train_ds, batch_size=32), DataLoader(val_ds, batch_size=64)])\n")
+    fixed = fix_source(code, select=["TL101", "TL104"], path="train.py")
+    assert fixed.splitlines()[12:] == [
+        "run(",
+        "    model,",
+        "    [",
+        "        DataLoader(",
+        "            train_ds,",
+        "            batch_size=32,",
+        "            num_workers=min(8, os.cpu_count() or 1),",
+        "            prefetch_factor=4,",
+        "        ),",
+        "        DataLoader(",
+        "            val_ds,",
+        "            batch_size=64,",
+        "            num_workers=min(8, os.cpu_count() or 1),",
+        "            prefetch_factor=4,",
+        "        ),",
+        "    ],",
+        ")",
+    ], fixed
+
+
 def test_a_call_fixed_inside_a_comprehension_splits_the_comprehensions_brackets_first():
     # HF-style batch moves (simpletransformers, torchtune): Black splits the comprehension's
     # brackets, its content on a line of its own, else one line for the element and one per

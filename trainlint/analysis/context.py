@@ -305,6 +305,10 @@ class FileContext:
         if comprehension and "\n" in self.code(top):
             return self._comprehension_in_place(top, old, new)
         if element and isinstance(holder, cst.Arg) and holder.value is top:
+            if "\n" in self.code(top):
+                # Already split at its brackets (a first round of fixes, Black's output): the
+                # element has a line of its own, where the engine splits it if it must.
+                return old, new
             # A list argument on a line of its own in a call laid out one argument per line
             # (Black's own output): split at its brackets there, as `_fitted` splits an argument.
             call = self.parent(holder)
