@@ -577,6 +577,10 @@ _SHARED_EPOCH = (
     "    run_epoch(model, a, device, opt)\n"
     "    run_epoch(model, b, device)\n"
 )
+# The same, leaving the loop before the step when not training (`if not training: continue`).
+_SHARED_EPOCH_GUARD = _SHARED_EPOCH.replace(
+    "        if training:\n            loss.backward()\n            optimizer.step()\n",
+    "        if not training:\n            continue\n        loss.backward()\n        optimizer.step()\n")
 # A trainer class: the loader built in __init__, wrapped in a progress bar by the method that
 # trains, which fit() calls every epoch.
 _TRAINER_CLASS = (
@@ -701,7 +705,8 @@ binds it to (by position in a returned tuple), unless the caller hands that name
 handed to a function that other loaders go through too (`run_epoch(model, train_loader, opt)`,
 `run_epoch(model, val_loader)`) trains when that function's step is reached on its calls: the
 `if` conditions around the step are read with what each call passes (`if optimizer is not None:`
-is false on the call that passes no optimizer); so are they for a loop over pairs that binds it
+is false on the call that passes no optimizer), and so are the guards that leave before it (`if
+not train: continue`); so are they for a loop over pairs that binds it
 (`for phase, loader in [("train", train_loader), ("val", val_loader)]`: `if phase == "train":` is
 false for the validation loader). A loader
 not iterated here (returned, handed to a framework or to a function's parameter) is flagged when
@@ -823,6 +828,7 @@ position is replaced where it stands.
         Valid(_HANDED.format(pin=", pin_memory=True")),
         # A function both loaders go through, stepping only on `a`'s calls: `b` does not train.
         Valid(_SHARED_EPOCH.format(a=", pin_memory=True", b="")),
+        Valid(_SHARED_EPOCH_GUARD.format(a=", pin_memory=True", b="")),
         # A loop over (phase, loader) pairs steps in the "train" phase only: `b` does not train.
         Valid(_PHASES.format(a=", pin_memory=True", b="")),
         # ... or over the keys of a dict of loaders (`loaders[phase]`).
@@ -904,6 +910,7 @@ position is replaced where it stands.
         # for training.
         Invalid(_HANDED.format(pin=""), fixed=_HANDED.format(pin=", pin_memory=True")),
         Invalid(_SHARED_EPOCH.format(a="", b=""), fixed=_SHARED_EPOCH.format(a=", pin_memory=True", b="")),
+        Invalid(_SHARED_EPOCH_GUARD.format(a="", b=""), fixed=_SHARED_EPOCH_GUARD.format(a=", pin_memory=True", b="")),
         Invalid(_PHASES.format(a="", b=""), fixed=_PHASES.format(a=", pin_memory=True", b="")),
         Invalid(_PHASE_KEYS.format(a="", b=""), fixed=_PHASE_KEYS.format(a=", pin_memory=True", b="")),
         Invalid(_DRAWN.format(pin="", x="x.cuda()"), fixed=_DRAWN.format(pin=", pin_memory=True", x="x.cuda()")),
@@ -1598,6 +1605,7 @@ A `drop_last` passed by position is replaced where it stands.
               "        assert len(batch) == 4\nloader = DataLoader(ds, shuffle=True)\ncheck_batches(loader)\n"),
         # A function both loaders go through, stepping only on `a`'s calls: `b` does not train.
         Valid(_SHARED_EPOCH.format(a=", drop_last=True", b="")),
+        Valid(_SHARED_EPOCH_GUARD.format(a=", drop_last=True", b="")),
         Valid(_PHASES.format(a=", drop_last=True", b="")),
         Valid(_PHASE_KEYS.format(a=", drop_last=True", b="")),
         # ... or from a dict's items, by their key.
@@ -1612,6 +1620,7 @@ A `drop_last` passed by position is replaced where it stands.
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
         Invalid(_SHARED_EPOCH.format(a="", b=""), fixed=_SHARED_EPOCH.format(a=", drop_last=True", b="")),
+        Invalid(_SHARED_EPOCH_GUARD.format(a="", b=""), fixed=_SHARED_EPOCH_GUARD.format(a=", drop_last=True", b="")),
         # Shuffling and keeping the last batch by a configuration's defaults: the default is fixed.
         Invalid("from torch.utils.data import DataLoader\nclass Args:\n    shuffle = True\n    drop_last = False\n"
                 "DataLoader(ds, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",

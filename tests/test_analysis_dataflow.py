@@ -163,6 +163,35 @@ def test_a_function_several_loaders_go_through_steps_on_the_calls_its_conditions
     assert len(path_c.calls) == 2 and loops.steps_on(run_loop, path_c) is None
 
 
+def test_a_guard_that_leaves_before_the_step_is_read_on_each_call():
+    # `if not train: continue` before the step (the step itself under no `if`): the opposite
+    # condition; a guard not known on the call (`if batch is None: continue`) skips some
+    # iterations only.
+    ctx = _ctx(
+        "def run_epoch(model, loader, opt, train=True):\n"
+        "    for b in loader:\n"
+        "        if b is None:\n            continue\n"
+        "        loss = model(b)\n"
+        "        if not train:\n            continue\n"
+        "        loss.backward()\n        opt.step()\n"
+        "def evaluate(model, loader, opt=None):\n"
+        "    for b in loader:\n"
+        "        if opt is None: return\n"
+        "        opt.step()\n"
+        "def main(opt):\n"
+        "    a = DataLoader(ds)\n    b = DataLoader(vs)\n    c = DataLoader(ts)\n    d = DataLoader(es)\n"
+        "    e = DataLoader(fs)\n"
+        "    run_epoch(model, a, opt)\n    run_epoch(model, b, opt, train=False)\n"
+        "    run_epoch(model, c, opt, train=flag)\n"
+        "    evaluate(model, d)\n    evaluate(model, e, opt)\n"
+    )
+    verdicts = [[ctx.loops.steps_on(loop, path) for loop, path in ctx.loops.shared_loops(c)]
+                for c in _calls(ctx, "DataLoader")]
+    # c: `train=flag` is not known, so neither is the guard: taken for one that skips some
+    # iterations; e: `opt` a parameter main's callers would give, the same.
+    assert verdicts == [[True], [False], [True], [False], [True]]
+
+
 def test_a_loader_held_in_a_dict_or_list_is_followed_to_the_loops_that_pick_it():
     ctx = _ctx(
         "loaders = {'train': DataLoader(a), 'val': DataLoader(b)}\n"

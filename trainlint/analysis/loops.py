@@ -131,6 +131,17 @@ def first_modulo(expr: cst.CSTNode) -> cst.BinaryOperation | None:
     return None
 
 
+def _leaves(stmt: cst.CSTNode) -> bool:
+    """stmt is `if test:` whose branch ends by leaving (`continue`, `break`, `return`, `raise`),
+    with no `else`: the statements after it run only when test is false."""
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None or not stmt.body.body:
+        return False
+    last = stmt.body.body[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    return isinstance(last, (cst.Continue, cst.Break, cst.Return, cst.Raise))
+
+
 class ValuePath(NamedTuple):
     """A name a value is known by in a function (None: the module), and the calls of module-local
     functions that hand it down there, outermost first; always: the name holds this value wherever
@@ -405,7 +416,11 @@ class Loops:
         return False if verdicts == {False} else None
 
     def _reached_on(self, node: cst.CSTNode, fn: cst.FunctionDef | None, path: ValuePath) -> bool | None:
-        """node's `if` conditions in fn on path: all true (True), one false (False), else None."""
+        """node's `if` conditions in fn on path: all true (True), one false (False), else None.
+        A guard that leaves before node (`if not train: continue`, `if optimizer is None:
+        return`) is the opposite condition: true there, node is not reached; one not known there
+        is taken for a guard that skips some iterations (`if batch is None: continue`, `if step <
+        resume_step: continue`), after which node still runs."""
         known = True
         child = node
         for anc in self.index.ancestors(node):
@@ -416,6 +431,11 @@ class Loops:
                 if truth is not UNKNOWN and truth is not (child is anc.body):
                     return False
                 known = known and truth is not UNKNOWN
+            if isinstance(anc, cst.IndentedBlock) and child in anc.body:
+                for guard in anc.body[:anc.body.index(child)]:
+                    if _leaves(guard):
+                        if self.conditions.truth(guard.test, fn, path.calls, path.given) is True:
+                            return False
             child = anc
         return True if known else None
 
