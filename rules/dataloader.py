@@ -639,6 +639,27 @@ _PHASE_KEYS = (
     "                loss.backward()\n"
     "                opt.step()\n"
 )
+# The same, the loader picked into a name first; and the pairs loop over zipped displays.
+_PHASE_PICKED = _PHASE_KEYS.replace("        for x, y in loaders[phase]:\n",
+                                    "        loader = loaders[phase]\n        for x, y in loader:\n")
+_PHASES_ZIP = _PHASES.replace("[('train', a), ('val', b)]", "zip(['train', 'val'], [a, b])")
+# Loaders returned in a dict by a helper, the training one picked by its key.
+_RETURNED_DICT = (
+    "from torch.utils.data import DataLoader\n"
+    "def build(cfg):\n"
+    "    return {{\n"
+    "        'train': DataLoader(cfg.train, shuffle=True{a}),\n"
+    "        'val': DataLoader(cfg.val{b}),\n"
+    "    }}\n"
+    "def main(cfg):\n"
+    "    loaders = build(cfg)\n"
+    "    train_loader = loaders['train']\n"
+    "    for epoch in range(10):\n"
+    "        for x, y in train_loader:\n"
+    "            loss = model(x.cuda(), y)\n"
+    "            loss.backward()\n"
+    "            opt.step()\n"
+)
 # Step-based training that draws batches with next() and starts the iterator again at the end.
 _DRAWN = (
     "from torch.utils.data import DataLoader\n"
@@ -833,6 +854,9 @@ position is replaced where it stands.
         Valid(_PHASES.format(a=", pin_memory=True", b="")),
         # ... or over the keys of a dict of loaders (`loaders[phase]`).
         Valid(_PHASE_KEYS.format(a=", pin_memory=True", b="")),
+        Valid(_PHASE_PICKED.format(a=", pin_memory=True", b="")),
+        Valid(_PHASES_ZIP.format(a=", pin_memory=True", b="")),
+        Valid(_RETURNED_DICT.format(a=", pin_memory=True", b="")),
         # The batches it draws stay on the CPU; the step's copy is of another tensor.
         Valid(_DRAWN.format(pin="", x="x + table.cuda()")),
     ]
@@ -913,6 +937,9 @@ position is replaced where it stands.
         Invalid(_SHARED_EPOCH_GUARD.format(a="", b=""), fixed=_SHARED_EPOCH_GUARD.format(a=", pin_memory=True", b="")),
         Invalid(_PHASES.format(a="", b=""), fixed=_PHASES.format(a=", pin_memory=True", b="")),
         Invalid(_PHASE_KEYS.format(a="", b=""), fixed=_PHASE_KEYS.format(a=", pin_memory=True", b="")),
+        Invalid(_PHASE_PICKED.format(a="", b=""), fixed=_PHASE_PICKED.format(a=", pin_memory=True", b="")),
+        Invalid(_PHASES_ZIP.format(a="", b=""), fixed=_PHASES_ZIP.format(a=", pin_memory=True", b="")),
+        Invalid(_RETURNED_DICT.format(a="", b=""), fixed=_RETURNED_DICT.format(a=", pin_memory=True", b="")),
         Invalid(_DRAWN.format(pin="", x="x.cuda()"), fixed=_DRAWN.format(pin=", pin_memory=True", x="x.cuda()")),
         # Iterated where this module cannot see it (a parameter), while the visible loop over another
         # loader evaluates: the hot loop's copy may be of its batches.
@@ -1136,7 +1163,9 @@ that is gone over once per epoch inside an outer loop: by a loop or a comprehens
 for x in val_loader]`) with the outer loop around it or around the calls of its function (`for
 epoch in range(n): train(epoch)`; the loader found where a function of the module returns it to
 its caller, `train_loader, val_loader = make_loaders(cfg)`, or hands it on, as TL108 describes, or
-in a dict or list the loop picks it from, `dataloaders[phase]`), or by a function of another
+in a dict or list the loop picks it from, `dataloaders[phase]`, also a dict a helper returns,
+`loaders = build(cfg)`, and an item picked into a name, `train_loader = loaders["train"]`), or by
+a function of another
 module it is handed to inside the outer loop (`evaluate(model, val_loader)` imported from a utils
 module); not when the outer loop builds the loader again, which starts new workers every epoch
 whatever its settings. Also a loader a Lightning Trainer trains on (handed to `trainer.fit`, or
@@ -1297,6 +1326,11 @@ would be wrong for some runs.
         Invalid(_PHASES.format(a=", num_workers=2, persistent_workers=True", b=", num_workers=2"),
                 fixed=_PHASES.format(a=", num_workers=2, persistent_workers=True",
                                      b=", num_workers=2, persistent_workers=True")),
+        # Returned in a dict, the training loader picked by its key (not the validation one).
+        Invalid(_RETURNED_DICT.format(a=", num_workers=2", b=", num_workers=2"),
+                fixed=_RETURNED_DICT.format(a=", num_workers=2", b=", num_workers=2").replace(
+                    "DataLoader(cfg.train, shuffle=True, num_workers=2)",
+                    "DataLoader(\n            cfg.train, shuffle=True, num_workers=2, persistent_workers=True\n        )")),
         # Gone over in a closure the epoch loop calls.
         Invalid(_CLOSURE.format(x="x"), fixed=_CLOSURE.format(x="x").replace(
             "pin_memory=True)", "pin_memory=True, persistent_workers=True)")),
@@ -1608,6 +1642,8 @@ A `drop_last` passed by position is replaced where it stands.
         Valid(_SHARED_EPOCH_GUARD.format(a=", drop_last=True", b="")),
         Valid(_PHASES.format(a=", drop_last=True", b="")),
         Valid(_PHASE_KEYS.format(a=", drop_last=True", b="")),
+        Valid(_PHASE_PICKED.format(a=", drop_last=True", b="")),
+        Valid(_PHASES_ZIP.format(a=", drop_last=True", b="")),
         # ... or from a dict's items, by their key.
         Valid("from torch.utils.data import DataLoader\n"
               "held = {'fit': DataLoader(ds, shuffle=True, drop_last=True), 'check': DataLoader(vs, shuffle=True)}\n"

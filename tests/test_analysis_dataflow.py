@@ -223,6 +223,48 @@ def test_a_loader_held_in_a_dict_or_list_is_followed_to_the_loops_that_pick_it()
     assert ctx.loops.names_of(train) == []
 
 
+def test_an_item_of_a_loaders_dict_assigned_to_a_name_is_followed_through_it():
+    ctx = _ctx(
+        "def build(cfg):\n    return {'train': DataLoader(a), 'val': DataLoader(b)}\n"
+        "def main(cfg):\n"
+        "    loaders = build(cfg)\n"
+        "    train_loader = loaders['train']\n"
+        "    for x in train_loader:\n        pass\n"
+        "    for phase in ['train', 'val']:\n"
+        "        loader = loaders[phase]\n"
+        "        for x in loader:\n            pass\n"
+        "    some = loaders[cfg.phase]\n"
+        "    for x in some:\n        pass\n"
+    )
+    train, val = _calls(ctx, "DataLoader")
+    by_name, _phases, by_phase, by_unknown = ctx.index.nodes(cst.For)
+    # Returned in a dict to main; its item at the loader's own key is the loader always; the one
+    # picked by phase on that phase's iterations; by a key not known, maybe.
+    assert ctx.loops.loops_over(train) == [by_name] and ctx.loops.loops_over(val) == []
+    shared = lambda call: [(ctx.index.nodes(cst.For).index(l), [(n, v) for n, _, v in p.given])
+                           for l, p in ctx.loops.shared_loops(call)]
+    assert sorted(shared(train)) == [(2, [("phase", "train")]), (3, [])]
+    assert sorted(shared(val)) == [(2, [("phase", "val")]), (3, [])]
+
+
+def test_a_loop_over_zipped_displays_binds_each_loader_with_its_phase():
+    ctx = _ctx(
+        "a = DataLoader(ds)\nb = DataLoader(vs)\n"
+        "for phase, loader in zip(['train', 'val'], [a, b]):\n"
+        "    for x in loader:\n        if phase == 'train':\n            model(x).backward()\n            opt.step()\n"
+        "for dl, n in zip([a, b], [1]):\n    pass\n"
+    )
+    a, b = _calls(ctx, "DataLoader")
+    zipped, inner, uneven = ctx.index.nodes(cst.For)
+    # The zip loops go over the loaders themselves, not their batches (zip stops at the shorter
+    # display: the second binds `a` alone).
+    assert ctx.loops.loops_over(a) == ctx.loops.loops_over(b) == []
+    assert [(l, ctx.loops.steps_on(l, p)) for l, p in ctx.loops.shared_loops(a)] == [(inner, True)]
+    assert [(l, ctx.loops.steps_on(l, p)) for l, p in ctx.loops.shared_loops(b)] == [(inner, False)]
+    assert [(p.name, [(n, v) for n, _, v in p.given]) for p in ctx.loops.paths_of(a)][-1] == ("dl", [("n", 1)])
+    assert [p.name for p in ctx.loops.paths_of(b)] == ["b", "loader"]
+
+
 def test_batches_drawn_with_next_are_found_in_their_loops():
     ctx = _ctx(
         "loader = DataLoader(ds)\nother = DataLoader(vs)\n"

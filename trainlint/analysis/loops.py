@@ -131,6 +131,28 @@ def first_modulo(expr: cst.CSTNode) -> cst.BinaryOperation | None:
     return None
 
 
+def _display_rows(expr: cst.BaseExpression) -> list[list[cst.BaseExpression]] | None:
+    """The values a loop over expr binds on each iteration, when expr writes them all: a list or
+    tuple display (a row per element: the values of a tuple element, else the element alone), or
+    `zip` of such displays (`zip(["train", "val"], [train_loader, val_loader])`, a row per
+    position, as far as the shortest goes). None for any other iterable."""
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return [[e.value for e in el.value.elements] if isinstance(el.value, (cst.Tuple, cst.List)) else [el.value]
+                for el in expr.elements]
+    if _is_zip(expr):
+        columns = [arg.value for arg in expr.args]
+        if not all(isinstance(c, (cst.List, cst.Tuple)) and not any(isinstance(e, cst.StarredElement) for e in c.elements)
+                   for c in columns):
+            return None
+        return [[c.elements[i].value for c in columns] for i in range(min(len(c.elements) for c in columns))]
+    return None
+
+
+def _is_zip(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and dotted(expr.func) == "zip" and bool(expr.args) \
+        and not any(arg.star or arg.keyword for arg in expr.args)
+
+
 def _leaves(stmt: cst.CSTNode) -> bool:
     """stmt is `if test:` whose branch ends by leaving (`continue`, `break`, `return`, `raise`),
     with no `else`: the statements after it run only when test is false."""
@@ -480,6 +502,9 @@ class Loops:
                         element=contained is not None, key=contained[1] if contained else UNKNOWN)
             for name, caller in self.returned_to(value):
                 self._reach([name], caller, 0, out)
+            if contained is not None:  # `return {"train": DataLoader(...), ...}` to `loaders = build(cfg)`
+                for name, caller in self.returned_to(contained[0]):
+                    self._reach([name], caller, 0, out, element=True, key=contained[1])
             self._paths_of[value] = out
         return list(self._paths_of[value])
 
@@ -494,11 +519,13 @@ class Loops:
             if path in out or len(out) >= _MAX_PATHS:
                 continue
             out.append(path)
+            self._reach_picked(path, depth, out)
             for target, loop_fn, bound, item in self._unpacked_by_loops(path):
                 if item:  # still the container's item, under a key the loop binds
                     keyed = ValuePath(name, where, calls, False, True, key, (*given, *bound))
                     if keyed not in out and len(out) < _MAX_PATHS:
                         out.append(keyed)
+                        self._reach_picked(keyed, depth, out)
                 else:
                     self._reach([target], loop_fn, depth, out, calls, False, False, UNKNOWN, (*given, *bound))
         if depth < _CALL_DEPTH:
@@ -536,26 +563,42 @@ class Loops:
                 elif method == "items" and len(names) == 2:
                     out.append((names[1], fn, () if path.key is UNKNOWN else ((names[0], fn, path.key),), False))
                 continue
-            if not isinstance(loop.iter, (cst.List, cst.Tuple)):
-                continue
-            for row in loop.iter.elements:
-                if targets is None and dotted(row.value) == path.name:
-                    out.append((names[0], fn, (), False))
-                elif targets is not None and isinstance(row.value, (cst.Tuple, cst.List)) \
-                        and len(row.value.elements) == len(names):
-                    values = [e.value for e in row.value.elements]
-                    for i, value in enumerate(values):
-                        if dotted(value) == path.name:
-                            given = tuple((names[j], fn, literal(v)) for j, v in enumerate(values)
-                                          if j != i and literal(v) is not UNKNOWN)
-                            out.append((names[i], fn, given, False))
+            for values in _display_rows(loop.iter) or ():
+                if len(values) != len(names) or (targets is None) != (len(values) == 1 and not _is_zip(loop.iter)):
+                    continue
+                for i, value in enumerate(values):
+                    if dotted(value) == path.name:
+                        given = tuple((names[j], fn, literal(v)) for j, v in enumerate(values)
+                                      if j != i and literal(v) is not UNKNOWN)
+                        out.append((names[i], fn, given, False))
         return out
+
+    def _reach_picked(self, path: ValuePath, depth: int, out: list) -> None:
+        """For a path of a container holding the value: reach the names assigned an item of it
+        that may be the value (`train_loader = loaders["train"]`, holding it always, at its own
+        key; `loader = loaders[phase]` inside `for phase in ["train", "val"]`, on path's
+        iterations), in the function the assignment is in."""
+        if not path.element:
+            return
+        for node in self.index.nodes(cst.Assign):
+            if len(node.targets) != 1 or not isinstance(node.value, cst.Subscript) or not self._names(node.value, path) \
+                    or not self.in_sight(node, path.name, path.scope):
+                continue
+            name = dotted(node.targets[0].target)
+            index = node.value.slice[0].slice
+            exact = path.key is not UNKNOWN and isinstance(index, cst.Index) and literal(index.value) == path.key
+            by_given = isinstance(index, cst.Index) and any(dotted(index.value) == known for known, _fn, _v in path.given)
+            if path.given and not (exact or by_given):
+                continue  # any key (`loaders[cfg.phase]`): the path without given names takes it
+            if name is not None:
+                self._reach([name], self.index.enclosing_function(node), depth, out, path.calls,
+                            path.always and exact, False, UNKNOWN, path.given)
 
     @cached_property
     def _loops_over_displays(self) -> list[cst.For]:
         """Loops over a list or tuple display, or over a `.items()` / `.values()` call: where a
         loop may bind a name to each of several values."""
-        return [loop for loop in self.index.nodes(cst.For) if isinstance(loop.iter, (cst.List, cst.Tuple)) or (
+        return [loop for loop in self.index.nodes(cst.For) if _display_rows(loop.iter) is not None or (
             isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Attribute)
             and loop.iter.func.attr.value in ("items", "values") and not loop.iter.args)]
 
@@ -585,7 +628,7 @@ class Loops:
         # A loop over a display goes over the values written in it, not over their batches:
         # `for phase, loader in [("train", train_loader), ...]` binds loader (_unpacked_by_loops).
         return [loop for loop in self.index.nodes(kind) if self.in_sight(loop, path.name, path.scope)
-                and not isinstance(loop.iter, (cst.List, cst.Tuple))
+                and _display_rows(loop.iter) is None
                 and any(self._names(n, path) for n in self.index.walk(loop.iter))]
 
     def comprehensions_over(self, value: cst.BaseExpression) -> list[cst.CompFor]:
