@@ -166,9 +166,76 @@ def _os_import(ctx, value: str) -> list:
 
 def add_workers_fix(rule: Rule, call: cst.Call):
     """The TL101 fix: `num_workers` (or `dataloader_num_workers`, or where its value is written) set
-    to workers_to_set's count."""
+    to workers_to_set's count. None for a loader whose batches are made on the device: workers
+    would initialise CUDA in forked processes, which raises."""
+    if batches_made_on_device(rule.ctx, call):
+        return None
     value = workers_to_set(rule)
     return setting_fix(rule, call, "num_workers", value, Applicability.UNSAFE, *_os_import(rule.ctx, value))
+
+
+def batches_made_on_device(ctx, call: cst.Call) -> bool:
+    """The loader's batches come out of it on the device: its collate_fn, or its dataset's class
+    (`__getitem__`/`__iter__`, the methods of the class they call, or `__init__` storing the data
+    there), defined in this module, moves tensors to a device. Pinning such batches raises
+    (`cannot pin 'torch.cuda.FloatTensor'`), and so does CUDA in forked worker processes."""
+    cache = ctx.__dict__.setdefault("_device_batches", {})
+    if call not in cache:
+        cache[call] = _moves_in_loader(ctx, call)
+    return cache[call]
+
+
+_MOVES_TENSORS = "moves tensors to a device"
+
+
+def _moves_in_loader(ctx, call: cst.Call) -> bool:
+    arg = loader_arg(ctx, call, "collate_fn")
+    if arg is not None and not arg.star:
+        collate = _resolve_callable(ctx, arg.value)
+        if collate is not None and any(kind == _MOVES_TENSORS for _c, kind in heavy_work(ctx, collate, masks=False)):
+            return True
+    cls = _dataset_class(ctx, call)
+    if cls is None:
+        return False
+    for name in ("__init__", "__getitem__", "__iter__"):
+        method = _method_of(ctx, cls, name)
+        if method is not None and _moves_per_sample(ctx, cls, method, 2, ()):
+            return True
+    return False
+
+
+def _moves_per_sample(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, depth: int, seen: tuple) -> bool:
+    """fn, or a method of cls it calls (up to depth calls down), moves tensors to a device."""
+    if any(kind == _MOVES_TENSORS for _c, kind in heavy_work(ctx, fn.body, masks=False)):
+        return True
+    if depth == 0:
+        return False
+    for node in ctx.index.walk(fn.body):
+        func = node.func if isinstance(node, cst.Call) else None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            method = _method_of(ctx, cls, func.attr.value)
+            if method is not None and method is not fn and method not in seen \
+                    and _moves_per_sample(ctx, cls, method, depth - 1, (*seen, fn)):
+                return True
+    return False
+
+
+def _dataset_class(ctx, call: cst.Call) -> cst.ClassDef | None:
+    """The class of this module the loader's dataset is built from: `DataLoader(Images(...))`, or
+    through the name it is assigned to (`ds = Images(...)`)."""
+    first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
+    if first is None or first.star:
+        return None
+    value = first.value
+    if not isinstance(value, cst.Call):
+        name = ctx.dotted(value)
+        built = [a.value for a in ctx.index.nodes(cst.Assign) if isinstance(a.value, cst.Call)
+                 and any(ctx.dotted(t.target) == name for t in a.targets)] if name else []
+        if len(built) != 1:
+            return None
+        value = built[0]
+    class_name = ctx.dotted(value.func)
+    return next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == class_name), None)
 
 
 def _subject(ctx, call: cst.Call) -> str:
@@ -340,6 +407,20 @@ class DataLoaderRule(Rule):
         raise NotImplementedError
 
 
+# A dataset that hands out samples already on the device (its tensors moved in __getitem__, or
+# stored there by __init__): its loader's batches need no pinning, and workers would start CUDA.
+_ON_DEVICE = (
+    "import torch\nfrom torch.utils.data import DataLoader, Dataset\n"
+    "class OnDevice(Dataset):\n"
+    "    def __init__(self, x, y):\n        self.x, self.y = x, y\n"
+    "    def __getitem__(self, i):\n        return self.x[i].to('cuda'), self.y[i].to('cuda')\n"
+    "loader = DataLoader(OnDevice(X, Y), batch_size=64{options})\n"
+    "for xb, yb in loader:\n    loss = model(xb.to('cuda'), yb.to('cuda'))\n    loss.backward()\n    opt.step()\n"
+)
+_STORED_ON_DEVICE = _ON_DEVICE.replace("self.x, self.y = x, y", "self.x, self.y = x.cuda(), y.cuda()").replace(
+    "return self.x[i].to('cuda'), self.y[i].to('cuda')", "return self.x[i], self.y[i]")
+
+
 class DataLoaderNoWorkers(DataLoaderRule):
     code = "TL101"
     name = "dataloader-no-workers"
@@ -405,6 +486,10 @@ Unsafe: workers need a picklable dataset and collate function, and each worker h
 stream, so random augmentations differ from a run without workers. A value the file does not
 settle (a parameter, an option or field it cannot see once), `*args`, or `**options` whose keys
 the file does not show, is not a finding. A `0` passed by position is replaced where it stands.
+A loader whose batches its dataset or `collate_fn` (defined in this module) already puts on the
+device is reported with no fix: workers cannot start CUDA in forked processes, so those copies
+must move into the training loop first (TL106 does it for a `collate_fn`). TL106 and TL107 add
+workers the same way, under the same condition.
 """
     valid = [
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, num_workers=4)\n"),
@@ -463,6 +548,9 @@ the file does not show, is not a finding. A `0` passed by position is replaced w
         Valid(_CONFIG.format(default="0", more="").replace("cfg: Config", "cfg")),
     ]
     invalid = [
+        # Batches made on the device: reported, with no workers added (they cannot start CUDA).
+        Invalid(_ON_DEVICE.format(options=""), fixed=None, message="move those copies into the training loop"),
+        Invalid(_STORED_ON_DEVICE.format(options=""), fixed=None, message="move those copies into the training loop"),
         Invalid(
             "import os\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n",
             fixed="import os\nfrom torch.utils.data import DataLoader\n"
@@ -549,6 +637,12 @@ the file does not show, is not a finding. A `0` passed by position is replaced w
         ctx = self.ctx
         workers = workers_value(ctx, call)
         if workers != 0 or isinstance(workers, bool):
+            return
+        if batches_made_on_device(ctx, call):
+            # Workers cannot start CUDA: the copies must leave the dataset or collate_fn first.
+            self.report(call, f"{_subject(ctx, call)} loads batches in the training process, and its dataset or "
+                              "collate_fn puts them on the device, which workers cannot do; move those copies into "
+                              "the training loop, then set `num_workers`")
             return
         self.report(
             call,
@@ -744,6 +838,11 @@ not with `use_cpu=True`. A training loader an accelerate `Accelerator` prepares 
 it runs on the CPU (`cpu=True`) or places nothing (`device_placement=False`); the message adds
 `DataLoaderConfiguration(non_blocking=True)`, without which accelerate's copies still block.
 
+Not a loader whose batches come out of it on the device: its `collate_fn`, or its dataset's class
+in this module (`__getitem__`, `__iter__`, the methods they call, or `__init__` storing the data
+there), moves tensors to a device. There is no pageable copy to speed up, and pinning CUDA tensors
+raises.
+
 A setting written as a name is read as TL101 describes: `pin_memory=PIN` with `PIN = False`,
 `pin_memory=cfg.pin_memory` whose field defaults to False, `pin_memory=args.pin_memory` whose
 option is off by default (`default=False`, or a `store_true` switch, and no `set_defaults` turns
@@ -813,6 +912,9 @@ position is replaced where it stands.
         Valid("from torch.utils.data import DataLoader, SequentialSampler as InOrder\ndef fit(dl):\n"
               "    for x in dl:\n        model(x.cuda()).backward()\n        opt.step()\n"
               "score_loader = DataLoader(ds, num_workers=2, sampler=InOrder(ds))\n"),
+        # Batches the dataset already puts on the device: nothing to pin (pinning them raises).
+        Valid(_ON_DEVICE.format(options=", num_workers=0")),
+        Valid(_STORED_ON_DEVICE.format(options="")),
         # Decided per loader: `b`'s batches never leave the CPU; `c` is never iterated, and the only
         # copy in the hot loop is of another loader's batches.
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
@@ -955,6 +1057,8 @@ position is replaced where it stands.
         if setting_value(ctx, call, "pin_memory", False) is not False:
             return
         accelerators, name = None, loader_name(ctx, call)
+        if batches_made_on_device(ctx, call):
+            return  # already on the device: nothing to pin (pinning them raises)
         if builds_trainer_loader(ctx, call):
             # The Trainer pins by default: only a written-out False, for a run on an accelerator.
             if arg is None or configured_for_cpu(call):
