@@ -20,7 +20,7 @@ from trainlint.analysis.imports import after_imports, insert_stdlib_import
 from trainlint.analysis.settings import Source
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
-from trainlint.rule import Invalid, Option, Rule, Valid
+from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid
 
 DATALOADERS = (
     "torch.utils.data.DataLoader",
@@ -549,8 +549,8 @@ workers the same way, under the same condition.
     ]
     invalid = [
         # Batches made on the device: reported, with no workers added (they cannot start CUDA).
-        Invalid(_ON_DEVICE.format(options=""), fixed=None, message="move those copies into the training loop"),
-        Invalid(_STORED_ON_DEVICE.format(options=""), fixed=None, message="move those copies into the training loop"),
+        Invalid(_ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
+        Invalid(_STORED_ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
         Invalid(
             "import os\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n",
             fixed="import os\nfrom torch.utils.data import DataLoader\n"
@@ -1947,8 +1947,9 @@ Unsafe. Device moves in `collate_fn` (to a string or module-level device) are ta
 done where the batches arrive instead, through a small helper the fix adds (`_trainlint_to_device`,
 which moves every tensor of a nested batch): first thing in every loop over the loader (evaluation
 loops too, and a function's loop that other loaders go through), right after each `next(it)` draw.
-When the loader also goes where its loops are not seen (another module's function, a
-comprehension, a one-off draw), no fix: some batches would stay on the CPU. Otherwise, when the
+The loops of every loader built with that `collate_fn` get the move. When one of them also goes
+where its loops are not seen (another module's function, a comprehension, a one-off draw), or
+the module uses the function in another way too, no fix: some batches would stay on the CPU. Otherwise, when the
 loader runs in the main process, the fix adds workers, as TL101. Moving tokenizing and decoding
 offline is left to you.
 """
@@ -1971,7 +1972,7 @@ offline is left to you.
         Invalid(_MOVES, fixed=_MOVES_FIXED),
         # A loop written on one line: reported, no fix (it once escaped as an internal error).
         Invalid(_MOVES.replace(_MOVES_LOOP, "for x, y in loader: loss = model(x, y); loss.backward(); opt.step()\n"),
-                fixed=None),
+                fixed=NO_FIX),
         # Every loop over the loader gets the move, an evaluation loop too (its batches would stay
         # on the CPU); the batch of `enumerate` is the target's second part; a loop of another
         # function over another loader of the same name is left alone.
@@ -1991,10 +1992,20 @@ offline is left to you.
         # Handed to another module's function, or gone over by a comprehension, the loader has
         # loops this file does not show: reported, no fix.
         Invalid(_MOVES.replace(_MOVES_LOOP, "from utils import evaluate\n" + _MOVES_LOOP + "evaluate(model, loader)\n"),
-                fixed=None),
-        Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "print([model(x, y) for x, y in loader])\n"), fixed=None),
+                fixed=NO_FIX),
+        Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "print([model(x, y) for x, y in loader])\n"), fixed=NO_FIX),
+        # One collate_fn for two loaders: both loaders' loops get the move; not when one of them
+        # goes where its loops are not seen, nor when the module uses the function elsewhere too.
+        Invalid(_MOVES.replace(_MOVES_LOOP, "val_loader = DataLoader(vs, collate_fn=collate)\n" + _MOVES_LOOP
+                               + "for x, y in val_loader:\n    print(model(x, y))\n"),
+                fixed=_MOVES_FIXED.replace(_MOVES_LOOP_FIXED, "val_loader = DataLoader(vs, collate_fn=collate)\n"
+                                           + _MOVES_LOOP_FIXED + "for x, y in val_loader:\n"
+                                           "    x, y = _trainlint_to_device((x, y), device)\n    print(model(x, y))\n")),
+        Invalid(_MOVES.replace(_MOVES_LOOP, "val_loader = DataLoader(vs, collate_fn=collate)\n" + _MOVES_LOOP
+                               + "print([model(x, y) for x, y in val_loader])\n"), fixed=NO_FIX),
+        Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "x, y = collate(samples)\n"), fixed=NO_FIX),
         # A one-off draw outside a loop (a sample batch for shapes) would stay on the CPU.
-        Invalid(_MOVES.replace(_MOVES_LOOP, "it = iter(loader)\nsample = next(it)\n" + _MOVES_LOOP), fixed=None),
+        Invalid(_MOVES.replace(_MOVES_LOOP, "it = iter(loader)\nsample = next(it)\n" + _MOVES_LOOP), fixed=NO_FIX),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -2065,8 +2076,13 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
         if isinstance(root, cst.Name) and root.value in local or not isinstance(root, (cst.Name, cst.SimpleString)):
             return None
         devices.add(ctx.code(device))
-    batches = loader_batches(ctx, loader, shared=True)
-    if len(devices) != 1 or not batches or _leaves_sight(ctx, loader):
+    # Every loader built with this collate_fn loses its moves: all of their batches must be seen.
+    users = _collate_users(ctx, collate)
+    if loader not in users:
+        return None
+    batches = [found for user in users for found in loader_batches(ctx, user, shared=True)]
+    batches = list(dict.fromkeys(batches))  # a shared function's loop, once
+    if len(devices) != 1 or not batches or any(_leaves_sight(ctx, user) for user in users):
         return None
     device = devices.pop()
     replacements = [(call, call.func.value) for call in moves]
@@ -2094,6 +2110,24 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
         replacements.append(helper)
     return rule.fix(Applicability.UNSAFE, f"Move batches to {device} in the training loop, not in collate_fn",
                     *replacements)
+
+
+def _collate_users(ctx, collate: cst.CSTNode) -> list[cst.Call]:
+    """The loaders whose collate_fn is the definition collate; [] when the module names it
+    anywhere else too (called directly, wrapped, stored): its other uses would lose the moves."""
+    users, uses = [], []
+    for call in ctx.index.nodes(cst.Call):
+        arg = loader_arg(ctx, call, "collate_fn") if is_loader(ctx, call) else None
+        if arg is not None and not arg.star and _resolve_callable(ctx, arg.value) is collate:
+            users.append(call)
+            uses += [id(n) for n in ctx.index.walk(arg.value) if isinstance(n, cst.Name)]
+    name = collate.name.value if isinstance(collate, cst.FunctionDef) else None
+    if isinstance(collate, cst.FunctionDef) and collate.name.value == "__call__":
+        name = ctx.index.enclosing_class(collate).name.value
+    if name is not None and any(n.value == name and id(n) not in uses for n in ctx.index.nodes(cst.Name)
+                                if not isinstance(ctx.parent(n), (cst.FunctionDef, cst.ClassDef))):
+        return []
+    return users
 
 
 def _leaves_sight(ctx, loader: cst.Call) -> bool:

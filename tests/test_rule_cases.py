@@ -7,7 +7,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.engine import ActiveRule, lint_text
 from trainlint.fixer import fix_text
 from trainlint.registry import all_rules
-from trainlint.rule import Invalid, Valid
+from trainlint.rule import NO_FIX, Invalid, Valid
 
 
 def _cases(kind):
@@ -41,8 +41,11 @@ def test_invalid(rule, case: Invalid):
     assert found, f"{rule.code} did not fire on:\n{case.code}"
     if case.message:
         assert any(case.message in d.message for d in found)
-    fixed = fix_text(case.code, "case.py", rules, settings, unsafe_fixes=True).text
-    if case.fixed is not None:
+    outcome = fix_text(case.code, "case.py", rules, settings, unsafe_fixes=True)
+    fixed = outcome.text
+    if case.fixed == NO_FIX:
+        assert not [d for d in outcome.applied if d.code == rule.code], fixed
+    elif case.fixed is not None:
         assert fixed == case.fixed
         # Idempotent: fixing the fixed text changes nothing more.
         assert fix_text(fixed, "case.py", rules, settings, unsafe_fixes=True).text == fixed

@@ -37,10 +37,16 @@ class Valid:
     settings: dict = field(default_factory=dict)  # Settings fields for this case, e.g. {"target_gpu": "ampere"}
 
 
+# Invalid.fixed for a case whose findings must carry no fix that gets written (checked).
+NO_FIX = "<no fix>"
+
+
 @dataclass(frozen=True)
 class Invalid:
     code: str
-    fixed: str | None = None  # expected text after applying fixes (None: no fix expected)
+    # Expected text after applying fixes; NO_FIX: none of the rule's fixes is written; None: the
+    # fix is not checked.
+    fixed: str | None = None
     options: dict = field(default_factory=dict)
     message: str | None = None  # a substring the message must contain
     settings: dict = field(default_factory=dict)  # Settings fields for this case, e.g. {"target_gpu": "ampere"}
