@@ -1721,7 +1721,10 @@ loader = DataLoader(ds, batch_size=64, shuffle=True, drop_last=True)
 
 ## Fix safety
 Unsafe: up to `batch_size - 1` samples per epoch are skipped (a different subset each epoch).
-A `drop_last` passed by position is replaced where it stands.
+A `drop_last` passed by position is replaced where it stands. A loader built by a comprehension
+(`{x: DataLoader(sets[x], shuffle=True) for x in ["train", "val"]}`) stands for the evaluation
+loaders too: reported with no fix, the message showing the per-key setting (`drop_last=x ==
+"train"`).
 """
     valid = [
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
@@ -1761,6 +1764,14 @@ A `drop_last` passed by position is replaced where it stands.
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
         Invalid(_SHARED_EPOCH.format(a="", b=""), fixed=_SHARED_EPOCH.format(a=", drop_last=True", b="")),
         Invalid(_SHARED_EPOCH_GUARD.format(a="", b=""), fixed=_SHARED_EPOCH_GUARD.format(a=", drop_last=True", b="")),
+        # PyTorch's fine-tuning tutorial: one call builds the "train" and the "val" loader; the
+        # validation loader must keep its last batch (its loss is divided by the dataset's size).
+        Invalid("from torch.utils.data import DataLoader\n"
+                "loaders = {x: DataLoader(sets[x], shuffle=True) for x in ['train', 'val']}\n"
+                "for epoch in range(3):\n    for phase in ['train', 'val']:\n        for x, y in loaders[phase]:\n"
+                "            loss = model(x, y)\n            if phase == 'train':\n"
+                "                loss.backward()\n                opt.step()\n",
+                fixed=NO_FIX, message='`drop_last=x == "train"`'),
         # Shuffling and keeping the last batch by a configuration's defaults: the default is fixed.
         Invalid("from torch.utils.data import DataLoader\nclass Args:\n    shuffle = True\n    drop_last = False\n"
                 "DataLoader(ds, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",
@@ -1796,9 +1807,28 @@ A `drop_last` passed by position is replaced where it stands.
             return
         if setting_value(ctx, call, "drop_last", False) is not False:
             return
-        self.report(call, setting_advice(ctx, call, "drop_last", "True",
-                                         "The last batch of each epoch is smaller (new shapes, a noisy step)"),
+        problem = "The last batch of each epoch is smaller (new shapes, a noisy step)"
+        per_key = _comprehension_key(ctx, call)
+        if per_key is not None:
+            # One call builds the evaluation loaders too (`{x: DataLoader(...) for x in ["train",
+            # "val"]}`): dropping their last batch would drop evaluation samples.
+            self.report(call, f"{problem}; set `drop_last` for the training loader only, as in "
+                              f"`drop_last={per_key} == \"train\"`, as this call builds every `{per_key}`'s loader")
+            return
+        self.report(call, setting_advice(ctx, call, "drop_last", "True", problem),
                     setting_fix(self, call, "drop_last", "True", Applicability.UNSAFE))
+
+
+def _comprehension_key(ctx, call: cst.Call) -> str | None:
+    """The name a comprehension binds when call is its element and builds one loader per value
+    of it (`{x: DataLoader(sets[x], ...) for x in ["train", "val"]}`: "x"), else None."""
+    comp = ctx.parent(call)
+    if not isinstance(comp, (cst.DictComp, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return None
+    if (comp.value if isinstance(comp, cst.DictComp) else comp.elt) is not call:
+        return None
+    target = comp.for_in.target
+    return target.value if isinstance(target, cst.Name) else None
 
 
 # -- heavy per-sample work -------------------------------------------------------------------
