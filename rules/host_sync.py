@@ -224,6 +224,9 @@ def _with_total(code: str, init: str = "total = 0.0") -> str:
     return code.replace("import torch\n", f"import torch\n{init}\n", 1)
 
 
+_BF16_TOTAL = "model = model.to(torch.bfloat16)\ntotal = 0.0"
+
+
 # The BERT-era loop: the running loss is kept, logged as a difference at the interval and returned.
 _RUN_GLUE = """import torch
 def train(loader):
@@ -333,7 +336,9 @@ Unsafe: `total += loss.item()` (or `float(loss)`) becomes `total += loss.detach(
 becomes a tensor and its conversion moves to where it is read: every read of `total` (formatted,
 logged, compared, stored, returned or passed on) becomes `float(total)`, the number it was, so
 nothing downstream sees a tensor (`logging_loss = float(tr_loss)`, `return float(total) / n`).
-The sum is kept in the loss's dtype (float32) rather than a Python float. There is no fix when a
+The sum is kept in float32 on the device rather than a Python float; in a file that trains in
+lower precision (autocast, a half or bfloat16 model) the fix writes `loss.detach().float()`, as
+a bfloat16 sum loses most of its value over an epoch. There is no fix when a
 read would still sync on every step: `total` is read per step (a running average in the progress
 bar); or when a read cannot be seen or converted: it is an attribute or an item
 (`self.total`, `stats["n"]`: read elsewhere) or not initialised with a number literal
@@ -365,6 +370,10 @@ the name, and not at all when the name is read anywhere else (the read would be 
         # The reads of the accumulator are converted where they are: it prints a number, not `tensor(...)`.
         Invalid(_with_total(in_training_loop("total += loss.item()")) + "print('mean', total / 100)\n",
                 fixed=_with_total(in_training_loop("total += loss.detach()")) + "print('mean', float(total) / 100)\n"),
+        # Training in bfloat16: the sum is kept in float32.
+        Invalid(_with_total(in_training_loop("total += loss.item()"), _BF16_TOTAL) + "print('mean', total / 100)\n",
+                fixed=_with_total(in_training_loop("total += loss.detach().float()"), _BF16_TOTAL)
+                + "print('mean', float(total) / 100)\n"),
         Invalid(in_training_loop("losses.append(loss.item())")),
         Invalid(in_training_loop("preds = model(x).argmax(-1).cpu().numpy()")),
         Invalid(_with_total(in_training_loop("running += float(loss)\nif step % 10 == 0:\n"
@@ -431,9 +440,15 @@ the name, and not at all when the name is read anywhere else (the read would be 
         parent = ctx.parent(node)
         if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.AddAssign) and parent.value is node:
             detached = target if _is_detach(target) else cst.Call(func=cst.Attribute(value=target, attr=cst.Name("detach")))
+            floating = what == "`float()`" or _floating_tensor(target)
+            if floating and ctx.precision.lowers_precision:
+                # A bfloat16 loss summed in its own dtype loses the sum (8 bits of mantissa: 2000
+                # steps of ~2.3 average to 0.5); float32 keeps it, and costs nothing on a float32
+                # loss. Not for counts (`n_tokens += mask.sum().item()`): float32 rounds past 2**24.
+                detached = cst.Call(func=cst.Attribute(value=detached, attr=cst.Name("float")))
             # `total += int(x)` truncates every value: accumulating the tensor would not.
             if what != "`int()`":
-                fix = _accumulate_fix(self, parent, detached, floating=what == "`float()`" or _floating_tensor(target))
+                fix = _accumulate_fix(self, parent, detached, floating=floating)
             advice = f"accumulate with `{ctx.code(parent.target)} += {ctx.code(detached)}` and convert once at the logging interval"
         else:
             logging = framework_logging(ctx, node)
