@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 import libcst as cst
 
@@ -14,7 +15,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.layout import one_arg_per_line
 from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
 
-from .host_sync import step_counter
+from .host_sync import _has_flow_or_step, step_counter
 
 HELPER = "_trainlint_async_save"
 # The one copy of the code the fix adds to a module. It snapshots every tensor to the CPU before
@@ -84,6 +85,15 @@ _NOT_A_MODEL = re.compile(r"(token|processor|config|feature_extractor|image_proc
 _RANK_TEST = re.compile(r"(rank|is_main|main_process|is_master|master_process|world_process_zero|is_global_zero)",
                         re.IGNORECASE)
 _LOADS = frozenset({"from_pretrained", "load_state", "load_checkpoint"})
+# Where each save takes the file or folder it writes: (position, keyword).
+_PATH_ARGUMENT = {"torch.save": (1, "f"), "save_pretrained": (0, "save_directory"),
+                  "accelerator.save_state": (0, "output_dir"), "fabric.save": (0, "path"),
+                  "trainer.save_checkpoint": (0, "filepath")}
+# Methods that only show a path (a log line): they neither read nor move the file.
+_SHOWS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print"})
+# At most this many statements after a per-step save move under its interval with it (the uses
+# of its file).
+_MAX_MOVED_USERS = 3
 
 def _is_zero_test(ctx, test: cst.BaseExpression, operator: type) -> bool:
     """`x % n == 0` (operator cst.Equal) or `x % n != 0` (cst.NotEqual)."""
@@ -105,6 +115,21 @@ def _counter(ctx, node: cst.CSTNode) -> str | None:
             and dotted(loop.iter.func) == "range":
         return loop.target.value
     return step_counter(ctx, node)
+
+
+# Rule cases that are reported and left as they are.
+# A per-step save, then other work, then a replace of the file it wrote.
+_REPLACE_AFTER_WORK = in_training_loop("torch.save(model.state_dict(), 'ckpt.pt.tmp')\nlog(loss)\n"
+                                       "os.replace('ckpt.pt.tmp', 'ckpt.pt')")
+# PyTorch's ImageNet example's helper, called every N steps.
+_IMAGENET = ("import shutil\nimport torch\ndef save_checkpoint(state, is_best, filename='checkpoint.pth.tar'):\n"
+             "    torch.save(state, filename)\n    if is_best:\n"
+             "        shutil.copyfile(filename, 'model_best.pth.tar')\n"
+             + in_training_loop("if step % args.save_freq == 0:\n"
+                                "    save_checkpoint({'model': model.state_dict()}, is_best)").partition("\n")[2])
+# A per-step save into a file a `with` opens, which does more than the save.
+_WITH_MORE = in_training_loop("with open('ckpt.pt', 'wb') as f:\n    torch.save(model.state_dict(), f)\n"
+                              "    os.fsync(f.fileno())")
 
 
 class BlockingCheckpointInLoop(Rule):
@@ -161,14 +186,29 @@ with the script's own save interval if it has one (that of another save in the s
 as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`), else the
 `save-every` option (in a framework's hook, under its step counter: `trainer.global_step`,
 `state.global_step`): fewer checkpoints, so the last steps before a crash or the end are not
-saved. A save that already runs every N steps (also in the `else:` of `if step % n:`) keeps its
+saved. The guard goes around a `with` that holds only the save (`with open(path, "wb") as f:
+torch.save(state, f)`: inside it, the file would still be created, empty, on every step); a save
+inside a `with` that holds more and binds a name the save reads (`as f`) is not fixed. A save that
+already runs every N steps (also in the `else:` of `if step % n:`) keeps its
 guard and is only made asynchronous. Whole modules or
 optimizers passed to `torch.save`, and saves into file objects, are still saved blocking.
 Tensors that shared storage are written as separate copies. `accelerator.save_state`,
 `fabric.save` and `trainer.save_checkpoint` (which may gather across ranks) are only moved under
 an interval, never made asynchronous (for Lightning the message names its `AsyncCheckpointIO`
 plugin, a change to how the Trainer is built); no asynchronous fix is offered when the module reads checkpoints back after the
-loop.
+loop, nor when a call after the save is handed the path it writes, which it may read, copy,
+move or upload before the background write is done: the same expression or the same name as the
+save's file (or folder) argument, anywhere in an argument or as the object of a method
+(`os.replace(tmp, path)`, `shutil.copyfile(filename, best)`, `tmp.rename(path)`,
+`upload(str(path))`), later in the
+save's function or, for a save in a function of the module, in its callers after the call (a
+parameter followed to the argument passed for it). Print and log calls, other saves
+(`tokenizer.save_pretrained(out)`, a call of the module's own save function) and `os.makedirs`
+or `mkdir` do not count; a path built from it elsewhere
+(`os.path.join(out, "x")` outside a save) does. A per-step save whose file is used that way is
+moved under the interval together with the statements right after it that use the file (up to
+three: `if step % 1000 == 0:` around `torch.save(state, tmp)` and `os.replace(tmp, path)`), or
+not fixed when such a use on every step is elsewhere.
 """
     valid = [
         Valid(in_training_loop("pass") + "torch.save(model.state_dict(), 'final.pt')\n"),
@@ -266,6 +306,45 @@ loop.
         # The checkpoint is read back after the loop: an asynchronous write could race it.
         Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'best.pt')")
                 + "model.load_state_dict(torch.load('best.pt'))\n", fixed=None),
+        # The atomic-write idiom: the next line moves the file the save wrote, so the save is not made
+        # asynchronous (the file would not exist yet), and the line goes under the interval with it
+        # (alone there, the save would leave the replace without its file on the other steps).
+        Invalid(in_training_loop("torch.save(model.state_dict(), 'ckpt.pt.tmp')\nos.replace('ckpt.pt.tmp', 'ckpt.pt')")
+                .replace("import torch\n", "import os\nimport torch\n"),
+                fixed=in_training_loop("if step % 1000 == 0:\n    torch.save(model.state_dict(), 'ckpt.pt.tmp')\n"
+                                       "    os.replace('ckpt.pt.tmp', 'ckpt.pt')")
+                .replace("import torch\n", "import os\nimport torch\n"),
+                message="every training step"),
+        # ... and when another statement runs between them: not fixed.
+        Invalid(_REPLACE_AFTER_WORK, fixed=_REPLACE_AFTER_WORK),
+        # PyTorch's ImageNet example: the helper copies the file it has just saved, so it stays blocking;
+        # run every N steps, there is nothing else to fix.
+        Invalid(_IMAGENET, fixed=_IMAGENET, message="save_checkpoint"),
+        # The caller uploads the file the helper saved, the path passed through its parameter: moved
+        # under the interval with the save, not made asynchronous.
+        Invalid("import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
+                + in_training_loop("path = f'ckpt-{step}.pt'\nsave_ckpt(path)\nupload(path)").partition("\n")[2],
+                fixed="import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
+                + in_training_loop("path = f'ckpt-{step}.pt'\nif step % 1000 == 0:\n    save_ckpt(path)\n"
+                                   "    upload(path)").partition("\n")[2],
+                message="save_ckpt"),
+        # Later calls that only print the path or are handed other values: still made asynchronous.
+        Invalid(in_training_loop("if step % 500 == 0:\n    torch.save(model.state_dict(), path)\n"
+                                 "    print(f'saved {path}')\n    evaluate(model, val_loader)"),
+                fixed=_fixed(in_training_loop("if step % 500 == 0:\n"
+                                              "    _trainlint_async_save(torch.save, model.state_dict(), path)\n"
+                                              "    print(f'saved {path}')\n    evaluate(model, val_loader)")),
+                message="under `step % 500 == 0`"),
+        # A save into the file a `with` opens for it: the guard goes around the `with` (inside it, an
+        # empty file would still be created on every step).
+        Invalid(in_training_loop("with open(f'ckpt-{step}.pt', 'wb') as f:\n"
+                                 "    torch.save({'model': model.state_dict()}, f)"),
+                fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    with open(f'ckpt-{step}.pt', 'wb') as f:\n"
+                                              "        _trainlint_async_save(torch.save, "
+                                              "{'model': model.state_dict()}, f)")),
+                message="every training step"),
+        # ... not fixed when the `with` does more than the save.
+        Invalid(_WITH_MORE, fixed=_WITH_MORE),
     ]
 
     # -- finding the saves -------------------------------------------------------------
@@ -324,6 +403,9 @@ loop.
     def visit_Module(self, node: cst.Module) -> None:
         ctx = self.ctx
         saves, helpers = self._analyse()
+        self._helpers = helpers  # a call of one is another save, not a use of the file (_not_a_reader)
+        self._uses_of: dict[cst.Call, list[cst.Call]] = {}  # save -> the calls that use its file (_path_uses)
+        self._bound_in: dict[cst.FunctionDef, set[str]] = {}  # fn -> its parameters and the names it binds
         helper_fns = {fn for name in helpers for fn in ctx.loops.functions[name]}
         sites: list[tuple[cst.Call, list[cst.Call], str | None]] = []
         for call in saves:
@@ -499,9 +581,11 @@ loop.
 
     def _fix(self, site: cst.Call, inner: list[cst.Call], kind: str, interval: str | None):
         ctx = self.ctx
-        stmt = ctx.index.enclosing(site, cst.SimpleStatementLine)
+        stmt = self._statement_to_guard(site)
         guarded = kind == "per-step" and stmt is not None
-        asyncs = None if self._reads_back(site) else \
+        # A call after the save that is handed the file it writes would find it missing or partial.
+        uses = [use for s in inner for use in self._path_uses(s)]
+        asyncs = None if uses or self._reads_back(site) else \
             [self._async_call(s, guarded and ctx.index.contains(stmt, s)) for s in inner]
         if asyncs is not None and any(a is None for a in asyncs):
             asyncs = None
@@ -514,6 +598,9 @@ loop.
         counter = _counter(ctx, site)  # None outside a hot loop's body or a framework's step hook
         if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock):
             return None
+        moved = self._with_users(site, stmt, uses)
+        if moved is None:
+            return None
         reps = []
         new_stmt = stmt
         for old, new in zip(inner, asyncs or ()):
@@ -523,11 +610,16 @@ loop.
                 reps.append((old, new))
         guarded = cst.If(
             test=cst.parse_expression(f"{counter} % {interval} == 0"),
-            body=cst.IndentedBlock(body=[new_stmt.with_changes(leading_lines=[])]),
+            body=cst.IndentedBlock(body=[new_stmt.with_changes(leading_lines=[]), *moved]),
             leading_lines=stmt.leading_lines,
         )
         reps.append((stmt, guarded))
+        reps += [(s, "") for s in moved]  # each moved into the guard, removed where it stood
         message = f"Save every `{interval}` steps (`if {counter} % {interval} == 0:`)"
+        if moved:
+            lines = "the next line, which uses" if len(moved) == 1 else f"the next {len(moved)} lines, which use"
+            message = f"Save, and {lines} the file it writes, every `{interval}` steps " \
+                      f"(`if {counter} % {interval} == 0:`)"
         if asyncs is None:
             return self.fix(Applicability.UNSAFE, message, *reps)
         return self._with_helper(reps, message + ", from a CPU snapshot in a background thread")
@@ -584,3 +676,177 @@ loop.
             if qn == "torch.load" or attr in _LOADS or (attr == "load" and "fabric" in (dotted(call.func) or "")):
                 return True
         return False
+
+    # -- what the code does with the file after the save ----------------------------------
+
+    def _statement_to_guard(self, site: cst.Call) -> cst.BaseStatement | None:
+        """The statement an interval guard goes around: the one holding site, or the `with` whose
+        body is only that statement (`with open(path, "wb") as f: torch.save(state, f)`: a guard
+        inside it would still create, and leave empty, a file every step). None when the guard
+        could only go inside a `with` that binds a name the save reads and holds more than the save."""
+        ctx = self.ctx
+        stmt = ctx.index.enclosing(site, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+        while stmt is not None:
+            block = ctx.parent(stmt)
+            if isinstance(stmt, cst.SimpleStatementSuite):  # `with ... as f: torch.save(state, f)` on one line
+                if not isinstance(block, cst.With) or len(stmt.body) != 1:
+                    return None
+                stmt = block
+            elif isinstance(block, cst.IndentedBlock) and isinstance(ctx.parent(block), cst.With) \
+                    and len(block.body) == 1:
+                stmt = ctx.parent(block)
+            else:
+                break
+        if stmt is None:
+            return None
+        read = {n.value for n in ctx.index.walk(site) if isinstance(n, cst.Name)}
+        loop = ctx.loops.hot_loop_of(site)
+        for anc in ctx.index.ancestors(stmt):
+            if anc is loop or isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                break
+            if isinstance(anc, cst.With) and any(
+                    item.asname is not None and read & {n.value for n in ctx.index.walk(item.asname.name)
+                                                        if isinstance(n, cst.Name)} for item in anc.items):
+                return None
+        return stmt
+
+    def _with_users(self, site: cst.Call, stmt: cst.BaseStatement, uses: list[cst.Call]) -> list | None:
+        """The statements right after stmt that use the file it saves, which go under the interval
+        with it (`torch.save(state, tmp)` then `os.replace(tmp, path)`: alone under the guard, the
+        save would leave the replace without its file on the other steps); None when a use that
+        runs on every step is not among the next few statements of stmt's block, or one of those
+        leaves the block or steps."""
+        ctx = self.ctx
+        loop = ctx.loops.hot_loop_of(site)
+        fn = ctx.index.enclosing_function(site)
+        block = ctx.parent(stmt)
+        body = list(block.body)
+        start = next(i for i, s in enumerate(body) if s is stmt)
+        end = start
+        held = set()
+        for use in uses:
+            # Only the uses that run on every step now: those after the loop see an older file.
+            if ctx.index.enclosing_function(use) is not fn or ctx.index.contains(stmt, use) \
+                    or (loop is not None and not ctx.index.contains(loop, use)):
+                continue
+            at = next((i for i, s in enumerate(body) if ctx.index.contains(s, use)), None)
+            if at is None or at < start:
+                return None
+            held.add(at)
+            end = max(end, at)
+        if end - start > _MAX_MOVED_USERS:
+            return None
+        moved = body[start + 1:end + 1]
+        # Each statement that moves uses the file: none is unrelated work.
+        if any(i not in held or _has_flow_or_step(ctx, s) for i, s in enumerate(moved, start + 1)):
+            return None
+        return moved
+
+    def _written_path(self, save: cst.Call) -> cst.BaseExpression | None:
+        """The file (or folder) a save writes, as its call passes it."""
+        where = _PATH_ARGUMENT.get(self._save_kind(save))
+        if where is None:
+            return None
+        arg = self.ctx.keyword(save, where[1]) or self.ctx.positional(save, where[0])
+        return arg.value if arg is not None else None
+
+    def _path_uses(self, save: cst.Call) -> list[cst.Call]:
+        """The calls that are handed the path a save writes after the save: in its function, and in
+        the callers of that function after each call of it, the path followed through the
+        function's parameters."""
+        if save not in self._uses_of:  # a helper's saves are asked for each of its call sites
+            path = self._written_path(save)
+            self._uses_of[save] = self._uses_after(save, [path], set()) if path is not None else []
+        return self._uses_of[save]
+
+    def _uses_after(self, call: cst.Call, paths: list[cst.BaseExpression], seen: set) -> list[cst.Call]:
+        ctx = self.ctx
+        fn = ctx.index.enclosing_function(call)
+        order = self._call_order
+        texts = {ctx.code(p) for p in paths}
+        kinds = tuple({type(p) for p in paths})
+        out = [c for c in self._calls_in.get(fn, ()) if order[c] > order[call] and not ctx.index.contains(call, c)
+               and self._hands_path(c, texts, kinds)]
+        key = (fn, frozenset(texts))
+        if fn is None or key in seen or len(ctx.loops.functions.get(fn.name.value, ())) != 1:
+            return out
+        seen.add(key)
+        for caller in ctx.loops.calls_by_name.get(fn.name.value, ()):
+            outer = self._through_parameters(fn, caller, paths)
+            if outer:
+                out += self._uses_after(caller, outer, seen)
+        return out
+
+    @cached_property
+    def _call_order(self) -> dict[cst.Call, int]:
+        return {c: i for i, c in enumerate(self.ctx.index.nodes(cst.Call))}  # document order
+
+    @cached_property
+    def _calls_in(self) -> dict[cst.FunctionDef | None, list[cst.Call]]:
+        """The calls of each function (None: the module's own code), in document order."""
+        out: dict = {}
+        for c in self.ctx.index.nodes(cst.Call):
+            out.setdefault(self.ctx.index.enclosing_function(c), []).append(c)
+        return out
+
+    def _hands_path(self, call: cst.Call, texts: set[str], kinds: tuple[type, ...]) -> bool:
+        """call is handed one of the paths (anywhere in an argument, or as the object whose method
+        it is: `tmp.rename(path)`) and may read or move the file: it is not a save, nor a print or
+        a log line, nor inside one (`print(f"saved {str(path)}")`, `torch.save(opt,
+        os.path.join(out, "opt.pt"))`)."""
+        ctx = self.ctx
+        if self._not_a_reader(call):
+            return False
+        for node in ctx.index.ancestors(call):
+            if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                break
+            if isinstance(node, cst.Call) and self._not_a_reader(node):
+                return False
+        given = [a.value for a in call.args]
+        if isinstance(call.func, cst.Attribute):
+            given.append(call.func.value)
+        return any(ctx.code(n) in texts for value in given for n in ctx.index.walk(value) if isinstance(n, kinds))
+
+    def _not_a_reader(self, call: cst.Call) -> bool:
+        """A save (the module's own save functions too), a print or log line, or a call that makes
+        a folder: none reads the file."""
+        func = call.func
+        name = func.value if isinstance(func, cst.Name) else \
+            func.attr.value if isinstance(func, cst.Attribute) else None
+        return name in (HELPER, "save_pretrained", "print", "makedirs", "mkdir") \
+            or self._save_kind(call) is not None or self.ctx.loops.local_callee_name(call) in self._helpers \
+            or (isinstance(func, cst.Attribute) and name in _SHOWS)
+
+    def _through_parameters(self, fn: cst.FunctionDef, call: cst.Call,
+                            paths: list[cst.BaseExpression]) -> list[cst.BaseExpression]:
+        """paths, written in fn, as the caller of `call` writes them: a parameter is the argument
+        the call passes for it (or its default); an expression of names fn does not bind (a
+        module's constant, a literal, `self.out` from a method of the same object) is the same
+        text there; one of fn's own names cannot be followed."""
+        ctx = self.ctx
+        params = [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]
+        names = {p.name.value for p in params}
+        for star in (fn.params.star_arg, fn.params.star_kwarg):
+            if isinstance(star, cst.Param):
+                names.add(star.name.value)
+        if fn not in self._bound_in:
+            self._bound_in[fn] = names | bound_names(fn.body)
+        own = set(self._bound_in[fn])
+        receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls") and params \
+                and params[0].name.value == receiver.value:
+            own.discard(receiver.value)  # the caller's self is fn's
+        passed = dict(ctx.loops.bind_params(fn.name.value, call))
+        out = []
+        for path in paths:
+            if isinstance(path, cst.Name) and path.value in names:
+                arg = passed.get(path.value)
+                default = next((p.default for p in params if p.name.value == path.value), None)
+                if arg is not None or default is not None:
+                    out.append(arg.value if arg is not None else default)
+                continue
+            free = {n.value for n in ctx.index.walk(path) if isinstance(n, cst.Name)
+                    and not (isinstance(ctx.parent(n), cst.Attribute) and ctx.parent(n).attr is n)}
+            if not free & own:
+                out.append(path)
+        return out

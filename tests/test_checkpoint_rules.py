@@ -133,6 +133,117 @@ def test_save_every_option_sets_the_interval():
     assert "    if i % 5 == 0:\n        _trainlint_async_save(torch.save, m, 'x.pt')\n" in fixed
 
 
+# -- the file used after the save ------------------------------------------------------------
+
+def test_a_method_of_the_saved_path_uses_the_file():
+    # pathlib's atomic write: `tmp.rename(path)` is handed the file as the object of its method.
+    text = """
+    import torch
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        torch.save(model.state_dict(), tmp)
+        tmp.rename(out / "ckpt.pt")
+    """
+    fixed = fix_source(textwrap.dedent(text), select=["TL501"], unsafe_fixes=True)
+    assert "_trainlint_async_save" not in fixed
+    assert "    if step % 1000 == 0:\n        torch.save(model.state_dict(), tmp)\n" \
+           "        tmp.rename(out / \"ckpt.pt\")\n" in fixed
+
+
+def test_other_saves_into_the_same_folder_do_not_use_the_file():
+    # transformers-style: the tokenizer and the optimizer written beside the model are not reads.
+    text = """
+    import os
+    import torch
+    for step, batch in enumerate(loader):
+        loss = model(**batch).loss
+        loss.backward()
+        opt.step()
+        if step % 500 == 0:
+            model.save_pretrained(out)
+            tokenizer.save_pretrained(out)
+            torch.save(opt.state_dict(), os.path.join(out, "optimizer.pt"))
+    """
+    fixed = "".join(fix_source(textwrap.dedent(text), select=["TL501"], unsafe_fixes=True).split())  # layout aside
+    assert "_trainlint_async_save(model.save_pretrained,out,state_dict=model.state_dict())" in fixed
+    assert "_trainlint_async_save(torch.save,opt.state_dict(),os.path.join(out,\"optimizer.pt\"),)" in fixed
+
+
+def test_saving_again_or_making_the_folder_does_not_use_the_file():
+    text = """
+    import os
+    import torch
+    def save_all(out):
+        model.save_pretrained(out)
+        os.makedirs(os.path.join(out, "extra"), exist_ok=True)
+    for step, batch in enumerate(loader):
+        loss = model(**batch).loss
+        loss.backward()
+        opt.step()
+        if step % 500 == 0:
+            save_all(f"ckpt-{step}")
+            save_all(f"ckpt-{step}")
+    """
+    fixed = fix_source(textwrap.dedent(text), select=["TL501"], unsafe_fixes=True)
+    assert "_trainlint_async_save(model.save_pretrained, out, state_dict=model.state_dict())" in fixed
+
+
+def test_a_helper_shared_with_a_caller_that_uses_the_file_stays_blocking():
+    # The async fix rewrites the helper for all its callers: one that moves the file keeps it blocking.
+    text = """
+    import os
+    import torch
+    def save_ckpt(path):
+        torch.save(model.state_dict(), path)
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        if step % 100 == 0:
+            save_ckpt(f"ckpt-{step}.pt")
+    save_ckpt("final.tmp")
+    os.replace("final.tmp", "final.pt")
+    """
+    assert found(text)
+    assert fix_source(textwrap.dedent(text), select=["TL501"], unsafe_fixes=True) == textwrap.dedent(text)
+
+
+ATOMIC = """
+import os
+import sys
+import torch
+out = sys.argv[1]
+model = torch.nn.Linear(64, 64)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    loss = model(torch.randn(8, 64)).square().mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    torch.save(model.state_dict(), os.path.join(out, "ckpt.pt.tmp"))
+    os.replace(os.path.join(out, "ckpt.pt.tmp"), os.path.join(out, "ckpt.pt"))
+"""
+
+
+def test_fixed_atomic_write_runs(tmp_path):
+    # The asynchronous fix once left os.replace without its file (FileNotFoundError): the fixed
+    # script saves and replaces together, every 1000 steps, blocking.
+    pytest.importorskip("torch")
+    fixed = fix_source(ATOMIC, select=["TL501"], unsafe_fixes=True)
+    assert "_trainlint_async_save" not in fixed and "if step % 1000 == 0:" in fixed
+    script, shim = tmp_path / "atomic.py", tmp_path / "slow_save.py"
+    script.write_text(fixed)
+    shim.write_text(SLOW_SAVE)
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.run([sys.executable, str(shim), str(script), str(out)], capture_output=True, text=True,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(os.listdir(out)) == ["ckpt.pt"]
+
+
 # -- the helper the fix adds ----------------------------------------------------------------
 
 def _helper():
