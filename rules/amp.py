@@ -578,6 +578,19 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             "            else torch.float16\n        ),\n    ):\n        return model(x)\n",
             settings={"target_torch": "2.3"},
         ),
+        # A function's own `import torch` (TL501's save helper) binds nothing outside it: the
+        # module's name for torch is `th`.
+        Invalid(
+            "import torch as th\ndef save(obj):\n    import torch\n    torch.save(obj, 'ckpt.pt')\n"
+            "def train(x):\n    scaler = th.amp.GradScaler()\n    with th.autocast('cuda'):\n        loss = model(x)\n"
+            "    scaler.scale(loss).backward()\n",
+            fixed="import torch as th\ndef save(obj):\n    import torch\n    torch.save(obj, 'ckpt.pt')\n"
+            "def train(x):\n    amp_dtype = (\n        th.bfloat16\n"
+            "        if th.cuda.is_bf16_supported(including_emulation=False)\n        else th.float16\n    )\n"
+            "    scaler = th.amp.GradScaler(enabled=amp_dtype == th.float16)\n"
+            "    with th.autocast('cuda', dtype=amp_dtype):\n        loss = model(x)\n"
+            "    scaler.scale(loss).backward()\n",
+        ),
     ]
 
     invalid += [

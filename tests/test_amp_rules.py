@@ -2,6 +2,7 @@
 warning, the target-gpu variant of TL402, and the precision questions the rules share."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -183,3 +184,24 @@ def test_findings_sharing_one_fix_are_all_fixed_in_one_round():
     outcome = fix_text(code, "train.py", settings.active_rules("train.py"), settings, unsafe_fixes=True)
     assert [d.code for d in outcome.applied] == ["TL402", "TL402"]
     assert outcome.remaining == [] and outcome.text.count("is_bf16_supported") == 2
+
+
+def test_tl402_after_tl501_spells_torch_as_the_module_imports_it():
+    # TL501's fix adds a save helper whose body has its own `import torch`; in the next round that
+    # import must not be taken for the module's name for torch, which is `th` (a NameError before).
+    code = (
+        "import torch as th\n\n"
+        "def train(net, opt, loader):\n"
+        "    scaler = th.cuda.amp.GradScaler(init_scale=4096)\n"
+        "    for step, (x, y) in enumerate(loader):\n"
+        "        with th.cuda.amp.autocast():\n"
+        "            loss = net(x, y)\n"
+        "        scaler.scale(loss).backward(); scaler.step(opt); scaler.update()\n"
+        "        if step % 1000 == 0:\n"
+        "            th.save(net.state_dict(), 'ckpt.pt')\n"
+    )
+    fixed = fix_source(code, select=["ALL"], unsafe_fixes=True)
+    helper, train = fixed.split("\ndef train(", 1)
+    assert "def _trainlint_async_save(" in helper and "    import torch\n" in helper
+    assert "th.bfloat16" in train and "dtype=amp_dtype" in train
+    assert re.search(r"(?<![\w.])torch\.", train) is None, train

@@ -41,12 +41,13 @@ def after_imports(ctx, code: str, blank_lines_after: int = 0):
 
 def imported_name(ctx, qualified: str) -> str | None:
     """The local name of `from module import name` (alias included), if imported that way, or
-    `module.name` through a local name bound to the module."""
+    `module.name` through a local name bound to the module; module-level imports only, as for
+    Names.module_alias (a function's own import binds nothing where a fix may write)."""
     module, _, name = qualified.rpartition(".")
     local = ctx.names.module_alias(module)
     if local is not None:
         return f"{local}.{name}"
-    for local, target in ctx.names.aliases.items():
+    for local, target in ctx.names.module_aliases.items():
         if target == qualified:
             return local
     return None

@@ -80,39 +80,44 @@ def _module_name(expr) -> str:
     return dotted(expr) or ""
 
 
+def _alias_table(bindings, fallbacks: dict[int, bool]) -> dict[str, str]:
+    """local name -> what it stands for, from (local, target, import node) in import order. A name
+    bound both by the import for current PyTorch and by an old-version fallback (`if TORCH_2_4:
+    from torch.amp import GradScaler else: from torch.cuda.amp import ...`) means what the
+    current-version import says."""
+    table: dict[str, str] = {}
+    fallback_bound: set[str] = set()
+    for local, target, node in bindings:
+        fallback = fallbacks[id(node)]
+        if local in table and fallback and local not in fallback_bound:
+            continue
+        table[local] = target
+        if fallback:
+            fallback_bound.add(local)
+        else:
+            fallback_bound.discard(local)
+    return table
+
+
 class Names:
     """Answers "which API is this expression?" for one module."""
 
     def __init__(self, index: TreeIndex) -> None:
-        self.aliases: dict[str, str] = {}
         self.local_defs: set[str] = set()
         # class name -> qualified names of its bases (as written, resolved lazily)
         self.classes: dict[str, list[cst.BaseExpression]] = {}
         from trainlint.analysis.gates import in_version_fallback  # gates uses this module's dotted()
 
-        # A name bound both by the import for current PyTorch and by an old-version fallback
-        # (`if TORCH_2_4: from torch.amp import GradScaler else: from torch.cuda.amp import ...`)
-        # means what the current-version import says.
-        fallback_bound: set[str] = set()
-
-        def bind(local: str, target: str, node: cst.CSTNode) -> None:
-            fallback = in_version_fallback(index, node)
-            if local in self.aliases and fallback and local not in fallback_bound:
-                return
-            self.aliases[local] = target
-            if fallback:
-                fallback_bound.add(local)
-            else:
-                fallback_bound.discard(local)
-
+        # (local name, what it stands for, the import), imports anywhere in the module, in order.
+        bindings: list[tuple[str, str, cst.CSTNode]] = []
         for node in index.nodes(cst.Import):
             for alias in node.names:
                 full = _module_name(alias.name)
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    bind(alias.asname.name.value, full, node)
+                    bindings.append((alias.asname.name.value, full, node))
                 else:
                     top = full.split(".", 1)[0]
-                    bind(top, top, node)
+                    bindings.append((top, top, node))
         for node in index.nodes(cst.ImportFrom):
             if node.relative:
                 module = "." * len(node.relative) + (_module_name(node.module) if node.module else "")
@@ -125,7 +130,17 @@ class Names:
                 local = name
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                     local = alias.asname.name.value
-                bind(local, f"{module}.{name}", node)
+                bindings.append((local, f"{module}.{name}", node))
+        fallbacks = {id(node): in_version_fallback(index, node) for _, _, node in bindings}
+        # What each name stands for where rules read it: imports in functions count too (a
+        # script's `def main(): import torch` names torch for the code of main).
+        self.aliases = _alias_table(bindings, fallbacks)
+        # What fixes may write anywhere in the module: a function's (or class body's) own import
+        # binds its name in that scope only, so code written at module level or in another
+        # function would meet a NameError (`import torch as th` at the top, and a helper an earlier
+        # fix inserted with `import torch` in its body: `torch` is not the module's name for torch).
+        self.module_aliases = _alias_table(
+            [b for b in bindings if index.enclosing(b[2], (cst.FunctionDef, cst.ClassDef)) is None], fallbacks)
         # Classes of this module that define their own __init__: calling them does not pass the
         # call's arguments to the base class's constructor.
         self.own_init: set[str] = set()
@@ -226,10 +241,12 @@ class Names:
         return found - {class_name}
 
     def module_alias(self, module: str) -> str | None:
-        """A local name bound to exactly `module` (`torch` for `import torch`, `th` for `import torch as th`)."""
-        if self.aliases.get(module.split(".", 1)[0]) == module and "." not in module:
+        """A name an import at module level binds to exactly `module` (`torch` for `import torch`,
+        `th` for `import torch as th`): the name a fix can write anywhere in the module. An import
+        inside a function or class body does not count (module_aliases)."""
+        if self.module_aliases.get(module.split(".", 1)[0]) == module and "." not in module:
             return module
-        for local, target in self.aliases.items():
+        for local, target in self.module_aliases.items():
             if target == module:
                 return local
         return None
