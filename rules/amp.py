@@ -401,7 +401,9 @@ class Fp16WhereBf16Fits(Rule):
     docs = """
 ## What it does
 Flags a float16 autocast region (an explicit `dtype=torch.float16`, or no dtype on CUDA, whose
-default is float16) in a file that also trains with a `GradScaler`; and the framework settings
+default is float16; also opened through a name bound to autocast or to
+`functools.partial(torch.amp.autocast, "cuda")`, where the fix passes `dtype=` at the call) in
+a file that also trains with a `GradScaler`; and the framework settings
 that do the same inside the framework: `fp16=True` in transformers' `TrainingArguments` (and
 trl's or sentence-transformers' subclasses), Lightning's `precision="16-mixed"` (or `16`) for a
 `Trainer` or `Fabric`, accelerate's `Accelerator(mixed_precision="fp16")`. A file that already
@@ -485,6 +487,14 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         Valid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='no')\n"),
         Valid("import lightning as L\ntrainer = L.Trainer(accelerator='cpu', precision='16-mixed')\n"),
         Valid("from mylib import TrainingArguments\nargs = TrainingArguments(fp16=True)\n"),
+        # Autocast through a partial of it that already runs in bfloat16.
+        Valid(("import functools\n" + _LOOP.replace("torch.autocast({aargs})", "autocast_ctx()"))
+              .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda', dtype=torch.bfloat16)\n",
+                      sargs="'cuda'")),
+        # A name that is autocast or else a null context: `ctx(dtype=...)` would fail on the other path.
+        Valid(("import contextlib\nimport functools\n" + _LOOP.replace("torch.autocast({aargs})", "ctx()"))
+              .format(pre="ctx = functools.partial(torch.amp.autocast, 'cuda') if use_amp else contextlib.nullcontext\n",
+                      sargs="'cuda'")),
     ]
     invalid = [
         Invalid(
@@ -577,6 +587,31 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             "            if torch.cuda.is_available()\n            and torch.cuda.get_device_capability() >= (8, 0)\n"
             "            else torch.float16\n        ),\n    ):\n        return model(x)\n",
             settings={"target_torch": "2.3"},
+        ),
+        # Autocast through a name bound to a partial of it (TL401's fix of an aliased autocast): the
+        # dtype goes to the call, whose keywords come on top of the partial's.
+        Invalid(
+            ("import functools\n" + _LOOP.replace("torch.autocast({aargs})", "autocast_ctx()"))
+            .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda')\n", sargs="'cuda'"),
+            fixed=("import functools\n" + _LOOP.replace("torch.autocast({aargs})", "autocast_ctx(dtype=amp_dtype)"))
+            .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda')\n" + _CHOICE_LINE,
+                    sargs="'cuda', enabled=amp_dtype == torch.float16"),
+        ),
+        # The call's first positional argument is the dtype after the partial's device: replaced there.
+        Invalid(
+            ("from functools import partial\n" + _LOOP.replace("torch.autocast({aargs})", "amp_ctx(torch.float16)"))
+            .format(pre="amp_ctx = partial(torch.autocast, 'cuda')\n", sargs="'cuda'"),
+            fixed=("from functools import partial\n" + _LOOP.replace("torch.autocast({aargs})", "amp_ctx(amp_dtype)"))
+            .format(pre="amp_ctx = partial(torch.autocast, 'cuda')\n" + _CHOICE_LINE,
+                    sargs="'cuda', enabled=amp_dtype == torch.float16"),
+        ),
+        # float16 passed by position in the partial: a dtype at the call would be a second value.
+        Invalid(
+            ("from functools import partial\n" + _LOOP.replace("torch.autocast({aargs})", "amp_ctx()"))
+            .format(pre="amp_ctx = partial(torch.autocast, 'cuda', torch.float16)\n", sargs="'cuda'"),
+            fixed=("from functools import partial\n" + _LOOP.replace("torch.autocast({aargs})", "amp_ctx()"))
+            .format(pre="amp_ctx = partial(torch.autocast, 'cuda', torch.float16)\n", sargs="'cuda'"),
+            message="as `torch.float16`",
         ),
         # A function's own `import torch` (TL501's save helper) binds nothing outside it: the
         # module's name for torch is `th`.
@@ -695,8 +730,11 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         # evaluation and prediction autocasts beside them do not (simpletransformers' evaluate(),
         # predict()). A module that trains elsewhere (no step here) keeps every autocast.
         trains_here = bool(ctx.loops.step_calls)
+        # A name bound to autocast or else to a null context (`ctx = functools.partial(torch.amp.autocast,
+        # "cuda") if use_amp else contextlib.nullcontext`) is left alone: `ctx(dtype=...)` would
+        # raise TypeError on the null context's path.
         autocasts = [a for a in prec.autocasts
-                     if a.device != "cpu" and not prec.is_disabled(a.call, 0 if a.qualname != "torch.amp.autocast" else 2)
+                     if a.device != "cpu" and not a.optional and not prec.autocast_is_disabled(a)
                      and prec.autocast_dtypes(a) == {"float16"}
                      and (not trains_here or ctx.loops.in_training_step(a.call))]
         if not autocasts:
@@ -735,7 +773,10 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
             new_scalers[use.call] = ctx.with_keyword(use.call, "enabled", _and(ctx, use.call, only_fp16))
         dtype_code = var or choice
         for use in autocasts:
-            replacements.append((use.call, _set_dtype(ctx, use.call, dtype_code)))
+            new_call = _set_dtype(ctx, use, dtype_code)
+            if new_call is None:
+                return None
+            replacements.append((use.call, new_call))
         if var:
             stmt = ctx.statement(scalers[0].call)
             replacements.append(ctx.insert_before(stmt, _assignment(ctx, stmt, var, choice)))
@@ -787,7 +828,10 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         torch, extra = ctx.module_name("torch")
         replacements = list(extra)
         for use in autocasts:
-            replacements.append((use.call, _set_dtype(ctx, use.call, f"{torch}.bfloat16")))
+            new_call = _set_dtype(ctx, use, f"{torch}.bfloat16")
+            if new_call is None:
+                return None
+            replacements.append((use.call, new_call))
         names = ctx.precision.scaler_names
         handled: set = set()
         removed: list[cst.CSTNode] = []
@@ -852,12 +896,18 @@ def _atom(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
-def _set_dtype(ctx, call: cst.Call, code: str) -> cst.Call:
-    """`call` with its autocast dtype set to code (in place when given positionally)."""
+def _set_dtype(ctx, use, code: str) -> cst.Call | None:
+    """The autocast call with its dtype set to code (in place when given positionally); None when
+    a `functools.partial` the call goes through passes the dtype by position, which the call
+    cannot override."""
+    call = use.call
+    position = ctx.precision.dtype_position(use)
+    if position is None:
+        return None
     if ctx.keyword(call, "dtype") is None:
         positional = [a for a in call.args if a.keyword is None and not a.star]
-        if len(positional) > 1:
-            target = positional[1]
+        if len(positional) > position:
+            target = positional[position]
             return call.with_changes(args=[a.with_changes(value=cst.parse_expression(code)) if a is target else a
                                            for a in call.args])
     return ctx.with_keyword(call, "dtype", code)
@@ -1034,9 +1084,11 @@ class Fp32MatmulWithoutTf32(Rule):
     docs = """
 ## What it does
 Off by default. Flags a training loop (a hot loop with backward/step) in a file that moves work
-to CUDA but neither runs under autocast, nor converts the model to half/bfloat16, nor leaves
-precision to a framework (`mixed_precision=`, `precision=`), nor sets float32 matmul precision
-(`torch.set_float32_matmul_precision`, `torch.backends.cuda.matmul.allow_tf32`/`fp32_precision`).
+to CUDA but neither runs under autocast (also through a name bound to autocast or to
+`functools.partial(torch.amp.autocast, "cuda")`, or else to `contextlib.nullcontext`), nor
+converts the model to half/bfloat16, nor leaves precision to a framework (`mixed_precision=`,
+`precision=`), nor sets float32 matmul precision (`torch.set_float32_matmul_precision`,
+`torch.backends.cuda.matmul.allow_tf32`/`fp32_precision`).
 Not flagged when `target-gpu` is pascal, volta or turing, which have no TF32.
 
 ## Why is this bad?
@@ -1081,10 +1133,25 @@ physics or long-horizon recurrences).
         Valid(_SRC.format(pre=""), settings={"target_gpu": "volta"}),
         Valid(_SRC.format(pre="accelerator = Accelerator(mixed_precision='bf16')\n")),
         Valid(_SRC.format(pre="").replace("Net().cuda()", "Net(dtype=cfg.dtype).cuda()")),
+        # Autocast through a name bound to a partial of it (TL401's fix of an aliased autocast).
+        Valid(("import functools\n" + _SRC.replace("loss = model", "with autocast_ctx():\n        loss = model"))
+              .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda')\n")),
+        Valid(("from functools import partial\n" + _SRC.replace("loss = model", "with amp_ctx():\n        loss = model"))
+              .format(pre="amp_ctx = partial(torch.autocast, device_type='cuda')\n")),
+        Valid(("import contextlib\nimport functools\n" + _SRC.replace("loss = model", "with ctx():\n        loss = model"))
+              .format(pre="ctx = functools.partial(torch.amp.autocast, 'cuda') if use_amp else contextlib.nullcontext\n")),
+        Valid(("import functools\n" + _SRC.replace("loss = model",
+                                                     "with autocast_ctx(dtype=torch.bfloat16):\n        loss = model"))
+              .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda')\n")),
     ]
     invalid = [
         Invalid(_SRC.format(pre=""), fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"),
                 message='torch.set_float32_matmul_precision("high")'),
+        # A partial of something else is no autocast.
+        Invalid(("import functools\n" + _SRC.replace("loss = model", "with ctx():\n        loss = model"))
+                .format(pre="ctx = functools.partial(torch.enable_grad)\n"),
+                fixed=("import functools\n" + _SRC.replace("loss = model", "with ctx():\n        loss = model"))
+                .format(pre="\ntorch.set_float32_matmul_precision(\"high\")\nctx = functools.partial(torch.enable_grad)\n")),
         Invalid('"""Train."""\nimport torch\nimport torch.nn as nn\n\ndevice = "cuda"\nmodel.to(device)\n'
                 'for batch in loader:\n    opt.zero_grad()\n    model(batch.to(device)).sum().backward()\n    opt.step()\n',
                 fixed='"""Train."""\nimport torch\nimport torch.nn as nn\n\ntorch.set_float32_matmul_precision("high")\n\n'

@@ -126,10 +126,46 @@ def _precision(code):
     ("import torch\nfrom torch.cuda import amp\nwith amp.autocast(True, torch.float16):\n    pass\n", {"float16"}),
     ("import torch\nwith torch.autocast(device.type):\n    pass\n", {"unknown"}),
     ("import torch\ns = torch.amp.GradScaler()\nwith torch.autocast(device.type):\n    pass\n", {"float16"}),
+    # Through a name bound to a partial of autocast: its arguments come first, the call's keywords win.
+    ("import functools\nimport torch\nctx = functools.partial(torch.amp.autocast, 'cuda', torch.bfloat16)\n"
+     "with ctx():\n    pass\n", {"bfloat16"}),
+    ("from functools import partial\nimport torch\nctx = partial(torch.autocast, 'cuda')\n"
+     "with ctx(torch.bfloat16):\n    pass\n", {"bfloat16"}),
+    ("from functools import partial\nimport torch\nctx = partial(torch.autocast, 'cuda', dtype=torch.bfloat16)\n"
+     "with ctx(dtype=torch.half):\n    pass\n", {"float16"}),
+    ("from functools import partial\nimport torch\nctx = partial(torch.autocast, device_type='cpu')\n"
+     "with ctx():\n    pass\n", {"bfloat16"}),
+    ("import torch\nctx = torch.cuda.amp.autocast\nwith ctx():\n    pass\n", {"float16"}),
 ])
 def test_autocast_dtypes(code, expected):
     prec = _precision(code)
     assert prec.autocast_dtypes(prec.autocasts[0]) == expected
+
+
+@pytest.mark.parametrize("code,found", [
+    ("import functools\nimport torch\nctx = functools.partial(torch.amp.autocast, 'cuda')\nwith ctx():\n    pass\n",
+     [("torch.amp.autocast", "cuda", False)]),
+    ("import contextlib, torch\nctx = torch.cuda.amp.autocast if amp else contextlib.nullcontext\nwith ctx():\n"
+     "    pass\n", [("torch.cuda.amp.autocast", "cuda", True)]),
+    # Not every binding of the name is autocast, a partial of something else, a partial not from functools.
+    ("import functools\nimport torch\nctx = functools.partial(torch.amp.autocast, 'cuda')\nctx = other\n"
+     "with ctx():\n    pass\n", []),
+    ("import functools\nimport torch\nctx = functools.partial(torch.no_grad)\nwith ctx():\n    pass\n", []),
+    ("from mylib import partial\nimport torch\nctx = partial(torch.autocast, 'cuda')\nwith ctx():\n    pass\n", []),
+])
+def test_autocast_through_a_bound_name(code, found):
+    prec = _precision(code)
+    assert [(a.qualname, a.device, a.optional) for a in prec.autocasts] == found
+
+
+def test_autocast_disabled_and_dtype_position_through_a_partial():
+    prec = _precision("import functools\nimport torch\n"
+                      "off = functools.partial(torch.amp.autocast, 'cuda', torch.float16, False)\n"
+                      "on = functools.partial(torch.amp.autocast, 'cuda')\nwith off():\n    pass\nwith on(None, False):\n"
+                      "    pass\nwith torch.autocast('cuda', torch.float16):\n    pass\n")
+    off, on, plain = prec.autocasts
+    assert prec.autocast_is_disabled(off) and prec.autocast_is_disabled(on) and not prec.autocast_is_disabled(plain)
+    assert [prec.dtype_position(u) for u in (off, on, plain)] == [None, 0, 1]
 
 
 @pytest.mark.parametrize("code,chooses", [

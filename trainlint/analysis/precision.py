@@ -74,6 +74,15 @@ class AutocastUse:
     call: cst.Call
     qualname: str
     device: str | None  # "cuda", "cpu", ... or None when not known statically
+    # A call of a name bound to `functools.partial(torch.amp.autocast, "cuda", ...)` (TL401's fix
+    # for an aliased autocast writes it): that partial call, whose arguments come before the
+    # call's own. None for a call of autocast itself (or of a name bound to it).
+    partial: cst.Call | None = None
+    # The name is bound to a null context on some path instead (`functools.partial(torch.amp.autocast,
+    # "cuda") if use_amp else contextlib.nullcontext`, TL401's fix of `torch.cuda.amp.autocast if
+    # use_amp else ...`): an autocast region when enabled, like `enabled=use_amp`, but the call takes
+    # no autocast argument on the other path.
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,22 +109,58 @@ class Precision:
             name = dotted(assign.target)
             if name and assign.value is not None:
                 self.assigned.setdefault(name, []).append(assign.value)
+        bound = self._autocast_names()
         for call in index.nodes(cst.Call):
             qn = names.qualified(call.func)
             if qn in AUTOCAST:
                 self.autocasts.append(AutocastUse(call, qn, self._device(call, qn)))
             elif qn in GRAD_SCALER:
                 self.scalers.append(ScalerUse(call, qn, self._device(call, qn)))
+            elif qn is None and dotted(call.func) in bound:
+                qn, partial, optional = bound[dotted(call.func)]
+                self.autocasts.append(AutocastUse(call, qn, self._device(call, qn, partial), partial, optional))
+
+    def _autocast_names(self) -> dict[str, tuple[str, cst.Call | None, bool]]:
+        """Names (`autocast_ctx`, `self.amp_ctx`) every assignment binds alike to autocast itself
+        (`ctx = torch.autocast`) or to `functools.partial(<autocast>, ...)`, maybe or else a null
+        context: by name, autocast's qualified name, the partial call, and whether the null context
+        may be bound. Calling such a name opens an autocast region (AutocastUse)."""
+        out: dict[str, tuple[str, cst.Call | None, bool]] = {}
+        for name, values in self.assigned.items():
+            found = {self._autocast_binding(value) for value in values}
+            if len(found) == 1 and None not in found:
+                out[name] = found.pop()
+        return out
+
+    def _autocast_binding(self, value: cst.BaseExpression) -> tuple[str, cst.Call | None, bool] | None:
+        if isinstance(value, cst.IfExp):
+            arms = (self._autocast_binding(value.body), self._autocast_binding(value.orelse))
+            nulls = (self._is_null_context(value.body), self._is_null_context(value.orelse))
+            for arm, other_null in ((arms[0], nulls[1]), (arms[1], nulls[0])):
+                if arm is not None and not arm[2] and other_null:
+                    return arm[0], arm[1], True
+            return None
+        qn = self.names.qualified(value)
+        if qn in AUTOCAST:
+            return qn, None, False
+        if isinstance(value, cst.Call) and self.names.qualified(value.func) == "functools.partial" and value.args:
+            first = value.args[0]
+            if first.keyword is None and not first.star and self.names.qualified(first.value) in AUTOCAST:
+                return self.names.qualified(first.value), value, False
+        return None
+
+    def _is_null_context(self, value: cst.BaseExpression) -> bool:
+        return self.names.qualified(value) == "contextlib.nullcontext"
 
     # -- devices and dtypes -------------------------------------------------------------
 
-    def _device(self, call: cst.Call, qn: str) -> str | None:
+    def _device(self, call: cst.Call, qn: str, partial: cst.Call | None = None) -> str | None:
         if qn.startswith("torch.cuda."):
             return "cuda"
         if qn.startswith("torch.cpu."):
             return "cpu"
         keyword = "device_type" if qn == "torch.amp.autocast" else "device"
-        arg = _keyword(call, keyword) or _positional(call, 0)
+        arg = _bound_arg(call, partial, keyword, 0)
         if arg is None:
             return "cuda" if qn == "torch.amp.GradScaler" else None  # GradScaler's default device
         return self.device_of(arg.value)
@@ -155,8 +200,24 @@ class Precision:
 
     def autocast_dtype_expr(self, use: AutocastUse) -> cst.BaseExpression | None:
         # torch.amp.autocast(device_type, dtype, ...); torch.cuda.amp.autocast(enabled, dtype, ...)
-        arg = _keyword(use.call, "dtype") or _positional(use.call, 1)
+        arg = _bound_arg(use.call, use.partial, "dtype", 1)
         return arg.value if arg is not None else None
+
+    def dtype_position(self, use: AutocastUse) -> int | None:
+        """Where a positional dtype stands among the call's own arguments (1 for a call of autocast;
+        0 after `functools.partial(torch.amp.autocast, "cuda")`); None when the partial already
+        passes it by position, or hides positions behind `*args` (a dtype given at the call would
+        be a second value)."""
+        if use.partial is None:
+            return 1
+        bound = _bound_positionals(use.partial)
+        return None if bound is None or bound > 1 else 1 - bound
+
+    def autocast_is_disabled(self, use: AutocastUse) -> bool:
+        """The region is turned off by a literal `enabled=False` (in the call or its partial)."""
+        # torch.amp.autocast(device_type, dtype, enabled, ...); torch.cuda.amp.autocast(enabled, ...)
+        arg = _bound_arg(use.call, use.partial, "enabled", 2 if use.qualname == "torch.amp.autocast" else 0)
+        return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False"
 
     def autocast_dtypes(self, use: AutocastUse) -> set[str]:
         """The dtypes an autocast region computes in (its device's default when dtype is not given)."""
@@ -288,6 +349,35 @@ class Precision:
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda":
                 return True
         return False
+
+
+def _bound_positionals(partial: cst.Call) -> int | None:
+    """How many positional arguments `functools.partial(f, ...)` binds before a call's own; None
+    when `*args` hides the count."""
+    if any(a.star == "*" for a in partial.args):
+        return None
+    return len(_partial_positionals(partial))
+
+
+def _partial_positionals(partial: cst.Call) -> list[cst.Arg]:
+    return [a for a in partial.args[1:] if a.keyword is None and not a.star]
+
+
+def _bound_arg(call: cst.Call, partial: cst.Call | None, name: str, index: int) -> cst.Arg | None:
+    """The argument for parameter `name` (the `index`-th positional one) of `call`, whose callee may
+    be `partial`: the call's keyword wins over the partial's (functools.partial merges keywords that
+    way), and the partial's positional arguments come before the call's."""
+    if partial is None:
+        return _keyword(call, name) or _positional(call, index)
+    arg = _keyword(call, name) or _keyword(partial, name)
+    if arg is not None:
+        return arg
+    bound = _bound_positionals(partial)
+    if bound is None:
+        return None
+    if index < bound:
+        return _partial_positionals(partial)[index]
+    return _positional(call, index - bound)
 
 
 def _keyword(call: cst.Call, name: str) -> cst.Arg | None:
