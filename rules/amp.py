@@ -1088,7 +1088,10 @@ to CUDA but neither runs under autocast (also through a name bound to autocast o
 `functools.partial(torch.amp.autocast, "cuda")`, or else to `contextlib.nullcontext`), nor
 converts the model to half/bfloat16, nor leaves precision to a framework (`mixed_precision=`,
 `precision=`), nor sets float32 matmul precision (`torch.set_float32_matmul_precision`,
-`torch.backends.cuda.matmul.allow_tf32`/`fp32_precision`).
+`torch.backends.cuda.matmul.allow_tf32`/`fp32_precision`, or the generic
+`torch.backends.fp32_precision` it inherits). cuDNN's settings (`torch.backends.cudnn.allow_tf32`,
+`torch.backends.cudnn.conv.fp32_precision`) do not count: they cover convolutions only
+(`cudnn.allow_tf32` is True by default), not matmuls.
 Not flagged when `target-gpu` is pascal, volta or turing, which have no TF32.
 
 ## Why is this bad?
@@ -1125,6 +1128,8 @@ physics or long-horizon recurrences).
     valid = [
         Valid(_SRC.format(pre="torch.set_float32_matmul_precision('high')\n")),
         Valid(_SRC.format(pre="torch.backends.cuda.matmul.allow_tf32 = True\n")),
+        Valid(_SRC.format(pre="torch.backends.cuda.matmul.fp32_precision = 'tf32'\n")),
+        Valid(_SRC.format(pre="torch.backends.fp32_precision = 'tf32'\n")),
         Valid(_SRC.replace("loss = model", "with torch.autocast('cuda', dtype=torch.bfloat16):\n        loss = model")
               .format(pre="")),
         Valid(_SRC.format(pre="").replace("Net().cuda()", "Net().cuda().half()")),
@@ -1147,6 +1152,11 @@ physics or long-horizon recurrences).
     invalid = [
         Invalid(_SRC.format(pre=""), fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"),
                 message='torch.set_float32_matmul_precision("high")'),
+        # cuDNN's TF32 flags cover convolutions (allow_tf32 is already True by default): matmuls stay float32.
+        Invalid(_SRC.format(pre="torch.backends.cudnn.allow_tf32 = True\n"),
+                fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"
+                                      "torch.backends.cudnn.allow_tf32 = True\n")),
+        Invalid(_SRC.format(pre="torch.backends.cudnn.conv.fp32_precision = 'tf32'\n")),
         # A partial of something else is no autocast.
         Invalid(("import functools\n" + _SRC.replace("loss = model", "with ctx():\n        loss = model"))
                 .format(pre="ctx = functools.partial(torch.enable_grad)\n"),

@@ -37,9 +37,12 @@ DTYPES = {"torch.float16": "float16", "torch.bfloat16": "bfloat16", "torch.float
 DEFAULT_AUTOCAST_DTYPE = {"cuda": "float16", "cpu": "bfloat16", "xpu": "bfloat16", "hpu": "bfloat16", "mps": "float16"}
 UNKNOWN = "unknown"
 
-# Settings that decide float32 matmul precision (any value: the author chose).
-_TF32_ATTRS = re.compile(r"^torch\.backends\.(cuda\.matmul\.(allow_tf32|fp32_precision)|fp32_precision|"
-                         r"cudnn\.(allow_tf32|fp32_precision|conv\.fp32_precision))$")
+# Settings that decide float32 matmul precision (any value: the author chose). The generic
+# `torch.backends.fp32_precision` counts: cuda.matmul's own setting is "none" by default and
+# inherits it. cuDNN's settings (`cudnn.allow_tf32`, `cudnn.fp32_precision`, `cudnn.conv.`...)
+# do not: they cover cuDNN's convolutions and RNNs (allow_tf32 is already True by default), and
+# matmuls and linear layers stay in full float32.
+_TF32_ATTRS = re.compile(r"^torch\.backends\.(cuda\.matmul\.(allow_tf32|fp32_precision)|fp32_precision)$")
 _TF32_CALLS = ("torch.set_float32_matmul_precision",)
 # Signs that the model is not trained in float32 (or precision is handled by a framework).
 _LOW_PRECISION_METHODS = frozenset({"half", "bfloat16"})
