@@ -693,6 +693,19 @@ _TRAINER_CLASS = (
     "        for epoch in range(epochs):\n"
     "            self.train_epoch()\n"
 )
+# A trainer class whose fit() takes the loader, built and called by the script.
+_FIT_METHOD = (
+    "from torch.utils.data import DataLoader\n"
+    "class Trainer:\n"
+    "    def fit(self, loader, epochs):\n"
+    "        for epoch in range(epochs):\n"
+    "            for x, y in loader:\n"
+    "                loss = self.model({x}, y)\n"
+    "                loss.backward()\n"
+    "                self.opt.step()\n"
+    "loader = DataLoader(ds, num_workers=4{options})\n"
+    "{call}\n"
+)
 # One loop over (phase, loader) pairs, stepping in the "train" phase only: `a` trains, `b` does not.
 _PHASES = (
     "from torch.utils.data import DataLoader\n"
@@ -1358,6 +1371,8 @@ would be wrong for some runs.
                           given="loader")),
         Valid(_FIT.format(loader="DataLoader(ds, num_workers=4)", settings="", given="train, loader")),
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\nestimator.fit(model, loader)\n"),
+        # A method of an object the file does not build from its class: where it goes is not seen.
+        Valid(_FIT_METHOD.format(options="", x="x", call="trainer = make_trainer()\ntrainer.fit(loader, 10)")),
         Valid("from torch.utils.data import DataLoader\nclass Data:\n    def train_dataloader(self):\n"
               "        return DataLoader(self.ds, num_workers=4)\n"),
     ]
@@ -1445,6 +1460,12 @@ would be wrong for some runs.
         # A trainer class's loader, wrapped in a progress bar by the method fit() calls every epoch.
         Invalid(_TRAINER_CLASS.format(options="", x="x"),
                 fixed=_TRAINER_CLASS.format(options=", persistent_workers=True", x="x")),
+        # Handed to a method of the module's trainer class, on an instance built here.
+        Invalid(_FIT_METHOD.format(options="", x="x", call="trainer = Trainer()\ntrainer.fit(loader, 10)"),
+                fixed=_FIT_METHOD.format(options=", persistent_workers=True", x="x",
+                                         call="trainer = Trainer()\ntrainer.fit(loader, 10)")),
+        Invalid(_FIT_METHOD.format(options="", x="x", call="Trainer().fit(loader, 10)"),
+                fixed=_FIT_METHOD.format(options=", persistent_workers=True", x="x", call="Trainer().fit(loader, 10)")),
         # Held in a dict the epoch loop picks it from by phase (PyTorch's fine-tuning tutorial).
         Invalid("from torch.utils.data import DataLoader\n"
                 "loaders = {p: DataLoader(sets[p], num_workers=4) for p in ['train', 'val']}\n"
@@ -2508,6 +2529,9 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         # A trainer class's loader, wrapped in a progress bar in the method that trains.
         Invalid(_TRAINER_CLASS.format(options=", pin_memory=True", x="x.cuda()"),
                 fixed=_TRAINER_CLASS.format(options=", pin_memory=True", x="x.cuda(non_blocking=True)")),
+        Invalid(_FIT_METHOD.format(options=", pin_memory=True", x="x.cuda()", call="Trainer().fit(loader, 10)"),
+                fixed=_FIT_METHOD.format(options=", pin_memory=True", x="x.cuda(non_blocking=True)",
+                                         call="Trainer().fit(loader, 10)")),
         # A loop over (phase, loader) pairs: its copies are of `a`'s pinned batches in one phase.
         Invalid(_PHASES.format(a=", pin_memory=True", b=""),
                 fixed=_PHASES.format(a=", pin_memory=True", b="").replace("x.cuda()", "x.cuda(non_blocking=True)")),

@@ -265,6 +265,26 @@ def test_a_loop_over_zipped_displays_binds_each_loader_with_its_phase():
     assert [p.name for p in ctx.loops.paths_of(b)] == ["b", "loader"]
 
 
+def test_a_method_called_on_an_instance_of_a_class_of_the_module_is_followed():
+    ctx = _ctx(
+        "class Trainer:\n    def fit(self, loader):\n        for x in loader:\n            pass\n"
+        "class Other:\n    def run(self, loader):\n        pass\n"
+        "def main():\n"
+        "    la = DataLoader(a)\n    lb = DataLoader(b)\n"
+        "    t = Trainer()\n    t.fit(la)\n"
+        "    Trainer().fit(lb)\n"
+        "    t.run(DataLoader(c))\n"  # Trainer has no `run`
+        "    u = make()\n    u.fit(DataLoader(d))\n"  # not built here
+        "    v = Trainer()\n    v = Other()\n    v.fit(DataLoader(e))\n"  # assigned twice
+    )
+    calls = [c for c in ctx.index.nodes(cst.Call) if isinstance(c.func, cst.Attribute)]
+    assert [ctx.loops.local_callee_name(c) for c in calls] == ["fit", "fit", None, None, None]
+    fit_loop = ctx.index.nodes(cst.For)[0]
+    a, b, *_ = _calls(ctx, "DataLoader")
+    # Two calls hand fit two loaders: each loader's loop on its own call.
+    assert [l for l, _ in ctx.loops.shared_loops(a)] == [fit_loop] == [l for l, _ in ctx.loops.shared_loops(b)]
+
+
 def test_batches_drawn_with_next_are_found_in_their_loops():
     ctx = _ctx(
         "loader = DataLoader(ds)\nother = DataLoader(vs)\n"

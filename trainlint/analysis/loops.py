@@ -200,6 +200,9 @@ class Loops:
         self.functions: dict[str, list[cst.FunctionDef]] = {}
         for fn in index.nodes(cst.FunctionDef):
             self.functions.setdefault(fn.name.value, []).append(fn)
+        self.classes: dict[str, list[cst.ClassDef]] = {}
+        for cls in index.nodes(cst.ClassDef):
+            self.classes.setdefault(cls.name.value, []).append(cls)
 
         # Names assigned from a modulo test or another flag: `should_log = step % n == 0`.
         self.flag_names: set[str] = set()
@@ -231,15 +234,47 @@ class Loops:
     # -- structure helpers -------------------------------------------------------------
 
     def local_callee_name(self, call: cst.Call) -> str | None:
-        """`train_step(...)` or `self.train_step(...)` when a function of that name is defined here."""
+        """`train_step(...)` or `self.train_step(...)` when a function of that name is defined here;
+        also a method called on an instance of a class defined here (`Trainer(model).fit(loader)`,
+        or `trainer.fit(loader)` with `trainer = Trainer(model)` assigned once in the caller's
+        function or the module) when that class defines it."""
         func = call.func
         if isinstance(func, cst.Name):
             name = func.value
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
             name = func.attr.value
+        elif isinstance(func, cst.Attribute) and func.attr.value in self.functions:  # cheap test first
+            cls = self._instance_class(func.value, call)
+            name = func.attr.value
+            if cls is None or not any(self.index.enclosing_class(fn) is cls for fn in self.functions[name]):
+                return None
         else:
             return None
         return name if name in self.functions else None
+
+    @cached_property
+    def _instance_names(self) -> frozenset[str]:
+        """Names some assignment binds to a call of a class of the file (`trainer = Trainer(...)`)."""
+        return frozenset(t.target.value for node in self.index.nodes(cst.Assign)
+                         if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name)
+                         and node.value.func.value in self.classes
+                         for t in node.targets if isinstance(t.target, cst.Name))
+
+    def _instance_class(self, expr: cst.BaseExpression, at: cst.CSTNode) -> cst.ClassDef | None:
+        """The class defined here (one of its name) that expr, read at `at`, is an instance of:
+        `Trainer(...)`, or a name assigned `Trainer(...)` once in at's function (else the module)."""
+        if isinstance(expr, cst.Name):
+            if expr.value not in self._instance_names:
+                return None  # never assigned an instance of a class of the file: no binding table to read
+            bound = self.variables.of(expr.value) or {}
+            here = bound.get(self.index.enclosing_function(at)) or bound.get(None) or []
+            if len(here) != 1 or here[0][0] != "assign":
+                return None
+            expr = here[0][1]
+        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)):
+            return None
+        classes = self.classes.get(expr.func.value, ())
+        return classes[0] if len(classes) == 1 else None
 
     def bind_params(self, fn_name: str, call: cst.Call):
         """(parameter name, argument) pairs of a call of the module-local function fn_name (when
