@@ -225,6 +225,12 @@ not fixed when such a use on every step is elsewhere.
               "    def on_train_epoch_end(self, trainer, module):\n        torch.save(module.state_dict(), 'e.pt')\n"),
     ]
     invalid = [
+        # The loop steps through a helper: the function holding it trains, its save is a site (it
+        # was taken for a helper that saves, and fit() is called nowhere here).
+        Invalid("import torch\ndef train_step(model, opt, x, y):\n    model(x, y).backward()\n    opt.step()\n"
+                "def fit(model, opt, loader):\n    for step, (x, y) in enumerate(loader):\n"
+                "        train_step(model, opt, x, y)\n        if step % 100 == 0:\n"
+                "            torch.save(model.state_dict(), f'ckpt{step}.pt')\n", message="under `step % 100 == 0`"),
         # Per step: moved under an interval and made asynchronous.
         Invalid(in_training_loop("torch.save(model.state_dict(), 'latest.pt')"),
                 fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), "
@@ -389,7 +395,10 @@ not fixed when such a use on every step is elsewhere.
                         or loops.is_step_hook(fns[0]):  # the framework calls it: its saves are the sites
                     continue
                 fn = fns[0]
-                if any(loops.hot_loop_of(c) is not None for c in loops.step_calls if ctx.index.contains(fn, c)):
+                # A function holding a hot loop trains: its saves are sites of their own, also when
+                # the loop steps through a helper (`train_step(model, opt, x, y)`).
+                if any(loops.hot_loop_of(c) is not None for c in loops.step_calls if ctx.index.contains(fn, c)) \
+                        or any(ctx.index.contains(fn, loop) for loop in loops.hot_loops):
                     continue
                 inner = [s for s in saves if ctx.index.contains(fn, s)]
                 for callee, callee_saves in list(helpers.items()):
