@@ -111,7 +111,7 @@ since the new signature orders them differently. `import torch` is added when no
         Invalid(
             "import torch.nn as nn\nfrom torch.cuda import amp\n\nscaler = amp.GradScaler()\n"
             "with amp.autocast(enabled=use_amp):\n    y = model(x)\n",
-            fixed="import torch.nn as nn\nimport torch\n\nscaler = torch.amp.GradScaler(\"cuda\")\n"
+            fixed="import torch\nimport torch.nn as nn\n\nscaler = torch.amp.GradScaler(\"cuda\")\n"
             "with torch.amp.autocast(\"cuda\", enabled=use_amp):\n    y = model(x)\n",
         ),
         Invalid(
@@ -631,7 +631,7 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
     invalid += [
         # A framework's float16 setting: the framework pairs float16 autocast with a GradScaler.
         Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(\n    'out',\n    fp16=True,\n)\n",
-                fixed="from transformers import TrainingArguments\nimport torch\nargs = TrainingArguments(\n"
+                fixed="import torch\nfrom transformers import TrainingArguments\nargs = TrainingArguments(\n"
                 "    'out',\n    fp16=not torch.cuda.is_bf16_supported(including_emulation=False),\n"
                 "    bf16=torch.cuda.is_bf16_supported(including_emulation=False),\n)\n",
                 message="`fp16=True` trains under a float16 autocast with a GradScaler"),
@@ -1174,7 +1174,7 @@ physics or long-horizon recurrences).
         Invalid(_SRC.format(pre=""), settings={"target_gpu": "ampere"}),
         Invalid("from torch import nn\nmodel = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n"
                 "    opt.step()\n",
-                fixed="from torch import nn\nimport torch\n\ntorch.set_float32_matmul_precision(\"high\")\n"
+                fixed="import torch\nfrom torch import nn\n\ntorch.set_float32_matmul_precision(\"high\")\n"
                 "model = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n"),
     ]
 
@@ -1190,13 +1190,23 @@ physics or long-horizon recurrences).
             return
         torch, extra = ctx.module_name("torch")
         line = f'{torch}.set_float32_matmul_precision("high")'
-        if extra:  # `import torch` and the setting go in one insertion, with Black's blank line between
-            line = f"import torch{ctx.module.default_newline * 2}{line}"
-        replacement = ctx.insert_after_imports(line)
+        last, newline = ctx.last_import(), ctx.module.default_newline
+        after_last = last is not None and extra and extra[0][0] is last and isinstance(extra[0][1], str) \
+            and extra[0][1].startswith(ctx.code(last))
+        if extra and (last is None or after_last):
+            # `import torch` goes after the imports too: one insertion, with Black's blank line
+            # between it and the setting (and isort's above it, after a standard-library block).
+            code = f"import torch{newline * 2}{line}"
+            if after_last and extra[0][1].startswith(ctx.code(last) + newline):  # a section of its own
+                replacements = [(last, ctx.render(last) + newline + code + newline)]
+            else:
+                replacements = [ctx.insert_after_imports(code)]
+        else:  # `import torch` where isort puts it among the imports, the setting after them
+            replacements = [*extra, ctx.insert_after_imports(line)]
         self.report(
             site,
             "CUDA training runs float32 matmuls at full float32 precision (no autocast, no TF32); add "
             "`torch.set_float32_matmul_precision(\"high\")` after the imports to use TF32 tensor cores "
             "(Ampere+), or train under autocast in bfloat16",
-            self.fix(Applicability.UNSAFE, "Enable TF32 matmuls", replacement),
+            self.fix(Applicability.UNSAFE, "Enable TF32 matmuls", *replacements),
         )

@@ -705,3 +705,20 @@ def test_a_call_fixed_inside_a_comprehension_argument_takes_the_call_along():
         "            )",
         "            model(batch).backward()",
     ], fixed
+
+
+@pytest.mark.parametrize("imports,expected", [
+    # isort's order: a section's plain imports first, alphabetically, then its `from` imports.
+    ("from torch.utils.data import DataLoader\n", "import torch\nfrom torch.utils.data import DataLoader\n"),
+    ("import numpy as np\nimport transformers\n", "import numpy as np\nimport torch\nimport transformers\n"),
+    ("import os\n\nimport numpy as np\nfrom tqdm import tqdm\n",
+     "import os\n\nimport numpy as np\nimport torch\nfrom tqdm import tqdm\n"),
+    # After standard-library imports only: a section of its own.
+    ("import os\n", "import os\n\nimport torch\n"),
+])
+def test_an_added_third_party_import_goes_where_isort_puts_it(imports, expected):
+    # TL404's fix needs `torch` (it was added after the last import: `from torch.utils.data import
+    # DataLoader` above `import torch`, which isort reorders).
+    loop = "\nfor x, y in loader:\n    loss = model(x.cuda(), y.cuda())\n    loss.backward()\n    opt.step()\n"
+    fixed = fix_source(imports + loop, select=["TL404"], unsafe_fixes=True, path="train.py")
+    assert fixed.startswith(expected), fixed

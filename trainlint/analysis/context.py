@@ -12,7 +12,7 @@ from functools import cached_property
 import libcst as cst
 
 from trainlint.analysis.distributed import Distributed
-from trainlint.analysis.imports import insert_stdlib_import, is_docstring, is_stdlib
+from trainlint.analysis.imports import insert_stdlib_import, insert_third_party_import, is_docstring, is_stdlib
 from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
@@ -609,7 +609,8 @@ class FileContext:
                 return ".".join([alias, *parts[i:]]), []
         if is_stdlib(parts[0]):
             return module, [insert_stdlib_import(self, parts[0])]
-        return module, [self.insert_after_imports(f"import {parts[0]}")]
+        placed = insert_third_party_import(self, parts[0])
+        return module, [placed or self.insert_after_imports(f"import {parts[0]}")]
 
 
 def _appended(call: cst.Call, new_arg: cst.Arg, indent: str) -> list[cst.Arg]:

@@ -57,6 +57,41 @@ def is_stdlib(module: str) -> bool:
     return module in getattr(sys, "stdlib_module_names", frozenset())
 
 
+def insert_third_party_import(ctx, module: str):
+    """Replacement inserting `import <module>` (not a standard-library module) where isort would
+    put it: among the top-level `import x` lines of other such modules in alphabetical order, else
+    before the first `from x import ...` of one (isort puts a section's plain imports first, as in
+    `import torch` above `from torch.utils.data import DataLoader`), else after the imports, a
+    blank line parting it from a standard-library block. None when no import is there to place it
+    by (none at all, or the last is a first-party one): the caller adds it after the imports."""
+    imports = [s for s in ctx.module.body if isinstance(s, cst.SimpleStatementLine) and s.body
+               and isinstance(s.body[0], (cst.Import, cst.ImportFrom))]
+
+    def root(stmt) -> str | None:
+        node = stmt.body[0]
+        if isinstance(node, cst.Import):
+            return (ctx.dotted(node.names[0].name) or "").split(".")[0]
+        if node.relative or node.module is None:
+            return None  # `from . import x`: the first-party section
+        return (ctx.dotted(node.module) or "").split(".")[0]
+
+    section = [s for s in imports if root(s) and root(s) != "__future__" and not is_stdlib(root(s))]
+    plain = [s for s in section if isinstance(s.body[0], cst.Import)]
+    later = [s for s in plain if (ctx.dotted(s.body[0].names[0].name) or "") > module]
+    newline = ctx.module.default_newline
+    if later:
+        return ctx.insert_before(later[0], f"import {module}")
+    if plain:
+        return (plain[-1], ctx.code(plain[-1]) + f"import {module}" + newline)
+    if section:
+        return ctx.insert_before(section[0], f"import {module}")
+    last = ctx.last_import()
+    if last is not None and last in imports and root(last) is not None:
+        # After a standard-library (or `__future__`) block: a section of its own, a blank line above.
+        return (last, ctx.code(last) + newline + f"import {module}" + newline)
+    return None
+
+
 def insert_stdlib_import(ctx, module: str):
     """Replacement inserting `import <module>` (a standard-library module) where isort would put
     it: among the top-level standard-library `import x` lines in alphabetical order, else before
