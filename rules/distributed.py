@@ -6,14 +6,15 @@ from functools import cached_property
 
 import libcst as cst
 
-from trainlint.analysis.distributed import ACCELERATE, DDP, FABRIC, FSDP, Accumulation, Wrapped
+from trainlint.analysis.distributed import ACCELERATE, DDP, FABRIC, FSDP, Accumulation, LateNoSync, Wrapped, one_line
 from trainlint.analysis.frameworks import is_accelerate_ddp_kwargs, is_lightning_ddp_strategy, lightning_strategies
 from trainlint.analysis.imports import imported_name
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.star_args import star_keys
+from trainlint.analysis.tree import walk
 from trainlint.diagnostics import Applicability
 from trainlint import layout
-from trainlint.rule import Invalid, Rule, Valid
+from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 
 _SHORT = {DDP: "DDP", FSDP: "FSDP", ACCELERATE: "prepared by accelerate: DDP when launched on several processes",
           FABRIC: "set up by Fabric: DDP or FSDP when launched on several processes"}
@@ -69,6 +70,7 @@ _NESTED_FIXED = (
     "train(DDP(net), batches, opt, 8)\n"
 )
 _COMMENT = "# All-reduce gradients only on the micro-batch before the optimizer step."
+_FORWARD_COMMENT = "# The forward too: DDP decides in it whether the backward all-reduces."
 _SHORT_COMMENT = "# All-reduce gradients only on the micro-batch that steps."  # where the other is too long
 _TRAINER = (
     "import torch\n"
@@ -121,6 +123,22 @@ _ACCUMULATE_LOOP = (
     "        opt.zero_grad()\n"
 )
 _FSDP = "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n"
+# no_sync() around the backward alone, the forward before it (a user's script: one all-reduce per
+# micro-batch all the same).
+_LATE = (
+    "for step, (x, y) in enumerate(loader):\n"
+    "    out = model(x)\n"
+    "    loss = loss_fn(out, y) / accum\n"
+    "    if (step + 1) % accum != 0:\n"
+    "        with model.no_sync():\n"
+    "            loss.backward()\n"
+    "    else:\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        opt.zero_grad()\n"
+)
+_LATE_CTX = "    with model.no_sync() if (step + 1) % accum else contextlib.nullcontext():\n"
+_LATE_FLAT = _FLAT.replace("    loss.backward()\n", _LATE_CTX + "        loss.backward()\n")
 _TEACHER = "teacher = FSDP(teacher_net)\nwith teacher.no_sync():\n    teacher(x).sum().backward()\n"
 
 
@@ -151,6 +169,12 @@ that names no model, such as `self.maybe_no_sync()`) and sit in that loop, in a 
 calls, or elsewhere in the loop's function (a context manager picked before the loop). One in
 another training loop, or about another wrapped model, does not count.
 
+Also flags a DDP model's `no_sync()` that holds the backward but not the forward, which runs
+before the `with` (`out = model(x)`, then `with model.no_sync(): loss.backward()`, also with the
+`with` in an `if` branch, or a context chosen from `no_sync` through a name): the backward under
+it still all-reduces. FSDP reads its `no_sync()` flag in the backward, and accelerate or Fabric
+may wrap the model in FSDP: their `no_sync()` around the backward alone is not flagged.
+
 ## Why is this bad?
 DDP all-reduces the gradients during every backward. With accumulation only the last
 micro-batch before the optimizer step needs it: the others pay a full gradient all-reduce each
@@ -179,9 +203,10 @@ for step, (x, y) in enumerate(loader):
         opt.zero_grad()
 ```
 `no_sync()` must hold the forward as well as the backward: DDP decides in the forward whether
-the next backward all-reduces, so wrapping the backward alone saves nothing. A model from
-accelerate gets `accelerator.no_sync(model)`, one from Fabric `fabric.no_backward_sync(model)`:
-both do nothing when the run has a single process.
+the next backward all-reduces, so wrapping the backward alone saves nothing (measured with gloo
+and a comm hook: one all-reduce per micro-batch all the same; none with the forward inside). A
+model from accelerate gets `accelerator.no_sync(model)`, one from Fabric
+`fabric.no_backward_sync(model)`: both do nothing when the run has a single process.
 
 ## Fix safety
 Unsafe. The fix evaluates the step condition before the forward (it is not applied when the
@@ -191,6 +216,14 @@ all-reduced then, so the result equals the original up to floating-point summati
 that steps the optimizer elsewhere (after the loop, for a ragged last group) would step on
 unsynchronised gradients: no fix is offered there. With FSDP, `no_sync()` keeps unsharded
 gradients until the synchronising micro-batch, which costs memory.
+
+For a `no_sync()` around the backward alone, the fix moves the statements from the forward up to
+the `with` into it, when they are in the `with`'s block, run no other backward or step, and bind
+nothing the context expression reads (it is then evaluated before them; one that calls anything
+but `no_sync`, `nullcontext`, `getattr` or `len` gets no fix). When the forward runs before an
+`if` whose branches both need it, no fix is offered: the forward has to move into both. Either
+way DDP also stops broadcasting buffers (BatchNorm statistics) before forwards that follow an
+unsynchronised one.
 """
     valid = [
         # Already skips the sync: no_sync around forward and backward.
@@ -238,6 +271,15 @@ gradients until the synchronising micro-batch, which costs memory.
             "            loss = self.model(batch).sum()\n            self.scaler.scale(loss).backward()\n",
             "            with self.sync_context(ni - last_opt_step >= self.accumulate):\n"
             "                loss = self.model(batch).sum()\n                self.scaler.scale(loss).backward()\n")),
+        # The context chosen before the `with`, the forward inside it.
+        Valid(_HEAD + _FLAT.replace(
+            "    loss = loss_fn(model(x), y) / accum\n    loss.backward()\n",
+            "    ctx = model.no_sync() if (step + 1) % accum else contextlib.nullcontext()\n    with ctx:\n"
+            "        loss = loss_fn(model(x), y) / accum\n        loss.backward()\n")),
+        # Forward and backward each under a no_sync() of their own.
+        Valid(_HEAD + _LATE.replace("    out = model(x)\n", "    with model.no_sync():\n        out = model(x)\n")),
+        # FSDP reads its flag in the backward: no_sync() around it alone skips the reduce-scatter.
+        Valid(_FSDP + _LATE),
     ]
     invalid = [
         Invalid(_HEAD + _FLAT, fixed="import contextlib\n\n" + _HEAD + _FLAT_FIXED,
@@ -304,6 +346,18 @@ gradients until the synchronising micro-batch, which costs memory.
         # Nor does `no_sync()` of another wrapped model.
         Invalid(_FSDP + _FLAT + _TEACHER, fixed="import contextlib\n\n" + _FSDP + _FLAT_FIXED + _TEACHER,
                 message="gradients of `model` (FSDP)"),
+        # no_sync() around the backward alone: the forward has to move into both branches, no fix.
+        Invalid(_HEAD + _LATE, fixed=NO_FIX, message="the forward under `model.no_sync()` too"),
+        # ... in the forward's block: the forward moves into the `with`.
+        Invalid("import contextlib\n" + _HEAD + _LATE_FLAT, fixed="import contextlib\n" + _HEAD + _LATE_FLAT.replace(
+            "    loss = loss_fn(model(x), y) / accum\n" + _LATE_CTX,
+            _LATE_CTX + "        " + _FORWARD_COMMENT + "\n        loss = loss_fn(model(x), y) / accum\n"),
+                message="`with model.no_sync() if (step + 1) % accum else contextlib.nullcontext():` holds only"),
+        # ... a context chosen through a name. No fix where the context would be entered before what
+        # it reads: `ctx`, assigned after the forward; a call, which might answer differently.
+        Invalid(_HEAD + _LATE_FLAT.replace(_LATE_CTX, "    ctx = model.no_sync() if (step + 1) % accum else nullcontext()\n"
+                                           "    with ctx:\n"), fixed=NO_FIX, message="`with ctx:`"),
+        Invalid(_HEAD + _LATE_FLAT.replace("(step + 1) % accum else", "accumulating(step) else"), fixed=NO_FIX),
         # `==` compares the flag and sets nothing.
         Invalid(_HEAD + _FLAT.replace(
             "    loss = loss_fn", "    model.require_backward_grad_sync == ((step + 1) % accum == 0)\n    loss = loss_fn"),
@@ -338,6 +392,19 @@ gradients until the synchronising micro-batch, which costs memory.
                 message += " (FSDP keeps unsharded gradients meanwhile: more memory)"
             fixable = len(used) == 1 and (wrapped.via is None or via is not None)
             self.report(acc.backward, message, self._fix(acc, wrapped, no_sync) if fixable else None)
+        # A `no_sync()` in the loop counts as its control above, even around the backward alone;
+        # there it saves nothing, which is reported here, once for each `with`.
+        for late in dist.backward_only_no_syncs():
+            no_sync = self._no_sync(late.wrapped, None)
+            code = self.ctx.code
+            forward = one_line(code(late.forward))
+            if len(forward) > 40:
+                forward = one_line(code(late.forward.func)) + "(...)"
+            message = (f"`with {one_line(code(late.item.item))}:` holds only the backward "
+                       f"(`{one_line(code(late.backward))}`), which still all-reduces: DDP decides in the forward "
+                       f"(`{forward}`, run before the `with`) whether the next backward all-reduces; run the "
+                       f"forward under `{no_sync}` too")
+            self.report(late.item.item, message, self._forward_fix(late, no_sync))
 
     @staticmethod
     def _no_sync(wrapped: Wrapped, via: str | None) -> str:
@@ -415,17 +482,56 @@ gradients until the synchronising micro-batch, which costs memory.
     def _can_hoist(self, acc: Accumulation, between: list, test_node) -> bool:
         """The sync test, evaluated before the forward, means what the step's condition means later."""
         test = test_node if test_node is not None else cst.parse_expression(acc.sync_test)
-        index = self.ctx.index
-        read = set()
-        for node in index.walk(test):
-            if isinstance(node, cst.Call) and dotted(node.func) != "len":
-                return False  # a call might not return the same value twice
-            if isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) is not None:
-                read.add(dotted(node))
+        also = set()
         if acc.nested and isinstance(acc.loop.target, (cst.Name, cst.Tuple)):
-            read |= {dotted(n) for n in index.walk(acc.loop.target) if isinstance(n, cst.Name)}
-        written = set().union(*map(bound_names, between))
-        return not any(r == w or r.startswith(w + ".") or w.startswith(r + ".") for r in read for w in written)
+            also = {dotted(n) for n in self.ctx.index.walk(acc.loop.target) if isinstance(n, cst.Name)}
+        return _unchanged_by(test, between, lambda call: dotted(call.func) == "len", also)
+
+    def _forward_fix(self, late: LateNoSync, no_sync: str):
+        """Move the statements from the forward to the `with` into it, when they sit in its block."""
+        ctx, dist = self.ctx, self.ctx.distributed
+        stmt = late.statement
+        block = ctx.parent(stmt)
+        if not isinstance(block, cst.IndentedBlock):
+            return None
+        stmts = list(block.body)
+        end = stmts.index(stmt)
+        start = next((i for i, s in enumerate(stmts[:end]) if dist.forward_in(s, late.wrapped) is not None), None)
+        if start is None:
+            return None  # the forward runs in a block around this one (`if ...: with ... else: ...`): both need it
+        moved = stmts[start:end]
+        steps = {*ctx.loops.step_calls, *ctx.loops.optimizer_step_sites}
+        if any(n in steps for s in moved for n in ctx.index.walk(s)):
+            return None  # another backward or a step would come under no_sync too
+        name = late.wrapped.name
+
+        def plain(call: cst.Call) -> bool:
+            """Calls that answer the same before the forward: the context managers, `len`."""
+            func = call.func
+            if isinstance(func, cst.Call):  # `getattr(model, "no_sync", nullcontext)()`
+                func = func.func
+            return dotted(func) in (f"{name}.no_sync", "getattr", "len") \
+                or ctx.names.qualified(func) == "contextlib.nullcontext"
+
+        # The context is now entered before those statements: it must not read what they bind.
+        if any(item.asname is not None or not _unchanged_by(item.item, moved, plain) for item in stmt.items):
+            return None
+        body = stmt.body
+        if isinstance(body, cst.SimpleStatementSuite):  # `with model.no_sync(): loss.backward()`
+            body = cst.IndentedBlock(body=[cst.SimpleStatementLine(
+                body=body.body, trailing_whitespace=body.trailing_whitespace)])
+        first = moved[0]
+        # Blank lines before the forward stay above the `with`; its comment lines go in with it.
+        lead = list(first.leading_lines)
+        split = next((i for i, line in enumerate(lead) if line.comment is not None), len(lead))
+        inside = lead[split:]
+        if ctx.fits(_FORWARD_COMMENT, at=first, deeper=1):
+            inside.insert(0, cst.EmptyLine(comment=cst.Comment(_FORWARD_COMMENT)))
+        new_with = stmt.with_changes(
+            leading_lines=lead[:split] + [line for line in stmt.leading_lines if line.comment is not None],
+            body=body.with_changes(body=[first.with_changes(leading_lines=inside), *moved[1:], *body.body]))
+        return self.fix(Applicability.UNSAFE, f"Run the forward under `{no_sync}` too",
+                        (block, block.with_changes(body=stmts[:start] + [new_with] + stmts[end + 1:])))
 
     def _steps_elsewhere(self, acc: Accumulation) -> bool:
         """An optimizer step outside the accumulation (after the loop): it may see unsynchronised gradients."""
@@ -440,6 +546,20 @@ gradients until the synchronising micro-batch, which costs memory.
             if not self.ctx.index.contains(home, step):
                 return True
         return False
+
+
+def _unchanged_by(expr: cst.BaseExpression, between: list, call_ok, also=()) -> bool:
+    """expr, evaluated before the statements between instead of after them, has the same value: it
+    reads no name they bind (nor any of also), and makes no call but those call_ok accepts (a call
+    might not return the same value twice)."""
+    read = set(also)
+    for node in walk(expr):
+        if isinstance(node, cst.Call) and not call_ok(node):
+            return False
+        if isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) is not None:
+            read.add(dotted(node))
+    written = set().union(*map(bound_names, between))
+    return not any(r == w or r.startswith(w + ".") or w.startswith(r + ".") for r in read for w in written)
 
 
 def _is_continue_guard(stmt) -> bool:

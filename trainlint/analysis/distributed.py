@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from trainlint.analysis.loops import Loops, is_optimizer_step
+from trainlint.analysis.loops import Loop, Loops, is_optimizer_step
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex
 
@@ -69,6 +69,17 @@ class Accumulation:
     # For the flat form: the loop-body statement (an `if`) that holds the step, else None.
     guard: cst.CSTNode | None = None
     nested: bool = False
+
+
+@dataclass
+class LateNoSync:
+    """`with model.no_sync():` around a backward whose forward ran before it, outside it."""
+
+    statement: cst.With
+    item: cst.WithItem  # the item that names the model's no_sync
+    wrapped: Wrapped
+    backward: cst.Call
+    forward: cst.Call  # the nearest forward of the model before the `with`
 
 
 def one_line(code: str) -> str:
@@ -406,6 +417,98 @@ class Distributed:
             return True
         owner = self._owner(node)
         return owner is self._owner(loop) or owner in reached
+
+    # -- no_sync around the backward alone ----------------------------------------------
+
+    def backward_only_no_syncs(self) -> list[LateNoSync]:
+        """`with model.no_sync():` (or a context chosen from it: `model.no_sync() if ... else
+        nullcontext()`, a name assigned one in the function) of a DDP model around a backward,
+        while the model's forward runs before the `with`, outside it. DDP reads its sync flag in
+        the forward, where it arms the all-reduce the next backward runs, so that backward
+        all-reduces anyway. FSDP reads its flag in the backward, and accelerate or Fabric may wrap
+        the model in FSDP: only DDP is asked about."""
+        out = []
+        backwards = self._backward_calls()
+        for stmt in self.index.nodes(cst.With):
+            found = self._no_sync_item(stmt)
+            if found is None:
+                continue
+            item, wrapped = found
+            backward = next((b for b in backwards if self.index.contains(stmt.body, b)
+                             and self._owner(b) is self._owner(stmt)), None)
+            if backward is None:
+                continue
+            if self.references(stmt.body, wrapped.name) or self.calls_local_using(stmt.body, wrapped.name):
+                continue  # the forward runs inside (or may: a helper that uses the model, the model handed on)
+            forward = self._forward_before(stmt, wrapped)
+            if forward is not None:
+                out.append(LateNoSync(stmt, item, wrapped, backward, forward))
+        return out
+
+    def _no_sync_item(self, stmt: cst.With) -> tuple[cst.WithItem, Wrapped] | None:
+        for item in stmt.items:
+            for name in self._no_sync_of(item.item, stmt):
+                wrapped = self.wrapped.get(name or "")
+                if wrapped is not None and wrapped.kind == DDP and self._in_scope(stmt, wrapped):
+                    return item, wrapped
+        return None
+
+    def _no_sync_of(self, expr: cst.BaseExpression, at: cst.CSTNode, follow: bool = True) -> list[str | None]:
+        """The models whose `no_sync` expr names: `model.no_sync()`, `getattr(model, "no_sync",
+        nullcontext)()`; with follow, also through a name assigned one in at's function (`with
+        ctx:` after `ctx = model.no_sync() if ... else nullcontext()`)."""
+        names = []
+        for node in self.index.walk(expr):
+            if isinstance(node, cst.Attribute) and node.attr.value == "no_sync":
+                names.append(dotted(node.value))
+            elif isinstance(node, cst.Call) and dotted(node.func) == "getattr" and len(node.args) >= 2 \
+                    and isinstance(node.args[1].value, cst.SimpleString) \
+                    and node.args[1].value.evaluated_value == "no_sync":
+                names.append(dotted(node.args[0].value))
+        held = expr.func if isinstance(expr, cst.Call) and not expr.args else expr  # `with ctx():`
+        if not names and follow and isinstance(held, cst.Name):
+            scope = self.index.enclosing_function(at)
+            for assign in self.index.nodes(cst.Assign):
+                if len(assign.targets) == 1 and dotted(assign.targets[0].target) == held.value \
+                        and self.index.enclosing_function(assign) is scope:
+                    names += self._no_sync_of(assign.value, at, follow=False)
+        return names
+
+    def _forward_before(self, stmt: cst.With, wrapped: Wrapped) -> cst.Call | None:
+        """The nearest forward of wrapped that runs before stmt: in an earlier statement of its
+        block or of the blocks around it, up to the loop (or function) that holds it."""
+        for anc, earlier in self.index.preceding(stmt):
+            if isinstance(anc, (*Loop, *_FUNC_BOUNDARY)):
+                return None
+            for prev in earlier:
+                forward = self.forward_in(prev, wrapped)
+                if forward is not None:
+                    return forward
+        return None
+
+    def forward_in(self, stmt: cst.CSTNode, wrapped: Wrapped) -> cst.Call | None:
+        """A forward of wrapped that stmt runs on each of its own runs, outside any sync control:
+        a call of the model (`model(x)`), or of a module-local function that uses it. Not one in
+        a loop or a function of stmt's own."""
+        loop, owner = self.loops.innermost_loop(stmt), self._owner(stmt)
+        for node in self.index.walk(stmt):
+            if not isinstance(node, cst.Call) or self._owner(node) is not owner \
+                    or self.loops.innermost_loop(node) is not loop or self._under_sync_control(node, stmt):
+                continue
+            if dotted(node.func) == wrapped.name or self.calls_local_using(node, wrapped.name):
+                return node
+        return None
+
+    def _under_sync_control(self, node: cst.CSTNode, stmt: cst.CSTNode) -> bool:
+        """node is in a `with` of stmt whose context names a sync control (`model.no_sync()`)."""
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, cst.With) and any(
+                    isinstance(n, cst.Name) and SYNC_CONTROL.search(n.value)
+                    for item in anc.items for n in self.index.walk(item.item)):
+                return True
+            if anc is stmt:
+                return False
+        return False
 
     # -- accumulation ------------------------------------------------------------------
 
