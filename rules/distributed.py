@@ -582,6 +582,32 @@ _DDP_ARGS = (
 )
 
 
+# A DDP wrapper only evaluated, and a teacher wrapped under no_grad beside the trained model.
+_EVALUATE = (
+    "import torch\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "@torch.no_grad()\n"
+    "def evaluate(model, loader, rank):\n"
+    "    model = DDP(model, device_ids=[rank])\n"
+    "    model.eval()\n"
+    "    for x, y in loader:\n"
+    "        metric.update(model(x), y)\n"
+)
+_DISTIL = (
+    "import torch\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "def distil(net, teacher, loader, opt, rank):\n"
+    "    model = DDP(net, device_ids=[rank], gradient_as_bucket_view=True)\n"
+    "    with torch.no_grad():\n"
+    "        teacher = DDP(teacher, device_ids=[rank])\n"
+    "    for x in loader:\n"
+    "        with torch.no_grad():\n"
+    "            target = teacher(x)\n"
+    "        loss_fn(model(x), target).backward()\n"
+    "        opt.step()\n"
+)
+
+
 class DdpCopyingGradients(Rule):
     code = "TL302"
     name = "ddp-copying-gradients"
@@ -598,7 +624,14 @@ the fix turns into `strategy=DDPStrategy(gradient_as_bucket_view=True)`, as Ligh
 optimizations guide shows; and accelerate's `DistributedDataParallelKwargs(...)` (the DDP options
 of an `Accelerator(kwargs_handlers=[...])`) without it. Lightning's and accelerate's only in a
 module that trains (a `.fit(...)` call, a backward or an optimizer step), since Fabric is also
-started with `strategy="ddp"` just to launch processes. A value written as a name is read as
+started with `strategy="ddp"` just to launch processes. A plain `DistributedDataParallel(...)`
+that no backward runs through is not flagged either: assigned to a name in a function that keeps
+it there (not returned, handed to a call, stored elsewhere or read by a nested function), and
+used only under `torch.no_grad()`/`torch.inference_mode()` (the function's decorator or a
+`with`), or in a function that runs no backward or optimizer step (nor calls one that does, nor
+runs per step) and neither calls its `.train()` nor hands its `.parameters()` to a call: an
+evaluation helper. A wrapper at module level, or one that leaves its function, is flagged, since
+its training is not in sight. A value written as a name is read as
 TL101 describes (`gradient_as_bucket_view=args.bucket_view` of a `store_true` switch is off in a
 plain run) and fixed where it is written.
 
@@ -665,6 +698,11 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         # Processes launched for generation: nothing trains here (litgpt's generate scripts).
         Valid("import lightning as L\nfabric = L.Fabric(devices='auto', strategy='ddp')\nfabric.launch()\n"
               "print(generate(model, prompt))\n"),
+        # A wrapper only evaluated (a user's script): no backward runs through it.
+        Valid(_EVALUATE),
+        Valid(_EVALUATE.replace("@torch.no_grad()\n", "")),
+        # ... under `with torch.no_grad():` in a function that trains another model.
+        Valid(_DISTIL),
     ]
     invalid = [
         # Lightning's strategy="ddp": named as a DDPStrategy with the option.
@@ -724,6 +762,14 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         # Code that assigns gradients: reported, but the fix would break it.
         Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
                 "for p in model.parameters():\n    p.grad = torch.zeros_like(p)\n", fixed=None),
+        # An evaluation wrapper whose uses are not all in sight: returned, handed on, or used after
+        # its `no_grad` block in a training loop.
+        Invalid(_EVALUATE.replace("    model.eval()\n", "    model.eval()\n    return model\n"),
+                fixed=_EVALUATE.replace("    model.eval()\n", "    model.eval()\n    return model\n").replace(
+                    "device_ids=[rank])", "device_ids=[rank], gradient_as_bucket_view=True)")),
+        Invalid(_EVALUATE.replace("@torch.no_grad()\n", "").replace("    model.eval()\n", "    run_epoch(model, loader)\n")),
+        Invalid(_DISTIL.replace("            target = teacher(x)\n", "            target = x\n").replace(
+            "        loss_fn(model(x), target)", "        loss_fn(teacher(x), target)")),
         # Options gathered in a dict whose every key is visible (open_clip, ultralytics).
         Invalid(_DDP_ARGS, fixed=_DDP_ARGS.replace(
             "DistributedDataParallel(model, device_ids=[device], **ddp_args)\n",
@@ -748,6 +794,8 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         framework_options = accelerate_options or is_lightning_ddp_strategy(qualified)
         if not (ctx.names.is_a(node.func, DDP) or (framework_options and self._module_trains)):
             return
+        if not framework_options and not ctx.distributed.may_train(node):
+            return  # a wrapper only evaluated: no backward, no bucket copy to save
         if accelerate_options and any(arg.keyword is None and not arg.star for arg in node.args):
             return  # a dataclass's fields by position: which one is which is not worth guessing
         if ctx.hides_arguments(node):

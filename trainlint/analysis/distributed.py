@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 import libcst as cst
 
 from trainlint.analysis.loops import Loop, Loops, is_optimizer_step
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.tree import TreeIndex, binding_targets
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 FSDP = "torch.distributed.fsdp.FullyShardedDataParallel"
@@ -41,6 +42,10 @@ _PREPARE = {ACCELERATE: ("prepare", "prepare_model"), FABRIC: ("setup", "setup_m
 # `set_requires_gradient_sync`, and project helpers named after them (`maybe_no_sync`).
 SYNC_CONTROL = re.compile(r"no_sync|grad(ient)?s?_sync|backward_sync|sync_grad")
 _FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+# Grad modes, as a `with` or a function's decorator, under which no backward can run.
+_NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+                      "torch.autograd.inference_mode", "torch.autograd.grad_mode.no_grad",
+                      "torch.autograd.grad_mode.inference_mode"})
 
 
 @dataclass
@@ -286,6 +291,109 @@ class Distributed:
 
     def calls_local_using(self, root: cst.CSTNode, name: str) -> bool:
         return any(self.references(fn, name) for fn in self._called_functions(root, depth=1))
+
+    # -- wrappers no backward runs through ----------------------------------------------
+
+    def may_train(self, call: cst.Call) -> bool:
+        """Whether a backward may run through the model the wrapper `call` (`DDP(model)`) builds.
+        False only when all its uses are in sight and none trains: the call is assigned to a plain
+        name in a function, the name stays there (not returned, handed to a call, stored, read by
+        a nested function or declared global), and each use after the assignment is under
+        `torch.no_grad()`/`torch.inference_mode()` (the function's decorator or a `with`), or in a
+        function that runs no backward or optimizer step (nor calls one that does, nor is called
+        per step), and is neither a `.train()` switch nor its `.parameters()` handed to a call (an
+        optimizer, a gradient clip: an evaluation helper's uses)."""
+        assign = self.index.parent.get(call)
+        if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
+                and isinstance(assign.targets[0].target, cst.Name)):
+            return True
+        name = assign.targets[0].target.value
+        fn = self.index.enclosing_function(assign)
+        if fn is None or self.index.enclosing(assign, (cst.FunctionDef, cst.ClassDef, *Loop)) is not fn:
+            # A module's (or class's) name may be read anywhere, imported too; a loop wraps again
+            # after the uses it saw.
+            return True
+        targets = {n for node in self.index.walk(fn.body) for t in binding_targets(node) for n in self.index.walk(t)}
+        after = False
+        trains_here = None
+        for node in self.index.walk(fn.body):
+            if node is assign:
+                after = True
+            if isinstance(node, (cst.Global, cst.Nonlocal)) and any(n.name.value == name for n in node.names):
+                return True
+            if not (after and isinstance(node, cst.Name) and node.value == name) or node in targets \
+                    or self.index.contains(assign, node) or not self._reads(node):
+                continue
+            if self.index.enclosing(node, _FUNC_BOUNDARY) is not fn or self._escapes(node, fn):
+                return True  # read by a nested function, returned, handed on or stored: not all in sight
+            if self._without_grad(node, fn):
+                continue
+            use = self.index.parent.get(node)
+            switch = self.index.parent.get(use)
+            if isinstance(use, cst.Attribute) and use.attr.value == "train" and isinstance(switch, cst.Call) \
+                    and switch.func is use and not (switch.args and dotted(switch.args[0].value) == "False"):
+                return True  # `model.train()`: it is going to train
+            if isinstance(use, cst.Attribute) and use.attr.value in ("parameters", "named_parameters") \
+                    and isinstance(switch, cst.Call) and switch.func is use \
+                    and isinstance(self.index.parent.get(switch), cst.Arg):
+                return True  # its parameters handed to an optimizer, a gradient clip, a scaler's step
+            if trains_here is None:
+                trains_here = self._runs_steps(fn)
+            if trains_here or self.loops.in_hot_loop(node):
+                return True
+        return False
+
+    def _reads(self, node: cst.Name) -> bool:
+        """The name node is a variable read, not an attribute's, a keyword's or an import's name
+        (nor a `del`, which only lets the model go)."""
+        parent = self.index.parent.get(node)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return False
+        if isinstance(parent, cst.Arg) and parent.keyword is node:
+            return False
+        return not isinstance(parent, (cst.ImportAlias, cst.Param, cst.FunctionDef, cst.ClassDef, cst.Del))
+
+    def _escapes(self, node: cst.Name, fn: cst.FunctionDef) -> bool:
+        """The wrapped model read at node may leave fn's sight: only its own calls (`model(x)`) and
+        its attributes (`model.eval()`, `model.module`) keep it there, outside a return or yield."""
+        for anc in self.index.ancestors(node):
+            if anc is fn:
+                break
+            if isinstance(anc, (cst.Return, cst.Yield)):
+                return True
+        use = self.index.parent.get(node)
+        return not (isinstance(use, cst.Attribute) and use.value is node
+                    or isinstance(use, cst.Call) and use.func is node)
+
+    def _without_grad(self, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+        """node runs under torch.no_grad()/inference_mode(): a `with` in fn around it, or fn's decorator."""
+        for anc in self.index.ancestors(node):
+            if anc is fn:
+                return any(self._grad_off(d.decorator) for d in fn.decorators)
+            if isinstance(anc, cst.With) and any(self._grad_off(item.item) for item in anc.items):
+                return True
+        return False
+
+    def _grad_off(self, expr: cst.BaseExpression) -> bool:
+        """`torch.no_grad()`, `torch.inference_mode()` (or `(True)`), also as bare decorators."""
+        func = expr.func if isinstance(expr, cst.Call) else expr
+        if self.names.qualified(func) not in _NO_GRAD:
+            return False
+        args = expr.args if isinstance(expr, cst.Call) else ()
+        return not args or len(args) == 1 and dotted(args[0].value) == "True"
+
+    def _runs_steps(self, fn: cst.FunctionDef) -> bool:
+        """fn runs a backward or an optimizer step, or calls a module-local function that does, or
+        a framework calls it on every step."""
+        stepping = {f.name.value for f in self.loops.stepping_functions}
+        return self.loops.is_step_hook(fn) or any(
+            isinstance(c, cst.Call) and self._owner(c) is fn
+            and (c in self._step_call_set or self.loops.local_callee_name(c) in stepping)
+            for c in self.index.walk(fn.body))
+
+    @cached_property
+    def _step_call_set(self) -> set:
+        return set(self.loops.step_calls)
 
     # -- existing sync control ---------------------------------------------------------
 
