@@ -7,6 +7,21 @@ from functools import cached_property
 
 import libcst as cst
 
+from trainlint.analysis.batches import (
+    PARAMETER_POSITION,
+    batch_moves,
+    batches_made_on_device,
+    builds_trainer_loader,
+    heavy_work,
+    is_device_helper,
+    is_device_move,
+    is_loader,
+    loader_arg,
+    loader_batches,
+    loader_keyword,
+    method_of,
+    resolve_callable,
+)
 from trainlint.analysis.context import UNKNOWN
 from trainlint.analysis.framework_loaders import (
     accelerate_trains_on,
@@ -15,24 +30,14 @@ from trainlint.analysis.framework_loaders import (
     places_batches,
     returned_from,
 )
-from trainlint.analysis.frameworks import configured_for_cpu, is_training_arguments
+from trainlint.analysis.frameworks import configured_for_cpu
 from trainlint.analysis.imports import after_imports, insert_stdlib_import
 from trainlint.analysis.settings import Source
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid
 
-DATALOADERS = (
-    "torch.utils.data.DataLoader",
-    "torchdata.stateful_dataloader.StatefulDataLoader",
-    "torchdata.stateful_dataloader.stateful_dataloader.StatefulDataLoader",
-)
 DATASETS = ("torch.utils.data.Dataset", "torch.utils.data.IterableDataset")
-# The positional parameters of DataLoader.__init__ (torch 2.13; StatefulDataLoader's are the same),
-# in order; prefetch_factor, persistent_workers, pin_memory_device and in_order are keyword-only.
-POSITIONAL_PARAMETERS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "collate_fn",
-                         "pin_memory", "drop_last", "timeout", "worker_init_fn", "multiprocessing_context", "generator")
-_POSITIONAL = {name: i for i, name in enumerate(POSITIONAL_PARAMETERS)}
 _EVAL_WORDS = frozenset({"val", "valid", "validation", "test", "testing", "eval", "evaluate", "evaluation", "dev",
                          "predict", "prediction", "inference", "infer"})
 # A stem run together with a loader word: `valloader`, `testdl`, `evaldata`.
@@ -41,39 +46,12 @@ _LOADER_WORDS = frozenset({"loader", "dataloader", "dl", "data", "dataset", "ds"
 DEFAULT_WORKERS = "min(8, os.cpu_count() or 1)"
 
 
-def builds_trainer_loader(ctx, call: cst.Call) -> bool:
-    """`TrainingArguments(...)` (or a trl/sentence-transformers subclass): the Trainer builds its
-    training DataLoader from the `dataloader_*` settings, one per DataLoader argument."""
-    return is_training_arguments(ctx.names.qualified_if_named(call.func, "Arguments", "Config"))
-
-
-def loader_keyword(ctx, call: cst.Call, name: str) -> str:
-    """The keyword that sets DataLoader argument `name` in this call: `dataloader_num_workers` in
-    TrainingArguments, `num_workers` in a DataLoader."""
-    return f"dataloader_{name}" if builds_trainer_loader(ctx, call) else name
-
-
-def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
-    """The argument that sets DataLoader argument `name` in this call: its keyword, its position,
-    or the call's `*args`/`**options` when they may pass it (a value not known here); None when
-    it is certainly not passed (a `**options` dict whose keys the file shows does not hold it)."""
-    keyword = loader_keyword(ctx, call, name)
-    arg = ctx.keyword(call, keyword)
-    if arg is None and name in _POSITIONAL and not builds_trainer_loader(ctx, call):
-        arg = ctx.positional(call, _POSITIONAL[name])
-    if arg is None and ctx.hides_arguments(call):
-        keys = ctx.star_keys(call)
-        if keys is None or keyword in keys:
-            return next(a for a in call.args if a.star)
-    return arg
-
-
 def set_loader_arg(ctx, call: cst.Call, name: str, value: str) -> cst.Call:
     """The loader call with `name` set to value: in place when the call passes it by position (a
     keyword beside it would raise "got multiple values"), else as a keyword."""
     if builds_trainer_loader(ctx, call):
         return ctx.with_keyword(call, loader_keyword(ctx, call, name), value)
-    return ctx.with_keyword(call, name, value, position=_POSITIONAL.get(name))
+    return ctx.with_keyword(call, name, value, position=PARAMETER_POSITION.get(name))
 
 
 def setting_value(ctx, call: cst.Call, name: str, missing, *, certain: bool = False):
@@ -112,24 +90,6 @@ def setting_advice(ctx, call: cst.Call, name: str, value: str, problem: str, why
     if source is None:
         return f"{problem}; set `{loader_keyword(ctx, call, name)}={value}`{f' {why}' if why else ''}"
     return source.explain(problem, value, why)
-
-
-def is_loader(ctx, call: cst.Call) -> bool:
-    """A call of DataLoader's constructor with DataLoader's own arguments (aliases, subclasses that
-    keep its __init__), also through a name assigned only such classes (yolov5's
-    `loader = DataLoader if image_weights else InfiniteDataLoader; loader(dataset, ...)`)."""
-    if ctx.names.constructs(call.func, *DATALOADERS):
-        return True
-    if not isinstance(call.func, cst.Name) or call.func.value in ctx.names.aliases:
-        return False
-    values = ctx.assigned_values(call.func)
-    return bool(values) and all(_loader_classes(ctx, v) for v in values)
-
-
-def _loader_classes(ctx, expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.IfExp):
-        return _loader_classes(ctx, expr.body) and _loader_classes(ctx, expr.orelse)
-    return isinstance(expr, (cst.Name, cst.Attribute)) and ctx.names.constructs(expr, *DATALOADERS)
 
 
 def loader_name(ctx, call: cst.Call) -> str | None:
@@ -172,70 +132,6 @@ def add_workers_fix(rule: Rule, call: cst.Call):
         return None
     value = workers_to_set(rule)
     return setting_fix(rule, call, "num_workers", value, Applicability.UNSAFE, *_os_import(rule.ctx, value))
-
-
-def batches_made_on_device(ctx, call: cst.Call) -> bool:
-    """The loader's batches come out of it on the device: its collate_fn, or its dataset's class
-    (`__getitem__`/`__iter__`, the methods of the class they call, or `__init__` storing the data
-    there), defined in this module, moves tensors to a device. Pinning such batches raises
-    (`cannot pin 'torch.cuda.FloatTensor'`), and so does CUDA in forked worker processes."""
-    cache = ctx.__dict__.setdefault("_device_batches", {})
-    if call not in cache:
-        cache[call] = _moves_in_loader(ctx, call)
-    return cache[call]
-
-
-_MOVES_TENSORS = "moves tensors to a device"
-
-
-def _moves_in_loader(ctx, call: cst.Call) -> bool:
-    arg = loader_arg(ctx, call, "collate_fn")
-    if arg is not None and not arg.star:
-        collate = _resolve_callable(ctx, arg.value)
-        if collate is not None and any(kind == _MOVES_TENSORS for _c, kind in heavy_work(ctx, collate, masks=False)):
-            return True
-    cls = _dataset_class(ctx, call)
-    if cls is None:
-        return False
-    for name in ("__init__", "__getitem__", "__iter__"):
-        method = _method_of(ctx, cls, name)
-        if method is not None and _moves_per_sample(ctx, cls, method, 2, ()):
-            return True
-    return False
-
-
-def _moves_per_sample(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, depth: int, seen: tuple) -> bool:
-    """fn, or a method of cls it calls (up to depth calls down), moves tensors to a device."""
-    if any(kind == _MOVES_TENSORS for _c, kind in heavy_work(ctx, fn.body, masks=False)):
-        return True
-    if depth == 0:
-        return False
-    for node in ctx.index.walk(fn.body):
-        func = node.func if isinstance(node, cst.Call) else None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            method = _method_of(ctx, cls, func.attr.value)
-            if method is not None and method is not fn and method not in seen \
-                    and _moves_per_sample(ctx, cls, method, depth - 1, (*seen, fn)):
-                return True
-    return False
-
-
-def _dataset_class(ctx, call: cst.Call) -> cst.ClassDef | None:
-    """The class of this module the loader's dataset is built from: `DataLoader(Images(...))`, or
-    through the name it is assigned to (`ds = Images(...)`)."""
-    first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
-    if first is None or first.star:
-        return None
-    value = first.value
-    if not isinstance(value, cst.Call):
-        name = ctx.dotted(value)
-        built = [a.value for a in ctx.index.nodes(cst.Assign) if isinstance(a.value, cst.Call)
-                 and any(ctx.dotted(t.target) == name for t in a.targets)] if name else []
-        if len(built) != 1:
-            return None
-        value = built[0]
-    class_name = ctx.dotted(value.func)
-    return next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == class_name), None)
 
 
 def _subject(ctx, call: cst.Call) -> str:
@@ -1111,37 +1007,13 @@ position is replaced where it stands.
         return bool(_unattributed_moves(ctx))
 
 
-def is_device_move(ctx, call: cst.Call) -> bool:
-    """`x.cuda()` or `x.to(device)` / `x.to("cuda")` (not a dtype-only `.to(torch.float16)`)."""
-    func = call.func
-    if not isinstance(func, cst.Attribute):
-        return False
-    if func.attr.value == "cuda":
-        return True
-    if func.attr.value != "to" or not call.args:
-        return False
-    first = call.args[0]
-    if first.keyword is not None and first.keyword.value == "dtype":
-        return False
-    qn = ctx.names.qualified(first.value) or ""
-    if qn.startswith("torch.") and qn != "torch.device":
-        return False  # a dtype
-    literal = ctx.literal(first.value)
-    return literal is UNKNOWN or (isinstance(literal, str) and literal != "cpu")
-
-
-# Helpers that move a whole batch (a dict or list of tensors) to a device: torchtune's
-# `batch_to_device`, accelerate's `send_to_device`, fairseq's `move_to_cuda`, and projects' own.
-_DEVICE_HELPER = re.compile(r"((^|_)to_(device|cuda|gpu)|^(send|move|copy)_to_(device|cuda|gpu|accelerator))$")
-
-
 def _hot_moves(ctx) -> frozenset[cst.Call]:
     """Device copies (`.to(device)`, `.cuda()`, batch helpers such as `batch_to_device(batch,
     device)`) in a hot loop or a function it calls."""
     cached = getattr(ctx, "_hot_moves", None)
     if cached is None:
         cached = frozenset(c for c in ctx.index.nodes(cst.Call)
-                           if (is_device_move(ctx, c) or _is_device_helper(ctx, c)) and ctx.loops.in_hot_loop(c))
+                           if (is_device_move(ctx, c) or is_device_helper(ctx, c)) and ctx.loops.in_hot_loop(c))
         ctx._hot_moves = cached
     return cached
 
@@ -1160,108 +1032,6 @@ def _unattributed_moves(ctx) -> frozenset[cst.Call]:
         cached = _hot_moves(ctx) - attributed
         ctx._unattributed_moves = cached
     return cached
-
-
-def batch_moves(ctx, loop: cst.CSTNode, *, pieces: bool = False, target: cst.CSTNode | None = None) -> frozenset[cst.Call]:
-    """The device copies (`.to(device)`, `.cuda()`, batch helpers) that the batches of a loop over
-    a loader reach: copies of the loop's target (or of target, where the loop draws its batches
-    with `target = next(it)`) or of values computed from it, in the loop body or in module-local
-    functions the loop hands them to (up to three calls down). With pieces, only copies of the
-    batch's own tensors (`batch["x"]`, `x, y = batch`, `for t in batch`), the ones in the loader's
-    memory, not of values computed from them (`accelerator.gather(x)`, `model(x)`)."""
-    target = loop.target if target is None else target
-    cache = ctx.__dict__.setdefault("_batch_moves", {})
-    if (loop, target, pieces) not in cache:
-        names = {ctx.dotted(n) for n in ctx.index.walk(target) if isinstance(n, (cst.Name, cst.Attribute))}
-        found: set = set()
-        _moves_in(ctx, loop.body, names - {None}, _is_piece if pieces else _mentions_any, 3, (), found)
-        cache[loop, target, pieces] = frozenset(found)
-    return cache[loop, target, pieces]
-
-
-def loader_batches(ctx, call: cst.Call, *, shared: bool = False) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
-    """(loop, target) for each loop that takes the loader's batches into target: the loops over it
-    (with shared, also those over it on some calls of their function, `shared_loops`), and loops
-    drawing them with `target = next(it)` (`next_draws`)."""
-    loops = ctx.loops.loops_over(call)
-    if shared:
-        loops += [loop for loop, _path in ctx.loops.shared_loops(call)]
-    return [(loop, loop.target) for loop in loops] + ctx.loops.next_draws(call)
-
-
-def _moves_in(ctx, body: cst.CSTNode, names: set, carries, depth: int, seen: tuple, found: set) -> None:
-    """carries(ctx, expr, names): whether the value of expr carries the batch named by names."""
-    names = _derived(ctx, body, names, carries)
-    for node in ctx.index.walk(body):
-        if not isinstance(node, cst.Call):
-            continue
-        if is_device_move(ctx, node) and carries(ctx, node.func.value, names):
-            found.add(node)
-        elif _is_device_helper(ctx, node) and any(carries(ctx, a.value, names) for a in node.args):
-            found.add(node)
-        elif depth:
-            callee = ctx.loops.local_callee_name(node)
-            if callee is None:
-                continue
-            params = {param for param, arg in ctx.loops.bind_params(callee, node) if carries(ctx, arg.value, names)}
-            fn = ctx.loops.functions[callee][0]
-            if params and fn not in seen:
-                _moves_in(ctx, fn.body, params, carries, depth - 1, (*seen, fn), found)
-
-
-def _mentions_any(ctx, expr: cst.CSTNode, names: set) -> bool:
-    return any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.dotted(n) in names for n in ctx.index.walk(expr))
-
-
-def _is_piece(ctx, expr: cst.BaseExpression, names: set) -> bool:
-    """expr is one of names or taken from one (`batch["x"]`, `batch.values()`, `x.float()`), or a
-    tuple/list of such (`for t in (x, y)`: each t is a piece)."""
-    if isinstance(expr, (cst.Tuple, cst.List)):
-        elements = [e.value for e in expr.elements]
-        return bool(elements) and all(_is_piece(ctx, e, names) for e in elements)
-    while ctx.dotted(expr) not in names:
-        if isinstance(expr, cst.Call):
-            expr = expr.func
-        elif isinstance(expr, (cst.Attribute, cst.Subscript)):
-            expr = expr.value
-        else:
-            return False
-    return True
-
-
-def _derived(ctx, body: cst.CSTNode, names: set, carries) -> set:
-    """names and every name bound in body from a value that carries one of them (`x, y = batch`,
-    `for micro in batch.split(4)`, `{k: v for k, v in batch.items()}`; with _mentions_any also
-    `inputs = prepare(batch)`, which _is_piece does not count as the batch's own tensor)."""
-    names = set(names)
-    bindings = []  # (value, target)
-    for node in ctx.index.walk(body):
-        if isinstance(node, cst.Assign):
-            bindings += [(node.value, t.target) for t in node.targets]
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)) and node.value is not None:
-            bindings.append((node.value, node.target))
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            bindings.append((node.iter, node.target))
-        elif isinstance(node, cst.NamedExpr):
-            bindings.append((node.value, node.target))
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            bindings.append((node.item, node.asname.name))
-    changed = True
-    while changed:
-        changed = False
-        for value, target in bindings:
-            if carries(ctx, value, names):
-                for n in ctx.index.walk(target):
-                    name = ctx.dotted(n) if isinstance(n, (cst.Name, cst.Attribute)) else None
-                    if name and name not in names:
-                        names.add(name)
-                        changed = True
-    return names
-
-
-def _is_device_helper(ctx, call: cst.Call) -> bool:
-    name = ctx.dotted(call.func)
-    return name is not None and bool(call.args) and bool(_DEVICE_HELPER.search(name.rsplit(".", 1)[-1]))
 
 
 class DataLoaderWorkersNotPersistent(DataLoaderRule):
@@ -1854,40 +1624,7 @@ def _comprehension_key(ctx, call: cst.Call) -> str | None:
 
 # -- heavy per-sample work -------------------------------------------------------------------
 
-_TOKENIZE = re.compile(r"(tokeniz|encode_plus|batch_encode|^encode$|^pad$|pad_sequence|apply_chat_template)", re.IGNORECASE)
-_DECODE = re.compile(r"(^Image\.open$|\.open$|imread|imdecode|decode_image|decode_jpeg|read_image|^load$|librosa\.load|"
-                     r"torchaudio\.load|soundfile\.read|^sf\.read$|decord|VideoReader)")
-_MASK = re.compile(r"(mask)", re.IGNORECASE)
-# Opening a file reads bytes; it decodes no image or audio (fairseq's FastaDataset keeps one handle).
-_FILE_OPENERS = frozenset({"builtins.open", "io.open", "os.open", "codecs.open", "gzip.open", "bz2.open", "lzma.open"})
 _CACHE = re.compile(r"cache", re.IGNORECASE)
-
-
-def _call_name(ctx, call: cst.Call) -> str:
-    return ctx.names.qualified(call.func) or ctx.dotted(call.func) or ""
-
-
-def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, str]]:
-    """Calls under root that tokenize, pad, mask, decode media or move tensors to a device."""
-    out = []
-    for node in ctx.index.walk(root):
-        if not isinstance(node, cst.Call):
-            continue
-        name = _call_name(ctx, node)
-        last = name.rsplit(".", 1)[-1]
-        receiver = name.rsplit(".", 1)[0] if "." in name else ""
-        if _TOKENIZE.search(last) or ("tokenizer" in receiver.lower() and last not in ("decode",)) \
-                or (last in ("__call__",) and "tokenizer" in name.lower()) or name.lower().endswith("tokenizer"):
-            out.append((node, "tokenizes/pads text"))
-        elif last in ("open", "imread", "imdecode", "decode_image", "decode_jpeg", "read_image", "read") and \
-                _DECODE.search(name) and name not in _FILE_OPENERS or name in ("PIL.Image.open", "torchvision.io.read_image", "torchaudio.load",
-                                                  "librosa.load", "cv2.imread", "soundfile.read"):
-            out.append((node, "decodes images/audio"))
-        elif masks and _MASK.search(last) and last not in ("masked_fill",):
-            out.append((node, "builds masks"))
-        elif is_device_move(ctx, node):
-            out.append((node, "moves tensors to a device"))
-    return out
 
 
 def _loaders_using(ctx, predicate) -> list[cst.Call]:
@@ -2066,7 +1803,7 @@ offline is left to you.
         arg = loader_arg(ctx, node, "collate_fn")
         if arg is None or arg.star:
             return
-        definition = _resolve_callable(ctx, arg.value)
+        definition = resolve_callable(ctx, arg.value)
         if definition is None:
             return
         work = heavy_work(ctx, definition, masks=True)
@@ -2169,7 +1906,7 @@ def _collate_users(ctx, collate: cst.CSTNode) -> list[cst.Call]:
     users, uses = [], []
     for call in ctx.index.nodes(cst.Call):
         arg = loader_arg(ctx, call, "collate_fn") if is_loader(ctx, call) else None
-        if arg is not None and not arg.star and _resolve_callable(ctx, arg.value) is collate:
+        if arg is not None and not arg.star and resolve_callable(ctx, arg.value) is collate:
             users.append(call)
             uses += [id(n) for n in ctx.index.walk(arg.value) if isinstance(n, cst.Name)]
     name = collate.name.value if isinstance(collate, cst.FunctionDef) else None
@@ -2210,26 +1947,6 @@ def _called(ctx, expr: cst.BaseExpression, name: str) -> bool:
             return True
         expr = expr.args[0].value
     return False
-
-
-def _resolve_callable(ctx, expr: cst.BaseExpression) -> cst.CSTNode | None:
-    """A function, lambda or class (its __call__) defined in this module that expr names."""
-    if isinstance(expr, cst.Lambda):
-        return expr
-    if isinstance(expr, cst.Call):  # Collator(tokenizer) -> the class's __call__
-        expr = expr.func
-    name = ctx.dotted(expr)
-    if name is None:
-        return None
-    last = name.rsplit(".", 1)[-1]
-    for fn in ctx.loops.functions.get(last, ()):
-        return fn
-    for cls in ctx.index.nodes(cst.ClassDef):
-        if cls.name.value == last:
-            for stmt in ctx.index.walk(cls):
-                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__call__":
-                    return stmt
-    return None
 
 
 class HeavyGetitem(Rule):
@@ -2341,7 +2058,7 @@ def _sample_work(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, depth: int = 2, se
             continue
         if _fills_cache(ctx, call, fn):
             continue
-        method = _method_of(ctx, cls, func.attr.value)
+        method = method_of(ctx, cls, func.attr.value)
         if method is None or method is fn or method in seen:
             continue
         found = _sample_work(ctx, cls, method, depth - 1, (*seen, fn))
@@ -2376,21 +2093,6 @@ def _asks_cache(ctx, test: cst.BaseExpression) -> bool:
                 and (is_cache(t.comparator) or is_cache(n.left)) for t in n.comparisons):
             return True
     return False
-
-
-def _method_of(ctx, cls: cst.ClassDef, name: str, _seen: tuple = ()) -> cst.FunctionDef | None:
-    """The method `name` of cls, or of a base class defined in this module."""
-    for stmt in cls.body.body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
-            return stmt
-    for base in cls.bases:
-        base_name = ctx.dotted(base.value)
-        base_cls = next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == base_name), None)
-        if base_cls is not None and base_cls not in _seen and base_cls is not cls:
-            method = _method_of(ctx, base_cls, name, (*_seen, cls))
-            if method is not None:
-                return method
-    return None
 
 
 def _builds(ctx, loader: cst.Call, class_name: str) -> bool:

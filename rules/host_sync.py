@@ -277,6 +277,30 @@ class M({base}):
         self.history.append({read})
         return loss
 """
+# A loader's batch arrives on the host: the loop moves its tensors to the device itself.
+_HOST_BATCH = """import numpy as np
+import torch
+for step, batch in enumerate(loader):
+    x = batch["x"].cuda(non_blocking=True)
+    y = batch["y"]
+    {read}
+    loss = model(x, y.cuda(non_blocking=True))
+    loss.backward()
+    opt.step()
+"""
+_COLLATE_TO_DEVICE = """import torch
+from torch.utils.data import DataLoader
+def collate(samples):
+    x = torch.stack([s[0] for s in samples])
+    ids = torch.tensor([s[1] for s in samples])
+    return x.to("cuda"), ids.to("cuda")
+train_loader = DataLoader(ds, batch_size=8, collate_fn={collate})
+for ids, x in train_loader:
+    seen.update(ids.tolist())
+    loss = model(x.cuda(non_blocking=True))
+    loss.backward()
+    opt.step()
+"""
 _NO_FIX_SHOWN_NAME = _with_total(in_training_loop("total += loss.item()")) + "print(f'{total=}')\n"
 _NO_FIX_PER_STEP_READ = _with_total(in_training_loop("total += loss.item()\npbar.set_postfix(avg=total / (step + 1))"))
 _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) == y).sum().item()"), "correct = 0") \
@@ -309,6 +333,18 @@ Trainer subclass); and in Lightning they mention `self.log(...)`, which keeps a 
 device until the logger writes (with `prog_bar=True` the progress bar reads it at every refresh,
 each batch by default). Lightning's and the Trainer's counters count optimizer steps: under gradient accumulation a
 guard on them is true on every micro-batch of each N-th step.
+
+A value known to be in host memory is not flagged, as reading it waits for no GPU: a numpy
+value, a tensor made without `device=` (`torch.randint(0, 10, (1,))`, also through a name), what
+`.cpu()` copied (the `.cpu()` is the finding), and a tensor of a batch that arrives on the host,
+read before the loop moves it (`batch["ids"].tolist()`, `y.numpy()` after `y = batch["y"]`, and
+what indexing, arithmetic or a dtype conversion makes of it). A batch counts as arriving on the
+host only when the loop takes it from a loader (`for batch in loader`) and copies some of its
+tensors to the device itself (`batch["x"].cuda()`), no DataLoader of the file that feeds the loop
+makes its batches on the device (in its collate_fn or dataset), and the loop does not iterate a
+loader that accelerate or Fabric prepared. A read after the batch is moved is flagged
+(`batch = batch.to(device)`, `batch = {k: v.to(device) ...}`, `batch.to(device)` of a
+BatchEncoding, a helper handed the batch), as is `x.numpy()` of any other value.
 
 ## Why is this bad?
 A read of a device tensor waits until every queued kernel has finished: the host stops feeding
@@ -365,6 +401,21 @@ the name, and not at all when the name is read anywhere else (the read would be 
         # Not a per-step hook: evaluation, or a class no framework calls.
         Valid(_HOOK.format(base="L.LightningModule", hook="validation_step", read="acc.item()")),
         Valid(_HOOK.format(base="object", hook="training_step", read="acc.item()")),
+        # Values in host memory: the tensors of a batch the loop moves to the device itself, read
+        # before it does; numpy values; tensors made without a device (a user's script).
+        Valid(_HOST_BATCH.format(read='ids = batch["ids"].tolist()')),
+        Valid(_HOST_BATCH.format(read="labels_cpu = y.numpy()")),
+        Valid(_HOST_BATCH.format(read="n_labels = int((y != -100).sum())")),
+        Valid(_HOST_BATCH.format(read="order = np.argsort(np.random.rand(8)).tolist()")),
+        Valid(_HOST_BATCH.format(read="scale = np.random.rand(1).item()")),
+        Valid(_HOST_BATCH.format(read="k = int(torch.randint(0, 10, (1,)).item())")),
+        Valid(_HOST_BATCH.format(read="perm = torch.randperm(8)\n    first = perm[:2].tolist()")),
+        Valid("import torch\nfor ids, x in loader:\n    seen.update(ids.tolist())\n"
+              "    loss = model(x.cuda(non_blocking=True))\n    loss.backward()\n    opt.step()\n"),
+        Valid("import torch\nfor batch in loader:\n    x, y = batch\n    x = x.cuda(non_blocking=True)\n"
+              "    labels = y.numpy()\n    loss = model(x, y.cuda())\n    loss.backward()\n    opt.step()\n"),
+        # A DataLoader of the file whose collate_fn leaves the batches on the CPU.
+        Valid(_COLLATE_TO_DEVICE.replace('x.to("cuda"), ids.to("cuda")', "x, ids").format(collate="collate")),
     ]
     invalid = [
         # The reads of the accumulator are converted where they are: it prints a number, not `tensor(...)`.
@@ -412,6 +463,25 @@ the name, and not at all when the name is read anywhere else (the read would be 
                 message="(`if self.state.global_step % self.state.logging_steps == 0:`) or keep it on the device"),
         # A block that reads the name among the statements after it: no suggestion (it does not move).
         Invalid(in_training_loop("lossf = loss.item()\nif verbose:\n    print(lossf)\nhistory.append(lossf)")),
+        # Not in host memory: a batch's tensor once moved, or the batch itself once moved (rebound,
+        # in place as a BatchEncoding does, by a helper), a model's output, a loader whose
+        # collate_fn makes the batches on the device, one accelerate prepared, a loop that moves
+        # nothing of its batch (`x.numpy()` of a value not known to be on the host).
+        Invalid(_HOST_BATCH.format(read="xs = x.tolist()"), message="`.tolist()` waits for the GPU"),
+        Invalid(_HOST_BATCH.format(read="y = y.cuda()\n    labels = y.numpy()")),
+        Invalid(_HOST_BATCH.format(read='batch = batch.to(device)\n    ids = batch["ids"].tolist()')),
+        Invalid(_HOST_BATCH.format(read='batch = {k: v.to(device) for k, v in batch.items()}\n'
+                                        '    ids = batch["ids"].tolist()')),
+        Invalid(_HOST_BATCH.format(read='batch.to(device)\n    ids = batch["ids"].tolist()')),
+        Invalid(_HOST_BATCH.format(read='batch_to_device(batch, device)\n    ids = batch["ids"].tolist()')),
+        Invalid(_HOST_BATCH.format(read="preds = model(x).argmax(-1).tolist()")),
+        Invalid(_COLLATE_TO_DEVICE.format(collate="collate")),
+        Invalid("import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+                "model, opt, train_loader = accelerator.prepare(model, opt, train_loader)\n"
+                "for batch in train_loader:\n    seen.update(batch['ids'].tolist())\n"
+                "    loss = model(batch['x'].to(accelerator.device))\n    accelerator.backward(loss)\n    opt.step()\n"),
+        Invalid("import torch\nfor x, y in loader:\n    labels = y.numpy()\n    loss = model(x, y)\n"
+                "    loss.backward()\n    opt.step()\n"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -422,7 +492,7 @@ the name, and not at all when the name is read anywhere else (the read would be 
             inner = func.value
             # One finding per chain: `x.cpu().numpy()` is reported at `.cpu()`, and so is
             # `x.cpu().detach().numpy().item()` (pytorch-tabnet: it was reported twice).
-            if _sync_in_receiver(inner) or ctx.tensors.on_host(inner):
+            if _sync_in_receiver(inner):
                 return
             if func.attr.value != "item" and not ctx.tensors.is_tensor(inner):
                 return
@@ -434,7 +504,9 @@ the name, and not at all when the name is read anywhere else (the read would be 
             what = f"`{func.value}()`"
         else:
             return
-        if not ctx.is_per_step(node):
+        # A value known to be in host memory waits for no GPU: a tensor of a batch the loop has not
+        # moved yet, a numpy value, a tensor made without a device (Tensors.on_host).
+        if not ctx.is_per_step(node) or ctx.tensors.on_host(target):
             return
         fix = None
         parent = ctx.parent(node)

@@ -46,6 +46,12 @@ def test_tl201_assignment_read_by_nobody_still_moves_alone():
     assert _suggested(code, "TL201") == [in_training_loop("if step % 100 == 0:\n    l = float(loss)")]
 
 
+def test_tl201_reports_a_copy_to_the_host_once():
+    # `.cpu()` is the wait; what it copied is in host memory, and reading it again waits for nothing.
+    code = in_training_loop("preds = model(x).argmax(-1).cpu()\nhits = preds.tolist()\narr = preds.numpy()")
+    assert [d.message.split(" ", 1)[0] for d in _findings(code, "TL201")] == ["`.cpu()`"]
+
+
 def test_tl203_moves_the_chain_of_reads():
     code = in_training_loop("m = torch.cuda.memory_allocated()\ngb = m / 2**30\nstats.append(gb)")
     settings = Settings(select=("TL203",))

@@ -6,7 +6,7 @@ import inspect
 import libcst as cst
 import pytest
 
-from rules.dataloader import POSITIONAL_PARAMETERS
+from trainlint.analysis.batches import POSITIONAL_PARAMETERS
 from trainlint.analysis.context import FileContext
 from trainlint.api import fix_source
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import libcst as cst
 
-from rules.dataloader import POSITIONAL_PARAMETERS
+from trainlint.analysis.batches import POSITIONAL_PARAMETERS
 from trainlint.analysis.names import dotted
 from trainlint.analysis.tree import TreeIndex
 from trainlint.config import Settings

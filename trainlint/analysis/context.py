@@ -92,7 +92,7 @@ class FileContext:
 
     @cached_property
     def tensors(self) -> Tensors:
-        return Tensors(self.index, self.names)
+        return Tensors(self)
 
     @cached_property
     def sources(self) -> Sources:

@@ -4,6 +4,10 @@ A value is a tensor when it comes from a torch call, a model or loss-function ca
 method, arithmetic on a tensor, a batch drawn from a loader, or a name assigned from one of
 those in the same function. Names like `loss` count by convention. Unknown stays unknown: the
 rules only fire on values this analysis believes are tensors.
+
+Which values are known to be in host memory (`on_host`: a numpy value, a tensor made without a
+device, a tensor of a batch that arrives on the host) is asked here too: reading one waits for
+no GPU.
 """
 
 from __future__ import annotations
@@ -12,8 +16,8 @@ import re
 
 import libcst as cst
 
-from trainlint.analysis.names import Names, bound_names, dotted
-from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.batches import host_batch_loops, is_device_move, over_loader_name
+from trainlint.analysis.names import bound_names, dotted
 
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
@@ -40,14 +44,30 @@ _TENSOR_NAMES = re.compile(r"^(loss|losses|\w+_loss|loss_(?!(scale|scaler|scalin
 # torch functions that make a new tensor, on the CPU unless told a device.
 _FACTORIES = re.compile(r"^torch\.(tensor|zeros|ones|full|empty|arange|linspace|logspace|eye|rand|randn|randint|"
                         r"randperm|from_numpy)$")
-_LOADER_NAMES = re.compile(r"(loader|dataloader|batches|data_iter)", re.IGNORECASE)
 _TENSOR_ATTRS = frozenset({"loss", "logits", "grad", "data", "last_hidden_state"})
+# Tensor methods whose result is on the device of the tensor they are called on: what they make of
+# a host tensor is on the host too (`.to` keeps it only when it is not a device move).
+_KEEPS_DEVICE = frozenset({
+    "long", "int", "short", "bool", "byte", "char", "float", "double", "half", "bfloat16", "type_as", "clone",
+    "detach", "contiguous", "view", "view_as", "reshape", "reshape_as", "squeeze", "unsqueeze", "flatten", "permute",
+    "transpose", "t", "expand", "expand_as", "repeat", "narrow", "split", "chunk", "unbind", "sum", "mean", "max",
+    "min", "argmax", "argmin", "sort", "argsort", "unique", "nonzero", "masked_select", "masked_fill", "eq", "ne",
+    "gt", "ge", "lt", "le", "all", "any", "abs", "neg", "pow", "add", "sub", "mul", "div", "numel", "size", "dim",
+    "pin_memory", "astype", "copy", "ravel",
+})
+# What these give is on the host, whatever they are called on (the call is where any wait is).
+_TO_HOST = frozenset({"cpu", "numpy", "tolist", "item"})
+# Reads of a container (a batch that is a dict): the values they give are the ones it holds.
+_ACCESSORS = frozenset({"get", "values", "items", "keys"})
+# Methods of a batch that leave what it holds where it is.
+_READS = _ACCESSORS | _KEEPS_DEVICE | _TO_HOST
 
 
 class Tensors:
-    def __init__(self, index: TreeIndex, names: Names) -> None:
-        self.index = index
-        self.names = names
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx  # the FileContext: on_host asks the loader analysis (batches.py) through it
+        self.index = index = ctx.index
+        self.names = ctx.names
         self._scopes: dict[cst.CSTNode | None, dict[str, list[cst.BaseExpression]]] = {}
         self._loop_targets: dict[cst.CSTNode | None, set[str]] = {}
         for assign in index.nodes(cst.Assign):
@@ -65,8 +85,7 @@ class Tensors:
                 scope = index.enclosing_function(assign)
                 self._bind(self._scopes.setdefault(scope, {}), assign.target, assign.value)
         for loop in index.nodes(cst.For):
-            iter_text = dotted(_strip_enumerate(loop.iter)) or ""
-            if _LOADER_NAMES.search(iter_text) or _is_tqdm_over_loader(loop.iter):
+            if over_loader_name(loop):
                 scope = index.enclosing_function(loop)
                 targets = self._loop_targets.setdefault(scope, set())
                 target = loop.target
@@ -152,13 +171,101 @@ class Tensors:
         return reaching is not None and _host_value(reaching)
 
     def on_host(self, expr: cst.BaseExpression) -> bool:
-        """A tensor made here on the CPU: a torch factory called without `device=`
-        (`torch.randint(n, (1,)).item()` reads no GPU), or an element of one."""
-        while isinstance(expr, cst.Subscript):
-            expr = expr.value
-        return isinstance(expr, cst.Call) and bool(_FACTORIES.match(self.names.qualified(expr.func) or "")) \
-            and not any(a.keyword is not None and a.keyword.value == "device" for a in expr.args) \
-            and not any(a.star for a in expr.args)
+        """expr's value is known to be in host memory, so reading it waits for no GPU: a Python
+        number (`_host_value`); a numpy value; a tensor a torch factory makes without `device=`
+        (`torch.randint(n, (1,))`); what `.cpu()`/`.numpy()` give; a tensor of a batch that arrives
+        on the host (`batches.host_batch_loops`: `batch["ids"]`, `y` of `for x, y in loader`, or a
+        name taken from it) read before anything moves it; and what indexing, an attribute,
+        arithmetic, a comparison or a method that keeps the device (`ids.long()`, `perm[:k]`,
+        `y == -100`) makes of such values. A name is followed back through the statements before
+        the read to its assignment, or to the target of the loop whose body holds the read; not
+        across another loop or into a function."""
+        return self._host(expr, 0, field=False)
+
+    def _host(self, expr: cst.BaseExpression, depth: int, field: bool) -> bool:
+        """on_host; field: the read takes a tensor out of expr (`expr["ids"]`, `expr.labels`), so
+        something that changes the container in place (`batch.to(device)` of a BatchEncoding, a
+        helper handed the batch) before the read moves what it holds."""
+        if depth > 8:
+            return False
+        if _host_value(expr):
+            return True
+        if isinstance(expr, cst.Subscript):
+            return self._host(expr.value, depth + 1, field=True)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._host(expr.expression, depth + 1, field)
+        if isinstance(expr, cst.BinaryOperation):
+            return self._host(expr.left, depth + 1, field) and self._host(expr.right, depth + 1, field)
+        if isinstance(expr, cst.Comparison):
+            return self._host(expr.left, depth + 1, field) and all(
+                self._host(c.comparator, depth + 1, field) for c in expr.comparisons)
+        if isinstance(expr, cst.Call):
+            return self._call_on_host(expr, depth, field)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            name = dotted(expr)
+            if name is not None and self._name_on_host(expr, name, depth, field):
+                return True
+            # `batch.labels`: a tensor of a host batch.
+            return isinstance(expr, cst.Attribute) and self._host(expr.value, depth + 1, field=True)
+        return False
+
+    def _call_on_host(self, call: cst.Call, depth: int, field: bool) -> bool:
+        qn = self.names.qualified(call.func) or ""
+        if _FACTORIES.match(qn):
+            return not any(a.keyword is not None and a.keyword.value == "device" for a in call.args) \
+                and not any(a.star for a in call.args)
+        if qn.startswith("numpy."):
+            return True  # numpy arrays and scalars live in host memory
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        method = func.attr.value
+        if method in _TO_HOST:
+            return True
+        if method in _ACCESSORS:
+            return self._host(func.value, depth + 1, field=True)
+        if method in _KEEPS_DEVICE or (method == "to" and not is_device_move(self.ctx, call)):
+            return self._host(func.value, depth + 1, field)
+        return False
+
+    def _name_on_host(self, use: cst.BaseExpression, name: str, depth: int, field: bool) -> bool:
+        """The value name holds at use is on the host: the assignment that reaches use assigns a
+        host value (or unpacks a host container: `x, y = batch`), or name is bound by the target of
+        a loop over host batches (host_batch_loops) whose body holds use, and nothing between the
+        loop's start and use rebinds it (or, with field, may move what it holds in place)."""
+        child = use
+        for anc in self.index.ancestors(use):
+            if isinstance(anc, (cst.IndentedBlock, cst.Module, cst.SimpleStatementLine)):
+                position = next(i for i, stmt in enumerate(anc.body) if stmt is child)
+                for stmt in _nearest_first(anc.body[:position]):
+                    value, unpacked = _assigned_or_unpacked(stmt, name)
+                    if value is not None:
+                        return self._host(value, depth + 1, field=field or unpacked)
+                    if name in bound_names(stmt) or (field and self._may_change(stmt, name)):
+                        return False
+            elif isinstance(anc, cst.For):
+                targets = {dotted(n) for n in self.index.walk(anc.target) if isinstance(n, (cst.Name, cst.Attribute))}
+                return child is anc.body and name in targets and anc in host_batch_loops(self.ctx)
+            elif isinstance(anc, (cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.CompFor)):
+                return False
+            child = anc
+        return False
+
+    def _may_change(self, stmt: cst.CSTNode, name: str) -> bool:
+        """stmt may change in place what the container name holds: it calls a method of it that is
+        not a plain read (`batch.to(device)` moves a BatchEncoding in place, `batch.update(...)`),
+        or hands it to a function that is not a builtin (`batch_to_device(batch, device)`)."""
+        for node in self.index.walk(stmt):
+            if not isinstance(node, cst.Call):
+                continue
+            func = node.func
+            if isinstance(func, cst.Attribute) and dotted(func.value) == name \
+                    and func.attr.value not in _READS:
+                return True
+            if any(not a.star and dotted(a.value) == name for a in node.args) \
+                    and not (self.names.qualified(func) or "").startswith("builtins."):
+                return True
+        return False
 
     # Not variables.variable_uses: that lists a plain name's uses in document order, but this asks
     # which assignment reaches a use along the block structure, for dotted names too (`self.running =
@@ -190,6 +297,27 @@ def _assigned_here(stmt: cst.CSTNode, name: str) -> cst.BaseExpression | None:
     return None
 
 
+def _nearest_first(statements) -> list:
+    """Statements, the last first, with the small statements of a line (`a = 1; b = 2`) apart."""
+    out = []
+    for stmt in reversed(statements):
+        out += reversed(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
+    return out
+
+
+def _assigned_or_unpacked(stmt: cst.CSTNode, name: str) -> tuple[cst.BaseExpression | None, bool]:
+    """(value, False) when stmt is `name = value`; (value, True) when it unpacks value into a
+    target that holds name (`x, y = batch`); (None, False) otherwise."""
+    if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+        target = stmt.targets[0].target
+        if dotted(target) == name:
+            return stmt.value, False
+        if isinstance(target, (cst.Tuple, cst.List)) and any(
+                not isinstance(e, cst.StarredElement) and dotted(e.value) == name for e in target.elements):
+            return stmt.value, True
+    return None, False
+
+
 def _host_value(expr: cst.BaseExpression) -> bool:
     """A Python number or string for certain: a literal, `.item()`/`.tolist()`, `float(...)` and
     friends, or arithmetic on those."""
@@ -206,13 +334,3 @@ def _host_value(expr: cst.BaseExpression) -> bool:
         return _host_value(expr.left) and _host_value(expr.right)
     return False
 
-
-def _strip_enumerate(expr: cst.BaseExpression) -> cst.BaseExpression:
-    while isinstance(expr, cst.Call) and expr.args and dotted(expr.func) in ("enumerate", "tqdm", "tqdm.tqdm", "iter"):
-        expr = expr.args[0].value
-    return expr
-
-
-def _is_tqdm_over_loader(expr: cst.BaseExpression) -> bool:
-    inner = _strip_enumerate(expr)
-    return inner is not expr and bool(_LOADER_NAMES.search(dotted(inner) or ""))
