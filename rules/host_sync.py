@@ -14,9 +14,11 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
 
 _SYNC_METHODS = ("item", "cpu", "numpy", "tolist")
+# Any case: a script's interval is as often a constant (`LOG_EVERY = 50`, `PRINT_FREQ`) as a variable.
 _INTERVAL_NAME = re.compile(
     r"^(log_every\w*|log_interval|log_freq\w*|print_freq|print_every|print_interval|logging_steps|log_steps|"
-    r"display_every|report_every|log_iter\w*|disp_freq)$"
+    r"display_every|report_every|log_iter\w*|disp_freq)$",
+    re.IGNORECASE,
 )
 
 def step_counter(ctx, node: cst.CSTNode) -> str | None:
@@ -58,7 +60,7 @@ def _incremented(ctx, statements) -> str | None:
 def log_interval(ctx, node: cst.CSTNode, default: int) -> str:
     """The framework's logging interval in a step hook holding node (Lightning's
     `self.trainer.log_every_n_steps`), else an interval the script already defines (`log_every`,
-    `args.log_interval`...), else the default."""
+    `args.log_interval`, `LOG_EVERY`...), else the default."""
     hook = ctx.loops.step_hook(node)
     if hook is not None:
         return hook.interval
@@ -383,8 +385,9 @@ literal itself, as after `total = 0` when the loop never ran, prints `0.0`); or 
 (`correct += (pred == y).sum().item()` from `correct = 0`: `float()` would print `42.0`); or it is
 printed with its own name (`f"{total=}"` would print `float(total)=`).
 Other shapes get a suggestion only (shown, never written): put the statement under the script's
-logging interval; an assignment moves only together with the statements right after it that read
-the name, and not at all when the name is read anywhere else (the read would be stale).
+logging interval (a name such as `log_every`, `args.log_interval` or `PRINT_FREQ`, else 100); an
+assignment moves only together with the statements right after it that read the name, and not at
+all when the name is read anywhere else (the read would be stale).
 """
     valid = [
         Valid(in_training_loop("if step % 100 == 0:\n    print(loss.item())")),
@@ -851,7 +854,8 @@ for step, batch in enumerate(loader):
 
 ## Fix safety
 Unsafe: the statement is put under the loop's existing step counter and the script's logging
-interval (or `log-every`, default 100), so fewer lines are printed. A string built outside a
+interval (a name such as `log_every`, `args.log_interval` or `LOG_EVERY`, in any case; else
+`log-every`, default 100), so fewer lines are printed. A string built outside a
 logging call (assigned, then used) gets no fix: the code that uses it must move too. A tracker
 call is guarded the same way only when it passes its step explicitly (`step=`, `global_step`):
 without it the tracker numbers the calls it gets, and logging every N steps would squeeze the
@@ -927,6 +931,10 @@ interval there. Without one there is no fix.
                 "    loss.backward()\n    opt.step()\n    print('{:.3f}'.format(loss))\n",
                 fixed="import torch\nlog_interval = 10\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n"
                 "    loss.backward()\n    opt.step()\n    if step % log_interval == 0:\n        print('{:.3f}'.format(loss))\n"),
+        # ... also a constant's (a user's `LOG_EVERY = 50` gave `step % 100`).
+        Invalid(in_training_loop("print(f'loss {loss:.4f}')").replace("import torch\n", "import torch\nLOG_EVERY = 50\n"),
+                fixed=in_training_loop("if step % LOG_EVERY == 0:\n    print(f'loss {loss:.4f}')").replace(
+                    "import torch\n", "import torch\nLOG_EVERY = 50\n")),
         # Experiment trackers copy a tensor to the host when they are called.
         Invalid("import wandb\n" + in_training_loop("wandb.log({'train/loss': loss, 'lr': lr}, step=step)"),
                 fixed="import wandb\n" + in_training_loop("if step % 100 == 0:\n"

@@ -52,6 +52,14 @@ def test_tl201_reports_a_copy_to_the_host_once():
     assert [d.message.split(" ", 1)[0] for d in _findings(code, "TL201")] == ["`.cpu()`"]
 
 
+def test_tl201_suggestion_uses_the_scripts_interval_constant():
+    # A user's `PRINT_FREQ = 20` gave `if step % 100 == 0:`.
+    code = in_training_loop("losses.append(loss.item())").replace("import torch\n", "import torch\nPRINT_FREQ = 20\n")
+    assert _suggested(code, "TL201") == [in_training_loop(
+        "if step % PRINT_FREQ == 0:\n    losses.append(loss.item())").replace("import torch\n", "import torch\nPRINT_FREQ = 20\n")]
+    assert "every `PRINT_FREQ` steps" in _findings(code, "TL201")[0].fix.message
+
+
 def test_tl203_moves_the_chain_of_reads():
     code = in_training_loop("m = torch.cuda.memory_allocated()\ngb = m / 2**30\nstats.append(gb)")
     settings = Settings(select=("TL203",))
