@@ -77,9 +77,11 @@ def _trainlint_async_save(save, /, *args, **kwargs):
     state.thread.start()
 '''
 
+# Any case: a save interval is as often a constant (`SAVE_EVERY = 500`) as a variable (as TL201's).
 _SAVE_INTERVAL = re.compile(
     r"^(save_every\w*|save_steps|save_interval|save_freq\w*|save_iters?|ckpt_every|ckpt_interval|ckpt_freq\w*|"
-    r"checkpoint_every\w*|checkpoint_interval|checkpoint_freq\w*|checkpointing_steps|checkpoint_steps)$"
+    r"checkpoint_every\w*|checkpoint_interval|checkpoint_freq\w*|checkpointing_steps|checkpoint_steps)$",
+    re.IGNORECASE,
 )
 _NOT_A_MODEL = re.compile(r"(token|processor|config|feature_extractor|image_processor)", re.IGNORECASE)
 _RANK_TEST = re.compile(r"(rank|is_main|main_process|is_master|master_process|world_process_zero|is_global_zero)",
@@ -253,6 +255,10 @@ not fixed when such a use on every step is elsewhere.
         Invalid(in_training_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nsave_every = 50\n"),
                 fixed=in_training_loop("if step % save_every == 0:\n    accelerator.save_state(out)").replace(
                     "import torch\n", "import torch\nsave_every = 50\n")),
+        # ... also written as a constant.
+        Invalid(in_training_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nSAVE_EVERY = 50\n"),
+                fixed=in_training_loop("if step % SAVE_EVERY == 0:\n    accelerator.save_state(out)").replace(
+                    "import torch\n", "import torch\nSAVE_EVERY = 50\n")),
         # fabric.save every N steps: reported, no asynchronous fix.
         Invalid(in_training_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=None),
         # A per-step save next to one every 500 steps: moved under the script's own 500 (the other
