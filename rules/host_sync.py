@@ -1241,19 +1241,30 @@ def _one_tensor_expression(ctx, expr: cst.BaseExpression) -> bool:
     return ctx.tensors.is_tensor(expr)
 
 
+# A step loop whose batch arrives on the host and is moved field by field.
+_HOST_BATCH = ("import torch\nfor batch in loader:\n    x = batch['x'].cuda(non_blocking=True)\n    y = batch['y']\n"
+               "    {test}\n    loss = model(x, y.cuda(non_blocking=True))\n    loss.backward()\n    opt.step()\n")
+
+
 def _is_tensor_test(ctx, test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.Comparison):
         if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in test.comparisons):
             return False
         sides = [test.left] + [t.comparator for t in test.comparisons]
-        return any(ctx.tensors.is_tensor(s) for s in sides)
+        return any(_device_tensor(ctx, s) for s in sides)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return _is_tensor_test(ctx, test.expression)
     if isinstance(test, cst.BooleanOperation):
         return _is_tensor_test(ctx, test.left) or _is_tensor_test(ctx, test.right)
     if isinstance(test, (cst.Name, cst.Attribute)):
         return False  # a bare name is usually a Python flag; only clear tensor expressions count
-    return ctx.tensors.is_tensor(test)
+    return _device_tensor(ctx, test)
+
+
+def _device_tensor(ctx, expr: cst.BaseExpression) -> bool:
+    """A tensor that may be on the device: one known to be in host memory (a batch field the loop
+    has not moved, `Tensors.on_host`) is read without waiting for the GPU."""
+    return ctx.tensors.is_tensor(expr) and not ctx.tensors.on_host(expr)
 
 
 class TensorConditionPerStep(Rule):
@@ -1267,7 +1278,8 @@ class TensorConditionPerStep(Rule):
     docs = """
 ## What it does
 Flags a Python `if`, `while` or `assert` whose condition is a tensor (`if torch.isnan(loss):`,
-`if loss == 0:`, `assert not torch.isinf(grad).any()`) on every step of the hot loop.
+`if loss == 0:`, `assert not torch.isinf(grad).any()`) on every step of the hot loop; not one
+known to be in host memory (a batch field the loop has not moved, as TL201 reads it).
 
 ## Why is this bad?
 Python needs a bool: the tensor is copied to the host, which waits for the GPU to finish every
@@ -1304,8 +1316,12 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
         Valid(in_training_loop("if self.clip_grad == 0.0 and self.loss_scale == 1.0:\n    continue")),
         # `prev = loss` after `loss = loss.item()`: both floats (timm's optimizer tests).
         Valid(in_training_loop("loss = loss.item()\nif step > 2:\n    assert loss < prev_loss\nprev_loss = loss")),
+        # A batch field the loop never moves is in host memory: testing it waits for no GPU.
+        Valid(_HOST_BATCH.format(test="if y.sum() == 0:\n        continue")),
     ]
     invalid = [
+        # ... one it moved is on the device.
+        Invalid(_HOST_BATCH.format(test="if x.sum() == 0:\n        continue")),
         Invalid(in_training_loop("if torch.isnan(loss):\n    raise RuntimeError('nan')")),
         Invalid(in_training_loop("if loss == 0:\n    break")),
         Invalid(in_training_loop("assert torch.isfinite(loss)")),
