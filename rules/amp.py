@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from trainlint.analysis.imports import third_party_import_place
 from trainlint.analysis.names import CANONICAL
 from trainlint.analysis.precision import DEPRECATED_AMP, GRAD_SCALER
 from trainlint.diagnostics import Applicability
@@ -1191,13 +1192,12 @@ physics or long-horizon recurrences).
         torch, extra = ctx.module_name("torch")
         line = f'{torch}.set_float32_matmul_precision("high")'
         last, newline = ctx.last_import(), ctx.module.default_newline
-        after_last = last is not None and extra and extra[0][0] is last and isinstance(extra[0][1], str) \
-            and extra[0][1].startswith(ctx.code(last))
-        if extra and (last is None or after_last):
+        place = third_party_import_place(ctx, "torch") if extra else None
+        if extra and (place is None or (place[0] != "before" and place[1] is last)):
             # `import torch` goes after the imports too: one insertion, with Black's blank line
-            # between it and the setting (and isort's above it, after a standard-library block).
+            # between it and the setting (and isort's above it, starting a section of its own).
             code = f"import torch{newline * 2}{line}"
-            if after_last and extra[0][1].startswith(ctx.code(last) + newline):  # a section of its own
+            if place is not None and place[0] == "section":
                 replacements = [(last, ctx.render(last) + newline + code + newline)]
             else:
                 replacements = [ctx.insert_after_imports(code)]

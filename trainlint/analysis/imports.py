@@ -57,13 +57,14 @@ def is_stdlib(module: str) -> bool:
     return module in getattr(sys, "stdlib_module_names", frozenset())
 
 
-def insert_third_party_import(ctx, module: str):
-    """Replacement inserting `import <module>` (not a standard-library module) where isort would
-    put it: among the top-level `import x` lines of other such modules in alphabetical order, else
-    before the first `from x import ...` of one (isort puts a section's plain imports first, as in
-    `import torch` above `from torch.utils.data import DataLoader`), else after the imports, a
-    blank line parting it from a standard-library block. None when no import is there to place it
-    by (none at all, or the last is a first-party one): the caller adds it after the imports."""
+def third_party_import_place(ctx, module: str) -> tuple[str, cst.CSTNode] | None:
+    """Where isort would put `import <module>` (not a standard-library module): ("before", stmt)
+    among the top-level `import x` lines of other such modules in alphabetical order, else
+    ("after", the last of them), else ("before", the first `from x import ...` of one: isort puts a
+    section's plain imports first, as in `import torch` above `from torch.utils.data import
+    DataLoader`), else ("section", the last import) after a standard-library block, a section of
+    its own. None when no import is there to place it by (none at all, or the last is a
+    first-party one): after the imports."""
     imports = [s for s in ctx.module.body if isinstance(s, cst.SimpleStatementLine) and s.body
                and isinstance(s.body[0], (cst.Import, cst.ImportFrom))]
 
@@ -78,18 +79,31 @@ def insert_third_party_import(ctx, module: str):
     section = [s for s in imports if root(s) and root(s) != "__future__" and not is_stdlib(root(s))]
     plain = [s for s in section if isinstance(s.body[0], cst.Import)]
     later = [s for s in plain if (ctx.dotted(s.body[0].names[0].name) or "") > module]
-    newline = ctx.module.default_newline
     if later:
-        return ctx.insert_before(later[0], f"import {module}")
+        return "before", later[0]
     if plain:
-        return (plain[-1], ctx.code(plain[-1]) + f"import {module}" + newline)
+        return "after", plain[-1]
     if section:
-        return ctx.insert_before(section[0], f"import {module}")
+        return "before", section[0]
     last = ctx.last_import()
     if last is not None and last in imports and root(last) is not None:
-        # After a standard-library (or `__future__`) block: a section of its own, a blank line above.
-        return (last, ctx.code(last) + newline + f"import {module}" + newline)
+        return "section", last
     return None
+
+
+def insert_third_party_import(ctx, module: str):
+    """Replacement inserting `import <module>` where `third_party_import_place` says (a blank line
+    above it when it starts a section); None when it says after the imports: the caller adds it
+    there."""
+    place = third_party_import_place(ctx, module)
+    if place is None:
+        return None
+    where, stmt = place
+    line = f"import {module}"
+    if where == "before":
+        return ctx.insert_before(stmt, line)
+    newline = ctx.module.default_newline
+    return (stmt, ctx.code(stmt) + (newline if where == "section" else "") + line + newline)
 
 
 def insert_stdlib_import(ctx, module: str):
