@@ -97,13 +97,6 @@ _SHOWS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "c
 # of its file).
 _MAX_MOVED_USERS = 3
 
-def _is_zero_test(ctx, test: cst.BaseExpression, operator: type) -> bool:
-    """`x % n == 0` (operator cst.Equal) or `x % n != 0` (cst.NotEqual)."""
-    return isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
-        and isinstance(test.comparisons[0].operator, operator) and ctx.literal(test.comparisons[0].comparator) == 0 \
-        and isinstance(test.left, cst.BinaryOperation) and isinstance(test.left.operator, cst.Modulo)
-
-
 def _fixed(loop: str) -> str:
     head, _, rest = loop.partition("\n")
     return head + "\n" + HELPER_CODE + "\n\n" + rest
@@ -483,64 +476,32 @@ not fixed when such a use on every step is elsewhere.
             if part is guard.body:
                 test = one_line(ctx.code(guard.test))
                 if loops.is_interval_test(guard.test):
-                    return test if self._periodic(guard.test) else "once"
+                    return test if loops.is_periodic(guard.test) else "once"
                 if not _RANK_TEST.search(test):
                     other = other or test
             elif part is guard.orelse:
-                negated = self._negated_interval(guard.test)  # `if step % 500: ... else: save()`
+                negated = loops.else_interval(guard.test)  # `if step % 500: ... else: save()`
                 if negated is not None:
-                    return negated
+                    return one_line(negated)
         if not loops.is_per_step(site):
             return "an interval"  # guarded where the function holding it is called
         return other or "per-step"
-
-    def _periodic(self, test: cst.BaseExpression) -> bool:
-        """An interval test that recurs (a modulo, a flag), not a one-off `step == n` comparison."""
-        if first_modulo(test) is not None:
-            return True
-        # A flag such as `should_save` / `accelerator.sync_gradients`, alone or in `and`/`or`/`not`.
-        operands = [test]
-        while operands:
-            node = operands.pop()
-            if isinstance(node, cst.BooleanOperation):
-                operands += [node.left, node.right]
-            elif isinstance(node, cst.UnaryOperation):
-                operands.append(node.expression)
-            elif isinstance(node, (cst.Name, cst.Attribute)):
-                return True
-        return False
-
-    def _negated_interval(self, test: cst.BaseExpression) -> str | None:
-        """For a test whose `else:` runs every N steps (`step % n`, `step % n != 0`, `not should_save`):
-        the condition that `else:` runs under, as the message quotes it; None for any other test."""
-        ctx = self.ctx
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            inner = test.expression  # a flag or `step % n == 0`; not a bare remainder (true on most steps)
-            if ctx.loops.is_interval_test(inner) and self._periodic(inner) and (
-                    isinstance(inner, (cst.Name, cst.Attribute)) or _is_zero_test(ctx, inner, cst.Equal)):
-                return one_line(ctx.code(inner))
-            return None
-        remainder = test
-        if _is_zero_test(ctx, test, cst.NotEqual):
-            remainder = test.left
-        if isinstance(remainder, cst.BinaryOperation) and isinstance(remainder.operator, cst.Modulo):
-            return f"{one_line(ctx.code(remainder))} == 0"
-        return None
 
     def _loop_interval(self, site: cst.Call, sites: list[cst.Call]) -> str | None:
         """The interval of another save in the same hot loop (`if step % 500 == 0: save(...)`): the
         script's own save interval, when the divisor means the same at site (a number, or a name
         the loop does not assign)."""
         ctx = self.ctx
-        loop = ctx.loops.hot_loop_of(site)
+        loops = ctx.loops
+        loop = loops.hot_loop_of(site)
         if loop is None:
             return None
         for other in sites:
-            if other is site or ctx.loops.hot_loop_of(other) is not loop:
+            if other is site or loops.hot_loop_of(other) is not loop:
                 continue
             for guard, part in self._guards(other):
-                in_body = part is guard.body and ctx.loops.is_interval_test(guard.test) and self._periodic(guard.test)
-                in_else = part is guard.orelse and self._negated_interval(guard.test) is not None
+                in_body = part is guard.body and loops.is_interval_test(guard.test) and loops.is_periodic(guard.test)
+                in_else = part is guard.orelse and loops.else_interval(guard.test) is not None
                 if not (in_body or in_else):
                     continue
                 divisor = self._divisor(guard.test, loop)

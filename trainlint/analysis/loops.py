@@ -131,6 +131,13 @@ def first_modulo(expr: cst.CSTNode) -> cst.BinaryOperation | None:
     return None
 
 
+def _is_zero_test(test: cst.BaseExpression, operator: type) -> bool:
+    """`x % n == 0` (operator cst.Equal) or `x % n != 0` (cst.NotEqual)."""
+    return isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+        and isinstance(test.comparisons[0].operator, operator) and literal(test.comparisons[0].comparator) == 0 \
+        and isinstance(test.left, cst.BinaryOperation) and isinstance(test.left.operator, cst.Modulo)
+
+
 def _display_rows(expr: cst.BaseExpression) -> list[list[cst.BaseExpression]] | None:
     """The values a loop over expr binds on each iteration, when expr writes them all: a list or
     tuple display (a row per element: the values of a tuple element, else the element alone), or
@@ -940,6 +947,38 @@ class Loops:
                 return any(isinstance(s, cst.Name) and _COUNTER.search(s.value) for s in sides) or any(
                     _ACCUMULATION.search((dotted(s) or "").rsplit(".", 1)[-1]) for s in sides)
         return False
+
+    def is_periodic(self, test: cst.BaseExpression) -> bool:
+        """An interval test that recurs (a modulo, a flag), not a one-off `step == n` comparison."""
+        if first_modulo(test) is not None:
+            return True
+        # A flag such as `should_save` / `accelerator.sync_gradients`, alone or in `and`/`or`/`not`.
+        operands = [test]
+        while operands:
+            node = operands.pop()
+            if isinstance(node, cst.BooleanOperation):
+                operands += [node.left, node.right]
+            elif isinstance(node, cst.UnaryOperation):
+                operands.append(node.expression)
+            elif isinstance(node, (cst.Name, cst.Attribute)):
+                return True
+        return False
+
+    def else_interval(self, test: cst.BaseExpression) -> str | None:
+        """For a test whose `else:` runs every N steps (`step % n`, `step % n != 0`, `not should_log`):
+        the condition that `else:` runs under, as code (`step % n == 0`); None for any other test
+        (`if step % n == 0: ... else:` runs on most steps)."""
+        code = self.index.module.code_for_node
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = test.expression  # a flag or `step % n == 0`; not a bare remainder (true on most steps)
+            if self.is_interval_test(inner) and self.is_periodic(inner) and (
+                    isinstance(inner, (cst.Name, cst.Attribute)) or _is_zero_test(inner, cst.Equal)):
+                return code(inner)
+            return None
+        remainder = test.left if _is_zero_test(test, cst.NotEqual) else test
+        if isinstance(remainder, cst.BinaryOperation) and isinstance(remainder.operator, cst.Modulo):
+            return f"{code(remainder)} == 0"
+        return None
 
     # -- per step ----------------------------------------------------------------------
 
