@@ -158,9 +158,11 @@ Flags a model wrapped in `DistributedDataParallel` or `FullyShardedDataParallel`
 alias, a module-local helper that returns one, or a parameter it is passed to), or prepared by
 accelerate (`accelerator.prepare`) or Lightning Fabric (`fabric.setup`), which wrap it in DDP
 when launched on several processes, that is trained with gradient accumulation: backward runs
-on every micro-batch while the optimizer steps (itself, or in a module-local method such as
-`self.optimizer_step()`) only under a condition (`if (step + 1) % accum == 0:`,
-`if is_last_micro_batch:`, `if ni - last_step >= accumulate:`) or once after an inner
+on every micro-batch (itself, or in a module-local function the loop calls, such as
+`train_micro_step(model, batch)`) while the optimizer steps (itself, or in a module-local method
+such as `self.optimizer_step()`) only under a condition (`if (step + 1) % accum == 0:`,
+`if is_last_micro_batch:`, `if ni - last_step >= accumulate:`, the `else:` of
+`if (step + 1) % accum != 0:`) or once after an inner
 micro-batch loop. A loop that already controls synchronisation (`model.no_sync()`,
 `model.require_backward_grad_sync = ...`, `accelerator.accumulate(model)`,
 `fabric.no_backward_sync(model)`, or a project helper named after them) is not flagged: the
@@ -284,6 +286,26 @@ unsynchronised one.
     invalid = [
         Invalid(_HEAD + _FLAT, fixed="import contextlib\n\n" + _HEAD + _FLAT_FIXED,
                 message="`(step + 1) % accum == 0`"),
+        # The step in the `else` of the skip test, which passes or continues.
+        Invalid(_HEAD + _FLAT.replace("    if (step + 1) % accum == 0:\n",
+                                      "    if (step + 1) % accum != 0:\n        pass\n    else:\n"),
+                fixed="import contextlib\n\n" + _HEAD + _FLAT_FIXED.replace(
+                    "    if (step + 1) % accum == 0:\n", "    if (step + 1) % accum != 0:\n        pass\n    else:\n"),
+                message="only when `(step + 1) % accum == 0`"),
+        Invalid(_HEAD + _FLAT.replace("    if (step + 1) % accum == 0:\n",
+                                      "    if (step + 1) % accum:\n        continue\n    else:\n"),
+                fixed="import contextlib\n\n" + _HEAD + _FLAT_FIXED.replace(
+                    "    if (step + 1) % accum == 0:\n", "    if (step + 1) % accum:\n        continue\n    else:\n"
+                ).replace("contextlib.nullcontext() if (step + 1) % accum == 0 else model.no_sync()",
+                          "model.no_sync() if (step + 1) % accum else contextlib.nullcontext()")),
+        # The backward in a per-micro-batch helper the loop calls: the call goes under no_sync.
+        Invalid(_HEAD + "def micro_step(model, x, y):\n    loss = loss_fn(model(x), y) / accum\n    loss.backward()\n"
+                + _FLAT.replace("    loss = loss_fn(model(x), y) / accum\n    loss.backward()\n", "    micro_step(model, x, y)\n"),
+                fixed="import contextlib\n\n" + _HEAD
+                + "def micro_step(model, x, y):\n    loss = loss_fn(model(x), y) / accum\n    loss.backward()\n"
+                + _FLAT_FIXED.replace("        loss = loss_fn(model(x), y) / accum\n        loss.backward()\n",
+                                      "        micro_step(model, x, y)\n"),
+                message="`micro_step(model, x, y)` (which runs `loss.backward()`)"),
         # A helper in the same module returns the wrapped model; `nullcontext` imported by name.
         Invalid("import torch\nfrom contextlib import nullcontext\n"
                 "def wrap(m):\n    return torch.nn.parallel.DistributedDataParallel(m, gradient_as_bucket_view=True)\n"
@@ -379,13 +401,16 @@ unsynchronised one.
             wrapped = used[0]
             via = self._via(acc, wrapped)
             no_sync = self._no_sync(wrapped, via or wrapped.via)
-            backward = self.ctx.code(acc.backward)
+            backward = f"`{one_line(self.ctx.code(acc.backward))}`"
+            inner = self._backward_inside(acc.backward)
+            if inner is not None:  # a per-micro-batch helper: `train_micro_step(model, batch)`
+                backward += f" (which runs `{one_line(self.ctx.code(inner))}`)"
             if acc.nested:
                 when = f"once after the micro-batch loop `{self.ctx.code(acc.loop).splitlines()[0].rstrip(':')}`"
             else:
                 when = f"only when `{acc.condition}`"
             models = ", ".join(f"`{w.name}`" for w in used)
-            message = (f"`{backward}` all-reduces the gradients of {models} ({_SHORT[wrapped.kind]}) on every "
+            message = (f"{backward} all-reduces the gradients of {models} ({_SHORT[wrapped.kind]}) on every "
                        f"micro-batch, but the optimizer steps {when}; run forward and backward under `{no_sync}` "
                        f"on the other micro-batches")
             if wrapped.kind == FSDP:
@@ -405,6 +430,15 @@ unsynchronised one.
                        f"(`{forward}`, run before the `with`) whether the next backward all-reduces; run the "
                        f"forward under `{no_sync}` too")
             self.report(late.item.item, message, self._forward_fix(late, no_sync))
+
+    def _backward_inside(self, call: cst.Call) -> cst.Call | None:
+        """For a call of a module-local function that runs the backward, that backward."""
+        loops, index = self.ctx.loops, self.ctx.index
+        if call in loops.step_calls:
+            return None
+        name = loops.local_callee_name(call)
+        return next((c for c in loops.step_calls if (fn := index.enclosing_function(c)) is not None
+                     and fn.name.value == name), None)
 
     @staticmethod
     def _no_sync(wrapped: Wrapped, via: str | None) -> str:

@@ -323,7 +323,8 @@ Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.
 `float(t)`, `int(t)`) that run on every step of the hot loop. Under gradient accumulation the
 branch that steps the optimizer (`if (i + 1) % accum == 0: opt.step(); ...`, or accelerate's
 `if accelerator.sync_gradients:`) runs on every training step too; a logging interval inside it
-limits what it guards. So do the hooks a framework calls on every step, where the loop is the
+limits what it guards, and so does the `else:` of a test that is false every N steps
+(`if step % log_every: ... else:`, `if step % n != 0: ... else:`). So do the hooks a framework calls on every step, where the loop is the
 framework's: a LightningModule's `training_step`, a Lightning callback's `on_train_batch_end`, a
 transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallback's
 `on_step_end` (found through base classes the module imports). The same reading of "every step"
@@ -396,6 +397,9 @@ all when the name is read anywhere else (the read would be stale).
         Valid(in_training_loop("pass") + "print(loss.item())\n"),
         Valid(in_training_loop("n = int(args.steps)")),
         Valid(in_training_loop("should_log = step % 10 == 0\nif should_log:\n    print(loss.item())")),
+        # The else of `step % n` (or of `step % n != 0`, or `not should_log`) runs every n steps.
+        Valid(in_training_loop("if step % 100:\n    pass\nelse:\n    print(loss.item())")),
+        Valid(in_training_loop("if step % 100 != 0:\n    continue\nelif rank == 0:\n    print(loss.item())")),
         # A tensor made on the CPU (no device=) reads no GPU (diffusers' random roll amount).
         Valid(in_training_loop("shift = torch.randint(8, (1,), generator=g).item()")),
         # Under the logging interval inside the branch that steps the optimizer.

@@ -626,7 +626,7 @@ class Distributed:
     def accumulations(self) -> list[Accumulation]:
         out = []
         steps = self.loops.optimizer_step_sites
-        for backward in self._backward_calls():
+        for backward in self.loops.backward_sites:
             loop = self.loops.hot_loop_of(backward)
             if loop is None or not self.loops.is_per_step(backward):
                 continue
@@ -650,6 +650,10 @@ class Distributed:
                 and self.index.contains(top.body, step):
             test = self._code(top.test)
             return Accumulation(loop, backward, step, test, one_line(test), guard=top)
+        if isinstance(top, cst.If) and top.orelse is not None and self.index.contains(top.orelse, step):
+            test = self.loops.else_interval(top.test)  # `if (i + 1) % accum != 0: ... else: opt.step()`
+            if test is not None:
+                return Accumulation(loop, backward, step, test, one_line(test), guard=top)
         skip = self._continue_guard(loop, step)
         if skip is not None:
             test = self._code(skip.test)

@@ -1024,11 +1024,22 @@ class Loops:
     def optimizer_step_sites(self) -> list[cst.Call]:
         """Optimizer steps: `opt.step()`, and calls of a module-local function or method that
         steps without running a backward of its own (ultralytics' `self.optimizer_step()`)."""
-        direct = [c for c in self.step_calls if is_optimizer_step(c)]
+        return self._sites(optimizer=True)
+
+    @cached_property
+    def backward_sites(self) -> list[cst.Call]:
+        """Backwards: `loss.backward()`, and calls of a module-local function or method that runs
+        one without stepping the optimizer (a per-micro-batch `train_micro_step(model, batch)`)."""
+        return self._sites(optimizer=False)
+
+    def _sites(self, optimizer: bool) -> list[cst.Call]:
+        """The step calls of one kind (optimizer steps, or backwards), then the calls of the
+        functions whose own step calls are all of that kind."""
+        direct = [c for c in self.step_calls if is_optimizer_step(c) == optimizer]
         helpers = set()
         for fn in self.stepping_functions:
             calls = [c for c in self.step_calls if self.index.enclosing_function(c) is fn]
-            if calls and all(is_optimizer_step(c) for c in calls):
+            if calls and all(is_optimizer_step(c) == optimizer for c in calls):
                 helpers.add(fn.name.value)
         return direct + [c for name in sorted(helpers) for c in self.calls_by_name.get(name, ())]
 
@@ -1073,6 +1084,11 @@ class Loops:
         for anc in self.index.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and (self._ends_loop(anc) or (
                     self.is_interval_test(anc.test) and not (optimizer_steps and self.is_step_boundary(anc)))):
+                return False
+            # `if step % n: ... else: log()` / `if (i + 1) % accum != 0: ... else: opt.step()`: the else
+            # (or elif) runs every n steps.
+            if isinstance(anc, cst.If) and child is anc.orelse and self.else_interval(anc.test) is not None \
+                    and not (optimizer_steps and self._steps_optimizer(anc, [anc.orelse])):
                 return False
             if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)):
                 # Recovery code (`except OutOfMemoryError: torch.cuda.empty_cache()`) runs when a
