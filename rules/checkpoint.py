@@ -186,7 +186,9 @@ torch.save(state, f)`: inside it, the file would still be created, empty, on eve
 inside a `with` that holds more and binds a name the save reads (`as f`) is not fixed. A save that
 already runs every N steps (also in the `else:` of `if step % n:`) keeps its
 guard and is only made asynchronous. Whole modules or
-optimizers passed to `torch.save`, and saves into file objects, are still saved blocking.
+optimizers passed to `torch.save` are still saved blocking, and so are saves into file objects:
+one a `with` binds (`as f`), or `open(...)`/`io.BytesIO()` in the call, is only put under the
+interval, with no background write promised.
 Tensors that shared storage are written as separate copies. `accelerator.save_state`,
 `fabric.save` and `trainer.save_checkpoint` (which may gather across ranks) are only moved under
 an interval, never made asynchronous (for Lightning the message names its `AsyncCheckpointIO`
@@ -341,13 +343,12 @@ not fixed when such a use on every step is elsewhere.
                                               "    print(f'saved {path}')\n    evaluate(model, val_loader)")),
                 message="under `step % 500 == 0`"),
         # A save into the file a `with` opens for it: the guard goes around the `with` (inside it, an
-        # empty file would still be created on every step).
+        # empty file would still be created on every step); a file object is written blocking.
         Invalid(in_training_loop("with open(f'ckpt-{step}.pt', 'wb') as f:\n"
                                  "    torch.save({'model': model.state_dict()}, f)"),
-                fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    with open(f'ckpt-{step}.pt', 'wb') as f:\n"
-                                              "        _trainlint_async_save(torch.save, "
-                                              "{'model': model.state_dict()}, f)")),
-                message="every training step"),
+                fixed=in_training_loop("if step % 1000 == 0:\n    with open(f'ckpt-{step}.pt', 'wb') as f:\n"
+                                       "        torch.save({'model': model.state_dict()}, f)"),
+                message="save every `1000` steps"),
         # ... not fixed when the `with` does more than the save.
         Invalid(_WITH_MORE, fixed=_WITH_MORE),
     ]
@@ -441,12 +442,13 @@ not fixed when such a use on every step is elsewhere.
         plugin = ("Lightning's `AsyncCheckpointIO` (`Trainer(plugins=[AsyncCheckpointIO()])`, from "
                   "`lightning.pytorch.plugins.io`)")
         interval = None
+        into_file = all(self._into_file_object(s) for s in inner)
         if kind == "per-step":
             interval = self._interval(site, sites)
-            how = f"written in a background thread by {plugin}" if lightning else \
-                "from a CPU snapshot written in a background thread"
+            how = f", written in a background thread by {plugin}" if lightning else \
+                "" if into_file else ", from a CPU snapshot written in a background thread"
             message = (f"{what} writes a checkpoint on every training step and training waits for it; save every "
-                       f"`{interval}` steps, {how}")
+                       f"`{interval}` steps{how}")
         else:
             how = f"have {plugin} write it in a background thread" if lightning else (
                 "snapshot the state to the CPU and write it in a background thread "
@@ -620,8 +622,8 @@ not fixed when such a use on every step is elsewhere.
                 receiver = ctx.code(call.func.value)
                 call = ctx.with_keyword(call, "state_dict", f"{receiver}.state_dict()")
                 args = list(call.args)
-        elif kind != "torch.save":
-            return None
+        elif kind != "torch.save" or self._into_file_object(call):
+            return None  # a file object is written by the caller, not later from a copy
         first = cst.Arg(value=call.func, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         new = call.with_changes(func=cst.Name(HELPER), args=[first, *args])
         code = ctx.code(new)
@@ -638,6 +640,25 @@ not fixed when such a use on every step is elsewhere.
         indent = ctx.module.default_indent
         room = ctx.room(call, (guarded + 1) * indent) - 1  # 1: the comma
         return one_arg_per_line(flat, indent, "", room)
+
+    def _into_file_object(self, call: cst.Call) -> bool:
+        """`torch.save(state, f)` into a file object: the name a `with` around it binds
+        (`with open(path, "wb") as f:`), or `open(...)`/`io.BytesIO()` written in the call."""
+        ctx = self.ctx
+        if self._save_kind(call) != "torch.save":
+            return False
+        target = ctx.keyword(call, "f")
+        if target is None:
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            target = positional[1] if len(positional) > 1 else None
+        value = target.value if target is not None else None
+        if isinstance(value, cst.Call):
+            return dotted(value.func) == "open" or ctx.names.qualified(value.func) in ("io.BytesIO", "builtins.open")
+        if not isinstance(value, cst.Name):
+            return False
+        return any(isinstance(anc, cst.With) and any(
+            item.asname is not None and isinstance(item.asname.name, cst.Name) and item.asname.name.value == value.value
+            for item in anc.items) for anc in ctx.index.ancestors(call))
 
     def _reads_back(self, site: cst.Call) -> bool:
         """A checkpoint load after the hot loop: it could read a file still being written."""

@@ -133,6 +133,23 @@ def test_save_every_option_sets_the_interval():
     assert "    if i % 5 == 0:\n        _trainlint_async_save(torch.save, m, 'x.pt')\n" in fixed
 
 
+@pytest.mark.parametrize("save", [
+    "with open(f'ckpt-{step}.pt', 'wb') as fh:\n        torch.save(model.state_dict(), fh)",
+    "torch.save(model.state_dict(), open('last.pt', 'wb'))",
+    "torch.save(model.state_dict(), f=io.BytesIO())",
+])
+def test_a_save_into_a_file_object_is_only_put_under_an_interval(save):
+    # The helper would write a file object blocking all the same: the message promises no
+    # background write and the fix adds no helper.
+    text = ("import io\nimport torch\nfor step, x in enumerate(loader):\n    model(x).sum().backward()\n"
+            "    opt.step()\n    " + save + "\n")
+    [finding] = found(text)
+    assert "background" not in finding.message and finding.message.endswith("save every `1000` steps")
+    fixed = fix_source(text, select=["TL501"], unsafe_fixes=True)
+    assert "_trainlint_async_save" not in fixed and "    if step % 1000 == 0:\n        " + save.replace(
+        "\n", "\n    ") + "\n" in fixed
+
+
 # -- the file used after the save ------------------------------------------------------------
 
 def test_a_method_of_the_saved_path_uses_the_file():
