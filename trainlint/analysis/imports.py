@@ -109,7 +109,8 @@ def insert_third_party_import(ctx, module: str):
 def insert_stdlib_import(ctx, module: str):
     """Replacement inserting `import <module>` (a standard-library module) where isort would put
     it: among the top-level standard-library `import x` lines in alphabetical order, else before
-    the first import (after the docstring and `__future__` imports), else at the top."""
+    the first import (after the docstring and `__future__` imports; in its section when that is a
+    standard-library `from` import), else at the top."""
     body = ctx.module.body
     newline = ctx.module.default_newline
     imports = [s for s in body if isinstance(s, cst.SimpleStatementLine) and s.body
@@ -124,5 +125,9 @@ def insert_stdlib_import(ctx, module: str):
         return (anchor, ctx.code(anchor) + f"import {module}" + newline)
     regular = [s for s in imports if not (isinstance(s.body[0], cst.ImportFrom) and s.body[0].module is not None
                                           and ctx.dotted(s.body[0].module) == "__future__")]
-    # Before the first import (or statement), a blank line between it and the new import.
-    return ctx.insert_before(regular[0] if regular else body[0], f"import {module}" + newline)
+    # Before the first import (or statement), a blank line between it and the new import, unless
+    # that import is a standard-library `from` import, in whose section isort puts `import x` first.
+    first = regular[0] if regular else body[0]
+    same_section = first in imports and isinstance(first.body[0], cst.ImportFrom) and not first.body[0].relative \
+        and first.body[0].module is not None and is_stdlib((ctx.dotted(first.body[0].module) or "").split(".")[0])
+    return ctx.insert_before(first, f"import {module}" + ("" if same_section else newline))
