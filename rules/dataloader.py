@@ -462,21 +462,34 @@ workers the same way, under the same condition.
             fixed="import torch.utils.data as tud\nloader = tud.DataLoader(ds, num_workers=4)\n",
             options={"num-workers": 4},
         ),
-        Invalid("from torch.utils import data\nloader = data.DataLoader(ds, shuffle=True)\n"),
+        Invalid("from torch.utils import data\nloader = data.DataLoader(ds, shuffle=True)\n",
+                fixed="import os\n\nfrom torch.utils import data\n"
+                      "loader = data.DataLoader(ds, shuffle=True, num_workers=min(8, os.cpu_count() or 1))\n"),
         # A positional 0 is replaced where it stands: a keyword beside it would raise TypeError.
         Invalid("import os\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, 4, True, None, None, 0)\n",
                 fixed="import os\nfrom torch.utils.data import DataLoader\n"
                       "loader = DataLoader(ds, 4, True, None, None, min(8, os.cpu_count() or 1))\n"),
-        Invalid("from torch.utils.data.dataloader import DataLoader\nloader = DataLoader(ds)\n"),
+        Invalid("from torch.utils.data.dataloader import DataLoader\nloader = DataLoader(ds)\n",
+                fixed="import os\n\nfrom torch.utils.data.dataloader import DataLoader\n"
+                      "loader = DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))\n"),
         # A loader kept under a name and used again may be iterated there; `iter()` alone may be drawn
         # from many times.
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nexample = next(iter(loader))\n"
-                "train(loader)\n"),
-        Invalid("from torch.utils.data import DataLoader\nbatches = iter(DataLoader(ds))\n"),
+                "train(loader)\n",
+                fixed="import os\n\nfrom torch.utils.data import DataLoader\n"
+                      "loader = DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))\nexample = next(iter(loader))\n"
+                      "train(loader)\n"),
+        Invalid("from torch.utils.data import DataLoader\nbatches = iter(DataLoader(ds))\n",
+                fixed="import os\n\nfrom torch.utils.data import DataLoader\n"
+                      "batches = iter(DataLoader(ds, num_workers=min(8, os.cpu_count() or 1)))\n"),
         Invalid(
-            "from torch.utils.data import DataLoader\nclass MyLoader(DataLoader):\n    pass\nloader = MyLoader(ds)\n"
+            "from torch.utils.data import DataLoader\nclass MyLoader(DataLoader):\n    pass\nloader = MyLoader(ds)\n",
+            fixed="import os\n\nfrom torch.utils.data import DataLoader\nclass MyLoader(DataLoader):\n    pass\n"
+            "loader = MyLoader(ds, num_workers=min(8, os.cpu_count() or 1))\n",
         ),
-        Invalid("from torchdata.stateful_dataloader import StatefulDataLoader\nloader = StatefulDataLoader(ds)\n"),
+        Invalid("from torchdata.stateful_dataloader import StatefulDataLoader\nloader = StatefulDataLoader(ds)\n",
+                fixed="import os\n\nfrom torchdata.stateful_dataloader import StatefulDataLoader\n"
+                      "loader = StatefulDataLoader(ds, num_workers=min(8, os.cpu_count() or 1))\n"),
         # The Trainer builds its DataLoader from TrainingArguments: `dataloader_num_workers`, 0 by default.
         Invalid("import os\nfrom transformers import TrainingArguments\nargs = TrainingArguments('out', bf16=True)\n"
                 "Trainer(model, args).train()\n",
@@ -484,7 +497,10 @@ workers the same way, under the same condition.
                       "args = TrainingArguments(\n    'out', bf16=True, dataloader_num_workers=min(8, os.cpu_count() or 1)\n)\n"
                       "Trainer(model, args).train()\n",
                 message="The Trainer's DataLoader loads batches in the training process; set `dataloader_num_workers="),
-        Invalid("from transformers import TrainingArguments as TA\nTrainer(model, TA('out'))\n", message="The Trainer's"),
+        Invalid("from transformers import TrainingArguments as TA\nTrainer(model, TA('out'))\n",
+                fixed="import os\n\nfrom transformers import TrainingArguments as TA\n"
+                      "Trainer(model, TA('out', dataloader_num_workers=min(8, os.cpu_count() or 1)))\n",
+                message="The Trainer's"),
         Invalid("from trl import SFTConfig\nSFTTrainer(model, args=SFTConfig(output_dir='out', dataloader_num_workers=0))\n",
                 fixed="from trl import SFTConfig\nSFTTrainer(model, args=SFTConfig(output_dir='out', dataloader_num_workers=2))\n",
                 options={"num-workers": 2}),
@@ -497,7 +513,10 @@ workers the same way, under the same condition.
                 fixed=_OPTION.format(flag="'-j', dest='num_workers'", default="4"), options={"num-workers": 4}),
         # A subclass that forwards *args/**kwargs keeps DataLoader's signature (yolov5's InfiniteDataLoader).
         Invalid("from torch.utils.data import DataLoader\nclass Loop(DataLoader):\n    def __init__(self, *args, **kwargs):\n"
-                "        super().__init__(*args, **kwargs)\nloader = Loop(ds, batch_size=4)\n"),
+                "        super().__init__(*args, **kwargs)\nloader = Loop(ds, batch_size=4)\n",
+                fixed="import os\n\nfrom torch.utils.data import DataLoader\nclass Loop(DataLoader):\n"
+                      "    def __init__(self, *args, **kwargs):\n        super().__init__(*args, **kwargs)\n"
+                      "loader = Loop(ds, batch_size=4, num_workers=min(8, os.cpu_count() or 1))\n"),
         # A `**options` dict built in view without a worker count: the keyword is added beside it.
         Invalid("import os\nfrom torch.utils.data import DataLoader\ndef main():\n    kw = dict(batch_size=32, shuffle=True)\n"
                 "    return DataLoader(ds, **kw)\n",
@@ -526,7 +545,10 @@ workers the same way, under the same condition.
                 "    num_workers: int = 0\ncfg = tyro.cli(Config)\nloader = DataLoader(ds, num_workers=cfg.num_workers)\n",
                 message="`Config.num_workers` defaults to 0"),
         Invalid("from torch.utils.data import DataLoader\nclass CFG:\n    num_workers = 0\n"
-                "loader = DataLoader(ds, num_workers=CFG.num_workers)\n", message="`CFG.num_workers` defaults to 0"),
+                "loader = DataLoader(ds, num_workers=CFG.num_workers)\n",
+                fixed="import os\n\nfrom torch.utils.data import DataLoader\nclass CFG:\n"
+                      "    num_workers = min(8, os.cpu_count() or 1)\nloader = DataLoader(ds, num_workers=CFG.num_workers)\n",
+                message="`CFG.num_workers` defaults to 0"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
@@ -879,7 +901,10 @@ position is replaced where it stands.
                 fixed=_LIGHTNING.format(pin=", pin_memory=True", settings="max_epochs=3")),
         Invalid("import pytorch_lightning as pl\nfrom torch.utils.data import DataLoader\n"
                 "class Data(pl.LightningDataModule):\n    def train_dataloader(self):\n"
-                "        return DataLoader(self.ds, batch_size=32)\n"),
+                "        return DataLoader(self.ds, batch_size=32)\n",
+                fixed="import pytorch_lightning as pl\nfrom torch.utils.data import DataLoader\n"
+                      "class Data(pl.LightningDataModule):\n    def train_dataloader(self):\n"
+                      "        return DataLoader(self.ds, batch_size=32, pin_memory=True)\n"),
         # A command-line switch that is off unless given: its default is fixed; a store_true switch
         # becomes a BooleanOptionalAction on by default.
         Invalid(_LOOP.format(loader=_PIN_OPTION.format(option="'--pin-memory', type=bool, default=False",
@@ -910,7 +935,10 @@ position is replaced where it stands.
                 message="unless configured otherwise (`Config.pin_memory` is off by default)"),
         # Whole words of a function's name: `device` is no `dev` set.
         Invalid("from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n        model(x.cuda()).backward()\n"
-                "        opt.step()\ndef device_loader(ds):\n    return DataLoader(ds)\n"),
+                "        opt.step()\ndef device_loader(ds):\n    return DataLoader(ds)\n",
+                fixed="from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n"
+                      "        model(x.cuda()).backward()\n        opt.step()\ndef device_loader(ds):\n"
+                      "    return DataLoader(ds, pin_memory=True)\n"),
         Invalid(_ACCELERATE.format(settings="", pin=""), fixed=_ACCELERATE.format(settings="", pin=", pin_memory=True"),
                 message="DataLoaderConfiguration(non_blocking=True)"),
         # Built in one function, prepared and trained on in another (accelerate's examples).
@@ -928,19 +956,29 @@ position is replaced where it stands.
                 fixed=_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
         Invalid(_LOOP.format(loader="loader = DataLoader(\n    ds,\n    num_workers=2,\n)"),
                 fixed=_LOOP.format(loader="loader = DataLoader(\n    ds,\n    num_workers=2,\n    pin_memory=True,\n)")),
-        Invalid(_LOOP.replace("x.to(device)", "x.cuda()").format(loader="loader = DataLoader(ds)")),
+        Invalid(_LOOP.replace("x.to(device)", "x.cuda()").format(loader="loader = DataLoader(ds)"),
+                fixed=_LOOP.replace("x.to(device)", "x.cuda()").format(loader="loader = DataLoader(ds, pin_memory=True)")),
         # torchtune's recipes move the batch dict with a helper.
         Invalid(_LOOP.replace("x = x.to(device)", "utils.batch_to_device(x, self._device)").format(
-            loader="loader = DataLoader(ds)"), message="pin_memory=True"),
+            loader="loader = DataLoader(ds)"),
+                fixed=_LOOP.replace("x = x.to(device)", "utils.batch_to_device(x, self._device)").format(
+                    loader="loader = DataLoader(ds, pin_memory=True)"),
+                message="pin_memory=True"),
         # A positional pin_memory=False is replaced where it stands.
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, 8, True, None, None, 2, None, False)"),
                 fixed=_LOOP.format(loader="loader = DataLoader(ds, 8, True, None, None, 2, None, True)")),
         # The batch reaches the copy through a comprehension, and through a step function.
         Invalid(_LOOP.replace("x = x.to(device)", "x = {{k: v.to(device) for k, v in x.items()}}").format(
-            loader="loader = DataLoader(ds, num_workers=2)\nother = DataLoader(ds2, pin_memory=True)")),
+            loader="loader = DataLoader(ds, num_workers=2)\nother = DataLoader(ds2, pin_memory=True)"),
+                fixed=_LOOP.replace("x = x.to(device)", "x = {{k: v.to(device) for k, v in x.items()}}").format(
+                    loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+                           "other = DataLoader(ds2, pin_memory=True)")),
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds)\ndef step(batch):\n"
                 "    inputs, labels = batch\n    loss = model(inputs.cuda(), labels.cuda())\n    loss.backward()\n"
-                "    opt.step()\nfor epoch in range(3):\n    for i, batch in enumerate(loader):\n        step(batch)\n"),
+                "    opt.step()\nfor epoch in range(3):\n    for i, batch in enumerate(loader):\n        step(batch)\n",
+                fixed="from torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=True)\ndef step(batch):\n"
+                      "    inputs, labels = batch\n    loss = model(inputs.cuda(), labels.cuda())\n    loss.backward()\n"
+                      "    opt.step()\nfor epoch in range(3):\n    for i, batch in enumerate(loader):\n        step(batch)\n"),
         # Handed to the training function every epoch; the loader handed to the checking one is not
         # for training.
         Invalid(_HANDED.format(pin=""), fixed=_HANDED.format(pin=", pin_memory=True")),
@@ -957,7 +995,12 @@ position is replaced where it stands.
         Invalid("from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n        loss = model(x.cuda())\n"
                 "        loss.backward()\n        opt.step()\ntrain_loader = DataLoader(ds, num_workers=2)\n"
                 "val_loader = DataLoader(vds, pin_memory=True)\nfit(train_loader)\nfor x in val_loader:\n"
-                "    score(model(x.cuda()))\n"),
+                "    score(model(x.cuda()))\n",
+                fixed="from torch.utils.data import DataLoader\ndef fit(dl):\n    for x in dl:\n"
+                      "        loss = model(x.cuda())\n        loss.backward()\n        opt.step()\n"
+                      "train_loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+                      "val_loader = DataLoader(vds, pin_memory=True)\nfit(train_loader)\nfor x in val_loader:\n"
+                      "    score(model(x.cuda()))\n"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
@@ -1174,6 +1217,11 @@ would be wrong for some runs.
                 "def validate():\n    for batch in val_loader:\n        score(batch)\n"
                 "for step, batch in enumerate(train_loader):\n    model(batch).backward()\n    opt.step()\n"
                 "    if step % 100 == 0:\n        validate()\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "val_loader = DataLoader(vs, num_workers=2, persistent_workers=True)\n"
+                      "def validate():\n    for batch in val_loader:\n        score(batch)\n"
+                      "for step, batch in enumerate(train_loader):\n    model(batch).backward()\n    opt.step()\n"
+                      "    if step % 100 == 0:\n        validate()\n",
                 message="Workers are restarted at every pass over the loader (each evaluation)"),
         # A module's loader read by the function the epoch loop calls (pytorch-cifar's `train(epoch)`).
         Invalid("from torch.utils.data import DataLoader\ntrainloader = DataLoader(ds, num_workers=2)\n"
@@ -1192,25 +1240,35 @@ would be wrong for some runs.
                 message="(`KEEP` is False); set `KEEP = True`"),
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=cfg.workers, persistent_workers=cfg.keep)").replace(
                     "loader = ", "class Config:\n    workers = 4\n    keep = False\ncfg = Config()\nloader = ", 1),
-                message="unless configured otherwise (`Config.keep` is off by default)"),
+                fixed=NO_FIX, message="unless configured otherwise (`Config.keep` is off by default)"),
         # Lightning runs the epochs: a Trainer of several (1000 by default) fitting the loader, or
         # the loader a module's train_dataloader() gives a Trainer built elsewhere.
         Invalid(_FIT.format(loader="DataLoader(ds, num_workers=4)", settings="max_epochs=10", given="loader"),
                 fixed=_FIT.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)",
                                   settings="max_epochs=10", given="loader")),
-        Invalid(_FIT.format(loader="DataLoader(ds, num_workers=4)", settings="", given="train_dataloaders=loader")),
+        Invalid(_FIT.format(loader="DataLoader(ds, num_workers=4)", settings="", given="train_dataloaders=loader"),
+                fixed=_FIT.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)", settings="",
+                                  given="train_dataloaders=loader")),
         Invalid(_HOOK.format(loader="DataLoader(ds, num_workers=self.n)"),
                 fixed=_HOOK.format(loader="DataLoader(ds, num_workers=self.n, persistent_workers=self.n > 0)")),
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=False)"),
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=args.workers, persistent_workers=args.workers > 0)")),
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n"
-                "    for i, batch in enumerate(loader):\n        step(batch)\n"),
+                "    for i, batch in enumerate(loader):\n        step(batch)\n",
+                fixed="from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, persistent_workers=True)\n"
+                      "for epoch in range(3):\n    for i, batch in enumerate(loader):\n        step(batch)\n"),
         # Returned to the caller, which hands it to another module's evaluator for each checkpoint
         # (fairseq's MMPT predict script).
         Invalid("from torch.utils.data import DataLoader\nfrom evaluation import Evaluator\n"
                 "def get_loader(cfg):\n    test_loader = DataLoader(cfg.ds, num_workers=6)\n    return test_loader\n"
                 "def main(cfg):\n    test_loader = get_loader(cfg)\n    for ckpt in cfg.checkpoints:\n"
-                "        Evaluator(cfg).evaluate(load(ckpt), test_loader)\n", message="each evaluation"),
+                "        Evaluator(cfg).evaluate(load(ckpt), test_loader)\n",
+                fixed="from torch.utils.data import DataLoader\nfrom evaluation import Evaluator\n"
+                      "def get_loader(cfg):\n    test_loader = DataLoader(cfg.ds, num_workers=6, persistent_workers=True)\n"
+                      "    return test_loader\n"
+                      "def main(cfg):\n    test_loader = get_loader(cfg)\n    for ckpt in cfg.checkpoints:\n"
+                      "        Evaluator(cfg).evaluate(load(ckpt), test_loader)\n",
+                message="each evaluation"),
         # Each loader of a loop over (phase, loader) pairs, which the epoch loop runs again.
         Invalid(_PHASES.format(a=", num_workers=2, persistent_workers=True", b=", num_workers=2"),
                 fixed=_PHASES.format(a=", num_workers=2, persistent_workers=True",
@@ -1226,7 +1284,12 @@ would be wrong for some runs.
         # Gone over by a comprehension in a function the epoch loop calls.
         Invalid("from torch.utils.data import DataLoader\nval_loader = DataLoader(vs, num_workers=2)\n"
                 "def evaluate():\n    return sum([model(x) for x in val_loader])\n"
-                "for epoch in range(3):\n    evaluate()\n", message="each evaluation"),
+                "for epoch in range(3):\n    evaluate()\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "val_loader = DataLoader(vs, num_workers=2, persistent_workers=True)\n"
+                      "def evaluate():\n    return sum([model(x) for x in val_loader])\n"
+                      "for epoch in range(3):\n    evaluate()\n",
+                message="each evaluation"),
         # A trainer class's loader, wrapped in a progress bar by the method fit() calls every epoch.
         Invalid(_TRAINER_CLASS.format(options="", x="x"),
                 fixed=_TRAINER_CLASS.format(options=", persistent_workers=True", x="x")),
@@ -1240,9 +1303,17 @@ would be wrong for some runs.
         Invalid("from torch.utils.data import DataLoader\n"
                 "loaders = {p: DataLoader(sets[p], num_workers=4) for p in ['train', 'val']}\n"
                 "for epoch in range(3):\n    for phase in ['train', 'val']:\n"
-                "        for x, y in loaders[phase]:\n            step(x, y)\n"),
+                "        for x, y in loaders[phase]:\n            step(x, y)\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "loaders = {\n    p: DataLoader(sets[p], num_workers=4, persistent_workers=True)\n"
+                      "    for p in ['train', 'val']\n}\n"
+                      "for epoch in range(3):\n    for phase in ['train', 'val']:\n"
+                      "        for x, y in loaders[phase]:\n            step(x, y)\n"),
         Invalid("from torch.utils.data import DataLoader\ndef train_epoch(dl):\n    for b in dl:\n        step(b)\n"
-                "loader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n    train_epoch(loader)\n"),
+                "loader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n    train_epoch(loader)\n",
+                fixed="from torch.utils.data import DataLoader\ndef train_epoch(dl):\n    for b in dl:\n        step(b)\n"
+                      "loader = DataLoader(ds, num_workers=2, persistent_workers=True)\nfor epoch in range(3):\n"
+                      "    train_epoch(loader)\n"),
         Invalid("from transformers import TrainingArguments\nargs = TrainingArguments('out', dataloader_num_workers=4)\n"
                 "trainer = Trainer(model=model, args=args)\n",
                 fixed="from transformers import TrainingArguments\nargs = TrainingArguments(\n"
@@ -1570,7 +1641,9 @@ loaders too: reported with no fix, the message showing the per-key setting (`dro
                       "DataLoader(ds, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",
                 message="unless configured otherwise (`Args.drop_last` is off by default); default `Args.drop_last` to"),
         # Names that only contain an evaluation stem: `retrieval`, `interval`.
-        Invalid("from torch.utils.data import DataLoader\nretrieval_loader = DataLoader(ds, shuffle=True)\n"),
+        Invalid("from torch.utils.data import DataLoader\nretrieval_loader = DataLoader(ds, shuffle=True)\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "retrieval_loader = DataLoader(ds, shuffle=True, drop_last=True)\n"),
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=False)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
         Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True)\n",
@@ -1579,14 +1652,19 @@ loaders too: reported with no fix, the message showing the per-key setting (`dro
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, 32, True, None, None, 2, None, True, False)\n",
                 fixed="from torch.utils.data import DataLoader\n"
                       "loader = DataLoader(ds, 32, True, None, None, 2, None, True, True)\n"),
-        Invalid("import torch\nloader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2)\n"),
+        Invalid("import torch\nloader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2)\n",
+                fixed="import torch\nloader = torch.utils.data.DataLoader(\n"
+                      "    ds, batch_size=4, shuffle=True, num_workers=2, drop_last=True\n)\n"),
         # The Hugging Face examples' shape: a RandomSampler assigned first.
         Invalid("from torch.utils.data import DataLoader, RandomSampler\ntrain_sampler = RandomSampler(train_dataset)\n"
                 "train_loader = DataLoader(train_dataset, sampler=train_sampler, batch_size=8)\n",
                 fixed="from torch.utils.data import DataLoader, RandomSampler\ntrain_sampler = RandomSampler(train_dataset)\n"
                 "train_loader = DataLoader(\n    train_dataset, sampler=train_sampler, batch_size=8, drop_last=True\n)\n"),
         Invalid("import torch\nfrom torch.utils.data.distributed import DistributedSampler\n"
-                "loader = torch.utils.data.DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds))\n"),
+                "loader = torch.utils.data.DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds))\n",
+                fixed="import torch\nfrom torch.utils.data.distributed import DistributedSampler\n"
+                      "loader = torch.utils.data.DataLoader(\n"
+                      "    ds, batch_size=4, sampler=DistributedSampler(ds), drop_last=True\n)\n"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
@@ -1752,10 +1830,16 @@ offline is left to you.
         Invalid(_SRC.format(body="enc = tokenizer(batch, padding=True)", args="collate_fn=collate"),
                 fixed=_SRC.format(body="enc = tokenizer(batch, padding=True)",
                                   args="collate_fn=collate, num_workers=min(8, os.cpu_count() or 1)")),
-        Invalid(_SRC.format(body="enc = tokenizer(batch, padding=True)", args="collate_fn=collate, num_workers=4")),
-        Invalid(_SRC.format(body="x = pad_sequence(batch, batch_first=True)", args="collate_fn=collate")),
-        Invalid(_SRC.format(body="imgs = [Image.open(p) for p in batch]", args="collate_fn=collate")),
-        Invalid(_SRC.format(body="batch = [b.cuda() for b in batch]", args="collate_fn=collate")),
+        # With workers already, or a device move with no loop over the loader to move it to: no fix.
+        Invalid(_SRC.format(body="enc = tokenizer(batch, padding=True)", args="collate_fn=collate, num_workers=4"),
+                fixed=NO_FIX),
+        Invalid(_SRC.format(body="x = pad_sequence(batch, batch_first=True)", args="collate_fn=collate"),
+                fixed=_SRC.format(body="x = pad_sequence(batch, batch_first=True)",
+                                  args="collate_fn=collate, num_workers=min(8, os.cpu_count() or 1)")),
+        Invalid(_SRC.format(body="imgs = [Image.open(p) for p in batch]", args="collate_fn=collate"),
+                fixed=_SRC.format(body="imgs = [Image.open(p) for p in batch]",
+                                  args="collate_fn=collate, num_workers=min(8, os.cpu_count() or 1)")),
+        Invalid(_SRC.format(body="batch = [b.cuda() for b in batch]", args="collate_fn=collate"), fixed=NO_FIX),
         # Device moves leave collate_fn for the training loop (a helper moves nested batches).
         Invalid(_MOVES, fixed=_MOVES_FIXED),
         # A loop written on one line: reported, no fix (it once escaped as an internal error).
@@ -2003,20 +2087,24 @@ The offline conversion is yours to make.
         Invalid(_SRC.format(body="return self.tokenizer(self.texts[i])", args=""),
                 fixed=_SRC.format(body="return self.tokenizer(self.texts[i])",
                                   args=", num_workers=min(8, os.cpu_count() or 1)")),
-        Invalid(_SRC.format(body="return Image.open(self.paths[i])", args=", num_workers=2")),
-        Invalid(_SRC.format(body="return self.tok.encode(self.texts[i])", args="")),
+        # A loader with workers already: reported, no fix (the offline conversion is the user's).
+        Invalid(_SRC.format(body="return Image.open(self.paths[i])", args=", num_workers=2"), fixed=NO_FIX),
+        Invalid(_SRC.format(body="return self.tok.encode(self.texts[i])", args=""),
+                fixed=_SRC.format(body="return self.tok.encode(self.texts[i])",
+                                  args=", num_workers=min(8, os.cpu_count() or 1)")),
         # A cache mode that is off by default decodes every sample (ultralytics' `cache="disk"`).
         Invalid(_SRC.format(body="if self.cache == 'disk':\n            return np.load(self.npy[i])\n"
-                                 "        return cv2.imread(self.paths[i])", args=", num_workers=2")),
+                                 "        return cv2.imread(self.paths[i])", args=", num_workers=2"), fixed=NO_FIX),
+        # No loader of the dataset here: no workers to add.
         Invalid("from torch.utils.data import IterableDataset\nclass S(IterableDataset):\n    def __iter__(self):\n"
-                "        for p in self.paths:\n            yield torchaudio.load(p)\n"),
+                "        for p in self.paths:\n            yield torchaudio.load(p)\n", fixed=NO_FIX),
         # yolov5's shape: the decode sits in a method of the class (or of a base class here) that
         # __getitem__ calls, one or two calls down; the finding is on __getitem__'s own line.
         Invalid("import cv2\nfrom torch.utils.data import Dataset\nclass Images(Dataset):\n"
                 "    def load_image(self, i):\n        return cv2.imread(self.files[i])\n"
                 "class Mosaic(Images):\n    def load_mosaic(self, i):\n        return [self.load_image(j) for j in (i, i + 1)]\n"
                 "    def __getitem__(self, i):\n        img = self.load_mosaic(i) if self.mosaic else self.load_image(i)\n"
-                "        return img\n", message="(in `self.load_image`)"),
+                "        return img\n", fixed=NO_FIX, message="(in `self.load_image`)"),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
