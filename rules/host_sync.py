@@ -11,7 +11,7 @@ from trainlint.analysis.names import dotted
 from trainlint.analysis.tree import binding_targets, walk
 from trainlint.analysis.variables import is_variable, role, variable_uses
 from trainlint.diagnostics import Applicability
-from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
+from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
 _SYNC_METHODS = ("item", "cpu", "numpy", "tolist")
 # Any case: a script's interval is as often a constant (`LOG_EVERY = 50`, `PRINT_FREQ`) as a variable.
@@ -432,15 +432,15 @@ all when the name is read anywhere else (the read would be stale).
         Invalid(_with_total(in_training_loop("total += loss.item()"), _BF16_TOTAL) + "print('mean', total / 100)\n",
                 fixed=_with_total(in_training_loop("total += loss.detach().float()"), _BF16_TOTAL)
                 + "print('mean', float(total) / 100)\n"),
-        Invalid(in_training_loop("losses.append(loss.item())")),
-        Invalid(in_training_loop("preds = model(x).argmax(-1).cpu().numpy()")),
+        Invalid(in_training_loop("losses.append(loss.item())"), fixed=NO_FIX),
+        Invalid(in_training_loop("preds = model(x).argmax(-1).cpu().numpy()"), fixed=NO_FIX),
         Invalid(_with_total(in_training_loop("running += float(loss)\nif step % 10 == 0:\n"
                                              "    logger.info(f'loss {running / 10:.3f}')\n    running = 0"), "running = 0"),
                 fixed=_with_total(in_training_loop("running += loss.detach()\nif step % 10 == 0:\n"
                                                    "    logger.info(f'loss {float(running) / 10:.3f}')\n    running = 0"),
                                   "running = 0")),
         Invalid("import torch\ndef train_step(x, y):\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
-                "    return loss.item()\nfor x, y in loader:\n    train_step(x, y)\n"),
+                "    return loss.item()\nfor x, y in loader:\n    train_step(x, y)\n", fixed=NO_FIX),
         # Stored and returned reads get the number back too: nothing downstream sees a tensor.
         Invalid(_RUN_GLUE.format(read="item()", tr_loss="tr_loss"),
                 fixed=_RUN_GLUE.format(read="detach()", tr_loss="float(tr_loss)")),
@@ -453,42 +453,45 @@ all when the name is read anywhere else (the read would be stale).
         # Gradient accumulation: the branch that steps the optimizer runs on every training step
         # (torchtune's recipes read the running loss there), as does what follows an early
         # `continue` on the other micro-batches.
-        Invalid(in_accumulation_step("lossf = loss.item()\npbar.set_description(f'{lossf:.3f}')")),
+        Invalid(in_accumulation_step("lossf = loss.item()\npbar.set_description(f'{lossf:.3f}')"), fixed=NO_FIX),
         Invalid("import torch\nfor i, (x, y) in enumerate(loader):\n    (model(x, y) / accum).backward()\n"
                 "    if (i + 1) % accum != 0:\n        continue\n    opt.step()\n    opt.zero_grad()\n"
-                "    losses.append(loss.item())\n"),
+                "    losses.append(loss.item())\n", fixed=NO_FIX),
         # accelerate: `sync_gradients` is true exactly when the optimizer steps.
-        Invalid(_ACCUMULATE.format(guard="accelerator.sync_gradients")),
+        Invalid(_ACCUMULATE.format(guard="accelerator.sync_gradients"), fixed=NO_FIX),
         # Hooks a framework calls on every step: the loop is Lightning's or the Trainer's.
         # The advice names the framework's own counter and interval, and Lightning's `self.log`.
-        Invalid(_HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()"),
+        Invalid(_HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()"), fixed=NO_FIX,
                 message="(`if self.global_step % self.trainer.log_every_n_steps == 0:`), keep it on the device, "
                         "or pass the tensor itself to `self.log(...)`"),
         Invalid(_HOOK.format(base="Base", hook="training_step", read="acc.item()").replace(
-            "class M(", "class Base(L.LightningModule):\n    pass\nclass M(")),
-        Invalid(_HOOK.format(base="transformers.Trainer", hook="compute_loss", read="float(acc)"),
+            "class M(", "class Base(L.LightningModule):\n    pass\nclass M("), fixed=NO_FIX),
+        Invalid(_HOOK.format(base="transformers.Trainer", hook="compute_loss", read="float(acc)"), fixed=NO_FIX,
                 message="(`if self.state.global_step % self.state.logging_steps == 0:`) or keep it on the device"),
         # A block that reads the name among the statements after it: no suggestion (it does not move).
-        Invalid(in_training_loop("lossf = loss.item()\nif verbose:\n    print(lossf)\nhistory.append(lossf)")),
+        Invalid(in_training_loop("lossf = loss.item()\nif verbose:\n    print(lossf)\nhistory.append(lossf)"),
+                fixed=NO_FIX),
         # Not in host memory: a batch's tensor once moved, or the batch itself once moved (rebound,
         # in place as a BatchEncoding does, by a helper), a model's output, a loader whose
         # collate_fn makes the batches on the device, one accelerate prepared, a loop that moves
         # nothing of its batch (`x.numpy()` of a value not known to be on the host).
-        Invalid(_HOST_BATCH.format(read="xs = x.tolist()"), message="`.tolist()` waits for the GPU"),
-        Invalid(_HOST_BATCH.format(read="y = y.cuda()\n    labels = y.numpy()")),
-        Invalid(_HOST_BATCH.format(read='batch = batch.to(device)\n    ids = batch["ids"].tolist()')),
+        Invalid(_HOST_BATCH.format(read="xs = x.tolist()"), fixed=NO_FIX, message="`.tolist()` waits for the GPU"),
+        Invalid(_HOST_BATCH.format(read="y = y.cuda()\n    labels = y.numpy()"), fixed=NO_FIX),
+        Invalid(_HOST_BATCH.format(read='batch = batch.to(device)\n    ids = batch["ids"].tolist()'), fixed=NO_FIX),
         Invalid(_HOST_BATCH.format(read='batch = {k: v.to(device) for k, v in batch.items()}\n'
-                                        '    ids = batch["ids"].tolist()')),
-        Invalid(_HOST_BATCH.format(read='batch.to(device)\n    ids = batch["ids"].tolist()')),
-        Invalid(_HOST_BATCH.format(read='batch_to_device(batch, device)\n    ids = batch["ids"].tolist()')),
-        Invalid(_HOST_BATCH.format(read="preds = model(x).argmax(-1).tolist()")),
-        Invalid(_COLLATE_TO_DEVICE.format(collate="collate")),
+                                        '    ids = batch["ids"].tolist()'), fixed=NO_FIX),
+        Invalid(_HOST_BATCH.format(read='batch.to(device)\n    ids = batch["ids"].tolist()'), fixed=NO_FIX),
+        Invalid(_HOST_BATCH.format(read='batch_to_device(batch, device)\n    ids = batch["ids"].tolist()'),
+                fixed=NO_FIX),
+        Invalid(_HOST_BATCH.format(read="preds = model(x).argmax(-1).tolist()"), fixed=NO_FIX),
+        Invalid(_COLLATE_TO_DEVICE.format(collate="collate"), fixed=NO_FIX),
         Invalid("import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
                 "model, opt, train_loader = accelerator.prepare(model, opt, train_loader)\n"
                 "for batch in train_loader:\n    seen.update(batch['ids'].tolist())\n"
-                "    loss = model(batch['x'].to(accelerator.device))\n    accelerator.backward(loss)\n    opt.step()\n"),
+                "    loss = model(batch['x'].to(accelerator.device))\n    accelerator.backward(loss)\n    opt.step()\n",
+                fixed=NO_FIX),
         Invalid("import torch\nfor x, y in loader:\n    labels = y.numpy()\n    loss = model(x, y)\n"
-                "    loss.backward()\n    opt.step()\n"),
+                "    loss.backward()\n    opt.step()\n", fixed=NO_FIX),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -914,21 +917,26 @@ interval there. Without one there is no fix.
         # Lightning: a per-step log reduced across processes.
         Invalid("import lightning as L\nclass M(L.LightningModule):\n    def training_step(self, batch, i):\n"
                 "        loss = self(batch)\n        self.log('train/loss', loss, sync_dist=True)\n        return loss\n",
-                fixed=None, message="`self.log(..., sync_dist=True)` reduces the value across processes on every step"),
+                fixed=NO_FIX, message="`self.log(..., sync_dist=True)` reduces the value across processes on every step"),
         Invalid("import lightning as L\nclass C(L.Callback):\n"
                 "    def on_train_batch_end(self, trainer, module, outputs, batch, i):\n"
-                "        module.log_dict({'loss': outputs['loss']}, sync_dist=True)\n", fixed=None),
+                "        module.log_dict({'loss': outputs['loss']}, sync_dist=True)\n", fixed=NO_FIX),
         Invalid(in_training_loop("logger.info('loss %.3f' % loss)"),
                 fixed=in_training_loop("if step % 100 == 0:\n    logger.info('loss %.3f' % loss)")),
-        Invalid(in_training_loop("pbar.set_postfix(loss=loss)")),
+        Invalid(in_training_loop("pbar.set_postfix(loss=loss)"),
+                fixed=in_training_loop("if step % 100 == 0:\n    pbar.set_postfix(loss=loss)")),
         Invalid(in_training_loop("accelerator.print(f'{step}: {loss=}')"),
                 fixed=in_training_loop("if step % 100 == 0:\n    accelerator.print(f'{step}: {loss=}')")),
         # yolov5's progress line: a starred tensor in a `%` format built by string arithmetic.
         Invalid(in_training_loop("mloss = (mloss * step + loss) / (step + 1)\n"
                                  "pbar.set_description(('%10s' + '%10.4g' * 3) % (step, *mloss))").replace(
-                    "import torch\n", "import torch\nmloss = torch.zeros(3)\n"), message="`mloss`"),
+                    "import torch\n", "import torch\nmloss = torch.zeros(3)\n"),
+                fixed=in_training_loop("mloss = (mloss * step + loss) / (step + 1)\nif step % 100 == 0:\n"
+                                       "    pbar.set_description(('%10s' + '%10.4g' * 3) % (step, *mloss))").replace(
+                    "import torch\n", "import torch\nmloss = torch.zeros(3)\n"),
+                message="`mloss`"),
         # Built outside a logging call and used later: reported, no fix (the use would move too).
-        Invalid(in_training_loop("desc = f'loss {loss:.3f}'\npbar.set_description(desc)"), fixed=None),
+        Invalid(in_training_loop("desc = f'loss {loss:.3f}'\npbar.set_description(desc)"), fixed=NO_FIX),
         Invalid(in_training_loop("print('loss', loss)"), fixed=in_training_loop("if step % 25 == 0:\n    print('loss', loss)"),
                 options={"log-every": 25}),
         Invalid("import torch\nlog_interval = 10\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n"
@@ -1149,7 +1157,7 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
         # ... with no `state` parameter to read the counter from: reported, no fix.
         Invalid("import torch\nfrom transformers import TrainerCallback\nclass Memory(TrainerCallback):\n"
                 "    def on_step_end(self, *args, **kwargs):\n"
-                "        print(torch.cuda.memory_allocated())\n", fixed=None, message="`if step % log_every == 0:`"),
+                "        print(torch.cuda.memory_allocated())\n", fixed=NO_FIX, message="`if step % log_every == 0:`"),
         Invalid(in_training_loop("torch.cuda.empty_cache()\nprint(step)"), fixed=in_training_loop("print(step)")),
         # Blank lines on both sides of the call: one stays, with the comment above it.
         Invalid("import torch\nfor step, x in enumerate(loader):\n    # free memory\n\n    torch.cuda.empty_cache()\n\n"
@@ -1160,11 +1168,14 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
                 fixed=in_training_loop("if step % 100 == 0:\n    mem = torch.cuda.max_memory_allocated()")),
         Invalid(in_training_loop("if torch.cuda.is_available():\n    torch.cuda.synchronize()"),
                 fixed=in_training_loop("").replace("    \n", "")),
-        Invalid("from torch import cuda\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n    cuda.synchronize()\n"),
+        Invalid("from torch import cuda\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n    cuda.synchronize()\n",
+                fixed="from torch import cuda\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n"),
         # Device-agnostic spellings: torch.accelerator, and a device module (torchtitan, torchtune).
         Invalid(in_training_loop("torch.accelerator.empty_cache()"), fixed=in_training_loop("").replace("    \n", "")),
         Invalid(in_training_loop("device_module.synchronize()").replace(
             "import torch\n", "import torch\ndevice_module = torch.get_device_module(device_type)\n"),
+            fixed=in_training_loop("").replace("    \n", "").replace(
+                "import torch\n", "import torch\ndevice_module = torch.get_device_module(device_type)\n"),
             message="`device_module.synchronize()`"),
         Invalid(in_training_loop("stats = torch.get_device_module(device).max_memory_reserved()"),
                 fixed=in_training_loop("if step % 100 == 0:\n"
@@ -1325,12 +1336,12 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
     ]
     invalid = [
         # ... one it moved is on the device.
-        Invalid(_HOST_BATCH.format(test="if x.sum() == 0:\n        continue")),
-        Invalid(in_training_loop("if torch.isnan(loss):\n    raise RuntimeError('nan')")),
-        Invalid(in_training_loop("if loss == 0:\n    break")),
-        Invalid(in_training_loop("assert torch.isfinite(loss)")),
-        Invalid(in_training_loop("assert not torch.isnan(loss).any()")),
-        Invalid(in_training_loop("while loss > 10:\n    loss = loss / 2")),
+        Invalid(_HOST_BATCH.format(test="if x.sum() == 0:\n        continue"), fixed=NO_FIX),
+        Invalid(in_training_loop("if torch.isnan(loss):\n    raise RuntimeError('nan')"), fixed=NO_FIX),
+        Invalid(in_training_loop("if loss == 0:\n    break"), fixed=NO_FIX),
+        Invalid(in_training_loop("assert torch.isfinite(loss)"), fixed=NO_FIX),
+        Invalid(in_training_loop("assert not torch.isnan(loss).any()"), fixed=NO_FIX),
+        Invalid(in_training_loop("while loss > 10:\n    loss = loss / 2"), fixed=NO_FIX),
     ]
 
     def _check(self, node, test: cst.BaseExpression, kind: str) -> None:
