@@ -331,7 +331,7 @@ unsynchronised one.
         # FSDP, with a flag guard and a counter the fix must not read early: reported, not fixed.
         Invalid("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n"
                 "micro = 0\nfor batch in loader:\n    loss = model(batch)\n    loss.backward()\n    micro += 1\n"
-                "    if micro % accum == 0:\n        opt.step()\n", fixed=None, message="FSDP"),
+                "    if micro % accum == 0:\n        opt.step()\n", fixed=NO_FIX, message="FSDP"),
         # accelerate: the loop's own `accelerator` spells the context manager.
         Invalid(_ACCELERATE + _FLAT.replace("loss.backward()", "accelerator.backward(loss)"),
                 fixed="import contextlib\n\n" + _ACCELERATE
@@ -354,16 +354,17 @@ unsynchronised one.
         Invalid("from accelerate import Accelerator\ndef train(model, opt, loader):\n"
                 + "".join("    " + line + "\n" for line in _FLAT.splitlines())
                 + "def main():\n" + "".join("    " + line + "\n" for line in _ACCELERATE.splitlines()[1:])
-                + "    train(model, opt, loader)\n", fixed=None, message="`accelerator.no_sync(model)`"),
+                + "    train(model, opt, loader)\n", fixed=NO_FIX, message="`accelerator.no_sync(model)`"),
         # ultralytics' shape: the step is a method of the trainer, the window a comparison with the
         # accumulation count (an `accumulate` attribute that is a number, not accelerate's).
         Invalid(_TRAINER, fixed=_TRAINER_FIXED, message="`ni - last_opt_step >= self.accumulate`"),
         # A step after the loop for the ragged last group: unsynchronised gradients there, so no fix.
         Invalid(_HEAD + "def train():\n" + "".join("    " + line + "\n" for line in _FLAT.splitlines())
-                + "    opt.step()\n"),
+                + "    opt.step()\n", fixed=NO_FIX),
         # Another loop's `accelerator.accumulate(model)` does not skip the sync in this one (no fix:
         # that loop's optimizer step is outside this accumulation, in the same scope).
         Invalid(_ACCELERATE + _FLAT.replace("loss.backward()", "accelerator.backward(loss)") + _ACCUMULATE_LOOP,
+                fixed=NO_FIX,
                 message="`accelerator.no_sync(model)`"),
         # Nor does `no_sync()` of another wrapped model.
         Invalid(_FSDP + _FLAT + _TEACHER, fixed="import contextlib\n\n" + _FSDP + _FLAT_FIXED + _TEACHER,
@@ -383,6 +384,9 @@ unsynchronised one.
         # `==` compares the flag and sets nothing.
         Invalid(_HEAD + _FLAT.replace(
             "    loss = loss_fn", "    model.require_backward_grad_sync == ((step + 1) % accum == 0)\n    loss = loss_fn"),
+                fixed="import contextlib\n\n" + _HEAD + _FLAT_FIXED.replace(
+                    "        loss = loss_fn",
+                    "        model.require_backward_grad_sync == ((step + 1) % accum == 0)\n        loss = loss_fn"),
                 message="`(step + 1) % accum == 0`"),
     ]
 
@@ -795,15 +799,21 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
                 message="unless `--bucket-view` is given (it is off by default)"),
         # Code that assigns gradients: reported, but the fix would break it.
         Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
-                "for p in model.parameters():\n    p.grad = torch.zeros_like(p)\n", fixed=None),
+                "for p in model.parameters():\n    p.grad = torch.zeros_like(p)\n", fixed=NO_FIX),
         # An evaluation wrapper whose uses are not all in sight: returned, handed on, or used after
         # its `no_grad` block in a training loop.
         Invalid(_EVALUATE.replace("    model.eval()\n", "    model.eval()\n    return model\n"),
                 fixed=_EVALUATE.replace("    model.eval()\n", "    model.eval()\n    return model\n").replace(
                     "device_ids=[rank])", "device_ids=[rank], gradient_as_bucket_view=True)")),
-        Invalid(_EVALUATE.replace("@torch.no_grad()\n", "").replace("    model.eval()\n", "    run_epoch(model, loader)\n")),
+        Invalid(_EVALUATE.replace("@torch.no_grad()\n", "").replace("    model.eval()\n", "    run_epoch(model, loader)\n"),
+                fixed=_EVALUATE.replace("@torch.no_grad()\n", "").replace(
+                    "    model.eval()\n", "    run_epoch(model, loader)\n").replace(
+                    "device_ids=[rank])", "device_ids=[rank], gradient_as_bucket_view=True)")),
         Invalid(_DISTIL.replace("            target = teacher(x)\n", "            target = x\n").replace(
-            "        loss_fn(model(x), target)", "        loss_fn(teacher(x), target)")),
+            "        loss_fn(model(x), target)", "        loss_fn(teacher(x), target)"),
+                fixed=_DISTIL.replace("            target = teacher(x)\n", "            target = x\n").replace(
+            "        loss_fn(model(x), target)", "        loss_fn(teacher(x), target)").replace(
+            "DDP(teacher, device_ids=[rank])", "DDP(teacher, device_ids=[rank], gradient_as_bucket_view=True)")),
         # Options gathered in a dict whose every key is visible (open_clip, ultralytics).
         Invalid(_DDP_ARGS, fixed=_DDP_ARGS.replace(
             "DistributedDataParallel(model, device_ids=[device], **ddp_args)\n",
@@ -949,10 +959,11 @@ A suggestion only, never written: the switch also needs the launcher, the proces
         Valid("from mylib import DataParallel\nmodel = DataParallel(model)\n"),
     ]
     invalid = [
-        Invalid("import torch\nmodel = torch.nn.DataParallel(model)\n", message="torchrun"),
-        Invalid("from torch import nn\nif torch.cuda.device_count() > 1:\n    model = nn.DataParallel(model, device_ids=[0, 1])\n"),
-        Invalid("from torch.nn import DataParallel as DP\nnet = DP(net).cuda()\n"),
-        Invalid("from torch.nn.parallel import DataParallel\nmodel = DataParallel(model)\n"),
+        Invalid("import torch\nmodel = torch.nn.DataParallel(model)\n", fixed=NO_FIX, message="torchrun"),
+        Invalid("from torch import nn\nif torch.cuda.device_count() > 1:\n    model = nn.DataParallel(model, device_ids=[0, 1])\n",
+                fixed=NO_FIX),
+        Invalid("from torch.nn import DataParallel as DP\nnet = DP(net).cuda()\n", fixed=NO_FIX),
+        Invalid("from torch.nn.parallel import DataParallel\nmodel = DataParallel(model)\n", fixed=NO_FIX),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
