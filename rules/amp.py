@@ -9,7 +9,7 @@ from trainlint.analysis.names import CANONICAL
 from trainlint.analysis.precision import DEPRECATED_AMP, GRAD_SCALER
 from trainlint.diagnostics import Applicability
 from trainlint import layout
-from trainlint.rule import Invalid, Option, Rule, Valid, target_allows
+from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, target_allows
 
 _DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
 # torch.cuda.amp.autocast(enabled, dtype, cache_enabled): its positional order is not torch.amp.autocast's
@@ -650,7 +650,7 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
                 "accelerator = Accelerator(mixed_precision='bf16')\ntrainer = pl.Trainer(precision=\"bf16-mixed\")\n",
                 settings={"target_gpu": "hopper"}),
         # `**kwargs` may pass `bf16=` too: reported, no fix.
-        Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(**base, fp16=True)\n", fixed=None),
+        Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(**base, fp16=True)\n", fixed=NO_FIX),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -1157,7 +1157,9 @@ physics or long-horizon recurrences).
         Invalid(_SRC.format(pre="torch.backends.cudnn.allow_tf32 = True\n"),
                 fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"
                                       "torch.backends.cudnn.allow_tf32 = True\n")),
-        Invalid(_SRC.format(pre="torch.backends.cudnn.conv.fp32_precision = 'tf32'\n")),
+        Invalid(_SRC.format(pre="torch.backends.cudnn.conv.fp32_precision = 'tf32'\n"),
+                fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"
+                                      "torch.backends.cudnn.conv.fp32_precision = 'tf32'\n")),
         # A partial of something else is no autocast.
         Invalid(("import functools\n" + _SRC.replace("loss = model", "with ctx():\n        loss = model"))
                 .format(pre="ctx = functools.partial(torch.enable_grad)\n"),
@@ -1172,7 +1174,8 @@ physics or long-horizon recurrences).
                 "        model(x).backward()\n        optimizer.step()\n",
                 fixed="import torch as th\n\nth.set_float32_matmul_precision(\"high\")\ndef train():\n"
                 "    model = Net().to('cuda:0')\n    for x in loader:\n        model(x).backward()\n        optimizer.step()\n"),
-        Invalid(_SRC.format(pre=""), settings={"target_gpu": "ampere"}),
+        Invalid(_SRC.format(pre=""), fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"),
+                settings={"target_gpu": "ampere"}),
         Invalid("from torch import nn\nmodel = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n"
                 "    opt.step()\n",
                 fixed="import torch\nfrom torch import nn\n\ntorch.set_float32_matmul_precision(\"high\")\n"
