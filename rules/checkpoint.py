@@ -13,7 +13,7 @@ from trainlint.analysis.loops import first_modulo
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.diagnostics import Applicability
 from trainlint.layout import one_arg_per_line
-from trainlint.rule import Invalid, Option, Rule, Valid, in_training_loop
+from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
 from .host_sync import _has_flow_or_step, step_counter
 
@@ -227,7 +227,12 @@ not fixed when such a use on every step is elsewhere.
         Invalid("import torch\ndef train_step(model, opt, x, y):\n    model(x, y).backward()\n    opt.step()\n"
                 "def fit(model, opt, loader):\n    for step, (x, y) in enumerate(loader):\n"
                 "        train_step(model, opt, x, y)\n        if step % 100 == 0:\n"
-                "            torch.save(model.state_dict(), f'ckpt{step}.pt')\n", message="under `step % 100 == 0`"),
+                "            torch.save(model.state_dict(), f'ckpt{step}.pt')\n",
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef train_step(model, opt, x, y):\n"
+                "    model(x, y).backward()\n    opt.step()\ndef fit(model, opt, loader):\n    for step, (x, y) in enumerate(loader):\n"
+                "        train_step(model, opt, x, y)\n        if step % 100 == 0:\n"
+                "            _trainlint_async_save(torch.save, model.state_dict(), f'ckpt{step}.pt')\n",
+                message="under `step % 100 == 0`"),
         # Per step: moved under an interval and made asynchronous.
         Invalid(in_training_loop("torch.save(model.state_dict(), 'latest.pt')"),
                 fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), "
@@ -245,7 +250,7 @@ not fixed when such a use on every step is elsewhere.
                 fixed=_fixed(in_training_loop("if should_save:\n    _trainlint_async_save(model.save_pretrained, out, "
                                    "state_dict=model.state_dict())"))),
         # ... not when `*args` may pass the state dict by position: reported, no fix.
-        Invalid(in_training_loop("if should_save:\n    model.save_pretrained(*save_args)"), fixed=None),
+        Invalid(in_training_loop("if should_save:\n    model.save_pretrained(*save_args)"), fixed=NO_FIX),
         # accelerate's save_state: per step, moved under the script's interval, not made asynchronous.
         Invalid(in_training_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nsave_every = 50\n"),
                 fixed=in_training_loop("if step % save_every == 0:\n    accelerator.save_state(out)").replace(
@@ -255,7 +260,7 @@ not fixed when such a use on every step is elsewhere.
                 fixed=in_training_loop("if step % SAVE_EVERY == 0:\n    accelerator.save_state(out)").replace(
                     "import torch\n", "import torch\nSAVE_EVERY = 50\n")),
         # fabric.save every N steps: reported, no asynchronous fix.
-        Invalid(in_training_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=None),
+        Invalid(in_training_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=NO_FIX),
         # A per-step save next to one every 500 steps: moved under the script's own 500 (the other
         # save keeps its guard).
         Invalid(in_training_loop("torch.save(model.state_dict(), 'latest.pt')\nif step % 500 == 0:\n"
@@ -268,6 +273,10 @@ not fixed when such a use on every step is elsewhere.
         # ... also through a flag the loop sets.
         Invalid(in_training_loop("should_save = step % 200 == 0\ntorch.save(model.state_dict(), 'latest.pt')\n"
                                  "if should_save:\n    torch.save(model.state_dict(), f'ckpt-{step}.pt')"),
+                fixed=_fixed(in_training_loop("should_save = step % 200 == 0\nif step % 200 == 0:\n"
+                                              "    _trainlint_async_save(torch.save, model.state_dict(), 'latest.pt')\n"
+                                              "if should_save:\n"
+                                              "    _trainlint_async_save(torch.save, model.state_dict(), f'ckpt-{step}.pt')")),
                 message="save every `200` steps"),
         # The `else:` of `if step % 500:` already runs every 500 steps: made asynchronous, no new guard.
         Invalid(in_training_loop("if step % 500:\n    log(loss)\nelse:\n    torch.save(model.state_dict(), 'ckpt.pt')"),
@@ -277,6 +286,10 @@ not fixed when such a use on every step is elsewhere.
         # The other save's interval changes in the loop: the option's interval instead.
         Invalid(in_training_loop("every = schedule(step)\nif step % every == 0:\n"
                                  "    torch.save(model.state_dict(), 'a.pt')\ntorch.save(model.state_dict(), 'b.pt')"),
+                fixed=_fixed(in_training_loop("every = schedule(step)\nif step % every == 0:\n"
+                                              "    _trainlint_async_save(torch.save, model.state_dict(), 'a.pt')\n"
+                                              "if step % 1000 == 0:\n"
+                                              "    _trainlint_async_save(torch.save, model.state_dict(), 'b.pt')")),
                 message="save every `1000` steps"),
         # A Lightning callback's per-batch hook, every N steps: made asynchronous.
         Invalid("import torch\nimport lightning as L\nclass Save(L.Callback):\n"
@@ -292,7 +305,7 @@ not fixed when such a use on every step is elsewhere.
         Invalid("import lightning as L\nclass Save(L.Callback):\n"
                 "    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):\n"
                 "        if trainer.global_step % 500 == 0:\n            trainer.save_checkpoint('last.ckpt')\n",
-                fixed=None, message="`AsyncCheckpointIO`"),
+                fixed=NO_FIX, message="`AsyncCheckpointIO`"),
         # ... on every step of a LightningModule: moved under Lightning's counter, not made asynchronous.
         Invalid("import lightning as L\nclass M(L.LightningModule):\n    def training_step(self, batch, i):\n"
                 "        self.trainer.save_checkpoint('last.ckpt')\n        return self(batch)\n",
@@ -312,7 +325,7 @@ not fixed when such a use on every step is elsewhere.
                 message="every training step"),
         # The checkpoint is read back after the loop: an asynchronous write could race it.
         Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'best.pt')")
-                + "model.load_state_dict(torch.load('best.pt'))\n", fixed=None),
+                + "model.load_state_dict(torch.load('best.pt'))\n", fixed=NO_FIX),
         # The atomic-write idiom: the next line moves the file the save wrote, so the save is not made
         # asynchronous (the file would not exist yet), and the line goes under the interval with it
         # (alone there, the save would leave the replace without its file on the other steps).
