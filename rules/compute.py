@@ -10,7 +10,7 @@ from trainlint.analysis.context import FileContext
 from trainlint.analysis.names import bound_names
 from trainlint.analysis.variables import is_variable, role
 from trainlint.diagnostics import Applicability
-from trainlint.rule import Invalid, Rule, Valid, target_allows
+from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
 
 # -- TL601 manual attention -----------------------------------------------------------------
 
@@ -151,7 +151,7 @@ is not offered; before 2.0 the rule is off.
         # A dropout module the fix cannot resolve (fairseq's FairseqDropout): still attention,
         # reported without a fix (this shape once escaped as an internal error).
         Invalid(_HEAD + "    att = F.softmax(q @ k.transpose(-2, -1), dim=-1)\n    att = self.dropout_module(att)\n"
-                        "    return att @ v\n"),
+                        "    return att @ v\n", fixed=NO_FIX),
         Invalid(
             _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
                     "    scores = scores.masked_fill(mask == 0, float('-inf'))\n"
@@ -167,7 +167,7 @@ is not offered; before 2.0 the rule is off.
         ),
         # target-torch 2.0: SDPA exists but takes no scale= (2.1): the finding, without a fix.
         Invalid(_HEAD + "    return torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.125, -1) @ v\n",
-                settings={"target_torch": "2.0"}),
+                fixed=NO_FIX, settings={"target_torch": "2.0"}),
         # Its default scale needs no scale=: fixed for 2.0 too.
         Invalid(
             _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
