@@ -543,6 +543,10 @@ workers the same way, under the same condition.
         # A configuration built by a command-line parser from the class (tyro, pyrallis, HfArgumentParser).
         Invalid("from dataclasses import dataclass\nfrom torch.utils.data import DataLoader\n@dataclass\nclass Config:\n"
                 "    num_workers: int = 0\ncfg = tyro.cli(Config)\nloader = DataLoader(ds, num_workers=cfg.num_workers)\n",
+                # `import os` joins the standard-library section, before its `from` imports (isort).
+                fixed="import os\nfrom dataclasses import dataclass\nfrom torch.utils.data import DataLoader\n@dataclass\n"
+                "class Config:\n    num_workers: int = min(8, os.cpu_count() or 1)\ncfg = tyro.cli(Config)\n"
+                "loader = DataLoader(ds, num_workers=cfg.num_workers)\n",
                 message="`Config.num_workers` defaults to 0"),
         Invalid("from torch.utils.data import DataLoader\nclass CFG:\n    num_workers = 0\n"
                 "loader = DataLoader(ds, num_workers=CFG.num_workers)\n",
