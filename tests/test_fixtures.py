@@ -41,6 +41,7 @@ VARIANTS = {
                              ".all": {"select": ("ALL",)}, ".ampere": {"target_gpu": "ampere"}},
     "image_classifier.py": {".all": {"select": ("ALL",)}},
     "amp/named_settings_train.py": {".all": {"select": ("ALL",)}},
+    "amp/partial_autocast_train.py": {".all": {"select": ("ALL",)}},
 }
 # (script, snapshot suffix, Settings fields)
 CASES = [(name, "", {}) for name in SCRIPTS] + [
