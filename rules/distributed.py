@@ -668,7 +668,8 @@ it there (not returned, handed to a call, stored elsewhere or read by a nested f
 used only under `torch.no_grad()`/`torch.inference_mode()` (the function's decorator or a
 `with`), or in a function that runs no backward or optimizer step (nor calls one that does, nor
 runs per step) and neither calls its `.train()` nor hands its `.parameters()` to a call: an
-evaluation helper. A wrapper at module level, or one that leaves its function, is flagged, since
+evaluation helper. Switching it out of training (`.eval()`, `.requires_grad_(False)`) is no use
+that trains, wherever it runs. A wrapper at module level, or one that leaves its function, is flagged, since
 its training is not in sight. A value written as a name is read as
 TL101 describes (`gradient_as_bucket_view=args.bucket_view` of a `store_true` switch is off in a
 plain run) and fixed where it is written.
@@ -741,6 +742,9 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         Valid(_EVALUATE.replace("@torch.no_grad()\n", "")),
         # ... under `with torch.no_grad():` in a function that trains another model.
         Valid(_DISTIL),
+        # ... switched to evaluation in the training function: `.eval()` trains nothing.
+        Valid(_DISTIL.replace("    for x in loader:\n", "    teacher.eval()\n    teacher.requires_grad_(False)\n"
+                                                         "    for x in loader:\n")),
     ]
     invalid = [
         # Lightning's strategy="ddp": named as a DDPStrategy with the option.

@@ -92,6 +92,15 @@ def one_line(code: str) -> str:
     return re.sub(r"\s+\)", ")", re.sub(r"\(\s+", "(", re.sub(r"\s+", " ", code.strip())))
 
 
+def _switches_off(method: str, call: cst.Call) -> bool:
+    """`.eval()`, `.train(False)`, `.requires_grad_(False)`: a model switched out of training."""
+    if method == "eval":
+        return not call.args
+    args = [a for a in call.args if a.keyword is None or a.keyword.value in ("mode", "requires_grad")]
+    return method in ("train", "requires_grad_") and len(call.args) == 1 and len(args) == 1 \
+        and dotted(args[0].value) == "False"
+
+
 def _strip_module(name: str) -> str:
     """`model.module` (the module inside the wrapper) stands for the model."""
     while name.endswith(".module"):
@@ -337,6 +346,9 @@ class Distributed:
                     and isinstance(switch, cst.Call) and switch.func is use \
                     and isinstance(self.index.parent.get(switch), cst.Arg):
                 return True  # its parameters handed to an optimizer, a gradient clip, a scaler's step
+            if isinstance(use, cst.Attribute) and isinstance(switch, cst.Call) and switch.func is use \
+                    and _switches_off(use.attr.value, switch):
+                continue  # `teacher.eval()`, `teacher.requires_grad_(False)`: nothing trains through it
             if trains_here is None:
                 trains_here = self._runs_steps(fn)
             if trains_here or self.loops.in_hot_loop(node):
