@@ -88,6 +88,8 @@ _RANK_TEST = re.compile(r"(rank|is_main|main_process|is_master|master_process|wo
                         re.IGNORECASE)
 _LOADS = frozenset({"from_pretrained", "load_state", "load_checkpoint"})
 # Where each save takes the file or folder it writes: (position, keyword).
+# Libraries with models of their own whose save_pretrained takes no `state_dict=`.
+_OTHER_SAVE_PRETRAINED = ("peft", "diffusers", "sentence_transformers")
 _PATH_ARGUMENT = {"torch.save": (1, "f"), "save_pretrained": (0, "save_directory"),
                   "accelerator.save_state": (0, "output_dir"), "fabric.save": (0, "path"),
                   "trainer.save_checkpoint": (0, "filepath")}
@@ -99,7 +101,18 @@ _MAX_MOVED_USERS = 3
 
 def _fixed(loop: str) -> str:
     head, _, rest = loop.partition("\n")
+    if rest.startswith(_TRANSFORMERS):  # the helper goes after the imports
+        head, rest = head + "\n" + _TRANSFORMERS.rstrip("\n"), rest[len(_TRANSFORMERS):]
     return head + "\n" + HELPER_CODE + "\n\n" + rest
+
+
+_TRANSFORMERS = "from transformers import AutoModel\n"
+
+
+def _hf(loop: str) -> str:
+    """A rule case's loop in a module that imports transformers (whose models' save_pretrained
+    takes `state_dict=`)."""
+    return loop.replace("import torch\n", "import torch\n" + _TRANSFORMERS, 1)
 
 
 def _counter(ctx, node: cst.CSTNode) -> str | None:
@@ -188,7 +201,10 @@ already runs every N steps (also in the `else:` of `if step % n:`) keeps its
 guard and is only made asynchronous. Whole modules or
 optimizers passed to `torch.save` are still saved blocking, and so are saves into file objects:
 one a `with` binds (`as f`), or `open(...)`/`io.BytesIO()` in the call, is only put under the
-interval, with no background write promised.
+interval, with no background write promised. `model.save_pretrained(out)` is made asynchronous
+(writing `state_dict=model.state_dict()` from the snapshot) only in a module that imports
+transformers and none of diffusers, PEFT or sentence-transformers, whose `save_pretrained`
+ignores or rejects `state_dict=` (a diffusers UNet would be written live while training goes on).
 Tensors that shared storage are written as separate copies. `accelerator.save_state`,
 `fabric.save` and `trainer.save_checkpoint` (which may gather across ranks) are only moved under
 an interval, never made asynchronous (for Lightning the message names its `AsyncCheckpointIO`
@@ -246,9 +262,14 @@ not fixed when such a use on every step is elsewhere.
                 + in_training_loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
                 message="save_ckpt"),
         # save_pretrained writes from a snapshot of the state dict.
-        Invalid(in_training_loop("if should_save:\n    model.save_pretrained(out)"),
-                fixed=_fixed(in_training_loop("if should_save:\n    _trainlint_async_save(model.save_pretrained, out, "
-                                   "state_dict=model.state_dict())"))),
+        Invalid(_hf(in_training_loop("if should_save:\n    model.save_pretrained(out)")),
+                fixed=_fixed(_hf(in_training_loop("if should_save:\n    _trainlint_async_save(model.save_pretrained, out, "
+                                                  "state_dict=model.state_dict())")))),
+        # ... only transformers' models take `state_dict=`: diffusers' `unet.save_pretrained(out)` ignores
+        # it (the live weights would be written while training goes on), its EMAModel's raises.
+        Invalid(_hf(in_training_loop("if should_save:\n    unet.save_pretrained(out)")).replace(
+            "import torch\n", "import torch\nfrom diffusers import UNet2DModel\n"), fixed=NO_FIX),
+        Invalid(in_training_loop("if should_save:\n    model.save_pretrained(out)"), fixed=NO_FIX),
         # ... not when `*args` may pass the state dict by position: reported, no fix.
         Invalid(in_training_loop("if should_save:\n    model.save_pretrained(*save_args)"), fixed=NO_FIX),
         # accelerate's save_state: per step, moved under the script's interval, not made asynchronous.
@@ -263,12 +284,12 @@ not fixed when such a use on every step is elsewhere.
         Invalid(in_training_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=NO_FIX),
         # A per-step save next to one every 500 steps: moved under the script's own 500 (the other
         # save keeps its guard).
-        Invalid(in_training_loop("torch.save(model.state_dict(), 'latest.pt')\nif step % 500 == 0:\n"
-                                 "    model.save_pretrained(out)"),
-                fixed=_fixed(in_training_loop("if step % 500 == 0:\n    _trainlint_async_save(torch.save, "
-                                              "model.state_dict(), 'latest.pt')\nif step % 500 == 0:\n"
-                                              "    _trainlint_async_save(model.save_pretrained, out, "
-                                              "state_dict=model.state_dict())")),
+        Invalid(_hf(in_training_loop("torch.save(model.state_dict(), 'latest.pt')\nif step % 500 == 0:\n"
+                                     "    model.save_pretrained(out)")),
+                fixed=_fixed(_hf(in_training_loop("if step % 500 == 0:\n    _trainlint_async_save(torch.save, "
+                                                  "model.state_dict(), 'latest.pt')\nif step % 500 == 0:\n"
+                                                  "    _trainlint_async_save(model.save_pretrained, out, "
+                                                  "state_dict=model.state_dict())"))),
                 message="save every `500` steps"),
         # ... also through a flag the loop sets.
         Invalid(in_training_loop("should_save = step % 200 == 0\ntorch.save(model.state_dict(), 'latest.pt')\n"
@@ -629,8 +650,11 @@ not fixed when such a use on every step is elsewhere.
         kind = self._save_kind(call)
         args = list(call.args)
         if kind == "save_pretrained":
-            if ctx.hides_arguments(call) or ctx.names.imports_from("peft"):
-                return None  # the state may come from elsewhere; PEFT's save_pretrained takes no state_dict
+            if ctx.hides_arguments(call) or not ctx.names.imports_from("transformers") \
+                    or any(ctx.names.imports_from(m) for m in _OTHER_SAVE_PRETRAINED):
+                # The state may come from elsewhere (`*args`), or the model may not be transformers'
+                # (diffusers' save_pretrained ignores `state_dict=`, PEFT's and EMAModel's reject it).
+                return None
             if ctx.keyword(call, "state_dict") is None:
                 receiver = ctx.code(call.func.value)
                 call = ctx.with_keyword(call, "state_dict", f"{receiver}.state_dict()")

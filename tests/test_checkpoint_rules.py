@@ -26,6 +26,7 @@ def found(text):
 def test_hf_style_save_under_should_save_through_methods():
     text = """
     import torch
+    import transformers
     class Trainer:
         def _save_checkpoint(self, step):
             self.model.save_pretrained(f"{self.out}/checkpoint-{step}")
@@ -39,7 +40,7 @@ def test_hf_style_save_under_should_save_through_methods():
                     self._save_checkpoint(step)
     """
     diags = found(text)
-    assert [d.start.row for d in diags] == [13]  # the call site in the loop, once
+    assert [d.start.row for d in diags] == [14]  # the call site in the loop, once
     assert "_save_checkpoint()" in diags[0].message
     fixed = "".join(fix_source(textwrap.dedent(text), select=["TL501"]).split())  # layout aside
     assert "_trainlint_async_save(self.model.save_pretrained,f\"{self.out}/checkpoint-{step}\"," \
@@ -170,10 +171,11 @@ def test_a_method_of_the_saved_path_uses_the_file():
 
 
 def test_other_saves_into_the_same_folder_do_not_use_the_file():
-    # transformers-style: the tokenizer and the optimizer written beside the model are not reads.
+    # transformers (whose models' save_pretrained takes `state_dict=`): the tokenizer and the optimizer written beside the model are not reads.
     text = """
     import os
     import torch
+    import transformers
     for step, batch in enumerate(loader):
         loss = model(**batch).loss
         loss.backward()
@@ -192,6 +194,7 @@ def test_saving_again_or_making_the_folder_does_not_use_the_file():
     text = """
     import os
     import torch
+    import transformers
     def save_all(out):
         model.save_pretrained(out)
         os.makedirs(os.path.join(out, "extra"), exist_ok=True)
