@@ -1106,7 +1106,10 @@ class PerStepDeviceSyncCall(Rule):
 ## What it does
 Flags `torch.cuda.synchronize()`, `torch.cuda.empty_cache()` and `torch.cuda.memory_*` statistics
 called on every step of the hot loop, and the same calls spelled device-agnostically
-(`torch.accelerator.*`, a module from `torch.get_device_module(device)`).
+(`torch.accelerator.*`, a module from `torch.get_device_module(device)`). A `synchronize()` in a
+function that reads a clock (timing GPU work), uses a side stream (`torch.cuda.stream(s)`,
+`wait_stream`) or copies to the host with `non_blocking=True` is not flagged: there it may be what
+makes a measurement or a read of the host copy correct.
 
 ## Why is this bad?
 `synchronize()` blocks the host until the GPU is idle, so nothing is queued ahead; `empty_cache()`
@@ -1142,6 +1145,10 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
         Valid(in_training_loop("torch.synchronize_everything = 1")),
         # Timing GPU work needs the synchronize (yolov5's time_sync() in its profile loop).
         Valid("import time\n" + in_training_loop("torch.cuda.synchronize()\nt1 = time.perf_counter()")),
+        # The host reads a non-blocking copy to it, or a side stream's work, after the synchronize.
+        Valid(in_training_loop("preds = out.argmax(-1).to('cpu', non_blocking=True)\ntorch.cuda.synchronize()\n"
+                               "hist += np.bincount(preds.numpy())")),
+        Valid(in_training_loop("with torch.cuda.stream(side):\n    ema.update(model)\ntorch.cuda.synchronize()")),
     ]
     invalid = [
         Invalid(in_training_loop("torch.cuda.synchronize()"), fixed=in_training_loop("").replace("    \n", "")),
@@ -1196,6 +1203,8 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
             return
         if qn.endswith(".synchronize") and ctx.measures_time(node):
             return  # synchronizing to time GPU work is the point (yolov5's time_sync())
+        if qn.endswith(".synchronize") and ctx.orders_async_work(node):
+            return  # it may be what lets the host read a side stream's work or a non-blocking copy
         removable = _DEVICE_SYNC[qn]
         fix = None
         parent = ctx.parent(node)

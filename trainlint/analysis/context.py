@@ -40,6 +40,11 @@ _OFFLINE_PATH = re.compile(
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns",
                      "time.monotonic_ns", "timeit.default_timer"})
 
+# Side streams: work on them, or copies they order, may still run when the host reads its result.
+_STREAMS = frozenset({"torch.cuda.stream", "torch.cuda.Stream", "torch.Stream", "torch.cuda.StreamContext",
+                      "torch.accelerator.set_stream"})
+_HOST_WORDS = re.compile(r"cpu|host|pinned", re.IGNORECASE)
+
 
 def _element_of_comprehension(holder: cst.CSTNode | None, value: cst.CSTNode, kinds: tuple) -> bool:
     """holder is a comprehension of kinds, in no parentheses of its own, whose element (a dict
@@ -173,6 +178,25 @@ class FileContext:
         """node's function (or the module, outside functions) reads a clock: a synchronize there
         is how GPU work is timed (yolov5's `time_sync()`), not an accident."""
         return any(self.names.qualified(call.func) in _CLOCKS for call in self.calls_in_scope(node))
+
+    def orders_async_work(self, node: cst.CSTNode) -> bool:
+        """node's function (or the module, outside functions) starts GPU work the host may read
+        before it is done: a side stream (`with torch.cuda.stream(s):`, `s.wait_stream(...)`), or a
+        copy to the host with `non_blocking=True` (`t.cpu(non_blocking=True)`, `t.to("cpu",
+        non_blocking=True)`). A synchronize there may be what makes the host's read correct."""
+        for call in self.calls_in_scope(node):
+            func = call.func
+            method = func.attr.value if isinstance(func, cst.Attribute) else None
+            if self.names.qualified(func) in _STREAMS or method in ("wait_stream", "record_stream"):
+                return True
+            flag = self.keyword(call, "non_blocking")
+            if flag is None or literal(flag.value) is False or method not in ("cpu", "to", "copy_"):
+                continue
+            target = func.value if method == "copy_" else (call.args[0].value if method == "to" and call.args
+                                                            and call.args[0] is not flag else None)
+            if method == "cpu" or (target is not None and _HOST_WORDS.search(self.code(target))):
+                return True
+        return False
 
     # -- small questions rules ask often ---------------------------------------------------
 
