@@ -881,6 +881,9 @@ interval there. Without one there is no fix.
         Valid(in_training_loop("if not torch.isfinite(loss).all():\n    raise RuntimeError(f'loss is {loss}')")),
         Valid(in_training_loop("assert loss.ndim == 0, f'loss {loss}'")),
         Valid(in_training_loop("desc = f'step {step}'\npbar.set_description(desc)")),
+        # A module-local step function that returns `loss.item()`: a float (its `.item()` is TL201's).
+        Valid("import torch\ndef train():\n    loss = model(x).mean()\n    loss.backward()\n    opt.step()\n"
+              "    return loss.item()\nfor epoch in range(100):\n    loss = train()\n    print(f'loss {loss:.4f}')\n"),
         # Trackers: a host number is TL201's; Lightning's self.log keeps tensors on the device;
         # accelerate without trackers logs nothing; an `add_scalar` of an unknown object.
         Valid("import wandb\n" + in_training_loop("wandb.log({'loss': loss.item()}, step=step)")),

@@ -164,11 +164,22 @@ class Tensors:
     def _host_here(self, value: cst.BaseExpression) -> bool:
         """value is a Python number or string: one for certain, or a name that the assignment
         reaching it made one."""
-        if _host_value(value):
+        if _host_value(value) or self._returns_host_value(value):
             return True
         name = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
         reaching = self._reaching_value(value, name) if name else None
         return reaching is not None and _host_value(reaching)
+
+    def _returns_host_value(self, value: cst.BaseExpression) -> bool:
+        """value calls a module-local function every definition of which returns a Python number
+        or string on every `return` (`def train(): ...; return loss.item()`)."""
+        if not isinstance(value, cst.Call):
+            return False
+        loops = self.ctx.loops
+        defs = loops.functions.get(loops.local_callee_name(value) or "", ())
+        returns = [node for fn in defs for node in self.index.walk(fn.body) if isinstance(node, cst.Return)
+                   and self.index.enclosing_function(node) is fn]
+        return bool(defs) and bool(returns) and all(r.value is not None and _host_value(r.value) for r in returns)
 
     def on_host(self, expr: cst.BaseExpression) -> bool:
         """expr's value is known to be in host memory, so reading it waits for no GPU: a Python
