@@ -1087,8 +1087,9 @@ class Fp32MatmulWithoutTf32(Rule):
 Off by default. Flags a training loop (a hot loop with backward/step) in a file that moves work
 to CUDA but neither runs under autocast (also through a name bound to autocast or to
 `functools.partial(torch.amp.autocast, "cuda")`, or else to `contextlib.nullcontext`), nor
-converts the model to half/bfloat16, nor leaves precision to a framework (`mixed_precision=`,
-`precision=`), nor sets float32 matmul precision (`torch.set_float32_matmul_precision`,
+converts the model to half/bfloat16 (a `dtype=` other than an integer, bool or float32 one,
+torch's, numpy's or Python's, counts as such), nor leaves precision to a framework
+(`mixed_precision=`, `precision=`), nor sets float32 matmul precision (`torch.set_float32_matmul_precision`,
 `torch.backends.cuda.matmul.allow_tf32`/`fp32_precision`, or the generic
 `torch.backends.fp32_precision` it inherits). cuDNN's settings (`torch.backends.cudnn.allow_tf32`,
 `torch.backends.cudnn.conv.fp32_precision`) do not count: they cover convolutions only
@@ -1160,6 +1161,12 @@ physics or long-horizon recurrences).
         Invalid(_SRC.format(pre="torch.backends.cudnn.conv.fp32_precision = 'tf32'\n"),
                 fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"
                                       "torch.backends.cudnn.conv.fp32_precision = 'tf32'\n")),
+        # Integer and float32 dtypes of the data pipeline (numpy's, Python's, strings) lower nothing.
+        Invalid(_SRC.format(pre="import numpy as np\nids = np.zeros(8, dtype=np.int64)\nmask = np.ones(8, dtype=bool)\n"
+                                "w = torch.ones(8, dtype=torch.float)\nlabels = df.to_numpy(dtype='int64')\n"),
+                fixed=_SRC.format(pre="import numpy as np\n\ntorch.set_float32_matmul_precision(\"high\")\n"
+                                      "ids = np.zeros(8, dtype=np.int64)\nmask = np.ones(8, dtype=bool)\n"
+                                      "w = torch.ones(8, dtype=torch.float)\nlabels = df.to_numpy(dtype='int64')\n")),
         # A partial of something else is no autocast.
         Invalid(("import functools\n" + _SRC.replace("loss = model", "with ctx():\n        loss = model"))
                 .format(pre="ctx = functools.partial(torch.enable_grad)\n"),

@@ -50,7 +50,10 @@ _FRAMEWORK_PRECISION_KEYWORDS = frozenset({"mixed_precision", "precision", "fp16
 # Keywords that pass a model/parameter dtype chosen elsewhere (torchtune's `dtype=self._dtype`,
 # HF's `torch_dtype=`, FSDP's MixedPrecision(param_dtype=...)).
 _DTYPE_KEYWORDS = frozenset({"dtype", "torch_dtype", "param_dtype", "compute_dtype"})
-_NOT_FLOAT_DTYPES = re.compile(r"^torch\.(u?int\d*|long|short|bool|float32|float64|double|complex\d*|cfloat)$")
+# dtypes that are not a lowered float: torch's and numpy's (`np.int64` in a data pipeline), Python's
+# own types, and numpy's names written as strings (`dtype="int64"`).
+_NOT_FLOAT_DTYPES = re.compile(r"^(?:(?:torch|numpy|builtins)\.)?(u?int\d*|long|short|bool_?|float32|float64|double|"
+                               r"complex\d*|cfloat|float|object_?|str_?)$")
 
 
 # float16 mixed precision chosen in a framework's configuration: the framework then runs the step
@@ -336,11 +339,17 @@ class Precision:
                 if arg.keyword is not None and arg.keyword.value in _FRAMEWORK_PRECISION_KEYWORDS:
                     return True
                 if arg.keyword is not None and arg.keyword.value in _DTYPE_KEYWORDS \
-                        and not _NOT_FLOAT_DTYPES.match(self.names.qualified(arg.value) or ""):
+                        and not _NOT_FLOAT_DTYPES.match(self._dtype_name(arg.value)):
                     return True  # a float dtype that is not float32, or one decided by configuration
                 if self._mentioned_dtypes(arg.value) & {"float16", "bfloat16"}:
                     return True  # .to(torch.bfloat16), set_default_dtype(torch.float16), ...
         return False
+
+    def _dtype_name(self, expr: cst.BaseExpression) -> str:
+        """A dtype argument as written: its qualified name (`numpy.int64`, `builtins.int`), or a
+        string's value (`"int64"`); "" when it is neither."""
+        value = literal(expr)
+        return value if isinstance(value, str) else self.names.qualified(expr) or ""
 
     @cached_property
     def uses_cuda(self) -> bool:
