@@ -467,6 +467,9 @@ torch.cuda.get_device_capability() >= (8, 0)`). The target-gpu fix removes the
 scaler's calls (`scaler.scale(loss).backward()` becomes `loss.backward()`, `scaler.step(opt)`
 becomes `opt.step()`, `scaler.update()` and `scaler.unscale_(opt)` go) and the scaler itself
 when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is kept, disabled.
+An autocast entered through a name bound to it or else to a null context (`ctx = torch.autocast
+if use_amp else contextlib.nullcontext`) is reported without a fix: a `dtype=` given where it is
+called would raise TypeError on the null context's path.
 """
     _LOOP = ("import torch\n{pre}scaler = torch.amp.GradScaler({sargs})\nfor x, y in loader:\n"
              "    with torch.autocast({aargs}):\n        loss = model(x, y)\n"
@@ -492,12 +495,16 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         Valid(("import functools\n" + _LOOP.replace("torch.autocast({aargs})", "autocast_ctx()"))
               .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda', dtype=torch.bfloat16)\n",
                       sargs="'cuda'")),
-        # A name that is autocast or else a null context: `ctx(dtype=...)` would fail on the other path.
-        Valid(("import contextlib\nimport functools\n" + _LOOP.replace("torch.autocast({aargs})", "ctx()"))
-              .format(pre="ctx = functools.partial(torch.amp.autocast, 'cuda') if use_amp else contextlib.nullcontext\n",
-                      sargs="'cuda'")),
     ]
     invalid = [
+        # A name that is autocast or else a null context: reported, no fix (`ctx(dtype=...)` would fail
+        # on the other path).
+        Invalid(("import contextlib\nimport functools\n" + _LOOP.replace("torch.autocast({aargs})", "ctx()"))
+                .format(pre="ctx = functools.partial(torch.amp.autocast, 'cuda') if use_amp else contextlib.nullcontext\n",
+                        sargs="'cuda'"), fixed=NO_FIX),
+        Invalid(("import contextlib\n" + _LOOP.replace("torch.autocast({aargs})", "ctx('cuda')"))
+                .format(pre="ctx = torch.autocast if use_amp else contextlib.nullcontext\n", sargs="'cuda'"),
+                fixed=NO_FIX, message="autocast runs in float16 implicitly"),
         Invalid(
             _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.float16"),
             fixed=_LOOP.format(
@@ -731,17 +738,20 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
         # evaluation and prediction autocasts beside them do not (simpletransformers' evaluate(),
         # predict()). A module that trains elsewhere (no step here) keeps every autocast.
         trains_here = bool(ctx.loops.step_calls)
-        # A name bound to autocast or else to a null context (`ctx = functools.partial(torch.amp.autocast,
-        # "cuda") if use_amp else contextlib.nullcontext`) is left alone: `ctx(dtype=...)` would
-        # raise TypeError on the null context's path.
         autocasts = [a for a in prec.autocasts
-                     if a.device != "cpu" and not a.optional and not prec.autocast_is_disabled(a)
+                     if a.device != "cpu" and not prec.autocast_is_disabled(a)
                      and prec.autocast_dtypes(a) == {"float16"}
                      and (not trains_here or ctx.loops.in_training_step(a.call))]
         if not autocasts:
             return
         ampere = _target_gpu(ctx) in AMPERE_OR_NEWER
-        fix = self._ampere_fix(autocasts, scalers) if ampere else self._runtime_fix(autocasts, scalers)
+        if any(a.optional for a in autocasts):
+            # A name bound to autocast or else to a null context (`ctx = torch.autocast if use_amp else
+            # contextlib.nullcontext`): `ctx("cuda", dtype=...)` would raise TypeError on the null
+            # context's path. Reported, no fix.
+            fix = None
+        else:
+            fix = self._ampere_fix(autocasts, scalers) if ampere else self._runtime_fix(autocasts, scalers)
         for use in autocasts:
             how = "implicitly (CUDA's default)" if prec.autocast_dtype_expr(use) is None else "as `torch.float16`"
             if ampere:
