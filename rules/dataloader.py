@@ -12,6 +12,7 @@ from trainlint.analysis.batches import (
     batch_moves,
     batches_made_on_device,
     builds_trainer_loader,
+    dataset_on_device,
     heavy_work,
     is_device_helper,
     is_device_move,
@@ -313,6 +314,13 @@ _ON_DEVICE = (
     "loader = DataLoader(OnDevice(X, Y), batch_size=64{options})\n"
     "for xb, yb in loader:\n    loss = model(xb.to('cuda'), yb.to('cuda'))\n    loss.backward()\n    opt.step()\n"
 )
+# A dataset built from tensors on the device (the tester's TensorDataset of `X.to(device)`).
+_TENSORS_ON_DEVICE = (
+    "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+    "device = torch.device('cuda')\n{data}"
+    "loader = DataLoader({dataset}, batch_size=64{options})\n"
+    "for xb, yb in loader:\n    loss = model(xb.to(device), yb.to(device))\n    loss.backward()\n    opt.step()\n"
+)
 _STORED_ON_DEVICE = _ON_DEVICE.replace("self.x, self.y = x, y", "self.x, self.y = x.cuda(), y.cuda()").replace(
     "return self.x[i].to('cuda'), self.y[i].to('cuda')", "return self.x[i], self.y[i]")
 
@@ -383,9 +391,12 @@ stream, so random augmentations differ from a run without workers. A value the f
 settle (a parameter, an option or field it cannot see once), `*args`, or `**options` whose keys
 the file does not show, is not a finding. A `0` passed by position is replaced where it stands.
 A loader whose batches its dataset or `collate_fn` (defined in this module) already puts on the
-device is reported with no fix: workers cannot start CUDA in forked processes, so those copies
-must move into the training loop first (TL106 does it for a `collate_fn`). TL106 and TL107 add
-workers the same way, under the same condition.
+device, or whose dataset is built from tensors on the device (`TensorDataset(X.to(device), Y)`,
+`.cuda()`, a tensor made with `device=`, or a name assigned one; any dataset class handed such a
+tensor, also inside `Subset(...)` or `ConcatDataset([...])`), is reported with no fix: workers
+cannot start CUDA in forked processes, so those copies must move into the training loop first
+(TL106 does it for a `collate_fn`). TL106 and TL107 add workers the same way, under the same
+condition.
 """
     valid = [
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, num_workers=4)\n"),
@@ -447,6 +458,12 @@ workers the same way, under the same condition.
         # Batches made on the device: reported, with no workers added (they cannot start CUDA).
         Invalid(_ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
         Invalid(_STORED_ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
+        # A dataset built from tensors on the device: workers cannot use them either.
+        Invalid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8).to(device)\nY = torch.randn(1024, 1).to(device)\n",
+                                          dataset="TensorDataset(X, Y)", options=""),
+                fixed=NO_FIX, message="its dataset holds tensors on the device"),
+        Invalid(_TENSORS_ON_DEVICE.format(data="", dataset="TensorDataset(xs.cuda(), ys.cuda())", options=", shuffle=True"),
+                fixed=NO_FIX, message="keep the dataset on the CPU"),
         Invalid(
             "import os\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n",
             fixed="import os\nfrom torch.utils.data import DataLoader\n"
@@ -562,9 +579,14 @@ workers the same way, under the same condition.
             return
         if batches_made_on_device(ctx, call):
             # Workers cannot start CUDA: the copies must leave the dataset or collate_fn first.
-            self.report(call, f"{_subject(ctx, call)} loads batches in the training process, and its dataset or "
-                              "collate_fn puts them on the device, which workers cannot do; move those copies into "
-                              "the training loop, then set `num_workers`")
+            if dataset_on_device(ctx, call):
+                why = ("its dataset holds tensors on the device, which workers cannot use; keep the dataset on the "
+                       "CPU, move each batch in the training loop")
+            else:
+                why = ("its dataset or collate_fn puts them on the device, which workers cannot do; move those copies "
+                       "into the training loop")
+            self.report(call, f"{_subject(ctx, call)} loads batches in the training process, and {why}, then set "
+                              "`num_workers`")
             return
         self.report(
             call,
@@ -775,8 +797,11 @@ it runs on the CPU (`cpu=True`) or places nothing (`device_placement=False`); th
 
 Not a loader whose batches come out of it on the device: its `collate_fn`, or its dataset's class
 in this module (`__getitem__`, `__iter__`, the methods they call, or `__init__` storing the data
-there), moves tensors to a device. There is no pageable copy to speed up, and pinning CUDA tensors
-raises.
+there), moves tensors to a device; or its dataset is built from tensors on the device
+(`TensorDataset(X.to(device), Y.to(device))`, `.cuda()`, a tensor made with `device=` other than
+the CPU, a name assigned such a tensor on some path, any dataset class handed one, or `Subset`/
+`ConcatDataset` of such a dataset). There is no pageable copy to speed up, and pinning CUDA
+tensors raises (`cannot pin 'torch.cuda.FloatTensor'`).
 
 A setting written as a name is read as TL101 describes: `pin_memory=PIN` with `PIN = False`,
 `pin_memory=cfg.pin_memory` whose field defaults to False, `pin_memory=args.pin_memory` whose
@@ -850,6 +875,17 @@ position is replaced where it stands.
         # Batches the dataset already puts on the device: nothing to pin (pinning them raises).
         Valid(_ON_DEVICE.format(options=", num_workers=0")),
         Valid(_STORED_ON_DEVICE.format(options="")),
+        # Built from tensors on the device: moved there (`X.to(device)`, `.cuda()`), made there
+        # (`device=`), or a dataset of such a dataset (`Subset`, `ConcatDataset`).
+        Valid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8).to(device)\nY = torch.randn(1024, 1).to(device)\n",
+                                        dataset="TensorDataset(X, Y)", options=", num_workers=0")),
+        Valid(_TENSORS_ON_DEVICE.format(data="", dataset="TensorDataset(xs.cuda(), ys.cuda().float())", options="")),
+        Valid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8, device=device)\nY = X.sum(1, keepdim=True)\n"
+                                             "train = TensorDataset(X, Y)\n",
+                                        dataset="Subset(train, range(512))", options="")),
+        Valid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8)\nif torch.cuda.is_available():\n"
+                                             "    X = X.cuda()\n",
+                                        dataset="ConcatDataset([TensorDataset(X), extra])", options="")),
         # Decided per loader: `b`'s batches never leave the CPU; `c` is never iterated, and the only
         # copy in the hot loop is of another loader's batches.
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
@@ -900,6 +936,12 @@ position is replaced where it stands.
     invalid = [
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),
                 fixed=_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
+        # Tensors made on or brought back to the CPU (a dtype-only `.to`): pageable, pinning helps.
+        Invalid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8, device='cpu').to(torch.float16)\n"
+                                               "Y = X.cuda().cpu()\n", dataset="TensorDataset(X, Y)", options=""),
+                fixed=_TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8, device='cpu').to(torch.float16)\n"
+                                                     "Y = X.cuda().cpu()\n", dataset="TensorDataset(X, Y)",
+                                                options=", pin_memory=True")),
         # Frameworks move the batches: Lightning's loaders, the Trainer's pinning turned off.
         Invalid(_LIGHTNING.format(pin="", settings="max_epochs=3"),
                 fixed=_LIGHTNING.format(pin=", pin_memory=True", settings="max_epochs=3")),

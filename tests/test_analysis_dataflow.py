@@ -628,3 +628,17 @@ def test_a_training_run_is_not_one_step():
              and isinstance(c.func.value, cst.Call) and ctx.dotted(c.func.value.func) == "fn"]
     assert [ctx.loops.is_per_step(c) for c in reads] == [False, False]
     assert [ctx.loops.is_per_step(c) for c in _calls(ctx, "loss.item")] == [True]
+
+
+def test_tensors_on_device():
+    # Where a dataset's tensors live (batches.dataset_on_device): moved, made there, or kept there.
+    ctx = _ctx(
+        "import torch\ndevice = torch.device('cuda')\n"
+        "a = torch.randn(4).to(device)\nb = torch.randn(4, device=device)\nc = torch.randn(4, device='cpu')\n"
+        "d = a[0].float() * 2\ne = torch.randn(4).to(torch.float16)\nf = a.cpu()\ng = torch.zeros(4)\n"
+        "if torch.cuda.is_available():\n    g = g.cuda()\n"
+        "use(a, b, c, d, e, f, g, torch.ones(2).cuda(), torch.tensor([1], device=torch.device('cpu')))\n"
+    )
+    use = _calls(ctx, "use")[0]
+    got = [ctx.tensors.on_device(a.value) for a in use.args]
+    assert got == [True, True, False, True, False, False, True, True, False]

@@ -204,12 +204,39 @@ def _derived(ctx, body: cst.CSTNode, names: set, carries) -> set:
 def batches_made_on_device(ctx, call: cst.Call) -> bool:
     """The loader's batches come out of it on the device: its collate_fn, or its dataset's class
     (`__getitem__`/`__iter__`, the methods of the class they call, or `__init__` storing the data
-    there), defined in this module, moves tensors to a device. Pinning such batches raises
-    (`cannot pin 'torch.cuda.FloatTensor'`), and so does CUDA in forked worker processes."""
+    there), defined in this module, moves tensors to a device; or its dataset is built from
+    tensors on the device (`dataset_on_device`). Pinning such batches raises (`cannot pin
+    'torch.cuda.FloatTensor'`), and so does CUDA in forked worker processes."""
     cache = ctx.__dict__.setdefault("_device_batches", {})
     if call not in cache:
-        cache[call] = _moves_in_loader(ctx, call)
+        cache[call] = _moves_in_loader(ctx, call) or dataset_on_device(ctx, call)
     return cache[call]
+
+
+def dataset_on_device(ctx, call: cst.Call) -> bool:
+    """The loader's dataset is built from tensors on the device (`Tensors.on_device`): a dataset
+    call (`TensorDataset(X.cuda(), Y.cuda())`, a dataset class of this module or of any library)
+    handed such a tensor, or a list or tuple of them, or a dataset built so (`Subset(ds, idx)` of
+    such a `ds`, `ConcatDataset([a, b])`); directly or through the name the call is assigned to."""
+    first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
+    return first is not None and not first.star and _built_on_device(ctx, first.value, 0)
+
+
+def _built_on_device(ctx, expr: cst.BaseExpression, depth: int) -> bool:
+    if depth > 3:
+        return False
+    if ctx.tensors.on_device(expr):
+        return True
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return any(not isinstance(e, cst.StarredElement) and _built_on_device(ctx, e.value, depth + 1)
+                   for e in expr.elements)
+    if isinstance(expr, cst.Call):
+        return any(not a.star and _built_on_device(ctx, a.value, depth + 1) for a in expr.args)
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        # A dataset (or a list of them) assigned to a name; tensors themselves on_device followed.
+        return any(isinstance(v, (cst.Call, cst.List, cst.Tuple)) and _built_on_device(ctx, v, depth + 1)
+                   for v in ctx.assigned_values(expr))
+    return False
 
 
 _MOVES_TENSORS = "moves tensors to a device"

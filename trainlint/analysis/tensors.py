@@ -193,6 +193,57 @@ class Tensors:
         across another loop or into a function."""
         return self._host(expr, 0, field=False)
 
+    def on_device(self, expr: cst.BaseExpression) -> bool:
+        """expr's value is a tensor on an accelerator, or may be one on some run: what a device
+        copy gives (`x.cuda()`, `x.to(device)`; a device not known here counts, as
+        batches.is_device_move reads it); a torch factory told a device other than the CPU
+        (`torch.randn(n, device=device)`); what indexing, arithmetic or a method that keeps the
+        device (`x.float()`, `x[idx]`) makes of such a tensor; a name whose assignment reaching
+        expr gives one, or, when which assignment reaches it is not plain to see, one that some
+        assignment of its function gives (`X = X.cuda()` under `if use_gpu:`). The loader analysis
+        asks it of a dataset's tensors: pinning them, or using them in forked workers, raises."""
+        return self._device(expr, 0)
+
+    def _device(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if depth > 8:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self._device(expr.value, depth + 1)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._device(expr.expression, depth + 1)
+        if isinstance(expr, cst.BinaryOperation):
+            # A CUDA tensor meets a CPU one only as a scalar: the result is on the CUDA tensor's device.
+            return self._device(expr.left, depth + 1) or self._device(expr.right, depth + 1)
+        if isinstance(expr, cst.Call):
+            qn = self.names.qualified(expr.func) or ""
+            if _FACTORIES.match(qn) or qn == "torch.as_tensor":
+                device = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value == "device"), None)
+                return device is not None and not self._names_cpu(device)
+            func = expr.func
+            if not isinstance(func, cst.Attribute) or func.attr.value in _TO_HOST:
+                return False
+            if is_device_move(self.ctx, expr):
+                return True
+            if func.attr.value in _KEEPS_DEVICE or func.attr.value == "to":
+                return self._device(func.value, depth + 1)
+            return False
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            name = dotted(expr)
+            if name is None:
+                return False
+            reaching = self._reaching_value(expr, name)
+            if reaching is not None:
+                return self._device(reaching, depth + 1)
+            return any(value is not expr and self._device(value, depth + 1)
+                       for value in self._scopes.get(self.index.enclosing_function(expr), {}).get(name, ()))
+        return False
+
+    def _names_cpu(self, device: cst.BaseExpression) -> bool:
+        """`"cpu"`, or `torch.device("cpu")`."""
+        if isinstance(device, cst.Call) and self.names.qualified(device.func) == "torch.device" and device.args:
+            device = device.args[0].value
+        return self.ctx.literal(device) == "cpu"
+
     def _host(self, expr: cst.BaseExpression, depth: int, field: bool) -> bool:
         """on_host; field: the read takes a tensor out of expr (`expr["ids"]`, `expr.labels`), so
         something that changes the container in place (`batch.to(device)` of a BatchEncoding, a
