@@ -21,6 +21,7 @@ from trainlint.analysis.batches import (
     loader_batches,
     loader_keyword,
     method_of,
+    replays_per_worker,
     resolve_callable,
 )
 from trainlint.analysis.context import UNKNOWN
@@ -127,12 +128,22 @@ def _os_import(ctx, value: str) -> list:
 
 def add_workers_fix(rule: Rule, call: cst.Call):
     """The TL101 fix: `num_workers` (or `dataloader_num_workers`, or where its value is written) set
-    to workers_to_set's count. None for a loader whose batches are made on the device: workers
-    would initialise CUDA in forked processes, which raises."""
-    if batches_made_on_device(rule.ctx, call):
+    to workers_to_set's count. None for a loader whose batches are made on the device (workers
+    would initialise CUDA in forked processes, which raises), or whose iterable dataset does not
+    split its stream between workers (`replays_per_worker`: each would yield every sample)."""
+    if batches_made_on_device(rule.ctx, call) or replays_per_worker(rule.ctx, call):
         return None
     value = workers_to_set(rule)
     return setting_fix(rule, call, "num_workers", value, Applicability.UNSAFE, *_os_import(rule.ctx, value))
+
+
+def replay_advice(ctx, call: cst.Call) -> str | None:
+    """Why workers are not added to a loader whose iterable dataset does not split its stream."""
+    name = replays_per_worker(ctx, call)
+    return None if name is None else (
+        f"`{name}` is an IterableDataset that does not split its stream between workers (no "
+        f"`torch.utils.data.get_worker_info()`), so each worker would replay the whole stream and every sample "
+        f"would come once per worker; shard it by worker in `__iter__`")
 
 
 def _subject(ctx, call: cst.Call) -> str:
@@ -314,6 +325,19 @@ _ON_DEVICE = (
     "loader = DataLoader(OnDevice(X, Y), batch_size=64{options})\n"
     "for xb, yb in loader:\n    loss = model(xb.to('cuda'), yb.to('cuda'))\n    loss.backward()\n    opt.step()\n"
 )
+# An iterable dataset of this module, and its loader; the tester's stream doubled its samples with 2 workers.
+_STREAM = (
+    "import os\nimport torch\nfrom torch.utils.data import DataLoader, IterableDataset, get_worker_info\n{helper}"
+    "class Stream(IterableDataset):\n    def __init__(self, paths):\n        self.paths = paths\n"
+    "    def __iter__(self):\n{body}"
+    "loader = DataLoader(Stream(paths){options})\n"
+)
+_UNSHARDED = "        for p in self.paths:\n            yield torch.load(p)\n"
+_SHARDED = ("        info = get_worker_info()\n        paths = self.paths if info is None else "
+            "self.paths[info.id::info.num_workers]\n        for p in paths:\n            yield torch.load(p)\n")
+_SHARD_HELPER = ("def shard(items):\n    info = torch.utils.data.get_worker_info()\n"
+                 "    return items if info is None else items[info.id::info.num_workers]\n")
+_WORKERS_SET = ", num_workers=min(8, os.cpu_count() or 1)"
 # A dataset built from tensors on the device (the tester's TensorDataset of `X.to(device)`).
 _TENSORS_ON_DEVICE = (
     "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
@@ -395,8 +419,16 @@ device, or whose dataset is built from tensors on the device (`TensorDataset(X.t
 `.cuda()`, a tensor made with `device=`, or a name assigned one; any dataset class handed such a
 tensor, also inside `Subset(...)` or `ConcatDataset([...])`), is reported with no fix: workers
 cannot start CUDA in forked processes, so those copies must move into the training loop first
-(TL106 does it for a `collate_fn`). TL106 and TL107 add workers the same way, under the same
-condition.
+(TL106 does it for a `collate_fn`). An iterable dataset (a subclass of `IterableDataset`) defined
+in this module whose `__iter__` does not split its stream between workers is reported with no fix
+either: every worker runs the whole `__iter__`, so each sample would come once per worker (64
+samples an epoch become 128 with 2 workers). It counts as split when the class, its bases here or
+the module's functions they call (two calls down) use `torch.utils.data.get_worker_info()`, or the
+loader sets a `worker_init_fn`. An iterable dataset not defined here (Hugging Face `datasets`
+streaming, webdataset, a project module's class), or a class here deriving from such a class, is
+not seen and keeps the fix: the libraries' streaming datasets split their shards between workers
+themselves; check a project's own stream before applying it. TL106 and TL107 add workers the
+same way, under the same conditions, and say why when they add none.
 """
     valid = [
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, num_workers=4)\n"),
@@ -458,6 +490,22 @@ condition.
         # Batches made on the device: reported, with no workers added (they cannot start CUDA).
         Invalid(_ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
         Invalid(_STORED_ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
+        # An iterable dataset of this module that does not split its stream by worker: each worker
+        # would yield every sample; with get_worker_info (here, or in a function it calls) or a
+        # worker_init_fn, workers are added.
+        Invalid(_STREAM.format(helper="", body=_UNSHARDED, options=""), fixed=NO_FIX,
+                message="`Stream` is an IterableDataset that does not split its stream between workers"),
+        Invalid(_STREAM.format(helper="", body=_UNSHARDED, options="").replace(
+                    "class Stream(IterableDataset)", "class Base(IterableDataset):\n    pass\nclass Stream(Base)"),
+                fixed=NO_FIX, message="each worker would replay the whole stream"),
+        Invalid(_STREAM.format(helper="", body=_SHARDED, options=""),
+                fixed=_STREAM.format(helper="", body=_SHARDED, options=_WORKERS_SET)),
+        Invalid(_STREAM.format(helper=_SHARD_HELPER, body=_UNSHARDED.replace("self.paths", "shard(self.paths)"), options=""),
+                fixed=_STREAM.format(helper=_SHARD_HELPER, body=_UNSHARDED.replace("self.paths", "shard(self.paths)"),
+                                     options=_WORKERS_SET)),
+        Invalid(_STREAM.format(helper="", body=_UNSHARDED, options=", worker_init_fn=split_files"),
+                fixed=_STREAM.format(helper="", body=_UNSHARDED, options=", worker_init_fn=split_files, num_workers=4"),
+                options={"num-workers": 4}),
         # A dataset built from tensors on the device: workers cannot use them either.
         Invalid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8).to(device)\nY = torch.randn(1024, 1).to(device)\n",
                                           dataset="TensorDataset(X, Y)", options=""),
@@ -587,6 +635,11 @@ condition.
                        "into the training loop")
             self.report(call, f"{_subject(ctx, call)} loads batches in the training process, and {why}, then set "
                               "`num_workers`")
+            return
+        replay = replay_advice(ctx, call)
+        if replay is not None:
+            self.report(call, f"{_subject(ctx, call)} loads batches in the training process; {replay}, then set "
+                              f"`num_workers`")
             return
         self.report(
             call,
@@ -1862,8 +1915,9 @@ loops too, and a function's loop that other loaders go through), right after eac
 The loops of every loader built with that `collate_fn` get the move. When one of them also goes
 where its loops are not seen (another module's function, a comprehension, a one-off draw), or
 the module uses the function in another way too, no fix: some batches would stay on the CPU. Otherwise, when the
-loader runs in the main process, the fix adds workers, as TL101. Moving tokenizing and decoding
-offline is left to you.
+loader runs in the main process, the fix adds workers, as TL101 (not to an iterable dataset of
+this module that does not split its stream between workers: each would replay every sample; the
+message says so). Moving tokenizing and decoding offline is left to you.
 """
     _SRC = "import os\nfrom torch.utils.data import DataLoader\ndef collate(batch):\n    {body}\n    return batch\nloader = DataLoader(ds, {args})\n"
     valid = [
@@ -1886,6 +1940,10 @@ offline is left to you.
                 fixed=_SRC.format(body="imgs = [Image.open(p) for p in batch]",
                                   args="collate_fn=collate, num_workers=min(8, os.cpu_count() or 1)")),
         Invalid(_SRC.format(body="batch = [b.cuda() for b in batch]", args="collate_fn=collate"), fixed=NO_FIX),
+        # An iterable dataset that does not split its stream by worker: no workers added.
+        Invalid(_STREAM.format(helper="def collate(batch):\n    return tokenizer(batch, padding=True)\n",
+                               body=_UNSHARDED, options=", collate_fn=collate"),
+                fixed=NO_FIX, message="no workers added: `Stream` is an IterableDataset"),
         # Device moves leave collate_fn for the training loop (a helper moves nested batches).
         Invalid(_MOVES, fixed=_MOVES_FIXED),
         # A loop written on one line: reported, no fix (it once escaped as an internal error).
@@ -1951,6 +2009,8 @@ offline is left to you.
             fix = _move_to_loop_fix(self, node, definition, moves)
         elif workers_value(ctx, node) == 0 and not ctx.hides_arguments(node):
             fix = add_workers_fix(self, node)
+            replay = replay_advice(ctx, node)
+            message += f"; no workers added: {replay}" if replay else ""
         else:
             fix = None
         self.report(arg, message, fix)
@@ -2109,8 +2169,10 @@ Tokenize once and store token ids in a binary array (e.g. `np.memmap`); store de
 image tensors (or use GPU decoding); `__getitem__` then only slices.
 
 ## Fix safety
-Unsafe: where a loader of this dataset runs in the main process, the fix adds workers as TL101.
-The offline conversion is yours to make.
+Unsafe: where a loader of this dataset runs in the main process, the fix adds workers as TL101,
+and, as there, not to an iterable dataset of this module that does not split its stream between
+workers (each would replay every sample; the message says so). The offline conversion is yours to
+make.
 """
     _SRC = "import os\nfrom torch.utils.data import Dataset, DataLoader\nclass DS(Dataset):\n    def __getitem__(self, i):\n        {body}\nloader = DataLoader(DS(){args})\n"
     valid = [
@@ -2141,6 +2203,12 @@ The offline conversion is yours to make.
         # A cache mode that is off by default decodes every sample (ultralytics' `cache="disk"`).
         Invalid(_SRC.format(body="if self.cache == 'disk':\n            return np.load(self.npy[i])\n"
                                  "        return cv2.imread(self.paths[i])", args=", num_workers=2"), fixed=NO_FIX),
+        # An iterable dataset that does not split its stream by worker: workers would each replay it.
+        Invalid(_STREAM.format(helper="", body=_UNSHARDED.replace("torch.load(p)", "torchaudio.load(p)"), options=""),
+                fixed=NO_FIX, message="no workers added: `Stream` is an IterableDataset that does not split"),
+        Invalid(_STREAM.format(helper="", body=_SHARDED.replace("torch.load(p)", "torchaudio.load(p)"), options=""),
+                fixed=_STREAM.format(helper="", body=_SHARDED.replace("torch.load(p)", "torchaudio.load(p)"),
+                                     options=_WORKERS_SET)),
         # No loader of the dataset here: no workers to add.
         Invalid("from torch.utils.data import IterableDataset\nclass S(IterableDataset):\n    def __iter__(self):\n"
                 "        for p in self.paths:\n            yield torchaudio.load(p)\n", fixed=NO_FIX),
@@ -2173,6 +2241,8 @@ The offline conversion is yours to make.
         idle = [c for c in loaders if workers_value(ctx, c) == 0 and not ctx.hides_arguments(c)]
         if idle:
             fix = add_workers_fix(self, idle[0])
+            replay = replay_advice(ctx, idle[0])
+            message += f"; no workers added: {replay}" if replay else ""
         self.report(call, message, fix)
 
 

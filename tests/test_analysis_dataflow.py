@@ -642,3 +642,24 @@ def test_tensors_on_device():
     use = _calls(ctx, "use")[0]
     got = [ctx.tensors.on_device(a.value) for a in use.args]
     assert got == [True, True, False, True, False, False, True, True, False]
+
+
+def test_replays_per_worker():
+    # Iterable datasets that would yield every sample once per worker (batches.replays_per_worker).
+    from trainlint.analysis.batches import is_loader, replays_per_worker
+
+    ctx = _ctx(
+        "from torch.utils.data import DataLoader, Dataset, IterableDataset\nfrom webdataset import ShardList\n"
+        "from datasets import load_dataset\n"
+        "class Plain(IterableDataset):\n    def __iter__(self):\n        yield from self.rows\n"
+        "class Deeper(Plain):\n    pass\n"
+        "class Split(IterableDataset):\n    def __iter__(self):\n        return self.rows(torch.utils.data.get_worker_info())\n"
+        "class Theirs(ShardList):\n    def __iter__(self):\n        yield from self.rows\n"
+        "class Mapped(Dataset):\n    def __getitem__(self, i):\n        return i\n"
+        "stream = load_dataset('c4', streaming=True)\n"
+        "for ds in (Plain(), Deeper(), Split(), Theirs(), Mapped(), stream):\n    pass\n"
+        "loaders = [DataLoader(Plain()), DataLoader(Deeper()), DataLoader(Split()), DataLoader(Theirs()),\n"
+        "           DataLoader(Mapped()), DataLoader(stream), DataLoader(Plain(), worker_init_fn=split)]\n"
+    )
+    got = [replays_per_worker(ctx, c) for c in ctx.index.nodes(cst.Call) if is_loader(ctx, c)]
+    assert got == ["Plain", "Deeper", None, None, None, None, None]

@@ -274,6 +274,59 @@ def _moves_per_sample(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, depth: int, s
     return False
 
 
+_ITERABLE_DATASETS = ("torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset")
+
+
+def replays_per_worker(ctx, call: cst.Call) -> str | None:
+    """The name of the loader's dataset class when, with workers, each worker would replay its
+    whole stream: an iterable dataset of this module (deriving, through its classes here, from
+    torch's IterableDataset, and from no class of another module besides torch's datasets) that
+    does not split its stream between workers: neither the class nor its bases here, nor the
+    module's functions they call (up to two calls down), use `torch.utils.data.get_worker_info()`,
+    and the loader sets no `worker_init_fn` (which may configure each worker's copy). None
+    otherwise, also for a dataset whose class is not seen here: libraries' streaming datasets
+    (Hugging Face `datasets`, webdataset) split their shards between workers themselves."""
+    cls = _dataset_class(ctx, call)
+    if cls is None or loader_arg(ctx, call, "worker_init_fn") is not None:
+        return None
+    chain, pending = [], [cls]
+    while pending:
+        current = pending.pop()
+        if current in chain:
+            continue
+        chain.append(current)
+        for base in current.bases:
+            if base.keyword is not None or base.star:
+                continue
+            qn = ctx.names.qualified(base.value) or ""
+            local = next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == ctx.dotted(base.value)), None)
+            if local is not None and not qn:
+                pending.append(local)
+            elif not (qn.startswith("torch.utils.data.") or qn in ("builtins.object", "typing.Generic")
+                      or ctx.dotted(base.value) == "object"):
+                return None  # a base from elsewhere may split the stream itself
+    if not ctx.names.inherits(cls.name.value, lambda qn: qn in _ITERABLE_DATASETS):
+        return None
+    if any(_asks_worker_info(ctx, c, 2, ()) for c in chain):
+        return None
+    return cls.name.value
+
+
+def _asks_worker_info(ctx, root: cst.CSTNode, depth: int, seen: tuple) -> bool:
+    """root, or a module-local function it calls (up to depth calls down), reads get_worker_info."""
+    for node in ctx.index.walk(root):
+        if isinstance(node, (cst.Name, cst.Attribute)) and (ctx.dotted(node) or "").rsplit(".", 1)[-1] == "get_worker_info":
+            return True
+    if depth == 0:
+        return False
+    for node in ctx.index.walk(root):
+        callee = ctx.loops.local_callee_name(node) if isinstance(node, cst.Call) else None
+        for fn in ctx.loops.functions.get(callee, ()) if callee else ():
+            if fn not in seen and not ctx.index.contains(root, fn) and _asks_worker_info(ctx, fn, depth - 1, (*seen, root)):
+                return True
+    return False
+
+
 def _dataset_class(ctx, call: cst.Call) -> cst.ClassDef | None:
     """The class of this module the loader's dataset is built from: `DataLoader(Images(...))`, or
     through the name it is assigned to (`ds = Images(...)`)."""
