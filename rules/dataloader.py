@@ -1196,8 +1196,10 @@ in a dict or list the loop picks it from, `dataloaders[phase]`, also a dict a he
 `loaders = build(cfg)`, and an item picked into a name, `train_loader = loaders["train"]`), or by
 a function of another
 module it is handed to inside the outer loop (`evaluate(model, val_loader)` imported from a utils
-module); not when the outer loop builds the loader again, which starts new workers every epoch
-whatever its settings. Also a loader a Lightning Trainer trains on (handed to `trainer.fit`, or
+module), such as `iter(loader)` made again at each `StopIteration`; not when the outer loop builds
+the loader again, which starts new workers every epoch whatever its settings. Batches drawn with
+`next(it)` from an iterator made once before the loop (`it = iter(loader)`, or
+`it = itertools.cycle(loader)`, which caches the batches of its one pass) are one pass. Also a loader a Lightning Trainer trains on (handed to `trainer.fit`, or
 returned by a LightningModule's or LightningDataModule's `train_dataloader`) that runs several
 epochs (`max_epochs` not a literal 1 or less, its default 1000, no `max_steps` and no
 `reload_dataloaders_every_n_epochs`); and `TrainingArguments` with `dataloader_num_workers` and no
@@ -1287,10 +1289,32 @@ would be wrong for some runs.
         Valid(_FIT_METHOD.format(options="", x="x", call="trainer = make_trainer()\ntrainer.fit(loader, 10)")),
         Valid("from torch.utils.data import DataLoader\nclass Data:\n    def train_dataloader(self):\n"
               "        return DataLoader(self.ds, num_workers=4)\n"),
+        # Batches drawn with next() from an iterator made once, before the loop: one pass over the
+        # loader (itertools.cycle caches the batches and never iterates it again).
+        Valid("import itertools\nfrom torch.utils.data import DataLoader\n"
+              "loader = DataLoader(ds, shuffle=True, num_workers=4, pin_memory=True)\n"
+              "train_iter = itertools.cycle(loader)\nfor step in range(10_000):\n    x, y = next(train_iter)\n"
+              "    loss = model(x.cuda(non_blocking=True), y)\n    loss.backward()\n    opt.step()\n"),
+        Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\n"
+              "data_iter = iter(loader)\nfor step in range(len(loader)):\n    step_fn(next(data_iter))\n"),
+        Valid("from itertools import cycle\nfrom torch.utils.data import DataLoader\n"
+              "loader = DataLoader(ds, num_workers=4)\ndef train(steps):\n    batches = cycle(loader)\n"
+              "    for step in range(steps):\n        step_fn(next(batches))\n"),
     ]
     invalid = [
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)"),
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
+        # Drawn with next() and started again at StopIteration: a new pass, and new workers, each time.
+        Invalid(_DRAWN.format(pin=", num_workers=4", x="x"),
+                fixed=_DRAWN.format(pin=", num_workers=4, persistent_workers=True", x="x")),
+        # A cycle made anew every epoch goes over the loader again.
+        Invalid("import itertools\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\n"
+                "for epoch in range(3):\n    it = itertools.cycle(loader)\n    for step in range(10):\n"
+                "        step_fn(next(it))\n",
+                fixed="import itertools\nfrom torch.utils.data import DataLoader\n"
+                      "loader = DataLoader(ds, num_workers=4, persistent_workers=True)\n"
+                      "for epoch in range(3):\n    it = itertools.cycle(loader)\n    for step in range(10):\n"
+                      "        step_fn(next(it))\n"),
         # PyTorch's MNIST example: workers only in the CUDA options, merged into the loader's `**`
         # dict; the guard reads the dict's worker count.
         Invalid("from torch.utils.data import DataLoader\ndef main(use_cuda):\n    train_kwargs = {'batch_size': 64}\n"
@@ -1504,7 +1528,9 @@ def _looped_over_per_epoch(ctx, call: cst.Call) -> bool:
                for outer in ctx.loops.repeats_on(loop, path))
 
 
-_NOT_ITERATING = frozenset({"len", "print", "isinstance", "hasattr", "getattr", "type", "id", "repr", "str"})
+# `next(it)` draws from an iterator made before (`it = itertools.cycle(loader)`, `it = iter(loader)`):
+# only the call that made it starts a pass over the loader, and workers, and is judged itself.
+_NOT_ITERATING = frozenset({"len", "print", "isinstance", "hasattr", "getattr", "type", "id", "repr", "str", "next"})
 
 
 def _handed_on_per_epoch(ctx, call: cst.Call) -> bool:
