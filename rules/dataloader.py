@@ -10,8 +10,10 @@ import libcst as cst
 from trainlint.analysis.batches import (
     PARAMETER_POSITION,
     batch_moves,
+    batch_part,
     batches_made_on_device,
     builds_trainer_loader,
+    copy_takes_non_blocking,
     dataset_on_device,
     heavy_work,
     is_device_helper,
@@ -2091,7 +2093,7 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
     device = devices.pop()
     replacements = [(call, call.func.value) for call in moves]
     for loop, target in batches:
-        batch = _batch_part(ctx, loop, target)
+        batch = batch_part(ctx, loop, target)
         names = [batch] if isinstance(batch, cst.Name) else [e.value for e in getattr(batch, "elements", ())]
         if not names or not all(isinstance(n, cst.Name) for n in names):
             return None  # bound to anything else: `batch["x"]`, starred
@@ -2145,24 +2147,6 @@ def _leaves_sight(ctx, loader: cst.Call) -> bool:
     followed = bool(ctx.loops.returned_to(loader))
     return any(ctx.loops.escapes(path.name, path.scope, returns=not followed, shared=True)
                for path in ctx.loops.paths_of(loader))
-
-
-def _batch_part(ctx, loop: cst.CSTNode, target: cst.BaseExpression) -> cst.BaseExpression:
-    """What a loop binds the loader's batch to: the target (`x, y`), or, in a loop over
-    `enumerate(loader)`, the target's second part (`(x, y)` of `i, (x, y)`)."""
-    if target is loop.target and _called(ctx, loop.iter, "enumerate") and isinstance(target, cst.Tuple) \
-            and len(target.elements) == 2:
-        return target.elements[1].value
-    return target
-
-
-def _called(ctx, expr: cst.BaseExpression, name: str) -> bool:
-    """expr is a call of name, or wraps one as its first argument (`tqdm(enumerate(loader))`)."""
-    while isinstance(expr, cst.Call) and expr.args:
-        if (ctx.dotted(expr.func) or "").rsplit(".", 1)[-1] == name:
-            return True
-        expr = expr.args[0].value
-    return False
 
 
 class HeavyGetitem(Rule):
@@ -2369,6 +2353,27 @@ _NESTED_STEP = (
 )
 
 
+_CUSTOM_BATCH = (
+    "import torch\nfrom torch.utils.data import DataLoader\n"
+    "class Batch:\n    def __init__(self, x):\n        self.x = x\n"
+    "    def to({params}):\n        return Batch(self.x.to(device))\n"
+    "loader = DataLoader(ds, num_workers=2, pin_memory=True, collate_fn=lambda s: Batch(torch.stack(s)))\n"
+    "for batch in loader:\n    {move}\n    model(batch.x).backward()\n    opt.step()\n"
+)
+_HF_BATCH = (
+    "from torch.utils.data import DataLoader\nfrom transformers import DataCollatorWithPadding\n"
+    "collator = DataCollatorWithPadding(tokenizer)\n"
+    "loader = DataLoader(ds, num_workers=2, pin_memory=True, collate_fn=collator)\n"
+    "for batch in loader:\n    {move}\n    model(**batch).loss.backward()\n    opt.step()\n"
+)
+_COLLATED = (
+    "import torch\nfrom torch.utils.data import DataLoader\n{collate}\n"
+    "loader = DataLoader(ds, num_workers=2, pin_memory=True, collate_fn=collate)\n"
+    "for x, y in loader:\n    {move}\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
+)
+_STACKS = "def collate(samples):\n    return torch.stack([a for a, _ in samples]), torch.tensor([b for _, b in samples])"
+
+
 class BlockingHostToDeviceCopy(Rule):
     code = "TL108"
     name = "blocking-host-to-device-copy"
@@ -2406,7 +2411,14 @@ for x, y in loader:  # DataLoader(..., pin_memory=True)
 
 ## Fix safety
 Safe: work queued on the same CUDA stream after the copy still sees the copied data. A
-`non_blocking` passed by position (`x.cuda(0, False)`) is set where it stands.
+`non_blocking` passed by position (`x.cuda(0, False)`) is set where it stands. The fix is written
+only where what is copied is known to take `non_blocking`: the tensors of a default-collated batch
+(a loader without `collate_fn`), what a `collate_fn` of this module returns as tensors (or as an
+object of a class of this module whose `to`/`cuda` takes `non_blocking` or `**kwargs`), and the
+tensors a transformers data collator's batch holds. The copy of another batch object is a
+suggestion only: a transformers `BatchEncoding` takes `non_blocking` from transformers 4.48 on, and
+the batch of a `collate_fn` the file does not show may be anything. An object of a class of this
+module whose `to`/`cuda` does not take it gets no fix (passing it would raise a TypeError).
 """
     _SRC = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
             "for x, y in loader:\n    {move}\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n")
@@ -2487,6 +2499,23 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
         # Two calls down: the step function hands the batch on to a helper that copies it.
         Invalid(_NESTED_STEP.format(to="batch['x'].to(device)"),
                 fixed=_NESTED_STEP.format(to="batch['x'].to(device, non_blocking=True)")),
+        # A collate_fn's batch of a class of this module: its `to` takes no non_blocking (TypeError
+        # after the fix), or does (the fix stays).
+        Invalid(_CUSTOM_BATCH.format(params="self, device", move="batch = batch.to(device)"), fixed=NO_FIX,
+                message="its class's `to` must take `non_blocking` first"),
+        Invalid(_CUSTOM_BATCH.format(params="self, device, non_blocking=False", move="batch = batch.to(device)"),
+                fixed=_CUSTOM_BATCH.format(params="self, device, non_blocking=False",
+                                           move="batch = batch.to(device, non_blocking=True)")),
+        # A transformers collator's batch is a BatchEncoding (non_blocking from transformers 4.48 on):
+        # a suggestion only; the tensors it holds take the fix.
+        Invalid(_HF_BATCH.format(move="batch = batch.to(device)"), fixed=NO_FIX, message="if `batch` is a tensor"),
+        Invalid(_HF_BATCH.format(move="batch = {k: v.to(device) for k, v in batch.items()}"),
+                fixed=_HF_BATCH.format(move="batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}")),
+        # A collate_fn of this module that returns tensors; one of another module: not known.
+        Invalid(_COLLATED.format(collate=_STACKS, move="x, y = x.to(device), y.to(device)"),
+                fixed=_COLLATED.format(collate=_STACKS,
+                                       move="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
+        Invalid(_COLLATED.format(collate="from utils import collate", move="x = x.to(device)"), fixed=NO_FIX),
     ]
 
     def __init__(self, ctx, options) -> None:
@@ -2509,12 +2538,18 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
             arg = ctx.keyword(call, "non_blocking") or ctx.positional(call, position)
             if arg is not None and ctx.literal(arg.value) is not False:
                 continue
-            self.report(
-                call,
-                "Copy of a pinned batch blocks the host; pass `non_blocking=True` so it overlaps with compute",
-                self.fix(Applicability.SAFE, "Pass `non_blocking=True`",
-                         (call, ctx.with_keyword(call, "non_blocking", "True", position=position))),
-            )
+            message = "Copy of a pinned batch blocks the host; pass `non_blocking=True` so it overlaps with compute"
+            takes = copy_takes_non_blocking(ctx, call)
+            if takes is False:
+                self.report(call, message + f" (its class's `{call.func.attr.value}` must take `non_blocking` first)")
+                continue
+            replacement = (call, ctx.with_keyword(call, "non_blocking", "True", position=position))
+            if takes is None:  # not known to be a tensor: its `to` may not take non_blocking
+                self.report(call, message + f" (if `{ctx.code(call.func.value)}` is a tensor: the collate_fn's "
+                            "batch may be an object whose method does not take `non_blocking`)",
+                            self.fix(Applicability.DISPLAY_ONLY, "Pass `non_blocking=True`", replacement))
+                continue
+            self.report(call, message, self.fix(Applicability.SAFE, "Pass `non_blocking=True`", replacement))
 
 
 def _non_blocking_position(ctx, call: cst.Call) -> int:

@@ -131,9 +131,11 @@ def batch_moves(ctx, loop: cst.CSTNode, *, pieces: bool = False, target: cst.CST
     return cache[loop, target, pieces]
 
 
-def _moves_in(ctx, body: cst.CSTNode, names: set, carries, depth: int, seen: tuple, found: set) -> None:
-    """carries(ctx, expr, names): whether the value of expr carries the batch named by names."""
-    names = _derived(ctx, body, names, carries)
+def _moves_in(ctx, body: cst.CSTNode, names: set, carries, depth: int, seen: tuple, found: set,
+              whole: bool = False) -> None:
+    """carries(ctx, expr, names): whether the value of expr carries the batch named by names; whole:
+    names are re-bound only by plain assignments to one name (`_derived`)."""
+    names = _derived(ctx, body, names, carries, whole)
     for node in ctx.index.walk(body):
         if not isinstance(node, cst.Call):
             continue
@@ -148,7 +150,58 @@ def _moves_in(ctx, body: cst.CSTNode, names: set, carries, depth: int, seen: tup
             params = {param for param, arg in ctx.loops.bind_params(callee, node) if carries(ctx, arg.value, names)}
             fn = ctx.loops.functions[callee][0]
             if params and fn not in seen:
-                _moves_in(ctx, fn.body, params, carries, depth - 1, (*seen, fn), found)
+                _moves_in(ctx, fn.body, params, carries, depth - 1, (*seen, fn), found, whole)
+
+
+def whole_batch_moves(ctx, loop: cst.CSTNode, target: cst.CSTNode | None = None) -> frozenset[cst.Call]:
+    """The device copies of the batch itself, the object the loader yields (`batch.to(device)`,
+    also through a name it is re-bound to, `batch = batch.to(device)`, or a parameter it is handed
+    to, up to three calls down), as opposed to copies of the tensors taken out of it (`batch["x"]`,
+    `x, y = batch`, `for t in batch`): a custom collate_fn's batch may be an object of its own
+    class, whose `to` is not Tensor.to."""
+    target = loop.target if target is None else target
+    cache = ctx.__dict__.setdefault("_whole_batch_moves", {})
+    if (loop, target) not in cache:
+        batch = batch_part(ctx, loop, target)
+        found: set = set()
+        if isinstance(batch, (cst.Name, cst.Attribute)):
+            _moves_in(ctx, loop.body, {ctx.dotted(batch)} - {None}, _is_whole, 3, (), found, whole=True)
+        cache[loop, target] = frozenset(found)
+    return cache[loop, target]
+
+
+def batch_part(ctx, loop: cst.CSTNode, target: cst.BaseExpression) -> cst.BaseExpression:
+    """What a loop binds the loader's batch to: the target (`x, y`), or, in a loop over
+    `enumerate(loader)`, the target's second part (`(x, y)` of `i, (x, y)`)."""
+    if target is getattr(loop, "target", None) and _called(ctx, loop.iter, "enumerate") \
+            and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+        return target.elements[1].value
+    return target
+
+
+def _called(ctx, expr: cst.BaseExpression, name: str) -> bool:
+    """expr is a call of name, or wraps one as its first argument (`tqdm(enumerate(loader))`)."""
+    while isinstance(expr, cst.Call) and expr.args:
+        if (ctx.dotted(expr.func) or "").rsplit(".", 1)[-1] == name:
+            return True
+        expr = expr.args[0].value
+    return False
+
+
+# Methods that take a part out of a container batch: their result is not the batch itself.
+_TAKES_PART = frozenset({"get", "values", "items", "keys", "pop", "setdefault", "__getitem__"})
+
+
+def _is_whole(ctx, expr: cst.BaseExpression, names: set) -> bool:
+    """expr is one of names, or what a method of one gives that is not a part taken out of it
+    (`batch.to(device)`, `batch.pin_memory()`; not `batch["x"]`, `batch.x`, `batch.get("x")`)."""
+    while ctx.dotted(expr) not in names:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                and expr.func.attr.value not in _TAKES_PART:
+            expr = expr.func.value
+        else:
+            return False
+    return True
 
 
 def _mentions_any(ctx, expr: cst.CSTNode, names: set) -> bool:
@@ -171,13 +224,20 @@ def _is_piece(ctx, expr: cst.BaseExpression, names: set) -> bool:
     return True
 
 
-def _derived(ctx, body: cst.CSTNode, names: set, carries) -> set:
+def _derived(ctx, body: cst.CSTNode, names: set, carries, whole: bool = False) -> set:
     """names and every name bound in body from a value that carries one of them (`x, y = batch`,
     `for micro in batch.split(4)`, `{k: v for k, v in batch.items()}`; with _mentions_any also
-    `inputs = prepare(batch)`, which _is_piece does not count as the batch's own tensor)."""
+    `inputs = prepare(batch)`, which _is_piece does not count as the batch's own tensor). With
+    whole, only plain assignments to one name (`batch = batch.to(device)`): unpacking or iterating
+    takes parts out of the batch."""
     names = set(names)
     bindings = []  # (value, target)
     for node in ctx.index.walk(body):
+        if whole:
+            if isinstance(node, cst.Assign) and len(node.targets) == 1 \
+                    and isinstance(node.targets[0].target, (cst.Name, cst.Attribute)):
+                bindings.append((node.value, node.targets[0].target))
+            continue
         if isinstance(node, cst.Assign):
             bindings += [(node.value, t.target) for t in node.targets]
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign)) and node.value is not None:
@@ -378,6 +438,202 @@ def resolve_callable(ctx, expr: cst.BaseExpression) -> cst.CSTNode | None:
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__call__":
                     return stmt
     return None
+
+
+# -- what a loader's batches are made of -----------------------------------------------------------
+
+_DEFAULT_COLLATES = frozenset({"torch.utils.data.default_collate", "torch.utils.data.dataloader.default_collate",
+                               "torch.utils.data._utils.collate.default_collate"})
+# Tensor-making torch functions that Tensors.is_tensor does not count (it reads `torch.nn.*` as modules).
+_TENSOR_FUNCTIONS = frozenset({"torch.nn.utils.rnn.pad_sequence"})
+
+
+def copy_takes_non_blocking(ctx, call: cst.Call) -> bool | None:
+    """Whether `non_blocking=` may be passed to the device copy call, a copy of the batches of
+    this file's loaders (`batch_moves` with pieces): True when what it copies is a tensor (or an
+    object of a class of this module whose `to`/`cuda` takes `non_blocking` or `**kwargs`) on
+    every loop of every loader of this file that reaches it; False when it is, on one of them, an
+    object of a class of this module whose method does not take it (`def to(self, device)`); None
+    when not known: the batch of a collate_fn this file does not show, or a batch object that is
+    not a tensor (a transformers BatchEncoding, whose `to` takes `non_blocking` only from 4.48).
+
+    What a loader yields is known from its collate_fn (`_collated`): default collation makes
+    tensors of what the dataset gives (dicts, lists and tuples of them); a module-local collate_fn
+    is read at its returns. The batch itself (`whole_batch_moves`) and the parts taken out of it
+    are judged apart: a transformers data collator's batch is a BatchEncoding or dict whose values
+    are tensors."""
+    table = ctx.__dict__.get("_copy_takes_non_blocking")
+    if table is None:
+        table = {}
+        for loader in ctx.index.nodes(cst.Call):
+            if not is_loader(ctx, loader):
+                continue
+            whole, parts = _collated(ctx, loader)
+            for loop, target in loader_batches(ctx, loader, shared=True):
+                wholes = whole_batch_moves(ctx, loop, target)
+                for move in batch_moves(ctx, loop, pieces=True, target=target):
+                    kind = whole if move in wholes else parts
+                    if isinstance(kind, cst.ClassDef):
+                        kind = _method_takes_non_blocking(ctx, kind, move)
+                    table[move] = _weakest(table.get(move, True), kind)
+        ctx.__dict__["_copy_takes_non_blocking"] = table
+    return table.get(call)
+
+
+def _weakest(a: bool | None, b: bool | None) -> bool | None:
+    if a is False or b is False:
+        return False
+    return None if a is None or b is None else True
+
+
+def _method_takes_non_blocking(ctx, cls: cst.ClassDef, call: cst.Call) -> bool | None:
+    """The method of cls that call calls (`to`, `cuda`) takes `non_blocking` or `**kwargs`; None
+    when cls has no such method here (one it inherits from a class of another module)."""
+    method = method_of(ctx, cls, call.func.attr.value) if isinstance(call.func, cst.Attribute) else None
+    if method is None:
+        return None
+    params = method.params
+    return isinstance(params.star_kwarg, cst.Param) or any(
+        p.name.value == "non_blocking" for p in (*params.params, *params.kwonly_params))
+
+
+def _collated(ctx, loader: cst.Call):
+    """(whole, parts): what the loader's batch is, and what the parts taken out of it are. Each
+    is True (tensors, or plain Python values that have no `to`), None (not known), or a ClassDef
+    of this module (an object of that class: `_method_takes_non_blocking` judges its copy)."""
+    cache = ctx.__dict__.setdefault("_collated", {})
+    if loader not in cache:
+        cache[loader] = _find_collated(ctx, loader)
+    return cache[loader]
+
+
+def _find_collated(ctx, loader: cst.Call):
+    batch_size = loader_arg(ctx, loader, "batch_size")
+    if batch_size is not None and (batch_size.star or ctx.literal(batch_size.value) is None):
+        return None, None  # `batch_size=None`: the dataset's samples pass through as they are
+    arg = loader_arg(ctx, loader, "collate_fn")
+    if arg is None:
+        return True, True
+    if arg.star:
+        return None, None
+    qualified = ctx.names.qualified(arg.value) or ""
+    if qualified in _DEFAULT_COLLATES:
+        return True, True
+    made = ctx.assigned_values(arg.value) if isinstance(arg.value, cst.Name) else []
+    made = made[0] if len(made) == 1 else arg.value  # `collator = DataCollatorWithPadding(tokenizer)`
+    if isinstance(made, cst.Call):
+        qualified = ctx.names.qualified(made.func) or qualified
+    if qualified.startswith("transformers.") and "collator" in qualified.lower():
+        return None, True  # a transformers data collator's batch: a BatchEncoding (or dict) of tensors
+    collate = resolve_callable(ctx, arg.value)
+    if collate is None:
+        return None, None
+    whole, parts = True, True
+    for value in collate_returns(ctx, collate):
+        w, p = _returned(ctx, value, 0)
+        whole, parts = _join(whole, w), _join(parts, p)
+    return whole, parts
+
+
+def _join(a, b):
+    """Both kinds at once (two returns of a collate_fn): the same class, or the weakest."""
+    if a is b:
+        return a
+    if isinstance(a, cst.ClassDef) or isinstance(b, cst.ClassDef):
+        return None if a is not True and b is not True else (a if b is True else b)
+    return _weakest(a, b)
+
+
+def collate_returns(ctx, collate: cst.CSTNode) -> list[cst.BaseExpression]:
+    """What a collate_fn (a function, lambda or `__call__`) returns: its return values, not those
+    of functions defined inside it; a bare `return` gives None."""
+    if isinstance(collate, cst.Lambda):
+        return [collate.body]
+    out = []
+    for node in ctx.index.walk(collate.body):
+        if isinstance(node, cst.Return) and ctx.index.enclosing_function(node) is collate:
+            out.append(node.value if node.value is not None else cst.Name("None"))
+    return out
+
+
+def returned_parts(ctx, value: cst.BaseExpression, depth: int = 0) -> list[cst.BaseExpression] | None:
+    """The parts of a container a collate_fn returns, when it writes them out: the elements of a
+    tuple or list display, the values of a dict display or `dict(k=...)` (and of `batch[k] = v`
+    later in the function, for a name assigned one); None for anything else."""
+    if isinstance(value, (cst.Tuple, cst.List)):
+        if any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return None
+        return [e.value for e in value.elements]
+    if isinstance(value, cst.Dict):
+        if any(isinstance(e, cst.StarredDictElement) for e in value.elements):
+            return None
+        return [e.value for e in value.elements]
+    if isinstance(value, cst.Call) and ctx.names.qualified(value.func) == "builtins.dict" and all(
+            a.keyword is not None for a in value.args):
+        return [a.value for a in value.args]
+    if isinstance(value, cst.Name) and depth < 2:
+        assigned = ctx.assigned_values(value)
+        if len(assigned) != 1:
+            return None
+        parts = returned_parts(ctx, assigned[0], depth + 1)
+        if parts is None:
+            return None
+        scope = ctx.index.enclosing_function(value)
+        return parts + [a.value for a in ctx.index.nodes(cst.Assign) if ctx.index.enclosing_function(a) is scope
+                        for t in a.targets if isinstance(t.target, cst.Subscript)
+                        and ctx.dotted(t.target.value) == value.value]
+    return None
+
+
+def _returned(ctx, value: cst.BaseExpression, depth: int):
+    """(whole, parts) for a value a collate_fn returns."""
+    parts = returned_parts(ctx, value)
+    if parts is not None:
+        # A plain tuple, list or dict: its own `to` does not exist; each part must be known.
+        kind = True
+        for part in parts:
+            kind = _join(kind, _part_kind(ctx, part, depth))
+        return True, kind
+    if _tensor_value(ctx, value):
+        return True, True
+    if isinstance(value, cst.Call):
+        qualified = ctx.names.qualified(value.func) or ""
+        if qualified in _DEFAULT_COLLATES:
+            return True, True
+        name = ctx.dotted(value.func)
+        cls = next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == name), None)
+        if cls is not None:
+            return cls, None
+    if isinstance(value, cst.Name) and depth < 2:
+        assigned = ctx.assigned_values(value)
+        if assigned:
+            kinds = [_returned(ctx, v, depth + 1) for v in assigned]
+            whole, parts = kinds[0]
+            for w, p in kinds[1:]:
+                whole, parts = _join(whole, w), _join(parts, p)
+            return whole, parts
+    return None, None
+
+
+def _part_kind(ctx, part: cst.BaseExpression, depth: int):
+    """What a part of a returned container is: True for a tensor or a plain Python value (a
+    literal, a display or comprehension: a list of strings has no `to`), else as `_returned`
+    judges a whole value."""
+    if isinstance(part, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString, cst.Integer, cst.Float,
+                         cst.ListComp, cst.SetComp, cst.DictComp, cst.List, cst.Set, cst.Dict)):
+        return True
+    whole, _parts = _returned(ctx, part, depth + 1)
+    return whole if depth < 3 else None
+
+
+def _tensor_value(ctx, value: cst.BaseExpression) -> bool:
+    """value, in a collate_fn, is a tensor: a torch call (Tensors.is_tensor), `pad_sequence(...)`,
+    or a device copy of one of those."""
+    while isinstance(value, cst.Call) and is_device_move(ctx, value):
+        value = value.func.value
+    if isinstance(value, cst.Call) and (ctx.names.qualified(value.func) or "") in _TENSOR_FUNCTIONS:
+        return True
+    return isinstance(value, cst.Call) and ctx.tensors.is_tensor(value)
 
 
 # -- work a collate_fn or dataset does per sample ----------------------------------------------
