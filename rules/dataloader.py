@@ -2393,6 +2393,10 @@ through too), or a function reading the module's loader (or its enclosing functi
 closure); or a step loop drawing the batches with `next(it)` from `it = iter(loader)`. Flagged
 are copies of the batch or of tensors taken from it (`x, y = batch`, `batch["x"]`, `for t in
 batch`), there or in module-local functions the loop hands them to (`train_step(model, batch)`, up to three calls down).
+Not flagged: copies to the CPU (`"cpu"`, `torch.device("cpu")`, a name assigned one of those),
+which must stay blocking to be read right after, and copies of tensors the loop has already
+copied to the device (`y` after `y = y.to(device, non_blocking=True)`): they do not read pinned
+memory.
 
 ## Why is this bad?
 A blocking copy makes the host wait until the transfer ends, so it cannot queue the next kernels;
@@ -2437,6 +2441,16 @@ module whose `to`/`cuda` does not take it gets no fix (passing it would raise a 
         Valid(_STEP_FN.format(to="images.to(device)").replace("train_step(model, batch, device)",
                                                              "train_step(model, cached, device)").replace(
             "train_step(model, batch=batch, device=device)", "pass")),
+        # Copies to the CPU (a non-blocking one read right after would give stale values): by a
+        # name assigned the CPU device, or `torch.device("cpu")` written in the call.
+        Valid("import torch\ncpu = torch.device('cpu')\n" + _SRC.format(
+            move="x = x.to(device, non_blocking=True)\n    x_host = x.to(cpu)\n    y_host = y.to(torch.device('cpu:0'))")),
+        Valid("import torch\n" + _SRC.replace("for x, y", "host = 'cpu'\ndef train():\n  for x, y").format(
+            move="y_host = y.to(host)").replace("\n    ", "\n      ") + "train()\n"),
+        # Tensors the loop already copied to the device: a copy of them is not of pinned memory.
+        Valid(_SRC.format(move="x, y = x.to(device, non_blocking=True), y.cuda(non_blocking=True)\n"
+                               "    if step % 4 == 0:\n        log(x.to(host), y[0].to(other))")),
+        Valid(_SRC.format(move="y = y.to(device, non_blocking=True).long()\n    y_host = y.to(host)")),
     ]
     invalid = [
         Invalid(_SRC.format(move="x = x.to(device)"), fixed=_SRC.format(move="x = x.to(device, non_blocking=True)")),
@@ -2450,6 +2464,12 @@ module whose `to`/`cuda` does not take it gets no fix (passing it would raise a 
                 fixed=_SRC.format(move="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
         Invalid(_SRC.format(move="x = x.to('cuda', non_blocking=False)"),
                 fixed=_SRC.format(move="x = x.to('cuda', non_blocking=True)")),
+        # A device that is not the CPU on every run; a copy of what the loop copied is a copy of
+        # the batch again once the name is bound to the batch's tensor anew.
+        Invalid(_SRC.format(move="dev = 'cpu' if cpu_only else 'cuda'\n    x = x.to(dev)"),
+                fixed=_SRC.format(move="dev = 'cpu' if cpu_only else 'cuda'\n    x = x.to(dev, non_blocking=True)")),
+        Invalid(_SRC.format(move="z = x.to(device, non_blocking=True)\n    z = x\n    z = z.cuda()"),
+                fixed=_SRC.format(move="z = x.to(device, non_blocking=True)\n    z = x\n    z = z.cuda(non_blocking=True)")),
         # A positional non_blocking=False is replaced where it stands (`to(other, bool)`, `cuda(device, bool)`).
         Invalid(_SRC.format(move="x, y = x.to(ref, False), y.cuda(0, False)"),
                 fixed=_SRC.format(move="x, y = x.to(ref, True), y.cuda(0, True)")),

@@ -17,6 +17,7 @@ from trainlint.analysis.framework_loaders import accelerate_trains_on, places_ba
 from trainlint.analysis.frameworks import is_training_arguments
 from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.names import bound_names, dotted
+from trainlint.analysis.variables import is_variable, owner
 
 DATALOADERS = (
     "torch.utils.data.DataLoader",
@@ -101,7 +102,34 @@ def is_device_move(ctx, call: cst.Call) -> bool:
     if qn.startswith("torch.") and qn != "torch.device":
         return False  # a dtype
     literal = ctx.literal(first.value)
-    return literal is UNKNOWN or (isinstance(literal, str) and literal != "cpu")
+    return (literal is UNKNOWN or isinstance(literal, str)) and not is_cpu_device(ctx, first.value)
+
+
+def is_cpu_device(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """expr is known to name the CPU: `"cpu"` (`"cpu:0"`), `torch.device("cpu")`, or a variable
+    every assignment of which, in the scope it is read from, is one of those (`cpu =
+    torch.device("cpu")`, `host = "cpu"`)."""
+    literal = ctx.literal(expr)
+    if isinstance(literal, str):
+        return literal.split(":")[0] == "cpu"
+    if isinstance(expr, cst.Call) and ctx.names.qualified(expr.func) == "torch.device" and expr.args:
+        return is_cpu_device(ctx, expr.args[0].value, depth + 1) if depth < 3 else False
+    if not isinstance(expr, cst.Name) or depth >= 3 or not is_variable(ctx.index, expr):
+        return False
+    scopes = ctx.bindings.of(expr.value)
+    if scopes is None:
+        return False
+    scope = owner(ctx.index, expr)
+    while True:
+        bindings = scopes.get(scope)
+        if bindings:
+            return all(kind == "assign" and value is not None and is_cpu_device(ctx, value, depth + 1)
+                       for kind, value in bindings)
+        if scope is None:
+            return False
+        scope = owner(ctx.index, scope)
+        while isinstance(scope, cst.ClassDef):  # a class body's names are not seen from its methods
+            scope = owner(ctx.index, scope)
 
 
 # Helpers that move a whole batch (a dict or list of tensors) to a device: torchtune's
@@ -127,8 +155,84 @@ def batch_moves(ctx, loop: cst.CSTNode, *, pieces: bool = False, target: cst.CST
         names = {ctx.dotted(n) for n in ctx.index.walk(target) if isinstance(n, (cst.Name, cst.Attribute))}
         found: set = set()
         _moves_in(ctx, loop.body, names - {None}, _is_piece if pieces else _mentions_any, 3, (), found)
+        if pieces:  # a tensor the loop has copied already is in device memory, not the loader's
+            found = {call for call in found if not moved_already(ctx, call)}
         cache[loop, target, pieces] = frozenset(found)
     return cache[loop, target, pieces]
+
+
+def moved_already(ctx, call: cst.Call) -> bool:
+    """What the device copy call copies was copied to the device before: a copy itself
+    (`x.to(device).to(other)`), or a name (or what is taken out of one) whose assignment reaching
+    the copy, earlier in the blocks that hold it (not across the start of a loop or function),
+    assigns a device copy (`y = y.to(device, non_blocking=True)`, `x, y = x.cuda(), y.cuda()`,
+    `batch = send_to_device(batch, device)`)."""
+    expr = call.func.value if isinstance(call.func, cst.Attribute) and is_device_move(ctx, call) else None
+    while expr is not None:
+        if _copied(ctx, expr):
+            return True
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            found, value = _reaching_assignment(ctx, expr, ctx.dotted(expr))
+            if found:
+                return value is not None and _copied(ctx, value)
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        elif isinstance(expr, (cst.Subscript, cst.Attribute)):
+            expr = expr.value
+        else:
+            return False
+    return False
+
+
+def _copied(ctx, expr: cst.BaseExpression) -> bool:
+    """expr is a device copy, or what a method or an index makes of one (`x.cuda().float()`)."""
+    while True:
+        if isinstance(expr, cst.Call):
+            if is_device_move(ctx, expr) or is_device_helper(ctx, expr):
+                return True
+            if not isinstance(expr.func, cst.Attribute):
+                return False
+            expr = expr.func.value
+        elif isinstance(expr, cst.Subscript):
+            expr = expr.value
+        else:
+            return False
+
+
+def _reaching_assignment(ctx, use: cst.BaseExpression, name: str | None) -> tuple[bool, cst.BaseExpression | None]:
+    """(True, value) for the nearest statement before use, in the blocks that hold it, that
+    binds name: value is what an assignment gives name (an element of `a, b = x, y`, or the
+    whole value it unpacks), None for any other binding. (False, None) when none does before a
+    loop, function or comprehension start."""
+    if name is None:
+        return False, None
+    parts = name.split(".")
+    prefixes = {".".join(parts[:i]) for i in range(1, len(parts))}
+    for anc, earlier in ctx.index.preceding(use):
+        if isinstance(anc, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.BaseComp)):
+            return False, None
+        for stmt in earlier:
+            for small in reversed(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else [stmt]:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    target = small.targets[0].target
+                    if ctx.dotted(target) == name:
+                        return True, small.value
+                    if isinstance(target, (cst.Tuple, cst.List)):
+                        names = [ctx.dotted(e.value) for e in target.elements]
+                        if name in names and not any(isinstance(e, cst.StarredElement) for e in target.elements):
+                            value = small.value
+                            if isinstance(value, (cst.Tuple, cst.List)):
+                                if len(value.elements) != len(names) or \
+                                        isinstance(value.elements[names.index(name)], cst.StarredElement):
+                                    return True, None
+                                return True, value.elements[names.index(name)].value
+                            return True, value
+                bound = bound_names(small)
+                if name in bound:
+                    return True, None
+                if bound & prefixes:  # `batch = ...` before a use of `batch.x`: ask about `batch`
+                    return False, None
+    return False, None
 
 
 def _moves_in(ctx, body: cst.CSTNode, names: set, carries, depth: int, seen: tuple, found: set,
