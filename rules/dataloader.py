@@ -1873,8 +1873,10 @@ from torch.utils.data import DataLoader
 
 def _trainlint_to_device(batch, device):
     """Added by trainlint (TL106): the batch with every tensor moved to `device`."""
-    if hasattr(batch, "to") and callable(batch.to) and not isinstance(batch, type):
+    if isinstance(batch, torch.Tensor):
         return batch.to(device, non_blocking=True)
+    if hasattr(batch, "to") and callable(batch.to) and not isinstance(batch, type):
+        return batch.to(device)  # an object of its own class: its `to` may not take non_blocking
     if isinstance(batch, dict):
         return type(batch)(
             (k, _trainlint_to_device(v, device)) for k, v in batch.items()
@@ -1938,7 +1940,8 @@ loader = DataLoader(ds, batch_size=32, collate_fn=collate, num_workers=min(8, os
 ## Fix safety
 Unsafe. Device moves in `collate_fn` (to a string or module-level device) are taken out of it and
 done where the batches arrive instead, through a small helper the fix adds (`_trainlint_to_device`,
-which moves every tensor of a nested batch): first thing in every loop over the loader (evaluation
+which moves every tensor of a nested batch with `non_blocking=True`, and calls a batch object of
+another class's own `.to(device)` without it, since that may not take it): first thing in every loop over the loader (evaluation
 loops too, and a function's loop that other loaders go through), right after each `next(it)` draw.
 The loops of every loader built with that `collate_fn` get the move. When one of them also goes
 where its loops are not seen (another module's function, a comprehension, a one-off draw), or
@@ -1972,8 +1975,18 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Invalid(_STREAM.format(helper="def collate(batch):\n    return tokenizer(batch, padding=True)\n",
                                body=_UNSHARDED, options=", collate_fn=collate"),
                 fixed=NO_FIX, message="no workers added: `Stream` is an IterableDataset"),
-        # Device moves leave collate_fn for the training loop (a helper moves nested batches).
+        # Device moves leave collate_fn for the training loop (a helper moves nested batches; only
+        # tensors get non_blocking, a batch class's own `to` is called plainly).
         Invalid(_MOVES, fixed=_MOVES_FIXED),
+        # The helper names torch as the module does, and imports it when the module does not.
+        Invalid(re.sub(r"\btorch\.(?!utils)", "th.", _MOVES.replace("import torch\n", "import torch as th\n")),
+                fixed=re.sub(r"\btorch\.(?!utils)", "th.", _MOVES_FIXED.replace("import torch\n", "import torch as th\n"))),
+        Invalid(_MOVES.replace("import torch\n", "from torch import stack\n").replace("torch.stack", "stack")
+                .replace('torch.device("cuda" if torch.cuda.is_available() else "cpu")', '"cuda"'),
+                fixed=_MOVES_FIXED.replace("import torch\n", "from torch import stack\n")
+                .replace("torch.stack", "stack").replace('torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+                                                         '"cuda"')
+                .replace("DataLoader\n\n\ndef", "DataLoader\nimport torch\n\n\ndef")),
         # A loop written on one line: reported, no fix (it once escaped as an internal error).
         Invalid(_MOVES.replace(_MOVES_LOOP, "for x, y in loader: loss = model(x, y); loss.backward(); opt.step()\n"),
                 fixed=NO_FIX),
@@ -2045,11 +2058,15 @@ message says so). Moving tokenizing and decoding offline is left to you.
 
 
 # Inserted once per module by the TL106 fix: moves every tensor of a batch (nested dicts, lists,
-# tuples) to the device, so collate_fn can stay on the CPU.
+# tuples) to the device, so collate_fn can stay on the CPU. Only tensors get non_blocking: a batch
+# class of the project's own (`def to(self, device)`) may not take it. {torch}: the module's name
+# for torch.
 MOVE_HELPER = """def _trainlint_to_device(batch, device):
     \"\"\"Added by trainlint (TL106): the batch with every tensor moved to `device`.\"\"\"
-    if hasattr(batch, "to") and callable(batch.to) and not isinstance(batch, type):
+    if isinstance(batch, {torch}.Tensor):
         return batch.to(device, non_blocking=True)
+    if hasattr(batch, "to") and callable(batch.to) and not isinstance(batch, type):
+        return batch.to(device)  # an object of its own class: its `to` may not take non_blocking
     if isinstance(batch, dict):
         return type(batch)(
             (k, _trainlint_to_device(v, device)) for k, v in batch.items()
@@ -2110,7 +2127,11 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
                 return None
             replacements.append(ctx.insert_after(draw, move))
     if "_trainlint_to_device" not in ctx.loops.functions:
-        helper = after_imports(ctx, ctx.module.default_newline * 2 + MOVE_HELPER, blank_lines_after=2)
+        newline, torch = ctx.module.default_newline, ctx.names.module_alias("torch")
+        code = newline * 2 + MOVE_HELPER.replace("{torch}", torch or "torch")
+        if torch is None:  # `from torch.utils.data import DataLoader` only: the helper needs torch itself
+            code = "import torch" + newline + code
+        helper = after_imports(ctx, code, blank_lines_after=2)
         if helper is None:
             return None
         replacements.append(helper)
