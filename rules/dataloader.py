@@ -13,6 +13,7 @@ from trainlint.analysis.batches import (
     batch_part,
     batches_made_on_device,
     builds_trainer_loader,
+    collate_leaves_on_host,
     copy_takes_non_blocking,
     dataset_on_device,
     heavy_work,
@@ -1945,7 +1946,10 @@ another class's own `.to(device)` without it, since that may not take it): first
 loops too, and a function's loop that other loaders go through), right after each `next(it)` draw.
 The loops of every loader built with that `collate_fn` get the move. When one of them also goes
 where its loops are not seen (another module's function, a comprehension, a one-off draw), or
-the module uses the function in another way too, no fix: some batches would stay on the CPU. Otherwise, when the
+the module uses the function in another way too, no fix: some batches would stay on the CPU. Nor
+when the `collate_fn` returns something it does not move (a part of its tuple or dict, such as the
+sequence lengths `pack_padded_sequence` needs on the CPU, or a value the file does not show to be
+a device copy): moving the whole batch in the loop would move that too. Otherwise, when the
 loader runs in the main process, the fix adds workers, as TL101 (not to an iterable dataset of
 this module that does not split its stream between workers: each would replay every sample; the
 message says so). Moving tokenizing and decoding offline is left to you.
@@ -2021,6 +2025,16 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Invalid(_MOVES.replace(_MOVES_LOOP, "val_loader = DataLoader(vs, collate_fn=collate)\n" + _MOVES_LOOP
                                + "print([model(x, y) for x, y in val_loader])\n"), fixed=NO_FIX),
         Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "x, y = collate(samples)\n"), fixed=NO_FIX),
+        # A collate_fn that leaves part of its batch on the CPU (sequence lengths, which packing
+        # needs there): moving the whole batch in the loop would move them too; reported only.
+        Invalid(_MOVES.replace("ys = torch.stack([b[1] for b in batch]).to(device)",
+                               "ys = torch.tensor([len(b[0]) for b in batch])"), fixed=NO_FIX,
+                message="it returns others on the CPU"),
+        Invalid(_MOVES.replace("return xs, ys", "return {'x': xs, 'y': ys, 'n': torch.tensor(len(batch))}"),
+                fixed=NO_FIX, message="it returns others on the CPU"),
+        # What is made on the device by a torch function of moved tensors counts as moved.
+        Invalid(_MOVES.replace("torch.stack([b[1] for b in batch]).to(device)", "torch.cat([b[1].to(device) for b in batch])"),
+                fixed=_MOVES_FIXED.replace("torch.stack([b[1] for b in batch])", "torch.cat([b[1] for b in batch])")),
         # A one-off draw outside a loop (a sample batch for shapes) would stay on the CPU.
         Invalid(_MOVES.replace(_MOVES_LOOP, "it = iter(loader)\nsample = next(it)\n" + _MOVES_LOOP), fixed=NO_FIX),
     ]
@@ -2047,7 +2061,12 @@ message says so). Moving tokenizing and decoding offline is left to you.
         if moves:
             message += "; move `.to(device)` into the training loop"
             # Device moves first: adding workers to a collate_fn that touches CUDA would break it.
-            fix = _move_to_loop_fix(self, node, definition, moves)
+            if collate_leaves_on_host(ctx, definition):
+                # Moving the whole batch would move what it keeps on the CPU too (`lengths` for packing).
+                message += " for the tensors it moves (it returns others on the CPU)"
+                fix = None
+            else:
+                fix = _move_to_loop_fix(self, node, definition, moves)
         elif workers_value(ctx, node) == 0 and not ctx.hides_arguments(node):
             fix = add_workers_fix(self, node)
             replay = replay_advice(ctx, node)

@@ -689,6 +689,52 @@ def returned_parts(ctx, value: cst.BaseExpression, depth: int = 0) -> list[cst.B
     return None
 
 
+def collate_leaves_on_host(ctx, collate: cst.CSTNode) -> bool:
+    """Some of what the collate_fn returns is not known to be moved to the device by it: a part
+    of a tuple, list or dict it returns (`lengths` of `return pad_sequence(xs).to(device),
+    lengths`, which `pack_padded_sequence` needs on the CPU), or the value it returns, is not a
+    device copy, what a method, an index or a torch function makes of one, or a string or number.
+    Moving the whole batch where it arrives would move that too."""
+    for value in collate_returns(ctx, collate):
+        parts = returned_parts(ctx, value)
+        for part in parts if parts is not None else [value]:
+            if not (_moved(ctx, part, 0) or isinstance(part, (cst.SimpleString, cst.ConcatenatedString,
+                                                              cst.FormattedString, cst.Integer, cst.Float))):
+                return True
+    return False
+
+
+def _moved(ctx, expr: cst.BaseExpression, depth: int) -> bool:
+    """expr, in a collate_fn, is on the device: a device copy, what a method or an index makes of
+    one (`x.to(device).long()`), a torch function of one (`pad_sequence([s.to(device) for s in
+    samples])`), a comprehension or display of such, `tuple(...)`/`list(...)` of one, or a name
+    last assigned one."""
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Call):
+        if is_device_move(ctx, expr) or is_device_helper(ctx, expr):
+            return True
+        qualified = ctx.names.qualified(expr.func) or ""
+        if qualified in ("builtins.tuple", "builtins.list") and len(expr.args) == 1:
+            return _moved(ctx, expr.args[0].value, depth + 1)
+        if qualified.startswith("torch."):
+            return any(not a.star and _moved(ctx, a.value, depth + 1) for a in expr.args)
+        return isinstance(expr.func, cst.Attribute) and _moved(ctx, expr.func.value, depth + 1)
+    if isinstance(expr, cst.Subscript):
+        return _moved(ctx, expr.value, depth + 1)
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+        return _moved(ctx, expr.elt, depth + 1)
+    if isinstance(expr, cst.DictComp):
+        return _moved(ctx, expr.value, depth + 1)
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return bool(expr.elements) and all(not isinstance(e, cst.StarredElement) and _moved(ctx, e.value, depth + 1)
+                                           for e in expr.elements)
+    if isinstance(expr, cst.Name):
+        assigned = ctx.assigned_values(expr)
+        return bool(assigned) and _moved(ctx, assigned[-1], depth + 1)
+    return False
+
+
 def _returned(ctx, value: cst.BaseExpression, depth: int):
     """(whole, parts) for a value a collate_fn returns."""
     parts = returned_parts(ctx, value)
