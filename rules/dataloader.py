@@ -2459,9 +2459,10 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
 only where what is copied is known to take `non_blocking`: the tensors of a default-collated batch
 (a loader without `collate_fn`), what a `collate_fn` of this module returns as tensors (or as an
 object of a class of this module whose `to`/`cuda` takes `non_blocking` or `**kwargs`), and the
-tensors a transformers data collator's batch holds. The copy of another batch object is a
-suggestion only: a transformers `BatchEncoding` takes `non_blocking` from transformers 4.48 on, and
-the batch of a `collate_fn` the file does not show may be anything. An object of a class of this
+tensors a transformers data collator's batch holds. The copy of anything else (another batch
+object, a part of the batch of a `collate_fn` the file does not show, a value reaching the copy by
+a way no loader of the file is seen to take) is fixed only with `--unsafe-fixes`: a transformers
+`BatchEncoding` takes `non_blocking` from transformers 4.48 on, and such a value may be anything. An object of a class of this
 module whose `to`/`cuda` does not take it gets no fix (passing it would raise a TypeError).
 """
     _SRC = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
@@ -2567,15 +2568,18 @@ module whose `to`/`cuda` does not take it gets no fix (passing it would raise a 
                 fixed=_CUSTOM_BATCH.format(params="self, device, non_blocking=False",
                                            move="batch = batch.to(device, non_blocking=True)")),
         # A transformers collator's batch is a BatchEncoding (non_blocking from transformers 4.48 on):
-        # a suggestion only; the tensors it holds take the fix.
-        Invalid(_HF_BATCH.format(move="batch = batch.to(device)"), fixed=NO_FIX, message="if `batch` is a tensor"),
+        # fixed only as unsafe (plain --fix leaves it); the tensors it holds take the safe fix.
+        Invalid(_HF_BATCH.format(move="batch = batch.to(device)"),
+                fixed=_HF_BATCH.format(move="batch = batch.to(device, non_blocking=True)"),
+                message="if `batch` is a tensor"),
         Invalid(_HF_BATCH.format(move="batch = {k: v.to(device) for k, v in batch.items()}"),
                 fixed=_HF_BATCH.format(move="batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}")),
-        # A collate_fn of this module that returns tensors; one of another module: not known.
+        # A collate_fn of this module that returns tensors; one of another module: not known (unsafe).
         Invalid(_COLLATED.format(collate=_STACKS, move="x, y = x.to(device), y.to(device)"),
                 fixed=_COLLATED.format(collate=_STACKS,
                                        move="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
-        Invalid(_COLLATED.format(collate="from utils import collate", move="x = x.to(device)"), fixed=NO_FIX),
+        Invalid(_COLLATED.format(collate="from utils import collate", move="x = x.to(device)"),
+                fixed=_COLLATED.format(collate="from utils import collate", move="x = x.to(device, non_blocking=True)")),
     ]
 
     def __init__(self, ctx, options) -> None:
@@ -2607,7 +2611,7 @@ module whose `to`/`cuda` does not take it gets no fix (passing it would raise a 
             if takes is None:  # not known to be a tensor: its `to` may not take non_blocking
                 self.report(call, message + f" (if `{ctx.code(call.func.value)}` is a tensor: the collate_fn's "
                             "batch may be an object whose method does not take `non_blocking`)",
-                            self.fix(Applicability.DISPLAY_ONLY, "Pass `non_blocking=True`", replacement))
+                            self.fix(Applicability.UNSAFE, "Pass `non_blocking=True`", replacement))
                 continue
             self.report(call, message, self.fix(Applicability.SAFE, "Pass `non_blocking=True`", replacement))
 
