@@ -190,6 +190,27 @@ def test_force_exclude(project):
     assert run_cli(["."], project).exit_code == 0  # discovered: excluded
 
 
+def test_a_named_folder_is_checked_even_if_excluded(project):
+    # Ruff's rule: excludes keep discovery out of a folder, not a folder the user names (unless
+    # --force-exclude); inside it they still apply, entry by entry.
+    (project / "pyproject.toml").write_text('[tool.trainlint]\nextend-exclude = ["old", "skip_*.py"]\n')
+    (project / "old" / "sub").mkdir(parents=True)
+    for name in ("old/a.py", "old/sub/b.py", "old/skip_c.py"):
+        (project / name).write_text(BAD)
+    (project / "build").mkdir()
+    (project / "build" / "d.py").write_text(BAD)
+
+    def shown(*args):
+        return run_cli(["--show-files", *args], project).stdout.split()
+
+    assert shown("old") == ["old/a.py", "old/sub/b.py"]
+    assert shown("build") == ["build/d.py"]  # a default exclude
+    assert shown("old/sub") == ["old/sub/b.py"]  # below an excluded folder
+    assert shown("--force-exclude", "old") == []
+    assert "old/a.py" not in shown(".") and "build/d.py" not in shown(".")
+    assert run_cli(["old"], project).exit_code == 1
+
+
 def test_rule_command(project):
     out = run_cli(["rule", "TL101"], project).output
     assert out.startswith("# dataloader-no-workers (TL101)")

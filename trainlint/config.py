@@ -136,6 +136,18 @@ class Settings:
     def is_excluded(self, path: str) -> bool:
         return self.path_matches(tuple(self.exclude) + tuple(self.extend_exclude), path)
 
+    def excludes_entry(self, path: str) -> bool:
+        """An exclude pattern matches this file or folder itself (its path, or its name for a
+        pattern without '/'), not a folder above it: how the entries below a folder named on the
+        command line are judged, so that the folder's own name does not exclude them."""
+        relative, absolute = _split_globs(tuple(self.exclude) + tuple(self.extend_exclude))
+        rel = _fold_case(self.relative(path))
+        full = _fold_case(os.path.abspath(path).replace(os.sep, "/"))
+        name = rel.rsplit("/", 1)[-1]
+        relative = [_fold_case(p.rstrip("/")) for p in relative]
+        return any(fnmatch.fnmatchcase(rel, p) or "/" not in p and fnmatch.fnmatchcase(name, p) for p in relative) \
+            or any(fnmatch.fnmatchcase(full, _fold_case(p.rstrip("/"))) for p in absolute)
+
     def path_matches(self, patterns: tuple[str, ...], path: str) -> bool:
         """Does path match a glob: relative globs against the path relative to root, absolute ones
         (written so, or a base configuration's globs rebased by `extend`) against the absolute path."""

@@ -28,7 +28,7 @@ def _git_files(directory: str) -> list[str] | None:
     return [os.path.join(directory, n) for n in names]
 
 
-def _walk(directory: str, resolver: SettingsResolver) -> list[str]:
+def _walk(directory: str, resolver: SettingsResolver, named_excluded: bool = False) -> list[str]:
     out = []
     seen_dirs: set[tuple[int, int]] = set()
     for root, dirs, files in os.walk(directory, followlinks=True):
@@ -42,14 +42,23 @@ def _walk(directory: str, resolver: SettingsResolver) -> list[str]:
             dirs[:] = []
             continue
         seen_dirs.add(key)
-        dirs[:] = sorted(d for d in dirs if not _excluded_folder(resolver, os.path.join(root, d)))
+        dirs[:] = sorted(d for d in dirs if not _excluded_folder(resolver, os.path.join(root, d), named_excluded))
         out.extend(os.path.join(root, f) for f in sorted(files))
     return out
 
 
-def _excluded_folder(resolver: SettingsResolver, folder: str) -> bool:
+def _excluded_folder(resolver: SettingsResolver, folder: str, named_excluded: bool = False) -> bool:
     # The settings of the folder's own files decide: a config file inside it applies to it.
-    return resolver.for_directory(folder).is_excluded(folder)
+    settings = resolver.for_directory(folder)
+    return settings.excludes_entry(folder) if named_excluded else settings.is_excluded(folder)
+
+
+def _excluded_below(resolver: SettingsResolver, folder: str, path: str) -> bool:
+    """path, under a folder named on the command line that an exclude matches, is excluded by a
+    pattern matching it or a folder between it and that folder (not the folder or those above)."""
+    below = os.path.relpath(path, folder).split(os.sep)
+    entries = [os.path.join(folder, *below[:i]) for i in range(1, len(below) + 1)]
+    return any(resolver.for_path(entry).excludes_entry(entry) for entry in entries)
 
 
 def discover(paths: list[str], resolver: SettingsResolver, force_exclude: bool = False) -> tuple[list[str], list[str]]:
@@ -59,14 +68,18 @@ def discover(paths: list[str], resolver: SettingsResolver, force_exclude: bool =
     seen: set[str] = set()
     for given in paths:
         if os.path.isdir(given):
+            # A folder named on the command line is checked even if an exclude matches it (or a
+            # folder above it), as a named file is, unless --force-exclude (Ruff's rule); the
+            # excludes still apply to what is inside it, entry by entry.
+            named_excluded = not force_exclude and resolver.for_directory(given).is_excluded(given)
             candidates = _git_files(given) if resolver.for_directory(given).respect_gitignore else None
             if candidates is None:
-                candidates = _walk(given, resolver)
+                candidates = _walk(given, resolver, named_excluded)
             for path in sorted(candidates):
                 if not path.endswith(PYTHON_SUFFIXES) or not os.path.lexists(path):
                     continue
                 path = os.path.normpath(path)
-                if resolver.for_path(path).is_excluded(path):
+                if _excluded_below(resolver, given, path) if named_excluded else resolver.for_path(path).is_excluded(path):
                     continue
                 if path not in seen:
                     seen.add(path)
