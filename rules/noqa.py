@@ -31,8 +31,9 @@ the code was fixed, the rule was refined, or the comment sits on a line where no
 (a suppression applies to the first line of a finding that spans several).
 
 Also flagged: a code in trainlint's namespace that no rule has (`TL109`: a typo, or a rule since
-renamed; judged against the rules and rule packs installed), and a code the same comment lists
-twice.
+renamed; judged against the rules and rule packs installed), one written in lower case
+(`tl101`: codes are compared as written, so it suppresses nothing), and a code the same comment
+lists twice.
 
 Only codes trainlint can judge are flagged as unused: a code, or a prefix such as `TL1`, all of
 whose rules ran on the file. Another tool's code (`E501`), a blanket `# noqa`, and the code of a rule that is
@@ -125,6 +126,13 @@ line when nothing else is on it. Nothing the comment suppresses is lost.
             message="Unused suppression: TL109 is not a trainlint rule; TL101 listed twice",
             settings=_WITH_TL101,
         ),
+        # Codes are compared as written: a lower-case one suppresses nothing.
+        Invalid(
+            _LOADER + "x = 1  # noqa: tl101\n",
+            fixed=_LOADER + "x = 1\n",
+            message="tl101 is not a trainlint rule (codes are upper case)",
+            settings=_WITH_TL101,
+        ),
         # ... also when the rule a code would name is not selected: no rule has it at all.
         Invalid(
             _LOADER + "x = 1  # trainlint: ignore[TL999]\n",
@@ -152,7 +160,8 @@ line when nothing else is on it. Nothing the comment suppresses is lost.
         if by_why[UNKNOWN_CODE]:
             codes = by_why[UNKNOWN_CODE]
             parts.append(f"{_listed(codes).replace(' or ', ' and ')} "
-                         f"{'is not a trainlint rule' if len(codes) == 1 else 'are not trainlint rules'}")
+                         f"{'is not a trainlint rule' if len(codes) == 1 else 'are not trainlint rules'}"
+                         + (" (codes are upper case)" if any(c != c.upper() for c in codes) else ""))
         if by_why[DUPLICATED_CODE]:
             parts.append(f"{_listed(by_why[DUPLICATED_CODE]).replace(' or ', ' and ')} listed twice")
         message = "Unused suppression: " + "; ".join(parts)

@@ -117,6 +117,21 @@ def test_add_noqa_inserts_and_merges(tmp_path):
     assert add_noqa(result_of({path: (again, _findings(again, path))})) == 0
 
 
+def test_add_noqa_adds_beside_a_code_written_in_lower_case(tmp_path):
+    # The engine compares codes as written, so `tl101` suppresses nothing: TL101 is added, and the
+    # comment's other codes keep their case.
+    from trainlint.api import lint_source
+
+    head = "from torch.utils.data import DataLoader\n"
+    src = head + "a = DataLoader(ds)  # noqa: tl101\nb = DataLoader(ds)  # NOQA: x100\n"
+    path = _write(tmp_path, "t.py", src)
+    assert [d.start.row for d in lint_source(src, select=["TL101"])] == [2, 3]  # neither is suppressed
+    assert add_noqa(result_of({path: (src, _findings(src, path))})) == 2
+    fixed = open(path).read()
+    assert fixed == head + "a = DataLoader(ds)  # noqa: tl101, TL101\nb = DataLoader(ds)  # noqa: x100, TL101\n"
+    assert lint_source(fixed, select=["TL101"]) == []
+
+
 def test_add_noqa_keeps_bom_crlf_and_mode(tmp_path):
     src = "x = 1\r\nloader = DataLoader(ds)\r\n"
     p = tmp_path / "w.py"

@@ -18,7 +18,7 @@ from trainlint.suppressions import NOQA  # the code list is what we extend, read
 from trainlint.writer import write_fixed
 from trainlint.textpos import split_lines, strip_eol
 
-_CODE = re.compile(r"[A-Z]+[0-9]+")
+_CODE_TEXT = re.compile(r"[A-Za-z]+[0-9]+")
 
 
 def _comment_rows(text: str) -> tuple[dict[int, tuple[int, str]], set[int]]:
@@ -54,7 +54,9 @@ def _with_codes(line: str, comment: tuple[int, str] | None, codes: list[str]) ->
         if m is not None:
             if m.group("codes") is None:
                 return line, 0  # blanket noqa: nothing to add
-            existing = _CODE.findall(m.group("codes").upper())
+            # As written: another tool's codes keep their case, and `tl201` suppresses nothing
+            # (the engine compares codes as written), so TL201 is still added beside it.
+            existing = _CODE_TEXT.findall(m.group("codes"))
             new = [c for c in codes if c not in existing]
             if not new:
                 return line, 0

@@ -137,7 +137,8 @@ def parse_suppressions(text: str) -> Suppressions:
 
 
 # trainlint's own namespace: a code there that no rule has is a typo or a rule since renamed.
-_OWN_CODE = re.compile(r"TL[0-9]+")
+# Written in any case: `# noqa: tl201` suppresses nothing (codes are compared as written).
+_OWN_CODE = re.compile(r"TL[0-9]+", re.IGNORECASE)
 
 # Why a code in a suppression is reported (TL001), in the order its message lists them.
 UNUSED_CODE, UNKNOWN_CODE, DUPLICATED_CODE = "unused", "unknown", "duplicated"
