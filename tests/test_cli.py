@@ -211,6 +211,16 @@ def test_a_named_folder_is_checked_even_if_excluded(project):
     assert run_cli(["old"], project).exit_code == 1
 
 
+def test_a_mistyped_command_is_refused_as_one(project):
+    result = run_cli(["chekc"], project)
+    assert result.exit_code == 2 and "unrecognized subcommand 'chekc'; did you mean 'check'?" in result.output
+    assert "use `trainlint --help`" in run_cli(["help"], project).output
+    # A word that is a path, or like no command, is still a path to check.
+    (project / "chekc").mkdir()
+    assert run_cli(["chekc"], project).exit_code == 0
+    assert "train: error: no such file or directory" in run_cli(["train"], project).output
+
+
 def test_rule_command(project):
     out = run_cli(["rule", "TL101"], project).output
     assert out.startswith("# dataloader-no-workers (TL101)")

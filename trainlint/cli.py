@@ -38,6 +38,8 @@ class DefaultToCheck(click.Group):
 
     def parse_args(self, ctx, args):
         known = args and (args[0] in self.commands or args[0] in LAZY_COMMANDS)
+        if not known and args:
+            self._refuse_mistyped_command(ctx, args[0])
         if not known and (not args or args[0] not in ("--help", "-h", "--version", "-V")):
             args = ["check", *args]
         ctx.meta["trainlint.args"] = list(args)  # as given: --watch runs the same command again
@@ -45,6 +47,19 @@ class DefaultToCheck(click.Group):
 
     def list_commands(self, ctx):
         return sorted(set(self.commands) | set(LAZY_COMMANDS))
+
+    def _refuse_mistyped_command(self, ctx, word: str) -> None:
+        """`trainlint chekc`: a bare word that is no path but looks like a command is refused as
+        one (as Ruff does), not checked as a missing file."""
+        import difflib
+
+        if not word.isidentifier() or os.path.lexists(word):
+            return
+        if word in ("help", "version"):
+            ctx.fail(f"unrecognized subcommand '{word}'; use `trainlint --{word}`")
+        close = difflib.get_close_matches(word, self.list_commands(ctx), n=1, cutoff=0.7)
+        if close:
+            ctx.fail(f"unrecognized subcommand '{word}'; did you mean '{close[0]}'?")
 
     def get_command(self, ctx, name):
         if name not in self.commands and name in LAZY_COMMANDS:
