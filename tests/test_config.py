@@ -116,6 +116,16 @@ def test_per_file_ignores(tmp_path):
     assert "b.py" in out and "scripts" not in out
 
 
+def test_per_file_ignores_negated(tmp_path):
+    # Ruff's `!`: the codes are ignored everywhere but in the files the glob matches.
+    (tmp_path / "pyproject.toml").write_text("[tool.trainlint]\nper-file-ignores = { '!src/*' = ['TL1'] }\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text(LOADER)
+    (tmp_path / "b.py").write_text(LOADER)
+    out = run_cli(["."], tmp_path).output
+    assert "src/a.py" in out and "b.py" not in out
+
+
 def test_rule_option_reaches_the_fix(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.trainlint.TL101]\nnum-workers = 6\n")
     (tmp_path / "a.py").write_text(LOADER)

@@ -120,7 +120,9 @@ class Settings:
             return ()
         out: list[str] = []
         for pattern, codes in self.per_file_ignores:
-            if self.path_matches((pattern,), path):
+            # `"!src/*" = [...]`: the codes are ignored in the files the glob does not match (Ruff's negation).
+            negated = pattern.startswith("!")
+            if self.path_matches((pattern[1:] if negated else pattern,), path) != negated:
                 out.extend(codes)
         return tuple(out)
 
@@ -459,6 +461,8 @@ def _rebased(kwargs: dict, base_folder: str, folder: str) -> dict:
         return kwargs
 
     def rebase(pattern: str) -> str:
+        if pattern.startswith("!"):
+            return "!" + rebase(pattern[1:])
         if "/" not in pattern.rstrip("/") or _is_absolute_glob(pattern):
             return pattern
         return base_folder.replace(os.sep, "/").rstrip("/") + "/" + pattern
