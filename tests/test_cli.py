@@ -10,6 +10,7 @@ import pytest
 from _cli import run_cli
 from click.testing import CliRunner
 
+from trainlint import __version__
 from trainlint.cli import cli
 
 BAD = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\n"
@@ -241,7 +242,7 @@ def test_no_cache_flag_is_accepted(project):
 
 def test_version():
     result = CliRunner().invoke(cli, ["--version"])
-    assert result.exit_code == 0 and "trainlint" in result.output
+    assert result.exit_code == 0 and result.output == f"trainlint {__version__}\n"  # as `ruff 0.x.y`
     short = CliRunner().invoke(cli, ["-V"])  # as Ruff's -V
     assert short.exit_code == 0 and short.output == result.output
 
@@ -289,13 +290,13 @@ def test_show_settings_names_the_config_and_the_rules(project):
 
 
 def test_output_file_takes_the_report(project, tmp_path):
-    report = tmp_path / "out" / "report.sarif"
-    report.parent.mkdir()
+    report = tmp_path / "out" / "nested" / "report.sarif"  # its folders are made
     result = run_cli(["--output-format", "sarif", "-o", str(report), "bad.py"], project)
     assert result.exit_code == 1 and result.output == ""
     assert json.loads(report.read_text())["runs"][0]["results"][0]["ruleId"] == "TL104"
-    missing = run_cli(["--output-file", str(tmp_path / "no" / "such" / "dir" / "r.json"), "bad.py"], project)
-    assert missing.exit_code == 2 and "cannot write the report" in missing.output
+    (tmp_path / "a_file").write_text("")
+    blocked = run_cli(["--output-file", str(tmp_path / "a_file" / "r.json"), "bad.py"], project)
+    assert blocked.exit_code == 2 and "cannot write the report" in blocked.output
 
 
 def test_unsafe_fixes_count_as_available_when_asked(project):

@@ -84,7 +84,7 @@ def _load_command(module: str, attr: str):
 
 
 @click.group(cls=DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="trainlint")
+@click.version_option(__version__, "-V", "--version", prog_name="trainlint", message="%(prog)s %(version)s")
 def cli() -> None:
     """Find and fix what leaves GPUs idle in PyTorch training code.
 
@@ -305,6 +305,8 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
         click.echo("\n".join(summary(result)), err=True)
     if output_file is not None:
         try:
+            # Its folder is made if missing, as Ruff does (`-o reports/trainlint.sarif` in CI).
+            os.makedirs(os.path.dirname(os.path.abspath(output_file)), exist_ok=True)
             with open(output_file, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(click.unstyle(output))
         except OSError as exc:
