@@ -222,6 +222,13 @@ def test_a_mistyped_command_is_refused_as_one(project):
     assert "train: error: no such file or directory" in run_cli(["train"], project).output
 
 
+def test_an_absolute_path_inside_the_current_folder_is_shown_relative(project, tmp_path_factory):
+    assert run_cli([str(project / "bad.py")], project).output.startswith("bad.py:2:10: TL104")
+    assert run_cli([str(project)], project).output.startswith("bad.py:2:10: TL104")
+    elsewhere = tmp_path_factory.mktemp("elsewhere")  # outside it: absolute, as given
+    assert run_cli([str(project / "bad.py")], elsewhere).output.startswith(f"{project / 'bad.py'}:2:10: TL104")
+
+
 def test_rule_command(project):
     out = run_cli(["rule", "TL101"], project).output
     assert out.startswith("# dataloader-no-workers (TL101)")

@@ -53,6 +53,20 @@ def _excluded_folder(resolver: SettingsResolver, folder: str, named_excluded: bo
     return settings.excludes_entry(folder) if named_excluded else settings.is_excluded(folder)
 
 
+def _shown(path: str) -> str:
+    """The path as findings name it: normalised, and relative when it is absolute but inside the
+    current folder (`trainlint $PWD/src` prints `src/train.py:3:1`, as Ruff does)."""
+    path = os.path.normpath(path)
+    if os.path.isabs(path):
+        try:
+            relative = os.path.relpath(path)
+        except ValueError:  # another drive (Windows)
+            return path
+        if relative != ".." and not relative.startswith(".." + os.sep):
+            return relative
+    return path
+
+
 def _excluded_below(resolver: SettingsResolver, folder: str, path: str) -> bool:
     """path, under a folder named on the command line that an exclude matches, is excluded by a
     pattern matching it or a folder between it and that folder (not the folder or those above)."""
@@ -78,7 +92,7 @@ def discover(paths: list[str], resolver: SettingsResolver, force_exclude: bool =
             for path in sorted(candidates):
                 if not path.endswith(PYTHON_SUFFIXES) or not os.path.lexists(path):
                     continue
-                path = os.path.normpath(path)
+                path = _shown(path)
                 if _excluded_below(resolver, given, path) if named_excluded else resolver.for_path(path).is_excluded(path):
                     continue
                 if path not in seen:
@@ -87,7 +101,7 @@ def discover(paths: list[str], resolver: SettingsResolver, force_exclude: bool =
         elif os.path.lexists(given):
             # Files named explicitly are checked even if excluded, unless --force-exclude
             # (pre-commit passes every staged file by name).
-            path = os.path.normpath(given)
+            path = _shown(given)
             if force_exclude and resolver.for_path(path).is_excluded(path):
                 continue
             if path not in seen:
