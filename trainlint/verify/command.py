@@ -84,8 +84,8 @@ def verify_command(ctx: click.Context, **opts) -> None:
     """Run SCRIPT before and after a fix; report the speedup and whether the loss curve holds.
 
     Arguments after `--` go to the script. Only the script named here is run.
-    Exit status: 0 measured (faster, no measurable change, slower), 1 rejected by the loss
-    guard rail, 2 error.
+    Exit status: 0 measured (faster, no measurable change, slower) or nothing to measure (no
+    fix applies), 1 rejected by the loss guard rail, 2 error.
     """
     try:
         code = _verify(**opts)

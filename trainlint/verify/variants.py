@@ -54,10 +54,15 @@ def expand_rules(selectors: list[str]) -> list[str]:
     return out
 
 
-def fixed_text(text: str, rules: list[str], path: str) -> str:
+def fixed_text(text: str, rules: list[str], path: str) -> tuple[str, list[str]]:
+    """The text with the rules' fixes applied (safe and unsafe), and the rules whose fixes were."""
     api, _ = _linter()
+    from trainlint.fixer import fix_text
+
+    settings = api.Settings(select=tuple(rules))
     try:
-        return api.fix_source(text, select=rules, unsafe_fixes=True, path=path)
+        outcome = fix_text(text, path, settings.active_rules(path), settings, unsafe_fixes=True)
+        return outcome.text, [code for code in rules if any(d.code == code for d in outcome.applied)]
     except api.FixError as e:
         raise VerifyError(f"the fixes for {', '.join(rules)} did not give valid Python: {e}") from None
     except api.ParseError as e:
@@ -80,14 +85,19 @@ def rule_variants(script: Path, rules: list[str], each: bool, workdir: Path) -> 
     groups.append(list(rules))
     planned = []
     for group in groups:
-        name = "+".join(group)
-        new = fixed_text(text, group, str(script))
+        new, applied = fixed_text(text, group, str(script))
         if new == text:
-            planned.append(Planned(None, group, f"{name} found nothing to fix in {script.name}"))
+            planned.append(Planned(None, group, f"{'+'.join(group)} found nothing to fix in {script.name}"))
+            continue
+        # Named by the rules whose fixes it holds (`--rule TL1` may fix only TL103 and TL105).
+        name = "+".join(applied)
+        if any(p.variant is not None and p.variant.name == name for p in planned):
+            # With --each, all the rules together fixed only what one of them fixes alone.
+            planned.append(Planned(None, group, f"{'+'.join(group)} fix only what {name} fixes alone"))
             continue
         path = workdir / f"fixed-{name.replace('+', '_')}-{script.name}"
         path.write_text(new, encoding="utf-8")
-        planned.append(Planned(Variant(name, group, str(path)), group))
+        planned.append(Planned(Variant(name, applied, str(path)), applied))
     return planned
 
 
