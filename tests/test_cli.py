@@ -83,7 +83,7 @@ def test_statistics_and_show_fixes(project):
     stats = run_cli(["--statistics", "bad.py"], project)
     assert stats.output.split() == ["1", "TL104", "[*]", "dataloader-shallow-prefetch"]
     shown = run_cli(["--fix", "--show-fixes", "bad.py"], project)
-    assert "TL104: 1" in shown.output
+    assert "- bad.py:\n    1 × TL104 (dataloader-shallow-prefetch)" in shown.output
 
 
 def test_statistics_as_json_and_formats_without_them(project):
@@ -364,7 +364,8 @@ def test_fix_only_reports_what_it_fixed_not_what_is_left(project):
     assert run_cli(["left.py"], project).exit_code == 1  # it is still there for a plain check
     (project / "bad.py").write_text(BAD)
     on_fix = run_cli(["--fix-only", "--exit-non-zero-on-fix", "--show-fixes", "bad.py"], project)
-    assert on_fix.exit_code == 1 and on_fix.stdout.splitlines() == ["Fixed 1 error.", "Fixed:", "  TL104: 1"]
+    assert on_fix.exit_code == 1 and on_fix.stdout.splitlines() == [
+        "Fixed 1 error.", "Fixed 1 error:", "- bad.py:", "    1 × TL104 (dataloader-shallow-prefetch)"]
     (project / "bad.py").write_text(BAD)
     as_json = run_cli(["--fix-only", "--output-format", "json", "bad.py", "left.py"], project)
     assert as_json.exit_code == 0 and json.loads(as_json.stdout) == []
@@ -511,7 +512,8 @@ def test_colours_only_where_asked(project):
 def test_show_fixes_with_diff_lists_the_fixes_it_would_make(project):
     result = run_cli(["--diff", "--show-fixes", "bad.py"], project)
     assert result.exit_code == 1
-    assert "Would fix:\n  TL104: 1\n" in result.output and "Fixed:" not in result.output
+    assert "Would fix 1 error:\n- bad.py:\n    1 × TL104 (dataloader-shallow-prefetch)\n" in result.output
+    assert "Fixed" not in result.output
     assert (project / "bad.py").read_text() == BAD
 
 

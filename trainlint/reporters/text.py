@@ -150,9 +150,13 @@ def summary(result: RunResult) -> list[str]:
     if hidden:
         out.append(f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option.")
     if result.show_fixes and fixed:
-        counts = Counter(d.code for f in result.files for d in _applied(f))
-        out.append("Would fix:" if result.diff_mode else "Fixed:")
-        out.extend(f"  {code}: {n}" for code, n in sorted(counts.items()))
+        # Ruff's layout: per file, how many findings of each rule were fixed.
+        out.append(f"{'Would fix' if result.diff_mode else 'Fixed'} {plural(fixed, 'error')}:")
+        for f in sorted(result.files, key=lambda f: f.path):
+            counts = Counter((d.code, d.name) for d in _applied(f))
+            if counts:
+                out.append(f"- {f.path}:")
+                out.extend(f"    {n} × {code} ({name})" for (code, name), n in sorted(counts.items()))
     return out
 
 
