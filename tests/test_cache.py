@@ -225,6 +225,27 @@ def test_default_folder_is_trainlint_cache(project):
     assert not (project / ".trainlint_cache").exists()
 
 
+def test_runs_from_subfolders_share_the_project_roots_cache(project, monkeypatch):
+    # As Ruff's .ruff_cache: at the folder of the configuration file, wherever the run starts.
+    (project / "pyproject.toml").write_text("[tool.trainlint]\n")
+    sub = project / "src" / "deep"
+    sub.mkdir(parents=True)
+    (sub / "t.py").write_text((project / "train.py").read_text())
+    monkeypatch.chdir(sub)
+    out = CliRunner().invoke(cli, ["check", "."], env={"TRAINLINT_CACHE_DIR": None})
+    assert out.exit_code == 1, out.output
+    assert (project / ".trainlint_cache" / "CACHEDIR.TAG").is_file()
+    assert not (project / "src" / ".trainlint_cache").exists()
+    # `trainlint clean` from the root removes it, and any trainlint cache below.
+    CliRunner().invoke(cli, ["check", "--cache-dir", ".trainlint_cache", "."], env={"TRAINLINT_CACHE_DIR": None})
+    assert (sub / ".trainlint_cache" / "CACHEDIR.TAG").is_file()
+    monkeypatch.chdir(project)
+    cleaned = CliRunner().invoke(cli, ["clean"], env={"TRAINLINT_CACHE_DIR": None})
+    assert cleaned.exit_code == 0 and cleaned.output.splitlines() == [
+        "Removed .trainlint_cache", "Removed src/deep/.trainlint_cache"]
+    assert not (project / ".trainlint_cache").exists() and not (sub / ".trainlint_cache").exists()
+
+
 def test_entries_are_plain_json(project):
     _lint(["."], Cache("c"))
     entries = [os.path.join(r, n) for r, _d, ns in os.walk(project / "c") for n in ns if n.endswith(".json")]

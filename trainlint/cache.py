@@ -246,6 +246,16 @@ def _diagnostic(data: dict, path: str) -> Diagnostic:
     )
 
 
+def default_dir(isolated: bool = False) -> str:
+    """`.trainlint_cache` in the project root: the folder of the configuration file that governs
+    the current folder (found upward), else the current folder. Runs from any subfolder share
+    one cache, as Ruff's `.ruff_cache` sits at the project root."""
+    from trainlint.config import find_config
+
+    config = None if isolated else find_config(os.getcwd(), {})
+    return os.path.relpath(os.path.join(os.path.dirname(config) if config else ".", DEFAULT_DIR))
+
+
 # -- trainlint clean --------------------------------------------------------------------------
 
 
@@ -272,13 +282,32 @@ def clean(directory: str) -> bool:
 
 
 @click.command()
-@click.option("--cache-dir", type=click.Path(file_okay=False), envvar=ENV_DIR, default=DEFAULT_DIR,
-              show_default=True, help="The cache folder to remove.")
-def clean_command(cache_dir: str) -> None:
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar=ENV_DIR, default=None,
+              help="The cache folder to remove [default: the project root's .trainlint_cache, and "
+                   "every trainlint cache below the current folder].")
+def clean_command(cache_dir: str | None) -> None:
     """Remove the results cache."""
+    folders = [cache_dir] if cache_dir is not None else [default_dir()] + _caches_below(".")
+    removed = []
     try:
-        removed = clean(cache_dir)
+        for folder in dict.fromkeys(os.path.normpath(f) for f in folders):
+            if clean(folder):
+                removed.append(folder)
     except (ValueError, OSError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
-    click.echo(f"Removed {cache_dir}" if removed else f"No cache at {cache_dir}")
+    for folder in removed:
+        click.echo(f"Removed {folder}")
+    if not removed:
+        click.echo(f"No cache at {cache_dir or default_dir()}")
+
+
+def _caches_below(top: str) -> list[str]:
+    """trainlint's cache folders under top (runs from subfolders before caches were kept at the
+    project root, or with other settings), as `ruff clean` finds its own."""
+    found = []
+    for root, dirs, _files in os.walk(top):
+        if DEFAULT_DIR in dirs and is_cache_dir(os.path.join(root, DEFAULT_DIR)):
+            found.append(os.path.join(root, DEFAULT_DIR))
+        dirs[:] = [d for d in dirs if d != DEFAULT_DIR and not d.startswith(".git")]
+    return found

@@ -14,7 +14,7 @@ import sys
 import click
 
 from trainlint import __version__
-from trainlint.cache import Cache
+from trainlint.cache import Cache, default_dir
 from trainlint.config import ConfigError, SettingsResolver, unknown_selector
 from trainlint.registry import RegistryError, all_rules, get_rule, is_known_selector
 from trainlint.reporters import FORMATS, render
@@ -181,8 +181,9 @@ class CheckCommand(SectionedCommand):
                    "file's configuration (`--config \"TL104.min-prefetch-factor = 8\"`); may be repeated.")
 @click.option("--isolated", is_flag=True, help="Read no configuration file (defaults and the command line only).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
-@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="TRAINLINT_CACHE_DIR", default=".trainlint_cache",
-              show_default=True, help="Where the cache lives (env: TRAINLINT_CACHE_DIR).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="TRAINLINT_CACHE_DIR", default=None,
+              help="Where the cache lives (env: TRAINLINT_CACHE_DIR) [default: .trainlint_cache in the project "
+                   "root, the folder of the configuration file].")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: one per CPU; 1 runs in this process).")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
@@ -259,7 +260,7 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
             result, fixed_source = check_stdin(sys.stdin.buffer.read(), stdin_filename or STDIN_NAME, resolver, mode,
                                                force_exclude=force_exclude)
         else:
-            cache = None if no_cache else Cache(cache_dir)
+            cache = None if no_cache else Cache(cache_dir or default_dir(isolated))
             result = run(list(paths) or ["."], resolver, mode, force_exclude=force_exclude, jobs=jobs, cache=cache,
                          own_process=own_process)
     except (ConfigError, RegistryError) as exc:
