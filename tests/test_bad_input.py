@@ -153,7 +153,7 @@ def test_dangling_symlink(tmp_path):
     link = tmp_path / "gone.py"
     os.symlink(tmp_path / "missing.py", link)
     proc = run_cli(str(link), *SELECT)
-    assert_clean_error(proc, str(link), "no such file")
+    assert_clean_error(proc, str(link), f"broken symbolic link (to {tmp_path / 'missing.py'})")
 
 
 def test_missing_path(tmp_path):

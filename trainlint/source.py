@@ -86,11 +86,17 @@ def load(raw: bytes, path: str) -> tuple[str, str, bool, Notebook | None]:
     return notebook.text, "utf-8", raw.startswith(codecs.BOM_UTF8), notebook
 
 
+def _missing(path: str) -> SourceError:
+    if os.path.islink(path):  # the link is there, what it points to is not
+        return SourceError(f"broken symbolic link (to {os.readlink(path)})")
+    return SourceError("no such file (it may have been deleted during the run)")
+
+
 def read_source(path: str) -> SourceFile:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise SourceError("no such file (it may have been deleted during the run)") from None
+        raise _missing(path) from None
     except OSError as exc:
         raise SourceError(exc.strerror or str(exc)) from None
     if not stat.S_ISREG(st.st_mode):
@@ -101,7 +107,7 @@ def read_source(path: str) -> SourceFile:
         with open(path, "rb") as fh:
             raw = fh.read()
     except FileNotFoundError:
-        raise SourceError("no such file (it may have been deleted during the run)") from None
+        raise _missing(path) from None
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
     text, encoding, bom, notebook = load(raw, path)
