@@ -51,6 +51,16 @@ def test_invalid_toml(tmp_path):
     assert result.exit_code == 2 and "trainlint.toml: invalid TOML" in result.output
 
 
+def test_trainlint_toml_with_settings_in_two_places(tmp_path):
+    (tmp_path / "trainlint.toml").write_text("select = ['TL201']\n[tool.trainlint]\nselect = ['TL101']\n")
+    (tmp_path / "a.py").write_text(LOADER)
+    result = run_cli(["a.py"], tmp_path)
+    assert result.exit_code == 2
+    assert "settings both at the top level (select) and under [tool.trainlint]; use one" in result.output
+    (tmp_path / "trainlint.toml").write_text("[tool.trainlint]\nselect = ['TL101']\n")  # one place: fine
+    assert run_cli(["a.py"], tmp_path).exit_code == 1
+
+
 def test_nearest_config_wins(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.trainlint]\nignore = ['TL101']\n")
     sub = tmp_path / "sub"

@@ -392,6 +392,10 @@ def read_config(path: str) -> dict | None:
             return None
     else:
         table = data.get("tool", {}).get("trainlint", data)
+        if table is not data and set(data) - {"tool"}:
+            # Both places hold settings: one would be ignored without a word.
+            raise ConfigError(f"{path}: invalid configuration: settings both at the top level "
+                              f"({', '.join(sorted(set(data) - {'tool'}))}) and under [tool.trainlint]; use one")
     if not isinstance(table, dict):
         raise _err(path, "tool.trainlint", "a table", table)
     return table
