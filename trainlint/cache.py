@@ -40,8 +40,17 @@ CACHEDIR_TAG = (
 GITIGNORE = "# Created by trainlint automatically.\n*\n"
 
 
-def default_dir() -> str:
-    return os.environ.get(ENV_DIR) or DEFAULT_DIR
+def default_dir(isolated: bool = False) -> str:
+    """The cache folder when none is named: TRAINLINT_CACHE_DIR, else `.trainlint_cache` in the
+    project root: the folder of the configuration file that governs the current folder (found
+    upward), else the current folder. Runs from any subfolder share one cache, as Ruff's
+    `.ruff_cache` sits at the project root."""
+    if os.environ.get(ENV_DIR):
+        return os.environ[ENV_DIR]
+    from trainlint.config import find_config
+
+    config = None if isolated else find_config(os.getcwd(), {})
+    return os.path.relpath(os.path.join(os.path.dirname(config) if config else ".", DEFAULT_DIR))
 
 
 _code_fingerprint: str | None = None
@@ -244,16 +253,6 @@ def _diagnostic(data: dict, path: str) -> Diagnostic:
         start=Location(*data["start"]), end=Location(*data["end"]),
         start_offset=data["offsets"][0], end_offset=data["offsets"][1], fix=fix, url=data["url"],
     )
-
-
-def default_dir(isolated: bool = False) -> str:
-    """`.trainlint_cache` in the project root: the folder of the configuration file that governs
-    the current folder (found upward), else the current folder. Runs from any subfolder share
-    one cache, as Ruff's `.ruff_cache` sits at the project root."""
-    from trainlint.config import find_config
-
-    config = None if isolated else find_config(os.getcwd(), {})
-    return os.path.relpath(os.path.join(os.path.dirname(config) if config else ".", DEFAULT_DIR))
 
 
 # -- trainlint clean --------------------------------------------------------------------------
