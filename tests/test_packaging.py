@@ -1,10 +1,8 @@
 """Real installs in a fresh virtual environment without torch: `pip install .` and `pip install -e .`
 both import the built-in rules as trainlint.rules, and README's first command works there."""
 
-import os
 import shutil
 import subprocess
-import sys
 import venv
 
 import pytest

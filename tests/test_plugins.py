@@ -3,7 +3,6 @@
 import os
 import subprocess
 import sys
-import textwrap
 
 from _paths import ROOT
 
