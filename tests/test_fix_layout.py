@@ -158,7 +158,7 @@ def test_a_rewritten_save_call_has_no_blank_line_before_its_parenthesis():
     # TL501 lays the save out afresh; the closing parenthesis's own line in the original call
     # once came out as a line of spaces.
     source = (
-        "import os\n\n\n"
+        "import os\n\nimport transformers\n\n\n"  # a transformers model's save_pretrained takes state_dict=
         "def train(out, encoder, model, opt, loader):\n"
         "    for step, batch in enumerate(loader):\n"
         "        model(batch).backward()\n"
