@@ -91,6 +91,7 @@ _LOADS = frozenset({"from_pretrained", "load_state", "load_checkpoint"})
 # Libraries with models of their own whose save_pretrained takes no `state_dict=`.
 _OTHER_SAVE_PRETRAINED = ("peft", "diffusers", "sentence_transformers")
 _PATH_ARGUMENT = {"torch.save": (1, "f"), "save_pretrained": (0, "save_directory"),
+                  "engine.save_checkpoint": (0, "save_dir"),
                   "accelerator.save_state": (0, "output_dir"), "fabric.save": (0, "path"),
                   "trainer.save_checkpoint": (0, "filepath")}
 # Methods that only show a path (a log line): they neither read nor move the file.
@@ -107,6 +108,11 @@ def _fixed(loop: str) -> str:
 
 
 _TRANSFORMERS = "from transformers import AutoModel\n"
+
+
+_DEEPSPEED = ("import deepspeed\nmodel_engine, opt, _, _ = deepspeed.initialize(model=model, config=cfg)\n"
+              "for step, (x, y) in enumerate(loader):\n    loss = model_engine(x, y)\n    model_engine.backward(loss)\n"
+              "    model_engine.step()\n    {save}\n")
 
 
 def _hf(loop: str) -> str:
@@ -152,8 +158,8 @@ class BlockingCheckpointInLoop(Rule):
                                                "defines no save interval of its own.")}
     docs = """
 ## What it does
-Flags `torch.save`, `save_pretrained`, `accelerator.save_state`, `fabric.save` and Lightning's
-`trainer.save_checkpoint` (or a function of the module that calls one) run inside the hot loop, on every step or every N steps, or in a
+Flags `torch.save`, `save_pretrained`, `accelerator.save_state`, `fabric.save`, Lightning's
+`trainer.save_checkpoint` and a DeepSpeed engine's `save_checkpoint` (or a function of the module that calls one) run inside the hot loop, on every step or every N steps, or in a
 hook a framework calls on every step (a Lightning callback's `on_train_batch_end`, a
 TrainerCallback's `on_step_end`: see TL201). Saves outside the hot loop (once per epoch, at the
 end) and saves of tokenizers or configs are not flagged; nor is a save that runs once
@@ -206,9 +212,10 @@ interval, with no background write promised. `model.save_pretrained(out)` is mad
 transformers and none of diffusers, PEFT or sentence-transformers, whose `save_pretrained`
 ignores or rejects `state_dict=` (a diffusers UNet would be written live while training goes on).
 Tensors that shared storage are written as separate copies. `accelerator.save_state`,
-`fabric.save` and `trainer.save_checkpoint` (which may gather across ranks) are only moved under
-an interval, never made asynchronous (for Lightning the message names its `AsyncCheckpointIO`
-plugin, a change to how the Trainer is built); no asynchronous fix is offered when the module reads checkpoints back after the
+`fabric.save`, `trainer.save_checkpoint` and DeepSpeed's `save_checkpoint` (which may gather
+across ranks) are only moved under an interval, never made asynchronous (for Lightning the
+message names its `AsyncCheckpointIO` plugin, a change to how the Trainer is built; for DeepSpeed
+its asynchronous checkpoint engines, chosen in its configuration); no asynchronous fix is offered when the module reads checkpoints back after the
 loop, nor when a call after the save is handed the path it writes, which it may read, copy,
 move or upload before the background write is done: the same expression or the same name as the
 save's file (or folder) argument, anywhere in an argument or as the object of a method
@@ -280,6 +287,12 @@ not fixed when such a use on every step is elsewhere.
         Invalid(in_training_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nSAVE_EVERY = 50\n"),
                 fixed=in_training_loop("if step % SAVE_EVERY == 0:\n    accelerator.save_state(out)").replace(
                     "import torch\n", "import torch\nSAVE_EVERY = 50\n")),
+        # DeepSpeed's engine: per step, moved under the interval; every N steps, reported (its
+        # asynchronous checkpoint engines are chosen in its configuration).
+        Invalid(_DEEPSPEED.format(save="model_engine.save_checkpoint('ckpt', tag=f'step{step}')"),
+                fixed=_DEEPSPEED.format(save="if step % 1000 == 0:\n        model_engine.save_checkpoint('ckpt', tag=f'step{step}')")),
+        Invalid(_DEEPSPEED.format(save="if step % 500 == 0:\n        engine.save_checkpoint(args.out)").replace(
+            "model_engine, ", "engine, "), fixed=NO_FIX, message="asynchronous checkpoint engine of DeepSpeed"),
         # fabric.save every N steps: reported, no asynchronous fix.
         Invalid(in_training_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=NO_FIX),
         # A per-step save next to one every 500 steps: moved under the script's own 500 (the other
@@ -407,7 +420,24 @@ not fixed when such a use on every step is elsewhere.
         if attr == "save_checkpoint" and receiver == "trainer" and (
                 ctx.names.imports_from("lightning") or ctx.names.imports_from("pytorch_lightning")):
             return "trainer.save_checkpoint"  # Lightning's (`self.trainer` in a LightningModule)
+        if attr == "save_checkpoint" and ctx.names.imports_from("deepspeed") and (
+                "engine" in receiver.lower() or dotted(func.value) in self._deepspeed_engines):
+            return "engine.save_checkpoint"  # DeepSpeed's (every rank writes its shard)
         return None
+
+    @cached_property
+    def _deepspeed_engines(self) -> frozenset[str]:
+        """Names bound to the engine `deepspeed.initialize(...)` returns (its result's first item)."""
+        ctx, names = self.ctx, set()
+        for assign in ctx.index.nodes(cst.Assign):
+            value = assign.value
+            if isinstance(value, cst.Call) and ctx.names.qualified(value.func) == "deepspeed.initialize":
+                for target in assign.targets:
+                    first = target.target.elements[0].value if isinstance(target.target, (cst.Tuple, cst.List)) \
+                        else target.target
+                    if dotted(first):
+                        names.add(dotted(first))
+        return frozenset(names)
 
     def _analyse(self):
         """(direct saves outside our helper, local function name -> the saves it runs)."""
@@ -471,20 +501,26 @@ not fixed when such a use on every step is elsewhere.
         if kind == "once":
             return
         what = f"`{helper}()` (which calls `{self._save_kind(inner[0])}`)" if helper else f"`{self._save_kind(site)}`"
-        # Lightning writes through its CheckpointIO plugin, which has an asynchronous form.
+        # Lightning writes through its CheckpointIO plugin, which has an asynchronous form; DeepSpeed
+        # through a checkpoint engine its configuration picks.
         lightning = any(self._save_kind(s) == "trainer.save_checkpoint" for s in inner)
+        deepspeed = any(self._save_kind(s) == "engine.save_checkpoint" for s in inner)
         plugin = ("Lightning's `AsyncCheckpointIO` (`Trainer(plugins=[AsyncCheckpointIO()])`, from "
                   "`lightning.pytorch.plugins.io`)")
+        engine = ("an asynchronous checkpoint engine of DeepSpeed, chosen in its configuration (Nebula, "
+                  "DataStates-LLM; see DeepSpeed's checkpointing docs)")
         interval = None
         into_file = all(self._into_file_object(s) for s in inner)
         if kind == "per-step":
             interval = self._interval(site, sites)
             how = f", written in a background thread by {plugin}" if lightning else \
+                f", written in the background by {engine}" if deepspeed else \
                 "" if into_file else ", from a CPU snapshot written in a background thread"
             message = (f"{what} writes a checkpoint on every training step and training waits for it; save every "
                        f"`{interval}` steps{how}")
         else:
-            how = f"have {plugin} write it in a background thread" if lightning else (
+            how = f"have {plugin} write it in a background thread" if lightning else \
+                f"have {engine} write it in the background" if deepspeed else (
                 "snapshot the state to the CPU and write it in a background thread "
                 "(or `torch.distributed.checkpoint.async_save`)")
             message = f"{what} blocks training while it writes the checkpoint (under `{kind}`); {how}"
