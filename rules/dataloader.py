@@ -1691,7 +1691,8 @@ class DataLoaderRaggedLastBatch(DataLoaderRule):
 ## What it does
 Flags a shuffled training `DataLoader` (`shuffle=True`, or a `RandomSampler` or
 `DistributedSampler` as its `sampler`, passed directly or through a name) without
-`drop_last=True`. Whether it trains is read as TL102 describes (the optimizer steps of its loops,
+`drop_last=True`; not one with `batch_size=None`, whose dataset yields whole batches (there is no
+ragged last batch, and `drop_last` would raise). Whether it trains is read as TL102 describes (the optimizer steps of its loops,
 also on the calls of a function other loaders go through; else its name). Settings written as
 names (`drop_last=cfg.drop_last`) are read as TL101 describes, and fixed where they are written.
 
@@ -1721,6 +1722,8 @@ loaders too: reported with no fix, the message showing the per-key setting (`dro
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=False)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds)\n"),
         Valid("from torch.utils.data import DataLoader\nval_loader = DataLoader(ds, shuffle=True)\n"),
+        # `batch_size=None`: the dataset yields whole batches (DLRM's); drop_last would raise.
+        Valid("from torch.utils.data import DataLoader\nDataLoader(batches, batch_size=None, shuffle=True)\n"),
         # Evaluation by whole words of the name, or a stem run together with a loader word.
         Valid("from torch.utils.data import DataLoader\ntestloader = DataLoader(ds, shuffle=True)\n"
               "evalDataLoader = DataLoader(ds, shuffle=True)\n"),
@@ -1800,6 +1803,9 @@ loaders too: reported with no fix, the message showing the per-key setting (`dro
         batch_sampler = loader_arg(ctx, call, "batch_sampler")
         if not shuffles(ctx, call) or (batch_sampler is not None and ctx.literal(batch_sampler.value) is not None):
             return
+        batch_size = loader_arg(ctx, call, "batch_size")
+        if batch_size is not None and not batch_size.star and ctx.literal(batch_size.value) is None:
+            return  # `batch_size=None`: the dataset's items are the batches; drop_last would raise
         if not is_training_loader(ctx, call):
             return
         if setting_value(ctx, call, "drop_last", False) is not False:
