@@ -2469,7 +2469,10 @@ tensors a transformers data collator's batch holds. The copy of anything else (a
 object, a part of the batch of a `collate_fn` the file does not show, a value reaching the copy by
 a way no loader of the file is seen to take) is fixed only with `--unsafe-fixes`: a transformers
 `BatchEncoding` takes `non_blocking` from transformers 4.48 on, and such a value may be anything. An object of a class of this
-module whose `to`/`cuda` does not take it gets no fix (passing it would raise a TypeError).
+module whose `to`/`cuda` does not take it gets no fix (passing it would raise a TypeError), nor
+does a copy under `with torch.cuda.stream(s):` in a function where no stream waits for another
+(`wait_stream`, `wait_event`): there the copy's being blocking is what makes the data ready for
+the default stream that reads it.
 """
     _SRC = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
             "for x, y in loader:\n    {move}\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n")
@@ -2586,6 +2589,15 @@ module whose `to`/`cuda` does not take it gets no fix (passing it would raise a 
                                        move="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
         Invalid(_COLLATED.format(collate="from utils import collate", move="x = x.to(device)"),
                 fixed=_COLLATED.format(collate="from utils import collate", move="x = x.to(device, non_blocking=True)")),
+        # On a side stream nothing waits for: the blocking copy is what orders it (no fix); with a
+        # wait_stream, the fix.
+        Invalid("import torch\n" + _SRC.format(move="with torch.cuda.stream(s):\n        x = x.to(device)"),
+                fixed=NO_FIX, message="it runs on a side stream"),
+        Invalid("import torch\n" + _SRC.format(
+            move="with torch.cuda.stream(s):\n        x = x.to(device)\n    torch.cuda.current_stream().wait_stream(s)"),
+                fixed="import torch\n" + _SRC.format(
+            move="with torch.cuda.stream(s):\n        x = x.to(device, non_blocking=True)\n"
+                 "    torch.cuda.current_stream().wait_stream(s)")),
     ]
 
     def __init__(self, ctx, options) -> None:
@@ -2609,6 +2621,12 @@ module whose `to`/`cuda` does not take it gets no fix (passing it would raise a 
             if arg is not None and ctx.literal(arg.value) is not False:
                 continue
             message = "Copy of a pinned batch blocks the host; pass `non_blocking=True` so it overlaps with compute"
+            if ctx.on_unwaited_side_stream(call):
+                # A blocking copy on a side stream is done when `.to()` returns; a non-blocking one
+                # would race with the default stream that reads it.
+                self.report(call, message + " (it runs on a side stream: make the stream that reads it "
+                            "`wait_stream(...)` that one first)")
+                continue
             takes = copy_takes_non_blocking(ctx, call)
             if takes is False:
                 self.report(call, message + f" (its class's `{call.func.attr.value}` must take `non_blocking` first)")

@@ -198,6 +198,16 @@ class FileContext:
                 return True
         return False
 
+    def on_unwaited_side_stream(self, node: cst.CSTNode) -> bool:
+        """node runs under `with torch.cuda.stream(s):` in a function (or module) that never makes
+        a stream wait for another (`wait_stream`, `wait_event`): what it queues there is ordered
+        for the default stream only by finishing before the host goes on (a blocking copy)."""
+        under = any(isinstance(anc, cst.With) and any(
+            isinstance(item.item, cst.Call) and self.names.qualified(item.item.func) in _STREAMS
+            for item in anc.items) for anc in self.index.ancestors(node))
+        return under and not any(isinstance(call.func, cst.Attribute) and call.func.attr.value in
+                                 ("wait_stream", "wait_event") for call in self.calls_in_scope(node))
+
     # -- small questions rules ask often ---------------------------------------------------
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
