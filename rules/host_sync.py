@@ -829,7 +829,8 @@ class PerStepTensorLogging(Rule):
 Flags printing, logging or formatting a tensor (`print(loss)`, `logger.info(f"{loss:.3f}")`,
 `accelerator.print(f"{loss=}")`, `pbar.set_postfix(loss=loss)`, `desc = f"loss {loss:.3f}"`)
 on every step of the hot loop. A message of a `raise` or `assert` is not flagged: it is only
-formatted when the check fails.
+formatted when the check fails; nor is one in a branch that leaves the loop for good (ending in
+`break`, `return`, `raise` or `sys.exit()`), which runs once.
 
 Logging a tensor to an experiment tracker is flagged too: `wandb.log({"loss": loss})`, a
 TensorBoard `SummaryWriter`'s `writer.add_scalar("loss", loss, step)` (or `add_scalars`),
@@ -880,6 +881,9 @@ interval there. Without one there is no fix.
         # Formatted only when the check fails.
         Valid(in_training_loop("if not torch.isfinite(loss).all():\n    raise RuntimeError(f'loss is {loss}')")),
         Valid(in_training_loop("assert loss.ndim == 0, f'loss {loss}'")),
+        # ... or just before the process exits (torchvision's detection reference).
+        Valid("import sys\n" + in_training_loop("if not ok:\n    print(loss)\n    sys.exit(1)")),
+        Valid(in_training_loop("if not ok:\n    print(f'loss {loss}')\n    exit(1)")),
         Valid(in_training_loop("desc = f'step {step}'\npbar.set_description(desc)")),
         # A module-local step function that returns `loss.item()`: a float (its `.item()` is TL201's).
         Valid("import torch\ndef train():\n    loss = model(x).mean()\n    loss.backward()\n    opt.step()\n"

@@ -1109,15 +1109,23 @@ class Loops:
         return False
 
     def _ends_loop(self, branch: cst.If) -> bool:
-        """The branch leaves the hot loop for good (`if epoch >= epochs: ...; break`, or a `return`
-        or `raise` in the loop's own function): it runs at most once, not on every step."""
+        """The branch leaves the hot loop for good (`if epoch >= epochs: ...; break`, or a `return`,
+        `raise` or `sys.exit()` in the loop's own function): it runs at most once, not on every step."""
         body = branch.body.body
         last = body[-1] if body else None
         if isinstance(last, cst.SimpleStatementLine) and last.body:
             last = last.body[-1]
-        if isinstance(last, (cst.Return, cst.Raise)):
+        if isinstance(last, (cst.Return, cst.Raise)) or (
+                isinstance(last, cst.Expr) and isinstance(last.value, cst.Call) and self._exits(last.value)):
             return self.hot_loop_of(branch) is not None
         return isinstance(last, cst.Break) and self.innermost_loop(branch) in self.hot_loops
+
+    def _exits(self, call: cst.Call) -> bool:
+        """`sys.exit(1)`, `os._exit(1)`, `exit()`, `quit()`: the process ends (torchvision's
+        detection reference stops so on a non-finite loss)."""
+        qualified = self.names.qualified(call.func)
+        return qualified in ("sys.exit", "os._exit", "builtins.exit", "builtins.quit") or (
+            qualified is None and dotted(call.func) in ("exit", "quit"))
 
     def _function_per_step(self, fn: cst.FunctionDef, optimizer_steps: bool) -> bool:
         key = (fn, optimizer_steps)
