@@ -693,7 +693,7 @@ model = DistributedDataParallel(model, device_ids=[local_rank], gradient_as_buck
 ## Fix safety
 Unsafe: gradients become views, so code that assigns `param.grad = ...` or calls
 `param.grad.detach_()`/`requires_grad_()` on them breaks (no fix is offered when the module
-assigns `.grad`). `optimizer.zero_grad()` works either way. A call with `**options` is flagged
+assigns `.grad` or calls those on a `.grad`). `optimizer.zero_grad()` works either way. A call with `**options` is flagged
 only when every key the dict can hold is visible in the function (built from literals, given
 literal keys, used nowhere else) and none is `gradient_as_bucket_view`; one with `*args` (which
 may pass it by position) is not flagged, nor one that passes ten or more arguments by position:
@@ -804,6 +804,9 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         # Code that assigns gradients: reported, but the fix would break it.
         Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
                 "for p in model.parameters():\n    p.grad = torch.zeros_like(p)\n", fixed=NO_FIX),
+        # ... or detaches them in place (a hand-written zero_grad: "Can't detach views in-place").
+        Invalid("import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
+                "for p in model.parameters():\n    p.grad.detach_()\n    p.grad.zero_()\n", fixed=NO_FIX),
         # An evaluation wrapper whose uses are not all in sight: returned, handed on, or used after
         # its `no_grad` block in a training loop.
         Invalid(_EVALUATE.replace("    model.eval()\n", "    model.eval()\n    return model\n"),
@@ -907,11 +910,16 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
             isinstance(c.func, cst.Attribute) and c.func.attr.value == "fit" for c in ctx.index.nodes(cst.Call))
 
     def _assigns_grad(self) -> bool:
+        """The module replaces or detaches a parameter's gradient (`p.grad = ...`,
+        `p.grad.detach_()`, `p.grad.requires_grad_(False)`), which a gradient that is a view into
+        DDP's bucket does not allow."""
         for assign in self.ctx.index.nodes(cst.Assign):
             for target in assign.targets:
                 if isinstance(target.target, cst.Attribute) and target.target.attr.value == "grad":
                     return True
-        return False
+        return any(isinstance(call.func, cst.Attribute) and call.func.attr.value in ("detach_", "requires_grad_")
+                   and isinstance(call.func.value, cst.Attribute) and call.func.value.attr.value == "grad"
+                   for call in self.ctx.index.nodes(cst.Call))
 
 
 # Lightning's strategy names that mean plain DDP, with the DDPStrategy options they stand for.
