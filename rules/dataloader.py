@@ -26,6 +26,7 @@ from trainlint.analysis.batches import (
     method_of,
     replays_per_worker,
     resolve_callable,
+    trains_unguarded,
 )
 from trainlint.analysis.context import UNKNOWN
 from trainlint.analysis.framework_loaders import (
@@ -134,19 +135,25 @@ def add_workers_fix(rule: Rule, call: cst.Call):
     to workers_to_set's count. None for a loader whose batches are made on the device (workers
     would initialise CUDA in forked processes, which raises), or whose iterable dataset does not
     split its stream between workers (`replays_per_worker`: each would yield every sample)."""
-    if batches_made_on_device(rule.ctx, call) or replays_per_worker(rule.ctx, call):
+    if batches_made_on_device(rule.ctx, call) or workers_advice(rule.ctx, call):
         return None
     value = workers_to_set(rule)
     return setting_fix(rule, call, "num_workers", value, Applicability.UNSAFE, *_os_import(rule.ctx, value))
 
 
-def replay_advice(ctx, call: cst.Call) -> str | None:
-    """Why workers are not added to a loader whose iterable dataset does not split its stream."""
+def workers_advice(ctx, call: cst.Call) -> str | None:
+    """Why workers are not added to the loader, and what to do first: its iterable dataset does
+    not split its stream, or the script trains at its top level with no `__main__` guard."""
     name = replays_per_worker(ctx, call)
-    return None if name is None else (
-        f"`{name}` is an IterableDataset that does not split its stream between workers (no "
-        f"`torch.utils.data.get_worker_info()`), so each worker would replay the whole stream and every sample "
-        f"would come once per worker; shard it by worker in `__iter__`")
+    if name is not None:
+        return (f"`{name}` is an IterableDataset that does not split its stream between workers (no "
+                f"`torch.utils.data.get_worker_info()`), so each worker would replay the whole stream and every "
+                f"sample would come once per worker; shard it by worker in `__iter__`")
+    if trains_unguarded(ctx):
+        return ("the script trains at its top level with no `if __name__ == \"__main__\":` guard, and a worker "
+                "started by spawn or forkserver (macOS, Windows, Linux from Python 3.14) imports it again and "
+                "would start the training too; put the top-level code under that guard")
+    return None
 
 
 def _subject(ctx, call: cst.Call) -> str:
@@ -352,6 +359,20 @@ _STORED_ON_DEVICE = _ON_DEVICE.replace("self.x, self.y = x, y", "self.x, self.y 
     "return self.x[i].to('cuda'), self.y[i].to('cuda')", "return self.x[i], self.y[i]")
 
 
+# A script that trains when run, through a function it calls at its top level.
+_TOP_LEVEL = (
+    "from torch.utils.data import DataLoader\n"
+    "def train(loader):\n"
+    "    for x, y in loader:\n"
+    "        model(x, y).backward()\n"
+    "        opt.step()\n"
+    "def main():\n"
+    "    train(DataLoader(ds))\n"
+    "main()\n"
+)
+_GUARDED = _TOP_LEVEL.replace("main()\n", "if __name__ == '__main__':\n    main()\n")
+
+
 class DataLoaderNoWorkers(DataLoaderRule):
     code = "TL101"
     name = "dataloader-no-workers"
@@ -430,8 +451,12 @@ the module's functions they call (two calls down) use `torch.utils.data.get_work
 loader sets a `worker_init_fn`. An iterable dataset not defined here (Hugging Face `datasets`
 streaming, webdataset, a project module's class), or a class here deriving from such a class, is
 not seen and keeps the fix: the libraries' streaming datasets split their shards between workers
-themselves; check a project's own stream before applying it. TL106 and TL107 add workers the
-same way, under the same conditions, and say why when they add none.
+themselves; check a project's own stream before applying it. A script that trains at its top
+level (a hot loop there, or a top-level call of a function of the module that runs one) with no
+`if __name__ == "__main__":` guard is reported with no fix too: a worker started by spawn or
+forkserver (the default on macOS and Windows, and on Linux from Python 3.14) imports the main
+module again and would start the training. TL106 and TL107 add workers the same way, under the
+same conditions, and say why when they add none.
 """
     valid = [
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, num_workers=4)\n"),
@@ -490,6 +515,11 @@ same way, under the same conditions, and say why when they add none.
         Valid(_CONFIG.format(default="0", more="").replace("cfg: Config", "cfg")),
     ]
     invalid = [
+        # A script that trains at its top level, unguarded: a spawned worker would import it and
+        # train again. Under `if __name__ == "__main__":`, the fix.
+        Invalid(_TOP_LEVEL, fixed=NO_FIX, message='no `if __name__ == "__main__":` guard'),
+        Invalid(_GUARDED, fixed="import os\n\n" + _GUARDED.replace(
+            "DataLoader(ds)", "DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))")),
         # Batches made on the device: reported, with no workers added (they cannot start CUDA).
         Invalid(_ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
         Invalid(_STORED_ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
@@ -639,7 +669,7 @@ same way, under the same conditions, and say why when they add none.
             self.report(call, f"{_subject(ctx, call)} loads batches in the training process, and {why}, then set "
                               "`num_workers`")
             return
-        replay = replay_advice(ctx, call)
+        replay = workers_advice(ctx, call)
         if replay is not None:
             self.report(call, f"{_subject(ctx, call)} loads batches in the training process; {replay}, then set "
                               f"`num_workers`")
@@ -2075,7 +2105,7 @@ message says so). Moving tokenizing and decoding offline is left to you.
                 fix = _move_to_loop_fix(self, node, definition, moves)
         elif workers_value(ctx, node) == 0 and not ctx.hides_arguments(node):
             fix = add_workers_fix(self, node)
-            replay = replay_advice(ctx, node)
+            replay = workers_advice(ctx, node)
             message += f"; no workers added: {replay}" if replay else ""
         else:
             fix = None
@@ -2297,7 +2327,7 @@ make.
         idle = [c for c in loaders if workers_value(ctx, c) == 0 and not ctx.hides_arguments(c)]
         if idle:
             fix = add_workers_fix(self, idle[0])
-            replay = replay_advice(ctx, idle[0])
+            replay = workers_advice(ctx, idle[0])
             message += f"; no workers added: {replay}" if replay else ""
         self.report(call, message, fix)
 

@@ -441,6 +441,37 @@ def _moves_per_sample(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, depth: int, s
 _ITERABLE_DATASETS = ("torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset")
 
 
+def trains_unguarded(ctx) -> bool:
+    """The script trains when imported: a hot loop at its top level, or a top-level call of a
+    module-local function that runs one (itself or through the module's functions it calls), and
+    no `if __name__ == "__main__":` guard. A DataLoader worker started by spawn or forkserver (the
+    default on macOS and Windows, and on Linux from Python 3.14) imports the main module again, so
+    adding workers to such a script makes each worker start the training (and fail)."""
+    cached = ctx.__dict__.get("_trains_unguarded")
+    if cached is None:
+        cached = ctx.__dict__["_trains_unguarded"] = _trains_unguarded(ctx)
+    return cached
+
+
+def _trains_unguarded(ctx) -> bool:
+    body = ctx.module.body
+    if not ctx.loops.hot_loops or any(isinstance(s, cst.If) and "__main__" in ctx.code(s.test) for s in body):
+        return False
+    loops = ctx.loops
+    training = {fn.name.value for loop in loops.hot_loops if (fn := ctx.index.enclosing_function(loop)) is not None}
+    for _ in range(3):  # what calls a function that trains trains (`main()` -> `train()`)
+        training |= {name for name, defs in loops.functions.items() for fn in defs
+                     if any(isinstance(n, cst.Call) and loops.local_callee_name(n) in training
+                            for n in ctx.index.walk(fn.body))}
+    for stmt in body:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        for node in ctx.index.walk(stmt):
+            if node in loops.hot_loops or isinstance(node, cst.Call) and loops.local_callee_name(node) in training:
+                return True
+    return False
+
+
 def replays_per_worker(ctx, call: cst.Call) -> str | None:
     """The name of the loader's dataset class when, with workers, each worker would replay its
     whole stream: an iterable dataset of this module (deriving, through its classes here, from
