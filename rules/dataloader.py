@@ -1893,6 +1893,13 @@ for x, y in loader:
     loss.backward()
     opt.step()
 '''
+_MOVES_RETURN = ("    xs = torch.stack([b[0] for b in batch]).to(device)\n"
+                 "    ys = torch.stack([b[1] for b in batch]).to(device)\n    return xs, ys\n")
+_MOVES_RETURN_FIXED = _MOVES_RETURN.replace(".to(device)", "")
+_LONG_RETURN = ("    return torch.stack([b[0] for b in batch]).to(device=device, memory_format=torch.contiguous_format), "
+                "torch.stack([b[1] for b in batch]).to(device)\n")
+_LONG_RETURN_FIXED = ("    return torch.stack([b[0] for b in batch]).to(memory_format=torch.contiguous_format), "
+                      "torch.stack([b[1] for b in batch])\n")
 _MOVES_LOOP = "for x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
 _MOVES_LOOP_FIXED = _MOVES_LOOP.replace("\n", "\n    x, y = _trainlint_to_device((x, y), device)\n", 1)
 _OTHER_LOOPS = ("\n\ndef evaluate():\n    for x, y in loader:\n        print(model(x, y))\n\n\n"
@@ -1975,8 +1982,9 @@ loader = DataLoader(ds, batch_size=32, collate_fn=collate, num_workers=min(8, os
 ```
 
 ## Fix safety
-Unsafe. Device moves in `collate_fn` (to a string or module-level device) are taken out of it and
-done where the batches arrive instead, through a small helper the fix adds (`_trainlint_to_device`,
+Unsafe. Device moves in `collate_fn` (to a string or module-level device) are taken out of it, each
+where it stands with its other arguments kept (`y.to(device, dtype=torch.float32)` becomes
+`y.to(dtype=torch.float32)`; `non_blocking` goes with the device), and done where the batches arrive instead, through a small helper the fix adds (`_trainlint_to_device`,
 which moves every tensor of a nested batch with `non_blocking=True`, and calls a batch object of
 another class's own `.to(device)` without it, since that may not take it): first thing in every loop over the loader (evaluation
 loops too, and a function's loop that other loaders go through), right after each `next(it)` draw.
@@ -2073,6 +2081,10 @@ message says so). Moving tokenizing and decoding offline is left to you.
                 fixed=_MOVES_FIXED.replace("torch.stack([b[1] for b in batch])", "torch.cat([b[1] for b in batch])")),
         # A one-off draw outside a loop (a sample batch for shapes) would stay on the CPU.
         Invalid(_MOVES.replace(_MOVES_LOOP, "it = iter(loader)\nsample = next(it)\n" + _MOVES_LOOP), fixed=NO_FIX),
+        # Moves in one line too long for it (a keyword device beside another keyword): each `.to`
+        # is taken out where it stands, other arguments kept (the fix once rewrote the whole
+        # return value for one of them, over the other's edit: an internal error).
+        Invalid(_MOVES.replace(_MOVES_RETURN, _LONG_RETURN), fixed=_MOVES_FIXED.replace(_MOVES_RETURN_FIXED, _LONG_RETURN_FIXED)),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -2147,7 +2159,10 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
         if call.func.attr.value == "cuda":
             devices.add('"cuda"')
             continue
-        device = call.args[0].value
+        found = _device_arg(call)
+        if found is None:
+            return None  # `x.to(memory_format=..., device=...)` read another way: not sure which is the device
+        device = found.value
         root = device
         while isinstance(root, cst.Attribute):
             root = root.value
@@ -2163,7 +2178,17 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
     if len(devices) != 1 or not batches or any(_leaves_sight(ctx, user) for user in users):
         return None
     device = devices.pop()
-    replacements = [(call, call.func.value) for call in moves]
+    # Each move is taken out where it stands, its other arguments kept (`y.to(device, dtype=...)`
+    # -> `y.to(dtype=...)`), written as text: a call handed to rule.fix may take its whole
+    # statement along (call_replacement), over the edits of the other moves in it.
+    stripper = _MoveStripper(set(moves))
+    outermost = [call for call in moves if not any(a in stripper.moves for a in ctx.index.ancestors(call))]
+    replacements = []
+    for call in outermost:
+        new = call.visit(stripper)
+        if stripper.failed:
+            return None  # an argument left that cannot stand without the device
+        replacements.append((call, ctx.render(new, at=call)))
     for loop, target in batches:
         batch = batch_part(ctx, loop, target)
         names = [batch] if isinstance(batch, cst.Name) else [e.value for e in getattr(batch, "elements", ())]
@@ -2192,6 +2217,50 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
         replacements.append(helper)
     return rule.fix(Applicability.UNSAFE, f"Move batches to {device} in the training loop, not in collate_fn",
                     *replacements)
+
+
+def _device_arg(call: cst.Call) -> cst.Arg | None:
+    """The device argument of `x.to(...)`: `device=`, or the first one when passed by position."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "device":
+            return arg
+    first = call.args[0] if call.args else None
+    return first if first is not None and first.keyword is None and not first.star else None
+
+
+class _MoveStripper(cst.CSTTransformer):
+    """Rewrites each device move (by identity, in `moves`) to what it does but the move:
+    `x.to(device)`/`x.cuda()` -> `x`; `x.to(device, torch.float32)` -> `x.to(torch.float32)`,
+    `x.to(device=d, memory_format=m)` -> `x.to(memory_format=m)` (`non_blocking` goes with the
+    device). Sets `failed` where an argument left would mean something else without it."""
+
+    def __init__(self, moves: set) -> None:
+        super().__init__()
+        self.moves = moves
+        self.failed = False
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if original not in self.moves:
+            return updated
+        func = updated.func
+        if func.attr.value == "cuda":
+            device = updated.args[0] if updated.args and updated.args[0].keyword is None else None
+            kept = [a for a in updated.args if a is not device and not (a.keyword and a.keyword.value in ("device", "non_blocking"))]
+            if any(a.keyword is None for a in kept):
+                self.failed = True  # `x.cuda(0, True)`: a positional non_blocking
+            func = func.with_changes(attr=cst.Name("to"))
+        else:
+            device = _device_arg(updated)
+            kept = [a for a in updated.args if a is not device and not (a.keyword and a.keyword.value == "non_blocking")]
+            first = kept[0] if kept and kept[0].keyword is None else None
+            if first is not None and isinstance(first.value, cst.Name) and first.value.value in ("True", "False"):
+                self.failed = True  # `x.to(other, True)`: non_blocking would become a dtype
+        if any(a.star for a in kept):
+            self.failed = True
+        if not kept:
+            return updated.func.value
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(func=func, args=kept)
 
 
 def _collate_users(ctx, collate: cst.CSTNode) -> list[cst.Call]:

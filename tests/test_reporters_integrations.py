@@ -350,3 +350,34 @@ def test_junit_is_xml_with_a_failure_per_finding_and_an_error_per_unchecked_file
     assert suites["py2.py"][0].find("error").get("message").startswith("syntax error at line 2")
     empty = ET.fromstring(reporters.render("junit", result_of({})))
     assert (empty.get("tests"), empty.get("failures")) == ("1", "0")  # never an empty report
+
+
+# -- a fix whose edits overlap ---------------------------------------------------------------
+
+
+def test_full_format_shows_a_fix_with_overlapping_edits_as_no_fix():
+    # A rule's bug (two edits of one text) must not crash the report: the finding stands, no fix rows.
+    call = SOURCE.index("DataLoader(")
+    d = diag(SOURCE, "train.py", "TL101", call, call + 10, "DataLoader without num_workers",
+             edits=[(call, call + 10, "Loader"), (call + 5, call + 12, "X")], name="dataloader-no-workers")
+    out = reporters.render("full", result_of({"train.py": (SOURCE, [d])}))
+    assert "DataLoader without num_workers" in out and "help: apply the fix" in out
+    assert " + " not in out and " - " not in out
+
+
+def test_engine_drops_a_fix_whose_edits_overlap():
+    import libcst as cst
+
+    from trainlint.diagnostics import Applicability as A
+    from trainlint.engine import ActiveRule, lint_text
+    from trainlint.rule import Rule
+
+    class Overlapping(Rule):
+        code, name, summary = "TL999", "overlapping", "a rule whose fix overlaps itself"
+
+        def visit_Call(self, node: cst.Call) -> None:
+            self.report(node, "a call", self.fix(A.SAFE, "overlap", (node, "a()"), (node.func, "b")))
+
+    found = lint_text("f(x)\n", "case.py", [ActiveRule(Overlapping, {})])
+    assert [(d.code, d.fix) for d in found] == [("TL999", None)]
+    assert "TL999" in reporters.render("full", result_of({"case.py": ("f(x)\n", found)}))

@@ -19,7 +19,7 @@ from trainlint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from trainlint.layout import last_arg_continued, split_at_brackets
 from trainlint.rule import DOCS_URL, Finding, Rule
 from trainlint.suppressions import parse_suppressions, unused_codes, without_codes
-from trainlint.textpos import LineIndex
+from trainlint.textpos import LineIndex, edits_overlap
 
 
 class ParseError(Exception):
@@ -151,6 +151,8 @@ def _resolve(findings: list[Finding], ctx: FileContext, path: str, suppressions)
             for old, new in finding.fix.replacements:
                 edits.append(_edit(ctx, positions, old, new))
             edits.sort(key=lambda e: (e.start, e.end))
+        if finding.fix is not None and not edits_overlap(edits):
+            # A rule's fix whose edits overlap cannot be applied nor shown: the finding stands without one.
             fix = Fix(_applicability(ctx.settings, finding.code, finding.fix.applicability), finding.fix.message,
                       tuple(e for e in edits if e is not None))
         out.append(

@@ -91,6 +91,13 @@ def line_range(diag: Diagnostic) -> tuple[int, int]:
     return first, max(first, last)
 
 
+def edits_overlap(edits: tuple[Edit, ...] | list[Edit]) -> bool:
+    """Whether two of edits change the same text (apply_edits refuses them): a fix made of
+    them is no fix."""
+    ordered = sorted(edits, key=lambda e: (e.start, e.end))
+    return any(b.start < a.end for a, b in zip(ordered, ordered[1:]))
+
+
 def apply_edits(text: str, edits: tuple[Edit, ...] | list[Edit], base: int = 0) -> str:
     """Apply edits (offsets relative to the full source) to `text`, which starts at offset `base`."""
     out = []

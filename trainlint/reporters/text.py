@@ -9,7 +9,7 @@ import click
 
 from trainlint.diagnostics import Applicability, RunResult
 from trainlint.notebook import CellMap, cell_maps
-from trainlint.textpos import apply_edits, split_lines, strip_eol
+from trainlint.textpos import apply_edits, edits_overlap, split_lines, strip_eol
 
 
 def render(result: RunResult, fmt: str) -> str:
@@ -98,8 +98,8 @@ def _fix_lines(source: str | None, diag, notebook: bool = False) -> list[str]:
     """The rows the fix changes: `- ` the row as it is (its number now), `+ ` as the fix writes it
     (its number then). Shown for every fix, so a suggestion that --fix never writes is still
     visible as code. In a notebook a row is numbered `cell:row`."""
-    if not source or not diag.fix.edits:
-        return []
+    if not source or not diag.fix.edits or edits_overlap(diag.fix.edits):
+        return []  # overlapping edits (a rule's bug) would make no text to show
     from difflib import SequenceMatcher  # here: only the `full` format needs it
 
     fixed = apply_edits(source, diag.fix.edits)
