@@ -2081,6 +2081,13 @@ message says so). Moving tokenizing and decoding offline is left to you.
                 fixed=_MOVES_FIXED.replace("torch.stack([b[1] for b in batch])", "torch.cat([b[1] for b in batch])")),
         # A one-off draw outside a loop (a sample batch for shapes) would stay on the CPU.
         Invalid(_MOVES.replace(_MOVES_LOOP, "it = iter(loader)\nsample = next(it)\n" + _MOVES_LOOP), fixed=NO_FIX),
+        # A move that also converts keeps the conversion (a label cast to float for BCE), by keyword
+        # or by position; non_blocking goes with the device.
+        Invalid(_MOVES.replace("[1] for b in batch]).to(device)", "[1] for b in batch]).to(device, dtype=torch.float32)"),
+                fixed=_MOVES_FIXED.replace("[1] for b in batch])\n", "[1] for b in batch]).to(dtype=torch.float32)\n")),
+        Invalid(_MOVES.replace("[1] for b in batch]).to(device)", "[1] for b in batch]).to(device, torch.float32, copy=True)")
+                .replace("[0] for b in batch]).to(device)", "[0] for b in batch]).to(device=device, non_blocking=True)"),
+                fixed=_MOVES_FIXED.replace("[1] for b in batch])\n", "[1] for b in batch]).to(torch.float32, copy=True)\n")),
         # Moves in one line too long for it (a keyword device beside another keyword): each `.to`
         # is taken out where it stands, other arguments kept (the fix once rewrote the whole
         # return value for one of them, over the other's edit: an internal error).
