@@ -2079,6 +2079,11 @@ message says so). Moving tokenizing and decoding offline is left to you.
         # What is made on the device by a torch function of moved tensors counts as moved.
         Invalid(_MOVES.replace("torch.stack([b[1] for b in batch]).to(device)", "torch.cat([b[1].to(device) for b in batch])"),
                 fixed=_MOVES_FIXED.replace("torch.stack([b[1] for b in batch])", "torch.cat([b[1] for b in batch])")),
+        # An instance of a class with `__call__` is named as the loader names it (its class).
+        Invalid("from torch.utils.data import DataLoader\nclass PadCollator:\n    def __call__(self, batch):\n"
+                "        return pad_sequence(batch, batch_first=True)\n"
+                "loader = DataLoader(ds, collate_fn=PadCollator(), num_workers=2)\n", fixed=NO_FIX,
+                message="collate_fn `PadCollator` tokenizes/pads"),
         # A one-off draw outside a loop (a sample batch for shapes) would stay on the CPU.
         Invalid(_MOVES.replace(_MOVES_LOOP, "it = iter(loader)\nsample = next(it)\n" + _MOVES_LOOP), fixed=NO_FIX),
         # A move that also converts keeps the conversion (a label cast to float for BCE), by keyword
@@ -2110,7 +2115,7 @@ message says so). Moving tokenizing and decoding offline is left to you.
         kinds = sorted({kind for _, kind in work})
         where = "in the main process, so the GPU waits on it every step" if workers_value(ctx, node) == 0 \
             else "once per batch on the loader's critical path"
-        message = (f"collate_fn `{ctx.dotted(arg.value) or 'collate'}` {', '.join(kinds)} {where}; do this once "
+        message = (f"collate_fn `{_written_name(ctx, arg.value, definition)}` {', '.join(kinds)} {where}; do this once "
                    f"offline (pre-tokenized ids in a memmap, pre-padded buckets)")
         moves = [call for call, kind in work if kind == "moves tensors to a device"]
         if moves:
@@ -2224,6 +2229,22 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
         replacements.append(helper)
     return rule.fix(Applicability.UNSAFE, f"Move batches to {device} in the training loop, not in collate_fn",
                     *replacements)
+
+
+def _written_name(ctx, value: cst.BaseExpression, definition: cst.CSTNode) -> str:
+    """The collate_fn as the loader names it: `collate`, `self.collate`, the class of an instance
+    (`PadCollator()` -> `PadCollator`), else its code when short (`partial(collate, pad=0)`), else
+    its definition's name."""
+    name = ctx.dotted(value)
+    if name is None and isinstance(value, cst.Call) and isinstance(definition, cst.FunctionDef) \
+            and definition.name.value == "__call__":
+        name = ctx.dotted(value.func)
+    if name is None:
+        code = ctx.code(value).strip()
+        name = code if "\n" not in code and len(code) <= 60 else None
+    if name is None:
+        name = definition.name.value if isinstance(definition, cst.FunctionDef) else "collate_fn"
+    return name
 
 
 def _device_arg(call: cst.Call) -> cst.Arg | None:
