@@ -1261,7 +1261,11 @@ Unsafe: live workers keep their copy of the dataset, so changes made to it betwe
 not seen, and the shuffle of later epochs differs (the base seed is drawn once). With a worker
 count that may be 0 in a run, the fix sets `persistent_workers=workers > 0` (True with no workers
 raises); a `persistent_workers` setting written elsewhere then gets no fix, since its one value
-would be wrong for some runs.
+would be wrong for some runs. No fix either when the loader is gone over again while a loop
+over it runs (a nested loop over it, `next(iter(loader))`, a train-set evaluation from a function
+of the module the loop calls): with persistent workers every `iter(loader)` returns the same
+iterator, reset for the new pass, so the outer loop ends early or repeats batches; a loop over it
+after the other ends (an evaluation at the end of the epoch) keeps the fix.
 """
     _EPOCHS = "from torch.utils.data import DataLoader\nloader = {loader}\nfor epoch in range(3):\n    for batch in loader:\n        step(batch)\n"
     _FIT = ("import pytorch_lightning as pl\nfrom torch.utils.data import DataLoader\nloader = {loader}\n"
@@ -1470,6 +1474,43 @@ would be wrong for some runs.
                 fixed="from torch.utils.data import DataLoader\ndef train_epoch(dl):\n    for b in dl:\n        step(b)\n"
                       "loader = DataLoader(ds, num_workers=2, persistent_workers=True)\nfor epoch in range(3):\n"
                       "    train_epoch(loader)\n"),
+        # The loader gone over again while a loop over it runs (a train-set evaluation, a peek with
+        # next(iter(loader))): persistent workers share one iterator, reset by each new pass, so
+        # the outer pass would be cut short or repeat batches. Reported, no fix.
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
+                "def evaluate(dl):\n    for x, y in dl:\n        score(x, y)\n"
+                "for epoch in range(3):\n    for i, (x, y) in enumerate(loader):\n        step(x, y)\n"
+                "        if i % 4 == 0:\n            evaluate(loader)\n",
+                fixed=NO_FIX, message="gone over again while a loop over it runs"),
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
+                "for epoch in range(3):\n    for i, (x, y) in enumerate(loader):\n        step(x, y)\n"
+                "        if i == 2:\n            xs, _ = next(iter(loader))\n",
+                fixed=NO_FIX, message="gone over again while a loop over it runs"),
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
+                "for epoch in range(3):\n    for x in loader:\n        step(x)\n"
+                "        for y in loader:\n            check(y)\n",
+                fixed=NO_FIX, message="gone over again while a loop over it runs"),
+        # A function reading the module's loader, called inside the loop over it.
+        Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, num_workers=2)\n"
+                "def train_accuracy():\n    return sum(score(b) for b in train_loader)\n"
+                "def main():\n    for epoch in range(3):\n        for step, b in enumerate(train_loader):\n"
+                "            fit(b)\n            if step % 100 == 0:\n                print(train_accuracy())\n",
+                fixed=NO_FIX, message="gone over again while a loop over it runs"),
+        # A function that several loaders go through, called with this one inside its loop.
+        Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, num_workers=2)\n"
+                "val_loader = DataLoader(vs)\ndef evaluate(dl):\n    for b in dl:\n        score(b)\n"
+                "for epoch in range(3):\n    for i, b in enumerate(train_loader):\n        fit(b)\n"
+                "        if i % 50 == 0:\n            evaluate(train_loader)\n    evaluate(val_loader)\n",
+                fixed=NO_FIX, message="gone over again while a loop over it runs"),
+        # Evaluated on the training set after the epoch's pass ends: no pass is cut short, fixed.
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
+                "def evaluate(dl):\n    for x, y in dl:\n        score(x, y)\n"
+                "for epoch in range(3):\n    for x, y in loader:\n        step(x, y)\n    evaluate(loader)\n"
+                "    print(next(iter(loader)))\n",
+                fixed="from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, persistent_workers=True)\n"
+                      "def evaluate(dl):\n    for x, y in dl:\n        score(x, y)\n"
+                      "for epoch in range(3):\n    for x, y in loader:\n        step(x, y)\n    evaluate(loader)\n"
+                      "    print(next(iter(loader)))\n"),
         Invalid("from transformers import TrainingArguments\nargs = TrainingArguments('out', dataloader_num_workers=4)\n"
                 "trainer = Trainer(model=model, args=args)\n",
                 fixed="from transformers import TrainingArguments\nargs = TrainingArguments(\n"
@@ -1498,14 +1539,39 @@ would be wrong for some runs.
                           at_call="True" if certain else f"{_workers_operand(ctx, call, workers)} > 0")
         if setting_source(ctx, call, "persistent_workers") is not None and not certain:
             fix = None
+        # Persistent workers share one iterator between passes: a new pass (`evaluate(model,
+        # train_loader)`, `next(iter(train_loader))`) while a loop over the loader runs resets
+        # it under that loop, which then ends early or repeats batches.
+        reentered = _passes_within_a_pass(ctx, call)
+        if reentered:
+            fix = None
         # An evaluation loader (by its name: whether a loop trains is not always visible, verl's
         # training loop steps in other processes) gone over again at each evaluation (verl's
         # `_validate()` every `test_freq` steps) restarts its workers for each one, not per epoch.
         name = loader_name(ctx, call) or ""
         evaluates = names_evaluation(name.rsplit(".", 1)[-1]) and not builds_trainer_loader(ctx, call)
         when = "at every pass over the loader (each evaluation)" if evaluates else "at every epoch"
-        self.report(call, setting_advice(ctx, call, "persistent_workers", "True",
-                                         f"Workers are restarted {when}", "to keep them alive"), fix)
+        message = setting_advice(ctx, call, "persistent_workers", "True", f"Workers are restarted {when}",
+                                 "to keep them alive")
+        if reentered:
+            message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
+                       "the loader is gone over again while a loop over it runs: persistent workers share one "
+                       "iterator, so that inner pass would reset the loop's (cutting it short or repeating "
+                       "batches); give the inner pass its own loader first")
+        self.report(call, message, fix)
+
+
+def _passes_within_a_pass(ctx, call: cst.Call) -> cst.CSTNode | None:
+    """A pass over the loader (a loop, a comprehension, `iter(loader)`) started while a `for`
+    loop over it runs: in its body, or in a module-local function called from there with the
+    loader (or reading its name)."""
+    passes = ctx.loops.passes_over(call)
+    for loop, _ in passes:
+        if isinstance(loop, cst.For):
+            for node, anchor in passes:
+                if node is not loop and (ctx.index.contains(loop.body, node) or ctx.loops.runs_inside(anchor, loop)):
+                    return node
+    return None
 
 
 def _workers_operand(ctx, call: cst.Call, workers: cst.Arg) -> str:

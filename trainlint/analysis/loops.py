@@ -682,6 +682,29 @@ class Loops:
                 out += [clause for clause in self._loops_named(path, cst.CompFor) if clause not in out]
         return out
 
+    def passes_over(self, value: cst.BaseExpression) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
+        """(pass, anchor) for each place that starts a pass over value: a loop or comprehension
+        over it (as loops_over and shared_loops find them) or `iter(it)` of a name it is known by
+        (`next(iter(loader))`); anchor is where the pass is run from in the value's own scope: the
+        outermost call handing it down (a function several values go through runs the pass for
+        this one on those calls only), else the pass itself."""
+        out: list = []
+        every = self.loops_over(value)
+        for node in [*every, *self.comprehensions_over(value)]:
+            out.append((node, node))
+        iters = [c for c in self.index.nodes(cst.Call) if dotted(c.func) == "iter" and c.args and not c.args[0].star]
+        for path in self.paths_of(value):
+            anchor = path.calls[0] if path.calls else None
+            found = [] if path.always else [loop for loop in self._loops_named(path) if loop not in every]
+            found += [c for c in iters if self.in_sight(c, path.name, path.scope) and self._names(c.args[0].value, path)]
+            out += [(node, anchor or node) for node in found if all(node is not seen for seen, _ in out)]
+        return out
+
+    def runs_inside(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """node runs while loop's body runs: it is in the body, or in a module-local function
+        called from there (as loops_around follows calls)."""
+        return self.index.contains(loop.body, node) or loop in self.loops_around(node)
+
     def _names(self, node: cst.CSTNode, path: ValuePath) -> bool:
         """node spells path's value: its name, or an item of its container at its key. An item
         picked by a name a loop over literal keys binds (`loaders[phase]` in `for phase in
