@@ -1265,7 +1265,10 @@ would be wrong for some runs. No fix either when the loader is gone over again w
 over it runs (a nested loop over it, `next(iter(loader))`, a train-set evaluation from a function
 of the module the loop calls): with persistent workers every `iter(loader)` returns the same
 iterator, reset for the new pass, so the outer loop ends early or repeats batches; a loop over it
-after the other ends (an evaluation at the end of the epoch) keeps the fix.
+after the other ends (an evaluation at the end of the epoch) keeps the fix. Nor when the loop
+around the loader changes its dataset, a name (`ds.set_epoch(epoch)`, `ds.max_len = ...`, in
+the loop or a function of the module it calls): the live workers would keep the copy they were
+started with.
 """
     _EPOCHS = "from torch.utils.data import DataLoader\nloader = {loader}\nfor epoch in range(3):\n    for batch in loader:\n        step(batch)\n"
     _FIT = ("import pytorch_lightning as pl\nfrom torch.utils.data import DataLoader\nloader = {loader}\n"
@@ -1502,6 +1505,14 @@ after the other ends (an evaluation at the end of the epoch) keeps the fix.
                 "for epoch in range(3):\n    for i, b in enumerate(train_loader):\n        fit(b)\n"
                 "        if i % 50 == 0:\n            evaluate(train_loader)\n    evaluate(val_loader)\n",
                 fixed=NO_FIX, message="gone over again while a loop over it runs"),
+        # The dataset changed between epochs (a curriculum's `set_epoch`, an attribute assigned):
+        # live workers would keep their own copy and never see it. Reported, no fix.
+        Invalid("from torch.utils.data import DataLoader\nds = Curriculum()\nloader = DataLoader(ds, num_workers=2)\n"
+                "for epoch in range(3):\n    ds.set_epoch(epoch)\n    for x in loader:\n        step(x)\n",
+                fixed=NO_FIX, message="changes its dataset"),
+        Invalid("from torch.utils.data import DataLoader\ndef main(ds):\n    loader = DataLoader(ds, num_workers=2)\n"
+                "    for epoch in range(3):\n        ds.max_len = 2 + epoch\n        for x in loader:\n            step(x)\n",
+                fixed=NO_FIX, message="changes its dataset"),
         # Evaluated on the training set after the epoch's pass ends: no pass is cut short, fixed.
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
                 "def evaluate(dl):\n    for x, y in dl:\n        score(x, y)\n"
@@ -1543,7 +1554,10 @@ after the other ends (an evaluation at the end of the epoch) keeps the fix.
         # train_loader)`, `next(iter(train_loader))`) while a loop over the loader runs resets
         # it under that loop, which then ends early or repeats batches.
         reentered = _passes_within_a_pass(ctx, call)
-        if reentered:
+        # Live workers keep the copy of the dataset they were forked with: a change made to it
+        # between epochs (`ds.set_epoch(epoch)`, `ds.max_len = ...`) would no longer reach them.
+        changed = not reentered and _dataset_changed_per_pass(ctx, call)
+        if reentered or changed:
             fix = None
         # An evaluation loader (by its name: whether a loop trains is not always visible, verl's
         # training loop steps in other processes) gone over again at each evaluation (verl's
@@ -1558,7 +1572,36 @@ after the other ends (an evaluation at the end of the epoch) keeps the fix.
                        "the loader is gone over again while a loop over it runs: persistent workers share one "
                        "iterator, so that inner pass would reset the loop's (cutting it short or repeating "
                        "batches); give the inner pass its own loader first")
+        elif changed:
+            message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
+                       "the loop around the loader changes its dataset, and live workers keep their own copy "
+                       "of it, so they would not see the change")
         self.report(call, message, fix)
+
+
+def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
+    """The loader's dataset, a name, has a `set_*` method called or an attribute assigned in a
+    loop that runs a pass over the loader again (`for epoch ...: ds.set_epoch(epoch)`)."""
+    dataset = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
+    name = ctx.dotted(dataset.value) if dataset is not None and not dataset.star else None
+    if not name:
+        return False
+    scope = ctx.index.enclosing_function(call)
+    sites: list = []
+    for node in ctx.index.nodes(cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value.startswith("set_") and ctx.dotted(func.value) == name:
+            sites.append(node)
+    for node in [*ctx.index.nodes(cst.Assign), *ctx.index.nodes(cst.AugAssign)]:
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        if any(isinstance(t, cst.Attribute) and ctx.dotted(t.value) == name for t in targets):
+            sites.append(node)
+    sites = [site for site in sites if ctx.loops.in_sight(site, name, scope)]
+    if not sites:
+        return False
+    rebuilt = ctx.loops.loops_around(call)
+    outers = {outer for _, anchor in ctx.loops.passes_over(call) for outer in ctx.loops.loops_around(anchor)} - rebuilt
+    return any(ctx.loops.runs_inside(site, outer) for site in sites for outer in outers)
 
 
 def _passes_within_a_pass(ctx, call: cst.Call) -> cst.CSTNode | None:
