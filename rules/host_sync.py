@@ -315,12 +315,13 @@ class PerStepHostSync(Rule):
     summary = "`.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`, `int(t)` of a tensor on every step"
     source = "§5.2, §1.3"
     fix_applicability = "unsafe"
-    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(")
+    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(", ".get_scale(")
     needs_hot_loop = True
     docs = """
 ## What it does
 Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
-`float(t)`, `int(t)`) that run on every step of the hot loop. Under gradient accumulation the
+`float(t)`, `int(t)`, and a GradScaler's `get_scale()`, which is `.item()` of its scale) that run
+on every step of the hot loop. Under gradient accumulation the
 branch that steps the optimizer (`if (i + 1) % accum == 0: opt.step(); ...`, or accelerate's
 `if accelerator.sync_gradients:`) runs on every training step too; a logging interval inside it
 limits what it guards, and so does the `else:` of a test that is false every N steps
@@ -397,6 +398,8 @@ all when the name is read anywhere else (the read would be stale).
         Valid(in_training_loop("pass") + "print(loss.item())\n"),
         Valid(in_training_loop("n = int(args.steps)")),
         Valid(in_training_loop("should_log = step % 10 == 0\nif should_log:\n    print(loss.item())")),
+        Valid("import torch\nscaler = torch.amp.GradScaler()\n" + in_training_loop(
+            "if step % 100 == 0:\n    print(scaler.get_scale())").partition("\n")[2]),
         # The else of `step % n` (or of `step % n != 0`, or `not should_log`) runs every n steps.
         Valid(in_training_loop("if step % 100:\n    pass\nelse:\n    print(loss.item())")),
         Valid(in_training_loop("if step % 100 != 0:\n    continue\nelif rank == 0:\n    print(loss.item())")),
@@ -425,6 +428,10 @@ all when the name is read anywhere else (the read would be stale).
         Valid(_COLLATE_TO_DEVICE.replace('x.to("cuda"), ids.to("cuda")', "x, ids").format(collate="collate")),
     ]
     invalid = [
+        # GradScaler.get_scale() is `.item()` of the scale: the "was the step skipped?" idiom.
+        Invalid("import torch\nscaler = torch.amp.GradScaler()\n" + in_training_loop(
+            "before = scaler.get_scale()").partition("\n")[2], fixed=NO_FIX,
+                message="`scaler.get_scale()` reads the loss scale from the GPU"),
         # The reads of the accumulator are converted where they are: it prints a number, not `tensor(...)`.
         Invalid(_with_total(in_training_loop("total += loss.item()")) + "print('mean', total / 100)\n",
                 fixed=_with_total(in_training_loop("total += loss.detach()")) + "print('mean', float(total) / 100)\n"),
@@ -512,6 +519,14 @@ all when the name is read anywhere else (the read would be stale).
                 and not node.args[0].star and ctx.tensors.is_tensor(node.args[0].value):
             target = node.args[0].value
             what = f"`{func.value}()`"
+        elif isinstance(func, cst.Attribute) and func.attr.value == "get_scale" and not node.args \
+                and dotted(func.value) in _scaler_names(ctx):
+            # GradScaler.get_scale() is `self._scale.item()` (timm's and HF's "was the step skipped?").
+            if ctx.is_per_step(node):
+                self.report(node, f"`{ctx.code(node)}` reads the loss scale from the GPU (`.item()`) on every step; "
+                                  f"read it under the logging interval (`{interval_guard(ctx, node)}`); to tell a "
+                                  f"skipped step, let the scheduler step anyway (float16 skips few steps)")
+            return
         else:
             return
         # A value known to be in host memory waits for no GPU: a tensor of a batch the loop has not
@@ -541,6 +556,19 @@ all when the name is read anywhere else (the read would be stale).
                 # Fewer reads change what the script records: shown as a suggestion, never written.
                 fix = self.fix(Applicability.DISPLAY_ONLY, guard.message, *guard.replacements)
         self.report(node, f"{what} waits for the GPU on every step; {advice}", fix)
+
+
+def _scaler_names(ctx) -> frozenset[str]:
+    """Names assigned a GradScaler of the file (`scaler = torch.amp.GradScaler("cuda")`)."""
+    cached = ctx.__dict__.get("_scaler_names")
+    if cached is None:
+        names = set()
+        for use in ctx.precision.scalers:
+            assign = ctx.parent(use.call)
+            if isinstance(assign, cst.Assign):
+                names |= {dotted(t.target) for t in assign.targets} - {None}
+        cached = ctx.__dict__["_scaler_names"] = frozenset(names)
+    return cached
 
 
 def _is_detach(expr: cst.BaseExpression) -> bool:
