@@ -452,10 +452,10 @@ loader sets a `worker_init_fn`. An iterable dataset not defined here (Hugging Fa
 streaming, webdataset, a project module's class), or a class here deriving from such a class, is
 not seen and keeps the fix: the libraries' streaming datasets split their shards between workers
 themselves; check a project's own stream before applying it. A script that trains at its top
-level (a hot loop there, or a top-level call of a function of the module that runs one) with no
-`if __name__ == "__main__":` guard is reported with no fix too: a worker started by spawn or
+level (a hot loop there, or a top-level call of a function of the module that runs one) outside
+an `if __name__ == "__main__":` guard is reported with no fix too: a worker started by spawn or
 forkserver (the default on macOS and Windows, and on Linux from Python 3.14) imports the main
-module again and would start the training. TL106 and TL107 add workers the same way, under the
+module again and would start the training (not a notebook: a worker does not run its cells again). TL106 and TL107 add workers the same way, under the
 same conditions, and say why when they add none.
 """
     valid = [

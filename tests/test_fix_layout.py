@@ -593,26 +593,28 @@ def test_calls_fixed_inside_a_list_argument_split_already_are_split_on_their_own
     # as Black splits it; before, the loaders were left past the line length (Black redid them).
     code = ("from torch.utils.data import DataLoader\n\n\ndef run(model, loaders):\n    for loader in loaders:\n"
             "        for b in loader:\n            model(b).backward()\n            opt.step()\n\n\n"
-            "run(model, [DataLoader(train_ds, batch_size=32), DataLoader(val_ds, batch_size=64)])\n")
+            # (under a `__main__` guard: TL101 adds no workers to a script that trains unguarded)
+            "if __name__ == '__main__':\n"
+            "    run(model, [DataLoader(train_ds, batch_size=32), DataLoader(val_ds, batch_size=64)])\n")
     fixed = fix_source(code, select=["TL101", "TL104"], path="train.py")
-    assert fixed.splitlines()[12:] == [
-        "run(",
-        "    model,",
-        "    [",
-        "        DataLoader(",
-        "            train_ds,",
-        "            batch_size=32,",
-        "            num_workers=min(8, os.cpu_count() or 1),",
-        "            prefetch_factor=4,",
-        "        ),",
-        "        DataLoader(",
-        "            val_ds,",
-        "            batch_size=64,",
-        "            num_workers=min(8, os.cpu_count() or 1),",
-        "            prefetch_factor=4,",
-        "        ),",
-        "    ],",
-        ")",
+    assert fixed.splitlines()[13:] == [
+        "    run(",
+        "        model,",
+        "        [",
+        "            DataLoader(",
+        "                train_ds,",
+        "                batch_size=32,",
+        "                num_workers=min(8, os.cpu_count() or 1),",
+        "                prefetch_factor=4,",
+        "            ),",
+        "            DataLoader(",
+        "                val_ds,",
+        "                batch_size=64,",
+        "                num_workers=min(8, os.cpu_count() or 1),",
+        "                prefetch_factor=4,",
+        "            ),",
+        "        ],",
+        "    )",
     ], fixed
 
 

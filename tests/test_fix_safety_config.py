@@ -13,15 +13,19 @@ from trainlint.config import ConfigError, settings_from_file
 from trainlint.diagnostics import Applicability
 
 # TL102 (pin_memory) has a safe fix, TL101 (num_workers) an unsafe one, TL303 (DataParallel) a suggestion.
+# (The training runs under a `__main__` guard: TL101 adds no workers to a script that trains unguarded.)
 SOURCE = (
     "import torch\n"
     "from torch.utils.data import DataLoader\n"
     "model = torch.nn.DataParallel(net)\n"
     "loader = DataLoader(ds, batch_size=4)\n"
-    "for x in loader:\n"
-    "    x = x.cuda(non_blocking=True)\n"
-    "    model(x).backward()\n"
-    "    opt.step()\n"
+    "def train():\n"
+    "    for x in loader:\n"
+    "        x = x.cuda(non_blocking=True)\n"
+    "        model(x).backward()\n"
+    "        opt.step()\n"
+    "if __name__ == '__main__':\n"
+    "    train()\n"
 )
 
 

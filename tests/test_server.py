@@ -141,13 +141,18 @@ def test_quick_fixes_apply_as_the_engine_fixes(client, tmp_path):
     assert "batch_size=4, pin_memory=True)  # café" in _apply(SOURCE, fix["edit"]["changes"][uri])
     noqa = next(a for a in actions if "Disable for this line" in a["title"])
     assert "# café  # noqa: TL102\n" in _apply(SOURCE, noqa["edit"]["changes"][uri])
-    # The unsafe fix is offered, labelled, never preferred.
-    tl101 = next(d for d in diagnostics if d["code"] == "TL101")
+    # The unsafe fix is offered, labelled, never preferred (TL101 adds workers to a script whose
+    # training runs under a `__main__` guard).
+    guarded = SOURCE.replace("for x in loader:\n", "def train():\n    for x in loader:\n").replace(
+        "\n    x = ", "\n        x = ").replace("\n    model(", "\n        model(").replace(
+        "\n    opt.", "\n        opt.") + "if __name__ == '__main__':\n    train()\n"
+    uri = _open(client, tmp_path, guarded, name="guarded.py")
+    tl101 = next(d for d in client.diagnostics(uri)["diagnostics"] if d["code"] == "TL101")
     actions = client.request("textDocument/codeAction", {
         "textDocument": {"uri": uri}, "range": tl101["range"], "context": {"diagnostics": [tl101]}})["result"]
     unsafe = next(a for a in actions if "num_workers" in a["title"])
     assert unsafe["title"].endswith("(unsafe fix)") and unsafe["isPreferred"] is False
-    assert "import os" in _apply(SOURCE, unsafe["edit"]["changes"][uri])
+    assert "import os" in _apply(guarded, unsafe["edit"]["changes"][uri])
 
 
 def test_fix_all_writes_what_fix_writes(client, tmp_path):

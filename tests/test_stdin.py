@@ -48,8 +48,12 @@ def test_fix_writes_the_fixed_source_to_stdout_and_the_report_to_stderr(tmp_path
     assert proc.stdout.decode() == FIXED
     assert "TL101" in proc.stderr.decode() and "2 fixed" in proc.stderr.decode()
     assert proc.returncode == 1  # TL101 remains (its fix is unsafe)
-    unsafe = trainlint(["check", "--fix", "--unsafe-fixes", "--stdin-filename", "train.py"], LOOP.encode(), tmp_path)
-    assert b"num_workers=" in unsafe.stdout and unsafe.returncode == 0
+    # TL101 adds workers to a script whose training runs under a `__main__` guard (see TL101's docs).
+    guarded = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=4)\n"
+               "def train():\n    for x in loader:\n        x = x.cuda()\n        model(x).backward()\n"
+               "        opt.step()\nif __name__ == '__main__':\n    train()\n")
+    unsafe = trainlint(["check", "--fix", "--unsafe-fixes", "--stdin-filename", "train.py"], guarded.encode(), tmp_path)
+    assert b"num_workers=" in unsafe.stdout and unsafe.returncode == 0, unsafe.stderr
     assert not list(tmp_path.iterdir())
 
 

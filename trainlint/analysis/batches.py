@@ -443,8 +443,8 @@ _ITERABLE_DATASETS = ("torch.utils.data.IterableDataset", "torch.utils.data.data
 
 def trains_unguarded(ctx) -> bool:
     """The script trains when imported: a hot loop at its top level, or a top-level call of a
-    module-local function that runs one (itself or through the module's functions it calls), and
-    no `if __name__ == "__main__":` guard. A DataLoader worker started by spawn or forkserver (the
+    module-local function that runs one (itself or through the module's functions it calls),
+    outside an `if __name__ == "__main__":` guard. A DataLoader worker started by spawn or forkserver (the
     default on macOS and Windows, and on Linux from Python 3.14) imports the main module again, so
     adding workers to such a script makes each worker start the training (and fail)."""
     cached = ctx.__dict__.get("_trains_unguarded")
@@ -455,7 +455,9 @@ def trains_unguarded(ctx) -> bool:
 
 def _trains_unguarded(ctx) -> bool:
     body = ctx.module.body
-    if not ctx.loops.hot_loops or any(isinstance(s, cst.If) and "__main__" in ctx.code(s.test) for s in body):
+    # A notebook's cells cannot be guarded, and a worker does not run them again (the kernel is
+    # the main module).
+    if ctx.path.endswith(".ipynb") or not ctx.loops.hot_loops:
         return False
     loops = ctx.loops
     training = {fn.name.value for loop in loops.hot_loops if (fn := ctx.index.enclosing_function(loop)) is not None}
@@ -464,8 +466,9 @@ def _trains_unguarded(ctx) -> bool:
                      if any(isinstance(n, cst.Call) and loops.local_callee_name(n) in training
                             for n in ctx.index.walk(fn.body))}
     for stmt in body:
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-            continue
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or (
+                isinstance(stmt, cst.If) and "__main__" in ctx.code(stmt.test)):
+            continue  # definitions, and what runs only when the script is the main program
         for node in ctx.index.walk(stmt):
             if node in loops.hot_loops or isinstance(node, cst.Call) and loops.local_callee_name(node) in training:
                 return True
