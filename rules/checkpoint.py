@@ -720,11 +720,7 @@ not fixed when such a use on every step is elsewhere.
         ctx = self.ctx
         if self._save_kind(call) != "torch.save":
             return False
-        target = ctx.keyword(call, "f")
-        if target is None:
-            positional = [a for a in call.args if a.keyword is None and not a.star]
-            target = positional[1] if len(positional) > 1 else None
-        value = target.value if target is not None else None
+        value = self._written_path(call)
         if isinstance(value, cst.Call):
             return dotted(value.func) == "open" or ctx.names.qualified(value.func) in ("io.BytesIO", "builtins.open")
         if not isinstance(value, cst.Name):

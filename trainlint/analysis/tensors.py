@@ -16,7 +16,7 @@ import re
 
 import libcst as cst
 
-from trainlint.analysis.batches import host_batch_loops, is_device_move, over_loader_name
+from trainlint.analysis.batches import host_batch_loops, is_cpu_device, is_device_move, over_loader_name
 from trainlint.analysis.names import bound_names, dotted
 
 # torch functions that do not return tensors.
@@ -218,7 +218,7 @@ class Tensors:
             qn = self.names.qualified(expr.func) or ""
             if _FACTORIES.match(qn) or qn == "torch.as_tensor":
                 device = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value == "device"), None)
-                return device is not None and not self._names_cpu(device)
+                return device is not None and not is_cpu_device(self.ctx, device)
             func = expr.func
             if not isinstance(func, cst.Attribute) or func.attr.value in _TO_HOST:
                 return False
@@ -237,12 +237,6 @@ class Tensors:
             return any(value is not expr and self._device(value, depth + 1)
                        for value in self._scopes.get(self.index.enclosing_function(expr), {}).get(name, ()))
         return False
-
-    def _names_cpu(self, device: cst.BaseExpression) -> bool:
-        """`"cpu"`, or `torch.device("cpu")`."""
-        if isinstance(device, cst.Call) and self.names.qualified(device.func) == "torch.device" and device.args:
-            device = device.args[0].value
-        return self.ctx.literal(device) == "cpu"
 
     def _host(self, expr: cst.BaseExpression, depth: int, field: bool) -> bool:
         """on_host; field: the read takes a tensor out of expr (`expr["ids"]`, `expr.labels`), so
