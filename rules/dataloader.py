@@ -2193,6 +2193,15 @@ message says so). Moving tokenizing and decoding offline is left to you.
                 "        return pad_sequence(batch, batch_first=True)\n"
                 "loader = DataLoader(ds, collate_fn=PadCollator(), num_workers=2)\n", fixed=NO_FIX,
                 message="collate_fn `PadCollator` tokenizes/pads"),
+        # `.cuda(rank)` keeps its index (a module-level rank): the batches go to that device, not
+        # to the current one (`.cuda()` alone means the current device).
+        Invalid(_MOVES.replace('device = torch.device("cuda" if torch.cuda.is_available() else "cpu")', "rank = 1")
+                .replace(".to(device)", ".cuda(rank)"),
+                fixed=_MOVES_FIXED.replace('device = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
+                                           "rank = 1").replace("((x, y), device)", "((x, y), rank)")),
+        Invalid(_MOVES.replace(".to(device)", ".cuda(device=device)"), fixed=_MOVES_FIXED),
+        Invalid(_MOVES.replace(".to(device)", ".cuda()"),
+                fixed=_MOVES_FIXED.replace("((x, y), device)", '((x, y), "cuda")')),
         # A one-off draw outside a loop (a sample batch for shapes) would stay on the CPU.
         Invalid(_MOVES.replace(_MOVES_LOOP, "it = iter(loader)\nsample = next(it)\n" + _MOVES_LOOP), fixed=NO_FIX),
         # A move that also converts keeps the conversion (a label cast to float for BCE), by keyword
@@ -2277,12 +2286,13 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
                       for t in a.targets}
     devices = set()
     for call in moves:
-        if call.func.attr.value == "cuda":
-            devices.add('"cuda"')
-            continue
         found = _device_arg(call)
+        if call.func.attr.value == "cuda" and found is None:
+            devices.add('"cuda"')  # the current device, as `.cuda()` means
+            continue
         if found is None:
             return None  # `x.to(memory_format=..., device=...)` read another way: not sure which is the device
+        # `.cuda(rank)` keeps its index: `.to(rank)` goes to the same device (an int is a CUDA index).
         device = found.value
         root = device
         while isinstance(root, cst.Attribute):
@@ -2357,7 +2367,8 @@ def _written_name(ctx, value: cst.BaseExpression, definition: cst.CSTNode) -> st
 
 
 def _device_arg(call: cst.Call) -> cst.Arg | None:
-    """The device argument of `x.to(...)`: `device=`, or the first one when passed by position."""
+    """The device argument of `x.to(...)` or `x.cuda(...)`: `device=`, or the first one when passed
+    by position."""
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == "device":
             return arg
