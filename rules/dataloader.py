@@ -2719,7 +2719,9 @@ a way no loader of the file is seen to take) is fixed only with `--unsafe-fixes`
 module whose `to`/`cuda` does not take it gets no fix (passing it would raise a TypeError), nor
 does a copy under `with torch.cuda.stream(s):` in a function where no stream waits for another
 (`wait_stream`, `wait_event`): there the copy's being blocking is what makes the data ready for
-the default stream that reads it.
+the default stream that reads it. Nor does the copy of a host tensor that the loop changes in place
+after it (`xd = x.to(device)` then `x.mul_(std)`, `x += 1`, `x[m] = 0`): the host goes on while a
+non-blocking copy waits its turn, so the copy could read the changed values.
 """
     _SRC = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
             "for x, y in loader:\n    {move}\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n")
@@ -2752,6 +2754,21 @@ the default stream that reads it.
     invalid = [
         Invalid(_SRC.format(move="x = x.to(device)"), fixed=_SRC.format(move="x = x.to(device, non_blocking=True)")),
         Invalid(_SRC.format(move="x = x.cuda()"), fixed=_SRC.format(move="x = x.cuda(non_blocking=True)")),
+        # The host tensor changed in place after its copy (normalized on the host for a log, a
+        # buffer reused): a non-blocking copy may read it after the change; reported, no fix.
+        Invalid(_SRC.format(move="xd = x.to(device)\n    x.mul_(std)"), fixed=NO_FIX,
+                message="`x` is changed in place after the copy"),
+        Invalid(_SRC.format(move="xd = x.to(device)\n    if step % 10 == 0:\n        x[x < 0] = 0"), fixed=NO_FIX,
+                message="`x` is changed in place after the copy"),
+        Invalid(_SRC.format(move="with ctx:\n        yd = y.cuda()\n    y += 1"), fixed=NO_FIX,
+                message="`y` is changed in place after the copy"),
+        # Changed after it is bound to something else, or the copy itself rebinds it: fixed.
+        Invalid(_SRC.format(move="x = x.to(device)\n    x.mul_(std)"),
+                fixed=_SRC.format(move="x = x.to(device, non_blocking=True)\n    x.mul_(std)")),
+        Invalid(_SRC.format(move="xd = x.to(device)\n    x = x.clone()\n    x.mul_(std)"),
+                fixed=_SRC.format(move="xd = x.to(device, non_blocking=True)\n    x = x.clone()\n    x.mul_(std)")),
+        Invalid(_SRC.format(move="x.mul_(std)\n    xd = x.to(device)\n    log(x.mean())"),
+                fixed=_SRC.format(move="x.mul_(std)\n    xd = x.to(device, non_blocking=True)\n    log(x.mean())")),
         # Pinned through a variable (settings written as names are read as TL101 describes).
         Invalid(_SRC.format(move="x = x.cuda()").replace("pin_memory=True", "pin_memory=PIN").replace(
             "loader = ", "PIN = True\nloader = "),
@@ -2874,6 +2891,13 @@ the default stream that reads it.
                 self.report(call, message + " (it runs on a side stream: make the stream that reads it "
                             "`wait_stream(...)` that one first)")
                 continue
+            changed = _changed_after_copy(ctx, call)
+            if changed is not None:
+                # The host keeps going while a non-blocking copy waits its turn on the stream: a
+                # change made in place afterwards may reach the device copy.
+                self.report(call, message + f" (`{changed}` is changed in place after the copy, which a "
+                            "non-blocking copy may read after the change: change it first, or copy a clone)")
+                continue
             takes = copy_takes_non_blocking(ctx, call)
             if takes is False:
                 self.report(call, message + f" (its class's `{call.func.attr.value}` must take `non_blocking` first)")
@@ -2885,6 +2909,63 @@ the default stream that reads it.
                             self.fix(Applicability.UNSAFE, "Pass `non_blocking=True`", replacement))
                 continue
             self.report(call, message, self.fix(Applicability.SAFE, "Pass `non_blocking=True`", replacement))
+
+
+def _changed_after_copy(ctx, call: cst.Call) -> str | None:
+    """The name of the host tensor a device copy reads (`x` of `x.to(device)`), when a statement
+    after the copy in the same pass of its loop changes it in place (`x.mul_(s)`, `x += 1`,
+    `x[mask] = 0`) before anything rebinds it; else None."""
+    source = call.func.value
+    if not isinstance(source, cst.Name):
+        return None
+    name = source.value
+    loop = ctx.loops.innermost_loop(call)
+    first = True
+    for anc, _earlier in ctx.index.preceding(call):
+        if anc is loop:
+            break
+        if not isinstance(anc, (cst.IndentedBlock, cst.Module)):
+            continue
+        position = next(i for i, stmt in enumerate(anc.body) if ctx.index.contains(stmt, call))
+        if first and _rebinds(anc.body[position], name):
+            return None  # `x = x.to(device)`: what follows changes the copy, not the host tensor
+        first = False
+        for stmt in anc.body[position + 1:]:
+            if _changes_in_place(ctx, stmt, name):
+                return name
+            if _rebinds(stmt, name):
+                return None
+    return None
+
+
+def _rebinds(stmt: cst.CSTNode, name: str) -> bool:
+    """Whether a simple statement assigns `name` itself (`x = ...`, `x, y = ...`)."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    targets = [t.target for small in stmt.body if isinstance(small, cst.Assign) for t in small.targets]
+    targets += [small.target for small in stmt.body if isinstance(small, cst.AnnAssign)]
+    bound = [n for t in targets for n in ([t] if isinstance(t, cst.Name) else [e.value for e in getattr(t, "elements", ())])]
+    return any(isinstance(n, cst.Name) and n.value == name for n in bound)
+
+
+def _changes_in_place(ctx, stmt: cst.CSTNode, name: str) -> bool:
+    """Whether stmt changes the tensor bound to `name` in place: an in-place method (`x.add_(...)`,
+    `x.zero_()`), an augmented assignment (`x += 1`, a tensor's is in place) or an item assignment."""
+    def is_name(expr) -> bool:
+        return isinstance(expr, cst.Name) and expr.value == name
+
+    for node in ctx.index.walk(stmt):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and is_name(node.func.value):
+            method = node.func.attr.value
+            if method.endswith("_") and not method.startswith("_"):
+                return True
+        elif isinstance(node, cst.AugAssign) and (is_name(node.target) or isinstance(node.target, cst.Subscript)
+                                                  and is_name(node.target.value)):
+            return True
+        elif isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Subscript) \
+                and is_name(node.target.value):
+            return True
+    return False
 
 
 def _non_blocking_position(ctx, call: cst.Call) -> int:
