@@ -2069,7 +2069,8 @@ class HeavyCollateFn(Rule):
     docs = """
 ## What it does
 Resolves a loader's `collate_fn` to its definition in the module and flags one that tokenizes,
-pads, builds masks, decodes images or moves tensors to a device.
+pads, builds masks, decodes images, extracts audio features (as TL107 reads them) or moves
+tensors to a device.
 
 ## Why is this bad?
 `collate_fn` runs once per batch on the loader's critical path; in the main process
@@ -2452,8 +2453,9 @@ class HeavyGetitem(Rule):
     options = DataLoaderNoWorkers.options
     docs = """
 ## What it does
-Flags a dataset's `__getitem__` (map-style) or `__iter__` (iterable) that tokenizes text or
-decodes images or audio for every sample, itself or in a method of its class (or of a base class
+Flags a dataset's `__getitem__` (map-style) or `__iter__` (iterable) that tokenizes text,
+decodes images or audio, or extracts audio features (a transformers feature extractor or a
+processor given `sampling_rate=`, `librosa.feature.*`, `torchaudio.compliance.kaldi.fbank`) for every sample, itself or in a method of its class (or of a base class
 in the same module) that it calls, up to two calls down (`self.load_image(i)`).
 
 ## Why is this bad?
@@ -2469,7 +2471,7 @@ class TextDataset(Dataset):
 
 ## Use instead
 Tokenize once and store token ids in a binary array (e.g. `np.memmap`); store decoded, resized
-image tensors (or use GPU decoding); `__getitem__` then only slices.
+image tensors (or use GPU decoding), log-mel features computed once; `__getitem__` then only slices.
 
 ## Fix safety
 Unsafe: where a loader of this dataset runs in the main process, the fix adds workers as TL101,
@@ -2483,6 +2485,9 @@ make.
         Valid(_SRC.format(body="return torch.from_numpy(self.arr[i])", args="")),
         Valid("class Vocab:\n    def __getitem__(self, tok):\n        return self.tokenizer(tok)\n"),
         Valid(_SRC.format(body="return self.data[i] * 2", args=", num_workers=4")),
+        # An image processor (no sampling rate) and stored features read back: not audio extraction.
+        Valid(_SRC.format(body="return self.processor(images=self.images[i], return_tensors='pt')", args=", num_workers=2")),
+        Valid(_SRC.format(body="return self.features[i], self.feature_extractor.sampling_rate", args=", num_workers=2")),
         # Work that refills a cache, and a file handle opened per sample: not decoding every sample.
         Valid(_SRC.format(body="if len(self.cache) == 0:\n            self.cache = [Image.open(p) for p in self.paths]\n"
                                "        return self.cache.pop()", args=", num_workers=2")),
@@ -2500,6 +2505,17 @@ make.
                                   args=", num_workers=min(8, os.cpu_count() or 1)")),
         # A loader with workers already: reported, no fix (the offline conversion is the user's).
         Invalid(_SRC.format(body="return Image.open(self.paths[i])", args=", num_workers=2"), fixed=NO_FIX),
+        # Audio features (log-mel, fbank) computed per clip, as tokenizing is for text: a
+        # transformers feature extractor, a processor given a sampling rate, librosa, kaldi.
+        Invalid(_SRC.format(body="return self.feature_extractor(self.clips[i], sampling_rate=16000).input_features[0]",
+                            args=", num_workers=2"), fixed=NO_FIX,
+                message="extracts audio features for every sample, every epoch; store the features computed once"),
+        Invalid(_SRC.format(body="return self.processor(self.clips[i]['array'], sampling_rate=16000, return_tensors='pt')",
+                            args=", num_workers=2"), fixed=NO_FIX, message="extracts audio features"),
+        Invalid("import librosa\n" + _SRC.format(body="return librosa.feature.melspectrogram(y=self.clips[i], sr=16000)",
+                                                 args=", num_workers=2"), fixed=NO_FIX, message="extracts audio features"),
+        Invalid("import torchaudio\n" + _SRC.format(body="return torchaudio.compliance.kaldi.fbank(self.clips[i])",
+                                                    args=", num_workers=2"), fixed=NO_FIX, message="extracts audio features"),
         Invalid(_SRC.format(body="return self.tok.encode(self.texts[i])", args=""),
                 fixed=_SRC.format(body="return self.tok.encode(self.texts[i])",
                                   args=", num_workers=min(8, os.cpu_count() or 1)")),
@@ -2535,7 +2551,9 @@ make.
         if found is None:
             return
         call, kind, method = found
-        offline = "token ids in a binary array / memmap" if "text" in kind else "decoded, resized tensors saved once"
+        offline = ("token ids in a binary array / memmap" if "text" in kind else
+                   "the features computed once (a memmap of log-mel frames)" if "features" in kind else
+                   "decoded, resized tensors saved once")
         where = f" (in `self.{method.name.value}`)" if method is not node else ""
         message = (f"`{cls.name.value}.{node.name.value}` {kind}{where} for every sample, every epoch; store "
                    f"{offline} and only slice here")

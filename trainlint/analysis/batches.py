@@ -825,6 +825,9 @@ def _tensor_value(ctx, value: cst.BaseExpression) -> bool:
 _TOKENIZE = re.compile(r"(tokeniz|encode_plus|batch_encode|^encode$|^pad$|pad_sequence|apply_chat_template)", re.IGNORECASE)
 _DECODE = re.compile(r"(^Image\.open$|\.open$|imread|imdecode|decode_image|decode_jpeg|read_image|^load$|librosa\.load|"
                      r"torchaudio\.load|soundfile\.read|^sf\.read$|decord|VideoReader)")
+# Audio feature extraction (log-mel, fbank, MFCC): like tokenizing, the same for a clip every epoch.
+_FEATURES = re.compile(r"(^librosa\.feature\.|^torchaudio\.compliance\.kaldi\.(fbank|mfcc|spectrogram)$|"
+                       r"(^|\.)log_mel_spectrogram$|feature_extractor)", re.IGNORECASE)
 _MASK = re.compile(r"(mask)", re.IGNORECASE)
 # Opening a file reads bytes; it decodes no image or audio (fairseq's FastaDataset keeps one handle).
 _FILE_OPENERS = frozenset({"builtins.open", "io.open", "os.open", "codecs.open", "gzip.open", "bz2.open", "lzma.open"})
@@ -846,6 +849,8 @@ def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, s
         if _TOKENIZE.search(last) or ("tokenizer" in receiver.lower() and last not in ("decode",)) \
                 or (last in ("__call__",) and "tokenizer" in name.lower()) or name.lower().endswith("tokenizer"):
             out.append((node, "tokenizes/pads text"))
+        elif _FEATURES.search(name) or "processor" in name.lower() and ctx.keyword(node, "sampling_rate"):
+            out.append((node, "extracts audio features"))  # a transformers processor given audio
         elif last in ("open", "imread", "imdecode", "decode_image", "decode_jpeg", "read_image", "read") and \
                 _DECODE.search(name) and name not in _FILE_OPENERS or name in ("PIL.Image.open", "torchvision.io.read_image", "torchaudio.load",
                                                   "librosa.load", "cv2.imread", "soundfile.read"):
