@@ -1184,6 +1184,10 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
         Valid(in_training_loop("preds = out.argmax(-1).to('cpu', non_blocking=True)\ntorch.cuda.synchronize()\n"
                                "hist += np.bincount(preds.numpy())")),
         Valid(in_training_loop("with torch.cuda.stream(side):\n    ema.update(model)\ntorch.cuda.synchronize()")),
+        # The CPU named by a variable (as TL108 reads device names), and a pinned host buffer.
+        Valid("import torch\nout_dev = torch.device('cpu')\n" + in_training_loop(
+            "preds = out.argmax(-1).to(out_dev, non_blocking=True)\ntorch.cuda.synchronize()\nhist += preds.numpy()")),
+        Valid(in_training_loop("pinned_buf.copy_(out, non_blocking=True)\ntorch.cuda.synchronize()\nlog(pinned_buf)")),
     ]
     invalid = [
         Invalid(in_training_loop("torch.cuda.synchronize()"), fixed=in_training_loop("").replace("    \n", "")),

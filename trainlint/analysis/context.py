@@ -11,6 +11,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from trainlint.analysis.batches import is_cpu_device
 from trainlint.analysis.distributed import Distributed
 from trainlint.analysis.imports import insert_stdlib_import, insert_third_party_import, is_docstring, is_stdlib
 from trainlint.analysis.literals import UNKNOWN, literal, number
@@ -194,7 +195,10 @@ class FileContext:
                 continue
             target = func.value if method == "copy_" else (call.args[0].value if method == "to" and call.args
                                                             and call.args[0] is not flag else None)
-            if method == "cpu" or (target is not None and _HOST_WORDS.search(self.code(target))):
+            # A device the file shows to be the CPU (batches.is_cpu_device, as TL108 reads it), else
+            # a target whose name says host memory (`pinned_buf.copy_(...)`, `t.to(host_device)`).
+            if method == "cpu" or (target is not None and (is_cpu_device(self, target) or
+                                                           _HOST_WORDS.search(self.code(target)))):
                 return True
         return False
 
