@@ -406,7 +406,7 @@ unsynchronised one.
             via = self._via(acc, wrapped)
             no_sync = self._no_sync(wrapped, via or wrapped.via)
             backward = f"`{one_line(self.ctx.code(acc.backward))}`"
-            inner = self._backward_inside(acc.backward)
+            inner = self.ctx.loops.backward_inside(acc.backward)
             if inner is not None:  # a per-micro-batch helper: `train_micro_step(model, batch)`
                 backward += f" (which runs `{one_line(self.ctx.code(inner))}`)"
             if acc.nested:
@@ -434,15 +434,6 @@ unsynchronised one.
                        f"(`{forward}`, run before the `with`) whether the next backward all-reduces; run the "
                        f"forward under `{no_sync}` too")
             self.report(late.item.item, message, self._forward_fix(late, no_sync))
-
-    def _backward_inside(self, call: cst.Call) -> cst.Call | None:
-        """For a call of a module-local function that runs the backward, that backward."""
-        loops, index = self.ctx.loops, self.ctx.index
-        if call in loops.step_calls:
-            return None
-        name = loops.local_callee_name(call)
-        return next((c for c in loops.step_calls if (fn := index.enclosing_function(c)) is not None
-                     and fn.name.value == name), None)
 
     @staticmethod
     def _no_sync(wrapped: Wrapped, via: str | None) -> str:

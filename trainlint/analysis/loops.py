@@ -1055,6 +1055,15 @@ class Loops:
         one without stepping the optimizer (a per-micro-batch `train_micro_step(model, batch)`)."""
         return self._sites(optimizer=False)
 
+    def backward_inside(self, call: cst.Call) -> cst.Call | None:
+        """For a backward site that calls a module-local function (one of backward_sites'
+        helpers), the backward that function runs; None for a backward itself."""
+        if call in self.step_calls:
+            return None
+        name = self.local_callee_name(call)
+        return next((c for c in self.step_calls if (fn := self.index.enclosing_function(c)) is not None
+                     and fn.name.value == name), None)
+
     def _sites(self, optimizer: bool) -> list[cst.Call]:
         """The step calls of one kind (optimizer steps, or backwards), then the calls of the
         functions whose own step calls are all of that kind."""
