@@ -15,6 +15,7 @@ from trainlint.analysis.batches import (
     builds_trainer_loader,
     collate_leaves_on_host,
     copy_takes_non_blocking,
+    dataset_builds,
     dataset_on_device,
     heavy_work,
     is_device_helper,
@@ -23,9 +24,9 @@ from trainlint.analysis.batches import (
     loader_arg,
     loader_batches,
     loader_keyword,
-    method_of,
     replays_per_worker,
     resolve_callable,
+    sample_work,
     trains_unguarded,
 )
 from trainlint.analysis.context import UNKNOWN
@@ -2547,7 +2548,8 @@ make.
         cls = ctx.index.enclosing_class(node)
         if cls is None or not ctx.names.is_a(cst.Name(cls.name.value), *DATASETS):
             return
-        found = _sample_work(ctx, cls, node)
+        found = sample_work(ctx, cls, node, lambda kind: kind != "moves tensors to a device",
+                            skip=lambda call, fn: _fills_cache(ctx, call, fn))
         if found is None:
             return
         call, kind, method = found
@@ -2558,38 +2560,13 @@ make.
         message = (f"`{cls.name.value}.{node.name.value}` {kind}{where} for every sample, every epoch; store "
                    f"{offline} and only slice here")
         fix = None
-        loaders = _loaders_using(ctx, lambda c: _builds(ctx, c, cls.name.value))
+        loaders = _loaders_using(ctx, lambda c: any(ctx.dotted(b.func) == cls.name.value for b in dataset_builds(ctx, c)))
         idle = [c for c in loaders if workers_value(ctx, c) == 0 and not ctx.hides_arguments(c)]
         if idle:
             fix = add_workers_fix(self, idle[0])
             replay = workers_advice(ctx, idle[0])
             message += f"; no workers added: {replay}" if replay else ""
         self.report(call, message, fix)
-
-
-def _sample_work(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, depth: int = 2, seen=()):
-    """(the call to report, what it does, the method doing it) for heavy per-sample work in fn or
-    in the methods of its class it calls (`self.load_image(i)`, up to `depth` calls down); the
-    call reported is fn's own: the line a suppression or a reader looks at. None if there is none."""
-    work = [(c, k) for c, k in heavy_work(ctx, fn.body, masks=False)
-            if k != "moves tensors to a device" and not _fills_cache(ctx, c, fn)]
-    if work:
-        return work[0][0], work[0][1], fn
-    if depth == 0:
-        return None
-    for call in ctx.index.walk(fn.body):
-        func = call.func if isinstance(call, cst.Call) else None
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
-            continue
-        if _fills_cache(ctx, call, fn):
-            continue
-        method = method_of(ctx, cls, func.attr.value)
-        if method is None or method is fn or method in seen:
-            continue
-        found = _sample_work(ctx, cls, method, depth - 1, (*seen, fn))
-        if found is not None:
-            return call, found[1], found[2]
-    return None
 
 
 def _fills_cache(ctx, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
@@ -2617,22 +2594,6 @@ def _asks_cache(ctx, test: cst.BaseExpression) -> bool:
                 isinstance(t.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot))
                 and (is_cache(t.comparator) or is_cache(n.left)) for t in n.comparisons):
             return True
-    return False
-
-
-def _builds(ctx, loader: cst.Call, class_name: str) -> bool:
-    """The loader's dataset is `ClassName(...)`, directly or through a name assigned from it."""
-    first = ctx.positional(loader, 0) or ctx.keyword(loader, "dataset")
-    if first is None:
-        return False
-    value = first.value
-    if isinstance(value, cst.Call):
-        return ctx.dotted(value.func) == class_name
-    name = ctx.dotted(value)
-    for assign in ctx.index.nodes(cst.Assign):
-        if any(ctx.dotted(t.target) == name for t in assign.targets) and isinstance(assign.value, cst.Call):
-            if ctx.dotted(assign.value.func) == class_name:
-                return True
     return False
 
 

@@ -417,25 +417,36 @@ def _moves_in_loader(ctx, call: cst.Call) -> bool:
         return False
     for name in ("__init__", "__getitem__", "__iter__"):
         method = method_of(ctx, cls, name)
-        if method is not None and _moves_per_sample(ctx, cls, method, 2, ()):
+        if method is not None and sample_work(ctx, cls, method, lambda kind: kind == _MOVES_TENSORS):
             return True
     return False
 
 
-def _moves_per_sample(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, depth: int, seen: tuple) -> bool:
-    """fn, or a method of cls it calls (up to depth calls down), moves tensors to a device."""
-    if any(kind == _MOVES_TENSORS for _c, kind in heavy_work(ctx, fn.body, masks=False)):
-        return True
+def sample_work(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, wanted, skip=None, depth: int = 2, seen=()):
+    """(the call to report, what it does, the method doing it) for the first heavy_work call of
+    fn, or of a method of cls it calls (`self.load_image(i)`, up to `depth` calls down), whose kind
+    `wanted(kind)` accepts; None if there is none. The call reported is fn's own: the line a
+    suppression or a reader looks at. `skip(call, fn)` leaves out a call of fn (work done only
+    when a cache misses), and what it calls."""
+    work = [(c, k) for c, k in heavy_work(ctx, fn.body, masks=False)
+            if wanted(k) and not (skip and skip(c, fn))]
+    if work:
+        return work[0][0], work[0][1], fn
     if depth == 0:
-        return False
-    for node in ctx.index.walk(fn.body):
-        func = node.func if isinstance(node, cst.Call) else None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-            method = method_of(ctx, cls, func.attr.value)
-            if method is not None and method is not fn and method not in seen \
-                    and _moves_per_sample(ctx, cls, method, depth - 1, (*seen, fn)):
-                return True
-    return False
+        return None
+    for call in ctx.index.walk(fn.body):
+        func = call.func if isinstance(call, cst.Call) else None
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            continue
+        if skip and skip(call, fn):
+            continue
+        method = method_of(ctx, cls, func.attr.value)
+        if method is None or method is fn or method in seen:
+            continue
+        found = sample_work(ctx, cls, method, wanted, skip, depth - 1, (*seen, fn))
+        if found is not None:
+            return call, found[1], found[2]
+    return None
 
 
 _ITERABLE_DATASETS = ("torch.utils.data.IterableDataset", "torch.utils.data.dataset.IterableDataset")
@@ -525,21 +536,25 @@ def _asks_worker_info(ctx, root: cst.CSTNode, depth: int, seen: tuple) -> bool:
     return False
 
 
-def _dataset_class(ctx, call: cst.Call) -> cst.ClassDef | None:
-    """The class of this module the loader's dataset is built from: `DataLoader(Images(...))`, or
-    through the name it is assigned to (`ds = Images(...)`)."""
+def dataset_builds(ctx, call: cst.Call) -> list[cst.Call]:
+    """The calls the loader's dataset may be built by: `DataLoader(Images(...))`, or each call
+    assigned to the name it is given (`ds = Images(...)`; more than one when branches differ)."""
     first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
     if first is None or first.star:
+        return []
+    if isinstance(first.value, cst.Call):
+        return [first.value]
+    name = ctx.dotted(first.value)
+    return [a.value for a in ctx.index.nodes(cst.Assign) if isinstance(a.value, cst.Call)
+            and any(ctx.dotted(t.target) == name for t in a.targets)] if name else []
+
+
+def _dataset_class(ctx, call: cst.Call) -> cst.ClassDef | None:
+    """The class of this module the loader's dataset is built from, when only one call builds it."""
+    built = dataset_builds(ctx, call)
+    if len(built) != 1:
         return None
-    value = first.value
-    if not isinstance(value, cst.Call):
-        name = ctx.dotted(value)
-        built = [a.value for a in ctx.index.nodes(cst.Assign) if isinstance(a.value, cst.Call)
-                 and any(ctx.dotted(t.target) == name for t in a.targets)] if name else []
-        if len(built) != 1:
-            return None
-        value = built[0]
-    class_name = ctx.dotted(value.func)
+    class_name = ctx.dotted(built[0].func)
     return next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == class_name), None)
 
 
