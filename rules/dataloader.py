@@ -2646,6 +2646,15 @@ _COLLATED = (
 _STACKS = "def collate(samples):\n    return torch.stack([a for a, _ in samples]), torch.tensor([b for _, b in samples])"
 
 
+# "Free" adversarial training: several optimizer steps on each batch, in a loop inside the loop
+# over the batches.
+_FREE_AT = (
+    "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+    "for x, y in loader:\n    x, y = {x}, y.cuda(non_blocking=True)\n    for _ in range(4):\n"
+    "        loss = model(x + delta, y)\n        loss.backward()\n        opt.step()\n"
+)
+
+
 class BlockingHostToDeviceCopy(Rule):
     code = "TL108"
     name = "blocking-host-to-device-copy"
@@ -2656,7 +2665,8 @@ class BlockingHostToDeviceCopy(Rule):
     needs_hot_loop = True
     docs = """
 ## What it does
-In the hot loop, flags `.to(device)` / `.cuda()` of a batch drawn from a loader with
+In the hot loop (or a loop over the batches that holds it: several optimizer steps on each
+batch), flags `.to(device)` / `.cuda()` of a batch drawn from a loader with
 `pin_memory=True` (written there, or read as TL101 describes: `pin_memory=PIN` with `PIN = True`)
 that does not pass `non_blocking=True`. The loop may be where the loader is built, in a function
 that returns it to its caller or that it is handed to (`train(model, train_loader)` every epoch,
@@ -2748,6 +2758,8 @@ non-blocking copy waits its turn, so the copy could read the changed values.
                 fixed=_SRC.format(move="xd = x.to(device, non_blocking=True)\n    x = x.clone()\n    x.mul_(std)")),
         Invalid(_SRC.format(move="x.mul_(std)\n    xd = x.to(device)\n    log(x.mean())"),
                 fixed=_SRC.format(move="x.mul_(std)\n    xd = x.to(device, non_blocking=True)\n    log(x.mean())")),
+        # Several steps on each batch: the loop over the batches holds the step loop.
+        Invalid(_FREE_AT.format(x="x.to(device)"), fixed=_FREE_AT.format(x="x.to(device, non_blocking=True)")),
         # Pinned through a variable (settings written as names are read as TL101 describes).
         Invalid(_SRC.format(move="x = x.cuda()").replace("pin_memory=True", "pin_memory=PIN").replace(
             "loader = ", "PIN = True\nloader = "),
@@ -2850,7 +2862,9 @@ non-blocking copy waits its turn, so the copy could read the changed values.
     def visit_Module(self, node: cst.Module) -> None:
         ctx = self.ctx
         for loop, target in _pinned_batches(ctx):
-            if loop in ctx.loops.hot_loops:
+            # The loop over the batches steps the optimizer, or holds a loop that does: several
+            # steps on one batch ("free" adversarial training, inner optimization) copy it once.
+            if ctx.loops.runs_steps(loop):
                 self._check_copies(batch_moves(ctx, loop, pieces=True, target=target))
 
     def _check_copies(self, moves: frozenset[cst.Call]) -> None:
