@@ -17,6 +17,8 @@ FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_accumulation.py")
 NESTED_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_accumulation_nested.py")
 # no_sync() around the backward alone: the fix moves the forward into it.
 LATE_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_late_no_sync.py")
+# The backward in a per-micro-batch helper, the step in the `else:` of the accumulation test.
+HELPER_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_micro_step_helper.py")
 
 
 def codes(text, select=("TL301",)):
@@ -336,10 +338,11 @@ def _assert_same_training_with_fewer_all_reduces(scripts, tmp_path):
 
 
 def test_fixed_ddp_fixtures_train_the_same_with_fewer_all_reduces(tmp_path):
-    """Flat (`if (step + 1) % accum == 0`) and nested (inner micro-batch loop) accumulation, and
-    a no_sync() that held the backward alone (it all-reduced on every micro-batch all the same)."""
+    """Flat (`if (step + 1) % accum == 0`) and nested (inner micro-batch loop) accumulation, a
+    no_sync() that held the backward alone (it all-reduced on every micro-batch all the same), and
+    a micro-batch helper's call put under no_sync() (the step in the `else:` of the skip test)."""
     pytest.importorskip("torch")
-    scripts = _fixed_copies([FIXTURE, NESTED_FIXTURE, LATE_FIXTURE], tmp_path, "model.no_sync()")
+    scripts = _fixed_copies([FIXTURE, NESTED_FIXTURE, LATE_FIXTURE, HELPER_FIXTURE], tmp_path, "model.no_sync()")
     assert all("gradient_as_bucket_view=True" in open(s).read() for s in scripts[1::2])
     _assert_same_training_with_fewer_all_reduces(scripts, tmp_path)
 
