@@ -206,8 +206,10 @@ inside a `with` that holds more and binds a name the save reads (`as f`) is not 
 already runs every N steps (also in the `else:` of `if step % n:`) keeps its
 guard and is only made asynchronous. Whole modules or
 optimizers passed to `torch.save` are still saved blocking, and so are saves into file objects:
-one a `with` binds (`as f`), or `open(...)`/`io.BytesIO()` in the call, is only put under the
-interval, with no background write promised. `model.save_pretrained(out)` is made asynchronous
+one a `with` binds (`as f`), a name assigned `open(...)`/`io.BytesIO()`, or one of those in the
+call, is only put under the interval, with no background write promised; one under an interval
+already is reported without the background-thread advice, and one into an `io.BytesIO()` under
+an interval (an in-memory copy, such as the best weights) is not reported: nothing is written. `model.save_pretrained(out)` is made asynchronous
 (writing `state_dict=model.state_dict()` from the snapshot) only in a module that imports
 transformers and none of diffusers, PEFT or sentence-transformers, whose `save_pretrained`
 ignores or rejects `state_dict=` (a diffusers UNet would be written live while training goes on).
@@ -235,6 +237,10 @@ not fixed when such a use on every step is elsewhere.
         Valid("import torch\nfor epoch in range(10):\n    for x, y in loader:\n        loss = model(x, y)\n"
               "        loss.backward()\n        opt.step()\n    torch.save(model.state_dict(), f'epoch{epoch}.pt')\n"),
         Valid(in_training_loop("tokenizer.save_pretrained(out_dir)")),
+        # An in-memory copy now and then (the best weights, read back at once): nothing is written.
+        Valid("import io\n" + in_training_loop("if step % 50 == 0:\n    with io.BytesIO() as b:\n"
+                                                "        torch.save(model.state_dict(), b)\n        b.seek(0)\n"
+                                                "        best = torch.load(b)")),
         Valid(in_training_loop("if step == max_steps - 1:\n    torch.save(model.state_dict(), 'last.pt')")),
         Valid(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), 'ckpt.pt')")),
         Valid("import torch\nwith torch.no_grad():\n    for x in val_loader:\n        torch.save(model(x), 'pred.pt')\n"),
@@ -398,6 +404,15 @@ not fixed when such a use on every step is elsewhere.
                 message="save every `1000` steps"),
         # ... not fixed when the `with` does more than the save.
         Invalid(_WITH_MORE, fixed=_WITH_MORE),
+        # A buffer held in a name (`buffer = io.BytesIO()`) is a file object too: put under the
+        # interval, no background write promised (it once got the helper, which saved blocking).
+        Invalid("import io\n" + in_training_loop("buffer = io.BytesIO()\ntorch.save(model.state_dict(), buffer)"),
+                fixed="import io\n" + in_training_loop("buffer = io.BytesIO()\nif step % 1000 == 0:\n"
+                                                        "    torch.save(model.state_dict(), buffer)"),
+                message="save every `1000` steps"),
+        # Under an interval, a file object gets no background-thread advice it cannot take.
+        Invalid(in_training_loop("if step % 100 == 0:\n    with open(path, 'wb') as f:\n        torch.save(sd, f)"),
+                fixed=NO_FIX, message="a file object is written before the save returns"),
     ]
 
     # -- finding the saves -------------------------------------------------------------
@@ -518,9 +533,13 @@ not fixed when such a use on every step is elsewhere.
                 "" if into_file else ", from a CPU snapshot written in a background thread"
             message = (f"{what} writes a checkpoint on every training step and training waits for it; save every "
                        f"`{interval}` steps{how}")
+        elif all(self._file_object(s) == "memory" for s in inner):
+            return  # serialized into memory now and then (a copy of the best weights): nothing written
         else:
             how = f"have {plugin} write it in a background thread" if lightning else \
                 f"have {engine} write it in the background" if deepspeed else (
+                "a file object is written before the save returns: save to a path from a CPU snapshot "
+                "in a background thread instead") if into_file else (
                 "snapshot the state to the CPU and write it in a background thread "
                 "(or `torch.distributed.checkpoint.async_save`)")
             message = f"{what} blocks training while it writes the checkpoint (under `{kind}`); {how}"
@@ -715,19 +734,36 @@ not fixed when such a use on every step is elsewhere.
         return one_arg_per_line(flat, indent, "", room)
 
     def _into_file_object(self, call: cst.Call) -> bool:
-        """`torch.save(state, f)` into a file object: the name a `with` around it binds
-        (`with open(path, "wb") as f:`), or `open(...)`/`io.BytesIO()` written in the call."""
+        """`torch.save(state, f)` into a file object (_file_object says which)."""
+        return self._file_object(call) is not None
+
+    def _file_object(self, call: cst.Call) -> str | None:
+        """For `torch.save(state, f)` into a file object, "memory" (an `io.BytesIO()`) or "file":
+        the name a `with` around it binds (`with open(path, "wb") as f:`), a name assigned
+        `open(...)`/`io.BytesIO()` (`buffer = io.BytesIO()`), or one of those written in the call.
+        None for a path (or anything else)."""
         ctx = self.ctx
         if self._save_kind(call) != "torch.save":
-            return False
+            return None
         value = self._written_path(call)
-        if isinstance(value, cst.Call):
-            return dotted(value.func) == "open" or ctx.names.qualified(value.func) in ("io.BytesIO", "builtins.open")
-        if not isinstance(value, cst.Name):
-            return False
-        return any(isinstance(anc, cst.With) and any(
-            item.asname is not None and isinstance(item.asname.name, cst.Name) and item.asname.name.value == value.value
-            for item in anc.items) for anc in ctx.index.ancestors(call))
+        if isinstance(value, cst.Name):
+            for anc in ctx.index.ancestors(call):
+                for item in anc.items if isinstance(anc, cst.With) else ():
+                    if isinstance(item.asname and item.asname.name, cst.Name) and item.asname.name.value == value.value:
+                        return self._opens(item.item) or "file"  # `with fsspec.open(...) as f:` too
+            assigned = ctx.assigned_values(value)
+            kinds = {self._opens(v) for v in assigned}
+            return kinds.pop() if assigned and len(kinds) == 1 and None not in kinds else None
+        return self._opens(value)
+
+    def _opens(self, value: cst.BaseExpression) -> str | None:
+        """"memory" for `io.BytesIO(...)`, "file" for `open(...)`, else None."""
+        if not isinstance(value, cst.Call):
+            return None
+        qualified = self.ctx.names.qualified(value.func)
+        if qualified == "io.BytesIO":
+            return "memory"
+        return "file" if dotted(value.func) == "open" or qualified == "builtins.open" else None
 
     def _reads_back(self, site: cst.Call) -> bool:
         """A checkpoint load after the hot loop: it could read a file still being written."""
