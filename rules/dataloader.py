@@ -2112,6 +2112,9 @@ message says so). Moving tokenizing and decoding offline is left to you.
     _SRC = "import os\nfrom torch.utils.data import DataLoader\ndef collate(batch):\n    {body}\n    return batch\nloader = DataLoader(ds, {args})\n"
     valid = [
         Valid(_SRC.format(body="batch = torch.stack(batch)", args="collate_fn=collate")),
+        # A collate_fn that changes the layout only moves nothing to a device.
+        Valid(_SRC.format(body="batch = torch.stack(batch).to(memory_format=torch.channels_last)",
+                          args="collate_fn=collate, num_workers=2")),
         Valid(_SRC.format(body="ids = tokenizer(batch)", args="collate_fn=other")),
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, collate_fn=default_collate)\n"),
         Valid(_SRC.format(body="x = [b * 2 for b in batch]", args="collate_fn=collate, num_workers=4")),
@@ -2719,6 +2722,8 @@ non-blocking copy waits its turn, so the copy could read the changed values.
         Valid(_SRC.replace("pin_memory=True", "pin_memory=False").format(move="x = x.to(device)")),
         Valid("import torch\n" + _SRC.format(move="x = x.to(torch.float16)")),
         Valid(_SRC.format(move="model.to(device)")),
+        # A layout change alone is no copy to the device; with `device=` among the keywords it is.
+        Valid("import torch\n" + _SRC.format(move="x = x.to(memory_format=torch.channels_last)")),
         # Drawn with next() from another loader's iterator.
         Valid(_DRAWN.format(pin=", pin_memory=True", x="x.cuda()").replace("next(data_iter)", "next(other_iter)")),
         # The pinned loader of the dict is not the one this loop picks.
@@ -2760,6 +2765,9 @@ non-blocking copy waits its turn, so the copy could read the changed values.
                 fixed=_SRC.format(move="x.mul_(std)\n    xd = x.to(device, non_blocking=True)\n    log(x.mean())")),
         # Several steps on each batch: the loop over the batches holds the step loop.
         Invalid(_FREE_AT.format(x="x.to(device)"), fixed=_FREE_AT.format(x="x.to(device, non_blocking=True)")),
+        Invalid("import torch\n" + _SRC.format(move="x = x.to(memory_format=torch.channels_last, device=device)"),
+                fixed="import torch\n" + _SRC.format(
+                    move="x = x.to(memory_format=torch.channels_last, device=device, non_blocking=True)")),
         # Pinned through a variable (settings written as names are read as TL101 describes).
         Invalid(_SRC.format(move="x = x.cuda()").replace("pin_memory=True", "pin_memory=PIN").replace(
             "loader = ", "PIN = True\nloader = "),

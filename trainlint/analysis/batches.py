@@ -87,7 +87,8 @@ def loader_batches(ctx, call: cst.Call, *, shared: bool = False) -> list[tuple[c
 
 
 def is_device_move(ctx, call: cst.Call) -> bool:
-    """`x.cuda()` or `x.to(device)` / `x.to("cuda")` (not a dtype-only `.to(torch.float16)`)."""
+    """`x.cuda()` or `x.to(device)` / `x.to("cuda")` / `x.to(device=d, ...)` (not a dtype-only
+    `.to(torch.float16)`, nor `.to(memory_format=fmt)`)."""
     func = call.func
     if not isinstance(func, cst.Attribute):
         return False
@@ -95,9 +96,9 @@ def is_device_move(ctx, call: cst.Call) -> bool:
         return True
     if func.attr.value != "to" or not call.args:
         return False
-    first = call.args[0]
-    if first.keyword is not None and first.keyword.value == "dtype":
-        return False
+    first = next((a for a in call.args if a.keyword is not None and a.keyword.value == "device"), call.args[0])
+    if first.keyword is not None and first.keyword.value != "device":
+        return False  # keywords only, none a device: `.to(dtype=...)`, `.to(memory_format=...)`
     qn = ctx.names.qualified(first.value) or ""
     if qn.startswith("torch.") and qn != "torch.device":
         return False  # a dtype
