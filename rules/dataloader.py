@@ -1264,7 +1264,9 @@ count that may be 0 in a run, the fix sets `persistent_workers=workers > 0` (Tru
 raises); a `persistent_workers` setting written elsewhere then gets no fix, since its one value
 would be wrong for some runs. No fix either when the loader is gone over again while a loop
 over it runs (a nested loop over it, `next(iter(loader))`, a train-set evaluation from a function
-of the module the loop calls): with persistent workers every `iter(loader)` returns the same
+of the module the loop calls), or is handed inside that loop to a function this file does not
+define, which may go over it (`evaluate(model, train_loader)` imported; `len(loader)`, `print`
+do not count): with persistent workers every `iter(loader)` returns the same
 iterator, reset for the new pass, so the outer loop ends early or repeats batches; a loop over it
 after the other ends (an evaluation at the end of the epoch) keeps the fix. Nor when the loop
 around the loader changes its dataset, a name (`ds.set_epoch(epoch)`, `ds.max_len = ...`, in
@@ -1478,6 +1480,13 @@ started with.
                 fixed="from torch.utils.data import DataLoader\ndef train_epoch(dl):\n    for b in dl:\n        step(b)\n"
                       "loader = DataLoader(ds, num_workers=2, persistent_workers=True)\nfor epoch in range(3):\n"
                       "    train_epoch(loader)\n"),
+        # Only looked at inside the loop (`len(loader)`), or handed elsewhere after it ends: fixed.
+        Invalid("from torch.utils.data import DataLoader\nfrom utils import evaluate\n"
+                "loader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n    for i, b in enumerate(loader):\n"
+                "        fit(b, i / len(loader))\n    evaluate(model, loader)\n",
+                fixed="from torch.utils.data import DataLoader\nfrom utils import evaluate\n"
+                      "loader = DataLoader(ds, num_workers=2, persistent_workers=True)\nfor epoch in range(3):\n"
+                      "    for i, b in enumerate(loader):\n        fit(b, i / len(loader))\n    evaluate(model, loader)\n"),
         # The loader gone over again while a loop over it runs (a train-set evaluation, a peek with
         # next(iter(loader))): persistent workers share one iterator, reset by each new pass, so
         # the outer pass would be cut short or repeat batches. Reported, no fix.
@@ -1506,6 +1515,11 @@ started with.
                 "for epoch in range(3):\n    for i, b in enumerate(train_loader):\n        fit(b)\n"
                 "        if i % 50 == 0:\n            evaluate(train_loader)\n    evaluate(val_loader)\n",
                 fixed=NO_FIX, message="gone over again while a loop over it runs"),
+        # Handed, inside the loop over it, to a function defined elsewhere, which may go over it.
+        Invalid("from torch.utils.data import DataLoader\nfrom utils import evaluate\n"
+                "loader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n    for i, b in enumerate(loader):\n"
+                "        fit(b)\n        if i % 50 == 0:\n            evaluate(model, loader)\n",
+                fixed=NO_FIX, message="handed to `evaluate`, defined elsewhere, which may go over it"),
         # The dataset changed between epochs (a curriculum's `set_epoch`, an attribute assigned):
         # live workers would keep their own copy and never see it. Reported, no fix.
         Invalid("from torch.utils.data import DataLoader\nds = Curriculum()\nloader = DataLoader(ds, num_workers=2)\n"
@@ -1569,10 +1583,13 @@ started with.
         message = setting_advice(ctx, call, "persistent_workers", "True", f"Workers are restarted {when}",
                                  "to keep them alive")
         if reentered:
+            again = "the loader is gone over again while a loop over it runs"
+            if all(reentered is not node for node, _ in ctx.loops.passes_over(call)):  # handed elsewhere
+                again = (f"while a loop over it runs the loader is handed to `{ctx.code(reentered.func).strip()}`, "
+                         "defined elsewhere, which may go over it")
             message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
-                       "the loader is gone over again while a loop over it runs: persistent workers share one "
-                       "iterator, so that inner pass would reset the loop's (cutting it short or repeating "
-                       "batches); give the inner pass its own loader first")
+                       f"{again}: persistent workers share one iterator, so that inner pass would reset the "
+                       "loop's (cutting it short or repeating batches); give the inner pass its own loader first")
         elif changed:
             message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
                        "the loop around the loader changes its dataset, and live workers keep their own copy "
@@ -1610,11 +1627,17 @@ def _passes_within_a_pass(ctx, call: cst.Call) -> cst.CSTNode | None:
     loop over it runs: in its body, or in a module-local function called from there with the
     loader (or reading its name)."""
     passes = ctx.loops.passes_over(call)
+    handed = ctx.loops.handed_out(call)
     for loop, _ in passes:
         if isinstance(loop, cst.For):
             for node, anchor in passes:
                 if node is not loop and (ctx.index.contains(loop.body, node) or ctx.loops.runs_inside(anchor, loop)):
                     return node
+            # Handed to a function defined elsewhere (`evaluate(model, train_loader)` imported):
+            # it may go over the loader; with no sight of it, the fix is not safe to offer.
+            for other in handed:
+                if ctx.loops.runs_inside(other, loop):
+                    return other
     return None
 
 

@@ -171,6 +171,11 @@ def _leaves(stmt: cst.CSTNode) -> bool:
     return isinstance(last, (cst.Continue, cst.Break, cst.Return, cst.Raise))
 
 
+# Builtins that look at a value without going over it.
+_LOOKS_ONLY = frozenset(f"builtins.{name}" for name in (
+    "len", "print", "isinstance", "id", "hasattr", "getattr", "setattr", "type", "repr", "str", "format", "vars"))
+
+
 class ValuePath(NamedTuple):
     """A name a value is known by in a function (None: the module), and the calls of module-local
     functions that hand it down there, outermost first; always: the name holds this value wherever
@@ -699,6 +704,32 @@ class Loops:
             found += [c for c in iters if self.in_sight(c, path.name, path.scope) and self._names(c.args[0].value, path)]
             out += [(node, anchor or node) for node in found if all(node is not seen for seen, _ in out)]
         return out
+
+    def handed_out(self, value: cst.BaseExpression) -> list[cst.Call]:
+        """Calls of functions this module does not define (`from utils import evaluate`, a
+        method) handed value by a name it is known by, where that name is in sight: what they do
+        with it is not seen (they may go over it). Builtins that only look at it (`len(loader)`,
+        `print`, `isinstance`) do not count."""
+        out = []
+        for path in self.paths_of(value):
+            for call in self.calls_handing(path.name):
+                if call not in out and self.local_callee_name(call) is None \
+                        and self.names.qualified(call.func) not in _LOOKS_ONLY \
+                        and any(self._names(arg.value, path) for arg in call.args if not arg.star) \
+                        and self.in_sight(call, path.name, path.scope):
+                    out.append(call)
+        return out
+
+    def calls_handing(self, name: str) -> list[cst.Call]:
+        """The calls with an argument spelled `name` (or an item of it: `loaders["train"]`)."""
+        calls = self.__dict__.setdefault("_calls_handing", {})
+        if not calls:
+            for call in self.index.nodes(cst.Call):
+                for arg in call.args:
+                    spelled = dotted(arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value)
+                    if spelled:
+                        calls.setdefault(spelled, []).append(call)
+        return calls.get(name, [])
 
     def runs_inside(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
         """node runs while loop's body runs: it is in the body, or in a module-local function
