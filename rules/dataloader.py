@@ -1877,8 +1877,9 @@ loader = DataLoader(ds, batch_size=64, shuffle=True, drop_last=True)
 Unsafe: up to `batch_size - 1` samples per epoch are skipped (a different subset each epoch).
 A `drop_last` passed by position is replaced where it stands. A loader built by a comprehension
 (`{x: DataLoader(sets[x], shuffle=True) for x in ["train", "val"]}`) stands for the evaluation
-loaders too: reported with no fix, the message showing the per-key setting (`drop_last=x ==
-"train"`).
+loaders too: the fix sets `drop_last` per key (`drop_last=x == "train"`) where the keys are
+written and one of them (`"train"`, `"training"`) names the training set; otherwise it is
+reported with no fix, the message showing that setting.
 """
     valid = [
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
@@ -1927,6 +1928,18 @@ loaders too: reported with no fix, the message showing the per-key setting (`dro
                 "for epoch in range(3):\n    for phase in ['train', 'val']:\n        for x, y in loaders[phase]:\n"
                 "            loss = model(x, y)\n            if phase == 'train':\n"
                 "                loss.backward()\n                opt.step()\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "loaders = {\n    x: DataLoader(sets[x], shuffle=True, drop_last=x == 'train')\n"
+                      "    for x in ['train', 'val']\n}\n"
+                      "for epoch in range(3):\n    for phase in ['train', 'val']:\n        for x, y in loaders[phase]:\n"
+                      "            loss = model(x, y)\n            if phase == 'train':\n"
+                      "                loss.backward()\n                opt.step()\n",
+                message="`drop_last=x == 'train'`"),
+        # Keys not written (or none of them the training set's): the setting is shown, not written.
+        Invalid("from torch.utils.data import DataLoader\n"
+                "loaders = {x: DataLoader(sets[x], shuffle=True) for x in phases}\n"
+                "for epoch in range(3):\n    for phase in phases:\n        for x, y in loaders[phase]:\n"
+                "            loss = model(x, y)\n            loss.backward()\n            opt.step()\n",
                 fixed=NO_FIX, message='`drop_last=x == "train"`'),
         # Shuffling and keeping the last batch by a configuration's defaults: the default is fixed.
         Invalid("from torch.utils.data import DataLoader\nclass Args:\n    shuffle = True\n    drop_last = False\n"
@@ -1977,24 +1990,38 @@ loaders too: reported with no fix, the message showing the per-key setting (`dro
         per_key = _comprehension_key(ctx, call)
         if per_key is not None:
             # One call builds the evaluation loaders too (`{x: DataLoader(...) for x in ["train",
-            # "val"]}`): dropping their last batch would drop evaluation samples.
+            # "val"]}`): dropping their last batch would drop evaluation samples. Where the keys
+            # are written and one of them names the training set, the setting is per key.
+            name, train = per_key
+            q = ctx.quote
+            value = f"{name} == {q}{train or 'train'}{q}"
+            fix = None
+            if train is not None and setting_source(ctx, call, "drop_last") is None:
+                fix = setting_fix(self, call, "drop_last", value, Applicability.UNSAFE)
             self.report(call, f"{problem}; set `drop_last` for the training loader only, as in "
-                              f"`drop_last={per_key} == \"train\"`, as this call builds every `{per_key}`'s loader")
+                              f"`drop_last={value}`, as this call builds every `{name}`'s loader", fix)
             return
         self.report(call, setting_advice(ctx, call, "drop_last", "True", problem),
                     setting_fix(self, call, "drop_last", "True", Applicability.UNSAFE))
 
 
-def _comprehension_key(ctx, call: cst.Call) -> str | None:
-    """The name a comprehension binds when call is its element and builds one loader per value
-    of it (`{x: DataLoader(sets[x], ...) for x in ["train", "val"]}`: "x"), else None."""
+def _comprehension_key(ctx, call: cst.Call) -> tuple[str, str | None] | None:
+    """(the name, the training key) when call is the element of a comprehension that builds one
+    loader per value of that name (`{x: DataLoader(sets[x], ...) for x in ["train", "val"]}`:
+    ("x", "train")); the training key is the one string of a written list of them that names the
+    training set (`"train"`, `"training"`), else None. None when call is no such element."""
     comp = ctx.parent(call)
     if not isinstance(comp, (cst.DictComp, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
         return None
     if (comp.value if isinstance(comp, cst.DictComp) else comp.elt) is not call:
         return None
     target = comp.for_in.target
-    return target.value if isinstance(target, cst.Name) else None
+    if not isinstance(target, cst.Name):
+        return None
+    keys = comp.for_in.iter
+    values = [ctx.literal(e.value) for e in keys.elements] if isinstance(keys, (cst.List, cst.Tuple)) else []
+    train = [v for v in values if isinstance(v, str) and v.lower() in ("train", "training")]
+    return target.value, train[0] if len(train) == 1 and all(isinstance(v, str) for v in values) else None
 
 
 # -- heavy per-sample work -------------------------------------------------------------------
