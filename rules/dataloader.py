@@ -27,6 +27,7 @@ from trainlint.analysis.batches import (
     replays_per_worker,
     resolve_callable,
     sample_work,
+    star_setting,
     trains_unguarded,
 )
 from trainlint.analysis.context import UNKNOWN
@@ -68,7 +69,9 @@ def setting_value(ctx, call: cst.Call, name: str, missing, *, certain: bool = Fa
     arg = loader_arg(ctx, call, name)
     if arg is None:
         return missing
-    return UNKNOWN if arg.star else ctx.sources.value(arg.value, certain=certain)
+    if arg.star:
+        return star_setting(ctx, call, name)  # `**options`: what the file shows its dict is given
+    return ctx.sources.value(arg.value, certain=certain)
 
 
 def setting_source(ctx, call: cst.Call, name: str) -> Source | None:
@@ -82,6 +85,9 @@ def setting_fix(rule: Rule, call: cst.Call, name: str, value: str, applicability
     argument reads it from a variable, an option's or a field's default (`Source.fix`), else at
     the call (as at_call, when the call needs a guarded form)."""
     ctx = rule.ctx
+    arg = loader_arg(ctx, call, name)
+    if arg is not None and arg.star:
+        return None  # set in the `**options` dict: a keyword beside it would be passed twice
     source = setting_source(ctx, call, name)
     if source is not None:
         return source.fix(rule, value, applicability, *extra)
@@ -416,8 +422,10 @@ otherwise. The fix changes the value where it is written, once for every loader 
 Options passed as `**options` are read when the function shows the dict's whole life: built from
 literal keys (`{...}`, `dict(a=...)`, `options["key"] = ...`, `options.update(...)` of such a dict,
 as PyTorch's MNIST example merges its CUDA options) and otherwise only read or unpacked. A key
-it may hold has a value not known here; one it cannot hold is missing, and the fix adds the
-keyword beside the `**` (a guard on workers reads `options.get("num_workers", 0)`).
+it may hold reads as the literal it is given where every place that sets it gives the same one
+(`"pin_memory": True` in the CUDA options), else as not known here; it is reported without a
+fix (a keyword beside the `**` would pass it twice). One it cannot hold is missing, and the fix
+adds the keyword beside the `**` (a guard on workers reads `options.get("num_workers", 0)`).
 
 ## Why is this bad?
 With no workers, every batch is read, decoded and collated in the training process between two
@@ -844,6 +852,16 @@ _HANDED = (
     "        check(model, device, loader_b)\n"
 )
 
+# PyTorch's MNIST example: the loader's settings in a dict, some only on CUDA.
+_MNIST = (
+    "from torch.utils.data import DataLoader\ndef train(model, device, loader, opt):\n"
+    "    for data, target in loader:\n        data = {x}\n        loss = model(data, target)\n"
+    "        loss.backward()\n        opt.step()\ndef main(use_cuda):\n    train_kwargs = {{'batch_size': 64}}\n"
+    "    if use_cuda:\n        train_kwargs.update({{'num_workers': 1, 'pin_memory': True, 'shuffle': True}})\n"
+    "    loader = DataLoader(ds, **train_kwargs)\n    for epoch in range(3):\n        train(model, device, loader, opt)\n"
+)
+
+
 class DataLoaderNoPinMemory(DataLoaderRule):
     code = "TL102"
     name = "dataloader-no-pin-memory"
@@ -1021,6 +1039,9 @@ position is replaced where it stands.
         Valid(_DRAWN.format(pin="", x="x + table.cuda()")),
     ]
     invalid = [
+        # Turned off in the loader's `**` dict: reported, no fix (a keyword beside the dict would
+        # pass it twice).
+        Invalid(_MNIST.format(x="data.to(device)").replace("'pin_memory': True", "'pin_memory': False"), fixed=NO_FIX),
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),
                 fixed=_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
         # Tensors made on or brought back to the CPU (a dtype-only `.to`): pageable, pinning helps.
@@ -1917,6 +1938,9 @@ reported with no fix, the message showing that setting.
         Valid(_BY_KEY.format(pin_a=", drop_last=True", pin_b="", move="x.cuda()")),
     ]
     invalid = [
+        # Shuffled through the loader's `**` dict, which does not set drop_last: set beside it.
+        Invalid(_MNIST.format(x="data.to(device)"),
+                fixed=_MNIST.format(x="data.to(device)").replace("**train_kwargs)", "**train_kwargs, drop_last=True)")),
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
         Invalid(_SHARED_EPOCH.format(a="", b=""), fixed=_SHARED_EPOCH.format(a=", drop_last=True", b="")),
@@ -2815,6 +2839,8 @@ non-blocking copy waits its turn, so the copy could read the changed values.
                 fixed=_SRC.format(move="x.mul_(std)\n    xd = x.to(device, non_blocking=True)\n    log(x.mean())")),
         # Several steps on each batch: the loop over the batches holds the step loop.
         Invalid(_FREE_AT.format(x="x.to(device)"), fixed=_FREE_AT.format(x="x.to(device, non_blocking=True)")),
+        # PyTorch's MNIST example: pinned (and batch size given) through the loader's `**` dict.
+        Invalid(_MNIST.format(x="data.to(device)"), fixed=_MNIST.format(x="data.to(device, non_blocking=True)")),
         Invalid("import torch\n" + _SRC.format(move="x = x.to(memory_format=torch.channels_last, device=device)"),
                 fixed="import torch\n" + _SRC.format(
                     move="x = x.to(memory_format=torch.channels_last, device=device, non_blocking=True)")),

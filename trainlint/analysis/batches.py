@@ -58,6 +58,15 @@ def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
     return arg
 
 
+def star_setting(ctx, call: cst.Call, name: str):
+    """The literal the call's `**options` dict is given for DataLoader argument `name`, when the
+    file shows every place that sets it and they all set the same literal (`train_kwargs =
+    {"batch_size": 64}`, `train_kwargs.update({"pin_memory": True})`); UNKNOWN otherwise."""
+    values = (ctx.star_entries(call) or {}).get(loader_keyword(ctx, call, name))
+    found = {ctx.literal(v) if v is not None else UNKNOWN for v in values or [None]}
+    return found.pop() if len(found) == 1 else UNKNOWN
+
+
 def is_loader(ctx, call: cst.Call) -> bool:
     """A call of DataLoader's constructor with DataLoader's own arguments (aliases, subclasses that
     keep its __init__), also through a name assigned only such classes (yolov5's
@@ -663,8 +672,10 @@ def _collated(ctx, loader: cst.Call):
 
 def _find_collated(ctx, loader: cst.Call):
     batch_size = loader_arg(ctx, loader, "batch_size")
-    if batch_size is not None and (batch_size.star or ctx.literal(batch_size.value) is None):
-        return None, None  # `batch_size=None`: the dataset's samples pass through as they are
+    if batch_size is not None:
+        size = star_setting(ctx, loader, "batch_size") if batch_size.star else ctx.literal(batch_size.value)
+        if size is None or (batch_size.star and size is UNKNOWN):
+            return None, None  # `batch_size=None`: the dataset's samples pass through as they are
     arg = loader_arg(ctx, loader, "collate_fn")
     if arg is None:
         return True, True

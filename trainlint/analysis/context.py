@@ -19,7 +19,7 @@ from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.precision import Precision
 from trainlint.analysis.settings import Sources
-from trainlint.analysis.star_args import star_keys
+from trainlint.analysis.star_args import star_entries
 from trainlint.analysis.tensors import Tensors
 from trainlint.analysis.tree import TreeIndex
 from trainlint.analysis.variables import Bindings
@@ -240,8 +240,13 @@ class FileContext:
 
     def star_keys(self, call: cst.Call) -> frozenset[str] | None:
         """The keys the call's `**options` can pass, when the file shows (star_args.py); once per call."""
+        entries = self.star_entries(call)
+        return frozenset(entries) if entries is not None else None
+
+    def star_entries(self, call: cst.Call) -> dict[str, list] | None:
+        """star_keys' keys with the values the dict is given for each (star_args.py); once per call."""
         if call not in self._star_keys:
-            self._star_keys[call] = star_keys(self, call)
+            self._star_keys[call] = star_entries(self, call)
         return self._star_keys[call]
 
     @staticmethod

@@ -26,86 +26,103 @@ _DEPTH = 3  # `.update(other)` followed this many dicts deep
 def star_keys(ctx, call: cst.Call) -> frozenset[str] | None:
     """Every key the call's one `**options` can hold, when its whole life is visible in its
     function; None otherwise (also beside a `*args`, which may pass anything)."""
+    entries = star_entries(ctx, call)
+    return frozenset(entries) if entries is not None else None
+
+
+def star_entries(ctx, call: cst.Call) -> dict[str, list] | None:
+    """star_keys' keys, each with the values the dict may give it (an expression; None where one
+    is set without being shown, as by `options[key] = v` for a choice of keys)."""
     stars = [a for a in call.args if a.star]
     if len(stars) != 1 or stars[0].star != "**" or not isinstance(stars[0].value, cst.Name):
         return None
-    keys = _name_keys(ctx, stars[0].value, _DEPTH)
-    return frozenset(keys) if keys is not None else None
+    return _name_entries(ctx, stars[0].value, _DEPTH)
 
 
-def _name_keys(ctx, name: cst.Name, depth: int) -> set[str] | None:
-    """The keys the dict variable can hold: built from dict literals or `dict(...)`
-    (`{} if old_torch else {"static_graph": True}`), given keys by `options["key"] = ...` (literal
-    keys, or a choice of them) or `options.update(...)` of a dict whose keys are known, and
-    otherwise only unpacked into calls or merged into another dict."""
+def _name_entries(ctx, name: cst.Name, depth: int) -> dict[str, list] | None:
+    """The keys the dict variable can hold, with their values: built from dict literals or
+    `dict(...)` (`{} if old_torch else {"static_graph": True}`), given keys by `options["key"] =
+    ...` (literal keys, or a choice of them) or `options.update(...)` of a dict whose keys are
+    known, and otherwise only unpacked into calls or merged into another dict."""
     uses = variable_uses(ctx.index, owner(ctx.index, name), name.value)
     if uses is None or depth < 0:
         return None  # global, or used by a nested function
-    keys: set[str] = set()
+    entries: dict[str, list] = {}
     built = False
     for use in uses:
         parent = ctx.parent(use.node)
         if isinstance(parent, cst.Arg) and parent.star == "**":
             continue  # unpacked into a call: a copy, the dict is unchanged
         if use.kind == "assign":
-            found = dict_keys(ctx, use.value, depth)  # options = {...}
+            found = dict_entries(ctx, use.value, depth)  # options = {...}
             built = True
         elif use.kind != "read":
             return None
-        elif isinstance(parent, cst.Subscript) and isinstance(ctx.parent(parent), cst.AssignTarget) \
+        elif isinstance(parent, cst.Subscript) and isinstance(target := ctx.parent(parent), cst.AssignTarget) \
                 and len(parent.slice) == 1:
-            found = _literal_strings(ctx, parent.slice[0].slice.value)  # options["key"] = ...
+            keys = _literal_strings(ctx, parent.slice[0].slice.value)  # options["key"] = ...
+            value = ctx.parent(target).value if keys is not None and len(keys) == 1 else None
+            found = {key: [value] for key in keys} if keys is not None else None
         elif isinstance(parent, cst.Attribute) and parent.attr.value == "update" \
                 and isinstance(call := ctx.parent(parent), cst.Call) and call.func is parent:
-            found = _update_keys(ctx, call, depth)  # options.update(...)
+            found = _update_entries(ctx, call, depth)  # options.update(...)
         elif _merged_into_update(ctx, parent) or _only_reads(ctx, use.node, parent):
             continue  # read (by another dict's update(), `.get(...)`, `options["key"]`): unchanged
         else:
             return None  # read, changed or handed on: its keys are not known here
         if found is None:
             return None
-        keys |= found
-    return keys if built else None
+        _merge(entries, found)
+    return entries if built else None
 
 
-def dict_keys(ctx, value: cst.BaseExpression | None, depth: int = _DEPTH) -> set[str] | None:
-    """The keys of a dict expression: a literal, `dict(k=v, ...)`, a conditional of two such, or
-    a variable whose keys `_name_keys` knows."""
+def _merge(into: dict[str, list], found: dict[str, list]) -> None:
+    for key, values in found.items():
+        into.setdefault(key, []).extend(values)
+
+
+def dict_entries(ctx, value: cst.BaseExpression | None, depth: int = _DEPTH) -> dict[str, list] | None:
+    """The keys of a dict expression, with their values: a literal, `dict(k=v, ...)`, a
+    conditional of two such, or a variable whose entries `_name_entries` knows."""
     if isinstance(value, cst.IfExp):
-        body, orelse = dict_keys(ctx, value.body, depth), dict_keys(ctx, value.orelse, depth)
-        return None if body is None or orelse is None else body | orelse
+        body, orelse = dict_entries(ctx, value.body, depth), dict_entries(ctx, value.orelse, depth)
+        if body is None or orelse is None:
+            return None
+        _merge(body, orelse)
+        return body
     if isinstance(value, cst.Name) and depth > 0:
-        return _name_keys(ctx, value, depth - 1)
+        return _name_entries(ctx, value, depth - 1)
     if isinstance(value, cst.Call) and ctx.dotted(value.func) == "dict":
         if any(arg.keyword is None for arg in value.args):
             return None  # `dict(other)`, `dict(**other)`: keys not listed
-        return {arg.keyword.value for arg in value.args}
+        return {arg.keyword.value: [arg.value] for arg in value.args}
     if not isinstance(value, cst.Dict):
         return None
-    keys: set[str] = set()
+    entries: dict[str, list] = {}
     for element in value.elements:
         found = _literal_strings(ctx, element.key) if isinstance(element, cst.DictElement) else None
         if found is None:
             return None
-        keys |= found
-    return keys
+        _merge(entries, {key: [element.value if len(found) == 1 else None] for key in found})
+    return entries
 
 
-def _update_keys(ctx, call: cst.Call, depth: int) -> set[str] | None:
-    """The keys `options.update(...)` may add: of its one positional dict and its keywords."""
-    keys: set[str] = set()
+def _update_entries(ctx, call: cst.Call, depth: int) -> dict[str, list] | None:
+    """The keys `options.update(...)` may add, with their values: of its one positional dict and
+    its keywords."""
+    entries: dict[str, list] = {}
     positional = [arg for arg in call.args if arg.keyword is None]
     if len(positional) > 1 or any(arg.star for arg in positional):
         return None
     for arg in call.args:
         if arg.keyword is not None:
-            keys.add(arg.keyword.value)
+            _merge(entries, {arg.keyword.value: [arg.value]})
             continue
-        found = dict_keys(ctx, arg.value, depth - 1)
+        found = dict_entries(ctx, arg.value, depth - 1)
         if found is None:
             return None
-        keys |= found
-    return keys
+        _merge(entries, found)
+    return entries
 
 
 _READERS = frozenset({"get", "keys", "items", "values", "copy"})
