@@ -245,6 +245,9 @@ def test_rule_command(project):
 
 def test_no_cache_flag_is_accepted(project):
     assert run_cli(["--no-cache", "good.py"], project).exit_code == 0
+    # -n is its short form, as Ruff's: nothing is read from or written to the cache.
+    assert run_cli(["-n", "--cache-dir", "c", "bad.py"], project).exit_code == 1
+    assert not (project / "c").exists()
 
 
 def test_version():

@@ -180,7 +180,7 @@ class CheckCommand(SectionedCommand):
               help="A configuration file to use for every file, or a TOML `key = value` pair set on top of each "
                    "file's configuration (`--config \"TL104.min-prefetch-factor = 8\"`); may be repeated.")
 @click.option("--isolated", is_flag=True, help="Read no configuration file (defaults and the command line only).")
-@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option("-n", "--no-cache", is_flag=True, help="Do not read or write the cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), envvar="TRAINLINT_CACHE_DIR", default=None,
               help="Where the cache lives (env: TRAINLINT_CACHE_DIR) [default: .trainlint_cache in the project "
                    "root, the folder of the configuration file].")
