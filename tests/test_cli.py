@@ -309,6 +309,31 @@ def test_output_file_takes_the_report(project, tmp_path):
     assert blocked.exit_code == 2 and "cannot write the report" in blocked.output
 
 
+def test_silent_prints_nothing_and_keeps_the_exit_code(project, tmp_path):
+    # As Ruff's -s/--silent: not even the findings; the exit code still says there were some.
+    for flag in ("-s", "--silent"):
+        found = run_cli([flag, "bad.py"], project)
+        assert found.exit_code == 1 and found.output == ""
+    assert run_cli(["-s", "good.py"], project).exit_code == 0
+    diff = run_cli(["-s", "--diff", "bad.py"], project)  # neither the patch nor its summary
+    assert diff.exit_code == 1 and diff.output == "" and (project / "bad.py").read_text() == BAD
+    missing = run_cli(["-s", "bad.py", "nope.py"], project)  # the file that could not be checked: exit 2, unsaid
+    assert missing.exit_code == 2 and missing.output == ""
+    # A report asked for in a file is still written: -s only keeps the terminal quiet.
+    report = tmp_path / "report.json"
+    written = run_cli(["-s", "--output-format", "json", "-o", str(report), "bad.py"], project)
+    assert written.exit_code == 1 and written.output == ""
+    assert [d["code"] for d in json.loads(report.read_text())] == ["TL104"]
+    # So is the fixed source an editor waits for on standard output.
+    fixed = run_cli(["-s", "--fix", "--stdin-filename", "bad.py"], project, input=BAD)
+    assert fixed.exit_code == 0 and fixed.output == GOOD
+    # What the user must correct is still said.
+    usage = run_cli(["-s", "--select", "XX9", "bad.py"], project)
+    assert usage.exit_code == 2 and "unknown rule code" in usage.output
+    watch = run_cli(["-s", "--watch", "bad.py"], project)
+    assert watch.exit_code == 2 and "--watch" in watch.output and "--silent" in watch.output
+
+
 def test_unsafe_fixes_count_as_available_when_asked(project):
     (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
     plain = run_cli(["--select", "TL104,TL105", "mixed.py"], project).output

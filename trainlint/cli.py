@@ -137,7 +137,7 @@ class CheckCommand(SectionedCommand):
                             "line_length", "ignore_noqa", "baseline_path")),
         ("File selection", ("exclude", "extend_exclude", "respect_gitignore", "force_exclude", "stdin_filename",
                             "show_files", "show_settings")),
-        ("Reporting", ("output_format", "output_file", "statistics", "quiet", "exit_zero", "watch")),
+        ("Reporting", ("output_format", "output_file", "statistics", "quiet", "silent", "exit_zero", "watch")),
         ("Configuration and running", ("config_args", "isolated", "no_cache", "cache_dir", "jobs", "help")),
     )
 
@@ -188,6 +188,10 @@ class CheckCommand(SectionedCommand):
               help="Worker processes (default: one per CPU; 1 runs in this process).")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named on the command line too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("-s", "--silent", is_flag=True,
+              help="Print nothing, not even findings; the exit code still tells (1: findings). -o FILE is "
+                   "still written, as is the fixed source of --stdin-filename --fix; usage and configuration "
+                   "errors are still printed.")
 @click.option("-w", "--watch", is_flag=True, help="Check again whenever a checked file or a configuration file changes.")
 @click.option("--exclude", multiple=True,
               help="Exclude patterns that replace the configuration's `exclude` (and the defaults: .git, "
@@ -209,15 +213,15 @@ class CheckCommand(SectionedCommand):
 @click.pass_obj
 def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
           exit_non_zero_on_fix, target_torch, line_length, ignore_noqa, statistics, show_fixes, output_format, output_file, config_args, isolated, no_cache, cache_dir, jobs, force_exclude,
-          quiet, watch, exclude, extend_exclude, respect_gitignore, baseline_path, add_noqa, show_files, show_settings,
+          quiet, silent, watch, exclude, extend_exclude, respect_gitignore, baseline_path, add_noqa, show_files, show_settings,
           stdin_filename) -> None:
     """Check PATHS (default: the current folder) for training-efficiency problems."""
     if watch:
         from trainlint.watch import watch_command
 
-        if stdin_filename is not None or STDIN_NAME in paths or add_noqa or show_files or show_settings:
+        if stdin_filename is not None or STDIN_NAME in paths or add_noqa or show_files or show_settings or silent:
             raise click.UsageError("--watch checks files again as they change; it cannot go with standard input, "
-                                   "--add-noqa, --show-files or --show-settings")
+                                   "--add-noqa, --show-files, --show-settings or --silent")
         args = click.get_current_context().meta.get("trainlint.args") or ["check", *paths]
         sys.exit(watch_command(list(paths) or ["."], [a for a in args if a not in ("-w", "--watch")]))
     own_process = process is not None
@@ -266,14 +270,15 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
     except (ConfigError, RegistryError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    note = _notes(silent)
     if add_noqa:
         from trainlint.noqa import add_noqa as insert_noqa
 
         problems = list(result.errors)
         count = insert_noqa(result, problems)
         for problem in problems:
-            click.echo(str(problem), err=True)
-        click.echo(f"Added {count} noqa directive{'' if count == 1 else 's'}.", err=True)
+            note(str(problem))
+        note(f"Added {count} noqa directive{'' if count == 1 else 's'}.")
         sys.exit(2 if problems else 0)
     if baseline_path:
         from trainlint.baseline import BaselineError, apply_baseline
@@ -284,7 +289,7 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
         if written is not None:
-            click.echo(f"Wrote {written} finding{'' if written == 1 else 's'} to the baseline {baseline_path}.", err=True)
+            note(f"Wrote {written} finding{'' if written == 1 else 's'} to the baseline {baseline_path}.")
     if fix_only:  # what is left is not reported, and is no reason to exit 1
         for file_result in result.files:
             file_result.diagnostics = []
@@ -295,15 +300,15 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
     result.diff_mode = diff
     result.quiet = quiet
     for error in result.errors:
-        click.echo(str(error), err=True)
+        note(str(error))
     if not result.files and not from_stdin:
-        click.echo("warning: No Python files found under the given path(s)", err=True)
+        note("warning: No Python files found under the given path(s)")
     # --diff: standard output is the patch, whatever the format; the summary goes to standard error.
     output = render("concise" if diff else output_format, result)
     if diff and not quiet:
         from trainlint.reporters.text import summary
 
-        click.echo("\n".join(summary(result)), err=True)
+        note("\n".join(summary(result)))
     if output_file is not None:
         try:
             # Its folder is made if missing, as Ruff does (`-o reports/trainlint.sarif` in CI).
@@ -313,6 +318,8 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
         except OSError as exc:
             click.echo(f"error: {output_file}: cannot write the report: {exc.strerror or exc}", err=True)
             sys.exit(2)
+        output = ""
+    if silent:  # the report (the patch, with --diff) is not printed; the exit code below still tells
         output = ""
     if mode.fix and fixed_source is not None:
         # The source is standard output's content (an editor replaces its buffer with it): the
@@ -335,6 +342,15 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
     if exit_non_zero_on_fix and result.fixed:
         sys.exit(1)
     sys.exit(0)
+
+
+def _notes(silent: bool):
+    """How the run's messages on standard error (files that could not be checked, warnings, the
+    --diff summary) are said: not at all with --silent. Usage and configuration errors are said
+    anyway: the exit code 2 alone would not tell what to correct."""
+    if silent:
+        return lambda text: None
+    return lambda text: click.echo(text, err=True)
 
 
 def _color() -> bool | None:
