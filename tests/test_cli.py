@@ -212,6 +212,19 @@ def test_a_named_folder_is_checked_even_if_excluded(project):
     assert run_cli(["old"], project).exit_code == 1
 
 
+def test_a_mistyped_output_format_names_the_closest(project):
+    # As a mistyped subcommand: the closest value is named, rather than left to find in the list.
+    check = run_cli(["--output-format", "jsn", "bad.py"], project)
+    assert check.exit_code == 2 and "'jsn' is not one of 'azure', 'concise'," in check.output
+    assert check.output.rstrip().endswith("'sarif'; did you mean 'json'?")
+    rule = run_cli(["rule", "TL101", "--output-format", "jsno"], project)
+    assert rule.exit_code == 2 and "'jsno' is not one of 'text', 'json'; did you mean 'json'?" in rule.output
+    review = run_cli(["review", "--output-format", "sarf"], project)
+    assert review.exit_code == 2 and "did you mean 'sarif'?" in review.output
+    nothing_close = run_cli(["--output-format", "xml", "bad.py"], project)  # no guess: the list alone
+    assert nothing_close.exit_code == 2 and nothing_close.output.rstrip().endswith("'sarif'.")
+
+
 def test_a_mistyped_command_is_refused_as_one(project):
     result = run_cli(["chekc"], project)
     assert result.exit_code == 2 and "unrecognized subcommand 'chekc'; did you mean 'check'?" in result.output

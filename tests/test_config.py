@@ -24,6 +24,8 @@ LOADER = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
         ("select = ['TL999']", "unknown rule code or prefix 'TL999'"),
         ("ignore = ['tl1']", "unknown rule code or prefix 'tl1'; did you mean `TL1`?"),  # codes are upper case
         ("target-gpu = 'tpu'", "`target-gpu`: expected one of any"),
+        ("output-format = 'jsn'", "`output-format`: expected one of azure, concise, full, github, gitlab, grouped, "
+                                  "json, json-lines, junit, pylint, rdjson, rdjsonl, sarif, got str 'jsn'; did you mean `json`?"),
         ("[tool.trainlint.TL101]\nnum-workers = 'four'", "`TL101.num-workers`: expected an integer"),
         ("[tool.trainlint.TL101]\nlimit = 4", "unknown option of TL101 (dataloader-no-workers); its options: "
                                                 "num-workers"),

@@ -51,15 +51,13 @@ class DefaultToCheck(click.Group):
     def _refuse_mistyped_command(self, ctx, word: str) -> None:
         """`trainlint chekc`: a bare word that is no path but looks like a command is refused as
         one (as Ruff does), not checked as a missing file."""
-        import difflib
-
         if not word.isidentifier() or os.path.lexists(word):
             return
         if word in ("help", "version"):
             ctx.fail(f"unrecognized subcommand '{word}'; use `trainlint --{word}`")
-        close = difflib.get_close_matches(word, self.list_commands(ctx), n=1, cutoff=0.7)
+        close = _closest(word, self.list_commands(ctx))
         if close:
-            ctx.fail(f"unrecognized subcommand '{word}'; did you mean '{close[0]}'?")
+            ctx.fail(f"unrecognized subcommand '{word}'; did you mean '{close}'?")
 
     def get_command(self, ctx, name):
         if name not in self.commands and name in LAZY_COMMANDS:
@@ -67,6 +65,28 @@ class DefaultToCheck(click.Group):
             if command is not None:
                 self.add_command(command, name)
         return self.commands.get(name)
+
+
+def _closest(word: str, choices) -> str | None:
+    """The choice a misspelt word most likely meant, or None when none is close."""
+    import difflib  # only on an error path: a run imports nothing it does not use
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.7)
+    return close[0] if close else None
+
+
+class SuggestingChoice(click.Choice):
+    """A choice whose refusal names the closest value (`--output-format jsn`: did you mean
+    'json'?), as a mistyped subcommand is answered: the list of every value is long to scan."""
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            close = _closest(value, self.choices) if isinstance(value, str) else None
+            if close is None:
+                raise
+            self.fail(f"{exc.message.rstrip('.')}; did you mean '{close}'?", param, ctx)
 
 
 def _load_command(module: str, attr: str):
@@ -172,7 +192,7 @@ class CheckCommand(SectionedCommand):
 @click.option("--ignore-noqa", is_flag=True, help="Report (and fix) findings that `# noqa` comments suppress.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
 @click.option("--show-fixes", is_flag=True, default=None, help="List the fixes that were applied.")
-@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default=None,
+@click.option("--output-format", type=SuggestingChoice(sorted(FORMATS)), default=None,
               help="How to report (default: the configuration's `output-format`, else concise).")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False),
               help="Write the report to this file (in --output-format) instead of standard output.")
@@ -406,7 +426,7 @@ def _show(paths, resolver, force_exclude, settings_only, stdin_filename) -> None
 @cli.command(short_help="Explain a rule, or list them all.")
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule.")
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output-format", type=SuggestingChoice(["text", "json"]), default="text", show_default=True)
 def rule(code, show_all, output_format) -> None:
     """Explain a rule (`trainlint rule TL101`), or list them all (`--all`)."""
     if show_all and code:

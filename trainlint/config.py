@@ -327,7 +327,8 @@ def parse_table(table: dict, path: str) -> dict:
             from trainlint.reporters import FORMATS
 
             if value not in FORMATS:
-                raise _err(path, key, "one of " + ", ".join(sorted(FORMATS)), value)
+                hint = did_you_mean(value, FORMATS) if isinstance(value, str) else ""
+                raise ConfigError(str(_err(path, key, "one of " + ", ".join(sorted(FORMATS)), value)) + hint)
             out["output_format"] = value
         elif key == "target-torch":
             if not isinstance(value, str) or not TORCH_VERSION.match(value):

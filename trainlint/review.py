@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from trainlint.cli import selectors  # the same code checks as `check`
+from trainlint.cli import SuggestingChoice, selectors  # the same checks as `check`
 from trainlint.diagnostics import Applicability, Diagnostic, FileError, FileResult, RunResult
 from trainlint.fingerprint import fingerprints
 from trainlint.gitdiff import ChangedFile, GitError, changed_files, git
@@ -272,7 +272,7 @@ def _review_formats() -> list[str]:
 @click.option("--pr", "pr_number", type=int, metavar="N", help="Pull request number (default: from $GITHUB_EVENT_PATH).")
 @click.option("--commit", "commit_id", metavar="SHA", help="Commit the comments refer to "
               "(default: the pull request's head commit in Actions, else the reviewed revision).")
-@click.option("--output-format", type=click.Choice(_review_formats()), default="review", show_default=True,
+@click.option("--output-format", type=SuggestingChoice(_review_formats()), default="review", show_default=True,
               help="review: the pull-request review as JSON; or any `check` format for the kept findings.")
 @click.option("--config", "config_args", multiple=True, metavar="PATH | KEY=VALUE",
               help="A configuration file to use for every file, or a TOML `key = value` pair set on top of each "
