@@ -249,7 +249,12 @@ def test_rule_command(project):
     assert "num-workers" in out
     listed = json.loads(run_cli(["rule", "--all", "--output-format", "json"], project).output)
     assert {"TL101", "TL201"} <= {r["code"] for r in listed}
-    assert run_cli(["rule", "TL999"], project).exit_code == 2
+    unknown = run_cli(["rule", "TL999"], project)
+    assert unknown.exit_code == 2 and "unknown rule code or name 'TL999'; `trainlint rule --all` lists them" in unknown.output
+    # Codes are upper case here as in --select (which refuses `tl101`, as Ruff does): refused, spelling given.
+    lower = run_cli(["rule", "tl101"], project)
+    assert lower.exit_code == 2 and "unknown rule code or name 'tl101'; did you mean `TL101`?" in lower.output
+    assert "did you mean `per-step-host-sync`?" in run_cli(["rule", "per-step-hostsync"], project).output
     by_name = run_cli(["rule", "per-step-host-sync"], project)
     assert "(TL201)" in by_name.output
     both = run_cli(["rule", "TL101", "--all"], project)  # the code was silently dropped

@@ -20,6 +20,7 @@ LOADER = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
         ("[tool.trainlint.TL101]\nnum-worker = 4", "unknown option of TL101 (dataloader-no-workers); did you mean "
                                                    "`num-workers`?"),
         ("[tool.trainlint.TL1O1]\nnum-workers = 4", "unknown rule code or name; did you mean `TL101`?"),
+        ("[tool.trainlint.tl101]\nnum-workers = 4", "`[tl101]`: unknown rule code or name; did you mean `TL101`?"),
         ("select = 'TL1'", "`select`: expected a list of rule codes"),
         ("select = ['TL999']", "unknown rule code or prefix 'TL999'"),
         ("ignore = ['tl1']", "unknown rule code or prefix 'tl1'; did you mean `TL1`?"),  # codes are upper case

@@ -15,7 +15,7 @@ import click
 
 from trainlint import __version__
 from trainlint.cache import Cache, default_dir
-from trainlint.config import ConfigError, SettingsResolver, unknown_selector
+from trainlint.config import ConfigError, SettingsResolver, rule_hint, unknown_selector
 from trainlint.registry import RegistryError, all_rules, get_rule, is_known_selector
 from trainlint.reporters import FORMATS, render
 from trainlint.reporters.statistics import FORMATS as STATISTICS_FORMATS
@@ -436,7 +436,8 @@ def rule(code, show_all, output_format) -> None:
     elif code:
         found = get_rule(code)
         if found is None:
-            click.echo(f"error: unknown rule {code!r}; `trainlint rule --all` lists them", err=True)
+            hint = rule_hint(code) or "; `trainlint rule --all` lists them"
+            click.echo(f"error: unknown rule code or name {code!r}{hint}", err=True)
             sys.exit(2)
         rules = [found]
     else:

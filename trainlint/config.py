@@ -285,6 +285,15 @@ def unknown_selector(code: str) -> str:
     return f"unknown rule code or prefix {code!r}{hint}"
 
 
+def rule_hint(word: str) -> str:
+    """`; did you mean ...?` for a word that names no rule (`trainlint rule`, a rule's option
+    table), or nothing: a lower-case code is pointed at its spelling, as unknown_selector does,
+    else the word at the closest code or name."""
+    if get_rule(word.upper()) is not None:
+        return f"; did you mean `{word.upper()}`?"
+    return did_you_mean(word, [r.code for r in all_rules()] + [r.name for r in all_rules()])
+
+
 def _err(path: str, key: str, expected: str, got=None) -> ConfigError:
     got_text = "" if got is None else f", got {type(got).__name__} {got!r}"
     return ConfigError(f"{path}: invalid configuration: `{key}`: expected {expected}{got_text}")
@@ -359,9 +368,8 @@ def parse_table(table: dict, path: str) -> dict:
             rule_options.append((rule.code, tuple(opts)))
         else:
             if isinstance(value, dict):
-                codes = [r.code for r in all_rules()] + [r.name for r in all_rules()]
                 raise ConfigError(f"{path}: invalid configuration: `[{key}]`: unknown rule code or name"
-                                  + did_you_mean(key, codes))
+                                  + rule_hint(key))
             raise ConfigError(
                 f"{path}: invalid configuration: unknown key `{key}`" + (did_you_mean(key, _TOP_KEYS) or (
                     "; expected one of: " + ", ".join(sorted(_TOP_KEYS)) + ", or a rule's option table"))

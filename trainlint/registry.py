@@ -150,8 +150,10 @@ def rules_by_code() -> dict[str, type[Rule]]:
 
 
 def get_rule(code_or_name: str) -> type[Rule] | None:
+    """The rule with this code or name, spelt exactly: a code is upper case here as where
+    `--select` and `ignore` read it (as Ruff's codes), so `rule tl101` is refused as they are."""
     for rule in all_rules():
-        if rule.code == code_or_name.upper() or rule.name == code_or_name:
+        if rule.code == code_or_name or rule.name == code_or_name:
             return rule
     return None
 
