@@ -83,6 +83,30 @@ def test_fixable_limits_fixes_to_the_listed_rules(tmp_path):
     assert "num_workers=" in text and "pin_memory" not in text
 
 
+def test_extend_fixable_adds_to_fixable(tmp_path):
+    # As Ruff's `extend-fixable`: on top of `fixable`, as extend-select is on top of select.
+    _, text = run(tmp_path, 'fixable = ["TL101"]\nextend-fixable = ["TL102"]', "--fix", "--unsafe-fixes")
+    assert "num_workers=" in text and "pin_memory=True" in text
+    _, text = run(tmp_path, 'fixable = ["TL101"]', "--fix", "--unsafe-fixes", "--extend-fixable", "TL102")
+    assert "num_workers=" in text and "pin_memory=True" in text
+    # `unfixable` still wins over it.
+    _, text = run(tmp_path, 'fixable = ["TL101"]\nunfixable = ["TL102"]', "--fix", "--unsafe-fixes",
+                  "--extend-fixable", "TL102")
+    assert "num_workers=" in text and "pin_memory" not in text
+
+
+def test_extend_fixable_through_extend(tmp_path):
+    (tmp_path / "base.toml").write_text('fixable = ["TL101"]\nextend-fixable = ["TL102"]\n')
+    (tmp_path / "child.toml").write_text('extend = "base.toml"\n')
+    inherited = settings_from_file(str(tmp_path / "child.toml"))
+    assert inherited.fix_applicability("TL102", Applicability.SAFE) is Applicability.SAFE
+    # A `fixable` of its own starts the choice over, as a `select` of its own drops extend-select.
+    (tmp_path / "child.toml").write_text('extend = "base.toml"\nfixable = ["TL101"]\n')
+    own = settings_from_file(str(tmp_path / "child.toml"))
+    assert own.extend_fixable == ()
+    assert own.fix_applicability("TL102", Applicability.SAFE) is Applicability.DISPLAY_ONLY
+
+
 def test_a_suggestion_is_never_promoted(tmp_path):
     _, text = run(tmp_path, 'extend-safe-fixes = ["ALL"]', "--fix", "--unsafe-fixes")
     assert "torch.nn.DataParallel(net)" in text
@@ -116,6 +140,7 @@ def test_results_cache_keeps_configurations_apart(tmp_path):
 @pytest.mark.parametrize("key,value,message", [
     ("unfixable", '["TL999"]', "unknown rule code or prefix 'TL999'"),
     ("extend-safe-fixes", '"TL101"', "a list of rule codes or prefixes"),
+    ("extend-fixable", '["TL999"]', "unknown rule code or prefix 'TL999'"),
 ])
 def test_bad_values_name_the_file_and_key(tmp_path, key, value, message):
     path = tmp_path / "trainlint.toml"

@@ -153,7 +153,7 @@ class SectionedCommand(click.Command):
 class CheckCommand(SectionedCommand):
     sections = (
         ("Fixes", ("fix", "unsafe_fixes", "fix_only", "diff", "show_fixes", "exit_non_zero_on_fix", "add_noqa")),
-        ("Rule selection", ("select", "extend_select", "ignore", "fixable", "unfixable", "target_torch",
+        ("Rule selection", ("select", "extend_select", "ignore", "fixable", "extend_fixable", "unfixable", "target_torch",
                             "line_length", "ignore_noqa", "baseline_path")),
         ("File selection", ("exclude", "extend_exclude", "respect_gitignore", "force_exclude", "stdin_filename",
                             "show_files", "show_settings")),
@@ -177,6 +177,8 @@ class CheckCommand(SectionedCommand):
 @click.option("--ignore", multiple=True, callback=selectors, help="Rule codes or prefixes to disable.")
 @click.option("--fixable", multiple=True, callback=selectors,
               help="Rules whose fixes --fix may write (default: all); the others are shown as suggestions.")
+@click.option("--extend-fixable", multiple=True, callback=selectors,
+              help="Rules whose fixes --fix may write on top of `fixable` (adds to the configuration's).")
 @click.option("--unfixable", multiple=True, callback=selectors,
               help="Rules whose fixes are only shown, never written (adds to the configuration's).")
 @click.option("-e", "--exit-zero", is_flag=True,
@@ -231,7 +233,8 @@ class CheckCommand(SectionedCommand):
                    "configuration, excludes and output. With --fix the fixed source goes to standard output "
                    "and the report to standard error.")
 @click.pass_obj
-def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_select, ignore, fixable, unfixable, exit_zero,
+def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_select, ignore, fixable, extend_fixable,
+          unfixable, exit_zero,
           exit_non_zero_on_fix, target_torch, line_length, ignore_noqa, statistics, show_fixes, output_format, output_file, config_args, isolated, no_cache, cache_dir, jobs, force_exclude,
           quiet, silent, watch, exclude, extend_exclude, respect_gitignore, baseline_path, add_noqa, show_files, show_settings,
           stdin_filename) -> None:
@@ -248,7 +251,7 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
     if own_process:
         process.checked = True
     overrides = {"select": select, "extend_select": extend_select, "ignore": ignore, "fixable": fixable,
-                 "unfixable": unfixable, "exclude": tuple(exclude) or None, "extend_exclude": tuple(extend_exclude) or None,
+                 "extend_fixable": extend_fixable, "unfixable": unfixable, "exclude": tuple(exclude) or None, "extend_exclude": tuple(extend_exclude) or None,
                  "ignore_noqa": ignore_noqa or None, "target_torch": target_torch, "line_length": line_length,
                  "respect_gitignore": respect_gitignore}
     from_stdin = stdin_filename is not None or STDIN_NAME in paths

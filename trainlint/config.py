@@ -61,10 +61,11 @@ class Settings:
     target_torch: str | None = None
     interval_names: tuple[str, ...] = ()
     rule_options: tuple[tuple[str, tuple[tuple[str, object], ...]], ...] = ()
-    # Which fixes --fix may write (Ruff's keys): `fixable` (None: every rule) minus `unfixable`;
-    # an excluded rule's fix is only shown, as a suggestion. `extend-safe-fixes` /
-    # `extend-unsafe-fixes` move a rule's fixes between safe and unsafe.
+    # Which fixes --fix may write (Ruff's keys): `fixable` (None: every rule) plus `extend-fixable`,
+    # minus `unfixable`; an excluded rule's fix is only shown, as a suggestion. `extend-safe-fixes`
+    # / `extend-unsafe-fixes` move a rule's fixes between safe and unsafe.
     fixable: tuple[str, ...] | None = None
+    extend_fixable: tuple[str, ...] = ()
     unfixable: tuple[str, ...] = ()
     extend_safe_fixes: tuple[str, ...] = ()
     extend_unsafe_fixes: tuple[str, ...] = ()
@@ -104,7 +105,8 @@ class Settings:
         (it was never meant to be written); listed in both extend lists, a fix is unsafe."""
         if applicability is Applicability.DISPLAY_ONLY:
             return applicability
-        if _matches(code, self.unfixable) or (self.fixable is not None and not _matches(code, self.fixable)):
+        if _matches(code, self.unfixable) or (
+                self.fixable is not None and not _matches(code, self.fixable + self.extend_fixable)):
             return Applicability.DISPLAY_ONLY
         if _matches(code, self.extend_unsafe_fixes):
             return Applicability.UNSAFE
@@ -256,7 +258,8 @@ def glob_matcher(patterns: tuple[str, ...]):
 
 # -- loading ------------------------------------------------------------------------------
 
-_CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "unfixable", "extend-safe-fixes", "extend-unsafe-fixes")
+_CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "extend-fixable", "unfixable", "extend-safe-fixes",
+              "extend-unsafe-fixes")
 _LIST_KEYS = _CODE_KEYS + ("exclude", "extend-exclude", "interval-names")
 _BOOL_KEYS = ("fix", "fix-only", "unsafe-fixes", "show-fixes", "respect-gitignore")
 _TOP_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-gpu", "target-torch", "extend", "line-length",
@@ -264,9 +267,10 @@ _TOP_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-gpu
 # Settings of the run, not of a file's findings: the cache does not key on them.
 _RUN_KEYS = ("fix", "fix_only", "unsafe_fixes", "show_fixes", "output_format", "respect_gitignore")
 # Keys whose values a configuration adds to those of the configuration it extends (the others
-# replace them); a `select` of its own starts the rule choice over, dropping the base's additions.
-_ACCUMULATED = ("extend_select", "ignore", "extend_exclude", "per_file_ignores", "unfixable", "extend_safe_fixes",
-                "extend_unsafe_fixes", "interval_names")
+# replace them); a `select` of its own starts the rule choice over, dropping the base's additions,
+# and so does a `fixable` of its own for the base's `extend-fixable`.
+_ACCUMULATED = ("extend_select", "ignore", "extend_exclude", "per_file_ignores", "extend_fixable", "unfixable",
+                "extend_safe_fixes", "extend_unsafe_fixes", "interval_names")
 
 
 def did_you_mean(word: str, choices) -> str:
@@ -435,6 +439,8 @@ def _settings_kwargs(path: str, chain: tuple[str, ...]) -> dict:
     if "select" in kwargs:
         inherited.pop("extend_select", None)
         inherited.pop("ignore", None)
+    if "fixable" in kwargs:
+        inherited.pop("extend_fixable", None)
     for key, value in kwargs.items():
         if key in _ACCUMULATED and key in inherited:
             inherited[key] = inherited[key] + value
@@ -583,6 +589,7 @@ class SettingsResolver:
         extend = overrides.pop("extend_select", None)
         ignore = overrides.pop("ignore", None)
         extend_exclude = overrides.pop("extend_exclude", None)
+        extend_fixable = overrides.pop("extend_fixable", None)
         unfixable = overrides.pop("unfixable", None)
         if overrides.get("select"):
             # A rule selected on the command line beats the config's ignore of it (or of its prefix).
@@ -596,6 +603,8 @@ class SettingsResolver:
             settings = replace(settings, ignore=settings.ignore + tuple(ignore))
         if extend_exclude:
             settings = replace(settings, extend_exclude=settings.extend_exclude + tuple(extend_exclude))
+        if extend_fixable:
+            settings = replace(settings, extend_fixable=settings.extend_fixable + tuple(extend_fixable))
         if unfixable:
             settings = replace(settings, unfixable=settings.unfixable + tuple(unfixable))
         return settings
