@@ -32,6 +32,9 @@ LOADER = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
                                                 "num-workers"),
         ("[tool.trainlint.TL999]\nx = 1", "unknown rule code or name"),
         ("per-file-ignores = { 'tests/*' = 'TL1' }", "expected a list of rule codes"),
+        ("extend-per-file-ignores = { 'tests/*' = ['TL999'] }",
+         "`extend-per-file-ignores.tests/*`: unknown rule code or prefix 'TL999'"),
+        ("extend-per-file-ignores = ['tests/*']", "`extend-per-file-ignores`: expected a table of glob = [codes]"),
         ("line-length = '120'", "`line-length`: expected an integer from 1 to 320, got str '120'"),
         ("line-length = 0", "`line-length`: expected an integer from 1 to 320, got int 0"),
         ("line-length = true", "`line-length`: expected an integer from 1 to 320"),
@@ -137,6 +140,42 @@ def test_per_file_ignores_negated(tmp_path):
     (tmp_path / "b.py").write_text(LOADER)
     out = run_cli(["."], tmp_path).output
     assert "src/a.py" in out and "b.py" not in out
+
+
+def test_extend_per_file_ignores_adds_to_per_file_ignores(tmp_path):
+    # Ruff's key, and its command-line option: more per-file ignores on top of the configuration's.
+    for name in ("scripts/a.py", "tests/b.py", "c.py", "d.py"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(LOADER)
+
+    def flagged(*args):
+        out = run_cli(["--no-cache", "--select", "TL101", *args, "."], tmp_path).output
+        return sorted(line.split(":")[0] for line in out.splitlines() if ": TL101 " in line)
+
+    (tmp_path / "pyproject.toml").write_text("[tool.trainlint]\nper-file-ignores = { 'scripts/*' = ['TL1'] }\n"
+                                             "extend-per-file-ignores = { 'tests/*' = ['TL101'] }\n")
+    assert flagged() == ["c.py", "d.py"]
+    assert flagged("--extend-per-file-ignores", "c.py:TL2,TL101") == ["d.py"]
+    assert flagged("--extend-per-file-ignores", "c.py:TL101", "--extend-per-file-ignores", "!scripts/*:TL1") == []
+    assert flagged("--config", "extend-per-file-ignores = { 'd.py' = ['TL101'] }") == ["c.py"]
+    # Through `extend` too (per-file ignores add up there whichever key wrote them).
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "e.py").write_text(LOADER)
+    (tmp_path / "sub" / "trainlint.toml").write_text("extend = '../pyproject.toml'\n"
+                                                     "extend-per-file-ignores = { 'e.py' = ['TL1'] }\n")
+    assert flagged() == ["c.py", "d.py"]
+
+
+@pytest.mark.parametrize("value,message", [
+    ("tests/*", "'tests/*': expected GLOB:CODES"),
+    ("tests/*:", "'tests/*:': expected GLOB:CODES"),
+    (":TL101", "':TL101': expected GLOB:CODES"),
+    ("tests/*:tl101", "'tests/*:tl101': unknown rule code or prefix 'tl101'; did you mean `TL101`?"),
+])
+def test_extend_per_file_ignores_option_is_checked(tmp_path, value, message):
+    result = run_cli(["--extend-per-file-ignores", value, "."], tmp_path)
+    assert result.exit_code == 2 and "Invalid value for '--extend-per-file-ignores'" in result.output
+    assert message in result.output
 
 
 def test_rule_option_reaches_the_fix(tmp_path):

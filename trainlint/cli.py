@@ -153,8 +153,8 @@ class SectionedCommand(click.Command):
 class CheckCommand(SectionedCommand):
     sections = (
         ("Fixes", ("fix", "unsafe_fixes", "fix_only", "diff", "show_fixes", "exit_non_zero_on_fix", "add_noqa")),
-        ("Rule selection", ("select", "extend_select", "ignore", "fixable", "extend_fixable", "unfixable", "target_torch",
-                            "line_length", "ignore_noqa", "baseline_path")),
+        ("Rule selection", ("select", "extend_select", "ignore", "extend_per_file_ignores", "fixable", "extend_fixable",
+                            "unfixable", "target_torch", "line_length", "ignore_noqa", "baseline_path")),
         ("File selection", ("exclude", "extend_exclude", "respect_gitignore", "force_exclude", "stdin_filename",
                             "show_files", "show_settings")),
         ("Reporting", ("output_format", "output_file", "statistics", "quiet", "silent", "exit_zero", "watch")),
@@ -175,6 +175,9 @@ class CheckCommand(SectionedCommand):
 @click.option("--select", multiple=True, callback=selectors, help="Rule codes or prefixes to enable (ALL for all).")
 @click.option("--extend-select", multiple=True, callback=selectors, help="Rules to enable on top of the selection.")
 @click.option("--ignore", multiple=True, callback=selectors, help="Rule codes or prefixes to disable.")
+@click.option("--extend-per-file-ignores", multiple=True, callback=lambda ctx, param, v: _per_file_ignores(ctx, param, v),
+              metavar="GLOB:CODES", help="Rules to disable in the files a glob matches (`tests/*:TL2,TL101`; the glob "
+                                         "as in `per-file-ignores`), on top of the configuration's; may be repeated.")
 @click.option("--fixable", multiple=True, callback=selectors,
               help="Rules whose fixes --fix may write (default: all); the others are shown as suggestions.")
 @click.option("--extend-fixable", multiple=True, callback=selectors,
@@ -233,8 +236,8 @@ class CheckCommand(SectionedCommand):
                    "configuration, excludes and output. With --fix the fixed source goes to standard output "
                    "and the report to standard error.")
 @click.pass_obj
-def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_select, ignore, fixable, extend_fixable,
-          unfixable, exit_zero,
+def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_select, ignore, extend_per_file_ignores,
+          fixable, extend_fixable, unfixable, exit_zero,
           exit_non_zero_on_fix, target_torch, line_length, ignore_noqa, statistics, show_fixes, output_format, output_file, config_args, isolated, no_cache, cache_dir, jobs, force_exclude,
           quiet, silent, watch, exclude, extend_exclude, respect_gitignore, baseline_path, add_noqa, show_files, show_settings,
           stdin_filename) -> None:
@@ -250,8 +253,10 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
     own_process = process is not None
     if own_process:
         process.checked = True
-    overrides = {"select": select, "extend_select": extend_select, "ignore": ignore, "fixable": fixable,
-                 "extend_fixable": extend_fixable, "unfixable": unfixable, "exclude": tuple(exclude) or None, "extend_exclude": tuple(extend_exclude) or None,
+    overrides = {"select": select, "extend_select": extend_select, "ignore": ignore,
+                 "extend_per_file_ignores": extend_per_file_ignores, "fixable": fixable,
+                 "extend_fixable": extend_fixable, "unfixable": unfixable,
+                 "exclude": tuple(exclude) or None, "extend_exclude": tuple(extend_exclude) or None,
                  "ignore_noqa": ignore_noqa or None, "target_torch": target_torch, "line_length": line_length,
                  "respect_gitignore": respect_gitignore}
     from_stdin = stdin_filename is not None or STDIN_NAME in paths
@@ -384,6 +389,24 @@ def _color() -> bool | None:
     if os.environ.get("FORCE_COLOR"):
         return True
     return None
+
+
+def _per_file_ignores(ctx, param, values) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    """--extend-per-file-ignores GLOB:CODES values as `per-file-ignores` pairs. The glob is what
+    comes before the last colon (a Windows path has one of its own); codes are checked as
+    --ignore's, and the glob means what it means in the configuration (relative to its folder)."""
+    pairs = []
+    for value in values:
+        pattern, colon, listed = value.rpartition(":")
+        codes = tuple(c.strip() for c in listed.split(",") if c.strip())
+        if not colon or not pattern.strip() or not codes:
+            raise click.BadParameter(f"{value!r}: expected GLOB:CODES (for example \"tests/*:TL2,TL101\")",
+                                     ctx=ctx, param=param)
+        for code in codes:
+            if not is_known_selector(code):
+                raise click.BadParameter(f"{value!r}: {unknown_selector(code)}", ctx=ctx, param=param)
+        pairs.append((pattern, codes))
+    return tuple(pairs) or None
 
 
 def _torch_version(value: str | None) -> str | None:

@@ -262,8 +262,8 @@ _CODE_KEYS = ("select", "extend-select", "ignore", "fixable", "extend-fixable", 
               "extend-unsafe-fixes")
 _LIST_KEYS = _CODE_KEYS + ("exclude", "extend-exclude", "interval-names")
 _BOOL_KEYS = ("fix", "fix-only", "unsafe-fixes", "show-fixes", "respect-gitignore")
-_TOP_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "target-gpu", "target-torch", "extend", "line-length",
-                                                  "output-format"}
+_TOP_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "extend-per-file-ignores", "target-gpu", "target-torch",
+                                                  "extend", "line-length", "output-format"}
 # Settings of the run, not of a file's findings: the cache does not key on them.
 _RUN_KEYS = ("fix", "fix_only", "unsafe_fixes", "show_fixes", "output_format", "respect_gitignore")
 # Keys whose values a configuration adds to those of the configuration it extends (the others
@@ -323,10 +323,12 @@ def parse_table(table: dict, path: str) -> dict:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise _err(path, key, "a list of strings", value)
             out[key.replace("-", "_")] = tuple(value)
-        elif key == "per-file-ignores":
+        elif key in ("per-file-ignores", "extend-per-file-ignores"):
+            # Ruff's `extend-per-file-ignores` adds to `per-file-ignores`: in a file both are read
+            # (the settings hold one list), given inline (--config) it adds to the file's.
             if not isinstance(value, dict):
                 raise _err(path, key, "a table of glob = [codes]", value)
-            out["per_file_ignores"] = tuple(
+            out[key.replace("-", "_")] = tuple(
                 (pattern, _codes(path, f"{key}.{pattern}", codes)) for pattern, codes in value.items()
             )
         elif key == "extend":
@@ -414,6 +416,15 @@ def read_config(path: str) -> dict | None:
     return table
 
 
+def _added_per_file_ignores(kwargs: dict) -> dict:
+    """A file's `extend-per-file-ignores` joined to its `per-file-ignores` (which add up through
+    `extend` anyway: a file's two lists differ only in name)."""
+    added = kwargs.pop("extend_per_file_ignores", ())
+    if added:
+        kwargs["per_file_ignores"] = kwargs.get("per_file_ignores", ()) + added
+    return kwargs
+
+
 def settings_from_file(path: str) -> Settings:
     kwargs = _settings_kwargs(path, ())
     return Settings(root=os.path.dirname(os.path.abspath(path)), config_path=path, **kwargs)
@@ -423,7 +434,7 @@ def _settings_kwargs(path: str, chain: tuple[str, ...]) -> dict:
     """Settings keyword arguments of a configuration file, merged over the file it extends
     (`extend = "../pyproject.toml"`, as in Ruff), whose relative globs stay relative to its own folder."""
     table = read_config(path) or {}
-    kwargs = parse_table(table, path)
+    kwargs = _added_per_file_ignores(parse_table(table, path))
     base = table.get("extend")
     if base is None:
         return kwargs
@@ -584,10 +595,15 @@ class SettingsResolver:
             for code, values in inline.pop("rule_options"):
                 merged.setdefault(code, {}).update(dict(values))
             inline["rule_options"] = tuple((code, tuple(values.items())) for code, values in merged.items())
+        # --config "extend-per-file-ignores = ..." adds to the file's (where "per-file-ignores" replaces them).
+        added_ignores = inline.pop("extend_per_file_ignores", ())
         settings = replace(settings, **inline)
+        if added_ignores:
+            settings = replace(settings, per_file_ignores=settings.per_file_ignores + added_ignores)
         overrides = dict(self.overrides)
         extend = overrides.pop("extend_select", None)
         ignore = overrides.pop("ignore", None)
+        per_file_ignores = overrides.pop("extend_per_file_ignores", None)
         extend_exclude = overrides.pop("extend_exclude", None)
         extend_fixable = overrides.pop("extend_fixable", None)
         unfixable = overrides.pop("unfixable", None)
@@ -601,6 +617,8 @@ class SettingsResolver:
             settings = replace(settings, extend_select=settings.extend_select + tuple(extend))
         if ignore:
             settings = replace(settings, ignore=settings.ignore + tuple(ignore))
+        if per_file_ignores:
+            settings = replace(settings, per_file_ignores=settings.per_file_ignores + tuple(per_file_ignores))
         if extend_exclude:
             settings = replace(settings, extend_exclude=settings.extend_exclude + tuple(extend_exclude))
         if extend_fixable:
