@@ -1,5 +1,6 @@
 """The results cache: hits and misses, what invalidates an entry, its folder, `trainlint clean`."""
 
+import errno
 import json
 import os
 
@@ -159,8 +160,40 @@ def test_corrupt_entry_is_a_miss(project):
 
 def test_unwritable_cache_still_lints(project):
     (project / "c").write_text("a file where the folder should be")
-    result = _lint(["."], Cache("c"))
+    cache = Cache("c")
+    result = _lint(["."], cache)
     assert result.diagnostics and not result.errors
+    assert cache.write_error is not None  # kept for the command line's warning; a library run prints nothing
+
+
+def test_an_unwritable_cache_is_warned_about_once(project):
+    # Every file's entry fails to be written; one warning says so, rather than none (every run
+    # as slow as the first, unexplained) or one per file.
+    (project / "more.py").write_text(FLAGGED)
+    (project / "blocker").write_text("a file where the cache's folder should be made")
+    out = CliRunner().invoke(cli, ["check", "--cache-dir", "blocker/c", "."])
+    assert out.exit_code == 1 and "train.py" in out.stdout and "more.py" in out.stdout
+    assert out.stderr.count("warning: cannot write the cache") == 1
+    assert out.stderr.startswith(f"warning: cannot write the cache at blocker/c: {os.strerror(errno.ENOTDIR)}\n")
+    assert CliRunner().invoke(cli, ["check", "-s", "--cache-dir", "blocker/c", "."]).output == ""
+    assert "warning" not in CliRunner().invoke(cli, ["check", "--cache-dir", "c", "."]).stderr
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
+                    reason="running as root: permission bits do not stop root from writing (CAP_DAC_OVERRIDE)")
+def test_a_read_only_cache_folder_is_warned_about(project):
+    assert CliRunner().invoke(cli, ["check", "--cache-dir", "c", "."]).exit_code == 1  # made and filled
+    (project / "new.py").write_text(FLAGGED)  # a miss: its entry would be written
+    folders = [root for root, _, _ in os.walk(project / "c")]
+    for folder in folders:
+        os.chmod(folder, 0o555)
+    try:
+        out = CliRunner().invoke(cli, ["check", "--cache-dir", "c", "."])
+    finally:
+        for folder in folders:
+            os.chmod(folder, 0o755)
+    assert out.exit_code == 1 and "new.py" in out.stdout and "train.py" in out.stdout
+    assert out.stderr == f"warning: cannot write the cache at c: {os.strerror(errno.EACCES)}\n"
 
 
 def test_parse_errors_are_cached_too(project, monkeypatch):

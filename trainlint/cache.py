@@ -10,8 +10,9 @@ them. The code fingerprint exists because a version number alone would keep serv
 findings to anyone running trainlint from a checkout while editing a rule.
 
 Entries are JSON, not pickle: the folder sits in the user's tree and loading it must never run
-code. A missing, unreadable or malformed entry is a miss; a write that fails is ignored (a
-read-only checkout still lints, just without the speed-up).
+code. A missing, unreadable or malformed entry is a miss; a write that fails does not stop the
+run (a read-only checkout still lints, just without the speed-up), but the first failure is kept
+in `write_error` for the command line to warn about once.
 """
 
 from __future__ import annotations
@@ -129,9 +130,13 @@ class Cache:
     """Lookup and store of per-file results under one cache folder."""
 
     def __init__(self, directory: str | None = None) -> None:
-        self.directory = os.path.abspath(directory or default_dir())
+        self.named = directory or default_dir()  # as the user gave it, for messages
+        self.directory = os.path.abspath(self.named)
         self._settings_fp: dict = {}
-        self._prepared = False
+        self._prepared: bool | None = None  # None: not tried yet
+        # Why the first write failed (None: none did): a cache that silently stays empty makes
+        # every run as slow as the first, with nothing to say why.
+        self.write_error: str | None = None
         self.hits = 0
         self.misses = 0
 
@@ -171,19 +176,20 @@ class Cache:
 
     def _prepare(self) -> bool:
         """Creates the folder with its CACHEDIR.TAG (backup tools skip it) and a .gitignore
-        holding `*` (git never shows it, wherever the user put it)."""
-        if self._prepared:
-            return True
-        try:
-            os.makedirs(self.directory, exist_ok=True)
-            for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", GITIGNORE)):
-                target = os.path.join(self.directory, name)
-                if not os.path.exists(target):
-                    _atomic_write(target, text.encode())
-        except OSError:
-            return False
-        self._prepared = True
-        return True
+        holding `*` (git never shows it, wherever the user put it). Tried once: a folder that
+        cannot be made for the first file cannot for the next thousand either."""
+        if self._prepared is None:
+            try:
+                os.makedirs(self.directory, exist_ok=True)
+                for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", GITIGNORE)):
+                    target = os.path.join(self.directory, name)
+                    if not os.path.exists(target):
+                        _atomic_write(target, text.encode())
+                self._prepared = True
+            except OSError as exc:
+                self._write_failed(exc)
+                self._prepared = False
+        return self._prepared
 
     def put(self, path: str, digest: str, settings, diagnostics: list[Diagnostic], error: FileError | None) -> None:
         if not self._prepare():
@@ -196,8 +202,12 @@ class Cache:
         try:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             _atomic_write(target, json.dumps(data, separators=(",", ":")).encode())
-        except OSError:
-            pass
+        except OSError as exc:
+            self._write_failed(exc)
+
+    def _write_failed(self, exc: OSError) -> None:
+        if self.write_error is None:
+            self.write_error = exc.strerror or str(exc)
 
 
 def _atomic_write(target: str, data: bytes) -> None:

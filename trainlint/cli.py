@@ -270,6 +270,7 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
         other = "--diff" if diff else "--fix" if fix else "--fix-only" if fix_only else "--baseline"
         raise click.UsageError(f"--add-noqa cannot go with {other}")
     fixed_source = None
+    cache = None
     try:
         config_path, inline = config_arguments(config_args, isolated)
         resolver = SettingsResolver(config_path, overrides, inline, isolated)
@@ -329,6 +330,8 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
     result.quiet = quiet
     for error in result.errors:
         note(str(error))
+    if cache is not None and cache.write_error is not None:
+        note(f"warning: cannot write the cache at {cache.named}: {cache.write_error}")
     if not result.files and not from_stdin:
         note("warning: No Python files found under the given path(s)")
     # --diff: standard output is the patch, whatever the format; the summary goes to standard error.
