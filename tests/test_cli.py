@@ -315,6 +315,26 @@ def test_show_settings_names_the_config_and_the_rules(project):
     assert "TL101.num-workers = 0  # default: The value the fix writes; 0 means `min(8, os.cpu_count() or 1)`" in out
     assert "config = (none: defaults)" in out and '"TL104"' in out
     assert "\nper-file-ignores = {}\n" in out
+    # An unset key says what it stands for, not a bare "(default)".
+    assert "(default)" not in out
+    assert "\nfixable = [\"ALL\"]  # default: every rule's fixes\n" in out
+    assert "\ntarget-torch = (none)  # default: a current PyTorch\n" in out
+    assert '\nselect = ["TL101", "TL102", ' in out and "]  # default: the rules on by default\n" in out
+
+
+def test_show_settings_gives_the_whole_runs_keys_as_the_run_uses_them(project):
+    # fix, output-format, ...: the command line's, else those of the folder the run starts in; a
+    # file's own configuration saying `fix = true` is not what the run does (it printed that, and
+    # `fix = (default)` under --fix).
+    (project / "sub").mkdir()
+    (project / "sub" / "train.py").write_text(BAD)
+    (project / "sub" / "trainlint.toml").write_text('fix = true\noutput-format = "json"\n')
+    run_keys = ["# for the whole run (the command line, else the configuration of the folder it starts in):",
+                "fix = false", "fix-only = false", "unsafe-fixes = false", "show-fixes = false"]
+    out = run_cli(["--show-settings", "sub/train.py"], project).output.splitlines()
+    assert out[-6:] == [*run_keys, 'output-format = "concise"']
+    out = run_cli(["--show-settings", "--fix", "--output-format", "full", "sub/train.py"], project).output.splitlines()
+    assert out[-6:] == [run_keys[0], "fix = true", *run_keys[2:], 'output-format = "full"']
 
 
 def test_output_file_takes_the_report(project, tmp_path):

@@ -287,7 +287,9 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
             raise click.UsageError(f"--statistics prints in the output formats {', '.join(STATISTICS_FORMATS)}; "
                                    f"not {output_format}")
         if show_files or show_settings:
-            _show(list(paths) or ["."], resolver, force_exclude, show_settings, stdin_filename)
+            run_values = {"fix": fix, "fix_only": fix_only, "unsafe_fixes": unsafe_fixes, "show_fixes": show_fixes,
+                          "output_format": output_format}
+            _show(list(paths) or ["."], resolver, force_exclude, show_settings, stdin_filename, run_values)
         mode = Mode(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff)
         if from_stdin:
             result, fixed_source = check_stdin(sys.stdin.buffer.read(), stdin_filename or STDIN_NAME, resolver, mode,
@@ -431,8 +433,9 @@ def config_arguments(values: tuple[str, ...], isolated: bool = False) -> tuple[s
     return (files[0] if files else None), tuple(v for v in values if v not in files)
 
 
-def _show(paths, resolver, force_exclude, settings_only, stdin_filename) -> None:
-    """--show-files / --show-settings: print, and exit (2 when a path does not exist)."""
+def _show(paths, resolver, force_exclude, settings_only, stdin_filename, run_values) -> None:
+    """--show-files / --show-settings: print, and exit (2 when a path does not exist). run_values:
+    the keys that hold for the whole run, as resolved (--show-settings prints them as the run uses them)."""
     from trainlint.discovery import discover
     from trainlint.show import show_settings
 
@@ -446,7 +449,7 @@ def _show(paths, resolver, force_exclude, settings_only, stdin_filename) -> None
         if not files:
             click.echo("error: no file to show the settings of", err=True)
             sys.exit(2)
-        click.echo("\n".join(show_settings(files[0], resolver.for_path(files[0]))))
+        click.echo("\n".join(show_settings(files[0], resolver.for_path(files[0]), run_values)))
     else:
         click.echo("".join(f"{path}\n" for path in files), nl=False)
     sys.exit(2 if missing else 0)

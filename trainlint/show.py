@@ -7,11 +7,22 @@ from __future__ import annotations
 from dataclasses import fields
 
 from trainlint.config import Settings, extends_chain
-from trainlint.registry import get_rule
+from trainlint.registry import all_rules, get_rule
+
+# What an unset (None) key stands for, said rather than a bare "(default)": (value, meaning).
+_UNSET = {
+    "select": (None, "the rules on by default"),  # the value: their codes
+    "fixable": (["ALL"], "every rule's fixes"),
+    "target_torch": ("(none)", "a current PyTorch"),
+}
 
 
-def show_settings(path: str, settings: Settings) -> list[str]:
-    """The settings for one file, as `key = value` lines (TOML-like, keys as the config spells them)."""
+def show_settings(path: str, settings: Settings, run: dict | None = None) -> list[str]:
+    """The settings for one file, as `key = value` lines (TOML-like, keys as the config spells them).
+    run: the keys that hold for the whole run (fix, output-format, ...) as this run resolved them,
+    listed last: a file's own configuration may set them, but the run does what the command line
+    says, else the configuration of the folder it starts in."""
+    run = run or {}
     lines = [
         f"file = {_value(path)}",
         f"config = {_value(settings.config_path) if settings.config_path else '(none: defaults)'}",
@@ -21,15 +32,8 @@ def show_settings(path: str, settings: Settings) -> list[str]:
     active = [r.rule.code for r in settings.active_rules(path)]
     lines.append(f"rules = {_value(active)}")
     for field in fields(Settings):
-        if field.name in ("config_path", "rule_options"):
-            continue
-        value = getattr(settings, field.name)
-        if field.name == "per_file_ignores":
-            pairs = ", ".join(f"{_value(glob)} = {_value(codes)}" for glob, codes in value)
-            text = f"{{ {pairs} }}" if pairs else "{}"
-        else:
-            text = _value(value)
-        lines.append(f"{field.name.replace('_', '-')} = {text}")
+        if field.name not in ("config_path", "rule_options") and field.name not in run:
+            lines.append(f"{field.name.replace('_', '-')} = {_setting(field.name, getattr(settings, field.name))}")
     # Every option of every rule that runs here, with the value it runs with; a default says what
     # the option means, as a bare `TL101.num-workers = 0` would mislead (0: chosen at run time).
     configured = {(code, name) for code, options in settings.rule_options for name, _ in options}
@@ -38,7 +42,22 @@ def show_settings(path: str, settings: Settings) -> list[str]:
         for name, value in settings.options_for(code).items():
             note = "" if (code, name) in configured else f"  # default: {described[name].description}"
             lines.append(f"{code}.{name} = {_value(value)}{note}")
+    if run:
+        lines.append("# for the whole run (the command line, else the configuration of the folder it starts in):")
+        lines += [f"{name.replace('_', '-')} = {_value(value)}" for name, value in run.items()]
     return lines
+
+
+def _setting(name: str, value) -> str:
+    if name == "per_file_ignores":
+        pairs = ", ".join(f"{_value(glob)} = {_value(codes)}" for glob, codes in value)
+        return f"{{ {pairs} }}" if pairs else "{}"
+    if value is None and name in _UNSET:
+        shown, meaning = _UNSET[name]
+        if name == "select":
+            shown = [r.code for r in all_rules() if r.default_enabled]
+        return f"{shown if isinstance(shown, str) else _value(shown)}  # default: {meaning}"
+    return _value(value)
 
 
 def _value(value) -> str:
