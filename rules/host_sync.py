@@ -392,6 +392,8 @@ assignment moves only together with the statements right after it that read the 
 all when the name is read anywhere else (the read would be stale).
 """
     valid = [
+        # The interval written as an expression (a conditional, `and`).
+        Valid(in_training_loop("v = loss.item() if step % 5 == 0 else None")),
         Valid(in_training_loop("if step % 100 == 0:\n    print(loss.item())")),
         Valid(in_training_loop("total += loss.detach()")),
         Valid("import torch\nwith torch.no_grad():\n    for x, y in val_loader:\n        acc += (model(x) == y).sum().item()\n"),
@@ -901,6 +903,9 @@ increments (`global_step += 1`): the loop's micro-batch index may never be a mul
 interval there. Without one there is no fix.
 """
     valid = [
+        # The interval written as an expression (a conditional, `and`): already every n steps.
+        Valid(in_training_loop("print(f'step {step} loss {loss:.4f}') if step % 5 == 0 else None")),
+        Valid(in_training_loop("step % 5 == 0 and print(f'loss {loss:.4f}')")),
         Valid(in_training_loop("if step % 50 == 0:\n    print(f'loss {loss:.3f}')")),
         Valid(in_training_loop("print(f'step {step}')")),
         Valid(in_training_loop("pbar.set_postfix(lr=opt.param_groups[0]['lr'])")),

@@ -1153,6 +1153,13 @@ class Loops:
             if isinstance(anc, cst.If) and child is anc.orelse and self.else_interval(anc.test) is not None \
                     and not (optimizer_steps and self._steps_optimizer(anc, [anc.orelse])):
                 return False
+            # The same interval written as an expression: `print(loss) if step % n == 0 else None`,
+            # `step % n == 0 and print(loss)`.
+            if isinstance(anc, cst.IfExp) and child is anc.body and self.is_interval_test(anc.test):
+                return False
+            if isinstance(anc, cst.BooleanOperation) and isinstance(anc.operator, cst.And) and child is anc.right \
+                    and self.is_interval_test(anc.left):
+                return False
             if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)):
                 # Recovery code (`except OutOfMemoryError: torch.cuda.empty_cache()`) runs when a
                 # step fails, not on every step (OpenNMT-py, ultralytics).
