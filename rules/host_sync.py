@@ -1374,6 +1374,17 @@ original exception, and a failed device-side assert leaves the CUDA context unus
 that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
 """
     valid = [
+        # Python floats, however they are set up: unpacked from a tuple of numbers, or smoothed
+        # from `.item()` with a parameter (an LR finder's running loss).
+        Valid("import torch\ndef train():\n    avg_loss, best_loss = 0.0, float('inf')\n    for i in range(10):\n"
+              "        loss = model(x).mean()\n        loss.backward()\n        opt.step()\n"
+              "        avg_loss = loss.item()\n        if avg_loss < best_loss:\n            best_loss = avg_loss\n"),
+        Valid("import math\nimport torch\ndef find(smooth=0.05):\n    avg_loss, best_loss = 0.0, math.inf\n"
+              "    for i in range(10):\n        loss = model(x).mean()\n        loss.backward()\n        opt.step()\n"
+              "        avg_loss = smooth * loss.item() + (1 - smooth) * avg_loss\n"
+              "        smoothed = avg_loss / (1 - (1 - smooth) ** (i + 1))\n"
+              "        if smoothed < best_loss:\n            best_loss = smoothed\n"
+              "        if smoothed > 4 * best_loss:\n            break\n"),
         Valid(in_training_loop("if step % 100 == 0 and torch.isnan(loss):\n    raise RuntimeError('nan')")),
         Valid(in_training_loop("if loss is None:\n    continue")),
         Valid(in_training_loop("if use_amp:\n    scaler.update()")),
@@ -1388,6 +1399,10 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
         Valid(_HOST_BATCH.format(test="if y.sum() == 0:\n        continue")),
     ]
     invalid = [
+        # Smoothed from the loss tensor itself (no `.item()`): a tensor.
+        Invalid("import torch\ndef train(best=1.0):\n    ema = 0.0\n    for i in range(10):\n"
+                "        loss = model(x).mean()\n        loss.backward()\n        opt.step()\n"
+                "        ema = 0.9 * ema + 0.1 * loss\n        if ema < best:\n            best = 0.5\n"),
         # ... one it moved is on the device.
         Invalid(_HOST_BATCH.format(test="if x.sum() == 0:\n        continue"), fixed=NO_FIX),
         Invalid(in_training_loop("if torch.isnan(loss):\n    raise RuntimeError('nan')"), fixed=NO_FIX),

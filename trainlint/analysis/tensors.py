@@ -99,6 +99,13 @@ class Tensors:
     @staticmethod
     def _bind(table, target, value) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
+            values = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+            if values is not None and len(values) == len(target.elements) and not any(
+                    isinstance(e, (cst.StarredElement, cst.StarredDictElement)) for e in (*values, *target.elements)):
+                # `avg, best = 0.0, float("inf")`: each name gets its own value.
+                for element, part in zip(target.elements, values):
+                    Tensors._bind(table, element.value, part.value)
+                return
             for element in target.elements:
                 # Unpacked results of a tensor expression (e.g. `logits, loss = model(x)`).
                 Tensors._bind(table, element.value, value)
@@ -145,7 +152,7 @@ class Tensors:
             # What is assigned beats what the name suggests: `current_loss = loss.item()` is a
             # float (simpletransformers logs it every step; that read is TL201's, not TL202's),
             # and so is `prev_loss = loss` after `loss = loss.item()` (timm's optimizer tests).
-            if values and all(self._host_here(v) for v in values):
+            if values and all(self._number(v, scope, frozenset({name})) for v in values):
                 return False
             # `loss = loss.item()` earlier in the same straight-line code: a float from there on.
             if any(_host_value(v) for v in values):
@@ -161,14 +168,43 @@ class Tensors:
                     return True
         return False
 
-    def _host_here(self, value: cst.BaseExpression) -> bool:
-        """value is a Python number or string: one for certain, or a name that the assignment
-        reaching it made one."""
-        if _host_value(value) or self._returns_host_value(value):
+    def _number(self, value: cst.BaseExpression, scope, seen: frozenset) -> bool:
+        """value is a Python number or string: one for certain (`_host_value`, `math.inf`, a
+        module-local function returning one); a name every assignment of which in its function
+        makes one (a name already being asked about, `avg` in `avg = 0.9 * avg + 0.1 * x`, counts);
+        arithmetic of those with at least one of them, the rest names nothing makes a tensor (a
+        parameter such as `smooth`, a range counter): `smooth * loss.item() + (1 - smooth) * avg`."""
+        if _host_value(value) or self._returns_host_value(value) or self.names.qualified(value) in _FLOAT_CONSTANTS:
             return True
+        if isinstance(value, cst.UnaryOperation):
+            return self._number(value.expression, scope, seen)
+        if isinstance(value, cst.BinaryOperation):
+            sides = (value.left, value.right)
+            return all(self._number(v, scope, seen) or self._untyped(v, scope) for v in sides) \
+                and any(self._number(v, scope, seen) for v in sides)
         name = dotted(value) if isinstance(value, (cst.Name, cst.Attribute)) else None
-        reaching = self._reaching_value(value, name) if name else None
-        return reaching is not None and _host_value(reaching)
+        if name is None:
+            return False
+        if name in seen:
+            return True
+        reaching = self._reaching_value(value, name)
+        if reaching is not None:
+            return self._number(reaching, scope, seen | {name})
+        values = self._scopes.get(scope, {}).get(name, ())
+        return bool(values) and len(seen) < 6 and all(self._number(v, scope, seen | {name}) for v in values)
+
+    def _untyped(self, value: cst.BaseExpression, scope) -> bool:
+        """A name nothing in its function assigns and nothing marks as a tensor (a parameter, a
+        loop counter), or a number literal's neighbour in arithmetic: not known to be a tensor."""
+        if isinstance(value, cst.BinaryOperation):
+            return self._untyped(value.left, scope) and self._untyped(value.right, scope)
+        if isinstance(value, (cst.Integer, cst.Float)):
+            return True
+        if not isinstance(value, cst.Name):
+            return False
+        name = value.value
+        return not self._scopes.get(scope, {}).get(name) and not _TENSOR_NAMES.match(name) \
+            and name not in self._loop_targets.get(scope, ())
 
     def _returns_host_value(self, value: cst.BaseExpression) -> bool:
         """value calls a module-local function every definition of which returns a Python number
@@ -372,6 +408,10 @@ def _assigned_or_unpacked(stmt: cst.CSTNode, name: str) -> tuple[cst.BaseExpress
                 not isinstance(e, cst.StarredElement) and dotted(e.value) == name for e in target.elements):
             return stmt.value, True
     return None, False
+
+
+# Python floats the standard library and numpy name.
+_FLOAT_CONSTANTS = frozenset({"math.inf", "math.nan", "math.pi", "math.e", "numpy.inf", "numpy.nan", "sys.maxsize"})
 
 
 def _host_value(expr: cst.BaseExpression) -> bool:
