@@ -938,6 +938,9 @@ interval there. Without one there is no fix.
         Valid(in_training_loop("meter.add_scalar('loss', loss, step)")),
     ]
     invalid = [
+        # The total norm clip_grad_norm_ returns is a tensor (on the gradients' device).
+        Invalid(in_training_loop("gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+                                 "print(f'grad norm {gn:.3f}')"), message="Formatting tensor `gn`"),
         Invalid(in_training_loop("print(f'loss {loss:.4f}')"), fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
         # In a framework's step hook: guarded by the framework's counter and logging interval.
         Invalid(_HOOK.format(base="L.LightningModule", hook="training_step", read="loss").replace(
@@ -1399,6 +1402,8 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
         Valid(_HOST_BATCH.format(test="if y.sum() == 0:\n        continue")),
     ]
     invalid = [
+        Invalid("import torch\nfrom torch.nn.utils import clip_grad_norm_\n" + in_training_loop(
+            "gn = clip_grad_norm_(model.parameters(), 1.0)\nif gn > 10:\n    skipped += 1").replace("import torch\n", "", 1)),
         # Smoothed from the loss tensor itself (no `.item()`): a tensor.
         Invalid("import torch\ndef train(best=1.0):\n    ema = 0.0\n    for i in range(10):\n"
                 "        loss = model(x).mean()\n        loss.backward()\n        opt.step()\n"

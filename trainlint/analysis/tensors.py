@@ -22,7 +22,10 @@ from trainlint.analysis.names import bound_names, dotted
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
     r"^torch\.(cuda\.|backends\.|distributed\.|device$|manual_seed|is_\w+|no_grad|"
-    r"enable_grad|inference_mode|set_\w+|get_\w+|save$|load$|compile$|jit\.|optim\.|nn\.(?!functional)|"
+    r"enable_grad|inference_mode|set_\w+|get_\w+|save$|load$|compile$|jit\.|optim\.|"
+    # torch.nn's modules and utilities make no tensor, but for its functions and the gradient
+    # norm clip_grad_norm_ returns (the total norm, a tensor on the gradients' device).
+    r"nn\.(?!functional|utils\.(clip_grad\.)?(clip_grad_norm_?|get_total_norm)$)|"
     r"utils\.|autograd\.grad_mode|amp\.|profiler\.|Size$|dtype$|finfo|iinfo|numel$|use_deterministic)"
 )
 _TENSOR_METHODS = frozenset(
