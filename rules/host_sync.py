@@ -372,7 +372,8 @@ if step % log_every == 0:
 ```
 
 ## Fix safety
-Unsafe: `total += loss.item()` (or `float(loss)`) becomes `total += loss.detach()`, so `total`
+Unsafe: `total += loss.item()` (or `float(loss)`, also times or divided by a number:
+`loss.item() * x.size(0)`) becomes `total += loss.detach()`, so `total`
 becomes a tensor and its conversion moves to where it is read: every read of `total` (formatted,
 logged, compared, stored, returned or passed on) becomes `float(total)`, the number it was, so
 nothing downstream sees a tensor (`logging_loss = float(tr_loss)`, `return float(total) / n`).
@@ -437,6 +438,15 @@ all when the name is read anywhere else (the read would be stale).
         # The reads of the accumulator are converted where they are: it prints a number, not `tensor(...)`.
         Invalid(_with_total(in_training_loop("total += loss.item()")) + "print('mean', total / 100)\n",
                 fixed=_with_total(in_training_loop("total += loss.detach()")) + "print('mean', float(total) / 100)\n"),
+        # Weighted by the batch size (the tutorials' epoch loss): the read inside the product.
+        Invalid(_with_total(in_training_loop("total += loss.item() * x.size(0)")) + "print('mean', total / 100)\n",
+                fixed=_with_total(in_training_loop("total += loss.detach() * x.size(0)"))
+                + "print('mean', float(total) / 100)\n"),
+        Invalid(_with_total(in_training_loop("total += float(loss) * len(y) / n")) + "print('mean', total / 100)\n",
+                fixed=_with_total(in_training_loop("total += loss.detach() * len(y) / n"))
+                + "print('mean', float(total) / 100)\n"),
+        # ... not a product with another tensor (`loss.item() * w` with `w` a tensor): no fix.
+        Invalid(_with_total(in_training_loop("total += loss.item() * weights.sum()")) + "print(total)\n", fixed=NO_FIX),
         # Training in bfloat16: the sum is kept in float32.
         Invalid(_with_total(in_training_loop("total += loss.item()"), _BF16_TOTAL) + "print('mean', total / 100)\n",
                 fixed=_with_total(in_training_loop("total += loss.detach().float()"), _BF16_TOTAL)
@@ -536,8 +546,12 @@ all when the name is read anywhere else (the read would be stale).
         if not ctx.is_per_step(node) or ctx.tensors.on_host(target):
             return
         fix = None
-        parent = ctx.parent(node)
-        if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.AddAssign) and parent.value is node:
+        parent, added = ctx.parent(node), node
+        # `total += loss.item() * x.size(0)`: a sum weighted by the batch size (PyTorch's tutorials).
+        while isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Multiply, cst.Divide)) \
+                and not ctx.tensors.is_tensor(parent.right if parent.left is added else parent.left):
+            parent, added = ctx.parent(parent), parent
+        if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.AddAssign) and parent.value is added:
             detached = target if _is_detach(target) else cst.Call(func=cst.Attribute(value=target, attr=cst.Name("detach")))
             floating = what == "`float()`" or _floating_tensor(target)
             if floating and ctx.precision.lowers_precision:
@@ -547,8 +561,9 @@ all when the name is read anywhere else (the read would be stale).
                 detached = cst.Call(func=cst.Attribute(value=detached, attr=cst.Name("float")))
             # `total += int(x)` truncates every value: accumulating the tensor would not.
             if what != "`int()`":
-                fix = _accumulate_fix(self, parent, detached, floating=floating)
-            advice = f"accumulate with `{ctx.code(parent.target)} += {ctx.code(detached)}` and convert once at the logging interval"
+                fix = _accumulate_fix(self, parent, node, detached, floating=floating)
+            added_code = ctx.code(detached) if added is node else ctx.code(added).replace(ctx.code(node), ctx.code(detached), 1)
+            advice = f"accumulate with `{ctx.code(parent.target)} += {added_code}` and convert once at the logging interval"
         else:
             logging = framework_logging(ctx, node)
             advice = (f"read it under the logging interval (`{interval_guard(ctx, node)}`)"
@@ -581,8 +596,10 @@ def _is_detach(expr: cst.BaseExpression) -> bool:
 _ARITHMETIC_AUG = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
 
 
-def _accumulate_fix(rule: Rule, aug: cst.AugAssign, detached: cst.BaseExpression, floating: bool):
-    """`total += loss.item()` -> `total += loss.detach()`, and every read of `total` converted with
+def _accumulate_fix(rule: Rule, aug: cst.AugAssign, read: cst.BaseExpression, detached: cst.BaseExpression,
+                    floating: bool):
+    """`total += loss.item()` -> `total += loss.detach()` (read, the host read in the added value,
+    becomes detached: `loss.item() * n` -> `loss.detach() * n`), and every read of `total` converted with
     `float(total)` where it is read (formatting, printing or logging, comparisons, arithmetic that
     ends in one of those, appending to a list): the conversion moves to where it is read.
 
@@ -625,7 +642,7 @@ def _accumulate_fix(rule: Rule, aug: cst.AugAssign, detached: cst.BaseExpression
             return None
     if not initialised or not floating:
         return None
-    replacements = [(aug.value, detached)] + [(n, f"float({ctx.code(n)})") for n in conversions]
+    replacements = [(read, detached)] + [(n, f"float({ctx.code(n)})") for n in conversions]
     message = "Accumulate on the device with `.detach()`"
     if conversions:
         message += f" and convert `{acc.value}` where it is read (`float({acc.value})`)"
