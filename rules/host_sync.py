@@ -104,6 +104,8 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
     counter = step_counter(ctx, node)
     if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock):
         return None
+    if len(stmt.body) > 1:
+        return None  # `gc.collect(); torch.cuda.empty_cache()`: the guard would take the others along
     moved = _statements_to_move(ctx, ctx.parent(stmt), stmt)
     if moved is None:
         return None
@@ -1215,6 +1217,9 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
         Valid(in_training_loop("pinned_buf.copy_(out, non_blocking=True)\ntorch.cuda.synchronize()\nlog(pinned_buf)")),
     ]
     invalid = [
+        # Another statement on the same line (`gc.collect(); ...`): guarding the line would run it
+        # every N steps too; reported, no fix.
+        Invalid("import gc\n" + in_training_loop("gc.collect(); torch.cuda.empty_cache()"), fixed=NO_FIX),
         Invalid(in_training_loop("torch.cuda.synchronize()"), fixed=in_training_loop("").replace("    \n", "")),
         # A TrainerCallback's step hook: under the Trainer's own counter and logging interval.
         Invalid("import torch\nfrom transformers import TrainerCallback\nclass Memory(TrainerCallback):\n"
