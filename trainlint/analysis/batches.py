@@ -58,12 +58,17 @@ def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
     return arg
 
 
+def star_values(ctx, call: cst.Call, name: str) -> list:
+    """The values the call's `**options` dict is given for DataLoader argument `name` where the
+    file shows every place that sets it (`train_kwargs = {"batch_size": args.batch_size}`,
+    `train_kwargs.update({"pin_memory": True})`); None stands for one it does not show; [] when
+    the dict's keys are not known."""
+    return list((ctx.star_entries(call) or {}).get(loader_keyword(ctx, call, name)) or ())
+
+
 def star_setting(ctx, call: cst.Call, name: str):
-    """The literal the call's `**options` dict is given for DataLoader argument `name`, when the
-    file shows every place that sets it and they all set the same literal (`train_kwargs =
-    {"batch_size": 64}`, `train_kwargs.update({"pin_memory": True})`); UNKNOWN otherwise."""
-    values = (ctx.star_entries(call) or {}).get(loader_keyword(ctx, call, name))
-    found = {ctx.literal(v) if v is not None else UNKNOWN for v in values or [None]}
+    """The literal star_values gives `name`, when they all are that literal; UNKNOWN otherwise."""
+    found = {ctx.literal(v) if v is not None else UNKNOWN for v in star_values(ctx, call, name) or [None]}
     return found.pop() if len(found) == 1 else UNKNOWN
 
 
@@ -672,10 +677,10 @@ def _collated(ctx, loader: cst.Call):
 
 def _find_collated(ctx, loader: cst.Call):
     batch_size = loader_arg(ctx, loader, "batch_size")
-    if batch_size is not None:
-        size = star_setting(ctx, loader, "batch_size") if batch_size.star else ctx.literal(batch_size.value)
-        if size is None or (batch_size.star and size is UNKNOWN):
-            return None, None  # `batch_size=None`: the dataset's samples pass through as they are
+    sizes = star_values(ctx, loader, "batch_size") if batch_size is not None and batch_size.star else \
+        [batch_size.value] if batch_size is not None else []
+    if batch_size is not None and (not sizes or any(v is None or ctx.literal(v) is None for v in sizes)):
+        return None, None  # `batch_size=None`: the dataset's samples pass through as they are
     arg = loader_arg(ctx, loader, "collate_fn")
     if arg is None:
         return True, True
