@@ -722,14 +722,17 @@ class Loops:
 
     def calls_handing(self, name: str) -> list[cst.Call]:
         """The calls with an argument spelled `name` (or an item of it: `loaders["train"]`)."""
-        calls = self.__dict__.setdefault("_calls_handing", {})
-        if not calls:
-            for call in self.index.nodes(cst.Call):
-                for arg in call.args:
-                    spelled = dotted(arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value)
-                    if spelled:
-                        calls.setdefault(spelled, []).append(call)
-        return calls.get(name, [])
+        return self._calls_by_argument.get(name, [])
+
+    @cached_property
+    def _calls_by_argument(self) -> dict[str, list[cst.Call]]:
+        calls: dict[str, list[cst.Call]] = {}
+        for call in self.index.nodes(cst.Call):
+            for arg in call.args:
+                spelled = dotted(arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value)
+                if spelled and call not in calls.get(spelled, ()):
+                    calls.setdefault(spelled, []).append(call)
+        return calls
 
     def runs_inside(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
         """node runs while loop's body runs: it is in the body, or in a module-local function
