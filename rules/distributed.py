@@ -682,9 +682,13 @@ model = DistributedDataParallel(model, device_ids=[local_rank], gradient_as_buck
 ```
 
 ## Fix safety
-Unsafe: gradients become views, so code that assigns `param.grad = ...` or calls
-`param.grad.detach_()`/`requires_grad_()` on them breaks (no fix is offered when the module
-assigns `.grad` or calls those on a `.grad`). `optimizer.zero_grad()` works either way. A call with `**options` is flagged
+Unsafe: gradients become views into DDP's buckets, so code that assigns `param.grad = ...`,
+swaps a gradient's storage (`param.grad.data = ...`: the gradient leaves the bucket and the
+averaged gradients go wrong, so the trained weights change) or calls
+`param.grad.detach_()`/`requires_grad_()` breaks. No fix is offered when the module does one of
+these anywhere, a helper function included (the message says which); a gradient changed in
+place (`param.grad.mul_(...)`, `param.grad.data *= ...`, `param.grad.copy_(...)`) stays the
+bucket's view and is fine. `optimizer.zero_grad()` works either way. A call with `**options` is flagged
 only when every key the dict can hold is visible in the function (built from literals, given
 literal keys, used nowhere else) and none is `gradient_as_bucket_view`; one with `*args` (which
 may pass it by position) is not flagged, nor one that passes ten or more arguments by position:
@@ -794,10 +798,29 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
                 message="unless `--bucket-view` is given (it is off by default)"),
         # Code that assigns gradients: reported, but the fix would break it.
         Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
-                "for p in model.parameters():\n    p.grad = torch.zeros_like(p)\n", fixed=NO_FIX),
+                "for p in model.parameters():\n    p.grad = torch.zeros_like(p)\n", fixed=NO_FIX,
+                message="not fixed: `p.grad = ...` replaces a gradient"),
         # ... or detaches them in place (a hand-written zero_grad: "Can't detach views in-place").
         Invalid("import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
-                "for p in model.parameters():\n    p.grad.detach_()\n    p.grad.zero_()\n", fixed=NO_FIX),
+                "for p in model.parameters():\n    p.grad.detach_()\n    p.grad.zero_()\n", fixed=NO_FIX,
+                message="not fixed: `p.grad.detach_()` fails on a gradient that is a view"),
+        # ... or swaps a gradient's storage: it leaves the bucket, and the averaged gradients go wrong
+        # (2 gloo ranks, 5 SGD steps: weights [-0.015, 0.142, -0.219, -0.185] became [-0.175, -0.021, 0.902, 0.645]).
+        Invalid("import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
+                "for p in model.parameters():\n    p.grad.data = p.grad.data * 0.5\n", fixed=NO_FIX,
+                message="not fixed: `p.grad.data = ...` swaps a gradient's storage out of DDP's bucket"),
+        # ... also in a helper function.
+        Invalid("import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+                "def scale_grads(model, factor):\n    for p in model.parameters():\n        if p.grad is not None:\n"
+                "            p.grad.data = p.grad.data * factor\n"
+                "def main():\n    model = DDP(net)\n    loss.backward()\n    scale_grads(model, 0.5)\n    opt.step()\n",
+                fixed=NO_FIX, message="`p.grad.data = ...`"),
+        # Changed in place, a gradient stays the bucket's view (the same weights either way): fixed.
+        Invalid("import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model)\n"
+                "for p in model.parameters():\n    p.grad.data *= 0.5\n    p.grad.mul_(0.5)\n",
+                fixed="import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+                      "model = DDP(model, gradient_as_bucket_view=True)\n"
+                      "for p in model.parameters():\n    p.grad.data *= 0.5\n    p.grad.mul_(0.5)\n"),
         # An evaluation wrapper whose uses are not all in sight: returned, handed on, or used after
         # its `no_grad` block in a training loop.
         Invalid(_EVALUATE.replace("    model.eval()\n", "    model.eval()\n    return model\n"),
@@ -858,7 +881,8 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         problem = "DDP copies every gradient into its all-reduce buckets and back"
         why = "so gradients are views into the buckets (less memory, one copy less per step)"
         fix = None
-        if self._assigns_grad():
+        withheld = self._grad_replaced()
+        if withheld is not None:
             pass
         elif source is not None:
             fix = source.fix(self, "True", Applicability.UNSAFE)
@@ -867,6 +891,8 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
                            (node, ctx.with_keyword(node, "gradient_as_bucket_view", "True")))
         message = source.explain(problem, "True", why) if source is not None else \
             f"{problem}; set `gradient_as_bucket_view=True` {why}"
+        if withheld is not None:
+            message += f"; {withheld}"
         self.report(node, message, fix)
 
     def _check_lightning(self, call: cst.Call, qualified: str) -> None:
@@ -881,7 +907,8 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         local = imported_name(ctx, f"{module}.DDPStrategy")
         options = _LIGHTNING_DDP[value] + "gradient_as_bucket_view=True"
         fix = None
-        if not self._assigns_grad():
+        withheld = self._grad_replaced()
+        if withheld is None:
             # The whole call, so that one made too long is laid out one argument per line.
             edits = [(call, ctx.with_keyword(call, "strategy", f"{local or 'DDPStrategy'}({options})"))]
             if local is None:
@@ -889,7 +916,8 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
             fix = self.fix(Applicability.UNSAFE, f"Use `DDPStrategy({options})`", *edits)
         self.report(arg, f"`strategy={ctx.code(arg.value)}` wraps the model in DDP, which copies every gradient into "
                          f"its all-reduce buckets and back; use `strategy=DDPStrategy({options})` so gradients are "
-                         f"views into the buckets (less memory, one copy less per step)", fix)
+                         f"views into the buckets (less memory, one copy less per step)"
+                         + (f"; {withheld}" if withheld is not None else ""), fix)
 
     @cached_property
     def _module_trains(self) -> bool:
@@ -900,17 +928,22 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         return bool(ctx.loops.step_calls) or any(
             isinstance(c.func, cst.Attribute) and c.func.attr.value == "fit" for c in ctx.index.nodes(cst.Call))
 
-    def _assigns_grad(self) -> bool:
-        """The module replaces or detaches a parameter's gradient (`p.grad = ...`,
-        `p.grad.detach_()`, `p.grad.requires_grad_(False)`), which a gradient that is a view into
-        DDP's bucket does not allow."""
-        for assign in self.ctx.index.nodes(cst.Assign):
-            for target in assign.targets:
-                if isinstance(target.target, cst.Attribute) and target.target.attr.value == "grad":
-                    return True
-        return any(isinstance(call.func, cst.Attribute) and call.func.attr.value in ("detach_", "requires_grad_")
-                   and isinstance(call.func.value, cst.Attribute) and call.func.value.attr.value == "grad"
-                   for call in self.ctx.index.nodes(cst.Call))
+    def _grad_replaced(self) -> str | None:
+        """Why the fix is withheld, when the module replaces a parameter's gradient or its storage
+        or detaches it in place (`p.grad = ...`, `p.grad.data = ...`, `p.grad.detach_()`,
+        `p.grad.requires_grad_(False)`; grads.py), which a gradient that is a view into DDP's bucket
+        does not take: None when it does none of these."""
+        ctx = self.ctx
+        node = ctx.grads.replaced
+        if node is None:
+            return None
+        if isinstance(node, cst.Call):
+            return f"not fixed: `{ctx.code(node).strip()}` fails on a gradient that is a view (\"Can't detach views in-place\")"
+        target = ctx.code(node).strip()
+        if node.attr.value == "data":
+            return (f"not fixed: `{target} = ...` swaps a gradient's storage out of DDP's bucket, which changes the "
+                    f"averaged gradients (write into it in place instead: `{ctx.code(node.value).strip()}.copy_(...)`)")
+        return f"not fixed: `{target} = ...` replaces a gradient, which then is no longer a view into DDP's bucket"
 
 
 # Lightning's strategy names that mean plain DDP, with the DDPStrategy options they stand for.

@@ -13,6 +13,7 @@ import libcst as cst
 
 from trainlint.analysis.batches import is_cpu_device
 from trainlint.analysis.distributed import Distributed
+from trainlint.analysis.grads import Grads
 from trainlint.analysis.imports import insert_stdlib_import, insert_third_party_import, is_docstring, is_stdlib
 from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.loops import Loops
@@ -95,6 +96,11 @@ class FileContext:
     @cached_property
     def distributed(self) -> Distributed:
         return Distributed(self.index, self.names, self.loops)
+
+    @cached_property
+    def grads(self) -> Grads:
+        """How the module uses parameters' `.grad` (grads.py)."""
+        return Grads(self.index)
 
     @cached_property
     def tensors(self) -> Tensors:
