@@ -100,7 +100,7 @@ class FileContext:
     @cached_property
     def grads(self) -> Grads:
         """How the module uses parameters' `.grad` (grads.py)."""
-        return Grads(self.index)
+        return Grads(self.index, self.code, self.assigned_values)
 
     @cached_property
     def tensors(self) -> Tensors:
