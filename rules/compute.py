@@ -57,6 +57,7 @@ class _Attention:
     names: set[str] = field(default_factory=set)  # intermediate variables (scores, weights)
     bmm: bool = False
     unfixable: bool = False
+    finite_fill: str | None = None  # a masked_fill value that is not -inf, made an attn_mask by the fix
 
 
 def _int_literal(expr) -> int | None:
@@ -117,9 +118,19 @@ masks. The fix maps each piece exactly: a `masked_fill(cond, -inf)` mask becomes
 stays additive; a scale other than `1/sqrt(q.size(-1))` is passed as `scale=` (no scale at all
 becomes `scale=1.0`); dropout becomes `dropout_p=... if self.training else 0.0`. A mask sliced
 from a lower-triangular buffer, `[..., :T, :T]`, becomes `is_causal=True`, which assumes queries and
-keys have the same length (true for the self-attention this shape comes from). Rows that are fully
-masked give zeros instead of NaN. With `target-torch` 2.0, a fix that needs `scale=` (PyTorch 2.1)
-is not offered; before 2.0 the rule is off.
+keys have the same length (true for the self-attention this shape comes from).
+
+Rows that are fully masked (every key masked out, as for a query at a left-padding position when
+the padding mask is combined with a causal one) change beyond rounding: SDPA gives zeros there,
+where the original gives NaN with a `-inf` fill and, with a finite fill (`-1e9`, `-1e4`,
+`torch.finfo(dtype).min`), the plain average of all values, padding included. With a finite fill
+this reaches the loss wherever those positions are scored (a left-padded toy language model whose
+padding query predicts the first real token: loss 2.37183 became 2.37636), and the message says
+so. Every other row agrees to rounding whatever the fill: a masked score of `-1e4` or less
+weighs exactly 0 in the softmax, as `-inf` does, while the row's real scores stay far above it
+(measured identical in float32, float16 and bfloat16). With
+`target-torch` 2.0, a fix that needs `scale=` (PyTorch 2.1) is not offered; before 2.0 the rule is
+off.
 """
     _HEAD = "import math\nimport torch\nimport torch.nn.functional as F\n\ndef attend(q, k, v, mask):\n"
     valid = [
@@ -189,6 +200,8 @@ is not offered; before 2.0 the rule is off.
                           "        attn_mask=mask if mask is not None else None,\n"
                           "        dropout_p=0.1 if self.training else 0.0,\n        scale=1 / d ** 0.5,\n    )\n"
                           "    return out\n",
+            # A finite fill: a row with every key masked (left padding) averages all values, SDPA gives zeros.
+            message="with a finite fill (`-1e9`) the original averages all values",
         ),
         Invalid(
             "import math\nimport torch\nfrom torch import nn\nfrom torch.nn import functional as F\n\n"
@@ -257,10 +270,14 @@ is not offered; before 2.0 the rule is off.
         if self._is_sdpa_fallback(node):  # asked last: it scans the function, most `@` are not attention
             return
         use = f"`{shown}`" if shown else "`torch.nn.functional.scaled_dot_product_attention(q, k, v, ...)`"
+        # A row whose every key is masked (a query at a left-padding position): softmax of equal
+        # finite scores averages all values there, SDPA gives zeros; the other rows agree to rounding.
+        rows = (f"; rows with every key masked (left padding) change: with a finite fill (`{att.finite_fill}`) "
+                f"the original averages all values there, SDPA gives zeros") if fix is not None and att.finite_fill else ""
         self.report(
             node,
             f"Hand-written attention (q @ k^T, softmax, @ v) materialises the full score matrix; use {use}, "
-            f"which runs fused FlashAttention / memory-efficient kernels",
+            f"which runs fused FlashAttention / memory-efficient kernels{rows}",
             fix,
         )
 
@@ -495,6 +512,8 @@ is not offered; before 2.0 the rule is off.
                     kwargs.append(("is_causal", "True"))
                 else:
                     kwargs.append(("attn_mask", _attend(ctx, mask.expr, mask.condition)))
+                    if not _infinite(ctx, mask.fill):
+                        att.finite_fill = " ".join(ctx.code(mask.fill).split())
             else:
                 code = ctx.code(mask.expr)
                 # `attn_mask=m if m is not None else None` is just `attn_mask=m` (SDPA takes None).
@@ -707,11 +726,17 @@ def _is_softmax_call(ctx, expr, rule) -> bool:
     return isinstance(func, cst.Attribute) and func.attr.value == "softmax"
 
 
+def _infinite(ctx, expr) -> bool:
+    """-inf: float("-inf"), -math.inf, -torch.inf, -np.inf."""
+    return ctx.code(expr).replace(" ", "") in (
+        "float('-inf')", 'float("-inf")', "-float('inf')", '-float("inf")', "-math.inf", "-torch.inf", "-np.inf",
+        "-numpy.inf", "float('-Inf')", 'float("-Inf")')
+
+
 def _very_negative(ctx, expr) -> bool:
     """-inf, float("-inf"), -math.inf, torch.finfo(dt).min, -torch.finfo(dt).max, or a literal <= -1e4."""
     code = ctx.code(expr).replace(" ", "")
-    if code in ("float('-inf')", 'float("-inf")', "-float('inf')", '-float("inf")', "-math.inf", "-torch.inf",
-                "-np.inf", "-numpy.inf", "float('-Inf')", 'float("-Inf")'):
+    if _infinite(ctx, expr):
         return True
     if ".finfo(" in code and (code.endswith(".min") or (code.startswith("-") and code.endswith(".max"))):
         return True
