@@ -6,7 +6,7 @@ import libcst as cst
 
 from trainlint.analysis.imports import third_party_import_place
 from trainlint.analysis.names import CANONICAL
-from trainlint.analysis.precision import DEPRECATED_AMP, GRAD_SCALER
+from trainlint.analysis.precision import AUTOCAST, DEPRECATED_AMP, GRAD_SCALER
 from trainlint.diagnostics import Applicability
 from trainlint import layout
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, target_allows
@@ -48,7 +48,9 @@ class DeprecatedCudaAmp(Rule):
 Flags every spelling of the deprecated device-specific AMP API: `torch.cuda.amp.autocast(...)`,
 `torch.cuda.amp.GradScaler(...)`, `from torch.cuda import amp` then `amp.autocast()`,
 `from torch.cuda.amp import GradScaler as S`, `torch.cuda.amp.custom_fwd`, and the `torch.cpu.amp`
-equivalents, through any import alias.
+equivalents, through any import alias. A class named only in a type annotation, a type test
+(`isinstance(s, torch.cuda.amp.GradScaler)`) or a type comparison constructs nothing and warns
+nothing, so it is not flagged itself.
 
 ## Why is this bad?
 These entry points are deprecated since PyTorch 2.4: each call emits a `FutureWarning` and they
@@ -78,6 +80,12 @@ Safe: `torch.amp.autocast("cuda", ...)` and `torch.amp.GradScaler("cuda", ...)` 
 deprecated names call. All arguments are kept; positional `autocast` arguments become keywords,
 since the new signature orders them differently. `import torch` is added when nothing binds
 `torch`, and an import of the old API is removed once nothing uses it.
+The old classes subclass torch.amp's, so what the fix constructs is not an instance of the old
+class: `isinstance(s, torch.cuda.amp.GradScaler)` (or `issubclass`) in the module is rewritten in
+the same fix to test `torch.amp.GradScaler`, which both pass. Where that would not hold, the
+call is reported without a fix: the module compares the type (`type(s) is
+torch.cuda.amp.GradScaler`), or it also uses another GradScaler class (`torch.amp.GradScaler("cpu")`),
+which the base-class test would let through too (the same for autocast).
 """
     valid = [
         Valid("import torch\nwith torch.amp.autocast('cuda'):\n    y = model(x)\n"),
@@ -99,6 +107,7 @@ since the new signature orders them differently. `import torch` is added when no
               "def save(scaler: GradScaler = None):\n    s = GradScaler()\n"),
         Valid("import torch\ndef restore(scaler: torch.cuda.amp.GradScaler) -> torch.cuda.amp.GradScaler:\n"
               "    assert isinstance(scaler, torch.cuda.amp.GradScaler)\n"),
+        Valid("import torch\ndef is_cuda_scaler(s):\n    return type(s) is torch.cuda.amp.GradScaler\n"),
     ]
     invalid = [
         Invalid(
@@ -157,12 +166,29 @@ since the new signature orders them differently. `import torch` is added when no
         # Not a version gate: sentence-transformers picks the device, not the PyTorch version.
         Invalid("import torch\nif device_type == 'cuda':\n    scaler = torch.cuda.amp.GradScaler()\n",
                 fixed="import torch\nif device_type == 'cuda':\n    scaler = torch.amp.GradScaler('cuda')\n"),
+        # torch.cuda.amp.GradScaler subclasses torch.amp.GradScaler: a type test against the old class
+        # would be False for the new one's instances, so it tests the base class (True for both).
+        Invalid("import torch\nscaler = torch.cuda.amp.GradScaler(enabled=False)\n"
+                "print(isinstance(scaler, torch.cuda.amp.GradScaler))\n",
+                fixed="import torch\nscaler = torch.amp.GradScaler(\"cuda\", enabled=False)\n"
+                "print(isinstance(scaler, torch.amp.GradScaler))\n"),
+        Invalid("from torch.cuda.amp import GradScaler\nclass Scaler(GradScaler):\n    pass\n"
+                "scaler = GradScaler()\nassert issubclass(type(scaler), (GradScaler, dict))\n",
+                fixed="import torch\nfrom torch.cuda.amp import GradScaler\nclass Scaler(GradScaler):\n    pass\n"
+                "scaler = torch.amp.GradScaler(\"cuda\")\nassert issubclass(type(scaler), (torch.amp.GradScaler, dict))\n"),
+        # A type compared, or a test that would then also hold for a scaler the module makes otherwise:
+        # reported, no fix.
+        Invalid("import torch\nscaler = torch.cuda.amp.GradScaler()\nassert type(scaler) is torch.cuda.amp.GradScaler\n",
+                fixed=NO_FIX, message="compares the type"),
+        Invalid("import torch\nscalers = [torch.cuda.amp.GradScaler(), torch.amp.GradScaler('cpu')]\n"
+                "cuda_scalers = [s for s in scalers if isinstance(s, torch.cuda.amp.GradScaler)]\n",
+                fixed=NO_FIX, message="which the `torch.amp.GradScaler` used here passes too"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         qn = self.ctx.names.qualified(node.func)
         if qn in DEPRECATED_AMP and not self._also_bound_to_new_api(node.func):
-            self._report(node, qn, self._call_fix(node, qn))
+            self._report(node, qn, *self._call_fix(node, qn))
 
     def _also_bound_to_new_api(self, func) -> bool:
         """`GradScaler` imported from torch.amp on one path and torch.cuda.amp on another (a version
@@ -216,7 +242,7 @@ since the new signature orders them differently. `import torch` is added when no
 
     # -- reporting ----------------------------------------------------------------------
 
-    def _report(self, node, qn: str, fix) -> None:
+    def _report(self, node, qn: str, fix, note: str = "") -> None:
         if self.ctx.is_version_fallback(node):
             return  # the old-PyTorch arm of a version gate (ultralytics, accelerate): deliberate
         device, new = DEPRECATED_AMP[qn]
@@ -225,7 +251,7 @@ since the new signature orders them differently. `import torch` is added when no
             use = f'torch.amp.{new}("{device}", ...)'
         else:
             use = f'torch.amp.{new}(device_type="{device}")'
-        self.report(node, f"`{old}` is deprecated (FutureWarning, to be removed); use `{use}`", fix)
+        self.report(node, f"`{old}` is deprecated (FutureWarning, to be removed); use `{use}`{note}", fix)
 
     def _reference(self, node: cst.CSTNode) -> None:
         """A deprecated name used as a value, decorator or annotation rather than called."""
@@ -242,9 +268,9 @@ since the new signature orders them differently. `import torch` is added when no
             return  # the last part of an Attribute that is itself visited
         if ctx.index.enclosing(node, (cst.Import, cst.ImportFrom, cst.Annotation)) is not None:
             return  # imports are handled on their own; type annotations never construct, so never warn
-        if self._is_type_use(node, parent):
-            return  # isinstance(s, torch.cuda.amp.GradScaler) constructs nothing either
-        self._report(node, qn, self._reference_fix(node, qn, parent))
+        if self._is_type_use(node, parent) or node in self._class_uses.get(qn, {}).get("compared", ()):
+            return  # isinstance(s, torch.cuda.amp.GradScaler), `type(s) is ...` construct nothing either
+        self._report(node, qn, *self._reference_fix(node, qn, parent))
 
     def _unused_import(self, stmt, alias, local: str, target: str) -> None:
         ctx = self.ctx
@@ -310,10 +336,14 @@ since the new signature orders them differently. `import torch` is added when no
         return self.ctx.module_name("torch.amp")
 
     def _call_fix(self, call: cst.Call, qn: str):
+        """The fix of a call of the old API and a note for the message (why there is none)."""
         ctx = self.ctx
         device, new = DEPRECATED_AMP[qn]
         if any(a.star == "*" for a in call.args):
-            return None  # positions unknown: cannot re-order for the new signature
+            return None, ""  # positions unknown: cannot re-order for the new signature
+        tests, note = self._type_tests(qn, call)
+        if tests is None:
+            return None, note
         amp, extra = self._amp()
         q = ctx.quote
         device_str = cst.SimpleString(f"{q}{device}{q}")
@@ -334,26 +364,109 @@ since the new signature orders them differently. `import torch` is added when no
                 args[-1] = args[-1].with_changes(comma=_comma())
             args.insert(n_pos, kw)
         new_call = call.with_changes(func=cst.parse_expression(f"{amp}.{new}"), args=args)
-        return self.fix(Applicability.SAFE, f"Use `torch.amp.{new}` with device `{device}`", (call, new_call), *extra)
+        return self.fix(Applicability.SAFE, f"Use `torch.amp.{new}` with device `{device}`", (call, new_call),
+                        *self._base_class_tests(tests, new), *extra), ""
 
     def _reference_fix(self, node, qn: str, parent):
         ctx = self.ctx
         device, new = DEPRECATED_AMP[qn]
         amp, extra = self._amp()
         q = ctx.quote
+        tests: list = []
         if new in ("custom_fwd", "custom_bwd"):
             if not isinstance(parent, cst.Decorator):
-                return None
+                return None, ""
             code = f"{amp}.{new}(device_type={q}{device}{q})"
         elif isinstance(parent, (cst.Arg, cst.Assign, cst.IfExp, cst.Element, cst.Return, cst.DictElement)) \
                 and not isinstance(ctx.parent(parent), cst.ClassDef):  # a base class needs the class itself
+            tests, note = self._type_tests(qn, node)
+            if tests is None:
+                return None, note
             functools, extra2 = ctx.module_name("functools")
             extra = extra + extra2
             code = f"{functools}.partial({amp}.{new}, {q}{device}{q})"
         else:
-            return None
+            return None, ""
         return self.fix(Applicability.SAFE, f"Use `torch.amp.{new}` with device `{device}`",
-                        (node, cst.parse_expression(code)), *extra)
+                        (node, cst.parse_expression(code)), *self._base_class_tests(tests, new), *extra), ""
+
+    # -- the old classes' other uses ----------------------------------------------------
+    #
+    # torch.cuda.amp.GradScaler (and autocast, and the torch.cpu.amp ones) subclass torch.amp's
+    # class: what the fix constructs instead is not an instance of the old class. A type test
+    # against the old class would turn False; against the base class it holds for both.
+
+    def _type_tests(self, qn: str, replaced: cst.CSTNode) -> tuple[list | None, str]:
+        """For a fix that makes `qn` construct torch.amp's class instead: the isinstance/issubclass
+        references to `qn` to test the base class in the same fix; None (and why, for the message)
+        when the module's other uses of the class would change: a type compared (`type(s) is ...`),
+        or a test the base class would also pass for a scaler the module makes otherwise
+        (`torch.amp.GradScaler("cpu")` beside it)."""
+        ctx = self.ctx
+        new = DEPRECATED_AMP[qn][1]
+        if new not in ("autocast", "GradScaler"):
+            return [], ""
+        uses = self._class_uses
+        compared = [n for n in uses.get(qn, {}).get("compared", ()) if not self._also_bound_to_new_api(n)]
+        if compared:
+            where = ctx.index.enclosing(compared[0], (cst.Comparison, cst.MatchClass))
+            return None, (f"; not fixed: `{ctx.code(where)}` compares the type, which a `torch.amp.{new}` is not")
+        tests = [n for n in uses.get(qn, {}).get("tests", ()) if not self._also_bound_to_new_api(n)]
+        if any(ctx.index.contains(replaced, n) for n in tests):
+            return None, ""
+        if tests:
+            family = GRAD_SCALER if new == "GradScaler" else AUTOCAST
+            others = sorted(q for q in family if q != qn and any(uses.get(q, {}).get(kind) for kind in
+                                                                 ("calls", "tests", "compared", "other")))
+            if others:
+                test = ctx.index.enclosing(tests[0], cst.Call)
+                return None, (f"; not fixed: `{ctx.code(test)}` would have to test the base class "
+                              f"`torch.amp.{new}`, which the `{others[0]}` used here passes too")
+        return tests, ""
+
+    def _base_class_tests(self, tests: list, new: str) -> list:
+        amp, extra = self._amp()
+        return [(node, cst.parse_expression(f"{amp}.{new}")) for node in tests]
+
+    @property
+    def _class_uses(self) -> dict[str, dict[str, list]]:
+        """References to the AMP classes (torch.amp's and the old ones), by qualified name and kind:
+        "calls", "tests" (isinstance/issubclass's class argument, or in its tuple), "compared" (in a
+        comparison or a `case` class pattern), "other"; imports and annotations are left out."""
+        cached = getattr(self, "_uses", None)
+        if cached is not None:
+            return cached
+        ctx = self.ctx
+        classes = set(GRAD_SCALER) | set(AUTOCAST)
+        out: dict[str, dict[str, list]] = {}
+        for node in [*ctx.index.nodes(cst.Attribute), *ctx.index.nodes(cst.Name)]:
+            parent = ctx.parent(node)
+            if isinstance(parent, cst.Attribute) and (parent.attr is node or parent.value is node):
+                continue  # part of a longer name
+            qn = ctx.names.qualified(node)
+            if qn not in classes:
+                continue
+            if ctx.index.enclosing(node, (cst.Import, cst.ImportFrom, cst.Annotation)) is not None:
+                continue
+            if isinstance(parent, cst.Call) and parent.func is node:
+                kind = "calls"
+            elif self._is_type_test(node, parent):
+                kind = "tests"
+            elif ctx.index.enclosing(node, (cst.Comparison, cst.MatchClass)) is not None:
+                kind = "compared"
+            else:
+                kind = "other"
+            out.setdefault(qn, {}).setdefault(kind, []).append(node)
+        self._uses = out
+        return out
+
+    def _is_type_test(self, node, parent) -> bool:
+        """node is isinstance/issubclass's class argument, or an element of its tuple."""
+        if isinstance(parent, cst.Element) and isinstance(self.ctx.parent(parent), cst.Tuple):
+            parent = self.ctx.parent(self.ctx.parent(parent))
+            if not isinstance(parent, cst.Arg):
+                return False
+        return self._is_type_use(node, parent) and isinstance(parent, cst.Arg)
 
     def _is_type_use(self, node, parent) -> bool:
         if isinstance(parent, cst.Annotation):
