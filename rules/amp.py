@@ -516,8 +516,9 @@ class Fp16WhereBf16Fits(Rule):
 ## What it does
 Flags a float16 autocast region (an explicit `dtype=torch.float16`, or no dtype on CUDA, whose
 default is float16; also opened through a name bound to autocast or to
-`functools.partial(torch.amp.autocast, "cuda")`, where the fix passes `dtype=` at the call) in
-a file that also trains with a `GradScaler`; and the framework settings
+`functools.partial(torch.amp.autocast, "cuda")`, where the fix passes `dtype=` at the call, or
+used as a decorator, `@torch.autocast("cuda")` above a module's `forward` or a function the
+training step calls) in a file that also trains with a `GradScaler`; and the framework settings
 that do the same inside the framework: `fp16=True` in transformers' `TrainingArguments` (and
 trl's or sentence-transformers' subclasses), Lightning's `precision="16-mixed"` (or `16`) for a
 `Trainer` or `Fabric`, accelerate's `Accelerator(mixed_precision="fp16")`. A file that already
@@ -583,6 +584,11 @@ when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is 
 An autocast entered through a name bound to it or else to a null context (`ctx = torch.autocast
 if use_amp else contextlib.nullcontext`) is reported without a fix: a `dtype=` given where it is
 called would raise TypeError on the null context's path.
+Nor is a file fixed whose float16 autocast is a decorator (`@torch.autocast("cuda")` above
+`def forward`), except for an Ampere target-gpu (plain `dtype=torch.bfloat16` on it): its
+arguments are evaluated where the function is defined, at import, before a run-time check can
+choose the dtype, and fixing the other autocasts alone would turn the scaler off on a bfloat16
+GPU while the decorated function still runs in float16.
 """
     _LOOP = ("import torch\n{pre}scaler = torch.amp.GradScaler({sargs})\nfor x, y in loader:\n"
              "    with torch.autocast({aargs}):\n        loss = model(x, y)\n"
@@ -749,6 +755,39 @@ called would raise TypeError on the null context's path.
         ),
     ]
 
+    # Autocast as a decorator of the model's forward: the model call in the step runs under it.
+    _DECORATED = ("import torch\nclass Net(torch.nn.Module):\n    @{deco}\n    def forward(self, x):\n"
+                  "        return self.l(x)\n{pre}scaler = torch.amp.GradScaler({sargs})\nfor x, y in loader:\n"
+                  "    {step}\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n")
+    valid += [
+        Valid(_DECORATED.format(deco="torch.autocast('cuda', dtype=torch.bfloat16)", pre="", sargs="'cuda'",
+                                step="loss = model(x, y)")),
+        # A decorated prediction function the training step does not call.
+        Valid("import torch\n@torch.autocast('cuda')\ndef predict(x):\n    return model(x)\n"
+              "scaler = torch.amp.GradScaler('cuda')\nfor x, y in loader:\n    loss = model(x, y)\n"
+              "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"),
+    ]
+    invalid += [
+        # The decorator's arguments are evaluated where forward is defined, at import: reported, no fix.
+        Invalid(_DECORATED.format(deco="torch.autocast('cuda')", pre="", sargs="'cuda'", step="loss = model(x, y)"),
+                fixed=NO_FIX, message="autocast decorating `forward` runs it in float16 implicitly"),
+        Invalid(_DECORATED.format(deco="torch.cuda.amp.autocast(enabled=USE_AMP)", pre="", sargs="'cuda'",
+                                  step="loss = model(x, y)"), fixed=NO_FIX, message="not fixed"),
+        # Beside a float16 `with`, fixing the `with` alone would turn the scaler off on a bfloat16 GPU
+        # while forward still runs in float16: no fix for either.
+        Invalid(_DECORATED.format(deco="torch.autocast('cuda')", pre="", sargs="'cuda'",
+                                  step="with torch.autocast('cuda', dtype=torch.float16):\n        loss = model(x, y)"),
+                fixed=NO_FIX, message="not fixed: the autocast decorating `forward`"),
+        # target-gpu ampere: the decorator can say bfloat16 as well.
+        Invalid(_DECORATED.format(deco="torch.autocast('cuda')", pre="", sargs="'cuda'",
+                                  step="with torch.autocast('cuda', dtype=torch.float16):\n        loss = model(x, y)"),
+                settings={"target_gpu": "ampere"},
+                fixed="import torch\nclass Net(torch.nn.Module):\n    @torch.autocast('cuda', dtype=torch.bfloat16)\n"
+                      "    def forward(self, x):\n        return self.l(x)\nfor x, y in loader:\n"
+                      "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        loss = model(x, y)\n"
+                      "    loss.backward()\n    opt.step()\n"),
+    ]
+
     invalid += [
         # A framework's float16 setting: the framework pairs float16 autocast with a GradScaler.
         Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(\n    'out',\n    fp16=True,\n)\n",
@@ -854,27 +893,52 @@ called would raise TypeError on the null context's path.
         autocasts = [a for a in prec.autocasts
                      if a.device != "cpu" and not prec.autocast_is_disabled(a)
                      and prec.autocast_dtypes(a) == {"float16"}
-                     and (not trains_here or ctx.loops.in_training_step(a.call))]
+                     and (not trains_here or self._in_training_step(a))]
         if not autocasts:
             return
         ampere = _target_gpu(ctx) in AMPERE_OR_NEWER
+        decorator = next((a for a in autocasts if a.decorates is not None), None)
+        note = ""
         if any(a.optional for a in autocasts):
             # A name bound to autocast or else to a null context (`ctx = torch.autocast if use_amp else
             # contextlib.nullcontext`): `ctx("cuda", dtype=...)` would raise TypeError on the null
             # context's path. Reported, no fix.
             fix = None
+        elif decorator is not None and not ampere:
+            # `@torch.autocast("cuda")` above `def forward`: its arguments are evaluated where the
+            # function is defined, at import, where asking the GPU about bfloat16 would initialize
+            # CUDA. Fixing the other autocasts alone would turn the scaler off on a bfloat16 GPU while
+            # the decorated function still runs in float16. Reported, no fix.
+            fix = None
+            name = decorator.decorates.name.value
+            note = (f"; not fixed: the autocast decorating `{name}` takes its `dtype=` where `{name}` is defined, at "
+                    f"import, before a run-time check can choose it (choose it and the scaler's `enabled=` together "
+                    f"by hand)")
         else:
             fix = self._ampere_fix(autocasts, scalers) if ampere else self._runtime_fix(autocasts, scalers)
         for use in autocasts:
             how = "implicitly (CUDA's default)" if prec.autocast_dtype_expr(use) is None else "as `torch.float16`"
+            what = (f"autocast decorating `{use.decorates.name.value}` runs it" if use.decorates is not None
+                    else "autocast runs")
             if ampere:
-                message = (f"autocast runs in float16 {how} with a GradScaler; target-gpu is {_target_gpu(ctx)}, so use "
+                message = (f"{what} in float16 {how} with a GradScaler; target-gpu is {_target_gpu(ctx)}, so use "
                            f"`dtype=torch.bfloat16` and drop the GradScaler (bfloat16 has float32's range, no loss scaling)")
             else:
-                message = (f"autocast runs in float16 {how} with a GradScaler; on Ampere or newer use bfloat16 (float32's "
+                message = (f"{what} in float16 {how} with a GradScaler; on Ampere or newer use bfloat16 (float32's "
                            f"range, no loss scaling): `dtype=torch.bfloat16 if {_bf16_check(ctx, 'torch')} else "
-                           f"torch.float16`, scaler enabled only for float16")
+                           f"torch.float16`, scaler enabled only for float16{note}")
             self.report(use.call, message, fix)
+
+    def _in_training_step(self, use) -> bool:
+        """The autocast region takes part in every training step. A decorated function's region is
+        its body: a module's `forward` runs under the model call of the step; another function when
+        the step calls it (or it runs the step itself)."""
+        loops = self.ctx.loops
+        if use.decorates is None:
+            return loops.in_training_step(use.call)
+        if use.decorates.name.value == "forward":
+            return True
+        return loops.in_training_step(use.decorates.body)
 
     # -- the run-time choice ------------------------------------------------------------
 
@@ -1273,6 +1337,9 @@ physics or long-horizon recurrences).
         Valid(("import functools\n" + _SRC.replace("loss = model",
                                                      "with autocast_ctx(dtype=torch.bfloat16):\n        loss = model"))
               .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda')\n")),
+        # Autocast as a decorator of the model's forward.
+        Valid(_SRC.format(pre="class Net(torch.nn.Module):\n    @torch.autocast('cuda', dtype=torch.bfloat16)\n"
+                              "    def forward(self, x, y):\n        return self.l(x)\n")),
     ]
     invalid = [
         Invalid(_SRC.format(pre=""), fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"),

@@ -89,6 +89,10 @@ class AutocastUse:
     # use_amp else ...`): an autocast region when enabled, like `enabled=use_amp`, but the call takes
     # no autocast argument on the other path.
     optional: bool = False
+    # `@torch.autocast("cuda")` on a function: the region is that function's body, wherever it is
+    # called (a module's `forward` runs under the model call), and the call's arguments are
+    # evaluated once, where the function is defined. None for a `with` or a plain call.
+    decorates: cst.FunctionDef | None = None
 
 
 @dataclass(frozen=True)
@@ -119,12 +123,22 @@ class Precision:
         for call in index.nodes(cst.Call):
             qn = names.qualified(call.func)
             if qn in AUTOCAST:
-                self.autocasts.append(AutocastUse(call, qn, self._device(call, qn)))
+                self.autocasts.append(AutocastUse(call, qn, self._device(call, qn), decorates=self._decorated(call)))
             elif qn in GRAD_SCALER:
                 self.scalers.append(ScalerUse(call, qn, self._device(call, qn)))
             elif qn is None and dotted(call.func) in bound:
                 qn, partial, optional = bound[dotted(call.func)]
-                self.autocasts.append(AutocastUse(call, qn, self._device(call, qn, partial), partial, optional))
+                self.autocasts.append(AutocastUse(call, qn, self._device(call, qn, partial), partial, optional,
+                                                  self._decorated(call)))
+
+    def _decorated(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The function `call` decorates (`@torch.autocast("cuda")` above `def forward`), if it does."""
+        decorator = self.index.parent.get(call)
+        if isinstance(decorator, cst.Decorator) and decorator.decorator is call:
+            fn = self.index.parent.get(decorator)
+            if isinstance(fn, cst.FunctionDef):
+                return fn
+        return None
 
     def _autocast_names(self) -> dict[str, tuple[str, cst.Call | None, bool]]:
         """Names (`autocast_ctx`, `self.amp_ctx`) every assignment binds alike to autocast itself
