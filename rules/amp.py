@@ -85,7 +85,11 @@ class: `isinstance(s, torch.cuda.amp.GradScaler)` (or `issubclass`) in the modul
 the same fix to test `torch.amp.GradScaler`, which both pass. Where that would not hold, the
 call is reported without a fix: the module compares the type (`type(s) is
 torch.cuda.amp.GradScaler`), or it also uses another GradScaler class (`torch.amp.GradScaler("cpu")`),
-which the base-class test would let through too (the same for autocast).
+which the base-class test would let through too (the same for autocast). A name bound to the
+old class (`Scaler = torch.cuda.amp.GradScaler`) is bound to
+`functools.partial(torch.amp.GradScaler, "cuda")` instead, which can be called alike but is no
+class: where the module uses the name as one (`isinstance(s, Scaler)`, a comparison, a base
+class, `Scaler.__name__`), it is reported without a fix.
 """
     valid = [
         Valid("import torch\nwith torch.amp.autocast('cuda'):\n    y = model(x)\n"),
@@ -183,6 +187,9 @@ which the base-class test would let through too (the same for autocast).
         Invalid("import torch\nscalers = [torch.cuda.amp.GradScaler(), torch.amp.GradScaler('cpu')]\n"
                 "cuda_scalers = [s for s in scalers if isinstance(s, torch.cuda.amp.GradScaler)]\n",
                 fixed=NO_FIX, message="which the `torch.amp.GradScaler` used here passes too"),
+        # A name bound to the old class and used as one: a functools.partial is no class.
+        Invalid("import torch\nScaler = torch.cuda.amp.GradScaler\ns = Scaler(enabled=False)\nprint(isinstance(s, Scaler))\n",
+                fixed=NO_FIX, message="`isinstance(s, Scaler)` uses it as a class"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -382,6 +389,10 @@ which the base-class test would let through too (the same for autocast).
             tests, note = self._type_tests(qn, node)
             if tests is None:
                 return None, note
+            class_use = self._bound_name_used_as_class(node)
+            if class_use is not None:
+                return None, (f"; not fixed: `{ctx.code(class_use)}` uses it as a class, which the "
+                              f"`functools.partial` the fix would bind is not")
             functools, extra2 = ctx.module_name("functools")
             extra = extra + extra2
             code = f"{functools}.partial({amp}.{new}, {q}{device}{q})"
@@ -459,6 +470,32 @@ which the base-class test would let through too (the same for autocast).
             out.setdefault(qn, {}).setdefault(kind, []).append(node)
         self._uses = out
         return out
+
+    def _bound_name_used_as_class(self, node) -> cst.CSTNode | None:
+        """Where the name an assignment binds the old class to (`Scaler = torch.cuda.amp.GradScaler`,
+        maybe in a conditional expression) is used as a class rather than called: a type test, a
+        comparison, a base class, an attribute (`Scaler.__name__`); None when nowhere."""
+        ctx = self.ctx
+        parent = ctx.parent(node)
+        while isinstance(parent, cst.IfExp):
+            parent = ctx.parent(parent)
+        if not isinstance(parent, cst.Assign):
+            return None
+        names = {ctx.dotted(t.target) for t in parent.targets} - {None}
+        for use in [*ctx.index.nodes(cst.Name), *ctx.index.nodes(cst.Attribute)]:
+            if ctx.dotted(use) not in names or any(use is t.target for t in parent.targets):
+                continue
+            above = ctx.parent(use)
+            if isinstance(above, cst.Attribute) and above.attr is use:
+                continue  # `self.Scaler`'s `Scaler`
+            if isinstance(above, cst.Attribute) and above.value is use:
+                return above
+            if self._is_type_test(use, above) or isinstance(above, cst.Arg) and isinstance(ctx.parent(above), cst.ClassDef):
+                return ctx.index.enclosing(use, (cst.Call, cst.ClassDef))
+            where = ctx.index.enclosing(use, (cst.Comparison, cst.MatchClass))
+            if where is not None:
+                return where
+        return None
 
     def _is_type_test(self, node, parent) -> bool:
         """node is isinstance/issubclass's class argument, or an element of its tuple."""
