@@ -807,6 +807,9 @@ _RETURNED_DICT = (
     "            opt.step()\n"
 )
 # Step-based training that draws batches with next() and starts the iterator again at the end.
+_GROWN = ("from torch.utils.data import DataLoader\ndef main(items, more, losses, x, y, i):\n    ds = {ds}\n"
+          "    loader = DataLoader(ds, num_workers=2)\n    for epoch in range(3):\n        for x in loader:\n"
+          "            step(x)\n        {grow}\n")
 _DRAWN = (
     "from torch.utils.data import DataLoader\n"
     "loader = DataLoader(ds, shuffle=True{pin})\n"
@@ -1290,9 +1293,11 @@ define, which may go over it (`evaluate(model, train_loader)` imported; `len(loa
 do not count): with persistent workers every `iter(loader)` returns the same
 iterator, reset for the new pass, so the outer loop ends early or repeats batches; a loop over it
 after the other ends (an evaluation at the end of the epoch) keeps the fix. Nor when the loop
-around the loader changes its dataset, a name (`ds.set_epoch(epoch)`, `ds.max_len = ...`, in
-the loop or a function of the module it calls): the live workers would keep the copy they were
-started with.
+around the loader changes its dataset, a name (`ds.set_epoch(epoch)`, `ds.max_len = ...`,
+`ds.items.extend(new)`, `ds.labels[i] = y`, in the loop or a function of the module it calls), or
+a list or other object it was built from (`ds = ListDataset(items)`, then `items.extend(new)`,
+`items.append(x)`, `items[i] = x`, `items += new`): the live workers would keep the copy they were
+started with (a grown list is indexed past the workers' shorter copy: IndexError).
 """
     _EPOCHS = "from torch.utils.data import DataLoader\nloader = {loader}\nfor epoch in range(3):\n    for batch in loader:\n        step(batch)\n"
     _FIT = ("import pytorch_lightning as pl\nfrom torch.utils.data import DataLoader\nloader = {loader}\n"
@@ -1549,6 +1554,25 @@ started with.
         Invalid("from torch.utils.data import DataLoader\ndef main(ds):\n    loader = DataLoader(ds, num_workers=2)\n"
                 "    for epoch in range(3):\n        ds.max_len = 2 + epoch\n        for x in loader:\n            step(x)\n",
                 fixed=NO_FIX, message="changes its dataset"),
+        # The data grows in place between rounds (self-training adds pseudo-labelled samples): a list
+        # handed to the dataset's class, or an attribute of the dataset, extended or changed by item.
+        # With the fix live workers keep the old list and the sampler indexes past it (IndexError).
+        Invalid(_GROWN.format(ds="ListDataset(items)", grow="items.extend(more)"),
+                fixed=NO_FIX, message="changes its dataset"),
+        Invalid(_GROWN.format(ds="ListDataset(items)", grow="ds.items.append(x)"),
+                fixed=NO_FIX, message="changes its dataset"),
+        Invalid(_GROWN.format(ds="ListDataset(items)", grow="ds.labels[i] = y"),
+                fixed=NO_FIX, message="changes its dataset"),
+        Invalid(_GROWN.format(ds="ListDataset(items)", grow="items += more").replace(
+                    "    ds = ", "    items = [x for x in range(16)]\n    ds = "),
+                fixed=NO_FIX, message="changes its dataset"),
+        Invalid(_GROWN.format(ds="ListDataset(items)", grow="pass").replace(
+                    "DataLoader(ds,", "DataLoader(ListDataset(items),").replace("pass", "items.insert(0, x)"),
+                fixed=NO_FIX, message="changes its dataset"),
+        # A list the loop grows that the dataset was not built from (the losses): fixed.
+        Invalid(_GROWN.format(ds="ListDataset(items)", grow="losses.append(x)"),
+                fixed=_GROWN.format(ds="ListDataset(items)", grow="losses.append(x)").replace(
+                    "num_workers=2)", "num_workers=2, persistent_workers=True)")),
         # Evaluated on the training set after the epoch's pass ends: no pass is cut short, fixed.
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
                 "def evaluate(dl):\n    for x, y in dl:\n        score(x, y)\n"
@@ -1618,24 +1642,70 @@ started with.
         self.report(call, message, fix)
 
 
+# Methods that change a list, dict, set or deque in place (`items.extend(new)`, `ds.items.append(x)`).
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "add", "discard",
+                       "setdefault", "popitem", "sort", "reverse", "appendleft", "extendleft", "popleft",
+                       "difference_update", "intersection_update", "symmetric_difference_update"})
+
+
 def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
-    """The loader's dataset, a name, has a `set_*` method called or an attribute assigned in a
-    loop that runs a pass over the loader again (`for epoch ...: ds.set_epoch(epoch)`)."""
+    """The loader's dataset, a name, is changed in a loop that runs a pass over the loader again
+    (`for epoch ...: ds.set_epoch(epoch)`): a `set_*` method called on it, an attribute of it
+    assigned (`ds.max_len = ...`), an item of it or of an attribute assigned or deleted
+    (`ds.x[i] = ...`), a mutating method called on it or an attribute (`ds.items.extend(new)`);
+    or a name handed to the call that built it (`ds = ListDataset(items)`, or built in the
+    loader's call) has a mutating method called, an item assigned, or is a list extended with
+    `+=` (`items.extend(new)`)."""
     dataset = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
-    name = ctx.dotted(dataset.value) if dataset is not None and not dataset.star else None
-    if not name:
+    if dataset is None or dataset.star:
         return False
     scope = ctx.index.enclosing_function(call)
+    name = ctx.dotted(dataset.value)
+    watched: list = []  # (name, its scope, whether it is the dataset itself)
+    if name:
+        watched.append((name, scope, True))
+    builders = [dataset.value] if isinstance(dataset.value, cst.Call) else ctx.assigned_values(dataset.value)
+    for built in builders:
+        if isinstance(built, cst.Call):
+            where = ctx.index.enclosing_function(built)
+            for arg in built.args:
+                given = ctx.dotted(arg.value) if not arg.star else None
+                if given and given != "self" and (given, where, False) not in watched:
+                    watched.append((given, where, False))
+    if not watched:
+        return False
+
+    def on(expr, held: str, whole: bool) -> bool:
+        spelled = ctx.dotted(expr)
+        return spelled is not None and (spelled == held or spelled.startswith(held + ".") and whole)
+
     sites: list = []
-    for node in ctx.index.nodes(cst.Call):
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value.startswith("set_") and ctx.dotted(func.value) == name:
-            sites.append(node)
-    for node in [*ctx.index.nodes(cst.Assign), *ctx.index.nodes(cst.AugAssign)]:
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-        if any(isinstance(t, cst.Attribute) and ctx.dotted(t.value) == name for t in targets):
-            sites.append(node)
-    sites = [site for site in sites if ctx.loops.in_sight(site, name, scope)]
+    for held, where, whole in watched:
+        found: list = []
+        for node in ctx.index.nodes(cst.Call):
+            func = node.func
+            if not isinstance(func, cst.Attribute):
+                continue
+            if whole and func.attr.value.startswith("set_") and ctx.dotted(func.value) == held:
+                found.append(node)
+            elif func.attr.value in _MUTATORS and on(func.value, held, whole):
+                found.append(node)
+        for node in [*ctx.index.nodes(cst.Assign), *ctx.index.nodes(cst.AugAssign), *ctx.index.nodes(cst.Del)]:
+            if isinstance(node, cst.Assign):
+                targets = [t.target for t in node.targets]
+            elif isinstance(node, cst.AugAssign):
+                targets = [node.target]
+            else:
+                targets = [e.value for e in node.target.elements] if isinstance(node.target, cst.Tuple) else [node.target]
+            for target in targets:
+                if (isinstance(target, cst.Subscript) and on(target.value, held, whole)
+                        or whole and isinstance(target, cst.Attribute) and on(target.value, held, whole)
+                        # `items += more` extends a list in place (an int's `n += 1` binds a new one).
+                        or not whole and isinstance(node, cst.AugAssign) and ctx.dotted(target) == held
+                        and ctx.is_builtin_collection(target)):
+                    found.append(node)
+                    break
+        sites += [site for site in found if ctx.loops.in_sight(site, held, where)]
     if not sites:
         return False
     rebuilt = ctx.loops.loops_around(call)
