@@ -153,8 +153,9 @@ def workers_advice(ctx, call: cst.Call) -> str | None:
     not split its stream, or the script trains at its top level with no `__main__` guard."""
     name = replays_per_worker(ctx, call)
     if name is not None:
-        return (f"`{name}` is an IterableDataset that does not split its stream between workers (no "
-                f"`torch.utils.data.get_worker_info()`), so each worker would replay the whole stream and every "
+        return (f"`{name}` is an IterableDataset that does not split its stream between workers (its `__iter__` "
+                f"reads no worker `id` or `num_workers` from `torch.utils.data.get_worker_info()`), so each worker "
+                f"would replay the whole stream and every "
                 f"sample would come once per worker; shard it by worker in `__iter__`")
     if trains_unguarded(ctx):
         return ("the script trains at its top level with no `if __name__ == \"__main__\":` guard, and a worker "
@@ -352,6 +353,10 @@ _STREAM = (
 _UNSHARDED = "        for p in self.paths:\n            yield torch.load(p)\n"
 _SHARDED = ("        info = get_worker_info()\n        paths = self.paths if info is None else "
             "self.paths[info.id::info.num_workers]\n        for p in paths:\n            yield torch.load(p)\n")
+_SEEDED = ("        info = get_worker_info()\n        rng = random.Random(0 if info is None else info.seed)\n"
+           "        for p in self.paths:\n            yield augment(torch.load(p), rng)\n")
+_LEFTOVER = ("    def _unused(self):\n        info = get_worker_info()\n"
+             "        return self.paths if info is None else self.paths[info.id::info.num_workers]\n")
 _SHARD_HELPER = ("def shard(items):\n    info = torch.utils.data.get_worker_info()\n"
                  "    return items if info is None else items[info.id::info.num_workers]\n")
 _WORKERS_SET = ", num_workers=min(8, os.cpu_count() or 1)"
@@ -455,9 +460,12 @@ cannot start CUDA in forked processes, so those copies must move into the traini
 (TL106 does it for a `collate_fn`). An iterable dataset (a subclass of `IterableDataset`) defined
 in this module whose `__iter__` does not split its stream between workers is reported with no fix
 either: every worker runs the whole `__iter__`, so each sample would come once per worker (64
-samples an epoch become 128 with 2 workers). It counts as split when the class, its bases here or
-the module's functions they call (two calls down) use `torch.utils.data.get_worker_info()`, or the
-loader sets a `worker_init_fn`. An iterable dataset not defined here (Hugging Face `datasets`
+samples an epoch become 128 with 2 workers). It counts as split when its `__iter__`, or the methods
+of the class and the module's functions it calls (three calls down), read the worker's `id` or
+`num_workers` from `torch.utils.data.get_worker_info()` (`info.id`, `get_worker_info().num_workers`)
+or hand the worker info to another call, or when the loader sets a `worker_init_fn`; the info read
+only to seed a per-worker RNG (`random.Random(info.seed)`), or asked for in a method `__iter__`
+never calls, splits nothing. An iterable dataset not defined here (Hugging Face `datasets`
 streaming, webdataset, a project module's class), or a class here deriving from such a class, is
 not seen and keeps the fix: the libraries' streaming datasets split their shards between workers
 themselves; check a project's own stream before applying it. A script that trains at its top
@@ -542,6 +550,21 @@ same conditions, and say why when they add none.
                 fixed=NO_FIX, message="each worker would replay the whole stream"),
         Invalid(_STREAM.format(helper="", body=_SHARDED, options=""),
                 fixed=_STREAM.format(helper="", body=_SHARDED, options=_WORKERS_SET)),
+        # The worker info read only to seed a per-worker RNG, or asked for by a method `__iter__`
+        # never calls: every worker still yields every sample (the tester's 32 samples became 64).
+        Invalid(_STREAM.format(helper="", body=_SEEDED, options=""), fixed=NO_FIX,
+                message="reads no worker `id` or `num_workers`"),
+        Invalid(_STREAM.format(helper="", body=_UNSHARDED + _LEFTOVER, options=""), fixed=NO_FIX,
+                message="does not split its stream between workers"),
+        # Split in a method `__iter__` calls, or by the call's own `id`: workers are added.
+        Invalid(_STREAM.format(helper="", body=_UNSHARDED.replace("self.paths", "self._mine()") + _LEFTOVER.replace(
+                    "_unused", "_mine"), options=""),
+                fixed=_STREAM.format(helper="", body=_UNSHARDED.replace("self.paths", "self._mine()") + _LEFTOVER.replace(
+                    "_unused", "_mine"), options=_WORKERS_SET)),
+        Invalid(_STREAM.format(helper="", body=_UNSHARDED.replace("self.paths", "self.paths[get_worker_info().id::2]"),
+                               options=""),
+                fixed=_STREAM.format(helper="", body=_UNSHARDED.replace("self.paths", "self.paths[get_worker_info().id::2]"),
+                                     options=_WORKERS_SET)),
         Invalid(_STREAM.format(helper=_SHARD_HELPER, body=_UNSHARDED.replace("self.paths", "shard(self.paths)"), options=""),
                 fixed=_STREAM.format(helper=_SHARD_HELPER, body=_UNSHARDED.replace("self.paths", "shard(self.paths)"),
                                      options=_WORKERS_SET)),

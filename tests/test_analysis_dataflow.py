@@ -655,11 +655,18 @@ def test_replays_per_worker():
         "class Deeper(Plain):\n    pass\n"
         "class Split(IterableDataset):\n    def __iter__(self):\n        return self.rows(torch.utils.data.get_worker_info())\n"
         "class Theirs(ShardList):\n    def __iter__(self):\n        yield from self.rows\n"
+        "class Seeded(IterableDataset):\n    def __iter__(self):\n        info = torch.utils.data.get_worker_info()\n"
+        "        rng = random.Random(info.seed if info else 0)\n        yield from self.rows\n"
+        "    def _mine(self):\n        return self.rows[get_worker_info().id::2]\n"
+        "class Owned(Seeded):\n    def __iter__(self):\n        yield from self._mine()\n"
         "class Mapped(Dataset):\n    def __getitem__(self, i):\n        return i\n"
         "stream = load_dataset('c4', streaming=True)\n"
         "for ds in (Plain(), Deeper(), Split(), Theirs(), Mapped(), stream):\n    pass\n"
         "loaders = [DataLoader(Plain()), DataLoader(Deeper()), DataLoader(Split()), DataLoader(Theirs()),\n"
-        "           DataLoader(Mapped()), DataLoader(stream), DataLoader(Plain(), worker_init_fn=split)]\n"
+        "           DataLoader(Mapped()), DataLoader(stream), DataLoader(Plain(), worker_init_fn=split),\n"
+        "           DataLoader(Seeded()), DataLoader(Owned())]\n"
     )
     got = [replays_per_worker(ctx, c) for c in ctx.index.nodes(cst.Call) if is_loader(ctx, c)]
-    assert got == ["Plain", "Deeper", None, None, None, None, None]
+    # Seeded asks for the worker info only for its seed (its split sits in a method `__iter__`
+    # does not call); Owned's `__iter__` calls it.
+    assert got == ["Plain", "Deeper", None, None, None, None, None, "Seeded", None]

@@ -505,9 +505,11 @@ def replays_per_worker(ctx, call: cst.Call) -> str | None:
     """The name of the loader's dataset class when, with workers, each worker would replay its
     whole stream: an iterable dataset of this module (deriving, through its classes here, from
     torch's IterableDataset, and from no class of another module besides torch's datasets) that
-    does not split its stream between workers: neither the class nor its bases here, nor the
-    module's functions they call (up to two calls down), use `torch.utils.data.get_worker_info()`,
-    and the loader sets no `worker_init_fn` (which may configure each worker's copy). None
+    does not split its stream between workers: its `__iter__`, and the methods of the class and
+    the module's functions it calls (up to three calls down), read no worker's `id` or
+    `num_workers` from `torch.utils.data.get_worker_info()` and hand the worker info to no other
+    call (`_shards_by_worker`; info used only to seed an RNG, `info.seed`, splits nothing), and
+    the loader sets no `worker_init_fn` (which may configure each worker's copy). None
     otherwise, also for a dataset whose class is not seen here: libraries' streaming datasets
     (Hugging Face `datasets`, webdataset) split their shards between workers themselves."""
     cls = _dataset_class(ctx, call)
@@ -531,7 +533,11 @@ def replays_per_worker(ctx, call: cst.Call) -> str | None:
                 return None  # a base from elsewhere may split the stream itself
     if not ctx.names.inherits(cls.name.value, lambda qn: qn in _ITERABLE_DATASETS):
         return None
-    if any(_asks_worker_info(ctx, c, 2, ()) for c in chain):
+    iterate = next((m for c in chain if (m := method_of(ctx, c, "__iter__")) is not None), None)
+    if iterate is None:  # no `__iter__` seen: any use of the worker info in the classes counts
+        if any(_asks_worker_info(ctx, c, 2, ()) for c in chain):
+            return None
+    elif _shards_by_worker(ctx, chain, iterate):
         return None
     return cls.name.value
 
@@ -539,7 +545,7 @@ def replays_per_worker(ctx, call: cst.Call) -> str | None:
 def _asks_worker_info(ctx, root: cst.CSTNode, depth: int, seen: tuple) -> bool:
     """root, or a module-local function it calls (up to depth calls down), reads get_worker_info."""
     for node in ctx.index.walk(root):
-        if isinstance(node, (cst.Name, cst.Attribute)) and (ctx.dotted(node) or "").rsplit(".", 1)[-1] == "get_worker_info":
+        if isinstance(node, (cst.Name, cst.Attribute)) and _names_worker_info(ctx, node):
             return True
     if depth == 0:
         return False
@@ -547,6 +553,61 @@ def _asks_worker_info(ctx, root: cst.CSTNode, depth: int, seen: tuple) -> bool:
         callee = ctx.loops.local_callee_name(node) if isinstance(node, cst.Call) else None
         for fn in ctx.loops.functions.get(callee, ()) if callee else ():
             if fn not in seen and not ctx.index.contains(root, fn) and _asks_worker_info(ctx, fn, depth - 1, (*seen, root)):
+                return True
+    return False
+
+
+def _names_worker_info(ctx, expr: cst.BaseExpression) -> bool:
+    return (ctx.dotted(expr) or "").rsplit(".", 1)[-1] == "get_worker_info"
+
+
+# Calls that only look at the worker info they are handed: no split of the stream.
+_ONLY_LOOKS = frozenset({"print", "repr", "str", "isinstance", "type", "id", "bool", "hasattr", "getattr"})
+
+
+def _shards_by_worker(ctx, chain: list, iterate: cst.FunctionDef) -> bool:
+    """`__iter__`, or a method of the classes in chain or a module-local function it calls (up to
+    three calls down), splits the stream by worker: it reads the worker's `id` or `num_workers`
+    from `get_worker_info()` (`info.id`, `worker_info.num_workers`, `get_worker_info().id`, the
+    info held in a name or `self.x`), or hands the info to another call, which may split it
+    (`self.rows(get_worker_info())`). The info read only for its `seed` (a per-worker RNG) splits
+    nothing: every worker still yields every sample."""
+    reached, frontier = [iterate], [iterate]
+    for _ in range(3):
+        found = []
+        for fn in frontier:
+            for node in ctx.index.walk(fn):
+                if not isinstance(node, cst.Call):
+                    continue
+                func, callees = node.func, []
+                if isinstance(func, cst.Attribute) and (
+                        ctx.dotted(func.value) == "self" or isinstance(func.value, cst.Call)
+                        and ctx.dotted(func.value.func) == "super"):
+                    callees = [m for c in chain if (m := method_of(ctx, c, func.attr.value)) is not None]
+                elif (callee := ctx.loops.local_callee_name(node)) is not None:
+                    callees = list(ctx.loops.functions.get(callee, ()))
+                found += [c for c in callees if c not in reached and c not in found
+                          and not any(ctx.index.contains(r, c) for r in reached)]
+        reached += found
+        frontier = found
+    holders: set = set()
+    for fn in reached:
+        for node in ctx.index.walk(fn):
+            if isinstance(node, (cst.Assign, cst.NamedExpr, cst.AnnAssign)) and isinstance(node.value, cst.Call) \
+                    and _names_worker_info(ctx, node.value.func):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                holders |= {name for t in targets if (name := ctx.dotted(t))}
+
+    def is_info(expr) -> bool:
+        return (isinstance(expr, cst.Call) and _names_worker_info(ctx, expr.func)
+                or (ctx.dotted(expr) or "") in holders)
+
+    for fn in reached:
+        for node in ctx.index.walk(fn):
+            if isinstance(node, cst.Attribute) and node.attr.value in ("id", "num_workers") and is_info(node.value):
+                return True
+            if (isinstance(node, cst.Call) and ctx.dotted(node.func) not in _ONLY_LOOKS
+                    and any(is_info(arg.value) for arg in node.args)):
                 return True
     return False
 
