@@ -16,6 +16,7 @@ from trainlint.analysis.batches import (
     collate_leaves_on_host,
     copy_takes_non_blocking,
     dataset_builds,
+    dataset_from_device_helper,
     dataset_on_device,
     heavy_work,
     is_device_helper,
@@ -367,6 +368,9 @@ _TENSORS_ON_DEVICE = (
     "loader = DataLoader({dataset}, batch_size=64{options})\n"
     "for xb, yb in loader:\n    loss = model(xb.to(device), yb.to(device))\n    loss.backward()\n    opt.step()\n"
 )
+# A frozen encoder's features, computed on the device by a helper (the tester's linear probe).
+_EXTRACT = ("def extract(encoder, images, bs=64):\n    feats = []\n    for i in range(0, len(images), bs):\n"
+            "        feats.append(encoder(images[i:i + bs].to(device)))\n    return torch.cat(feats)\n")
 _STORED_ON_DEVICE = _ON_DEVICE.replace("self.x, self.y = x, y", "self.x, self.y = x.cuda(), y.cuda()").replace(
     "return self.x[i].to('cuda'), self.y[i].to('cuda')", "return self.x[i], self.y[i]")
 
@@ -930,9 +934,13 @@ Not a loader whose batches come out of it on the device: its `collate_fn`, or it
 in this module (`__getitem__`, `__iter__`, the methods they call, or `__init__` storing the data
 there), moves tensors to a device; or its dataset is built from tensors on the device
 (`TensorDataset(X.to(device), Y.to(device))`, `.cuda()`, a tensor made with `device=` other than
-the CPU, a name assigned such a tensor on some path, any dataset class handed one, or `Subset`/
-`ConcatDataset` of such a dataset). There is no pageable copy to speed up, and pinning CUDA
-tensors raises (`cannot pin 'torch.cuda.FloatTensor'`).
+the CPU, what `torch.load` restores with a `map_location` other than the CPU and its items
+(`data = torch.load(path, map_location=device)`, `TensorDataset(data["x"], data["y"])`), a list
+appended such tensors, what `torch.cat` or a model makes of them, what a function of this module
+returns when its returns are such tensors, two calls down (`feats = extract(encoder, images)`
+returning `torch.cat` of `encoder(x.to(device))`), a name assigned such a tensor on some path, any
+dataset class handed one, or `Subset`/`ConcatDataset` of such a dataset). There is no pageable
+copy to speed up, and pinning CUDA tensors raises (`cannot pin 'torch.cuda.FloatTensor'`).
 
 A setting written as a name is read as TL101 describes: `pin_memory=PIN` with `PIN = False`,
 `pin_memory=cfg.pin_memory` whose field defaults to False, `pin_memory=args.pin_memory` whose
@@ -959,7 +967,9 @@ loader = DataLoader(ds, batch_size=32, num_workers=4, pin_memory=True)
 
 ## Fix safety
 Safe: pinning changes where host memory lives, not what is computed. A `pin_memory` passed by
-position is replaced where it stands.
+position is replaced where it stands. Unsafe when a tensor the dataset is built from comes from a
+call of a function of this module that copies tensors to a device somewhere in it, and what it
+returns is not seen to be on the device: it may be (pinning would then raise).
 """
     # No hot-loop prefilter: a script that hands its loader to a framework's Trainer has no loop.
     triggers = TRAINER_TRIGGERS
@@ -1017,6 +1027,18 @@ position is replaced where it stands.
         Valid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8)\nif torch.cuda.is_available():\n"
                                              "    X = X.cuda()\n",
                                         dataset="ConcatDataset([TensorDataset(X), extra])", options="")),
+        # Restored onto the device by torch.load, or features a helper of the module returns from the
+        # device (a frozen encoder's, for a linear probe): pinning them raises on CUDA.
+        Valid(_TENSORS_ON_DEVICE.format(data="data = torch.load('cache.pt', map_location=device)\n",
+                                        dataset="TensorDataset(data['x'], data['y'])", options="")),
+        Valid(_TENSORS_ON_DEVICE.format(data="x, y = torch.load('cache.pt', device)\n",
+                                        dataset="TensorDataset(x, y)", options="")),
+        Valid(_TENSORS_ON_DEVICE.format(data=_EXTRACT + "feats = extract(encoder, images)\n",
+                                        dataset="TensorDataset(feats, labels)", options="")),
+        Valid(_TENSORS_ON_DEVICE.format(data=_EXTRACT.replace("    return torch.cat(feats)", "    return embed(feats)")
+                                        + "def embed(feats):\n    return torch.cat(feats)\n"
+                                        + "feats = extract(encoder, images)\n",
+                                        dataset="TensorDataset(feats, labels)", options="")),
         # Decided per loader: `b`'s batches never leave the CPU; `c` is never iterated, and the only
         # copy in the hot loop is of another loader's batches.
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
@@ -1076,6 +1098,19 @@ position is replaced where it stands.
                 fixed=_TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8, device='cpu').to(torch.float16)\n"
                                                      "Y = X.cuda().cpu()\n", dataset="TensorDataset(X, Y)",
                                                 options=", pin_memory=True")),
+        # Loaded onto the CPU, or features brought back to it: pinning helps. A helper that copies
+        # to the device and returns what is not seen to be there gets the fix as unsafe.
+        Invalid(_TENSORS_ON_DEVICE.format(data="data = torch.load('cache.pt', map_location='cpu')\n",
+                                          dataset="TensorDataset(data['x'], data['y'])", options=""),
+                fixed=_TENSORS_ON_DEVICE.format(data="data = torch.load('cache.pt', map_location='cpu')\n",
+                                                dataset="TensorDataset(data['x'], data['y'])",
+                                                options=", pin_memory=True")),
+        Invalid(_TENSORS_ON_DEVICE.format(data=_EXTRACT.replace(".to(device)))", ".to(device)).cpu())")
+                                          + "feats = extract(encoder, images)\n",
+                                          dataset="TensorDataset(feats, labels)", options=""),
+                fixed=_TENSORS_ON_DEVICE.format(data=_EXTRACT.replace(".to(device)))", ".to(device)).cpu())")
+                                                + "feats = extract(encoder, images)\n",
+                                                dataset="TensorDataset(feats, labels)", options=", pin_memory=True")),
         # Frameworks move the batches: Lightning's loaders, the Trainer's pinning turned off.
         Invalid(_LIGHTNING.format(pin="", settings="max_epochs=3"),
                 fixed=_LIGHTNING.format(pin=", pin_memory=True", settings="max_epochs=3")),
@@ -1208,12 +1243,15 @@ position is replaced where it stands.
         # accelerate copies without non_blocking unless its DataLoaderConfiguration says so.
         overlap = " (with `dataloader_config=DataLoaderConfiguration(non_blocking=True)` for the Accelerator)" \
             if accelerators else ""
+        # A dataset tensor from a helper of the module that copies to the device (`feats =
+        # extract(encoder, images)`) may be on it where on_device cannot tell: pinning would raise.
+        applicability = Applicability.UNSAFE if dataset_from_device_helper(ctx, call) else Applicability.SAFE
         # A `store_true` switch has no default to turn on (it would need another action): no fix.
         self.report(
             call,
             setting_advice(ctx, call, "pin_memory", "True", "Batches go to the accelerator from pageable memory",
                            f"for faster, asynchronous copies{overlap}"),
-            setting_fix(self, call, "pin_memory", "True", Applicability.SAFE),
+            setting_fix(self, call, "pin_memory", "True", applicability),
         )
 
     def _feeds_copies(self, call: cst.Call) -> bool:

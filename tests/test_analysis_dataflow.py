@@ -644,6 +644,48 @@ def test_tensors_on_device():
     assert got == [True, True, False, True, False, False, True, True, False]
 
 
+def test_tensors_on_device_loaded_or_returned():
+    # torch.load's map_location, lists appended device tensors, torch functions and models of them,
+    # and what the module's functions return (a parameter read as what the call passes).
+    ctx = _ctx(
+        "import torch\ndevice = torch.device('cuda')\n"
+        "def extract(encoder, images):\n    feats = []\n    for x in images:\n"
+        "        feats.append(encoder(x.to(device)))\n    return join(feats)\n"
+        "def join(parts):\n    return torch.cat(parts)\n"
+        "def host(encoder, images):\n    return torch.cat([encoder(x.cuda()).cpu() for x in images])\n"
+        "def hidden(images):\n    out = {}\n    out['x'] = model(images.cuda())\n    return out\n"
+        "a = torch.load('a.pt', map_location=device)\nb = torch.load('b.pt', map_location='cpu')\n"
+        "c = torch.load('c.pt', map_location=lambda storage, loc: storage)\nd = torch.load('d.pt')\n"
+        "e = extract(encoder, images)\nf = host(encoder, images)\ng = hidden(images)\n"
+        "use(a['x'], b['x'], c, d, e, f, join([b, a]), g['x'])\n"
+    )
+    use = _calls(ctx, "use")[0]
+    got = [ctx.tensors.on_device(a.value) for a in use.args]
+    assert got == [True, False, False, False, True, False, True, False]
+    # A helper that copies to the device somewhere in it: its result may be on the device.
+    got = [ctx.tensors.from_device_helper(a.value) for a in use.args]
+    assert got == [False, False, False, False, True, True, False, True]
+
+
+def test_pin_memory_fix_unsafe_for_a_device_helpers_tensors():
+    # TL102: features from a helper that copies to the device, where on_device cannot see what it
+    # returns (an item assigned into a dict): the fix is offered as unsafe (pinning CUDA raises).
+    from trainlint.api import lint_source
+    from trainlint.config import Settings
+    from trainlint.diagnostics import Applicability
+
+    code = ("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndevice = torch.device('cuda')\n"
+            "def features(images):\n    out = {}\n    out['x'] = encoder(images.to(device))\n    return out\n"
+            "{feats}loader = DataLoader(TensorDataset(feats, labels), batch_size=64)\n"
+            "for xb, yb in loader:\n    loss = model(xb.to(device), yb.to(device))\n    loss.backward()\n    opt.step()\n")
+    fixes = {}
+    for key, feats in (("helper", "feats = features(images)['x']\n"), ("plain", "feats = torch.randn(64, 8)\n")):
+        found = [d for d in lint_source(code.replace("{feats}", feats), path="t.py", settings=Settings(select=("TL102",)))
+                 if d.code == "TL102"]
+        fixes[key] = [d.fix.applicability for d in found]
+    assert fixes == {"helper": [Applicability.UNSAFE], "plain": [Applicability.SAFE]}
+
+
 def test_replays_per_worker():
     # Iterable datasets that would yield every sample once per worker (batches.replays_per_worker).
     from trainlint.analysis.batches import is_loader, replays_per_worker

@@ -418,6 +418,29 @@ def _built_on_device(ctx, expr: cst.BaseExpression, depth: int) -> bool:
     return False
 
 
+def dataset_from_device_helper(ctx, call: cst.Call) -> bool:
+    """A tensor the loader's dataset is built from (as dataset_on_device follows the dataset) comes
+    from a call of a function of this module that copies tensors to a device somewhere in it
+    (`Tensors.from_device_helper`): it may be on the device where on_device cannot tell."""
+    first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
+    return first is not None and not first.star and _built_by(ctx, first.value, 0)
+
+
+def _built_by(ctx, expr: cst.BaseExpression, depth: int) -> bool:
+    if depth > 3:
+        return False
+    if ctx.tensors.from_device_helper(expr):
+        return True
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return any(not isinstance(e, cst.StarredElement) and _built_by(ctx, e.value, depth + 1) for e in expr.elements)
+    if isinstance(expr, cst.Call):
+        return any(not a.star and _built_by(ctx, a.value, depth + 1) for a in expr.args)
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        return any(isinstance(v, (cst.Call, cst.List, cst.Tuple)) and _built_by(ctx, v, depth + 1)
+                   for v in ctx.assigned_values(expr))
+    return False
+
+
 _MOVES_TENSORS = "moves tensors to a device"
 
 

@@ -58,6 +58,8 @@ _KEEPS_DEVICE = frozenset({
     "gt", "ge", "lt", "le", "all", "any", "abs", "neg", "pow", "add", "sub", "mul", "div", "numel", "size", "dim",
     "pin_memory", "astype", "copy", "ravel",
 })
+# Loaders that restore tensors where told: the keyword, and its position when passed by position.
+_LOADERS = {"torch.load": ("map_location", 1), "safetensors.torch.load_file": ("device", 1)}
 # What these give is on the host, whatever they are called on (the call is where any wait is).
 _TO_HOST = frozenset({"cpu", "numpy", "tolist", "item"})
 # Reads of a container (a batch that is a dict): the values they give are the ones it holds.
@@ -73,6 +75,8 @@ class Tensors:
         self.names = ctx.names
         self._scopes: dict[cst.CSTNode | None, dict[str, list[cst.BaseExpression]]] = {}
         self._loop_targets: dict[cst.CSTNode | None, set[str]] = {}
+        # function -> its parameters' arguments, while on_device follows a call into it.
+        self._passed: dict[cst.CSTNode, dict[str, cst.BaseExpression]] = {}
         for assign in index.nodes(cst.Assign):
             scope = index.enclosing_function(assign)
             table = self._scopes.setdefault(scope, {})
@@ -239,43 +243,146 @@ class Tensors:
         (`torch.randn(n, device=device)`); what indexing, arithmetic or a method that keeps the
         device (`x.float()`, `x[idx]`) makes of such a tensor; a name whose assignment reaching
         expr gives one, or, when which assignment reaches it is not plain to see, one that some
-        assignment of its function gives (`X = X.cuda()` under `if use_gpu:`). The loader analysis
-        asks it of a dataset's tensors: pinning them, or using them in forked workers, raises."""
-        return self._device(expr, 0)
+        assignment of its function gives (`X = X.cuda()` under `if use_gpu:`). Also what
+        `torch.load` gives with a `map_location` that is not the CPU (and the items of it: `data["x"]`);
+        a list (or a list display, a comprehension) holding such a tensor or appended one
+        (`feats.append(encoder(x.to(device)))`); what a torch function (`torch.cat(feats)`) or a
+        model call (`encoder(x)`, by its name as for is_tensor) makes of one; and what a function of
+        the module returns (`feats = extract(encoder, images)`, two such calls down). The loader
+        analysis asks it of a dataset's tensors: pinning them, or using them in forked workers, raises."""
+        return self._device(expr, 0, 0)
 
-    def _device(self, expr: cst.BaseExpression, depth: int) -> bool:
+    def _device(self, expr: cst.BaseExpression, depth: int, hops: int) -> bool:
         if depth > 8:
             return False
         if isinstance(expr, cst.Subscript):
-            return self._device(expr.value, depth + 1)
+            return self._device(expr.value, depth + 1, hops)
         if isinstance(expr, cst.UnaryOperation):
-            return self._device(expr.expression, depth + 1)
+            return self._device(expr.expression, depth + 1, hops)
         if isinstance(expr, cst.BinaryOperation):
             # A CUDA tensor meets a CPU one only as a scalar: the result is on the CUDA tensor's device.
-            return self._device(expr.left, depth + 1) or self._device(expr.right, depth + 1)
+            return self._device(expr.left, depth + 1, hops) or self._device(expr.right, depth + 1, hops)
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return any(not isinstance(e, cst.StarredElement) and self._device(e.value, depth + 1, hops)
+                       for e in expr.elements)
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            return self._device(expr.elt, depth + 1, hops)
+        if isinstance(expr, cst.Dict):  # `{"x": feats, "y": labels}`, read back as `data["x"]`
+            return any(isinstance(e, cst.DictElement) and self._device(e.value, depth + 1, hops)
+                       for e in expr.elements)
         if isinstance(expr, cst.Call):
-            qn = self.names.qualified(expr.func) or ""
-            if _FACTORIES.match(qn) or qn == "torch.as_tensor":
-                device = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value == "device"), None)
-                return device is not None and not is_cpu_device(self.ctx, device)
-            func = expr.func
-            if not isinstance(func, cst.Attribute) or func.attr.value in _TO_HOST:
-                return False
-            if is_device_move(self.ctx, expr):
-                return True
-            if func.attr.value in _KEEPS_DEVICE or func.attr.value == "to":
-                return self._device(func.value, depth + 1)
-            return False
+            return self._call_on_device(expr, depth, hops)
         if isinstance(expr, (cst.Name, cst.Attribute)):
             name = dotted(expr)
             if name is None:
                 return False
+            scope = self.index.enclosing_function(expr)
+            # A parameter of a function followed into from a call (`return embed(feats)`): what the
+            # call passes.
+            passed = self._passed.get(scope, {}).get(name)
+            if passed is not None and not self._scopes.get(scope, {}).get(name):
+                return self._device(passed, depth + 1, hops)
+            # A list filled in place: `feats.append(encoder(x.to(device)))`, then `torch.cat(feats)`.
+            if any(self._device(arg.value, depth + 1, hops) for arg in self._appended(scope).get(name, ())):
+                return True
             reaching = self._reaching_value(expr, name)
             if reaching is not None:
-                return self._device(reaching, depth + 1)
-            return any(value is not expr and self._device(value, depth + 1)
-                       for value in self._scopes.get(self.index.enclosing_function(expr), {}).get(name, ()))
+                return self._device(reaching, depth + 1, hops)
+            return any(value is not expr and self._device(value, depth + 1, hops)
+                       for value in self._scopes.get(scope, {}).get(name, ()))
         return False
+
+    def _call_on_device(self, call: cst.Call, depth: int, hops: int) -> bool:
+        qn = self.names.qualified(call.func) or ""
+        if _FACTORIES.match(qn) or qn == "torch.as_tensor":
+            device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
+            return device is not None and not is_cpu_device(self.ctx, device)
+        if qn in _LOADERS:
+            # `torch.load(path, map_location=device)`: what it holds is restored onto that device
+            # (a function of the storages, `lambda storage, loc: storage`, is how the CPU is asked for).
+            keyword, position = _LOADERS[qn]
+            where = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword), None)
+            if where is None and position is not None:
+                positional = [a for a in call.args if a.keyword is None and not a.star]
+                where = positional[position].value if len(positional) > position else None
+            return where is not None and not isinstance(where, cst.Lambda) and not is_cpu_device(self.ctx, where) \
+                and not (isinstance(where, cst.Dict) and all(
+                    isinstance(e, cst.DictElement) and is_cpu_device(self.ctx, e.value) for e in where.elements))
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _TO_HOST:
+            return False
+        if isinstance(func, cst.Attribute) and is_device_move(self.ctx, call):
+            return True
+        if isinstance(func, cst.Attribute) and (func.attr.value in _KEEPS_DEVICE or func.attr.value == "to"):
+            return self._device(func.value, depth + 1, hops)
+        # What a torch function (`torch.cat(feats)`, `F.normalize(x)`) or a model (`encoder(x)`)
+        # makes of a tensor on the device is on that device.
+        callee = (dotted(func) or "").rsplit(".", 1)[-1]
+        if (qn.startswith("torch.") and not _NON_TENSOR_TORCH.match(qn)) or (not qn and _MODEL_NAMES.match(callee)):
+            if any(not a.star and self._device(a.value, depth + 1, hops) for a in call.args):
+                return True
+        # A function of the module: what it returns (two such calls down).
+        loops = self.ctx.loops
+        name = loops.local_callee_name(call)
+        if name is None or hops >= 2:
+            return False
+        for fn in loops.functions.get(name, ()):
+            if fn in self._passed:
+                continue  # recursion
+            self._passed[fn] = {param: arg.value for param, arg in loops.bind_params(name, call) if not arg.star}
+            try:
+                if any(isinstance(node, cst.Return) and node.value is not None
+                       and self.index.enclosing_function(node) is fn and self._device(node.value, 0, hops + 1)
+                       for node in self.index.walk(fn.body)):
+                    return True
+            finally:
+                del self._passed[fn]
+        return False
+
+    def from_device_helper(self, expr: cst.BaseExpression, _depth: int = 0) -> bool:
+        """expr's value comes from a call of a function of this module that copies tensors to a
+        device somewhere in it (`feats = extract(encoder, images)`), directly or through names,
+        items, and methods or torch functions applied to it: on_device may not see what such a
+        function returns (a structure it does not follow), so the value may be on the device."""
+        if _depth > 6:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self.from_device_helper(expr.value, _depth + 1)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            name = dotted(expr)
+            values = self._scopes.get(self.index.enclosing_function(expr), {}).get(name, ()) if name else ()
+            return any(v is not expr and self.from_device_helper(v, _depth + 1) for v in values)
+        if not isinstance(expr, cst.Call):
+            return False
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _TO_HOST:
+            return False
+        loops = self.ctx.loops
+        name = loops.local_callee_name(expr)
+        if name is not None:
+            return any(isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                       and is_device_move(self.ctx, node)
+                       for fn in loops.functions.get(name, ()) for node in self.index.walk(fn.body))
+        if isinstance(func, cst.Attribute) and (func.attr.value in _KEEPS_DEVICE or func.attr.value == "to"):
+            return self.from_device_helper(func.value, _depth + 1)
+        qn = self.names.qualified(func) or ""
+        return qn.startswith("torch.") and not _NON_TENSOR_TORCH.match(qn) and any(
+            not a.star and self.from_device_helper(a.value, _depth + 1) for a in expr.args)
+
+    def _appended(self, scope: cst.CSTNode | None) -> dict[str, list[cst.Arg]]:
+        """name -> the arguments of its `.append(v)`, `.extend(vs)`, `.insert(i, v)` calls in scope."""
+        cache = self.__dict__.setdefault("_appended_cache", {})
+        if scope not in cache:
+            table: dict = {}
+            for call in self.index.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert") \
+                        and call.args and self.index.enclosing_function(call) is scope:
+                    name = dotted(func.value)
+                    if name:
+                        table.setdefault(name, []).append(call.args[-1])
+            cache[scope] = table
+        return cache[scope]
 
     def _host(self, expr: cst.BaseExpression, depth: int, field: bool) -> bool:
         """on_host; field: the read takes a tensor out of expr (`expr["ids"]`, `expr.labels`), so
