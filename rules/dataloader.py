@@ -20,6 +20,7 @@ from trainlint.analysis.batches import (
     dataset_on_device,
     heavy_work,
     is_device_helper,
+    is_cpu_device,
     is_device_move,
     is_loader,
     loader_arg,
@@ -837,6 +838,9 @@ _RETURNED_DICT = (
 _GROWN = ("from torch.utils.data import DataLoader\ndef main(items, more, losses, x, y, i):\n    ds = {ds}\n"
           "    loader = DataLoader(ds, num_workers=2)\n    for epoch in range(3):\n        for x in loader:\n"
           "            step(x)\n        {grow}\n")
+_HELPER = ("import torch\nfrom torch.utils.data import DataLoader\ndef to_device(t):\n    return {move}\n"
+           "loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+           "for x, y in loader:\n    {body}\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n")
 _DRAWN = (
     "from torch.utils.data import DataLoader\n"
     "loader = DataLoader(ds, shuffle=True{pin})\n"
@@ -2882,7 +2886,9 @@ as in PyTorch's MNIST example, also a `run_epoch(model, loader)` that the evalua
 through too), or a function reading the module's loader (or its enclosing function's, a
 closure); or a step loop drawing the batches with `next(it)` from `it = iter(loader)`. Flagged
 are copies of the batch or of tensors taken from it (`x, y = batch`, `batch["x"]`, `for t in
-batch`), there or in module-local functions the loop hands them to (`train_step(model, batch)`, up to three calls down).
+batch`), there or in module-local functions the loop hands them to (`train_step(model, batch)`, up to three calls down;
+also a helper that returns the copy, `x = to_device(x)` with `def to_device(t): return t.to(device)`,
+or `{k: v.to(device) ... for k, v in batch.items()}`).
 Not flagged: copies to the CPU (`"cpu"`, `torch.device("cpu")`, a name assigned one of those),
 which must stay blocking to be read right after, and copies of tensors the loop has already
 copied to the device (`y` after `y = y.to(device, non_blocking=True)`): they do not read pinned
@@ -2908,8 +2914,9 @@ Safe: work queued on the same CUDA stream after the copy still sees the copied d
 `non_blocking` passed by position (`x.cuda(0, False)`) is set where it stands. The fix is written
 only where what is copied is known to take `non_blocking`: the tensors of a default-collated batch
 (a loader without `collate_fn`), what a `collate_fn` of this module returns as tensors (or as an
-object of a class of this module whose `to`/`cuda` takes `non_blocking` or `**kwargs`), and the
-tensors a transformers data collator's batch holds. The copy of anything else (another batch
+object of a class of this module whose `to`/`cuda` takes `non_blocking` or `**kwargs`), the
+tensors a transformers data collator's batch holds, and a copy made only of a tensor (`v.to(device)
+if torch.is_tensor(v) else v`, under `if isinstance(v, torch.Tensor):`). The copy of anything else (another batch
 object, a part of the batch of a `collate_fn` the file does not show, a value reaching the copy by
 a way no loader of the file is seen to take) is fixed only with `--unsafe-fixes`: a transformers
 `BatchEncoding` takes `non_blocking` from transformers 4.48 on, and such a value may be anything. An object of a class of this
@@ -2918,7 +2925,10 @@ does a copy under `with torch.cuda.stream(s):` in a function where no stream wai
 (`wait_stream`, `wait_event`): there the copy's being blocking is what makes the data ready for
 the default stream that reads it. Nor does the copy of a host tensor that the loop changes in place
 after it (`xd = x.to(device)` then `x.mul_(std)`, `x += 1`, `x[m] = 0`): the host goes on while a
-non-blocking copy waits its turn, so the copy could read the changed values.
+non-blocking copy waits its turn, so the copy could read the changed values. Nor does a copy in
+a function of the module whose device is its parameter when some call passes the CPU there
+(`def move(t, dev): return t.to(dev)`, also `move(pred, "cpu")`): a non-blocking copy to the
+host would be read before it ends.
 """
     _SRC = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
             "for x, y in loader:\n    {move}\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n")
@@ -2968,6 +2978,20 @@ non-blocking copy waits its turn, so the copy could read the changed values.
                 fixed=_SRC.format(move="xd = x.to(device, non_blocking=True)\n    x = x.clone()\n    x.mul_(std)")),
         Invalid(_SRC.format(move="x.mul_(std)\n    xd = x.to(device)\n    log(x.mean())"),
                 fixed=_SRC.format(move="x.mul_(std)\n    xd = x.to(device, non_blocking=True)\n    log(x.mean())")),
+        # Copied in a helper of the module that returns the copy (`x = to_device(x)`), as a tensor
+        # or the values of a dict batch: the helper's copy is fixed.
+        Invalid(_HELPER.format(move="t.to(device)", body="x = to_device(x)"),
+                fixed=_HELPER.format(move="t.to(device, non_blocking=True)", body="x = to_device(x)")),
+        Invalid(_HELPER.format(move="{k: v.to(device) if torch.is_tensor(v) else v\n            for k, v in t.items()}",
+                               body="batch = to_device(batch)").replace("for x, y in", "for batch in"),
+                fixed=_HELPER.format(move="{k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v\n"
+                                          "            for k, v in t.items()}",
+                                     body="batch = to_device(batch)").replace("for x, y in", "for batch in")),
+        # The helper also copies to the CPU for another caller: reported, no fix (a non-blocking
+        # copy to the host is read before it ends).
+        Invalid(_HELPER.format(move="t.to(dev)", body="x = to_device(x, device)\n    log(to_device(loss))").replace(
+                    "def to_device(t):", "def to_device(t, dev='cpu'):"),
+                fixed=NO_FIX, message="`to_device` also copies to the CPU"),
         # Several steps on each batch: the loop over the batches holds the step loop.
         Invalid(_FREE_AT.format(x="x.to(device)"), fixed=_FREE_AT.format(x="x.to(device, non_blocking=True)")),
         # PyTorch's MNIST example: pinned (and batch size given) through the loader's `**` dict.
@@ -3099,6 +3123,13 @@ non-blocking copy waits its turn, so the copy could read the changed values.
                 self.report(call, message + " (it runs on a side stream: make the stream that reads it "
                             "`wait_stream(...)` that one first)")
                 continue
+            helper = _also_copies_to_cpu(ctx, call)
+            if helper is not None:
+                # `def move(t, dev): return t.to(dev)`, also called with "cpu": a non-blocking copy
+                # to the host is read before it ends (stale values).
+                self.report(call, message + f" (`{helper}` also copies to the CPU, where a non-blocking copy "
+                            "would be read before it ends: give the batch a copy of its own)")
+                continue
             changed = _changed_after_copy(ctx, call)
             if changed is not None:
                 # The host keeps going while a non-blocking copy waits its turn on the stream: a
@@ -3117,6 +3148,28 @@ non-blocking copy waits its turn, so the copy could read the changed values.
                             self.fix(Applicability.UNSAFE, "Pass `non_blocking=True`", replacement))
                 continue
             self.report(call, message, self.fix(Applicability.SAFE, "Pass `non_blocking=True`", replacement))
+
+
+def _also_copies_to_cpu(ctx, call: cst.Call) -> str | None:
+    """The name of the module-local function the copy is in when its device is a parameter of that
+    function and some call of it passes the CPU there (`move(pred, "cpu")`); else None."""
+    device = _device_arg(call)
+    fn = ctx.index.enclosing_function(call)
+    if device is None or fn is None or not isinstance(device.value, cst.Name):
+        return None
+    param = device.value.value
+    declared = next((p for p in (*fn.params.params, *fn.params.kwonly_params) if p.name.value == param), None)
+    if declared is None:
+        return None
+    name = fn.name.value
+    for other in ctx.index.nodes(cst.Call):
+        if ctx.loops.local_callee_name(other) != name:
+            continue
+        bound = dict(ctx.loops.bind_params(name, other))
+        given = bound[param].value if param in bound else declared.default  # `dev="cpu"` left out
+        if given is not None and is_cpu_device(ctx, given):
+            return name
+    return None
 
 
 def _changed_after_copy(ctx, call: cst.Call) -> str | None:

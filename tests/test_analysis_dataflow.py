@@ -712,3 +712,23 @@ def test_replays_per_worker():
     # Seeded asks for the worker info only for its seed (its split sits in a method `__iter__`
     # does not call); Owned's `__iter__` calls it.
     assert got == ["Plain", "Deeper", None, None, None, None, None, "Seeded", None]
+
+
+def test_copy_takes_non_blocking_through_a_helper():
+    # A helper of the module that returns the batch's copy is followed (batch_moves); a copy
+    # guarded by `torch.is_tensor(v)` copies only tensors, whatever else the collate_fn returns.
+    from trainlint.analysis.batches import copy_takes_non_blocking
+
+    ctx = _ctx(
+        "import torch\nfrom torch.utils.data import DataLoader\n"
+        "def collate(samples):\n    return {'x': torch.stack(samples), 'meta': describe(samples)}\n"
+        "def guarded(b):\n    return {k: v.to(device) if torch.is_tensor(v) else v for k, v in b.items()}\n"
+        "def plain(b):\n    return {k: v.cuda() for k, v in b.items()}\n"
+        "def one(t):\n    return t.to(device)\n"
+        "loader = DataLoader(ds, collate_fn=collate, pin_memory=True)\n"
+        "other = DataLoader(ds, pin_memory=True)\n"
+        "for batch in loader:\n    batch = guarded(batch)\n    plain(batch)\n    model(batch).backward()\n    opt.step()\n"
+        "for x in other:\n    x = one(x)\n    model(x).backward()\n    opt.step()\n"
+    )
+    got = {name: copy_takes_non_blocking(ctx, _calls(ctx, name)[0]) for name in ("v.to", "v.cuda", "t.to")}
+    assert got == {"v.to": True, "v.cuda": None, "t.to": True}

@@ -161,7 +161,8 @@ def batch_moves(ctx, loop: cst.CSTNode, *, pieces: bool = False, target: cst.CST
     """The device copies (`.to(device)`, `.cuda()`, batch helpers) that the batches of a loop over
     a loader reach: copies of the loop's target (or of target, where the loop draws its batches
     with `target = next(it)`) or of values computed from it, in the loop body or in module-local
-    functions the loop hands them to (up to three calls down). With pieces, only copies of the
+    functions the loop hands them to (up to three calls down; a batch helper of the module, `x =
+    to_device(x)`, is both a copy and followed into). With pieces, only copies of the
     batch's own tensors (`batch["x"]`, `x, y = batch`, `for t in batch`), the ones in the loader's
     memory, not of values computed from them (`accelerator.gather(x)`, `model(x)`)."""
     target = loop.target if target is None else target
@@ -260,9 +261,12 @@ def _moves_in(ctx, body: cst.CSTNode, names: set, carries, depth: int, seen: tup
             continue
         if is_device_move(ctx, node) and carries(ctx, node.func.value, names):
             found.add(node)
-        elif is_device_helper(ctx, node) and any(carries(ctx, a.value, names) for a in node.args):
+            continue
+        if is_device_helper(ctx, node) and any(carries(ctx, a.value, names) for a in node.args):
             found.add(node)
-        elif depth:
+        # Into a module-local function, a batch helper too (`def to_device(x): return
+        # x.to(device)`): its own copies are the ones a rule may change.
+        if depth:
             callee = ctx.loops.local_callee_name(node)
             if callee is None:
                 continue
@@ -729,7 +733,39 @@ def copy_takes_non_blocking(ctx, call: cst.Call) -> bool | None:
                         kind = _method_takes_non_blocking(ctx, kind, move)
                     table[move] = _weakest(table.get(move, True), kind)
         ctx.__dict__["_copy_takes_non_blocking"] = table
-    return table.get(call)
+    takes = table.get(call)
+    if takes is None and call in table and _guarded_as_tensor(ctx, call):
+        return True  # `v.to(device) if torch.is_tensor(v) else v`: only a tensor is copied
+    return takes
+
+
+def _guarded_as_tensor(ctx, call: cst.Call) -> bool:
+    """The copy runs only when what it copies is a tensor: it is in the true branch of a
+    conditional expression or `if` testing `torch.is_tensor(v)` or `isinstance(v, torch.Tensor)`
+    of the name it copies."""
+    copied = ctx.dotted(call.func.value) if isinstance(call.func, cst.Attribute) else None
+    if copied is None:
+        return False
+
+    def tests_tensor(test) -> bool:
+        if not isinstance(test, cst.Call) or not test.args or ctx.dotted(test.args[0].value) != copied:
+            return False
+        qn = ctx.names.qualified(test.func) or ""
+        if qn == "torch.is_tensor":
+            return True
+        return qn == "builtins.isinstance" and len(test.args) == 2 and \
+            ctx.names.qualified(test.args[1].value) == "torch.Tensor"
+
+    child = call
+    for anc in ctx.index.ancestors(call):
+        if isinstance(anc, cst.IfExp) and child is anc.body and tests_tensor(anc.test):
+            return True
+        if isinstance(anc, cst.If) and child is anc.body and tests_tensor(anc.test):
+            return True
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda)):
+            return False
+        child = anc
+    return False
 
 
 def _weakest(a: bool | None, b: bool | None) -> bool | None:
