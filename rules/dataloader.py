@@ -186,7 +186,8 @@ def workers_positive(ctx, expr: cst.BaseExpression) -> bool:
 
 
 _SEQUENTIAL = ("SequentialSampler",)
-_SHUFFLING = ("RandomSampler", "DistributedSampler")
+# Samplers that draw a new random order (or random draws: weighted, or a random subset) each epoch.
+_SHUFFLING = ("RandomSampler", "DistributedSampler", "WeightedRandomSampler", "SubsetRandomSampler")
 
 
 def _sampler_calls(ctx, call: cst.Call) -> list[cst.Call] | None:
@@ -208,7 +209,8 @@ def _sampler_is(ctx, expr: cst.BaseExpression, names: tuple[str, ...]) -> bool:
 
 def shuffles(ctx, call: cst.Call) -> bool:
     """The loader draws batches in a new random order each epoch: `shuffle=True`, or a
-    `RandomSampler` / `DistributedSampler` (which shuffles unless told `shuffle=False`)."""
+    `RandomSampler` / `DistributedSampler` (which shuffles unless told `shuffle=False`), a
+    `WeightedRandomSampler` or a `SubsetRandomSampler`."""
     if loader_arg(ctx, call, "shuffle") is not None:
         return setting_value(ctx, call, "shuffle", False) is True
     samplers = _sampler_calls(ctx, call)
@@ -2008,8 +2010,9 @@ class DataLoaderRaggedLastBatch(DataLoaderRule):
     fix_applicability = "unsafe"
     docs = """
 ## What it does
-Flags a shuffled training `DataLoader` (`shuffle=True`, or a `RandomSampler` or
-`DistributedSampler` as its `sampler`, passed directly or through a name) without
+Flags a shuffled training `DataLoader` (`shuffle=True`, or a `RandomSampler`,
+`DistributedSampler`, `WeightedRandomSampler` or `SubsetRandomSampler` as its `sampler`, passed
+directly or through a name) without
 `drop_last=True`; not one with `batch_size=None`, whose dataset yields whole batches (there is no
 ragged last batch, and `drop_last` would raise). Whether it trains is read as TL102 describes (the optimizer steps of its loops,
 also on the calls of a function other loaders go through; else its name). Settings written as
@@ -2126,6 +2129,18 @@ reported with no fix, the message showing that setting.
                 "train_loader = DataLoader(train_dataset, sampler=train_sampler, batch_size=8)\n",
                 fixed="from torch.utils.data import DataLoader, RandomSampler\ntrain_sampler = RandomSampler(train_dataset)\n"
                 "train_loader = DataLoader(\n    train_dataset, sampler=train_sampler, batch_size=8, drop_last=True\n)\n"),
+        # Random draws: class-balanced weights, or a random subset of the indices.
+        Invalid("from torch.utils.data import DataLoader, WeightedRandomSampler\n"
+                "sampler = WeightedRandomSampler(weights, num_samples=len(ds))\n"
+                "train_loader = DataLoader(ds, batch_size=8, sampler=sampler)\n",
+                fixed="from torch.utils.data import DataLoader, WeightedRandomSampler\n"
+                      "sampler = WeightedRandomSampler(weights, num_samples=len(ds))\n"
+                      "train_loader = DataLoader(ds, batch_size=8, sampler=sampler, drop_last=True)\n"),
+        Invalid("import torch\nloader = torch.utils.data.DataLoader(\n"
+                "    ds, batch_size=4, sampler=torch.utils.data.SubsetRandomSampler(train_idx)\n)\n",
+                fixed="import torch\nloader = torch.utils.data.DataLoader(\n"
+                      "    ds,\n    batch_size=4,\n    sampler=torch.utils.data.SubsetRandomSampler(train_idx),\n"
+                      "    drop_last=True,\n)\n"),
         Invalid("import torch\nfrom torch.utils.data.distributed import DistributedSampler\n"
                 "loader = torch.utils.data.DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds))\n",
                 fixed="import torch\nfrom torch.utils.data.distributed import DistributedSampler\n"
