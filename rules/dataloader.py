@@ -2903,7 +2903,8 @@ closure); or a step loop drawing the batches with `next(it)` from `it = iter(loa
 are copies of the batch or of tensors taken from it (`x, y = batch`, `batch["x"]`, `for t in
 batch`), there or in module-local functions the loop hands them to (`train_step(model, batch)`, up to three calls down;
 also a helper that returns the copy, `x = to_device(x)` with `def to_device(t): return t.to(device)`,
-or `{k: v.to(device) ... for k, v in batch.items()}`).
+or `{k: v.to(device) ... for k, v in batch.items()}`; not one that calls itself on the parts of any
+structure, whose copies may be of any object).
 Not flagged: copies to the CPU (`"cpu"`, `torch.device("cpu")`, a name assigned one of those),
 which must stay blocking to be read right after, and copies of tensors the loop has already
 copied to the device (`y` after `y = y.to(device, non_blocking=True)`): they do not read pinned
@@ -2974,6 +2975,10 @@ host would be read before it ends.
         Valid(_SRC.format(move="x, y = x.to(device, non_blocking=True), y.cuda(non_blocking=True)\n"
                                "    if step % 4 == 0:\n        log(x.to(host), y[0].to(other))")),
         Valid(_SRC.format(move="y = y.to(device, non_blocking=True).long()\n    y_host = y.to(host)")),
+        # A helper that calls itself on the parts of any structure (TL106's `_trainlint_to_device`):
+        # its `obj.to(device)` may be of any object; it is not followed.
+        Valid(_HELPER.format(move="[to_device(p) for p in t] if isinstance(t, list) else t.to(device)",
+                             body="x = to_device(x)")),
     ]
     invalid = [
         Invalid(_SRC.format(move="x = x.to(device)"), fixed=_SRC.format(move="x = x.to(device, non_blocking=True)")),

@@ -162,9 +162,9 @@ def batch_moves(ctx, loop: cst.CSTNode, *, pieces: bool = False, target: cst.CST
     a loader reach: copies of the loop's target (or of target, where the loop draws its batches
     with `target = next(it)`) or of values computed from it, in the loop body or in module-local
     functions the loop hands them to (up to three calls down; a batch helper of the module, `x =
-    to_device(x)`, is both a copy and followed into). With pieces, only copies of the
-    batch's own tensors (`batch["x"]`, `x, y = batch`, `for t in batch`), the ones in the loader's
-    memory, not of values computed from them (`accelerator.gather(x)`, `model(x)`)."""
+    to_device(x)`, is both a copy and followed into, unless it calls itself). With pieces, only
+    copies of the batch's own tensors (`batch["x"]`, `x, y = batch`, `for t in batch`), the ones in
+    the loader's memory, not of values computed from them (`accelerator.gather(x)`, `model(x)`)."""
     target = loop.target if target is None else target
     cache = ctx.__dict__.setdefault("_batch_moves", {})
     if (loop, target, pieces) not in cache:
@@ -262,18 +262,27 @@ def _moves_in(ctx, body: cst.CSTNode, names: set, carries, depth: int, seen: tup
         if is_device_move(ctx, node) and carries(ctx, node.func.value, names):
             found.add(node)
             continue
-        if is_device_helper(ctx, node) and any(carries(ctx, a.value, names) for a in node.args):
+        helper = is_device_helper(ctx, node) and any(carries(ctx, a.value, names) for a in node.args)
+        if helper:
             found.add(node)
         # Into a module-local function, a batch helper too (`def to_device(x): return
-        # x.to(device)`): its own copies are the ones a rule may change.
+        # x.to(device)`): its own copies are the ones a rule may change. Not a helper that calls
+        # itself on the parts of any structure (TL106's `_trainlint_to_device`): what one of its
+        # copies gets may be anything (its blocking `obj.to(device)` for objects of their own class).
         if depth:
             callee = ctx.loops.local_callee_name(node)
-            if callee is None:
+            if callee is None or helper and _recursive(ctx, ctx.loops.functions[callee][0]):
                 continue
             params = {param for param, arg in ctx.loops.bind_params(callee, node) if carries(ctx, arg.value, names)}
             fn = ctx.loops.functions[callee][0]
             if params and fn not in seen:
                 _moves_in(ctx, fn.body, params, carries, depth - 1, (*seen, fn), found, whole)
+
+
+def _recursive(ctx, fn: cst.FunctionDef) -> bool:
+    """fn calls itself."""
+    return any(isinstance(node, cst.Call) and ctx.loops.local_callee_name(node) == fn.name.value
+               for node in ctx.index.walk(fn.body))
 
 
 def whole_batch_moves(ctx, loop: cst.CSTNode, target: cst.CSTNode | None = None) -> frozenset[cst.Call]:
