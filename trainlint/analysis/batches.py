@@ -410,46 +410,35 @@ def dataset_on_device(ctx, call: cst.Call) -> bool:
     call (`TensorDataset(X.cuda(), Y.cuda())`, a dataset class of this module or of any library)
     handed such a tensor, or a list or tuple of them, or a dataset built so (`Subset(ds, idx)` of
     such a `ds`, `ConcatDataset([a, b])`); directly or through the name the call is assigned to."""
-    first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
-    return first is not None and not first.star and _built_on_device(ctx, first.value, 0)
-
-
-def _built_on_device(ctx, expr: cst.BaseExpression, depth: int) -> bool:
-    if depth > 3:
-        return False
-    if ctx.tensors.on_device(expr):
-        return True
-    if isinstance(expr, (cst.List, cst.Tuple)):
-        return any(not isinstance(e, cst.StarredElement) and _built_on_device(ctx, e.value, depth + 1)
-                   for e in expr.elements)
-    if isinstance(expr, cst.Call):
-        return any(not a.star and _built_on_device(ctx, a.value, depth + 1) for a in expr.args)
-    if isinstance(expr, (cst.Name, cst.Attribute)):
-        # A dataset (or a list of them) assigned to a name; tensors themselves on_device followed.
-        return any(isinstance(v, (cst.Call, cst.List, cst.Tuple)) and _built_on_device(ctx, v, depth + 1)
-                   for v in ctx.assigned_values(expr))
-    return False
+    return _dataset_built_from(ctx, call, ctx.tensors.on_device)
 
 
 def dataset_from_device_helper(ctx, call: cst.Call) -> bool:
     """A tensor the loader's dataset is built from (as dataset_on_device follows the dataset) comes
     from a call of a function of this module that copies tensors to a device somewhere in it
     (`Tensors.from_device_helper`): it may be on the device where on_device cannot tell."""
+    return _dataset_built_from(ctx, call, ctx.tensors.from_device_helper)
+
+
+def _dataset_built_from(ctx, call: cst.Call, test) -> bool:
     first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
-    return first is not None and not first.star and _built_by(ctx, first.value, 0)
+    return first is not None and not first.star and _built_from(ctx, first.value, test, 0)
 
 
-def _built_by(ctx, expr: cst.BaseExpression, depth: int) -> bool:
+def _built_from(ctx, expr: cst.BaseExpression, test, depth: int) -> bool:
+    """expr, or what it is built from (the arguments of a call, the items of a list or tuple, the
+    values a name is assigned: a dataset or a list of them), three levels down, passes test."""
     if depth > 3:
         return False
-    if ctx.tensors.from_device_helper(expr):
+    if test(expr):
         return True
     if isinstance(expr, (cst.List, cst.Tuple)):
-        return any(not isinstance(e, cst.StarredElement) and _built_by(ctx, e.value, depth + 1) for e in expr.elements)
+        return any(not isinstance(e, cst.StarredElement) and _built_from(ctx, e.value, test, depth + 1)
+                   for e in expr.elements)
     if isinstance(expr, cst.Call):
-        return any(not a.star and _built_by(ctx, a.value, depth + 1) for a in expr.args)
+        return any(not a.star and _built_from(ctx, a.value, test, depth + 1) for a in expr.args)
     if isinstance(expr, (cst.Name, cst.Attribute)):
-        return any(isinstance(v, (cst.Call, cst.List, cst.Tuple)) and _built_by(ctx, v, depth + 1)
+        return any(isinstance(v, (cst.Call, cst.List, cst.Tuple)) and _built_from(ctx, v, test, depth + 1)
                    for v in ctx.assigned_values(expr))
     return False
 
