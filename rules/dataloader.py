@@ -102,6 +102,12 @@ def setting_advice(ctx, call: cst.Call, name: str, value: str, problem: str, why
     """A message: the problem, where the setting comes from when not from the call, and what to set
     (`...; set `num_workers=8` so ...`, `... (`NUM_WORKERS` is 0); set `NUM_WORKERS = 8` so ...`)."""
     source = setting_source(ctx, call, name)
+    arg = loader_arg(ctx, call, name)
+    if source is None and arg is not None and arg.star and isinstance(arg.value, cst.Name):
+        # Given by the `**options` dict (`train_kwargs`): that is where to change it.
+        keyword = loader_keyword(ctx, call, name)
+        return (f"{problem}; set `{keyword}` to `{value}` in `{arg.value.value}` (the dict the call unpacks)"
+                f"{f' {why}' if why else ''}")
     if source is None:
         return f"{problem}; set `{loader_keyword(ctx, call, name)}={value}`{f' {why}' if why else ''}"
     return source.explain(problem, value, why)
@@ -1095,7 +1101,8 @@ returns is not seen to be on the device: it may be (pinning would then raise).
     invalid = [
         # Turned off in the loader's `**` dict: reported, no fix (a keyword beside the dict would
         # pass it twice).
-        Invalid(_MNIST.format(x="data.to(device)").replace("'pin_memory': True", "'pin_memory': False"), fixed=NO_FIX),
+        Invalid(_MNIST.format(x="data.to(device)").replace("'pin_memory': True", "'pin_memory': False"), fixed=NO_FIX,
+                message="set `pin_memory` to `True` in `train_kwargs` (the dict the call unpacks)"),
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),
                 fixed=_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
         # Tensors made on or brought back to the CPU (a dtype-only `.to`): pageable, pinning helps.
