@@ -16,6 +16,7 @@ import libcst as cst
 from trainlint.analysis.framework_loaders import accelerate_trains_on, places_batches
 from trainlint.analysis.frameworks import is_training_arguments
 from trainlint.analysis.literals import UNKNOWN
+from trainlint.analysis.loops import LOOKS_ONLY
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.variables import is_variable, owner
 
@@ -586,10 +587,6 @@ def _names_worker_info(ctx, expr: cst.BaseExpression) -> bool:
     return (ctx.dotted(expr) or "").rsplit(".", 1)[-1] == "get_worker_info"
 
 
-# Calls that only look at the worker info they are handed: no split of the stream.
-_ONLY_LOOKS = frozenset({"print", "repr", "str", "isinstance", "type", "id", "bool", "hasattr", "getattr"})
-
-
 def _shards_by_worker(ctx, chain: list, iterate: cst.FunctionDef) -> bool:
     """`__iter__`, or a method of the classes in chain or a module-local function it calls (up to
     three calls down), splits the stream by worker: it reads the worker's `id` or `num_workers`
@@ -631,7 +628,7 @@ def _shards_by_worker(ctx, chain: list, iterate: cst.FunctionDef) -> bool:
         for node in ctx.index.walk(fn):
             if isinstance(node, cst.Attribute) and node.attr.value in ("id", "num_workers") and is_info(node.value):
                 return True
-            if (isinstance(node, cst.Call) and ctx.dotted(node.func) not in _ONLY_LOOKS
+            if (isinstance(node, cst.Call) and ctx.names.qualified(node.func) not in LOOKS_ONLY
                     and any(is_info(arg.value) for arg in node.args)):
                 return True
     return False

@@ -171,9 +171,10 @@ def _leaves(stmt: cst.CSTNode) -> bool:
     return isinstance(last, (cst.Continue, cst.Break, cst.Return, cst.Raise))
 
 
-# Builtins that look at a value without going over it.
-_LOOKS_ONLY = frozenset(f"builtins.{name}" for name in (
-    "len", "print", "isinstance", "id", "hasattr", "getattr", "setattr", "type", "repr", "str", "format", "vars"))
+# Builtins that look at a value without going over it (or splitting it: a DataLoader worker's info).
+LOOKS_ONLY = frozenset(f"builtins.{name}" for name in (
+    "len", "print", "isinstance", "id", "hasattr", "getattr", "setattr", "type", "repr", "str", "format", "vars",
+    "bool"))
 
 
 class ValuePath(NamedTuple):
@@ -714,7 +715,7 @@ class Loops:
         for path in self.paths_of(value):
             for call in self.calls_handing(path.name):
                 if call not in out and self.local_callee_name(call) is None \
-                        and self.names.qualified(call.func) not in _LOOKS_ONLY \
+                        and self.names.qualified(call.func) not in LOOKS_ONLY \
                         and any(self._names(arg.value, path) for arg in call.args if not arg.star) \
                         and self.in_sight(call, path.name, path.scope):
                     out.append(call)

@@ -301,10 +301,8 @@ class Tensors:
             # `torch.load(path, map_location=device)`: what it holds is restored onto that device
             # (a function of the storages, `lambda storage, loc: storage`, is how the CPU is asked for).
             keyword, position = _LOADERS[qn]
-            where = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword), None)
-            if where is None and position is not None:
-                positional = [a for a in call.args if a.keyword is None and not a.star]
-                where = positional[position].value if len(positional) > position else None
+            arg = self.ctx.keyword(call, keyword) or self.ctx.positional(call, position)
+            where = arg.value if arg is not None else None
             return where is not None and not isinstance(where, cst.Lambda) and not is_cpu_device(self.ctx, where) \
                 and not (isinstance(where, cst.Dict) and all(
                     isinstance(e, cst.DictElement) and is_cpu_device(self.ctx, e.value) for e in where.elements))
