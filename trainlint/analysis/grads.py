@@ -14,7 +14,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.tree import TreeIndex, last_statement
 
 # In-place methods that a gradient which is a view cannot take ("Can't detach views in-place").
 _IN_PLACE_DETACH = ("detach_", "requires_grad_")
@@ -143,11 +143,7 @@ class Grads:
         """`if p.grad is None: continue` (or return, break): what follows it runs only with a gradient."""
         if not isinstance(stmt, cst.If) or "None" not in self._tests(stmt.test, owner):
             return False
-        body = stmt.body.body
-        last = body[-1] if body else None
-        if isinstance(last, cst.SimpleStatementLine):
-            last = last.body[-1] if last.body else None
-        return isinstance(last, _SKIPS)
+        return isinstance(last_statement(stmt.body), _SKIPS)
 
     def _tests(self, test: cst.BaseExpression, owner: str) -> set[str]:
         """The None tests of owner's gradient in test: "None" for `owner.grad is None`, "not None"

@@ -18,7 +18,7 @@ import libcst as cst
 from trainlint.analysis.branches import Conditions
 from trainlint.analysis.literals import UNKNOWN, literal
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex, walk
+from trainlint.analysis.tree import TreeIndex, last_statement, walk
 from trainlint.analysis.variables import Bindings
 
 Loop = (cst.For, cst.While)
@@ -163,12 +163,9 @@ def _is_zip(expr: cst.BaseExpression) -> bool:
 def _leaves(stmt: cst.CSTNode) -> bool:
     """stmt is `if test:` whose branch ends by leaving (`continue`, `break`, `return`, `raise`),
     with no `else`: the statements after it run only when test is false."""
-    if not isinstance(stmt, cst.If) or stmt.orelse is not None or not stmt.body.body:
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None:
         return False
-    last = stmt.body.body[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1] if last.body else None
-    return isinstance(last, (cst.Continue, cst.Break, cst.Return, cst.Raise))
+    return isinstance(last_statement(stmt.body), (cst.Continue, cst.Break, cst.Return, cst.Raise))
 
 
 # Builtins that look at a value without going over it (or splitting it: a DataLoader worker's info).
@@ -1061,9 +1058,7 @@ class Loops:
             cached = ([], [])
             for i, stmt in enumerate(block.body):
                 if isinstance(stmt, cst.If) and stmt.orelse is None and self.is_interval_test(stmt.test):
-                    last = stmt.body.body[-1] if stmt.body.body else None
-                    if isinstance(last, cst.SimpleStatementLine):
-                        last = last.body[-1] if last.body else None
+                    last = last_statement(stmt.body)
                     if isinstance(last, (cst.Return, cst.Continue)):
                         steps = isinstance(last, cst.Continue) and self._steps_optimizer(stmt, block.body[i + 1:])
                         cached[0 if steps else 1].append(i)
@@ -1185,10 +1180,7 @@ class Loops:
     def _ends_loop(self, branch: cst.If) -> bool:
         """The branch leaves the hot loop for good (`if epoch >= epochs: ...; break`, or a `return`,
         `raise` or `sys.exit()` in the loop's own function): it runs at most once, not on every step."""
-        body = branch.body.body
-        last = body[-1] if body else None
-        if isinstance(last, cst.SimpleStatementLine) and last.body:
-            last = last.body[-1]
+        last = last_statement(branch.body)
         if isinstance(last, (cst.Return, cst.Raise)) or (
                 isinstance(last, cst.Expr) and isinstance(last.value, cst.Call) and self._exits(last.value)):
             return self.hot_loop_of(branch) is not None

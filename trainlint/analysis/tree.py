@@ -43,6 +43,16 @@ def walk(root: cst.CSTNode):
         stack.extend(children)
 
 
+def last_statement(block: cst.BaseSuite) -> cst.CSTNode | None:
+    """The last statement a block runs: the last small statement of its last line (`continue` of
+    `x += 1; continue`), or its last compound statement; None for an empty block."""
+    body = block.body
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    return last
+
+
 def binding_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The target expressions `node` binds: `a, b = ...`, `a += ...`, `a: T = ...`, `(a := ...)`,
     `for a in ...` (statements and comprehensions), `... as a`; [] for any other node. Walk a
