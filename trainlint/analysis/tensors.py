@@ -13,6 +13,7 @@ no GPU.
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 import libcst as cst
 
@@ -369,18 +370,20 @@ class Tensors:
 
     def _appended(self, scope: cst.CSTNode | None) -> dict[str, list[cst.Arg]]:
         """name -> the arguments of its `.append(v)`, `.extend(vs)`, `.insert(i, v)` calls in scope."""
-        cache = self.__dict__.setdefault("_appended_cache", {})
-        if scope not in cache:
-            table: dict = {}
-            for call in self.index.nodes(cst.Call):
-                func = call.func
-                if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert") \
-                        and call.args and self.index.enclosing_function(call) is scope:
-                    name = dotted(func.value)
-                    if name:
-                        table.setdefault(name, []).append(call.args[-1])
-            cache[scope] = table
-        return cache[scope]
+        return self._appended_by_scope.get(scope, {})
+
+    @cached_property
+    def _appended_by_scope(self) -> dict:
+        """_appended's tables for every scope, in one pass over the module's calls."""
+        tables: dict = {}
+        for call in self.index.nodes(cst.Call):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert") and call.args:
+                name = dotted(func.value)
+                if name:
+                    scope = self.index.enclosing_function(call)
+                    tables.setdefault(scope, {}).setdefault(name, []).append(call.args[-1])
+        return tables
 
     def _host(self, expr: cst.BaseExpression, depth: int, field: bool) -> bool:
         """on_host; field: the read takes a tensor out of expr (`expr["ids"]`, `expr.labels`), so
