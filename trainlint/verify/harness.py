@@ -7,7 +7,8 @@ what it saw to ``<out_dir>/rank<R>.json``.
 
 What is hooked, and why each hook stays cheap (the harness must not change what it measures):
 - a global optimizer step post-hook: one ``perf_counter`` per step (plus a CUDA event, recorded
-  without synchronising, when CUDA is in use); it also stops the run after warm-up + N steps;
+  without synchronising, when CUDA is in use; the events are created ahead, in the first step);
+  it also stops the run after warm-up + N steps;
 - ``DataLoader.__iter__`` and the loader iterator's ``__next__``: time spent waiting for data;
 - ``torch.autograd.backward`` (which ``Tensor.backward`` calls): the detached scalar loss is kept
   where it lives (on the device) and read once at the end, so no per-step host sync is added;
@@ -45,7 +46,8 @@ class _State:
         self.profile_steps = int(cfg.get("profile_steps", 0))
         self.warmup = int(cfg["warmup"])
         self.step_ends: list[float] = []
-        self.cuda_events: list = []
+        self.cuda_events: list = []  # one recorded per step, in step order
+        self.spare_events: list = []  # created ahead (see _make_events)
         self.data_wait: list[float] = []
         self.losses: list = []  # detached scalar tensors, in backward order
         self.losses_per_step: list[int] = []  # how many backward calls fell in each step
@@ -160,6 +162,22 @@ def _install(cfg: dict, state: _State) -> Hooks:
 
     hooks.patch(torch.autograd, "backward", backward)
 
+    # torch.cuda.current_stream builds a new Stream object at each call, which measured 9 us a
+    # call on the GPU machine (three times an event record; see docs/verify.md): the step hook
+    # keeps one per stream, looked up by the stream's raw identity (a cheap call where torch
+    # has it), so a script that switches streams still records on the one it steps on.
+    stream_identity = getattr(torch._C, "_cuda_getCurrentStream", None)
+    streams: dict = {}
+
+    def current_stream():
+        if stream_identity is None:
+            return torch.cuda.current_stream(state.device)
+        key = stream_identity(state.device.index)
+        stream = streams.get(key)
+        if stream is None:
+            stream = streams[key] = torch.cuda.current_stream(state.device)
+        return stream
+
     def after_step(optimizer, args, kwargs):
         # Several optimizers (a GAN, say) step once each per iteration: count the first one.
         if state.first_optimizer is None:
@@ -171,8 +189,8 @@ def _install(cfg: dict, state: _State) -> Hooks:
         if state.device is not None:
             # Recorded on the stream the parameters' device computes on; no host wait. Under
             # torchrun each rank's own GPU, whatever the current device is.
-            ev = torch.cuda.Event(enable_timing=True)
-            ev.record(torch.cuda.current_stream(state.device))
+            ev = state.spare_events.pop() if state.spare_events else _make_events(state)
+            ev.record(current_stream())
             state.cuda_events.append(ev)
         state.step_ends.append(perf())
         state.data_wait.append(state.pending_wait)
@@ -193,6 +211,28 @@ def _install(cfg: dict, state: _State) -> Hooks:
     hooks.step_hook = after_step
     hooks.enable()
     return hooks
+
+
+EVENT_BATCH = 4096  # events created at a time: a verify run's warm-up + steps fit in one batch
+
+
+def _make_events(state: _State):
+    """One timing event for this step, after creating the events the coming steps will record.
+
+    torch creates a CUDA event lazily, at its first record, and creating one is a driver call
+    that costs as much as a small kernel launch (tens of microseconds on some virtual machines).
+    So the whole run's events are created and recorded once here, at the end of the first step
+    (a warm-up step, whose time no interval measures), and each later step only records one.
+    """
+    import torch
+
+    stream = torch.cuda.current_stream(state.device)
+    count = max(1, min(EVENT_BATCH, state.total - len(state.step_ends)))
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+    for ev in events:
+        ev.record(stream)
+    state.spare_events = events[1:]
+    return events[0]
 
 
 def _param_device(optimizer):
