@@ -1235,6 +1235,18 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
                 "    def on_step_end(self, *args, **kwargs):\n"
                 "        print(torch.cuda.memory_allocated())\n", fixed=NO_FIX, message="`if step % log_every == 0:`"),
         Invalid(in_training_loop("torch.cuda.empty_cache()\nprint(step)"), fixed=in_training_loop("print(step)")),
+        # A guard or a `try` left with nothing to do goes with the call; an `elif`, an `else` or a
+        # `finally` keeps its statement (with `pass` where the body empties).
+        Invalid(in_training_loop("if step > 0 and not args.debug:\n    torch.cuda.empty_cache()\nprint(step)"),
+                fixed=in_training_loop("print(step)")),
+        Invalid(in_training_loop("try:\n    torch.cuda.synchronize()\nexcept RuntimeError:\n    pass\nprint(step)"),
+                fixed=in_training_loop("print(step)")),
+        Invalid(in_training_loop("try:\n    torch.cuda.synchronize()\nfinally:\n    done()"),
+                fixed=in_training_loop("try:\n    pass\nfinally:\n    done()")),
+        Invalid(in_training_loop("if step > 0:\n    torch.cuda.empty_cache()\nelse:\n    warm()"),
+                fixed=in_training_loop("if step > 0:\n    pass\nelse:\n    warm()")),
+        Invalid(in_training_loop("if next(flags):\n    torch.cuda.empty_cache()"),
+                fixed=in_training_loop("if next(flags):\n    pass")),
         # Blank lines on both sides of the call: one stays, with the comment above it.
         Invalid("import torch\nfor step, x in enumerate(loader):\n    # free memory\n\n    torch.cuda.empty_cache()\n\n"
                 "    model(x).sum().backward()\n    opt.step()\n",
@@ -1288,22 +1300,44 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
 
 
 def _remove_statement(rule: Rule, stmt: cst.BaseStatement, message: str):
-    """Fix that deletes a statement, keeping its comments (moved to the next statement). A guard
-    left empty (`if torch.cuda.is_available():`) goes too; otherwise an empty block gets `pass`."""
+    """Fix that deletes a statement, keeping its comments (moved to the next statement). A
+    statement left with nothing to do goes too: a guard left empty (`if torch.cuda.is_available():`,
+    `if step > 0:`), and a `try` left empty with no `else` or `finally` (its handlers could no
+    longer run); otherwise an empty block gets `pass`."""
     ctx = rule.ctx
     block = ctx.parent(stmt)
     if not isinstance(block, (cst.IndentedBlock, cst.Module)):
         return None
-    guard = ctx.parent(block)
-    if len(block.body) == 1 and isinstance(guard, cst.If) and guard.orelse is None and _side_effect_free(ctx, guard.test) \
-            and not isinstance(ctx.parent(guard), cst.If):
-        return _remove_statement(rule, guard, message)
+    owner = ctx.parent(block)
+    if len(block.body) == 1 and _empty_without_body(ctx, owner, block):
+        return _remove_statement(rule, owner, message)
     return rule.fix(Applicability.UNSAFE, message, ctx.block_without(stmt))
 
 
+def _empty_without_body(ctx, owner: cst.CSTNode, block: cst.BaseSuite) -> bool:
+    """Whether `owner`, with `block` (its body) emptied, would do nothing at all."""
+    if isinstance(owner, cst.If):
+        # (not an `elif`: removing it would take the branches after it along)
+        return owner.orelse is None and _side_effect_free(ctx, owner.test) \
+            and not isinstance(ctx.parent(owner), cst.If)
+    if isinstance(owner, cst.Try):
+        return owner.body is block and owner.orelse is None and owner.finalbody is None
+    return False
+
+
 def _side_effect_free(ctx, test: cst.BaseExpression) -> bool:
-    if isinstance(test, (cst.Name, cst.Attribute)):
+    """A guard's test whose evaluation has no effect worth keeping: names, attributes and
+    literals, comparisons and arithmetic or boolean operations of them (`step > 0`,
+    `args.debug and rank == 0`), and `torch.cuda.is_available()`."""
+    if isinstance(test, (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.SimpleString)):
         return True
+    if isinstance(test, cst.Comparison):
+        return _side_effect_free(ctx, test.left) and all(
+            _side_effect_free(ctx, c.comparator) for c in test.comparisons)
+    if isinstance(test, (cst.BooleanOperation, cst.BinaryOperation)):
+        return _side_effect_free(ctx, test.left) and _side_effect_free(ctx, test.right)
+    if isinstance(test, cst.UnaryOperation):
+        return _side_effect_free(ctx, test.expression)
     if isinstance(test, cst.Call) and not test.args:
         return (ctx.names.qualified(test.func) or "").endswith(".is_available")
     return False
