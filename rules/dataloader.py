@@ -43,6 +43,7 @@ from trainlint.analysis.framework_loaders import (
 from trainlint.analysis.frameworks import configured_for_cpu
 from trainlint.analysis.imports import after_imports, insert_stdlib_import
 from trainlint.analysis.settings import Source
+from trainlint.analysis.star_args import entry_to_change
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid
@@ -89,7 +90,14 @@ def setting_fix(rule: Rule, call: cst.Call, name: str, value: str, applicability
     ctx = rule.ctx
     arg = loader_arg(ctx, call, name)
     if arg is not None and arg.star:
-        return None  # set in the `**options` dict: a keyword beside it would be passed twice
+        # Given by the `**options` dict: a keyword beside it would be passed twice, so the dict's
+        # own entry changes, where that changes this loader alone (see entry_to_change).
+        keyword = loader_keyword(ctx, call, name)
+        entry = entry_to_change(ctx, call, keyword)
+        if entry is None:
+            return None
+        return rule.fix(applicability, f"Set `{keyword}` to `{value}` in `{arg.value.value}`",
+                        (entry, cst.parse_expression(value)), *extra)
     source = setting_source(ctx, call, name)
     if source is not None:
         return source.fix(rule, value, applicability, *extra)
@@ -441,9 +449,12 @@ Options passed as `**options` are read when the function shows the dict's whole 
 literal keys (`{...}`, `dict(a=...)`, `options["key"] = ...`, `options.update(...)` of such a dict,
 as PyTorch's MNIST example merges its CUDA options) and otherwise only read or unpacked. A key
 it may hold reads as the literal it is given where every place that sets it gives the same one
-(`"pin_memory": True` in the CUDA options), else as not known here; it is reported without a
-fix (a keyword beside the `**` would pass it twice). One it cannot hold is missing, and the fix
-adds the keyword beside the `**` (a guard on workers reads `options.get("num_workers", 0)`).
+(`"pin_memory": True` in the CUDA options), else as not known here. A key it holds is fixed in
+the dict (a keyword beside the `**` would pass it twice): the literal it is given is replaced
+where the dict is built or changed in the loader call's own block, and only when no other call
+unpacks the dict; otherwise (set under a condition, or a dict two loaders share) it is reported
+without a fix. One it cannot hold is missing, and the fix adds the keyword beside the `**` (a
+guard on workers reads `options.get("num_workers", 0)`).
 
 ## Why is this bad?
 With no workers, every batch is read, decoded and collated in the training process between two
@@ -903,6 +914,9 @@ _MNIST = (
     "    loader = DataLoader(ds, **train_kwargs)\n    for epoch in range(3):\n        train(model, device, loader, opt)\n"
 )
 
+# ... with pin_memory given only where the dict is built (the cases change it there).
+_MNIST_UNPINNED = _MNIST.format(x="data.to(device)").replace("'pin_memory': True, ", "")
+
 
 class DataLoaderNoPinMemory(DataLoaderRule):
     code = "TL102"
@@ -1099,10 +1113,20 @@ returns is not seen to be on the device: it may be (pinning would then raise).
         Valid(_DRAWN.format(pin="", x="x + table.cuda()")),
     ]
     invalid = [
-        # Turned off in the loader's `**` dict: reported, no fix (a keyword beside the dict would
-        # pass it twice).
+        # Turned off in the loader's `**` dict: a keyword beside the dict would pass it twice, so
+        # the fix changes the dict's entry where it is given on every run that reaches the loader
+        # and no other loader unpacks the dict; under `if use_cuda:` only, reported, no fix.
         Invalid(_MNIST.format(x="data.to(device)").replace("'pin_memory': True", "'pin_memory': False"), fixed=NO_FIX,
                 message="set `pin_memory` to `True` in `train_kwargs` (the dict the call unpacks)"),
+        Invalid(_MNIST_UNPINNED.replace("{'batch_size': 64}", "{'batch_size': 64, 'pin_memory': 0}"),
+                fixed=_MNIST_UNPINNED.replace("{'batch_size': 64}", "{'batch_size': 64, 'pin_memory': True}")),
+        Invalid(_MNIST_UNPINNED.replace("{'batch_size': 64}", "dict(batch_size=64, pin_memory=False)"),
+                fixed=_MNIST_UNPINNED.replace("{'batch_size': 64}", "dict(batch_size=64, pin_memory=True)")),
+        # A second loader unpacks the same dict: changing it would change that loader too.
+        Invalid(_MNIST_UNPINNED.replace("{'batch_size': 64}", "{'batch_size': 64, 'pin_memory': False}")
+                .replace("    loader = DataLoader(ds, **train_kwargs)\n",
+                         "    loader = DataLoader(ds, **train_kwargs)\n    probe = DataLoader(ds, **train_kwargs)\n"),
+                fixed=NO_FIX),
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),
                 fixed=_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
         # Tensors made on or brought back to the CPU (a dtype-only `.to`): pageable, pinning helps.
@@ -1234,7 +1258,8 @@ returns is not seen to be on the device: it may be (pinning would then raise).
     def check_loader(self, call: cst.Call) -> None:
         ctx = self.ctx
         arg = loader_arg(ctx, call, "pin_memory")
-        if setting_value(ctx, call, "pin_memory", False) is not False:
+        pin = setting_value(ctx, call, "pin_memory", False)
+        if pin is UNKNOWN or pin:  # (the loader pins when the value is true: 0 and None do not)
             return
         accelerators, name = None, loader_name(ctx, call)
         if batches_made_on_device(ctx, call):

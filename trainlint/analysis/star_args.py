@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.variables import owner, variable_uses
 
 _DEPTH = 3  # `.update(other)` followed this many dicts deep
@@ -74,6 +75,55 @@ def _name_entries(ctx, name: cst.Name, depth: int) -> dict[str, list] | None:
             return None
         _merge(entries, found)
     return entries if built else None
+
+
+def entry_to_change(ctx, call: cst.Call, key: str) -> cst.BaseExpression | None:
+    """The value to replace so that the call's `**options` passes `key` differently: the one
+    literal the file gives the key, written where the dict itself is built or changed
+    (`options = {"key": 0}`, `dict(key=0)`, `options["key"] = 0`, `options.update(key=0)`) in
+    the call's own block (so it is given on every run that reaches the call), and only when no
+    other call unpacks the dict (a second loader sharing it keeps its setting). None otherwise."""
+    values = (ctx.star_entries(call) or {}).get(key) or []
+    if len(values) != 1 or values[0] is None or ctx.literal(values[0]) is UNKNOWN:
+        return None
+    star = next(a for a in call.args if a.star)
+    uses = variable_uses(ctx.index, owner(ctx.index, star.value), star.value.value)
+    unpacked = [u for u in uses or () if isinstance(p := ctx.parent(u.node), cst.Arg) and p.star == "**"]
+    if len(unpacked) != 1:
+        return None
+    holder = _dict_holder(ctx, values[0])
+    if holder is None or holder[0] != star.value.value:
+        return None
+    call_stmt = ctx.statement(call)
+    return values[0] if ctx.parent(holder[1]) is ctx.parent(call_stmt) else None
+
+
+def _dict_holder(ctx, value: cst.BaseExpression) -> tuple[str, cst.CSTNode] | None:
+    """(name of the dict variable, statement) where `value` is given to a key of that dict, by a
+    literal, `dict(...)`, a subscript assignment or `.update(...)`; None for anything else
+    (a conditional expression among them: one branch alone would change)."""
+    node = value
+    while True:
+        parent = ctx.parent(node)
+        if isinstance(parent, (cst.DictElement, cst.Dict)) or \
+                isinstance(parent, cst.Arg) and not parent.star and isinstance(ctx.parent(parent), cst.Call):
+            node = parent
+            continue
+        if isinstance(parent, cst.Call) and node in parent.args:
+            func = parent.func
+            if ctx.dotted(func) == "dict":
+                node = parent
+                continue
+            if isinstance(func, cst.Attribute) and func.attr.value == "update" and isinstance(func.value, cst.Name):
+                stmt = ctx.parent(ctx.parent(parent))
+                return (func.value.value, stmt) if isinstance(ctx.parent(parent), cst.Expr) else None
+            return None
+        if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1:
+            target = parent.targets[0].target
+            if isinstance(target, cst.Subscript):
+                target = target.value
+            return (target.value, ctx.parent(parent)) if isinstance(target, cst.Name) else None
+        return None
 
 
 def _merge(into: dict[str, list], found: dict[str, list]) -> None:
