@@ -89,7 +89,10 @@ which the base-class test would let through too (the same for autocast). A name 
 old class (`Scaler = torch.cuda.amp.GradScaler`) is bound to
 `functools.partial(torch.amp.GradScaler, "cuda")` instead, which can be called alike but is no
 class: where the module uses the name as one (`isinstance(s, Scaler)`, a comparison, a base
-class, `Scaler.__name__`), it is reported without a fix.
+class, `Scaler.__name__`), it is reported without a fix. The old class already given to
+`functools.partial(...)` gets the device among the partial's arguments
+(`functools.partial(torch.amp.autocast, "cuda", dtype=...)`); where the partial binds arguments
+by position, which land on other parameters after the device, it is reported without a fix.
 """
     valid = [
         Valid("import torch\nwith torch.amp.autocast('cuda'):\n    y = model(x)\n"),
@@ -190,6 +193,14 @@ class, `Scaler.__name__`), it is reported without a fix.
         # A name bound to the old class and used as one: a functools.partial is no class.
         Invalid("import torch\nScaler = torch.cuda.amp.GradScaler\ns = Scaler(enabled=False)\nprint(isinstance(s, Scaler))\n",
                 fixed=NO_FIX, message="`isinstance(s, Scaler)` uses it as a class"),
+        # Already the function of a partial: the device joins the partial's arguments. A partial
+        # binding arguments by position: they would land on other parameters after the device.
+        Invalid("import functools\nimport torch\nctx = functools.partial(torch.cuda.amp.autocast, dtype=torch.float16)\n",
+                fixed="import functools\nimport torch\nctx = functools.partial(torch.amp.autocast, \"cuda\", dtype=torch.float16)\n"),
+        Invalid("from functools import partial\nimport torch\nctx = partial(torch.cuda.amp.autocast)\n",
+                fixed="from functools import partial\nimport torch\nctx = partial(torch.amp.autocast, \"cuda\")\n"),
+        Invalid("import functools\nimport torch\nctx = functools.partial(torch.cuda.amp.autocast, True)\n",
+                fixed=NO_FIX, message="binds arguments by position"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -393,13 +404,38 @@ class, `Scaler.__name__`), it is reported without a fix.
             if class_use is not None:
                 return None, (f"; not fixed: `{ctx.code(class_use)}` uses it as a class, which the "
                               f"`functools.partial` the fix would bind is not")
-            functools, extra2 = ctx.module_name("functools")
-            extra = extra + extra2
-            code = f"{functools}.partial({amp}.{new}, {q}{device}{q})"
+            partial = self._partial_of(parent)
+            if partial is not None and any(arg.keyword is None for arg in partial.args[1:]):
+                # `partial(torch.cuda.amp.autocast, True)` binds `enabled`; after torch.amp's
+                # device the same position is `dtype`.
+                return None, "; not fixed: the partial binds arguments by position, which torch.amp's class reads differently"
+            if partial is not None:
+                # Already the function of a partial: the device joins its arguments (no partial
+                # of a partial).
+                device_arg = parent.with_changes(value=cst.parse_expression(f"{q}{device}{q}"))
+                first = cst.Arg(cst.parse_expression(f"{amp}.{new}"),
+                                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                if device_arg.comma is cst.MaybeSentinel.DEFAULT and len(partial.args) > 1:
+                    device_arg = device_arg.with_changes(comma=first.comma)
+                replacement = (partial, partial.with_changes(args=[first, device_arg, *partial.args[1:]]))
+            else:
+                functools, extra2 = ctx.module_name("functools")
+                extra = extra + extra2
+                replacement = (node, cst.parse_expression(f"{functools}.partial({amp}.{new}, {q}{device}{q})"))
+            return self.fix(Applicability.SAFE, f"Use `torch.amp.{new}` with device `{device}`",
+                            replacement, *self._base_class_tests(tests, new), *extra), ""
         else:
             return None, ""
         return self.fix(Applicability.SAFE, f"Use `torch.amp.{new}` with device `{device}`",
                         (node, cst.parse_expression(code)), *self._base_class_tests(tests, new), *extra), ""
+
+    def _partial_of(self, parent) -> cst.Call | None:
+        """The `functools.partial(...)` call whose function argument `parent` is."""
+        call = self.ctx.parent(parent) if isinstance(parent, cst.Arg) else None
+        if isinstance(call, cst.Call) and call.args and call.args[0] is parent and parent.keyword is None \
+                and not parent.star and self.ctx.names.qualified(call.func) == "functools.partial":
+            return call
+        return None
 
     # -- the old classes' other uses ----------------------------------------------------
     #
