@@ -91,8 +91,10 @@ old class (`Scaler = torch.cuda.amp.GradScaler`) is bound to
 class: where the module uses the name as one (`isinstance(s, Scaler)`, a comparison, a base
 class, `Scaler.__name__`), it is reported without a fix. The old class already given to
 `functools.partial(...)` gets the device among the partial's arguments
-(`functools.partial(torch.amp.autocast, "cuda", dtype=...)`); where the partial binds arguments
-by position, which land on other parameters after the device, it is reported without a fix.
+(`functools.partial(torch.amp.autocast, "cuda", dtype=...)`), autocast's arguments by position
+becoming keywords as in a call. A name bound to the old autocast and called with arguments by
+position (`amp_ctx(True)`: `enabled` there, `dtype` after the new one's device) is reported
+without a fix.
 """
     valid = [
         Valid("import torch\nwith torch.amp.autocast('cuda'):\n    y = model(x)\n"),
@@ -200,7 +202,16 @@ by position, which land on other parameters after the device, it is reported wit
         Invalid("from functools import partial\nimport torch\nctx = partial(torch.cuda.amp.autocast)\n",
                 fixed="from functools import partial\nimport torch\nctx = partial(torch.amp.autocast, \"cuda\")\n"),
         Invalid("import functools\nimport torch\nctx = functools.partial(torch.cuda.amp.autocast, True)\n",
-                fixed=NO_FIX, message="binds arguments by position"),
+                fixed="import functools\nimport torch\nctx = functools.partial(torch.amp.autocast, \"cuda\", enabled=True)\n"),
+        Invalid("import functools\nimport torch\nmake = functools.partial(torch.cuda.amp.GradScaler, 1024.0)\n",
+                fixed="import functools\nimport torch\nmake = functools.partial(torch.amp.GradScaler, \"cuda\", 1024.0)\n"),
+        # The bound name called with autocast's arguments by position: `enabled` there, `dtype`
+        # after the device. (GradScaler's positions are the same after the device.)
+        Invalid("import torch\namp_ctx = torch.cuda.amp.autocast\nwith amp_ctx(True):\n    pass\n",
+                fixed=NO_FIX, message="`amp_ctx(True)` passes arguments by position"),
+        Invalid("import torch\nScaler = torch.cuda.amp.GradScaler\ns = Scaler(1024.0)\n",
+                fixed="import functools\n\nimport torch\nScaler = functools.partial(torch.amp.GradScaler, \"cuda\")\n"
+                "s = Scaler(1024.0)\n"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -404,20 +415,26 @@ by position, which land on other parameters after the device, it is reported wit
             if class_use is not None:
                 return None, (f"; not fixed: `{ctx.code(class_use)}` uses it as a class, which the "
                               f"`functools.partial` the fix would bind is not")
+            if new == "autocast" and (called := self._bound_name_called_by_position(node)) is not None:
+                return None, (f"; not fixed: `{ctx.code(called)}` passes arguments by position, which "
+                              f"`torch.amp.autocast` reads as other parameters after its device")
             partial = self._partial_of(parent)
-            if partial is not None and any(arg.keyword is None for arg in partial.args[1:]):
-                # `partial(torch.cuda.amp.autocast, True)` binds `enabled`; after torch.amp's
-                # device the same position is `dtype`.
-                return None, "; not fixed: the partial binds arguments by position, which torch.amp's class reads differently"
             if partial is not None:
                 # Already the function of a partial: the device joins its arguments (no partial
-                # of a partial).
+                # of a partial), and autocast's positional ones become keywords as in a call.
                 device_arg = parent.with_changes(value=cst.parse_expression(f"{q}{device}{q}"))
                 first = cst.Arg(cst.parse_expression(f"{amp}.{new}"),
                                 comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
                 if device_arg.comma is cst.MaybeSentinel.DEFAULT and len(partial.args) > 1:
                     device_arg = device_arg.with_changes(comma=first.comma)
-                replacement = (partial, partial.with_changes(args=[first, device_arg, *partial.args[1:]]))
+                rest = list(partial.args[1:])
+                if new == "autocast":
+                    if any(a.star for a in rest):
+                        return None, ""  # positions unknown
+                    positions = iter(_OLD_AUTOCAST_POSITIONS)
+                    rest = [a.with_changes(keyword=cst.Name(next(positions)), equal=_no_space_equal())
+                            if a.keyword is None else a for a in rest]
+                replacement = (partial, partial.with_changes(args=[first, device_arg, *rest]))
             else:
                 functools, extra2 = ctx.module_name("functools")
                 extra = extra + extra2
@@ -507,16 +524,15 @@ by position, which land on other parameters after the device, it is reported wit
         self._uses = out
         return out
 
-    def _bound_name_used_as_class(self, node) -> cst.CSTNode | None:
-        """Where the name an assignment binds the old class to (`Scaler = torch.cuda.amp.GradScaler`,
-        maybe in a conditional expression) is used as a class rather than called: a type test, a
-        comparison, a base class, an attribute (`Scaler.__name__`); None when nowhere."""
+    def _bound_name_uses(self, node):
+        """(use, its parent) for each use of the name an assignment binds the old class to
+        (`Scaler = torch.cuda.amp.GradScaler`, maybe in a conditional expression)."""
         ctx = self.ctx
         parent = ctx.parent(node)
         while isinstance(parent, cst.IfExp):
             parent = ctx.parent(parent)
         if not isinstance(parent, cst.Assign):
-            return None
+            return
         names = {ctx.dotted(t.target) for t in parent.targets} - {None}
         for use in [*ctx.index.nodes(cst.Name), *ctx.index.nodes(cst.Attribute)]:
             if ctx.dotted(use) not in names or any(use is t.target for t in parent.targets):
@@ -524,6 +540,13 @@ by position, which land on other parameters after the device, it is reported wit
             above = ctx.parent(use)
             if isinstance(above, cst.Attribute) and above.attr is use:
                 continue  # `self.Scaler`'s `Scaler`
+            yield use, above
+
+    def _bound_name_used_as_class(self, node) -> cst.CSTNode | None:
+        """Where the name bound to the old class is used as a class rather than called: a type
+        test, a comparison, a base class, an attribute (`Scaler.__name__`); None when nowhere."""
+        ctx = self.ctx
+        for use, above in self._bound_name_uses(node):
             if isinstance(above, cst.Attribute) and above.value is use:
                 return above
             if self._is_type_test(use, above) or isinstance(above, cst.Arg) and isinstance(ctx.parent(above), cst.ClassDef):
@@ -531,6 +554,14 @@ by position, which land on other parameters after the device, it is reported wit
             where = ctx.index.enclosing(use, (cst.Comparison, cst.MatchClass))
             if where is not None:
                 return where
+        return None
+
+    def _bound_name_called_by_position(self, node) -> cst.Call | None:
+        """A call of the name bound to the old autocast that passes arguments by position
+        (`amp_ctx(True)`: `enabled` there, `dtype` after torch.amp.autocast's device)."""
+        for use, above in self._bound_name_uses(node):
+            if isinstance(above, cst.Call) and above.func is use and any(a.keyword is None for a in above.args):
+                return above
         return None
 
     def _is_type_test(self, node, parent) -> bool:
