@@ -1392,8 +1392,10 @@ define, which may go over it (`evaluate(model, train_loader)` imported; `len(loa
 do not count): with persistent workers every `iter(loader)` returns the same
 iterator, reset for the new pass, so the outer loop ends early or repeats batches; a loop over it
 after the other ends (an evaluation at the end of the epoch) keeps the fix. Nor when the loop
-around the loader changes its dataset, a name (`ds.set_epoch(epoch)`, `ds.max_len = ...`,
-`ds.items.extend(new)`, `ds.labels[i] = y`, in the loop or a function of the module it calls), or
+around the loader changes its dataset, by its name or as `loader.dataset` (`ds.set_epoch(epoch)`,
+`ds.max_len = ...`, `ds.items.extend(new)`, `ds.labels[i] = y`, a method named to change it:
+`set_*`, `close_*`, `reset*`, `enable_*`, `disable_*`; in the loop or a function of the module
+it calls), or
 a list or other object it was built from (`ds = ListDataset(items)`, then `items.extend(new)`,
 `items.append(x)`, `items[i] = x`, `items += new`): the live workers would keep the copy they were
 started with (a grown list is indexed past the workers' shorter copy: IndexError).
@@ -1653,6 +1655,15 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         Invalid("from torch.utils.data import DataLoader\ndef main(ds):\n    loader = DataLoader(ds, num_workers=2)\n"
                 "    for epoch in range(3):\n        ds.max_len = 2 + epoch\n        for x in loader:\n            step(x)\n",
                 fixed=NO_FIX, message="changes its dataset"),
+        # ... reached through the loader (`loader.dataset`), as Ultralytics' trainer closes mosaic.
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(Scaled(), num_workers=2)\n"
+                "for epoch in range(3):\n    loader.dataset.scale = float(epoch + 1)\n    for x in loader:\n        step(x)\n",
+                fixed=NO_FIX, message="changes its dataset"),
+        Invalid("from torch.utils.data import DataLoader\nclass Trainer:\n    def fit(self):\n"
+                "        self.train_loader = DataLoader(ds, num_workers=2)\n        for epoch in range(9):\n"
+                "            if epoch == 5:\n                self.train_loader.dataset.close_mosaic(hyp=self.args)\n"
+                "            for x in self.train_loader:\n                step(x)\n",
+                fixed=NO_FIX, message="changes its dataset"),
         # The data grows in place between rounds (self-training adds pseudo-labelled samples): a list
         # handed to the dataset's class, or an attribute of the dataset, extended or changed by item.
         # With the fix live workers keep the old list and the sampler indexes past it (IndexError).
@@ -1747,9 +1758,14 @@ _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "
                        "difference_update", "intersection_update", "symmetric_difference_update"})
 
 
+# Methods named to change the object they are called on (`set_epoch`, `close_mosaic`, `reset`).
+_CHANGING_PREFIXES = ("set_", "close_", "reset", "enable_", "disable_")
+
+
 def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
-    """The loader's dataset, a name, is changed in a loop that runs a pass over the loader again
-    (`for epoch ...: ds.set_epoch(epoch)`): a `set_*` method called on it, an attribute of it
+    """The loader's dataset, a name or `loader.dataset`, is changed in a loop that runs a pass
+    over the loader again (`for epoch ...: ds.set_epoch(epoch)`): a method named to change it
+    called on it (`set_*`, `close_*`, `reset*`, `enable_*`, `disable_*`), an attribute of it
     assigned (`ds.max_len = ...`), an item of it or of an attribute assigned or deleted
     (`ds.x[i] = ...`), a mutating method called on it or an attribute (`ds.items.extend(new)`);
     or a name handed to the call that built it (`ds = ListDataset(items)`, or built in the
@@ -1763,6 +1779,9 @@ def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
     watched: list = []  # (name, its scope, whether it is the dataset itself)
     if name:
         watched.append((name, scope, True))
+    # ... also reached through the loader (`loader.dataset.set_epoch(epoch)`; Ultralytics'
+    # `self.train_loader.dataset.close_mosaic(...)`).
+    watched += [(f"{known}.dataset", where, True) for known, where in ctx.loops.names_of(call)]
     builders = [dataset.value] if isinstance(dataset.value, cst.Call) else ctx.assigned_values(dataset.value)
     for built in builders:
         if isinstance(built, cst.Call):
@@ -1785,7 +1804,7 @@ def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
             func = node.func
             if not isinstance(func, cst.Attribute):
                 continue
-            if whole and func.attr.value.startswith("set_") and ctx.dotted(func.value) == held:
+            if whole and func.attr.value.startswith(_CHANGING_PREFIXES) and ctx.dotted(func.value) == held:
                 found.append(node)
             elif func.attr.value in _MUTATORS and on(func.value, held, whole):
                 found.append(node)
