@@ -493,7 +493,9 @@ never calls, splits nothing. An iterable dataset not defined here (Hugging Face 
 streaming, webdataset, a project module's class), or a class here deriving from such a class, is
 not seen and keeps the fix: the libraries' streaming datasets split their shards between workers
 themselves; check a project's own stream before applying it. A script that trains at its top
-level (a hot loop there, or a top-level call of a function of the module that runs one) outside
+level (a hot loop there; a top-level call of a function of the module that runs one, or that
+function handed to what calls it: `fire.Fire(main)`, `Thread(target=main)`; or a call of the
+app such a function is registered with: Typer's `@app.command()` and `app()`) outside
 an `if __name__ == "__main__":` guard is reported with no fix too: a worker started by spawn or
 forkserver (the default on macOS and Windows, and on Linux from Python 3.14) imports the main
 module again and would start the training (not a notebook: a worker does not run its cells again). TL106 and TL107 add workers the same way, under the
@@ -559,6 +561,14 @@ same conditions, and say why when they add none.
         # A script that trains at its top level, unguarded: a spawned worker would import it and
         # train again. Under `if __name__ == "__main__":`, the fix.
         Invalid(_TOP_LEVEL, fixed=NO_FIX, message='no `if __name__ == "__main__":` guard'),
+        # ... also when the top level hands the training function to what calls it, or calls the
+        # command-line app it is registered with.
+        Invalid(_TOP_LEVEL.replace("main()\n", "import fire\nfire.Fire(main)\n"), fixed=NO_FIX,
+                message='no `if __name__ == "__main__":` guard'),
+        Invalid(_TOP_LEVEL.replace("main()\n", "import threading\nthreading.Thread(target=main).start()\n"),
+                fixed=NO_FIX, message='no `if __name__ == "__main__":` guard'),
+        Invalid(_TOP_LEVEL.replace("def main():", "import typer\napp = typer.Typer()\n@app.command()\ndef main():")
+                .replace("main()\n", "app()\n"), fixed=NO_FIX, message='no `if __name__ == "__main__":` guard'),
         Invalid(_GUARDED, fixed="import os\n\n" + _GUARDED.replace(
             "DataLoader(ds)", "DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))")),
         # Batches made on the device: reported, with no workers added (they cannot start CUDA).

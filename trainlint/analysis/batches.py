@@ -517,14 +517,45 @@ def _trains_unguarded(ctx) -> bool:
         training |= {name for name, defs in loops.functions.items() for fn in defs
                      if any(isinstance(n, cst.Call) and loops.local_callee_name(n) in training
                             for n in ctx.index.walk(fn.body))}
+    # A command-line app a training function is registered with by a decorator
+    # (`@app.command()` of Typer): calling the app runs it.
+    apps = {root for name in training for fn in loops.functions.get(name, ())
+            for decorator in fn.decorators if (root := _root_name(decorator.decorator))}
     for stmt in body:
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or (
                 isinstance(stmt, cst.If) and "__main__" in ctx.code(stmt.test)):
             continue  # definitions, and what runs only when the script is the main program
         for node in ctx.index.walk(stmt):
-            if node in loops.hot_loops or isinstance(node, cst.Call) and loops.local_callee_name(node) in training:
+            if node in loops.hot_loops:
+                return True
+            # Called, or handed to what calls it: `fire.Fire(main)`, `partial(main)()`,
+            # `Thread(target=main).start()`.
+            if isinstance(node, cst.Name) and node.value in training and _reads_name(ctx, node):
+                return True
+            if isinstance(node, cst.Call) and ctx.dotted(node.func) in apps:
                 return True
     return False
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    """The name an expression starts from: `app` of `app.command(name="x")`."""
+    while True:
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        elif isinstance(expr, cst.Attribute):
+            expr = expr.value
+        else:
+            return expr.value if isinstance(expr, cst.Name) else None
+
+
+def _reads_name(ctx, node: cst.Name) -> bool:
+    """node reads a variable (not an attribute's name, a keyword, or an assignment's target)."""
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.Attribute) and parent.attr is node:
+        return False
+    if isinstance(parent, cst.Arg) and parent.keyword is node:
+        return False
+    return not (isinstance(parent, (cst.AssignTarget, cst.ImportAlias, cst.AsName)))
 
 
 def replays_per_worker(ctx, call: cst.Call) -> str | None:
