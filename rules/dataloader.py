@@ -27,6 +27,7 @@ from trainlint.analysis.batches import (
     loader_batches,
     loader_keyword,
     replays_per_worker,
+    callable_choices,
     resolve_callable,
     sample_work,
     star_setting,
@@ -2389,7 +2390,11 @@ where its loops are not seen (another module's function, a comprehension, a one-
 the module uses the function in another way too, no fix: some batches would stay on the CPU. Nor
 when the `collate_fn` returns something it does not move (a part of its tuple or dict, such as the
 sequence lengths `pack_padded_sequence` needs on the CPU, or a value the file does not show to be
-a device copy): moving the whole batch in the loop would move that too. Otherwise, when the
+a device copy): moving the whole batch in the loop would move that too. Nor when the move is
+CUDA-only (`.cuda()`, `.cuda(local_rank)`, `"cuda"`) and a loop it would go into also takes the
+batches of another loader (`DataLoader(ds)` in the `else:` of `if use_cuda:`): that run would
+break. A conditional `collate_fn` (`collate_to_gpu if use_cuda else None`) is reported by the
+branch that does the work, with no fix and no workers. Otherwise, when the
 loader runs in the main process, the fix adds workers, as TL101 (not to an iterable dataset of
 this module that does not split its stream between workers: each would replay every sample; the
 message says so). Moving tokenizing and decoding offline is left to you.
@@ -2468,6 +2473,16 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Invalid(_MOVES.replace(_MOVES_LOOP, "val_loader = DataLoader(vs, collate_fn=collate)\n" + _MOVES_LOOP
                                + "print([model(x, y) for x, y in val_loader])\n"), fixed=NO_FIX),
         Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "x, y = collate(samples)\n"), fixed=NO_FIX),
+        # A CUDA-only move (`.cuda(local_rank)`) whose loop also takes the batches of a CPU
+        # loader (the other branch of `if use_cuda:`): the added move would break that run.
+        Invalid(_MOVES.replace(").to(device)", ").cuda(local_rank)").replace(
+                    "loader = DataLoader(ds, batch_size=4, collate_fn=collate)\n",
+                    "if use_cuda:\n    loader = DataLoader(ds, batch_size=4, collate_fn=collate)\n"
+                    "else:\n    loader = DataLoader(ds, batch_size=4)\n"), fixed=NO_FIX),
+        # A conditional collate_fn: the branch that moves is reported (by its name); no fix, which
+        # would change the other branch's batches too, and no workers (TL101 says so as well).
+        Invalid(_MOVES.replace("collate_fn=collate)", "collate_fn=collate if use_cuda else None)"), fixed=NO_FIX,
+                message="collate_fn `collate` moves tensors to a device"),
         # A collate_fn that leaves part of its batch on the CPU (sequence lengths, which packing
         # needs there): moving the whole batch in the loop would move them too; reported only.
         Invalid(_MOVES.replace("ys = torch.stack([b[1] for b in batch]).to(device)",
@@ -2514,16 +2529,19 @@ message says so). Moving tokenizing and decoding offline is left to you.
         arg = loader_arg(ctx, node, "collate_fn")
         if arg is None or arg.star:
             return
-        definition = resolve_callable(ctx, arg.value)
-        if definition is None:
-            return
-        work = heavy_work(ctx, definition, masks=True)
+        # A conditional collate_fn (`collate_to_gpu if use_cuda else None`): the branch that
+        # does the work is reported; no fix, which would change the other branch's batches too.
+        choices = callable_choices(ctx, arg.value)
+        definition, work = next(((d, w) for d in choices if (w := heavy_work(ctx, d, masks=True))), (None, None))
         if not work:
             return
+        conditional = isinstance(arg.value, cst.IfExp)
+        shown = next((b for b in (arg.value.body, arg.value.orelse) if definition in callable_choices(ctx, b)),
+                     arg.value) if conditional else arg.value
         kinds = sorted({kind for _, kind in work})
         where = "in the main process, so the GPU waits on it every step" if workers_value(ctx, node) == 0 \
             else "once per batch on the loader's critical path"
-        message = (f"collate_fn `{_written_name(ctx, arg.value, definition)}` {', '.join(kinds)} {where}; do this once "
+        message = (f"collate_fn `{_written_name(ctx, shown, definition)}` {', '.join(kinds)} {where}; do this once "
                    f"offline (pre-tokenized ids in a memmap, pre-padded buckets)")
         moves = [call for call, kind in work if kind == "moves tensors to a device"]
         if moves:
@@ -2533,9 +2551,11 @@ message says so). Moving tokenizing and decoding offline is left to you.
                 # Moving the whole batch would move what it keeps on the CPU too (`lengths` for packing).
                 message += " for the tensors it moves (it returns others on the CPU)"
                 fix = None
+            elif conditional:
+                fix = None
             else:
                 fix = _move_to_loop_fix(self, node, definition, moves)
-        elif workers_value(ctx, node) == 0 and not ctx.hides_arguments(node):
+        elif workers_value(ctx, node) == 0 and not ctx.hides_arguments(node) and not conditional:
             fix = add_workers_fix(self, node)
             replay = workers_advice(ctx, node)
             message += f"; no workers added: {replay}" if replay else ""
@@ -2599,6 +2619,16 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
     if len(devices) != 1 or not batches or any(_leaves_sight(ctx, user) for user in users):
         return None
     device = devices.pop()
+    # A loop that also takes batches from another loader: the move added there moves those too.
+    # To a device named by a variable (`device`, CPU where there is no GPU) that is harmless; to a
+    # CUDA-only one (`.cuda()`, `.cuda(local_rank)`) it breaks the run the other loader is for
+    # (`DataLoader(ds, collate_fn=to_gpu) if use_cuda else DataLoader(ds)`).
+    cuda_only = any(call.func.attr.value == "cuda" for call in moves) or "cuda" in device
+    if cuda_only:
+        others = [call for call in ctx.index.nodes(cst.Call) if call not in users and is_loader(ctx, call)]
+        fed_by_others = {loop for other in others for loop, _ in loader_batches(ctx, other, shared=True)}
+        if any(loop in fed_by_others for loop, _ in batches):
+            return None
     # Each move is taken out where it stands, its other arguments kept (`y.to(device, dtype=...)`
     # -> `y.to(dtype=...)`), written as text: a call handed to rule.fix may take its whole
     # statement along (call_replacement), over the edits of the other moves in it.

@@ -450,9 +450,9 @@ _MOVES_TENSORS = "moves tensors to a device"
 def _moves_in_loader(ctx, call: cst.Call) -> bool:
     arg = loader_arg(ctx, call, "collate_fn")
     if arg is not None and not arg.star:
-        collate = resolve_callable(ctx, arg.value)
-        if collate is not None and any(kind == _MOVES_TENSORS for _c, kind in heavy_work(ctx, collate, masks=False)):
-            return True
+        for collate in callable_choices(ctx, arg.value):  # either branch of a conditional one
+            if any(kind == _MOVES_TENSORS for _c, kind in heavy_work(ctx, collate, masks=False)):
+                return True
     cls = _dataset_class(ctx, call)
     if cls is None:
         return False
@@ -700,6 +700,15 @@ def method_of(ctx, cls: cst.ClassDef, name: str, _seen: tuple = ()) -> cst.Funct
             if method is not None:
                 return method
     return None
+
+
+def callable_choices(ctx, expr: cst.BaseExpression) -> list[cst.CSTNode]:
+    """The module's functions (as resolve_callable finds them) that expr may name: both
+    branches of a conditional (`collate_to_gpu if use_cuda else None`), else expr's own."""
+    if isinstance(expr, cst.IfExp):
+        return [*callable_choices(ctx, expr.body), *callable_choices(ctx, expr.orelse)]
+    found = resolve_callable(ctx, expr)
+    return [found] if found is not None else []
 
 
 def resolve_callable(ctx, expr: cst.BaseExpression) -> cst.CSTNode | None:
