@@ -11,6 +11,7 @@ from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.loops import first_modulo
 from trainlint.analysis.names import bound_names, dotted
+from trainlint.analysis.paths import may_name, path_forms
 from trainlint.diagnostics import Applicability
 from trainlint.layout import one_arg_per_line
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
@@ -219,10 +220,13 @@ across ranks) are only moved under an interval, never made asynchronous (for Lig
 message names its `AsyncCheckpointIO` plugin, a change to how the Trainer is built; for DeepSpeed
 its asynchronous checkpoint engines, chosen in its configuration); no asynchronous fix is offered when the module reads checkpoints back after the
 loop, nor when a call after the save is handed the path it writes, which it may read, copy,
-move or upload before the background write is done: the same expression or the same name as the
-save's file (or folder) argument, anywhere in an argument or as the object of a method
-(`os.replace(tmp, path)`, `shutil.copyfile(filename, best)`, `tmp.rename(path)`,
-`upload(str(path))`), later in the
+move or upload before the background write is done: an argument, or the object of a method, built
+from all the parts of the save's file (or folder) argument (its variables and the components of
+its strings, a variable taken with the values assigned to it): `os.replace(tmp, path)`,
+`shutil.copyfile(filename, best)`, `tmp.rename(path)`, `upload(str(path))`, and
+`copyfile(os.path.join(out, "last.pt"), best)`, `f"{out}/last.pt"` or `str(out) + "/last.pt"`
+after a save into `ckpt = os.path.join(out, "last.pt")` (another file of the folder,
+`os.path.join(out, "metrics.json")`, is not the one written), later in the
 save's function or, for a save in a function of the module, in its callers after the call (a
 parameter followed to the argument passed for it). Print and log calls, other saves
 (`tokenizer.save_pretrained(out)`, a call of the module's own save function) and `os.makedirs`
@@ -395,6 +399,24 @@ not fixed when such a use on every step is elsewhere.
                                               "    _trainlint_async_save(torch.save, model.state_dict(), path)\n"
                                               "    print(f'saved {path}')\n    evaluate(model, val_loader)")),
                 message="under `step % 500 == 0`"),
+        # The file read back through the path built again, not through the name holding it (the
+        # copy would find no file yet): the name is followed to its value, and paths built from the
+        # same parts (`os.path.join(out, "last.pt")`, `str(out) + "/last.pt"`, `f"{out}/last.pt"`)
+        # name the same file.
+        Invalid(in_training_loop("if step % 10 == 0:\n    ckpt = os.path.join(out_dir, 'last.pt')\n"
+                                 "    torch.save(model.state_dict(), ckpt)\n"
+                                 "    shutil.copyfile(os.path.join(out_dir, 'last.pt'), os.path.join(out_dir, 'best.pt'))"),
+                fixed=NO_FIX),
+        Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), OUT / 'last.pt')\n"
+                                 "    upload(str(OUT) + '/last.pt')"), fixed=NO_FIX),
+        Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), f'{out}/ckpt-{step}.pt')\n"
+                                 "    upload(os.path.join(out, f'ckpt-{step}.pt'))"), fixed=NO_FIX),
+        # ... another file of the same folder is not the one being written: made asynchronous.
+        Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(sd, os.path.join(out, 'last.pt'))\n"
+                                 "    write_metrics(os.path.join(out, 'metrics.json'))"),
+                fixed=_fixed(in_training_loop("if step % 10 == 0:\n"
+                                              "    _trainlint_async_save(torch.save, sd, os.path.join(out, 'last.pt'))\n"
+                                              "    write_metrics(os.path.join(out, 'metrics.json'))"))),
         # A save into the file a `with` opens for it: the guard goes around the `with` (inside it, an
         # empty file would still be created on every step); a file object is written blocking.
         Invalid(in_training_loop("with open(f'ckpt-{step}.pt', 'wb') as f:\n"
@@ -865,11 +887,10 @@ not fixed when such a use on every step is elsewhere.
         ctx = self.ctx
         fn = ctx.index.enclosing_function(call)
         order = self._call_order
-        texts = {ctx.code(p) for p in paths}
-        kinds = tuple({type(p) for p in paths})
+        forms = [form for p in paths for form in path_forms(ctx, p)]
         out = [c for c in self._calls_in.get(fn, ()) if order[c] > order[call] and not ctx.index.contains(call, c)
-               and self._hands_path(c, texts, kinds)]
-        key = (fn, frozenset(texts))
+               and self._hands_path(c, forms)]
+        key = (fn, frozenset(ctx.code(p) for p in paths))
         if fn is None or key in seen or len(ctx.loops.functions.get(fn.name.value, ())) != 1:
             return out
         seen.add(key)
@@ -891,9 +912,11 @@ not fixed when such a use on every step is elsewhere.
             out.setdefault(self.ctx.index.enclosing_function(c), []).append(c)
         return out
 
-    def _hands_path(self, call: cst.Call, texts: set[str], kinds: tuple[type, ...]) -> bool:
-        """call is handed one of the paths (anywhere in an argument, or as the object whose method
-        it is: `tmp.rename(path)`) and may read or move the file: it is not a save, nor a print or
+    def _hands_path(self, call: cst.Call, forms: list) -> bool:
+        """call is handed one of the paths (path_forms: an argument, or the object whose method it
+        is, built from all the parts of one: `tmp.rename(path)`, `copyfile(os.path.join(out,
+        "last.pt"), best)` after a save into `ckpt = os.path.join(out, "last.pt")`) and may read or
+        move the file: it is not a save, nor a print or
         a log line, nor inside one (`print(f"saved {str(path)}")`, `torch.save(opt,
         os.path.join(out, "opt.pt"))`)."""
         ctx = self.ctx
@@ -907,7 +930,7 @@ not fixed when such a use on every step is elsewhere.
         given = [a.value for a in call.args]
         if isinstance(call.func, cst.Attribute):
             given.append(call.func.value)
-        return any(ctx.code(n) in texts for value in given for n in ctx.index.walk(value) if isinstance(n, kinds))
+        return any(may_name(ctx, forms, value) for value in given)
 
     def _not_a_reader(self, call: cst.Call) -> bool:
         """A save (the module's own save functions too), a print or log line, or a call that makes

@@ -90,6 +90,24 @@ class Bindings:
         """scope binds a variable name of its own (not one it declares `global`/`nonlocal`)."""
         return scope in self._table.get(name, {}) and name not in self._declared.get(scope, ())
 
+    def seen_from(self, name: cst.Name) -> list | None:
+        """[(kind, assigned value)] of the variable a read of name reads: the bindings of the
+        innermost scope that binds it (its own, else an enclosing function's, else the module's;
+        class bodies only for their own code); None when it is bound nowhere or may be set from
+        elsewhere (`global`/`nonlocal`)."""
+        scopes = self.of(name.value)
+        if scopes is None:
+            return None
+        scope = owner(self.index, name)
+        while True:
+            if scopes.get(scope):
+                return scopes[scope]
+            if scope is None:
+                return None
+            scope = owner(self.index, scope)
+            while isinstance(scope, cst.ClassDef):  # a class body's names are not seen from its methods
+                scope = owner(self.index, scope)
+
     @cached_property
     def _table(self) -> dict:
         table: dict = {}
