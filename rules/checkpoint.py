@@ -21,18 +21,25 @@ from .host_sync import _has_flow_or_step, step_counter
 HELPER = "_trainlint_async_save"
 # The one copy of the code the fix adds to a module. It snapshots every tensor to the CPU before
 # returning, so the file holds the state of the step that asked for it (never a torn mix of two
-# steps), and writes in a non-daemon thread, which the interpreter waits for before exiting.
+# steps), and writes in a non-daemon thread, which the interpreter waits for before exiting. No
+# later save re-raises the last one's error, so an exit handler does: an exception raised in one is
+# only printed (the exit status stays 0), hence os._exit(1), after the script's own exit handlers
+# have run and the output is flushed, as they would have been had the blocking save raised.
 HELPER_CODE = '''
 
 def _trainlint_async_save(save, /, *args, **kwargs):
     """Added by trainlint (TL501): `save(*args, **kwargs)` from a CPU snapshot, in the
     background.
 
-    Waits for the previous save first and re-raises its error. Live modules and
-    optimizers cannot be snapshotted cheaply, nor can a file object be written later:
-    those are saved here, blocking, as before.
+    Waits for the previous save first and re-raises its error; the error of the last
+    one makes the process exit with status 1. Live modules and optimizers cannot be
+    snapshotted cheaply, nor can a file object be written later: those are saved here,
+    blocking, as before.
     """
+    import atexit
     import copy
+    import os
+    import sys
     import threading
 
     import torch
@@ -63,7 +70,17 @@ def _trainlint_async_save(save, /, *args, **kwargs):
             _trainlint_async_save.error = exc
             raise
 
+    def fail_on_last_error():  # at exit, once the interpreter has waited for the last write
+        if state.error is not None:
+            atexit.unregister(fail_on_last_error)
+            atexit._run_exitfuncs()  # the script's own exit handlers, which os._exit would skip
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(1)
+
     state = _trainlint_async_save
+    if not hasattr(state, "error"):  # the first save
+        atexit.register(fail_on_last_error)
     if getattr(state, "thread", None) is not None:
         state.thread.join()
         state.thread = None
@@ -100,6 +117,19 @@ _SHOWS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "c
 # At most this many statements after a per-step save move under its interval with it (the uses
 # of its file).
 _MAX_MOVED_USERS = 3
+
+def _lets_fail(handler: cst.ExceptHandler | cst.ExceptStarHandler) -> bool:
+    """The handler cannot swallow a failed save's error: it catches only KeyboardInterrupt or
+    SystemExit, or ends by re-raising."""
+    last = handler.body.body[-1] if handler.body.body else None  # a line, or (`except E: raise`) a small statement
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1]
+    if isinstance(last, cst.Raise) and last.exc is None:
+        return True
+    types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type] if handler.type else []
+    names = [dotted(t.value if isinstance(t, cst.Element) else t) for t in types]
+    return bool(names) and all(n in ("KeyboardInterrupt", "SystemExit") for n in names)
+
 
 def _fixed(loop: str) -> str:
     head, _, rest = loop.partition("\n")
@@ -142,6 +172,10 @@ _IMAGENET = ("import shutil\nimport torch\ndef save_checkpoint(state, is_best, f
              "        shutil.copyfile(filename, 'model_best.pth.tar')\n"
              + in_training_loop("if step % args.save_freq == 0:\n"
                                 "    save_checkpoint({'model': model.state_dict()}, is_best)").partition("\n")[2])
+# A loop inside a `try` whose handlers let a save's error end the run.
+_TRY_AROUND_LOOP = ("import torch\n{helper}try:\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
+                    "        opt.step()\n        if step % 10 == 0:\n            {save}\n"
+                    "except (KeyboardInterrupt, SystemExit):\n    pass\nexcept Exception:\n    notify()\n    raise\n")
 # A per-step save into a file a `with` opens, which does more than the save.
 _WITH_MORE = in_training_loop("with open('ckpt.pt', 'wb') as f:\n    torch.save(model.state_dict(), f)\n"
                               "    os.fsync(f.fileno())")
@@ -196,7 +230,12 @@ interpreter waits for the last before it exits. For sharded state use
 ## Fix safety
 Unsafe. The file written holds exactly the state of the step that saved it (tensors are copied
 before training continues), but it appears on disk later, and an error while writing surfaces
-at the next save. A per-step save with no interval is moved under `if <step> % <interval> == 0:`,
+at the next save, or, for the last save, at exit: the writing thread prints its traceback and,
+once the script's own exit handlers have run, the process exits with status 1 (where the blocking
+save would have raised; a script that ends normally otherwise exits 0 as before). A save inside a
+`try` (in its function, or around the call of the module's save function) whose handler may catch
+its error and carry on is not made asynchronous, since the error would come outside the `try`;
+handlers of only `KeyboardInterrupt`/`SystemExit`, or ending in a bare `raise`, do not count. A per-step save with no interval is moved under `if <step> % <interval> == 0:`,
 with the script's own save interval if it has one (that of another save in the same loop, such
 as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`), else the
 `save-every` option (in a framework's hook, under its step counter: `trainer.global_step`,
@@ -417,6 +456,14 @@ not fixed when such a use on every step is elsewhere.
                 fixed=_fixed(in_training_loop("if step % 10 == 0:\n"
                                               "    _trainlint_async_save(torch.save, sd, os.path.join(out, 'last.pt'))\n"
                                               "    write_metrics(os.path.join(out, 'metrics.json'))"))),
+        # A save whose error the script catches and goes on from: in the background its error would
+        # surface outside the `try` (at the next save, or at exit, which fails the process).
+        Invalid(in_training_loop("if step % 10 == 0:\n    try:\n        torch.save(model.state_dict(), 'last.pt')\n"
+                                 "    except OSError as exc:\n        print('checkpoint skipped:', exc)"), fixed=NO_FIX),
+        # ... a handler that stops training on Ctrl-C, or re-raises, lets the error fail the run as before.
+        Invalid(_TRY_AROUND_LOOP.format(save="torch.save(sd, 'last.pt')", helper=""),
+                fixed=_TRY_AROUND_LOOP.format(save="_trainlint_async_save(torch.save, sd, 'last.pt')",
+                                              helper=HELPER_CODE + "\n\n")),
         # A save into the file a `with` opens for it: the guard goes around the `with` (inside it, an
         # empty file would still be created on every step); a file object is written blocking.
         Invalid(in_training_loop("with open(f'ckpt-{step}.pt', 'wb') as f:\n"
@@ -674,7 +721,7 @@ not fixed when such a use on every step is elsewhere.
         guarded = kind == "per-step" and stmt is not None
         # A call after the save that is handed the file it writes would find it missing or partial.
         uses = [use for s in inner for use in self._path_uses(s)]
-        asyncs = None if uses or self._reads_back(site) else \
+        asyncs = None if uses or self._reads_back(site) or any(self._caught(s) for s in {site, *inner}) else \
             [self._async_call(s, guarded and ctx.index.contains(stmt, s)) for s in inner]
         if asyncs is not None and any(a is None for a in asyncs):
             asyncs = None
@@ -786,6 +833,21 @@ not fixed when such a use on every step is elsewhere.
         if qualified == "io.BytesIO":
             return "memory"
         return "file" if dotted(value.func) == "open" or qualified == "builtins.open" else None
+
+    def _caught(self, call: cst.Call) -> bool:
+        """call is in the body of a `try` (in its function) with a handler that may catch its error
+        and go on: in the background the error would surface outside the `try`, at the next save or
+        at exit (where the helper fails the process). Handlers of only KeyboardInterrupt/SystemExit,
+        or that re-raise (end in `raise`), let it fail the run as before."""
+        child = call
+        for anc in self.ctx.index.ancestors(call):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(anc, (cst.Try, cst.TryStar)) and child is anc.body and any(
+                    not _lets_fail(handler) for handler in anc.handlers):
+                return True
+            child = anc
+        return False
 
     def _reads_back(self, site: cst.Call) -> bool:
         """A checkpoint load after the hot loop: it could read a file still being written."""

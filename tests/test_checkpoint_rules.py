@@ -326,6 +326,38 @@ def test_helper_saves_live_modules_blocking_and_reraises_write_errors(tmp_path):
         threading.excepthook = hook
 
 
+LAST_SAVE_FAILS = """
+import atexit, sys
+import torch
+atexit.register(print, "the script's own exit handler ran")
+def failing(obj, path):
+    raise OSError("disk full")
+_trainlint_async_save(torch.save, {"w": torch.ones(1)}, sys.argv[1])
+_trainlint_async_save(failing, {"w": torch.ones(1)}, sys.argv[1])
+print("training finished")
+"""
+
+
+def test_helper_fails_the_process_when_the_last_save_fails(tmp_path):
+    # No later save re-raises the last one's error: at exit it makes the process fail, as the
+    # blocking save would have (exit status 1), once the script's own exit handlers have run.
+    from trainlint.rules.checkpoint import HELPER_CODE
+
+    pytest.importorskip("torch")
+    script = tmp_path / "last_save_fails.py"
+    script.write_text(HELPER_CODE + LAST_SAVE_FAILS)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "a.pt")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "OSError: disk full" in proc.stderr
+    assert proc.stdout.splitlines() == ["training finished", "the script's own exit handler ran"]
+    # ... and a run whose saves all succeed still exits 0.
+    script.write_text(HELPER_CODE + LAST_SAVE_FAILS.replace("raise OSError", "return  # "))
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "b.pt")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and (tmp_path / "b.pt").exists(), proc.stderr[-3000:]
+
+
 def test_helper_writes_file_objects_before_returning():
     pytest.importorskip("torch")
     import io
