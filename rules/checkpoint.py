@@ -11,7 +11,7 @@ from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.loops import first_modulo
 from trainlint.analysis.names import bound_names, dotted
-from trainlint.analysis.paths import may_name, path_forms
+from trainlint.analysis.paths import may_name, path_forms, path_variables
 from trainlint.diagnostics import Applicability
 from trainlint.layout import one_arg_per_line
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
@@ -172,6 +172,10 @@ _IMAGENET = ("import shutil\nimport torch\ndef save_checkpoint(state, is_best, f
              "        shutil.copyfile(filename, 'model_best.pth.tar')\n"
              + in_training_loop("if step % args.save_freq == 0:\n"
                                 "    save_checkpoint({'model': model.state_dict()}, is_best)").partition("\n")[2])
+# A loop inside a `with` binding a temporary folder.
+_IN_TMPDIR = ("import os\nimport tempfile\nimport torch\nwith tempfile.TemporaryDirectory() as out:\n"
+              "    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n        opt.step()\n"
+              "        {save}\n")
 # A loop inside a `try` whose handlers let a save's error end the run.
 _TRY_AROUND_LOOP = ("import torch\n{helper}try:\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
                     "        opt.step()\n        if step % 10 == 0:\n            {save}\n"
@@ -235,7 +239,11 @@ once the script's own exit handlers have run, the process exits with status 1 (w
 save would have raised; a script that ends normally otherwise exits 0 as before). A save inside a
 `try` (in its function, or around the call of the module's save function) whose handler may catch
 its error and carry on is not made asynchronous, since the error would come outside the `try`;
-handlers of only `KeyboardInterrupt`/`SystemExit`, or ending in a bare `raise`, do not count. A per-step save with no interval is moved under `if <step> % <interval> == 0:`,
+handlers of only `KeyboardInterrupt`/`SystemExit`, or ending in a bare `raise`, do not count. Nor is
+a save made asynchronous when its path is built from a name that a `with` around it (or around a
+call that leads to it, the path followed through parameters) binds: `with
+tempfile.TemporaryDirectory() as out:` removes the folder on exit, which could come while the last
+write still runs, and any other `with` may likewise close or move what it bound. A per-step save with no interval is moved under `if <step> % <interval> == 0:`,
 with the script's own save interval if it has one (that of another save in the same loop, such
 as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`), else the
 `save-every` option (in a framework's hook, under its step counter: `trainer.global_step`,
@@ -456,6 +464,18 @@ not fixed when such a use on every step is elsewhere.
                 fixed=_fixed(in_training_loop("if step % 10 == 0:\n"
                                               "    _trainlint_async_save(torch.save, sd, os.path.join(out, 'last.pt'))\n"
                                               "    write_metrics(os.path.join(out, 'metrics.json'))"))),
+        # A save into a folder a `with` binds and tears down on exit (a TemporaryDirectory is
+        # removed): a background write could still be running then. Only put under the interval.
+        Invalid(_IN_TMPDIR.format(save="torch.save(sd, os.path.join(out, 'latest.pt'))"),
+                fixed=_IN_TMPDIR.format(save="if step % 1000 == 0:\n            torch.save(sd, os.path.join(out, 'latest.pt'))"),
+                message="every training step"),
+        # ... also through a variable, or the function that trains called inside the `with`.
+        Invalid(_IN_TMPDIR.format(save="if step % 10 == 0:\n            torch.save(sd, ckpt)").replace(
+            "    for step", "    ckpt = os.path.join(out, 'latest.pt')\n    for step"), fixed=NO_FIX),
+        Invalid("import torch\ndef train(out):\n" + in_training_loop(
+                "if step % 10 == 0:\n    torch.save(sd, f'{out}/latest.pt')").partition("\n")[2].replace("\n", "\n    ")
+                .replace("for step", "    for step", 1) + "\nwith tempfile.TemporaryDirectory() as tmp:\n    train(tmp)\n",
+                fixed=NO_FIX),
         # A save whose error the script catches and goes on from: in the background its error would
         # surface outside the `try` (at the next save, or at exit, which fails the process).
         Invalid(in_training_loop("if step % 10 == 0:\n    try:\n        torch.save(model.state_dict(), 'last.pt')\n"
@@ -721,7 +741,8 @@ not fixed when such a use on every step is elsewhere.
         guarded = kind == "per-step" and stmt is not None
         # A call after the save that is handed the file it writes would find it missing or partial.
         uses = [use for s in inner for use in self._path_uses(s)]
-        asyncs = None if uses or self._reads_back(site) or any(self._caught(s) for s in {site, *inner}) else \
+        asyncs = None if uses or self._reads_back(site) or any(self._caught(s) for s in {site, *inner}) \
+            or any(self._torn_down(s) for s in inner) else \
             [self._async_call(s, guarded and ctx.index.contains(stmt, s)) for s in inner]
         if asyncs is not None and any(a is None for a in asyncs):
             asyncs = None
@@ -961,6 +982,34 @@ not fixed when such a use on every step is elsewhere.
             if outer:
                 out += self._uses_after(caller, outer, seen)
         return out
+
+    def _torn_down(self, save: cst.Call) -> cst.With | None:
+        """A `with` around the save (or around a call that leads to it) binding a variable its path
+        is built from (`with tempfile.TemporaryDirectory() as out:` ... `os.path.join(out,
+        "latest.pt")`): what it does on exit (a temporary folder is removed) could come while a
+        background write of the file is still running. The variables are followed through the
+        parameters of the save's function to what each caller passes (as _uses_after follows paths)."""
+        ctx = self.ctx
+        path = self._written_path(save)
+        todo = [(save, frozenset(path_variables(ctx, path)))] if path is not None else []
+        seen = set()
+        while todo:
+            call, read = todo.pop(0)
+            for anc in ctx.index.ancestors(call):
+                if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                    break
+                if isinstance(anc, cst.With) and any(
+                        item.asname is not None and read & {n.value for n in ctx.index.walk(item.asname.name)
+                                                            if isinstance(n, cst.Name)} for item in anc.items):
+                    return anc
+            fn = ctx.index.enclosing_function(call)
+            if fn is None or (fn, read) in seen or len(ctx.loops.functions.get(fn.name.value, ())) != 1:
+                continue
+            seen.add((fn, read))
+            for caller in ctx.loops.calls_by_name.get(fn.name.value, ()):
+                outer = self._through_parameters(fn, caller, [cst.Name(name) for name in sorted(read)])
+                todo.append((caller, frozenset().union(*(path_variables(ctx, p) for p in outer))))
+        return None
 
     @cached_property
     def _call_order(self) -> dict[cst.Call, int]:

@@ -87,6 +87,18 @@ def may_name(ctx, forms: list[frozenset[Part]], expr: cst.BaseExpression) -> boo
     return any(form <= parts for form in forms)
 
 
+def path_variables(ctx, expr: cst.BaseExpression) -> set[str]:
+    """The variables expr reads, and those read by the values assigned to them (one step): what
+    the path it holds is built from (`out` for `ckpt` after `ckpt = os.path.join(out, "x.pt")`)."""
+    names = set()
+    for node in _walk_expressions(expr):
+        if isinstance(node, cst.Name):
+            names.add(node.value)
+            for value in _assigned(ctx, node):
+                names |= {n.value for n in _walk_expressions(value) if isinstance(n, cst.Name)}
+    return names
+
+
 def _assigned(ctx, name: cst.Name) -> list[cst.BaseExpression]:
     if not is_variable(ctx.index, name) or name not in ctx.index.parent:
         return []  # a node a fix built, or not a variable
