@@ -254,8 +254,8 @@ inside a `with` that holds more and binds a name the save reads (`as f`) is not 
 already runs every N steps (also in the `else:` of `if step % n:`) keeps its
 guard and is only made asynchronous. Whole modules or
 optimizers passed to `torch.save` are still saved blocking, and so are saves into file objects:
-one a `with` binds (`as f`), a name assigned `open(...)`/`io.BytesIO()`, or one of those in the
-call, is only put under the interval, with no background write promised; one under an interval
+one a `with` binds (`as f`), a name assigned `open(...)`/`io.BytesIO()` (also in a tuple
+assignment: `best_loss, best = loss, io.BytesIO()`), or one of those in the call, is only put under the interval, with no background write promised; one under an interval
 already is reported without the background-thread advice, and one into an `io.BytesIO()` under
 an interval (an in-memory copy, such as the best weights) is not reported: nothing is written. `model.save_pretrained(out)` is made asynchronous
 (writing `state_dict=model.state_dict()` from the snapshot) only in a module that imports
@@ -292,6 +292,10 @@ not fixed when such a use on every step is elsewhere.
         Valid("import io\n" + in_training_loop("if step % 50 == 0:\n    with io.BytesIO() as b:\n"
                                                 "        torch.save(model.state_dict(), b)\n        b.seek(0)\n"
                                                 "        best = torch.load(b)")),
+        # ... also a buffer assigned in a tuple assignment.
+        Valid("import io\n" + in_training_loop("if step % 100 == 0 and val_loss < best_loss:\n"
+                                                "    best_loss, best_weights = val_loss, io.BytesIO()\n"
+                                                "    torch.save(model.state_dict(), best_weights)")),
         Valid(in_training_loop("if step == max_steps - 1:\n    torch.save(model.state_dict(), 'last.pt')")),
         Valid(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), 'ckpt.pt')")),
         Valid("import torch\nwith torch.no_grad():\n    for x in val_loader:\n        torch.save(model(x), 'pred.pt')\n"),
@@ -497,6 +501,10 @@ not fixed when such a use on every step is elsewhere.
         # interval, no background write promised (it once got the helper, which saved blocking).
         Invalid("import io\n" + in_training_loop("buffer = io.BytesIO()\ntorch.save(model.state_dict(), buffer)"),
                 fixed="import io\n" + in_training_loop("buffer = io.BytesIO()\nif step % 1000 == 0:\n"
+                                                        "    torch.save(model.state_dict(), buffer)"),
+                message="save every `1000` steps"),
+        Invalid("import io\n" + in_training_loop("n, buffer = 0, io.BytesIO()\ntorch.save(model.state_dict(), buffer)"),
+                fixed="import io\n" + in_training_loop("n, buffer = 0, io.BytesIO()\nif step % 1000 == 0:\n"
                                                         "    torch.save(model.state_dict(), buffer)"),
                 message="save every `1000` steps"),
         # Under an interval, a file object gets no background-thread advice it cannot take.
@@ -829,8 +837,9 @@ not fixed when such a use on every step is elsewhere.
 
     def _file_object(self, call: cst.Call) -> str | None:
         """For `torch.save(state, f)` into a file object, "memory" (an `io.BytesIO()`) or "file":
-        the name a `with` around it binds (`with open(path, "wb") as f:`), a name assigned
-        `open(...)`/`io.BytesIO()` (`buffer = io.BytesIO()`), or one of those written in the call.
+        the name a `with` around it binds (`with open(path, "wb") as f:`), a variable whose every
+        assignment it may read is `open(...)`/`io.BytesIO()` (`buffer = io.BytesIO()`, `best, buffer
+        = loss, io.BytesIO()`), or one of those written in the call.
         None for a path (or anything else)."""
         ctx = self.ctx
         if self._save_kind(call) != "torch.save":
@@ -841,9 +850,11 @@ not fixed when such a use on every step is elsewhere.
                 for item in anc.items if isinstance(anc, cst.With) else ():
                     if isinstance(item.asname and item.asname.name, cst.Name) and item.asname.name.value == value.value:
                         return self._opens(item.item) or "file"  # `with fsspec.open(...) as f:` too
-            assigned = ctx.assigned_values(value)
-            kinds = {self._opens(v) for v in assigned}
-            return kinds.pop() if assigned and len(kinds) == 1 and None not in kinds else None
+            # Every binding the save may read, tuple assignments included (`best, buf = loss,
+            # io.BytesIO()`); a binding of unknown value (a loop target, `a, b = f()`) is no file object.
+            bindings = ctx.bindings.seen_from(value) or []
+            kinds = {self._opens(v) if kind == "assign" and v is not None else None for kind, v in bindings}
+            return kinds.pop() if len(kinds) == 1 else None
         return self._opens(value)
 
     def _opens(self, value: cst.BaseExpression) -> str | None:
