@@ -98,7 +98,8 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
     A statement that assigns a name moves only when nothing outside the guard reads that name
     afterwards (`m = torch.cuda.memory_allocated()` followed by `stats.append(m)` would leave the
     append reading a stale value, or an unbound one): the statements right after it that read it
-    move too, when that is simple; otherwise there is no fix."""
+    move too, when that is simple; otherwise there is no fix. Nor is there one when a statement
+    that would move fills a container read elsewhere (_filled_only_here)."""
     ctx = rule.ctx
     stmt = ctx.index.enclosing(node, cst.SimpleStatementLine)
     counter = step_counter(ctx, node)
@@ -172,7 +173,47 @@ def _statements_to_move(ctx, block: cst.IndentedBlock, stmt: cst.SimpleStatement
         # Each statement that moves reads what an earlier one assigns: none is unrelated work.
         if i and not any(_reads_name(ctx, s, n) for n in done):
             return None
+    if not all(_filled_only_here(ctx, scope, container, moved) for s in moved for container in _filled_containers(s)):
+        return None
     return moved
+
+
+# Methods that add to the object they are called on: a list, dict, set, deque or queue, or a
+# running meter (pytorch/examples' `losses.update(loss.item(), images.size(0))`).
+_FILLING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft",
+                              "setdefault", "put", "put_nowait", "__setitem__"})
+
+
+def _filled_containers(stmt: cst.SimpleStatementLine) -> list[cst.BaseExpression]:
+    """What the statement adds to (`losses` of `losses.append(...)`, `self` of
+    `self.history["d"].append(...)`): the root of each filling method's receiver."""
+    roots = []
+    for node in walk(stmt):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in _FILLING_METHODS:
+            root = node.func.value
+            while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+                root = root.func if isinstance(root, cst.Call) else root.value
+            roots.append(root)
+    return roots
+
+
+def _filled_only_here(ctx, scope, container: cst.BaseExpression, moved: list) -> bool:
+    """A container filled by the moved statements is read nowhere else: filled every N steps, any
+    other read (the mean after the loop, a window of the last N at an interval, `torch.cat` of
+    predictions beside complete targets) would see every N-th value. Only a plain variable of this
+    scope, made here, can tell (not a parameter, an attribute, or a module list a function fills)."""
+    if not isinstance(container, cst.Name):
+        return False
+    uses = variable_uses(ctx.index, scope, container.value)
+    if uses is None or (scope is not None and not any(use.kind == "assign" for use in uses)):
+        return False
+    for use in uses:
+        if use.kind == "assign":
+            continue
+        if use.kind == "bind" or not any(ctx.index.contains(s, use.node) for s in moved):
+            return False
+    return True
 
 
 def _position_in(ctx, block: cst.IndentedBlock, node: cst.CSTNode) -> int | None:
@@ -392,7 +433,11 @@ printed with its own name (`f"{total=}"` would print `float(total)=`).
 Other shapes get a suggestion only (shown, never written): put the statement under the script's
 logging interval (a name such as `log_every`, `args.log_interval` or `PRINT_FREQ`, else 100); an
 assignment moves only together with the statements right after it that read the name, and not at
-all when the name is read anywhere else (the read would be stale).
+all when the name is read anywhere else (the read would be stale). A statement that fills a list,
+dict, set or meter (`losses.append(loss.item())`, `meter.update(loss.item(), n)`) gets no
+suggestion when the container is read anywhere else, or may be (a parameter, an attribute such as
+`self.history`, a module variable): filled every N steps it would hold every N-th value (the mean
+of every tenth loss, predictions shorter than their targets).
 """
     valid = [
         # The interval written as an expression (a conditional, `and`).
@@ -1153,6 +1198,9 @@ def _device_sync_name(ctx, call: cst.Call) -> str | None:
 
 _STALE_AFTER_LOOP = in_training_loop("peak = torch.cuda.max_memory_allocated()") + "print(peak)\n"
 _STALE_AFTER_WORK = in_training_loop("m = torch.cuda.memory_allocated()\nopt.zero_grad()\nstats.append(m)")
+# A list filled per step and read after the loop: filled every N steps it would hold every N-th value.
+_FILLED_READ_AFTER = "import torch\nstats = []\n" + in_training_loop(
+    "stats.append(torch.cuda.memory_allocated())").partition("\n")[2] + "print(len(stats), max(stats))\n"
 
 
 class PerStepDeviceSyncCall(Rule):
@@ -1198,7 +1246,9 @@ Unsafe: `synchronize()`/`empty_cache()` statements are removed (timings taken ar
 statistics are put under the logging interval. A statistic assigned to a name moves together with
 the statements right after it that read the name (`m = torch.cuda.memory_allocated()` and
 `stats.append(m)`); when the name is read anywhere else (later in the loop after other work,
-earlier in the loop, after it), there is no fix: that read would see a stale value, or none.
+earlier in the loop, after it), there is no fix: that read would see a stale value, or none. Nor is
+there one when the statement fills a container (`stats.append(torch.cuda.memory_allocated())`)
+that is read anywhere else: it would hold every N-th value.
 """
     valid = [
         Valid(in_training_loop("if step % 100 == 0:\n    torch.cuda.synchronize()")),
@@ -1275,6 +1325,7 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
         # Read after the loop, or after unrelated work: no fix.
         Invalid(_STALE_AFTER_LOOP, fixed=_STALE_AFTER_LOOP),
         Invalid(_STALE_AFTER_WORK, fixed=_STALE_AFTER_WORK),
+        Invalid(_FILLED_READ_AFTER, fixed=_FILLED_READ_AFTER),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -46,6 +46,48 @@ def test_tl201_assignment_read_by_nobody_still_moves_alone():
     assert _suggested(code, "TL201") == [in_training_loop("if step % 100 == 0:\n    l = float(loss)")]
 
 
+_TRAIN_FN = ("import torch\ndef train(model, opt, data):\n    {init}\n    for step, (x, y) in enumerate(data):\n"
+             "        out = model(x)\n        loss = out.mean()\n        loss.backward()\n        opt.step()\n"
+             "        {fill}\n    {after}\n")
+
+
+def test_tl201_no_suggestion_for_a_container_filled_per_step_and_read_elsewhere():
+    # Filled every N steps, the container would hold every N-th value: the mean of every tenth
+    # loss, or a list of predictions shorter than its targets (a size mismatch after the loop).
+    cases = [
+        _TRAIN_FN.format(init="losses = []", fill="losses.append(loss.item())",
+                         after="return sum(losses) / len(losses)"),
+        _TRAIN_FN.format(init="preds, targets = [], []",
+                         fill="preds.append(out.detach().sigmoid().cpu())\n        targets.append(y)",
+                         after="return torch.cat(preds), torch.cat(targets)"),
+        _TRAIN_FN.format(init="meter = AverageMeter()", fill="meter.update(loss.item(), x.size(0))",
+                         after="return meter.avg"),
+        _TRAIN_FN.format(init="by_step = {}", fill="by_step.setdefault(step, []).append(loss.item())",
+                         after="return by_step"),
+        # Read at an interval of its own: a window of the last N values would hold one.
+        _TRAIN_FN.format(init="losses = []",
+                         fill="losses.append(loss.item())\n        if step % 10 == 0:\n"
+                              "            print(sum(losses[-10:]) / 10)",
+                         after="pass"),
+        # Handed in by the caller, or an attribute: read where this cannot see.
+        _TRAIN_FN.format(init="pass", fill="history.append(loss.item())", after="pass").replace(
+            "data):", "data, history):"),
+        _TRAIN_FN.format(init="pass", fill="self.history['d'].append(loss.item())", after="pass"),
+        # A module variable a function fills: another function may read it.
+        "import torch\nlosses = []\n" + _TRAIN_FN.format(
+            init="pass", fill="losses.append(loss.item())", after="pass").partition("\n")[2],
+    ]
+    for code in cases:
+        assert _findings(code, "TL201"), code
+        assert _suggested(code, "TL201") == [None] * len(_findings(code, "TL201")), code
+
+
+def test_tl201_container_read_by_nobody_else_still_moves():
+    code = _TRAIN_FN.format(init="losses = []", fill="losses.append(loss.item())", after="pass")
+    assert _suggested(code, "TL201") == [code.replace(
+        "        losses.append(loss.item())", "        if step % 100 == 0:\n            losses.append(loss.item())")]
+
+
 def test_tl201_reports_a_copy_to_the_host_once():
     # `.cpu()` is the wait; what it copied is in host memory, and reading it again waits for nothing.
     code = in_training_loop("preds = model(x).argmax(-1).cpu()\nhits = preds.tolist()\narr = preds.numpy()")
