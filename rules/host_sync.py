@@ -385,7 +385,8 @@ A value known to be in host memory is not flagged, as reading it waits for no GP
 value, a tensor made without `device=` (`torch.randint(0, 10, (1,))`, also through a name), what
 `.cpu()` copied (the `.cpu()` is the finding), and a tensor of a batch that arrives on the host,
 read before the loop moves it (`batch["ids"].tolist()`, `y.numpy()` after `y = batch["y"]`, and
-what indexing, arithmetic or a dtype conversion makes of it). A batch counts as arriving on the
+what indexing, arithmetic or a dtype conversion makes of it; also as what a loop or comprehension
+goes over, `for v in y.tolist():`, and the elements it takes from one, `[v.item() for v in y]`). A batch counts as arriving on the
 host only when the loop takes it from a loader (`for batch in loader`) and copies some of its
 tensors to the device itself (`batch["x"].cuda()`), no DataLoader of the file that feeds the loop
 makes its batches on the device (in its collate_fn or dataset), and the loop does not iterate a
@@ -470,6 +471,14 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_HOST_BATCH.format(read="scale = np.random.rand(1).item()")),
         Valid(_HOST_BATCH.format(read="k = int(torch.randint(0, 10, (1,)).item())")),
         Valid(_HOST_BATCH.format(read="perm = torch.randperm(8)\n    first = perm[:2].tolist()")),
+        # ... also as the iterable of a loop or a comprehension (evaluated where it stands), and the
+        # elements of such a value.
+        Valid(_HOST_BATCH.format(read="for v in y.tolist():\n        seen.append(v)")),
+        Valid(_HOST_BATCH.format(read="doubled = [v * 2 for v in y.tolist()]")),
+        Valid(_HOST_BATCH.format(read="top = max(v for v in y.numpy())")),
+        Valid(_HOST_BATCH.format(read="by_pos = {k: v for k, v in enumerate(y.tolist())}")),
+        Valid(_HOST_BATCH.format(read="vals = [v.item() for v in y]")),
+        Valid(_HOST_BATCH.format(read="for v in y:\n        seen.append(v.item())")),
         Valid("import torch\nfor ids, x in loader:\n    seen.update(ids.tolist())\n"
               "    loss = model(x.cuda(non_blocking=True))\n    loss.backward()\n    opt.step()\n"),
         Valid("import torch\nfor batch in loader:\n    x, y = batch\n    x = x.cuda(non_blocking=True)\n"
@@ -550,6 +559,10 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(_HOST_BATCH.format(read='batch_to_device(batch, device)\n    ids = batch["ids"].tolist()'),
                 fixed=NO_FIX),
         Invalid(_HOST_BATCH.format(read="preds = model(x).argmax(-1).tolist()"), fixed=NO_FIX),
+        # A comprehension's or a loop's own `y` is not the batch's.
+        Invalid(_HOST_BATCH.format(read="vals = [y.item() for y in model(x)]"), fixed=NO_FIX),
+        Invalid(_HOST_BATCH.format(read="for y in model(x):\n        seen.append(y.item())"), fixed=NO_FIX),
+        Invalid(_HOST_BATCH.format(read="for v in x.tolist():\n        seen.append(v)"), fixed=NO_FIX),
         Invalid(_COLLATE_TO_DEVICE.format(collate="collate"), fixed=NO_FIX),
         Invalid("import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
                 "model, opt, train_loader = accelerator.prepare(model, opt, train_loader)\n"

@@ -19,6 +19,7 @@ import libcst as cst
 
 from trainlint.analysis.batches import host_batch_loops, is_cpu_device, is_device_move, over_loader_name
 from trainlint.analysis.names import bound_names, dotted
+from trainlint.analysis.tree import walk
 
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
@@ -233,8 +234,10 @@ class Tensors:
         name taken from it) read before anything moves it; and what indexing, an attribute,
         arithmetic, a comparison or a method that keeps the device (`ids.long()`, `perm[:k]`,
         `y == -100`) makes of such values. A name is followed back through the statements before
-        the read to its assignment, or to the target of the loop whose body holds the read; not
-        across another loop or into a function."""
+        the read to its assignment, or to the target of the loop whose body holds the read (also a
+        comprehension's: `[v.item() for v in y]`, each element of a host value); through the
+        iterable of a loop or comprehension, which reads the names around it (`for v in
+        y.tolist():`); not across another loop's body or into a function."""
         return self._host(expr, 0, field=False)
 
     def on_device(self, expr: cst.BaseExpression) -> bool:
@@ -447,12 +450,38 @@ class Tensors:
                     if name in bound_names(stmt) or (field and self._may_change(stmt, name)):
                         return False
             elif isinstance(anc, cst.For):
-                targets = {dotted(n) for n in self.index.walk(anc.target) if isinstance(n, (cst.Name, cst.Attribute))}
-                return child is anc.body and name in targets and anc in host_batch_loops(self.ctx)
-            elif isinstance(anc, (cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.CompFor)):
+                # The iterable is evaluated before the loop binds its target: `for v in y.tolist():`
+                # reads the `y` around the loop. In the body, a name the loop does not bind may be
+                # rebound by an earlier round of it.
+                if child is not anc.iter:
+                    return self._bound_by_loop(anc, name, depth)
+            elif isinstance(anc, cst.CompFor):
+                # A comprehension's `for` (its iterable, conditions and the `for`s after it): a name
+                # it binds is its own; any other is the enclosing scope's (a comprehension rebinds
+                # nothing else), as is everything its first iterable reads.
+                if child is not anc.iter and name in _target_names(anc):
+                    return self._bound_by_loop(anc, name, depth)
+            elif isinstance(anc, _COMPREHENSIONS) and child is not anc.for_in:
+                # From the element (`[v.item() for v in y]`): a name its `for`s bind is the
+                # innermost binder's.
+                binder = next((comp for comp in reversed(_comp_fors(anc)) if name in _target_names(comp)), None)
+                if binder is not None:
+                    return self._bound_by_loop(binder, name, depth)
+            elif isinstance(anc, (cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                 return False
             child = anc
         return False
+
+    def _bound_by_loop(self, loop: cst.For | cst.CompFor, name: str, depth: int) -> bool:
+        """name, read inside loop (or a comprehension's `for`) that binds it, is on the host: the
+        loop goes over host batches (host_batch_loops), or its target is the name alone and what
+        it goes over is on the host (`for v in y`: each row of a host tensor, each number of a list).
+        A name the loop does not bind may be rebound by another round of it: not known."""
+        if name not in _target_names(loop):
+            return False
+        if isinstance(loop, cst.For) and loop in host_batch_loops(self.ctx):
+            return True
+        return isinstance(loop.target, cst.Name) and self._host(loop.iter, depth + 1, field=True)
 
     def _may_change(self, stmt: cst.CSTNode, name: str) -> bool:
         """stmt may change in place what the container name holds: it calls a method of it that is
@@ -498,6 +527,22 @@ def _assigned_here(stmt: cst.CSTNode, name: str) -> cst.BaseExpression | None:
         if len(assign.targets) == 1 and dotted(assign.targets[0].target) == name:
             return assign.value
     return None
+
+
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+
+def _comp_fors(comprehension) -> list[cst.CompFor]:
+    """A comprehension's `for` clauses, outermost first."""
+    fors, comp = [], comprehension.for_in
+    while comp is not None:
+        fors.append(comp)
+        comp = comp.inner_for_in
+    return fors
+
+
+def _target_names(loop: cst.For | cst.CompFor) -> set[str]:
+    return {dotted(n) for n in walk(loop.target) if isinstance(n, (cst.Name, cst.Attribute))}
 
 
 def _nearest_first(statements) -> list:
