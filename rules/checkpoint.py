@@ -201,8 +201,8 @@ Flags `torch.save`, `save_pretrained`, `accelerator.save_state`, `fabric.save`, 
 `trainer.save_checkpoint` and a DeepSpeed engine's `save_checkpoint` (or a function of the module that calls one) run inside the hot loop, on every step or every N steps, or in a
 hook a framework calls on every step (a Lightning callback's `on_train_batch_end`, a
 TrainerCallback's `on_step_end`: see TL201). Saves outside the hot loop (once per epoch, at the
-end) and saves of tokenizers or configs are not flagged; nor is a save that runs once
-(`if step == max_steps - 1:`).
+end) and saves of tokenizers or configs are not flagged; nor is a save that runs once, or at a
+few steps named one by one (`if step == max_steps - 1:`, `if step in {1000, 5000}:`).
 
 ## Why is this bad?
 A checkpoint write serialises the whole state and waits for the disk; the GPU idles meanwhile.
@@ -297,6 +297,7 @@ not fixed when such a use on every step is elsewhere.
                                                 "    best_loss, best_weights = val_loss, io.BytesIO()\n"
                                                 "    torch.save(model.state_dict(), best_weights)")),
         Valid(in_training_loop("if step == max_steps - 1:\n    torch.save(model.state_dict(), 'last.pt')")),
+        Valid(in_training_loop("if step in {1000, 5000}:\n    torch.save(model.state_dict(), f'{step}.pt')")),
         Valid(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), 'ckpt.pt')")),
         Valid("import torch\nwith torch.no_grad():\n    for x in val_loader:\n        torch.save(model(x), 'pred.pt')\n"),
         # Another library's trainer: not Lightning's save_checkpoint.

@@ -371,8 +371,9 @@ limits what it guards, and so does the `else:` of a test that is false every N s
 (`if step % log_every: ... else:`, `if step % n != 0: ... else:`). So do the hooks a framework calls on every step, where the loop is the
 framework's: a LightningModule's `training_step`, a Lightning callback's `on_train_batch_end`, a
 transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallback's
-`on_step_end` (found through base classes the module imports). The same reading of "every step"
-holds for TL202, TL203 and TL204. In a hook, the advice and the fixes use the framework's own step
+`on_step_end` (found through base classes the module imports). Code under a test of a few steps
+(`if step == 0:`, or steps named one by one: `if step in {1, 10, 100}:`) does not run on every
+step. The same reading of "every step" holds for TL202, TL203 and TL204. In a hook, the advice and the fixes use the framework's own step
 counter and logging interval: `self.global_step % self.trainer.log_every_n_steps` in a
 LightningModule, `trainer.global_step % trainer.log_every_n_steps` in a Lightning callback,
 `state.global_step % state.logging_steps` in a TrainerCallback (the Trainer's `self.state` in a
@@ -444,6 +445,8 @@ of every tenth loss, predictions shorter than their targets).
         # The interval written as an expression (a conditional, `and`).
         Valid(in_training_loop("v = loss.item() if step % 5 == 0 else None")),
         Valid(in_training_loop("if step % 100 == 0:\n    print(loss.item())")),
+        # A few steps of the run, written out: like `step == 0`.
+        Valid(in_training_loop("if step in {1, 10, 100}:\n    print('milestone', loss.item())")),
         Valid(in_training_loop("total += loss.detach()")),
         Valid("import torch\nwith torch.no_grad():\n    for x, y in val_loader:\n        acc += (model(x) == y).sum().item()\n"),
         Valid(in_training_loop("pass") + "print(loss.item())\n"),
@@ -508,6 +511,9 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=_with_total(in_training_loop("total += loss.detach().float()"), _BF16_TOTAL)
                 + "print('mean', float(total) / 100)\n"),
         Invalid(in_training_loop("losses.append(loss.item())"), fixed=NO_FIX),
+        # All but a few steps, or steps of a collection of unknown size.
+        Invalid(in_training_loop("if step not in {1, 10, 100}:\n    print(loss.item())"), fixed=NO_FIX),
+        Invalid(in_training_loop("if step in milestones:\n    print(loss.item())"), fixed=NO_FIX),
         Invalid(in_training_loop("preds = model(x).argmax(-1).cpu().numpy()"), fixed=NO_FIX),
         Invalid(_with_total(in_training_loop("running += float(loss)\nif step % 10 == 0:\n"
                                              "    logger.info(f'loss {running / 10:.3f}')\n    running = 0"), "running = 0"),

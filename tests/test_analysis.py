@@ -87,7 +87,8 @@ def test_hot_loop_through_a_called_function():
     "guard",
     ["step % 10 == 0", "(step + 1) % args.log_every == 0", "should_log", "accelerator.sync_gradients",
      "step == 0", "is_last_micro_batch", "flag", "ni - last_opt_step >= self.accumulate",
-     "micro >= args.gradient_accumulation_steps"],
+     "micro >= args.gradient_accumulation_steps", "step in {1, 10, 100}",
+     "i in [0, 99]"],
 )
 def test_interval_guards(guard):
     code = (f"flag = step % 5 == 0\nfor step, b in enumerate(loader):\n    model(b).backward()\n    opt.step()\n"
@@ -97,6 +98,19 @@ def test_interval_guards(guard):
     # accelerate's flag is true exactly when the optimizer steps (inside `accumulate`): the
     # iterations it guards are the training steps, where a host sync stalls each one.
     assert ctx.is_per_step(_name(ctx, "marker")) == (guard == "accelerator.sync_gradients")
+
+
+@pytest.mark.parametrize("guard", [
+    "step not in {1, 10, 100}",  # all but three steps
+    "step in milestones",  # a collection of unknown length
+    "step in range(0, 10**9)",
+    "x in {1, 2}",  # not a step counter
+])
+def test_guards_that_hold_on_most_steps(guard):
+    code = (f"for step, b in enumerate(loader):\n    model(b).backward()\n    opt.step()\n"
+            f"    if {guard}:\n        marker = 1\n")
+    ctx = ctx_for(code)
+    assert ctx.loops.is_per_step(_name(ctx, "marker"))
 
 
 @pytest.mark.parametrize("ending,per_step", [

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import libcst as cst
 
 from trainlint.analysis.branches import Conditions
-from trainlint.analysis.literals import UNKNOWN, literal
+from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex, last_statement, walk
 from trainlint.analysis.variables import Bindings
@@ -136,6 +136,12 @@ def _is_zero_test(test: cst.BaseExpression, operator: type) -> bool:
     return isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
         and isinstance(test.comparisons[0].operator, operator) and literal(test.comparisons[0].comparator) == 0 \
         and isinstance(test.left, cst.BinaryOperation) and isinstance(test.left.operator, cst.Modulo)
+
+
+def _few_numbers(expr: cst.BaseExpression) -> bool:
+    """A set, tuple or list display of number literals (`{1, 10, 100}`): steps a test names one by one."""
+    return isinstance(expr, (cst.Set, cst.Tuple, cst.List)) and bool(expr.elements) and all(
+        isinstance(e, cst.Element) and number(e.value) is not None for e in expr.elements)
 
 
 def _display_rows(expr: cst.BaseExpression) -> list[list[cst.BaseExpression]] | None:
@@ -1001,6 +1007,10 @@ class Loops:
                 sides = [node.left] + [t.comparator for t in node.comparisons]
                 return any(isinstance(s, cst.Name) and _COUNTER.search(s.value) for s in sides) or any(
                     _ACCUMULATION.search((dotted(s) or "").rsplit(".", 1)[-1]) for s in sides)
+            # `if step in {1, 10, 100}`: a few steps written out, as `step == 0` is one.
+            if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.In) \
+                    and isinstance(node.left, cst.Name) and _COUNTER.search(node.left.value):
+                return _few_numbers(node.comparisons[0].comparator)
         return False
 
     def is_periodic(self, test: cst.BaseExpression) -> bool:
