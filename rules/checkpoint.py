@@ -252,7 +252,9 @@ saved. The guard goes around a `with` that holds only the save (`with open(path,
 torch.save(state, f)`: inside it, the file would still be created, empty, on every step); a save
 inside a `with` that holds more and binds a name the save reads (`as f`) is not fixed. A save that
 already runs every N steps (also in the `else:` of `if step % n:`) keeps its
-guard and is only made asynchronous. Whole modules or
+guard and is only made asynchronous. One in the body of `if step % n:` (or `step % n != 0`,
+`(step + 1) % n > 0`), which holds on all steps but one in N, is reported as saving on those
+steps and is only made asynchronous too: an interval inside that test could hold on no step. Whole modules or
 optimizers passed to `torch.save` are still saved blocking, and so are saves into file objects:
 one a `with` binds (`as f`), a name assigned `open(...)`/`io.BytesIO()` (also in a tuple
 assignment: `best_loss, best = loss, io.BytesIO()`), or one of those in the call, is only put under the interval, with no background write promised; one under an interval
@@ -318,6 +320,13 @@ not fixed when such a use on every step is elsewhere.
                 "        train_step(model, opt, x, y)\n        if step % 100 == 0:\n"
                 "            _trainlint_async_save(torch.save, model.state_dict(), f'ckpt{step}.pt')\n",
                 message="under `step % 100 == 0`"),
+        # On all steps but one in N (the `else:` of the remainder test is the limited branch):
+        # reported as such; made asynchronous where it stands, not put under an interval inside
+        # the test (`step % 1000 == 0` under `step % 50 != 0` would hold on no step).
+        Invalid(in_training_loop("if step % 50 != 0:\n    torch.save(model.state_dict(), 'latest.pt')"),
+                fixed=_fixed(in_training_loop("if step % 50 != 0:\n    _trainlint_async_save(torch.save, "
+                                              "model.state_dict(), 'latest.pt')")),
+                message="on all training steps but one in N (under `step % 50 != 0`)"),
         # Per step: moved under an interval and made asynchronous.
         Invalid(in_training_loop("torch.save(model.state_dict(), 'latest.pt')"),
                 fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), "
@@ -624,13 +633,21 @@ not fixed when such a use on every step is elsewhere.
                   "DataStates-LLM; see DeepSpeed's checkpointing docs)")
         interval = None
         into_file = all(self._into_file_object(s) for s in inner)
+        ctx = self.ctx
+        remainder = ctx.loops.remainder_guard(site) if kind == "per-step" else None
         if kind == "per-step":
             interval = self._interval(site, sites)
             how = f", written in a background thread by {plugin}" if lightning else \
                 f", written in the background by {engine}" if deepspeed else \
                 "" if into_file else ", from a CPU snapshot written in a background thread"
-            message = (f"{what} writes a checkpoint on every training step and training waits for it; save every "
+            when = "every training step" if remainder is None else \
+                f"all training steps but one in N (under `{one_line(ctx.code(remainder.test))}`)"
+            message = (f"{what} writes a checkpoint on {when} and training waits for it; save every "
                        f"`{interval}` steps{how}")
+            if remainder is not None:
+                # An interval inside the test (`step % 1000 == 0` under `step % 50 != 0`) could hold
+                # on no step: the fix only writes in the background, where the save stands.
+                kind = one_line(ctx.code(remainder.test))
         elif all(self._file_object(s) == "memory" for s in inner):
             return  # serialized into memory now and then (a copy of the best weights): nothing written
         else:
@@ -664,8 +681,10 @@ not fixed when such a use on every step is elsewhere.
         for guard, part in self._guards(site):
             if part is guard.body:
                 test = one_line(ctx.code(guard.test))
-                if loops.is_interval_test(guard.test):
+                if loops.limits_body(guard.test):
                     return test if loops.is_periodic(guard.test) else "once"
+                if loops.else_interval(guard.test) is not None:
+                    continue  # `if step % n != 0:` holds on all steps but one in N: its `else:` is the interval
                 if not _RANK_TEST.search(test):
                     other = other or test
             elif part is guard.orelse:
@@ -689,7 +708,7 @@ not fixed when such a use on every step is elsewhere.
             if other is site or loops.hot_loop_of(other) is not loop:
                 continue
             for guard, part in self._guards(other):
-                in_body = part is guard.body and loops.is_interval_test(guard.test) and loops.is_periodic(guard.test)
+                in_body = part is guard.body and loops.limits_body(guard.test) and loops.is_periodic(guard.test)
                 in_else = part is guard.orelse and loops.else_interval(guard.test) is not None
                 if not (in_body or in_else):
                     continue

@@ -105,6 +105,8 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
     counter = step_counter(ctx, node)
     if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock):
         return None
+    if ctx.loops.remainder_guard(stmt) is not None:
+        return None  # `if step % 100 == 0:` inside `if step % log_every:` may hold on no step at all
     if len(stmt.body) > 1:
         return None  # `gc.collect(); torch.cuda.empty_cache()`: the guard would take the others along
     moved = _statements_to_move(ctx, ctx.parent(stmt), stmt)
@@ -368,7 +370,10 @@ on every step of the hot loop. Under gradient accumulation the
 branch that steps the optimizer (`if (i + 1) % accum == 0: opt.step(); ...`, or accelerate's
 `if accelerator.sync_gradients:`) runs on every training step too; a logging interval inside it
 limits what it guards, and so does the `else:` of a test that is false every N steps
-(`if step % log_every: ... else:`, `if step % n != 0: ... else:`). So do the hooks a framework calls on every step, where the loop is the
+(`if step % log_every: ... else:`, `if step % n != 0: ... else:`, `if (step + 1) % n > 0: ...
+else:`); the body of such a test runs on all steps but one in N and counts as every step (no fix
+puts an interval inside it: `if step % 100 == 0:` under `if step % log_every:` could hold on no
+step). So do the hooks a framework calls on every step, where the loop is the
 framework's: a LightningModule's `training_step`, a Lightning callback's `on_train_batch_end`, a
 transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallback's
 `on_step_end` (found through base classes the module imports). Code under a test of a few steps
@@ -514,6 +519,9 @@ of every tenth loss, predictions shorter than their targets).
         # All but a few steps, or steps of a collection of unknown size.
         Invalid(in_training_loop("if step not in {1, 10, 100}:\n    print(loss.item())"), fixed=NO_FIX),
         Invalid(in_training_loop("if step in milestones:\n    print(loss.item())"), fixed=NO_FIX),
+        # A remainder that holds on all steps but one in N: only its `else:` is limited.
+        Invalid(in_training_loop("if step % log_every:\n    print(loss.item())"), fixed=NO_FIX),
+        Invalid(in_training_loop("if (step + 1) % log_every > 0:\n    n = int(loss)"), fixed=NO_FIX),
         Invalid(in_training_loop("preds = model(x).argmax(-1).cpu().numpy()"), fixed=NO_FIX),
         Invalid(_with_total(in_training_loop("running += float(loss)\nif step % 10 == 0:\n"
                                              "    logger.info(f'loss {running / 10:.3f}')\n    running = 0"), "running = 0"),
@@ -1095,6 +1103,9 @@ interval there. Without one there is no fix.
                 fixed=in_accumulation_step("if global_step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
         Invalid(in_accumulation_step("print(f'loss {loss:.4f}')", counter=""),
                 fixed=in_accumulation_step("print(f'loss {loss:.4f}')", counter="")),
+        # On all steps but one in N: reported; no interval inside it (`step % 100 == 0` under
+        # `step % 50 != 0` would print on no step at all).
+        Invalid(in_training_loop("if step % 50 != 0:\n    print('loss', loss)"), fixed=NO_FIX),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1345,6 +1356,11 @@ that is read anywhere else: it would hold every N-th value.
         Invalid(_STALE_AFTER_LOOP, fixed=_STALE_AFTER_LOOP),
         Invalid(_STALE_AFTER_WORK, fixed=_STALE_AFTER_WORK),
         Invalid(_FILLED_READ_AFTER, fixed=_FILLED_READ_AFTER),
+        # Under a remainder that holds on all steps but one in N: removed; a statistic is not put
+        # under an interval inside it (it could hold on no step).
+        Invalid(in_training_loop("if step % 50 != 0:\n    torch.cuda.empty_cache()"),
+                fixed=in_training_loop("").replace("    \n", "")),
+        Invalid(in_training_loop("if step % 50:\n    mem = torch.cuda.memory_allocated()"), fixed=NO_FIX),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1541,12 +1557,14 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
         Invalid(in_training_loop("assert torch.isfinite(loss)"), fixed=NO_FIX),
         Invalid(in_training_loop("assert not torch.isnan(loss).any()"), fixed=NO_FIX),
         Invalid(in_training_loop("while loss > 10:\n    loss = loss / 2"), fixed=NO_FIX),
+        # The tensor is read whenever the remainder is not zero: on most steps.
+        Invalid(in_training_loop("if step % 100 != 0 and torch.isnan(loss):\n    skipped += 1"), fixed=NO_FIX),
     ]
 
     def _check(self, node, test: cst.BaseExpression, kind: str) -> None:
         ctx = self.ctx
         # `if step % n == 0 and torch.isnan(loss)`: the tensor part only runs at the interval.
-        if ctx.loops.is_interval_test(test) or not _is_tensor_test(ctx, test) or not ctx.is_per_step(node):
+        if ctx.loops.limits_body(test) or not _is_tensor_test(ctx, test) or not ctx.is_per_step(node):
             return
         fix = None
         if isinstance(node, cst.Assert):

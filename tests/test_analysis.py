@@ -113,6 +113,34 @@ def test_guards_that_hold_on_most_steps(guard):
     assert ctx.loops.is_per_step(_name(ctx, "marker"))
 
 
+@pytest.mark.parametrize("test", [
+    "step % 10", "step % 10 != 0", "(step + 1) % args.log_every > 0", "0 != step % n", "0 < step % n",
+    "step % n >= 1", "not (step % 10 == 0)", "step % 10 != 3",
+])
+def test_a_remainder_that_holds_on_most_steps_limits_only_its_else(test):
+    # `if step % n:` holds on all but one step in N: its body runs on most steps, its `else:` (and
+    # an `elif`) every N steps; so does what `step % n and ...` or a conditional expression guards.
+    code = (f"for step, b in enumerate(loader):\n    model(b).backward()\n    opt.step()\n"
+            f"    if {test}:\n        marker_body = 1\n    else:\n        marker_else = 1\n"
+            f"    ({test}) and print(marker_and)\n    print(marker_exp) if {test} else None\n")
+    ctx = ctx_for(code)
+    for name in ("marker_body", "marker_and", "marker_exp"):
+        assert ctx.loops.is_per_step(_name(ctx, name)), name
+    assert not ctx.loops.is_per_step(_name(ctx, "marker_else"))
+    assert ctx.loops.else_interval(ctx.index.nodes(cst.If)[0].test) is not None
+
+
+@pytest.mark.parametrize("test,per_step", [
+    ("step % 10 == 0 and ready", False), ("ready and step % 10 == 0", False),
+    ("step % 10 != 0 and ready", True), ("step % 10 or ready", True), ("not step % 10", False),
+])
+def test_remainder_tests_combined(test, per_step):
+    code = (f"for step, b in enumerate(loader):\n    model(b).backward()\n    opt.step()\n"
+            f"    if {test}:\n        marker = 1\n")
+    ctx = ctx_for(code)
+    assert ctx.loops.is_per_step(_name(ctx, "marker")) is per_step
+
+
 @pytest.mark.parametrize("ending,per_step", [
     ("break", False),  # leaves the training loop: runs at most once (litgpt's "epochs reached")
     ("return", False),

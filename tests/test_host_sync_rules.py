@@ -88,6 +88,12 @@ def test_tl201_container_read_by_nobody_else_still_moves():
         "        losses.append(loss.item())", "        if step % 100 == 0:\n            losses.append(loss.item())")]
 
 
+def test_tl201_no_interval_suggested_inside_a_remainder_test():
+    # `if step % 100 == 0:` inside `if step % log_every:` would hold on no step when log_every divides 100.
+    code = in_training_loop("if step % log_every:\n    print(loss.item())")
+    assert _suggested(code, "TL201") == [None]
+
+
 def test_tl201_reports_a_copy_to_the_host_once():
     # `.cpu()` is the wait; what it copied is in host memory, and reading it again waits for nothing.
     code = in_training_loop("preds = model(x).argmax(-1).cpu()\nhits = preds.tolist()\narr = preds.numpy()")

@@ -658,7 +658,7 @@ class Distributed:
                 return None  # the optimizer steps on every iteration: no accumulation here
         step = steps[0]
         top = self.top_statement(loop, step)
-        if top is not None and isinstance(top, cst.If) and self.loops.is_interval_test(top.test) \
+        if top is not None and isinstance(top, cst.If) and self.loops.limits_body(top.test) \
                 and self.index.contains(top.body, step):
             test = self._code(top.test)
             return Accumulation(loop, backward, step, test, one_line(test), guard=top)

@@ -4,7 +4,8 @@ The hot loop is the innermost loop that runs a backward or optimizer step, direc
 functions and methods of the same module that it calls. Code is "per step" when it runs on every
 iteration of a hot loop: in its body (nested plain loops included), or in a module-local function
 called per step, and not under an interval guard (`if step % n == 0`, a flag derived from one,
-or a configured name).
+or a configured name). A remainder test that holds on all steps but one in N (`if step % n:`,
+`if step % n != 0:`) limits only its `else:` (limits_body, else_interval).
 """
 
 from __future__ import annotations
@@ -131,11 +132,44 @@ def first_modulo(expr: cst.CSTNode) -> cst.BinaryOperation | None:
     return None
 
 
-def _is_zero_test(test: cst.BaseExpression, operator: type) -> bool:
-    """`x % n == 0` (operator cst.Equal) or `x % n != 0` (cst.NotEqual)."""
-    return isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
-        and isinstance(test.comparisons[0].operator, operator) and literal(test.comparisons[0].comparator) == 0 \
-        and isinstance(test.left, cst.BinaryOperation) and isinstance(test.left.operator, cst.Modulo)
+def _is_modulo(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo)
+
+
+def _remainder_test(test: cst.BaseExpression) -> tuple[bool, str] | None:
+    """For a test of a remainder against a number, or a bare remainder: (whether it holds on one
+    step in N, the test its `else:` runs under as code when it holds on the others). `step % n == 0`
+    (one step in N); `step % n`, `step % n != 0`, `(step + 1) % n > 0`, `0 < step % n`,
+    `step % n >= 1` (all steps but one in N: the `else:` is the limited branch); `not` of either.
+    None for any other test."""
+    code = _code_of
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _remainder_test(test.expression)
+        return None if inner is None else (not inner[0], code(test.expression) if inner[0] else "")
+    if _is_modulo(test):
+        return False, f"{code(test)} == 0"
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    op, left, right = test.comparisons[0].operator, test.left, test.comparisons[0].comparator
+    if _is_modulo(left) and number(right) is not None:
+        remainder, value, flipped = left, right, False
+    elif _is_modulo(right) and number(left) is not None:
+        remainder, value, flipped = right, left, True
+    else:
+        return None
+    if isinstance(op, cst.Equal):
+        return True, ""
+    if isinstance(op, cst.NotEqual):
+        return False, f"{code(remainder)} == {code(value)}"
+    # A remainder is never negative: `> 0` and `>= 1` hold exactly where it is not zero.
+    above = {0: cst.LessThan if flipped else cst.GreaterThan, 1: cst.LessThanEqual if flipped else cst.GreaterThanEqual}
+    if isinstance(op, above.get(number(value), ())):
+        return False, f"{code(remainder)} == 0"
+    return None
+
+
+def _code_of(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
 
 
 def _few_numbers(expr: cst.BaseExpression) -> bool:
@@ -1013,6 +1047,38 @@ class Loops:
                 return _few_numbers(node.comparisons[0].comparator)
         return False
 
+    def limits_body(self, test: cst.BaseExpression) -> bool:
+        """The body of `if test:` runs on some steps only: an interval test (is_interval_test), but
+        not a remainder test that holds on all steps but one in N (`if step % n:`, `if step % n !=
+        0:`, `if (step + 1) % n > 0:`), whose `else:` is the limited branch (else_interval). `a and
+        b` limits when either side does; `a or b` not when a side is such a remainder test."""
+        if isinstance(test, cst.BooleanOperation):
+            left, right = self.limits_body(test.left), self.limits_body(test.right)
+            if isinstance(test.operator, cst.And):
+                return left or right
+            if any((r := _remainder_test(side)) is not None and not r[0] for side in (test.left, test.right)):
+                return False
+            return left or right
+        remainder = _remainder_test(test)
+        if remainder is not None:
+            return remainder[0]
+        return self.is_interval_test(test)
+
+    def remainder_guard(self, node: cst.CSTNode) -> cst.If | None:
+        """The `if` around node, up to its hot loop or function, whose body holds node under a
+        remainder test that holds on all steps but one in N (`if step % n != 0:`). Code there runs
+        on most steps, but an interval put around it (`if step % 100 == 0:`) could hold on no step
+        at all: a fix that guards it must not."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, _FUNC_BOUNDARY) or anc in self.hot_loops:
+                return None
+            if isinstance(anc, cst.If) and child is anc.body and (r := _remainder_test(anc.test)) is not None \
+                    and not r[0]:
+                return anc
+            child = anc
+        return None
+
     def is_periodic(self, test: cst.BaseExpression) -> bool:
         """An interval test that recurs (a modulo, a flag), not a one-off `step == n` comparison."""
         if first_modulo(test) is not None:
@@ -1033,16 +1099,13 @@ class Loops:
         """For a test whose `else:` runs every N steps (`step % n`, `step % n != 0`, `not should_log`):
         the condition that `else:` runs under, as code (`step % n == 0`); None for any other test
         (`if step % n == 0: ... else:` runs on most steps)."""
-        code = self.index.module.code_for_node
+        remainder = _remainder_test(test)
+        if remainder is not None:
+            return None if remainder[0] else remainder[1]
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            inner = test.expression  # a flag or `step % n == 0`; not a bare remainder (true on most steps)
-            if self.is_interval_test(inner) and self.is_periodic(inner) and (
-                    isinstance(inner, (cst.Name, cst.Attribute)) or _is_zero_test(inner, cst.Equal)):
-                return code(inner)
-            return None
-        remainder = test.left if _is_zero_test(test, cst.NotEqual) else test
-        if isinstance(remainder, cst.BinaryOperation) and isinstance(remainder.operator, cst.Modulo):
-            return f"{code(remainder)} == 0"
+            inner = test.expression  # a flag (`not should_log`)
+            if self.is_interval_test(inner) and self.is_periodic(inner) and isinstance(inner, (cst.Name, cst.Attribute)):
+                return self.index.module.code_for_node(inner)
         return None
 
     # -- per step ----------------------------------------------------------------------
@@ -1123,7 +1186,7 @@ class Loops:
         cached = self._boundary_cache.get(branch)
         if cached is None:
             flag = dotted(branch.test) if isinstance(branch.test, (cst.Name, cst.Attribute)) else None
-            cached = self.is_interval_test(branch.test) and (
+            cached = self.limits_body(branch.test) and (
                 self._steps_optimizer(branch, [branch.body]) or (flag or "").rsplit(".", 1)[-1] == "sync_gradients")
             self._boundary_cache[branch] = cached
         return cached
@@ -1155,7 +1218,7 @@ class Loops:
         child = node
         for anc in self.index.ancestors(node):
             if isinstance(anc, cst.If) and child is anc.body and (self._ends_loop(anc) or (
-                    self.is_interval_test(anc.test) and not (optimizer_steps and self.is_step_boundary(anc)))):
+                    self.limits_body(anc.test) and not (optimizer_steps and self.is_step_boundary(anc)))):
                 return False
             # `if step % n: ... else: log()` / `if (i + 1) % accum != 0: ... else: opt.step()`: the else
             # (or elif) runs every n steps.
@@ -1164,10 +1227,10 @@ class Loops:
                 return False
             # The same interval written as an expression: `print(loss) if step % n == 0 else None`,
             # `step % n == 0 and print(loss)`.
-            if isinstance(anc, cst.IfExp) and child is anc.body and self.is_interval_test(anc.test):
+            if isinstance(anc, cst.IfExp) and child is anc.body and self.limits_body(anc.test):
                 return False
             if isinstance(anc, cst.BooleanOperation) and isinstance(anc.operator, cst.And) and child is anc.right \
-                    and self.is_interval_test(anc.left):
+                    and self.limits_body(anc.left):
                 return False
             if isinstance(anc, (cst.ExceptHandler, cst.ExceptStarHandler)):
                 # Recovery code (`except OutOfMemoryError: torch.cuda.empty_cache()`) runs when a
