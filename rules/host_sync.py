@@ -57,6 +57,27 @@ def _incremented(ctx, statements) -> str | None:
     return None
 
 
+def _waits_per_step(ctx, node: cst.CSTNode) -> bool:
+    """A host read at node makes the host wait for the GPU on every step: it runs per step, and not
+    in a closure handed to an L-BFGS step, which reads the closure's loss on the host itself at
+    every evaluation (`float(closure())`, then a test of a gradient tensor): a read of its own
+    there waits for nothing more."""
+    if not ctx.is_per_step(node):
+        return False
+    fn = ctx.index.enclosing_function(node)
+    steps = ctx.loops.steps_handed(fn) if fn is not None else []
+    return not steps or not all(_is_lbfgs(ctx, call.func.value) for call in steps)
+
+
+def _is_lbfgs(ctx, optimizer: cst.BaseExpression) -> bool:
+    """An L-BFGS optimizer: assigned `torch.optim.LBFGS(...)` (in the function that steps it, or
+    anywhere for an attribute), or named so (`self.lbfgs`)."""
+    name = ctx.dotted(optimizer) or ""
+    values = ctx.assigned_values(optimizer) or ("." in name and ctx.assigned_values(optimizer, anywhere=True)) or []
+    return "lbfgs" in name.rsplit(".", 1)[-1].lower() or any(
+        isinstance(v, cst.Call) and (ctx.names.qualified(v.func) or "").endswith(".LBFGS") for v in values)
+
+
 def log_interval(ctx, node: cst.CSTNode, default: int) -> str:
     """The framework's logging interval in a step hook holding node (Lightning's
     `self.trainer.log_every_n_steps`), else an interval the script already defines (`log_every`,
@@ -348,6 +369,21 @@ for ids, x in train_loader:
     loss.backward()
     opt.step()
 """
+# A closure handed to the optimizer's step, which calls it (L-BFGS up to `max_iter` times per step).
+_CLOSURE = """import torch
+def fit(model, x, y, iters=5):
+    opt = torch.optim.{optimizer}(model.parameters(), lr=0.1)
+    history = []
+    def closure():
+        opt.zero_grad()
+        loss = model(x, y)
+        loss.backward()
+        {read}
+        return loss
+    for it in range(iters):
+        opt.step({closure})
+    return history
+"""
 _NO_FIX_SHOWN_NAME = _with_total(in_training_loop("total += loss.item()")) + "print(f'{total=}')\n"
 _NO_FIX_PER_STEP_READ = _with_total(in_training_loop("total += loss.item()\npbar.set_postfix(avg=total / (step + 1))"))
 _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) == y).sum().item()"), "correct = 0") \
@@ -378,7 +414,10 @@ framework's: a LightningModule's `training_step`, a Lightning callback's `on_tra
 transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallback's
 `on_step_end` (found through base classes the module imports). Code under a test of a few steps
 (`if step == 0:`, or steps named one by one: `if step in {1, 10, 100}:`) does not run on every
-step. The same reading of "every step" holds for TL202, TL203 and TL204. In a hook, the advice and the fixes use the framework's own step
+step. A function handed to the optimizer's step as its closure (`opt.step(closure)`) runs on every
+step; but in a closure handed to L-BFGS, whose step reads the closure's loss on the host at every
+evaluation (`float(closure())`), a read of its own waits for nothing more and is not flagged (nor
+by TL202 and TL204). The same reading of "every step" holds for TL202, TL203 and TL204. In a hook, the advice and the fixes use the framework's own step
 counter and logging interval: `self.global_step % self.trainer.log_every_n_steps` in a
 LightningModule, `trainer.global_step % trainer.log_every_n_steps` in a Lightning callback,
 `state.global_step % state.logging_steps` in a TrainerCallback (the Trainer's `self.state` in a
@@ -491,6 +530,9 @@ of every tenth loss, predictions shorter than their targets).
               "    loss = model(x.cuda(non_blocking=True))\n    loss.backward()\n    opt.step()\n"),
         Valid("import torch\nfor batch in loader:\n    x, y = batch\n    x = x.cuda(non_blocking=True)\n"
               "    labels = y.numpy()\n    loss = model(x, y.cuda())\n    loss.backward()\n    opt.step()\n"),
+        # L-BFGS reads the closure's loss on the host at every evaluation (`float(closure())`):
+        # a read of its own there waits for nothing more.
+        Valid(_CLOSURE.format(optimizer="LBFGS", read="history.append(loss.item())", closure="closure")),
         # A DataLoader of the file whose collate_fn leaves the batches on the CPU.
         Valid(_COLLATE_TO_DEVICE.replace('x.to("cuda"), ids.to("cuda")', "x, ids").format(collate="collate")),
     ]
@@ -519,6 +561,10 @@ of every tenth loss, predictions shorter than their targets).
         # All but a few steps, or steps of a collection of unknown size.
         Invalid(in_training_loop("if step not in {1, 10, 100}:\n    print(loss.item())"), fixed=NO_FIX),
         Invalid(in_training_loop("if step in milestones:\n    print(loss.item())"), fixed=NO_FIX),
+        # A closure the optimizer's step calls runs on every step.
+        Invalid(_CLOSURE.format(optimizer="SGD", read="history.append(loss.item())", closure="closure"), fixed=NO_FIX),
+        Invalid(_CLOSURE.format(optimizer="Adam", read="history.append(float(loss))", closure="closure=closure"),
+                fixed=NO_FIX),
         # A remainder that holds on all steps but one in N: only its `else:` is limited.
         Invalid(in_training_loop("if step % log_every:\n    print(loss.item())"), fixed=NO_FIX),
         Invalid(in_training_loop("if (step + 1) % log_every > 0:\n    n = int(loss)"), fixed=NO_FIX),
@@ -608,7 +654,7 @@ of every tenth loss, predictions shorter than their targets).
         elif isinstance(func, cst.Attribute) and func.attr.value == "get_scale" and not node.args \
                 and dotted(func.value) in _scaler_names(ctx):
             # GradScaler.get_scale() is `self._scale.item()` (timm's and HF's "was the step skipped?").
-            if ctx.is_per_step(node):
+            if _waits_per_step(ctx, node):
                 self.report(node, f"`{ctx.code(node)}` reads the loss scale from the GPU (`.item()`) on every step; "
                                   f"read it under the logging interval (`{interval_guard(ctx, node)}`); to tell a "
                                   f"skipped step, let the scheduler step anyway (float16 skips few steps)")
@@ -617,7 +663,7 @@ of every tenth loss, predictions shorter than their targets).
             return
         # A value known to be in host memory waits for no GPU: a tensor of a batch the loop has not
         # moved yet, a numpy value, a tensor made without a device (Tensors.on_host).
-        if not ctx.is_per_step(node) or ctx.tensors.on_host(target):
+        if not _waits_per_step(ctx, node) or ctx.tensors.on_host(target):
             return
         fix = None
         parent, added = ctx.parent(node), node
@@ -1027,6 +1073,7 @@ interval there. Without one there is no fix.
               "        if i % 100 == 0:\n            self.log('x', loss, sync_dist=True)\n        return loss\n"
               "    def on_train_epoch_end(self):\n        self.log('e', self.total, sync_dist=True)\n"),
         Valid(in_training_loop("meter.add_scalar('loss', loss, step)")),
+        Valid(_CLOSURE.format(optimizer="LBFGS", read="print('eval', loss)", closure="closure")),
     ]
     invalid = [
         # The total norm clip_grad_norm_ returns is a tensor (on the gradients' device).
@@ -1103,6 +1150,9 @@ interval there. Without one there is no fix.
                 fixed=in_accumulation_step("if global_step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
         Invalid(in_accumulation_step("print(f'loss {loss:.4f}')", counter=""),
                 fixed=in_accumulation_step("print(f'loss {loss:.4f}')", counter="")),
+        # In a closure the optimizer's step calls (not L-BFGS's, which reads the loss itself): no
+        # fix, the loop's counter is not in sight.
+        Invalid(_CLOSURE.format(optimizer="SGD", read="print('eval', loss)", closure="closure"), fixed=NO_FIX),
         # On all steps but one in N: reported; no interval inside it (`step % 100 == 0` under
         # `step % 50 != 0` would print on no step at all).
         Invalid(in_training_loop("if step % 50 != 0:\n    print('loss', loss)"), fixed=NO_FIX),
@@ -1115,7 +1165,7 @@ interval there. Without one there is no fix.
             self._check_synced_log(node)
             return
         values = [v for arg in node.args for v in _formatted_tensors(ctx, arg.value)]
-        if not values or not ctx.is_per_step(node):
+        if not values or not _waits_per_step(ctx, node):
             return
         self._report(node, values[0], guard_statement(self, node, self.opts["log-every"]))
 
@@ -1145,7 +1195,7 @@ interval there. Without one there is no fix.
         if tracker is None:
             return
         values = [v for v in tracker.values if ctx.tensors.is_tensor(v)]
-        if not values or not ctx.is_per_step(node):
+        if not values or not _waits_per_step(ctx, node):
             return
         # Without an explicit step, the tracker numbers what it is given: logging every N steps
         # would squeeze the x-axis N times. No fix then.
@@ -1168,7 +1218,7 @@ interval there. Without one there is no fix.
         """A string built from a tensor outside a logging call (`desc = f"loss {loss:.3f}"`):
         reported without a fix, since the name it is assigned to is used later."""
         ctx = self.ctx
-        if not ctx.is_per_step(node) or self._inside_logging_or_error(node):
+        if not _waits_per_step(ctx, node) or self._inside_logging_or_error(node):
             return
         values = list(_formatted_tensors(ctx, node))
         if values:
@@ -1564,7 +1614,7 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
     def _check(self, node, test: cst.BaseExpression, kind: str) -> None:
         ctx = self.ctx
         # `if step % n == 0 and torch.isnan(loss)`: the tensor part only runs at the interval.
-        if ctx.loops.limits_body(test) or not _is_tensor_test(ctx, test) or not ctx.is_per_step(node):
+        if ctx.loops.limits_body(test) or not _is_tensor_test(ctx, test) or not _waits_per_step(ctx, node):
             return
         fix = None
         if isinstance(node, cst.Assert):

@@ -318,3 +318,27 @@ def test_the_keys_a_star_star_dict_can_pass(code, expected):
     ctx = ctx_for(code)
     call = next(c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "f")
     assert ctx.star_keys(call) == (frozenset(expected) if expected is not None else None)
+
+
+@pytest.mark.parametrize("step", ["opt.step(closure)", "opt.step(closure=closure)", "loss = opt.step(closure)"])
+def test_a_closure_handed_to_the_optimizer_step_runs_per_step(step):
+    code = ("def fit(model, opt, iters):\n    def closure():\n        opt.zero_grad()\n        loss = model()\n"
+            "        loss.backward()\n        marker = 1\n        return loss\n    def unused():\n        other = 1\n"
+            f"    for it in range(iters):\n        {step}\n")
+    ctx = ctx_for(code)
+    assert ctx.loops.is_per_step(_name(ctx, "marker")) and ctx.loops.in_hot_loop(_name(ctx, "marker"))
+    assert not ctx.loops.in_hot_loop(_name(ctx, "other"))
+
+
+def test_a_closure_is_the_function_its_name_reads_where_the_step_is():
+    # The step hands `closure` of fit; the module's own `closure` (and a method so named) is not called.
+    code = ("def closure():\n    outer = 1\nclass T:\n    def closure(self):\n        method = 1\n"
+            "def fit(model, opt, iters):\n    def closure():\n        loss = model()\n        loss.backward()\n"
+            "        inner = 1\n        return loss\n    for it in range(iters):\n        opt.step(closure)\n")
+    ctx = ctx_for(code)
+    assert ctx.loops.is_per_step(_name(ctx, "inner"))
+    assert not ctx.loops.in_hot_loop(_name(ctx, "outer")) and not ctx.loops.in_hot_loop(_name(ctx, "method"))
+    # A function of the module handed to the step of a loop in another function.
+    ctx = ctx_for("def closure():\n    loss = model()\n    loss.backward()\n    marker = 1\n    return loss\n"
+                  "def fit(opt, iters):\n    for it in range(iters):\n        opt.step(closure)\n")
+    assert ctx.loops.is_per_step(_name(ctx, "marker"))

@@ -3,7 +3,7 @@
 The hot loop is the innermost loop that runs a backward or optimizer step, directly or through
 functions and methods of the same module that it calls. Code is "per step" when it runs on every
 iteration of a hot loop: in its body (nested plain loops included), or in a module-local function
-called per step, and not under an interval guard (`if step % n == 0`, a flag derived from one,
+called per step (or handed to the optimizer's step as its closure: `opt.step(closure)`), and not under an interval guard (`if step % n == 0`, a flag derived from one,
 or a configured name). A remainder test that holds on all steps but one in N (`if step % n:`,
 `if step % n != 0:`) limits only its `else:` (limits_body, else_interval).
 """
@@ -1273,9 +1273,39 @@ class Loops:
             return cached
         self._per_step_fn[key] = False  # recursion guard
         result = self.is_step_hook(fn) or any(self.is_per_step(call, optimizer_steps=optimizer_steps)
-                                              for call in self.calls_by_name.get(fn.name.value, ()))
+                                              for call in (*self.calls_by_name.get(fn.name.value, ()),
+                                                           *self.steps_handed(fn)))
         self._per_step_fn[key] = result
         return result
+
+    def steps_handed(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The optimizer steps handed fn as their closure (`opt.step(closure)`,
+        `opt.step(closure=closure)`), which call it there: in the scope that defines fn (L-BFGS's
+        closure, a function nested in the one that trains)."""
+        return [call for call in self._closure_steps.get(fn.name.value, ()) if self._names_function(call, fn)]
+
+    def _names_function(self, at: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+        """fn's name, read at `at`, is fn: the nearest scope around `at` that defines a function
+        of that name (not a method) defines fn."""
+        defs = [f for f in self.functions.get(fn.name.value, ())
+                if not isinstance(self.index.parent.get(self.index.parent.get(f)), cst.ClassDef)]
+        scope = self.index.enclosing_function(at)
+        while True:
+            here = [f for f in defs if self.index.enclosing_function(f) is scope]
+            if here or scope is None:
+                return fn in here
+            scope = self.index.enclosing_function(scope)
+
+    @cached_property
+    def _closure_steps(self) -> dict[str, list[cst.Call]]:
+        table: dict[str, list[cst.Call]] = {}
+        for call in self.step_calls:
+            if is_optimizer_step(call):
+                for arg in call.args:
+                    if isinstance(arg.value, cst.Name) and not arg.star and (
+                            arg.keyword is None or arg.keyword.value == "closure"):
+                        table.setdefault(arg.value.value, []).append(call)
+        return table
 
     def is_step_hook(self, fn: cst.FunctionDef) -> bool:
         """A method a training framework calls on every step: a LightningModule's `training_step`
@@ -1356,6 +1386,7 @@ class Loops:
         if cached is not None:
             return cached
         self._in_hot_fn[fn] = False  # recursion guard
-        result = self.is_step_hook(fn) or any(self.in_hot_loop(call) for call in self.calls_by_name.get(fn.name.value, ()))
+        result = self.is_step_hook(fn) or any(self.in_hot_loop(call) for call in (
+            *self.calls_by_name.get(fn.name.value, ()), *self.steps_handed(fn)))
         self._in_hot_fn[fn] = result
         return result
