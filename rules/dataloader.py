@@ -43,6 +43,7 @@ from trainlint.analysis.framework_loaders import (
 )
 from trainlint.analysis.frameworks import configured_for_cpu
 from trainlint.analysis.imports import after_imports, insert_stdlib_import
+from trainlint.analysis.inplace import changed_after_copy
 from trainlint.analysis.settings import Source
 from trainlint.analysis.star_args import entry_to_change
 from trainlint.analysis.variables import owner, variable_uses
@@ -2964,6 +2965,14 @@ _COLLATED = (
 _STACKS = "def collate(samples):\n    return torch.stack([a for a, _ in samples]), torch.tensor([b for _, b in samples])"
 
 
+# Several steps on each batch: its copies in the step loop, a change before or after that loop.
+_FREE_STEPS = (
+    "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+    "for x, y in loader:\n{before}    for _ in range(4):\n        {inner}\n        loss = model(xd, y)\n"
+    "        loss.backward()\n        opt.step()\n{after}"
+)
+
+
 # "Free" adversarial training: several optimizer steps on each batch, in a loop inside the loop
 # over the batches.
 _FREE_AT = (
@@ -3030,9 +3039,15 @@ a way no loader of the file is seen to take) is fixed only with `--unsafe-fixes`
 module whose `to`/`cuda` does not take it gets no fix (passing it would raise a TypeError), nor
 does a copy under `with torch.cuda.stream(s):` in a function where no stream waits for another
 (`wait_stream`, `wait_event`): there the copy's being blocking is what makes the data ready for
-the default stream that reads it. Nor does the copy of a host tensor that the loop changes in place
-after it (`xd = x.to(device)` then `x.mul_(std)`, `x += 1`, `x[m] = 0`): the host goes on while a
-non-blocking copy waits its turn, so the copy could read the changed values. Nor does a copy in
+the default stream that reads it. Nor does the copy of a host tensor changed in place after it
+(`xd = x.to(device)` then `x.mul_(std)`, `x += 1`, `x[m] = 0`, `torch.add(a, b, out=x)`,
+`F.relu(x, inplace=True)`, a function of the module that changes its argument so, `cutout_(x)`, or
+a change through a view, `v = x[:, 0]` then `v.zero_()`): later in the pass, after a loop around
+the copy, on the next pass of a loop around it inside the loop over the batches (several steps on
+each batch, `x.add_(noise)` before the copy), or after a call of a helper of the module that copies
+the tensor it is handed. The host goes on while a non-blocking copy waits its turn, so the copy
+could read the changed values. (The copy of an item, `batch["x"].to(device)`, is not followed: a
+dict's item set anew is no change in place.) Nor does a copy in
 a function of the module whose device is its parameter when some call passes the CPU there
 (`def move(t, dev): return t.to(dev)`, also `move(pred, "cpu")`): a non-blocking copy to the
 host would be read before it ends.
@@ -3082,6 +3097,61 @@ host would be read before it ends.
                 message="`x` is changed in place after the copy"),
         Invalid(_SRC.format(move="with ctx:\n        yd = y.cuda()\n    y += 1"), fixed=NO_FIX,
                 message="`y` is changed in place after the copy"),
+        # ... by a function of the module the tensor is handed to (a cutout on the host; two calls
+        # down), through a view of it (taken before or after the copy), by `out=` or `inplace=True`,
+        # or on the next pass of a loop around the copy inside the loop over the batches (several
+        # steps on each batch): no fix.
+        Invalid(_SRC.format(move="xd = x.to(device)\n    cutout_(x)").replace(
+                    "loader = ", "def cutout_(t):\n    t[:, :, :4, :4] = 0\nloader = "), fixed=NO_FIX,
+                message="`x` is changed in place after the copy, by `cutout_(x)`"),
+        Invalid(_SRC.format(move="xd = x.to(device)\n    augment(x, 4)").replace(
+                    "loader = ", "def erase(t, n):\n    t.narrow(2, 0, n).zero_()\n"
+                                 "def augment(images, n):\n    erase(images[0], n)\nloader = "), fixed=NO_FIX,
+                message="`x` is changed in place after the copy, by `augment(x, 4)`"),
+        Invalid(_SRC.format(move="v = y[:, 0]\n    yd = y.to(device)\n    v.zero_()"), fixed=NO_FIX,
+                message="`y` is changed in place after the copy, by `v.zero_()`"),
+        Invalid(_SRC.format(move="yd = y.to(device)\n    y.view(-1)[0] = 1"), fixed=NO_FIX,
+                message="`y` is changed in place after the copy"),
+        Invalid("import torch\n" + _SRC.format(move="yd = y.to(device)\n    torch.add(y, 1, out=y)"), fixed=NO_FIX,
+                message="`y` is changed in place after the copy, by `torch.add(y, 1, out=y)`"),
+        Invalid(_SRC.format(move="xd = x.to(device)\n    h = F.relu(x, inplace=True)"), fixed=NO_FIX,
+                message="`x` is changed in place after the copy"),
+        Invalid(_SRC.format(move="xs = [t.cuda() for t in x]\n    x[0].mul_(2)"), fixed=NO_FIX,
+                message="`x` is changed in place after the copy"),
+        Invalid(_FREE_STEPS.format(before="", inner="x.add_(noise)\n        xd = x.to(device)", after=""),
+                fixed=NO_FIX, message="`x` is changed in place after the copy, on the next pass of the loop"),
+        Invalid(_FREE_STEPS.format(before="", inner="xd = x.to(device)", after="    x.zero_()\n"), fixed=NO_FIX,
+                message="`x` is changed in place after the copy, by `x.zero_()`"),
+        # Copied by a helper of the module, then changed by its caller.
+        Invalid(_HELPER.format(move="t.to(device)", body="xd = to_device(x)\n    x.mul_(std)"), fixed=NO_FIX,
+                message="`x` is changed in place after the copy, by `x.mul_(std)`"),
+        # ... or through what it was taken from (a list batch's item; a dict's item set anew is no
+        # change of the tensor).
+        Invalid(_SRC.format(move="xd = x.to(device)\n    batch[0].zero_()").replace(
+                    "for x, y in loader:", "for batch in loader:\n    x, y = batch"), fixed=NO_FIX,
+                message="`x` is changed in place after the copy, by `batch[0].zero_()`"),
+        Invalid(_SRC.format(move="batch['x'] = x.to(device)").replace(
+                    "for x, y in loader:", "for batch in loader:\n    x, y = batch['x'], batch['y']"),
+                fixed=_SRC.format(move="batch['x'] = x.to(device, non_blocking=True)").replace(
+                    "for x, y in loader:", "for batch in loader:\n    x, y = batch['x'], batch['y']")),
+        # What is handed on is only read, or changed after the function makes its own copy; a
+        # copy of the tensor (not a view) is changed; the change comes before the loop around the
+        # copy, or after the copy rebinds the name to the device's tensor: fixed.
+        Invalid(_SRC.format(move="xd = x.to(device)\n    m = stats(x)\n    noisy = aug(x)").replace(
+                    "loader = ", "def stats(t):\n    return t.mean()\ndef aug(t):\n    t = t.flip(0)\n"
+                                 "    t.mul_(2)\n    return t\nloader = "),
+                fixed=_SRC.format(move="xd = x.to(device, non_blocking=True)\n    m = stats(x)\n    noisy = aug(x)").replace(
+                    "loader = ", "def stats(t):\n    return t.mean()\ndef aug(t):\n    t = t.flip(0)\n"
+                                 "    t.mul_(2)\n    return t\nloader = ")),
+        Invalid(_SRC.format(move="xd = x.to(device)\n    v = x.clone()\n    v[:, 0] = 0\n    x.sum().add_(1)"),
+                fixed=_SRC.format(move="xd = x.to(device, non_blocking=True)\n    v = x.clone()\n    v[:, 0] = 0\n"
+                                       "    x.sum().add_(1)")),
+        Invalid(_FREE_STEPS.format(before="    x.add_(noise)\n", inner="xd = x.to(device)", after=""),
+                fixed=_FREE_STEPS.format(before="    x.add_(noise)\n", inner="xd = x.to(device, non_blocking=True)",
+                                         after="")),
+        Invalid(_FREE_STEPS.format(before="", inner="x = x.to(device)\n        x.add_(noise)", after=""),
+                fixed=_FREE_STEPS.format(before="", inner="x = x.to(device, non_blocking=True)\n        x.add_(noise)",
+                                         after="")),
         # Changed after it is bound to something else, or the copy itself rebinds it: fixed.
         Invalid(_SRC.format(move="x = x.to(device)\n    x.mul_(std)"),
                 fixed=_SRC.format(move="x = x.to(device, non_blocking=True)\n    x.mul_(std)")),
@@ -3241,12 +3311,14 @@ host would be read before it ends.
                 self.report(call, message + f" (`{helper}` also copies to the CPU, where a non-blocking copy "
                             "would be read before it ends: give the batch a copy of its own)")
                 continue
-            changed = _changed_after_copy(ctx, call)
+            changed = changed_after_copy(ctx, call)
             if changed is not None:
                 # The host keeps going while a non-blocking copy waits its turn on the stream: a
                 # change made in place afterwards may reach the device copy.
-                self.report(call, message + f" (`{changed}` is changed in place after the copy, which a "
-                            "non-blocking copy may read after the change: change it first, or copy a clone)")
+                when = ", on the next pass of the loop" if changed.next_pass else ""
+                self.report(call, message + f" (`{changed.name}` is changed in place after the copy{when}, by "
+                            f"`{_excerpt(ctx, changed.node)}`, which a non-blocking copy may read after the "
+                            "change: change it first, or copy a clone)")
                 continue
             takes = copy_takes_non_blocking(ctx, call)
             if takes is False:
@@ -3283,61 +3355,10 @@ def _also_copies_to_cpu(ctx, call: cst.Call) -> str | None:
     return None
 
 
-def _changed_after_copy(ctx, call: cst.Call) -> str | None:
-    """The name of the host tensor a device copy reads (`x` of `x.to(device)`), when a statement
-    after the copy in the same pass of its loop changes it in place (`x.mul_(s)`, `x += 1`,
-    `x[mask] = 0`) before anything rebinds it; else None."""
-    source = call.func.value
-    if not isinstance(source, cst.Name):
-        return None
-    name = source.value
-    loop = ctx.loops.innermost_loop(call)
-    first = True
-    for anc, _earlier in ctx.index.preceding(call):
-        if anc is loop:
-            break
-        if not isinstance(anc, (cst.IndentedBlock, cst.Module)):
-            continue
-        position = next(i for i, stmt in enumerate(anc.body) if ctx.index.contains(stmt, call))
-        if first and _rebinds(anc.body[position], name):
-            return None  # `x = x.to(device)`: what follows changes the copy, not the host tensor
-        first = False
-        for stmt in anc.body[position + 1:]:
-            if _changes_in_place(ctx, stmt, name):
-                return name
-            if _rebinds(stmt, name):
-                return None
-    return None
-
-
-def _rebinds(stmt: cst.CSTNode, name: str) -> bool:
-    """Whether a simple statement assigns `name` itself (`x = ...`, `x, y = ...`)."""
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return False
-    targets = [t.target for small in stmt.body if isinstance(small, cst.Assign) for t in small.targets]
-    targets += [small.target for small in stmt.body if isinstance(small, cst.AnnAssign)]
-    bound = [n for t in targets for n in ([t] if isinstance(t, cst.Name) else [e.value for e in getattr(t, "elements", ())])]
-    return any(isinstance(n, cst.Name) and n.value == name for n in bound)
-
-
-def _changes_in_place(ctx, stmt: cst.CSTNode, name: str) -> bool:
-    """Whether stmt changes the tensor bound to `name` in place: an in-place method (`x.add_(...)`,
-    `x.zero_()`), an augmented assignment (`x += 1`, a tensor's is in place) or an item assignment."""
-    def is_name(expr) -> bool:
-        return isinstance(expr, cst.Name) and expr.value == name
-
-    for node in ctx.index.walk(stmt):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and is_name(node.func.value):
-            method = node.func.attr.value
-            if method.endswith("_") and not method.startswith("_"):
-                return True
-        elif isinstance(node, cst.AugAssign) and (is_name(node.target) or isinstance(node.target, cst.Subscript)
-                                                  and is_name(node.target.value)):
-            return True
-        elif isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Subscript) \
-                and is_name(node.target.value):
-            return True
-    return False
+def _excerpt(ctx, node: cst.CSTNode) -> str:
+    """node's code on one line for a message, cut when long."""
+    code = " ".join(ctx.code(node).split())
+    return code if len(code) <= 60 else code[:57] + "..."
 
 
 def _non_blocking_position(ctx, call: cst.Call) -> int:
