@@ -2352,7 +2352,9 @@ class HeavyCollateFn(Rule):
     summary = "`collate_fn` that tokenizes, pads, masks, decodes images or moves tensors to a device"
     source = "§3, §3.3"
     fix_applicability = "unsafe"
-    triggers = ("collate_fn",)
+    # Every loader call is spelled with "DataLoader" somewhere in the file (its import at least);
+    # a collate_fn passed by position has no keyword to find.
+    triggers = ("collate_fn", "DataLoader")
     options = DataLoaderNoWorkers.options
     docs = """
 ## What it does
@@ -2417,6 +2419,9 @@ message says so). Moving tokenizing and decoding offline is left to you.
         # With workers already, or a device move with no loop over the loader to move it to: no fix.
         Invalid(_SRC.format(body="enc = tokenizer(batch, padding=True)", args="collate_fn=collate, num_workers=4"),
                 fixed=NO_FIX),
+        # The collate_fn (and the workers) passed by position: no `collate_fn` keyword in the file.
+        Invalid(_SRC.format(body="enc = tokenizer(batch, padding=True)", args="8, True, None, None, 4, collate"),
+                fixed=NO_FIX, message="collate_fn `collate` tokenizes/pads"),
         Invalid(_SRC.format(body="x = pad_sequence(batch, batch_first=True)", args="collate_fn=collate"),
                 fixed=_SRC.format(body="x = pad_sequence(batch, batch_first=True)",
                                   args="collate_fn=collate, num_workers=min(8, os.cpu_count() or 1)")),
@@ -2988,7 +2993,9 @@ class BlockingHostToDeviceCopy(Rule):
     summary = "Batch from a pinned loader copied to the device without `non_blocking=True`"
     source = "§3.3"
     fix_applicability = "safe"
-    triggers = ("pin_memory",)
+    # pin_memory may be passed by position (TL102's fix writes it there when the call passes that
+    # far): no keyword to find, but every loader call is spelled with "DataLoader" in the file.
+    triggers = ("pin_memory", "DataLoader")
     needs_hot_loop = True
     docs = """
 ## What it does
@@ -3089,6 +3096,11 @@ host would be read before it ends.
     invalid = [
         Invalid(_SRC.format(move="x = x.to(device)"), fixed=_SRC.format(move="x = x.to(device, non_blocking=True)")),
         Invalid(_SRC.format(move="x = x.cuda()"), fixed=_SRC.format(move="x = x.cuda(non_blocking=True)")),
+        # pin_memory passed by position (the 8th of DataLoader's; TL102's fix writes it there when
+        # the call passes that far): no `pin_memory` keyword in the file.
+        Invalid(_SRC.format(move="x = x.cuda()").replace("num_workers=2, pin_memory=True", "8, True, None, None, 2, None, True"),
+                fixed=_SRC.format(move="x = x.cuda(non_blocking=True)").replace(
+                    "num_workers=2, pin_memory=True", "8, True, None, None, 2, None, True")),
         # The host tensor changed in place after its copy (normalized on the host for a log, a
         # buffer reused): a non-blocking copy may read it after the change; reported, no fix.
         Invalid(_SRC.format(move="xd = x.to(device)\n    x.mul_(std)"), fixed=NO_FIX,

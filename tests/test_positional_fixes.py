@@ -63,3 +63,15 @@ def test_fixed_loader_binds_to_torchs_signature(line):
                if isinstance(c.func, cst.Name) and c.func.value == "DataLoader"]
     assert len(loaders) == 1
     _bind(sig, loaders[0], module)
+
+
+def test_tl108_follows_tl102s_positional_pin_memory():
+    # TL102 writes pin_memory where the call passes it, by position; TL108 must read it there to
+    # make the copies of the now pinned batches non-blocking.
+    code = ("from torch.utils.data import DataLoader\n"
+            "a = DataLoader(ds, 32, True, None, None, 2, None, False, True)\n"
+            "for e in range(2):\n    for x in a:\n        x = x.cuda()\n        loss = m(x)\n"
+            "        loss.backward()\n        opt.step()\n")
+    fixed = fix_source(code, select=["TL102", "TL108"], unsafe_fixes=True)
+    assert "a = DataLoader(ds, 32, True, None, None, 2, None, True, True)\n" in fixed
+    assert "x = x.cuda(non_blocking=True)\n" in fixed
