@@ -13,6 +13,7 @@ from trainlint.analysis.batches import (
     batch_part,
     batches_made_on_device,
     builds_trainer_loader,
+    collate_arg,
     collate_leaves_on_host,
     copy_takes_non_blocking,
     dataset_builds,
@@ -2532,7 +2533,7 @@ message says so). Moving tokenizing and decoding offline is left to you.
         ctx = self.ctx
         if not is_loader(ctx, node) or ctx.is_offline_script:
             return
-        arg = loader_arg(ctx, node, "collate_fn")
+        arg = collate_arg(ctx, node)
         if arg is None or arg.star:
             return
         # A conditional collate_fn (`collate_to_gpu if use_cuda else None`): the branch that
@@ -2742,7 +2743,7 @@ def _collate_users(ctx, collate: cst.CSTNode) -> list[cst.Call]:
     anywhere else too (called directly, wrapped, stored): its other uses would lose the moves."""
     users, uses = [], []
     for call in ctx.index.nodes(cst.Call):
-        arg = loader_arg(ctx, call, "collate_fn") if is_loader(ctx, call) else None
+        arg = collate_arg(ctx, call) if is_loader(ctx, call) else None
         if arg is not None and not arg.star and resolve_callable(ctx, arg.value) is collate:
             users.append(call)
             uses += [id(n) for n in ctx.index.walk(arg.value) if isinstance(n, cst.Name)]
@@ -3036,7 +3037,7 @@ for x, y in loader:  # DataLoader(..., pin_memory=True)
 Safe: work queued on the same CUDA stream after the copy still sees the copied data. A
 `non_blocking` passed by position (`x.cuda(0, False)`) is set where it stands. The fix is written
 only where what is copied is known to take `non_blocking`: the tensors of a default-collated batch
-(a loader without `collate_fn`), what a `collate_fn` of this module returns as tensors (or as an
+(a loader without `collate_fn`, or passing `None` for it), what a `collate_fn` of this module returns as tensors (or as an
 object of a class of this module whose `to`/`cuda` takes `non_blocking` or `**kwargs`), the
 tensors a transformers data collator's batch holds, and a copy made only of a tensor (`v.to(device)
 if torch.is_tensor(v) else v`, under `if isinstance(v, torch.Tensor):`). The copy of anything else (another batch

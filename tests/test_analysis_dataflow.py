@@ -686,6 +686,25 @@ def test_pin_memory_fix_unsafe_for_a_device_helpers_tensors():
     assert fixes == {"helper": [Applicability.UNSAFE], "plain": [Applicability.SAFE]}
 
 
+def test_collate_fn_none_is_the_default_collate():
+    # `collate_fn=None`, by keyword or by position, is DataLoader's default: TL108's fix is safe
+    # there (the batch's tensors take non_blocking), as for a loader that does not pass it.
+    from trainlint.api import lint_source
+    from trainlint.config import Settings
+    from trainlint.diagnostics import Applicability
+
+    code = ("from torch.utils.data import DataLoader\nloader = DataLoader({args})\n"
+            "for x, y in loader:\n    loss = model(x.cuda(), y)\n    loss.backward()\n    opt.step()\n")
+    fixes = {}
+    for key, args in (("keyword", "ds, pin_memory=True, collate_fn=None"),
+                      ("positional", "ds, 8, True, None, None, 2, None, True"),
+                      ("unset", "ds, pin_memory=True"), ("custom", "ds, pin_memory=True, collate_fn=collate")):
+        found = lint_source(code.format(args=args), path="t.py", settings=Settings(select=("TL108",)))
+        fixes[key] = [d.fix.applicability for d in found]
+    assert fixes == {"keyword": [Applicability.SAFE], "positional": [Applicability.SAFE],
+                     "unset": [Applicability.SAFE], "custom": [Applicability.UNSAFE]}
+
+
 def test_replays_per_worker():
     # Iterable datasets that would yield every sample once per worker (batches.replays_per_worker).
     from trainlint.analysis.batches import is_loader, replays_per_worker

@@ -72,6 +72,7 @@ def test_tl108_follows_tl102s_positional_pin_memory():
             "a = DataLoader(ds, 32, True, None, None, 2, None, False, True)\n"
             "for e in range(2):\n    for x in a:\n        x = x.cuda()\n        loss = m(x)\n"
             "        loss.backward()\n        opt.step()\n")
-    fixed = fix_source(code, select=["TL102", "TL108"], unsafe_fixes=True)
+    # Safe fixes only: the None passed by position for collate_fn is the default collate.
+    fixed = fix_source(code, select=["TL102", "TL108"], unsafe_fixes=False)
     assert "a = DataLoader(ds, 32, True, None, None, 2, None, True, True)\n" in fixed
     assert "x = x.cuda(non_blocking=True)\n" in fixed

@@ -59,6 +59,13 @@ def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
     return arg
 
 
+def collate_arg(ctx, call: cst.Call) -> cst.Arg | None:
+    """The argument that gives the loader a collate_fn of its own (as loader_arg finds it); None
+    when it passes none or passes `None`, by keyword or by position: DataLoader's default collate."""
+    arg = loader_arg(ctx, call, "collate_fn")
+    return None if arg is not None and not arg.star and ctx.literal(arg.value) is None else arg
+
+
 def star_values(ctx, call: cst.Call, name: str) -> list:
     """The values the call's `**options` dict is given for DataLoader argument `name` where the
     file shows every place that sets it (`train_kwargs = {"batch_size": args.batch_size}`,
@@ -448,7 +455,7 @@ _MOVES_TENSORS = "moves tensors to a device"
 
 
 def _moves_in_loader(ctx, call: cst.Call) -> bool:
-    arg = loader_arg(ctx, call, "collate_fn")
+    arg = collate_arg(ctx, call)
     if arg is not None and not arg.star:
         for collate in callable_choices(ctx, arg.value):  # either branch of a conditional one
             if any(kind == _MOVES_TENSORS for _c, kind in heavy_work(ctx, collate, masks=False)):
@@ -836,7 +843,7 @@ def _find_collated(ctx, loader: cst.Call):
         [batch_size.value] if batch_size is not None else []
     if batch_size is not None and (not sizes or any(v is None or ctx.literal(v) is None for v in sizes)):
         return None, None  # `batch_size=None`: the dataset's samples pass through as they are
-    arg = loader_arg(ctx, loader, "collate_fn")
+    arg = collate_arg(ctx, loader)
     if arg is None:
         return True, True
     if arg.star:
