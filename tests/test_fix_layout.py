@@ -508,6 +508,34 @@ def test_a_call_fixed_inside_another_calls_line_of_arguments_takes_that_call_alo
     assert "        model, DataLoader(\n" in fix_source(commented, select=["TL101"], path="train.py")
 
 
+def test_a_call_fixed_inside_nested_calls_takes_the_outermost_call_of_its_line_along():
+    # Black splits a line at its last brackets, those of the outermost call (`mse_loss(`), not at
+    # the call right around the fix: TL108 once wrote `mse_loss(model(\n    x.to(...)\n), y...)`.
+    # Each fix of the line takes its turn; the second still fits the line of arguments.
+    head = ("from torch.utils.data import DataLoader\n\n\ndef train(model, opt, ds, device):\n"
+            "    for x, y in DataLoader(ds, pin_memory=True):\n")
+    tail = "        loss.backward()\n        opt.step()\n"
+    code = head + "        loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))\n" + tail
+    assert fix_source(code, select=["TL108"], path="train.py") == head + (
+        "        loss = torch.nn.functional.mse_loss(\n"
+        "            model(x.to(device, non_blocking=True)), y.to(device, non_blocking=True)\n"
+        "        )\n") + tail
+
+
+def test_a_call_fixed_before_one_method_call_splits_that_calls_brackets():
+    # `images.to(device).to(memory_format=...)`: Black splits the last brackets, the method
+    # call's, when the line up to them fits; the fix once split its own call's brackets
+    # (`images.to(\n    device, non_blocking=True\n).to(...)`), which Black redoes.
+    head = ("import torch\nfrom torch.utils.data import DataLoader\n\n\ndef train(model, opt, ds, device):\n"
+            "    for images, y in DataLoader(ds, pin_memory=True):\n")
+    tail = "        model(masked, y).backward()\n        opt.step()\n"
+    code = head + "        masked = images.to(device).to(memory_format=torch.channels_last)\n" + tail
+    assert fix_source(code, select=["TL108"], path="train.py") == head + (
+        "        masked = images.to(device, non_blocking=True).to(\n"
+        "            memory_format=torch.channels_last\n"
+        "        )\n") + tail
+
+
 def test_a_call_fixed_inside_a_for_header_takes_the_enclosing_call_along():
     # `for ... in enumerate(DataLoader(...)):` too long once fixed: Black splits at enumerate's
     # brackets (its sole argument takes no comma), then the loader's; before, the loader was split

@@ -332,6 +332,10 @@ class FileContext:
                 and isinstance(call := self.parent(attr), cst.Call) and call.func is attr:
             top, links = call, links + 1
         element = comprehension = False
+        if links == 1:
+            split = self._splits_method_call(top, old, new)
+            if split is not None:
+                return split
         if links < 2:
             top = self.parent(old)
             if (isinstance(top, cst.Element) and top.value is old
@@ -391,6 +395,29 @@ class FileContext:
             return top, comprehended(value, indent, room)
         return top, fluent(value, indent, room) if links >= 2 else parenthesized(value, indent, room)
 
+    def _splits_method_call(self, chain: cst.Call, old: cst.CSTNode, new: cst.Call):
+        """old is the receiver of one method call with arguments (`images.to(device).to(memory_format=
+        cl)`) on a statement's line that new makes too long: that call with new in it (or the call
+        it is an argument of, as _outer_call takes it), when the line up to its opening bracket
+        fits. Black splits a line at its last brackets first, the method call's; the engine then
+        splits there. None for anything else (a method call without arguments, whose empty
+        brackets Black does not split)."""
+        grown = chain.deep_replace(old, new)
+        outer = self._outer_call(chain, grown)
+        if outer is not None:
+            return outer
+        stmt = self.statement(chain)
+        if not chain.args or not isinstance(stmt, cst.SimpleStatementLine):
+            return None
+        line = self.code(stmt.with_changes(leading_lines=[])).strip()
+        if "\n" in line or self.code(chain) not in line:
+            return None
+        line = line.replace(self.code(chain), self.code(grown), 1)
+        if self.fits(line, at=stmt):
+            return None
+        head = line.index(self.code(grown)) + len(self.code(grown.func)) + 1
+        return (chain, grown) if len(self.indentation(stmt)) + head <= self.line_length else None
+
     def _splits_last_call(self, collection: cst.BaseExpression, old: cst.CSTNode, new: cst.Call) -> bool:
         """Black leaves a pair assigned without parentheses (`a, b = x.cuda(...), y.cuda(...)`) as it
         is and splits the brackets of the call that ends it, when that call is old and the line up
@@ -445,6 +472,12 @@ class FileContext:
         stmt = self.statement(old)
         if not isinstance(outer, cst.Call) or stmt is None:
             return None
+        # Up to the outermost call on the line that holds it as an argument (`mse_loss(model(x.to(d)),
+        # y)`): Black splits a line at its last brackets, that call's, before any inside it.
+        while "\n" not in self.code(outer) and isinstance(arg := self.parent(outer), cst.Arg) \
+                and arg.value is outer and isinstance(above := self.parent(arg), cst.Call) \
+                and "\n" not in self.code(above):
+            outer = above
         if "\n" in self.code(outer):
             # Black's layout of a call whose arguments fit a line of their own, which new makes
             # too long (a second round of fixes, or code formatted by Black): Black lays the call
