@@ -536,6 +536,24 @@ def test_a_call_fixed_before_one_method_call_splits_that_calls_brackets():
         "        )\n") + tail
 
 
+def test_a_helper_added_to_a_tab_indented_file_is_indented_with_tabs():
+    # TL106's `_trainlint_to_device` was written with its own four spaces into a tab-indented
+    # file; libcst then read the file's indentation as those spaces, and the fixes after it mixed
+    # both (`\t    batch_size=32,`). Its blocks take the file's indentation; its strings keep theirs.
+    code = ("import torch\nfrom torch.utils.data import DataLoader\n\n"
+            "device = torch.device('cuda')\n\n\ndef collate(batch):\n"
+            "\treturn torch.stack([b[0] for b in batch]).to(device)\n\n\n"
+            "def main():\n\tloader = DataLoader(ds, batch_size=4, shuffle=True, collate_fn=collate)\n"
+            "\tfor x in loader:\n\t\tloss = model(x)\n\t\tloss.backward()\n\t\topt.step()\n\n\n"
+            "if __name__ == '__main__':\n\tmain()\n")
+    fixed = fix_source(code, select=["TL1"], path="train.py")
+    assert "def _trainlint_to_device(batch, device):\n\t\"\"\"Added by trainlint" in fixed
+    assert "\t\treturn batch.to(device, non_blocking=True)\n" in fixed
+    assert "\tloader = DataLoader(\n\t\tds,\n\t\tbatch_size=4,\n" in fixed
+    assert "\t\treturn type(batch)(\n\t\t\t(k, _trainlint_to_device(v, device)) for k" in fixed
+    assert [line for line in fixed.splitlines() if line[:len(line) - len(line.lstrip())].count(" ")] == []
+
+
 def test_a_call_fixed_inside_a_for_header_takes_the_enclosing_call_along():
     # `for ... in enumerate(DataLoader(...)):` too long once fixed: Black splits at enumerate's
     # brackets (its sole argument takes no comma), then the loader's; before, the loader was split

@@ -19,6 +19,7 @@ def after_imports(ctx, code: str, blank_lines_after: int = 0):
     the inserted code sees every import it may use and precedes the code that uses it. Blank
     lines are added after code until the next statement has `blank_lines_after` before it.
     """
+    code = in_file_indent(ctx, code)
     body = list(ctx.module.body)
     anchor = ctx.last_import()
     if anchor is None and body and is_docstring(body[0]):
@@ -37,6 +38,38 @@ def after_imports(ctx, code: str, blank_lines_after: int = 0):
             return None
         return (following, code + ctx.code(following))
     return (anchor, ctx.code(anchor) + code)
+
+
+def in_file_indent(ctx, code: str) -> str:
+    """code (complete statements, written with four spaces a level) with its blocks, and the lines
+    continuing a bracket inside them, indented as the module's are (a tab a level in a
+    tab-indented file), its strings as they were; code as it is when the module indents so too,
+    or when code does not parse alone. Written as it came, a helper's spaces in a tab-indented
+    file became the indentation libcst reads for the whole file (its first block's), and later
+    fixes mixed the two."""
+    indent = ctx.module.default_indent
+    try:
+        snippet = cst.parse_module(code)
+    except cst.ParserSyntaxError:
+        return code
+    if snippet.default_indent == indent:
+        return code
+    return snippet.visit(_ContinuationLevels(snippet.default_indent, indent)).with_changes(default_indent=indent).code
+
+
+class _ContinuationLevels(cst.CSTTransformer):
+    """A bracket's continuation line one level past its block's (`return f(\n    a\n)`): that
+    level in the module's own indentation."""
+
+    def __init__(self, written: str, indent: str) -> None:
+        self.written, self.indent = written, indent
+
+    def leave_ParenthesizedWhitespace(self, original, updated):
+        extra = updated.last_line.value
+        levels, rest = divmod(len(extra), len(self.written)) if extra else (0, 1)
+        if not updated.indent or rest or extra != self.written * levels:
+            return updated
+        return updated.with_changes(last_line=cst.SimpleWhitespace(self.indent * levels))
 
 
 def imported_name(ctx, qualified: str) -> str | None:
