@@ -2781,7 +2781,9 @@ class HeavyGetitem(Rule):
 ## What it does
 Flags a dataset's `__getitem__` (map-style) or `__iter__` (iterable) that tokenizes text,
 decodes images or audio, or extracts audio features (a transformers feature extractor or a
-processor given `sampling_rate=`, `librosa.feature.*`, `torchaudio.compliance.kaldi.fbank`) for every sample, itself or in a method of its class (or of a base class
+processor given `sampling_rate=`, `librosa.feature.*`, `torchaudio.compliance.kaldi.fbank`, a
+spectrogram by `torch.stft`, a torchaudio transform such as `MelSpectrogram`, also one built in
+`__init__` as `self.melspec` and called per sample) for every sample, itself or in a method of its class (or of a base class
 in the same module) that it calls, up to two calls down (`self.load_image(i)`).
 
 ## Why is this bad?
@@ -2842,6 +2844,14 @@ make.
                                                  args=", num_workers=2"), fixed=NO_FIX, message="extracts audio features"),
         Invalid("import torchaudio\n" + _SRC.format(body="return torchaudio.compliance.kaldi.fbank(self.clips[i])",
                                                     args=", num_workers=2"), fixed=NO_FIX, message="extracts audio features"),
+        # A spectrogram per clip (torch.stft), and a torchaudio transform built in __init__ and
+        # called per sample.
+        Invalid("import torch\n" + _SRC.format(body="return torch.stft(self.clips[i], 400, return_complex=True).abs()",
+                                                args=", num_workers=2"), fixed=NO_FIX, message="extracts audio features"),
+        Invalid("import torchaudio\n" + _SRC.format(body="return self.melspec(self.clips[i])", args=", num_workers=2")
+                .replace("class ", "class Base:\n    def __init__(self):\n"
+                         "        self.melspec = torchaudio.transforms.MelSpectrogram(n_mels=64)\nclass ", 1),
+                fixed=NO_FIX, message="extracts audio features"),
         Invalid(_SRC.format(body="return self.tok.encode(self.texts[i])", args=""),
                 fixed=_SRC.format(body="return self.tok.encode(self.texts[i])",
                                   args=", num_workers=min(8, os.cpu_count() or 1)")),

@@ -1020,8 +1020,11 @@ _TOKENIZE = re.compile(r"(tokeniz|encode_plus|batch_encode|^encode$|^pad$|pad_se
 _DECODE = re.compile(r"(^Image\.open$|\.open$|imread|imdecode|decode_image|decode_jpeg|read_image|^load$|librosa\.load|"
                      r"torchaudio\.load|soundfile\.read|^sf\.read$|decord|VideoReader)")
 # Audio feature extraction (log-mel, fbank, MFCC): like tokenizing, the same for a clip every epoch.
+# A spectrogram per clip (`torch.stft`, `wave.stft(...)`) and torchaudio's feature transforms
+# (built once, `self.melspec = MelSpectrogram(...)`, and called per sample) count too.
 _FEATURES = re.compile(r"(^librosa\.feature\.|^torchaudio\.compliance\.kaldi\.(fbank|mfcc|spectrogram)$|"
-                       r"(^|\.)log_mel_spectrogram$|feature_extractor)", re.IGNORECASE)
+                       r"(^|\.)log_mel_spectrogram$|feature_extractor|(^|\.)stft$|"
+                       r"^torchaudio\.transforms\.(Spectrogram|MelSpectrogram|MFCC|LFCC|MelScale)$)", re.IGNORECASE)
 _MASK = re.compile(r"(mask)", re.IGNORECASE)
 # Opening a file reads bytes; it decodes no image or audio (fairseq's FastaDataset keeps one handle).
 _FILE_OPENERS = frozenset({"builtins.open", "io.open", "os.open", "codecs.open", "gzip.open", "bz2.open", "lzma.open"})
@@ -1029,6 +1032,15 @@ _FILE_OPENERS = frozenset({"builtins.open", "io.open", "os.open", "codecs.open",
 
 def _call_name(ctx, call: cst.Call) -> str:
     return ctx.names.qualified(call.func) or ctx.dotted(call.func) or ""
+
+
+def _made_by(ctx, func: cst.BaseExpression) -> list[str]:
+    """The qualified names of the calls that built the object a call calls, where it is a name
+    or `self.x` assigned one (`self.melspec = torchaudio.transforms.MelSpectrogram(...)`)."""
+    if not isinstance(func, (cst.Name, cst.Attribute)):
+        return []
+    values = ctx.assigned_values(func) or ctx.assigned_values(func, anywhere=True)
+    return [ctx.names.qualified(v.func) or "" for v in values if isinstance(v, cst.Call)]
 
 
 def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, str]]:
@@ -1043,7 +1055,8 @@ def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, s
         if _TOKENIZE.search(last) or ("tokenizer" in receiver.lower() and last not in ("decode",)) \
                 or (last in ("__call__",) and "tokenizer" in name.lower()) or name.lower().endswith("tokenizer"):
             out.append((node, "tokenizes/pads text"))
-        elif _FEATURES.search(name) or "processor" in name.lower() and ctx.keyword(node, "sampling_rate"):
+        elif _FEATURES.search(name) or any(_FEATURES.search(made) for made in _made_by(ctx, node.func)) \
+                or "processor" in name.lower() and ctx.keyword(node, "sampling_rate"):
             out.append((node, "extracts audio features"))  # a transformers processor given audio
         elif last in ("open", "imread", "imdecode", "decode_image", "decode_jpeg", "read_image", "read") and \
                 _DECODE.search(name) and name not in _FILE_OPENERS or name in ("PIL.Image.open", "torchvision.io.read_image", "torchaudio.load",
