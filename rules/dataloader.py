@@ -974,7 +974,9 @@ in this module (`__getitem__`, `__iter__`, the methods they call, or `__init__` 
 there), moves tensors to a device; or its dataset is built from tensors on the device
 (`TensorDataset(X.to(device), Y.to(device))`, `.cuda()`, a tensor made with `device=` other than
 the CPU, what `torch.load` restores with a `map_location` other than the CPU and its items
-(`data = torch.load(path, map_location=device)`, `TensorDataset(data["x"], data["y"])`), a list
+(`data = torch.load(path, map_location=device)`, `TensorDataset(data["x"], data["y"])`), or with
+no `map_location` from a file this module `torch.save`s such tensors into (a path built from the
+same parts: they come back on the device they were saved from), a list
 appended such tensors, what `torch.cat` or a model makes of them, what a function of this module
 returns when its returns are such tensors, two calls down (`feats = extract(encoder, images)`
 returning `torch.cat` of `encoder(x.to(device))`), a name assigned such a tensor on some path, any
@@ -1072,6 +1074,11 @@ returns is not seen to be on the device: it may be (pinning would then raise).
                                         dataset="TensorDataset(data['x'], data['y'])", options="")),
         Valid(_TENSORS_ON_DEVICE.format(data="x, y = torch.load('cache.pt', device)\n",
                                         dataset="TensorDataset(x, y)", options="")),
+        # No map_location: restored where they were saved from, and this file saves device tensors
+        # there (a path built from the same parts).
+        Valid(_TENSORS_ON_DEVICE.format(
+            data="CACHE = 'feats.pt'\ntorch.save({'x': encoder(images.to(device)), 'y': labels}, CACHE)\n"
+                 "data = torch.load(CACHE)\n", dataset="TensorDataset(data['x'], data['y'])", options="")),
         Valid(_TENSORS_ON_DEVICE.format(data=_EXTRACT + "feats = extract(encoder, images)\n",
                                         dataset="TensorDataset(feats, labels)", options="")),
         Valid(_TENSORS_ON_DEVICE.format(data=_EXTRACT.replace("    return torch.cat(feats)", "    return embed(feats)")
@@ -1150,6 +1157,13 @@ returns is not seen to be on the device: it may be (pinning would then raise).
                                                 options=", pin_memory=True")),
         # Loaded onto the CPU, or features brought back to it: pinning helps. A helper that copies
         # to the device and returns what is not seen to be there gets the fix as unsafe.
+        # ... while a file saved from host tensors, or one this file does not write, is read to the CPU.
+        Invalid(_TENSORS_ON_DEVICE.format(
+            data="torch.save({'x': images, 'y': labels}, 'feats.pt')\ndata = torch.load('feats.pt')\n",
+            dataset="TensorDataset(data['x'], data['y'])", options=""),
+            fixed=_TENSORS_ON_DEVICE.format(
+            data="torch.save({'x': images, 'y': labels}, 'feats.pt')\ndata = torch.load('feats.pt')\n",
+            dataset="TensorDataset(data['x'], data['y'])", options=", pin_memory=True")),
         Invalid(_TENSORS_ON_DEVICE.format(data="data = torch.load('cache.pt', map_location='cpu')\n",
                                           dataset="TensorDataset(data['x'], data['y'])", options=""),
                 fixed=_TENSORS_ON_DEVICE.format(data="data = torch.load('cache.pt', map_location='cpu')\n",

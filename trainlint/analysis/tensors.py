@@ -19,6 +19,7 @@ import libcst as cst
 
 from trainlint.analysis.batches import host_batch_loops, is_cpu_device, is_device_move, over_loader_name
 from trainlint.analysis.names import bound_names, dotted
+from trainlint.analysis.paths import may_name, path_forms
 from trainlint.analysis.tree import walk
 
 # torch functions that do not return tensors.
@@ -248,7 +249,8 @@ class Tensors:
         device (`x.float()`, `x[idx]`) makes of such a tensor; a name whose assignment reaching
         expr gives one, or, when which assignment reaches it is not plain to see, one that some
         assignment of its function gives (`X = X.cuda()` under `if use_gpu:`). Also what
-        `torch.load` gives with a `map_location` that is not the CPU (and the items of it: `data["x"]`);
+        `torch.load` gives with a `map_location` that is not the CPU (and the items of it: `data["x"]`),
+        or with none, from a file the module `torch.save`s a tensor on the device into;
         a list (or a list display, a comprehension) holding such a tensor or appended one
         (`feats.append(encoder(x.to(device)))`); what a torch function (`torch.cat(feats)`) or a
         model call (`encoder(x)`, by its name as for is_tensor) makes of one; and what a function of
@@ -296,6 +298,24 @@ class Tensors:
                        for value in self._scopes.get(scope, {}).get(name, ()))
         return False
 
+    def _saved_from_device(self, load: cst.Call, depth: int, hops: int) -> bool:
+        """A `torch.save(obj, path)` of the module writes the file `load` reads (a path built
+        from the same parts, paths.may_name) with a tensor on the device in obj."""
+        source = self.ctx.positional(load, 0) or self.ctx.keyword(load, "f")
+        if source is None or source.star:
+            return False
+        forms = path_forms(self.ctx, source.value)
+        for save in self.index.nodes(cst.Call):
+            if (self.names.qualified(save.func) or "") != "torch.save":
+                continue
+            obj = self.ctx.positional(save, 0) or self.ctx.keyword(save, "obj")
+            target = self.ctx.positional(save, 1) or self.ctx.keyword(save, "f")
+            if obj is None or target is None or obj.star or target.star:
+                continue
+            if may_name(self.ctx, forms, target.value) and self._device(obj.value, depth + 1, hops):
+                return True
+        return False
+
     def _call_on_device(self, call: cst.Call, depth: int, hops: int) -> bool:
         qn = self.names.qualified(call.func) or ""
         if _FACTORIES.match(qn) or qn == "torch.as_tensor":
@@ -307,6 +327,10 @@ class Tensors:
             keyword, position = _LOADERS[qn]
             arg = self.ctx.keyword(call, keyword) or self.ctx.positional(call, position)
             where = arg.value if arg is not None else None
+            if where is None and qn == "torch.load":
+                # No map_location: tensors come back on the device they were saved from, so a file
+                # this module saves device tensors into is read back onto the device.
+                return self._saved_from_device(call, depth, hops)
             return where is not None and not isinstance(where, cst.Lambda) and not is_cpu_device(self.ctx, where) \
                 and not (isinstance(where, cst.Dict) and all(
                     isinstance(e, cst.DictElement) and is_cpu_device(self.ctx, e.value) for e in where.elements))
