@@ -131,6 +131,12 @@ def _lets_fail(handler: cst.ExceptHandler | cst.ExceptStarHandler) -> bool:
     return bool(names) and all(n in ("KeyboardInterrupt", "SystemExit") for n in names)
 
 
+def _shown(ctx, call: cst.Call) -> str:
+    """A call as a message names it: whole when short, else `shutil.copyfile(...)`."""
+    code = one_line(ctx.code(call))
+    return code if len(code) <= 60 else f"{one_line(ctx.code(call.func))}(...)"
+
+
 def _fixed(loop: str) -> str:
     head, _, rest = loop.partition("\n")
     if rest.startswith(_TRANSFORMERS):  # the helper goes after the imports
@@ -283,7 +289,10 @@ or `mkdir` do not count; a path built from it elsewhere
 (`os.path.join(out, "x")` outside a save) does. A per-step save whose file is used that way is
 moved under the interval together with the statements right after it that use the file (up to
 three: `if step % 1000 == 0:` around `torch.save(state, tmp)` and `os.replace(tmp, path)`), or
-not fixed when such a use on every step is elsewhere.
+not fixed when such a use on every step is elsewhere. Where a save is not made asynchronous, its
+message offers no background write and says what stops it (the call that uses the file, the
+handler that carries on, the `with` that may tear the path down, the file object, the library),
+and whether the fix still moves the save under an interval.
 """
     valid = [
         Valid(in_training_loop("pass") + "torch.save(model.state_dict(), 'final.pt')\n"),
@@ -331,7 +340,8 @@ not fixed when such a use on every step is elsewhere.
         Invalid(in_training_loop("torch.save(model.state_dict(), 'latest.pt')"),
                 fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), "
                                    "'latest.pt')")),
-                message="every training step"),
+                message="every training step and training waits for it; save every `1000` steps, from a CPU "
+                        "snapshot written in a background thread"),
         # Every N steps, through a module-local helper; the script's interval name is kept.
         Invalid("import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
                 + in_training_loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
@@ -344,16 +354,25 @@ not fixed when such a use on every step is elsewhere.
                 fixed=_fixed(_hf(in_training_loop("if should_save:\n    _trainlint_async_save(model.save_pretrained, out, "
                                                   "state_dict=model.state_dict())")))),
         # ... only transformers' models take `state_dict=`: diffusers' `unet.save_pretrained(out)` ignores
-        # it (the live weights would be written while training goes on), its EMAModel's raises.
+        # it (the live weights would be written while training goes on), its EMAModel's raises. The
+        # message says why it offers no background write.
         Invalid(_hf(in_training_loop("if should_save:\n    unet.save_pretrained(out)")).replace(
-            "import torch\n", "import torch\nfrom diffusers import UNet2DModel\n"), fixed=NO_FIX),
-        Invalid(in_training_loop("if should_save:\n    model.save_pretrained(out)"), fixed=NO_FIX),
+            "import torch\n", "import torch\nfrom diffusers import UNet2DModel\n"), fixed=NO_FIX,
+            message="no background write is offered, so no fix: the module imports diffusers, whose "
+                    "`save_pretrained` ignores or rejects `state_dict=`"),
+        Invalid(in_training_loop("if should_save:\n    model.save_pretrained(out)"), fixed=NO_FIX,
+                message="no background write is offered, so no fix: only the `save_pretrained` of transformers' "
+                        "models takes `state_dict=`, and the module does not import transformers"),
         # ... not when `*args` may pass the state dict by position: reported, no fix.
-        Invalid(in_training_loop("if should_save:\n    model.save_pretrained(*save_args)"), fixed=NO_FIX),
-        # accelerate's save_state: per step, moved under the script's interval, not made asynchronous.
+        Invalid(in_training_loop("if should_save:\n    model.save_pretrained(*save_args)"), fixed=NO_FIX,
+                message="no background write is offered, so no fix: `*save_args` may pass the state dict by position"),
+        # accelerate's save_state: per step, moved under the script's interval, not made asynchronous
+        # (the message says so, and why).
         Invalid(in_training_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nsave_every = 50\n"),
                 fixed=in_training_loop("if step % save_every == 0:\n    accelerator.save_state(out)").replace(
-                    "import torch\n", "import torch\nsave_every = 50\n")),
+                    "import torch\n", "import torch\nsave_every = 50\n"),
+                message="save every `save_every` steps (the fix does only that; no background write is offered: "
+                        "`accelerator.save_state` may gather state across ranks, which the fix cannot snapshot)"),
         # ... also written as a constant.
         Invalid(in_training_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nSAVE_EVERY = 50\n"),
                 fixed=in_training_loop("if step % SAVE_EVERY == 0:\n    accelerator.save_state(out)").replace(
@@ -365,7 +384,8 @@ not fixed when such a use on every step is elsewhere.
         Invalid(_DEEPSPEED.format(save="if step % 500 == 0:\n        engine.save_checkpoint(args.out)").replace(
             "model_engine, ", "engine, "), fixed=NO_FIX, message="asynchronous checkpoint engine of DeepSpeed"),
         # fabric.save every N steps: reported, no asynchronous fix.
-        Invalid(in_training_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=NO_FIX),
+        Invalid(in_training_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=NO_FIX,
+                message="no background write is offered, so no fix: `fabric.save` may gather state across ranks"),
         # A per-step save next to one every 500 steps: moved under the script's own 500 (the other
         # save keeps its guard).
         Invalid(_hf(in_training_loop("torch.save(model.state_dict(), 'latest.pt')\nif step % 500 == 0:\n"
@@ -430,7 +450,13 @@ not fixed when such a use on every step is elsewhere.
                 message="every training step"),
         # The checkpoint is read back after the loop: an asynchronous write could race it.
         Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'best.pt')")
-                + "model.load_state_dict(torch.load('best.pt'))\n", fixed=NO_FIX),
+                + "model.load_state_dict(torch.load('best.pt'))\n", fixed=NO_FIX,
+                message="no background write is offered, so no fix: `torch.load('best.pt')` uses the file after the save"),
+        # ... also one of a path that may be the file saved.
+        Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'last.pt')")
+                + "model.load_state_dict(torch.load(args.resume))\n", fixed=NO_FIX,
+                message="no background write is offered, so no fix: `torch.load(args.resume)` after the loop may "
+                        "read the file while it is still written"),
         # The atomic-write idiom: the next line moves the file the save wrote, so the save is not made
         # asynchronous (the file would not exist yet), and the line goes under the interval with it
         # (alone there, the save would leave the replace without its file on the other steps).
@@ -439,12 +465,18 @@ not fixed when such a use on every step is elsewhere.
                 fixed=in_training_loop("if step % 1000 == 0:\n    torch.save(model.state_dict(), 'ckpt.pt.tmp')\n"
                                        "    os.replace('ckpt.pt.tmp', 'ckpt.pt')")
                 .replace("import torch\n", "import os\nimport torch\n"),
-                message="every training step"),
+                message="save every `1000` steps (the fix does only that; no background write is offered: "
+                        "`os.replace('ckpt.pt.tmp', 'ckpt.pt')` uses the file after the save)"),
         # ... and when another statement runs between them: not fixed.
-        Invalid(_REPLACE_AFTER_WORK, fixed=_REPLACE_AFTER_WORK),
+        Invalid(_REPLACE_AFTER_WORK, fixed=_REPLACE_AFTER_WORK,
+                message="save every `1000` steps (no background write is offered: `os.replace('ckpt.pt.tmp', "
+                        "'ckpt.pt')` uses the file after the save)"),
         # PyTorch's ImageNet example: the helper copies the file it has just saved, so it stays blocking;
         # run every N steps, there is nothing else to fix.
-        Invalid(_IMAGENET, fixed=_IMAGENET, message="save_checkpoint"),
+        Invalid(_IMAGENET, fixed=_IMAGENET,
+                message="`save_checkpoint()` (which calls `torch.save`) blocks training while it writes the checkpoint "
+                        "(under `step % args.save_freq == 0`); no background write is offered, so no fix: "
+                        "`shutil.copyfile(filename, 'model_best.pth.tar')` uses the file after the save"),
         # The caller uploads the file the helper saved, the path passed through its parameter: moved
         # under the interval with the save, not made asynchronous.
         Invalid("import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
@@ -452,7 +484,8 @@ not fixed when such a use on every step is elsewhere.
                 fixed="import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
                 + in_training_loop("path = f'ckpt-{step}.pt'\nif step % 1000 == 0:\n    save_ckpt(path)\n"
                                    "    upload(path)").partition("\n")[2],
-                message="save_ckpt"),
+                message="(the fix does only that; no background write is offered: `upload(path)` uses the file "
+                        "after the save)"),
         # Later calls that only print the path or are handed other values: still made asynchronous.
         Invalid(in_training_loop("if step % 500 == 0:\n    torch.save(model.state_dict(), path)\n"
                                  "    print(f'saved {path}')\n    evaluate(model, val_loader)"),
@@ -467,7 +500,7 @@ not fixed when such a use on every step is elsewhere.
         Invalid(in_training_loop("if step % 10 == 0:\n    ckpt = os.path.join(out_dir, 'last.pt')\n"
                                  "    torch.save(model.state_dict(), ckpt)\n"
                                  "    shutil.copyfile(os.path.join(out_dir, 'last.pt'), os.path.join(out_dir, 'best.pt'))"),
-                fixed=NO_FIX),
+                fixed=NO_FIX, message="no fix: `shutil.copyfile(...)` uses the file after the save"),
         Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), OUT / 'last.pt')\n"
                                  "    upload(str(OUT) + '/last.pt')"), fixed=NO_FIX),
         Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), f'{out}/ckpt-{step}.pt')\n"
@@ -482,18 +515,21 @@ not fixed when such a use on every step is elsewhere.
         # removed): a background write could still be running then. Only put under the interval.
         Invalid(_IN_TMPDIR.format(save="torch.save(sd, os.path.join(out, 'latest.pt'))"),
                 fixed=_IN_TMPDIR.format(save="if step % 1000 == 0:\n            torch.save(sd, os.path.join(out, 'latest.pt'))"),
-                message="every training step"),
+                message="(the fix does only that; no background write is offered: `with tempfile.TemporaryDirectory() "
+                        "as out` may tear down `out` on exit, while the write still runs)"),
         # ... also through a variable, or the function that trains called inside the `with`.
         Invalid(_IN_TMPDIR.format(save="if step % 10 == 0:\n            torch.save(sd, ckpt)").replace(
             "    for step", "    ckpt = os.path.join(out, 'latest.pt')\n    for step"), fixed=NO_FIX),
         Invalid("import torch\ndef train(out):\n" + in_training_loop(
                 "if step % 10 == 0:\n    torch.save(sd, f'{out}/latest.pt')").partition("\n")[2].replace("\n", "\n    ")
                 .replace("for step", "    for step", 1) + "\nwith tempfile.TemporaryDirectory() as tmp:\n    train(tmp)\n",
-                fixed=NO_FIX),
+                fixed=NO_FIX, message="no fix: `with tempfile.TemporaryDirectory() as tmp` may tear down `tmp` on exit"),
         # A save whose error the script catches and goes on from: in the background its error would
         # surface outside the `try` (at the next save, or at exit, which fails the process).
         Invalid(in_training_loop("if step % 10 == 0:\n    try:\n        torch.save(model.state_dict(), 'last.pt')\n"
-                                 "    except OSError as exc:\n        print('checkpoint skipped:', exc)"), fixed=NO_FIX),
+                                 "    except OSError as exc:\n        print('checkpoint skipped:', exc)"), fixed=NO_FIX,
+                message="no background write is offered, so no fix: `except OSError:` carries on after the save "
+                        "fails, and a background write would raise its error later, outside the `try`"),
         # ... a handler that stops training on Ctrl-C, or re-raises, lets the error fail the run as before.
         Invalid(_TRY_AROUND_LOOP.format(save="torch.save(sd, 'last.pt')", helper=""),
                 fixed=_TRY_AROUND_LOOP.format(save="_trainlint_async_save(torch.save, sd, 'last.pt')",
@@ -504,7 +540,8 @@ not fixed when such a use on every step is elsewhere.
                                  "    torch.save({'model': model.state_dict()}, f)"),
                 fixed=in_training_loop("if step % 1000 == 0:\n    with open(f'ckpt-{step}.pt', 'wb') as f:\n"
                                        "        torch.save({'model': model.state_dict()}, f)"),
-                message="save every `1000` steps"),
+                message="save every `1000` steps (the fix does only that; no background write is offered: `f` is a "
+                        "file object, written before the save returns)"),
         # ... not fixed when the `with` does more than the save.
         Invalid(_WITH_MORE, fixed=_WITH_MORE),
         # A buffer held in a name (`buffer = io.BytesIO()`) is a file object too: put under the
@@ -512,7 +549,8 @@ not fixed when such a use on every step is elsewhere.
         Invalid("import io\n" + in_training_loop("buffer = io.BytesIO()\ntorch.save(model.state_dict(), buffer)"),
                 fixed="import io\n" + in_training_loop("buffer = io.BytesIO()\nif step % 1000 == 0:\n"
                                                         "    torch.save(model.state_dict(), buffer)"),
-                message="save every `1000` steps"),
+                message="save every `1000` steps (the fix does only that; no background write is offered: `buffer` "
+                        "is a file object, written before the save returns)"),
         Invalid("import io\n" + in_training_loop("n, buffer = 0, io.BytesIO()\ntorch.save(model.state_dict(), buffer)"),
                 fixed="import io\n" + in_training_loop("n, buffer = 0, io.BytesIO()\nif step % 1000 == 0:\n"
                                                         "    torch.save(model.state_dict(), buffer)"),
@@ -631,34 +669,95 @@ not fixed when such a use on every step is elsewhere.
                   "`lightning.pytorch.plugins.io`)")
         engine = ("an asynchronous checkpoint engine of DeepSpeed, chosen in its configuration (Nebula, "
                   "DataStates-LLM; see DeepSpeed's checkpointing docs)")
-        interval = None
         into_file = all(self._into_file_object(s) for s in inner)
         ctx = self.ctx
-        remainder = ctx.loops.remainder_guard(site) if kind == "per-step" else None
+        if kind != "per-step" and all(self._file_object(s) == "memory" for s in inner):
+            return  # serialized into memory now and then (a copy of the best weights): nothing written
+        # Decided once, for the fix and the message alike: a message never offers a background
+        # write the fix withholds.
+        withheld = self._withheld(site, inner)
         if kind == "per-step":
+            remainder = ctx.loops.remainder_guard(site)
             interval = self._interval(site, sites)
+            # An interval inside `if step % 50 != 0:` could hold on no step: there the fix only
+            # writes in the background, where the save stands.
+            fix = self._fix(site, inner, "per-step" if remainder is None else one_line(ctx.code(remainder.test)),
+                            interval, withheld)
             how = f", written in a background thread by {plugin}" if lightning else \
                 f", written in the background by {engine}" if deepspeed else \
-                "" if into_file else ", from a CPU snapshot written in a background thread"
+                f" ({'the fix does only that; ' if fix else ''}no background write is offered: {withheld})" \
+                if withheld else ", from a CPU snapshot written in a background thread"
             when = "every training step" if remainder is None else \
                 f"all training steps but one in N (under `{one_line(ctx.code(remainder.test))}`)"
             message = (f"{what} writes a checkpoint on {when} and training waits for it; save every "
                        f"`{interval}` steps{how}")
-            if remainder is not None:
-                # An interval inside the test (`step % 1000 == 0` under `step % 50 != 0`) could hold
-                # on no step: the fix only writes in the background, where the save stands.
-                kind = one_line(ctx.code(remainder.test))
-        elif all(self._file_object(s) == "memory" for s in inner):
-            return  # serialized into memory now and then (a copy of the best weights): nothing written
         else:
+            fix = self._fix(site, inner, kind, None, withheld)
             how = f"have {plugin} write it in a background thread" if lightning else \
                 f"have {engine} write it in the background" if deepspeed else (
                 "a file object is written before the save returns: save to a path from a CPU snapshot "
-                "in a background thread instead") if into_file else (
+                "in a background thread instead") if into_file else \
+                f"no background write is offered, so no fix: {withheld}" if withheld else (
                 "snapshot the state to the CPU and write it in a background thread "
                 "(or `torch.distributed.checkpoint.async_save`)")
             message = f"{what} blocks training while it writes the checkpoint (under `{kind}`); {how}"
-        self.report(site, message, self._fix(site, inner, kind, interval))
+        self.report(site, message, fix)
+
+    def _withheld(self, site: cst.Call, inner: list[cst.Call]) -> str | None:
+        """Why the save is not made asynchronous, as a message gives it (what stops it, named), or
+        None when it may be: the helper cannot snapshot what it saves (_no_snapshot), or a
+        background write could be unfinished (or fail) where the script still counts on it."""
+        ctx = self.ctx
+        for s in inner:
+            reason = self._no_snapshot(s)
+            if reason is not None:
+                return reason
+        # A call after the save that is handed the file it writes would find it missing or partial.
+        uses = [u for s in inner for u in self._path_uses(s)]
+        # The innermost use names it: `torch.load(path)`, not the `model.load_state_dict(...)` around it.
+        use = next((u for u in uses if not any(o is not u and ctx.index.contains(u, o) for o in uses)), None)
+        if use is not None:
+            return f"`{_shown(ctx, use)}` uses the file after the save"
+        load = self._reads_back(site)
+        if load is not None:
+            return f"`{_shown(ctx, load)}` after the loop may read the file while it is still written"
+        handler = next(filter(None, (self._caught(s) for s in (site, *inner))), None)
+        if handler is not None:
+            keyword = "except*" if isinstance(handler, cst.ExceptStarHandler) else "except"
+            caught = f"{keyword} {one_line(ctx.code(handler.type))}:" if handler.type is not None else f"{keyword}:"
+            return (f"`{caught}` carries on after the save fails, and a background write would raise its "
+                    f"error later, outside the `try`")
+        for s in inner:
+            item = self._torn_down(s)
+            if item is not None:
+                bound = one_line(ctx.code(item.asname.name))
+                return (f"`with {one_line(ctx.code(item.item))} as {bound}` may tear down `{bound}` on exit, "
+                        f"while the write still runs")
+        return None
+
+    def _no_snapshot(self, call: cst.Call) -> str | None:
+        """Why `_trainlint_async_save` cannot write this save from a snapshot, or None."""
+        ctx = self.ctx
+        kind = self._save_kind(call)
+        if kind == "save_pretrained":
+            if ctx.hides_arguments(call):
+                star = next(a for a in call.args if a.star)
+                return f"`{star.star}{one_line(ctx.code(star.value))}` may pass the state dict by position"
+            other = next((m for m in _OTHER_SAVE_PRETRAINED if ctx.names.imports_from(m)), None)
+            if other is not None:
+                # diffusers' save_pretrained ignores `state_dict=` (the live weights would be written
+                # while training goes on); PEFT's and EMAModel's reject it.
+                return f"the module imports {other}, whose `save_pretrained` ignores or rejects `state_dict=`"
+            if not ctx.names.imports_from("transformers"):
+                return ("only the `save_pretrained` of transformers' models takes `state_dict=`, and the module "
+                        "does not import transformers")
+            return None
+        if kind != "torch.save":
+            return f"`{kind}` may gather state across ranks, which the fix cannot snapshot"
+        if self._into_file_object(call):
+            return (f"`{one_line(ctx.code(self._written_path(call)))}` is a file object, written before the "
+                    f"save returns")
+        return None
 
     def _guards(self, site: cst.Call):
         """(`if`, the part of it that holds site) for each `if` around site, innermost first, up to
@@ -763,17 +862,12 @@ not fixed when such a use on every step is elsewhere.
 
     # -- the fix -----------------------------------------------------------------------
 
-    def _fix(self, site: cst.Call, inner: list[cst.Call], kind: str, interval: str | None):
+    def _fix(self, site: cst.Call, inner: list[cst.Call], kind: str, interval: str | None, withheld: str | None):
+        """withheld: why the save is not made asynchronous (_withheld), or None."""
         ctx = self.ctx
         stmt = self._statement_to_guard(site)
         guarded = kind == "per-step" and stmt is not None
-        # A call after the save that is handed the file it writes would find it missing or partial.
-        uses = [use for s in inner for use in self._path_uses(s)]
-        asyncs = None if uses or self._reads_back(site) or any(self._caught(s) for s in {site, *inner}) \
-            or any(self._torn_down(s) for s in inner) else \
-            [self._async_call(s, guarded and ctx.index.contains(stmt, s)) for s in inner]
-        if asyncs is not None and any(a is None for a in asyncs):
-            asyncs = None
+        asyncs = None if withheld else [self._async_call(s, guarded and ctx.index.contains(stmt, s)) for s in inner]
         if kind != "per-step":
             if asyncs is None:
                 return None
@@ -783,7 +877,8 @@ not fixed when such a use on every step is elsewhere.
         counter = _counter(ctx, site)  # None outside a hot loop's body or a framework's step hook
         if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock):
             return None
-        moved = self._with_users(site, stmt, uses)
+        # The statements that use the file it writes go under the interval with it.
+        moved = self._with_users(site, stmt, [use for s in inner for use in self._path_uses(s)])
         if moved is None:
             return None
         reps = []
@@ -817,23 +912,14 @@ not fixed when such a use on every step is elsewhere.
             reps = [insert, *reps]
         return self.fix(Applicability.UNSAFE, message, *reps)
 
-    def _async_call(self, call: cst.Call, guarded: bool = False) -> cst.Call | None:
-        """`save(args)` as `_trainlint_async_save(save, args)`; None where a snapshot is not possible."""
+    def _async_call(self, call: cst.Call, guarded: bool = False) -> cst.Call:
+        """`save(args)` as `_trainlint_async_save(save, args)`, for a save _no_snapshot allows."""
         ctx = self.ctx
-        kind = self._save_kind(call)
         args = list(call.args)
-        if kind == "save_pretrained":
-            if ctx.hides_arguments(call) or not ctx.names.imports_from("transformers") \
-                    or any(ctx.names.imports_from(m) for m in _OTHER_SAVE_PRETRAINED):
-                # The state may come from elsewhere (`*args`), or the model may not be transformers'
-                # (diffusers' save_pretrained ignores `state_dict=`, PEFT's and EMAModel's reject it).
-                return None
-            if ctx.keyword(call, "state_dict") is None:
-                receiver = ctx.code(call.func.value)
-                call = ctx.with_keyword(call, "state_dict", f"{receiver}.state_dict()")
-                args = list(call.args)
-        elif kind != "torch.save" or self._into_file_object(call):
-            return None  # a file object is written by the caller, not later from a copy
+        if self._save_kind(call) == "save_pretrained" and ctx.keyword(call, "state_dict") is None:
+            receiver = ctx.code(call.func.value)
+            call = ctx.with_keyword(call, "state_dict", f"{receiver}.state_dict()")
+            args = list(call.args)
         first = cst.Arg(value=call.func, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         new = call.with_changes(func=cst.Name(HELPER), args=[first, *args])
         code = ctx.code(new)
@@ -886,7 +972,7 @@ not fixed when such a use on every step is elsewhere.
             return "memory"
         return "file" if dotted(value.func) == "open" or qualified == "builtins.open" else None
 
-    def _caught(self, call: cst.Call) -> bool:
+    def _caught(self, call: cst.Call) -> cst.ExceptHandler | cst.ExceptStarHandler | None:
         """call is in the body of a `try` (in its function) with a handler that may catch its error
         and go on: in the background the error would surface outside the `try`, at the next save or
         at exit (where the helper fails the process). Handlers of only KeyboardInterrupt/SystemExit,
@@ -894,14 +980,15 @@ not fixed when such a use on every step is elsewhere.
         child = call
         for anc in self.ctx.index.ancestors(call):
             if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                return False
-            if isinstance(anc, (cst.Try, cst.TryStar)) and child is anc.body and any(
-                    not _lets_fail(handler) for handler in anc.handlers):
-                return True
+                return None
+            if isinstance(anc, (cst.Try, cst.TryStar)) and child is anc.body:
+                handler = next((h for h in anc.handlers if not _lets_fail(h)), None)
+                if handler is not None:
+                    return handler
             child = anc
-        return False
+        return None
 
-    def _reads_back(self, site: cst.Call) -> bool:
+    def _reads_back(self, site: cst.Call) -> cst.Call | None:
         """A checkpoint load after the hot loop: it could read a file still being written."""
         ctx = self.ctx
         loop = ctx.loops.hot_loop_of(site) or ctx.index.enclosing(site, (cst.For, cst.While))
@@ -912,8 +999,8 @@ not fixed when such a use on every step is elsewhere.
             qn = ctx.names.qualified(call.func)
             attr = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
             if qn == "torch.load" or attr in _LOADS or (attr == "load" and "fabric" in (dotted(call.func) or "")):
-                return True
-        return False
+                return call
+        return None
 
     # -- what the code does with the file after the save ----------------------------------
 
@@ -1014,8 +1101,8 @@ not fixed when such a use on every step is elsewhere.
                 out += self._uses_after(caller, outer, seen)
         return out
 
-    def _torn_down(self, save: cst.Call) -> cst.With | None:
-        """A `with` around the save (or around a call that leads to it) binding a variable its path
+    def _torn_down(self, save: cst.Call) -> cst.WithItem | None:
+        """The item of a `with` around the save (or around a call that leads to it) binding a variable its path
         is built from (`with tempfile.TemporaryDirectory() as out:` ... `os.path.join(out,
         "latest.pt")`): what it does on exit (a temporary folder is removed) could come while a
         background write of the file is still running. The variables are followed through the
@@ -1029,10 +1116,10 @@ not fixed when such a use on every step is elsewhere.
             for anc in ctx.index.ancestors(call):
                 if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
                     break
-                if isinstance(anc, cst.With) and any(
-                        item.asname is not None and read & {n.value for n in ctx.index.walk(item.asname.name)
-                                                            if isinstance(n, cst.Name)} for item in anc.items):
-                    return anc
+                for item in anc.items if isinstance(anc, cst.With) else ():
+                    if item.asname is not None and read & {n.value for n in ctx.index.walk(item.asname.name)
+                                                           if isinstance(n, cst.Name)}:
+                        return item
             fn = ctx.index.enclosing_function(call)
             if fn is None or (fn, read) in seen or len(ctx.loops.functions.get(fn.name.value, ())) != 1:
                 continue
