@@ -93,13 +93,20 @@ def log_interval(ctx, node: cst.CSTNode, default: int) -> str:
     return str(default)
 
 
-def interval_guard(ctx, node: cst.CSTNode) -> str:
-    """The guard the messages advise, as code: the framework's own in a step hook (`if
-    trainer.global_step % trainer.log_every_n_steps == 0:`), else the generic one."""
-    hook = ctx.loops.step_hook(node)
-    if hook is None:
-        return "if step % log_every == 0:"
-    return f"if {hook.counter} % {hook.interval} == 0:"
+def _guard_parts(ctx, node: cst.CSTNode, default_interval: int) -> tuple[str | None, str]:
+    """The step counter (None when none is found) and the logging interval of a guard around
+    node: what guard_statement writes and interval_guard shows, so a message names the guard its
+    fix writes."""
+    return step_counter(ctx, node), log_interval(ctx, node, default_interval)
+
+
+def interval_guard(ctx, node: cst.CSTNode, default_interval: int) -> str:
+    """The guard the messages advise, as code: the one guard_statement writes, with the script's
+    counter and interval (`if it % args.log_interval == 0:`), the framework's in a step hook (`if
+    trainer.global_step % trainer.log_every_n_steps == 0:`). Where no counter is found (and there
+    is no fix), `step` stands for it."""
+    counter, interval = _guard_parts(ctx, node, default_interval)
+    return f"if {counter or 'step'} % {interval} == 0:"
 
 
 def framework_logging(ctx, node: cst.CSTNode) -> str:
@@ -123,7 +130,7 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
     that would move fills a container read elsewhere (_filled_only_here)."""
     ctx = rule.ctx
     stmt = ctx.index.enclosing(node, cst.SimpleStatementLine)
-    counter = step_counter(ctx, node)
+    counter, interval = _guard_parts(ctx, node, default_interval)
     if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock):
         return None
     if ctx.loops.remainder_guard(stmt) is not None:
@@ -133,7 +140,6 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
     moved = _statements_to_move(ctx, ctx.parent(stmt), stmt)
     if moved is None:
         return None
-    interval = log_interval(ctx, node, default_interval)
     first = moved[0]
     guarded = cst.If(
         test=cst.parse_expression(f"{counter} % {interval} == 0"),
@@ -390,6 +396,10 @@ _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) ==
     + "print(correct)\n"
 
 
+# TL201's logging interval where the script has none (it has no option for it).
+_LOG_EVERY = 100
+
+
 class PerStepHostSync(Rule):
     code = "TL201"
     name = "per-step-host-sync"
@@ -417,7 +427,11 @@ transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallba
 step. A function handed to the optimizer's step as its closure (`opt.step(closure)`) runs on every
 step; but in a closure handed to L-BFGS, whose step reads the closure's loss on the host at every
 evaluation (`float(closure())`), a read of its own waits for nothing more and is not flagged (nor
-by TL202 and TL204). The same reading of "every step" holds for TL202, TL203 and TL204. In a hook, the advice and the fixes use the framework's own step
+by TL202 and TL204). The same reading of "every step" holds for TL202, TL203 and TL204. The
+advice names the guard the fix writes (also in TL202 and TL203): the loop's own counter (the
+`enumerate` index, `it` of `for it in range(n)`, a name it increments by 1) and the script's
+logging interval (`if it % args.log_interval == 0:`), with `step` standing for a counter not
+found. In a hook, the advice and the fixes use the framework's own step
 counter and logging interval: `self.global_step % self.trainer.log_every_n_steps` in a
 LightningModule, `trainer.global_step % trainer.log_every_n_steps` in a Lightning callback,
 `state.global_step % state.logging_steps` in a TrainerCallback (the Trainer's `self.state` in a
@@ -618,6 +632,11 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(_HOST_BATCH.format(read='batch.to(device)\n    ids = batch["ids"].tolist()'), fixed=NO_FIX),
         Invalid(_HOST_BATCH.format(read='batch_to_device(batch, device)\n    ids = batch["ids"].tolist()'),
                 fixed=NO_FIX),
+        # The advice names the guard the suggestion writes: the loop's own counter and the
+        # script's interval.
+        Invalid("import torch\nfor it in range(args.iters):\n    loss = model(x, y)\n    loss.backward()\n"
+                "    opt.step()\n    print(loss.item())\n    if it % args.log_interval == 0:\n        log(it)\n",
+                fixed=NO_FIX, message="(`if it % args.log_interval == 0:`)"),
         Invalid(_HOST_BATCH.format(read="preds = model(x).argmax(-1).tolist()"), fixed=NO_FIX),
         # A comprehension's or a loop's own `y` is not the batch's.
         Invalid(_HOST_BATCH.format(read="vals = [y.item() for y in model(x)]"), fixed=NO_FIX),
@@ -656,7 +675,7 @@ of every tenth loss, predictions shorter than their targets).
             # GradScaler.get_scale() is `self._scale.item()` (timm's and HF's "was the step skipped?").
             if _waits_per_step(ctx, node):
                 self.report(node, f"`{ctx.code(node)}` reads the loss scale from the GPU (`.item()`) on every step; "
-                                  f"read it under the logging interval (`{interval_guard(ctx, node)}`); to tell a "
+                                  f"read it under the logging interval (`{interval_guard(ctx, node, _LOG_EVERY)}`); to tell a "
                                   f"skipped step, let the scheduler step anyway (float16 skips few steps)")
             return
         else:
@@ -686,9 +705,9 @@ of every tenth loss, predictions shorter than their targets).
             advice = f"accumulate with `{ctx.code(parent.target)} += {added_code}` and convert once at the logging interval"
         else:
             logging = framework_logging(ctx, node)
-            advice = (f"read it under the logging interval (`{interval_guard(ctx, node)}`)"
+            advice = (f"read it under the logging interval (`{interval_guard(ctx, node, _LOG_EVERY)}`)"
                       f"{', keep it on the device' if logging else ' or keep it on the device'}{logging}")
-            guard = guard_statement(self, node, 100)
+            guard = guard_statement(self, node, _LOG_EVERY)
             if guard is not None:
                 # Fewer reads change what the script records: shown as a suggestion, never written.
                 fix = self.fix(Applicability.DISPLAY_ONLY, guard.message, *guard.replacements)
@@ -1156,6 +1175,13 @@ interval there. Without one there is no fix.
         # On all steps but one in N: reported; no interval inside it (`step % 100 == 0` under
         # `step % 50 != 0` would print on no step at all).
         Invalid(in_training_loop("if step % 50 != 0:\n    print('loss', loss)"), fixed=NO_FIX),
+        # The advice names the guard the fix writes: the loop's own counter and the script's interval.
+        Invalid("import torch\nglobal_step = 0\nfor batch in loader:\n    loss = model(batch)\n    loss.backward()\n"
+                "    opt.step()\n    global_step += 1\n    print(f'loss {loss:.3f}', every=args.log_interval)\n",
+                fixed="import torch\nglobal_step = 0\nfor batch in loader:\n    loss = model(batch)\n"
+                "    loss.backward()\n    opt.step()\n    global_step += 1\n"
+                "    if global_step % args.log_interval == 0:\n        print(f'loss {loss:.3f}', every=args.log_interval)\n",
+                message="(`if global_step % args.log_interval == 0:`)"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1203,7 +1229,7 @@ interval there. Without one there is no fix.
         self.report(
             node,
             f"Logging tensor `{ctx.code(values[0])}` with `{ctx.code(node.func)}()` copies it to the host and waits "
-            f"for the GPU on every step; log it every N steps (`{interval_guard(ctx, node)}`)",
+            f"for the GPU on every step; log it every N steps (`{interval_guard(ctx, node, self.opts['log-every'])}`)",
             fix,
         )
 
@@ -1239,7 +1265,7 @@ interval there. Without one there is no fix.
         self.report(
             node,
             f"Formatting tensor `{self.ctx.code(value)}` waits for the GPU on every step; log it every N steps "
-            f"(`{interval_guard(self.ctx, node)}`){framework_logging(self.ctx, node)}",
+            f"(`{interval_guard(self.ctx, node, self.opts['log-every'])}`){framework_logging(self.ctx, node)}",
             fix,
         )
 
@@ -1363,7 +1389,7 @@ that is read anywhere else: it would hold every N-th value.
         # ... with no `state` parameter to read the counter from: reported, no fix.
         Invalid("import torch\nfrom transformers import TrainerCallback\nclass Memory(TrainerCallback):\n"
                 "    def on_step_end(self, *args, **kwargs):\n"
-                "        print(torch.cuda.memory_allocated())\n", fixed=NO_FIX, message="`if step % log_every == 0:`"),
+                "        print(torch.cuda.memory_allocated())\n", fixed=NO_FIX, message="`if step % 100 == 0:`"),
         Invalid(in_training_loop("torch.cuda.empty_cache()\nprint(step)"), fixed=in_training_loop("print(step)")),
         # A guard or a `try` left with nothing to do goes with the call; an `elif`, an `else` or a
         # `finally` keeps its statement (with `pass` where the body empties).
@@ -1411,6 +1437,11 @@ that is read anywhere else: it would hold every N-th value.
         Invalid(in_training_loop("if step % 50 != 0:\n    torch.cuda.empty_cache()"),
                 fixed=in_training_loop("").replace("    \n", "")),
         Invalid(in_training_loop("if step % 50:\n    mem = torch.cuda.memory_allocated()"), fixed=NO_FIX),
+        # The advice names the guard the fix writes: the loop's own counter, the default interval.
+        Invalid("import torch\nfor it in range(1000):\n    opt.step()\n    print(torch.cuda.memory_allocated())\n",
+                fixed="import torch\nfor it in range(1000):\n    opt.step()\n    if it % 100 == 0:\n"
+                "        print(torch.cuda.memory_allocated())\n",
+                message="call it under the logging interval (`if it % 100 == 0:`)"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1431,7 +1462,7 @@ that is read anywhere else: it would hold every N-th value.
             advice = "remove it (or run it under the logging interval when it serves a measurement)"
         else:
             fix = guard_statement(self, node, self.opts["log-every"])
-            advice = f"call it under the logging interval (`{interval_guard(ctx, node)}`)"
+            advice = f"call it under the logging interval (`{interval_guard(ctx, node, self.opts['log-every'])}`)"
         self.report(node, f"`{ctx.code(node.func)}()` on every step stalls the GPU pipeline; {advice}", fix)
 
 

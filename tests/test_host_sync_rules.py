@@ -108,6 +108,31 @@ def test_tl201_suggestion_uses_the_scripts_interval_constant():
     assert "every `PRINT_FREQ` steps" in _findings(code, "TL201")[0].fix.message
 
 
+# A loop counting in `it`, a counter of its own (`global_step`), a framework's hook; the script's
+# interval or none.
+_COUNTERS = [
+    "import torch\nfor it in range(n):\n    loss = model(x)\n    loss.backward()\n    opt.step()\n    {stmt}\n",
+    "import torch\nglobal_step = 0\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n    opt.step()\n"
+    "    global_step += 1\n    {stmt}\n    if global_step % args.log_interval == 0:\n        log(global_step)\n",
+    "import torch\nimport lightning as L\nclass M(L.LightningModule):\n    def training_step(self, batch, i):\n"
+    "        loss = self(batch)\n        {stmt}\n        return loss\n",
+]
+
+
+@pytest.mark.parametrize("loop", _COUNTERS, ids=["range", "own-counter", "lightning-hook"])
+@pytest.mark.parametrize(("code_name", "stmt"), [
+    ("TL201", "print(loss.item())"),
+    ("TL202", "print(f'loss {loss:.3f}')"),
+    ("TL203", "print(torch.cuda.memory_allocated())"),
+])
+def test_the_message_names_the_guard_its_fix_writes(loop, code_name, stmt):
+    # The message gave `if step % log_every == 0:` while the fix wrote `if it % 100 == 0:`.
+    [finding] = _findings(loop.format(stmt=stmt), code_name)
+    guard = finding.fix.message.split("(`", 1)[1].split("`)", 1)[0]
+    assert guard.startswith("if ") and "step % log_every" not in guard
+    assert f"(`{guard}`)" in finding.message
+
+
 def test_tl203_moves_the_chain_of_reads():
     code = in_training_loop("m = torch.cuda.memory_allocated()\ngb = m / 2**30\nstats.append(gb)")
     settings = Settings(select=("TL203",))
