@@ -13,7 +13,7 @@ from trainlint.analysis.loops import first_modulo
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.paths import may_name, path_forms, path_variables
 from trainlint.diagnostics import Applicability
-from trainlint.layout import one_arg_per_line
+from trainlint.layout import head_grown, split_at_brackets
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
 from .host_sync import _has_flow_or_step, step_counter
@@ -342,6 +342,28 @@ and whether the fix still moves the save under an interval.
                                    "'latest.pt')")),
                 message="every training step and training waits for it; save every `1000` steps, from a CPU "
                         "snapshot written in a background thread"),
+        # A call laid out by hand around a comment keeps its layout: the lines aligned under its
+        # parenthesis move with it, as the head grows and the guard indents it.
+        Invalid(in_training_loop("torch.save(model.state_dict(),  # weights only\n           'latest.pt')"),
+                fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(torch.save, "
+                                              "model.state_dict(),  # weights only\n" + " " * 26 + "'latest.pt')"))),
+        # ... a line inside the first argument moves with it, past the inserted `torch.save, `; the
+        # closing parenthesis under the opening one stays under it.
+        Invalid(in_training_loop("if step % 100 == 0:\n    torch.save({'model': model.state_dict(),  # weights\n"
+                                 + " " * 16 + "'opt': opt.state_dict()},\n" + " " * 15 + "path\n" + " " * 14 + ")"),
+                fixed=_fixed(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, {'model': "
+                                              "model.state_dict(),  # weights\n" + " " * 39 + "'opt': opt.state_dict()},\n"
+                                              + " " * 26 + "path\n" + " " * 25 + ")"))),
+        # A call too long for its line once made asynchronous and put under the guard is split as
+        # Black splits it: its arguments on a line of their own when they fit there (the line is
+        # measured where the call stands: after `state_dict=` was added, it once was not, and the
+        # call stayed on a line of 92 characters).
+        Invalid(_hf(in_training_loop("model.save_pretrained(out_dir)")),
+                fixed=_fixed(_hf(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(\n        "
+                                                  "model.save_pretrained, out_dir, state_dict=model.state_dict()\n    )")))),
+        Invalid(in_training_loop("torch.save(model.state_dict(), os.path.join(out, 'latest.pt'))"),
+                fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(\n        torch.save, "
+                                              "model.state_dict(), os.path.join(out, 'latest.pt')\n    )"))),
         # Every N steps, through a module-local helper; the script's interval name is kept.
         Invalid("import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
                 + in_training_loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
@@ -915,6 +937,7 @@ and whether the fix still moves the save under an interval.
     def _async_call(self, call: cst.Call, guarded: bool = False) -> cst.Call:
         """`save(args)` as `_trainlint_async_save(save, args)`, for a save _no_snapshot allows."""
         ctx = self.ctx
+        written = call  # the call as the file has it: where it stands
         args = list(call.args)
         if self._save_kind(call) == "save_pretrained" and ctx.keyword(call, "state_dict") is None:
             receiver = ctx.code(call.func.value)
@@ -924,18 +947,22 @@ and whether the fix still moves the save under an interval.
         new = call.with_changes(func=cst.Name(HELPER), args=[first, *args])
         code = ctx.code(new)
         if "#" in code:
-            return new  # comments between the arguments: keep the author's layout
-        # Lay the call out afresh: one line if it fits, else one argument per line (Black's layout).
+            # Comments between the arguments: keep the author's layout, the lines aligned under the
+            # opening parenthesis moved as far as it moves (`torch.save(` -> `_trainlint_async_save(`).
+            func = len(ctx.code(call.func))
+            paren = ctx.column(written.func) + func + len(ctx.code(call.whitespace_after_func))
+            grown = len(HELPER) - func
+            return head_grown(new, paren, grown, grown + len(ctx.code(first)), len(ctx.indentation(written)))
+        # Lay the call out afresh: one line if it fits, else split at its brackets as Black splits it.
         flat = new.with_changes(
             whitespace_before_args=cst.SimpleWhitespace(""),
             args=[a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(args) else
                                  cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace(""))
                   for i, a in enumerate(new.args)])
-        if ctx.fits(ctx.code(flat), at=call, deeper=guarded):
+        if ctx.fits(ctx.code(flat), at=written, deeper=guarded):
             return flat
         indent = ctx.module.default_indent
-        room = ctx.room(call, (guarded + 1) * indent) - 1  # 1: the comma
-        return one_arg_per_line(flat, indent, "", room)
+        return split_at_brackets(flat, indent, "", ctx.room(written, guarded * indent))
 
     def _into_file_object(self, call: cst.Call) -> bool:
         """`torch.save(state, f)` into a file object (_file_object says which)."""

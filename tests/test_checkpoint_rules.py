@@ -189,7 +189,7 @@ def test_other_saves_into_the_same_folder_do_not_use_the_file():
     """
     fixed = "".join(fix_source(textwrap.dedent(text), select=["TL501"], unsafe_fixes=True).split())  # layout aside
     assert "_trainlint_async_save(model.save_pretrained,out,state_dict=model.state_dict())" in fixed
-    assert "_trainlint_async_save(torch.save,opt.state_dict(),os.path.join(out,\"optimizer.pt\"),)" in fixed
+    assert "_trainlint_async_save(torch.save,opt.state_dict(),os.path.join(out,\"optimizer.pt\"))" in fixed
 
 
 def test_saving_again_or_making_the_folder_does_not_use_the_file():

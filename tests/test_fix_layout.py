@@ -536,6 +536,33 @@ def test_a_call_fixed_before_one_method_call_splits_that_calls_brackets():
         "        )\n") + tail
 
 
+def test_a_save_laid_out_by_hand_around_a_comment_keeps_its_alignment():
+    # TL501 keeps the layout of a call with comments between its arguments; its lines aligned
+    # under the parenthesis stayed where they were when `_trainlint_async_save(` replaced a
+    # shorter or longer head. A call whose arguments start on a line of their own has no line
+    # aligned under its head: it is not moved.
+    source = (
+        "import torch\nimport transformers\n\n\n"
+        "def train(out, self, opt, loader):\n"
+        "    for step, batch in enumerate(loader):\n"
+        "        self(batch).backward()\n"
+        "        opt.step()\n"
+        "        if step % 500 == 0:\n"
+        "            self.accelerator_unwrapped_encoder_model.save_pretrained(out,  # the folder\n"
+        "                                                                     safe_serialization=True)\n"
+        "            torch.save(  # weights only\n"
+        "                self.state_dict(), 'x.pt')\n")
+    fixed = fix_source(source, select=["TL501"], unsafe_fixes=True)
+    assert fixed.splitlines()[-6:] == [
+        "        if step % 500 == 0:",
+        "            _trainlint_async_save(self.accelerator_unwrapped_encoder_model.save_pretrained, out,  # the folder",
+        "                                  safe_serialization=True,",
+        "                                  state_dict=self.accelerator_unwrapped_encoder_model.state_dict())",
+        "            _trainlint_async_save(  # weights only",
+        "                torch.save, self.state_dict(), 'x.pt')",
+    ]
+
+
 def test_a_helper_added_to_a_tab_indented_file_is_indented_with_tabs():
     # TL106's `_trainlint_to_device` was written with its own four spaces into a tab-indented
     # file; libcst then read the file's indentation as those spaces, and the fixes after it mixed

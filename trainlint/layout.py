@@ -17,6 +17,8 @@ do not fit there; an argument still too long is split as Black splits a line ins
 Each piece still too long is split the same way. Code a user wrote over several lines keeps its
 layout: an argument added to a call laid out by hand that no longer fits the line it joined
 starts a line of its own, aligned as the author's lines of arguments are (`last_arg_continued`);
+a call whose head a fix lengthens or shortens (TL501's `_trainlint_async_save(torch.save, ...`
+around a comment) keeps the lines aligned under its parenthesis aligned (`head_grown`);
 only a call in Black's own layout, its arguments on one line of their own, that a fixed argument
 makes too long is laid out again from one line (`rejoined`), as Black does. Indentation strings here are relative to the enclosing block's: the engine renders the
 nodes where they stand, which adds the block's own.
@@ -83,6 +85,55 @@ def last_arg_continued(call: cst.Call) -> cst.Call | None:
         return None
     line = breaks[-1].with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
     args[-2] = args[-2].with_changes(comma=args[-2].comma.with_changes(whitespace_after=line))
+    return call.with_changes(args=args)
+
+
+def head_grown(call: cst.Call, paren: int, grown: int, moved: int, block: int) -> cst.Call:
+    """call, laid out by hand with its first argument right after the opening parenthesis (at
+    column `paren`) and lines aligned under it, after its head changed: the parenthesis moved
+    `grown` columns (back, when negative) and what follows it on its line `moved` columns (more
+    than `grown` where an argument was put first). Each line keeps its alignment (`torch.save(state,`
+    / `           path)` as `_trainlint_async_save(torch.save, state,` / `                      path)`):
+    a line starting an argument, or holding the closing parenthesis, at or past the parenthesis
+    moves `grown` columns; the lines inside an argument move with the line it starts on, as
+    aligned to what that line holds. Lines before the parenthesis (indented from the block, not
+    aligned) stay. `block`: the width of the indentation the engine writes before each indented
+    line. A call whose arguments start on a line of their own is returned as it is: none is
+    aligned under the head."""
+    if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        return call
+
+    def aligned(ws, by: int):
+        """ws, a line break whose next line is at or past the parenthesis, moved `by` columns."""
+        if not isinstance(ws, cst.ParenthesizedWhitespace) or by == 0:
+            return ws
+        value = ws.last_line.value
+        if (block if ws.indent else 0) + len(value) < paren or value.strip(" "):
+            return ws
+        return ws.with_changes(last_line=cst.SimpleWhitespace(" " * max(0, len(value) + by)))
+
+    class _Shift(cst.CSTTransformer):
+        def __init__(self, by: int) -> None:
+            super().__init__()
+            self.by = by
+
+        def leave_ParenthesizedWhitespace(self, original, updated):
+            return aligned(updated, self.by)
+
+    args = []
+    shift = moved  # of the line the current argument starts on: the parenthesis' own at first
+    for arg in call.args:
+        before = args[-1].comma.whitespace_after if args and isinstance(args[-1].comma, cst.Comma) else None
+        if isinstance(before, cst.ParenthesizedWhitespace):  # the argument starts a line
+            value = before.last_line.value
+            shift = grown if (block if before.indent else 0) + len(value) >= paren else 0
+            args[-1] = args[-1].with_changes(comma=args[-1].comma.with_changes(whitespace_after=aligned(before, shift)))
+        inner = arg.with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace(""))
+        inner = inner.visit(_Shift(shift))
+        comma = arg.comma
+        if isinstance(comma, cst.Comma):
+            comma = comma.with_changes(whitespace_before=aligned(comma.whitespace_before, grown))
+        args.append(inner.with_changes(comma=comma, whitespace_after_arg=aligned(arg.whitespace_after_arg, grown)))
     return call.with_changes(args=args)
 
 

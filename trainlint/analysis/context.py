@@ -18,6 +18,7 @@ from trainlint.analysis.imports import insert_stdlib_import, insert_third_party_
 from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
+from trainlint.analysis.positions import _OffsetState
 from trainlint.analysis.precision import Precision
 from trainlint.analysis.settings import Sources
 from trainlint.analysis.star_args import star_entries
@@ -526,6 +527,17 @@ class FileContext:
     def indentation(self, node: cst.CSTNode) -> str:
         """The indentation libcst writes before node's statement."""
         return "".join(self._indent_tokens(node))
+
+    def column(self, node: cst.CSTNode) -> int:
+        """The column where node starts in the file, its line's indentation counted (from its
+        statement's code, generated as the file has it)."""
+        stmt = self.statement(node)
+        state = _OffsetState(default_indent=self.module.default_indent, default_newline=self.module.default_newline)
+        state.indent_tokens.extend(self._indent_tokens(stmt))
+        stmt._codegen(state)
+        text = "".join(state.tokens)
+        start = state.syntactic[node][0]
+        return start - (max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1)
 
     def render(self, node: cst.CSTNode, at: cst.CSTNode | None = None) -> str:
         """node's code indented as `at` (default: node itself) stands in the file: what a
