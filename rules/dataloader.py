@@ -614,6 +614,8 @@ same conditions, and say why when they add none.
                 fixed=NO_FIX, message="its dataset holds tensors on the device"),
         Invalid(_TENSORS_ON_DEVICE.format(data="", dataset="TensorDataset(xs.cuda(), ys.cuda())", options=", shuffle=True"),
                 fixed=NO_FIX, message="keep the dataset on the CPU"),
+        Invalid(_TENSORS_ON_DEVICE.format(data="", dataset="TensorDataset(*[t.to(device) for t in (X, Y)])", options=""),
+                fixed=NO_FIX, message="its dataset holds tensors on the device"),
         Invalid(
             "import os\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n",
             fixed="import os\nfrom torch.utils.data import DataLoader\n"
@@ -1074,6 +1076,9 @@ returns is not seen to be on the device: it may be (pinning would then raise).
                                         dataset="TensorDataset(data['x'], data['y'])", options="")),
         Valid(_TENSORS_ON_DEVICE.format(data="x, y = torch.load('cache.pt', device)\n",
                                         dataset="TensorDataset(x, y)", options="")),
+        # Tensors unpacked into the dataset from a comprehension that moves them.
+        Valid(_TENSORS_ON_DEVICE.format(data="", dataset="TensorDataset(*[t.to(device) for t in (X, Y)])",
+                                        options="")),
         # No map_location: restored where they were saved from, and this file saves device tensors
         # there (a path built from the same parts).
         Valid(_TENSORS_ON_DEVICE.format(

@@ -440,11 +440,11 @@ def _built_from(ctx, expr: cst.BaseExpression, test, depth: int) -> bool:
         return False
     if test(expr):
         return True
+    # Unpacked items count as the items they unpack (`TensorDataset(*[t.to(device) for t in xs])`).
     if isinstance(expr, (cst.List, cst.Tuple)):
-        return any(not isinstance(e, cst.StarredElement) and _built_from(ctx, e.value, test, depth + 1)
-                   for e in expr.elements)
+        return any(_built_from(ctx, e.value, test, depth + 1) for e in expr.elements)
     if isinstance(expr, cst.Call):
-        return any(not a.star and _built_from(ctx, a.value, test, depth + 1) for a in expr.args)
+        return any(_built_from(ctx, a.value, test, depth + 1) for a in expr.args)
     if isinstance(expr, (cst.Name, cst.Attribute)):
         return any(isinstance(v, (cst.Call, cst.List, cst.Tuple)) and _built_from(ctx, v, test, depth + 1)
                    for v in ctx.assigned_values(expr))
