@@ -2409,8 +2409,10 @@ which moves every tensor of a nested batch with `non_blocking=True`, and calls a
 another class's own `.to(device)` without it, since that may not take it): first thing in every loop over the loader (evaluation
 loops too, and a function's loop that other loaders go through), right after each `next(it)` draw.
 The loops of every loader built with that `collate_fn` get the move. When one of them also goes
-where its loops are not seen (another module's function, a comprehension, a one-off draw), or
-the module uses the function in another way too, no fix: some batches would stay on the CPU. Nor
+where its loops are not seen (another module's function, a comprehension, a one-off draw such as
+`x, y = next(iter(loader))` after training, a draw that binds no name, `model(*next(it))`, an
+iterator made in a `with` or handed on), or the module uses the function in another way too, no
+fix (the message names the draw): some batches would stay on the CPU. Nor
 when the `collate_fn` returns something it does not move (a part of its tuple or dict, such as the
 sequence lengths `pack_padded_sequence` needs on the CPU, or a value the file does not show to be
 a device copy): moving the whole batch in the loop would move that too. Nor when the move is
@@ -2489,6 +2491,16 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Invalid(_MOVES.replace(_MOVES_LOOP, "from utils import evaluate\n" + _MOVES_LOOP + "evaluate(model, loader)\n"),
                 fixed=NO_FIX),
         Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "print([model(x, y) for x, y in loader])\n"), fixed=NO_FIX),
+        # Batches taken where no loop the fix edits takes them: a one-off draw after training, a
+        # draw that binds no target (`model(*next(it))`), an iterator made in a `with` or handed
+        # on: they would stay on the CPU. No fix.
+        Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "x, y = next(iter(loader))\nprint(model(x, y))\n"),
+                fixed=NO_FIX, message="no fix: `next(iter(loader))` takes batches"),
+        Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "it = iter(loader)\nfor _ in range(3):\n    print(model(*next(it)))\n"),
+                fixed=NO_FIX, message="no fix: `next(it)` takes batches"),
+        Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "with tqdm(loader) as bar:\n    for x, y in bar:\n        print(model(x, y))\n"),
+                fixed=NO_FIX),
+        Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "prefetcher = Prefetcher(iter(loader))\n"), fixed=NO_FIX),
         # One collate_fn for two loaders: both loaders' loops get the move; not when one of them
         # goes where its loops are not seen, nor when the module uses the function elsewhere too.
         Invalid(_MOVES.replace(_MOVES_LOOP, "val_loader = DataLoader(vs, collate_fn=collate)\n" + _MOVES_LOOP
@@ -2578,6 +2590,13 @@ message says so). Moving tokenizing and decoding offline is left to you.
                 message += " for the tensors it moves (it returns others on the CPU)"
                 fix = None
             elif conditional:
+                fix = None
+            elif stray := next((draw for user in _collate_users(ctx, definition)
+                                for draw in ctx.loops.stray_draws(user)), None):
+                # Batches taken outside every loop the fix would edit (`next(iter(loader))` after
+                # training) would stay on the CPU while the model is on the device.
+                message += (f"; no fix: `{_excerpt(ctx, stray)}` takes batches outside the loops the move would "
+                            f"go into, and they would stay on the CPU")
                 fix = None
             else:
                 fix = _move_to_loop_fix(self, node, definition, moves)
@@ -2778,11 +2797,14 @@ def _collate_users(ctx, collate: cst.CSTNode) -> list[cst.Call]:
 def _leaves_sight(ctx, loader: cst.Call) -> bool:
     """A name the loader is known by, on every call or on some (`paths_of`), is handed where the
     loops seen are not all of its loops (to another module's function, another target, a draw
-    outside a loop), or gone over by a comprehension: moving its batches in the loops seen would
+    outside a loop), its batches are taken outside those loops (`stray_draws`: `next(iter(loader))`,
+    `with tqdm(loader) as bar:`), or it is gone over by a comprehension: moving its batches in the loops seen would
     leave the others on the CPU. A return counts only when the callers binding it are not all
     known."""
     if ctx.loops.comprehensions_over(loader):
         return True  # `[model(x) for x in loader]`: no statement to move its batches in
+    if ctx.loops.stray_draws(loader):
+        return True  # `x, y = next(iter(loader))` after training: no loop to move its batch in
     followed = bool(ctx.loops.returned_to(loader))
     return any(ctx.loops.escapes(path.name, path.scope, returns=not followed, shared=True)
                for path in ctx.loops.paths_of(loader))

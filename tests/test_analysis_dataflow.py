@@ -66,6 +66,19 @@ def test_loops_over_follows_wrappers_not_other_calls():
     assert [loops.runs_steps(l) for l in loops.loops_over(train_call)] == [True]
 
 
+def test_stray_draws_are_batches_taken_outside_the_loops_and_draws_seen():
+    ctx = _ctx(
+        "def train():\n    dl = DataLoader(ds)\n    pbar = tqdm(dl)\n    for b in pbar:\n        step(b)\n"
+        "    it = iter(dl)\n    for i in range(9):\n        b = next(it)\n        step(next(it))\n"
+        "    for i, b in tqdm(enumerate(dl), total=len(dl)):\n        step(b)\n"
+        "    probe = next(iter(dl))\n    with tqdm(dl) as bar:\n        pass\n    bars = tqdm(enumerate(dl))\n"
+    )
+    (loader,) = _calls(ctx, "DataLoader")
+    got = [ctx.code(node) for node in ctx.loops.stray_draws(loader)]
+    # `pbar = tqdm(dl)`, `b = next(it)` in a loop and the loop over `tqdm(enumerate(dl))` are seen.
+    assert got == ["next(iter(dl))", "tqdm(dl)", "tqdm(enumerate(dl))", "next(it)"]
+
+
 def test_a_loader_a_local_function_returns_is_followed_into_its_callers_loops():
     ctx = _ctx(
         "def make_loaders(ds, vs):\n    train = DataLoader(ds)\n    val = DataLoader(vs)\n"

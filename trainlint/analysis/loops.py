@@ -44,6 +44,27 @@ _LOADER_WRAPPER = re.compile(r"^(iter|enumerate|tqdm|cycle|prepare\w*|setup_data
                              r"\w*[wW]rap\w*|MpDeviceLoader|ParallelLoader)$")
 
 
+def _is_wrapper(node: cst.CSTNode | None) -> bool:
+    """node is a call of a loader wrapper (`iter(dl)`, `tqdm(dl)`, `accelerator.prepare(dl)`)."""
+    return isinstance(node, cst.Call) and bool(_LOADER_WRAPPER.match((dotted(node.func) or "").rsplit(".", 1)[-1]))
+
+
+def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """What loader wrappers are wrapped around: `loader` of `iter(tqdm(loader))`."""
+    while _is_wrapper(expr) and expr.args and expr.args[0].keyword is None and not expr.args[0].star:
+        expr = expr.args[0].value
+    return expr
+
+
+def _target_names(assign: cst.Assign) -> list[str | None]:
+    """The dotted names an assignment binds, elements of a tuple target too."""
+    out: list = []
+    for target in assign.targets:
+        t = target.target
+        out += [dotted(e.value) for e in t.elements] if isinstance(t, (cst.Tuple, cst.List)) else [dotted(t)]
+    return out
+
+
 class _Framework(NamedTuple):
     """Methods a training framework calls on every training step: the loop is the framework's, so
     no hot loop is seen around them. A class is one of the framework's modules, trainers or
@@ -485,6 +506,54 @@ class Loops:
                     out.append((loop, assign.targets[0].target))
             self._draws[value] = out
         return list(self._draws[value])
+
+    def stray_draws(self, value: cst.BaseExpression) -> list[cst.CSTNode]:
+        """Where value's batches are taken other than by the loops over it (as loops_over,
+        shared_loops and comprehensions_over find them) and next_draws' `target = next(it)` in a
+        loop, on any path of it (paths_of): a `next(...)` that binds no target in a loop (a one-off
+        draw after training, `x, y = next(iter(loader))`; `model(*next(it))`), and an iterator
+        made over it through loader wrappers (`iter`, `tqdm`, `enumerate`...) that no loop or
+        comprehension goes over and that is not bound to a name value is known by (escapes looks
+        at those): `with tqdm(loader) as bar:`, `Prefetcher(iter(loader))`, `pbar =
+        tqdm(enumerate(loader))`. A fix that moves the batches of the loops seen would leave these
+        on the CPU."""
+        paths = self.paths_of(value)
+        known = {(path.name, path.scope) for path in paths}
+        attributes = {name for name, _ in known if name.startswith("self.")}  # read in every method
+        drawn = {id(self.index.parent.get(self.index.parent.get(target)).value) for _, target in self.next_draws(value)}
+        out: list = []
+        for path in paths:
+            for call in self._next_calls:
+                if id(call) not in drawn and call not in out and self.in_sight(call, path.name, path.scope) \
+                        and self._names(_unwrapped(call.args[0].value), path):
+                    out.append(call)
+            for call in self.calls_handing(path.name):
+                if not _is_wrapper(call) or not self.in_sight(call, path.name, path.scope) \
+                        or not any(self._names(arg.value, path) for arg in call.args if not arg.star):
+                    continue
+                outer = call
+                while isinstance(arg := self.index.parent.get(outer), cst.Arg) and arg.value is outer \
+                        and _is_wrapper(self.index.parent.get(arg)):
+                    outer = self.index.parent.get(arg)
+                holder = self.index.parent.get(outer)
+                if isinstance(holder, cst.Arg) and dotted(self.index.parent.get(holder).func) == "next":
+                    continue  # a draw: the loop above sees it
+                if any(isinstance(anc, (cst.For, cst.CompFor)) and self.index.contains(anc.iter, outer)
+                       for anc in self.index.ancestors(outer)):
+                    continue  # gone over by a loop or comprehension
+                if outer is call and isinstance(holder, cst.Assign) and holder.value is outer and any(
+                        name in attributes if name.startswith("self.") else (name, self.index.enclosing_function(holder)) in known
+                        for name in _target_names(holder) if name):
+                    continue  # re-bound to a name the loops and escapes follow (`it = iter(loader)`)
+                if outer not in out:
+                    out.append(outer)
+        return out
+
+    @cached_property
+    def _next_calls(self) -> list[cst.Call]:
+        """Each `next(it)` / `next(it, default)` call of the module."""
+        return [node for node in self.index.nodes(cst.Call) if dotted(node.func) == "next"
+                and node.args and not node.args[0].star]
 
     @cached_property
     def _next_assignments(self) -> list[tuple[cst.Assign, cst.BaseExpression]]:
