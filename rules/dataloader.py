@@ -3105,8 +3105,10 @@ a change through a view, `v = x[:, 0]` then `v.zero_()`): later in the pass, aft
 the copy, on the next pass of a loop around it inside the loop over the batches (several steps on
 each batch, `x.add_(noise)` before the copy), or after a call of a helper of the module that copies
 the tensor it is handed. The host goes on while a non-blocking copy waits its turn, so the copy
-could read the changed values. (The copy of an item, `batch["x"].to(device)`, is not followed: a
-dict's item set anew is no change in place.) Nor does a copy in
+could read the changed values. The copy of an item at a literal key, `batch["x"].to(device)` or
+`batch[0].cuda()`, is followed through that same item (`batch["x"].mul_(0.5)`, `batch["x"][0] = 0`,
+`out=batch["x"]`) until the item or its container is set anew: the item set anew, `batch["x"] =
+...`, is no change in place. Nor does a copy in
 a function of the module whose device is its parameter when some call passes the CPU there
 (`def move(t, dev): return t.to(dev)`, also `move(pred, "cpu")`): a non-blocking copy to the
 host would be read before it ends.
@@ -3198,6 +3200,24 @@ host would be read before it ends.
                     "for x, y in loader:", "for batch in loader:\n    x, y = batch['x'], batch['y']"),
                 fixed=_SRC.format(move="batch['x'] = x.to(device, non_blocking=True)").replace(
                     "for x, y in loader:", "for batch in loader:\n    x, y = batch['x'], batch['y']")),
+        # The copy of an item (same container, same literal key) changed in place after it: by a
+        # method, a write into it, `out=`; a list batch's item too. No fix. The item set anew
+        # first, another key, the container bound anew: fixed.
+        Invalid(_SRC.format(move="xd = batch['x'].to(device)\n    batch['x'].mul_(0.5)").replace("for x, y in loader:", "for batch in loader:"),
+                fixed=NO_FIX, message="`batch['x']` is changed in place after the copy, by `batch['x'].mul_(0.5)`"),
+        Invalid(_SRC.format(move="xd = batch[0].to(device)\n    batch[0].add_(1)").replace("for x, y in loader:", "for batch in loader:"),
+                fixed=NO_FIX, message="`batch[0]` is changed in place after the copy"),
+        Invalid(_SRC.format(move='xd = batch["x"].float().to(device)\n    batch["x"][0] = 0').replace("for x, y in loader:", "for batch in loader:"),
+                fixed=NO_FIX, message="is changed in place after the copy, by `batch[\"x\"][0] = 0`"),
+        Invalid("import torch\n" + _SRC.format(move="xd = batch['x'].to(device)\n    torch.mul(m, 2, out=batch['x'])")
+                .replace("for x, y in loader:", "for batch in loader:"), fixed=NO_FIX, message="`batch['x']` is changed in place after the copy"),
+        Invalid(_SRC.format(move="xd = batch['x'].to(device)\n    batch['x'] = aug(batch['x'])\n    batch['x'].mul_(2)\n"
+                                 "    batch['y'].mul_(2)\n    batch[0].mul_(2)").replace("for x, y in loader:", "for batch in loader:"),
+                fixed=_SRC.format(move="xd = batch['x'].to(device, non_blocking=True)\n    batch['x'] = aug(batch['x'])\n"
+                                       "    batch['x'].mul_(2)\n    batch['y'].mul_(2)\n    batch[0].mul_(2)").replace("for x, y in loader:", "for batch in loader:")),
+        Invalid(_SRC.format(move="xd = batch['x'].to(device)\n    batch = other\n    batch['x'].mul_(2)").replace("for x, y in loader:", "for batch in loader:"),
+                fixed=_SRC.format(move="xd = batch['x'].to(device, non_blocking=True)\n    batch = other\n"
+                                       "    batch['x'].mul_(2)").replace("for x, y in loader:", "for batch in loader:")),
         # What is handed on is only read, or changed after the function makes its own copy; a
         # copy of the tensor (not a view) is changed; the change comes before the loop around the
         # copy, or after the copy rebinds the name to the device's tensor: fixed.

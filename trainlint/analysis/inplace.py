@@ -7,7 +7,9 @@ A change is an in-place method (`x.mul_(s)`), an augmented or item assignment (`
 `x[m] = 0`), an `out=` argument, a call passing `inplace=True` or of a function named as an
 in-place one (`torch.relu_(x)`, `nn.init.zeros_(x)`), or a call of a function of the module that
 changes its parameter so (followed three calls down); made on the tensor or on a view of it
-(`v = x[:, 0]`, `x.view(-1)`, `x.numpy()`, `x.float()`, which may be `x` itself).
+(`v = x[:, 0]`, `x.view(-1)`, `x.numpy()`, `x.float()`, which may be `x` itself). A copied item
+at a literal key (`batch["x"]`, `batch[0]`) is followed as a tensor of its own, until the item or
+its container is set anew.
 
 After the copy means: later in its pass, and after the loops around it in its function; on the
 next pass of a loop around it that does not bind the tensor anew on each pass (several steps on
@@ -23,6 +25,7 @@ from typing import NamedTuple
 import libcst as cst
 
 from trainlint.analysis.batches import is_device_move
+from trainlint.analysis.literals import UNKNOWN, literal
 from trainlint.analysis.loops import Loop
 from trainlint.analysis.names import dotted
 
@@ -56,8 +59,10 @@ class Change(NamedTuple):
 def changed_after_copy(ctx, call: cst.Call) -> Change | None:
     """The change made in place, after the device copy `call` (`x.to(device)`), to the host tensor
     it copies, when one may be; None when none is seen. Copies of a name, or of a view of it, are
-    followed (`x.float().to(device)`, `[t.cuda() for t in x]`); a copy of an item (`batch["x"]`) is
-    not: setting a dict's item is no change of the tensor it held."""
+    followed (`x.float().to(device)`, `[t.cuda() for t in x]`), and so is a copy of an item at a
+    literal key (`batch["x"]`, `batch[0]`, spelled as `_item` does): changed in place through that
+    same item (`batch["x"].mul_(s)`, `batch["x"][0] = 0`, `out=batch["x"]`) until the item or its
+    container is set anew; setting the item (`batch["x"] = ...`) is no change of the tensor it held."""
     names = _copied_names(ctx, call)
     return _after(ctx, call, names, 0) if names else None
 
@@ -67,7 +72,8 @@ def _copied_names(ctx, call: cst.Call) -> frozenset[str]:
     while isinstance(source, (cst.Call, cst.Attribute)) and _view_step(ctx, source) is not None:
         source = _view_step(ctx, source)
     if not isinstance(source, cst.Name):
-        return frozenset()
+        item = _item(source)
+        return frozenset({item}) if item is not None else frozenset()
     name = source.value
     # `[t.cuda() for t in x]`, `(t.to(device) for t in (x, y))`: the tensors of what it iterates.
     for anc in ctx.index.ancestors(call):
@@ -105,7 +111,7 @@ def _after(ctx, node: cst.CSTNode, names: frozenset[str], depth: int) -> Change 
             # loop's target, `x, y = next(it)`) holds another batch's tensor; when the pass so
             # binds the copied name, each pass copies its own (the loop over the batches) and what
             # follows the loop, or comes round in loops outside it, is not this copy's concern.
-            again = live - _target_names(anc.target) if isinstance(anc, cst.For) else live
+            again = _drop(live, _target_names(anc.target)) if isinstance(anc, cst.For) else live
             body = anc.body.body[:position + 1] if isinstance(anc.body, cst.IndentedBlock) else [anc.body]
             found, again = _scan(ctx, body, again, depth, parents)
             if found is not None:
@@ -176,10 +182,18 @@ def _bind(ctx, stmt: cst.CSTNode, live: frozenset[str]) -> frozenset[str]:
         else:
             continue
         for target, value in pairs:
-            viewed = _root(ctx, value) in out
-            for name in _target_names(target):
-                (out.add if viewed else out.discard)(name)
+            viewed = bool(_roots(ctx, value) & out)
+            item = _item(target)
+            for name in _target_names(target) | ({item} if item is not None else set()):
+                out = set(_drop(out, {name}))  # a container bound anew holds other items too
+                if viewed:
+                    out.add(name)
     return frozenset(out)
+
+
+def _drop(live, names) -> frozenset[str]:
+    """live without names, nor the items of containers so named (`batch["x"]` of `batch`)."""
+    return frozenset(n for n in live if n not in names and n.split("[", 1)[0] not in names)
 
 
 def _pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple]:
@@ -230,7 +244,7 @@ def _views(ctx, scope: cst.FunctionDef | None, names: frozenset[str]) -> tuple[f
         while grown:
             grown = False
             for target, value in assigned + looped:
-                new = _target_names(target) - found if _root(ctx, value) in found else ()
+                new = _target_names(target) - found if _roots(ctx, value) & found else ()
                 if new:
                     found |= new
                     grown = True
@@ -248,6 +262,31 @@ def _view_step(ctx, expr: cst.BaseExpression) -> cst.BaseExpression | None:
             expr.func.attr.value in _VIEW_METHODS and not is_device_move(ctx, expr):
         return expr.func.value
     return None
+
+
+def _item(expr: cst.BaseExpression) -> str | None:
+    """A container's item at a literal key or position, `batch["x"]` or `batch[0]`, spelled
+    `batch['x']` / `batch[0]` (`_drop` reads the container's name before the bracket); else None."""
+    if not isinstance(expr, cst.Subscript) or not isinstance(expr.value, cst.Name) or len(expr.slice) != 1 \
+            or not isinstance(expr.slice[0].slice, cst.Index):
+        return None
+    key = literal(expr.slice[0].slice.value)
+    return f"{expr.value.value}[{key!r}]" if key is not UNKNOWN and isinstance(key, (str, int)) else None
+
+
+def _roots(ctx, expr: cst.BaseExpression) -> set[str]:
+    """Whose tensor expr is, or a view of: the name `_root` gives, and each item at a literal key
+    on the way (`batch['x']` and `batch` for `batch["x"][0]`)."""
+    out = set()
+    while expr is not None:
+        if isinstance(expr, cst.Name):
+            out.add(expr.value)
+            break
+        item = _item(expr)
+        if item is not None:
+            out.add(item)
+        expr = _view_step(ctx, expr)
+    return out
 
 
 def _root(ctx, expr: cst.BaseExpression) -> str | None:
@@ -268,10 +307,12 @@ def _change_in(ctx, stmt: cst.CSTNode, live: frozenset[str], depth: int,
     for node in ctx.index.walk(stmt):
         if isinstance(node, cst.Call) and _changes(ctx, node, live, depth):
             return node
-        if isinstance(node, cst.AugAssign) and _root(ctx, node.target) in live:
+        if isinstance(node, cst.AugAssign) and _roots(ctx, node.target) & live:
             return node  # `x += 1` adds in place into a tensor
+        # A write into the tensor (`x[m] = 0`, `batch["x"][0] = 0`); setting the copied item
+        # itself (`batch["x"] = ...`) gives its container another value.
         if isinstance(node, cst.Assign) and any(
-                isinstance(t.target, cst.Subscript) and _root(ctx, t.target) in live
+                isinstance(t.target, cst.Subscript) and _roots(ctx, t.target.value) & live
                 and not (isinstance(t.target.value, cst.Name) and t.target.value.value in parents)
                 for t in node.targets):
             return node
@@ -281,16 +322,16 @@ def _change_in(ctx, stmt: cst.CSTNode, live: frozenset[str], depth: int,
 def _changes(ctx, call: cst.Call, live: frozenset[str], depth: int) -> bool:
     """call changes a live name's tensor in place."""
     func = call.func
-    if isinstance(func, cst.Attribute) and _root(ctx, func.value) in live:
+    if isinstance(func, cst.Attribute) and _roots(ctx, func.value) & live:
         method = func.attr.value
         if method.endswith("_") and not method.startswith("_") and method not in _KEEPS_VALUES:
             return True  # `x.mul_(s)`, `x[:, 0].zero_()`
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == "out":
-            if any(_root(ctx, out) in live for out in _items(arg.value)):
+            if any(_roots(ctx, out) & live for out in _items(arg.value)):
                 return True  # `torch.add(a, b, out=x)`
     first = ctx.positional(call, 0)
-    first_live = first is not None and _root(ctx, first.value) in live
+    first_live = first is not None and bool(_roots(ctx, first.value) & live)
     inplace = ctx.keyword(call, "inplace")
     if first_live and inplace is not None and ctx.literal(inplace.value) is not False:
         return True  # `F.relu(x, inplace=True)`
@@ -299,7 +340,7 @@ def _changes(ctx, call: cst.Call, live: frozenset[str], depth: int) -> bool:
         # A function of the module: its body says, for each parameter handed the tensor or a view.
         fn = ctx.loops.functions[callee][0]
         for param, arg in ctx.loops.bind_params(callee, call):
-            if not arg.star and _root(ctx, arg.value) in live:
+            if not arg.star and _roots(ctx, arg.value) & live:
                 if depth >= _DEPTH or _changes_parameter(ctx, fn, param, depth + 1):
                     return True  # followed no further: taken as a change
         return False
