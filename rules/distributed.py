@@ -155,7 +155,8 @@ class AccumulationWithoutNoSync(Rule):
     docs = """
 ## What it does
 Flags a model wrapped in `DistributedDataParallel` or `FullyShardedDataParallel` (any import
-alias, a module-local helper that returns one, or a parameter it is passed to), or prepared by
+alias, a module-local helper that returns one, or a parameter it is passed to; also one wrapped
+only on some paths, under `if ddp:` or in one branch of `DDP(net) if ddp else net`), or prepared by
 accelerate (`accelerator.prepare`) or Lightning Fabric (`fabric.setup`), which wrap it in DDP
 when launched on several processes, that is trained with gradient accumulation: backward runs
 on every micro-batch (itself, or in a module-local function the loop calls, such as
@@ -208,7 +209,9 @@ for step, (x, y) in enumerate(loader):
 the next backward all-reduces, so wrapping the backward alone saves nothing (measured with gloo
 and a comm hook: one all-reduce per micro-batch all the same; none with the forward inside). A
 model from accelerate gets `accelerator.no_sync(model)`, one from Fabric
-`fabric.no_backward_sync(model)`: both do nothing when the run has a single process.
+`fabric.no_backward_sync(model)`: both do nothing when the run has a single process. A model
+wrapped only on some paths gets `getattr(model, "no_sync", contextlib.nullcontext)()`: the plain
+module has no `no_sync`.
 
 ## Fix safety
 Unsafe. The fix evaluates the step condition before the forward (it is not applied when the
@@ -328,6 +331,32 @@ unsynchronised one.
                 "        if (i + 1) % args.gradient_accumulation_steps != 0\n        else contextlib.nullcontext()\n    ):\n"
                 "        loss = model(**batch).loss\n        loss.backward()\n"
                 "    if (i + 1) % args.gradient_accumulation_steps != 0:\n        continue\n    optimizer.step()\n"),
+        # Wrapped in one branch of a conditional expression: maybe wrapped, as under `if ddp:`.
+        Invalid(_HEAD.replace("model = DDP(model, gradient_as_bucket_view=True)\n",
+                              "model = DDP(net) if dist.is_initialized() else net\n") + _FLAT,
+                fixed="import contextlib\n\n" + _HEAD.replace("model = DDP(model, gradient_as_bucket_view=True)\n",
+                                                             "model = DDP(net) if dist.is_initialized() else net\n")
+                + _FLAT_FIXED.replace("model.no_sync():\n", 'getattr(model, "no_sync", contextlib.nullcontext)():\n')
+                .replace("    with contextlib.nullcontext() if (step + 1) % accum == 0 else getattr(",
+                         "    with (\n        contextlib.nullcontext()\n        if (step + 1) % accum == 0\n"
+                         "        else getattr(").replace('nullcontext)():\n', 'nullcontext)()\n    ):\n'),
+                message="gradients of `model` (DDP)"),
+        # ... the nested micro-batch loop, the plain model in the first branch.
+        Invalid(_HEAD.replace("model = DDP(model, gradient_as_bucket_view=True)\n",
+                              "import contextlib\nmodel = net if world_size == 1 else DDP(net)\n")
+                + _NESTED.replace("train(DDP(net), batches, opt, 8)", "train(model, batches, opt, 8)"),
+                fixed=_HEAD.replace("model = DDP(model, gradient_as_bucket_view=True)\n",
+                                    "import contextlib\nmodel = net if world_size == 1 else DDP(net)\n")
+                + _NESTED_FIXED.replace("train(DDP(net), batches, opt, 8)", "train(model, batches, opt, 8)")
+                .replace("            with contextlib.nullcontext() if micro == accum - 1 else model.no_sync():\n",
+                         "            with (\n                contextlib.nullcontext()\n                if micro == accum - 1\n"
+                         '                else getattr(model, "no_sync", contextlib.nullcontext)()\n            ):\n')),
+        # Wrapped in both branches: always wrapped, so `model.no_sync()` as for a plain wrap.
+        Invalid(_HEAD.replace("model = DDP(model, gradient_as_bucket_view=True)\n",
+                              "model = DDP(net, static_graph=True) if static else DDP(net)\n") + _FLAT,
+                fixed="import contextlib\n\n" + _HEAD.replace("model = DDP(model, gradient_as_bucket_view=True)\n",
+                                                             "model = DDP(net, static_graph=True) if static else DDP(net)\n")
+                + _FLAT_FIXED),
         # FSDP, with a flag guard and a counter the fix must not read early: reported, not fixed.
         Invalid("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n"
                 "micro = 0\nfor batch in loader:\n    loss = model(batch)\n    loss.backward()\n    micro += 1\n"

@@ -134,16 +134,27 @@ class Distributed:
 
     def wrapper_kind(self, expr: cst.BaseExpression, helpers: dict[str, str] | None = None) -> str | None:
         """DDP/FSDP when expr constructs one: `DDP(m)`, `torch.compile(DDP(m))`, `wrap(m)` (a local
-        helper; helpers: those found so far, while they are searched for)."""
+        helper; helpers: those found so far, while they are searched for), `DDP(m) if ddp else m`."""
+        return self._wrapping(expr, helpers)[0]
+
+    def _wrapping(self, expr: cst.BaseExpression, helpers: dict[str, str] | None = None) -> tuple[str | None, bool]:
+        """(wrapper_kind, whether expr may also be the plain model): `DDP(m) if ddp else m` is a DDP
+        on some paths only, like `if ddp: model = DDP(model)`, and a plain module has no no_sync."""
+        if isinstance(expr, cst.IfExp):
+            (body, body_partly), (orelse, orelse_partly) = (self._wrapping(e, helpers) for e in (expr.body, expr.orelse))
+            return body or orelse, not (body and orelse) or body_partly or orelse_partly
         if not isinstance(expr, cst.Call):
-            return None
+            return None, False
         qn = self.names.qualified(expr.func)
+        if qn == "torch.compile" and expr.args:
+            return self._wrapping(expr.args[0].value, helpers)
+        return self._constructed_kind(expr, qn, helpers), False
+
+    def _constructed_kind(self, expr: cst.Call, qn: str | None, helpers: dict[str, str] | None) -> str | None:
         if qn in WRAPPERS:
             return qn
         if self.names.is_a(expr.func, *WRAPPERS):  # a local subclass
             return DDP if self.names.is_a(expr.func, DDP) else FSDP
-        if qn == "torch.compile" and expr.args:
-            return self.wrapper_kind(expr.args[0].value, helpers)
         name = dotted(expr.func)
         local = name.rsplit(".", 1)[-1] if name is not None and name.split(".")[0] in (name, "self") else None
         if local not in self.loops.functions:
@@ -172,10 +183,10 @@ class Distributed:
         assigns = [(a.targets[0].target if len(a.targets) == 1 else None, a.value, a) for a in index.nodes(cst.Assign)]
         assigns += [(a.target, a.value, a) for a in index.nodes(cst.AnnAssign) if a.value is not None]
         for target, value, node in assigns:
-            kind = self.wrapper_kind(value)
+            kind, partly = self._wrapping(value)
             name = dotted(target) if target is not None else None
             if kind and name:
-                self._add(name, kind, _conditional(index, node))
+                self._add(name, kind, partly or _conditional(index, node))
             elif target is not None:
                 for name, kind, via in self._prepared(target, value):
                     self._add(name, kind, _conditional(index, node), via)
@@ -185,8 +196,8 @@ class Distributed:
                 src = self.wrapped.get(dotted(arg.value) or "")
                 if src is not None:
                     self._add(param, src.kind, src.conditional, src.via, scope=callee)
-                elif kind := self.wrapper_kind(arg.value):  # train(DDP(model), ...)
-                    self._add(param, kind, _conditional(index, call), scope=callee)
+                elif (wrapping := self._wrapping(arg.value))[0]:  # train(DDP(model), ...)
+                    self._add(param, wrapping[0], wrapping[1] or _conditional(index, call), scope=callee)
 
     def _add(self, name: str, kind: str, conditional: bool, via: str | None = None,
              scope: cst.FunctionDef | None = None) -> None:
