@@ -444,7 +444,8 @@ A value known to be in host memory is not flagged, as reading it waits for no GP
 value, a tensor made without `device=` (`torch.randint(0, 10, (1,))`, also through a name), what
 `.cpu()` copied (the `.cpu()` is the finding), and a tensor of a batch that arrives on the host,
 read before the loop moves it (`batch["ids"].tolist()`, `y.numpy()` after `y = batch["y"]`, and
-what indexing, arithmetic or a dtype conversion makes of it; also as what a loop or comprehension
+what indexing, arithmetic, a dtype conversion or a torch function given only host tensors
+(`torch.bincount(y)`) makes of it; also as what a loop or comprehension
 goes over, `for v in y.tolist():`, and the elements it takes from one, `[v.item() for v in y]`). A batch counts as arriving on the
 host only when the loop takes it from a loader (`for batch in loader`) and copies some of its
 tensors to the device itself (`batch["x"].cuda()`), no DataLoader of the file that feeds the loop
@@ -532,6 +533,8 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_HOST_BATCH.format(read="scale = np.random.rand(1).item()")),
         Valid(_HOST_BATCH.format(read="k = int(torch.randint(0, 10, (1,)).item())")),
         Valid(_HOST_BATCH.format(read="perm = torch.randperm(8)\n    first = perm[:2].tolist()")),
+        # ... and what a torch function makes of host tensors alone.
+        Valid(_HOST_BATCH.format(read="counts = torch.bincount(y, minlength=3).tolist()")),
         # ... also as the iterable of a loop or a comprehension (evaluated where it stands), and the
         # elements of such a value.
         Valid(_HOST_BATCH.format(read="for v in y.tolist():\n        seen.append(v)")),
@@ -625,6 +628,8 @@ of every tenth loss, predictions shorter than their targets).
         # collate_fn makes the batches on the device, one accelerate prepared, a loop that moves
         # nothing of its batch (`x.numpy()` of a value not known to be on the host).
         Invalid(_HOST_BATCH.format(read="xs = x.tolist()"), fixed=NO_FIX, message="`.tolist()` waits for the GPU"),
+        # A host scalar tensor with a device tensor gives a device tensor.
+        Invalid(_HOST_BATCH.format(read="total = torch.add(y.sum(), x.sum()).item()"), fixed=NO_FIX),
         Invalid(_HOST_BATCH.format(read="y = y.cuda()\n    labels = y.numpy()"), fixed=NO_FIX),
         Invalid(_HOST_BATCH.format(read='batch = batch.to(device)\n    ids = batch["ids"].tolist()'), fixed=NO_FIX),
         Invalid(_HOST_BATCH.format(read='batch = {k: v.to(device) for k, v in batch.items()}\n'
@@ -971,26 +976,26 @@ def _is_string(expr: cst.BaseExpression) -> bool:
 
 
 def _formatted_tensors(ctx, expr: cst.BaseExpression):
-    """Tensor values that formatting `expr` (f-string, %, .format, dict) would convert."""
-    tensors = ctx.tensors
+    """Tensor values, maybe on the device (`_device_tensor`), that formatting `expr` (f-string, %,
+    .format, dict) would convert."""
     if isinstance(expr, (cst.FormattedString,)):
         for part in expr.parts:
-            if isinstance(part, cst.FormattedStringExpression) and tensors.is_tensor(part.expression):
+            if isinstance(part, cst.FormattedStringExpression) and _device_tensor(ctx, part.expression):
                 yield part.expression
     elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) and _is_string(expr.left):
         values = [e.value for e in expr.right.elements] if isinstance(expr.right, cst.Tuple) else [expr.right]
         for value in values:
-            if tensors.is_tensor(value):
+            if _device_tensor(ctx, value):
                 yield value
     elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
         for arg in expr.args:
-            if tensors.is_tensor(arg.value):
+            if _device_tensor(ctx, arg.value):
                 yield arg.value
     elif isinstance(expr, cst.Dict):
         for element in expr.elements:
-            if isinstance(element, cst.DictElement) and tensors.is_tensor(element.value):
+            if isinstance(element, cst.DictElement) and _device_tensor(ctx, element.value):
                 yield element.value
-    elif tensors.is_tensor(expr):
+    elif _device_tensor(ctx, expr):
         yield expr
 
 
@@ -1016,7 +1021,11 @@ Flags printing, logging or formatting a tensor (`print(loss)`, `logger.info(f"{l
 `accelerator.print(f"{loss=}")`, `pbar.set_postfix(loss=loss)`, `desc = f"loss {loss:.3f}"`)
 on every step of the hot loop. A message of a `raise` or `assert` is not flagged: it is only
 formatted when the check fails; nor is one in a branch that leaves the loop for good (ending in
-`break`, `return`, `raise` or `sys.exit()`), which runs once.
+`break`, `return`, `raise` or `sys.exit()`), which runs once. Nor is a value known to be in host
+memory, as TL201 reads it: formatting or logging it waits for no GPU (a tensor made without
+`device=`, a
+tensor of a batch that arrives on the host, read before the loop moves it, and what
+`y.sum()` or `torch.bincount(y)` makes of it).
 
 Logging a tensor to an experiment tracker is flagged too: `wandb.log({"loss": loss})`, a
 TensorBoard `SummaryWriter`'s `writer.add_scalar("loss", loss, step)` (or `add_scalars`),
@@ -1093,8 +1102,19 @@ interval there. Without one there is no fix.
               "    def on_train_epoch_end(self):\n        self.log('e', self.total, sync_dist=True)\n"),
         Valid(in_training_loop("meter.add_scalar('loss', loss, step)")),
         Valid(_CLOSURE.format(optimizer="LBFGS", read="print('eval', loss)", closure="closure")),
+        # Values in host memory wait for no GPU (as TL201 reads them): a batch field the loop has
+        # not moved yet, what a torch function makes of it, a tensor made without a device.
+        Valid(_HOST_BATCH.format(read="print(f'labels {y.sum()}')")),
+        Valid(_HOST_BATCH.format(read="print(f'class counts {torch.bincount(y, minlength=3)}')")),
+        Valid(_HOST_BATCH.format(read="noise = torch.randn(3)\n    print(f'noise {noise}')")),
+        Valid(_HOST_BATCH.format(read="desc = f'labels {y.sum()}'\n    pbar.set_description(desc)")),
+        Valid("import wandb\n" + _HOST_BATCH.format(read="wandb.log({'labels': y.sum()}, step=step)")),
     ]
     invalid = [
+        # ... but once the loop has moved it, the batch field is on the device.
+        Invalid(_HOST_BATCH.format(read="print(f'x {x.sum()}')"),
+                fixed=_HOST_BATCH.format(read="if step % 100 == 0:\n        print(f'x {x.sum()}')"),
+                message="Formatting tensor `x.sum()`"),
         # The total norm clip_grad_norm_ returns is a tensor (on the gradients' device).
         Invalid(in_training_loop("gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
                                  "print(f'grad norm {gn:.3f}')"), message="Formatting tensor `gn`"),
@@ -1220,7 +1240,7 @@ interval there. Without one there is no fix.
         tracker = _tracker_values(ctx, node)
         if tracker is None:
             return
-        values = [v for v in tracker.values if ctx.tensors.is_tensor(v)]
+        values = [v for v in tracker.values if _device_tensor(ctx, v)]
         if not values or not _waits_per_step(ctx, node):
             return
         # Without an explicit step, the tracker numbers what it is given: logging every N steps
@@ -1623,6 +1643,7 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
         Valid(in_training_loop("loss = loss.item()\nif step > 2:\n    assert loss < prev_loss\nprev_loss = loss")),
         # A batch field the loop never moves is in host memory: testing it waits for no GPU.
         Valid(_HOST_BATCH.format(test="if y.sum() == 0:\n        continue")),
+        Valid(_HOST_BATCH.format(test="if torch.bincount(y, minlength=3)[0] == 0:\n        continue")),
     ]
     invalid = [
         Invalid("import torch\nfrom torch.nn.utils import clip_grad_norm_\n" + in_training_loop(

@@ -61,6 +61,12 @@ _KEEPS_DEVICE = frozenset({
     "gt", "ge", "lt", "le", "all", "any", "abs", "neg", "pow", "add", "sub", "mul", "div", "numel", "size", "dim",
     "pin_memory", "astype", "copy", "ravel",
 })
+# torch functions whose result is on the device of the tensors they are given (`torch.bincount(y)`,
+# `torch.sum(y)`): what they make of host tensors is on the host too.
+_TORCH_KEEPS_DEVICE = frozenset({f"torch.{name}" for name in _KEEPS_DEVICE - {"pin_memory", "astype", "copy"}}
+                                | {"torch.bincount", "torch.histc", "torch.cumsum", "torch.clamp", "torch.exp",
+                                   "torch.log", "torch.sqrt", "torch.softmax", "torch.log_softmax", "torch.where",
+                                   "torch.topk", "torch.bucketize", "torch.isnan", "torch.isfinite", "torch.round"})
 # Loaders that restore tensors where told: the keyword, and its position when passed by position.
 _LOADERS = {"torch.load": ("map_location", 1), "safetensors.torch.load_file": ("device", 1)}
 # What these give is on the host, whatever they are called on (the call is where any wait is).
@@ -233,8 +239,9 @@ class Tensors:
         (`torch.randint(n, (1,))`); what `.cpu()`/`.numpy()` give; a tensor of a batch that arrives
         on the host (`batches.host_batch_loops`: `batch["ids"]`, `y` of `for x, y in loader`, or a
         name taken from it) read before anything moves it; and what indexing, an attribute,
-        arithmetic, a comparison or a method that keeps the device (`ids.long()`, `perm[:k]`,
-        `y == -100`) makes of such values. A name is followed back through the statements before
+        arithmetic, a comparison, a method that keeps the device (`ids.long()`, `perm[:k]`,
+        `y == -100`) or a torch function given only such tensors (`torch.bincount(y)`) makes of
+        such values. A name is followed back through the statements before
         the read to its assignment, or to the target of the loop whose body holds the read (also a
         comprehension's: `[v.item() for v in y]`, each element of a host value); through the
         iterable of a loop or comprehension, which reads the names around it (`for v in
@@ -446,6 +453,13 @@ class Tensors:
                 and not any(a.star for a in call.args)
         if qn.startswith("numpy."):
             return True  # numpy arrays and scalars live in host memory
+        if qn in _TORCH_KEEPS_DEVICE:
+            # Every tensor it is given on the host: a CPU scalar tensor mixed with a device tensor
+            # gives a device tensor, so one argument on the host is not enough.
+            return bool(call.args) and all(
+                a.star == "" and (a.keyword is None or a.keyword.value != "device")
+                and (self._host(a.value, depth + 1, field) or (a.keyword is not None and not self.is_tensor(a.value)))
+                for a in call.args)
         func = call.func
         if not isinstance(func, cst.Attribute):
             return False
