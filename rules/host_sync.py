@@ -390,6 +390,45 @@ def fit(model, x, y, iters=5):
         opt.step({closure})
     return history
 """
+# A step function the loop calls through another name: `{bind}` binds `step_fn` (or, in a
+# class, `self.step_fn`), `{call}` calls it with the batch.
+_STEP_ALIAS = """import functools
+import torch
+def train_step(model, opt, x, y):
+    loss = model(x, y)
+    loss.backward()
+    opt.step()
+    history.append(loss.item())
+    return loss
+def make_train_step(model, opt):
+    def step(x, y):
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        history.append(loss.item())
+        return loss
+    return step
+def evaluate(model, opt, x, y):
+    return model(x, y)
+def run(model, opt, loader):
+    {bind}
+    for x, y in loader:
+        {call}
+"""
+_STEP_METHOD_ALIAS = """import torch
+class Trainer:
+    def __init__(self, model, opt):
+        self.model, self.opt = model, opt
+        self.step_fn = {bound}
+    def train_step(self, x, y):
+        loss = self.model(x, y)
+        loss.backward()
+        self.opt.step()
+        self.history.append(loss.item())
+    def fit(self, loader):
+        for x, y in loader:
+            self.step_fn(x, y)
+"""
 _NO_FIX_SHOWN_NAME = _with_total(in_training_loop("total += loss.item()")) + "print(f'{total=}')\n"
 _NO_FIX_PER_STEP_READ = _with_total(in_training_loop("total += loss.item()\npbar.set_postfix(avg=total / (step + 1))"))
 _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) == y).sum().item()"), "correct = 0") \
@@ -552,6 +591,18 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_CLOSURE.format(optimizer="LBFGS", read="history.append(loss.item())", closure="closure")),
         # A DataLoader of the file whose collate_fn leaves the batches on the CPU.
         Valid(_COLLATE_TO_DEVICE.replace('x.to("cuda"), ids.to("cuda")', "x, ids").format(collate="collate")),
+        # A name bound to the step function and to something else (another function, what an
+        # unknown call returns, a loop's values): which one the loop calls is not known.
+        Valid(_STEP_ALIAS.format(bind="step_fn = train_step if training else evaluate",
+                                 call="step_fn(model, opt, x, y)")),
+        Valid(_STEP_ALIAS.format(bind="step_fn = train_step\n    if not training:\n        step_fn = evaluate",
+                                 call="step_fn(model, opt, x, y)")),
+        Valid(_STEP_ALIAS.format(bind="step_fn = train_step\n    step_fn = hooks.wrap(step_fn)",
+                                 call="step_fn(model, opt, x, y)")),
+        Valid(_STEP_ALIAS.format(bind="for step_fn in (train_step, evaluate):\n        pass",
+                                 call="step_fn(model, opt, x, y)")),
+        Valid(_STEP_METHOD_ALIAS.format(bound="torch.compile(self.train_step)").replace(
+            "    def fit(", "    def set_eval(self):\n        self.step_fn = self.model\n    def fit(")),
     ]
     invalid = [
         # GradScaler.get_scale() is `.item()` of the scale: the "was the step skipped?" idiom.
@@ -643,6 +694,16 @@ of every tenth loss, predictions shorter than their targets).
                 "    opt.step()\n    print(loss.item())\n    if it % args.log_interval == 0:\n        log(it)\n",
                 fixed=NO_FIX, message="(`if it % args.log_interval == 0:`)"),
         Invalid(_HOST_BATCH.format(read="preds = model(x).argmax(-1).tolist()"), fixed=NO_FIX),
+        # The step function called through another name: an alias, a partial, a compiled
+        # function, a closure a factory returns, a compiled method kept on the instance.
+        Invalid(_STEP_ALIAS.format(bind="step_fn = train_step", call="step_fn(model, opt, x, y)"), fixed=NO_FIX),
+        Invalid(_STEP_ALIAS.format(bind="step_fn = functools.partial(train_step, model, opt=opt)",
+                                   call="step_fn(x=x, y=y)"), fixed=NO_FIX),
+        Invalid(_STEP_ALIAS.format(bind="step_fn = torch.compile(train_step) if compile else train_step",
+                                   call="loss = step_fn(model, opt, x, y)"), fixed=NO_FIX),
+        Invalid(_STEP_ALIAS.format(bind="step_fn = make_train_step(model, opt)", call="step_fn(x, y)"),
+                fixed=NO_FIX),
+        Invalid(_STEP_METHOD_ALIAS.format(bound="torch.compile(self.train_step)"), fixed=NO_FIX),
         # A comprehension's or a loop's own `y` is not the batch's.
         Invalid(_HOST_BATCH.format(read="vals = [y.item() for y in model(x)]"), fixed=NO_FIX),
         Invalid(_HOST_BATCH.format(read="for y in model(x):\n        seen.append(y.item())"), fixed=NO_FIX),

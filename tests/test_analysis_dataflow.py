@@ -764,3 +764,33 @@ def test_copy_takes_non_blocking_through_a_helper():
     )
     got = {name: copy_takes_non_blocking(ctx, _calls(ctx, name)[0]) for name in ("v.to", "v.cuda", "t.to")}
     assert got == {"v.to": True, "v.cuda": None, "t.to": True}
+
+
+def test_a_call_through_a_name_bound_to_a_module_function_calls_it():
+    ctx = _ctx(
+        "import functools\nimport torch\n"
+        "def train_step(model, opt, loader):\n    for batch in loader:\n        pass\n"
+        "def make_step(model):\n    def step(loader):\n        pass\n    return step\n"
+        "class T:\n    def __init__(self):\n        self.fit_fn = torch.compile(self.fit)\n"
+        "        self.other = self.fit\n        self.other = print\n"
+        "    def fit(self, loader):\n        pass\n"
+        "    def run(self):\n        self.fit_fn(DataLoader(e))\n        self.other(DataLoader(f))\n"
+        "def main(model, opt):\n"
+        "    plain = train_step\n    plain(model, opt, DataLoader(a))\n"
+        "    part = functools.partial(train_step, model, opt=opt)\n    part(DataLoader(b))\n"
+        "    closure = make_step(model)\n    closure(DataLoader(c))\n"
+        "    method = T().fit\n    method(DataLoader(d))\n"  # not `self.`: not followed
+        "    either = train_step if model else print\n    either(DataLoader(g))\n"
+    )
+    loaders = _calls(ctx, "DataLoader")
+    calls = [ctx.index.parent.get(ctx.index.parent.get(loader)) for loader in loaders]
+    assert [ctx.loops.local_callee_name(c) for c in calls] == ["fit", None, "train_step", "train_step", "step",
+                                                             None, None]
+    # The partial binds model and opt: the loader it is called with is train_step's `loader`;
+    # the compiled method takes `self` itself.
+    assert [[p for p, _ in ctx.loops.bind_params(ctx.loops.local_callee_name(c), c)] for c in calls[:5]
+            if ctx.loops.local_callee_name(c)] == [["loader"], ["model", "opt", "loader"], ["loader"], ["loader"]]
+    # The loop of the function a partial calls goes over the loader the partial is called with.
+    ctx = _ctx("import functools\ndef train(model, loader):\n    for batch in loader:\n        pass\n"
+               "def main(model):\n    run = functools.partial(train, model)\n    run(DataLoader(ds))\n")
+    assert ctx.loops.loops_over(_calls(ctx, "DataLoader")[0]) == ctx.index.nodes(cst.For)

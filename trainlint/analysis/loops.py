@@ -19,7 +19,7 @@ import libcst as cst
 from trainlint.analysis.branches import Conditions
 from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex, last_statement, walk
+from trainlint.analysis.tree import TreeIndex, binding_targets, last_statement, walk
 from trainlint.analysis.variables import Bindings
 
 Loop = (cst.For, cst.While)
@@ -251,6 +251,25 @@ class ValuePath(NamedTuple):
     given: tuple = ()
 
 
+class _Alias(NamedTuple):
+    """The module-local function a call through another name runs (`step_fn(batch)` with
+    `step_fn = functools.partial(train_step, model)`), and how that binding moves the call's
+    arguments onto the function's parameters: a bound method (`self.train_step`) takes `self`
+    itself; a partial fills the first `positional` parameters and its `keywords`."""
+    name: str
+    method: bool = False
+    positional: int = 0
+    keywords: frozenset = frozenset()
+
+
+# Wrappers that hand back the function they are given, called as it: `functools.partial(fn, ...)`
+# (with some arguments bound), `torch.compile(fn)` (its other parameters are keyword-only).
+_FUNCTION_WRAPPERS = frozenset({"functools.partial", "torch.compile"})
+# How many bindings a name is followed through to a function (`step = torch.compile(step_fn)`
+# with `step_fn = train_step`), a factory's return counting as one.
+_ALIAS_DEPTH = 4
+
+
 class Loops:
     def __init__(self, index: TreeIndex, names: Names, interval_names: tuple[str, ...] = (),
                  variables: Bindings | None = None) -> None:
@@ -289,6 +308,9 @@ class Loops:
                         self.flag_names.add(name.rsplit(".", 1)[-1])
 
         self.step_calls: list[cst.Call] = [c for c in index.nodes(cst.Call) if is_step_call(c, names)]
+        # Calls of a module-local function through a name bound to it (_find_aliases): found once,
+        # before calls_by_name, which holds them under the function's name.
+        self._aliases: dict[cst.Call, _Alias] = self._find_aliases()
         self.calls_by_name: dict[str, list[cst.Call]] = {}
         for call in index.nodes(cst.Call):
             callee = self.local_callee_name(call)
@@ -308,7 +330,15 @@ class Loops:
         """`train_step(...)` or `self.train_step(...)` when a function of that name is defined here;
         also a method called on an instance of a class defined here (`Trainer(model).fit(loader)`,
         or `trainer.fit(loader)` with `trainer = Trainer(model)` assigned once in the caller's
-        function or the module) when that class defines it."""
+        function or the module) when that class defines it; and a call through a name bound to
+        one such function only (`step_fn(batch)`, `self.step_fn(batch)`: _find_aliases)."""
+        direct = self._direct_callee(call)
+        if direct is None and self._aliases:
+            alias = self._aliases.get(call)
+            return alias.name if alias is not None else None
+        return direct
+
+    def _direct_callee(self, call: cst.Call) -> str | None:
         func = call.func
         if isinstance(func, cst.Name):
             name = func.value
@@ -322,6 +352,105 @@ class Loops:
         else:
             return None
         return name if name in self.functions else None
+
+    def _find_aliases(self) -> dict[cst.Call, _Alias]:
+        """Calls through a name that is not the function's own: `step_fn(...)` where every binding
+        of step_fn seen there is an assignment of one and the same module-local function, as
+        itself (`step_fn = train_step`, `self.train_step`), wrapped (`functools.partial(fn, ...)`,
+        `torch.compile(fn)`), or returned by a factory (`step = make_train_step(model, opt)`,
+        which defines and returns `def step(batch)`); `self.step_fn(...)` where every assignment
+        of `self.step_fn` in the class is one. A name bound to anything else as well (a parameter,
+        a loop target, another function) is not followed: which one runs is not known. The
+        function must be the only one of its name, as calls_by_name keys calls by name."""
+        # One pass over the assignments: the plain names that may be aliases, and every value
+        # assigned to `self.<attr>`, by class (None where a target cannot be read: `self.a, b = f()`).
+        names: set[str] = set()
+        attributes: dict[tuple, list] = {}
+        for node in (*self.index.nodes(cst.Assign), *self.index.nodes(cst.AnnAssign), *self.index.nodes(cst.AugAssign)):
+            value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else None
+            for target in (binding_targets(node) if isinstance(node, cst.Assign) else [node.target]):
+                if isinstance(target, cst.Name):
+                    if value is not None and isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.IfExp)):
+                        names.add(target.value)
+                    continue
+                for sub in walk(target):
+                    if isinstance(sub, cst.Attribute) and isinstance(sub.value, cst.Name) and sub.value.value == "self":
+                        key = (self.index.enclosing_class(node), sub.attr.value)
+                        attributes.setdefault(key, []).append(value if sub is target else None)
+        names -= self.functions.keys()
+        if not names and not attributes:
+            return {}
+        self._attribute_values = attributes
+        self._factory_memo: dict[cst.FunctionDef, _Alias | None] = {}
+        out = {}
+        for call in self.index.nodes(cst.Call):
+            func = call.func
+            if isinstance(func, cst.Name) and func.value in names:
+                alias = self._name_target(func, 0)
+            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
+                    and func.attr.value not in self.functions and attributes:
+                alias = self._attribute_target(func, 0)
+            else:
+                continue
+            if alias is not None:
+                out[call] = alias
+        return out
+
+    def _name_target(self, name: cst.Name, depth: int) -> _Alias | None:
+        """The function the variable read as name is bound to, when all its bindings agree."""
+        return self._one_target([value if kind == "assign" else None
+                                 for kind, value in self.variables.seen_from(name) or [("bind", None)]], depth)
+
+    def _attribute_target(self, attr: cst.Attribute, depth: int) -> _Alias | None:
+        """The function `self.<attr>` is bound to, when all its assignments in the class agree."""
+        values = self._attribute_values.get((self.index.enclosing_class(attr), attr.attr.value))
+        return self._one_target(values or [None], depth)
+
+    def _one_target(self, values: list, depth: int) -> _Alias | None:
+        targets = {None if value is None else self._target(value, depth + 1) for value in values}
+        return targets.pop() if len(targets) == 1 else None
+
+    def _target(self, expr: cst.BaseExpression, depth: int) -> _Alias | None:
+        """The module-local function expr evaluates to (see _find_aliases), or None."""
+        if depth > _ALIAS_DEPTH:
+            return None
+        if isinstance(expr, cst.Name):
+            if expr.value in self.functions:
+                return _Alias(expr.value) if len(self.functions[expr.value]) == 1 else None
+            return self._name_target(expr, depth)
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            fns = self.functions.get(expr.attr.value, ())
+            if not fns:
+                return self._attribute_target(expr, depth)
+            if len(fns) != 1 or not isinstance(self.index.parent.get(self.index.parent.get(fns[0])), cst.ClassDef):
+                return None
+            static = any(dotted(d.decorator) == "staticmethod" for d in fns[0].decorators)
+            return _Alias(expr.attr.value, method=not static)
+        if isinstance(expr, cst.IfExp):  # `torch.compile(train_step) if cfg.compile else train_step`
+            return self._one_target([expr.body, expr.orelse], depth)
+        if not isinstance(expr, cst.Call):
+            return None
+        wrapper = self.names.qualified(expr.func)
+        if wrapper in _FUNCTION_WRAPPERS:
+            if not expr.args or expr.args[0].keyword is not None or expr.args[0].star \
+                    or any(arg.star for arg in expr.args):
+                return None
+            inner = self._target(expr.args[0].value, depth + 1)
+            if inner is None or wrapper != "functools.partial":
+                return inner
+            bound = expr.args[1:]
+            return inner._replace(positional=inner.positional + sum(arg.keyword is None for arg in bound),
+                                  keywords=inner.keywords | {arg.keyword.value for arg in bound if arg.keyword})
+        factory = self._direct_callee(expr)
+        if factory is None or len(self.functions[factory]) != 1:
+            return None
+        fn = self.functions[factory][0]
+        if fn not in self._factory_memo:
+            self._factory_memo[fn] = None  # recursion guard
+            returns = [r for r in self.index.nodes(cst.Return) if self.index.enclosing_function(r) is fn]
+            self._factory_memo[fn] = self._one_target([r.value for r in returns] or [None], depth) \
+                if all(r.value is not None for r in returns) else None
+        return self._factory_memo[fn]
 
     @cached_property
     def _instance_names(self) -> frozenset[str]:
@@ -354,7 +483,14 @@ class Loops:
         if len(fns) != 1:
             return
         params = [p.name.value for p in fns[0].params.params]
-        if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        alias = self._aliases.get(call)
+        if alias is not None:
+            # `self.step_fn(x)` may call a plain function kept on the instance (no `self` taken),
+            # `step_fn(x)` a bound method (`self` taken): the binding says which.
+            if alias.method and params and params[0] in ("self", "cls"):
+                params = params[1:]
+            params = [p for p in params[alias.positional:] if p not in alias.keywords]
+        elif params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
             params = params[1:]
         positional = [a for a in call.args if a.keyword is None and not a.star]
         for param, arg in zip(params, positional):
