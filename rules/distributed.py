@@ -114,6 +114,17 @@ _FABRIC = (
     "model, opt = fabric.setup(model, opt)\n"
 )
 
+# A helper of the module that wraps the model only when asked to, and the fix it gets.
+_HELPER_HEAD = "import torch\nfrom contextlib import nullcontext\ndef wrap(m, use_ddp):\n{wrap}model = wrap(net, ddp)\n"
+_FLAT_MAYBE_FIXED = (
+    "for step, (x, y) in enumerate(loader):\n"
+    "    # All-reduce gradients only on the micro-batch before the optimizer step.\n"
+    "    with (\n        nullcontext()\n        if (step + 1) % accum == 0\n"
+    "        else getattr(model, \"no_sync\", nullcontext)()\n    ):\n"
+    "        loss = loss_fn(model(x), y) / accum\n        loss.backward()\n"
+    "    if (step + 1) % accum == 0:\n        opt.step()\n        opt.zero_grad()\n"
+)
+
 # A second training loop that does skip the sync (its own `accumulate`) leaves this one's as it is.
 _ACCUMULATE_LOOP = (
     "for x, y in loader:\n"
@@ -210,8 +221,9 @@ the next backward all-reduces, so wrapping the backward alone saves nothing (mea
 and a comm hook: one all-reduce per micro-batch all the same; none with the forward inside). A
 model from accelerate gets `accelerator.no_sync(model)`, one from Fabric
 `fabric.no_backward_sync(model)`: both do nothing when the run has a single process. A model
-wrapped only on some paths gets `getattr(model, "no_sync", contextlib.nullcontext)()`: the plain
-module has no `no_sync`.
+wrapped only on some paths (under `if ddp:`, in one branch of a conditional expression, or by a
+helper of the module that returns the plain model on another path) gets
+`getattr(model, "no_sync", contextlib.nullcontext)()`: the plain module has no `no_sync`.
 
 ## Fix safety
 Unsafe. The fix evaluates the step condition before the forward (it is not applied when the
@@ -316,6 +328,12 @@ unsynchronised one.
                 fixed="import torch\nfrom contextlib import nullcontext\n"
                 "def wrap(m):\n    return torch.nn.parallel.DistributedDataParallel(m, gradient_as_bucket_view=True)\n"
                 "model = wrap(net)\n" + _FLAT_FIXED.replace("contextlib.nullcontext()", "nullcontext()")),
+        # ... one that returns the plain model on another path (`if use_ddp: return DDP(m)`,
+        # or wraps under a condition): maybe wrapped, as under `if ddp:`.
+        *(Invalid(_HELPER_HEAD.format(wrap=wrap) + _FLAT,
+                  fixed=_HELPER_HEAD.format(wrap=wrap) + _FLAT_MAYBE_FIXED)
+          for wrap in ("    if use_ddp:\n        return torch.nn.parallel.DistributedDataParallel(m)\n    return m\n",
+                       "    if use_ddp:\n        m = torch.nn.parallel.DistributedDataParallel(m)\n    return m\n")),
         # Nested micro-batch loop; the wrapped model is passed to the training function.
         Invalid(_HEAD.replace("model = DDP(model, gradient_as_bucket_view=True)\n", "import contextlib\n") + _NESTED,
                 fixed=_HEAD.replace("model = DDP(model, gradient_as_bucket_view=True)\n", "import contextlib\n")

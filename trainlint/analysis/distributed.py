@@ -101,6 +101,12 @@ def _switches_off(method: str, call: cst.Call) -> bool:
         and dotted(args[0].value) == "False"
 
 
+def _local_name(call: cst.Call) -> str | None:
+    """The name of the module function or method a call calls (`wrap` of `wrap(m)`, `self.wrap(m)`)."""
+    name = dotted(call.func)
+    return name.rsplit(".", 1)[-1] if name is not None and name.split(".")[0] in (name, "self") else None
+
+
 def _strip_module(name: str) -> str:
     """`model.module` (the module inside the wrapper) stands for the model."""
     while name.endswith(".module"):
@@ -124,6 +130,7 @@ class Distributed:
         self.loops = loops
         self.wrapped: dict[str, Wrapped] = {}
         self._helper_kinds: dict[str, str] | None = None
+        self._partial_helpers: set[str] = set()  # helpers that return the plain model on some path
         self._frameworks: dict[str, str] | None = None
         self._called_names: set[str] | None = None
         self._controls: list[tuple[cst.CSTNode, list[str]]] | None = None
@@ -148,15 +155,16 @@ class Distributed:
         qn = self.names.qualified(expr.func)
         if qn == "torch.compile" and expr.args:
             return self._wrapping(expr.args[0].value, helpers)
-        return self._constructed_kind(expr, qn, helpers), False
+        kind = self._constructed_kind(expr, qn, helpers)
+        # `wrap(model, use_ddp)` that returns the model itself when not asked to wrap: maybe a DDP.
+        return kind, kind is not None and _local_name(expr) in self._partial_helpers
 
     def _constructed_kind(self, expr: cst.Call, qn: str | None, helpers: dict[str, str] | None) -> str | None:
         if qn in WRAPPERS:
             return qn
         if self.names.is_a(expr.func, *WRAPPERS):  # a local subclass
             return DDP if self.names.is_a(expr.func, DDP) else FSDP
-        name = dotted(expr.func)
-        local = name.rsplit(".", 1)[-1] if name is not None and name.split(".")[0] in (name, "self") else None
+        local = _local_name(expr)
         if local not in self.loops.functions:
             return None  # not a call of a module-local function: no need to search for helpers
         return (self._helpers() if helpers is None else helpers).get(local)
@@ -172,9 +180,11 @@ class Distributed:
                 for _ in range(2):  # a helper may call another helper
                     for fn_name, fns in self.loops.functions.items():
                         for fn in fns:
-                            kind = self._returns_wrapper(fn, helpers)
+                            kind, partly = self._returns_wrapper(fn, helpers)
                             if kind:
                                 helpers[fn_name] = kind
+                                if partly:
+                                    self._partial_helpers.add(fn_name)
             self._helper_kinds = helpers
         return self._helper_kinds
 
@@ -261,20 +271,31 @@ class Distributed:
             self._called_names = {dotted(c.func) for c in self.index.nodes(cst.Call)} - {None}
         return self._called_names
 
-    def _returns_wrapper(self, fn: cst.FunctionDef, helpers) -> str | None:
+    def _returns_wrapper(self, fn: cst.FunctionDef, helpers) -> tuple[str | None, bool]:
+        """(the wrapper kind fn returns, whether it may also return something else: another
+        `return` gives back the plain model, or the name it returns is wrapped under a condition
+        only, as in `if use_ddp: model = DDP(model)`)."""
         local: dict[str, str] = {}
+        conditional: set[str] = set()
+        found, partly = None, False
         for node in self.index.walk(fn.body):
             if isinstance(node, cst.Assign) and len(node.targets) == 1:
-                kind = self.wrapper_kind(node.value, helpers)
+                kind, maybe = self._wrapping(node.value, helpers)
                 name = dotted(node.targets[0].target)
                 if kind and name:
                     local[name] = kind
-            if isinstance(node, cst.Return) and node.value is not None \
-                    and self.index.enclosing_function(node) is fn:
-                kind = self.wrapper_kind(node.value, helpers) or local.get(dotted(node.value) or "")
+                    if maybe or _conditional(self.index, node):
+                        conditional.add(name)
+            if isinstance(node, cst.Return) and self.index.enclosing_function(node) is fn:
+                returned = dotted(node.value) if node.value is not None else None
+                kind, maybe = self._wrapping(node.value, helpers) if node.value is not None else (None, False)
+                kind = kind or local.get(returned or "")
                 if kind:
-                    return kind
-        return None
+                    found = found or kind
+                    partly = partly or maybe or returned in conditional
+                else:
+                    partly = True
+        return found, found is not None and partly
 
     def references(self, root: cst.CSTNode, name: str) -> bool:
         return any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name for n in self.index.walk(root))
