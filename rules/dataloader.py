@@ -1418,7 +1418,8 @@ not seen, and the shuffle of later epochs differs (the base seed is drawn once).
 count that may be 0 in a run, the fix sets `persistent_workers=workers > 0` (True with no workers
 raises); a `persistent_workers` setting written elsewhere then gets no fix, since its one value
 would be wrong for some runs. No fix either when the loader is gone over again while a loop
-over it runs (a nested loop over it, `next(iter(loader))`, a train-set evaluation from a function
+over it runs (a nested loop over it, `next(iter(loader))`, two passes in one loop's header such as
+`zip(loader, loader)`, a train-set evaluation from a function
 of the module the loop calls), or is handed inside that loop to a function this file does not
 define, which may go over it (`evaluate(model, train_loader)` imported; `len(loader)`, `print`
 do not count): with persistent workers every `iter(loader)` returns the same
@@ -1679,6 +1680,20 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
                 "loader = DataLoader(ds, num_workers=2)\nfor epoch in range(3):\n    for i, b in enumerate(loader):\n"
                 "        fit(b)\n        if i % 50 == 0:\n            evaluate(model, loader)\n",
                 fixed=NO_FIX, message="handed to `evaluate`, defined elsewhere, which may go over it"),
+        # Two passes at once from one loop's header (pairs of batches): both would draw from one
+        # iterator. A zip of two different loaders keeps the fix.
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
+                "for epoch in range(3):\n    for a, b in zip(loader, loader):\n        step(a, b)\n",
+                fixed=NO_FIX, message="the loader is gone over again while a loop over it runs"),
+        Invalid("import itertools\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
+                "for epoch in range(3):\n    for a, b in zip(loader, itertools.islice(loader, 1, None)):\n"
+                "        step(a, b)\n", fixed=NO_FIX, message="gone over again"),
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
+                "other = DataLoader(ds2, num_workers=2, persistent_workers=True)\n"
+                "for epoch in range(3):\n    for a, b in zip(loader, other):\n        step(a, b)\n",
+                fixed="from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, persistent_workers=True)\n"
+                "other = DataLoader(ds2, num_workers=2, persistent_workers=True)\n"
+                "for epoch in range(3):\n    for a, b in zip(loader, other):\n        step(a, b)\n"),
         # The dataset changed between epochs (a curriculum's `set_epoch`, an attribute assigned):
         # live workers would keep their own copy and never see it. Reported, no fix.
         Invalid("from torch.utils.data import DataLoader\nds = Curriculum()\nloader = DataLoader(ds, num_workers=2)\n"
@@ -1869,7 +1884,16 @@ def _passes_within_a_pass(ctx, call: cst.Call) -> cst.CSTNode | None:
     loader (or reading its name)."""
     passes = ctx.loops.passes_over(call)
     handed = ctx.loops.handed_out(call)
+    names = ctx.loops.names_of(call)
     for loop, _ in passes:
+        # Two passes started by one loop's header (`zip(loader, loader)`, `zip(loader,
+        # islice(loader, 1, None))`): with persistent workers both draw from one iterator.
+        header = loop.iter if isinstance(loop, cst.For) else getattr(getattr(loop, "for_in", None), "iter", None)
+        if header is not None and sum(
+                1 for node in ctx.index.walk(header) if isinstance(node, (cst.Name, cst.Attribute))
+                and any(ctx.dotted(node) == name and ctx.loops.in_sight(node, name, scope) for name, scope in names)
+                and not isinstance(ctx.parent(node), cst.Attribute)) > 1:
+            return loop
         if isinstance(loop, cst.For):
             for node, anchor in passes:
                 if node is not loop and (ctx.index.contains(loop.body, node) or ctx.loops.runs_inside(anchor, loop)):
