@@ -458,7 +458,8 @@ limits what it guards, and so does the `else:` of a test that is false every N s
 (`if step % log_every: ... else:`, `if step % n != 0: ... else:`, `if (step + 1) % n > 0: ...
 else:`); the body of such a test runs on all steps but one in N and counts as every step (no fix
 puts an interval inside it: `if step % 100 == 0:` under `if step % log_every:` could hold on no
-step). So do the hooks a framework calls on every step, where the loop is the
+step), and so does what follows `if step % n == 0: continue` (it leaves on one step in N; `if
+step % n != 0: continue` leaves on the others, and what follows is limited). So do the hooks a framework calls on every step, where the loop is the
 framework's: a LightningModule's `training_step`, a Lightning callback's `on_train_batch_end`, a
 transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallback's
 `on_step_end` (found through base classes the module imports). Code under a test of a few steps
@@ -605,6 +606,10 @@ of every tenth loss, predictions shorter than their targets).
             "    def fit(", "    def set_eval(self):\n        self.step_fn = self.model\n    def fit(")),
     ]
     invalid = [
+        # After `if step % n == 0: continue` the loop runs on all steps but one in N: reported,
+        # with no "every N steps" suggestion (it would hold on no step there).
+        Invalid(in_training_loop("if step % 10 == 0:\n    continue\nprint(loss.item())"), fixed=NO_FIX,
+                message="`.item()` waits for the GPU on every step"),
         # GradScaler.get_scale() is `.item()` of the scale: the "was the step skipped?" idiom.
         Invalid("import torch\nscaler = torch.amp.GradScaler()\n" + in_training_loop(
             "before = scaler.get_scale()").partition("\n")[2], fixed=NO_FIX,
@@ -1256,6 +1261,8 @@ interval there. Without one there is no fix.
         # On all steps but one in N: reported; no interval inside it (`step % 100 == 0` under
         # `step % 50 != 0` would print on no step at all).
         Invalid(in_training_loop("if step % 50 != 0:\n    print('loss', loss)"), fixed=NO_FIX),
+        # ... and after `if step % 50 == 0: continue`, which leaves on one step in N only.
+        Invalid(in_training_loop("if step % 50 == 0:\n    continue\nprint('loss', loss)"), fixed=NO_FIX),
         # The advice names the guard the fix writes: the loop's own counter and the script's interval.
         Invalid("import torch\nglobal_step = 0\nfor batch in loader:\n    loss = model(batch)\n    loss.backward()\n"
                 "    opt.step()\n    global_step += 1\n    print(f'loss {loss:.3f}', every=args.log_interval)\n",

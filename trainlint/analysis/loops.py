@@ -1271,16 +1271,26 @@ class Loops:
 
     def remainder_guard(self, node: cst.CSTNode) -> cst.If | None:
         """The `if` around node, up to its hot loop or function, whose body holds node under a
-        remainder test that holds on all steps but one in N (`if step % n != 0:`). Code there runs
+        remainder test that holds on all steps but one in N (`if step % n != 0:`), or an `if step
+        % n == 0: continue` before it in a block around it. Code there runs
         on most steps, but an interval put around it (`if step % 100 == 0:`) could hold on no step
         at all: a fix that guards it must not."""
         child = node
         for anc in self.index.ancestors(node):
-            if isinstance(anc, _FUNC_BOUNDARY) or anc in self.hot_loops:
+            if isinstance(anc, _FUNC_BOUNDARY):
                 return None
             if isinstance(anc, cst.If) and child is anc.body and (r := _remainder_test(anc.test)) is not None \
                     and not r[0]:
                 return anc
+            if isinstance(anc, cst.IndentedBlock) and child in anc.body:
+                # After `if step % n == 0: continue` the block runs on the other steps only.
+                for before in anc.body[:anc.body.index(child)]:
+                    if isinstance(before, cst.If) and before.orelse is None \
+                            and (r := _remainder_test(before.test)) is not None and r[0] \
+                            and isinstance(last_statement(before.body), (cst.Continue, cst.Return)):
+                        return before
+            if anc in self.hot_loops:
+                return None
             child = anc
         return None
 
@@ -1336,6 +1346,11 @@ class Loops:
             cached = ([], [])
             for i, stmt in enumerate(block.body):
                 if isinstance(stmt, cst.If) and stmt.orelse is None and self.is_interval_test(stmt.test):
+                    remainder = _remainder_test(stmt.test)
+                    if remainder is not None and remainder[0]:
+                        # `if step % n == 0: continue` leaves on one step in N: what follows runs on
+                        # the others, most steps.
+                        continue
                     last = last_statement(stmt.body)
                     if isinstance(last, (cst.Return, cst.Continue)):
                         steps = isinstance(last, cst.Continue) and self._steps_optimizer(stmt, block.body[i + 1:])
