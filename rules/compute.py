@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from trainlint.analysis.context import FileContext
+from trainlint.analysis.imports import remove_unused_imports
 from trainlint.analysis.names import bound_names
 from trainlint.analysis.variables import is_variable, role
 from trainlint.diagnostics import Applicability
@@ -130,9 +131,12 @@ so. Every other row agrees to rounding whatever the fill: a masked score of `-1e
 weighs exactly 0 in the softmax, as `-inf` does, while the row's real scores stay far above it
 (measured identical in float32, float16 and bfloat16). With
 `target-torch` 2.0, a fix that needs `scale=` (PyTorch 2.1) is not offered; before 2.0 the rule is
-off.
+off. An `import math` (a plain top-level import) that only the replaced code used, for its
+`math.sqrt(d)` scale, is removed with it.
 """
     _HEAD = "import math\nimport torch\nimport torch.nn.functional as F\n\ndef attend(q, k, v, mask):\n"
+    # The fixed code of a scale written with `math.sqrt`: the import only it used goes too.
+    _NO_MATH = _HEAD.replace("import math\n", "")
     valid = [
         Valid(_HEAD + "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"),
         Valid(_HEAD + "    return torch.softmax(q @ k.transpose(-1, -2) * 0.125, -1) @ v\n",
@@ -167,7 +171,7 @@ off.
             _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
                     "    scores = scores.masked_fill(mask == 0, float('-inf'))\n"
                     "    att = F.softmax(scores, dim=-1)\n    return att @ v\n",
-            fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask != 0)\n",
+            fixed=_NO_MATH + "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask != 0)\n",
         ),
         # Dimensions written in hex (this once escaped as an internal error: int('0x1')).
         Invalid(_HEAD + "    s = (q @ k.transpose(0x2, 3)) * 0.1\n    p = F.softmax(s, dim=-0x1)\n    return p @ v\n",
@@ -183,7 +187,7 @@ off.
         Invalid(
             _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
                     "    att = F.softmax(scores, dim=-1)\n    return att @ v\n",
-            fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v)\n", settings={"target_torch": "2.0"},
+            fixed=_NO_MATH + "    return F.scaled_dot_product_attention(q, k, v)\n", settings={"target_torch": "2.0"},
         ),
         Invalid(
             _HEAD + "    w = q @ k.mT\n    w += mask\n    return w.softmax(dim=-1) @ v\n",
@@ -203,6 +207,12 @@ off.
             # A finite fill: a row with every key masked (left padding) averages all values, SDPA gives zeros.
             message="with a finite fill (`-1e9`) the original averages all values",
         ),
+        # `math` used elsewhere in the module stays imported.
+        Invalid(
+            _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+                    "    att = F.softmax(scores, dim=-1)\n    return att @ v\nPI = math.pi\n",
+            fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v)\nPI = math.pi\n",
+        ),
         Invalid(
             "import math\nimport torch\nfrom torch import nn\nfrom torch.nn import functional as F\n\n"
             "class Attn(nn.Module):\n    def __init__(self, n, p):\n        super().__init__()\n"
@@ -212,7 +222,7 @@ off.
             "        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))\n"
             "        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))\n"
             "        att = F.softmax(att, dim=-1)\n        att = self.drop(att)\n        y = att @ v\n        return y\n",
-            fixed="import math\nimport torch\nfrom torch import nn\nfrom torch.nn import functional as F\n\n"
+            fixed="import torch\nfrom torch import nn\nfrom torch.nn import functional as F\n\n"
             "class Attn(nn.Module):\n    def __init__(self, n, p):\n        super().__init__()\n"
             "        self.drop = nn.Dropout(p)\n"
             "        self.register_buffer('bias', torch.tril(torch.ones(n, n)).view(1, 1, n, n))\n\n"
@@ -260,8 +270,11 @@ off.
                 try:
                     call, extra = self._build(att, stmt)
                     # A Call node (not text): laid out as Black would when it no longer fits its line.
+                    # An import only the replaced code used (`math` of `math.sqrt(d)`) goes too.
+                    unused = remove_unused_imports(ctx, [node, *att.consumed], call)
                     fix = self.fix(Applicability.UNSAFE, "Use scaled_dot_product_attention",
-                                   (node, cst.parse_expression(call)), *ctx.remove_statements(att.consumed), *extra)
+                                   (node, cst.parse_expression(call)), *ctx.remove_statements(att.consumed),
+                                   *unused, *extra)
                     shown = call if len(call) <= 140 else None
                 except _NoFix:
                     fix, shown = None, None

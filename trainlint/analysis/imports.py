@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import libcst as cst
@@ -164,3 +165,45 @@ def insert_stdlib_import(ctx, module: str):
     same_section = first in imports and isinstance(first.body[0], cst.ImportFrom) and not first.body[0].relative \
         and first.body[0].module is not None and is_stdlib((ctx.dotted(first.body[0].module) or "").split(".")[0])
     return ctx.insert_before(first, f"import {module}" + ("" if same_section else newline))
+
+
+def remove_unused_imports(ctx, removed: list[cst.CSTNode], new_code: str) -> list:
+    """Replacements deleting the imports a fix leaves unused (imports_left_unused). An import
+    that opens the module takes the next line's blank lines along, so the module does not start
+    with a blank line (only when that line is a simple statement, which no other edit touches)."""
+    out: list = []
+    body = list(ctx.module.body)
+    for stmt in imports_left_unused(ctx, removed, new_code):
+        i = body.index(stmt)
+        following = body[i + 1] if i + 1 < len(body) else None
+        if i == 0 and not stmt.leading_lines and isinstance(following, cst.SimpleStatementLine) \
+                and following.leading_lines and all(line.comment is None for line in following.leading_lines) \
+                and following not in removed:
+            out += [(stmt, ""), (following, ctx.code(following.with_changes(leading_lines=())))]
+        else:
+            out += ctx.remove_statements([stmt])
+    return out
+
+
+def imports_left_unused(ctx, removed: list[cst.CSTNode], new_code: str) -> list[cst.CSTNode]:
+    """The top-level `import m` lines (one plain module each, no alias) whose every use in the
+    module lies inside the nodes a fix removes or replaces, and that the code it writes instead
+    does not name: the fix leaves them unused (TL601's `math.sqrt(d)` scale goes into
+    scaled_dot_product_attention). A name used anywhere else, or in a string (`__all__`), stays."""
+    out = []
+    for stmt in ctx.module.body:
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                and isinstance(stmt.body[0], cst.Import) and len(stmt.body[0].names) == 1):
+            continue
+        alias = stmt.body[0].names[0]
+        if alias.asname is not None or not isinstance(alias.name, cst.Name):
+            continue
+        name = alias.name.value
+        if re.search(rf"\b{re.escape(name)}\b", new_code):
+            continue
+        uses = [n for n in ctx.index.nodes(cst.Name) if n.value == name and not ctx.index.contains(stmt, n)]
+        if uses and all(any(ctx.index.contains(r, n) for r in removed) for n in uses) \
+                and not any(s.evaluated_value == name for s in ctx.index.nodes(cst.SimpleString)
+                            if isinstance(s.evaluated_value, str)):
+            out.append(stmt)
+    return out
