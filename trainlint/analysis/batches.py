@@ -18,7 +18,7 @@ from trainlint.analysis.frameworks import is_training_arguments
 from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.loops import LOOKS_ONLY
 from trainlint.analysis.names import bound_names, dotted
-from trainlint.analysis.variables import is_variable, owner
+from trainlint.analysis.variables import is_variable, owner, role
 
 DATALOADERS = (
     "torch.utils.data.DataLoader",
@@ -537,7 +537,7 @@ def _trains_unguarded(ctx) -> bool:
                 return True
             # Called, or handed to what calls it: `fire.Fire(main)`, `partial(main)()`,
             # `Thread(target=main).start()`.
-            if isinstance(node, cst.Name) and node.value in training and _reads_name(ctx, node):
+            if isinstance(node, cst.Name) and node.value in training and is_variable(ctx.index, node) and role(ctx.index, node)[0] == "read":
                 return True
             if isinstance(node, cst.Call) and ctx.dotted(node.func) in apps:
                 return True
@@ -553,16 +553,6 @@ def _root_name(expr: cst.BaseExpression) -> str | None:
             expr = expr.value
         else:
             return expr.value if isinstance(expr, cst.Name) else None
-
-
-def _reads_name(ctx, node: cst.Name) -> bool:
-    """node reads a variable (not an attribute's name, a keyword, or an assignment's target)."""
-    parent = ctx.parent(node)
-    if isinstance(parent, cst.Attribute) and parent.attr is node:
-        return False
-    if isinstance(parent, cst.Arg) and parent.keyword is node:
-        return False
-    return not (isinstance(parent, (cst.AssignTarget, cst.ImportAlias, cst.AsName)))
 
 
 def replays_per_worker(ctx, call: cst.Call) -> str | None:

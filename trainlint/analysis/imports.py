@@ -7,6 +7,8 @@ import sys
 
 import libcst as cst
 
+from trainlint.analysis.variables import is_variable
+
 
 def is_docstring(stmt: cst.CSTNode) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and bool(stmt.body) and isinstance(stmt.body[0], cst.Expr) \
@@ -201,7 +203,8 @@ def imports_left_unused(ctx, removed: list[cst.CSTNode], new_code: str) -> list[
         name = alias.name.value
         if re.search(rf"\b{re.escape(name)}\b", new_code):
             continue
-        uses = [n for n in ctx.index.nodes(cst.Name) if n.value == name and not ctx.index.contains(stmt, n)]
+        uses = [n for n in ctx.index.nodes(cst.Name) if n.value == name and is_variable(ctx.index, n)
+                and not ctx.index.contains(stmt, n)]
         if uses and all(any(ctx.index.contains(r, n) for r in removed) for n in uses) \
                 and not any(s.evaluated_value == name for s in ctx.index.nodes(cst.SimpleString)
                             if isinstance(s.evaluated_value, str)):
