@@ -48,5 +48,8 @@ run "$PY" -m trainlint.verify fixtures/verify/ddp_accum.py --fixed fixtures/veri
 step "harness overhead on a tight GPU loop (target under 2%)"
 run "$PY" bench/verify_overhead.py --device cuda --pairs 3 --steps 2000 --width 512
 
+step "host cost of the CUDA calls the harness makes per step"
+run "$PY" bench/cuda_call_costs.py
+
 step "done: status $status (0: every check passed)"
 exit "$status"
