@@ -48,6 +48,9 @@ run "$PY" -m trainlint.verify fixtures/verify/ddp_accum.py --fixed fixtures/veri
 step "harness overhead on a tight GPU loop (target under 2%)"
 run "$PY" bench/verify_overhead.py --device cuda --pairs 3 --steps 2000 --width 512
 
+step "the same overhead split by part, with an identical-settings control (the noise floor)"
+run "$PY" bench/verify_overhead.py --device cuda --width 512 --attribute
+
 step "host cost of the CUDA calls the harness makes per step"
 run "$PY" bench/cuda_call_costs.py
 

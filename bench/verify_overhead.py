@@ -11,7 +11,12 @@ Not a test: a benchmark to run by hand. Two side-by-side measurements of a small
    machine its noise is usually larger than the overhead.
 
     python bench/verify_overhead.py [--blocks 40] [--block-steps 100] [--width 128]
-                                    [--device cpu|cuda] [--process --pairs 5 --steps 2000]
+                                    [--device cpu|cuda] [--attribute]
+                                    [--process --pairs 5 --steps 2000]
+
+--attribute splits the in-process overhead by part (the step hook with and without its CUDA
+event, loss capture at backward, the loader hooks) and adds an "off again" block, identical to
+"off", whose reading is the noise floor of the comparison.
 """
 
 from __future__ import annotations
@@ -77,7 +82,26 @@ def run(script: Path, args: list[str], harnessed: bool, out_dir: str) -> tuple[f
     return float(wall), float(cpu)
 
 
-def in_process(blocks: int, block_steps: int, width: int, device: str) -> None:
+def variants(attribute: bool, device: str) -> list[tuple[str, tuple[str, ...], bool]]:
+    """(label, harness parts enabled, CUDA timing event recorded) for each kind of block."""
+    all_parts = ("step", "backward", "loader")
+    if not attribute:
+        return [("off", (), False), ("on", all_parts, True)]
+    rows = [
+        ("off", (), False),
+        # The same as "off": how far two identical settings read apart is the noise floor.
+        ("off again", (), False),
+        ("all", all_parts, True),
+        ("step hook", ("step",), True),
+        ("loss capture", ("backward",), False),
+        ("loader hooks", ("loader",), False),
+    ]
+    if device == "cuda":
+        rows.insert(4, ("step hook, no event", ("step",), False))
+    return rows
+
+
+def in_process(blocks: int, block_steps: int, width: int, device: str, attribute: bool) -> None:
     sys.path.insert(0, str(ROOT))
     import time
 
@@ -124,27 +148,33 @@ def in_process(blocks: int, block_steps: int, width: int, device: str) -> None:
 
     block()  # warm-up, hooks on: the first step creates the run's timing events
     reset()
+    step_device = state.device  # the step hook records a CUDA event only when this is set
     hooks.disable()
     for _ in range(3):
         block()  # warm-up
-    on, off = [], []
+    rows = variants(attribute, device)
+    times: dict[str, list[float]] = {label: [] for label, _, _ in rows}
     for k in range(blocks):
-        # Alternate which comes first so neither side always follows the other.
-        order = (True, False) if k % 2 == 0 else (False, True)
-        for enabled in order:
-            (hooks.enable if enabled else hooks.disable)()
-            (on if enabled else off).append(block())
+        # Rotate the order each round so no setting always follows the same other one.
+        for label, parts, event in rows[k % len(rows):] + rows[: k % len(rows)]:
+            hooks.enable(parts)
+            state.device = step_device if event else None
+            times[label].append(block())
             reset()
     hooks.disable()
-    ratio = statistics.median(on) / statistics.median(off)
-    pair = statistics.median(a / b for a, b in zip(on, off))
-    print(f"in one process, {blocks} x 2 alternating blocks of {block_steps} steps, width {width}, "
-          f"{device}, {clock.__name__}: off {statistics.median(off) * 1e6:.1f} us/step, "
-          f"on {statistics.median(on) * 1e6:.1f} us/step")
-    extra = (statistics.median(on) - statistics.median(off)) * 1e6
-    print(f"harness overhead (in-process): {extra:+.1f} us/step; "
-          f"ratio of medians {ratio:.4f} ({(ratio - 1) * 100:+.2f}%), "
-          f"median of block-pair ratios {pair:.4f} ({(pair - 1) * 100:+.2f}%)")
+    off = times["off"]
+    base = statistics.median(off)
+    print(f"in one process, {blocks} rounds of {len(rows)} blocks of {block_steps} steps, "
+          f"width {width}, {device}, {clock.__name__}: off {base * 1e6:.1f} us/step")
+    for label, _, _ in rows[1:]:
+        on = times[label]
+        ratio = statistics.median(on) / base
+        pair = statistics.median(a / b for a, b in zip(on, off))
+        extra = (statistics.median(on) - base) * 1e6
+        name = "harness overhead (in-process)" if label == "on" else f"{label:>20}"
+        print(f"{name}: {extra:+.1f} us/step; ratio of medians {ratio:.4f} "
+              f"({(ratio - 1) * 100:+.2f}%), median of same-round ratios {pair:.4f} "
+              f"({(pair - 1) * 100:+.2f}%)")
 
 
 def main() -> None:
@@ -156,8 +186,10 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--width", type=int, default=128)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--attribute", action="store_true",
+                   help="time each part of the harness alone, and an A/A control for the noise")
     a = p.parse_args()
-    in_process(a.blocks, a.block_steps, a.width, a.device)
+    in_process(a.blocks, a.block_steps, a.width, a.device, a.attribute)
     if not a.process:
         return
     with tempfile.TemporaryDirectory() as tmp:

@@ -105,3 +105,47 @@ raise AssertionError("unreachable")
     assert proc.returncode == 3, proc.stderr
     assert (tmp_path / "thread").read_text() == "done"
     assert (tmp_path / "atexit").read_text() == "done"
+
+
+HOOK_PARTS = """
+import torch, torch.utils.data.dataloader as dl
+from trainlint.verify import harness
+originals = (torch.autograd.backward, dl.DataLoader.__iter__, dl._BaseDataLoaderIter.__next__)
+cfg = {"steps": 100, "warmup": 1, "seed": 0}
+state = harness._State(cfg)
+hooks = harness._install(cfg, state)
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def step():
+    opt.zero_grad()
+    model(torch.ones(4, 2)).sum().backward()
+    opt.step()
+def seen():
+    return len(state.losses), len(state.step_ends)
+step()
+print("all", seen(), torch.autograd.backward is not originals[0])
+hooks.enable(("backward",))
+step()
+print("backward", seen(), dl.DataLoader.__iter__ is originals[1])
+hooks.enable(("step",))
+step()
+print("step", seen(), torch.autograd.backward is originals[0])
+hooks.disable()
+step()
+print("off", seen(), (torch.autograd.backward, dl.DataLoader.__iter__,
+                      dl._BaseDataLoaderIter.__next__) == originals)
+"""
+
+
+def test_hooks_enable_one_part_at_a_time_and_disable_restores_torch(tmp_path):
+    # The overhead benchmark times each part alone through enable(parts); disable() must leave
+    # torch exactly as it was.
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    out = subprocess.run([sys.executable, "-c", HOOK_PARTS], capture_output=True, text=True,
+                         env=env, check=True).stdout.splitlines()
+    assert out == [
+        "all (1, 1) True",  # loss captured and step seen
+        "backward (2, 1) True",  # loss captured, no step hook, loader left alone
+        "step (2, 2) True",  # step seen, backward not patched
+        "off (2, 2) True",  # nothing recorded, torch's own functions back
+    ]

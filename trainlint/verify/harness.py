@@ -68,31 +68,38 @@ class Hooks:
     """The installed patches and step hook; disable() restores torch as it was.
 
     The harness itself never disables them (the process ends with the run); the overhead
-    benchmark toggles them to time the same loop with and without.
+    benchmark toggles them to time the same loop with and without, all of them or one part at a
+    time (``PARTS``) to see which part costs what.
     """
 
+    PARTS = ("step", "backward", "loader")  # the step hook, loss capture, loader timing and seeding
+
     def __init__(self) -> None:
-        self.patches: list[tuple[object, str, object, object]] = []  # (owner, name, old, new)
+        # (part, owner, attribute name, original, replacement)
+        self.patches: list[tuple[str, object, str, object, object]] = []
         self.step_hook = None
         self.handle = None
 
-    def patch(self, owner, name: str, new) -> None:
-        self.patches.append((owner, name, getattr(owner, name), new))
+    def patch(self, part: str, owner, name: str, new) -> None:
+        self.patches.append((part, owner, name, getattr(owner, name), new))
         setattr(owner, name, new)
 
     def disable(self) -> None:
-        for owner, name, old, _ in self.patches:
+        for _, owner, name, old, _ in self.patches:
             setattr(owner, name, old)
         if self.handle is not None:
             self.handle.remove()
             self.handle = None
 
-    def enable(self) -> None:
+    def enable(self, parts: tuple[str, ...] = PARTS) -> None:
+        """Install the given parts (all by default) and remove the others."""
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
-        for owner, name, _, new in self.patches:
-            setattr(owner, name, new)
-        if self.handle is None:
+        self.disable()
+        for part, owner, name, _, new in self.patches:
+            if part in parts:
+                setattr(owner, name, new)
+        if "step" in parts:
             self.handle = register_optimizer_step_post_hook(self.step_hook)
 
 
@@ -121,8 +128,8 @@ def _install(cfg: dict, state: _State) -> Hooks:
     timed_iter = waiting(dl.DataLoader.__iter__, batch=False)
     timed_next = waiting(dl._BaseDataLoaderIter.__next__, batch=True)
 
-    hooks.patch(dl.DataLoader, "__iter__", timed_iter)
-    hooks.patch(dl._BaseDataLoaderIter, "__next__", timed_next)
+    hooks.patch("loader", dl.DataLoader, "__iter__", timed_iter)
+    hooks.patch("loader", dl._BaseDataLoaderIter, "__next__", timed_next)
 
     if cfg.get("pin_loader_rng", True):
         orig_init = dl.DataLoader.__init__
@@ -146,7 +153,7 @@ def _install(cfg: dict, state: _State) -> Hooks:
                     base.manual_seed(seed * 1000 + 500 + index)
                     self.generator = base
 
-        hooks.patch(dl.DataLoader, "__init__", init)
+        hooks.patch("loader", dl.DataLoader, "__init__", init)
 
     orig_backward = torch.autograd.backward
 
@@ -160,7 +167,7 @@ def _install(cfg: dict, state: _State) -> Hooks:
             state.pending_losses += 1
         return orig_backward(tensors, *args, **kwargs)
 
-    hooks.patch(torch.autograd, "backward", backward)
+    hooks.patch("backward", torch.autograd, "backward", backward)
 
     # torch.cuda.current_stream builds a new Stream object at each call, which measured 9 us a
     # call on the GPU machine (three times an event record; see docs/verify.md): the step hook
