@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.imports import third_party_import_place
+from trainlint.analysis.imports import name_uses, named_in_string, third_party_import_place
 from trainlint.analysis.names import CANONICAL
 from trainlint.analysis.precision import AUTOCAST, DEPRECATED_AMP, GRAD_SCALER
 from trainlint.diagnostics import Applicability
@@ -343,21 +343,7 @@ without a fix.
         return False
 
     def _is_used(self, local: str) -> bool:
-        ctx = self.ctx
-        for name in ctx.index.nodes(cst.Name):
-            if name.value != local:
-                continue
-            parent = ctx.parent(name)
-            if isinstance(parent, (cst.ImportAlias, cst.AsName)):
-                continue
-            if isinstance(parent, cst.Attribute) and parent.attr is name:
-                continue
-            if isinstance(parent, cst.Arg) and parent.keyword is name:
-                continue
-            return True
-        # `__all__ = ["autocast"]` or a string annotation still needs the name.
-        return any(s.evaluated_value == local for s in ctx.index.nodes(cst.SimpleString)
-                   if isinstance(s.evaluated_value, str))
+        return bool(name_uses(self.ctx, local)) or named_in_string(self.ctx, local)
 
     # -- fixes --------------------------------------------------------------------------
 

@@ -203,10 +203,24 @@ def imports_left_unused(ctx, removed: list[cst.CSTNode], new_code: str) -> list[
         name = alias.name.value
         if re.search(rf"\b{re.escape(name)}\b", new_code):
             continue
-        uses = [n for n in ctx.index.nodes(cst.Name) if n.value == name and is_variable(ctx.index, n)
-                and not ctx.index.contains(stmt, n)]
+        uses = name_uses(ctx, name)
         if uses and all(any(ctx.index.contains(r, n) for r in removed) for n in uses) \
-                and not any(s.evaluated_value == name for s in ctx.index.nodes(cst.SimpleString)
-                            if isinstance(s.evaluated_value, str)):
+                and not named_in_string(ctx, name):
             out.append(stmt)
     return out
+
+
+def name_uses(ctx, name: str) -> list[cst.Name]:
+    """Where the module uses the imported name `name`: its variable spellings (not `x.name`, not
+    the keyword of `f(name=...)`) other than the name an import binds. The head of a dotted
+    import (`torch` of `import torch.nn.functional as F`) counts as a use: removing `import torch`
+    there would be correct, but surprising to find in a fix's diff."""
+    return [n for n in ctx.index.nodes(cst.Name) if n.value == name and is_variable(ctx.index, n)
+            and not isinstance(ctx.index.parent.get(n), (cst.ImportAlias, cst.AsName))]
+
+
+def named_in_string(ctx, name: str) -> bool:
+    """A string literal is exactly `name`: `__all__ = ["autocast"]` or a string annotation still
+    needs the import."""
+    return any(s.evaluated_value == name for s in ctx.index.nodes(cst.SimpleString)
+               if isinstance(s.evaluated_value, str))
