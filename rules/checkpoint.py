@@ -162,8 +162,10 @@ def _counter(ctx, node: cst.CSTNode) -> str | None:
     """The hot loop's step counter: `for step in range(n)`, else what the host-sync rules use (a
     framework's counter in its step hooks)."""
     loop = ctx.loops.hot_loop_of(node)
+    # In the optimizer step of gradient accumulation the loop's index counts micro-batches:
+    # `if i % 1000 == 0:` there could hold on no step; step_counter takes one counted there.
     if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Call) \
-            and dotted(loop.iter.func) == "range":
+            and dotted(loop.iter.func) == "range" and ctx.loops.step_region(node) is None:
         return loop.target.value
     return step_counter(ctx, node)
 
@@ -371,6 +373,34 @@ and whether the fix still moves the save under an interval.
                 "    _trainlint_async_save(torch.save, {'model': model.state_dict()}, path)\n"
                 + in_training_loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
                 message="save_ckpt"),
+        # A helper that checks its own interval (around its save, or by an early return) saves on
+        # those steps only: made asynchronous, never put under a second interval (which once kept
+        # 2 of its 5 checkpoints).
+        Invalid("import torch\ndef save_ckpt(step):\n    if step % 250 == 0:\n        torch.save(model.state_dict(), 'c.pt')\n"
+                + in_training_loop("save_ckpt(step)").partition("\n")[2],
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef save_ckpt(step):\n    if step % 250 == 0:\n"
+                "        _trainlint_async_save(torch.save, model.state_dict(), 'c.pt')\n"
+                + in_training_loop("save_ckpt(step)").partition("\n")[2],
+                message="(under `step % 250 == 0`)"),
+        Invalid("import torch\ndef save_ckpt(step):\n    if step % args.save_steps != 0:\n        return\n"
+                "    torch.save(model.state_dict(), 'c.pt')\n" + in_training_loop("save_ckpt(step)").partition("\n")[2],
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef save_ckpt(step):\n    if step % args.save_steps != 0:\n"
+                "        return\n    _trainlint_async_save(torch.save, model.state_dict(), 'c.pt')\n"
+                + in_training_loop("save_ckpt(step)").partition("\n")[2],
+                message="(under `step % args.save_steps == 0`)"),
+        # The optimizer step of gradient accumulation runs on every training step: a save there
+        # goes under an interval of the optimizer steps counted there (the loop's index counts
+        # micro-batches: `i % 1000 == 0` inside could hold on no step)...
+        Invalid("import torch\nstep = 0\nfor i in range(n):\n    model(x).backward()\n    if (i + 1) % accum == 0:\n"
+                "        opt.step()\n        step += 1\n        torch.save(model.state_dict(), 'c.pt')\n",
+                fixed=_fixed("import torch\nstep = 0\nfor i in range(n):\n    model(x).backward()\n    if (i + 1) % accum == 0:\n"
+                             "        opt.step()\n        step += 1\n        if step % 1000 == 0:\n"
+                             "            _trainlint_async_save(torch.save, model.state_dict(), 'c.pt')\n"),
+                message="on every training step"),
+        # ... and with none counted there, only reported.
+        Invalid("import torch\nfor i in range(n):\n    model(x).backward()\n    if (i + 1) % accum == 0:\n"
+                "        opt.step()\n        torch.save(model.state_dict(), 'c.pt')\n",
+                fixed=NO_FIX, message="on every training step"),
         # save_pretrained writes from a snapshot of the state dict.
         Invalid(_hf(in_training_loop("if should_save:\n    model.save_pretrained(out)")),
                 fixed=_fixed(_hf(in_training_loop("if should_save:\n    _trainlint_async_save(model.save_pretrained, out, "
@@ -682,6 +712,12 @@ and whether the fix still moves the save under an interval.
         kind = self._guard_kind(site)
         if kind == "once":
             return
+        if kind == "per-step" and helper:
+            # A helper that checks its own interval (`if step % 250 == 0:` or an early return
+            # around its save) saves on those steps only: adding another would lose checkpoints.
+            inside = [self.ctx.loops.interval_in_function(s) for s in inner]
+            if all(inside):
+                kind = inside[0]
         what = f"`{helper}()` (which calls `{self._save_kind(inner[0])}`)" if helper else f"`{self._save_kind(site)}`"
         # Lightning writes through its CheckpointIO plugin, which has an asynchronous form; DeepSpeed
         # through a checkpoint engine its configuration picks.
@@ -802,6 +838,8 @@ and whether the fix still moves the save under an interval.
         for guard, part in self._guards(site):
             if part is guard.body:
                 test = one_line(ctx.code(guard.test))
+                if loops.is_step_boundary(guard):
+                    continue  # the optimizer step of gradient accumulation: every training step
                 if loops.limits_body(guard.test):
                     return test if loops.is_periodic(guard.test) else "once"
                 if loops.else_interval(guard.test) is not None:
@@ -812,7 +850,7 @@ and whether the fix still moves the save under an interval.
                 negated = loops.else_interval(guard.test)  # `if step % 500: ... else: save()`
                 if negated is not None:
                     return one_line(negated)
-        if not loops.is_per_step(site):
+        if not loops.is_per_step(site, optimizer_steps=True):
             return "an interval"  # guarded where the function holding it is called
         return other or "per-step"
 

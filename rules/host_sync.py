@@ -326,6 +326,12 @@ def in_accumulation_step(body: str, counter: str = "global_step += 1\n") -> str:
             "    if (i + 1) % accum == 0:\n        opt.step()\n        opt.zero_grad()\n        " + inner + "\n")
 
 
+# Gradient accumulation whose other micro-batches leave the loop body from an `else:`.
+_ELSE_CONTINUE = ("import torch\nfor i, (x, y) in enumerate(loader):\n    loss = model(x, y) / accum\n    loss.backward()\n"
+                  "    if (i + 1) % accum == 0:\n        opt.step()\n{counter}    else:\n        continue\n"
+                  "    print(f'loss {{loss:.4f}}')\n")
+
+
 # accelerate's gradient accumulation: the optimizer steps every micro-batch inside `accumulate`,
 # and accelerate skips all but the last.
 _ACCUMULATE = """import torch
@@ -1255,6 +1261,13 @@ interval there. Without one there is no fix.
                 fixed=in_accumulation_step("if global_step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
         Invalid(in_accumulation_step("print(f'loss {loss:.4f}')", counter=""),
                 fixed=in_accumulation_step("print(f'loss {loss:.4f}')", counter="")),
+        # After `if (i + 1) % accum == 0: ... else: continue` the loop runs once per optimizer
+        # step too: no guard on the micro-batch index (`i % 100 == 0` there held on no step when
+        # accum was 4), and with `global_step` counted there, a guard on that.
+        Invalid(_ELSE_CONTINUE.format(counter=""), fixed=NO_FIX),
+        Invalid(_ELSE_CONTINUE.format(counter="        global_step += 1\n"),
+                fixed=_ELSE_CONTINUE.format(counter="        global_step += 1\n").replace(
+                    "    print(f'loss {loss:.4f}')", "    if global_step % 100 == 0:\n        print(f'loss {loss:.4f}')")),
         # In a closure the optimizer's step calls (not L-BFGS's, which reads the loss itself): no
         # fix, the loop's counter is not in sight.
         Invalid(_CLOSURE.format(optimizer="SGD", read="print('eval', loss)", closure="closure"), fixed=NO_FIX),

@@ -1338,7 +1338,8 @@ class Loops:
 
     def _early_exits(self, block) -> tuple[list[int], list[int]]:
         """Positions in a block of interval guards that leave early: `if not should_log: return`,
-        `if step % n != 0: continue`; the statements after them run only on some steps. In two
+        `if step % n != 0: continue`, `if step % n == 0: ... else: continue`; the statements after
+        them run only on some steps. In two
         lists: the guards after which the block steps the optimizer (`if (i + 1) % accum != 0:
         continue` before `opt.step()`: what follows runs once per optimizer step), and the others."""
         cached = self._exit_cache.get(block)
@@ -1355,6 +1356,13 @@ class Loops:
                     if isinstance(last, (cst.Return, cst.Continue)):
                         steps = isinstance(last, cst.Continue) and self._steps_optimizer(stmt, block.body[i + 1:])
                         cached[0 if steps else 1].append(i)
+                elif isinstance(stmt, cst.If) and isinstance(stmt.orelse, cst.Else) and self.limits_body(stmt.test) \
+                        and isinstance(last_statement(stmt.orelse.body), (cst.Return, cst.Continue)):
+                    # `if (i + 1) % accum == 0: opt.step() ... else: continue`: what follows runs
+                    # with the body, on the steps the test holds.
+                    steps = isinstance(last_statement(stmt.orelse.body), cst.Continue) and (
+                        self._steps_optimizer(stmt, [stmt.body]) or self._steps_optimizer(stmt, block.body[i + 1:]))
+                    cached[0 if steps else 1].append(i)
             self._exit_cache[block] = cached
         return cached
 
@@ -1414,7 +1422,8 @@ class Loops:
     def step_region(self, node: cst.CSTNode) -> list | None:
         """The statements that run once per optimizer step of gradient accumulation and hold node
         (the body of `if (i + 1) % accum == 0:` that steps the optimizer, or the rest of the loop
-        body after `if (i + 1) % accum != 0: continue`); None when node is not in such code."""
+        body after `if (i + 1) % accum != 0: continue`, or after `if (i + 1) % accum == 0: ...
+        else: continue` with that `if`'s body); None when node is not in such code."""
         child = node
         for anc in self.index.ancestors(node):
             if isinstance(anc, _FUNC_BOUNDARY):
@@ -1425,7 +1434,10 @@ class Loops:
                 steps, _others = self._early_exits(anc)
                 position = _position(anc.body, child)
                 if steps and steps[0] < position:
-                    return list(anc.body[steps[0] + 1:])
+                    guard = anc.body[steps[0]]
+                    # `if (i + 1) % accum == 0: opt.step() ... else: continue`: the body too
+                    head = list(guard.body.body) if guard.orelse is not None else []
+                    return head + list(anc.body[steps[0] + 1:])
             if isinstance(anc, Loop) and child is anc.body and anc in self.hot_loops:
                 return None
             child = anc
@@ -1469,6 +1481,35 @@ class Loops:
                 return self._function_per_step(anc, optimizer_steps)
             child = anc
         return False
+
+    def interval_in_function(self, node: cst.CSTNode) -> str | None:
+        """The interval, as code, that limits node within its own function (`if step % 250 == 0:`
+        around it, or `if step % n != 0: return` before it): a helper that checks its own interval
+        runs its body on some steps only, whatever its caller does. None when nothing there does,
+        or when the limiting branch is the optimizer step of gradient accumulation (once per
+        training step)."""
+        code = self.index.module.code_for_node
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, _FUNC_BOUNDARY):
+                return None
+            if isinstance(anc, cst.If) and child is anc.body and self.limits_body(anc.test) \
+                    and self.is_periodic(anc.test) and not self.is_step_boundary(anc):
+                return " ".join(code(anc.test).split())
+            if isinstance(anc, cst.If) and child is anc.orelse and (negated := self.else_interval(anc.test)) \
+                    and not self._steps_optimizer(anc, [anc.orelse]):
+                return " ".join(negated.split())
+            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+                _steps, others = self._early_exits(anc)
+                exits = [i for i in others if i < _position(anc.body, child)]
+                if exits:
+                    guard = anc.body[exits[0]]
+                    if guard.orelse is not None:  # `if step % n == 0: ... else: return`
+                        return " ".join(code(guard.test).split())
+                    negated = self.else_interval(guard.test)
+                    return " ".join((negated or f"not ({code(guard.test)})").split())
+            child = anc
+        return None
 
     def _ends_loop(self, branch: cst.If) -> bool:
         """The branch leaves the hot loop for good (`if epoch >= epochs: ...; break`, or a `return`,
