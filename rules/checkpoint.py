@@ -11,7 +11,7 @@ from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.loops import first_modulo
 from trainlint.analysis.names import bound_names, dotted
-from trainlint.analysis.paths import may_name, path_forms, path_variables
+from trainlint.analysis.paths import folders, hands_folder, may_name, path_forms, path_variables
 from trainlint.diagnostics import Applicability
 from trainlint.layout import head_grown, split_at_brackets
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
@@ -373,6 +373,22 @@ and whether the fix still moves the save under an interval.
                 "    _trainlint_async_save(torch.save, {'model': model.state_dict()}, path)\n"
                 + in_training_loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
                 message="save_ckpt"),
+        # A call handed a folder the file is in (an archive, an upload of the run's folder) reads
+        # the file: no background write (the archive once held a truncated file)...
+        Invalid(in_training_loop("if step % 100 == 0:\n    d = f'{out}/step{step}'\n"
+                                 "    torch.save(model.state_dict(), d + '/state.pt')\n"
+                                 "    shutil.make_archive(d, 'zip', d)"),
+                fixed=NO_FIX, message="`shutil.make_archive(d, 'zip', d)` uses the file after the save"),
+        Invalid(in_training_loop("if step % 100 == 0:\n    d = f'{out}/step{step}'\n"
+                                 "    torch.save(model.state_dict(), f'{d}/state.pt')\n"
+                                 "    subprocess.run(['aws', 's3', 'sync', out, dest])"),
+                fixed=NO_FIX, message="uses the file after the save"),
+        # ... but not one handed another file in that folder.
+        Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model.state_dict(), d + '/state.pt')\n"
+                                 "    write_json(d + '/meta.json', meta)"),
+                fixed=_fixed(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, "
+                                              "model.state_dict(), d + '/state.pt')\n"
+                                              "    write_json(d + '/meta.json', meta)"))),
         # A helper that checks its own interval (around its save, or by an early return) saves on
         # those steps only: made asynchronous, never put under a second interval (which once kept
         # 2 of its 5 checkpoints).
@@ -1146,16 +1162,20 @@ and whether the fix still moves the save under an interval.
         function's parameters."""
         if save not in self._uses_of:  # a helper's saves are asked for each of its call sites
             path = self._written_path(save)
-            self._uses_of[save] = self._uses_after(save, [path], set()) if path is not None else []
+            # The folders the file is in count where the save stands: archiving or uploading one
+            # after the save reads the file (a truncated copy, if it is still being written).
+            self._uses_of[save] = self._uses_after(save, [path], set(), folders(self.ctx, path)) \
+                if path is not None else []
         return self._uses_of[save]
 
-    def _uses_after(self, call: cst.Call, paths: list[cst.BaseExpression], seen: set) -> list[cst.Call]:
+    def _uses_after(self, call: cst.Call, paths: list[cst.BaseExpression], seen: set,
+                    above: set[str] = frozenset()) -> list[cst.Call]:
         ctx = self.ctx
         fn = ctx.index.enclosing_function(call)
         order = self._call_order
         forms = [form for p in paths for form in path_forms(ctx, p)]
         out = [c for c in self._calls_in.get(fn, ()) if order[c] > order[call] and not ctx.index.contains(call, c)
-               and self._hands_path(c, forms)]
+               and self._hands_path(c, forms, above)]
         key = (fn, frozenset(ctx.code(p) for p in paths))
         if fn is None or key in seen or len(ctx.loops.functions.get(fn.name.value, ())) != 1:
             return out
@@ -1206,7 +1226,7 @@ and whether the fix still moves the save under an interval.
             out.setdefault(self.ctx.index.enclosing_function(c), []).append(c)
         return out
 
-    def _hands_path(self, call: cst.Call, forms: list) -> bool:
+    def _hands_path(self, call: cst.Call, forms: list, above: set[str] = frozenset()) -> bool:
         """call is handed one of the paths (path_forms: an argument, or the object whose method it
         is, built from all the parts of one: `tmp.rename(path)`, `copyfile(os.path.join(out,
         "last.pt"), best)` after a save into `ckpt = os.path.join(out, "last.pt")`) and may read or
@@ -1224,7 +1244,7 @@ and whether the fix still moves the save under an interval.
         given = [a.value for a in call.args]
         if isinstance(call.func, cst.Attribute):
             given.append(call.func.value)
-        return any(may_name(ctx, forms, value) for value in given)
+        return any(may_name(ctx, forms, value) or (above and hands_folder(ctx, above, value)) for value in given)
 
     def _not_a_reader(self, call: cst.Call) -> bool:
         """A save (the module's own save functions too), a print or log line, or a call that makes

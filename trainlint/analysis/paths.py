@@ -87,6 +87,83 @@ def may_name(ctx, forms: list[frozenset[Part]], expr: cst.BaseExpression) -> boo
     return any(form <= parts for form in forms)
 
 
+# Calls that hand on the path they are given as it is (a conversion, no component added).
+_SAME_PATH = frozenset({"os.fspath", "builtins.str", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath"})
+_JOIN_CALLS = frozenset({"os.path.join", "posixpath.join", "ntpath.join"})
+
+
+def folders(ctx, expr: cst.BaseExpression, levels: int = 2) -> set[str]:
+    """The variables (dotted, as written) that name the folders the path expr lies in, up to
+    `levels` folders up: `out` of `os.path.join(out, "last.pt")`, `f"{out}/last.pt"`, `Path(out) /
+    "last.pt"`, `out + "/last.pt"`, `out.joinpath("last.pt")`; a variable is followed to the values
+    assigned to it (`ckdir = os.path.join(out_dir, f"step{n}")` puts `out_dir` above `ckdir`). A
+    call handed one of them (`shutil.make_archive(ckdir, "zip", ckdir)`, an upload of the folder)
+    reads the file too."""
+    out: set[str] = set()
+    level = [expr]
+    for _ in range(levels):
+        parents = [parent for e in level for parent in _parents(ctx, e)]
+        out |= {name for parent in parents if (name := _name(ctx, parent)) is not None}
+        level = parents
+    return out
+
+
+def hands_folder(ctx, names: set[str], expr: cst.BaseExpression) -> bool:
+    """expr hands on one of the folders `names` itself, not a path inside it: the variable, as
+    it is or converted (`str(out)`), or in a list, tuple or f-string of a command (`["aws", "s3",
+    "sync", out, dest]`, `f"tar czf ckpt.tgz {out}"`)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if _name(ctx, node) in names:
+            return True
+        if isinstance(node, (cst.List, cst.Tuple)):
+            stack += [element.value for element in node.elements]
+        elif isinstance(node, cst.FormattedString):
+            pieces = list(node.parts)
+            for i, piece in enumerate(pieces):
+                following = pieces[i + 1] if i + 1 < len(pieces) else None
+                inside = isinstance(following, cst.FormattedStringText) and following.value.startswith("/")
+                if isinstance(piece, cst.FormattedStringExpression) and not inside:
+                    stack.append(piece.expression)
+    return False
+
+
+def _name(ctx, expr: cst.BaseExpression) -> str | None:
+    """The dotted variable expr names, through conversions (`str(out)`, `Path(out)`)."""
+    while isinstance(expr, cst.Call) and len(expr.args) == 1 and ctx.names.qualified(expr.func) in _SAME_PATH:
+        expr = expr.args[0].value
+    return dotted(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+
+
+def _parents(ctx, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The expressions naming the folder the path expr lies in (a variable: through its values)."""
+    while isinstance(expr, cst.Call) and len(expr.args) == 1 and ctx.names.qualified(expr.func) in _SAME_PATH:
+        expr = expr.args[0].value
+    if isinstance(expr, cst.Name):
+        return [parent for value in _assigned(ctx, expr) for parent in _parents(ctx, value)
+                if not isinstance(value, cst.Name)]
+    if isinstance(expr, cst.Call):
+        args = [a for a in expr.args if a.keyword is None]
+        if ctx.names.qualified(expr.func) in _JOIN_CALLS and len(args) == 2 and not any(a.star for a in args):
+            return [args[0].value]
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "joinpath" and len(args) == 1:
+            return [expr.func.value]
+        return []
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Divide):
+            return [expr.left]
+        if isinstance(expr.operator, cst.Add) and isinstance(expr.right, cst.SimpleString) \
+                and str(expr.right.evaluated_value).startswith("/"):
+            return [expr.left]
+        return []
+    if isinstance(expr, cst.FormattedString) and len(expr.parts) >= 2 \
+            and isinstance(expr.parts[0], cst.FormattedStringExpression) \
+            and isinstance(expr.parts[1], cst.FormattedStringText) and expr.parts[1].value.startswith("/"):
+        return [expr.parts[0].expression]
+    return []
+
+
 def path_variables(ctx, expr: cst.BaseExpression) -> set[str]:
     """The variables expr reads, and those read by the values assigned to them (one step): what
     the path it holds is built from (`out` for `ckpt` after `ckpt = os.path.join(out, "x.pt")`)."""
