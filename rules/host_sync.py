@@ -61,12 +61,39 @@ def _waits_per_step(ctx, node: cst.CSTNode) -> bool:
     """A host read at node makes the host wait for the GPU on every step: it runs per step, and not
     in a closure handed to an L-BFGS step, which reads the closure's loss on the host itself at
     every evaluation (`float(closure())`, then a test of a gradient tensor): a read of its own
-    there waits for nothing more."""
-    if not ctx.is_per_step(node):
+    there waits for nothing more; nor does one in a branch of a test that read a tensor already
+    (_after_synced_test)."""
+    if not ctx.is_per_step(node) or _after_synced_test(ctx, node):
         return False
     fn = ctx.index.enclosing_function(node)
     steps = ctx.loops.steps_handed(fn) if fn is not None else []
     return not steps or not all(_is_lbfgs(ctx, call.func.value) for call in steps)
+
+
+def _after_synced_test(ctx, node: cst.CSTNode) -> bool:
+    """node is in a branch of an `if` whose test already read a tensor on the host (`if
+    loss.item() > 100:`, `if torch.isnan(loss):`): the test is the per-step wait (reported itself),
+    and a read in the branch finds the GPU already waited for; the branch may also run only on the
+    steps the value picks (a loss spike), where a guard on the step counter would hide it."""
+    child = node
+    for anc in ctx.index.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) or anc in ctx.loops.hot_loops:
+            return False
+        if isinstance(anc, cst.If) and child is not anc.test and (
+                _is_tensor_test(ctx, anc.test) or any(_host_read(ctx, c) for c in ctx.index.walk(anc.test)
+                                                      if isinstance(c, cst.Call))):
+            return True
+        child = anc
+    return False
+
+
+def _host_read(ctx, call: cst.Call) -> bool:
+    """`t.item()`, `t.cpu()`, `t.numpy()`, `t.tolist()`, `float(t)`, `int(t)` of a tensor t."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _SYNC_METHODS and not call.args:
+        return func.attr.value == "item" or ctx.tensors.is_tensor(func.value)
+    return ctx.names.qualified(func) in ("builtins.float", "builtins.int") and len(call.args) == 1 \
+        and not call.args[0].star and ctx.tensors.is_tensor(call.args[0].value)
 
 
 def _is_lbfgs(ctx, optimizer: cst.BaseExpression) -> bool:
@@ -566,6 +593,11 @@ of every tenth loss, predictions shorter than their targets).
         Valid(in_training_loop("shift = torch.randint(8, (1,), generator=g).item()")),
         # Under the logging interval inside the branch that steps the optimizer.
         Valid(in_accumulation_step("if global_step % 50 == 0:\n    print(loss.item())")),
+        # In a branch of a test that read the tensor already (reported itself, as TL201 or TL204):
+        # the GPU was waited for, and the branch runs on the steps the value picks (a loss spike),
+        # which a guard on the step counter would hide.
+        Valid(in_training_loop("if torch.isnan(loss):\n    print(f'nan at {step}: {x.sum().item()}')")),
+        Valid(in_training_loop("if loss > 100:\n    spikes.append(loss.item())\nelse:\n    last = float(loss)")),
         Valid(_ACCUMULATE.format(guard="accelerator.sync_gradients and completed_steps % 50 == 0")),
         # Not a per-step hook: evaluation, or a class no framework calls.
         Valid(_HOOK.format(base="L.LightningModule", hook="validation_step", read="acc.item()")),
@@ -1140,6 +1172,8 @@ increments (`global_step += 1`): the loop's micro-batch index may never be a mul
 interval there. Without one there is no fix.
 """
     valid = [
+        # In a branch of a test that read the tensor already: nothing more to wait for.
+        Valid(in_training_loop("if loss > 100:\n    print(f'loss spike at {step}: {loss:.2f}')")),
         # The interval written as an expression (a conditional, `and`): already every n steps.
         Valid(in_training_loop("print(f'step {step} loss {loss:.4f}') if step % 5 == 0 else None")),
         Valid(in_training_loop("step % 5 == 0 and print(f'loss {loss:.4f}')")),
