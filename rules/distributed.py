@@ -102,6 +102,30 @@ _TRAINER_FIXED = "import contextlib\n\n" + _TRAINER.replace(
     "            ):\n"
     "                loss = self.model(batch).sum()\n"
     "                self.scaler.scale(loss).backward()\n")
+_STORED = (
+    "import torch\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "class Trainer:\n"
+    "    def __init__(self, net, accum):\n"
+    "        {init}\n"
+    "    def fit(self, data):\n"
+    "        for i, (x, y) in enumerate(data):\n"
+    "            loss = self.net(x).sum() / self.accum\n"
+    "            loss.backward()\n"
+    "            if (i + 1) % self.accum == 0:\n"
+    "                self.opt.step()\n"
+    "{build}\n"
+)
+_STORED_FIXED = "import contextlib\n\n" + _STORED.replace(
+    "            loss = self.net(x).sum() / self.accum\n            loss.backward()\n",
+    "            " + _COMMENT + "\n"
+    "            with (\n"
+    "                contextlib.nullcontext()\n"
+    "                if (i + 1) % self.accum == 0\n"
+    "                else self.net.no_sync()\n"
+    "            ):\n"
+    "                loss = self.net(x).sum() / self.accum\n"
+    "                loss.backward()\n")
 # accelerate and Fabric: the model comes back wrapped from `prepare`/`setup`.
 _ACCELERATE = (
     "from accelerate import Accelerator\n"
@@ -405,6 +429,15 @@ unsynchronised one.
         # ultralytics' shape: the step is a method of the trainer, the window a comparison with the
         # accumulation count (an `accumulate` attribute that is a number, not accelerate's).
         Invalid(_TRAINER, fixed=_TRAINER_FIXED, message="`ni - last_opt_step >= self.accumulate`"),
+        # Wrapped outside and handed to the constructor, which stores it: `self.net` in its methods
+        # (once written as the outer `model`, a NameError in the method).
+        Invalid(_STORED.format(init="self.net, self.accum = net, accum", build="Trainer(DDP(m), 4)"),
+                fixed=_STORED_FIXED.format(init="self.net, self.accum = net, accum", build="Trainer(DDP(m), 4)"),
+                message="gradients of `self.net` (DDP)"),
+        Invalid(_STORED.format(init="self.net = net\n        self.accum = accum",
+                               build="model = DDP(m)\nTrainer(accum=4, net=model)"),
+                fixed=_STORED_FIXED.format(init="self.net = net\n        self.accum = accum",
+                                           build="model = DDP(m)\nTrainer(accum=4, net=model)")),
         # A step after the loop for the ragged last group: unsynchronised gradients there, so no fix.
         Invalid(_HEAD + "def train():\n" + "".join("    " + line + "\n" for line in _FLAT.splitlines())
                 + "    opt.step()\n", fixed=NO_FIX),

@@ -19,7 +19,7 @@ import libcst as cst
 
 from trainlint.analysis.loops import Loop, Loops, is_optimizer_step
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex, binding_targets
+from trainlint.analysis.tree import TreeIndex, binding_targets, walk
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 FSDP = "torch.distributed.fsdp.FullyShardedDataParallel"
@@ -56,8 +56,9 @@ class Wrapped:
     # For ACCELERATE/FABRIC: the dotted name of the object that prepared the model (`accelerator`).
     via: str | None = None
     # For a parameter a wrapped model is passed to: the functions whose parameter it is (the same
-    # name elsewhere is another variable); None for a name assigned the model.
-    scopes: tuple[cst.FunctionDef, ...] | None = None
+    # name elsewhere is another variable), or for `self.model` stored by a constructor it was
+    # handed to, that class; None for a name assigned the model.
+    scopes: tuple[cst.FunctionDef | cst.ClassDef, ...] | None = None
 
 
 @dataclass
@@ -105,6 +106,24 @@ def _local_name(call: cst.Call) -> str | None:
     """The name of the module function or method a call calls (`wrap` of `wrap(m)`, `self.wrap(m)`)."""
     name = dotted(call.func)
     return name.rsplit(".", 1)[-1] if name is not None and name.split(".")[0] in (name, "self") else None
+
+
+def _stored_parameters(init: cst.FunctionDef, params: set[str]) -> dict[str, list[str]]:
+    """parameter -> the attributes of self that `__init__` stores it in (`self.model = model`,
+    `self.model, self.opt = model, opt`), assigned only so."""
+    out: dict[str, list[str]] = {}
+    for node in walk(init.body):
+        if not (isinstance(node, cst.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0].target, node.value
+        pairs = [(target, value)]
+        if isinstance(target, cst.Tuple) and isinstance(value, cst.Tuple) and len(target.elements) == len(value.elements):
+            pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+        for t, v in pairs:
+            name = dotted(t)
+            if isinstance(v, cst.Name) and v.value in params and name and name.startswith("self.") and name.count(".") == 1:
+                out.setdefault(v.value, []).append(name)
+    return out
 
 
 def _strip_module(name: str) -> str:
@@ -208,9 +227,36 @@ class Distributed:
                     self._add(param, src.kind, src.conditional, src.via, scope=callee)
                 elif (wrapping := self._wrapping(arg.value))[0]:  # train(DDP(model), ...)
                     self._add(param, wrapping[0], wrapping[1] or _conditional(index, call), scope=callee)
+        self._find_stored()
+
+    def _find_stored(self) -> None:
+        """A wrapped model handed to the constructor of a class of this module, which stores it on
+        itself (`Trainer(model, opt)` with `self.model = model` in `__init__`): wrapped as
+        `self.model` in that class's methods."""
+        for cls in self.index.nodes(cst.ClassDef):
+            init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+            if init is None:
+                continue
+            params = [p.name.value for p in init.params.params][1:]  # after self
+            stored = _stored_parameters(init, set(params) | {p.name.value for p in init.params.kwonly_params})
+            if not stored:
+                continue
+            for call in self.index.nodes(cst.Call):
+                if not (isinstance(call.func, cst.Name) and call.func.value == cls.name.value):
+                    continue
+                for i, arg in enumerate(call.args):
+                    if arg.star:
+                        break
+                    param = arg.keyword.value if arg.keyword is not None else params[i] if i < len(params) else None
+                    src = self.wrapped.get(dotted(arg.value) or "")
+                    for attr in stored.get(param, ()):
+                        if src is not None:
+                            self._add(attr, src.kind, src.conditional, src.via, scope=cls)
+                        elif (wrapping := self._wrapping(arg.value))[0]:  # Trainer(DDP(model), ...)
+                            self._add(attr, wrapping[0], wrapping[1] or _conditional(self.index, call), scope=cls)
 
     def _add(self, name: str, kind: str, conditional: bool, via: str | None = None,
-             scope: cst.FunctionDef | None = None) -> None:
+             scope: cst.FunctionDef | cst.ClassDef | None = None) -> None:
         old = self.wrapped.get(name)
         scopes = None if scope is None or (old is not None and old.scopes is None) else \
             tuple(dict.fromkeys([*(old.scopes if old is not None else ()), scope]))
@@ -298,7 +344,11 @@ class Distributed:
         return found, found is not None and partly
 
     def references(self, root: cst.CSTNode, name: str) -> bool:
-        return any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name for n in self.index.walk(root))
+        """Code under root names `name` (dotted): not as the attribute of another object (`model`
+        is not named by `self.model`, which may hold something else)."""
+        return any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
+                   and not (isinstance(self.index.parent.get(n), cst.Attribute) and self.index.parent[n].attr is n)
+                   for n in self.index.walk(root))
 
     def wrapped_in(self, root: cst.CSTNode) -> list[Wrapped]:
         """Wrapped models that code under root uses: those it names itself, else those that the
