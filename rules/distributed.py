@@ -11,7 +11,7 @@ from trainlint.analysis.frameworks import is_accelerate_ddp_kwargs, is_lightning
 from trainlint.analysis.imports import imported_name
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.star_args import star_keys
-from trainlint.analysis.tree import walk
+from trainlint.analysis.tree import binding_targets, walk
 from trainlint.diagnostics import Applicability
 from trainlint import layout
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid
@@ -429,6 +429,21 @@ unsynchronised one.
         # ultralytics' shape: the step is a method of the trainer, the window a comparison with the
         # accumulation count (an `accumulate` attribute that is a number, not accelerate's).
         Invalid(_TRAINER, fixed=_TRAINER_FIXED, message="`ni - last_opt_step >= self.accumulate`"),
+        # A call between the forward and the step's test that may change what the test reads: no
+        # fix (the test, moved before the forward, would see the counter before the call, and the
+        # sync would fall one micro-batch early: the ranks' weights drifted apart).
+        Invalid(_STORED.format(init="self.net, self.accum = net, accum", build="Trainer(DDP(m), 4)").replace(
+            "            loss.backward()\n            if (i + 1) % self.accum == 0:",
+            "            loss.backward()\n            self.bump()\n            if self.micro % self.accum == 0:").replace(
+            "    def fit(", "    def bump(self):\n        self.micro += 1\n    def fit("), fixed=NO_FIX,
+            message="not fixed: `self.bump()` may change what `self.micro % self.accum == 0` reads"),
+        Invalid(_HEAD + "def train(model, loader, counter):\n    for x, y in loader:\n        loss = loss_fn(model(x), y)\n"
+                "        loss.backward()\n        counter.tick()\n        if counter.n % accum == 0:\n            opt.step()\n"
+                "train(DDP(net), loader, Counter())\n", fixed=NO_FIX),
+        Invalid(_HEAD + "step = 0\ndef bump():\n    global step\n    step += 1\n"
+                "def train(model, loader):\n    for x, y in loader:\n        loss = loss_fn(model(x), y)\n"
+                "        loss.backward()\n        bump()\n        if step % accum == 0:\n            opt.step()\n"
+                "train(DDP(net), loader)\n", fixed=NO_FIX),
         # Wrapped outside and handed to the constructor, which stores it: `self.net` in its methods
         # (once written as the outer `model`, a NameError in the method).
         Invalid(_STORED.format(init="self.net, self.accum = net, accum", build="Trainer(DDP(m), 4)"),
@@ -499,8 +514,15 @@ unsynchronised one.
                        f"on the other micro-batches")
             if wrapped.kind == FSDP:
                 message += " (FSDP keeps unsharded gradients meanwhile: more memory)"
-            fixable = len(used) == 1 and (wrapped.via is None or via is not None)
-            self.report(acc.backward, message, self._fix(acc, wrapped, no_sync) if fixable else None)
+            if len(used) > 1:
+                fix, why = None, "several wrapped models train in this loop"
+            elif wrapped.via is not None and via is None:
+                fix, why = None, f"the loop's code cannot reach `{wrapped.via}`"
+            else:
+                fix, why = self._fix(acc, wrapped, no_sync)
+            if why:
+                message += f"; not fixed: {why}"
+            self.report(acc.backward, message, fix)
         # A `no_sync()` in the loop counts as its control above, even around the backward alone;
         # there it saves nothing, which is reported here, once for each `with`.
         for late in dist.backward_only_no_syncs():
@@ -539,21 +561,28 @@ unsynchronised one.
     # -- the fix -----------------------------------------------------------------------
 
     def _fix(self, acc: Accumulation, wrapped: Wrapped, no_sync: str):
+        """(the fix, None), or (None, why there is none, as the message says it)."""
         ctx, dist = self.ctx, self.ctx.distributed
-        if acc.sync_test is None or self._steps_elsewhere(acc) or not isinstance(acc.loop.body, cst.IndentedBlock):
-            return None
+        if acc.sync_test is None:
+            return None, "the micro-batch that steps cannot be told before its forward"
+        if self._steps_elsewhere(acc):
+            return None, "an optimizer step after the loop would use gradients left unsynchronised"
+        if not isinstance(acc.loop.body, cst.IndentedBlock):
+            return None, None
         stmts = list(acc.loop.body.body)
         end = stmts.index(dist.top_statement(acc.loop, acc.backward))
         start = next((i for i, s in enumerate(stmts[:end + 1])
                       if dist.references(s, wrapped.name) or dist.calls_local_using(s, wrapped.name)), None)
         if start is None:
-            return None  # the forward is not visible here; no_sync around backward alone saves nothing
+            # no_sync around backward alone saves nothing
+            return None, "the forward is not in sight in the loop"
         guard_index = stmts.index(acc.guard) if acc.guard is not None else len(stmts)
         if guard_index <= end:
-            return None  # the step's condition is tested before this micro-batch's backward
+            return None, "the step's condition is tested before this micro-batch's backward"
         test_node = acc.guard.test if acc.guard is not None else None
-        if not self._can_hoist(acc, stmts[start:guard_index], test_node):
-            return None
+        why = self._why_not_hoisted(acc, stmts[start:guard_index], test_node)
+        if why:
+            return None, why
 
         replacements = []
         nullcontext = imported_name(ctx, "contextlib.nullcontext")
@@ -586,15 +615,49 @@ unsynchronised one.
         new_body = acc.loop.body.with_changes(body=stmts[:start] + [with_stmt] + stmts[end + 1:])
         replacements.append((acc.loop.body, new_body))
         return self.fix(Applicability.UNSAFE, f"Run forward and backward under `{no_sync}` on "
-                        f"micro-batches that do not step", *replacements)
+                        f"micro-batches that do not step", *replacements), None
 
-    def _can_hoist(self, acc: Accumulation, between: list, test_node) -> bool:
-        """The sync test, evaluated before the forward, means what the step's condition means later."""
+    def _why_not_hoisted(self, acc: Accumulation, between: list, test_node) -> str | None:
+        """Why the sync test, evaluated before the forward, might not mean what the step's condition
+        means later; None when it does."""
         test = test_node if test_node is not None else cst.parse_expression(acc.sync_test)
         also = set()
         if acc.nested and isinstance(acc.loop.target, (cst.Name, cst.Tuple)):
             also = {dotted(n) for n in self.ctx.index.walk(acc.loop.target) if isinstance(n, cst.Name)}
-        return _unchanged_by(test, between, lambda call: dotted(call.func) == "len", also)
+        shown = one_line(self.ctx.code(test))
+        if not _unchanged_by(test, between, lambda call: dotted(call.func) == "len", also):
+            return f"`{shown}` reads what the forward and backward change, and would be tested before them"
+        call = self._changed_by_calls(test, between)
+        if call is not None:
+            return f"`{one_line(call)}` may change what `{shown}` reads, and the test would move before it"
+        return None
+
+    def _changed_by_calls(self, test: cst.BaseExpression, between: list) -> str | None:
+        """A call among the statements between that may change what test reads (the call, as
+        code): a method called on an object test reads from (`c.tick()`, `state.update(step=n)`,
+        `steps.append(x)` for `len(steps) % accum`), a method of the class that assigns an
+        attribute of self test reads (`self.bump()` with `self.micro_step += 1` in it), or a
+        module function that declares a name test reads `global`."""
+        ctx = self.ctx
+        read = {dotted(n) for n in walk(test) if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n)}
+        for stmt in between:
+            for call in walk(stmt):
+                if not isinstance(call, cst.Call):
+                    continue
+                func = call.func
+                if isinstance(func, cst.Attribute) and (receiver := dotted(func.value)) is not None:
+                    if receiver in ("self", "cls"):
+                        fns = ctx.loops.functions.get(func.attr.value, ())
+                        if any(_assigns_any(fn, {r for r in read if r.startswith("self.")}) for fn in fns):
+                            return ctx.code(call)
+                    elif any(r == receiver or r.startswith(receiver + ".") for r in read):
+                        return ctx.code(call)
+                elif isinstance(func, cst.Name):
+                    for fn in ctx.loops.functions.get(func.value, ()):
+                        declared = {n.name.value for g in walk(fn.body) if isinstance(g, cst.Global) for n in g.names}
+                        if declared & read:
+                            return ctx.code(call)
+        return None
 
     def _forward_fix(self, late: LateNoSync, no_sync: str):
         """Move the statements from the forward to the `with` into it, when they sit in its block."""
@@ -669,6 +732,12 @@ def _unchanged_by(expr: cst.BaseExpression, between: list, call_ok, also=()) -> 
             read.add(dotted(node))
     written = set().union(*map(bound_names, between))
     return not any(r == w or r.startswith(w + ".") or w.startswith(r + ".") for r in read for w in written)
+
+
+def _assigns_any(fn: cst.FunctionDef, names: set[str]) -> bool:
+    """fn binds one of the dotted names (`self.micro_step += 1`, `self.n = ...`)."""
+    return bool(names) and any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) in names
+                               for node in walk(fn.body) for t in binding_targets(node) for n in walk(t))
 
 
 def _is_continue_guard(stmt) -> bool:
