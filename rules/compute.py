@@ -173,6 +173,12 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                     "    att = F.softmax(scores, dim=-1)\n    return att @ v\n",
             fixed=_NO_MATH + "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask != 0)\n",
         ),
+        # A local `F` (frames, in a video model) hides the module's alias: the fix spells the module
+        # out (`F.scaled_dot_product_attention` once called a method of an int).
+        Invalid(_HEAD + "    B, F, N, C = q.shape\n    s = (q @ k.transpose(-2, -1)) * C ** -0.5\n"
+                        "    return s.softmax(dim=-1) @ v\n",
+                fixed=_HEAD + "    B, F, N, C = q.shape\n"
+                              "    return torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=C ** -0.5)\n"),
         # Dimensions written in hex (this once escaped as an internal error: int('0x1')).
         Invalid(_HEAD + "    s = (q @ k.transpose(0x2, 3)) * 0.1\n    p = F.softmax(s, dim=-0x1)\n    return p @ v\n",
                 fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=0.1)\n"),
@@ -542,7 +548,7 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                 raise _NoFix  # SDPA takes scale= from PyTorch 2.1 (target-torch is older)
             kwargs.append(("scale", scale))
         self._check_movable(att, stmt)
-        sdpa, extra = ctx.module_name("torch.nn.functional")
+        sdpa, extra = ctx.module_name("torch.nn.functional", at=stmt)
         args = [ctx.code(att.q), ctx.code(att.k), ctx.code(att.v)] + [f"{k}={v}" for k, v in kwargs]
         return f"{sdpa}.scaled_dot_product_attention({', '.join(args)})", extra
 

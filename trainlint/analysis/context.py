@@ -17,13 +17,13 @@ from trainlint.analysis.grads import Grads
 from trainlint.analysis.imports import insert_stdlib_import, insert_third_party_import, is_docstring, is_stdlib
 from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.loops import Loops
-from trainlint.analysis.names import Names, dotted
+from trainlint.analysis.names import Names, bound_names, dotted
 from trainlint.analysis.positions import _OffsetState
 from trainlint.analysis.precision import Precision
 from trainlint.analysis.settings import Sources
 from trainlint.analysis.star_args import star_entries
 from trainlint.analysis.tensors import Tensors
-from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.tree import TreeIndex, walk
 from trainlint.analysis.variables import Bindings
 from trainlint.layout import (
     bracketed, comprehended, comprehension_clauses, fitted, fluent, method_lines, one_arg_per_line, parenthesized,
@@ -691,15 +691,21 @@ class FileContext:
         blank = not is_import or is_docstring(anchor)
         return (anchor, self.render(anchor) + (newline if blank else "") + code + newline)
 
-    def module_name(self, module: str) -> tuple[str, list]:
+    def module_name(self, module: str, at: cst.CSTNode | None = None) -> tuple[str, list]:
         """How to spell `module` here (`torch`, `th`, `F`), and the replacements that add an import when
-        nothing binds it (`import torch`; a standard-library module where isort would put it)."""
+        nothing binds it (`import torch`; a standard-library module where isort would put it). With
+        `at`, the code written there: an alias that a function around it rebinds (`B, F, N, C =
+        x.shape` in a video model) is passed over for a longer spelling."""
         names = self.names
         parts = module.split(".")
+        shadowed: set[str] = set()
+        for fn in self.index.ancestors(at) if at is not None else ():
+            if isinstance(fn, (cst.FunctionDef, cst.Lambda)):
+                shadowed |= bound_names(fn.body) | {p.name.value for p in walk(fn.params) if isinstance(p, cst.Param)}
         # The longest bound prefix: `F` for torch.nn.functional, else `nn.functional`, else `torch.nn.functional`.
         for i in range(len(parts), 0, -1):
             alias = names.module_alias(".".join(parts[:i]))
-            if alias is not None:
+            if alias is not None and alias.split(".")[0] not in shadowed:
                 return ".".join([alias, *parts[i:]]), []
         if is_stdlib(parts[0]):
             return module, [insert_stdlib_import(self, parts[0])]
