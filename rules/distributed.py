@@ -267,6 +267,10 @@ way DDP also stops broadcasting buffers (BatchNorm statistics) before forwards t
 unsynchronised one.
 """
     valid = [
+        # Gradients cleared on every iteration, the step skipped on some (a warm-up freeze): no
+        # micro-batches, nothing accumulates.
+        Valid(_HEAD + "for step, (x, y) in enumerate(loader):\n    opt.zero_grad()\n    loss_fn(model(x), y).backward()\n"
+                      "    if step >= freeze_steps:\n        opt.step()\n"),
         # Already skips the sync: no_sync around forward and backward.
         Valid(_HEAD + _FLAT.replace(
             "    loss = loss_fn(model(x), y) / accum\n    loss.backward()\n",

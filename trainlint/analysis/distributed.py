@@ -738,6 +738,8 @@ class Distributed:
         for step in steps:
             if self.loops.is_per_step(step) and self._continue_guard(loop, step) is None:
                 return None  # the optimizer steps on every iteration: no accumulation here
+        if self._zeroes_every_iteration(loop):
+            return None  # `opt.zero_grad()` on every iteration: nothing accumulates (a warm-up freeze)
         step = steps[0]
         top = self.top_statement(loop, step)
         if top is not None and isinstance(top, cst.If) and self.loops.limits_body(top.test) \
@@ -757,6 +759,13 @@ class Distributed:
         if cond is None or not self.index.contains(loop, cond):
             return None
         return Accumulation(loop, backward, step, None, one_line(self._code(cond.test)))
+
+    def _zeroes_every_iteration(self, loop) -> bool:
+        """The loop clears the gradients on each of its iterations (`optimizer.zero_grad()` outside
+        any condition): each backward starts from none, so none accumulate between steps."""
+        return any(isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                   and call.func.attr.value == "zero_grad" and self.loops.hot_loop_of(call) is loop
+                   and self.loops.is_per_step(call) for call in self.index.walk(loop.body))
 
     def _continue_guard(self, loop, step) -> cst.If | None:
         """`if (i + 1) % accum != 0: continue` before the step, in the loop's body."""
