@@ -1663,6 +1663,18 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
                 "for epoch in range(3):\n    for x in loader:\n        step(x)\n"
                 "        for y in loader:\n            check(y)\n",
                 fixed=NO_FIX, message="gone over again while a loop over it runs"),
+        # ... handed down inside a dict or list (`evaluate(model, {"train": loader})`): the fix once
+        # cut the run to 2 steps, and hung a loop that breaks out of its evaluation pass.
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
+                "def evaluate(loaders):\n    for name, dl in loaders.items():\n        for x, y in dl:\n            score(x, y)\n"
+                "for epoch in range(3):\n    for i, (x, y) in enumerate(loader):\n        step(x, y)\n"
+                "        if i % 4 == 0:\n            evaluate({'train': loader})\n",
+                fixed=NO_FIX, message="gone over again while a loop over it runs"),
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
+                "def evaluate(loaders):\n    for dl in loaders:\n        for x, y in dl:\n            score(x, y)\n"
+                "for epoch in range(3):\n    for i, (x, y) in enumerate(loader):\n        step(x, y)\n"
+                "        if i % 4 == 0:\n            evaluate([loader, other])\n",
+                fixed=NO_FIX, message="gone over again while a loop over it runs"),
         # A function reading the module's loader, called inside the loop over it.
         Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, num_workers=2)\n"
                 "def train_accuracy():\n    return sum(score(b) for b in train_loader)\n"
@@ -2351,6 +2363,8 @@ _DRAWS = ("it = iter(loader)\nfor step in range(100):\n    try:\n        x, y = 
 _SHARED = ("def run_epoch(model, loader, opt=None):\n    for batch in loader:\n        loss = model(batch)\n"
            "        if opt is not None:\n            loss.backward()\n            opt.step()\n\n\n"
            "run_epoch(model, loader, opt)\nrun_epoch(model, DataLoader(val_ds))\n")
+_IN_DICT = ("def evaluate(loaders):\n    for name, dl in loaders.items():\n        for x, y in dl:\n"
+            "            print(name, model(x, y))\n\n\nevaluate({'train': loader})\n")
 _MOVES_FIXED = '''\
 import torch
 from torch.utils.data import DataLoader
@@ -2510,6 +2524,11 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Invalid(_MOVES.replace(_MOVES_LOOP, _SHARED),
                 fixed=_MOVES_FIXED.replace(_MOVES_LOOP_FIXED, _SHARED.replace(
                     "    for batch in loader:\n", "    for batch in loader:\n        batch = _trainlint_to_device(batch, device)\n"))),
+        # Handed down inside a dict to a function that goes over its values: that loop moves
+        # the batches too (an evaluation once got CPU batches on a GPU model).
+        Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + _IN_DICT),
+                fixed=_MOVES_FIXED.replace(_MOVES_LOOP_FIXED, _MOVES_LOOP_FIXED + _IN_DICT.replace(
+                    "        for x, y in dl:\n", "        for x, y in dl:\n            x, y = _trainlint_to_device((x, y), device)\n"))),
         # Handed to another module's function, or gone over by a comprehension, the loader has
         # loops this file does not show: reported, no fix.
         Invalid(_MOVES.replace(_MOVES_LOOP, "from utils import evaluate\n" + _MOVES_LOOP + "evaluate(model, loader)\n"),

@@ -823,16 +823,26 @@ class Loops:
                 here = [name for name, w in known if w is where]
                 for callee, param, call, only in self._handed_to(here, where):
                     self._reach([param], callee, depth + 1, out, (*calls, call), always and only, element, key, given)
+                if not element:
+                    # Handed down inside a display: `evaluate(model, {"train": train_loader})`.
+                    for callee, param, call, item_key in self._handed_in_display(here, where):
+                        self._reach([param], callee, depth + 1, out, (*calls, call), False, True, item_key, given)
 
     def _unpacked_by_loops(self, path: ValuePath) -> list[tuple[str, cst.FunctionDef | None, tuple, bool]]:
         """(target, function, given, item) for each loop over several values that binds path's
         value to target on some iterations: `for phase, loader in [("train", train_loader),
         ("val", val_loader)]` (given: `phase` is "train" then), `for loader in (train_loader,
         val_loader)`, and, for a dict holding it, `for phase, loader in loaders.items()` (given
-        the key) or `for loader in loaders.values()`; or (item) a loop over the dict's keys that
+        the key) or `for loader in loaders.values()`, for a list or tuple, `for loader in
+        loaders`; or (item) a loop over the dict's keys that
         picks it there (`for phase in ["train", "val"]:` with `loaders[phase]`; target is the
         dict, given the key)."""
         out = []
+        if path.element and not path.given and isinstance(path.key, int) and not isinstance(path.key, bool):
+            # An item of a list or tuple (an int key): `for dl in loaders:` binds each item in turn.
+            for loop in self._loops_over_plain_names.get(path.name, ()):
+                if isinstance(loop.target, cst.Name) and self.in_sight(loop, path.name, path.scope):
+                    out.append((loop.target.value, self.index.enclosing_function(loop), (), False))
         for loop in self._loops_over_displays:
             if not self.in_sight(loop, path.name, path.scope):
                 continue
@@ -883,6 +893,16 @@ class Loops:
             if name is not None:
                 self._reach([name], self.index.enclosing_function(node), depth, out, path.calls,
                             path.always and exact, False, UNKNOWN, path.given)
+
+    @cached_property
+    def _loops_over_plain_names(self) -> dict[str, list[cst.For]]:
+        """dotted name -> the loops over that name itself (`for dl in loaders:`)."""
+        out: dict[str, list[cst.For]] = {}
+        for loop in self.index.nodes(cst.For):
+            name = dotted(loop.iter) if isinstance(loop.iter, (cst.Name, cst.Attribute)) else None
+            if name is not None:
+                out.setdefault(name, []).append(loop)
+        return out
 
     @cached_property
     def _loops_over_displays(self) -> list[cst.For]:
@@ -1170,6 +1190,23 @@ class Loops:
             if key not in seen:
                 seen.add(key)
                 out.append((callee, param, call, only))
+        return out
+
+    def _handed_in_display(self, names: list[str], scope: cst.FunctionDef | None) -> list[tuple]:
+        """(function, parameter, call, key) for each call in sight of scope handing a module-local
+        function a dict, list or tuple display with one of names as an item (at key: its literal
+        key or position): the function may go over the item (`for ld in loaders.values():`)."""
+        out: list = []
+        for callee, call, param, arg in self.call_arguments:
+            if callee is scope or arg.star or not isinstance(arg.value, (cst.Dict, cst.List, cst.Tuple)):
+                continue
+            for i, element in enumerate(arg.value.elements):
+                value = getattr(element, "value", None)
+                name = dotted(value) if value is not None else None
+                if name in names and self.in_sight(call, name, scope):
+                    key = literal(element.key) if isinstance(element, cst.DictElement) else \
+                        UNKNOWN if any(isinstance(e, cst.StarredElement) for e in arg.value.elements[:i]) else i
+                    out.append((callee, param, call, key))
         return out
 
     def follows(self, call: cst.Call, arg: cst.Arg, name: str) -> bool:
