@@ -47,6 +47,7 @@ from trainlint.analysis.imports import after_imports, insert_stdlib_import
 from trainlint.analysis.inplace import changed_after_copy
 from trainlint.analysis.settings import Source
 from trainlint.analysis.star_args import entry_to_change
+from trainlint.analysis.tree import binding_targets
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid
@@ -872,6 +873,10 @@ _RETURNED_DICT = (
 _GROWN = ("from torch.utils.data import DataLoader\ndef main(items, more, losses, x, y, i):\n    ds = {ds}\n"
           "    loader = DataLoader(ds, num_workers=2)\n    for epoch in range(3):\n        for x in loader:\n"
           "            step(x)\n        {grow}\n")
+_CURRICULUM = ("import random\nclass Curriculum:\n    def __init__(self, items):\n        self.all = items\n"
+               "        self.items = items[:8]\n    def grow(self, epoch):\n        self.items = self.all[: 8 * (epoch + 1)]\n"
+               "    def resample(self):\n        random.shuffle(self.items)\n"
+               "    def describe(self):\n        print(len(self.items))\n")
 _HELPER = ("import torch\nfrom torch.utils.data import DataLoader\ndef to_device(t):\n    return {move}\n"
            "loader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
            "for x, y in loader:\n    {body}\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n")
@@ -1738,6 +1743,20 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         Invalid(_GROWN.format(ds="ListDataset(items)", grow="pass").replace(
                     "DataLoader(ds,", "DataLoader(ListDataset(items),").replace("pass", "items.insert(0, x)"),
                 fixed=NO_FIX, message="changes its dataset"),
+        # ... by a method of its class that changes the dataset (a curriculum's `ds.grow(epoch)`,
+        # `ds.resample()` shuffling its list), or a function of the module handed it: the fix
+        # once let live workers index past their shorter copy (IndexError).
+        Invalid(_CURRICULUM + _GROWN.format(ds="Curriculum(items)", grow="ds.grow(epoch)"),
+                fixed=NO_FIX, message="changes its dataset"),
+        Invalid(_CURRICULUM + _GROWN.format(ds="Curriculum(items)", grow="ds.resample()"),
+                fixed=NO_FIX, message="changes its dataset"),
+        Invalid(_CURRICULUM + "def widen(d, n):\n    d.items = d.all[:n]\n"
+                + _GROWN.format(ds="Curriculum(items)", grow="widen(ds, 8 * epoch)"),
+                fixed=NO_FIX, message="changes its dataset"),
+        # A method that changes nothing of its object (`ds.describe()`): fixed.
+        Invalid(_CURRICULUM + _GROWN.format(ds="Curriculum(items)", grow="ds.describe()"),
+                fixed=_CURRICULUM + _GROWN.format(ds="Curriculum(items)", grow="ds.describe()").replace(
+                    "num_workers=2)", "num_workers=2, persistent_workers=True)")),
         # A list the loop grows that the dataset was not built from (the losses): fixed.
         Invalid(_GROWN.format(ds="ListDataset(items)", grow="losses.append(x)"),
                 fixed=_GROWN.format(ds="ListDataset(items)", grow="losses.append(x)").replace(
@@ -1821,6 +1840,45 @@ _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "
 _CHANGING_PREFIXES = ("set_", "close_", "reset", "enable_", "disable_")
 
 
+def _changes_own(ctx, method: str) -> bool:
+    """A method of that name, of a class of the module, changes its own object (`self.items =
+    ...`, `self.items.append(x)`, `random.shuffle(self.items)`): a curriculum's `ds.grow(epoch)`."""
+    return any(ctx.index.enclosing_class(fn) is not None and fn.params.params
+               and _changes(ctx, fn, fn.params.params[0].name.value)
+               for fn in ctx.loops.functions.get(method, ()))
+
+
+def _changes_argument(ctx, call: cst.Call, held: str) -> bool:
+    """call runs a function of the module whose parameter bound to `held` it changes."""
+    name = ctx.loops.local_callee_name(call)
+    fns = ctx.loops.functions.get(name or "", ())
+    if len(fns) != 1:
+        return False
+    return any(ctx.dotted(arg.value) == held and _changes(ctx, fns[0], param)
+               for param, arg in ctx.loops.bind_params(name, call))
+
+
+def _changes(ctx, fn: cst.FunctionDef, name: str) -> bool:
+    """fn's body changes the object `name` holds: assigns or deletes one of its attributes or an
+    item of them, calls a mutating method on one (`name.items.extend(x)`), or shuffles one in place
+    (`random.shuffle(name.items)`)."""
+    def of(expr) -> bool:
+        spelled = ctx.dotted(expr) if expr is not None else None
+        return spelled is not None and spelled.startswith(name + ".")
+
+    for node in ctx.index.walk(fn.body):
+        for target in binding_targets(node):
+            if isinstance(target, cst.Attribute) and ctx.dotted(target.value) == name \
+                    or isinstance(target, cst.Subscript) and of(target.value):
+                return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if node.func.attr.value in _MUTATORS and of(node.func.value):
+                return True
+            if node.func.attr.value == "shuffle" and node.args and of(node.args[0].value):
+                return True
+    return False
+
+
 def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
     """The loader's dataset, a name or `loader.dataset`, is changed in a loop that runs a pass
     over the loader again (`for epoch ...: ds.set_epoch(epoch)`): a method named to change it
@@ -1863,10 +1921,13 @@ def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
             func = node.func
             if not isinstance(func, cst.Attribute):
                 continue
-            if whole and func.attr.value.startswith(_CHANGING_PREFIXES) and ctx.dotted(func.value) == held:
+            if whole and ctx.dotted(func.value) == held and (
+                    func.attr.value.startswith(_CHANGING_PREFIXES) or _changes_own(ctx, func.attr.value)):
                 found.append(node)
             elif func.attr.value in _MUTATORS and on(func.value, held, whole):
                 found.append(node)
+        if whole:  # handed to a function of the module that changes it (`grow(ds, epoch)`)
+            found += [node for node in ctx.loops.calls_handing(held) if _changes_argument(ctx, node, held)]
         for node in [*ctx.index.nodes(cst.Assign), *ctx.index.nodes(cst.AugAssign), *ctx.index.nodes(cst.Del)]:
             if isinstance(node, cst.Assign):
                 targets = [t.target for t in node.targets]
