@@ -11,7 +11,7 @@ from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.loops import first_modulo
 from trainlint.analysis.names import bound_names, dotted
-from trainlint.analysis.paths import folders, hands_folder, may_name, path_forms, path_variables
+from trainlint.analysis.paths import folders, may_name, path_forms, path_variables, reads_folder
 from trainlint.diagnostics import Applicability
 from trainlint.layout import head_grown, split_at_brackets
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
@@ -731,7 +731,7 @@ and whether the fix still moves the save under an interval.
         if kind == "per-step" and helper:
             # A helper that checks its own interval (`if step % 250 == 0:` or an early return
             # around its save) saves on those steps only: adding another would lose checkpoints.
-            inside = [self.ctx.loops.interval_in_function(s) for s in inner]
+            inside = [self._interval_inside(s) for s in inner]
             if all(inside):
                 kind = inside[0]
         what = f"`{helper}()` (which calls `{self._save_kind(inner[0])}`)" if helper else f"`{self._save_kind(site)}`"
@@ -774,8 +774,33 @@ and whether the fix still moves the save under an interval.
                 f"no background write is offered, so no fix: {withheld}" if withheld else (
                 "snapshot the state to the CPU and write it in a background thread "
                 "(or `torch.distributed.checkpoint.async_save`)")
-            message = f"{what} blocks training while it writes the checkpoint (under `{kind}`); {how}"
+            under = "under an interval where its function is called" if kind == "an interval" else f"under `{kind}`"
+            message = f"{what} blocks training while it writes the checkpoint ({under}); {how}"
         self.report(site, message, fix)
+
+    def _interval_inside(self, save: cst.Call) -> str | None:
+        """The interval (as code) that a save helper checks before it reaches save: around save in
+        its function, else around the call of that function in the helper calling it (transformers'
+        `_maybe_log_save_evaluate` tests `self.control.should_save` before `_save_checkpoint`)."""
+        loops = self.ctx.loops
+        helper_fns = {fn for name in self._helpers for fn in loops.functions[name]}
+        node = save
+        for _ in range(4):
+            found = loops.interval_in_function(node)
+            if found is not None:
+                return found
+            fn = self.ctx.index.enclosing_function(node)
+            calls = loops.calls_by_name.get(fn.name.value, ()) if fn is not None else ()
+            inside = [c for c in calls if self.ctx.index.enclosing_function(c) in helper_fns]
+            if not calls or len(inside) != len(calls):
+                return None  # called from the training code itself: that call site decides
+            guarded = [loops.interval_in_function(c) for c in inside]
+            if all(guarded):
+                return guarded[0]
+            if len(inside) != 1:
+                return None
+            node = inside[0]
+        return None
 
     def _withheld(self, site: cst.Call, inner: list[cst.Call]) -> str | None:
         """Why the save is not made asynchronous, as a message gives it (what stops it, named), or
@@ -1244,7 +1269,7 @@ and whether the fix still moves the save under an interval.
         given = [a.value for a in call.args]
         if isinstance(call.func, cst.Attribute):
             given.append(call.func.value)
-        return any(may_name(ctx, forms, value) or (above and hands_folder(ctx, above, value)) for value in given)
+        return any(may_name(ctx, forms, value) for value in given) or bool(above) and reads_folder(ctx, above, call)
 
     def _not_a_reader(self, call: cst.Call) -> bool:
         """A save (the module's own save functions too), a print or log line, or a call that makes

@@ -11,6 +11,8 @@ assigned to it, one step, through the shared binding table (variables.Bindings).
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from trainlint.analysis.names import dotted
@@ -106,6 +108,24 @@ def folders(ctx, expr: cst.BaseExpression, levels: int = 2) -> set[str]:
         out |= {name for parent in parents if (name := _name(ctx, parent)) is not None}
         level = parents
     return out
+
+
+# What a call that reads a whole folder is named (its last name part): archives, copies, moves,
+# uploads and syncs, and the commands that run one. A call of another name handed the folder
+# (`save_model_args(output_dir)`, writing a file of its own there) is not taken for a reader.
+_FOLDER_READER = re.compile(
+    r"(archive|tar|zip|upload|sync|copy|move|rename|replace|artifact|push|rsync|^system$|^run$|^call$"
+    r"|^Popen$|^check_call$|^check_output$|rmtree)", re.IGNORECASE)
+
+
+def reads_folder(ctx, names: set[str], call: cst.Call) -> bool:
+    """call reads one of the folders `names` as a whole (paths.folders gives them): a call named
+    as an archive, copy, move, upload, sync or command is (`shutil.make_archive(out, "zip", out)`,
+    `mlflow.log_artifacts(out)`, `subprocess.run(["aws", "s3", "sync", out, dest])`) handed the
+    folder itself (hands_folder)."""
+    name = ctx.names.qualified(call.func) or dotted(call.func) or ""
+    return bool(_FOLDER_READER.search(name.rsplit(".", 1)[-1])) and any(
+        hands_folder(ctx, names, arg.value) for arg in call.args if not arg.star)
 
 
 def hands_folder(ctx, names: set[str], expr: cst.BaseExpression) -> bool:
