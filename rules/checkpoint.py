@@ -110,7 +110,8 @@ _LOADS = frozenset({"from_pretrained", "load_state", "load_checkpoint"})
 _OTHER_SAVE_PRETRAINED = ("peft", "diffusers", "sentence_transformers")
 _PATH_ARGUMENT = {"torch.save": (1, "f"), "save_pretrained": (0, "save_directory"),
                   "engine.save_checkpoint": (0, "save_dir"),
-                  "accelerator.save_state": (0, "output_dir"), "fabric.save": (0, "path"),
+                  "accelerator.save_state": (0, "output_dir"), "accelerator.save": (1, "f"),
+                  "fabric.save": (0, "path"),
                   "trainer.save_checkpoint": (0, "filepath")}
 # Methods that only show a path (a log line): they neither read nor move the file.
 _SHOWS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print"})
@@ -205,7 +206,7 @@ class BlockingCheckpointInLoop(Rule):
                                                "defines no save interval of its own.")}
     docs = """
 ## What it does
-Flags `torch.save`, `save_pretrained`, `accelerator.save_state`, `fabric.save`, Lightning's
+Flags `torch.save`, `save_pretrained`, `accelerator.save` and `save_state`, `fabric.save`, Lightning's
 `trainer.save_checkpoint` and a DeepSpeed engine's `save_checkpoint` (or a function of the module that calls one) run inside the hot loop, on every step or every N steps, or in a
 hook a framework calls on every step (a Lightning callback's `on_train_batch_end`, a
 TrainerCallback's `on_step_end`: see TL201). Saves outside the hot loop (once per epoch, at the
@@ -434,6 +435,11 @@ and whether the fix still moves the save under an interval.
         # ... not when `*args` may pass the state dict by position: reported, no fix.
         Invalid(in_training_loop("if should_save:\n    model.save_pretrained(*save_args)"), fixed=NO_FIX,
                 message="no background write is offered, so no fix: `*save_args` may pass the state dict by position"),
+        # accelerate's save (torch.save on the main process): moved under the interval and written
+        # in the background, as torch.save.
+        Invalid(in_training_loop("accelerator.save(model.state_dict(), 'latest.pt')"),
+                fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(accelerator.save, "
+                                              "model.state_dict(), 'latest.pt')"))),
         # accelerate's save_state: per step, moved under the script's interval, not made asynchronous
         # (the message says so, and why).
         Invalid(in_training_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nsave_every = 50\n"),
@@ -643,6 +649,8 @@ and whether the fix still moves the save under an interval.
             return "save_pretrained"
         if attr == "save_state" and "accelerator" in receiver.lower():
             return "accelerator.save_state"
+        if attr == "save" and "accelerator" in receiver.lower():
+            return "accelerator.save"  # torch.save on the main process (or safetensors)
         if attr == "save" and "fabric" in receiver.lower():
             return "fabric.save"
         if attr == "save_checkpoint" and receiver == "trainer" and (
@@ -851,7 +859,7 @@ and whether the fix still moves the save under an interval.
                 return ("only the `save_pretrained` of transformers' models takes `state_dict=`, and the module "
                         "does not import transformers")
             return None
-        if kind != "torch.save":
+        if kind not in ("torch.save", "accelerator.save"):  # accelerate's save: torch.save on the main process
             return f"`{kind}` may gather state across ranks, which the fix cannot snapshot"
         if self._into_file_object(call):
             return (f"`{one_line(ctx.code(self._written_path(call)))}` is a file object, written before the "

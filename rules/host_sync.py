@@ -1508,6 +1508,10 @@ that is read anywhere else: it would hold every N-th value.
         Valid(in_training_loop("pinned_buf.copy_(out, non_blocking=True)\ntorch.cuda.synchronize()\nlog(pinned_buf)")),
     ]
     invalid = [
+        # A clock read only before and after the loop times the whole run: each step's
+        # synchronize is not part of that measurement.
+        Invalid(in_training_loop("torch.cuda.synchronize()").replace("import torch\n", "import time\nimport torch\nstart = time.time()\n")
+                + "print(time.time() - start)\n", message="on every step"),
         # Another statement on the same line (`gc.collect(); ...`): guarding the line would run it
         # every N steps too; reported, no fix.
         Invalid("import gc\n" + in_training_loop("gc.collect(); torch.cuda.empty_cache()"), fixed=NO_FIX),
@@ -1761,6 +1765,10 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
         Valid(_HOST_BATCH.format(test="if torch.bincount(y, minlength=3)[0] == 0:\n        continue")),
     ]
     invalid = [
+        # The method spellings of the checks (`loss.isnan()`, a clipped norm's `gn.isfinite()`).
+        Invalid(in_training_loop("if loss.isnan():\n    print('nan')"), message="`if` on a tensor"),
+        Invalid(in_training_loop("gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\nif gn.isfinite():\n    sched.step()"),
+                message="`if` on a tensor"),
         Invalid("import torch\nfrom torch.nn.utils import clip_grad_norm_\n" + in_training_loop(
             "gn = clip_grad_norm_(model.parameters(), 1.0)\nif gn > 10:\n    skipped += 1").replace("import torch\n", "", 1)),
         # Smoothed from the loss tensor itself (no `.item()`): a tensor.

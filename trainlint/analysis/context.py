@@ -184,8 +184,13 @@ class FileContext:
 
     def measures_time(self, node: cst.CSTNode) -> bool:
         """node's function (or the module, outside functions) reads a clock: a synchronize there
-        is how GPU work is timed (yolov5's `time_sync()`), not an accident."""
-        return any(self.names.qualified(call.func) in _CLOCKS for call in self.calls_in_scope(node))
+        is how GPU work is timed (yolov5's `time_sync()`), not an accident. Inside a loop the clock
+        must be read in that loop's body: one read before the loop and one after it time the
+        whole run, which needs no synchronize on every step."""
+        loop = self.loops.innermost_loop(node)
+        calls = [c for c in self.index.walk(loop.body) if isinstance(c, cst.Call)] if loop is not None \
+            else self.calls_in_scope(node)
+        return any(self.names.qualified(call.func) in _CLOCKS for call in calls)
 
     def orders_async_work(self, node: cst.CSTNode) -> bool:
         """node's function (or the module, outside functions) starts GPU work the host may read

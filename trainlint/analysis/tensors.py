@@ -38,6 +38,7 @@ _TENSOR_METHODS = frozenset(
         "argmax", "argmin", "norm", "pow", "mul", "add", "sub", "div", "softmax", "log_softmax",
         "contiguous", "masked_fill", "flatten", "permute", "transpose", "type_as", "eq", "ne", "gt",
         "lt", "all", "any", "std", "var", "square", "sigmoid", "tanh", "relu", "t", "matmul",
+        "isnan", "isinf", "isfinite", "isneginf", "isposinf", "logical_not", "logical_and", "logical_or",
     }
 )
 _MODEL_NAMES = re.compile(r"^(model|net|module|encoder|decoder|criterion|loss_fn|loss_func|lossfn|compute_loss|"
