@@ -9,7 +9,7 @@ import libcst as cst
 
 from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
-from trainlint.analysis.loops import first_modulo
+from trainlint.analysis.loops import first_modulo, range_counter
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.paths import folders, may_name, path_forms, path_variables, reads_folder
 from trainlint.diagnostics import Applicability
@@ -165,9 +165,9 @@ def _counter(ctx, node: cst.CSTNode) -> str | None:
     loop = ctx.loops.hot_loop_of(node)
     # In the optimizer step of gradient accumulation the loop's index counts micro-batches:
     # `if i % 1000 == 0:` there could hold on no step; step_counter takes one counted there.
-    if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Call) \
-            and dotted(loop.iter.func) == "range" and ctx.loops.step_region(node) is None:
-        return loop.target.value
+    counter = range_counter(loop, ctx.assigned_values)
+    if counter is not None and ctx.loops.step_region(node) is None:
+        return counter
     return step_counter(ctx, node)
 
 

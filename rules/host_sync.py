@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from trainlint.analysis.loops import range_counter
 from trainlint.analysis.names import dotted
 from trainlint.analysis.tree import binding_targets, walk
 from trainlint.analysis.variables import is_variable, role, variable_uses
@@ -39,9 +40,9 @@ def step_counter(ctx, node: cst.CSTNode) -> str | None:
     if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and ctx.dotted(loop.iter.func) == "enumerate" \
             and isinstance(loop.target, cst.Tuple) and isinstance(loop.target.elements[0].value, cst.Name):
         return loop.target.elements[0].value.value
-    if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and isinstance(loop.iter, cst.Call) \
-            and ctx.dotted(loop.iter.func) == "range":
-        return loop.target.value
+    counter = range_counter(loop, ctx.assigned_values)
+    if counter is not None:
+        return counter
     return _incremented(ctx, [loop.body])
 
 
@@ -353,6 +354,8 @@ def in_accumulation_step(body: str, counter: str = "global_step += 1\n") -> str:
             "    if (i + 1) % accum == 0:\n        opt.step()\n        opt.zero_grad()\n        " + inner + "\n")
 
 
+_TQDM_LOOP = ("for it in {iter}:\n    loss = model(*next(batches))\n    loss.backward()\n    opt.step()\n"
+              "    print(f'loss {{loss:.4f}}')\n")
 # Gradient accumulation whose other micro-batches leave the loop body from an `else:`.
 _ELSE_CONTINUE = ("import torch\nfor i, (x, y) in enumerate(loader):\n    loss = model(x, y) / accum\n    loss.backward()\n"
                   "    if (i + 1) % accum == 0:\n        opt.step()\n{counter}    else:\n        continue\n"
@@ -1298,6 +1301,13 @@ interval there. Without one there is no fix.
         # After `if (i + 1) % accum == 0: ... else: continue` the loop runs once per optimizer
         # step too: no guard on the micro-batch index (`i % 100 == 0` there held on no step when
         # accum was 4), and with `global_step` counted there, a guard on that.
+        # A loop over a progress bar of step numbers counts with its own target.
+        Invalid(_TQDM_LOOP.format(iter="trange(1000)"),
+                fixed=_TQDM_LOOP.format(iter="trange(1000)").replace(
+                    "    print(f'loss {loss:.4f}')", "    if it % 100 == 0:\n        print(f'loss {loss:.4f}')")),
+        Invalid("pbar = tqdm(range(n))\n" + _TQDM_LOOP.format(iter="pbar"),
+                fixed="pbar = tqdm(range(n))\n" + _TQDM_LOOP.format(iter="pbar").replace(
+                    "    print(f'loss {loss:.4f}')", "    if it % 100 == 0:\n        print(f'loss {loss:.4f}')")),
         Invalid(_ELSE_CONTINUE.format(counter=""), fixed=NO_FIX),
         Invalid(_ELSE_CONTINUE.format(counter="        global_step += 1\n"),
                 fixed=_ELSE_CONTINUE.format(counter="        global_step += 1\n").replace(

@@ -235,6 +235,28 @@ LOOKS_ONLY = frozenset(f"builtins.{name}" for name in (
     "bool"))
 
 
+def range_counter(loop: cst.CSTNode, assigned=None) -> str | None:
+    """The name a `for` loop over a range of step numbers binds: `for step in range(n)`, through
+    a progress bar (`tqdm(range(n))`, `trange(n)`, or a name assigned one: `pbar = tqdm(range(n))`,
+    `for step in pbar:`, with `assigned(name)` giving the values assigned to it); None otherwise."""
+    if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name)):
+        return None
+    it = loop.iter
+    if isinstance(it, cst.Name) and assigned is not None:
+        values = assigned(it)
+        it = values[0] if len(values) == 1 else it
+    for _ in range(2):
+        if not isinstance(it, cst.Call):
+            return None
+        name = (dotted(it.func) or "").rsplit(".", 1)[-1]
+        if name in ("range", "trange"):
+            return loop.target.value
+        if name != "tqdm" or not it.args or it.args[0].keyword is not None:
+            return None
+        it = it.args[0].value
+    return None
+
+
 class ValuePath(NamedTuple):
     """A name a value is known by in a function (None: the module), and the calls of module-local
     functions that hand it down there, outermost first; always: the name holds this value wherever
