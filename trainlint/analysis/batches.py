@@ -467,7 +467,31 @@ def _moves_in_loader(ctx, call: cst.Call) -> bool:
         method = method_of(ctx, cls, name)
         if method is not None and sample_work(ctx, cls, method, lambda kind: kind == _MOVES_TENSORS):
             return True
-    return False
+    return any(_reads_device_globals(ctx, method) for name in ("__getitem__", "__iter__")
+               if (method := method_of(ctx, cls, name)) is not None)
+
+
+def _reads_device_globals(ctx, method: cst.FunctionDef) -> bool:
+    """method reads a module-level name assigned a tensor on the device (`FEATS = torch.randn(n,
+    d, device=device)`, then `return FEATS[i]` in `__getitem__`): its samples are device tensors."""
+    local = bound_names(method.body) | {p.name.value for p in method.params.params}
+    on_device = _device_globals(ctx)
+    return bool(on_device) and any(
+        isinstance(n, cst.Name) and n.value in on_device and n.value not in local and is_variable(ctx.index, n)
+        for n in ctx.index.walk(method.body))
+
+
+def _device_globals(ctx) -> frozenset[str]:
+    """Names the module's top level assigns a tensor on the device (Tensors.on_device)."""
+    cached = ctx.__dict__.get("_device_globals")
+    if cached is None:
+        names = set()
+        for stmt in ctx.module.body:
+            for node in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()):
+                if isinstance(node, cst.Assign) and ctx.tensors.on_device(node.value):
+                    names |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
+        cached = ctx.__dict__["_device_globals"] = frozenset(names)
+    return cached
 
 
 def sample_work(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, wanted, skip=None, depth: int = 2, seen=()):
