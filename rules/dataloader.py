@@ -45,6 +45,7 @@ from trainlint.analysis.framework_loaders import (
 from trainlint.analysis.frameworks import configured_for_cpu
 from trainlint.analysis.imports import after_imports, insert_stdlib_import
 from trainlint.analysis.inplace import changed_after_copy
+from trainlint.analysis.loops import runs_at_most_once
 from trainlint.analysis.settings import Source
 from trainlint.analysis.star_args import entry_to_change
 from trainlint.analysis.tree import binding_targets
@@ -1451,6 +1452,9 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
     valid = [
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=0)")),
+        # One epoch, written as a loop: nothing is restarted.
+        Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)").replace("range(3)", "range(1)")),
+        Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)").replace("range(3)", "range(1, 2)")),
         # A loader the epoch loop builds anew each time (here, or through a helper): no workers to
         # keep alive.
         Valid("from torch.utils.data import DataLoader\nfor epoch in range(10):\n    ds.set_difficulty(epoch)\n"
@@ -2030,6 +2034,7 @@ def _looped_over_per_epoch(ctx, call: cst.Call) -> bool:
     or around the calls of its function (`for epoch in ...: train(epoch)`), that does not build
     the loader again."""
     rebuilt = ctx.loops.loops_around(call)  # a new loader, and new workers, on each of their runs
+    rebuilt |= {loop for loop in ctx.index.nodes(cst.For) if runs_at_most_once(loop)}  # `range(1)` repeats nothing
     passes = [*ctx.loops.loops_over(call), *ctx.loops.comprehensions_over(call)]
     if any(outer not in rebuilt for loop in passes for outer in ctx.loops.repeating_loops(loop)):
         return True
@@ -2047,7 +2052,7 @@ def _handed_on_per_epoch(ctx, call: cst.Call) -> bool:
     not build it, to a call that loops_over does not follow into: a function of another module
     (`evaluate(model, val_loader)` imported from a utils module, `engine.train_one_epoch(loader)`),
     which goes over it at each call."""
-    rebuilt = ctx.loops.loops_around(call)
+    rebuilt = ctx.loops.loops_around(call) | {loop for loop in ctx.index.nodes(cst.For) if runs_at_most_once(loop)}
     names = ctx.loops.names_of(call)
     names += [known for known in ctx.loops.returned_to(call, escaping=True) if known not in names]
     for name, scope in names:

@@ -513,7 +513,9 @@ unsynchronised one.
             else:
                 when = f"only when `{acc.condition}`"
             models = ", ".join(f"`{w.name}`" for w in used)
-            message = (f"{backward} all-reduces the gradients of {models} ({_SHORT[wrapped.kind]}) on every "
+            # FSDP reduce-scatters the gradient shards; DDP and the frameworks over it all-reduce.
+            reduces = "reduce-scatters" if wrapped.kind == FSDP else "all-reduces"
+            message = (f"{backward} {reduces} the gradients of {models} ({_SHORT[wrapped.kind]}) on every "
                        f"micro-batch, but the optimizer steps {when}; run forward and backward under `{no_sync}` "
                        f"on the other micro-batches")
             if wrapped.kind == FSDP:

@@ -257,6 +257,21 @@ def range_counter(loop: cst.CSTNode, assigned=None) -> str | None:
     return None
 
 
+def runs_at_most_once(loop: cst.CSTNode) -> bool:
+    """A `for` over a literal range of at most one number (`range(1)`, `range(0, 1)`, `range(1,
+    2)`): a single epoch, which repeats nothing."""
+    if not (isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and dotted(loop.iter.func) == "range"):
+        return False
+    args = loop.iter.args
+    if not 1 <= len(args) <= 2 or any(a.keyword is not None or a.star for a in args):
+        return False
+    bounds = [literal(a.value) for a in args]
+    if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
+        return False
+    start, stop = (0, bounds[0]) if len(bounds) == 1 else bounds
+    return stop - start <= 1
+
+
 class ValuePath(NamedTuple):
     """A name a value is known by in a function (None: the module), and the calls of module-local
     functions that hand it down there, outermost first; always: the name holds this value wherever
