@@ -3288,6 +3288,14 @@ host would be read before it ends.
                     "loader = ", "def erase(t, n):\n    t.narrow(2, 0, n).zero_()\n"
                                  "def augment(images, n):\n    erase(images[0], n)\nloader = "), fixed=NO_FIX,
                 message="`x` is changed in place after the copy, by `augment(x, 4)`"),
+        # A recursive helper that builds new lists and changes nothing (it once counted as a
+        # change, followed to the depth limit): fixed.
+        Invalid(_SRC.format(move="xd = x.to(device)\n    moved = to_device(x)").replace(
+                    "loader = ", "def to_device(t):\n    if isinstance(t, torch.Tensor):\n        return t.cuda()\n"
+                                 "    return [to_device(v) for v in t]\nloader = "),
+                fixed=_SRC.format(move="xd = x.to(device, non_blocking=True)\n    moved = to_device(x)").replace(
+                    "loader = ", "def to_device(t):\n    if isinstance(t, torch.Tensor):\n        return t.cuda()\n"
+                                 "    return [to_device(v) for v in t]\nloader = ")),
         Invalid(_SRC.format(move="v = y[:, 0]\n    yd = y.to(device)\n    v.zero_()"), fixed=NO_FIX,
                 message="`y` is changed in place after the copy, by `v.zero_()`"),
         Invalid(_SRC.format(move="yd = y.to(device)\n    y.view(-1)[0] = 1"), fixed=NO_FIX,

@@ -349,7 +349,16 @@ def _changes(ctx, call: cst.Call, live: frozenset[str], depth: int) -> bool:
 
 
 def _changes_parameter(ctx, fn: cst.FunctionDef, param: str, depth: int) -> bool:
-    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else [fn.body]
-    live, parents = _views(ctx, fn, frozenset({param}))
-    found, _live = _scan(ctx, body, live, depth, parents)
-    return found is not None
+    """fn changes in place the tensor handed as param. Asked once per function and parameter; a
+    recursive call (`return [to_device(v, device) for v in batch]`) meets the question in progress
+    and answers no: it changes only what the rest of the body changes (once followed to the
+    depth limit and taken as a change)."""
+    cache = ctx.__dict__.setdefault("_inplace_parameters", {})
+    key = (fn, param)
+    if key not in cache:
+        cache[key] = False
+        body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else [fn.body]
+        live, parents = _views(ctx, fn, frozenset({param}))
+        found, _live = _scan(ctx, body, live, depth, parents)
+        cache[key] = found is not None
+    return cache[key]
