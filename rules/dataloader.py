@@ -1452,6 +1452,11 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
     valid = [
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=0)")),
+        # A name rebuilt per dataset in a loop, then assigned a last loader gone over once: the
+        # loops before that assignment go over the earlier loaders.
+        Valid("from torch.utils.data import DataLoader\ndef main(sets, final):\n    for ds in sets:\n"
+              "        ld = DataLoader(ds, num_workers=2, persistent_workers=True)\n        for x in ld:\n            step(x)\n"
+              "    ld = DataLoader(final, num_workers=2)\n    for x in ld:\n        step(x)\n"),
         # One epoch, written as a loop: nothing is restarted.
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)").replace("range(3)", "range(1)")),
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)").replace("range(3)", "range(1, 2)")),

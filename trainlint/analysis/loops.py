@@ -660,10 +660,38 @@ class Loops:
         # (`for batch in make_loader(cfg):`).
         here = [value, *self._returning_calls(value)]
         out = [loop for loop in self.index.nodes(cst.For) if any(self.index.contains(loop.iter, v) for v in here)]
+        assign = self.index.parent.get(value)
         for path in self.paths_of(value):
             if path.always:
-                out += [loop for loop in self._loops_named(path) if loop not in out]
+                # A loop that runs before the name is assigned this value, with no loop around
+                # both, goes over what the name held before (`ld` rebuilt per dataset, then
+                # assigned once more for a last pass).
+                out += [loop for loop in self._loops_named(path) if loop not in out
+                        and not (isinstance(assign, cst.Assign) and self._runs_before(loop, assign))]
         return out
+
+    def _runs_before(self, first: cst.CSTNode, then: cst.CSTNode) -> bool:
+        """first ends before then starts, in one run of their function: first comes earlier in the
+        block holding both, and no loop in that function holds both (a later pass would run it
+        after then)."""
+        if self.index.enclosing_function(first) is not self.index.enclosing_function(then):
+            return False  # a function defined before may be called after
+        positions = {}
+        child = first
+        for anc in self.index.ancestors(first):
+            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+                positions[anc] = _position(anc.body, child)
+            child = anc
+        child = then
+        for anc in self.index.ancestors(then):
+            if isinstance(anc, Loop) and self.index.contains(anc, first):
+                return False
+            if isinstance(anc, _FUNC_BOUNDARY):
+                return False
+            if anc in positions:
+                return positions[anc] < _position(anc.body, child)
+            child = anc
+        return False
 
     def next_draws(self, value: cst.BaseExpression) -> list[tuple[cst.CSTNode, cst.BaseExpression]]:
         """(loop, target) for each batch a loop draws from value by `target = next(it)`, where it
