@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from trainlint.analysis.loops import range_counter
+from trainlint.analysis.distributed import one_line
+from trainlint.analysis.loops import first_modulo, range_counter
 from trainlint.analysis.names import dotted
 from trainlint.analysis.tree import binding_targets, walk
 from trainlint.analysis.variables import is_variable, role, variable_uses
@@ -109,7 +110,8 @@ def _is_lbfgs(ctx, optimizer: cst.BaseExpression) -> bool:
 def log_interval(ctx, node: cst.CSTNode, default: int) -> str:
     """The framework's logging interval in a step hook holding node (Lightning's
     `self.trainer.log_every_n_steps`), else an interval the script already defines (`log_every`,
-    `args.log_interval`, `LOG_EVERY`...), else the default."""
+    `args.log_interval`, `LOG_EVERY`...), else the number its loop already logs at (`if i % 50 ==
+    0: print(...)`), else the default."""
     hook = ctx.loops.step_hook(node)
     if hook is not None:
         return hook.interval
@@ -118,6 +120,14 @@ def log_interval(ctx, node: cst.CSTNode, default: int) -> str:
         # A private attribute counts too: torchtune's `self._log_every_n_steps`.
         if text and _INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")):
             return text
+    # The number the loop already logs every so many steps at (`if i % 50 == 0: print(...)`).
+    loop = ctx.loops.hot_loop_of(node)
+    for guard in (n for n in ctx.index.walk(loop.body) if isinstance(n, cst.If)) if loop is not None else ():
+        modulo = first_modulo(guard.test)
+        every = ctx.literal(modulo.right) if modulo is not None and ctx.loops.limits_body(guard.test) else None
+        if isinstance(every, int) and not isinstance(every, bool) and every > 1 and any(
+                isinstance(c, cst.Call) and _is_log_call(ctx, c) for c in ctx.index.walk(guard.body)):
+            return str(every)
     return str(default)
 
 
@@ -169,8 +179,21 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
     if moved is None:
         return None
     first = moved[0]
+    test = f"{counter} % {interval} == 0"
+    # The same guard right above or below: the statements join it instead of a second `if`.
+    body = list(ctx.parent(stmt).body)
+    at, end = body.index(first), body.index(moved[-1])
+    for neighbour, before in ((body[at - 1] if at else None, True), (body[end + 1] if end + 1 < len(body) else None, False)):
+        if isinstance(neighbour, cst.If) and neighbour.orelse is None and isinstance(neighbour.body, cst.IndentedBlock) \
+                and one_line(ctx.code(neighbour.test)) == test:
+            joined = [first.with_changes(leading_lines=[]) if not before else first, *moved[1:]]
+            inner = [*neighbour.body.body, *joined] if before else [*joined, *neighbour.body.body]
+            where = "above" if before else "below"
+            return rule.fix(Applicability.UNSAFE, f"Run it under the `if {test}:` {where}",
+                            (neighbour, neighbour.with_changes(body=neighbour.body.with_changes(body=inner))),
+                            *((s, "") for s in moved))
     guarded = cst.If(
-        test=cst.parse_expression(f"{counter} % {interval} == 0"),
+        test=cst.parse_expression(test),
         body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[]), *moved[1:]]),
         leading_lines=first.leading_lines,
     )
@@ -1301,6 +1324,12 @@ interval there. Without one there is no fix.
         # After `if (i + 1) % accum == 0: ... else: continue` the loop runs once per optimizer
         # step too: no guard on the micro-batch index (`i % 100 == 0` there held on no step when
         # accum was 4), and with `global_step` counted there, a guard on that.
+        # The loop already logs every 50 steps: that number, and that `if`, which the line joins
+        # (no second `if` with the same test beside it).
+        Invalid(in_training_loop("if step % 50 == 0:\n    print('step', step)\nprint(f'loss {loss:.4f}')"),
+                fixed=in_training_loop("if step % 50 == 0:\n    print('step', step)\n    print(f'loss {loss:.4f}')")),
+        Invalid(in_training_loop("print(f'loss {loss:.4f}')\nif step % 50 == 0:\n    print('step', step)"),
+                fixed=in_training_loop("if step % 50 == 0:\n    print(f'loss {loss:.4f}')\n    print('step', step)")),
         # A loop over a progress bar of step numbers counts with its own target.
         Invalid(_TQDM_LOOP.format(iter="trange(1000)"),
                 fixed=_TQDM_LOOP.format(iter="trange(1000)").replace(
