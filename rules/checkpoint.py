@@ -390,6 +390,12 @@ and whether the fix still moves the save under an interval.
                 fixed=_fixed(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, "
                                               "model.state_dict(), d + '/state.pt')\n"
                                               "    write_json(d + '/meta.json', meta)"))),
+        # A per-step save takes the interval of the loop's other saves: a save interval by its
+        # name before the `eval_interval` a best-model save sits under.
+        Invalid(in_training_loop("torch.save(model.state_dict(), 'latest.pt')\nif step % eval_interval == 0:\n"
+                                 "    if val < best:\n        torch.save(model.state_dict(), 'best.pt')\n"
+                                 "if step % save_interval == 0:\n    torch.save(model.state_dict(), 'c.pt')"),
+                message="save every `save_interval` steps"),
         # A helper that checks its own interval (around its save, or by an early return) saves on
         # those steps only: made asynchronous, never put under a second interval (which once kept
         # 2 of its 5 checkpoints).
@@ -912,18 +918,23 @@ and whether the fix still moves the save under an interval.
         loop = loops.hot_loop_of(site)
         if loop is None:
             return None
+        found = []  # (not named as a save interval, guards above it, divisor)
         for other in sites:
             if other is site or loops.hot_loop_of(other) is not loop:
                 continue
-            for guard, part in self._guards(other):
+            guards = list(self._guards(other))
+            for depth, (guard, part) in enumerate(reversed(guards)):
                 in_body = part is guard.body and loops.limits_body(guard.test) and loops.is_periodic(guard.test)
                 in_else = part is guard.orelse and loops.else_interval(guard.test) is not None
                 if not (in_body or in_else):
                     continue
                 divisor = self._divisor(guard.test, loop)
                 if divisor is not None and self._same_at(divisor, loop):
-                    return ctx.code(divisor)
-        return None
+                    code = ctx.code(divisor)
+                    found.append((not _SAVE_INTERVAL.match(code.rsplit(".", 1)[-1]), depth, code))
+        # A save interval by its name first (`save_interval`, not the `eval_interval` a best-model
+        # save sits under), then the guard nearest the loop.
+        return min(found)[2] if found else None
 
     def _divisor(self, test: cst.BaseExpression, loop: cst.CSTNode) -> cst.BaseExpression | None:
         """n of the first `x % n` in test, or in the test the loop assigns to a flag that test reads
