@@ -207,7 +207,7 @@ off. An `import math` (a plain top-level import) that only the replaced code use
             fixed=_HEAD + "    d = q.shape[-1]\n"
                           "    # padding\n"
                           "    out = F.scaled_dot_product_attention(\n        q,\n        k,\n        v,\n"
-                          "        attn_mask=mask if mask is not None else None,\n"
+                          "        attn_mask=mask,\n"
                           "        dropout_p=0.1 if self.training else 0.0,\n        scale=1 / d ** 0.5,\n    )\n"
                           "    return out\n",
             # A finite fill: a row with every key masked (left padding) averages all values, SDPA gives zeros.
@@ -782,7 +782,8 @@ def _attend(ctx, cond, condition) -> str:
         code = ctx.code(cond.args[0].value)
     else:
         code = f"~{_atom(ctx.code(cond), cond)}"
-    if condition is not None:
+    # `m if m is not None else None` is just `m` (SDPA takes None for no mask).
+    if condition is not None and ctx.code(condition).replace(" ", "") != f"{code}isnotNone".replace(" ", ""):
         code = f"{code} if {ctx.code(condition)} else None"
     return code
 
