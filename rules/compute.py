@@ -35,8 +35,17 @@ class _NoMatch(Exception):
     """Not manual attention (or not a shape this rule understands): stay quiet."""
 
 
+# SDPA's scale= is a Python float.
+_TENSOR_SCALE = "the scale is a tensor (a learned temperature), and `scale=` takes a Python float"
+
+
 class _NoFix(Exception):
-    """Manual attention, but no exact rewrite: report without a fix."""
+    """Manual attention, but no exact rewrite: report without a fix, saying why (the message
+    reads "not fixed: <why>")."""
+
+    def __init__(self, why: str = "the rewrite would not compute exactly the same") -> None:
+        super().__init__(why)
+        self.why = why
 
 
 @dataclass
@@ -179,6 +188,9 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                         "    return s.softmax(dim=-1) @ v\n",
                 fixed=_HEAD + "    B, F, N, C = q.shape\n"
                               "    return torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=C ** -0.5)\n"),
+        # No fix, and the message says why.
+        Invalid(_HEAD + "    s = (q @ k.transpose(-2, -1)) * self.logit_scale.exp()\n    return s.softmax(-1) @ v\n",
+                fixed=NO_FIX, message="; not fixed: the scale is a tensor"),
         # Dimensions written in hex (this once escaped as an internal error: int('0x1')).
         Invalid(_HEAD + "    s = (q @ k.transpose(0x2, 3)) * 0.1\n    p = F.softmax(s, dim=-0x1)\n    return p @ v\n",
                 fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=0.1)\n"),
@@ -260,19 +272,21 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         if not isinstance(stmt, cst.SimpleStatementLine):
             return
         att = _Attention(v=v, bmm=bmm)
-        fixable = True
+        why = None  # why there is no fix
         try:
             try:
                 self._weights(weights, stmt, att)
-            except _NoFix:
+            except _NoFix as e:
                 # Attention, but with a part the fix cannot express (a dropout that is not an
                 # nn.Dropout): report it without a fix. It used to escape as an internal error
                 # (fairseq's downsampled_multihead_attention.py, found by the corpus sweep).
-                fixable = False
+                why = e.why
             if self._used_elsewhere(att, node, stmt):
                 return
             fix, shown = None, None
-            if fixable and not att.unfixable:
+            if att.unfixable and why is None:
+                why = "its dropout is not an `nn.Dropout` this file shows, so its probability is unknown"
+            if why is None:
                 try:
                     call, extra = self._build(att, stmt)
                     # A Call node (not text): laid out as Black would when it no longer fits its line.
@@ -282,13 +296,13 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                                    (node, cst.parse_expression(call)), *ctx.remove_statements(att.consumed),
                                    *unused, *extra)
                     shown = call if len(call) <= 140 else None
-                except _NoFix:
-                    fix, shown = None, None
+                except _NoFix as e:
+                    fix, shown, why = None, None, e.why
         except _NoMatch:
             return
         if self._is_sdpa_fallback(node):  # asked last: it scans the function, most `@` are not attention
             return
-        use = f"`{shown}`" if shown else "`torch.nn.functional.scaled_dot_product_attention(q, k, v, ...)`"
+        use = f"`{shown}`" if shown else "`torch.nn.functional.scaled_dot_product_attention`"
         # A row whose every key is masked (a query at a left-padding position): softmax of equal
         # finite scores averages all values there, SDPA gives zeros; the other rows agree to rounding.
         rows = (f"; rows with every key masked (left padding) change: with a finite fill (`{att.finite_fill}`) "
@@ -296,7 +310,8 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         self.report(
             node,
             f"Hand-written attention (q @ k^T, softmax, @ v) materialises the full score matrix; use {use}, "
-            f"which runs fused FlashAttention / memory-efficient kernels{rows}",
+            f"which runs fused FlashAttention / memory-efficient kernels{rows}"
+            + (f"; not fixed: {why}" if fix is None and why else ""),
             fix,
         )
 
@@ -518,12 +533,12 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         scale_ops = [op for op in att.ops if op.kind.startswith("scale")]
         mask_ops = [op for op in att.ops if op.kind in ("fill", "add")]
         if len(scale_ops) > 1 or len(mask_ops) > 1:
-            raise _NoFix
+            raise _NoFix("the scores are scaled or masked more than once")
         kwargs = []
         if mask_ops:
             mask = mask_ops[0]
             if scale_ops and mask.kind == "add" and att.ops.index(scale_ops[0]) > att.ops.index(mask):
-                raise _NoFix  # the additive mask is scaled too
+                raise _NoFix("the additive mask is scaled with the scores")
             if mask.kind == "fill":
                 if not _very_negative(ctx, mask.fill):
                     raise _NoMatch  # masked_fill with 0 or a small value is not an attention mask
@@ -545,7 +560,8 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         scale = self._scale(att, scale_ops[0] if scale_ops else None)
         if scale is not None:
             if not target_allows(ctx, "2.1"):
-                raise _NoFix  # SDPA takes scale= from PyTorch 2.1 (target-torch is older)
+                # SDPA takes scale= from PyTorch 2.1
+                raise _NoFix("`scale=` needs PyTorch 2.1, and `target-torch` is older")
             kwargs.append(("scale", scale))
         self._check_movable(att, stmt)
         sdpa, extra = ctx.module_name("torch.nn.functional", at=stmt)
@@ -576,13 +592,13 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         """SDPA's scale must be a Python float: a tensor-valued scale (a learnable temperature) has no rewrite."""
         ctx = self.ctx
         if _tensor_valued(ctx, expr):  # torch calls, tensor methods (`self.logit_scale.exp()`); math.sqrt is fine
-            raise _NoFix
+            raise _NoFix(_TENSOR_SCALE)
         fn = ctx.index.enclosing_function(expr)
         for node in ctx.index.walk(expr):
             if isinstance(node, cst.Attribute) and (ctx.dotted(node) or "").startswith("self."):
                 value = self._module_assignment(node)  # self.t = nn.Parameter(...)
                 if value is not None and (ctx.names.qualified(value.func) or "").startswith("torch."):
-                    raise _NoFix
+                    raise _NoFix(_TENSOR_SCALE)
             parent = ctx.parent(node)
             if isinstance(node, cst.Name) and not (isinstance(parent, cst.Attribute) and parent.attr is node):
                 # A local computed from tensors (`logit_scale = self.logit_scale.clamp(max=m).exp()`).
@@ -590,7 +606,7 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                     if ctx.index.enclosing_function(assign) is fn and any(
                             isinstance(t.target, cst.Name) and t.target.value == node.value for t in assign.targets) \
                             and _tensor_valued(ctx, assign.value):
-                        raise _NoFix
+                        raise _NoFix(_TENSOR_SCALE)
 
     def _causal(self, cond) -> bool:
         """cond masks out exactly the strict upper triangle of a square slice: `tril[..., :T, :T] == 0`,
@@ -647,7 +663,9 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                  if e is not None for n in ctx.index.walk(e) if isinstance(n, cst.Name)}
         for between in body[first: body.index(stmt)]:
             if between not in att.consumed and moved & bound_names(between):
-                raise _NoFix
+                name = sorted(moved & bound_names(between))[0]
+                raise _NoFix(f"`{name}` is bound again between the scores and their use, which the fix would "
+                             f"read before")
 
 
 def _tensor_valued(ctx, expr) -> bool:
