@@ -189,7 +189,7 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
             joined = [first.with_changes(leading_lines=[]) if not before else first, *moved[1:]]
             inner = [*neighbour.body.body, *joined] if before else [*joined, *neighbour.body.body]
             where = "above" if before else "below"
-            return rule.fix(Applicability.UNSAFE, f"Run it under the `if {test}:` {where}",
+            return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps, in the `if` {where} (`if {test}:`)",
                             (neighbour, neighbour.with_changes(body=neighbour.body.with_changes(body=inner))),
                             *((s, "") for s in moved))
     guarded = cst.If(

@@ -797,3 +797,17 @@ def test_an_added_third_party_import_goes_where_isort_puts_it(imports, expected)
     loop = "\nfor x, y in loader:\n    loss = model(x.cuda(), y.cuda())\n    loss.backward()\n    opt.step()\n"
     fixed = fix_source(imports + loop, select=["TL404"], unsafe_fixes=True, path="train.py")
     assert fixed.startswith(expected), fixed
+
+
+def test_a_value_replaced_among_the_arguments_of_a_hand_laid_call_is_not_split_inside_them():
+    # `default=0` of an argparse option made `min(8, os.cpu_count() or 1)` was split at the new
+    # call's brackets in the middle of the author's aligned arguments; Black would split the
+    # outer call: the line is left long for the formatter instead.
+    code = ('import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n'
+            'parser.add_argument("-j", "--workers", default=0, type=int, metavar="N",\n'
+            '                    help="number of data loading workers")\n'
+            'def main(args):\n    loader = DataLoader(ds, num_workers=args.workers)\n    for b in loader:\n        step(b)\n'
+            'if __name__ == "__main__":\n    main(parser.parse_args())\n')
+    fixed = fix_source(code, path="train.py", unsafe_fixes=True)
+    assert 'parser.add_argument("-j", "--workers", default=min(8, os.cpu_count() or 1), type=int, metavar="N",\n' \
+           '                    help="number of data loading workers")\n' in fixed

@@ -205,6 +205,21 @@ def _newlines(ctx: FileContext, text: str) -> str:
     return text if newline == "\n" else text.replace("\r\n", "\n").replace("\n", newline)
 
 
+def _inside_call_on_line(ctx: FileContext, positions: Positions, old: cst.CSTNode, start: int) -> bool:
+    """old is an argument of a call that opens on old's line after other arguments
+    (`parser.add_argument("-j", default=0, type=int,` with the default replaced): Black would
+    split that outer call, not the new one inside it, so the line is left long rather than split at
+    the new call's brackets in the middle of the author's layout."""
+    holder = ctx.parent(old)
+    if not isinstance(holder, cst.Arg):
+        return False
+    call = ctx.parent(holder)
+    if not isinstance(call, cst.Call) or call.args[0] is holder:
+        return False
+    opened = positions.inclusive_span(call)[0]
+    return positions.location(opened).row == positions.location(start).row
+
+
 def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit:
     start, end = positions.inclusive_span(old)
     before = ctx.text[start:end]
@@ -225,7 +240,8 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
             moved = last_arg_continued(new) if grown else None
             if moved is not None:
                 after = ctx.render(moved, at=old)
-        elif (start - line_start) + len(after) + trailing > ctx.line_length:
+        elif (start - line_start) + len(after) + trailing > ctx.line_length and not _inside_call_on_line(
+                ctx, positions, old, start):
             # A call on a continuation line (`for b in enumerate(\n        DataLoader(...)):`) is
             # laid out from that line's indentation, not from its statement's.
             line = ctx.text[line_start:start]
