@@ -113,6 +113,9 @@ _PATH_ARGUMENT = {"torch.save": (1, "f"), "save_pretrained": (0, "save_directory
                   "accelerator.save_state": (0, "output_dir"), "accelerator.save": (1, "f"),
                   "fabric.save": (0, "path"),
                   "trainer.save_checkpoint": (0, "filepath")}
+# Names of a whole module or optimizer handed to torch.save (not its state dict).
+_LIVE_OBJECT = re.compile(r"^(model|net|module|network|encoder|decoder|optimizer|opt|optim)$|_(model|net|optimizer)$",
+                          re.IGNORECASE)
 # Methods that only show a path (a log line): they neither read nor move the file.
 _SHOWS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print"})
 # At most this many statements after a per-step save move under its interval with it (the uses
@@ -396,6 +399,9 @@ and whether the fix still moves the save under an interval.
                                  "    if val < best:\n        torch.save(model.state_dict(), 'best.pt')\n"
                                  "if step % save_interval == 0:\n    torch.save(model.state_dict(), 'c.pt')"),
                 message="save every `save_interval` steps"),
+        # A whole module: the helper cannot snapshot it and saves it blocking; the message says so.
+        Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model, 'model.pt')"),
+                message="`model` itself is a live object, which the helper saves blocking"),
         # A helper that checks its own interval (around its save, or by an early return) saves on
         # those steps only: made asynchronous, never put under a second interval (which once kept
         # 2 of its 5 checkpoints).
@@ -771,10 +777,11 @@ and whether the fix still moves the save under an interval.
             # writes in the background, where the save stands.
             fix = self._fix(site, inner, "per-step" if remainder is None else one_line(ctx.code(remainder.test)),
                             interval, withheld)
+            live = self._live_object(inner)
             how = f", written in a background thread by {plugin}" if lightning else \
                 f", written in the background by {engine}" if deepspeed else \
                 f" ({'the fix does only that; ' if fix else ''}no background write is offered: {withheld})" \
-                if withheld else ", from a CPU snapshot written in a background thread"
+                if withheld else f", from a CPU snapshot written in a background thread{live}"
             when = "every training step" if remainder is None else \
                 f"all training steps but one in N (under `{one_line(ctx.code(remainder.test))}`)"
             message = (f"{what} writes a checkpoint on {when} and training waits for it; save every "
@@ -787,10 +794,23 @@ and whether the fix still moves the save under an interval.
                 "in a background thread instead") if into_file else \
                 f"no background write is offered, so no fix: {withheld}" if withheld else (
                 "snapshot the state to the CPU and write it in a background thread "
-                "(or `torch.distributed.checkpoint.async_save`)")
+                f"(or `torch.distributed.checkpoint.async_save`){self._live_object(inner)}")
             under = "under an interval where its function is called" if kind == "an interval" else f"under `{kind}`"
             message = f"{what} blocks training while it writes the checkpoint ({under}); {how}"
         self.report(site, message, fix)
+
+    def _live_object(self, inner: list[cst.Call]) -> str:
+        """A note for a torch.save of a whole module or optimizer (`torch.save(model, path)`), which
+        `_trainlint_async_save` cannot snapshot and so still saves blocking; else ""."""
+        for save in inner:
+            if self._save_kind(save) != "torch.save" or not save.args or save.args[0].star:
+                continue
+            obj = save.args[0].value
+            name = dotted(obj) if isinstance(obj, (cst.Name, cst.Attribute)) else None
+            if name and _LIVE_OBJECT.search(name.rsplit(".", 1)[-1]):
+                return (f" (`{name}` itself is a live object, which the helper saves blocking, as before: "
+                        f"save `{name}.state_dict()` to write it in the background)")
+        return ""
 
     def _interval_inside(self, save: cst.Call) -> str | None:
         """The interval (as code) that a save helper checks before it reaches save: around save in
