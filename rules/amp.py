@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.imports import name_uses, named_in_string, third_party_import_place
+from trainlint.analysis.imports import name_uses, named_in_string, remove_unused_imports, third_party_import_place
 from trainlint.analysis.names import CANONICAL
 from trainlint.analysis.precision import AUTOCAST, DEPRECATED_AMP, GRAD_SCALER
 from trainlint.diagnostics import Applicability
@@ -737,6 +737,16 @@ GPU while the decorated function still runs in float16.
                 aargs="'cuda', enabled=args.amp, dtype=amp_dtype"),
             message="bfloat16",
         ),
+        # ... the GradScaler its import brought in goes too; autocast stays imported.
+        Invalid(
+            "import torch\nfrom torch.amp import GradScaler, autocast\nscaler = GradScaler()\nfor x, y in loader:\n"
+            "    with autocast('cuda'):\n        loss = model(x, y)\n    scaler.scale(loss).backward()\n"
+            "    scaler.step(opt)\n    scaler.update()\n",
+            settings={"target_gpu": "ampere"},
+            fixed="import torch\nfrom torch.amp import autocast\nfor x, y in loader:\n"
+                  "    with autocast('cuda', dtype=torch.bfloat16):\n        loss = model(x, y)\n    loss.backward()\n"
+                  "    opt.step()\n",
+        ),
         Invalid(
             _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.half"),
             settings={"target_gpu": "ampere"},
@@ -1149,6 +1159,9 @@ GPU while the decorated function still runs in float16.
                 replacements.append((use.call, ctx.with_keyword(use.call, "enabled", "False",
                                                                 position=ctx.precision.scaler_enabled_index(use))))
         replacements.extend(ctx.remove_statements(removed))
+        # `from torch.amp import GradScaler, autocast`: the class goes with the scaler it made.
+        written = " ".join(ctx.code(new) if isinstance(new, cst.CSTNode) else str(new) for _old, new in replacements)
+        replacements.extend(remove_unused_imports(ctx, [*removed, *(old for old, _new in replacements)], written))
         return self.fix(Applicability.UNSAFE, "Train in bfloat16 without a GradScaler", *replacements)
 
 

@@ -170,12 +170,18 @@ def insert_stdlib_import(ctx, module: str):
 
 
 def remove_unused_imports(ctx, removed: list[cst.CSTNode], new_code: str) -> list:
-    """Replacements deleting the imports a fix leaves unused (imports_left_unused). An import
+    """Replacements deleting the imports a fix leaves unused (imports_left_unused, and the names of
+    `from m import a, b` lines: from_names_left_unused). An import
     that opens the module takes the next line's blank lines along, so the module does not start
     with a blank line (only when that line is a simple statement, which no other edit touches)."""
     out: list = []
     body = list(ctx.module.body)
-    for stmt in imports_left_unused(ctx, removed, new_code):
+    whole, partly = from_names_left_unused(ctx, removed, new_code)
+    for stmt, kept in partly:
+        names = list(kept)
+        names[-1] = names[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        out.append((stmt.body[0], stmt.body[0].with_changes(names=names)))
+    for stmt in [*imports_left_unused(ctx, removed, new_code), *whole]:
         i = body.index(stmt)
         following = body[i + 1] if i + 1 < len(body) else None
         if i == 0 and not stmt.leading_lines and isinstance(following, cst.SimpleStatementLine) \
@@ -208,6 +214,35 @@ def imports_left_unused(ctx, removed: list[cst.CSTNode], new_code: str) -> list[
                 and not named_in_string(ctx, name):
             out.append(stmt)
     return out
+
+
+def from_names_left_unused(ctx, removed: list[cst.CSTNode], new_code: str):
+    """([whole statements], [(statement, the aliases it keeps)]) for the module's top-level `from m
+    import a, b` lines (not `*`, not `__future__`) whose names a fix leaves unused: every use of the
+    name lies inside the nodes it removes or replaces, and the code it writes does not name it
+    (target-gpu ampere drops the GradScaler its import brought in)."""
+    whole, partly = [], []
+    for stmt in ctx.module.body:
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                and isinstance(stmt.body[0], cst.ImportFrom) and not isinstance(stmt.body[0].names, cst.ImportStar)):
+            continue
+        node = stmt.body[0]
+        if node.module is not None and ctx.dotted(node.module) == "__future__":
+            continue
+        kept = []
+        for alias in node.names:
+            local = alias.asname.name if alias.asname is not None else alias.name
+            name = local.value if isinstance(local, cst.Name) else None
+            uses = name_uses(ctx, name) if name else []
+            if not name or re.search(rf"\b{re.escape(name)}\b", new_code) or not uses \
+                    or not all(any(ctx.index.contains(r, n) for r in removed) for n in uses) \
+                    or named_in_string(ctx, name):
+                kept.append(alias)
+        if not kept:
+            whole.append(stmt)
+        elif len(kept) < len(node.names):
+            partly.append((stmt, kept))
+    return whole, partly
 
 
 def name_uses(ctx, name: str) -> list[cst.Name]:
