@@ -1154,6 +1154,8 @@ A suggestion only, never written: the switch also needs the launcher, the proces
         Invalid("from torch import nn\nif torch.cuda.device_count() > 1:\n    model = nn.DataParallel(model, device_ids=[0, 1])\n",
                 fixed=NO_FIX),
         Invalid("from torch.nn import DataParallel as DP\nnet = DP(net).cuda()\n", fixed=NO_FIX),
+        # A module-level name assigned the class once stands for it, as an import alias does.
+        Invalid("import torch.nn as nn\nDP = nn.DataParallel\nnet = DP(net).cuda()\n", fixed=NO_FIX),
         Invalid("from torch.nn.parallel import DataParallel\nmodel = DataParallel(model)\n", fixed=NO_FIX),
     ]
 

@@ -141,6 +141,7 @@ class Names:
         # fix inserted with `import torch` in its body: `torch` is not the module's name for torch).
         self.module_aliases = _alias_table(
             [b for b in bindings if index.enclosing(b[2], (cst.FunctionDef, cst.ClassDef)) is None], fallbacks)
+        self._value_aliases(index)
         # Classes of this module that define their own __init__: calling them does not pass the
         # call's arguments to the base class's constructor.
         self.own_init: set[str] = set()
@@ -157,6 +158,33 @@ class Names:
                         self.own_init.add(node.name.value)
         for node in index.nodes(cst.FunctionDef):
             self.local_defs.add(node.name.value)
+
+    def _value_aliases(self, index: TreeIndex) -> None:
+        """A module-level name assigned an imported object once (`DP = nn.DataParallel`, `DL =
+        torch.utils.data.DataLoader`) stands for that object where rules read it, as an import
+        alias does; a name bound anywhere else too (or imported) is left alone."""
+        counts: dict[str, int] = {}
+        for node in index.nodes(cst.Name):
+            parent = index.parent.get(node)
+            if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor,
+                                   cst.AsName, cst.FunctionDef, cst.ClassDef, cst.Param, cst.ImportAlias)) \
+                    or isinstance(parent, cst.Tuple):
+                counts[node.value] = counts.get(node.value, 0) + 1
+        for stmt in index.module.body:
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+                    and isinstance(small.value, (cst.Name, cst.Attribute))):
+                continue
+            name = small.targets[0].target.value
+            text = dotted(small.value)
+            head, _, rest = (text or "").partition(".")
+            target = self.aliases.get(head)
+            if target is None or name in self.aliases or counts.get(name) != 1:
+                continue
+            full = f"{target}.{rest}" if rest else target
+            if full.startswith(("torch.cuda.amp", "torch.cpu.amp")):
+                continue  # TL401 rewrites such a binding where it is made (`Scaler = torch.cuda.amp.GradScaler`)
+            self.aliases[name] = full
 
     def qualified(self, expr: cst.BaseExpression) -> str | None:
         """The canonical qualified name of an imported object or builtin, else None."""
