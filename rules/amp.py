@@ -737,6 +737,13 @@ GPU while the decorated function still runs in float16.
                 aargs="'cuda', enabled=args.amp, dtype=amp_dtype"),
             message="bfloat16",
         ),
+        # A `with` autocast in a module's forward runs under the step's model call, as the
+        # decorator does.
+        Invalid("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+                "        with torch.autocast('cuda'):\n            return self.fc(x)\n"
+                "def main(model, loader, opt):\n    scaler = torch.amp.GradScaler('cuda')\n    for x, y in loader:\n"
+                "        loss = model(x).sum()\n        scaler.scale(loss).backward()\n        scaler.step(opt)\n"
+                "        scaler.update()\n", message="autocast runs in float16 implicitly"),
         # ... the GradScaler its import brought in goes too; autocast stays imported.
         Invalid(
             "import torch\nfrom torch.amp import GradScaler, autocast\nscaler = GradScaler()\nfor x, y in loader:\n"
@@ -1035,7 +1042,10 @@ GPU while the decorated function still runs in float16.
         the step calls it (or it runs the step itself)."""
         loops = self.ctx.loops
         if use.decorates is None:
-            return loops.in_training_step(use.call)
+            # `with autocast(...):` in a module's `forward` runs under the step's model call too.
+            fn = self.ctx.index.enclosing_function(use.call)
+            in_forward = fn is not None and fn.name.value == "forward" and self.ctx.index.enclosing_class(fn) is not None
+            return in_forward or loops.in_training_step(use.call)
         if use.decorates.name.value == "forward":
             return True
         return loops.in_training_step(use.decorates.body)
