@@ -209,15 +209,30 @@ _SEQUENTIAL = ("SequentialSampler",)
 _SHUFFLING = ("RandomSampler", "DistributedSampler", "WeightedRandomSampler", "SubsetRandomSampler")
 
 
-def _sampler_calls(ctx, call: cst.Call) -> list[cst.Call] | None:
-    """The calls that build the loader's `sampler=` (through assignments), None when not all known."""
+def _sampler_calls(ctx, call: cst.Call, or_none: bool = False) -> list[cst.Call] | None:
+    """The calls that build the loader's `sampler=` (through assignments), None when not all known.
+    With or_none, the sampler may also be None (`DistributedSampler(ds) if distributed else None`,
+    or assigned so in one branch): the calls of its other values."""
     sampler = loader_arg(ctx, call, "sampler")
     if sampler is None or sampler.star:
         return None
-    values = [sampler.value] if isinstance(sampler.value, cst.Call) else ctx.assigned_values(sampler.value)
+    values = [sampler.value] if isinstance(sampler.value, (cst.Call, cst.IfExp)) else ctx.assigned_values(sampler.value)
+    if or_none:
+        values = [branch for v in values for branch in ((v.body, v.orelse) if isinstance(v, cst.IfExp) else (v,))]
+        values = [v for v in values if not (isinstance(v, cst.Name) and v.value == "None")]
     if not values or not all(isinstance(v, cst.Call) for v in values):
         return None
     return values
+
+
+def _shuffles_without_sampler(ctx, call: cst.Call, shuffle: cst.Arg) -> bool:
+    """`shuffle=(sampler is None)` beside `sampler=sampler` (PyTorch's ImageNet example): the
+    loader shuffles itself exactly when it is given no sampler, and the sampler decides otherwise."""
+    test = shuffle.value
+    sampler = loader_arg(ctx, call, "sampler")
+    return sampler is not None and not sampler.star and isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+        and isinstance(test.comparisons[0].operator, cst.Is) and ctx.dotted(test.comparisons[0].comparator) == "None" \
+        and ctx.dotted(test.left) is not None and ctx.dotted(test.left) == ctx.dotted(sampler.value)
 
 
 def _sampler_is(ctx, expr: cst.BaseExpression, names: tuple[str, ...]) -> bool:
@@ -230,9 +245,10 @@ def shuffles(ctx, call: cst.Call) -> bool:
     """The loader draws batches in a new random order each epoch: `shuffle=True`, or a
     `RandomSampler` / `DistributedSampler` (which shuffles unless told `shuffle=False`), a
     `WeightedRandomSampler` or a `SubsetRandomSampler`."""
-    if loader_arg(ctx, call, "shuffle") is not None:
+    shuffle = loader_arg(ctx, call, "shuffle")
+    if shuffle is not None and not _shuffles_without_sampler(ctx, call, shuffle):
         return setting_value(ctx, call, "shuffle", False) is True
-    samplers = _sampler_calls(ctx, call)
+    samplers = _sampler_calls(ctx, call, or_none=shuffle is not None)
     if not samplers:
         return False
     for sampler in samplers:
@@ -2271,6 +2287,13 @@ reported with no fix, the message showing that setting.
         Valid(_BY_KEY.format(pin_a=", drop_last=True", pin_b="", move="x.cuda()")),
     ]
     invalid = [
+        # PyTorch's ImageNet example: a DistributedSampler or none, `shuffle=(sampler is None)`:
+        # shuffled either way.
+        Invalid("from torch.utils.data import DataLoader, DistributedSampler\n"
+                "sampler = DistributedSampler(ds) if distributed else None\n"
+                "loader = DataLoader(ds, shuffle=(sampler is None), sampler=sampler)\n"
+                "for epoch in range(3):\n    for x in loader:\n        model(x).backward()\n        opt.step()\n",
+                message="set `drop_last=True`"),
         # Shuffled through the loader's `**` dict, which does not set drop_last: set beside it.
         Invalid(_MNIST.format(x="data.to(device)"),
                 fixed=_MNIST.format(x="data.to(device)").replace("**train_kwargs)", "**train_kwargs, drop_last=True)")),
