@@ -2572,6 +2572,10 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Valid(_SRC.format(body="x = [b * 2 for b in batch]", args="collate_fn=collate, num_workers=4")),
     ]
     invalid = [
+        # Through functools.partial (Hugging Face's `partial(collate, tokenizer=tok)`): the function it runs.
+        Invalid(("import functools\n" + _SRC).format(body="ids = tokenizer(batch, padding=True)",
+                                                     args="collate_fn=functools.partial(collate, tokenizer=tok), num_workers=2"),
+                message="tokenizes"),
         Invalid(_SRC.format(body="enc = tokenizer(batch, padding=True)", args="collate_fn=collate"),
                 fixed=_SRC.format(body="enc = tokenizer(batch, padding=True)",
                                   args="collate_fn=collate, num_workers=min(8, os.cpu_count() or 1)")),

@@ -736,6 +736,9 @@ def resolve_callable(ctx, expr: cst.BaseExpression) -> cst.CSTNode | None:
     """A function, lambda or class (its __call__) defined in this module that expr names."""
     if isinstance(expr, cst.Lambda):
         return expr
+    if isinstance(expr, cst.Call) and ctx.names.qualified(expr.func) == "functools.partial" and expr.args \
+            and expr.args[0].keyword is None and not expr.args[0].star:
+        return resolve_callable(ctx, expr.args[0].value)  # `partial(collate, tokenizer=tok)` runs collate
     if isinstance(expr, cst.Call):  # Collator(tokenizer) -> the class's __call__
         expr = expr.func
     name = ctx.dotted(expr)
