@@ -794,3 +794,19 @@ def test_a_call_through_a_name_bound_to_a_module_function_calls_it():
     ctx = _ctx("import functools\ndef train(model, loader):\n    for batch in loader:\n        pass\n"
                "def main(model):\n    run = functools.partial(train, model)\n    run(DataLoader(ds))\n")
     assert ctx.loops.loops_over(_calls(ctx, "DataLoader")[0]) == ctx.index.nodes(cst.For)
+
+
+def test_a_collate_fn_returning_local_tensors_gives_the_safe_copy_fix():
+    # `ids = torch.stack(b)` then `{"input_ids": ids, "mask": (ids != 0).long()}`: tensors through
+    # the local name and through a comparison (it once left TL108's fix unsafe-only).
+    from trainlint.api import lint_source
+    from trainlint.config import Settings
+    from trainlint.diagnostics import Applicability
+
+    code = ("import torch\nfrom torch.utils.data import DataLoader\n"
+            "def collate(b):\n    ids = torch.stack(b)\n    return {'input_ids': ids, 'mask': (ids != 0).long()}\n"
+            "loader = DataLoader(ds, pin_memory=True, collate_fn=collate)\n"
+            "for batch in loader:\n    ids = batch['input_ids'].cuda()\n    mask = batch['mask'].cuda()\n"
+            "    loss = model(ids, mask)\n    loss.backward()\n    opt.step()\n")
+    found = lint_source(code, path="t.py", settings=Settings(select=("TL108",)))
+    assert [d.fix.applicability for d in found] == [Applicability.SAFE, Applicability.SAFE]

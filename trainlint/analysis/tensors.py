@@ -150,6 +150,10 @@ class Tensors:
             return bool(_MODEL_NAMES.match(callee.rsplit(".", 1)[-1]))
         if isinstance(expr, cst.BinaryOperation):
             return self.is_tensor(expr.left, _depth + 1) or self.is_tensor(expr.right, _depth + 1)
+        if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1 and not isinstance(
+                expr.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+            # `ids != 0` of a tensor is a tensor of bools (`(ids != 0).long()`: the attention mask).
+            return self.is_tensor(expr.left, _depth + 1) or self.is_tensor(expr.comparisons[0].comparator, _depth + 1)
         if isinstance(expr, cst.UnaryOperation):
             return self.is_tensor(expr.expression, _depth + 1)
         if isinstance(expr, cst.Subscript):
