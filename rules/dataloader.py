@@ -2584,7 +2584,7 @@ message says so). Moving tokenizing and decoding offline is left to you.
                 fixed=NO_FIX),
         # The collate_fn (and the workers) passed by position: no `collate_fn` keyword in the file.
         Invalid(_SRC.format(body="enc = tokenizer(batch, padding=True)", args="8, True, None, None, 4, collate"),
-                fixed=NO_FIX, message="collate_fn `collate` tokenizes/pads"),
+                fixed=NO_FIX, message="collate_fn `collate` tokenizes text"),
         Invalid(_SRC.format(body="x = pad_sequence(batch, batch_first=True)", args="collate_fn=collate"),
                 fixed=_SRC.format(body="x = pad_sequence(batch, batch_first=True)",
                                   args="collate_fn=collate, num_workers=min(8, os.cpu_count() or 1)")),
@@ -2671,9 +2671,9 @@ message says so). Moving tokenizing and decoding offline is left to you.
         # needs there): moving the whole batch in the loop would move them too; reported only.
         Invalid(_MOVES.replace("ys = torch.stack([b[1] for b in batch]).to(device)",
                                "ys = torch.tensor([len(b[0]) for b in batch])"), fixed=NO_FIX,
-                message="it returns others on the CPU"),
+                message="its batch may hold values it leaves on the CPU"),
         Invalid(_MOVES.replace("return xs, ys", "return {'x': xs, 'y': ys, 'n': torch.tensor(len(batch))}"),
-                fixed=NO_FIX, message="it returns others on the CPU"),
+                fixed=NO_FIX, message="its batch may hold values it leaves on the CPU"),
         # What is made on the device by a torch function of moved tensors counts as moved.
         Invalid(_MOVES.replace("torch.stack([b[1] for b in batch]).to(device)", "torch.cat([b[1].to(device) for b in batch])"),
                 fixed=_MOVES_FIXED.replace("torch.stack([b[1] for b in batch])", "torch.cat([b[1] for b in batch])")),
@@ -2681,7 +2681,7 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Invalid("from torch.utils.data import DataLoader\nclass PadCollator:\n    def __call__(self, batch):\n"
                 "        return pad_sequence(batch, batch_first=True)\n"
                 "loader = DataLoader(ds, collate_fn=PadCollator(), num_workers=2)\n", fixed=NO_FIX,
-                message="collate_fn `PadCollator` tokenizes/pads"),
+                message="collate_fn `PadCollator` pads token sequences"),
         # `.cuda(rank)` keeps its index (a module-level rank): the batches go to that device, not
         # to the current one (`.cuda()` alone means the current device).
         Invalid(_MOVES.replace('device = torch.device("cuda" if torch.cuda.is_available() else "cpu")', "rank = 1")
@@ -2725,15 +2725,17 @@ message says so). Moving tokenizing and decoding offline is left to you.
         kinds = sorted({kind for _, kind in work})
         where = "in the main process, so the GPU waits on it every step" if workers_value(ctx, node) == 0 \
             else "once per batch on the loader's critical path"
-        message = (f"collate_fn `{_written_name(ctx, shown, definition)}` {', '.join(kinds)} {where}; do this once "
-                   f"offline (pre-tokenized ids in a memmap, pre-padded buckets)")
+        offline = offline_advice(kinds)
+        message = (f"collate_fn `{_written_name(ctx, shown, definition)}` {', '.join(kinds)} {where}"
+                   + (f"; do this once offline ({offline})" if offline else ""))
         moves = [call for call, kind in work if kind == "moves tensors to a device"]
         if moves:
             message += "; move `.to(device)` into the training loop"
             # Device moves first: adding workers to a collate_fn that touches CUDA would break it.
             if collate_leaves_on_host(ctx, definition):
                 # Moving the whole batch would move what it keeps on the CPU too (`lengths` for packing).
-                message += " for the tensors it moves (it returns others on the CPU)"
+                message += (" for the tensors it moves (no fix: its batch may hold values it leaves on the CPU, "
+                            "which a move of the whole batch would move too)")
                 fix = None
             elif conditional:
                 fix = None
@@ -2753,6 +2755,21 @@ message says so). Moving tokenizing and decoding offline is left to you.
         else:
             fix = None
         self.report(arg, message, fix)
+
+
+def offline_advice(kinds) -> str:
+    """What to do once, offline, for the kinds of per-batch work a collate_fn does (heavy_work's);
+    "" when it only moves tensors to a device, which belongs in the training loop instead."""
+    advice = []
+    if any("text" in k or "token" in k for k in kinds):
+        advice.append("pre-tokenized ids in a memmap, pre-padded buckets")
+    if any("features" in k for k in kinds):
+        advice.append("features computed once, a memmap of log-mel frames")
+    if any("decodes" in k for k in kinds):
+        advice.append("decoded tensors saved once")
+    if any("masks" in k for k in kinds) and not advice:
+        advice.append("masks built with the padded batches")
+    return "; ".join(advice)
 
 
 # Inserted once per module by the TL106 fix: moves every tensor of a batch (nested dicts, lists,
@@ -3075,9 +3092,10 @@ make.
         if found is None:
             return
         call, kind, method = found
-        offline = ("token ids in a binary array / memmap" if "text" in kind else
+        offline = ("token ids in a binary array / memmap" if "text" in kind or "token" in kind else
                    "the features computed once (a memmap of log-mel frames)" if "features" in kind else
-                   "decoded, resized tensors saved once")
+                   "the decoded waveforms (or log-mel features), saved once as tensors or a memmap" if "audio" in kind else
+                   "the decoded, resized images, saved once as tensors or a memmap")
         where = f" (in `self.{method.name.value}`)" if method is not node else ""
         message = (f"`{cls.name.value}.{node.name.value}` {kind}{where} for every sample, every epoch; store "
                    f"{offline} and only slice here")

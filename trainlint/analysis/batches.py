@@ -1043,6 +1043,7 @@ _FEATURES = re.compile(r"(^librosa\.feature\.|^torchaudio\.compliance\.kaldi\.(f
                        r"(^|\.)log_mel_spectrogram$|feature_extractor|(^|\.)stft$|"
                        r"^torchaudio\.transforms\.(Spectrogram|MelSpectrogram|MFCC|LFCC|MelScale)$)", re.IGNORECASE)
 _MASK = re.compile(r"(mask)", re.IGNORECASE)
+_AUDIO = re.compile(r"(torchaudio|librosa|soundfile|^sf\.|audio|wav)", re.IGNORECASE)
 # Opening a file reads bytes; it decodes no image or audio (fairseq's FastaDataset keeps one handle).
 _FILE_OPENERS = frozenset({"builtins.open", "io.open", "os.open", "codecs.open", "gzip.open", "bz2.open", "lzma.open"})
 
@@ -1071,14 +1072,17 @@ def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, s
         receiver = name.rsplit(".", 1)[0] if "." in name else ""
         if _TOKENIZE.search(last) or ("tokenizer" in receiver.lower() and last not in ("decode",)) \
                 or (last in ("__call__",) and "tokenizer" in name.lower()) or name.lower().endswith("tokenizer"):
-            out.append((node, "tokenizes/pads text"))
+            # Padding ids already tokenized (`pad_sequence`, a tokenizer's `pad`) is not tokenizing.
+            padding = last in ("pad", "pad_sequence") or last.startswith("pad_")
+            out.append((node, "pads token sequences" if padding else "tokenizes text"))
         elif _FEATURES.search(name) or any(_FEATURES.search(made) for made in _made_by(ctx, node.func)) \
                 or "processor" in name.lower() and ctx.keyword(node, "sampling_rate"):
             out.append((node, "extracts audio features"))  # a transformers processor given audio
         elif last in ("open", "imread", "imdecode", "decode_image", "decode_jpeg", "read_image", "read") and \
                 _DECODE.search(name) and name not in _FILE_OPENERS or name in ("PIL.Image.open", "torchvision.io.read_image", "torchaudio.load",
                                                   "librosa.load", "cv2.imread", "soundfile.read"):
-            out.append((node, "decodes images/audio"))
+            audio = _AUDIO.search(name) is not None
+            out.append((node, "decodes audio" if audio else "decodes images"))
         elif masks and _MASK.search(last) and last not in ("masked_fill",):
             out.append((node, "builds masks"))
         elif is_device_move(ctx, node):
