@@ -735,6 +735,11 @@ same conditions, and say why when they add none.
                 "class Config:\n    num_workers: int = min(8, os.cpu_count() or 1)\ncfg = tyro.cli(Config)\n"
                 "loader = DataLoader(ds, num_workers=cfg.num_workers)\n",
                 message="`Config.num_workers` defaults to 0"),
+        # ... unpacked from HfArgumentParser's tuple, at the position of the class.
+        Invalid("from dataclasses import dataclass\nfrom torch.utils.data import DataLoader\n@dataclass\nclass Data:\n"
+                "    num_workers: int = 0\ndef main():\n    model_args, data = HfArgumentParser((ModelArgs, Data))"
+                ".parse_args_into_dataclasses()\n    loader = DataLoader(ds, num_workers=data.num_workers)\n",
+                message="`Data.num_workers` defaults to 0"),
         Invalid("from torch.utils.data import DataLoader\nclass CFG:\n    num_workers = 0\n"
                 "loader = DataLoader(ds, num_workers=CFG.num_workers)\n",
                 fixed="import os\n\nfrom torch.utils.data import DataLoader\nclass CFG:\n"

@@ -247,8 +247,36 @@ class Sources:
             return own is not None and own.name.value in classes
         if self._annotated(obj, classes):
             return True
+        if self._parsed_into(obj, classes):
+            return True
         values = self.ctx.assigned_values(obj, anywhere=isinstance(obj, cst.Attribute))
         return bool(values) and all(self._makes(value, classes) for value in values)
+
+    def _parsed_into(self, obj: cst.BaseExpression, classes: set[str]) -> bool:
+        """obj is unpacked, in its function, from what a parser built from dataclasses returns, at
+        the position of one of the classes: `(cfg,) = HfArgumentParser(DataArgs)
+        .parse_args_into_dataclasses()`, `model_args, data_args = HfArgumentParser((ModelArgs,
+        DataArgs)).parse_args_into_dataclasses()`."""
+        if not isinstance(obj, cst.Name):
+            return False
+        fn = self.index.enclosing_function(obj)
+        for assign in self.index.nodes(cst.Assign):
+            if self.index.enclosing_function(assign) is not fn or len(assign.targets) != 1:
+                continue
+            target, value = assign.targets[0].target, assign.value
+            if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, cst.Call)
+                    and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Call)
+                    and value.func.value.args and value.func.attr.value.startswith("parse")):
+                continue
+            names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+            if obj.value not in names:
+                continue
+            given = value.func.value.args[0].value
+            types = [e.value for e in given.elements] if isinstance(given, (cst.Tuple, cst.List)) else [given]
+            at = names.index(obj.value)
+            if at < len(types) and self.ctx.dotted(types[at]) in classes:
+                return True
+        return False
 
     def _annotated(self, obj: cst.BaseExpression, classes: set[str]) -> bool:
         """obj is a parameter of its function, or a variable, annotated with one of the classes."""
