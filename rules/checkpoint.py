@@ -402,6 +402,12 @@ and whether the fix still moves the save under an interval.
         # A whole module: the helper cannot snapshot it and saves it blocking; the message says so.
         Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model, 'model.pt')"),
                 message="`model` itself is a live object, which the helper saves blocking"),
+        # Two calls of one helper: the use after the first withholds the fix from both, and the
+        # second's message says whose call it follows.
+        Invalid("import shutil\nimport torch\ndef save_ckpt(path):\n    torch.save(model.state_dict(), path)\n"
+                + in_training_loop("if step % 1000 == 0:\n    save_ckpt('best.pt')\n    shutil.copy('best.pt', 'b.pt')\n"
+                                   "if step % 500 == 0:\n    save_ckpt(f'step_{step}.pt')").partition("\n")[2],
+                fixed=NO_FIX, message="uses the file after another call of `save_ckpt()`, whose save it shares"),
         # A helper that checks its own interval (around its save, or by an early return) saves on
         # those steps only: made asynchronous, never put under a second interval (which once kept
         # 2 of its 5 checkpoints).
@@ -769,7 +775,7 @@ and whether the fix still moves the save under an interval.
             return  # serialized into memory now and then (a copy of the best weights): nothing written
         # Decided once, for the fix and the message alike: a message never offers a background
         # write the fix withholds.
-        withheld = self._withheld(site, inner)
+        withheld = self._withheld(site, inner, helper)
         if kind == "per-step":
             remainder = ctx.loops.remainder_guard(site)
             interval = self._interval(site, sites)
@@ -836,7 +842,7 @@ and whether the fix still moves the save under an interval.
             node = inside[0]
         return None
 
-    def _withheld(self, site: cst.Call, inner: list[cst.Call]) -> str | None:
+    def _withheld(self, site: cst.Call, inner: list[cst.Call], helper: str | None = None) -> str | None:
         """Why the save is not made asynchronous, as a message gives it (what stops it, named), or
         None when it may be: the helper cannot snapshot what it saves (_no_snapshot), or a
         background write could be unfinished (or fail) where the script still counts on it."""
@@ -850,6 +856,12 @@ and whether the fix still moves the save under an interval.
         # The innermost use names it: `torch.load(path)`, not the `model.load_state_dict(...)` around it.
         use = next((u for u in uses if not any(o is not u and ctx.index.contains(u, o) for o in uses)), None)
         if use is not None:
+            fn, where = ctx.index.enclosing_function(site), ctx.index.enclosing_function(use)
+            inside = {f for name in self._helpers for f in ctx.loops.functions[name]}
+            if helper is not None and where not in inside and not (
+                    where is fn and self._call_order[use] > self._call_order[site]):
+                # The use follows another call of the helper, whose save the fix would change too.
+                return f"`{_shown(ctx, use)}` uses the file after another call of `{helper}()`, whose save it shares"
             return f"`{_shown(ctx, use)}` uses the file after the save"
         load = self._reads_back(site)
         if load is not None:
