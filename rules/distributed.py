@@ -6,7 +6,9 @@ from functools import cached_property
 
 import libcst as cst
 
-from trainlint.analysis.distributed import ACCELERATE, DDP, FABRIC, FSDP, Accumulation, LateNoSync, Wrapped, one_line
+from trainlint.analysis.distributed import (
+    ACCELERATE, DDP, FABRIC, FSDP, FSDP2, Accumulation, LateNoSync, Wrapped, one_line,
+)
 from trainlint.analysis.frameworks import is_accelerate_ddp_kwargs, is_lightning_ddp_strategy, lightning_strategies
 from trainlint.analysis.imports import imported_name
 from trainlint.analysis.names import bound_names, dotted
@@ -16,7 +18,7 @@ from trainlint.diagnostics import Applicability
 from trainlint import layout
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 
-_SHORT = {DDP: "DDP", FSDP: "FSDP", ACCELERATE: "prepared by accelerate: DDP when launched on several processes",
+_SHORT = {DDP: "DDP", FSDP: "FSDP", FSDP2: "FSDP2's fully_shard", ACCELERATE: "prepared by accelerate: DDP when launched on several processes",
           FABRIC: "set up by Fabric: DDP or FSDP when launched on several processes"}
 
 # The cases share a DDP script; {loop} is its training loop.
@@ -102,6 +104,9 @@ _TRAINER_FIXED = "import contextlib\n\n" + _TRAINER.replace(
     "            ):\n"
     "                loss = self.model(batch).sum()\n"
     "                self.scaler.scale(loss).backward()\n")
+_FSDP2 = ("import torch\nfrom torch.distributed.fsdp import fully_shard\nfully_shard(model)\n"
+          "for step, (x, y) in enumerate(loader):\n{sync}    loss = loss_fn(model(x), y) / accum\n    loss.backward()\n"
+          "    if (step + 1) % accum == 0:\n        opt.step()\n")
 _STORED = (
     "import torch\n"
     "from torch.nn.parallel import DistributedDataParallel as DDP\n"
@@ -184,14 +189,16 @@ class AccumulationWithoutNoSync(Rule):
                "micro-batch")
     source = "§4.2"
     fix_applicability = "unsafe"
-    triggers = ("DistributedDataParallel", "FullyShardedDataParallel", "Accelerator", "accelerator", "Fabric",
-                "fabric")
+    triggers = ("DistributedDataParallel", "FullyShardedDataParallel", "fully_shard", "Accelerator", "accelerator",
+                "Fabric", "fabric")
     needs_hot_loop = True
     docs = """
 ## What it does
 Flags a model wrapped in `DistributedDataParallel` or `FullyShardedDataParallel` (any import
 alias, a module-local helper that returns one, or a parameter it is passed to; also one wrapped
-only on some paths, under `if ddp:` or in one branch of `DDP(net) if ddp else net`), or prepared by
+only on some paths, under `if ddp:` or in one branch of `DDP(net) if ddp else net`), or sharded
+in place by FSDP2's `fully_shard(model)` (whose switch is `model.set_requires_gradient_sync(...)`,
+set by the fix before each micro-batch's forward), or prepared by
 accelerate (`accelerator.prepare`) or Lightning Fabric (`fabric.setup`), which wrap it in DDP
 when launched on several processes, that is trained with gradient accumulation: backward runs
 on every micro-batch (itself, or in a module-local function the loop calls, such as
@@ -200,7 +207,7 @@ such as `self.optimizer_step()`) only under a condition (`if (step + 1) % accum 
 `if is_last_micro_batch:`, `if ni - last_step >= accumulate:`, the `else:` of
 `if (step + 1) % accum != 0:`) or once after an inner
 micro-batch loop. A loop that already controls synchronisation (`model.no_sync()`,
-`model.require_backward_grad_sync = ...`, `accelerator.accumulate(model)`,
+`model.require_backward_grad_sync = ...`, `model.set_requires_gradient_sync(...)`, `accelerator.accumulate(model)`,
 `fabric.no_backward_sync(model)`, or a project helper named after them) is not flagged: the
 control must be about that model (an alias or a parameter it is passed to counts, and so does one
 that names no model, such as `self.maybe_no_sync()`) and sit in that loop, in a function the loop
@@ -267,6 +274,7 @@ way DDP also stops broadcasting buffers (BatchNorm statistics) before forwards t
 unsynchronised one.
 """
     valid = [
+        Valid(_FSDP2.format(sync="    model.set_requires_gradient_sync((step + 1) % accum == 0)\n")),
         # Gradients cleared on every iteration, the step skipped on some (a warm-up freeze): no
         # micro-batches, nothing accumulates.
         Valid(_HEAD + "for step, (x, y) in enumerate(loader):\n    opt.zero_grad()\n    loss_fn(model(x), y).backward()\n"
@@ -291,8 +299,6 @@ unsynchronised one.
         Valid(_HEAD + "for x, y in loader:\n    loss = loss_fn(model(x), y)\n    loss.backward()\n    opt.step()\n"),
         # Accumulation, but no DDP/FSDP in this module.
         Valid("import torch\n" + _FLAT),
-        # FSDP2 (`fully_shard`) has no `no_sync()`; not this rule's business.
-        Valid("from torch.distributed.fsdp import fully_shard\nfully_shard(model)\n" + _FLAT),
         # accelerate prepared only the loader and optimizer: the model is not wrapped.
         Valid("from accelerate import Accelerator\naccelerator = Accelerator()\n"
               "opt, loader = accelerator.prepare(opt, loader)\n" + _FLAT),
@@ -448,6 +454,12 @@ unsynchronised one.
                 "def train(model, loader):\n    for x, y in loader:\n        loss = loss_fn(model(x), y)\n"
                 "        loss.backward()\n        bump()\n        if step % accum == 0:\n            opt.step()\n"
                 "train(DDP(net), loader)\n", fixed=NO_FIX),
+        # FSDP2 (`fully_shard(model)`, in place): no `no_sync()`; the fix sets its switch before the
+        # forward, true on the micro-batch that steps.
+        Invalid(_FSDP2.format(sync=""), fixed=_FSDP2.format(
+            sync="    # Reduce-scatter gradients only on the micro-batch before the optimizer step.\n"
+                 "    model.set_requires_gradient_sync((step + 1) % accum == 0)\n"),
+                message="call `model.set_requires_gradient_sync(False)` before the other micro-batches' forward"),
         # Wrapped outside and handed to the constructor, which stores it: `self.net` in its methods
         # (once written as the outer `model`, a NameError in the method).
         Invalid(_STORED.format(init="self.net, self.accum = net, accum", build="Trainer(DDP(m), 4)"),
@@ -514,10 +526,12 @@ unsynchronised one.
                 when = f"only when `{acc.condition}`"
             models = ", ".join(f"`{w.name}`" for w in used)
             # FSDP reduce-scatters the gradient shards; DDP and the frameworks over it all-reduce.
-            reduces = "reduce-scatters" if wrapped.kind == FSDP else "all-reduces"
+            reduces = "reduce-scatters" if wrapped.kind in (FSDP, FSDP2) else "all-reduces"
             message = (f"{backward} {reduces} the gradients of {models} ({_SHORT[wrapped.kind]}) on every "
-                       f"micro-batch, but the optimizer steps {when}; run forward and backward under `{no_sync}` "
-                       f"on the other micro-batches")
+                       f"micro-batch, but the optimizer steps {when}; "
+                       + (f"call `{no_sync}` before the other micro-batches' forward (and `True` before the last)"
+                          if wrapped.kind == FSDP2 else
+                          f"run forward and backward under `{no_sync}` on the other micro-batches"))
             if wrapped.kind == FSDP:
                 message += " (FSDP keeps unsharded gradients meanwhile: more memory)"
             if len(used) > 1:
@@ -550,6 +564,8 @@ unsynchronised one.
             return f"{via}.no_sync({wrapped.name})"
         if wrapped.kind == FABRIC:
             return f"{via}.no_backward_sync({wrapped.name})"
+        if wrapped.kind == FSDP2:
+            return f"{wrapped.name}.set_requires_gradient_sync(False)"
         return f"{wrapped.name}.no_sync()"
 
     def _via(self, acc: Accumulation, wrapped: Wrapped) -> str | None:
@@ -590,6 +606,8 @@ unsynchronised one.
         if why:
             return None, why
 
+        if wrapped.kind == FSDP2:
+            return self._fsdp2_fix(acc, wrapped, stmts[start]), None
         replacements = []
         nullcontext = imported_name(ctx, "contextlib.nullcontext")
         if nullcontext is None:
@@ -622,6 +640,27 @@ unsynchronised one.
         replacements.append((acc.loop.body, new_body))
         return self.fix(Applicability.UNSAFE, f"Run forward and backward under `{no_sync}` on "
                         f"micro-batches that do not step", *replacements), None
+
+    def _fsdp2_fix(self, acc: Accumulation, wrapped: Wrapped, first: cst.BaseStatement):
+        """FSDP2 has no `no_sync()`: the switch is set before each micro-batch's forward, true on
+        the one whose backward steps (`model.set_requires_gradient_sync((i + 1) % accum == 0)`)."""
+        ctx = self.ctx
+        if acc.guard is not None and _is_continue_guard(acc.guard):
+            test = f"not ({one_line(ctx.code(acc.guard.test))})"
+        else:
+            test = acc.sync_test
+        if wrapped.conditional:
+            return None  # a plain module has no set_requires_gradient_sync
+        line = cst.parse_statement(f"{wrapped.name}.set_requires_gradient_sync({test})\n")
+        comment = "# Reduce-scatter gradients only on the micro-batch before the optimizer step."
+        line = line.with_changes(leading_lines=[*first.leading_lines, cst.EmptyLine(comment=cst.Comment(comment))]
+                                 if ctx.fits(comment, at=first) else first.leading_lines)
+        stmts = list(acc.loop.body.body)
+        at = stmts.index(first)
+        body = [*stmts[:at], line, first.with_changes(leading_lines=[]), *stmts[at + 1:]]
+        return self.fix(Applicability.UNSAFE, f"Switch gradient sync off on micro-batches that do not step "
+                        f"(`{wrapped.name}.set_requires_gradient_sync(...)`)",
+                        (acc.loop.body, acc.loop.body.with_changes(body=body)))
 
     def _why_not_hoisted(self, acc: Accumulation, between: list, test_node) -> str | None:
         """Why the sync test, evaluated before the forward, might not mean what the step's condition

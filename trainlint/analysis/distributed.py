@@ -24,6 +24,11 @@ from trainlint.analysis.tree import TreeIndex, binding_targets, walk
 DDP = "torch.nn.parallel.DistributedDataParallel"
 FSDP = "torch.distributed.fsdp.FullyShardedDataParallel"
 WRAPPERS = (DDP, FSDP)
+# FSDP2's `fully_shard(model)`: shards the module in place (and returns it); it has no `no_sync()`,
+# its switch is `model.set_requires_gradient_sync(False)`.
+FSDP2 = "torch.distributed.fsdp.fully_shard"
+_FULLY_SHARD = frozenset({FSDP2, "torch.distributed._composable.fsdp.fully_shard",
+                          "torch.distributed._composable.fsdp.fully_shard.fully_shard"})
 ACCELERATE = "accelerate.Accelerator"
 FABRIC = "lightning.fabric.Fabric"
 _ACCELERATOR_CLASSES = ("accelerate.Accelerator", "accelerate.accelerator.Accelerator")
@@ -181,6 +186,8 @@ class Distributed:
     def _constructed_kind(self, expr: cst.Call, qn: str | None, helpers: dict[str, str] | None) -> str | None:
         if qn in WRAPPERS:
             return qn
+        if qn in _FULLY_SHARD:
+            return FSDP2
         if self.names.is_a(expr.func, *WRAPPERS):  # a local subclass
             return DDP if self.names.is_a(expr.func, DDP) else FSDP
         local = _local_name(expr)
@@ -219,6 +226,12 @@ class Distributed:
             elif target is not None:
                 for name, kind, via in self._prepared(target, value):
                     self._add(name, kind, _conditional(index, node), via)
+        # `fully_shard(model)` as a statement shards the model where it stands.
+        for call in index.nodes(cst.Call):
+            if call.args and not call.args[0].star and self.names.qualified(call.func) in _FULLY_SHARD:
+                name = dotted(call.args[0].value)
+                if name:
+                    self._add(name, FSDP2, _conditional(index, call))
         # A wrapped model handed to a local function is wrapped under the parameter's name.
         for _ in range(2):
             for callee, call, param, arg in self.loops.call_arguments:
