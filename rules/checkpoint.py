@@ -12,6 +12,7 @@ from trainlint.analysis.imports import after_imports
 from trainlint.analysis.loops import first_modulo, range_counter
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.paths import folders, may_name, path_forms, path_variables, reads_folder
+from trainlint.analysis.variables import names_a_value
 from trainlint.diagnostics import Applicability
 from trainlint.layout import head_grown, split_at_brackets
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
@@ -402,6 +403,16 @@ and whether the fix still moves the save under an interval.
         # A whole module: the helper cannot snapshot it and saves it blocking; the message says so.
         Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model, 'model.pt')"),
                 message="`model` itself is a live object, which the helper saves blocking"),
+        # A keyword or a function named like an interval is no interval (it was written into the
+        # guard: a NameError, or `step % <function>`).
+        Invalid(in_training_loop("torch.save(model.state_dict(), 'l.pt')").replace(
+                    "import torch\n", "import torch\ncfg = make_config(lr=0.1, save_steps=4)\ndef save_every(m):\n    pass\n"),
+                message="save every `1000` steps"),
+        # A final save to the same path after the loop stays blocking and would write the file
+        # while a background write of it still runs (the checkpoint was left corrupt).
+        Invalid(in_training_loop("if step % 8 == 0:\n    torch.save(model.state_dict(), path)")
+                + "torch.save(model.state_dict(), path)\n",
+                fixed=NO_FIX, message="after the loop writes the same file"),
         # Two calls of one helper: the use after the first withholds the fix from both, and the
         # second's message says whose call it follows.
         Invalid("import shutil\nimport torch\ndef save_ckpt(path):\n    torch.save(model.state_dict(), path)\n"
@@ -855,6 +866,9 @@ and whether the fix still moves the save under an interval.
         uses = [u for s in inner for u in self._path_uses(s)]
         # The innermost use names it: `torch.load(path)`, not the `model.load_state_dict(...)` around it.
         use = next((u for u in uses if not any(o is not u and ctx.index.contains(u, o) for o in uses)), None)
+        if use is not None and (self._save_kind(use) or ctx.loops.local_callee_name(use) in self._helpers):
+            return (f"`{_shown(ctx, use)}` after the loop writes the same file and would not wait for a "
+                    f"background write still running")
         if use is not None:
             fn, where = ctx.index.enclosing_function(site), ctx.index.enclosing_function(use)
             inside = {f for name in self._helpers for f in ctx.loops.functions[name]}
@@ -1000,7 +1014,7 @@ and whether the fix still moves the save under an interval.
             return own
         scope = ctx.index.enclosing_function(site) or ctx.module
         for node in ctx.index.walk(scope):
-            if isinstance(node, (cst.Name, cst.Attribute)):
+            if isinstance(node, (cst.Name, cst.Attribute)) and names_a_value(ctx, node):
                 text = dotted(node)
                 if text and _SAVE_INTERVAL.match(text.rsplit(".", 1)[-1]):
                     return text
@@ -1323,11 +1337,16 @@ and whether the fix still moves the save under an interval.
         return any(may_name(ctx, forms, value) for value in given) or bool(above) and reads_folder(ctx, above, call)
 
     def _not_a_reader(self, call: cst.Call) -> bool:
-        """A save (the module's own save functions too), a print or log line, or a call that makes
-        a folder: none reads the file."""
+        """A save in a hot loop (the module's own save functions too), a print or log line, or a
+        call that makes a folder: none reads the file."""
         func = call.func
         name = func.value if isinstance(func, cst.Name) else \
             func.attr.value if isinstance(func, cst.Attribute) else None
+        if (self._save_kind(call) is not None or self.ctx.loops.local_callee_name(call) in self._helpers) \
+                and not self.ctx.loops.in_hot_loop(call):
+            # A save after the loop (a final or per-epoch save to the same path) stays blocking and
+            # does not wait for a background write still running: both would write the file at once.
+            return False
         return name in (HELPER, "save_pretrained", "print", "makedirs", "mkdir") \
             or self._save_kind(call) is not None or self.ctx.loops.local_callee_name(call) in self._helpers \
             or (isinstance(func, cst.Attribute) and name in _SHOWS)

@@ -11,7 +11,7 @@ from trainlint.analysis.distributed import one_line
 from trainlint.analysis.loops import first_modulo, range_counter
 from trainlint.analysis.names import dotted
 from trainlint.analysis.tree import binding_targets, walk
-from trainlint.analysis.variables import is_variable, role, variable_uses
+from trainlint.analysis.variables import in_scope_of, is_variable, names_a_value, role, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
@@ -118,7 +118,8 @@ def log_interval(ctx, node: cst.CSTNode, default: int) -> str:
     for name in ctx.index.nodes(cst.Attribute) + ctx.index.nodes(cst.Name):
         text = ctx.dotted(name)
         # A private attribute counts too: torchtune's `self._log_every_n_steps`.
-        if text and _INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")):
+        if text and _INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")) and names_a_value(ctx, name) \
+                and in_scope_of(ctx, name, node):
             return text
     # The number the loop already logs every so many steps at (`if i % 50 == 0: print(...)`).
     loop = ctx.loops.hot_loop_of(node)
@@ -1330,6 +1331,11 @@ interval there. Without one there is no fix.
                 fixed=in_training_loop("if step % 50 == 0:\n    print('step', step)\n    print(f'loss {loss:.4f}')")),
         Invalid(in_training_loop("print(f'loss {loss:.4f}')\nif step % 50 == 0:\n    print('step', step)"),
                 fixed=in_training_loop("if step % 50 == 0:\n    print(f'loss {loss:.4f}')\n    print('step', step)")),
+        # A keyword or a function named like an interval is no interval.
+        Invalid(in_training_loop("print(f'loss {loss:.4f}')").replace(
+                    "import torch\n", "import torch\ncfg = setup(log_interval=5)\ndef log_every(s):\n    pass\n"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.4f}')").replace(
+                    "import torch\n", "import torch\ncfg = setup(log_interval=5)\ndef log_every(s):\n    pass\n")),
         # A loop over a progress bar of step numbers counts with its own target.
         Invalid(_TQDM_LOOP.format(iter="trange(1000)"),
                 fixed=_TQDM_LOOP.format(iter="trange(1000)").replace(

@@ -164,3 +164,35 @@ def _unpacked_value(index: TreeIndex, name: cst.Name, target: cst.CSTNode, value
     if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
         return None
     return value.elements[[i for i, e in enumerate(target.elements) if e is element][0]].value
+
+
+def names_a_value(ctx, node: cst.CSTNode) -> bool:
+    """node (a Name or Attribute) reads or binds a value a guard can use: not the keyword of
+    `f(save_steps=4)`, not the attribute part of `x.name`, not a function's or class's own name, nor
+    a call's callee (`save_every(...)`), nor an import's name."""
+    index = ctx.index
+    parent = index.parent.get(node)
+    if isinstance(node, cst.Name) and not is_variable(index, node):
+        return False
+    if isinstance(parent, (cst.FunctionDef, cst.ClassDef)) and parent.name is node:
+        return False
+    if isinstance(parent, cst.Call) and parent.func is node:
+        return False
+    if isinstance(parent, (cst.ImportAlias, cst.AsName)) or index.enclosing(node, (cst.Import, cst.ImportFrom)):
+        return False
+    if isinstance(node, cst.Name):  # a function's name read elsewhere (`callback=log_every`) is no number either
+        return node.value not in {fn.name.value for fn in index.nodes(cst.FunctionDef)}
+    return True
+
+
+def in_scope_of(ctx, node: cst.CSTNode, at: cst.CSTNode) -> bool:
+    """A plain name at node can be read at `at`: it is the module's, or bound in the function that
+    holds `at` (or one around it); an attribute (`args.log_every`, `self.log_every`) is taken as
+    reachable."""
+    if not isinstance(node, cst.Name):
+        return True
+    where = owner(ctx.index, node)
+    if where is None:
+        return True
+    return any(anc is where for anc in ctx.index.ancestors(at))
+
