@@ -408,6 +408,31 @@ and whether the fix still moves the save under an interval.
         Invalid(in_training_loop("torch.save(model.state_dict(), 'l.pt')").replace(
                     "import torch\n", "import torch\ncfg = make_config(lr=0.1, save_steps=4)\ndef save_every(m):\n    pass\n"),
                 message="save every `1000` steps"),
+        # A helper whose inner save function is also called after the loop keeps its interval.
+        Invalid("import torch\ndef save_ckpt(step):\n    torch.save(model.state_dict(), f'c{step}.pt')\n"
+                "def maybe_save(step):\n    if step % 4 == 0:\n        save_ckpt(step)\n"
+                + in_training_loop("maybe_save(step)").partition("\n")[2] + "save_ckpt(12)\n",
+                message="(under `step % 4 == 0`)"),
+        # A helper that decides for some of its saves (a periodic copy beside the latest; only a
+        # better model): made asynchronous, never put under an interval that would lose those.
+        Invalid("import torch\ndef save_ckpt(step):\n    torch.save(model.state_dict(), 'latest.pt')\n"
+                "    if step % 4 == 0:\n        torch.save(model.state_dict(), f'c{step}.pt')\n"
+                + in_training_loop("save_ckpt(step)").partition("\n")[2],
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef save_ckpt(step):\n"
+                "    _trainlint_async_save(torch.save, model.state_dict(), 'latest.pt')\n    if step % 4 == 0:\n"
+                "        _trainlint_async_save(torch.save, model.state_dict(), f'c{step}.pt')\n"
+                + in_training_loop("save_ckpt(step)").partition("\n")[2],
+                message="(under conditions of its own)"),
+        Invalid("import torch\ndef save_if_best(loss, best):\n    if loss >= best:\n        return best\n"
+                "    torch.save(model.state_dict(), 'best.pt')\n    return loss\n"
+                + in_training_loop("best = save_if_best(float(loss), best)").partition("\n")[2],
+                message="(under conditions of its own)"),
+        # `for _ in range(n)` with a counter of its own: the guard reads that counter.
+        Invalid("import torch\nstep = 0\nfor _ in range(n):\n    model(x).backward()\n    opt.step()\n    step += 1\n"
+                "    torch.save(model.state_dict(), 'l.pt')\n",
+                fixed=_fixed("import torch\nstep = 0\nfor _ in range(n):\n    model(x).backward()\n    opt.step()\n"
+                             "    step += 1\n    if step % 1000 == 0:\n"
+                             "        _trainlint_async_save(torch.save, model.state_dict(), 'l.pt')\n")),
         # A final save to the same path after the loop stays blocking and would write the file
         # while a background write of it still runs (the checkpoint was left corrupt).
         Invalid(in_training_loop("if step % 8 == 0:\n    torch.save(model.state_dict(), path)")
@@ -768,9 +793,13 @@ and whether the fix still moves the save under an interval.
         if kind == "per-step" and helper:
             # A helper that checks its own interval (`if step % 250 == 0:` or an early return
             # around its save) saves on those steps only: adding another would lose checkpoints.
+            # One that decides otherwise for some of its saves (only a better model, a periodic
+            # copy beside the latest) is not put under an interval either: only made asynchronous.
             inside = [self._interval_inside(s) for s in inner]
             if all(inside):
                 kind = inside[0]
+            elif any(inside) or any(self._conditional_inside(s) for s in inner):
+                kind = "conditions of its own"
         what = f"`{helper}()` (which calls `{self._save_kind(inner[0])}`)" if helper else f"`{self._save_kind(site)}`"
         # Lightning writes through its CheckpointIO plugin, which has an asynchronous form; DeepSpeed
         # through a checkpoint engine its configuration picks.
@@ -812,9 +841,35 @@ and whether the fix still moves the save under an interval.
                 f"no background write is offered, so no fix: {withheld}" if withheld else (
                 "snapshot the state to the CPU and write it in a background thread "
                 f"(or `torch.distributed.checkpoint.async_save`){self._live_object(inner)}")
-            under = "under an interval where its function is called" if kind == "an interval" else f"under `{kind}`"
+            under = "under an interval where its function is called" if kind == "an interval" else \
+                "under conditions of its own" if kind == "conditions of its own" else f"under `{kind}`"
             message = f"{what} blocks training while it writes the checkpoint ({under}); {how}"
         self.report(site, message, fix)
+
+    def _conditional_inside(self, save: cst.Call) -> bool:
+        """save runs under a condition of the helper functions it is reached through: an `if`
+        around it, or an `if ...: return` before it (`if loss >= best: return best`)."""
+        loops = self.ctx.loops
+        helper_fns = {fn for name in self._helpers for fn in loops.functions[name]}
+        child = save
+        for anc in self.ctx.index.ancestors(save):
+            if isinstance(anc, cst.If) and child is not anc.test:
+                return True
+            if isinstance(anc, cst.IndentedBlock):
+                position = next(i for i, stmt in enumerate(anc.body) if stmt is child)
+                if any(isinstance(stmt, cst.If) and isinstance(getattr(stmt.body, "body", [None])[-1], cst.SimpleStatementLine)
+                       and isinstance(stmt.body.body[-1].body[-1], cst.Return) for stmt in anc.body[:position]):
+                    return True
+            if isinstance(anc, cst.FunctionDef):
+                if anc not in helper_fns:
+                    return False
+                calls = [c for c in loops.calls_by_name.get(anc.name.value, ())
+                         if self.ctx.index.enclosing_function(c) in helper_fns]
+                if len(calls) != 1:
+                    return False
+                return self._conditional_inside(calls[0])
+            child = anc
+        return False
 
     def _live_object(self, inner: list[cst.Call]) -> str:
         """A note for a torch.save of a whole module or optimizer (`torch.save(model, path)`), which
@@ -842,8 +897,10 @@ and whether the fix still moves the save under an interval.
                 return found
             fn = self.ctx.index.enclosing_function(node)
             calls = loops.calls_by_name.get(fn.name.value, ()) if fn is not None else ()
+            # Its calls from the helpers above it (a final save after the loop calls it too, and
+            # is not the training step's).
             inside = [c for c in calls if self.ctx.index.enclosing_function(c) in helper_fns]
-            if not calls or len(inside) != len(calls):
+            if not inside:
                 return None  # called from the training code itself: that call site decides
             guarded = [loops.interval_in_function(c) for c in inside]
             if all(guarded):

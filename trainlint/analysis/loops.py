@@ -239,8 +239,8 @@ def range_counter(loop: cst.CSTNode, assigned=None) -> str | None:
     """The name a `for` loop over a range of step numbers binds: `for step in range(n)`, through
     a progress bar (`tqdm(range(n))`, `trange(n)`, or a name assigned one: `pbar = tqdm(range(n))`,
     `for step in pbar:`, with `assigned(name)` giving the values assigned to it); None otherwise."""
-    if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name)):
-        return None
+    if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name)) or loop.target.value == "_":
+        return None  # `for _ in range(n)` names no counter to read (one the body counts may)
     it = loop.iter
     if isinstance(it, cst.Name) and assigned is not None:
         values = assigned(it)
