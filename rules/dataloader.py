@@ -1788,6 +1788,11 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         Invalid(_CURRICULUM + "def widen(d, n):\n    d.items = d.all[:n]\n"
                 + _GROWN.format(ds="Curriculum(items)", grow="widen(ds, 8 * epoch)"),
                 fixed=NO_FIX, message="changes its dataset"),
+        # ... also through a wrapper built from it (`Subset(ds, idx)` sees `ds.resample()`).
+        Invalid(_CURRICULUM + _GROWN.format(ds="Subset(Curriculum(items), idx)", grow="pass").replace(
+                    "    ds = Subset(Curriculum(items), idx)", "    base = Curriculum(items)\n    ds = Subset(base, idx)").replace(
+                    "pass", "base.resample()"),
+                fixed=NO_FIX, message="changes its dataset"),
         # A method that changes nothing of its object (`ds.describe()`): fixed.
         Invalid(_CURRICULUM + _GROWN.format(ds="Curriculum(items)", grow="ds.describe()"),
                 fixed=_CURRICULUM + _GROWN.format(ds="Curriculum(items)", grow="ds.describe()").replace(
@@ -1956,8 +1961,9 @@ def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
             func = node.func
             if not isinstance(func, cst.Attribute):
                 continue
-            if whole and ctx.dotted(func.value) == held and (
-                    func.attr.value.startswith(_CHANGING_PREFIXES) or _changes_own(ctx, func.attr.value)):
+            if ctx.dotted(func.value) == held and (
+                    whole and func.attr.value.startswith(_CHANGING_PREFIXES) or _changes_own(ctx, func.attr.value)):
+                # (also on what the dataset was built from: `Subset(ds, idx)` sees `ds.resample()`)
                 found.append(node)
             elif func.attr.value in _MUTATORS and on(func.value, held, whole):
                 found.append(node)
@@ -3351,6 +3357,10 @@ host would be read before it ends.
                 fixed=_SRC.format(move="xd = x.to(device, non_blocking=True)\n    moved = to_device(x)").replace(
                     "loader = ", "def to_device(t):\n    if isinstance(t, torch.Tensor):\n        return t.cuda()\n"
                                  "    return [to_device(v) for v in t]\nloader = ")),
+        # ... handed inside a list or tuple to a helper that changes each item in place.
+        Invalid(_SRC.format(move="xd = x.to(device)\n    normalize_([x])").replace(
+                    "loader = ", "def normalize_(ts):\n    for t in ts:\n        t.sub_(0.5)\nloader = "), fixed=NO_FIX,
+                message="`x` is changed in place after the copy, by `normalize_([x])`"),
         Invalid(_SRC.format(move="v = y[:, 0]\n    yd = y.to(device)\n    v.zero_()"), fixed=NO_FIX,
                 message="`y` is changed in place after the copy, by `v.zero_()`"),
         Invalid(_SRC.format(move="yd = y.to(device)\n    y.view(-1)[0] = 1"), fixed=NO_FIX,

@@ -340,7 +340,11 @@ def _changes(ctx, call: cst.Call, live: frozenset[str], depth: int) -> bool:
         # A function of the module: its body says, for each parameter handed the tensor or a view.
         fn = ctx.loops.functions[callee][0]
         for param, arg in ctx.loops.bind_params(callee, call):
-            if not arg.star and _roots(ctx, arg.value) & live:
+            # The tensor itself, or an item of a list or tuple handed over (`normalize_([x])`,
+            # whose loop over the parameter takes the tensor as a view of it).
+            held = [arg.value] + ([e.value for e in arg.value.elements]
+                                  if isinstance(arg.value, (cst.List, cst.Tuple)) else [])
+            if not arg.star and any(_roots(ctx, v) & live for v in held):
                 if depth >= _DEPTH or _changes_parameter(ctx, fn, param, depth + 1):
                     return True  # followed no further: taken as a change
         return False
