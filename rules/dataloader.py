@@ -1715,6 +1715,11 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
                 "for epoch in range(3):\n    for i, (x, y) in enumerate(loader):\n        step(x, y)\n"
                 "        if i % 4 == 0:\n            evaluate([loader, other])\n",
                 fixed=NO_FIX, message="gone over again while a loop over it runs"),
+        # ... put in a list a name holds, gone over inside the loop.
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nloaders = [loader, other]\n"
+                "for epoch in range(3):\n    for i, (x, y) in enumerate(loader):\n        step(x, y)\n"
+                "        if i == 3:\n            for dl in loaders:\n                for b in dl:\n                    score(b)\n",
+                fixed=NO_FIX, message="gone over again while a loop over it runs"),
         # A function reading the module's loader, called inside the loop over it.
         Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, num_workers=2)\n"
                 "def train_accuracy():\n    return sum(score(b) for b in train_loader)\n"
@@ -2975,7 +2980,7 @@ def _leaves_sight(ctx, loader: cst.Call) -> bool:
     `with tqdm(loader) as bar:`), or it is gone over by a comprehension: moving its batches in the loops seen would
     leave the others on the CPU. A return counts only when the callers binding it are not all
     known."""
-    if ctx.loops.comprehensions_over(loader):
+    if ctx.loops.comprehensions_over(loader, shared=True):
         return True  # `[model(x) for x in loader]`: no statement to move its batches in
     if ctx.loops.stray_draws(loader):
         return True  # `x, y = next(iter(loader))` after training: no loop to move its batch in

@@ -892,6 +892,9 @@ class Loops:
                     # Handed down inside a display: `evaluate(model, {"train": train_loader})`.
                     for callee, param, call, item_key in self._handed_in_display(here, where):
                         self._reach([param], callee, depth + 1, out, (*calls, call), False, True, item_key, given)
+                    # Put in one held by a name: `loaders = [train_loader, val_loader]`.
+                    for target, item_key in self._held_in_displays(here, where):
+                        self._reach([target], where, depth, out, calls, False, True, item_key, given)
 
     def _unpacked_by_loops(self, path: ValuePath) -> list[tuple[str, cst.FunctionDef | None, tuple, bool]]:
         """(target, function, given, item) for each loop over several values that binds path's
@@ -1006,12 +1009,14 @@ class Loops:
                 and _display_rows(loop.iter) is None
                 and any(self._names(n, path) for n in self.index.walk(loop.iter))]
 
-    def comprehensions_over(self, value: cst.BaseExpression) -> list[cst.CompFor]:
+    def comprehensions_over(self, value: cst.BaseExpression, shared: bool = False) -> list[cst.CompFor]:
         """The comprehension clauses that go over value as loops_over finds it (`[model(x) for x, y
-        in self.val_loader]`): a whole pass over the loader, like a loop."""
+        in self.val_loader]`): a whole pass over the loader, like a loop. With shared, also those
+        on the paths other values take too (a function's `sum(... for x, y in dl)` that the loader
+        is handed to, inside a dict, on some of its calls)."""
         out: list = []
         for path in self.paths_of(value):
-            if path.always:
+            if path.always or shared:
                 out += [clause for clause in self._loops_named(path, cst.CompFor) if clause not in out]
         return out
 
@@ -1255,6 +1260,26 @@ class Loops:
             if key not in seen:
                 seen.add(key)
                 out.append((callee, param, call, only))
+        return out
+
+    def _held_in_displays(self, names: list[str], scope: cst.FunctionDef | None) -> list[tuple]:
+        """(name, key) for each assignment in scope of a dict, list or tuple display holding one of
+        names as an item (at its literal key or position): `loaders = {"train": train_loader}`."""
+        out = []
+        for assign in self.index.nodes(cst.Assign):
+            value = assign.value
+            if len(assign.targets) != 1 or not isinstance(value, (cst.Dict, cst.List, cst.Tuple)) \
+                    or self.index.enclosing_function(assign) is not scope:
+                continue
+            target = dotted(assign.targets[0].target)
+            if target is None:
+                continue
+            for i, element in enumerate(value.elements):
+                item = getattr(element, "value", None)
+                if item is not None and dotted(item) in names:
+                    key = literal(element.key) if isinstance(element, cst.DictElement) else \
+                        UNKNOWN if any(isinstance(e, cst.StarredElement) for e in value.elements[:i]) else i
+                    out.append((target, key))
         return out
 
     def _handed_in_display(self, names: list[str], scope: cst.FunctionDef | None) -> list[tuple]:
