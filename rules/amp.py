@@ -119,6 +119,10 @@ without a fix.
         Valid("import torch\ndef is_cuda_scaler(s):\n    return type(s) is torch.cuda.amp.GradScaler\n"),
     ]
     invalid = [
+        # Inside an f-string delimited by the file's quote, the device is written in the other one
+        # (the same quote there parses only from Python 3.12 on).
+        Invalid('import torch\nprint(f"scaler: {torch.cuda.amp.GradScaler(enabled=False)}")\n',
+                fixed='import torch\nprint(f"scaler: {torch.amp.GradScaler(\'cuda\', enabled=False)}")\n'),
         Invalid(
             "import torch\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
             fixed="import torch\nwith torch.amp.autocast(\"cuda\"):\n    y = model(x)\n",
@@ -360,7 +364,7 @@ without a fix.
         if tests is None:
             return None, note
         amp, extra = self._amp()
-        q = ctx.quote
+        q = ctx.quote_at(call)
         device_str = cst.SimpleString(f"{q}{device}{q}")
         args = list(call.args)
         if new == "autocast":
@@ -386,7 +390,7 @@ without a fix.
         ctx = self.ctx
         device, new = DEPRECATED_AMP[qn]
         amp, extra = self._amp()
-        q = ctx.quote
+        q = ctx.quote_at(node)
         tests: list = []
         if new in ("custom_fwd", "custom_bwd"):
             if not isinstance(parent, cst.Decorator):

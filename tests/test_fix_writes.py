@@ -108,3 +108,17 @@ def test_binary_and_undecodable_files(tmp_path):
     (tmp_path / "latin.py").write_bytes("x = 'café'\n".encode("latin-1"))
     assert "binary" in check_file(str(tmp_path / "bin.py"), SETTINGS, Mode()).error.reason
     assert "cannot decode as utf-8" in check_file(str(tmp_path / "latin.py"), SETTINGS, Mode()).error.reason
+
+
+def test_a_fix_this_python_cannot_parse_is_not_written():
+    # libcst reads every Python's syntax, so a fix could write what only a newer interpreter
+    # parses (same-quote strings inside an f-string, from 3.12 on); the fixer asks the running
+    # interpreter too.
+    import sys
+
+    from trainlint.fixer import _compiles
+
+    assert _compiles("x = f'{1}'\n")
+    assert not _compiles("def f(:\n")
+    if sys.version_info < (3, 12):
+        assert not _compiles('x = f"{"a"}"\n')

@@ -6,6 +6,8 @@ A round's result must parse; otherwise the file is left as it was and the failur
 
 from __future__ import annotations
 
+import ast
+import sys
 from dataclasses import dataclass, field
 
 from trainlint.diagnostics import Diagnostic
@@ -60,10 +62,21 @@ def chosen_edits(chosen: list[Diagnostic]) -> list:
     return [e for fix_edits in dict.fromkeys(d.fix.edits for d in chosen) for e in fix_edits]
 
 
+def _compiles(text: str) -> bool:
+    """The running interpreter reads the text (libcst reads the syntax of every Python version,
+    so a fix could write what only a newer one parses: same-quote strings inside an f-string)."""
+    try:
+        compile(text, "<fixed>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
 def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, unsafe_fixes: bool = False) -> FixOutcome:
     applied: list[Diagnostic] = []
     current = text
     diagnostics = lint_text(current, path, rules, settings)
+    compiled = None  # whether the original text compiles here: asked once, when a fix is made
     for _ in range(MAX_ROUNDS):
         chosen = choose_fixes(diagnostics, unsafe_fixes)
         if not chosen:
@@ -76,6 +89,12 @@ def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, un
         except ParseError as exc:
             codes = ", ".join(sorted({d.code for d in chosen}))
             raise FixError(f"not fixed: the fixes for {codes} would produce invalid code ({exc})") from None
+        if compiled is None:
+            compiled = _compiles(text)
+        if compiled and not _compiles(new_text):
+            codes = ", ".join(sorted({d.code for d in chosen}))
+            raise FixError(f"not fixed: the fixes for {codes} would produce code this Python "
+                           f"({sys.version_info.major}.{sys.version_info.minor}) cannot parse") from None
         applied.extend(chosen)
         current = new_text
         diagnostics = lint_text(current, path, rules, settings)

@@ -650,6 +650,16 @@ class FileContext:
                 double += 1
         return "'" if single > double else '"'
 
+    def quote_at(self, node: cst.CSTNode) -> str:
+        """The quote for a string a fix writes at node: the file's own (`quote`), unless node is
+        inside an f-string delimited by that quote, where the same quote only parses from Python
+        3.12 on (`f"{torch.amp.GradScaler("cuda")}"`): then the other one."""
+        quote = self.quote
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, cst.FormattedString) and quote in anc.start[-1:] + anc.end[:1]:
+                return "'" if quote == '"' else '"'
+        return quote
+
     @cached_property
     def name_values(self) -> frozenset[str]:
         """Every identifier used in the file (to pick a new name that clashes with none)."""
