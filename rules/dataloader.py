@@ -582,6 +582,14 @@ same conditions, and say why when they add none.
         # A script that trains at its top level, unguarded: a spawned worker would import it and
         # train again. Under `if __name__ == "__main__":`, the fix.
         Invalid(_TOP_LEVEL, fixed=NO_FIX, message='no `if __name__ == "__main__":` guard'),
+        # A framework that trains at the top level (Lightning's fit, transformers' train): its
+        # loader's workers would import the script again too.
+        Invalid("import lightning as L\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n"
+                "L.Trainer(max_epochs=3).fit(model, loader)\n", fixed=NO_FIX,
+                message='no `if __name__ == "__main__":` guard'),
+        Invalid("from transformers import Trainer, TrainingArguments\nargs = TrainingArguments('out')\n"
+                "trainer = Trainer(model=model, args=args, train_dataset=ds)\ntrainer.train()\n", fixed=NO_FIX,
+                message='no `if __name__ == "__main__":` guard'),
         # ... also when the top level hands the training function to what calls it, or calls the
         # command-line app it is registered with.
         Invalid(_TOP_LEVEL.replace("main()\n", "import fire\nfire.Fire(main)\n"), fixed=NO_FIX,
@@ -679,10 +687,10 @@ same conditions, and say why when they add none.
                       "loader = StatefulDataLoader(ds, num_workers=min(8, os.cpu_count() or 1))\n"),
         # The Trainer builds its DataLoader from TrainingArguments: `dataloader_num_workers`, 0 by default.
         Invalid("import os\nfrom transformers import TrainingArguments\nargs = TrainingArguments('out', bf16=True)\n"
-                "Trainer(model, args).train()\n",
+                "if __name__ == '__main__':\n    Trainer(model, args).train()\n",
                 fixed="import os\nfrom transformers import TrainingArguments\n"
                       "args = TrainingArguments(\n    'out', bf16=True, dataloader_num_workers=min(8, os.cpu_count() or 1)\n)\n"
-                      "Trainer(model, args).train()\n",
+                      "if __name__ == '__main__':\n    Trainer(model, args).train()\n",
                 message="The Trainer's DataLoader loads batches in the training process; set `dataloader_num_workers="),
         Invalid("from transformers import TrainingArguments as TA\nTrainer(model, TA('out'))\n",
                 fixed="import os\n\nfrom transformers import TrainingArguments as TA\n"

@@ -540,10 +540,12 @@ def _trains_unguarded(ctx) -> bool:
     body = ctx.module.body
     # A notebook's cells cannot be guarded, and a worker does not run them again (the kernel is
     # the main module).
-    if ctx.path.endswith(".ipynb") or not ctx.loops.hot_loops:
+    framework_fits = [c for c in ctx.index.nodes(cst.Call) if _framework_fit(ctx, c)]
+    if ctx.path.endswith(".ipynb") or not (ctx.loops.hot_loops or framework_fits):
         return False
     loops = ctx.loops
     training = {fn.name.value for loop in loops.hot_loops if (fn := ctx.index.enclosing_function(loop)) is not None}
+    training |= {fn.name.value for c in framework_fits if (fn := ctx.index.enclosing_function(c)) is not None}
     for _ in range(3):  # what calls a function that trains trains (`main()` -> `train()`)
         training |= {name for name, defs in loops.functions.items() for fn in defs
                      if any(isinstance(n, cst.Call) and loops.local_callee_name(n) in training
@@ -557,7 +559,7 @@ def _trains_unguarded(ctx) -> bool:
                 isinstance(stmt, cst.If) and "__main__" in ctx.code(stmt.test)):
             continue  # definitions, and what runs only when the script is the main program
         for node in ctx.index.walk(stmt):
-            if node in loops.hot_loops:
+            if node in loops.hot_loops or node in framework_fits:
                 return True
             # Called, or handed to what calls it: `fire.Fire(main)`, `partial(main)()`,
             # `Thread(target=main).start()`.
@@ -566,6 +568,18 @@ def _trains_unguarded(ctx) -> bool:
             if isinstance(node, cst.Call) and ctx.dotted(node.func) in apps:
                 return True
     return False
+
+
+def _framework_fit(ctx, call: cst.Call) -> bool:
+    """A framework's training run: `.fit(...)` / `.train()` of a Trainer (Lightning's,
+    transformers' or a class named so), built in the call (`L.Trainer(...).fit(model, loader)`)
+    or assigned to the name it is called on; its loaders' workers start inside it."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("fit", "train")):
+        return False
+    made = [func.value] if isinstance(func.value, cst.Call) else ctx.assigned_values(func.value)
+    return any(isinstance(v, cst.Call) and (ctx.names.qualified(v.func) or ctx.dotted(v.func) or "").endswith("Trainer")
+               for v in made)
 
 
 def _root_name(expr: cst.BaseExpression) -> str | None:
