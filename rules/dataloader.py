@@ -1239,6 +1239,12 @@ returns is not seen to be on the device: it may be (pinning would then raise).
                 fixed=_LOOP.format(loader=_PIN_OPTION.format(
                     option="'--pin-mem', action=argparse.BooleanOptionalAction, default=True", dest="pin_mem")),
                 message="unless `--pin-mem` is given (it is off by default)"),
+        # ... also with its `default=False` written out (made `default=True` alone, the flag could
+        # no longer turn pinning off).
+        Invalid(_LOOP.format(loader=_PIN_OPTION.format(option="'--pin-mem', action='store_true', default=False",
+                                                       dest="pin_mem")),
+                fixed=_LOOP.format(loader=_PIN_OPTION.format(
+                    option="'--pin-mem', action=argparse.BooleanOptionalAction, default=True", dest="pin_mem"))),
         Invalid(_LOOP.format(loader="from argparse import ArgumentParser\nparser = ArgumentParser()\n"
                                     "parser.add_argument('--pin', action='store_true', help='pin batches')\n"
                                     "args = parser.parse_args()\nloader = DataLoader(ds, pin_memory=args.pin)"),

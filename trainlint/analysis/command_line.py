@@ -14,7 +14,7 @@ class OptionDefault(NamedTuple):
     flag: str  # the option's first flag, `--num-workers`
     value: object  # its default as a literal (False for a `store_true` flag without one), or UNKNOWN
     arg: cst.Arg | None  # the `default=` argument, where a fix can change it
-    switch: cst.Call | None = None  # the `add_argument` of a `store_true` switch without a default
+    switch: cst.Call | None = None  # the `add_argument` of a `store_true` switch
 
 
 def option_default(ctx, expr: cst.BaseExpression) -> OptionDefault | None:
@@ -48,9 +48,13 @@ def option_default(ctx, expr: cst.BaseExpression) -> OptionDefault | None:
     flags = [arg.value for arg in option.args if arg.keyword is None]
     flag = ctx.code(flags[0]).strip("'\"") if flags else expr.attr.value
     default = ctx.keyword(option, "default")
+    action = ctx.keyword(option, "action")
+    if default is not None and action is not None and ctx.literal(action.value) == "store_true":
+        # `action="store_true", default=False`: a default of True would leave a flag that can no
+        # longer turn it off; the fix makes it a switch with a `--no-` form instead.
+        return OptionDefault(flag, ctx.literal(default.value), None, option)
     if default is not None:
         return OptionDefault(flag, ctx.literal(default.value), default)
-    action = ctx.keyword(option, "action")
     if action is not None and ctx.literal(action.value) == "store_true":
         return OptionDefault(flag, False, None, option)
     return None
