@@ -166,6 +166,8 @@ def add_workers_fix(rule: Rule, call: cst.Call):
     if batches_made_on_device(rule.ctx, call) or workers_advice(rule.ctx, call):
         return None
     value = workers_to_set(rule)
+    if value == DEFAULT_WORKERS and "os" in rule.ctx.local_names(call):
+        return None  # `os` is another value there (`def main(os="linux")`): `os.cpu_count()` would fail
     return setting_fix(rule, call, "num_workers", value, Applicability.UNSAFE, *_os_import(rule.ctx, value))
 
 
@@ -581,6 +583,9 @@ same conditions, and say why when they add none.
     invalid = [
         # A script that trains at its top level, unguarded: a spawned worker would import it and
         # train again. Under `if __name__ == "__main__":`, the fix.
+        # `os` is another value where the loader is built: `os.cpu_count()` there would fail.
+        Invalid("from torch.utils.data import DataLoader\ndef main(ds, os='linux'):\n    loader = DataLoader(ds)\n"
+                "    for b in loader:\n        model(b).backward()\n        opt.step()\n", fixed=NO_FIX),
         Invalid(_TOP_LEVEL, fixed=NO_FIX, message='no `if __name__ == "__main__":` guard'),
         # A framework that trains at the top level (Lightning's fit, transformers' train): its
         # loader's workers would import the script again too.

@@ -706,6 +706,15 @@ class FileContext:
         blank = not is_import or is_docstring(anchor)
         return (anchor, self.render(anchor) + (newline if blank else "") + code + newline)
 
+    def local_names(self, at: cst.CSTNode) -> set[str]:
+        """The names the functions around `at` bind (their parameters and assignments): code
+        written there that means the module's `os` or `F` must not use a name they rebind."""
+        out: set[str] = set()
+        for fn in self.index.ancestors(at):
+            if isinstance(fn, (cst.FunctionDef, cst.Lambda)):
+                out |= bound_names(fn.body) | {p.name.value for p in walk(fn.params) if isinstance(p, cst.Param)}
+        return out
+
     def module_name(self, module: str, at: cst.CSTNode | None = None) -> tuple[str, list]:
         """How to spell `module` here (`torch`, `th`, `F`), and the replacements that add an import when
         nothing binds it (`import torch`; a standard-library module where isort would put it). With
@@ -713,10 +722,7 @@ class FileContext:
         x.shape` in a video model) is passed over for a longer spelling."""
         names = self.names
         parts = module.split(".")
-        shadowed: set[str] = set()
-        for fn in self.index.ancestors(at) if at is not None else ():
-            if isinstance(fn, (cst.FunctionDef, cst.Lambda)):
-                shadowed |= bound_names(fn.body) | {p.name.value for p in walk(fn.params) if isinstance(p, cst.Param)}
+        shadowed = self.local_names(at) if at is not None else set()
         # The longest bound prefix: `F` for torch.nn.functional, else `nn.functional`, else `torch.nn.functional`.
         for i in range(len(parts), 0, -1):
             alias = names.module_alias(".".join(parts[:i]))
