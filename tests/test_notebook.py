@@ -194,3 +194,19 @@ def test_notebooks_can_be_left_out_by_an_exclude(tmp_path):
     (tmp_path / "b.py").write_text("x = 1\n")
     shown = trainlint(["check", "--show-files", "--config", 'extend-exclude = ["*.ipynb"]', "."], tmp_path)
     assert shown.stdout.split() == ["b.py"]
+
+
+def test_formats_placed_by_the_files_lines_put_a_notebook_finding_on_its_first_line_with_no_fix(tmp_path):
+    # A notebook's rows are its cells' code, not its JSON's: placed by them, a SARIF fix or an
+    # rdjson suggestion would replace a line of the JSON (a broken notebook), and an annotation
+    # would point at `  {`. The message names the cell and its line instead.
+    write(tmp_path / "train.ipynb", notebook())
+    args = ["check", "--select", "TL101", "--unsafe-fixes", "--output-format"]
+    sarif = json.loads(trainlint([*args, "sarif", "train.ipynb"], tmp_path).stdout)
+    [result] = sarif["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
+    assert "fixes" not in result and result["message"]["text"].startswith("cell 3, line 1: ")
+    [item] = json.loads(trainlint([*args, "rdjson", "train.ipynb"], tmp_path).stdout)["diagnostics"]
+    assert item["location"]["range"]["start"]["line"] == 1 and "suggestions" not in item
+    github = trainlint([*args, "github", "train.ipynb"], tmp_path).stdout
+    assert ",line=1,col=1," in github and "::TL101 cell 3, line 1: " in github

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import dataclasses
 from dataclasses import dataclass, field
 
 from trainlint.textpos import split_lines, strip_eol
@@ -188,3 +189,17 @@ def where(maps: dict[str, CellMap], diag) -> str:
         return ""
     cell, row = maps[diag.path].locate(diag.start.row)
     return f"cell {cell}, line {row}: "
+
+
+def in_file(maps: dict[str, CellMap], diag):
+    """The finding as formats that place it by the file's own lines take it. A notebook's rows are
+    those of its cells' code joined, not of its JSON: such a finding is placed at the file's first
+    line (`where` names the cell and line in the message) and carries no line-based fix, which
+    would edit the JSON (Ruff reports notebooks the same way)."""
+    if diag.path not in maps:
+        return diag
+    from trainlint.diagnostics import Location
+
+    first = Location(1, 1)
+    return dataclasses.replace(diag, start=first, end=first, start_offset=0, end_offset=0, fix=None)
+

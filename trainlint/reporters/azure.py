@@ -8,7 +8,7 @@ unescapes them: `%` `\\r` `\\n` everywhere, and `;` `]` in property values.
 from __future__ import annotations
 
 from trainlint.diagnostics import RunResult
-from trainlint.notebook import cell_maps, where
+from trainlint.notebook import cell_maps, in_file, where
 
 
 def _escape(text: str, in_property: bool = False) -> str:
@@ -22,11 +22,11 @@ def _issue(properties: list[tuple[str, object]], message: str) -> str:
 
 
 def render(result: RunResult, fmt: str = "azure") -> str:
-    cells = cell_maps(result)  # a notebook's lines are its JSON's: the message says the cell
+    cells = cell_maps(result)  # a notebook's finding: its file's first line, the message says the cell
     lines = [
-        _issue([("sourcepath", d.path), ("linenumber", d.start.row), ("columnnumber", d.start.column),
+        _issue([("sourcepath", d.path), ("linenumber", f.start.row), ("columnnumber", f.start.column),
                 ("code", d.code)], f"{where(cells, d)}{d.message}")
-        for d in result.diagnostics
+        for d in result.diagnostics for f in [in_file(cells, d)]
     ]
     for error in result.errors:
         at = [("linenumber", error.location.row), ("columnnumber", error.location.column)] if error.location else []

@@ -8,7 +8,7 @@ property values are escaped as the runner unescapes them: '%', CR and LF in both
 from __future__ import annotations
 
 from trainlint.diagnostics import RunResult
-from trainlint.notebook import cell_maps, where
+from trainlint.notebook import cell_maps, in_file, where
 
 
 def escape_data(text: str) -> str:
@@ -26,8 +26,9 @@ def _command(properties: list[tuple[str, object]], message: str) -> str:
 
 def render(result: RunResult, fmt: str = "github") -> str:
     lines = []
-    cells = cell_maps(result)  # a notebook's lines are its JSON's: the message says the cell
-    for diag in result.diagnostics:
+    cells = cell_maps(result)  # a notebook's finding: its file's first line, the message says the cell
+    for found in result.diagnostics:
+        diag = in_file(cells, found)
         props: list[tuple[str, object]] = [
             ("file", diag.path),
             ("line", diag.start.row),
@@ -36,7 +37,7 @@ def render(result: RunResult, fmt: str = "github") -> str:
             ("endColumn", diag.end.column),
             ("title", diag.code),
         ]
-        lines.append(_command(props, f"{diag.code} {where(cells, diag)}{diag.message}"))
+        lines.append(_command(props, f"{diag.code} {where(cells, found)}{diag.message}"))
     for error in result.errors:
         at = [("line", error.location.row), ("col", error.location.column)] if error.location else []
         lines.append(_command([("file", error.path), *at, ("title", "trainlint")], f"could not check: {error.reason}"))

@@ -17,7 +17,7 @@ from pathlib import Path
 from trainlint.diagnostics import RunResult
 from trainlint.fingerprint import fingerprints
 from trainlint.gitutil import relative_posix, repo_root
-from trainlint.notebook import cell_maps, where
+from trainlint.notebook import cell_maps, in_file, where
 
 
 def _root() -> Path:
@@ -29,16 +29,17 @@ def issues(result: RunResult, root: Path | None = None) -> list[dict]:
     root = (root or _root()).resolve()
     diags = result.diagnostics
     path_of = lambda p: relative_posix(p, root)  # noqa: E731 - used twice below
-    cells = cell_maps(result)  # a notebook's lines are its JSON's: the description says the cell
+    cells = cell_maps(result)  # a notebook's finding: its file's first line, the description says the cell
     out = [
         {
             "description": f"{diag.code} {where(cells, diag)}{diag.message}",
             "check_name": f"trainlint/{diag.code}",
             "fingerprint": fp,
             "severity": "major",
-            "location": {"path": path_of(diag.path), "lines": {"begin": diag.start.row, "end": diag.end.row}},
+            "location": {"path": path_of(diag.path), "lines": {"begin": placed.start.row, "end": placed.end.row}},
         }
         for diag, fp in zip(diags, fingerprints(diags, result.source_of, path_of))
+        for placed in [in_file(cells, diag)]
     ]
     for error in result.errors:
         line = error.location.row if error.location else 1

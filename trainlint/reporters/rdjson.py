@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from trainlint.diagnostics import Diagnostic, FileError, RunResult
-from trainlint.notebook import cell_maps, where
+from trainlint.notebook import cell_maps, in_file, where
 from trainlint.textpos import LineIndex, line_range, whole_line_replacement
 
 SOURCE = {"name": "trainlint", "url": "https://github.com/trainlint/trainlint"}
@@ -66,8 +66,9 @@ def _error(error: FileError, source: str | None) -> dict:
 
 
 def diagnostics(result: RunResult) -> list[dict]:
-    cells = cell_maps(result)  # a notebook's lines are its JSON's: the message says the cell
-    out = [diagnostic(d, result.source_of(d.path), where(cells, d)) for d in result.diagnostics]
+    cells = cell_maps(result)  # a notebook's finding: its file's first line, no suggestion, the message says the cell
+    out = [diagnostic(in_file(cells, d), None if d.path in cells else result.source_of(d.path), where(cells, d))
+           for d in result.diagnostics]
     out.extend(_error(e, result.source_of(e.path)) for e in result.errors)
     return out
 

@@ -16,7 +16,7 @@ import trainlint
 from trainlint.diagnostics import Diagnostic, RunResult
 from trainlint.fingerprint import fingerprints
 from trainlint.gitutil import relative_posix, repo_root
-from trainlint.notebook import cell_maps, where
+from trainlint.notebook import cell_maps, in_file, where
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/trainlint/trainlint"
@@ -133,13 +133,14 @@ def build(result: RunResult, root: Path | None = None) -> dict:
     prints = fingerprints(diags, result.source_of, lambda p: relative_posix(p, root))
 
     results = []
-    cells = cell_maps(result)  # a notebook's lines are its JSON's: the message says the cell
-    for diag, fp in zip(diags, prints):
+    cells = cell_maps(result)  # a notebook's finding: its file's first line, no fix, the message says the cell
+    for found, fp in zip(diags, prints):
+        diag = in_file(cells, found)
         item: dict = {
             "ruleId": diag.code,
             "ruleIndex": rule_index[diag.code],
             "level": "error",
-            "message": {"text": where(cells, diag) + diag.message},
+            "message": {"text": where(cells, found) + diag.message},
             "locations": [
                 {
                     "physicalLocation": {
