@@ -122,3 +122,18 @@ def test_a_fix_this_python_cannot_parse_is_not_written():
     assert not _compiles("def f(:\n")
     if sys.version_info < (3, 12):
         assert not _compiles('x = f"{"a"}"\n')
+
+
+def test_a_hard_linked_file_is_fixed_in_place_and_a_read_only_one_is_not_fixed(tmp_path):
+    # A rename would give `a.py` a new file and leave its other link with the old code; a
+    # read-only file in a writable folder would be replaced all the same.
+    path = tmp_path / "a.py"
+    path.write_text(CODE)
+    os.link(path, tmp_path / "b.py")
+    assert fix(path).fixed == 1
+    assert (tmp_path / "b.py").read_text() == FIXED and os.stat(path).st_ino == os.stat(tmp_path / "b.py").st_ino
+    locked = tmp_path / "locked.py"
+    locked.write_text(CODE)
+    os.chmod(locked, 0o444)
+    result = fix(locked)
+    assert "read-only" in result.error.reason and locked.read_text() == CODE

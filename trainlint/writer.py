@@ -25,6 +25,22 @@ def write_fixed(source: SourceFile, text: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     # Resolve a symlink so we replace its target, not the link itself.
     real = os.path.realpath(path)
+    if not source.mode & 0o222:
+        # A rename into a writable folder would replace a file its owner made read-only.
+        raise SourceError("not fixed: the file is read-only")
+    info = os.stat(real)
+    if info.st_nlink > 1:
+        # A file with other hard links: a rename would give this name a new file and leave the
+        # others the old one. Written in place instead (not atomic, as editors save such files).
+        try:
+            with open(real, "r+b") as fh:
+                fh.write(data)
+                fh.truncate()
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise SourceError(f"not fixed: cannot write: {exc.strerror or exc}") from None
+        return
     import tempfile  # here: only --fix writes, and a plain check should not pay for the import
 
     fd, tmp = tempfile.mkstemp(prefix=".trainlint-", suffix=".tmp", dir=os.path.dirname(real) or directory)
@@ -34,6 +50,11 @@ def write_fixed(source: SourceFile, text: str) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, source.mode)
+        if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
+            try:  # the new file is ours; keep the owner it had (possible as root, or for the group)
+                os.chown(tmp, info.st_uid, info.st_gid)
+            except OSError:
+                pass
         os.replace(tmp, real)
     except OSError as exc:
         try:
