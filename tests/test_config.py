@@ -191,6 +191,12 @@ def test_off_by_default_rules_need_select(tmp_path):
     resolver = SettingsResolver(overrides={"select": ("TL101",), "ignore": ("TL1",)})
     # A more specific select beats a broader ignore.
     assert resolver.for_path(str(tmp_path / "x.py")).enabled_codes() == ["TL101"]
+    # A prefix selects the rules that are on by default; an off-by-default one takes its code or ALL.
+    prefix = SettingsResolver(overrides={"select": ("TL4",)}).for_path(str(tmp_path / "x.py")).enabled_codes()
+    assert "TL401" in prefix and "TL403" not in prefix and "TL404" not in prefix
+    exact = SettingsResolver(overrides={"select": ("TL4", "TL403")}).for_path(str(tmp_path / "x.py")).enabled_codes()
+    assert "TL403" in exact and "TL404" not in exact
+    assert {"TL403", "TL404"} <= set(settings.enabled_codes())
 
 
 def test_interval_names_config(tmp_path):

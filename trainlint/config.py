@@ -84,11 +84,18 @@ class Settings:
 
     def enabled_codes(self) -> list[str]:
         rules = all_rules()
+        # A rule that is off by default is turned on by its own code or "ALL", not by a prefix
+        # (`select = ["TL"]` means the default rules; as Ruff's prefixes leave preview rules off).
+        def selected(rule, selectors) -> bool:
+            if rule.default_enabled:
+                return _matches(rule.code, selectors)
+            return any(sel in ("ALL", rule.code) for sel in selectors)
+
         if self.select is None:
             enabled = {r.code for r in rules if r.default_enabled}
         else:
-            enabled = {r.code for r in rules if _matches(r.code, self.select)}
-        enabled |= {r.code for r in rules if _matches(r.code, self.extend_select)}
+            enabled = {r.code for r in rules if selected(r, self.select)}
+        enabled |= {r.code for r in rules if selected(r, self.extend_select)}
         enabled = {c for c in enabled if not _matches(c, self.ignore, specific_over=self.select or ())}
         return sorted(enabled)
 
