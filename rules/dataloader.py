@@ -3315,6 +3315,15 @@ host would be read before it ends.
     _SRC = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
             "for x, y in loader:\n    {move}\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n")
     valid = [
+        # Taken out of a batch its loop copied already (a dict or tuple comprehension of copies):
+        # in device memory, nothing to pin.
+        Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+              "for batch in loader:\n    batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}\n"
+              "    labels = batch.pop('labels')\n    loss = model(**batch, labels=labels.to(device, torch.float32))\n"
+              "    loss.backward()\n    opt.step()\n"),
+        Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+              "for batch in loader:\n    batch = tuple(t.to(device, non_blocking=True) for t in batch)\n"
+              "    ids, labels = batch\n    loss = model(ids, labels.to(device).float())\n    loss.backward()\n    opt.step()\n"),
         Valid(_SRC.format(move="x = x.to(device, non_blocking=True)")),
         Valid(_SRC.replace("pin_memory=True", "pin_memory=False").format(move="x = x.to(device)")),
         Valid("import torch\n" + _SRC.format(move="x = x.to(torch.float16)")),

@@ -192,13 +192,18 @@ def moved_already(ctx, call: cst.Call) -> bool:
     assigns a device copy (`y = y.to(device, non_blocking=True)`, `x, y = x.cuda(), y.cuda()`,
     `batch = send_to_device(batch, device)`)."""
     expr = call.func.value if isinstance(call.func, cst.Attribute) and is_device_move(ctx, call) else None
-    while expr is not None:
+    for _ in range(8):  # names followed back through their assignments, a few steps
+        if expr is None:
+            return False
         if _copied(ctx, expr):
             return True
         if isinstance(expr, (cst.Name, cst.Attribute)):
             found, value = _reaching_assignment(ctx, expr, ctx.dotted(expr))
             if found:
-                return value is not None and _copied(ctx, value)
+                # `labels = batch.pop("labels")` after `batch = {k: v.to(device) ...}`: what the
+                # value is taken from was copied.
+                expr = value
+                continue
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             expr = expr.func.value
         elif isinstance(expr, (cst.Subscript, cst.Attribute)):
@@ -209,8 +214,16 @@ def moved_already(ctx, call: cst.Call) -> bool:
 
 
 def _copied(ctx, expr: cst.BaseExpression) -> bool:
-    """expr is a device copy, or what a method or an index makes of one (`x.cuda().float()`)."""
+    """expr is a device copy, or what a method or an index makes of one (`x.cuda().float()`), or a
+    comprehension of copies (`{k: v.to(device) for k, v in batch.items()}`, `tuple(t.to(device)
+    for t in batch)`)."""
     while True:
+        if isinstance(expr, (cst.DictComp, cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            element = expr.value if isinstance(expr, cst.DictComp) else expr.elt
+            return _copied(ctx, element)
+        if isinstance(expr, cst.Call) and ctx.names.qualified(expr.func) in ("builtins.tuple", "builtins.list") \
+                and len(expr.args) == 1 and isinstance(expr.args[0].value, (cst.GeneratorExp, cst.ListComp)):
+            return _copied(ctx, expr.args[0].value)
         if isinstance(expr, cst.Call):
             if is_device_move(ctx, expr) or is_device_helper(ctx, expr):
                 return True
