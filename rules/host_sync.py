@@ -115,11 +115,8 @@ def log_interval(ctx, node: cst.CSTNode, default: int) -> str:
     hook = ctx.loops.step_hook(node)
     if hook is not None:
         return hook.interval
-    for name in ctx.index.nodes(cst.Attribute) + ctx.index.nodes(cst.Name):
-        text = ctx.dotted(name)
-        # A private attribute counts too: torchtune's `self._log_every_n_steps`.
-        if text and _INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")) and names_a_value(ctx, name) \
-                and in_scope_of(ctx, name, node):
+    for name, text in _interval_names(ctx):
+        if in_scope_of(ctx, name, node):
             return text
     # The number the loop already logs every so many steps at (`if i % 50 == 0: print(...)`).
     loop = ctx.loops.hot_loop_of(node)
@@ -130,6 +127,22 @@ def log_interval(ctx, node: cst.CSTNode, default: int) -> str:
                 isinstance(c, cst.Call) and _is_log_call(ctx, c) for c in ctx.index.walk(guard.body)):
             return str(every)
     return str(default)
+
+
+def _interval_names(ctx) -> list[tuple[cst.CSTNode, str]]:
+    """(node, dotted name) for each name of the file that reads like a logging interval and holds
+    a value (`log_every`, `args.log_interval`, `self._log_every_n_steps`), in the order the file's
+    attributes then names come; found once per file (every per-step finding asks)."""
+    cached = ctx.__dict__.get("_interval_names")
+    if cached is None:
+        cached = []
+        for name in ctx.index.nodes(cst.Attribute) + ctx.index.nodes(cst.Name):
+            text = ctx.dotted(name)
+            # A private attribute counts too: torchtune's `self._log_every_n_steps`.
+            if text and _INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")) and names_a_value(ctx, name):
+                cached.append((name, text))
+        ctx.__dict__["_interval_names"] = cached
+    return cached
 
 
 def _guard_parts(ctx, node: cst.CSTNode, default_interval: int) -> tuple[str | None, str]:
