@@ -122,7 +122,8 @@ def log_interval(ctx, node: cst.CSTNode, default: int) -> str:
     loop = ctx.loops.hot_loop_of(node)
     for guard in (n for n in ctx.index.walk(loop.body) if isinstance(n, cst.If)) if loop is not None else ():
         modulo = first_modulo(guard.test)
-        every = ctx.literal(modulo.right) if modulo is not None and ctx.loops.limits_body(guard.test) else None
+        every = ctx.literal(modulo.right) if modulo is not None and ctx.loops.limits_body(guard.test) \
+            and not ctx.loops.is_step_boundary(guard) else None  # (not gradient accumulation's count)
         if isinstance(every, int) and not isinstance(every, bool) and every > 1 and any(
                 isinstance(c, cst.Call) and _is_log_call(ctx, c) for c in ctx.index.walk(guard.body)):
             return str(every)
@@ -153,13 +154,14 @@ def _guard_parts(ctx, node: cst.CSTNode, default_interval: int) -> tuple[str | N
 
 
 def interval_guard(ctx, node: cst.CSTNode, default_interval: int) -> str:
-    """The guard the messages advise, as code: the one guard_statement writes, with the script's
-    counter and interval (`if it % args.log_interval == 0:`), the framework's in a step hook (`if
-    trainer.global_step % trainer.log_every_n_steps == 0:`). Where no counter is found (and there
-    is no fix), `step` stands for it."""
+    """The guard the messages advise, as it goes in their parentheses: the one guard_statement
+    writes, in backticks, with the script's counter and interval (`if it % args.log_interval ==
+    0:`), the framework's in a step hook (`if trainer.global_step % trainer.log_every_n_steps ==
+    0:`). Where the loop keeps no counter (and there is no fix), the advice says to count one."""
     counter, interval = _guard_parts(ctx, node, default_interval)
-    return f"if {counter or 'step'} % {interval} == 0:"
-
+    if counter is None:
+        return f"`if step % {interval} == 0:`, with a step counter the loop does not keep yet"
+    return f"`if {counter} % {interval} == 0:`"
 
 def framework_logging(ctx, node: cst.CSTNode) -> str:
     """Advice to hand a tensor to the framework's logger in a step hook that has one (Lightning's
@@ -684,6 +686,9 @@ of every tenth loss, predictions shorter than their targets).
             "    def fit(", "    def set_eval(self):\n        self.step_fn = self.model\n    def fit(")),
     ]
     invalid = [
+        # A loop with no step counter: the advice says to keep one, rather than name one it lacks.
+        Invalid("import torch\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
+                "    losses.append(loss.item())\n", message="with a step counter the loop does not keep yet"),
         # After `if step % n == 0: continue` the loop runs on all steps but one in N: reported,
         # with no "every N steps" suggestion (it would hold on no step there).
         Invalid(in_training_loop("if step % 10 == 0:\n    continue\nprint(loss.item())"), fixed=NO_FIX,
@@ -824,7 +829,7 @@ of every tenth loss, predictions shorter than their targets).
             # GradScaler.get_scale() is `self._scale.item()` (timm's and HF's "was the step skipped?").
             if _waits_per_step(ctx, node):
                 self.report(node, f"`{ctx.code(node)}` reads the loss scale from the GPU (`.item()`) on every step; "
-                                  f"read it under the logging interval (`{interval_guard(ctx, node, _LOG_EVERY)}`); to tell a "
+                                  f"read it under the logging interval ({interval_guard(ctx, node, _LOG_EVERY)}); to tell a "
                                   f"skipped step, let the scheduler step anyway (float16 skips few steps)")
             return
         else:
@@ -854,7 +859,7 @@ of every tenth loss, predictions shorter than their targets).
             advice = f"accumulate with `{ctx.code(parent.target)} += {added_code}` and convert once at the logging interval"
         else:
             logging = framework_logging(ctx, node)
-            advice = (f"read it under the logging interval (`{interval_guard(ctx, node, _LOG_EVERY)}`)"
+            advice = (f"read it under the logging interval ({interval_guard(ctx, node, _LOG_EVERY)})"
                       f"{', keep it on the device' if logging else ' or keep it on the device'}{logging}")
             guard = guard_statement(self, node, _LOG_EVERY)
             if guard is not None:
@@ -1422,7 +1427,7 @@ interval there. Without one there is no fix.
         self.report(
             node,
             f"Logging tensor `{ctx.code(values[0])}` with `{ctx.code(node.func)}()` copies it to the host and waits "
-            f"for the GPU on every step; log it every N steps (`{interval_guard(ctx, node, self.opts['log-every'])}`)",
+            f"for the GPU on every step; log it every N steps ({interval_guard(ctx, node, self.opts['log-every'])})",
             fix,
         )
 
@@ -1458,7 +1463,7 @@ interval there. Without one there is no fix.
         self.report(
             node,
             f"Formatting tensor `{self.ctx.code(value)}` waits for the GPU on every step; log it every N steps "
-            f"(`{interval_guard(self.ctx, node, self.opts['log-every'])}`){framework_logging(self.ctx, node)}",
+            f"({interval_guard(self.ctx, node, self.opts['log-every'])}){framework_logging(self.ctx, node)}",
             fix,
         )
 
@@ -1659,7 +1664,7 @@ that is read anywhere else: it would hold every N-th value.
             advice = "remove it (or run it under the logging interval when it serves a measurement)"
         else:
             fix = guard_statement(self, node, self.opts["log-every"])
-            advice = f"call it under the logging interval (`{interval_guard(ctx, node, self.opts['log-every'])}`)"
+            advice = f"call it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])})"
         self.report(node, f"`{ctx.code(node.func)}()` on every step stalls the GPU pipeline; {advice}", fix)
 
 
