@@ -1497,6 +1497,10 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         Valid("from torch.utils.data import DataLoader\ndef main(sets, final):\n    for ds in sets:\n"
               "        ld = DataLoader(ds, num_workers=2, persistent_workers=True)\n        for x in ld:\n            step(x)\n"
               "    ld = DataLoader(final, num_workers=2)\n    for x in ld:\n        step(x)\n"),
+        # ... and the loops after a later assignment of the name go over the later loader.
+        Valid("from torch.utils.data import DataLoader\ndef main(ds):\n    loader = DataLoader(ds, num_workers=2)\n"
+              "    for x in loader:\n        step(x)\n    loader = DataLoader(ds, num_workers=2, persistent_workers=True)\n"
+              "    for epoch in range(3):\n        for x in loader:\n            step(x)\n"),
         # One epoch, written as a loop: nothing is restarted.
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)").replace("range(3)", "range(1)")),
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)").replace("range(3)", "range(1, 2)")),

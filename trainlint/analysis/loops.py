@@ -667,8 +667,18 @@ class Loops:
                 # both, goes over what the name held before (`ld` rebuilt per dataset, then
                 # assigned once more for a last pass).
                 out += [loop for loop in self._loops_named(path) if loop not in out
-                        and not (isinstance(assign, cst.Assign) and self._runs_before(loop, assign))]
+                        and not (isinstance(assign, cst.Assign) and self._runs_before(loop, assign))
+                        and not (isinstance(assign, cst.Assign) and self._rebound_between(path.name, assign, loop))]
         return out
+
+    def _rebound_between(self, name: str, assign: cst.Assign, loop: cst.CSTNode) -> bool:
+        """Another assignment of name runs after assign and before loop (straight-line, in one
+        function): the loop goes over that later value (`loader` built again for a last run)."""
+        fn = self.index.enclosing_function(assign)
+        return any(other is not assign and self.index.enclosing_function(other) is fn
+                   and any(dotted(t.target) == name for t in other.targets)
+                   and self._runs_before(assign, other) and self._runs_before(other, loop)
+                   for other in self.index.nodes(cst.Assign))
 
     def _runs_before(self, first: cst.CSTNode, then: cst.CSTNode) -> bool:
         """first ends before then starts, in one run of their function: first comes earlier in the
