@@ -1104,6 +1104,17 @@ returns is not seen to be on the device: it may be (pinning would then raise).
         Valid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8).to(device)\nY = torch.randn(1024, 1).to(device)\n",
                                         dataset="TensorDataset(X, Y)", options=", num_workers=0")),
         Valid(_TENSORS_ON_DEVICE.format(data="", dataset="TensorDataset(xs.cuda(), ys.cuda().float())", options="")),
+        # ... through a function of the module, or an attribute the class holds them in.
+        Valid(_TENSORS_ON_DEVICE.format(
+            data="FEATS = torch.randn(100, 4, device=device)\ndef lookup(i):\n    return FEATS[i]\n"
+                 "class Cached(torch.utils.data.Dataset):\n"
+                 "    def __len__(self):\n        return 100\n    def __getitem__(self, i):\n        return lookup(i), i\n",
+            dataset="Cached()", options="")),
+        Valid(_TENSORS_ON_DEVICE.format(
+            data="FEATS = torch.randn(100, 4, device=device)\nclass Cached(torch.utils.data.Dataset):\n"
+                 "    def __init__(self):\n        self.table = FEATS\n"
+                 "    def __len__(self):\n        return 100\n    def __getitem__(self, i):\n        return self.table[i], i\n",
+            dataset="Cached()", options="")),
         # A dataset class whose __getitem__ indexes module-level tensors made on the device.
         Valid(_TENSORS_ON_DEVICE.format(
             data="FEATS = torch.randn(100, 4, device=device)\nclass Cached(torch.utils.data.Dataset):\n"

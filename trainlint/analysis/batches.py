@@ -480,18 +480,44 @@ def _moves_in_loader(ctx, call: cst.Call) -> bool:
         method = method_of(ctx, cls, name)
         if method is not None and sample_work(ctx, cls, method, lambda kind: kind == _MOVES_TENSORS):
             return True
-    return any(_reads_device_globals(ctx, method) for name in ("__getitem__", "__iter__")
+    return any(_reads_device_globals(ctx, method, cls) for name in ("__getitem__", "__iter__")
                if (method := method_of(ctx, cls, name)) is not None)
 
 
-def _reads_device_globals(ctx, method: cst.FunctionDef) -> bool:
-    """method reads a module-level name assigned a tensor on the device (`FEATS = torch.randn(n,
-    d, device=device)`, then `return FEATS[i]` in `__getitem__`): its samples are device tensors."""
-    local = bound_names(method.body) | {p.name.value for p in method.params.params}
+def _reads_device_globals(ctx, fn: cst.FunctionDef, cls: cst.ClassDef | None, depth: int = 2) -> bool:
+    """fn reads a module-level name assigned a tensor on the device (`FEATS = torch.randn(n, d,
+    device=device)`, then `return FEATS[i]` in `__getitem__`), an attribute of its class that holds
+    one (`table = FEATS` in the class body, `self.table = FEATS` in a method), or calls a function
+    of the module that does (`lookup(i)`, two calls down): its samples are device tensors."""
     on_device = _device_globals(ctx)
-    return bool(on_device) and any(
-        isinstance(n, cst.Name) and n.value in on_device and n.value not in local and is_variable(ctx.index, n)
-        for n in ctx.index.walk(method.body))
+    if not on_device:
+        return False
+    local = bound_names(fn.body) | {p.name.value for p in fn.params.params}
+    held = _device_attributes(ctx, cls, on_device) if cls is not None else set()
+    for n in ctx.index.walk(fn.body):
+        if isinstance(n, cst.Name) and n.value in on_device and n.value not in local and is_variable(ctx.index, n):
+            return True
+        if isinstance(n, cst.Attribute) and ctx.dotted(n) in held:
+            return True
+        if depth and isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value not in local:
+            if any(_reads_device_globals(ctx, callee, None, depth - 1)
+                   for callee in ctx.loops.functions.get(n.func.value, ()) if callee is not fn):
+                return True
+    return False
+
+
+def _device_attributes(ctx, cls: cst.ClassDef, on_device: frozenset[str]) -> set[str]:
+    """`self.x` for each attribute of cls its body or a method assigns a device global."""
+    out = set()
+    for node in ctx.index.walk(cls):
+        if not (isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in on_device):
+            continue
+        for target in node.targets:
+            if isinstance(target.target, cst.Name) and ctx.index.enclosing_function(node) is None:
+                out.add(f"self.{target.target.value}")  # a class attribute, read as self.x
+            elif ctx.dotted(target.target) and ctx.dotted(target.target).startswith("self."):
+                out.add(ctx.dotted(target.target))
+    return out
 
 
 def _device_globals(ctx) -> frozenset[str]:
