@@ -1802,6 +1802,9 @@ original exception, and a failed device-side assert leaves the CUDA context unus
 that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
 """
     valid = [
+        # A parameter named like a tensor that every call hands a Python number holds a float.
+        Valid("import torch\ndef check(loss, limit):\n    if loss > limit:\n        print('big')\n"
+              + in_training_loop("check(loss.item(), 10)").partition("\n")[2]),
         # Python floats, however they are set up: unpacked from a tuple of numbers, or smoothed
         # from `.item()` with a parameter (an LR finder's running loss).
         Valid("import torch\ndef train():\n    avg_loss, best_loss = 0.0, float('inf')\n    for i in range(10):\n"

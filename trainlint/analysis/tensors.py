@@ -181,13 +181,33 @@ class Tensors:
                 if reaching is not None and _host_value(reaching):
                     return False
             if _TENSOR_NAMES.match(last):
-                return True
+                # A parameter every call of its function hands a Python number (`check(loss.item(),
+                # 10)`): named like a tensor, it holds a float.
+                return not (isinstance(expr, cst.Name) and self._host_parameter(expr, scope))
             if name in self._loop_targets.get(scope, ()):
                 return True
             for value in self._scopes.get(scope, {}).get(name, ()):
                 if value is not expr and self.is_tensor(value, _depth + 1):
                     return True
         return False
+
+    def _host_parameter(self, name: cst.Name, scope) -> bool:
+        """name is a parameter of its function (not bound again there), and each call of the
+        function in the module hands it a Python number or string (`_host_value`)."""
+        if not isinstance(scope, cst.FunctionDef) or name.value in self._scopes.get(scope, {}) \
+                or name.value not in {p.name.value for p in scope.params.params}:
+            return False
+        loops = self.ctx.loops
+        fn_name = scope.name.value
+        calls = loops.calls_by_name.get(fn_name, ())
+        if not calls or len(loops.functions.get(fn_name, ())) != 1:
+            return False
+        for call in calls:
+            bound = dict(loops.bind_params(fn_name, call))
+            arg = bound.get(name.value)
+            if arg is None or arg.star or not _host_value(arg.value):
+                return False
+        return True
 
     def _number(self, value: cst.BaseExpression, scope, seen: frozenset) -> bool:
         """value is a Python number or string: one for certain (`_host_value`, `math.inf`, a
