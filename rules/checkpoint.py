@@ -471,7 +471,7 @@ and whether the fix still moves the save under an interval.
         # ... and with none counted there, only reported.
         Invalid("import torch\nfor i in range(n):\n    model(x).backward()\n    if (i + 1) % accum == 0:\n"
                 "        opt.step()\n        torch.save(model.state_dict(), 'c.pt')\n",
-                fixed=NO_FIX, message="on every training step"),
+                fixed=NO_FIX, message="not fixed: the loop counts no optimizer steps where it saves"),
         # save_pretrained writes from a snapshot of the state dict.
         Invalid(_hf(in_training_loop("if should_save:\n    model.save_pretrained(out)")),
                 fixed=_fixed(_hf(in_training_loop("if should_save:\n    _trainlint_async_save(model.save_pretrained, out, "
@@ -832,6 +832,15 @@ and whether the fix still moves the save under an interval.
                 f"all training steps but one in N (under `{one_line(ctx.code(remainder.test))}`)"
             message = (f"{what} writes a checkpoint on {when} and training waits for it; save every "
                        f"`{interval}` steps{how}")
+            if fix is None and not withheld and not lightning and not deepspeed:
+                counter, stmt = _counter(ctx, site), self._statement_to_guard(site)
+                message += ("; not fixed: " + (
+                    "the loop counts no optimizer steps where it saves (the micro-batch index would not do)"
+                    if counter is None and ctx.loops.step_region(site) is not None else
+                    "the loop keeps no step counter an interval could test" if counter is None else
+                    "the save is not a statement of its own an interval could hold"
+                    if stmt is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock) else
+                    "what uses the file it writes does not follow it closely enough to move under the interval too"))
         else:
             fix = self._fix(site, inner, kind, None, withheld)
             how = f"have {plugin} write it in a background thread" if lightning else \
