@@ -460,6 +460,10 @@ unsynchronised one.
             sync="    # Reduce-scatter gradients only on the micro-batch before the optimizer step.\n"
                  "    model.set_requires_gradient_sync((step + 1) % accum == 0)\n"),
                 message="call `model.set_requires_gradient_sync(False)` before the other micro-batches' forward"),
+        # A counter bumped between the backward and the step's test: named in the reason.
+        Invalid(_HEAD + "n = 0\nfor x, y in loader:\n    loss = loss_fn(model(x), y)\n    loss.backward()\n"
+                "    n += 1\n    if n % accum == 0:\n        opt.step()\n", fixed=NO_FIX,
+                message="not fixed: `n += 1` changes what `n % accum == 0` reads"),
         # Wrapped outside and handed to the constructor, which stores it: `self.net` in its methods
         # (once written as the outer `model`, a NameError in the method).
         Invalid(_STORED.format(init="self.net, self.accum = net, accum", build="Trainer(DDP(m), 4)"),
@@ -671,6 +675,14 @@ unsynchronised one.
             also = {dotted(n) for n in self.ctx.index.walk(acc.loop.target) if isinstance(n, cst.Name)}
         shown = one_line(self.ctx.code(test))
         if not _unchanged_by(test, between, lambda call: dotted(call.func) == "len", also):
+            read = {dotted(n) for n in walk(test) if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n)}
+            binder = next((stmt for stmt in between if any(
+                r == w or r.startswith(w + ".") or w.startswith(r + ".") for r in read for w in bound_names(stmt))), None)
+            if binder is not None and not any(isinstance(n, cst.Call) and dotted(n.func) != "len" for n in walk(test)):
+                code = one_line(self.ctx.code(binder))
+                if len(code) > 60:  # a compound statement: its first line
+                    code = one_line(self.ctx.code(binder).strip().splitlines()[0]) + " ..."
+                return f"`{code}` changes what `{shown}` reads, and the test would move before it"
             return f"`{shown}` reads what the forward and backward change, and would be tested before them"
         call = self._changed_by_calls(test, between)
         if call is not None:
