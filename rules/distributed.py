@@ -460,6 +460,10 @@ unsynchronised one.
             sync="    # Reduce-scatter gradients only on the micro-batch before the optimizer step.\n"
                  "    model.set_requires_gradient_sync((step + 1) % accum == 0)\n"),
                 message="call `model.set_requires_gradient_sync(False)` before the other micro-batches' forward"),
+        # ... also by a base class's __init__ the class inherits.
+        Invalid(_STORED.format(init="self.net, self.accum = net, accum", build="Trainer(DDP(m), 4)").replace(
+            "class Trainer:\n", "class Base:\n").replace("    def fit(", "class Trainer(Base):\n    def fit("),
+                message="gradients of `self.net` (DDP)"),
         # A counter bumped between the backward and the step's test: named in the reason.
         Invalid(_HEAD + "n = 0\nfor x, y in loader:\n    loss = loss_fn(model(x), y)\n    loss.backward()\n"
                 "    n += 1\n    if n % accum == 0:\n        opt.step()\n", fixed=NO_FIX,

@@ -246,8 +246,20 @@ class Distributed:
         """A wrapped model handed to the constructor of a class of this module, which stores it on
         itself (`Trainer(model, opt)` with `self.model = model` in `__init__`): wrapped as
         `self.model` in that class's methods."""
+        classes = {c.name.value: c for c in self.index.nodes(cst.ClassDef)}
         for cls in self.index.nodes(cst.ClassDef):
-            init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+            # Its own __init__, else one inherited from a base class of this module (the stored
+            # attribute is then read in the methods of both).
+            owner, seen = cls, set()
+            init = None
+            while owner is not None and owner.name.value not in seen:
+                seen.add(owner.name.value)
+                init = next((s for s in owner.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
+                            None)
+                if init is not None:
+                    break
+                bases = [dotted(b.value) for b in owner.bases]
+                owner = classes.get(bases[0]) if len(bases) == 1 else None
             if init is None:
                 continue
             params = [p.name.value for p in init.params.params][1:]  # after self
@@ -263,10 +275,11 @@ class Distributed:
                     param = arg.keyword.value if arg.keyword is not None else params[i] if i < len(params) else None
                     src = self.wrapped.get(dotted(arg.value) or "")
                     for attr in stored.get(param, ()):
-                        if src is not None:
-                            self._add(attr, src.kind, src.conditional, src.via, scope=cls)
-                        elif (wrapping := self._wrapping(arg.value))[0]:  # Trainer(DDP(model), ...)
-                            self._add(attr, wrapping[0], wrapping[1] or _conditional(self.index, call), scope=cls)
+                        for scope in dict.fromkeys((cls, owner)):
+                            if src is not None:
+                                self._add(attr, src.kind, src.conditional, src.via, scope=scope)
+                            elif (wrapping := self._wrapping(arg.value))[0]:  # Trainer(DDP(model), ...)
+                                self._add(attr, wrapping[0], wrapping[1] or _conditional(self.index, call), scope=scope)
 
     def _add(self, name: str, kind: str, conditional: bool, via: str | None = None,
              scope: cst.FunctionDef | cst.ClassDef | None = None) -> None:
