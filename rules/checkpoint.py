@@ -388,6 +388,14 @@ and whether the fix still moves the save under an interval.
                                  "    torch.save(model.state_dict(), f'{d}/state.pt')\n"
                                  "    subprocess.run(['aws', 's3', 'sync', out, dest])"),
                 fixed=NO_FIX, message="uses the file after the save"),
+        Invalid(in_training_loop("if step % 100 == 0:\n    d = f'{out}/step{step}'\n"
+                                 "    torch.save(model.state_dict(), d + '/state.pt')\n"
+                                 "    os.system('aws s3 sync ' + d + ' s3://b/run')"),
+                fixed=NO_FIX, message="uses the file after the save"),
+        Invalid(in_training_loop("if step % 100 == 0:\n    d = f'{out}/step{step}'\n"
+                                 "    torch.save(model.state_dict(), d + '/state.pt')\n"
+                                 "    with tarfile.open('c.tar', 'w') as tar:\n        tar.add(d)"),
+                fixed=NO_FIX, message="`tar.add(d)` uses the file after the save"),
         # ... but not one handed another file in that folder.
         Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model.state_dict(), d + '/state.pt')\n"
                                  "    write_json(d + '/meta.json', meta)"),

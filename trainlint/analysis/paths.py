@@ -124,7 +124,10 @@ def reads_folder(ctx, names: set[str], call: cst.Call) -> bool:
     `mlflow.log_artifacts(out)`, `subprocess.run(["aws", "s3", "sync", out, dest])`) handed the
     folder itself (hands_folder)."""
     name = ctx.names.qualified(call.func) or dotted(call.func) or ""
-    return bool(_FOLDER_READER.search(name.rsplit(".", 1)[-1])) and any(
+    last = name.rsplit(".", 1)[-1]
+    # `tar.add(folder)` / `zf.write(...)` on an archive being built.
+    archive = last in ("add", "write") and re.search(r"tar|zip|archive", name.rsplit(".", 1)[0], re.IGNORECASE)
+    return bool(_FOLDER_READER.search(last) or archive) and any(
         hands_folder(ctx, names, arg.value) for arg in call.args if not arg.star)
 
 
@@ -139,6 +142,15 @@ def hands_folder(ctx, names: set[str], expr: cst.BaseExpression) -> bool:
             return True
         if isinstance(node, (cst.List, cst.Tuple)):
             stack += [element.value for element in node.elements]
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            # A command built by concatenation (`"aws s3 sync " + out + " s3://b"`), or the folder
+            # with a trailing slash (`out + "/"`); not a path inside it (`out + "/model.pt"`).
+            right = node.right.evaluated_value if isinstance(node.right, cst.SimpleString) else None
+            if not (isinstance(right, str) and right.startswith("/") and right != "/"):
+                stack += [node.left, node.right]
+        elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo) \
+                and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
+            stack.append(node.right)  # `"aws s3 sync %s s3://b" % out`
         elif isinstance(node, cst.FormattedString):
             pieces = list(node.parts)
             for i, piece in enumerate(pieces):
