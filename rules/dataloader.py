@@ -2302,6 +2302,10 @@ written and one of them (`"train"`, `"training"`) names the training set; otherw
 reported with no fix, the message showing that setting.
 """
     valid = [
+        # Re-bound through a wrapper of itself (`accelerator.prepare`): still the loader its loops
+        # go over, which take no optimizer step here.
+        Valid("from torch.utils.data import DataLoader\ndef check(accelerator):\n    dl = DataLoader(ds, shuffle=True)\n"
+              "    dl = accelerator.prepare(dl)\n    for _ in range(3):\n        for b in dl:\n            seen.append(b)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=False)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds)\n"),
@@ -3371,6 +3375,14 @@ host would be read before it ends.
                              body="x = to_device(x)")),
     ]
     invalid = [
+        # Gone over through a progress bar made each epoch, after the loader's assignment: the loop
+        # goes over this loader (a check of re-bound names once took the bar for a new value).
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+                "for epoch in range(3):\n    bar = tqdm(loader)\n    for x in bar:\n        loss = model(x.cuda())\n"
+                "        loss.backward()\n        opt.step()\n",
+                fixed="from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+                "for epoch in range(3):\n    bar = tqdm(loader)\n    for x in bar:\n        loss = model(x.cuda(non_blocking=True))\n"
+                "        loss.backward()\n        opt.step()\n"),
         Invalid(_SRC.format(move="x = x.to(device)"), fixed=_SRC.format(move="x = x.to(device, non_blocking=True)")),
         Invalid(_SRC.format(move="x = x.cuda()"), fixed=_SRC.format(move="x = x.cuda(non_blocking=True)")),
         # pin_memory passed by position (the 8th of DataLoader's; TL102's fix writes it there when

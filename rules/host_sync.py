@@ -160,7 +160,7 @@ def interval_guard(ctx, node: cst.CSTNode, default_interval: int) -> str:
     0:`). Where the loop keeps no counter (and there is no fix), the advice says to count one."""
     counter, interval = _guard_parts(ctx, node, default_interval)
     if counter is None:
-        return f"`if step % {interval} == 0:`, with a step counter the loop does not keep yet"
+        return f"`if step % {interval} == 0:`, counting `step` where no counter of the loop was found"
     return f"`if {counter} % {interval} == 0:`"
 
 def framework_logging(ctx, node: cst.CSTNode) -> str:
@@ -688,7 +688,7 @@ of every tenth loss, predictions shorter than their targets).
     invalid = [
         # A loop with no step counter: the advice says to keep one, rather than name one it lacks.
         Invalid("import torch\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
-                "    losses.append(loss.item())\n", message="with a step counter the loop does not keep yet"),
+                "    losses.append(loss.item())\n", message="counting `step` where no counter of the loop was found"),
         # After `if step % n == 0: continue` the loop runs on all steps but one in N: reported,
         # with no "every N steps" suggestion (it would hold on no step there).
         Invalid(in_training_loop("if step % 10 == 0:\n    continue\nprint(loss.item())"), fixed=NO_FIX,

@@ -666,9 +666,13 @@ class Loops:
                 # A loop that runs before the name is assigned this value, with no loop around
                 # both, goes over what the name held before (`ld` rebuilt per dataset, then
                 # assigned once more for a last pass).
+                # (only for the name the value is assigned to: a name re-bound from it through a
+                # wrapper, `it = tqdm(loader)`, is assigned where that wrapper is)
+                assigned_here = isinstance(assign, cst.Assign) and path.scope is self.index.enclosing_function(assign) \
+                    and any(dotted(t.target) == path.name for t in assign.targets)
                 out += [loop for loop in self._loops_named(path) if loop not in out
-                        and not (isinstance(assign, cst.Assign) and self._runs_before(loop, assign))
-                        and not (isinstance(assign, cst.Assign) and self._rebound_between(path.name, assign, loop))]
+                        and not (assigned_here and self._runs_before(loop, assign))
+                        and not (assigned_here and self._rebound_between(path.name, assign, loop))]
         return out
 
     def _rebound_between(self, name: str, assign: cst.Assign, loop: cst.CSTNode) -> bool:
@@ -677,6 +681,9 @@ class Loops:
         fn = self.index.enclosing_function(assign)
         return any(other is not assign and self.index.enclosing_function(other) is fn
                    and any(dotted(t.target) == name for t in other.targets)
+                   # `train_dl = accelerator.prepare(train_dl)` wraps the same loader: not another
+                   and not any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
+                               for n in self.index.walk(other.value))
                    and self._runs_before(assign, other) and self._runs_before(other, loop)
                    for other in self.index.nodes(cst.Assign))
 
