@@ -682,10 +682,10 @@ unsynchronised one.
             read = {dotted(n) for n in walk(test) if isinstance(n, (cst.Name, cst.Attribute)) and dotted(n)}
             binder = next((stmt for stmt in between if any(
                 r == w or r.startswith(w + ".") or w.startswith(r + ".") for r in read for w in bound_names(stmt))), None)
+            if not isinstance(binder, cst.SimpleStatementLine):
+                binder = None  # a block binds too much to name one statement (`self` of `self.x[i] = v`)
             if binder is not None and not any(isinstance(n, cst.Call) and dotted(n.func) != "len" for n in walk(test)):
-                code = one_line(self.ctx.code(binder))
-                if len(code) > 60:  # a compound statement: its first line
-                    code = one_line(self.ctx.code(binder).strip().splitlines()[0]) + " ..."
+                code = one_line(self.ctx.code(binder.with_changes(leading_lines=[])))  # no comments above it
                 return f"`{code}` changes what `{shown}` reads, and the test would move before it"
             return f"`{shown}` reads what the forward and backward change, and would be tested before them"
         call = self._changed_by_calls(test, between)
