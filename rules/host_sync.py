@@ -1144,8 +1144,21 @@ def _formatted_tensors(ctx, expr: cst.BaseExpression):
         for element in expr.elements:
             if isinstance(element, cst.DictElement) and _device_tensor(ctx, element.value):
                 yield element.value
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) and (
+            _is_string(expr.left) or _is_string(expr.right) or _to_text(ctx, expr.left) or _to_text(ctx, expr.right)):
+        # `"loss " + str(loss)`: the string is built from the tensor's value.
+        for side in (expr.left, expr.right):
+            yield from _formatted_tensors(ctx, side)
+    elif _to_text(ctx, expr):
+        yield expr.args[0].value
     elif _device_tensor(ctx, expr):
         yield expr
+
+
+def _to_text(ctx, expr: cst.BaseExpression) -> bool:
+    """`str(t)` / `repr(t)` of a tensor maybe on the device: its value read to make the text."""
+    return isinstance(expr, cst.Call) and ctx.names.qualified(expr.func) in ("builtins.str", "builtins.repr") \
+        and len(expr.args) == 1 and not expr.args[0].star and _device_tensor(ctx, expr.args[0].value)
 
 
 _WRITER = "from torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
@@ -1262,6 +1275,9 @@ interval there. Without one there is no fix.
         Valid("import wandb\n" + _HOST_BATCH.format(read="wandb.log({'labels': y.sum()}, step=step)")),
     ]
     invalid = [
+        # A tensor turned into text by concatenation, or a method of a parameter (`.norm()`).
+        Invalid(in_training_loop("print('loss ' + str(loss))"), message="Formatting tensor `loss`"),
+        Invalid(in_training_loop("print('w', model.weight.norm())")),
         # ... but once the loop has moved it, the batch field is on the device.
         Invalid(_HOST_BATCH.format(read="print(f'x {x.sum()}')"),
                 fixed=_HOST_BATCH.format(read="if step % 100 == 0:\n        print(f'x {x.sum()}')"),

@@ -143,7 +143,7 @@ class Tensors:
             if isinstance(func, cst.Attribute):
                 attr = func.attr.value
                 if attr in _TENSOR_METHODS:
-                    return self.is_tensor(func.value, _depth + 1) or attr in ("detach", "cuda", "float", "mean", "sum")
+                    return self.is_tensor(func.value, _depth + 1) or attr in ("detach", "cuda", "float", "mean", "sum", "norm")
                 if attr in ("item", "tolist", "numpy", "size", "dim", "numel"):
                     return False
             callee = dotted(func) or ""
