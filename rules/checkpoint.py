@@ -895,6 +895,9 @@ and whether the fix still moves the save under an interval.
             if self._save_kind(save) != "torch.save" or not save.args or save.args[0].star:
                 continue
             obj = save.args[0].value
+            if isinstance(obj, cst.Call) and isinstance(obj.func, cst.Attribute) and obj.func.attr.value == "unwrap_model" \
+                    and len(obj.args) == 1:
+                obj = obj.args[0].value  # `accelerator.unwrap_model(model)` is the module itself
             name = dotted(obj) if isinstance(obj, (cst.Name, cst.Attribute)) else None
             if name and _LIVE_OBJECT.search(name.rsplit(".", 1)[-1]):
                 return (f" (`{name}` itself is a live object, which the helper saves blocking, as before: "
