@@ -191,6 +191,11 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         # No fix, and the message says why.
         Invalid(_HEAD + "    s = (q @ k.transpose(-2, -1)) * self.logit_scale.exp()\n    return s.softmax(-1) @ v\n",
                 fixed=NO_FIX, message="; not fixed: the scale is a tensor"),
+        # In-place scaling of the scores (`attn /= math.sqrt(d)`, `attn *= scale`).
+        Invalid(_HEAD + "    s = q @ k.transpose(-2, -1)\n    s /= math.sqrt(q.size(-1))\n    return s.softmax(dim=-1) @ v\n",
+                fixed=_NO_MATH + "    return F.scaled_dot_product_attention(q, k, v)\n"),
+        Invalid(_HEAD + "    s = q @ k.transpose(-2, -1)\n    s *= 0.125\n    return s.softmax(dim=-1) @ v\n",
+                fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=0.125)\n"),
         # Dimensions written in hex (this once escaped as an internal error: int('0x1')).
         Invalid(_HEAD + "    s = (q @ k.transpose(0x2, 3)) * 0.1\n    p = F.softmax(s, dim=-0x1)\n    return p @ v\n",
                 fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=0.1)\n"),
@@ -685,6 +690,8 @@ def _payload_op(kind: str, payload, condition) -> _Op:
         return _Op("fill", cond, fill, condition)
     if kind == "add":
         return _Op("add", payload, None, condition)
+    if kind in ("scale-mul", "scale-div") and condition is None:
+        return _Op(kind, payload)
     raise _NoMatch
 
 
@@ -737,6 +744,10 @@ def _defines(ctx, stmt, name: str):
     if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and small.target.value == name \
             and isinstance(small.operator, cst.AddAssign) and not _mentions(ctx, small.value, name):
         return "add", small.value
+    # In-place scaling: `attn *= self.scale`, `attn /= math.sqrt(d)`.
+    if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and small.target.value == name \
+            and isinstance(small.operator, (cst.MultiplyAssign, cst.DivideAssign)) and not _mentions(ctx, small.value, name):
+        return ("scale-mul" if isinstance(small.operator, cst.MultiplyAssign) else "scale-div"), small.value
     if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
         call = small.value
         func = call.func
