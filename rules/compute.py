@@ -191,6 +191,9 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         # No fix, and the message says why.
         Invalid(_HEAD + "    s = (q @ k.transpose(-2, -1)) * self.logit_scale.exp()\n    return s.softmax(-1) @ v\n",
                 fixed=NO_FIX, message="; not fixed: the scale is a tensor"),
+        # k transposed in a statement of its own.
+        Invalid(_HEAD + "    kt = k.transpose(-2, -1)\n    s = (q @ kt) * 0.125\n    return s.softmax(dim=-1) @ v\n",
+                fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=0.125)\n"),
         # In-place scaling of the scores (`attn /= math.sqrt(d)`, `attn *= scale`).
         Invalid(_HEAD + "    s = q @ k.transpose(-2, -1)\n    s /= math.sqrt(q.size(-1))\n    return s.softmax(dim=-1) @ v\n",
                 fixed=_NO_MATH + "    return F.scaled_dot_product_attention(q, k, v)\n"),
@@ -411,7 +414,7 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         if isinstance(expr, cst.BinaryOperation):
             op = expr.operator
             if isinstance(op, cst.MatrixMultiply):
-                return self._core(expr.left, expr.right, att)
+                return self._core(expr.left, expr.right, att, at)
             if isinstance(op, (cst.Multiply, cst.Divide, cst.Add)):
                 sides = [(expr.left, expr.right)]
                 if not isinstance(op, cst.Divide):
@@ -435,18 +438,25 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                 return self._scores(func.value, at, att)  # softmax(scores.float()): an upcast, not a new value
             if qn in _MATMUL_FN and len(expr.args) == 2:
                 att.bmm = att.bmm or qn == "torch.bmm"
-                return self._core(expr.args[0].value, expr.args[1].value, att)
+                return self._core(expr.args[0].value, expr.args[1].value, att, at)
             if isinstance(func, cst.Attribute) and qn is None and func.attr.value == "matmul" and len(expr.args) == 1:
-                return self._core(func.value, expr.args[0].value, att)
+                return self._core(func.value, expr.args[0].value, att, at)
             if isinstance(func, cst.Attribute) and qn is None and func.attr.value == "masked_fill" and len(expr.args) == 2:
                 self._scores(func.value, at, att)
                 att.ops.append(_Op("fill", expr.args[0].value, expr.args[1].value))
                 return
         raise _NoMatch
 
-    def _core(self, q, kt, att: _Attention) -> None:
+    def _core(self, q, kt, att: _Attention, at=None) -> None:
         ctx = self.ctx
         k = None
+        if isinstance(kt, cst.Name) and at is not None:
+            # Transposed beforehand: `kT = k.transpose(-2, -1)`, then `q @ kT` (the statement goes
+            # with the others; a `kT` read elsewhere keeps the rewrite away).
+            (kind, payload), stmt = self._definition(kt.value, at, att)
+            if kind != "assign":
+                raise _NoMatch
+            return self._core(q, payload, att)
         if isinstance(kt, cst.Attribute) and kt.attr.value == "mT":
             k = kt.value
         elif isinstance(kt, cst.Call) and isinstance(kt.func, cst.Attribute) and ctx.names.qualified(kt.func) is None:
