@@ -332,7 +332,7 @@ def test_a_call_edited_beside_an_inserted_line_is_wrapped():
         "        scaler.scale(loss).backward()\n"
         "        scaler.step(opt)\n"
         "        scaler.update()\n")
-    lines = fix_source(source, select=["TL4"], unsafe_fixes=True).splitlines()
+    lines = fix_source(source, select=["TL4", "TL403"], unsafe_fixes=True).splitlines()
     assert max(len(line) for line in lines) <= 88
     start = lines.index("    scaler = torch.amp.GradScaler(")
     assert lines[start:start + 3] == [

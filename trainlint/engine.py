@@ -206,7 +206,7 @@ def _newlines(ctx: FileContext, text: str) -> str:
 
 
 def _inside_call_on_line(ctx: FileContext, positions: Positions, old: cst.CSTNode, start: int) -> bool:
-    """old is an argument of a call that opens on old's line after other arguments
+    """old is an argument, not the first, of a call that opens on old's line or spans several
     (`parser.add_argument("-j", default=0, type=int,` with the default replaced): Black would
     split that outer call, not the new one inside it, so the line is left long rather than split at
     the new call's brackets in the middle of the author's layout."""
@@ -216,8 +216,12 @@ def _inside_call_on_line(ctx: FileContext, positions: Positions, old: cst.CSTNod
     call = ctx.parent(holder)
     if not isinstance(call, cst.Call) or call.args[0] is holder:
         return False
+    # (on the call's first line after other arguments, or on a continuation line of a call the
+    # author laid out over several)
     opened = positions.inclusive_span(call)[0]
-    return positions.location(opened).row == positions.location(start).row
+    hand_laid = not isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace)  # not Black's `f(\n`
+    return positions.location(opened).row == positions.location(start).row or (
+        hand_laid and "\n" in ctx.text[opened:positions.inclusive_span(call)[1]])
 
 
 def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit:
