@@ -1459,6 +1459,14 @@ physics or long-horizon recurrences).
                               "    def forward(self, x, y):\n        return self.l(x)\n")),
     ]
     invalid = [
+        # Imports continued after a `sys.path` line or a `try:` import: the line goes after them all
+        # (before `import torch` it was a NameError).
+        Invalid("import os\nimport sys\nsys.path.insert(0, os.getcwd())\ntry:\n    import wandb\nexcept ImportError:\n"
+                "    wandb = None\nimport torch\nmodel = Net().cuda()\nfor x in loader:\n    model(x.cuda()).sum().backward()\n"
+                "    opt.step()\n",
+                fixed="import os\nimport sys\nsys.path.insert(0, os.getcwd())\ntry:\n    import wandb\nexcept ImportError:\n"
+                "    wandb = None\nimport torch\n\ntorch.set_float32_matmul_precision(\"high\")\nmodel = Net().cuda()\n"
+                "for x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"),
         Invalid(_SRC.format(pre=""), fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"),
                 message='torch.set_float32_matmul_precision("high")'),
         # cuDNN's TF32 flags cover convolutions (allow_tf32 is already True by default): matmuls stay float32.

@@ -676,13 +676,16 @@ class FileContext:
         return f"{base}_{i}"
 
     def last_import(self) -> cst.CSTNode | None:
-        """The last top-level import statement of the leading import block; None when the module has none."""
+        """The last top-level import statement of the leading imports; None when the module has
+        none. Simple setup lines between imports (`sys.path.insert(0, ...)`,
+        `warnings.filterwarnings(...)`, `os.environ[...] = ...`) do not end them: code inserted
+        after the first group would come before the `import torch` below such a line."""
         body = self.module.body
         anchor = None
-        for stmt in body:
+        for i, stmt in enumerate(body):
             if _is_import(stmt):
                 anchor = stmt
-            elif anchor is not None:
+            elif anchor is not None and not (_is_setup(stmt) and any(_is_import(later) for later in body[i + 1:i + 4])):
                 break
         return anchor
 
@@ -795,6 +798,16 @@ def _runs(body: list, gone: set) -> list[list]:
 
 def _is_import(stmt: cst.CSTNode) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
+
+
+def _is_setup(stmt: cst.CSTNode) -> bool:
+    """A line that may sit among a script's imports: a simple statement (`sys.path.insert(...)`),
+    or a `try:`/`if` whose block imports (`try: import wandb except ImportError: wandb = None`)."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return True
+    if isinstance(stmt, (cst.Try, cst.If)) and isinstance(stmt.body, cst.IndentedBlock):
+        return any(_is_import(s) for s in stmt.body.body)
+    return False
 
 
 def _starts_blank(stmt: cst.CSTNode) -> bool:
