@@ -741,6 +741,17 @@ GPU while the decorated function still runs in float16.
                 aargs="'cuda', enabled=args.amp, dtype=amp_dtype"),
             message="bfloat16",
         ),
+        # A device chosen at run time: the GPU's dtype choice applies on CUDA only (on the CPU,
+        # bfloat16 had become float16).
+        Invalid("import torch\ndev = torch.device('cuda' if ok else 'cpu')\nscaler = torch.amp.GradScaler('cuda')\n"
+                "for x in loader:\n    with torch.autocast(device_type=dev.type):\n        loss = model(x)\n"
+                "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
+                fixed="import torch\ndev = torch.device('cuda' if ok else 'cpu')\namp_dtype = (\n    torch.bfloat16\n"
+                      "    if torch.cuda.is_bf16_supported(including_emulation=False)\n    else torch.float16\n)\n"
+                      "scaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\nfor x in loader:\n"
+                      "    with torch.autocast(\n        device_type=dev.type, dtype=amp_dtype if dev.type == 'cuda' else None\n"
+                      "    ):\n        loss = model(x)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
+                      "    scaler.update()\n"),
         # A `with` autocast in a module's forward runs under the step's model call, as the
         # decorator does.
         Invalid("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
@@ -1075,7 +1086,19 @@ GPU while the decorated function still runs in float16.
             new_scalers[use.call] = ctx.with_keyword(use.call, "enabled", _and(ctx, use.call, only_fp16))
         dtype_code = var or choice
         for use in autocasts:
-            new_call = _set_dtype(ctx, use, dtype_code)
+            this_dtype = dtype_code
+            if use.device is None and use.partial is None:
+                # A device chosen at run time (`device_type=dev.type`): the GPU's choice applies on
+                # CUDA only; elsewhere autocast keeps its own default (bfloat16 on the CPU).
+                device = ctx.keyword(use.call, "device_type") or next(
+                    (a for a in use.call.args if a.keyword is None and not a.star), None)
+                if device is not None:
+                    q = ctx.quote_at(use.call)
+                    before = prec.autocast_dtype_expr(use)  # elsewhere the dtype it had (None: the default)
+                    other = ctx.code(before) if before is not None else "None"
+                    this_dtype = (f"{dtype_code if var else f'({choice})'} if {ctx.code(device.value)} == {q}cuda{q} "
+                                  f"else {other}")
+            new_call = _set_dtype(ctx, use, this_dtype)
             if new_call is None:
                 return None
             replacements.append((use.call, new_call))
