@@ -194,6 +194,10 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         # k transposed in a statement of its own.
         Invalid(_HEAD + "    kt = k.transpose(-2, -1)\n    s = (q @ kt) * 0.125\n    return s.softmax(dim=-1) @ v\n",
                 fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=0.125)\n"),
+        # v computed after the softmax (Karpathy's `Head`): read where it stands, in the last line.
+        Invalid(_HEAD + "    s = q @ k.transpose(-2, -1) * 0.125\n    p = F.softmax(s, dim=-1)\n    v = proj(x)\n"
+                        "    return p @ v\n",
+                fixed=_HEAD + "    v = proj(x)\n    return F.scaled_dot_product_attention(q, k, v, scale=0.125)\n"),
         # In-place scaling of the scores (`attn /= math.sqrt(d)`, `attn *= scale`).
         Invalid(_HEAD + "    s = q @ k.transpose(-2, -1)\n    s /= math.sqrt(q.size(-1))\n    return s.softmax(dim=-1) @ v\n",
                 fixed=_NO_MATH + "    return F.scaled_dot_product_attention(q, k, v)\n"),
@@ -674,8 +678,11 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         block = ctx.parent(stmt)
         body = list(block.body)
         first = min(body.index(s) for s in att.consumed)
-        moved = {n.value for e in (att.q, att.k, att.v, *[op.expr for op in att.ops], *[op.condition for op in att.ops])
+        # (v is read where it stood, in stmt itself: a binding of it above is the one it reads)
+        moved = {n.value for e in (att.q, att.k, *[op.expr for op in att.ops], *[op.condition for op in att.ops])
                  if e is not None for n in ctx.index.walk(e) if isinstance(n, cst.Name)}
+        if not ctx.index.contains(stmt, att.v):
+            moved |= {n.value for n in ctx.index.walk(att.v) if isinstance(n, cst.Name)}
         for between in body[first: body.index(stmt)]:
             if between not in att.consumed and moved & bound_names(between):
                 name = sorted(moved & bound_names(between))[0]
