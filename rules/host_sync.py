@@ -1001,7 +1001,12 @@ _PROGRESS_METHODS = frozenset({"set_description", "set_postfix", "set_postfix_st
 def _is_log_call(ctx, call: cst.Call) -> bool:
     func = call.func
     qn = ctx.names.qualified(func)
-    if qn == "builtins.print" or (qn or "").startswith("logging."):
+    if qn == "builtins.print":
+        # `print(..., file=metrics_csv)` writes a record per step, not a log line: guarding it would
+        # drop rows. Printing to the console streams is logging.
+        target = ctx.keyword(call, "file")
+        return target is None or ctx.names.qualified(target.value) in ("sys.stdout", "sys.stderr")
+    if (qn or "").startswith("logging."):
         return True
     if isinstance(func, cst.Attribute):
         attr = func.attr.value
@@ -1230,6 +1235,8 @@ increments (`global_step += 1`): the loop's micro-batch index may never be a mul
 interval there. Without one there is no fix.
 """
     valid = [
+        # A record written per step to a file of its own (`print(..., file=csv)`) is data, not a log.
+        Valid(in_training_loop("print(step, loss, sep=',', file=metrics_csv)")),
         # In a branch of a test that read the tensor already: nothing more to wait for.
         Valid(in_training_loop("if loss > 100:\n    print(f'loss spike at {step}: {loss:.2f}')")),
         # The interval written as an expression (a conditional, `and`): already every n steps.
