@@ -17,6 +17,7 @@ from trainlint.analysis.batches import (
     collate_leaves_on_host,
     copy_takes_non_blocking,
     dataset_builds,
+    dataset_class,
     dataset_from_device_helper,
     dataset_on_device,
     heavy_work,
@@ -184,6 +185,36 @@ def workers_advice(ctx, call: cst.Call) -> str | None:
         return ("the script trains at its top level with no `if __name__ == \"__main__\":` guard, and a worker "
                 "started by spawn or forkserver (macOS, Windows, Linux from Python 3.14) imports it again and "
                 "would start the training too; put the top-level code under that guard")
+    cls = dataset_class(ctx, call)
+    handle = _open_handle(ctx, cls) if cls is not None else None
+    if handle is not None:
+        return (f"`{cls.name.value}` opens `{handle}` in `__init__`, and forked workers would share that handle "
+                f"and its file position (records read at the wrong offsets); open it in the worker instead "
+                f"(lazily in `__getitem__`, or in a `worker_init_fn`)")
+    if cls is not None and ctx.index.enclosing_function(cls) is not None:
+        return (f"`{cls.name.value}` is defined inside a function, so a worker started by spawn or forkserver "
+                f"(macOS, Windows, Linux from Python 3.14) cannot unpickle it; define it at the module's top level")
+    return None
+
+
+# Calls that open a file or database handle a dataset may keep on itself.
+_OPENERS = re.compile(r"^(builtins\.open|io\.open|h5py\.File|lmdb\.open|tables\.open_file|zarr\.open|"
+                      r"sqlite3\.connect|numpy\.memmap)$|(^|\.)open$")
+
+
+def _open_handle(ctx, cls: cst.ClassDef) -> str | None:
+    """What the class's `__init__` opens and keeps on self (`self.f = open(path, "rb")`,
+    `self.h5 = h5py.File(path)`), as code; None when it keeps no handle. A memory map is safe to
+    share (no position), and is left out."""
+    for stmt in cls.body.body:
+        if not (isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__"):
+            continue
+        for node in ctx.index.walk(stmt.body):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
+                    and any((ctx.dotted(t.target) or "").startswith("self.") for t in node.targets):
+                name = ctx.names.qualified(node.value.func) or ctx.dotted(node.value.func) or ""
+                if _OPENERS.search(name) and name != "numpy.memmap":
+                    return ctx.dotted(node.targets[0].target)
     return None
 
 
@@ -586,6 +617,17 @@ same conditions, and say why when they add none.
         # `os` is another value where the loader is built: `os.cpu_count()` there would fail.
         Invalid("from torch.utils.data import DataLoader\ndef main(ds, os='linux'):\n    loader = DataLoader(ds)\n"
                 "    for b in loader:\n        model(b).backward()\n        opt.step()\n", fixed=NO_FIX),
+        # A dataset that keeps an open file on itself (workers would share its position), or whose
+        # class is defined in a function (spawned workers cannot unpickle it): no workers fix.
+        Invalid("from torch.utils.data import DataLoader, Dataset\nclass Records(Dataset):\n    def __init__(self, path):\n"
+                "        self.f = open(path, 'rb')\n    def __getitem__(self, i):\n        self.f.seek(i * 64)\n"
+                "        return self.f.read(64)\ndef main():\n    loader = DataLoader(Records('r.bin'))\n"
+                "    for b in loader:\n        model(b).backward()\n        opt.step()\n", fixed=NO_FIX,
+                message="`Records` opens `self.f` in `__init__`"),
+        Invalid("from torch.utils.data import DataLoader, Dataset\ndef main():\n    class Local(Dataset):\n"
+                "        def __getitem__(self, i):\n            return i\n    loader = DataLoader(Local())\n"
+                "    for b in loader:\n        model(b).backward()\n        opt.step()\n", fixed=NO_FIX,
+                message="is defined inside a function"),
         Invalid(_TOP_LEVEL, fixed=NO_FIX, message='no `if __name__ == "__main__":` guard'),
         # A framework that trains at the top level (Lightning's fit, transformers' train): its
         # loader's workers would import the script again too.

@@ -473,7 +473,7 @@ def _moves_in_loader(ctx, call: cst.Call) -> bool:
         for collate in callable_choices(ctx, arg.value):  # either branch of a conditional one
             if any(kind == _MOVES_TENSORS for _c, kind in heavy_work(ctx, collate, masks=False)):
                 return True
-    cls = _dataset_class(ctx, call)
+    cls = dataset_class(ctx, call)
     if cls is None:
         return False
     for name in ("__init__", "__getitem__", "__iter__"):
@@ -643,7 +643,7 @@ def replays_per_worker(ctx, call: cst.Call) -> str | None:
     the loader sets no `worker_init_fn` (which may configure each worker's copy). None
     otherwise, also for a dataset whose class is not seen here: libraries' streaming datasets
     (Hugging Face `datasets`, webdataset) split their shards between workers themselves."""
-    cls = _dataset_class(ctx, call)
+    cls = dataset_class(ctx, call)
     if cls is None or loader_arg(ctx, call, "worker_init_fn") is not None:
         return None
     chain, pending = [], [cls]
@@ -752,7 +752,7 @@ def dataset_builds(ctx, call: cst.Call) -> list[cst.Call]:
             and any(ctx.dotted(t.target) == name for t in a.targets)] if name else []
 
 
-def _dataset_class(ctx, call: cst.Call) -> cst.ClassDef | None:
+def dataset_class(ctx, call: cst.Call) -> cst.ClassDef | None:
     """The class of this module the loader's dataset is built from, when only one call builds it."""
     built = dataset_builds(ctx, call)
     if len(built) != 1:
