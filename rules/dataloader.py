@@ -1621,6 +1621,10 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
               "    for step in range(steps):\n        step_fn(next(batches))\n"),
     ]
     invalid = [
+        # A shuffled loader: the message says the data order of a seeded run changes.
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n"
+                "for epoch in range(3):\n    for b in loader:\n        step(b)\n",
+                message="a seeded run then shuffles differently from the second epoch on"),
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)"),
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
         # Drawn with next() and started again at StopIteration: a new pass, and new workers, each time.
@@ -1948,6 +1952,11 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
             message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
                        "the loop around the loader changes its dataset, and live workers keep their own copy "
                        "of it, so they would not see the change")
+        elif fix is not None and shuffles(ctx, call):
+            # Measured (docs/verify.md): the loader draws its workers' base seed once instead of
+            # every epoch, so the global RNG, and the shuffle of later epochs, move on differently.
+            message += (" (a seeded run then shuffles differently from the second epoch on: the base seed is "
+                        "drawn once, not every epoch)")
         self.report(call, message, fix)
 
 
