@@ -441,6 +441,11 @@ and whether the fix still moves the save under an interval.
                 fixed=_fixed("import torch\nstep = 0\nfor _ in range(n):\n    model(x).backward()\n    opt.step()\n"
                              "    step += 1\n    if step % 1000 == 0:\n"
                              "        _trainlint_async_save(torch.save, model.state_dict(), 'l.pt')\n")),
+        # A roll-back at the top of the loop reads the file on a later pass.
+        Invalid(in_training_loop("if step % 2 == 0:\n    torch.save(model.state_dict(), 'good.pt')").replace(
+                    "    loss = model(x, y)\n", "    if bad(step):\n        model.load_state_dict(torch.load('good.pt'))\n"
+                                             "        continue\n    loss = model(x, y)\n"),
+                fixed=NO_FIX, message="torch.load('good.pt')"),
         # A final save to the same path after the loop stays blocking and would write the file
         # while a background write of it still runs (the checkpoint was left corrupt).
         Invalid(in_training_loop("if step % 8 == 0:\n    torch.save(model.state_dict(), path)")
@@ -1341,7 +1346,12 @@ and whether the fix still moves the save under an interval.
         fn = ctx.index.enclosing_function(call)
         order = self._call_order
         forms = [form for p in paths for form in path_forms(ctx, p)]
-        out = [c for c in self._calls_in.get(fn, ()) if order[c] > order[call] and not ctx.index.contains(call, c)
+        # After the save, or before it in a loop around both (it runs again on the next pass: a
+        # roll-back `torch.load` at the top of the loop body).
+        loops = [anc for anc in ctx.index.ancestors(call) if isinstance(anc, (cst.For, cst.While))
+                 and ctx.index.enclosing_function(anc) is fn]
+        out = [c for c in self._calls_in.get(fn, ()) if not ctx.index.contains(call, c)
+               and (order[c] > order[call] or any(ctx.index.contains(loop.body, c) for loop in loops))
                and self._hands_path(c, forms, above)]
         key = (fn, frozenset(ctx.code(p) for p in paths))
         if fn is None or key in seen or len(ctx.loops.functions.get(fn.name.value, ())) != 1:
