@@ -257,6 +257,19 @@ def range_counter(loop: cst.CSTNode, assigned=None) -> str | None:
     return None
 
 
+def _display_items(display: cst.BaseExpression):
+    """(item expression, key) for each item of a dict, list or tuple display: a dict's literal key,
+    a list's or tuple's position (UNKNOWN after a starred item, which shifts the rest)."""
+    starred = False
+    for i, element in enumerate(display.elements):
+        if isinstance(element, cst.StarredElement):
+            starred = True
+        value = getattr(element, "value", None)
+        if value is None or isinstance(element, (cst.StarredElement, cst.StarredDictElement)):
+            continue
+        yield value, literal(element.key) if isinstance(element, cst.DictElement) else UNKNOWN if starred else i
+
+
 def runs_at_most_once(loop: cst.CSTNode) -> bool:
     """A `for` over a literal range of at most one number (`range(1)`, `range(0, 1)`, `range(1,
     2)`): a single epoch, which repeats nothing."""
@@ -680,12 +693,22 @@ class Loops:
         function): the loop goes over that later value (`loader` built again for a last run)."""
         fn = self.index.enclosing_function(assign)
         return any(other is not assign and self.index.enclosing_function(other) is fn
-                   and any(dotted(t.target) == name for t in other.targets)
                    # `train_dl = accelerator.prepare(train_dl)` wraps the same loader: not another
                    and not any(isinstance(n, (cst.Name, cst.Attribute)) and dotted(n) == name
                                for n in self.index.walk(other.value))
                    and self._runs_before(assign, other) and self._runs_before(other, loop)
-                   for other in self.index.nodes(cst.Assign))
+                   for other in self._assignments_of.get(name, ()))
+
+    @cached_property
+    def _assignments_of(self) -> dict[str, list[cst.Assign]]:
+        """dotted name -> the plain assignments of it in the module."""
+        out: dict[str, list[cst.Assign]] = {}
+        for assign in self.index.nodes(cst.Assign):
+            for target in assign.targets:
+                name = dotted(target.target)
+                if name is not None:
+                    out.setdefault(name, []).append(assign)
+        return out
 
     def _runs_before(self, first: cst.CSTNode, then: cst.CSTNode) -> bool:
         """first ends before then starts, in one run of their function: first comes earlier in the
@@ -1003,13 +1026,9 @@ class Loops:
         as in `loaders = {"train": DataLoader(...), "val": DataLoader(...)}` or `dataloaders = {x:
         DataLoader(datasets[x]) for x in ["train", "val"]}`."""
         parent = self.index.parent.get(value)
-        if isinstance(parent, cst.DictElement) and parent.value is value:
-            return self.index.parent.get(parent), literal(parent.key)
-        if isinstance(parent, cst.Element) and parent.value is value:
+        if isinstance(parent, (cst.DictElement, cst.Element)) and parent.value is value:
             container = self.index.parent.get(parent)
-            elements = list(container.elements)
-            starred = any(isinstance(e, cst.StarredElement) for e in elements[:elements.index(parent)])
-            return container, UNKNOWN if starred else elements.index(parent)
+            return container, next(key for item, key in _display_items(container) if item is value)
         if isinstance(parent, cst.DictComp) and parent.value is value or \
                 isinstance(parent, cst.ListComp) and parent.elt is value:
             return parent, UNKNOWN
@@ -1282,21 +1301,18 @@ class Loops:
     def _held_in_displays(self, names: list[str], scope: cst.FunctionDef | None) -> list[tuple]:
         """(name, key) for each assignment in scope of a dict, list or tuple display holding one of
         names as an item (at its literal key or position): `loaders = {"train": train_loader}`."""
-        out = []
+        return [(target, key) for target, display in self._display_assignments.get(scope, ())
+                for item, key in _display_items(display) if dotted(item) in names]
+
+    @cached_property
+    def _display_assignments(self) -> dict:
+        """function (None: the module) -> (target, display) for each `name = {...}` / `[...]` /
+        `(...)` there; asked on every path a value takes, found once."""
+        out: dict = {}
         for assign in self.index.nodes(cst.Assign):
-            value = assign.value
-            if len(assign.targets) != 1 or not isinstance(value, (cst.Dict, cst.List, cst.Tuple)) \
-                    or self.index.enclosing_function(assign) is not scope:
-                continue
-            target = dotted(assign.targets[0].target)
-            if target is None:
-                continue
-            for i, element in enumerate(value.elements):
-                item = getattr(element, "value", None)
-                if item is not None and dotted(item) in names:
-                    key = literal(element.key) if isinstance(element, cst.DictElement) else \
-                        UNKNOWN if any(isinstance(e, cst.StarredElement) for e in value.elements[:i]) else i
-                    out.append((target, key))
+            target = dotted(assign.targets[0].target) if len(assign.targets) == 1 else None
+            if target is not None and isinstance(assign.value, (cst.Dict, cst.List, cst.Tuple)):
+                out.setdefault(self.index.enclosing_function(assign), []).append((target, assign.value))
         return out
 
     def _handed_in_display(self, names: list[str], scope: cst.FunctionDef | None) -> list[tuple]:
@@ -1307,12 +1323,9 @@ class Loops:
         for callee, call, param, arg in self.call_arguments:
             if callee is scope or arg.star or not isinstance(arg.value, (cst.Dict, cst.List, cst.Tuple)):
                 continue
-            for i, element in enumerate(arg.value.elements):
-                value = getattr(element, "value", None)
-                name = dotted(value) if value is not None else None
+            for item, key in _display_items(arg.value):
+                name = dotted(item)
                 if name in names and self.in_sight(call, name, scope):
-                    key = literal(element.key) if isinstance(element, cst.DictElement) else \
-                        UNKNOWN if any(isinstance(e, cst.StarredElement) for e in arg.value.elements[:i]) else i
                     out.append((callee, param, call, key))
         return out
 
