@@ -99,6 +99,11 @@ def _alias_table(bindings, fallbacks: dict[int, bool]) -> dict[str, str]:
     return table
 
 
+# Where a Name is bound (or may be: any name in a tuple counts, the safe side for an alias).
+_BINDING_PARENTS = (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.AsName, cst.FunctionDef,
+                    cst.ClassDef, cst.Param, cst.ImportAlias, cst.Tuple)
+
+
 class Names:
     """Answers "which API is this expression?" for one module."""
 
@@ -162,29 +167,30 @@ class Names:
     def _value_aliases(self, index: TreeIndex) -> None:
         """A module-level name assigned an imported object once (`DP = nn.DataParallel`, `DL =
         torch.utils.data.DataLoader`) stands for that object where rules read it, as an import
-        alias does; a name bound anywhere else too (or imported) is left alone."""
-        counts: dict[str, int] = {}
-        for node in index.nodes(cst.Name):
-            parent = index.parent.get(node)
-            if isinstance(parent, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor,
-                                   cst.AsName, cst.FunctionDef, cst.ClassDef, cst.Param, cst.ImportAlias)) \
-                    or isinstance(parent, cst.Tuple):
-                counts[node.value] = counts.get(node.value, 0) + 1
+        alias does; a name bound anywhere else too (or imported) is left alone. Every file builds
+        Names: the candidates come from the module's top-level lines first, and only their names
+        are counted through the file."""
+        candidates: dict[str, str] = {}
         for stmt in index.module.body:
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
             if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
                     and isinstance(small.value, (cst.Name, cst.Attribute))):
                 continue
             name = small.targets[0].target.value
-            text = dotted(small.value)
-            head, _, rest = (text or "").partition(".")
+            head, _, rest = (dotted(small.value) or "").partition(".")
             target = self.aliases.get(head)
-            if target is None or name in self.aliases or counts.get(name) != 1:
+            if target is None or name in self.aliases:
                 continue
             full = f"{target}.{rest}" if rest else target
-            if full.startswith(("torch.cuda.amp", "torch.cpu.amp")):
-                continue  # TL401 rewrites such a binding where it is made (`Scaler = torch.cuda.amp.GradScaler`)
-            self.aliases[name] = full
+            if not full.startswith(("torch.cuda.amp", "torch.cpu.amp")):  # TL401 rewrites those bindings itself
+                candidates[name] = full
+        if not candidates:
+            return
+        counts: dict[str, int] = {}
+        for node in index.nodes(cst.Name):
+            if node.value in candidates and isinstance(index.parent.get(node), _BINDING_PARENTS):
+                counts[node.value] = counts.get(node.value, 0) + 1
+        self.aliases.update({name: full for name, full in candidates.items() if counts.get(name) == 1})
 
     def qualified(self, expr: cst.BaseExpression) -> str | None:
         """The canonical qualified name of an imported object or builtin, else None."""

@@ -87,6 +87,7 @@ class Tensors:
         self._loop_targets: dict[cst.CSTNode | None, set[str]] = {}
         # function -> its parameters' arguments, while on_device follows a call into it.
         self._passed: dict[cst.CSTNode, dict[str, cst.BaseExpression]] = {}
+        self._host_params: dict[tuple, bool] = {}  # (function, parameter) -> _host_parameter's answer
         for assign in index.nodes(cst.Assign):
             scope = index.enclosing_function(assign)
             table = self._scopes.setdefault(scope, {})
@@ -197,6 +198,12 @@ class Tensors:
         if not isinstance(scope, cst.FunctionDef) or name.value in self._scopes.get(scope, {}) \
                 or name.value not in {p.name.value for p in scope.params.params}:
             return False
+        key = (scope, name.value)  # is_tensor asks for every read of the name: once per parameter
+        if key not in self._host_params:
+            self._host_params[key] = self._every_call_hands_a_number(scope, name.value)
+        return self._host_params[key]
+
+    def _every_call_hands_a_number(self, scope: cst.FunctionDef, param: str) -> bool:
         loops = self.ctx.loops
         fn_name = scope.name.value
         calls = loops.calls_by_name.get(fn_name, ())
@@ -204,7 +211,7 @@ class Tensors:
             return False
         for call in calls:
             bound = dict(loops.bind_params(fn_name, call))
-            arg = bound.get(name.value)
+            arg = bound.get(param)
             if arg is None or arg.star or not _host_value(arg.value):
                 return False
         return True
