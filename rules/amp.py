@@ -622,6 +622,10 @@ value is not written literally (`fp16=args.fp16`: the user's choice) or that has
 nor one that trains on the CPU (`accelerator="cpu"`, where Lightning runs bfloat16 itself), nor a
 setting in a test file (it tests the float16 path).
 
+A `with autocast(...)` in a module's `forward` pairs with the loop's scaler as the decorator
+does. An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
+choice on CUDA only and keeps its own dtype elsewhere.
+
 ## Why is this bad?
 On Ampere and newer GPUs bfloat16 runs at the same tensor-core speed as float16 but has float32's
 exponent range, so gradients do not underflow and no loss scaling is needed: no `GradScaler`, no

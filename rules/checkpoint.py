@@ -217,6 +217,14 @@ TrainerCallback's `on_step_end`: see TL201). Saves outside the hot loop (once pe
 end) and saves of tokenizers or configs are not flagged; nor is a save that runs once, or at a
 few steps named one by one (`if step == max_steps - 1:`, `if step in {1000, 5000}:`).
 
+A save helper that checks its own interval (an `if` around the save, an early return, or in
+a helper it calls) or decides for some of its saves (only a better model) is only made
+asynchronous, never put under a second interval. A save in the optimizer-step branch of gradient
+accumulation is per step, guarded on an optimizer-step counter counted there (none: no fix). No
+background write when a call archives, uploads, syncs or copies a folder the file lies in, a save
+after the loop writes the same path, or a read of it runs earlier in the loop (a roll-back).
+`accelerator.save` is made asynchronous like `torch.save`; a finding without a fix says why.
+
 ## Why is this bad?
 A checkpoint write serialises the whole state and waits for the disk; the GPU idles meanwhile.
 Saving on every step multiplies that stall by the number of steps, and even every N steps the

@@ -98,6 +98,10 @@ mask (`masked_fill(mask == 0, float("-inf"))`, `masked_fill_`, an additive `+ ma
 `if mask is not None:`), `softmax(dim=-1)`, optional dropout, then `@ v`. Code that uses the
 attention weights for anything else (returns or stores them) is not flagged.
 
+Scores scaled in place (`attn /= math.sqrt(d)`) and a key transposed in a statement of its
+own (`kT = k.transpose(-2, -1)`) match too. Where a local name hides the module's alias (`B, F, N,
+C = x.shape`), the fix spells the module out. A finding without a fix says why.
+
 ## Why is this bad?
 The hand-written form materialises the full (L x S) score matrix in memory, several times
 (scores, masked scores, probabilities, dropout), and launches one kernel per step.

@@ -510,6 +510,13 @@ unpacks the dict; otherwise (set under a condition, or a dict two loaders share)
 without a fix. One it cannot hold is missing, and the fix adds the keyword beside the `**` (a
 guard on workers reads `options.get("num_workers", 0)`).
 
+No workers fix either for a dataset that keeps an open file or database handle from its
+`__init__` (`self.f = open(path, "rb")`, `h5py.File`, `lmdb.open`: forked workers would share its
+position), for a dataset class defined inside a function (spawned workers cannot unpickle it), where
+a local name hides the module `os` the fix calls, or for a framework's training run at the top level
+of an unguarded script (`L.Trainer(...).fit(...)`, a Trainer's `.train()`). A config unpacked from
+`HfArgumentParser(...).parse_args_into_dataclasses()` is read as an instance of its class.
+
 ## Why is this bad?
 With no workers, every batch is read, decoded and collated in the training process between two
 steps, and the accelerator idles while it happens. Worker processes prepare the next batches
@@ -1498,6 +1505,13 @@ epochs (`max_epochs` not a literal 1 or less, its default 1000, no `max_steps` a
 `reload_dataloaders_every_n_epochs`); and `TrainingArguments` with `dataloader_num_workers` and no
 `dataloader_persistent_workers=True`, for a run of several epochs (`num_train_epochs` not a literal
 1 or less, its default 3, and no `max_steps`).
+
+A loader handed to a function inside a dict, list or tuple (`evaluate(model, {"train": loader})`),
+or put in one a name holds (`loaders = [train_loader, val_loader]`), is followed into the loops
+over it; a dataset changed by a method of its class (`ds.grow(epoch)`, `ds.resample()`), by a
+module function handed it, or through a wrapper (`Subset(ds, idx)`) withholds the fix; `for epoch in
+range(1)` repeats nothing. For a shuffled loader the message says that a seeded run's data order
+changes from the second epoch on.
 
 ## Why is this bad?
 Without persistent workers, every epoch starts by forking the workers again and re-running the
@@ -2624,6 +2638,10 @@ Resolves a loader's `collate_fn` to its definition in the module and flags one t
 pads, builds masks, decodes images, extracts audio features (as TL107 reads them) or moves
 tensors to a device.
 
+`functools.partial(collate, ...)` is read as the function it runs, and the kinds of work are
+named (tokenizes text, pads token sequences, decodes images or audio, moves tensors to a device)
+with offline advice that follows them (none for a device move alone).
+
 ## Why is this bad?
 `collate_fn` runs once per batch on the loader's critical path; in the main process
 (`num_workers=0`) the GPU waits for it at every step. Tokenizing or decoding per step repeats work
@@ -3337,6 +3355,11 @@ Not flagged: copies to the CPU (`"cpu"`, `torch.device("cpu")`, a name assigned 
 which must stay blocking to be read right after, and copies of tensors the loop has already
 copied to the device (`y` after `y = y.to(device, non_blocking=True)`): they do not read pinned
 memory.
+
+A tensor taken out of a batch the loop already copied (a dict or tuple comprehension of
+copies, then `batch.pop("labels")`) is in device memory and not reported; a batch handed in a list
+or tuple to a helper that changes its items in place withholds the fix; a recursive helper that
+only builds new containers does not.
 
 ## Why is this bad?
 A blocking copy makes the host wait until the transfer ends, so it cannot queue the next kernels;

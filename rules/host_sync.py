@@ -569,6 +569,12 @@ loader that accelerate or Fabric prepared. A read after the batch is moved is fl
 (`batch = batch.to(device)`, `batch = {k: v.to(device) ...}`, `batch.to(device)` of a
 BatchEncoding, a helper handed the batch), as is `x.numpy()` of any other value.
 
+A read in a branch of a test that already read the tensor (`if loss.item() > 100:`, `if
+torch.isnan(loss):`) is not reported: the test is the wait. The guard a fix writes reads the loop's
+counter (also through `trange(n)` / `tqdm(range(n))`), the script's interval or the number it
+already logs at, and joins an `if` with the same test right above or below; a loop with no counter
+is told to keep one.
+
 ## Why is this bad?
 A read of a device tensor waits until every queued kernel has finished: the host stops feeding
 the GPU, and the GPU idles while the host catches up. Once per step, this serialises the loop.
@@ -1204,6 +1210,9 @@ flagged, without a fix: it reduces the value across processes on every step, a c
 logged value that Lightning's documentation warns about; log the per-step value unsynced, or
 reduce once per epoch (`on_step=False, on_epoch=True`).
 
+`print(..., file=<a file>)` writes a per-step record and is left alone; text made with
+`str(t)` or concatenation (`"loss " + str(loss)`) is reported.
+
 ## Why is this bad?
 Formatting a device tensor copies it to the host and waits for the GPU, like `.item()`: the loop
 stops queuing work every step. Trackers do the same when they are called: `add_scalar` converts
@@ -1548,6 +1557,9 @@ function that reads a clock (timing GPU work), uses a side stream (`torch.cuda.s
 `wait_stream`) or copies to the host with `non_blocking=True` is not flagged: there it may be what
 makes a measurement or a read of the host copy correct.
 
+A synchronize counts as timing only when a clock is read in the same loop body: one read
+before and one after the loop time the whole run.
+
 ## Why is this bad?
 `synchronize()` blocks the host until the GPU is idle, so nothing is queued ahead; `empty_cache()`
 returns cached blocks that the next step must allocate again (with synchronisation); memory
@@ -1799,6 +1811,9 @@ class TensorConditionPerStep(Rule):
 Flags a Python `if`, `while` or `assert` whose condition is a tensor (`if torch.isnan(loss):`,
 `if loss == 0:`, `assert not torch.isinf(grad).any()`) on every step of the hot loop; not one
 known to be in host memory (a batch field the loop has not moved, as TL201 reads it).
+
+The method spellings (`loss.isnan()`, `gn.isfinite()`) count; a parameter named like a tensor
+that every call hands a Python number (`check(loss.item(), 10)`) does not.
 
 ## Why is this bad?
 Python needs a bool: the tensor is copied to the host, which waits for the GPU to finish every
