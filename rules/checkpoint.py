@@ -419,6 +419,10 @@ and whether the fix still moves the save under an interval.
         # A whole module: the helper cannot snapshot it and saves it blocking; the message says so.
         Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model, 'model.pt')"),
                 message="`model` itself is a live object, which the helper saves blocking"),
+        # Gradient accumulation's guard is not the loop's save interval (`accum` was taken for one).
+        Invalid("import torch\nstep = 0\nfor i in range(n):\n    model(x).backward()\n    if (i + 1) % accum == 0:\n"
+                "        opt.step()\n        step += 1\n        torch.save(model.state_dict(), 'l.pt')\n"
+                "        save_ckpt(step)\n", message="save every `1000` steps"),
         # A keyword or a function named like an interval is no interval (it was written into the
         # guard: a NameError, or `step % <function>`).
         Invalid(in_training_loop("torch.save(model.state_dict(), 'l.pt')").replace(
@@ -1058,8 +1062,9 @@ and whether the fix still moves the save under an interval.
         for other in sites:
             if other is site or loops.hot_loop_of(other) is not loop:
                 continue
-            guards = list(self._guards(other))
+            guards = [(g, part) for g, part in self._guards(other) if not loops.is_step_boundary(g)]
             for depth, (guard, part) in enumerate(reversed(guards)):
+                # (gradient accumulation's `if (i + 1) % accum == 0:` is no save interval)
                 in_body = part is guard.body and loops.limits_body(guard.test) and loops.is_periodic(guard.test)
                 in_else = part is guard.orelse and loops.else_interval(guard.test) is not None
                 if not (in_body or in_else):
