@@ -89,13 +89,19 @@ def _after_synced_test(ctx, node: cst.CSTNode) -> bool:
     return False
 
 
-def _host_read(ctx, call: cst.Call) -> bool:
-    """`t.item()`, `t.cpu()`, `t.numpy()`, `t.tolist()`, `float(t)`, `int(t)` of a tensor t."""
+def _host_read(ctx, call: cst.Call) -> tuple[cst.BaseExpression, str] | None:
+    """(the tensor, how it is read) for `t.item()`, `t.cpu()`, `t.numpy()`, `t.tolist()`,
+    `float(t)`, `int(t)` of a tensor t; None for any other call. TL201 reports these; a test made
+    of one has waited for the GPU already (_after_synced_test)."""
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value in _SYNC_METHODS and not call.args:
-        return func.attr.value == "item" or ctx.tensors.is_tensor(func.value)
-    return ctx.names.qualified(func) in ("builtins.float", "builtins.int") and len(call.args) == 1 \
-        and not call.args[0].star and ctx.tensors.is_tensor(call.args[0].value)
+        if func.attr.value == "item" or ctx.tensors.is_tensor(func.value):
+            return func.value, f"`.{func.attr.value}()`"
+        return None
+    if ctx.names.qualified(func) in ("builtins.float", "builtins.int") and len(call.args) == 1 \
+            and not call.args[0].star and ctx.tensors.is_tensor(call.args[0].value):
+        return call.args[0].value, f"`{func.value}()`"
+    return None
 
 
 def _is_lbfgs(ctx, optimizer: cst.BaseExpression) -> bool:
@@ -815,21 +821,13 @@ of every tenth loss, predictions shorter than their targets).
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         func = node.func
-        target = None
-        if isinstance(func, cst.Attribute) and func.attr.value in _SYNC_METHODS and not node.args:
-            inner = func.value
+        read = _host_read(ctx, node)
+        if read is not None:
+            target, what = read
             # One finding per chain: `x.cpu().numpy()` is reported at `.cpu()`, and so is
             # `x.cpu().detach().numpy().item()` (pytorch-tabnet: it was reported twice).
-            if _sync_in_receiver(inner):
+            if isinstance(func, cst.Attribute) and _sync_in_receiver(func.value):
                 return
-            if func.attr.value != "item" and not ctx.tensors.is_tensor(inner):
-                return
-            target = inner
-            what = f"`.{func.attr.value}()`"
-        elif ctx.names.qualified(func) in ("builtins.float", "builtins.int") and len(node.args) == 1 \
-                and not node.args[0].star and ctx.tensors.is_tensor(node.args[0].value):
-            target = node.args[0].value
-            what = f"`{func.value}()`"
         elif isinstance(func, cst.Attribute) and func.attr.value == "get_scale" and not node.args \
                 and dotted(func.value) in _scaler_names(ctx):
             # GradScaler.get_scale() is `self._scale.item()` (timm's and HF's "was the step skipped?").
