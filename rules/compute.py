@@ -62,7 +62,8 @@ class _Attention:
     k: cst.BaseExpression | None = None
     v: cst.BaseExpression | None = None
     ops: list[_Op] = field(default_factory=list)
-    dropout_p: str | None = None
+    dropout_p: str | None = None  # the dropout probability's code
+    dropout_when: list[cst.BaseExpression] = field(default_factory=list)  # conditions for it (else 0.0)
     consumed: list[cst.CSTNode] = field(default_factory=list)  # statements the fix deletes
     names: set[str] = field(default_factory=set)  # intermediate variables (scores, weights)
     bmm: bool = False
@@ -95,8 +96,10 @@ class ManualAttention(Rule):
 Flags attention written by hand, in one expression or across statements: `q @ k.transpose(-2, -1)`
 (or `torch.matmul`, `k.mT`), an optional scale (`/ math.sqrt(d)`, `* self.scale`), an optional
 mask (`masked_fill(mask == 0, float("-inf"))`, `masked_fill_`, an additive `+ mask`, possibly under
-`if mask is not None:`), `softmax(dim=-1)`, optional dropout, then `@ v`. Code that uses the
-attention weights for anything else (returns or stores them) is not flagged.
+`if mask is not None:`, whose other statements may prepare the mask: `mask = mask.unsqueeze(1)`
+stays), `softmax(dim=-1)` (or an `nn.Softmax(dim=-1)` module), optional dropout (also one applied
+only `if self.dropout is not None:`), then `@ v`. Code that uses the attention weights for anything
+else (returns or stores them) is not flagged.
 
 Scores scaled in place (`attn /= math.sqrt(d)`) and a key transposed in a statement of its
 own (`kT = k.transpose(-2, -1)`) match too. Where a local name hides the module's alias (`B, F, N,
@@ -241,6 +244,50 @@ off. An `import math` (a plain top-level import) that only the replaced code use
             # A finite fill: a row with every key masked (left padding) averages all values, SDPA gives zeros.
             message="with a finite fill (`-1e9`) the original averages all values",
         ),
+        # An nn.Softmax module (once read as `self`'s softmax method), and a mask prepared inside its
+        # own branch: the preparation stays, the masked_fill goes.
+        Invalid(
+            "import torch\nfrom torch import nn\nimport torch.nn.functional as F\n\nclass A(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.softmax = nn.Softmax(dim=-1)\n\n"
+            "    def forward(self, q, k, v, mask=None):\n        s = torch.matmul(q, k.transpose(-1, -2)) * 0.125\n"
+            "        if mask is not None:\n            mask = mask.unsqueeze(1)\n"
+            "            s = s.masked_fill(mask == 0, -1e9)\n        return torch.matmul(self.softmax(s), v)\n",
+            fixed="import torch\nfrom torch import nn\nimport torch.nn.functional as F\n\nclass A(nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n        self.softmax = nn.Softmax(dim=-1)\n\n"
+            "    def forward(self, q, k, v, mask=None):\n"
+            "        if mask is not None:\n            mask = mask.unsqueeze(1)\n"
+            "        return F.scaled_dot_product_attention(\n            q, k, v, attn_mask=mask != 0 if mask is not None "
+            "else None, scale=0.125\n        )\n",
+        ),
+        # The branch rebinds q too: the scores read the old q, the fix would read the new one.
+        Invalid(_HEAD + "    s = q @ k.transpose(-2, -1) * 0.125\n    if mask is not None:\n        q = q.float()\n"
+                        "        s = s.masked_fill(mask == 0, -1e9)\n    return s.softmax(dim=-1) @ v\n",
+                fixed=NO_FIX, message="not fixed: `q` is bound again"),
+        # A mask replaced by something that may be None: the branch's test no longer says what it did.
+        Invalid(_HEAD + "    s = q @ k.transpose(-2, -1) * 0.125\n    if mask is not None:\n"
+                        "        mask = mask if mask.any() else None\n"
+                        "        s = s.masked_fill(mask == 0, -1e9)\n    return s.softmax(dim=-1) @ v\n",
+                fixed=NO_FIX, message="not fixed: `mask` is bound again"),
+        # An optional dropout module (`nn.Dropout(p) if p else None`), applied only when present.
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass A(nn.Module):\n    def __init__(self, p):\n"
+            "        super().__init__()\n        self.drop = nn.Dropout(p) if p else None\n\n"
+            "    def forward(self, q, k, v):\n        w = torch.softmax(q @ k.transpose(-2, -1) * 0.125, dim=-1)\n"
+            "        if self.drop is not None:\n            w = self.drop(w)\n        return w @ v\n",
+            fixed="import torch\nfrom torch import nn\n\nclass A(nn.Module):\n    def __init__(self, p):\n"
+            "        super().__init__()\n        self.drop = nn.Dropout(p) if p else None\n\n"
+            "    def forward(self, q, k, v):\n        return nn.functional.scaled_dot_product_attention(\n"
+            "            q,\n            k,\n            v,\n"
+            "            dropout_p=self.drop.p if self.drop is not None and self.training else 0.0,\n"
+            "            scale=0.125,\n        )\n",
+        ),
+        # A functional dropout under a condition of several parts: `and`-joined, parenthesised.
+        Invalid(_HEAD + "    w = torch.softmax(q @ k.transpose(-2, -1) * 0.125, dim=-1)\n"
+                        "    if self.training or force:\n        w = F.dropout(w, p=0.1, training=self.training)\n"
+                        "    return w @ v\n",
+                fixed=_HEAD + "    return F.scaled_dot_product_attention(\n        q,\n        k,\n        v,\n"
+                              "        dropout_p=0.1 if (self.training or force) and self.training else 0.0,\n"
+                              "        scale=0.125,\n    )\n"),
         # `math` used elsewhere in the module stays imported.
         Invalid(
             _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
@@ -352,7 +399,10 @@ off. An `import math` (a plain top-level import) that only the replaced code use
             kind = _defines(ctx, stmt, name)
             if kind is None:
                 raise _NoMatch
-            att.consumed.append(stmt)
+            # An `if` whose branch also prepares something else keeps that part: only its last
+            # statement (the one defining name) goes.
+            partial = isinstance(stmt, cst.If) and len(stmt.body.body) > 1
+            att.consumed.append(stmt.body.body[-1] if partial else stmt)
             att.names.add(name)
             return kind, stmt
         raise _NoMatch
@@ -362,6 +412,16 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         ctx = self.ctx
         if isinstance(expr, cst.Name):
             (kind, payload), stmt = self._definition(expr.value, at, att)
+            if kind == "if" and att.dropout_p is None:
+                # An optional dropout: `if self.dropout is not None: p = self.dropout(p)`.
+                test, inner_kind, dropped = payload
+                if inner_kind != "assign" or not isinstance(dropped, cst.Call):
+                    raise _NoMatch
+                self._weights(dropped, stmt, att)
+                if att.dropout_p is None or att.unfixable:
+                    raise _NoMatch  # the branch did something else to the weights
+                att.dropout_when.insert(0, test)  # tested first: `self.dropout.p` exists only then
+                return
             if kind != "assign":
                 raise _NoMatch
             return self._weights(payload, stmt, att)
@@ -378,10 +438,12 @@ off. An `import math` (a plain top-level import) that only the replaced code use
             if training is None:
                 att.dropout_p = p_code
             elif not (isinstance(training, cst.Name) and training.value == "False"):
-                att.dropout_p = f"{p_code} if {ctx.code(training)} else 0.0"
+                att.dropout_p = p_code
+                att.dropout_when.append(training)
             return self._weights(inner, at, att)
         if att.dropout_p is None and self._is_module(func, _DROPOUT_MODULE) and len(expr.args) == 1:
-            att.dropout_p = f"{ctx.code(func)}.p if self.training else 0.0"
+            att.dropout_p = f"{ctx.code(func)}.p"
+            att.dropout_when.append(cst.parse_expression("self.training"))
             return self._weights(expr.args[0].value, at, att)
         if att.dropout_p is None and isinstance(func, cst.Attribute) and "drop" in func.attr.value.lower() \
                 and len(expr.args) == 1:
@@ -394,10 +456,11 @@ off. An `import math` (a plain top-level import) that only the replaced code use
             return self._weights(func.value, at, att)
         if qn in _SOFTMAX:
             scores, dim = _arg(expr, 0, "input"), _arg(expr, 1, "dim")
+        elif self._is_module(func, _SOFTMAX_MODULE) and len(expr.args) == 1:
+            # (asked before the tensor method: `self.softmax(scores)` is a module, not `self`'s softmax)
+            scores, dim = expr.args[0].value, self._module_dim(func)
         elif isinstance(func, cst.Attribute) and func.attr.value == "softmax" and qn is None:
             scores, dim = func.value, _arg(expr, 0, "dim")
-        elif self._is_module(func, _SOFTMAX_MODULE) and len(expr.args) == 1:
-            scores, dim = expr.args[0].value, self._module_dim(func)
         else:
             raise _NoMatch
         if scores is None or _int_literal(dim) != -1:
@@ -490,9 +553,13 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         if cls is None:
             return None
         for assign in ctx.index.nodes(cst.Assign):
-            if isinstance(assign.value, cst.Call) and any(ctx.dotted(t.target) == name for t in assign.targets) \
+            value = assign.value
+            if isinstance(value, cst.IfExp):
+                # `nn.Dropout(p) if p else None`: the module, where the code calls it at all
+                value = next((v for v in (value.body, value.orelse) if isinstance(v, cst.Call)), None)
+            if isinstance(value, cst.Call) and any(ctx.dotted(t.target) == name for t in assign.targets) \
                     and ctx.index.enclosing_class(assign) is cls:
-                return assign.value
+                return value
         return None
 
     def _is_module(self, func, qualnames) -> bool:
@@ -578,7 +645,8 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                     code = f"{code} if {ctx.code(mask.condition)} else None"
                 kwargs.append(("attn_mask", code))
         if att.dropout_p is not None:
-            kwargs.append(("dropout_p", att.dropout_p))
+            when = _conjunction(ctx, att.dropout_when)
+            kwargs.append(("dropout_p", f"{att.dropout_p} if {when} else 0.0" if when else att.dropout_p))
         kwargs = sorted(kwargs, key=lambda kv: ("attn_mask", "dropout_p", "is_causal").index(kv[0]))
         scale = self._scale(att, scale_ops[0] if scale_ops else None)
         if scale is not None:
@@ -681,17 +749,57 @@ off. An `import math` (a plain top-level import) that only the replaced code use
             return
         block = ctx.parent(stmt)
         body = list(block.body)
-        first = min(body.index(s) for s in att.consumed)
+        # A statement taken from an `if` branch that stays (its other statements prepare the mask)
+        # stands at the `if`'s place.
+        at = {s: next(b for b in body if b is s or ctx.index.contains(b, s)) for s in att.consumed}
+        first = min(body.index(b) for b in at.values())
+
+        def names(e) -> set[str]:
+            return {n.value for n in ctx.index.walk(e) if isinstance(n, cst.Name)} if e is not None else set()
+
         # (v is read where it stood, in stmt itself: a binding of it above is the one it reads)
-        moved = {n.value for e in (att.q, att.k, *[op.expr for op in att.ops], *[op.condition for op in att.ops])
-                 if e is not None for n in ctx.index.walk(e) if isinstance(n, cst.Name)}
+        moved = set().union(*(names(e) for e in (att.q, att.k, *[op.expr for op in att.ops],
+                                                   *[op.condition for op in att.ops])))
         if not ctx.index.contains(stmt, att.v):
-            moved |= {n.value for n in ctx.index.walk(att.v) if isinstance(n, cst.Name)}
+            moved |= names(att.v)
         for between in body[first: body.index(stmt)]:
-            if between not in att.consumed and moved & bound_names(between):
-                name = sorted(moved & bound_names(between))[0]
+            if between in att.consumed:
+                continue
+            bound = bound_names(between)
+            if between in at.values():
+                bound -= self._mask_prepared(att, between, names)
+            if moved & bound:
+                name = sorted(moved & bound)[0]
                 raise _NoFix(f"`{name}` is bound again between the scores and their use, which the fix would "
                              f"read before")
+
+    def _mask_prepared(self, att: _Attention, branch: cst.If, names) -> set[str]:
+        """Names the kept statements of branch rebind from themselves (`mask = mask.unsqueeze(1)`, a
+        tensor from a tensor, never None) that only its last statement's mask reads: the fix reads
+        them after the branch, as that statement did, and the branch's test still holds."""
+        ctx = self.ctx
+        last = branch.body.body[-1]
+        own = [op for op in att.ops if op.expr is not None and ctx.index.contains(last, op.expr)]
+        read_before = set().union(*(names(e) for e in (att.q, att.k, *[op.expr for op in att.ops if op not in own])))
+        derived = set()
+        for kept in branch.body.body[:-1]:
+            for name in bound_names(kept):
+                small = kept.body[0] if isinstance(kept, cst.SimpleStatementLine) and len(kept.body) == 1 else None
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Name) and _derived_from(small.value, name):
+                    derived.add(name)
+                else:
+                    derived.discard(name)
+                    break
+        reads = set().union(*(names(op.expr) | names(op.fill) for op in own))
+        return (derived & reads) - read_before
+
+
+def _derived_from(value, name: str) -> bool:
+    """value is `name.method(...)`, `name[...]` or a chain of them (a new tensor from name's own)."""
+    while isinstance(value, (cst.Call, cst.Subscript, cst.Attribute)):
+        value = value.func if isinstance(value, cst.Call) else value.value
+    return isinstance(value, cst.Name) and value.value == name
 
 
 def _tensor_valued(ctx, expr) -> bool:
@@ -703,6 +811,15 @@ def _tensor_valued(ctx, expr) -> bool:
                                            and node.func.attr.value in ("exp", "sqrt", "clamp", "log", "rsqrt")):
                 return True
     return False
+
+
+def _conjunction(ctx, conditions) -> str:
+    """`a and b` of condition expressions (one alone as written; `x or y` among several parenthesised)."""
+    if len(conditions) == 1:
+        return ctx.module.code_for_node(conditions[0])
+    return " and ".join(
+        f"({ctx.module.code_for_node(c)})" if isinstance(c, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr))
+        and not c.lpar else ctx.module.code_for_node(c) for c in conditions)
 
 
 def _payload_op(kind: str, payload, condition) -> _Op:
@@ -745,16 +862,19 @@ def _defines(ctx, stmt, name: str):
     """How stmt (re)defines name: ("assign", value), ("fill", (cond, fill)), ("add", mask),
     ("if", (test, kind, payload)); None when it does something else with it."""
     if isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock) \
-            and len(stmt.body.body) == 1 and not _mentions(ctx, stmt.test, name):
-        inner = _defines(ctx, stmt.body.body[0], name)
+            and not _mentions(ctx, stmt.test, name):
+        # The last statement of the branch defines name; the ones before it prepare something
+        # else (`mask = mask.unsqueeze(1)` before the masked_fill that reads it) and stay.
+        *before, last = stmt.body.body
+        if any(_mentions(ctx, s, name) for s in before):
+            return None
+        inner = _defines(ctx, last, name)
         if inner is None or inner[0] == "if":
             return None
         kind, payload = inner
         if kind == "assign":
-            stripped = _strip_self_op(ctx, payload, name)
-            if stripped is None:
-                return None
-            kind, payload = stripped
+            # a mask op on name itself, or (for the weights) an optional dropout of them
+            kind, payload = _strip_self_op(ctx, payload, name) or ("assign", payload)
         return "if", (stmt.test, kind, payload)
     if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
         return None
