@@ -6,7 +6,7 @@ import libcst as cst
 
 from trainlint.analysis.imports import name_uses, named_in_string, remove_unused_imports, third_party_import_place
 from trainlint.analysis.names import CANONICAL
-from trainlint.analysis.precision import AUTOCAST, DEPRECATED_AMP, GRAD_SCALER
+from trainlint.analysis.precision import AUTOCAST, DEPRECATED_AMP, DEVICE_FIRST_SCALERS, GRAD_SCALER
 from trainlint.diagnostics import Applicability
 from trainlint import layout
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, target_allows
@@ -612,7 +612,8 @@ Flags a float16 autocast region (an explicit `dtype=torch.float16`, or no dtype 
 default is float16; also opened through a name bound to autocast or to
 `functools.partial(torch.amp.autocast, "cuda")`, where the fix passes `dtype=` at the call, or
 used as a decorator, `@torch.autocast("cuda")` above a module's `forward` or a function the
-training step calls) in a file that also trains with a `GradScaler`; and the framework settings
+training step calls) in a file that also trains with a `GradScaler` (or FSDP's `ShardedGradScaler`);
+and the framework settings
 that do the same inside the framework: `fp16=True` in transformers' `TrainingArguments` (and
 trl's or sentence-transformers' subclasses), Lightning's `precision="16-mixed"` (or `16`) for a
 `Trainer` or `Fabric`, accelerate's `Accelerator(mixed_precision="fp16")`. A file that already
@@ -727,6 +728,15 @@ GPU while the decorated function still runs in float16.
             fixed=_LOOP.format(
                 pre=_CHOICE_LINE,
                 sargs="'cuda', enabled=amp_dtype == torch.float16", aargs="'cuda', dtype=amp_dtype"),
+        ),
+        # FSDP's ShardedGradScaler is a GradScaler (same arguments up to enabled=).
+        Invalid(
+            "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n"
+            + _LOOP.format(pre="", sargs="", aargs="'cuda', dtype=torch.float16").replace(
+                "torch.amp.GradScaler", "ShardedGradScaler"),
+            fixed="from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n"
+            + _LOOP.format(pre=_CHOICE_LINE, sargs="enabled=amp_dtype == torch.float16",
+                           aargs="'cuda', dtype=amp_dtype").replace("torch.amp.GradScaler", "ShardedGradScaler"),
         ),
         # A target-torch before 2.4 has no including_emulation=: compute capability says the same.
         Invalid(
@@ -1368,7 +1378,7 @@ steps with overflowing gradients are still skipped.
         low, high = self.opts["min-init-scale"], self.opts["max-init-scale"]
         arg = ctx.keyword(node, "init_scale")
         if arg is None:
-            position = 1 if qn == "torch.amp.GradScaler" else 0
+            position = 1 if qn in DEVICE_FIRST_SCALERS else 0
             positional = [a for a in node.args if a.keyword is None]
             if any(a.star for a in node.args):
                 return  # *args / **kwargs may carry init_scale

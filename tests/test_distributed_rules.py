@@ -19,6 +19,8 @@ NESTED_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_accumulation
 LATE_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_late_no_sync.py")
 # The backward in a per-micro-batch helper, the step in the `else:` of the accumulation test.
 HELPER_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_micro_step_helper.py")
+# FSDP2: a trainer class holding a model that a builder function shards in place (`fully_shard(m)`).
+FSDP2_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "fsdp2_trainer_class.py")
 
 
 def codes(text, select=("TL301",)):
@@ -48,6 +50,12 @@ _METHOD_LOOP = "".join("        " + line + "\n" for line in LOOP.format(model="s
      "class WrappedModel(DDP):\n    pass\nmodel = WrappedModel(net)", "model"),
     ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
      "def setup(m, rank):\n    ddp = DDP(m, device_ids=[rank])\n    return ddp\nengine = setup(net, 0)", "engine"),
+    # FSDP2 shards in place: a builder that calls `fully_shard(m)` and returns m, or returns the call.
+    ("from torch.distributed.fsdp import fully_shard\n"
+     "def build(net):\n    for layer in net:\n        fully_shard(layer)\n    fully_shard(net)\n    return net\n"
+     "model = build(net)", "model"),
+    ("from torch.distributed.fsdp import fully_shard\ndef build(net):\n    return fully_shard(net)\n"
+     "model = build(net)", "model"),
     ("from torch.nn.parallel import DistributedDataParallel as DDP\n"
      "class Trainer:\n    def __init__(self, net):\n        self.model = DDP(net)\n"
      "    def fit(self, loader, opt, accum):\n" + _METHOD_LOOP, None),
@@ -245,7 +253,8 @@ def _free_port() -> int:
 
 # Runs the original and the fixed script one after the other in the same two torchrun workers
 # (one launch: starting torch costs more than this training), counting gradient all-reduces with
-# a comm hook that all-reduces exactly as DDP does by default. The scripts' own
+# a comm hook that all-reduces exactly as DDP does by default, and FSDP2's gradient
+# reduce-scatters (it calls torch.distributed.reduce_scatter_single). The scripts' own
 # init/destroy_process_group calls share one process group: gloo cannot re-initialise in-process.
 RUNNER = """
 import json, os, runpy, sys
@@ -264,6 +273,13 @@ def init(self, *args, **kwargs):
     self.register_comm_hook(None, hook)
 
 DistributedDataParallel.__init__ = init
+_reduce_scatter = dist.reduce_scatter_single
+
+def reduce_scatter(*args, **kwargs):
+    count[0] += 1
+    return _reduce_scatter(*args, **kwargs)
+
+dist.reduce_scatter_single = reduce_scatter
 _init_pg, _destroy_pg = dist.init_process_group, dist.destroy_process_group
 dist.init_process_group = lambda *a, **k: None if dist.is_initialized() else _init_pg(*a, **k)
 dist.destroy_process_group = lambda *a, **k: None
@@ -304,6 +320,14 @@ def _torchrun(scripts, tmp_path):
     params = [torch.load(tmp_path / f"params{i}.pt") for i in range(len(scripts))]
     counts = [json.loads((tmp_path / f"counts{r}.json").read_text()) for r in range(2)]
     return params, counts
+
+
+def test_fixed_fsdp2_fixture_trains_the_same_with_fewer_reduce_scatters(tmp_path):
+    """FSDP2 has no no_sync(): the fix switches `set_requires_gradient_sync` per micro-batch, on a
+    model a builder function sharded in place and a trainer class holds as `self.model`."""
+    pytest.importorskip("torch")
+    scripts = _fixed_copies([FSDP2_FIXTURE], tmp_path, "self.model.set_requires_gradient_sync(")
+    _assert_same_training_with_fewer_all_reduces(scripts, tmp_path)
 
 
 def _fixed_copies(fixtures, tmp_path, context):

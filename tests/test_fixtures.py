@@ -111,7 +111,7 @@ def test_fixed_output_matches_snapshot(name, suffix, fields):
 NOT_STANDALONE = {"dataloader/image_folder_train.py", "distributed/accelerate_accumulation.py",
                   "distributed/ddp_accumulation.py", "distributed/ddp_accumulation_nested.py",
                   "distributed/ddp_late_no_sync.py", "distributed/ddp_micro_step_helper.py",
-                  "distributed/fabric_accumulation.py"}
+                  "distributed/fabric_accumulation.py", "distributed/fsdp2_trainer_class.py"}
 RUNNABLE = [s for s in SCRIPTS if not os.path.basename(s).startswith("clean") and s not in NOT_STANDALONE]
 # Arguments that keep a run short and its files in the test's folder ({tmp}).
 ARGS = {"image_classifier.py": ["--epochs", "1"], "checkpoint/checkpoint_every_step.py": ["--out", "{tmp}"],

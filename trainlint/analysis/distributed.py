@@ -202,7 +202,8 @@ class Distributed:
             helpers: dict[str, str] = {}
             # A helper returns a wrapper that it or another helper constructs: a module that calls no
             # DDP/FSDP class (nor a subclass of one) has none.
-            if any(self.names.is_a(call.func, *WRAPPERS) for call in self.index.nodes(cst.Call)):
+            if any(self.names.is_a(call.func, *WRAPPERS) or self.names.qualified(call.func) in _FULLY_SHARD
+                   for call in self.index.nodes(cst.Call)):
                 for _ in range(2):  # a helper may call another helper
                     for fn_name, fns in self.loops.functions.items():
                         for fn in fns:
@@ -357,6 +358,14 @@ class Distributed:
                 if kind and name:
                     local[name] = kind
                     if maybe or _conditional(self.index, node):
+                        conditional.add(name)
+            if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call) and node.value.args \
+                    and not node.value.args[0].star and self.names.qualified(node.value.func) in _FULLY_SHARD:
+                # `fully_shard(model)` as a statement shards the model in place, then `return model`.
+                name = dotted(node.value.args[0].value)
+                if name:
+                    local[name] = FSDP2
+                    if _conditional(self.index, node):
                         conditional.add(name)
             if isinstance(node, cst.Return) and self.index.enclosing_function(node) is fn:
                 returned = dotted(node.value) if node.value is not None else None

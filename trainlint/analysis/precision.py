@@ -22,7 +22,11 @@ from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex
 
 AUTOCAST = ("torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast")
-GRAD_SCALER = ("torch.amp.GradScaler", "torch.cuda.amp.GradScaler", "torch.cpu.amp.GradScaler")
+# FSDP's ShardedGradScaler subclasses torch.amp.GradScaler and takes the same leading arguments
+# (device, init_scale, ..., enabled at index 5).
+SHARDED_GRAD_SCALER = "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler"
+DEVICE_FIRST_SCALERS = ("torch.amp.GradScaler", SHARDED_GRAD_SCALER)
+GRAD_SCALER = (*DEVICE_FIRST_SCALERS, "torch.cuda.amp.GradScaler", "torch.cpu.amp.GradScaler")
 # Deprecated spellings -> (device type, name in torch.amp).
 DEPRECATED_AMP = {
     "torch.cuda.amp.autocast": ("cuda", "autocast"),
@@ -182,7 +186,7 @@ class Precision:
         keyword = "device_type" if qn == "torch.amp.autocast" else "device"
         arg = _bound_arg(call, partial, keyword, 0)
         if arg is None:
-            return "cuda" if qn == "torch.amp.GradScaler" else None  # GradScaler's default device
+            return "cuda" if qn in DEVICE_FIRST_SCALERS else None  # GradScaler's default device
         return self.device_of(arg.value)
 
     def device_of(self, expr: cst.BaseExpression, _depth: int = 0) -> str | None:
@@ -258,7 +262,7 @@ class Precision:
 
     def scaler_enabled_index(self, use: ScalerUse) -> int:
         # torch.amp.GradScaler(device, init_scale, growth_factor, backoff_factor, growth_interval, enabled)
-        return 5 if use.qualname == "torch.amp.GradScaler" else 4
+        return 5 if use.qualname in DEVICE_FIRST_SCALERS else 4
 
     def active_scalers(self) -> list[ScalerUse]:
         return [s for s in self.scalers if not self.is_disabled(s.call, self.scaler_enabled_index(s))]
