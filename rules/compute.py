@@ -288,6 +288,24 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                 fixed=_HEAD + "    return F.scaled_dot_product_attention(\n        q,\n        k,\n        v,\n"
                               "        dropout_p=0.1 if (self.training or force) and self.training else 0.0,\n"
                               "        scale=0.125,\n    )\n"),
+        # A buffer that is not exactly a lower triangle (or another class's `bias` that is) is an
+        # attention mask, not `is_causal=True` (a band mask once became causal attention).
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass Causal(nn.Module):\n    def __init__(self, n):\n"
+            "        super().__init__()\n        self.register_buffer('bias', torch.tril(torch.ones(n, n)))\n\n"
+            "class Band(nn.Module):\n    def __init__(self, n, causal):\n        super().__init__()\n"
+            "        self.register_buffer('bias', torch.tril(torch.ones(n, n)) if causal else torch.ones(n, n))\n\n"
+            "    def forward(self, q, k, v):\n        T = q.size(-2)\n"
+            "        att = (q @ k.transpose(-2, -1)).masked_fill(self.bias[:T, :T] == 0, float('-inf'))\n"
+            "        return att.softmax(dim=-1) @ v\n",
+            fixed="import torch\nfrom torch import nn\n\nclass Causal(nn.Module):\n    def __init__(self, n):\n"
+            "        super().__init__()\n        self.register_buffer('bias', torch.tril(torch.ones(n, n)))\n\n"
+            "class Band(nn.Module):\n    def __init__(self, n, causal):\n        super().__init__()\n"
+            "        self.register_buffer('bias', torch.tril(torch.ones(n, n)) if causal else torch.ones(n, n))\n\n"
+            "    def forward(self, q, k, v):\n        T = q.size(-2)\n"
+            "        return nn.functional.scaled_dot_product_attention(\n"
+            "            q, k, v, attn_mask=self.bias[:T, :T] != 0, scale=1.0\n        )\n",
+        ),
         # `math` used elsewhere in the module stays imported.
         Invalid(
             _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
@@ -726,18 +744,22 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         return (kind == "tril" and invert) or (kind == "triu1" and not invert)
 
     def _buffer(self, expr):
-        """What `self.bias` / a local name was built from (register_buffer or assignment)."""
+        """What `self.bias` (registered or assigned in this class, once) or a local name was built from."""
         ctx = self.ctx
         name = ctx.dotted(expr)
         if name is None:
             return None
         if name.startswith("self."):
             attr = name[len("self."):]
-            for call in ctx.index.nodes(cst.Call):
-                if isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_buffer" \
-                        and len(call.args) >= 2 and isinstance(call.args[0].value, cst.SimpleString) \
-                        and call.args[0].value.evaluated_value == attr:
-                    return call.args[1].value
+            cls = ctx.index.enclosing_class(expr)
+            # Another class's buffer of the same name says nothing of this one's.
+            built = [call.args[1].value for call in ctx.index.nodes(cst.Call)
+                     if isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_buffer"
+                     and len(call.args) >= 2 and isinstance(call.args[0].value, cst.SimpleString)
+                     and call.args[0].value.evaluated_value == attr and ctx.index.enclosing_class(call) is cls]
+            built += [value for value in ctx.assigned_values(expr, anywhere=True)
+                      if any(ctx.index.enclosing_class(a) is cls for a in ctx.index.nodes(cst.Assign) if a.value is value)]
+            return built[0] if len(built) == 1 else None
         values = ctx.assigned_values(expr, anywhere=True)
         return values[0] if len(values) == 1 else None
 
@@ -1001,26 +1023,49 @@ def _square_slice(ctx, sub: cst.Subscript) -> bool:
     return ctx.code(a.upper) == ctx.code(b.upper)
 
 
-def _triangle(ctx, expr) -> str | None:
-    """"tril" for tril(ones(n, n)) (possibly viewed/cast), "triu1" for triu(ones(n, n), diagonal=1)."""
-    for node in ctx.index.walk(expr):
-        if isinstance(node, cst.Call):
-            qn = ctx.names.qualified(node.func)
-            if qn not in (_TRIL, _TRIU) or not node.args:
-                continue
-            ones = node.args[0].value
-            if not (isinstance(ones, cst.Call) and ctx.names.qualified(ones.func) in ("torch.ones", "torch.full")):
-                return None
-            dims = [a for a in ones.args if a.keyword is None]
-            if ctx.names.qualified(ones.func) == "torch.ones" and (len(dims) != 2 or ctx.code(dims[0].value) != ctx.code(dims[1].value)):
-                return None
-            diagonal = _arg(node, 1, "diagonal")
-            d = _int_literal(diagonal) if diagonal is not None else 0
-            if qn == _TRIL and d == 0:
-                return "tril"
-            if qn == _TRIU and d == 1:
-                return "triu1"
-            return None
+# Methods that reshape or retype a mask without changing which entries are set.
+_SHAPE_METHODS = frozenset({"view", "reshape", "unsqueeze", "expand", "bool", "to", "type", "float", "int", "byte",
+                            "long", "half", "contiguous", "clone", "detach"})
+
+
+def _triangle(ctx, expr, depth: int = 0) -> str | None:
+    """"tril" for `tril(ones(n, n))`, "triu1" for `triu(ones(n, n), diagonal=1)`, either one only
+    reshaped or retyped (`.view(1, 1, n, n)`, `[None, None]`, `.bool()`), directly or through a name
+    assigned it once; None for anything else (`1 - tril(...)`, `tril(...).T`, `tril(...) if causal
+    else ones(...)` are not causal masks)."""
+    while True:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                and expr.func.attr.value in _SHAPE_METHODS and ctx.names.qualified(expr.func) is None:
+            expr = expr.func.value
+        elif isinstance(expr, cst.Subscript) and all(
+                isinstance(e.slice, cst.Index) and isinstance(e.slice.value, (cst.Name, cst.Ellipsis))
+                and getattr(e.slice.value, "value", "None") == "None" or isinstance(e.slice.value, cst.Ellipsis)
+                if isinstance(e.slice, cst.Index) else
+                isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.upper is None and e.slice.step is None
+                for e in expr.slice):
+            expr = expr.value  # `[None, None]`, `[:, None]`: a new axis
+        else:
+            break
+    if isinstance(expr, cst.Name) and depth < 2:
+        values = ctx.assigned_values(expr)
+        return _triangle(ctx, values[0], depth + 1) if len(values) == 1 else None
+    if not isinstance(expr, cst.Call):
+        return None
+    qn = ctx.names.qualified(expr.func)
+    if qn not in (_TRIL, _TRIU) or not expr.args:
+        return None
+    ones = expr.args[0].value
+    if not (isinstance(ones, cst.Call) and ctx.names.qualified(ones.func) in ("torch.ones", "torch.full")):
+        return None
+    dims = [a for a in ones.args if a.keyword is None]
+    if ctx.names.qualified(ones.func) == "torch.ones" and (len(dims) != 2 or ctx.code(dims[0].value) != ctx.code(dims[1].value)):
+        return None
+    diagonal = _arg(expr, 1, "diagonal")
+    d = _int_literal(diagonal) if diagonal is not None else 0
+    if qn == _TRIL and d == 0:
+        return "tril"
+    if qn == _TRIU and d == 1:
+        return "triu1"
     return None
 
 

@@ -115,6 +115,19 @@ def test_cli_overrides_config(tmp_path):
     assert run_cli(["--select", "TL101", "a.py"], tmp_path).exit_code == 1
 
 
+def test_a_command_line_select_starts_afresh(tmp_path):
+    """As Ruff's does: `--select` replaces the config's select and its extend-select (a rule the
+    config adds is not shown when the command line asks for another); `--extend-select` adds."""
+    settings = _write(tmp_path, "[tool.trainlint]\nextend-select = ['TL403']\nignore = ['TL105']\n")
+    path = str(tmp_path / "x.py")
+    chosen = SettingsResolver(config_path=settings, overrides={"select": ("TL1",)}).for_path(path).enabled_codes()
+    assert "TL403" not in chosen and "TL101" in chosen and "TL105" not in chosen
+    inline = SettingsResolver(config_path=settings, inline=("select = ['TL1']",)).for_path(path).enabled_codes()
+    assert "TL403" not in inline and "TL101" in inline
+    added = SettingsResolver(config_path=settings, overrides={"extend_select": ("TL404",)}).for_path(path)
+    assert {"TL403", "TL404"} <= set(added.enabled_codes())
+
+
 def test_explicit_config_path(tmp_path):
     (tmp_path / "custom.toml").write_text("[tool.trainlint]\nselect = ['TL2']\n")
     (tmp_path / "a.py").write_text(LOADER)

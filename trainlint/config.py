@@ -604,6 +604,8 @@ class SettingsResolver:
             inline["rule_options"] = tuple((code, tuple(values.items())) for code, values in merged.items())
         # --config "extend-per-file-ignores = ..." adds to the file's (where "per-file-ignores" replaces them).
         added_ignores = inline.pop("extend_per_file_ignores", ())
+        if "select" in inline and "extend_select" not in inline:
+            inline["extend_select"] = ()  # a select given here starts afresh, as `--select` does
         settings = replace(settings, **inline)
         if added_ignores:
             settings = replace(settings, per_file_ignores=settings.per_file_ignores + added_ignores)
@@ -615,10 +617,12 @@ class SettingsResolver:
         extend_fixable = overrides.pop("extend_fixable", None)
         unfixable = overrides.pop("unfixable", None)
         if overrides.get("select"):
-            # A rule selected on the command line beats the config's ignore of it (or of its prefix).
+            # A selection on the command line starts the rule set afresh, as Ruff's does: the
+            # config's extend-select goes with its select, and a rule selected here beats the
+            # config's ignore of it (or of its prefix).
             chosen = overrides["select"]
             kept = tuple(i for i in settings.ignore if not any(c.startswith(i) or c == "ALL" for c in chosen))
-            settings = replace(settings, ignore=kept)
+            settings = replace(settings, ignore=kept, extend_select=())
         settings = settings.with_overrides(**overrides)
         if extend:
             settings = replace(settings, extend_select=settings.extend_select + tuple(extend))
