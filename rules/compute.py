@@ -166,6 +166,10 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                       "    return att @ v\n"),
         Valid(_HEAD + "    if fused:\n        return F.scaled_dot_product_attention(q, k, v)\n"
                       "    att = (q @ k.transpose(-2, -1) * 0.125).softmax(dim=-1)\n    return att @ v\n"),
+        # The scores kept between the softmax and `@ v` (a z-loss reads them): the fix deleted their
+        # line and left the read (NameError).
+        Valid(_HEAD + "    s = q @ k.transpose(-2, -1) * 0.125\n    w = s.softmax(dim=-1)\n    self.logits = s\n"
+                      "    return w @ v\n"),
         # The weights are returned unless a flag drops them (transformers' DAB-DETR, Nystromformer):
         # the conditional rebinding does not make them dead, so SDPA cannot replace them.
         Valid(_HEAD + "    w = F.softmax(q @ k.transpose(-2, -1), dim=-1)\n    out = w @ v\n"
@@ -306,6 +310,12 @@ off. An `import math` (a plain top-level import) that only the replaced code use
             "        return nn.functional.scaled_dot_product_attention(\n"
             "            q, k, v, attn_mask=self.bias[:T, :T] != 0, scale=1.0\n        )\n",
         ),
+        # The mask built between the scores and the masked_fill that reads it: bound before its read,
+        # so the fix may read it later (it was once refused as "bound again").
+        Invalid(_HEAD + "    s = q @ k.transpose(-2, -1) * 0.125\n    causal = torch.tril(torch.ones(4, 4)).bool()\n"
+                        "    s = s.masked_fill(~causal, float('-inf'))\n    return F.softmax(s, dim=-1) @ v\n",
+                fixed=_HEAD + "    causal = torch.tril(torch.ones(4, 4)).bool()\n"
+                              "    return F.scaled_dot_product_attention(q, k, v, attn_mask=causal, scale=0.125)\n"),
         # `math` used elsewhere in the module stays imported.
         Invalid(
             _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
@@ -598,18 +608,23 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         ctx = self.ctx
         scope = ctx.index.enclosing_function(node) or ctx.module
         chain = set(att.consumed) | {node}
-        after = False
-        for name in ctx.index.walk(scope):
+        consumed = set(att.consumed)
+        started = after = False
+        for name in ctx.index.walk(scope):  # in document order: the first deleted statement starts it
+            if name in consumed:
+                started = True
             if name is stmt:
-                after = True  # nodes of stmt itself follow in the walk; they are part of the chain
+                started = after = True  # nodes of stmt itself follow in the walk; they are part of the chain
                 continue
-            if not after or not isinstance(name, cst.Name) or name.value not in att.names:
+            if not started or not isinstance(name, cst.Name) or name.value not in att.names:
                 continue
             if not is_variable(ctx.index, name) or any(ctx.index.contains(s, name) for s in chain):
                 continue
             if role(ctx.index, name)[0] == "assign":
                 continue  # a write, not a read
-            if self._reaches(stmt, name, scope):
+            # Between the statements the fix deletes (`self.logits = scores` after the softmax): it
+            # reads a value the fix no longer computes. After them: if the value may reach it.
+            if not after or self._reaches(stmt, name, scope):
                 return True
         return False
 
@@ -764,57 +779,54 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         return values[0] if len(values) == 1 else None
 
     def _check_movable(self, att: _Attention, stmt) -> None:
-        """q, k, v, mask and scale move from the deleted statements into stmt: none of their names may be
-        rebound in between."""
+        """q, k, the mask and the scale move from the statements the fix deletes into stmt: none of the
+        names each one reads may be bound again after the statement that read it and before stmt."""
         ctx = self.ctx
         if not att.consumed:
             return
         block = ctx.parent(stmt)
         body = list(block.body)
-        # A statement taken from an `if` branch that stays (its other statements prepare the mask)
-        # stands at the `if`'s place.
-        at = {s: next(b for b in body if b is s or ctx.index.contains(b, s)) for s in att.consumed}
-        first = min(body.index(b) for b in at.values())
+        end = body.index(stmt)
 
         def names(e) -> set[str]:
             return {n.value for n in ctx.index.walk(e) if isinstance(n, cst.Name)} if e is not None else set()
 
-        # (v is read where it stood, in stmt itself: a binding of it above is the one it reads)
-        moved = set().union(*(names(e) for e in (att.q, att.k, *[op.expr for op in att.ops],
-                                                   *[op.condition for op in att.ops])))
-        if not ctx.index.contains(stmt, att.v):
-            moved |= names(att.v)
-        for between in body[first: body.index(stmt)]:
-            if between in att.consumed:
-                continue
-            bound = bound_names(between)
-            if between in at.values():
-                bound -= self._mask_prepared(att, between, names)
-            if moved & bound:
-                name = sorted(moved & bound)[0]
-                raise _NoFix(f"`{name}` is bound again between the scores and their use, which the fix would "
-                             f"read before")
+        def top(node):  # the statement of stmt's block that holds node
+            return next(b for b in body if b is node or ctx.index.contains(b, node))
 
-    def _mask_prepared(self, att: _Attention, branch: cst.If, names) -> set[str]:
-        """Names the kept statements of branch rebind from themselves (`mask = mask.unsqueeze(1)`, a
-        tensor from a tensor, never None) that only its last statement's mask reads: the fix reads
-        them after the branch, as that statement did, and the branch's test still holds."""
-        ctx = self.ctx
-        last = branch.body.body[-1]
-        own = [op for op in att.ops if op.expr is not None and ctx.index.contains(last, op.expr)]
-        read_before = set().union(*(names(e) for e in (att.q, att.k, *[op.expr for op in att.ops if op not in own])))
-        derived = set()
-        for kept in branch.body.body[:-1]:
-            for name in bound_names(kept):
-                small = kept.body[0] if isinstance(kept, cst.SimpleStatementLine) and len(kept.body) == 1 else None
-                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
-                        and isinstance(small.targets[0].target, cst.Name) and _derived_from(small.value, name):
-                    derived.add(name)
-                else:
-                    derived.discard(name)
-                    break
-        reads = set().union(*(names(op.expr) | names(op.fill) for op in own))
-        return (derived & reads) - read_before
+        for expr in (att.q, att.k, *(e for op in att.ops for e in (op.expr, op.fill)), att.v):
+            if expr is None or ctx.index.contains(stmt, expr):
+                continue  # read where it stands, in stmt itself
+            read_at = top(expr)
+            self._not_bound(names(expr), body[body.index(read_at) + 1: end], att)
+        for op in att.ops:
+            if op.condition is not None and not ctx.index.contains(stmt, op.condition):
+                # `if mask is not None:` is tested before its branch's other statements run: what they
+                # bind counts, unless it keeps the test true (`mask = mask.unsqueeze(1)`).
+                branch = top(op.condition)
+                read = names(op.condition)
+                if isinstance(branch, cst.If) and branch.body.body[-1] in att.consumed:
+                    for kept in branch.body.body[:-1]:
+                        if not _rebinds_from_itself(kept):
+                            self._not_bound(read, [kept], att)
+                self._not_bound(read, body[body.index(branch) + 1: end], att)
+
+    @staticmethod
+    def _not_bound(read: set[str], between: list, att: _Attention) -> None:
+        for stmt in between:
+            if stmt in att.consumed:
+                continue
+            bound = read & bound_names(stmt)
+            if bound:
+                raise _NoFix(f"`{sorted(bound)[0]}` is bound again after the attention reads it, before the "
+                             f"`@ v` where the fix would read it")
+
+
+def _rebinds_from_itself(stmt) -> bool:
+    """`mask = mask.unsqueeze(1)`: a new tensor from the name's own value (never None)."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    return isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+        and _derived_from(small.value, small.targets[0].target.value)
 
 
 def _derived_from(value, name: str) -> bool:
