@@ -16,7 +16,7 @@ _DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
 # (device_type, dtype, enabled, cache_enabled), so positional arguments become keywords.
 _OLD_AUTOCAST_POSITIONS = ("enabled", "dtype", "cache_enabled")
 AMPERE_OR_NEWER = ("ampere", "ada", "hopper", "blackwell")
-NO_TF32 = ("pascal", "volta", "turing")
+BEFORE_AMPERE = ("pascal", "volta", "turing")
 
 
 def _no_space_equal() -> cst.AssignEqual:
@@ -621,7 +621,8 @@ chooses bfloat16 when the GPU supports it (it asks `torch.cuda.is_bf16_supported
 dtype can be bfloat16, or its scaler is enabled by dtype) is not flagged, nor is a setting whose
 value is not written literally (`fp16=args.fp16`: the user's choice) or that has `bf16=` beside it,
 nor one that trains on the CPU (`accelerator="cpu"`, where Lightning runs bfloat16 itself), nor a
-setting in a test file (it tests the float16 path).
+setting in a test file (it tests the float16 path). With `target-gpu` older than Ampere (pascal,
+volta, turing) the rule is off: float16 with a scaler is the right choice there.
 
 A `with autocast(...)` in a module's `forward` pairs with the loop's scaler as the decorator
 does. An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
@@ -709,6 +710,10 @@ GPU while the decorated function still runs in float16.
         Valid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='no')\n"),
         Valid("import lightning as L\ntrainer = L.Trainer(accelerator='cpu', precision='16-mixed')\n"),
         Valid("from mylib import TrainingArguments\nargs = TrainingArguments(fp16=True)\n"),
+        # A GPU before Ampere, as the configuration says: float16 with a scaler is right there.
+        Valid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.float16"), settings={"target_gpu": "turing"}),
+        Valid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')\n",
+              settings={"target_gpu": "volta"}),
         # Autocast through a partial of it that already runs in bfloat16.
         Valid(("import functools\n" + _LOOP.replace("torch.autocast({aargs})", "autocast_ctx()"))
               .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda', dtype=torch.bfloat16)\n",
@@ -949,7 +954,9 @@ GPU while the decorated function still runs in float16.
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
-        if self.ctx.precision.chooses_bf16:
+        # A GPU before Ampere (target-gpu pascal, volta, turing) has no fast bfloat16: float16 with a
+        # scaler is the right choice there.
+        if self.ctx.precision.chooses_bf16 or _target_gpu(self.ctx) in BEFORE_AMPERE:
             return
         self._check_frameworks()
         self._check_autocasts()
@@ -1543,7 +1550,7 @@ physics or long-horizon recurrences).
 
     def visit_Module(self, node: cst.Module) -> None:
         ctx = self.ctx
-        if _target_gpu(ctx) in NO_TF32 or _is_test_file(ctx.path):
+        if _target_gpu(ctx) in BEFORE_AMPERE or _is_test_file(ctx.path):
             return  # no TF32 on the target; tests often pin float32 numerics on purpose
         prec = ctx.precision
         if not ctx.loops.hot_loops or not prec.uses_cuda or prec.lowers_precision or prec.sets_tf32:

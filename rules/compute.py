@@ -31,6 +31,14 @@ _INVERT = {
 }
 
 
+# Hooks on a module's forward, which fire only where the module is called.
+_HOOKS = frozenset({"register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook",
+                    "register_full_backward_pre_hook", "register_backward_hook"})
+_GLOBAL_HOOKS = frozenset({"torch.nn.modules.module.register_module_forward_hook",
+                           "torch.nn.modules.module.register_module_forward_pre_hook",
+                           "torch.nn.modules.module.register_module_full_backward_hook"})
+
+
 class _NoMatch(Exception):
     """Not manual attention (or not a shape this rule understands): stay quiet."""
 
@@ -69,6 +77,7 @@ class _Attention:
     bmm: bool = False
     unfixable: bool = False
     finite_fill: str | None = None  # a masked_fill value that is not -inf, made an attn_mask by the fix
+    modules: list[str] = field(default_factory=list)  # module attributes called on the way (`self.attn_drop`)
 
 
 def _int_literal(expr) -> int | None:
@@ -103,7 +112,9 @@ else (returns or stores them) is not flagged.
 
 Scores scaled in place (`attn /= math.sqrt(d)`) and a key transposed in a statement of its
 own (`kT = k.transpose(-2, -1)`) match too. Where a local name hides the module's alias (`B, F, N,
-C = x.shape`), the fix spells the module out. A finding without a fix says why.
+C = x.shape`), the fix spells the module out. A finding without a fix says why: among the reasons,
+a forward hook registered on the dropout or softmax module the attention calls (attention maps
+read from `attn_drop`'s output), which would stop firing once SDPA replaces the call.
 
 ## Why is this bad?
 The hand-written form materialises the full (L x S) score matrix in memory, several times
@@ -316,6 +327,15 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                         "    s = s.masked_fill(~causal, float('-inf'))\n    return F.softmax(s, dim=-1) @ v\n",
                 fixed=_HEAD + "    causal = torch.tril(torch.ones(4, 4)).bool()\n"
                               "    return F.scaled_dot_product_attention(q, k, v, attn_mask=causal, scale=0.125)\n"),
+        # A forward hook on the dropout module reads the attention maps (attention rollout): the fix
+        # would no longer call the module, and the hook would silently stop firing.
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass A(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.attn_drop = nn.Dropout(0.1)\n\n"
+            "    def forward(self, q, k, v):\n        w = self.attn_drop(torch.softmax(q @ k.transpose(-2, -1), dim=-1))\n"
+            "        return w @ v\n\nmodel = A()\nmodel.attn_drop.register_forward_hook(keep_map)\n",
+            fixed=NO_FIX, message="not fixed: `model.attn_drop.register_forward_hook(...)` may hook `self.attn_drop`",
+        ),
         # `math` used elsewhere in the module stays imported.
         Invalid(
             _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
@@ -471,6 +491,7 @@ off. An `import math` (a plain top-level import) that only the replaced code use
             return self._weights(inner, at, att)
         if att.dropout_p is None and self._is_module(func, _DROPOUT_MODULE) and len(expr.args) == 1:
             att.dropout_p = f"{ctx.code(func)}.p"
+            att.modules.append(ctx.code(func))
             att.dropout_when.append(cst.parse_expression("self.training"))
             return self._weights(expr.args[0].value, at, att)
         if att.dropout_p is None and isinstance(func, cst.Attribute) and "drop" in func.attr.value.lower() \
@@ -487,6 +508,7 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         elif self._is_module(func, _SOFTMAX_MODULE) and len(expr.args) == 1:
             # (asked before the tensor method: `self.softmax(scores)` is a module, not `self`'s softmax)
             scores, dim = expr.args[0].value, self._module_dim(func)
+            att.modules.append(ctx.code(func))
         elif isinstance(func, cst.Attribute) and func.attr.value == "softmax" and qn is None:
             scores, dim = func.value, _arg(expr, 0, "dim")
         else:
@@ -688,6 +710,7 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                 raise _NoFix("`scale=` needs PyTorch 2.1, and `target-torch` is older")
             kwargs.append(("scale", scale))
         self._check_movable(att, stmt)
+        self._check_unhooked(att)
         sdpa, extra = ctx.module_name("torch.nn.functional", at=stmt)
         args = [ctx.code(att.q), ctx.code(att.k), ctx.code(att.v)] + [f"{k}={v}" for k, v in kwargs]
         return f"{sdpa}.scaled_dot_product_attention({', '.join(args)})", extra
@@ -810,6 +833,25 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                         if not _rebinds_from_itself(kept):
                             self._not_bound(read, [kept], att)
                 self._not_bound(read, body[body.index(branch) + 1: end], att)
+
+    def _check_unhooked(self, att: _Attention) -> None:
+        """The fix no longer calls the dropout or softmax module: a forward hook on it (attention maps
+        read from `attn_drop`'s output, as attention-rollout code does) would silently stop firing."""
+        ctx = self.ctx
+        attrs = {m.rsplit(".", 1)[-1] for m in att.modules}
+        if not attrs:
+            return
+        for call in ctx.index.nodes(cst.Call):
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value in _HOOKS):
+                if ctx.names.qualified(func) in _GLOBAL_HOOKS:
+                    raise _NoFix("a global module forward hook is registered here, and the fix no longer calls "
+                                 f"`{att.modules[0]}`")
+                continue
+            receiver = ctx.dotted(func.value)
+            # on the module itself, or on a module found by a loop or lookup (`m` of named_modules())
+            if receiver is None or "." not in receiver or receiver.rsplit(".", 1)[-1] in attrs:
+                raise _NoFix(f"`{ctx.code(func)}(...)` may hook `{att.modules[0]}`, which the fix no longer calls")
 
     @staticmethod
     def _not_bound(read: set[str], between: list, att: _Attention) -> None:
