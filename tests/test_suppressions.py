@@ -39,3 +39,14 @@ def test_file_level():
 
 def test_noqa_inside_a_string_is_not_a_suppression():
     assert codes("DataLoader(ds, x='# noqa')\n") == ["TL101"]
+
+
+def test_a_finding_inside_a_multiline_string_is_suppressed_where_the_string_ends():
+    # As in Ruff: no comment can stand on the string's other lines.
+    text = 'x = f"""{DataLoader(ds)}\nmore"""  # noqa: TL101\n'
+    assert codes(text) == []
+    assert codes('x = f"""{DataLoader(ds)}\nmore"""\n') == ["TL101"]
+    # Two strings in a row: the comment goes where the last one ends.
+    assert codes('x = f"""{DataLoader(ds)}\n""" + """a\nb"""  # noqa: TL101\n') == []
+    # A multi-line call is not a string: its first line still takes the comment.
+    assert codes("DataLoader(\n    ds,\n)  # noqa: TL101\n") == ["TL101"]

@@ -1,4 +1,5 @@
-"""`--add-noqa`: suppress every current finding with a `# noqa: TLxxx` comment on its first line.
+"""`--add-noqa`: suppress every current finding with a `# noqa: TLxxx` comment on its first line
+(for a finding inside a multi-line string, on the line the string ends on, as the engine reads it).
 
 An existing `# noqa: X, Y` on that line gains the new codes; a blanket `# noqa` already covers
 everything and is left alone. Files are rewritten atomically, keeping encoding, BOM, line endings
@@ -14,7 +15,7 @@ from collections import defaultdict
 from trainlint.diagnostics import FileError, RunResult
 from trainlint.registry import rules_by_code
 from trainlint.source import SourceError, read_source
-from trainlint.suppressions import NOQA  # the code list is what we extend, read as the engine reads it
+from trainlint.suppressions import NOQA, string_rows  # the code list and rows are read as the engine reads them
 from trainlint.writer import write_fixed
 from trainlint.textpos import split_lines, strip_eol
 
@@ -111,16 +112,20 @@ def add_noqa(result: RunResult, errors: list[FileError] | None = None) -> int:
 
         lines = split_lines(text)
         comments, blocked = _comment_rows(text)
-        # The engine honours a suppression on the row a finding starts on, and only there. A row
-        # that ends inside a multi-line string or with a backslash can't take a comment, so those
-        # findings are reported instead of being given a comment that would not suppress them.
+        # The engine honours a suppression on the row a finding starts on, or for a row inside a
+        # multi-line string, on the row the string ends on. A row that ends with a backslash can't
+        # take a comment, so those findings are reported instead of being given a comment that
+        # would not suppress them.
+        in_strings = string_rows(text)
         targets: dict[int, list[str]] = {}
         for row, codes in sorted(rows.items()):
+            row = in_strings.get(row, row)
             if row in blocked:
                 why = "inside a multi-line string" if not strip_eol(lines[row - 1]).endswith("\\") else "with a backslash continuation"
                 fail(path, f"cannot add noqa on line {row} ({', '.join(codes)}): the line ends {why}")
                 continue
-            targets[row] = codes
+            targets.setdefault(row, [])
+            targets[row] += [c for c in codes if c not in targets[row]]
         added = 0
         for row, codes in targets.items():
             if not 1 <= row <= len(lines):

@@ -1,6 +1,8 @@
 """Suppression comments: `# noqa`, `# noqa: TL101, TL102`, `# trainlint: ignore[TL101]`, and the
 file-level `# trainlint: noqa`. A line suppression applies to findings that start on that line
-(for a multi-line call, its first line). Codes of other tools in the same comment are ignored.
+(for a multi-line call, its first line), and, as in Ruff, to findings inside a multi-line string
+that ends on it (no comment can stand on the string's other lines). Codes of other tools in the
+same comment are ignored.
 
 Each directive keeps where it and each of its codes sit in the text, and `Suppressions` records
 which codes suppressed a finding, so that the unused ones can be reported and taken out
@@ -57,8 +59,11 @@ class Suppressions:
     directives: list[Directive] = field(default_factory=list)
     # (row or 0 for the file level, code as written) of every code that suppressed a finding
     used: set = field(default_factory=set)
+    # rows inside a multi-line string -> the row it ends on, whose comment covers them
+    string_rows: dict[int, int] = field(default_factory=dict)
 
     def suppressed(self, code: str, row: int) -> bool:
+        row = self.string_rows.get(row, row)
         line = self.lines.get(row, False)
         if line is None or self._used(line, code, row):
             return True
@@ -74,6 +79,37 @@ class Suppressions:
 def covers(written: str, code: str) -> bool:
     """Whether a code written in a comment (a code or a prefix such as `TL1`) names `code`."""
     return code.startswith(written)
+
+
+def string_rows(text: str) -> dict[int, int]:
+    """Each row inside a multi-line string (all but its last) -> the row a comment can take its
+    place on: where the string ends (or, when another multi-line string starts there, where that
+    one ends)."""
+    spans = []
+    starts: list[int] = []  # f-strings tokenized in parts (Python 3.12+)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.STRING and tok.start[0] != tok.end[0]:
+                spans.append((tok.start[0], tok.end[0]))
+            elif tok.type == _FSTRING_START:
+                starts.append(tok.start[0])
+            elif tok.type == _FSTRING_END and starts:
+                first = starts.pop()
+                if first != tok.end[0]:
+                    spans.append((first, tok.end[0]))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return {}
+    out: dict[int, int] = {}
+    for first, last in spans:
+        for row in range(first, last):
+            out[row] = max(out.get(row, last), last)
+    for row in sorted(out, reverse=True):  # a chain of strings: the end of the last one
+        out[row] = out.get(out[row], out[row])
+    return out
+
+
+_FSTRING_START = getattr(tokenize, "FSTRING_START", None)
+_FSTRING_END = getattr(tokenize, "FSTRING_END", None)
 
 
 def _comments(text: str):
@@ -133,6 +169,8 @@ def parse_suppressions(text: str) -> Suppressions:
                     prev = result.lines[row]
                     codes = None if prev is None or codes is None else prev | codes
                 result.lines[row] = codes
+    if result.lines:
+        result.string_rows = string_rows(text)
     return result
 
 
