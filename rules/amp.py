@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.imports import name_uses, named_in_string, remove_unused_imports, third_party_import_place
+from trainlint.analysis.imports import (
+    is_reexport, name_uses, named_in_string, remove_unused_imports, third_party_import_place,
+)
 from trainlint.analysis.names import CANONICAL
 from trainlint.analysis.precision import AUTOCAST, DEPRECATED_AMP, DEVICE_FIRST_SCALERS, GRAD_SCALER
 from trainlint.diagnostics import Applicability
@@ -79,7 +81,10 @@ with torch.amp.autocast("cuda", enabled=use_amp):
 Safe: `torch.amp.autocast("cuda", ...)` and `torch.amp.GradScaler("cuda", ...)` are what the
 deprecated names call. All arguments are kept; positional `autocast` arguments become keywords,
 since the new signature orders them differently. `import torch` is added when nothing binds
-`torch`, and an import of the old API is removed once nothing uses it.
+`torch`, and an import of the old API is removed once nothing uses it, except where the module
+exports it: in an `__init__.py`, a name in `__all__`, or an explicit re-export (`from torch.cuda.amp
+import autocast as autocast`). trainlint reads one file at a time, so a plain module that another
+one imports the name from (`from common import autocast`) should say so in one of these ways.
 The old classes subclass torch.amp's, so what the fix constructs is not an instance of the old
 class: `isinstance(s, torch.cuda.amp.GradScaler)` (or `issubclass`) in the module is rewritten in
 the same fix to test `torch.amp.GradScaler`, which both pass. Where that would not hold, the
@@ -121,6 +126,10 @@ without a fix.
     invalid = [
         # Inside an f-string delimited by the file's quote, the device is written in the other one
         # (the same quote there parses only from Python 3.12 on).
+        # An explicit re-export (`as` the same name) stays for the modules importing it from here.
+        Invalid("import torch\nfrom torch.cuda.amp import autocast as autocast\nwith autocast():\n    y = f(x)\n",
+                fixed="import torch\nfrom torch.cuda.amp import autocast as autocast\nwith torch.amp.autocast(\"cuda\"):\n"
+                      "    y = f(x)\n"),
         Invalid('import torch\nprint(f"scaler: {torch.cuda.amp.GradScaler(enabled=False)}")\n',
                 fixed='import torch\nprint(f"scaler: {torch.amp.GradScaler(\'cuda\', enabled=False)}")\n'),
         Invalid(
@@ -308,7 +317,7 @@ without a fix.
     def _unused_import(self, stmt, alias, local: str, target: str) -> None:
         ctx = self.ctx
         if ctx.path.endswith("__init__.py") or local in self._version_switched or self._is_used(local) \
-                or ctx.is_version_fallback(stmt):
+                or ctx.is_version_fallback(stmt) or is_reexport(alias):
             return
         line = ctx.statement(stmt)
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:

@@ -236,13 +236,22 @@ def from_names_left_unused(ctx, removed: list[cst.CSTNode], new_code: str):
             uses = name_uses(ctx, name) if name else []
             if not name or re.search(rf"\b{re.escape(name)}\b", new_code) or not uses \
                     or not all(any(ctx.index.contains(r, n) for r in removed) for n in uses) \
-                    or named_in_string(ctx, name):
+                    or named_in_string(ctx, name) or is_reexport(alias):
                 kept.append(alias)
         if not kept:
             whole.append(stmt)
         elif len(kept) < len(node.names):
             partly.append((stmt, kept))
     return whole, partly
+
+
+def is_reexport(alias: cst.ImportAlias) -> bool:
+    """`from m import a as a` (or `import a as a`): the typing convention for a name the module
+    exports (PEP 484; Ruff's F401 keeps it too), to be kept even where this module no longer uses it."""
+    if alias.asname is None or not isinstance(alias.asname.name, cst.Name):
+        return False
+    written = alias.name.value if isinstance(alias.name, cst.Name) else alias.name.attr.value
+    return alias.asname.name.value == written
 
 
 def name_uses(ctx, name: str) -> list[cst.Name]:
