@@ -507,6 +507,14 @@ unsynchronised one.
                     "        loss = loss_fn",
                     "        model.require_backward_grad_sync == ((step + 1) % accum == 0)\n        loss = loss_fn"),
                 message="`(step + 1) % accum == 0`"),
+        # A `continue` guard: the message says when the step runs, not `not (... != 0)`; two models
+        # of different wrappers are each named with their own.
+        Invalid("from torch.nn.parallel import DistributedDataParallel as DDP\nfrom torch.distributed.fsdp import "
+                "fully_shard\nmodel = DDP(net)\nm2 = fully_shard(net2)\nfor step, b in enumerate(loader):\n"
+                "    loss = model(b).mean() + m2(b).mean()\n    loss.backward()\n    if (step + 1) % accum != 0:\n"
+                "        continue\n    opt.step()\n    opt.zero_grad()\n", fixed=NO_FIX,
+                message="`model` (DDP), `m2` (FSDP2's fully_shard) on every micro-batch, but the optimizer steps only "
+                        "when `(step + 1) % accum == 0`"),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -532,10 +540,16 @@ unsynchronised one.
                 when = f"once after the micro-batch loop `{self.ctx.code(acc.loop).splitlines()[0].rstrip(':')}`"
             else:
                 when = f"only when `{acc.condition}`"
-            models = ", ".join(f"`{w.name}`" for w in used)
+            kinds = list(dict.fromkeys(w.kind for w in used))
+            # Each model named with its own wrapper when they differ (`model` (DDP), `m2` (FSDP2's ...)).
+            models = ", ".join(f"`{w.name}`" + (f" ({_SHORT[w.kind]})" if len(kinds) > 1 else "") for w in used)
+            if len(kinds) == 1:
+                models += f" ({_SHORT[wrapped.kind]})"
             # FSDP reduce-scatters the gradient shards; DDP and the frameworks over it all-reduce.
-            reduces = "reduce-scatters" if wrapped.kind in (FSDP, FSDP2) else "all-reduces"
-            message = (f"{backward} {reduces} the gradients of {models} ({_SHORT[wrapped.kind]}) on every "
+            reduces = {FSDP: "reduce-scatters", FSDP2: "reduce-scatters"}.get(wrapped.kind, "all-reduces")
+            if len({k in (FSDP, FSDP2) for k in kinds}) > 1:
+                reduces = "all-reduces or reduce-scatters"
+            message = (f"{backward} {reduces} the gradients of {models} on every "
                        f"micro-batch, but the optimizer steps {when}; "
                        + (f"call `{no_sync}` before the other micro-batches' forward (and `True` before the last)"
                           if wrapped.kind == FSDP2 else
@@ -653,10 +667,7 @@ unsynchronised one.
         """FSDP2 has no `no_sync()`: the switch is set before each micro-batch's forward, true on
         the one whose backward steps (`model.set_requires_gradient_sync((i + 1) % accum == 0)`)."""
         ctx = self.ctx
-        if acc.guard is not None and _is_continue_guard(acc.guard):
-            test = f"not ({one_line(ctx.code(acc.guard.test))})"
-        else:
-            test = acc.sync_test
+        test = acc.sync_test  # (for a `continue` guard, the condition the step runs under)
         if wrapped.conditional:
             return None  # a plain module has no set_requires_gradient_sync
         line = cst.parse_statement(f"{wrapped.name}.set_requires_gradient_sync({test})\n")
@@ -1160,17 +1171,22 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
 _LIGHTNING_DDP = {"ddp": "", "ddp_find_unused_parameters_true": "find_unused_parameters=True, "}
 
 
+# `torch.nn.parallel.data_parallel(module, inputs, ...)`: DataParallel's work as one call.
+_FUNCTIONAL_DATA_PARALLEL = frozenset({"torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.data_parallel"})
+
+
 class DataParallelUsed(Rule):
     code = "TL303"
     name = "data-parallel"
     summary = "`nn.DataParallel`: single-process multi-GPU training"
     source = "§4.3"
     fix_applicability = "suggestion"
-    triggers = ("DataParallel",)
+    triggers = ("DataParallel", "data_parallel")
     docs = """
 ## What it does
-Flags construction of `torch.nn.DataParallel` (any import alias). References such as
-`isinstance(model, nn.DataParallel)` are not flagged.
+Flags construction of `torch.nn.DataParallel` (any import alias) and calls of its functional
+form, `torch.nn.parallel.data_parallel(module, inputs)`, which does the same work on every call.
+References such as `isinstance(model, nn.DataParallel)` are not flagged.
 
 ## Why is this bad?
 `DataParallel` runs one Python process for all GPUs: every step it scatters the batch from
@@ -1212,10 +1228,20 @@ A suggestion only, never written: the switch also needs the launcher, the proces
         # A module-level name assigned the class once stands for it, as an import alias does.
         Invalid("import torch.nn as nn\nDP = nn.DataParallel\nnet = DP(net).cuda()\n", fixed=NO_FIX),
         Invalid("from torch.nn.parallel import DataParallel\nmodel = DataParallel(model)\n", fixed=NO_FIX),
+        # The functional form replicates the module on every call.
+        Invalid("import torch\nout = torch.nn.parallel.data_parallel(model, x, device_ids=[0, 1])\n", fixed=NO_FIX,
+                message="`data_parallel` replicates"),
+        Invalid("from torch.nn.parallel import data_parallel\nout = data_parallel(model, x)\n", fixed=NO_FIX),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
+        if ctx.names.qualified(node.func) in _FUNCTIONAL_DATA_PARALLEL:
+            self.report(node, "`data_parallel` replicates the module to every GPU on each call, from one process, "
+                              "and funnels outputs and gradients through the first; use "
+                              "`torch.nn.parallel.DistributedDataParallel` with one process per GPU, launched with "
+                              "`torchrun --nproc-per-node <gpus>`")
+            return
         if not ctx.names.is_a(node.func, "torch.nn.DataParallel"):
             return
         self.report(node, "`DataParallel` drives all GPUs from one process and funnels outputs and gradients "

@@ -787,8 +787,9 @@ class Distributed:
                 return Accumulation(loop, backward, step, test, one_line(test), guard=top)
         skip = self._continue_guard(loop, step)
         if skip is not None:
-            test = self._code(skip.test)
-            return Accumulation(loop, backward, step, f"not ({test})", f"not ({one_line(test)})", guard=skip)
+            # `if (i + 1) % accum != 0: continue` steps when `(i + 1) % accum == 0`, said so.
+            test = self.loops.else_interval(skip.test) or f"not ({self._code(skip.test)})"
+            return Accumulation(loop, backward, step, test, one_line(test), guard=skip)
         # Under some other interval guard (nested, or an `else:`): accumulation, but no known sync test.
         cond = next((a for a in self.index.ancestors(step) if isinstance(a, cst.If)), None)
         if cond is None or not self.index.contains(loop, cond):
