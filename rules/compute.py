@@ -110,8 +110,9 @@ stays), `softmax(dim=-1)` (or an `nn.Softmax(dim=-1)` module), optional dropout 
 only `if self.dropout is not None:`), then `@ v`. Code that uses the attention weights for anything
 else (returns or stores them) is not flagged.
 
-Scores scaled in place (`attn /= math.sqrt(d)`) and a key transposed in a statement of its
-own (`kT = k.transpose(-2, -1)`) match too. Where a local name hides the module's alias (`B, F, N,
+Scores scaled in place (`attn /= math.sqrt(d)`), a key transposed in a statement of its
+own (`kT = k.transpose(-2, -1)`) and both products written with `torch.einsum`
+(`"bhid,bhjd->bhij"`, then `"bhij,bhjd->bhid"`, any letters) match too. Where a local name hides the module's alias (`B, F, N,
 C = x.shape`), the fix spells the module out. A finding without a fix says why: among the reasons,
 a forward hook registered on the dropout or softmax module the attention calls (attention maps
 read from `attn_drop`'s output), which would stop firing once SDPA replaces the call.
@@ -177,6 +178,11 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                       "    return att @ v\n"),
         Valid(_HEAD + "    if fused:\n        return F.scaled_dot_product_attention(q, k, v)\n"
                       "    att = (q @ k.transpose(-2, -1) * 0.125).softmax(dim=-1)\n    return att @ v\n"),
+        # einsum products of other shapes: k not contracted on its last axis, or the output transposed.
+        Valid(_HEAD + "    w = torch.einsum('bhid,bhdj->bhij', q, k).softmax(dim=-1)\n"
+                      "    return torch.einsum('bhij,bhjd->bhid', w, v)\n"),
+        Valid(_HEAD + "    w = torch.einsum('bhid,bhjd->bhij', q, k).softmax(dim=-1)\n"
+                      "    return torch.einsum('bhij,bhjd->bhdi', w, v)\n"),
         # The scores kept between the softmax and `@ v` (a z-loss reads them): the fix deleted their
         # line and left the read (NameError).
         Valid(_HEAD + "    s = q @ k.transpose(-2, -1) * 0.125\n    w = s.softmax(dim=-1)\n    self.logits = s\n"
@@ -336,6 +342,13 @@ off. An `import math` (a plain top-level import) that only the replaced code use
             "        return w @ v\n\nmodel = A()\nmodel.attn_drop.register_forward_hook(keep_map)\n",
             fixed=NO_FIX, message="not fixed: `model.attn_drop.register_forward_hook(...)` may hook `self.attn_drop`",
         ),
+        # einsum for both products (lucidrains', older diffusers'), any letters, `...` leading axes.
+        Invalid(_HEAD + "    s = torch.einsum('bhqd,bhkd->bhqk', q, k) * 0.125\n    w = s.softmax(dim=-1)\n"
+                        "    return torch.einsum('bhqk,bhkd->bhqd', w, v)\n",
+                fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=0.125)\n"),
+        Invalid(_HEAD + "    w = torch.einsum('...id,...jd->...ij', q, k).softmax(dim=-1)\n"
+                        "    return torch.einsum('...ij,...jd->...id', w, v)\n",
+                fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=1.0)\n"),
         # `math` used elsewhere in the module stays imported.
         Invalid(
             _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
@@ -374,6 +387,10 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "matmul" and qn is None \
                 and len(node.args) == 1 and not node.args[0].keyword:
             self._check(node, node.func.value, node.args[0].value, bmm=False)
+        elif qn == "torch.einsum" and _einsum_operands(node, _WEIGHTS_TIMES_V):
+            # `einsum("bhij,bhjd->bhid", attn, v)`: the weights times v, as `attn @ v`
+            weights, v = _einsum_operands(node, _WEIGHTS_TIMES_V)
+            self._check(node, weights, v, bmm=False)
 
     # -- matching -----------------------------------------------------------------------
 
@@ -560,6 +577,9 @@ off. An `import math` (a plain top-level import) that only the replaced code use
             if qn in _MATMUL_FN and len(expr.args) == 2:
                 att.bmm = att.bmm or qn == "torch.bmm"
                 return self._core(expr.args[0].value, expr.args[1].value, att, at)
+            if qn == "torch.einsum" and _einsum_operands(expr, _Q_TIMES_K):
+                att.q, att.k = _einsum_operands(expr, _Q_TIMES_K)  # `einsum("bhid,bhjd->bhij", q, k)`: q @ k^T
+                return
             if isinstance(func, cst.Attribute) and qn is None and func.attr.value == "matmul" and len(expr.args) == 1:
                 return self._core(func.value, expr.args[0].value, att, at)
             if isinstance(func, cst.Attribute) and qn is None and func.attr.value == "masked_fill" and len(expr.args) == 2:
@@ -876,6 +896,42 @@ def _derived_from(value, name: str) -> bool:
     while isinstance(value, (cst.Call, cst.Subscript, cst.Attribute)):
         value = value.func if isinstance(value, cst.Call) else value.value
     return isinstance(value, cst.Name) and value.value == name
+
+
+# einsum subscripts of attention's two products, by the letters of their last two axes (the
+# leading ones, or `...`, must be the same in every operand, in the same order):
+# q (i, d) with k (j, d) gives the scores (i, j); the weights (i, j) with v (j, d) give (i, d).
+_Q_TIMES_K = (("i", "d"), ("j", "d"), ("i", "j"))
+_WEIGHTS_TIMES_V = (("i", "j"), ("j", "d"), ("i", "d"))
+
+
+def _einsum_operands(call: cst.Call, shape) -> tuple | None:
+    """The two operands of `torch.einsum(spec, a, b)` when spec is shape's product over the same
+    leading axes (`"bhid,bhjd->bhij"`, `"...id,...jd->...ij"`), any letters standing for i, j, d."""
+    if len(call.args) != 3 or any(a.keyword or a.star for a in call.args) \
+            or not isinstance(call.args[0].value, cst.SimpleString):
+        return None
+    spec = call.args[0].value.evaluated_value
+    if not isinstance(spec, str):
+        return None
+    spec = spec.replace(" ", "")
+    inputs, arrow, output = spec.partition("->")
+    parts = inputs.split(",")
+    if not arrow or len(parts) != 2 or any(len(p) < 2 for p in (*parts, output)):
+        return None
+    lead = {p[:-2] for p in (*parts, output)}
+    if len(lead) != 1:
+        return None
+    lead = lead.pop()
+    letters: dict[str, str] = {}
+    for written, wanted in zip((*parts, output), shape):
+        for ch, role in zip(written[-2:], wanted):
+            if letters.setdefault(role, ch) != ch:
+                return None
+    tail = set(letters.values())
+    if len(tail) != 3 or tail & set(lead) or not (lead == "..." or lead.isalpha() and len(set(lead)) == len(lead)):
+        return None
+    return call.args[1].value, call.args[2].value
 
 
 def _tensor_valued(ctx, expr) -> bool:
