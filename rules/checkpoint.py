@@ -20,22 +20,25 @@ from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loo
 from .host_sync import _has_flow_or_step, step_counter
 
 HELPER = "_trainlint_async_save"
+WAIT = "_trainlint_wait_for_save"
 # The one copy of the code the fix adds to a module. It snapshots every tensor to the CPU before
 # returning, so the file holds the state of the step that asked for it (never a torn mix of two
 # steps), and writes in a non-daemon thread, which the interpreter waits for before exiting. No
 # later save re-raises the last one's error, so an exit handler does: an exception raised in one is
 # only printed (the exit status stays 0), hence os._exit(1), after the script's own exit handlers
-# have run and the output is flushed, as they would have been had the blocking save raised.
+# have run and the output is flushed, as they would have been had the blocking save raised. The
+# fix calls the second function after the training loop: what runs after the loop (a final save
+# to the same file, a load, an archive of the folder, `os._exit`) finds the last file complete.
 HELPER_CODE = '''
 
 def _trainlint_async_save(save, /, *args, **kwargs):
     """Added by trainlint (TL501): `save(*args, **kwargs)` from a CPU snapshot, in the
     background.
 
-    Waits for the previous save first and re-raises its error; the error of the last
-    one makes the process exit with status 1. Live modules and optimizers cannot be
-    snapshotted cheaply, nor can a file object be written later: those are saved here,
-    blocking, as before.
+    Waits for the previous save first (_trainlint_wait_for_save) and re-raises its
+    error; the error of a last one not waited for makes the process exit with status 1.
+    Live modules and optimizers cannot be snapshotted cheaply, nor can a file object be
+    written later: those are saved here, blocking, as before.
     """
     import atexit
     import copy
@@ -81,19 +84,29 @@ def _trainlint_async_save(save, /, *args, **kwargs):
 
     state = _trainlint_async_save
     if not hasattr(state, "error"):  # the first save
+        state.error = None
         atexit.register(fail_on_last_error)
-    if getattr(state, "thread", None) is not None:
-        state.thread.join()
-        state.thread = None
-    error, state.error = getattr(state, "error", None), None
-    if error is not None:
-        raise error
+    _trainlint_wait_for_save()
     try:
         args, kwargs = snapshot((args, kwargs))
     except Exception:
         return save(*args, **kwargs)
     state.thread = threading.Thread(target=write, name="trainlint-async-save")
     state.thread.start()
+
+
+def _trainlint_wait_for_save():
+    """Added by trainlint (TL501): wait for the save `_trainlint_async_save` writes in the
+    background, and re-raise its error. Called after the training loop, so that what
+    follows it finds the checkpoint complete."""
+    state = _trainlint_async_save
+    if getattr(state, "thread", None) is not None:
+        state.thread.join()
+        state.thread = None
+    error = getattr(state, "error", None)
+    if error is not None:
+        state.error = None
+        raise error
 '''
 
 # Any case: a save interval is as often a constant (`SAVE_EVERY = 500`) as a variable (as TL201's).
@@ -136,13 +149,23 @@ def _lets_fail(handler: cst.ExceptHandler | cst.ExceptStarHandler) -> bool:
     return bool(names) and all(n in ("KeyboardInterrupt", "SystemExit") for n in names)
 
 
+def _is_wait(stmt: cst.CSTNode) -> bool:
+    """stmt is (or is a line of only) the call of the wait the fix adds after a loop."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        stmt = stmt.body[0]
+    return isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call) and dotted(stmt.value.func) == WAIT
+
+
 def _shown(ctx, call: cst.Call) -> str:
     """A call as a message names it: whole when short, else `shutil.copyfile(...)`."""
     code = one_line(ctx.code(call))
     return code if len(code) <= 60 else f"{one_line(ctx.code(call.func))}(...)"
 
 
-def _fixed(loop: str) -> str:
+def _fixed(loop: str, wait: str = "") -> str:
+    """A rule case's loop (at the end of the module) as fixed: the helper after the imports, the
+    wait after the loop (indented by `wait`)."""
+    loop += f"{wait}{WAIT}()\n"
     head, _, rest = loop.partition("\n")
     if rest.startswith(_TRANSFORMERS):  # the helper goes after the imports
         head, rest = head + "\n" + _TRANSFORMERS.rstrip("\n"), rest[len(_TRANSFORMERS):]
@@ -191,7 +214,7 @@ _IN_TMPDIR = ("import os\nimport tempfile\nimport torch\nwith tempfile.Temporary
               "        {save}\n")
 # A loop inside a `try` whose handlers let a save's error end the run.
 _TRY_AROUND_LOOP = ("import torch\n{helper}try:\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
-                    "        opt.step()\n        if step % 10 == 0:\n            {save}\n"
+                    "        opt.step()\n        if step % 10 == 0:\n            {save}\n{wait}"
                     "except (KeyboardInterrupt, SystemExit):\n    pass\nexcept Exception:\n    notify()\n    raise\n")
 # A per-step save into a file a `with` opens, which does more than the save.
 _WITH_MORE = in_training_loop("with open('ckpt.pt', 'wb') as f:\n    torch.save(model.state_dict(), f)\n"
@@ -342,7 +365,8 @@ and whether the fix still moves the save under an interval.
                 fixed="import torch\n" + HELPER_CODE + "\n\ndef train_step(model, opt, x, y):\n"
                 "    model(x, y).backward()\n    opt.step()\ndef fit(model, opt, loader):\n    for step, (x, y) in enumerate(loader):\n"
                 "        train_step(model, opt, x, y)\n        if step % 100 == 0:\n"
-                "            _trainlint_async_save(torch.save, model.state_dict(), f'ckpt{step}.pt')\n",
+                "            _trainlint_async_save(torch.save, model.state_dict(), f'ckpt{step}.pt')\n"
+                "    _trainlint_wait_for_save()\n",
                 message="under `step % 100 == 0`"),
         # On all steps but one in N (the `else:` of the remainder test is the limited branch):
         # reported as such; made asynchronous where it stands, not put under an interval inside
@@ -384,7 +408,8 @@ and whether the fix still moves the save under an interval.
                 + in_training_loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
                 fixed="import torch\n" + HELPER_CODE + "\n\ndef save_ckpt(path):\n"
                 "    _trainlint_async_save(torch.save, {'model': model.state_dict()}, path)\n"
-                + in_training_loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
+                + in_training_loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2]
+                + "_trainlint_wait_for_save()\n",
                 message="save_ckpt"),
         # A call handed a folder the file is in (an archive, an upload of the run's folder) reads
         # the file: no background write (the archive once held a truncated file)...
@@ -441,7 +466,7 @@ and whether the fix still moves the save under an interval.
                 fixed="import torch\n" + HELPER_CODE + "\n\ndef save_ckpt(step):\n"
                 "    _trainlint_async_save(torch.save, model.state_dict(), 'latest.pt')\n    if step % 4 == 0:\n"
                 "        _trainlint_async_save(torch.save, model.state_dict(), f'c{step}.pt')\n"
-                + in_training_loop("save_ckpt(step)").partition("\n")[2],
+                + in_training_loop("save_ckpt(step)").partition("\n")[2] + "_trainlint_wait_for_save()\n",
                 message="(under conditions of its own)"),
         Invalid("import torch\ndef save_if_best(loss, best):\n    if loss >= best:\n        return best\n"
                 "    torch.save(model.state_dict(), 'best.pt')\n    return loss\n"
@@ -458,11 +483,31 @@ and whether the fix still moves the save under an interval.
                     "    loss = model(x, y)\n", "    if bad(step):\n        model.load_state_dict(torch.load('good.pt'))\n"
                                              "        continue\n    loss = model(x, y)\n"),
                 fixed=NO_FIX, message="torch.load('good.pt')"),
-        # A final save to the same path after the loop stays blocking and would write the file
-        # while a background write of it still runs (the checkpoint was left corrupt).
+        # A final save to the same path after the loop stays blocking: the fix waits for the
+        # background write after the loop, before it (once refused; through a function of the
+        # module called after the loop, the two writes ran at once and left the file corrupt).
         Invalid(in_training_loop("if step % 8 == 0:\n    torch.save(model.state_dict(), path)")
                 + "torch.save(model.state_dict(), path)\n",
-                fixed=NO_FIX, message="after the loop writes the same file"),
+                fixed=_fixed(in_training_loop("if step % 8 == 0:\n    _trainlint_async_save(torch.save, "
+                                              "model.state_dict(), path)")) + "torch.save(model.state_dict(), path)\n"),
+        Invalid("import torch\ndef save_final(model):\n    torch.save(model.state_dict(), 'last.pt')\n"
+                "def train(model):\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
+                "        opt.step()\n        if step % 5 == 0:\n            torch.save(model.state_dict(), 'last.pt')\n"
+                "    save_final(model)\n",
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef save_final(model):\n    torch.save(model.state_dict(), "
+                "'last.pt')\ndef train(model):\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
+                "        opt.step()\n        if step % 5 == 0:\n"
+                "            _trainlint_async_save(torch.save, model.state_dict(), 'last.pt')\n"
+                "    _trainlint_wait_for_save()\n    save_final(model)\n"),
+        # ... also before a `return` inside the loop, which leaves the function without passing it.
+        Invalid("import torch\ndef train(model):\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
+                "        opt.step()\n        if step % 5 == 0:\n            torch.save(model.state_dict(), 'last.pt')\n"
+                "        if step == 10:\n            return model\n        if done(): return\n",
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef train(model):\n    for step, (x, y) in enumerate(loader):\n"
+                "        model(x, y).backward()\n        opt.step()\n        if step % 5 == 0:\n"
+                "            _trainlint_async_save(torch.save, model.state_dict(), 'last.pt')\n"
+                "        if step == 10:\n            _trainlint_wait_for_save()\n            return model\n"
+                "        if done(): _trainlint_wait_for_save(); return\n    _trainlint_wait_for_save()\n"),
         # Two calls of one helper: the use after the first withholds the fix from both, and the
         # second's message says whose call it follows.
         Invalid("import shutil\nimport torch\ndef save_ckpt(path):\n    torch.save(model.state_dict(), path)\n"
@@ -476,13 +521,13 @@ and whether the fix still moves the save under an interval.
                 + in_training_loop("save_ckpt(step)").partition("\n")[2],
                 fixed="import torch\n" + HELPER_CODE + "\n\ndef save_ckpt(step):\n    if step % 250 == 0:\n"
                 "        _trainlint_async_save(torch.save, model.state_dict(), 'c.pt')\n"
-                + in_training_loop("save_ckpt(step)").partition("\n")[2],
+                + in_training_loop("save_ckpt(step)").partition("\n")[2] + "_trainlint_wait_for_save()\n",
                 message="(under `step % 250 == 0`)"),
         Invalid("import torch\ndef save_ckpt(step):\n    if step % args.save_steps != 0:\n        return\n"
                 "    torch.save(model.state_dict(), 'c.pt')\n" + in_training_loop("save_ckpt(step)").partition("\n")[2],
                 fixed="import torch\n" + HELPER_CODE + "\n\ndef save_ckpt(step):\n    if step % args.save_steps != 0:\n"
                 "        return\n    _trainlint_async_save(torch.save, model.state_dict(), 'c.pt')\n"
-                + in_training_loop("save_ckpt(step)").partition("\n")[2],
+                + in_training_loop("save_ckpt(step)").partition("\n")[2] + "_trainlint_wait_for_save()\n",
                 message="(under `step % args.save_steps == 0`)"),
         # The optimizer step of gradient accumulation runs on every training step: a save there
         # goes under an interval of the optimizer steps counted there (the loop's index counts
@@ -601,15 +646,18 @@ and whether the fix still moves the save under an interval.
                 "        if state.global_step % 1000 == 0:\n"
                 "            _trainlint_async_save(torch.save, model.state_dict(), 'latest.pt')\n",
                 message="every training step"),
-        # The checkpoint is read back after the loop: an asynchronous write could race it.
+        # The checkpoint read back after the loop: the fix waits for the write before it (a load in
+        # a function defined above the loop and called after it once read a file still written).
         Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'best.pt')")
-                + "model.load_state_dict(torch.load('best.pt'))\n", fixed=NO_FIX,
-                message="no background write is offered, so no fix: `torch.load('best.pt')` uses the file after the save"),
-        # ... also one of a path that may be the file saved.
-        Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'last.pt')")
-                + "model.load_state_dict(torch.load(args.resume))\n", fixed=NO_FIX,
-                message="no background write is offered, so no fix: `torch.load(args.resume)` after the loop may "
-                        "read the file while it is still written"),
+                + "model.load_state_dict(torch.load('best.pt'))\n",
+                fixed=_fixed(in_training_loop("if step % 10 == 0:\n    _trainlint_async_save(torch.save, "
+                                              "model.state_dict(), 'best.pt')")) + "model.load_state_dict(torch.load('best.pt'))\n"),
+        # ... but a load in a function the loop calls may read the file while it is written.
+        Invalid("import torch\ndef evaluate():\n    return torch.load(args.resume)\n"
+                + in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'last.pt')\n    evaluate()")
+                .partition("\n")[2], fixed=NO_FIX,
+                message="no background write is offered, so no fix: `torch.load(args.resume)` in a function the loop "
+                        "calls may read the file while it is still written"),
         # The atomic-write idiom: the next line moves the file the save wrote, so the save is not made
         # asynchronous (the file would not exist yet), and the line goes under the interval with it
         # (alone there, the save would leave the replace without its file on the other steps).
@@ -684,8 +732,9 @@ and whether the fix still moves the save under an interval.
                 message="no background write is offered, so no fix: `except OSError:` carries on after the save "
                         "fails, and a background write would raise its error later, outside the `try`"),
         # ... a handler that stops training on Ctrl-C, or re-raises, lets the error fail the run as before.
-        Invalid(_TRY_AROUND_LOOP.format(save="torch.save(sd, 'last.pt')", helper=""),
+        Invalid(_TRY_AROUND_LOOP.format(save="torch.save(sd, 'last.pt')", helper="", wait=""),
                 fixed=_TRY_AROUND_LOOP.format(save="_trainlint_async_save(torch.save, sd, 'last.pt')",
+                                              wait="    _trainlint_wait_for_save()\n",
                                               helper=HELPER_CODE + "\n\n")),
         # A save into the file a `with` opens for it: the guard goes around the `with` (inside it, an
         # empty file would still be created on every step); a file object is written blocking.
@@ -792,6 +841,9 @@ and whether the fix still moves the save under an interval.
         ctx = self.ctx
         saves, helpers = self._analyse()
         self._helpers = helpers  # a call of one is another save, not a use of the file (_not_a_reader)
+        self._helper_fns = {fn for name in helpers for fn in ctx.loops.functions[name]}
+        # A module fixed by an older trainlint has the helper without the wait: no wait is added.
+        self._can_wait = HELPER not in ctx.loops.functions or WAIT in ctx.loops.functions
         self._uses_of: dict[cst.Call, list[cst.Call]] = {}  # save -> the calls that use its file (_path_uses)
         self._bound_in: dict[cst.FunctionDef, set[str]] = {}  # fn -> its parameters and the names it binds
         helper_fns = {fn for name in helpers for fn in ctx.loops.functions[name]}
@@ -956,8 +1008,11 @@ and whether the fix still moves the save under an interval.
             reason = self._no_snapshot(s)
             if reason is not None:
                 return reason
-        # A call after the save that is handed the file it writes would find it missing or partial.
-        uses = [u for s in inner for u in self._path_uses(s)]
+        # A call after the save that is handed the file it writes would find it missing or partial;
+        # the fix waits for the write after the loop, so only a call that runs while the loop does
+        # counts (when every call that reaches the save is in a hot loop the fix can wait after).
+        loops = self._wait_loops(inner)
+        uses = [u for s in inner for u in self._path_uses(s) if loops is None or self._during(u, loops)]
         # The innermost use names it: `torch.load(path)`, not the `model.load_state_dict(...)` around it.
         use = next((u for u in uses if not any(o is not u and ctx.index.contains(u, o) for o in uses)), None)
         if use is not None and (self._save_kind(use) or ctx.loops.local_callee_name(use) in self._helpers):
@@ -971,9 +1026,10 @@ and whether the fix still moves the save under an interval.
                 # The use follows another call of the helper, whose save the fix would change too.
                 return f"`{_shown(ctx, use)}` uses the file after another call of `{helper}()`, whose save it shares"
             return f"`{_shown(ctx, use)}` uses the file after the save"
-        load = self._reads_back(site)
+        load = self._reads_back(site, loops)
         if load is not None:
-            return f"`{_shown(ctx, load)}` after the loop may read the file while it is still written"
+            where = "after the loop" if loops is None else "in a function the loop calls"
+            return f"`{_shown(ctx, load)}` {where} may read the file while it is still written"
         handler = next(filter(None, (self._caught(s) for s in (site, *inner))), None)
         if handler is not None:
             keyword = "except*" if isinstance(handler, cst.ExceptStarHandler) else "except"
@@ -1129,10 +1185,12 @@ and whether the fix still moves the save under an interval.
         stmt = self._statement_to_guard(site)
         guarded = kind == "per-step" and stmt is not None
         asyncs = None if withheld else [self._async_call(s, guarded and ctx.index.contains(stmt, s)) for s in inner]
+        # The fix waits for the last background write after the loop (_withheld counts on it).
+        waits = self._waits(self._wait_loops(inner) or []) if asyncs is not None else []
         if kind != "per-step":
             if asyncs is None:
                 return None
-            reps = list(zip(inner, asyncs))
+            reps = list(zip(inner, asyncs)) + waits
             return self._with_helper(reps, "Save from a CPU snapshot in a background thread")
         # Per step: put the statement under an interval; async too where possible.
         counter = _counter(ctx, site)  # None outside a hot loop's body or a framework's step hook
@@ -1163,7 +1221,7 @@ and whether the fix still moves the save under an interval.
                       f"(`if {counter} % {interval} == 0:`)"
         if asyncs is None:
             return self.fix(Applicability.UNSAFE, message, *reps)
-        return self._with_helper(reps, message + ", from a CPU snapshot in a background thread")
+        return self._with_helper(reps + waits, message + ", from a CPU snapshot in a background thread")
 
     def _with_helper(self, reps, message: str):
         if HELPER not in self.ctx.loops.functions:
@@ -1254,19 +1312,103 @@ and whether the fix still moves the save under an interval.
             child = anc
         return None
 
-    def _reads_back(self, site: cst.Call) -> cst.Call | None:
-        """A checkpoint load after the hot loop: it could read a file still being written."""
+    def _reads_back(self, site: cst.Call, loops: list | None) -> cst.Call | None:
+        """A checkpoint load that could read a file still being written: with the fix waiting after
+        loops (_wait_loops), one in a function of the module that a call in them reaches (a
+        load in the loop itself is a use of the path: _path_uses); with no wait, any load after the
+        hot loop in the file."""
         ctx = self.ctx
-        loop = ctx.loops.hot_loop_of(site) or ctx.index.enclosing(site, (cst.For, cst.While))
-        calls = ctx.index.nodes(cst.Call)
-        inside = [i for i, c in enumerate(calls) if loop is not None and ctx.index.contains(loop, c)]
-        after = max(inside) if inside else 0
-        for call in calls[after + 1:]:
+        if loops is not None:
+            calls = [c for fn in self._reached(loops) for c in self._calls_in.get(fn, ())]
+        else:
+            loop = ctx.loops.hot_loop_of(site) or ctx.index.enclosing(site, (cst.For, cst.While))
+            calls = ctx.index.nodes(cst.Call)
+            inside = [i for i, c in enumerate(calls) if loop is not None and ctx.index.contains(loop, c)]
+            calls = calls[(max(inside) if inside else 0) + 1:]
+        for call in calls:
             qn = ctx.names.qualified(call.func)
             attr = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
             if qn == "torch.load" or attr in _LOADS or (attr == "load" and "fabric" in (dotted(call.func) or "")):
                 return call
         return None
+
+    def _reached(self, loops: list) -> list[cst.FunctionDef]:
+        """The functions of the module that calls in loops run, directly or through one another."""
+        ctx = self.ctx
+        todo = [c for loop in loops for c in ctx.index.walk(loop) if isinstance(c, cst.Call)]
+        out: list[cst.FunctionDef] = []
+        while todo:
+            name = ctx.loops.local_callee_name(todo.pop())
+            fns = ctx.loops.functions.get(name, ()) if name else ()
+            if len(fns) == 1 and fns[0] not in out:
+                out.append(fns[0])
+                todo += self._calls_in.get(fns[0], ())
+        return out
+
+    # -- waiting for the background write after the loop ---------------------------------
+
+    def _wait_loops(self, inner: list[cst.Call]) -> list[cst.CSTNode] | None:
+        """The hot loops after which the fix waits for the background write of inner's saves:
+        the loop holding each call that reaches them (the save itself, or for a save function,
+        each call of it outside the module's save functions). None when one of those calls is in
+        no hot loop of its function (a final `save_ckpt()` after the loop, a framework's step
+        hook): no wait follows it, so nothing after it may count on the file."""
+        ctx = self.ctx
+        if not self._can_wait:
+            return None
+        entries, todo, seen = [], list(inner), set()
+        while todo:
+            node = todo.pop()
+            fn = ctx.index.enclosing_function(node)
+            if fn not in self._helper_fns:
+                entries.append(node)
+            elif fn not in seen:
+                seen.add(fn)
+                todo += ctx.loops.calls_by_name.get(fn.name.value, ())
+        loops: list[cst.CSTNode] = []
+        for entry in entries:
+            loop = ctx.loops.hot_loop_of(entry)
+            if loop is None:
+                return None
+            if loop not in loops:
+                loops.append(loop)
+        return loops or None
+
+    def _during(self, use: cst.Call, loops: list) -> bool:
+        """use may run before the wait after loops: it is in one of them, or in a save function
+        they call (uses are found only in the save's function and its callers: _uses_after)."""
+        return any(self.ctx.index.contains(loop, use) for loop in loops) \
+            or self.ctx.index.enclosing_function(use) in self._helper_fns
+
+    def _waits(self, loops: list) -> list:
+        """Replacements that call the wait after each loop, and before each `return` inside it
+        (which would leave the function without passing the call), unless one is there."""
+        ctx = self.ctx
+        call = f"{WAIT}()"
+        reps = []
+        for loop in loops:
+            block = ctx.parent(loop)
+            body = list(block.body)
+            after = body.index(loop) + 1
+            if not (after < len(body) and _is_wait(body[after])):
+                reps.append((loop, ctx.render(loop) + ctx.indentation(loop) + call + "\n"))
+            for node in ctx.index.walk(loop.body):
+                if not isinstance(node, cst.Return) or ctx.index.enclosing_function(node) is not \
+                        ctx.index.enclosing_function(loop):
+                    continue
+                line = ctx.parent(node)
+                before = line.body[:line.body.index(node)]
+                if before and _is_wait(before[-1]):
+                    continue
+                lines = ctx.parent(line)
+                if isinstance(line, cst.SimpleStatementLine) and not before:
+                    position = lines.body.index(line)
+                    if position and _is_wait(lines.body[position - 1]):
+                        continue
+                    reps.append((node, call + "\n" + ctx.indentation(line) + ctx.code(node)))
+                else:
+                    reps.append((node, call + "; " + ctx.code(node)))
+        return reps
 
     # -- what the code does with the file after the save ----------------------------------
 
