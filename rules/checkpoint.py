@@ -687,6 +687,15 @@ and whether the fix still moves the save under an interval.
                                    "    upload(path)").partition("\n")[2],
                 message="(the fix does only that; no background write is offered: `upload(path)` uses the file "
                         "after the save)"),
+        # A helper that returns the path it saved to: what the caller does with the value is a use
+        # of the file (the fix once wrote it in the background, and the copy found no file yet).
+        Invalid("import shutil\nimport torch\ndef save_ckpt(model, step):\n    path = f'step_{step}.pt'\n"
+                "    torch.save(model.state_dict(), path)\n    return path\n"
+                + in_training_loop("if step % 5 == 0:\n    p = save_ckpt(model, step)\n    shutil.copy(p, 'latest.pt')")
+                .partition("\n")[2], fixed=NO_FIX, message="`shutil.copy(p, 'latest.pt')` uses the file after the save"),
+        Invalid("import torch\ndef save_ckpt(model, step):\n    torch.save(model.state_dict(), f'{step}.pt')\n"
+                "    return f'{step}.pt'\n" + in_training_loop("if step % 5 == 0:\n    upload(save_ckpt(model, step))")
+                .partition("\n")[2], fixed=NO_FIX, message="`upload(save_ckpt(model, step))` uses the file"),
         # Later calls that only print the path or are handed other values: still made asynchronous.
         Invalid(in_training_loop("if step % 500 == 0:\n    torch.save(model.state_dict(), path)\n"
                                  "    print(f'saved {path}')\n    evaluate(model, val_loader)"),
@@ -1512,11 +1521,29 @@ and whether the fix still moves the save under an interval.
         if fn is None or key in seen or len(ctx.loops.functions.get(fn.name.value, ())) != 1:
             return out
         seen.add(key)
+        returns = self._returns_path(fn, forms)
         for caller in ctx.loops.calls_by_name.get(fn.name.value, ()):
             outer = self._through_parameters(fn, caller, paths)
+            if returns:
+                # `p = save_ckpt(model, step)` then `shutil.copy(p, "latest.pt")`: the name the
+                # call's value is assigned to names the file too; a call handed the value at once
+                # (`upload(save_ckpt(...))`) uses it.
+                parent = ctx.parent(caller)
+                user = ctx.index.enclosing(caller, (cst.Call,))
+                if isinstance(parent, cst.Assign) and len(parent.targets) == 1 \
+                        and isinstance(parent.targets[0].target, cst.Name):
+                    outer = [*outer, parent.targets[0].target]
+                elif user is not None and not self._not_a_reader(user):
+                    out.append(user)
             if outer:
                 out += self._uses_after(caller, outer, seen)
         return out
+
+    def _returns_path(self, fn: cst.FunctionDef, forms: list) -> bool:
+        """fn returns the path of forms (path_forms), as `return path` after `torch.save(state, path)`."""
+        return any(isinstance(node, cst.Return) and node.value is not None
+                   and self.ctx.index.enclosing_function(node) is fn and may_name(self.ctx, forms, node.value)
+                   for node in self.ctx.index.walk(fn.body))
 
     def _torn_down(self, save: cst.Call) -> cst.WithItem | None:
         """The item of a `with` around the save (or around a call that leads to it) binding a variable its path
