@@ -11,7 +11,7 @@ from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.loops import first_modulo, range_counter
 from trainlint.analysis.names import bound_names, dotted
-from trainlint.analysis.paths import folders, may_name, path_forms, path_variables, reads_folder
+from trainlint.analysis.paths import folders, hands_folder, may_name, path_forms, path_variables, reads_folder
 from trainlint.analysis.variables import names_a_value
 from trainlint.diagnostics import Applicability
 from trainlint.layout import head_grown, split_at_brackets
@@ -147,6 +147,31 @@ def _lets_fail(handler: cst.ExceptHandler | cst.ExceptStarHandler) -> bool:
     types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type] if handler.type else []
     names = [dotted(t.value if isinstance(t, cst.Element) else t) for t in types]
     return bool(names) and all(n in ("KeyboardInterrupt", "SystemExit") for n in names)
+
+
+# Calls that run the callable they are handed later, with the values handed with it: the callable
+# first (`pool.submit(fn, *args)`, `pool.apply_async(fn, args)`), or as `target=` (threads, processes).
+_RUNS_LATER = frozenset({"submit", "apply_async", "Thread", "Process"})
+
+
+def _handed_to(ctx, call: cst.Call) -> tuple[cst.BaseExpression, list[cst.BaseExpression]] | None:
+    """(the callable, the positional values it will be called with) for a call that hands them to
+    a pool or a thread; None for any other call."""
+    func = call.func
+    last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if last not in _RUNS_LATER:
+        return None
+    target = ctx.keyword(call, "target") or ctx.keyword(call, "func")
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if target is None and last in ("submit", "apply_async") and positional:
+        target, positional = positional[0], positional[1:]
+    if target is None:
+        return None
+    values = [a.value for a in positional] if last == "submit" else []
+    given = ctx.keyword(call, "args") or (positional[0] if last == "apply_async" and positional else None)
+    if given is not None and isinstance(given.value, (cst.Tuple, cst.List)):
+        values = [e.value for e in given.value.elements if not isinstance(e, cst.StarredElement)]
+    return target.value, values
 
 
 def _is_wait(stmt: cst.CSTNode) -> bool:
@@ -429,6 +454,30 @@ and whether the fix still moves the save under an interval.
                                  "    torch.save(model.state_dict(), d + '/state.pt')\n"
                                  "    with tarfile.open('c.tar', 'w') as tar:\n        tar.add(d)"),
                 fixed=NO_FIX, message="`tar.add(d)` uses the file after the save"),
+        # ... also through a function of the module archiving the folder it is handed (its archive
+        # object named as any other), that function or an uploader handed to a pool or a thread, an
+        # upload from an object made in place, a wandb artifact's folder: the archives once held
+        # an empty model.pt.
+        Invalid("import os\nimport tarfile\nimport torch\ndef publish(folder):\n    with tarfile.open(folder + '.tar', 'w') as tf:\n"
+                "        tf.add(folder)\n" + in_training_loop(
+                    "if step % 5 == 0:\n    ckdir = f'ckpt/step{step}'\n"
+                    "    torch.save(model.state_dict(), os.path.join(ckdir, 'model.pt'))\n    publish(ckdir)")
+                .partition("\n")[2], fixed=NO_FIX, message="`publish(ckdir)` uses the file after the save"),
+        Invalid(in_training_loop("if step % 5 == 0:\n    torch.save(model.state_dict(), os.path.join(out, 'model.pt'))\n"
+                                 "    pool.submit(publish, out)").replace(
+                    "import torch\n", "import os\nimport torch\ndef publish(folder):\n    shutil.make_archive(folder, 'zip', folder)\n"),
+                fixed=NO_FIX, message="`pool.submit(publish, out)` uses the file after the save"),
+        Invalid(in_training_loop("if step % 5 == 0:\n    torch.save(model.state_dict(), os.path.join(out, 'model.pt'))\n"
+                                 "    threading.Thread(target=upload_checkpoint, args=(out,)).start()").replace(
+                    "import torch\n", "import os\nimport threading\nimport torch\n"),
+                fixed=NO_FIX, message="uses the file after the save"),
+        Invalid(in_training_loop("if step % 5 == 0:\n    torch.save(model.state_dict(), os.path.join(out, 'model.pt'))\n"
+                                 "    HfApi().upload_folder(folder_path=out, repo_id=repo)").replace(
+                    "import torch\n", "import os\nimport torch\nfrom huggingface_hub import HfApi\n"),
+                fixed=NO_FIX, message="uses the file after the save"),
+        Invalid(in_training_loop("if step % 5 == 0:\n    torch.save(model.state_dict(), f'{out}/model.pt')\n"
+                                 "    art = wandb.Artifact('ckpt', type='model')\n    art.add_dir(out)"),
+                fixed=NO_FIX, message="`art.add_dir(out)` uses the file after the save"),
         # ... but not one handed another file in that folder.
         Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model.state_dict(), d + '/state.pt')\n"
                                  "    write_json(d + '/meta.json', meta)"),
@@ -1603,7 +1652,31 @@ and whether the fix still moves the save under an interval.
         given = [a.value for a in call.args]
         if isinstance(call.func, cst.Attribute):
             given.append(call.func.value)
-        return any(may_name(ctx, forms, value) for value in given) or bool(above) and reads_folder(ctx, above, call)
+        return any(may_name(ctx, forms, value) for value in given) or bool(above) and self._reads_folder(call, above)
+
+    def _reads_folder(self, call: cst.Call, folders: set[str], depth: int = 0) -> bool:
+        """call reads one of folders as a whole (paths.reads_folder): also a function of the
+        module handed one that reads it so (`publish(ckdir)` archiving its parameter), and either
+        handed to a pool or a thread with one (`pool.submit(upload, out)`, `Thread(target=publish,
+        args=(out,))`), as though called with it (the archive once held an empty file)."""
+        ctx = self.ctx
+        if reads_folder(ctx, folders, call):
+            return True
+        handed = _handed_to(ctx, call)
+        func, values = handed if handed is not None else (call.func, None)
+        name = func.value if isinstance(func, cst.Name) else None
+        if values is None:
+            name = ctx.loops.local_callee_name(call)
+        fns = ctx.loops.functions.get(name, ()) if name else ()
+        if len(fns) != 1 or depth >= 3:
+            # Another library's function handed to a pool: read as a call of it with the values.
+            return values is not None and reads_folder(ctx, folders, cst.Call(func=func, args=[cst.Arg(v) for v in values]))
+        if values is None:
+            passed = [(param, arg.value) for param, arg in ctx.loops.bind_params(name, call)]
+        else:
+            passed = list(zip([p.name.value for p in fns[0].params.params], values))
+        params = {param for param, value in passed if hands_folder(ctx, folders, value)}
+        return bool(params) and any(self._reads_folder(c, params, depth + 1) for c in self._calls_in.get(fns[0], ()))
 
     def _not_a_reader(self, call: cst.Call) -> bool:
         """A save in a hot loop (the module's own save functions too), a print or log line, or a

@@ -115,20 +115,39 @@ def folders(ctx, expr: cst.BaseExpression, levels: int = 2) -> set[str]:
 # (`save_model_args(output_dir)`, writing a file of its own there) is not taken for a reader.
 _FOLDER_READER = re.compile(
     r"(archive|tar|zip|upload|sync|copy|move|rename|replace|artifact|push|rsync|^system$|^run$|^call$"
-    r"|^Popen$|^check_call$|^check_output$|rmtree)", re.IGNORECASE)
+    r"|^Popen$|^check_call$|^check_output$|rmtree|^add_dir$|^add_files$|^add_folder$)", re.IGNORECASE)
+# What opens an archive being built, whose `add`/`write` reads what it is handed.
+_ARCHIVES = frozenset({"tarfile.open", "tarfile.TarFile", "tarfile.TarFile.open", "zipfile.ZipFile",
+                       "zipfile.PyZipFile"})
 
 
 def reads_folder(ctx, names: set[str], call: cst.Call) -> bool:
     """call reads one of the folders `names` as a whole (paths.folders gives them): a call named
     as an archive, copy, move, upload, sync or command is (`shutil.make_archive(out, "zip", out)`,
-    `mlflow.log_artifacts(out)`, `subprocess.run(["aws", "s3", "sync", out, dest])`) handed the
-    folder itself (hands_folder)."""
-    name = ctx.names.qualified(call.func) or dotted(call.func) or ""
+    `mlflow.log_artifacts(out)`, `subprocess.run(["aws", "s3", "sync", out, dest])`, a wandb
+    artifact's `add_dir(out)`, `HfApi().upload_folder(folder_path=out)`) handed the folder itself
+    (hands_folder)."""
+    func = call.func
+    name = ctx.names.qualified(func) or dotted(func) or (func.attr.value if isinstance(func, cst.Attribute) else "")
     last = name.rsplit(".", 1)[-1]
-    # `tar.add(folder)` / `zf.write(...)` on an archive being built.
-    archive = last in ("add", "write") and re.search(r"tar|zip|archive", name.rsplit(".", 1)[0], re.IGNORECASE)
+    # `tar.add(folder)` / `zf.write(...)` on an archive being built (by its name, or what opened it).
+    archive = last in ("add", "write") and isinstance(func, cst.Attribute) and (
+        re.search(r"tar|zip|archive", name.rsplit(".", 1)[0], re.IGNORECASE) or _opens_archive(ctx, func.value))
     return bool(_FOLDER_READER.search(last) or archive) and any(
         hands_folder(ctx, names, arg.value) for arg in call.args if not arg.star)
+
+
+def _opens_archive(ctx, receiver: cst.BaseExpression) -> bool:
+    """receiver is a variable bound to an archive being built: by a `with` around its use
+    (`with tarfile.open(path, "w") as tf:`) or assigned (`zf = zipfile.ZipFile(path, "w")`)."""
+    if not isinstance(receiver, cst.Name):
+        return False
+    values = list(_assigned(ctx, receiver))
+    for anc in ctx.index.ancestors(receiver):
+        for item in anc.items if isinstance(anc, cst.With) else ():
+            if isinstance(item.asname and item.asname.name, cst.Name) and item.asname.name.value == receiver.value:
+                values.append(item.item)
+    return any(isinstance(v, cst.Call) and ctx.names.qualified(v.func) in _ARCHIVES for v in values)
 
 
 def hands_folder(ctx, names: set[str], expr: cst.BaseExpression) -> bool:
