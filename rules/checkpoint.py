@@ -206,9 +206,10 @@ _DEEPSPEED = ("import deepspeed\nmodel_engine, opt, _, _ = deepspeed.initialize(
 
 
 def _hf(loop: str) -> str:
-    """A rule case's loop in a module that imports transformers (whose models' save_pretrained
-    takes `state_dict=`)."""
-    return loop.replace("import torch\n", "import torch\n" + _TRANSFORMERS, 1)
+    """A rule case's loop in a module that imports transformers, training one of its models (whose
+    save_pretrained takes `state_dict=`)."""
+    return loop.replace("import torch\n", "import torch\n" + _TRANSFORMERS, 1).replace(
+        "for step", "model = AutoModel.from_pretrained('m')\nfor step", 1)
 
 
 def _counter(ctx, node: cst.CSTNode) -> str | None:
@@ -605,6 +606,24 @@ and whether the fix still moves the save under an interval.
         Invalid(in_training_loop("if should_save:\n    model.save_pretrained(out)"), fixed=NO_FIX,
                 message="no background write is offered, so no fix: only the `save_pretrained` of transformers' "
                         "models takes `state_dict=`, and the module does not import transformers"),
+        # ... only for a model known to be transformers': huggingface_hub's ModelHubMixin takes
+        # `state_dict=` into **kwargs and ignores it (the live model was written while training went
+        # on), in a module that imports transformers for its scheduler.
+        Invalid("import torch\nfrom huggingface_hub import PyTorchModelHubMixin\nfrom transformers import get_scheduler\n"
+                "class Net(torch.nn.Module, PyTorchModelHubMixin):\n    pass\nmodel = Net()\n"
+                + in_training_loop("if step % 3 == 0:\n    model.save_pretrained(f'ckpt/{step}')").partition("\n")[2],
+                fixed=NO_FIX, message="no background write is offered, so no fix: `model` is not known to be a "
+                                      "transformers model"),
+        # ... a class of the module subclassing PreTrainedModel is one, also unwrapped.
+        Invalid("import torch\nfrom transformers import PreTrainedModel\nclass Net(PreTrainedModel):\n    pass\n"
+                + in_training_loop("if step % 3 == 0:\n    accelerator.unwrap_model(model).save_pretrained(out)")
+                .partition("\n")[2].replace("for step", "model = Net(config).to('cuda')\nfor step", 1),
+                fixed="import torch\nfrom transformers import PreTrainedModel\n" + HELPER_CODE + "\n\nclass Net(PreTrainedModel):\n"
+                             "    pass\n" + in_training_loop(
+                                 "if step % 3 == 0:\n    _trainlint_async_save(\n        accelerator.unwrap_model(model)."
+                                 "save_pretrained,\n        out,\n        state_dict=accelerator.unwrap_model(model)."
+                                 "state_dict(),\n    )").partition("\n")[2].replace(
+                                     "for step", "model = Net(config).to('cuda')\nfor step", 1) + WAIT + "()\n"),
         # ... not when `*args` may pass the state dict by position: reported, no fix.
         Invalid(in_training_loop("if should_save:\n    model.save_pretrained(*save_args)"), fixed=NO_FIX,
                 message="no background write is offered, so no fix: `*save_args` may pass the state dict by position"),
@@ -1118,6 +1137,12 @@ and whether the fix still moves the save under an interval.
             if not ctx.names.imports_from("transformers"):
                 return ("only the `save_pretrained` of transformers' models takes `state_dict=`, and the module "
                         "does not import transformers")
+            if not self._transformers_model(call.func.value):
+                # huggingface_hub's ModelHubMixin.save_pretrained takes `state_dict=` into **kwargs and
+                # ignores it: the live model was written while training went on.
+                return (f"`{one_line(ctx.code(call.func.value))}` is not known to be a transformers model (made by "
+                        "`from_pretrained` or `from_config` of a transformers class, or of a class subclassing one), "
+                        "and only their `save_pretrained` takes `state_dict=`")
             return None
         if kind not in ("torch.save", "accelerator.save"):  # accelerate's save: torch.save on the main process
             return f"`{kind}` may gather state across ranks, which the fix cannot snapshot"
@@ -1125,6 +1150,43 @@ and whether the fix still moves the save under an interval.
             return (f"`{one_line(ctx.code(self._written_path(call)))}` is a file object, written before the "
                     f"save returns")
         return None
+
+    def _transformers_model(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """expr is a transformers model: made by a transformers class (`AutoModelForCausalLM.from_pretrained(...)`,
+        `GPT2LMHeadModel(config)`) or a class of the module subclassing one (`PreTrainedModel`), as
+        it is, unwrapped (`accelerator.unwrap_model(m)`, `m.module`, `m.to(device)`), or through a
+        variable assigned one."""
+        ctx = self.ctx
+        while True:
+            if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.args \
+                    and expr.func.attr.value == "unwrap_model":
+                expr = expr.args[0].value
+            elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                    and expr.func.attr.value in ("to", "cuda", "cpu", "float", "half", "bfloat16", "train", "eval"):
+                expr = expr.func.value
+            elif isinstance(expr, cst.Attribute) and expr.attr.value == "module":
+                expr = expr.value
+            else:
+                break
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if isinstance(func, cst.Attribute) and func.attr.value in ("from_pretrained", "from_config"):
+                func = func.value
+            return self._transformers_class(func)
+        if depth >= 3 or not isinstance(expr, (cst.Name, cst.Attribute)):
+            return False
+        values = ctx.assigned_values(expr) or ctx.assigned_values(expr, anywhere=True)
+        return any(self._transformers_model(value, depth + 1) for value in values)
+
+    def _transformers_class(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """expr names a class of transformers, or a class of the module with one among its bases."""
+        qualified = self.ctx.names.qualified(expr) or ""
+        if qualified.startswith("transformers."):
+            return True
+        if depth >= 3 or not isinstance(expr, cst.Name):
+            return False
+        return any(self._transformers_class(base.value, depth + 1) for cls in self.ctx.index.nodes(cst.ClassDef)
+                   if cls.name.value == expr.value for base in cls.bases)
 
     def _guards(self, site: cst.Call):
         """(`if`, the part of it that holds site) for each `if` around site, innermost first, up to
