@@ -401,6 +401,21 @@ and whether the fix still moves the save under an interval.
                 fixed=_fixed(in_training_loop("if step % 50 != 0:\n    _trainlint_async_save(torch.save, "
                                               "model.state_dict(), 'latest.pt')")),
                 message="on all training steps but one in N (under `step % 50 != 0`)"),
+        # Per step in an epoch's loop, to a file the loop does not name anew: saved once after the
+        # loop, which leaves each file as it was left (under an interval, each epoch's file held its
+        # first step's weights, and the last one was never written).
+        Invalid("import torch\nfor epoch in range(3):\n    for i, (x,) in enumerate(loader):\n        model(x).backward()\n"
+                "        opt.step()\n        torch.save(model.state_dict(), f'model_epoch{epoch}.pt')\n",
+                fixed="import torch\nfor epoch in range(3):\n    for i, (x,) in enumerate(loader):\n        model(x).backward()\n"
+                "        opt.step()\n    torch.save(model.state_dict(), f'model_epoch{epoch}.pt')\n",
+                message="save it once, after the loop"),
+        # ... not when it reads what the loop binds, nor when the loop may skip it.
+        Invalid("import torch\nfor epoch in range(3):\n    for i, (x,) in enumerate(loader):\n        loss = model(x)\n"
+                "        loss.backward()\n        opt.step()\n        torch.save({'loss': loss}, f'e{epoch}.pt')\n",
+                message="save every `1000` steps"),
+        Invalid("import torch\nfor epoch in range(3):\n    for i, (x,) in enumerate(loader):\n        if x is None:\n"
+                "            continue\n        model(x).backward()\n        opt.step()\n        torch.save(model.state_dict(), 'e.pt')\n",
+                message="save every `1000` steps"),
         # Per step: moved under an interval and made asynchronous.
         Invalid(in_training_loop("torch.save(model.state_dict(), 'latest.pt')"),
                 fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), "
@@ -970,6 +985,14 @@ and whether the fix still moves the save under an interval.
         # Decided once, for the fix and the message alike: a message never offers a background
         # write the fix withholds.
         withheld = self._withheld(site, inner, helper)
+        once = self._once_after_loop(site) if kind == "per-step" and helper is None and not withheld else None
+        if once is not None:
+            # Every step writes the same file, whose last write is what stays: written once, after
+            # the loop, it holds what it held (an interval would leave the first step's state).
+            self.report(site, f"{what} writes a checkpoint on every training step and training waits for it, "
+                              f"each time to the same file (it names no value the loop changes): save it once, "
+                              f"after the loop, where it ends with the same state", once)
+            return
         if kind == "per-step":
             remainder = ctx.loops.remainder_guard(site)
             interval = self._interval(site, sites)
@@ -1008,6 +1031,32 @@ and whether the fix still moves the save under an interval.
                 "under conditions of its own" if kind == "conditions of its own" else f"under `{kind}`"
             message = f"{what} blocks training while it writes the checkpoint ({under}); {how}"
         self.report(site, message, fix)
+
+    def _once_after_loop(self, site: cst.Call):
+        """A fix that moves a per-step save after its hot loop, when that loop is inside another
+        (`torch.save(model.state_dict(), f"model_epoch{epoch}.pt")` on each step of an epoch): the
+        save is the last statement of the loop's body, reads nothing the loop binds, and the loop
+        always reaches it (no `break`, `continue`, `return` or `else:`): the file then ends with
+        the state of the loop's last step either way. None otherwise."""
+        ctx = self.ctx
+        loop = ctx.loops.hot_loop_of(site)
+        stmt = ctx.index.enclosing(site, (cst.SimpleStatementLine,))
+        if loop is None or stmt is None or loop.orelse is not None or not loop.body.body \
+                or loop.body.body[-1] is not stmt or isinstance(ctx.parent(loop), cst.Module):
+            return None
+        outer = ctx.index.enclosing(loop, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda))
+        if not isinstance(outer, (cst.For, cst.While)):
+            return None
+        bound = bound_names(loop.body) | (bound_names(loop.target) if isinstance(loop, cst.For) else set())
+        read = {n.value for n in ctx.index.walk(stmt) if isinstance(n, cst.Name)}
+        if read & bound:
+            return None
+        for node in ctx.index.walk(loop.body):
+            if isinstance(node, (cst.Return, cst.Yield)) or isinstance(node, (cst.Break, cst.Continue)) \
+                    and ctx.index.enclosing(node, (cst.For, cst.While)) is loop:
+                return None
+        return self.fix(Applicability.UNSAFE, "Save once, after the loop",
+                        (stmt, ""), (loop, ctx.render(loop) + ctx.render(stmt.with_changes(leading_lines=[]), at=loop)))
 
     def _conditional_inside(self, save: cst.Call) -> bool:
         """save runs under a condition of the helper functions it is reached through: an `if`
