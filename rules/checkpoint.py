@@ -126,7 +126,14 @@ _PATH_ARGUMENT = {"torch.save": (1, "f"), "save_pretrained": (0, "save_directory
                   "engine.save_checkpoint": (0, "save_dir"),
                   "accelerator.save_state": (0, "output_dir"), "accelerator.save": (1, "f"),
                   "fabric.save": (0, "path"),
-                  "trainer.save_checkpoint": (0, "filepath")}
+                  "trainer.save_checkpoint": (0, "filepath"),
+                  "safetensors.torch.save_file": (1, "filename"), "safetensors.torch.save_model": (1, "filename")}
+# safetensors' saves, why each is not written from a snapshot.
+_SAFETENSORS = {
+    "safetensors.torch.save_file": "refuses tensors that share memory, which the snapshot's copies never do "
+                                   "(a save that fails would be written)",
+    "safetensors.torch.save_model": "is handed the live module, which the fix cannot snapshot",
+}
 # Names of a whole module or optimizer handed to torch.save (not its state dict).
 _LIVE_OBJECT = re.compile(r"^(model|net|module|network|encoder|decoder|optimizer|opt|optim)$|_(model|net|optimizer)$",
                           re.IGNORECASE)
@@ -664,6 +671,17 @@ and whether the fix still moves the save under an interval.
                 fixed=_DEEPSPEED.format(save="if step % 1000 == 0:\n        model_engine.save_checkpoint('ckpt', tag=f'step{step}')")),
         Invalid(_DEEPSPEED.format(save="if step % 500 == 0:\n        engine.save_checkpoint(args.out)").replace(
             "model_engine, ", "engine, "), fixed=NO_FIX, message="asynchronous checkpoint engine of DeepSpeed"),
+        # safetensors' saves (once missed): reported; per step, moved under the interval only.
+        Invalid(in_training_loop("if step % 100 == 0:\n    save_file(model.state_dict(), f'ckpt/{step}.safetensors')")
+                .replace("import torch\n", "import torch\nfrom safetensors.torch import save_file\n"), fixed=NO_FIX,
+                message="`safetensors.torch.save_file` blocks training while it writes the checkpoint (under `step % 100 == 0`); "
+                        "no background write is offered, so no fix: `safetensors.torch.save_file` refuses tensors that "
+                        "share memory"),
+        Invalid(in_training_loop("safetensors.torch.save_model(model, 'model.safetensors')")
+                .replace("import torch\n", "import safetensors.torch\nimport torch\n"),
+                fixed=in_training_loop("if step % 1000 == 0:\n    safetensors.torch.save_model(model, 'model.safetensors')")
+                .replace("import torch\n", "import safetensors.torch\nimport torch\n"),
+                message="no background write is offered: `safetensors.torch.save_model` is handed the live module"),
         # fabric.save every N steps: reported, no asynchronous fix.
         Invalid(in_training_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=NO_FIX,
                 message="no background write is offered, so no fix: `fabric.save` may gather state across ranks"),
@@ -858,8 +876,9 @@ and whether the fix still moves the save under an interval.
 
     def _save_kind(self, call: cst.Call) -> str | None:
         ctx = self.ctx
-        if ctx.names.qualified(call.func) == "torch.save":
-            return "torch.save"
+        qualified = ctx.names.qualified(call.func)
+        if qualified in ("torch.save", *_SAFETENSORS):
+            return qualified
         func = call.func
         if not isinstance(func, cst.Attribute):
             return None
@@ -1193,6 +1212,8 @@ and whether the fix still moves the save under an interval.
                         "`from_pretrained` or `from_config` of a transformers class, or of a class subclassing one), "
                         "and only their `save_pretrained` takes `state_dict=`")
             return None
+        if kind in _SAFETENSORS:
+            return f"`{kind}` {_SAFETENSORS[kind]}"
         if kind not in ("torch.save", "accelerator.save"):  # accelerate's save: torch.save on the main process
             return f"`{kind}` may gather state across ranks, which the fix cannot snapshot"
         if self._into_file_object(call):
