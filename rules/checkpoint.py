@@ -257,7 +257,8 @@ _WITH_MORE = in_training_loop("with open('ckpt.pt', 'wb') as f:\n    torch.save(
 class BlockingCheckpointInLoop(Rule):
     code = "TL501"
     name = "blocking-checkpoint-in-loop"
-    summary = "`torch.save`/`save_pretrained`/`save_state`/`fabric.save`/`save_checkpoint` blocking the training loop"
+    summary = ("`torch.save`/`save_pretrained`/`save_state`/`fabric.save`/`save_checkpoint`/safetensors' `save_file` "
+               "blocking the training loop")
     source = "§6.2"
     fix_applicability = "unsafe"
     triggers = ("save",)
@@ -267,7 +268,8 @@ class BlockingCheckpointInLoop(Rule):
     docs = """
 ## What it does
 Flags `torch.save`, `save_pretrained`, `accelerator.save` and `save_state`, `fabric.save`, Lightning's
-`trainer.save_checkpoint` and a DeepSpeed engine's `save_checkpoint` (or a function of the module that calls one) run inside the hot loop, on every step or every N steps, or in a
+`trainer.save_checkpoint`, a DeepSpeed engine's `save_checkpoint` and safetensors' `save_file` and
+`save_model` (or a function of the module that calls one) run inside the hot loop, on every step or every N steps, or in a
 hook a framework calls on every step (a Lightning callback's `on_train_batch_end`, a
 TrainerCallback's `on_step_end`: see TL201). Saves outside the hot loop (once per epoch, at the
 end) and saves of tokenizers or configs are not flagged; nor is a save that runs once, or at a
@@ -276,9 +278,14 @@ few steps named one by one (`if step == max_steps - 1:`, `if step in {1000, 5000
 A save helper that checks its own interval (an `if` around the save, an early return, or in
 a helper it calls) or decides for some of its saves (only a better model) is only made
 asynchronous, never put under a second interval. A save in the optimizer-step branch of gradient
-accumulation is per step, guarded on an optimizer-step counter counted there (none: no fix). No
-background write when a call archives, uploads, syncs or copies a folder the file lies in, a save
-after the loop writes the same path, or a read of it runs earlier in the loop (a roll-back).
+accumulation is per step, guarded on an optimizer-step counter counted there (none: no fix). A
+per-step save in an epoch's inner loop to a file that loop does not name anew (the last statement
+of its body, reading nothing the loop binds, which no `break`, `continue` or `return` skips:
+`torch.save(model.state_dict(), f"model_epoch{epoch}.pt")`) is moved after the loop, once per
+epoch, which leaves each file as the loop left it. No background write when a call in the loop
+archives, uploads, syncs or copies a folder the file lies in (also a function of the module
+handed the folder that does, or one handed to a pool or thread: `pool.submit(upload, out)`), or a
+read of it runs earlier in the loop (a roll-back).
 `accelerator.save` is made asynchronous like `torch.save`; a finding without a fix says why.
 
 ## Why is this bad?
@@ -305,13 +312,16 @@ for step, (x, y) in enumerate(loader):
 ```
 `_trainlint_async_save` (added once per module by the fix) copies every tensor to the CPU before
 it returns, then writes in a background thread; a save first waits for the previous one, and the
-interpreter waits for the last before it exits. For sharded state use
+fix calls `_trainlint_wait_for_save()` right after the loop (and before a `return` inside it), so
+that whatever runs after the loop (a final save to the same file, a load, an archive, `os._exit`)
+finds the last file complete. For sharded state use
 `torch.distributed.checkpoint.async_save`.
 
 ## Fix safety
 Unsafe. The file written holds exactly the state of the step that saved it (tensors are copied
-before training continues), but it appears on disk later, and an error while writing surfaces
-at the next save, or, for the last save, at exit: the writing thread prints its traceback and,
+before training continues), but it appears on disk later (by the end of the loop), and an error
+while writing surfaces at the next save or after the loop; where no wait follows the last save (in
+a framework's step hook), at exit: the writing thread prints its traceback and,
 once the script's own exit handlers have run, the process exits with status 1 (where the blocking
 save would have raised; a script that ends normally otherwise exits 0 as before). A save inside a
 `try` (in its function, or around the call of the module's save function) whose handler may catch
@@ -337,15 +347,20 @@ one a `with` binds (`as f`), a name assigned `open(...)`/`io.BytesIO()` (also in
 assignment: `best_loss, best = loss, io.BytesIO()`), or one of those in the call, is only put under the interval, with no background write promised; one under an interval
 already is reported without the background-thread advice, and one into an `io.BytesIO()` under
 an interval (an in-memory copy, such as the best weights) is not reported: nothing is written. `model.save_pretrained(out)` is made asynchronous
-(writing `state_dict=model.state_dict()` from the snapshot) only in a module that imports
-transformers and none of diffusers, PEFT or sentence-transformers, whose `save_pretrained`
-ignores or rejects `state_dict=` (a diffusers UNet would be written live while training goes on).
+(writing `state_dict=model.state_dict()` from the snapshot) only on a model known to be
+transformers' (made by `from_pretrained`/`from_config` of a transformers class, or a class of the
+module subclassing one, also through `accelerator.unwrap_model`), in a module that imports none of
+diffusers, PEFT or sentence-transformers, whose `save_pretrained` ignores or rejects `state_dict=`
+(a diffusers UNet, or a huggingface_hub `PyTorchModelHubMixin` model, would be written live while
+training goes on). safetensors' `save_file` is not made asynchronous (it refuses tensors that
+share memory, which the snapshot's copies never do), nor is `save_model` (handed the live module).
 Tensors that shared storage are written as separate copies. `accelerator.save_state`,
 `fabric.save`, `trainer.save_checkpoint` and DeepSpeed's `save_checkpoint` (which may gather
 across ranks) are only moved under an interval, never made asynchronous (for Lightning the
 message names its `AsyncCheckpointIO` plugin, a change to how the Trainer is built; for DeepSpeed
-its asynchronous checkpoint engines, chosen in its configuration); no asynchronous fix is offered when the module reads checkpoints back after the
-loop, nor when a call after the save is handed the path it writes, which it may read, copy,
+its asynchronous checkpoint engines, chosen in its configuration); no asynchronous fix is offered when a function
+the loop calls loads a checkpoint (or, where no wait can follow every call that reaches the save,
+a load after the loop), nor when a call after the save, while the loop runs, is handed the path it writes, which it may read, copy,
 move or upload before the background write is done: an argument, or the object of a method, built
 from all the parts of the save's file (or folder) argument (its variables and the components of
 its strings, a variable taken with the values assigned to it): `os.replace(tmp, path)`,
@@ -354,7 +369,8 @@ its strings, a variable taken with the values assigned to it): `os.replace(tmp, 
 after a save into `ckpt = os.path.join(out, "last.pt")` (another file of the folder,
 `os.path.join(out, "metrics.json")`, is not the one written), later in the
 save's function or, for a save in a function of the module, in its callers after the call (a
-parameter followed to the argument passed for it). Print and log calls, other saves
+parameter followed to the argument passed for it; a returned path to the name the call's value
+is assigned to, or the call handed it). Print and log calls, other saves
 (`tokenizer.save_pretrained(out)`, a call of the module's own save function) and `os.makedirs`
 or `mkdir` do not count; a path built from it elsewhere
 (`os.path.join(out, "x")` outside a save) does. A per-step save whose file is used that way is
