@@ -1802,13 +1802,13 @@ and whether the fix still moves the save under an interval.
             given.append(call.func.value)
         return any(may_name(ctx, forms, value) for value in given) or bool(above) and self._reads_folder(call, above)
 
-    def _reads_folder(self, call: cst.Call, folders: set[str], depth: int = 0) -> bool:
-        """call reads one of folders as a whole (paths.reads_folder): also a function of the
+    def _reads_folder(self, call: cst.Call, names: set[str], depth: int = 0) -> bool:
+        """call reads one of the folders `names` as a whole (paths.reads_folder): also a function of the
         module handed one that reads it so (`publish(ckdir)` archiving its parameter), and either
         handed to a pool or a thread with one (`pool.submit(upload, out)`, `Thread(target=publish,
         args=(out,))`), as though called with it (the archive once held an empty file)."""
         ctx = self.ctx
-        if reads_folder(ctx, folders, call):
+        if reads_folder(ctx, names, call):
             return True
         handed = _handed_to(ctx, call)
         func, values = handed if handed is not None else (call.func, None)
@@ -1818,12 +1818,12 @@ and whether the fix still moves the save under an interval.
         fns = ctx.loops.functions.get(name, ()) if name else ()
         if len(fns) != 1 or depth >= 3:
             # Another library's function handed to a pool: read as a call of it with the values.
-            return values is not None and reads_folder(ctx, folders, cst.Call(func=func, args=[cst.Arg(v) for v in values]))
+            return values is not None and reads_folder(ctx, names, cst.Call(func=func, args=[cst.Arg(v) for v in values]))
         if values is None:
             passed = [(param, arg.value) for param, arg in ctx.loops.bind_params(name, call)]
         else:
             passed = list(zip([p.name.value for p in fns[0].params.params], values))
-        params = {param for param, value in passed if hands_folder(ctx, folders, value)}
+        params = {param for param, value in passed if hands_folder(ctx, names, value)}
         return bool(params) and any(self._reads_folder(c, params, depth + 1) for c in self._calls_in.get(fns[0], ()))
 
     def _not_a_reader(self, call: cst.Call) -> bool:
