@@ -1254,6 +1254,8 @@ and whether the fix still moves the save under an interval.
                 expr = expr.value
             else:
                 break
+        if isinstance(expr, cst.IfExp):  # `model.module if hasattr(model, "module") else model`
+            return self._transformers_model(expr.body, depth) and self._transformers_model(expr.orelse, depth)
         if isinstance(expr, cst.Call):
             func = expr.func
             if isinstance(func, cst.Attribute) and func.attr.value in ("from_pretrained", "from_config"):
