@@ -159,7 +159,8 @@ def test_a_rewritten_save_call_has_no_blank_line_before_its_parenthesis():
     # once came out as a line of spaces.
     source = (
         "import os\n\nimport transformers\n\n\n"  # a transformers model's save_pretrained takes state_dict=
-        "def train(out, encoder, model, opt, loader):\n"
+        "def train(out, model, opt, loader):\n"
+        "    encoder = transformers.AutoModel.from_pretrained('e')\n"
         "    for step, batch in enumerate(loader):\n"
         "        model(batch).backward()\n"
         "        opt.step()\n"
@@ -168,13 +169,14 @@ def test_a_rewritten_save_call_has_no_blank_line_before_its_parenthesis():
         "        )\n")
     fixed = fix_source(source, select=["TL501"])
     assert not [line for line in fixed.splitlines() if line and not line.strip()]
-    assert fixed.splitlines()[-6:] == [
+    assert fixed.splitlines()[-7:] == [
         "        if step % 1000 == 0:",
         "            _trainlint_async_save(",
         "                encoder.save_pretrained,",
         "                os.path.join(out, 'encoder'),",
         "                state_dict=encoder.state_dict(),",
         "            )",
+        "    _trainlint_wait_for_save()",
     ]
 
 
