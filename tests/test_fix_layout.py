@@ -546,6 +546,7 @@ def test_a_save_laid_out_by_hand_around_a_comment_keeps_its_alignment():
     source = (
         "import torch\nimport transformers\n\n\n"
         "def train(out, self, opt, loader):\n"
+        "    self.accelerator_unwrapped_encoder_model = transformers.AutoModel.from_pretrained('e')\n"
         "    for step, batch in enumerate(loader):\n"
         "        self(batch).backward()\n"
         "        opt.step()\n"
@@ -555,13 +556,14 @@ def test_a_save_laid_out_by_hand_around_a_comment_keeps_its_alignment():
         "            torch.save(  # weights only\n"
         "                self.state_dict(), 'x.pt')\n")
     fixed = fix_source(source, select=["TL501"], unsafe_fixes=True)
-    assert fixed.splitlines()[-6:] == [
+    assert fixed.splitlines()[-7:] == [
         "        if step % 500 == 0:",
         "            _trainlint_async_save(self.accelerator_unwrapped_encoder_model.save_pretrained, out,  # the folder",
         "                                  safe_serialization=True,",
         "                                  state_dict=self.accelerator_unwrapped_encoder_model.state_dict())",
         "            _trainlint_async_save(  # weights only",
         "                torch.save, self.state_dict(), 'x.pt')",
+        "    _trainlint_wait_for_save()",
     ]
 
 
