@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import libcst as cst
 
 from trainlint.analysis.distributed import one_line
-from trainlint.analysis.loops import first_modulo, range_counter
+from trainlint.analysis.loops import enumerate_counter, first_modulo, range_counter
 from trainlint.analysis.names import dotted
 from trainlint.analysis.tree import binding_targets, walk
 from trainlint.analysis.variables import in_scope_of, is_variable, names_a_value, role, variable_uses
@@ -38,21 +39,21 @@ def step_counter(ctx, node: cst.CSTNode) -> str | None:
     region = ctx.loops.step_region(node)
     if region is not None:
         return _incremented(ctx, region)
-    if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and ctx.dotted(loop.iter.func) == "enumerate" \
-            and isinstance(loop.target, cst.Tuple) and isinstance(loop.target.elements[0].value, cst.Name):
-        return loop.target.elements[0].value.value
-    counter = range_counter(loop, ctx.assigned_values)
+    # The enumerate index, also through a progress bar (`tqdm(enumerate(loader), total=n)`).
+    counter = enumerate_counter(loop, ctx.assigned_values) or range_counter(loop, ctx.assigned_values)
     if counter is not None:
         return counter
     return _incremented(ctx, [loop.body])
 
 
 def _incremented(ctx, statements) -> str | None:
-    """The first name these statements increment by 1 (`step += 1`)."""
+    """The first name these statements increment by 1 (`step += 1`); not a tensor (`step_t =
+    torch.zeros((), device="cuda")`, `step_t += 1`): a guard `if step_t % n == 0:` would read it
+    on the host on every step, the very wait the guard is there to avoid."""
     for stmt in statements:
         for aug in ctx.index.walk(stmt):
             if isinstance(aug, cst.AugAssign) and isinstance(aug.operator, cst.AddAssign) \
-                    and ctx.literal(aug.value) == 1:
+                    and ctx.literal(aug.value) == 1 and not ctx.tensors.is_tensor(aug.target):
                 name = ctx.dotted(aug.target)
                 if name:
                     return name
@@ -113,27 +114,153 @@ def _is_lbfgs(ctx, optimizer: cst.BaseExpression) -> bool:
         isinstance(v, cst.Call) and (ctx.names.qualified(v.func) or "").endswith(".LBFGS") for v in values)
 
 
-def log_interval(ctx, node: cst.CSTNode, default: int) -> str:
-    """The framework's logging interval in a step hook holding node (Lightning's
-    `self.trainer.log_every_n_steps`), else an interval the script already defines (`log_every`,
-    `args.log_interval`, `LOG_EVERY`...), else the number its loop already logs at (`if i % 50 ==
-    0: print(...)`), else the default."""
+class _Guard(NamedTuple):
+    """The guard a fix puts per-step code under, and the messages name."""
+
+    test: str | None  # the condition, as code (`step % log_every == 0`); None: no fix
+    shown: str  # the guard as the advice shows it, in backticks (with why there is no fix)
+    interval: str = ""  # the interval, as code, for a fix's title (`args.log_every`, `4`)
+
+
+def _guard(ctx, node: cst.CSTNode, default: int) -> _Guard:
+    """The guard around node that a fix writes and a message advises.
+
+    In a framework's step hook: the framework's counter and interval (Lightning's `self.global_step
+    % self.trainer.log_every_n_steps`). In a loop that already tests an interval of its counter
+    (`if args.log_every > 0 and step % args.log_every == 0:`, `if i % 4 == 3:`, `if step %
+    int(log_interval) == 0:`): that test as the script writes it (_loop_interval_test), so the
+    guarded code runs on the steps the script already logs at, and nothing the script guards
+    against (an interval of 0, a string read from the environment) is lost. Else the loop's
+    counter and the script's interval (`log_every`, `args.log_interval`, `LOG_EVERY`) when its
+    value is known to be a positive whole number (a literal, an option's default); one that is
+    not known gets no guard (`step % 0` raises, `step % "2"` too); else the default."""
+    counter = step_counter(ctx, node)
     hook = ctx.loops.step_hook(node)
     if hook is not None:
-        return hook.interval
-    for name, text in _interval_names(ctx):
-        if in_scope_of(ctx, name, node):
-            return text
-    # The number the loop already logs every so many steps at (`if i % 50 == 0: print(...)`).
+        interval = hook.interval
+    else:
+        if counter is not None:
+            existing = _loop_interval_test(ctx, node, counter)
+            if existing is not None:
+                return _Guard(existing[0], f"`if {existing[0]}:`", existing[1])
+        interval, known = str(default), True
+        for name, text in _interval_names(ctx):
+            if in_scope_of(ctx, name, node):
+                value = ctx.sources.value(name)
+                interval = text
+                known = isinstance(value, int) and not isinstance(value, bool) and value > 0
+                break
+        if not known:
+            shown = f"`if {counter or 'step'} % {interval} == 0:`"
+            why = f"not written: `{interval}` is not known to be a positive whole number"
+            return _Guard(None, f"{shown}, {why}" if counter is not None else
+                          f"{shown}, counting `step` where no counter of the loop was found; {why}")
+    if counter is None:
+        return _Guard(None, f"`if step % {interval} == 0:`, counting `step` where no counter of the loop was found")
+    test = f"{counter} % {interval} == 0"
+    return _Guard(test, f"`if {test}:`", interval)
+
+
+def _loop_interval_test(ctx, node: cst.CSTNode, counter: str) -> tuple[str, str] | None:
+    """The interval test the loop around node already makes of its counter, and its interval, as
+    code: an `if` of the
+    same loop (in gradient accumulation's optimizer step when node is there, outside it when node
+    is not), run on every step itself, whose test is `<counter expression> % <interval> == <k>`
+    (`(step + 1) % log_every == 0`, `i % 4 == 3`), alone or in an `and` with conditions on the
+    interval (`args.log_every > 0 and ...`, kept: they keep the remainder from dividing by zero)
+    and others without effects (`rank == 0`, dropped: the guard limits steps, not processes), and
+    whose body logs or whose interval is named like a logging interval. Not a test of a tensor
+    (`step_t % 10`: itself a wait for the GPU on every step). None when the loop has none."""
     loop = ctx.loops.hot_loop_of(node)
-    for guard in (n for n in ctx.index.walk(loop.body) if isinstance(n, cst.If)) if loop is not None else ():
-        modulo = first_modulo(guard.test)
-        every = ctx.literal(modulo.right) if modulo is not None and ctx.loops.limits_body(guard.test) \
-            and not ctx.loops.is_step_boundary(guard) else None  # (not gradient accumulation's count)
-        if isinstance(every, int) and not isinstance(every, bool) and every > 1 and any(
-                isinstance(c, cst.Call) and _is_log_call(ctx, c) for c in ctx.index.walk(guard.body)):
-            return str(every)
-    return str(default)
+    if loop is None:
+        return None
+    region = ctx.loops.step_region(node)
+    counters = {counter} | _incremented_all(ctx, region if region is not None else [loop.body])
+    for guard in ctx.index.walk(loop.body):
+        if not isinstance(guard, cst.If) or ctx.loops.innermost_loop(guard) is not loop \
+                or ctx.loops.is_step_boundary(guard) or not ctx.loops.limits_body(guard.test):
+            continue
+        in_region = region is not None and any(ctx.index.contains(s, guard) for s in region)
+        if in_region != (region is not None) or (region is None and ctx.loops.step_region(guard) is not None) \
+                or not ctx.loops.is_per_step(guard, optimizer_steps=region is not None):
+            continue
+        test = _reusable_test(ctx, guard, counters)
+        if test is not None:
+            return test
+    return None
+
+
+def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str] | None:
+    """guard's test as _loop_interval_test reuses it, or None."""
+    parts, stack = [], [guard.test]
+    while stack:  # the operands of `a and b and c`, in order
+        part = stack.pop(0)
+        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.And) and not part.lpar:
+            stack[:0] = [part.left, part.right]
+        else:
+            parts.append(part)
+    remainders = [p for p in parts if _one_in_n(ctx, p) is not None]
+    if len(remainders) != 1:
+        return None
+    modulo = _one_in_n(ctx, remainders[0])
+    every = ctx.literal(modulo.right)
+    if ctx.tensors.is_tensor(modulo.left) or (isinstance(every, int) and every <= 1) \
+            or not any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.dotted(n) in counters
+                       for n in ctx.index.walk(modulo.left)):
+        return None
+    interval = {ctx.dotted(n) for n in ctx.index.walk(modulo.right) if isinstance(n, (cst.Name, cst.Attribute))} - {None}
+    kept = []
+    for part in parts:
+        if part is remainders[0]:
+            kept.append(part)
+        elif not _side_effect_free(ctx, part):
+            return None
+        elif any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.dotted(n) in interval for n in ctx.index.walk(part)):
+            kept.append(part)  # `args.log_every > 0`: what keeps the remainder from failing
+    text = (ctx.dotted(modulo.right) or "") if isinstance(modulo.right, (cst.Name, cst.Attribute)) else ""
+    if not (_INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")) or _subscript_interval(ctx, modulo.right)
+            or any(isinstance(c, cst.Call) and _is_log_call(ctx, c) for c in ctx.index.walk(guard.body))):
+        return None
+    every_code = one_line(ctx.code(modulo.right))
+    if len(kept) == len(parts):
+        return one_line(ctx.code(guard.test)), every_code
+    return " and ".join(one_line(ctx.code(p)) for p in kept), every_code
+
+
+def _subscript_interval(ctx, expr: cst.BaseExpression) -> bool:
+    """`config["log_every"]`, `int(cfg.log_interval)`: a logging interval taken from a mapping or
+    converted."""
+    for n in ctx.index.walk(expr):
+        text = ctx.literal(n) if isinstance(n, cst.SimpleString) else ctx.dotted(n) if isinstance(
+            n, (cst.Name, cst.Attribute)) else None
+        if isinstance(text, str) and _INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")):
+            return True
+    return False
+
+
+def _one_in_n(ctx, test: cst.BaseExpression) -> cst.BinaryOperation | None:
+    """The remainder of `x % n == k` (either way round, k a whole number): a test that holds on
+    one step in n."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)):
+        return None
+    for remainder, other in ((test.left, test.comparisons[0].comparator), (test.comparisons[0].comparator, test.left)):
+        value = ctx.literal(other)
+        if isinstance(remainder, cst.BinaryOperation) and isinstance(remainder.operator, cst.Modulo) \
+                and isinstance(value, int) and not isinstance(value, bool):
+            return remainder
+    return None
+
+
+def _incremented_all(ctx, statements) -> set[str]:
+    """Every name (not a tensor) these statements increment by 1."""
+    names = set()
+    for stmt in statements:
+        for aug in ctx.index.walk(stmt):
+            if isinstance(aug, cst.AugAssign) and isinstance(aug.operator, cst.AddAssign) \
+                    and ctx.literal(aug.value) == 1 and not ctx.tensors.is_tensor(aug.target):
+                names.add(ctx.dotted(aug.target))
+    return names - {None}
 
 
 def _interval_names(ctx) -> list[tuple[cst.CSTNode, str]]:
@@ -152,22 +279,13 @@ def _interval_names(ctx) -> list[tuple[cst.CSTNode, str]]:
     return cached
 
 
-def _guard_parts(ctx, node: cst.CSTNode, default_interval: int) -> tuple[str | None, str]:
-    """The step counter (None when none is found) and the logging interval of a guard around
-    node: what guard_statement writes and interval_guard shows, so a message names the guard its
-    fix writes."""
-    return step_counter(ctx, node), log_interval(ctx, node, default_interval)
-
-
 def interval_guard(ctx, node: cst.CSTNode, default_interval: int) -> str:
     """The guard the messages advise, as it goes in their parentheses: the one guard_statement
-    writes, in backticks, with the script's counter and interval (`if it % args.log_interval ==
-    0:`), the framework's in a step hook (`if trainer.global_step % trainer.log_every_n_steps ==
-    0:`). Where the loop keeps no counter (and there is no fix), the advice says to count one."""
-    counter, interval = _guard_parts(ctx, node, default_interval)
-    if counter is None:
-        return f"`if step % {interval} == 0:`, counting `step` where no counter of the loop was found"
-    return f"`if {counter} % {interval} == 0:`"
+    writes, in backticks (`if it % args.log_interval == 0:`, the loop's own test `if i % 4 == 3:`,
+    the framework's in a step hook: `if trainer.global_step % trainer.log_every_n_steps == 0:`).
+    Where the loop keeps no counter, or the interval is not known to be a positive number (and
+    there is no fix), the advice says so."""
+    return _guard(ctx, node, default_interval).shown
 
 def framework_logging(ctx, node: cst.CSTNode) -> str:
     """Advice to hand a tensor to the framework's logger in a step hook that has one (Lightning's
@@ -190,8 +308,9 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
     that would move fills a container read elsewhere (_filled_only_here)."""
     ctx = rule.ctx
     stmt = ctx.index.enclosing(node, cst.SimpleStatementLine)
-    counter, interval = _guard_parts(ctx, node, default_interval)
-    if stmt is None or counter is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock):
+    guard = _guard(ctx, node, default_interval)
+    test, interval = guard.test, guard.interval
+    if stmt is None or test is None or not isinstance(ctx.parent(stmt), cst.IndentedBlock):
         return None
     if ctx.loops.remainder_guard(stmt) is not None:
         return None  # `if step % 100 == 0:` inside `if step % log_every:` may hold on no step at all
@@ -201,31 +320,59 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
     if moved is None:
         return None
     first = moved[0]
-    test = f"{counter} % {interval} == 0"
-    # The same guard right above or below: the statements join it instead of a second `if`.
+    # The same guard right above or below: the statements join it instead of a second `if`; so do
+    # the per-step logging lines between them, which would each be guarded by the same test (two
+    # prints above `if step % log_every == 0:` gave two such `if`s back to back).
     body = list(ctx.parent(stmt).body)
     at, end = body.index(first), body.index(moved[-1])
-    for neighbour, before in ((body[at - 1] if at else None, True), (body[end + 1] if end + 1 < len(body) else None, False)):
+    above = _logging_run(ctx, body[:at][::-1])[::-1]
+    below = _logging_run(ctx, body[end + 1:])
+    for run, before in ((above, True), (below, False)):
+        index = at - len(run) - 1 if before else end + len(run) + 1
+        neighbour = body[index] if 0 <= index < len(body) else None
         if isinstance(neighbour, cst.If) and neighbour.orelse is None and isinstance(neighbour.body, cst.IndentedBlock) \
                 and one_line(ctx.code(neighbour.test)) == test:
-            joined = [first.with_changes(leading_lines=[]) if not before else first, *moved[1:]]
+            taken = [*run, *moved] if before else [*moved, *run]
+            joined = [taken[0].with_changes(leading_lines=[]) if not before else taken[0], *taken[1:]]
             inner = [*neighbour.body.body, *joined] if before else [*joined, *neighbour.body.body]
             where = "above" if before else "below"
             return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps, in the `if` {where} (`if {test}:`)",
                             (neighbour, neighbour.with_changes(body=neighbour.body.with_changes(body=inner))),
-                            *((s, "") for s in moved))
+                            *((s, "") for s in taken))
     guarded = cst.If(
         test=cst.parse_expression(test),
         body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[]), *moved[1:]]),
         leading_lines=first.leading_lines,
     )
-    message = f"Run it every `{interval}` steps (`if {counter} % {interval} == 0:`)"
+    message = f"Run it every `{interval}` steps (`if {test}:`)"
     if len(moved) > 1:
         names = ", ".join(f"`{n}`" for n in sorted(_bound_names(first)))
         lines = "next line, which reads" if len(moved) == 2 else f"next {len(moved) - 1} lines, which read"
-        message = f"Run it and the {lines} {names}, every `{interval}` steps (`if {counter} % {interval} == 0:`)"
+        message = f"Run it and the {lines} {names}, every `{interval}` steps (`if {test}:`)"
     # The statements after the first move into the guard: each is removed where it stood.
     return rule.fix(Applicability.UNSAFE, message, (first, guarded), *((s, "") for s in moved[1:]))
+
+
+def _logging_run(ctx, statements) -> list:
+    """The statements at the start of `statements` that each log a tensor in one call and do
+    nothing else (`print(f"loss {loss:.3f}")`, `pbar.set_postfix(loss=loss)`, a tracker's call
+    given its step): TL202 guards each with the same test, so a guard joining an `if` past them
+    takes them along. A line with a comment that suppresses a finding (`# noqa`) ends the run."""
+    run = []
+    for stmt in statements:
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+                and isinstance(stmt.body[0].value, cst.Call)) or "noqa" in ctx.code(stmt).lower():
+            break
+        call = stmt.body[0].value
+        tracker = _tracker_values(ctx, call) if not _is_log_call(ctx, call) else None
+        if tracker is not None:
+            logged = tracker.step and any(_device_tensor(ctx, v) for v in tracker.values)
+        else:
+            logged = _is_log_call(ctx, call) and any(True for arg in call.args for _ in _formatted_tensors(ctx, arg.value))
+        if not logged:
+            break
+        run.append(stmt)
+    return run
 
 
 # At most this many statements after a guarded assignment move with it (the reads of its name).
@@ -1170,6 +1317,21 @@ def _to_text(ctx, expr: cst.BaseExpression) -> bool:
         and len(expr.args) == 1 and not expr.args[0].star and _device_tensor(ctx, expr.args[0].value)
 
 
+_ARGS = ("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+         "parser.add_argument('--log-interval', type=int, default=10)\nargs = parser.parse_args()\n")
+
+
+def _own_test(test: str, joined: bool = False, extra: str = "") -> str:
+    """A rule case: a loop that logs under its own interval test `test`, with a per-step print of
+    the loss (and `extra`) above it; joined: the print (and `extra`) moved into that test's body."""
+    lines = ["print(f'loss {loss:.4f}')"] + ([extra] if extra else [])
+    if joined:
+        body = f"if {test}:\n" + "".join(f"    {line}\n" for line in lines) + "    print('step', step)"
+    else:
+        body = "".join(f"{line}\n" for line in lines) + f"if {test}:\n    print('step', step)"
+    return in_training_loop(body).replace("import torch\n", "import torch\nconfig = {'log_every': 5}\n")
+
+
 _WRITER = "from torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
 _ACCELERATOR = "from accelerate import Accelerator\naccelerator = Accelerator(log_with='wandb')\n"
 _FABRIC_LOGGERS = "import lightning as L\nfabric = L.Fabric(loggers=L.fabric.loggers.CSVLogger('logs'))\n"
@@ -1403,13 +1565,56 @@ interval there. Without one there is no fix.
         Invalid(in_training_loop("if step % 50 != 0:\n    print('loss', loss)"), fixed=NO_FIX),
         # ... and after `if step % 50 == 0: continue`, which leaves on one step in N only.
         Invalid(in_training_loop("if step % 50 == 0:\n    continue\nprint('loss', loss)"), fixed=NO_FIX),
-        # The advice names the guard the fix writes: the loop's own counter and the script's interval.
-        Invalid("import torch\nglobal_step = 0\nfor batch in loader:\n    loss = model(batch)\n    loss.backward()\n"
+        # The advice names the guard the fix writes: the loop's own counter and the script's interval
+        # (an option that defaults to a positive number).
+        Invalid(_ARGS + "global_step = 0\nfor batch in loader:\n    loss = model(batch)\n    loss.backward()\n"
                 "    opt.step()\n    global_step += 1\n    print(f'loss {loss:.3f}', every=args.log_interval)\n",
-                fixed="import torch\nglobal_step = 0\nfor batch in loader:\n    loss = model(batch)\n"
+                fixed=_ARGS + "global_step = 0\nfor batch in loader:\n    loss = model(batch)\n"
                 "    loss.backward()\n    opt.step()\n    global_step += 1\n"
                 "    if global_step % args.log_interval == 0:\n        print(f'loss {loss:.3f}', every=args.log_interval)\n",
                 message="(`if global_step % args.log_interval == 0:`)"),
+        # An interval whose value is not known to be a positive number: no guard (`step % 0`, or of
+        # a string read from the environment, raises); and one that may be 0 (`--log-every 0`
+        # turns logging off) was guarded by `step % args.log_every` with the default 0.
+        Invalid(in_training_loop("print(f'loss {loss:.4f}')").replace("import torch\n", "import torch\nimport os\n"
+                "log_interval = os.environ.get('LOG_INTERVAL', '2')\n"), fixed=NO_FIX,
+                message="not written: `log_interval` is not known to be a positive whole number"),
+        Invalid(_ARGS.replace("log-interval', type=int, default=10", "log-every', type=int, default=0")
+                + "print('logging every', args.log_every)\n"
+                + in_training_loop("print(f'loss {loss:.4f}')").partition("\n")[2], fixed=NO_FIX,
+                message="not written: `args.log_every` is not known to be a positive whole number"),
+        # The loop's own interval test, reused as the script writes it: with its guard against an
+        # interval of 0, its conversion, its item of a mapping, its remainder (the CIFAR tutorial's
+        # `i % 4 == 3`: `i % 4 == 0` printed on other steps).
+        Invalid(_own_test("args.log_every > 0 and step % args.log_every == 0"),
+                fixed=_own_test("args.log_every > 0 and step % args.log_every == 0", joined=True)),
+        Invalid(_own_test("step % int(log_interval) == 0"), fixed=_own_test("step % int(log_interval) == 0", joined=True),
+                message="(`if step % int(log_interval) == 0:`)"),
+        Invalid(_own_test('step % config["log_every"] == 0'), fixed=_own_test('step % config["log_every"] == 0', joined=True)),
+        Invalid(_own_test("step % 4 == 3"), fixed=_own_test("step % 4 == 3", joined=True)),
+        # ... without a condition that is not about the interval (`rank == 0`: steps, not processes).
+        Invalid(_own_test("rank == 0 and step % log_every == 0"),
+                fixed=_own_test("rank == 0 and step % log_every == 0").replace(
+                    "    print(f'loss {loss:.4f}')\n", "    if step % log_every == 0:\n        print(f'loss {loss:.4f}')\n")),
+        # Several per-step lines above the loop's `if`: all join it (two `if`s with the same test
+        # were written back to back).
+        Invalid(_own_test("step % log_every == 0", extra="pbar.set_postfix(loss=loss)"),
+                fixed=_own_test("step % log_every == 0", extra="pbar.set_postfix(loss=loss)", joined=True)),
+        # A tensor that counts steps is no counter: `if step_t % 10 == 0:` reads it every step.
+        Invalid("import torch\nstep_t = torch.zeros((), dtype=torch.long, device='cuda')\nlog_every = 10\n"
+                "for batch in loader:\n    loss = model(batch)\n    loss.backward()\n    opt.step()\n    step_t += 1\n"
+                "    print(f'loss {loss:.3f}')\n", fixed=NO_FIX, message="no counter of the loop was found"),
+        # A progress bar over `enumerate(...)`: its index counts.
+        Invalid("import torch\nfrom tqdm import tqdm\nfor step, x in tqdm(enumerate(loader), total=len(loader)):\n"
+                "    loss = model(x)\n    loss.backward()\n    opt.step()\n    print(f'loss {loss:.4f}')\n",
+                fixed="import torch\nfrom tqdm import tqdm\nfor step, x in tqdm(enumerate(loader), total=len(loader)):\n"
+                "    loss = model(x)\n    loss.backward()\n    opt.step()\n    if step % 100 == 0:\n"
+                "        print(f'loss {loss:.4f}')\n"),
+        Invalid("import torch\nfrom tqdm import tqdm\npbar = tqdm(enumerate(loader))\nfor step, x in pbar:\n"
+                "    loss = model(x)\n    loss.backward()\n    opt.step()\n    pbar.set_postfix(loss=loss)\n",
+                fixed="import torch\nfrom tqdm import tqdm\npbar = tqdm(enumerate(loader))\nfor step, x in pbar:\n"
+                "    loss = model(x)\n    loss.backward()\n    opt.step()\n    if step % 100 == 0:\n"
+                "        pbar.set_postfix(loss=loss)\n"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1537,6 +1742,11 @@ _FILLED_READ_AFTER = "import torch\nstats = []\n" + in_training_loop(
     "stats.append(torch.cuda.memory_allocated())").partition("\n")[2] + "print(len(stats), max(stats))\n"
 
 
+# A helper that synchronizes, called in the training loop (`{loop}`).
+_SYNC_HELPER = ("import time\nimport torch\ndef cuda_sync():\n    torch.cuda.synchronize()\n"
+                "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n    {loop}\n")
+
+
 class PerStepDeviceSyncCall(Rule):
     code = "TL203"
     name = "per-step-device-sync-call"
@@ -1602,6 +1812,12 @@ that is read anywhere else: it would hold every N-th value.
         Valid("import torch\nout_dev = torch.device('cpu')\n" + in_training_loop(
             "preds = out.argmax(-1).to(out_dev, non_blocking=True)\ntorch.cuda.synchronize()\nhist += preds.numpy()")),
         Valid(in_training_loop("pinned_buf.copy_(out, non_blocking=True)\ntorch.cuda.synchronize()\nlog(pinned_buf)")),
+        # CUDA events time the step like a clock: `elapsed_time` needs the end event finished.
+        Valid(in_training_loop("end.record()\ntorch.cuda.synchronize()\ntimes.append(start.elapsed_time(end))")),
+        Valid("import torch\nstart = torch.cuda.Event(enable_timing=True)\n" + in_training_loop(
+            "start.record()\ntorch.cuda.synchronize()").partition("\n")[2]),
+        # A helper's synchronize, called in a loop body that reads a clock (it was removed from the helper).
+        Valid(_SYNC_HELPER.format(loop="t0 = time.perf_counter()\n    cuda_sync()\n    print(time.perf_counter() - t0)")),
     ]
     invalid = [
         # A clock read only before and after the loop times the whole run: each step's
@@ -1672,6 +1888,13 @@ that is read anywhere else: it would hold every N-th value.
         Invalid(in_training_loop("if step % 50 != 0:\n    torch.cuda.empty_cache()"),
                 fixed=in_training_loop("").replace("    \n", "")),
         Invalid(in_training_loop("if step % 50:\n    mem = torch.cuda.memory_allocated()"), fixed=NO_FIX),
+        # A helper also called outside the hot loop (an inference benchmark): its body is not edited.
+        Invalid(_SYNC_HELPER.format(loop="cuda_sync()") + "model(x)\ncuda_sync()\n", fixed=NO_FIX,
+                message="not fixed: `cuda_sync` is also called where it does not run on every step"),
+        Invalid(_SYNC_HELPER.format(loop="cuda_sync()"), fixed=_SYNC_HELPER.format(loop="cuda_sync()").replace(
+            "    torch.cuda.synchronize()\n", "    pass\n")),
+        # Statistics read the allocator's counters on the host: no wait for the GPU.
+        Invalid(in_training_loop("torch.cuda.reset_peak_memory_stats()"), message="no wait for the GPU"),
         # The advice names the guard the fix writes: the loop's own counter, the default interval.
         Invalid("import torch\nfor it in range(1000):\n    opt.step()\n    print(torch.cuda.memory_allocated())\n",
                 fixed="import torch\nfor it in range(1000):\n    opt.step()\n    if it % 100 == 0:\n"
@@ -1684,8 +1907,13 @@ that is read anywhere else: it would hold every N-th value.
         qn = _device_sync_name(ctx, node)
         if qn is None or not ctx.is_per_step(node):
             return
-        if qn.endswith(".synchronize") and ctx.measures_time(node):
-            return  # synchronizing to time GPU work is the point (yolov5's time_sync())
+        helper, callers = _helper_callers(ctx, node)
+        if qn.endswith(".synchronize") and (ctx.measures_time(node) or any(
+                ctx.is_per_step(c) and ctx.measures_time(c) for c in callers)):
+            # Synchronizing to time GPU work is the point (yolov5's time_sync()), also in a helper
+            # whose per-step call sits among the clock reads (`t0 = time.perf_counter(); ...;
+            # cuda_sync(); print(time.perf_counter() - t0)`).
+            return
         if qn.endswith(".synchronize") and ctx.orders_async_work(node):
             return  # it may be what lets the host read a side stream's work or a non-blocking copy
         removable = _DEVICE_SYNC[qn]
@@ -1698,7 +1926,45 @@ that is read anywhere else: it would hold every N-th value.
         else:
             fix = guard_statement(self, node, self.opts["log-every"])
             advice = f"call it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])})"
-        self.report(node, f"`{ctx.code(node.func)}()` on every step stalls the GPU pipeline; {advice}", fix)
+        # A helper that other code calls too (an inference benchmark's `cuda_sync()`): editing its
+        # body would change those callers as well.
+        elsewhere = _used_elsewhere(ctx, helper, callers) if helper is not None else None
+        if elsewhere is not None:
+            fix = None
+            advice += f"; not fixed: `{helper.name.value}` is also {elsewhere}, which would change too"
+        if removable:
+            problem = "stalls the GPU pipeline"
+        elif qn.endswith(("mem_get_info", "get_memory_info")):
+            problem = "asks the driver for free memory (host time each step, no wait for the GPU)"
+        else:
+            # memory_allocated() and friends read the caching allocator's counters on the host
+            # (`torch._C._cuda_memoryStats` builds the whole statistics dict): no device sync.
+            problem = "builds the allocator's statistics on the host (host time each step, no wait for the GPU)"
+        self.report(node, f"`{ctx.code(node.func)}()` on every step {problem}; {advice}", fix)
+
+
+def _helper_callers(ctx, node: cst.CSTNode) -> tuple[cst.FunctionDef | None, list[cst.Call]]:
+    """The module's function that holds node outside any hot loop of its own (a helper such as
+    `def cuda_sync(): torch.cuda.synchronize()`), and the calls of it; (None, []) when node is
+    in a hot loop's body or a framework's step hook."""
+    fn = ctx.index.enclosing_function(node)
+    if fn is None or ctx.loops.hot_loop_of(node) is not None or ctx.loops.step_hook(node) is not None:
+        return None, []
+    return fn, list(ctx.loops.calls_by_name.get(fn.name.value, ()))
+
+
+def _used_elsewhere(ctx, fn: cst.FunctionDef, callers: list[cst.Call]) -> str | None:
+    """How the helper fn is used other than by a call on every step, as words for a message
+    (`called where it does not run on every step`, `used by name`); None when every use is such a
+    call."""
+    for call in callers:
+        if not ctx.is_per_step(call):
+            return "called where it does not run on every step"
+    calls = {id(c.func) for c in callers} | {id(c.func.attr) for c in callers if isinstance(c.func, cst.Attribute)}
+    for name in ctx.index.nodes(cst.Name):
+        if name.value == fn.name.value and name is not fn.name and id(name) not in calls:
+            return "used by name, not only called"
+    return None
 
 
 def _remove_statement(rule: Rule, stmt: cst.BaseStatement, message: str):
@@ -1886,12 +2152,21 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
         Invalid(in_training_loop("while loss > 10:\n    loss = loss / 2"), fixed=NO_FIX),
         # The tensor is read whenever the remainder is not zero: on most steps.
         Invalid(in_training_loop("if step % 100 != 0 and torch.isnan(loss):\n    skipped += 1"), fixed=NO_FIX),
+        # An interval counted by a tensor on the device reads it on every step (`step_t > 5` was
+        # reported, `step_t % 10 == 0` taken for an interval).
+        Invalid(in_training_loop("step_t += 1\nif step_t % 10 == 0:\n    print('ten')").replace(
+            "import torch\n", "import torch\nstep_t = torch.zeros((), dtype=torch.long, device='cuda')\n"),
+            fixed=NO_FIX, message="`if` on a tensor"),
     ]
 
     def _check(self, node, test: cst.BaseExpression, kind: str) -> None:
         ctx = self.ctx
-        # `if step % n == 0 and torch.isnan(loss)`: the tensor part only runs at the interval.
-        if ctx.loops.limits_body(test) or not _is_tensor_test(ctx, test) or not _waits_per_step(ctx, node):
+        # `if step % n == 0 and torch.isnan(loss)`: the tensor part only runs at the interval; but an
+        # interval counted by a tensor (`if step_t % 10 == 0:`) reads that tensor on every step.
+        modulo = first_modulo(test)
+        counted_on_device = modulo is not None and _device_tensor(ctx, modulo.left)
+        if (ctx.loops.limits_body(test) and not counted_on_device) or not _is_tensor_test(ctx, test) \
+                or not _waits_per_step(ctx, node):
             return
         fix = None
         if isinstance(node, cst.Assert):

@@ -190,7 +190,22 @@ class FileContext:
         loop = self.loops.innermost_loop(node)
         calls = [c for c in self.index.walk(loop.body) if isinstance(c, cst.Call)] if loop is not None \
             else self.calls_in_scope(node)
-        return any(self.names.qualified(call.func) in _CLOCKS for call in calls)
+        return any(self.names.qualified(call.func) in _CLOCKS or self._times_events(call) for call in calls)
+
+    def _times_events(self, call: cst.Call) -> bool:
+        """A CUDA event's timing (`end.record()` of an event made with `torch.cuda.Event(...)`,
+        `start.elapsed_time(end)`, `end.synchronize()`): the events are read like a clock, and a
+        synchronize before `elapsed_time` is what lets the end event finish first."""
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            return False
+        if func.attr.value == "elapsed_time" and len(call.args) == 1:
+            return True
+        if func.attr.value not in ("record", "synchronize", "query"):
+            return False
+        made = self.assigned_values(func.value) or self.assigned_values(func.value, anywhere=True)
+        return any(isinstance(v, cst.Call) and (self.names.qualified(v.func) or dotted(v.func) or "").endswith(".Event")
+                   for v in made)
 
     def orders_async_work(self, node: cst.CSTNode) -> bool:
         """node's function (or the module, outside functions) starts GPU work the host may read

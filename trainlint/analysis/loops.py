@@ -257,6 +257,33 @@ def range_counter(loop: cst.CSTNode, assigned=None) -> str | None:
     return None
 
 
+def enumerate_counter(loop: cst.CSTNode, assigned=None) -> str | None:
+    """The index a `for` loop over `enumerate(...)` binds (`step` of `for step, batch in
+    enumerate(loader)`), also when a progress bar wraps the enumerate (`tqdm(enumerate(loader),
+    total=n)`, or a name assigned one: `pbar = tqdm(enumerate(data))`, `for step, b in pbar:`,
+    with `assigned(name)` giving the values assigned to it); None otherwise."""
+    if not (isinstance(loop, cst.For) and isinstance(loop.target, (cst.Tuple, cst.List)) and loop.target.elements):
+        return None
+    first = loop.target.elements[0]
+    if isinstance(first, cst.StarredElement) or not isinstance(first.value, cst.Name) or first.value.value == "_":
+        return None
+    it = loop.iter
+    if isinstance(it, cst.Name) and assigned is not None:
+        values = assigned(it)
+        it = values[0] if len(values) == 1 else it
+    for _ in range(2):
+        if not isinstance(it, cst.Call):
+            return None
+        name = (dotted(it.func) or "").rsplit(".", 1)[-1]
+        if name == "enumerate":
+            return first.value.value
+        # The bar goes over what it is given first (`tqdm(enumerate(loader), total=len(loader))`).
+        if name != "tqdm" or not it.args or it.args[0].keyword is not None or it.args[0].star:
+            return None
+        it = it.args[0].value
+    return None
+
+
 def _display_items(display: cst.BaseExpression):
     """(item expression, key) for each item of a dict, list or tuple display: a dict's literal key,
     a list's or tuple's position (UNKNOWN after a starred item, which shifts the rest)."""
