@@ -814,6 +814,11 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_HOST_BATCH.format(read="perm = torch.randperm(8)\n    first = perm[:2].tolist()")),
         # ... and what a torch function makes of host tensors alone.
         Valid(_HOST_BATCH.format(read="counts = torch.bincount(y, minlength=3).tolist()")),
+        # ... and a tensor made on the host before the loop that the loop only adds host values to
+        # (a class histogram of the CPU labels), or never changes.
+        Valid(_HOST_BATCH.format(read="counts += torch.bincount(y, minlength=3)\n    frac = (counts / counts.sum()).tolist()")
+              .replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n")),
+        Valid(_HOST_BATCH.format(read="print(int(seen))").replace("import torch\n", "import torch\nseen = torch.zeros(())\n")),
         # ... also as the iterable of a loop or a comprehension (evaluated where it stands), and the
         # elements of such a value.
         Valid(_HOST_BATCH.format(read="for v in y.tolist():\n        seen.append(v)")),
@@ -873,6 +878,10 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=_with_total(in_training_loop("total += loss.detach().float()"), _BF16_TOTAL)
                 + "print('mean', float(total) / 100)\n"),
         Invalid(in_training_loop("losses.append(loss.item())"), fixed=NO_FIX),
+        # A running sum written out is one too (it was told to read under the interval, which
+        # would drop terms from the sum).
+        Invalid(_with_total(in_training_loop("total = total + loss.item()")) + "print(total)\n", fixed=NO_FIX,
+                message="accumulate with `total = total + loss.detach()`"),
         # All but a few steps, or steps of a collection of unknown size.
         Invalid(in_training_loop("if step not in {1, 10, 100}:\n    print(loss.item())"), fixed=NO_FIX),
         Invalid(in_training_loop("if step in milestones:\n    print(loss.item())"), fixed=NO_FIX),
@@ -929,6 +938,15 @@ of every tenth loss, predictions shorter than their targets).
         # A host scalar tensor with a device tensor gives a device tensor.
         Invalid(_HOST_BATCH.format(read="total = torch.add(y.sum(), x.sum()).item()"), fixed=NO_FIX),
         Invalid(_HOST_BATCH.format(read="y = y.cuda()\n    labels = y.numpy()"), fixed=NO_FIX),
+        # A host tensor of before the loop that the loop moves, adds a device tensor to, or changes
+        # in place from one, is on the device from then on.
+        Invalid(_HOST_BATCH.format(read="counts += torch.bincount(x.long().flatten(), minlength=3)\n"
+                                        "    frac = counts.tolist()").replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n"),
+                fixed=NO_FIX),
+        Invalid(_HOST_BATCH.format(read="counts = counts.cuda()\n    frac = counts.tolist()").replace(
+            "import torch\n", "import torch\ncounts = torch.zeros(3)\n"), fixed=NO_FIX),
+        Invalid(_HOST_BATCH.format(read="frac = counts.tolist()\n    counts.add_(x.sum())").replace(
+            "import torch\n", "import torch\ncounts = torch.zeros(3)\n"), fixed=NO_FIX),
         Invalid(_HOST_BATCH.format(read='batch = batch.to(device)\n    ids = batch["ids"].tolist()'), fixed=NO_FIX),
         Invalid(_HOST_BATCH.format(read='batch = {k: v.to(device) for k, v in batch.items()}\n'
                                         '    ids = batch["ids"].tolist()'), fixed=NO_FIX),
@@ -1008,6 +1026,12 @@ of every tenth loss, predictions shorter than their targets).
                 fix = _accumulate_fix(self, parent, node, detached, floating=floating)
             added_code = ctx.code(detached) if added is node else ctx.code(added).replace(ctx.code(node), ctx.code(detached), 1)
             advice = f"accumulate with `{ctx.code(parent.target)} += {added_code}` and convert once at the logging interval"
+        elif (total := _summed_into(ctx, parent, added)) is not None:
+            # `s = s + loss.item()` is the same running sum: read every N steps it would drop terms.
+            detached = target if _is_detach(target) else cst.Call(func=cst.Attribute(value=target, attr=cst.Name("detach")))
+            added_code = ctx.code(detached) if added is node else ctx.code(added).replace(ctx.code(node), ctx.code(detached), 1)
+            advice = (f"accumulate with `{total} = {total} + {added_code}` and convert once at the logging interval; "
+                      f"not fixed: the fix handles `{total} += ...`")
         else:
             logging = framework_logging(ctx, node)
             advice = (f"read it under the logging interval ({interval_guard(ctx, node, _LOG_EVERY)})"
@@ -1017,6 +1041,19 @@ of every tenth loss, predictions shorter than their targets).
                 # Fewer reads change what the script records: shown as a suggestion, never written.
                 fix = self.fix(Applicability.DISPLAY_ONLY, guard.message, *guard.replacements)
         self.report(node, f"{what} waits for the GPU on every step; {advice}", fix)
+
+
+def _summed_into(ctx, parent: cst.CSTNode, added: cst.CSTNode) -> str | None:
+    """The name of `s = s + added` (or `s = added + s`) when parent is that `+`: a running sum
+    written out, as `s += added` is; None otherwise."""
+    if not (isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Add)):
+        return None
+    other = parent.left if parent.right is added else parent.right if parent.left is added else None
+    assign = ctx.parent(parent)
+    if other is None or not isinstance(assign, cst.Assign) or assign.value is not parent or len(assign.targets) != 1:
+        return None
+    name = ctx.dotted(assign.targets[0].target)
+    return name if name is not None and name == ctx.dotted(other) else None
 
 
 def _scaler_names(ctx) -> frozenset[str]:

@@ -20,7 +20,7 @@ import libcst as cst
 from trainlint.analysis.batches import host_batch_loops, is_cpu_device, is_device_move, over_loader_name
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.paths import may_name, path_forms
-from trainlint.analysis.tree import walk
+from trainlint.analysis.tree import binding_targets, walk
 
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
@@ -517,14 +517,18 @@ class Tensors:
                     value, unpacked = _assigned_or_unpacked(stmt, name)
                     if value is not None:
                         return self._host(value, depth + 1, field=field or unpacked)
+                    if self._adds_host_value(stmt, name, depth):
+                        continue  # `counts += torch.bincount(y)`: a host tensor stays on the host
                     if name in bound_names(stmt) or (field and self._may_change(stmt, name)):
                         return False
             elif isinstance(anc, cst.For):
                 # The iterable is evaluated before the loop binds its target: `for v in y.tolist():`
                 # reads the `y` around the loop. In the body, a name the loop does not bind may be
-                # rebound by an earlier round of it.
+                # rebound by an earlier round of it: unless every round only adds host values to it
+                # (`class_counts += torch.bincount(y)`), the value from before the loop is not known.
                 if child is not anc.iter:
-                    return self._bound_by_loop(anc, name, depth)
+                    if name in _target_names(anc) or not self._kept_on_host_by(anc, name, depth):
+                        return self._bound_by_loop(anc, name, depth)
             elif isinstance(anc, cst.CompFor):
                 # A comprehension's `for` (its iterable, conditions and the `for`s after it): a name
                 # it binds is its own; any other is the enclosing scope's (a comprehension rebinds
@@ -541,6 +545,28 @@ class Tensors:
                 return False
             child = anc
         return False
+
+    def _adds_host_value(self, stmt: cst.CSTNode, name: str, depth: int) -> bool:
+        """stmt is `name += value` (or `-=`, `*=`, `/=`) of a plain name with a value on the host:
+        a host tensor it changes stays on the host."""
+        return isinstance(stmt, cst.AugAssign) and "." not in name and dotted(stmt.target) == name \
+            and isinstance(stmt.operator, (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)) \
+            and self._host(stmt.value, depth + 1, field=False)
+
+    def _kept_on_host_by(self, loop: cst.For, name: str, depth: int) -> bool:
+        """A later round of loop leaves the plain name where it was (on the host, when it was there
+        before the loop: `class_counts = torch.zeros(3)`): the body binds it only by adding host
+        values (_adds_host_value), changes it in place by no method that is not a plain read
+        (`.add_(x)`, `.copy_(x)`), hands it to no function, and no `global`/`nonlocal` lets a
+        function rebind it."""
+        if "." in name or any(name in (n.value for n in (d.name for d in g.names))
+                              for g in self.index.nodes(cst.Global) + self.index.nodes(cst.Nonlocal)):
+            return False
+        for node in self.index.walk(loop.body):
+            if any(name in {dotted(n) for n in walk(t) if isinstance(n, (cst.Name, cst.Attribute))}
+                   for t in binding_targets(node)) and not self._adds_host_value(node, name, depth):
+                return False
+        return not self._may_change(loop.body, name)
 
     def _bound_by_loop(self, loop: cst.For | cst.CompFor, name: str, depth: int) -> bool:
         """name, read inside loop (or a comprehension's `for`) that binds it, is on the host: the
