@@ -696,10 +696,14 @@ step. A function handed to the optimizer's step as its closure (`opt.step(closur
 step; but in a closure handed to L-BFGS, whose step reads the closure's loss on the host at every
 evaluation (`float(closure())`), a read of its own waits for nothing more and is not flagged (nor
 by TL202 and TL204). The same reading of "every step" holds for TL202, TL203 and TL204. The
-advice names the guard the fix writes (also in TL202 and TL203): the loop's own counter (the
-`enumerate` index, `it` of `for it in range(n)`, a name it increments by 1) and the script's
-logging interval (`if it % args.log_interval == 0:`), with `step` standing for a counter not
-found. In a hook, the advice and the fixes use the framework's own step
+advice names the guard the fix writes (also in TL202 and TL203): the interval test the loop
+already makes of its counter, as the script writes it (`if args.log_every > 0 and step %
+args.log_every == 0:`, `if i % 4 == 3:`, `if step % int(log_interval) == 0:`; a condition of
+it that is not about the interval, such as `rank == 0`, is left out); else the loop's own
+counter (the `enumerate` index, also of `tqdm(enumerate(loader))`, `it` of `for it in
+range(n)`, a name it increments by 1, never a tensor: `step_t += 1` of a device tensor is no
+counter) and the script's logging interval (`if it % args.log_interval == 0:`), with `step`
+standing for a counter not found. In a hook, the advice and the fixes use the framework's own step
 counter and logging interval: `self.global_step % self.trainer.log_every_n_steps` in a
 LightningModule, `trainer.global_step % trainer.log_every_n_steps` in a Lightning callback,
 `state.global_step % state.logging_steps` in a TrainerCallback (the Trainer's `self.state` in a
@@ -709,7 +713,10 @@ each batch by default). Lightning's and the Trainer's counters count optimizer s
 guard on them is true on every micro-batch of each N-th step.
 
 A value known to be in host memory is not flagged, as reading it waits for no GPU: a numpy
-value, a tensor made without `device=` (`torch.randint(0, 10, (1,))`, also through a name), what
+value, a tensor made without `device=` (`torch.randint(0, 10, (1,))`, also through a name, and
+one made before the loop that the loop never changes or only adds host values to: `counts +=
+torch.bincount(y)` of the labels before they are moved; not one it moves, adds a device tensor
+to, changes in place or hands to a function), what
 `.cpu()` copied (the `.cpu()` is the finding), and a tensor of a batch that arrives on the host,
 read before the loop moves it (`batch["ids"].tolist()`, `y.numpy()` after `y = batch["y"]`, and
 what indexing, arithmetic, a dtype conversion or a torch function given only host tensors
@@ -723,10 +730,12 @@ loader that accelerate or Fabric prepared. A read after the batch is moved is fl
 BatchEncoding, a helper handed the batch), as is `x.numpy()` of any other value.
 
 A read in a branch of a test that already read the tensor (`if loss.item() > 100:`, `if
-torch.isnan(loss):`) is not reported: the test is the wait. The guard a fix writes reads the loop's
-counter (also through `trange(n)` / `tqdm(range(n))`), the script's interval or the number it
-already logs at, and joins an `if` with the same test right above or below; a loop with no counter
-is told to keep one.
+torch.isnan(loss):`) is not reported: the test is the wait. The guard a fix writes is the loop's
+own interval test, or reads the loop's counter (also through `trange(n)` / `tqdm(range(n))`) and
+the script's interval, and joins an `if` with the same test right above or below (with the
+per-step logging lines between them, which it would guard the same way); a loop with no counter
+is told to keep one. A running sum written out (`s = s + loss.item()`) is advised like `s +=`
+(accumulate the detached tensor), without a fix.
 
 ## Why is this bad?
 A read of a device tensor waits until every queued kernel has finished: the host stops feeding
@@ -765,8 +774,11 @@ bar); or when a read cannot be seen or converted: it is an attribute or an item
 literal itself, as after `total = 0` when the loop never ran, prints `0.0`); or it may hold an integer
 (`correct += (pred == y).sum().item()` from `correct = 0`: `float()` would print `42.0`); or it is
 printed with its own name (`f"{total=}"` would print `float(total)=`).
-Other shapes get a suggestion only (shown, never written): put the statement under the script's
-logging interval (a name such as `log_every`, `args.log_interval` or `PRINT_FREQ`, else 100); an
+Other shapes get a suggestion only (shown, never written): put the statement under the loop's own
+interval test, else the script's logging interval (a name such as `log_every`,
+`args.log_interval` or `PRINT_FREQ` whose value is known to be a positive whole number: a
+literal, an option's default; none for one that is not known, as `step % 0` and `step % "2"`
+raise), else 100; an
 assignment moves only together with the statements right after it that read the name, and not at
 all when the name is read anywhere else (the read would be stale). A statement that fills a list,
 dict, set or meter (`losses.append(loss.item())`, `meter.update(loss.item(), n)`) gets no
@@ -1429,9 +1441,14 @@ for step, batch in enumerate(loader):
 ```
 
 ## Fix safety
-Unsafe: the statement is put under the loop's existing step counter and the script's logging
-interval (a name such as `log_every`, `args.log_interval` or `LOG_EVERY`, in any case; else
-`log-every`, default 100), so fewer lines are printed. A string built outside a
+Unsafe: the statement is put under the interval test the loop already makes, as the script
+writes it (`if args.log_every > 0 and step % args.log_every == 0:`, `if i % 4 == 3:`), joining
+that `if` when it is right below or above (past other per-step logging lines, which join it
+too); else under the loop's existing step counter and the script's logging interval (a name
+such as `log_every`, `args.log_interval` or `LOG_EVERY`, in any case, when its value is known to
+be a positive whole number; no fix when it is not, as `step % 0` raises; else `log-every`,
+default 100), so fewer lines are printed. A tensor that counts steps (`step_t += 1`) is no
+counter: the guard would read it on every step. A string built outside a
 logging call (assigned, then used) gets no fix: the code that uses it must move too. A tracker
 call is guarded the same way only when it passes its step explicitly (`step=`, `global_step`):
 without it the tracker numbers the calls it gets, and logging every N steps would squeeze the
@@ -1803,12 +1820,17 @@ function that reads a clock (timing GPU work), uses a side stream (`torch.cuda.s
 makes a measurement or a read of the host copy correct.
 
 A synchronize counts as timing only when a clock is read in the same loop body: one read
-before and one after the loop time the whole run.
+before and one after the loop time the whole run. CUDA events count as a clock (`end.record()`
+of a `torch.cuda.Event`, `start.elapsed_time(end)`, which needs the end event finished). A
+synchronize in a helper (`def cuda_sync(): torch.cuda.synchronize()`) counts as timing when a
+per-step call of the helper is in a loop body that reads a clock.
 
 ## Why is this bad?
 `synchronize()` blocks the host until the GPU is idle, so nothing is queued ahead; `empty_cache()`
-returns cached blocks that the next step must allocate again (with synchronisation); memory
-statistics calls add a device round trip.
+returns cached blocks that the next step must allocate again (with synchronisation). Memory
+statistics (`memory_allocated()`, `max_memory_reserved()`, `reset_peak_memory_stats()`) do not
+wait for the GPU: they read the caching allocator's counters on the host, but each call builds
+the whole statistics dict (`mem_get_info()` asks the driver), host time on every step.
 
 ## Example
 ```python
@@ -1832,7 +1854,9 @@ the statements right after it that read the name (`m = torch.cuda.memory_allocat
 `stats.append(m)`); when the name is read anywhere else (later in the loop after other work,
 earlier in the loop, after it), there is no fix: that read would see a stale value, or none. Nor is
 there one when the statement fills a container (`stats.append(torch.cuda.memory_allocated())`)
-that is read anywhere else: it would hold every N-th value.
+that is read anywhere else: it would hold every N-th value; nor when the call is in a helper
+that is also called where it does not run on every step, or used by name (an inference
+benchmark's `cuda_sync()`): editing its body would change those uses too.
 """
     valid = [
         Valid(in_training_loop("if step % 100 == 0:\n    torch.cuda.synchronize()")),
@@ -2114,7 +2138,8 @@ Flags a Python `if`, `while` or `assert` whose condition is a tensor (`if torch.
 known to be in host memory (a batch field the loop has not moved, as TL201 reads it).
 
 The method spellings (`loss.isnan()`, `gn.isfinite()`) count; a parameter named like a tensor
-that every call hands a Python number (`check(loss.item(), 10)`) does not.
+that every call hands a Python number (`check(loss.item(), 10)`) does not. An interval counted
+by a device tensor (`if step_t % 10 == 0:`) is flagged: the remainder is read on every step.
 
 ## Why is this bad?
 Python needs a bool: the tensor is copied to the host, which waits for the GPU to finish every
