@@ -195,7 +195,7 @@ def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str] | 
     parts, stack = [], [guard.test]
     while stack:  # the operands of `a and b and c`, in order
         part = stack.pop(0)
-        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.And) and not part.lpar:
+        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.And):
             stack[:0] = [part.left, part.right]
         else:
             parts.append(part)
@@ -208,14 +208,14 @@ def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str] | 
             or not any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.dotted(n) in counters
                        for n in ctx.index.walk(modulo.left)):
         return None
-    interval = {ctx.dotted(n) for n in ctx.index.walk(modulo.right) if isinstance(n, (cst.Name, cst.Attribute))} - {None}
+    interval = _outer_names(ctx, modulo.right)
     kept = []
     for part in parts:
         if part is remainders[0]:
             kept.append(part)
         elif not _side_effect_free(ctx, part):
             return None
-        elif any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.dotted(n) in interval for n in ctx.index.walk(part)):
+        elif _outer_names(ctx, part) & interval:
             kept.append(part)  # `args.log_every > 0`: what keeps the remainder from failing
     text = (ctx.dotted(modulo.right) or "") if isinstance(modulo.right, (cst.Name, cst.Attribute)) else ""
     if not (_INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")) or _subscript_interval(ctx, modulo.right)
@@ -225,6 +225,12 @@ def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str] | 
     if len(kept) == len(parts):
         return one_line(ctx.code(guard.test)), every_code
     return " and ".join(one_line(ctx.code(p)) for p in kept), every_code
+
+
+def _outer_names(ctx, expr: cst.BaseExpression) -> set[str]:
+    """The dotted names expr reads, whole (`self._log_every` and not `self` of it)."""
+    return {ctx.dotted(n) for n in ctx.index.walk(expr) if isinstance(n, (cst.Name, cst.Attribute))
+            and not (isinstance(ctx.parent(n), cst.Attribute) and ctx.parent(n).value is n)} - {None}
 
 
 def _subscript_interval(ctx, expr: cst.BaseExpression) -> bool:
@@ -1646,10 +1652,15 @@ interval there. Without one there is no fix.
                 message="(`if step % int(log_interval) == 0:`)"),
         Invalid(_own_test('step % config["log_every"] == 0'), fixed=_own_test('step % config["log_every"] == 0', joined=True)),
         Invalid(_own_test("step % 4 == 3"), fixed=_own_test("step % 4 == 3", joined=True)),
-        # ... without a condition that is not about the interval (`rank == 0`: steps, not processes).
+        # ... without a condition that is not about the interval (`rank == 0`: steps, not processes),
+        # also in parentheses (torchtune's recipes).
         Invalid(_own_test("rank == 0 and step % log_every == 0"),
                 fixed=_own_test("rank == 0 and step % log_every == 0").replace(
                     "    print(f'loss {loss:.4f}')\n", "    if step % log_every == 0:\n        print(f'loss {loss:.4f}')\n")),
+        Invalid(_own_test("(step % cfg.log_every_n_steps == 0 and cfg.is_rank_zero)"),
+                fixed=_own_test("(step % cfg.log_every_n_steps == 0 and cfg.is_rank_zero)").replace(
+                    "    print(f'loss {loss:.4f}')\n",
+                    "    if step % cfg.log_every_n_steps == 0:\n        print(f'loss {loss:.4f}')\n")),
         # Several per-step lines above the loop's `if`: all join it (two `if`s with the same test
         # were written back to back).
         Invalid(_own_test("step % log_every == 0", extra="pbar.set_postfix(loss=loss)"),
