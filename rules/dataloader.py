@@ -48,7 +48,7 @@ from trainlint.analysis.imports import after_imports, insert_stdlib_import
 from trainlint.analysis.inplace import changed_after_copy
 from trainlint.analysis.loops import runs_at_most_once
 from trainlint.analysis.settings import Source
-from trainlint.analysis.star_args import entry_to_change
+from trainlint.analysis.star_args import dict_entries, entry_to_change
 from trainlint.analysis.tree import binding_targets
 from trainlint.analysis.variables import owner, variable_uses
 from trainlint.diagnostics import Applicability
@@ -3354,7 +3354,8 @@ structure, whose copies may be of any object).
 Not flagged: copies to the CPU (`"cpu"`, `torch.device("cpu")`, a name assigned one of those),
 which must stay blocking to be read right after, and copies of tensors the loop has already
 copied to the device (`y` after `y = y.to(device, non_blocking=True)`): they do not read pinned
-memory.
+memory; nor a copy that unpacks a dict holding `non_blocking` (`x.to(**move)` with `move =
+dict(device=device, non_blocking=True)`, `y.to(device, **{"non_blocking": True})`): the dict sets it.
 
 A tensor taken out of a batch the loop already copied (a dict or tuple comprehension of
 copies, then `batch.pop("labels")`) is in device memory and not reported; a batch handed in a list
@@ -3400,7 +3401,10 @@ the tensor it is handed. The host goes on while a non-blocking copy waits its tu
 could read the changed values. The copy of an item at a literal key, `batch["x"].to(device)` or
 `batch[0].cuda()`, is followed through that same item (`batch["x"].mul_(0.5)`, `batch["x"][0] = 0`,
 `out=batch["x"]`) until the item or its container is set anew: the item set anew, `batch["x"] =
-...`, is no change in place. Nor does a copy in
+...`, is no change in place. Nor does a copy that unpacks
+a dict the file does not show (`x.to(**to_kw)` of a function's `**to_kw`) or `*args`: it may pass
+`non_blocking` already, and the keyword beside it would then be passed twice (a TypeError); a dict
+whose keys the file shows without it takes the keyword beside it. Nor does a copy in
 a function of the module whose device is its parameter when some call passes the CPU there
 (`def move(t, dev): return t.to(dev)`, also `move(pred, "cpu")`): a non-blocking copy to the
 host would be read before it ends.
@@ -3429,6 +3433,10 @@ host would be read before it ends.
         Valid(_BY_KEY.format(pin_a="", pin_b=", pin_memory=True", move="x.cuda()")),
         # non_blocking passed by position.
         Valid(_SRC.format(move="x, y = x.cuda(0, True), y.to(device, None, True)")),
+        # ... or by a dict the copy unpacks, whose keys the file shows: a keyword beside it was
+        # once added, passing non_blocking twice (TypeError).
+        Valid(_SRC.format(move="x = x.to(**move)\n    y = y.to(device, **{'non_blocking': True})").replace(
+            "for x, y", "move = dict(device=device, non_blocking=True)\nfor x, y")),
         # The step function is handed something other than the batch.
         Valid(_STEP_FN.format(to="images.to(device)").replace("train_step(model, batch, device)",
                                                              "train_step(model, cached, device)").replace(
@@ -3458,6 +3466,16 @@ host would be read before it ends.
                 "for epoch in range(3):\n    bar = tqdm(loader)\n    for x in bar:\n        loss = model(x.cuda(non_blocking=True))\n"
                 "        loss.backward()\n        opt.step()\n"),
         Invalid(_SRC.format(move="x = x.to(device)"), fixed=_SRC.format(move="x = x.to(device, non_blocking=True)")),
+        # A dict unpacked into the copy: one without the key takes the keyword beside it; one the
+        # file does not show (a function's `**to_kw`) may hold it already (the keyword beside it
+        # once raised "got multiple values"): no fix.
+        Invalid(_SRC.format(move="x = x.to(**move)").replace("for x, y", "move = dict(device=device)\nfor x, y"),
+                fixed=_SRC.format(move="x = x.to(**move, non_blocking=True)").replace(
+                    "for x, y", "move = dict(device=device)\nfor x, y")),
+        Invalid("from torch.utils.data import DataLoader\ndef train(loader, **to_kw):\n    for x, y in loader:\n"
+                "        loss = model(x.to(**to_kw), y)\n        loss.backward()\n        opt.step()\n"
+                "train(DataLoader(ds, num_workers=2, pin_memory=True), device=device, non_blocking=True)\n",
+                fixed=NO_FIX, message="unless `**to_kw` passes `non_blocking=True`; not fixed"),
         Invalid(_SRC.format(move="x = x.cuda()"), fixed=_SRC.format(move="x = x.cuda(non_blocking=True)")),
         # pin_memory passed by position (the 8th of DataLoader's; TL102's fix writes it there when
         # the call passes that far): no `pin_memory` keyword in the file.
@@ -3702,7 +3720,18 @@ host would be read before it ends.
             arg = ctx.keyword(call, "non_blocking") or ctx.positional(call, position)
             if arg is not None and ctx.literal(arg.value) is not False:
                 continue
+            unpacked = _unpacks_non_blocking(ctx, call)
+            if unpacked is True:
+                continue  # `x.to(**move)` with `move = dict(device=d, non_blocking=True)`: the dict says
             message = "Copy of a pinned batch blocks the host; pass `non_blocking=True` so it overlaps with compute"
+            if unpacked is None:
+                # `x.to(**to_kw)` of a dict the file does not show: it may pass non_blocking, and a
+                # keyword beside it would then be passed twice (TypeError).
+                star = next(a for a in call.args if a.star)
+                self.report(call, f"Copy of a pinned batch blocks the host unless `{star.star}{ctx.code(star.value)}` "
+                            "passes `non_blocking=True`; not fixed: a keyword beside it would be passed twice "
+                            "if it passes `non_blocking` already, so set it where that is built")
+                continue
             if ctx.on_unwaited_side_stream(call):
                 # A blocking copy on a side stream is done when `.to()` returns; a non-blocking one
                 # would race with the default stream that reads it.
@@ -3736,6 +3765,24 @@ host would be read before it ends.
                             self.fix(Applicability.UNSAFE, "Pass `non_blocking=True`", replacement))
                 continue
             self.report(call, message, self.fix(Applicability.SAFE, "Pass `non_blocking=True`", replacement))
+
+
+def _unpacks_non_blocking(ctx, call: cst.Call) -> bool | None:
+    """Whether the copy's `*args`/`**options` pass non_blocking: False when it has none or the
+    file shows the dicts' keys without it (a keyword beside them is safe), True when a dict's keys
+    hold it (`move = dict(device=d, non_blocking=True)`, `**{"non_blocking": True}`: the dict decides
+    it), None when not known (`**to_kw` a parameter, or `*args`, which may pass it by position)."""
+    found = False
+    for arg in call.args:
+        if not arg.star:
+            continue
+        if arg.star == "*":
+            return None
+        entries = dict_entries(ctx, arg.value)
+        if entries is None:
+            return None
+        found = found or "non_blocking" in entries
+    return found
 
 
 def _also_copies_to_cpu(ctx, call: cst.Call) -> str | None:
