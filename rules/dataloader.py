@@ -17,6 +17,7 @@ from trainlint.analysis.batches import (
     collate_leaves_on_host,
     copy_takes_non_blocking,
     dataset_builds,
+    dataset_changed_after,
     dataset_class,
     dataset_from_device_helper,
     dataset_on_device,
@@ -1070,8 +1071,11 @@ no `map_location` from a file this module `torch.save`s such tensors into (a pat
 same parts: they come back on the device they were saved from), a list
 appended such tensors, what `torch.cat` or a model makes of them, what a function of this module
 returns when its returns are such tensors, two calls down (`feats = extract(encoder, images)`
-returning `torch.cat` of `encoder(x.to(device))`), a name assigned such a tensor on some path, any
-dataset class handed one, or `Subset`/`ConcatDataset` of such a dataset). There is no pageable
+returning `torch.cat` of `encoder(x.to(device))`), a name assigned such a tensor on some path or
+unpacked from a split of one (`a, b = torch.split(X, 20)`, `X.chunk(2)`), any dataset class handed
+one, `Subset`/`ConcatDataset` or a `random_split` of such a dataset (`tr, va = random_split(full,
+...)`), or a dataset given them as an attribute after it is built (`ds.tensors = tuple(t.to(device)
+for t in ds.tensors)`). There is no pageable
 copy to speed up, and pinning CUDA tensors raises (`cannot pin 'torch.cuda.FloatTensor'`).
 
 A setting written as a name is read as TL101 describes: `pin_memory=PIN` with `PIN = False`,
@@ -1101,7 +1105,9 @@ loader = DataLoader(ds, batch_size=32, num_workers=4, pin_memory=True)
 Safe: pinning changes where host memory lives, not what is computed. A `pin_memory` passed by
 position is replaced where it stands. Unsafe when a tensor the dataset is built from comes from a
 call of a function of this module that copies tensors to a device somewhere in it, and what it
-returns is not seen to be on the device: it may be (pinning would then raise).
+returns is not seen to be on the device: it may be (pinning would then raise); and when the
+dataset is given attributes after it is built (`ds.tensors = tuple(prepare(t) for t in ds.tensors)`),
+since what it then holds is not all seen.
 """
     # No hot-loop prefilter: a script that hands its loader to a framework's Trainer has no loop.
     triggers = TRAINER_TRIGGERS
@@ -1172,6 +1178,18 @@ returns is not seen to be on the device: it may be (pinning would then raise).
         Valid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8, device=device)\nY = X.sum(1, keepdim=True)\n"
                                              "train = TensorDataset(X, Y)\n",
                                         dataset="Subset(train, range(512))", options="")),
+        # Unpacked from a split of device tensors (`torch.split`, `.chunk`), a `random_split` of a
+        # dataset of them, or given them as an attribute after it is built (`ds.tensors = ...`):
+        # pinning them raised "cannot pin 'torch.cuda.FloatTensor'" after the fix.
+        Valid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(40, 4).to(device)\na, b = torch.split(X, 20)\n",
+                                        dataset="TensorDataset(a, b.sum(1))", options="")),
+        Valid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(40, 4).to(device)\na, b = X.chunk(2)\n",
+                                        dataset="TensorDataset(a, b)", options="")),
+        Valid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(40, 4).to(device)\nfull = TensorDataset(X, X.sum(1))\n"
+                                             "tr, va = random_split(full, [32, 8])\n", dataset="tr", options="")),
+        Valid(_TENSORS_ON_DEVICE.format(data="ds = TensorDataset(torch.randn(16, 4), torch.randn(16, 1))\n"
+                                             "ds.tensors = tuple(t.to(device) for t in ds.tensors)\n",
+                                        dataset="ds", options="")),
         Valid(_TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8)\nif torch.cuda.is_available():\n"
                                              "    X = X.cuda()\n",
                                         dataset="ConcatDataset([TensorDataset(X), extra])", options="")),
@@ -1426,7 +1444,10 @@ returns is not seen to be on the device: it may be (pinning would then raise).
             if accelerators else ""
         # A dataset tensor from a helper of the module that copies to the device (`feats =
         # extract(encoder, images)`) may be on it where on_device cannot tell: pinning would raise.
-        applicability = Applicability.UNSAFE if dataset_from_device_helper(ctx, call) else Applicability.SAFE
+        # So may one whose attributes are assigned after it is built (`ds.tensors = tuple(f(t) for t in
+        # ds.tensors)`): what it holds is not only what it was seen built from.
+        applicability = Applicability.UNSAFE if dataset_from_device_helper(ctx, call) \
+            or dataset_changed_after(ctx, call) else Applicability.SAFE
         # A `store_true` switch has no default to turn on (it would need another action): no fix.
         self.report(
             call,

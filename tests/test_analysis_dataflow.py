@@ -699,6 +699,26 @@ def test_pin_memory_fix_unsafe_for_a_device_helpers_tensors():
     assert fixes == {"helper": [Applicability.UNSAFE], "plain": [Applicability.SAFE]}
 
 
+def test_pin_memory_fix_unsafe_for_a_dataset_changed_after_it_is_built():
+    # TL102: a dataset given its tensors as an attribute after it is built, by a call not seen to
+    # move them (`ds.tensors = tuple(prepare(t) for t in ds.tensors)`): they may be on the device,
+    # so the fix is offered as unsafe; one of host tensors left as built keeps the safe fix.
+    from trainlint.api import lint_source
+    from trainlint.config import Settings
+    from trainlint.diagnostics import Applicability
+
+    code = ("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+            "ds = TensorDataset(torch.randn(16, 4), torch.randn(16, 1))\n{change}"
+            "loader = DataLoader(ds, batch_size=8)\n"
+            "for xb, yb in loader:\n    loss = model(xb.cuda(), yb.cuda())\n    loss.backward()\n    opt.step()\n")
+    fixes = {}
+    for key, change in (("changed", "ds.tensors = tuple(prepare(t) for t in ds.tensors)\n"), ("plain", "")):
+        found = [d for d in lint_source(code.replace("{change}", change), path="t.py",
+                                        settings=Settings(select=("TL102",))) if d.code == "TL102"]
+        fixes[key] = [d.fix.applicability for d in found]
+    assert fixes == {"changed": [Applicability.UNSAFE], "plain": [Applicability.SAFE]}
+
+
 def test_collate_fn_none_is_the_default_collate():
     # `collate_fn=None`, by keyword or by position, is DataLoader's default: TL108's fix is safe
     # there (the batch's tensors take non_blocking), as for a loader that does not pass it.

@@ -448,8 +448,9 @@ def _dataset_built_from(ctx, call: cst.Call, test) -> bool:
 
 def _built_from(ctx, expr: cst.BaseExpression, test, depth: int) -> bool:
     """expr, or what it is built from (the arguments of a call, the items of a list or tuple, the
-    values a name is assigned: a dataset or a list of them), three levels down, passes test."""
-    if depth > 3:
+    values a name is assigned or unpacked from, and its attributes: a dataset or a list of them),
+    four levels down (`tr, va = random_split(full, ...)` of `full = TensorDataset(X, Y)`), passes test."""
+    if depth > 4:
         return False
     if test(expr):
         return True
@@ -459,9 +460,43 @@ def _built_from(ctx, expr: cst.BaseExpression, test, depth: int) -> bool:
     if isinstance(expr, cst.Call):
         return any(_built_from(ctx, a.value, test, depth + 1) for a in expr.args)
     if isinstance(expr, (cst.Name, cst.Attribute)):
+        unpacked, attributes = _other_bindings(ctx).get((ctx.index.enclosing_function(expr), dotted(expr)), ([], []))
         return any(isinstance(v, (cst.Call, cst.List, cst.Tuple)) and _built_from(ctx, v, test, depth + 1)
-                   for v in ctx.assigned_values(expr))
+                   for v in (*ctx.assigned_values(expr), *unpacked)) \
+            or any(_built_from(ctx, v, test, depth + 1) for v in attributes)
     return False
+
+
+def dataset_changed_after(ctx, call: cst.Call) -> bool:
+    """The loader's dataset, read from a name, has attributes assigned in that name's scope (`ds.tensors
+    = tuple(f(t) for t in ds.tensors)`): what it holds is not only what it was built from."""
+    first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
+    if first is None or first.star or not isinstance(first.value, (cst.Name, cst.Attribute)):
+        return False
+    key = (ctx.index.enclosing_function(first.value), dotted(first.value))
+    return bool(_other_bindings(ctx).get(key, ([], []))[1])
+
+
+def _other_bindings(ctx) -> dict:
+    """(function, dotted name) -> (the values unpacked into a tuple target that holds the name,
+    `tr, va = random_split(full, ...)`, `a, b = torch.split(X, 20)`; the values its attributes are
+    assigned, `ds.tensors = ...`): what the name holds beyond its plain assignments
+    (`ctx.assigned_values`). Once per file."""
+    table = ctx.__dict__.get("_other_bindings")
+    if table is None:
+        table = ctx.__dict__["_other_bindings"] = {}
+        for assign in ctx.index.nodes(cst.Assign):
+            scope = ctx.index.enclosing_function(assign)
+            for target in assign.targets:
+                target = target.target
+                if isinstance(target, (cst.Tuple, cst.List)):
+                    for element in target.elements:
+                        name = dotted(element.value) if not isinstance(element, cst.StarredElement) else None
+                        if name:
+                            table.setdefault((scope, name), ([], []))[0].append(assign.value)
+                elif isinstance(target, cst.Attribute) and dotted(target.value):
+                    table.setdefault((scope, dotted(target.value)), ([], []))[1].append(assign.value)
+    return table
 
 
 _MOVES_TENSORS = "moves tensors to a device"

@@ -378,7 +378,10 @@ class Tensors:
             return False
         if isinstance(func, cst.Attribute) and is_device_move(self.ctx, call):
             return True
-        if isinstance(func, cst.Attribute) and (func.attr.value in _KEEPS_DEVICE or func.attr.value == "to"):
+        # A method of the tensor (`X.chunk(2)`), not a torch function of the same name
+        # (`torch.split(X, 20)`, read below from its arguments).
+        if isinstance(func, cst.Attribute) and (func.attr.value in _KEEPS_DEVICE or func.attr.value == "to") \
+                and not qn.startswith("torch."):
             return self._device(func.value, depth + 1, hops)
         # What a torch function (`torch.cat(feats)`, `F.normalize(x)`) or a model (`encoder(x)`)
         # makes of a tensor on the device is on that device.
