@@ -2224,6 +2224,14 @@ def _handed_on_per_epoch(ctx, call: cst.Call) -> bool:
     return False
 
 
+# A sampler built here, handed to the loader, and (maybe) changed in the loop over its batches.
+_CHANGED_SAMPLER = (
+    "from torch.utils.data import DataLoader\nsampler = LossAware(len(ds))\n"
+    "loader = DataLoader(ds, sampler=sampler, num_workers=2)\n"
+    "for x, idx in loader:\n    loss = model(x)\n    {change}\n    loss.mean().backward()\n    opt.step()\n"
+)
+
+
 class DataLoaderShallowPrefetch(DataLoaderRule):
     code = "TL104"
     name = "dataloader-shallow-prefetch"
@@ -2258,7 +2266,13 @@ loader = DataLoader(ds, num_workers=4, prefetch_factor=4)
 ## Fix safety
 Safe: a deeper queue uses more host memory but computes the same batches in the same order. When
 `num_workers` is an expression, the fix writes `prefetch_factor=4 if <workers> > 0 else None`,
-since PyTorch rejects a prefetch factor without workers.
+since PyTorch rejects a prefetch factor without workers. No fix when a loop over the loader's
+batches changes the `sampler` or `batch_sampler` the loader was given, by its name or as
+`loader.sampler` (a method called on it, as a loss-aware sampler's `sampler.update(idx, loss)`, an
+attribute or item of it assigned, or a function of the module handed it that does either): workers
+draw the indices of `prefetch_factor` batches ahead, so a deeper queue draws more of them before
+each change and the samples drawn differ. A change between passes (`sampler.set_epoch(epoch)`
+in the epoch loop) keeps the fix.
 """
     valid = [
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
@@ -2326,6 +2340,23 @@ since PyTorch rejects a prefetch factor without workers.
         Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=8 if fast else 0)\n",
                 fixed="from torch.utils.data import DataLoader\nDataLoader(\n    ds,\n    num_workers=8 if fast else 0,\n"
                       "    prefetch_factor=4 if (8 if fast else 0) > 0 else None,\n)\n"),
+        # The loop changes the sampler it draws from (a loss-aware sampler, hard-example mining):
+        # workers draw indices prefetch_factor batches ahead, so the fix changed which samples
+        # came. Reported, no fix; so through the loader (`loader.batch_sampler`), or a helper.
+        Invalid(_CHANGED_SAMPLER.format(change="sampler.update(idx, loss)"), fixed=NO_FIX,
+                message="changes its sampler (`sampler.update(idx, loss)`)"),
+        Invalid(_CHANGED_SAMPLER.format(change="sampler.weights[idx] = loss").replace(
+                    "sampler=sampler", "batch_sampler=sampler"), fixed=NO_FIX, message="changes its sampler"),
+        Invalid(_CHANGED_SAMPLER.format(change="loader.sampler.update(idx, loss)"), fixed=NO_FIX,
+                message="changes its sampler"),
+        Invalid("def reweigh(s, idx, loss):\n    s.weights[idx] = loss\n" + _CHANGED_SAMPLER.format(
+                    change="reweigh(sampler, idx, loss)"), fixed=NO_FIX, message="changes its sampler"),
+        # A sampler changed only between passes (`set_epoch` in the epoch loop): fixed.
+        Invalid(_CHANGED_SAMPLER.format(change="pass").replace(
+                    "for x, idx in loader:", "sampler.set_epoch(1)\nfor x, idx in loader:"),
+                fixed=_CHANGED_SAMPLER.format(change="pass").replace(
+                    "for x, idx in loader:", "sampler.set_epoch(1)\nfor x, idx in loader:").replace(
+                    "num_workers=2)", "num_workers=2, prefetch_factor=4)")),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
@@ -2344,9 +2375,52 @@ since PyTorch rejects a prefetch factor without workers.
                           at_call=None if certain else f"{minimum} if {_workers_operand(ctx, call, workers)} > 0 else None")
         if setting_source(ctx, call, "prefetch_factor") is not None and value is None and not certain:
             fix = None  # `PREFETCH = None` is right with no workers, a number is not: no room for the condition
+        changed = _sampler_changed_in_pass(ctx, call)
+        if changed is not None:
+            # A sampler the loop changes (a loss-aware one: `sampler.update(idx, loss)`): workers
+            # draw `prefetch_factor` batches of indices ahead, so a deeper queue draws more of them
+            # before the change, and which samples come changes.
+            self.report(call, f"Workers keep only {depth} batches each in flight; not fixed: the loop over the "
+                              f"loader changes its sampler (`{_excerpt(ctx, changed)}`), and workers draw the "
+                              f"indices of that many batches ahead, so a deeper prefetch would change which "
+                              f"samples are drawn")
+            return
         self.report(call, setting_advice(ctx, call, "prefetch_factor", str(minimum),
                                          f"Workers keep only {depth} batches each in flight",
                                          "so uneven batches do not drain the queue"), fix)
+
+
+def _sampler_changed_in_pass(ctx, call: cst.Call) -> cst.CSTNode | None:
+    """Where a loop that takes the loader's batches (or a function of the module it hands the
+    sampler to) changes the sampler or batch sampler the loader was given, named or as
+    `loader.sampler`: a method called on it (`sampler.update(idx, loss)`, `set_epoch`), or an
+    attribute or item of it assigned (`sampler.weights[idx] = w`). None when no loop does."""
+    watched = []  # (name, scope)
+    for setting in ("sampler", "batch_sampler"):
+        arg = loader_arg(ctx, call, setting)
+        if arg is not None and not arg.star and isinstance(arg.value, (cst.Name, cst.Attribute)):
+            watched.append((ctx.dotted(arg.value), ctx.index.enclosing_function(call)))
+        watched += [(f"{known}.{setting}", where) for known, where in ctx.loops.names_of(call)]
+    watched = [(name, scope) for name, scope in watched if name]
+    if not watched:
+        return None
+
+    def on(expr, name) -> bool:
+        spelled = ctx.dotted(expr) if expr is not None else None
+        return spelled is not None and (spelled == name or spelled.startswith(name + "."))
+
+    for loop, _target in loader_batches(ctx, call, shared=True):
+        for node in ctx.index.walk(loop.body):
+            for name, scope in watched:
+                if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and on(node.func.value, name) \
+                        or isinstance(node, cst.Call) and _changes_argument(ctx, node, name):
+                    if ctx.loops.in_sight(node, name, scope):
+                        return node
+                for target in binding_targets(node):
+                    if isinstance(target, (cst.Attribute, cst.Subscript)) and on(target.value, name) \
+                            and ctx.loops.in_sight(node, name, scope):
+                        return node
+    return None
 
 
 class DataLoaderRaggedLastBatch(DataLoaderRule):
