@@ -195,6 +195,79 @@ def workers_advice(ctx, call: cst.Call) -> str | None:
     if cls is not None and ctx.index.enclosing_function(cls) is not None:
         return (f"`{cls.name.value}` is defined inside a function, so a worker started by spawn or forkserver "
                 f"(macOS, Windows, Linux from Python 3.14) cannot unpickle it; define it at the module's top level")
+    unpicklable = _unpicklable(ctx, call)
+    if unpicklable is not None:
+        return (f"{unpicklable}, which a worker started by spawn or forkserver (macOS, Windows, Linux from "
+                f"Python 3.14) cannot unpickle; define it as a function at the module's top level")
+    return None
+
+
+# Builtins that call a function they are given and keep nothing of it (`map(lambda r: ..., rows)`).
+_CALLS_AND_DROPS = frozenset({"map", "filter", "sorted", "min", "max", "list", "tuple", "dict", "set", "sum",
+                              "any", "all", "enumerate", "zip", "iter", "next", "reduce"})
+
+
+def _unpicklable(ctx, call: cst.Call) -> str | None:
+    """What the loader hands its workers that pickle cannot send by reference, for a message:
+    its `collate_fn` or `worker_init_fn`, or one its dataset is built with (`Mapped(base, lambda t:
+    t * 2)`, a transform `Lambda(lambda x: ...)` in it), that is a lambda (never picklable, even at
+    the module's top level) or a function defined inside a function. None when none is seen."""
+    for setting in ("collate_fn", "worker_init_fn"):
+        arg = loader_arg(ctx, call, setting)
+        if arg is not None and not arg.star:
+            kind = _unpicklable_function(ctx, arg.value, call)
+            if kind is not None:
+                return f"its `{setting}` is {kind}"
+    for build in dataset_builds(ctx, call):
+        found = _holds_unpicklable(ctx, build, call, 0)
+        if found is not None:
+            return f"its dataset is built with `{_excerpt(ctx, found[0])}`, {found[1]}"
+    return None
+
+
+def _unpicklable_function(ctx, expr: cst.BaseExpression, at: cst.CSTNode) -> str | None:
+    """Why the function expr gives cannot be pickled ("a lambda", "a function defined inside a
+    function"), as read at `at`: a lambda, a name assigned one, a nested def of that name in a
+    function holding `at`, or `functools.partial` of one of those; None otherwise."""
+    if isinstance(expr, cst.Call) and ctx.names.qualified(expr.func) == "functools.partial" and expr.args \
+            and not expr.args[0].star and expr.args[0].keyword is None:
+        return _unpicklable_function(ctx, expr.args[0].value, at)
+    if isinstance(expr, cst.Lambda):
+        return "a lambda"
+    if not isinstance(expr, cst.Name):
+        return None
+    if any(isinstance(v, cst.Lambda) for v in (*ctx.assigned_values(expr), *ctx.assigned_values(expr, anywhere=True))
+           if ctx.index.enclosing_function(v) in (None, ctx.index.enclosing_function(at))):
+        return "a lambda"
+    for fn in ctx.loops.functions.get(expr.value, ()):
+        outer = ctx.index.enclosing_function(fn)
+        if outer is not None and ctx.index.enclosing_class(fn) is None and ctx.index.contains(outer, at):
+            return "a function defined inside a function"
+    return None
+
+
+def _holds_unpicklable(ctx, build: cst.Call, at: cst.Call, depth: int) -> tuple[cst.CSTNode, str] | None:
+    """(argument, why) for a function that cannot be pickled handed to the call that builds the
+    dataset, or to a call among its arguments (`transform=Compose([Lambda(lambda x: x * 2)])`,
+    also through a name assigned such a call), a few levels down; builtins that only call it
+    (`map(lambda ...)`) keep nothing of it and are not followed."""
+    if depth > 3 or (ctx.dotted(build.func) or "").rsplit(".", 1)[-1] in _CALLS_AND_DROPS \
+            and ctx.names.qualified(build.func) in (None, f"builtins.{ctx.dotted(build.func)}"):
+        return None
+    for arg in build.args:
+        if arg.star:
+            continue
+        kind = _unpicklable_function(ctx, arg.value, at)
+        if kind is not None:
+            return arg.value, kind
+        values = [arg.value] if not isinstance(arg.value, cst.Name) else ctx.assigned_values(arg.value)
+        for value in values:
+            items = [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple)) else [value]
+            for item in items:
+                if isinstance(item, cst.Call):
+                    found = _holds_unpicklable(ctx, item, at, depth + 1)
+                    if found is not None:
+                        return found
     return None
 
 
@@ -458,6 +531,11 @@ _TOP_LEVEL = (
     "    train(DataLoader(ds))\n"
     "main()\n"
 )
+# A loader built inside a function, with what comes {before} it.
+_LOCAL_FUNCTION = (
+    "import functools\nimport os\nimport torch\nfrom torch.utils.data import DataLoader\ndef main(ds, base, rows, root):\n"
+    "{before}    loader = DataLoader({ds}{options})\n    for b in loader:\n        model(b).backward()\n        opt.step()\n"
+)
 _GUARDED = _TOP_LEVEL.replace("main()\n", "if __name__ == '__main__':\n    main()\n")
 
 
@@ -513,7 +591,11 @@ guard on workers reads `options.get("num_workers", 0)`).
 
 No workers fix either for a dataset that keeps an open file or database handle from its
 `__init__` (`self.f = open(path, "rb")`, `h5py.File`, `lmdb.open`: forked workers would share its
-position), for a dataset class defined inside a function (spawned workers cannot unpickle it), where
+position), for a dataset class defined inside a function (spawned workers cannot unpickle it), nor
+for a `collate_fn` or `worker_init_fn` that is a lambda (never picklable by reference, even at the
+module's top level) or a function defined inside a function, or such a function the dataset is
+built with (`Mapped(base, lambda t: t * 2)`, a transform `Lambda(lambda x: ...)` it is given, also
+through a name; not one a builtin only calls while the data is built, `map(lambda r: ..., rows)`), where
 a local name hides the module `os` the fix calls, or for a framework's training run at the top level
 of an unguarded script (`L.Trainer(...).fit(...)`, a Trainer's `.train()`). A config unpacked from
 `HfArgumentParser(...).parse_args_into_dataclasses()` is read as an instance of its class.
@@ -636,6 +718,27 @@ same conditions, and say why when they add none.
                 "        def __getitem__(self, i):\n            return i\n    loader = DataLoader(Local())\n"
                 "    for b in loader:\n        model(b).backward()\n        opt.step()\n", fixed=NO_FIX,
                 message="is defined inside a function"),
+        # So is a collate_fn or worker_init_fn that is a lambda (never picklable, even at the top
+        # level) or a function defined inside a function, or such a function the dataset is built
+        # with (directly or in a transform it is given): the fix once added workers that raised
+        # AttributeError under spawn (macOS, Windows).
+        Invalid(_LOCAL_FUNCTION.format(before="", ds="ds", options=", collate_fn=lambda b: torch.stack(b) * 2"),
+                fixed=NO_FIX, message="its `collate_fn` is a lambda, which a worker started by spawn"),
+        Invalid(_LOCAL_FUNCTION.format(before="    def collate(b):\n        return torch.stack(b)\n", ds="ds",
+                                       options=", collate_fn=functools.partial(collate)"),
+                fixed=NO_FIX, message="its `collate_fn` is a function defined inside a function"),
+        Invalid(_LOCAL_FUNCTION.format(before="    seed = lambda i: None\n", ds="ds", options=", worker_init_fn=seed"),
+                fixed=NO_FIX, message="its `worker_init_fn` is a lambda"),
+        Invalid(_LOCAL_FUNCTION.format(before="", ds="Mapped(base, lambda t: t * 2)", options=""),
+                fixed=NO_FIX, message="its dataset is built with `lambda t: t * 2`, a lambda"),
+        Invalid(_LOCAL_FUNCTION.format(before="    tf = T.Compose([T.ToTensor(), T.Lambda(lambda x: x.repeat(3, 1, 1))])\n",
+                                       ds="ImageFolder(root, transform=tf)", options=""),
+                fixed=NO_FIX, message="a lambda"),
+        # A lambda a builtin only calls (`map`) while the data is built is not kept: fixed.
+        Invalid(_LOCAL_FUNCTION.format(before="", ds="TensorDataset(torch.tensor(list(map(lambda r: r * 2, rows))))",
+                                       options=""),
+                fixed=_LOCAL_FUNCTION.format(before="", ds="\n        TensorDataset(torch.tensor(list(map(lambda r: r * 2, rows))))",
+                                             options=",\n        num_workers=min(8, os.cpu_count() or 1),\n    ")),
         Invalid(_TOP_LEVEL, fixed=NO_FIX, message='no `if __name__ == "__main__":` guard'),
         # A framework that trains at the top level (Lightning's fit, transformers' train): its
         # loader's workers would import the script again too.
@@ -2810,6 +2913,9 @@ message says so). Moving tokenizing and decoding offline is left to you.
                 fixed=_SRC.format(body="imgs = [Image.open(p) for p in batch]",
                                   args="collate_fn=collate, num_workers=min(8, os.cpu_count() or 1)")),
         Invalid(_SRC.format(body="batch = [b.cuda() for b in batch]", args="collate_fn=collate"), fixed=NO_FIX),
+        # A lambda collate_fn: workers started by spawn cannot unpickle it; no workers added.
+        Invalid(_SRC.format(body="pass", args="collate_fn=lambda b: tokenizer(b, padding=True)"),
+                fixed=NO_FIX, message="no workers added: its `collate_fn` is a lambda"),
         # An iterable dataset that does not split its stream by worker: no workers added.
         Invalid(_STREAM.format(helper="def collate(batch):\n    return tokenizer(batch, padding=True)\n",
                                body=_UNSHARDED, options=", collate_fn=collate"),
