@@ -1600,6 +1600,15 @@ def _unattributed_moves(ctx) -> frozenset[cst.Call]:
     return cached
 
 
+# Two iterators drawn from in turn, the first started again when it runs out.
+_TWO_ITERATORS = (
+    "from torch.utils.data import DataLoader\ndef main(ds, ds2):\n    loader = DataLoader(ds, num_workers=2)\n"
+    "    other = DataLoader(ds2, num_workers=2, persistent_workers=True)\n    {make}\n    for step in range(100):\n"
+    "        try:\n            a = next(it_a)\n        except StopIteration:\n            it_a = iter(loader)\n"
+    "            a = next(it_a)\n        b = next(it_b)\n        step_fn(a, b)\n"
+)
+
+
 class DataLoaderWorkersNotPersistent(DataLoaderRule):
     code = "TL103"
     name = "dataloader-workers-not-persistent"
@@ -1666,7 +1675,10 @@ of the module the loop calls), or is handed inside that loop to a function this 
 define, which may go over it (`evaluate(model, train_loader)` imported; `len(loader)`, `print`
 do not count): with persistent workers every `iter(loader)` returns the same
 iterator, reset for the new pass, so the outer loop ends early or repeats batches; a loop over it
-after the other ends (an evaluation at the end of the epoch) keeps the fix. Nor when the loop
+after the other ends (an evaluation at the end of the epoch) keeps the fix. Nor when one loop
+draws in turn from two iterators over the loader (`next(it_a)`, `next(it_b)`), each made by
+`iter(loader)`, `itertools.cycle(loader)` or a generator function of the module handed it (`def
+infinite(dl): while True: yield from dl`): the second `iter()` resets the first's pass. Nor when the loop
 around the loader changes its dataset, by its name or as `loader.dataset` (`ds.set_epoch(epoch)`,
 `ds.max_len = ...`, `ds.items.extend(new)`, `ds.labels[i] = y`, a method named to change it:
 `set_*`, `close_*`, `reset*`, `enable_*`, `disable_*`; in the loop or a function of the module
@@ -1969,6 +1981,18 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
                 fixed="from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, persistent_workers=True)\n"
                 "other = DataLoader(ds2, num_workers=2, persistent_workers=True)\n"
                 "for epoch in range(3):\n    for a, b in zip(loader, other):\n        step(a, b)\n"),
+        # Two iterators over the loader drawn from in turn (a GAN's discriminator and generator
+        # batches; `iter()` twice, or two generators each looping over it): with the fix the second
+        # `iter()` reset the first's pass, repeating batches and losing others. Reported, no fix;
+        # iterators over two loaders keep it.
+        Invalid(_TWO_ITERATORS.format(make="it_a, it_b = iter(loader), iter(loader)"),
+                fixed=NO_FIX, message="draws from two iterators over the loader in turn (`it_a` and `it_b`)"),
+        Invalid("def infinite(dl):\n    while True:\n        for b in dl:\n            yield b\n"
+                + _TWO_ITERATORS.format(make="it_a = infinite(loader)\n    it_b = infinite(loader)"),
+                fixed=NO_FIX, message="two iterators over the loader"),
+        Invalid(_TWO_ITERATORS.format(make="it_a, it_b = iter(loader), iter(other)"),
+                fixed=_TWO_ITERATORS.format(make="it_a, it_b = iter(loader), iter(other)").replace(
+                    "DataLoader(ds, num_workers=2)", "DataLoader(ds, num_workers=2, persistent_workers=True)")),
         # The dataset changed between epochs (a curriculum's `set_epoch`, an attribute assigned):
         # live workers would keep their own copy and never see it. Reported, no fix.
         Invalid("from torch.utils.data import DataLoader\nds = Curriculum()\nloader = DataLoader(ds, num_workers=2)\n"
@@ -2065,10 +2089,13 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         # train_loader)`, `next(iter(train_loader))`) while a loop over the loader runs resets
         # it under that loop, which then ends early or repeats batches.
         reentered = _passes_within_a_pass(ctx, call)
+        # So do two iterators over it drawn from in turn (`it_a, it_b = iter(loader), iter(loader)`,
+        # two generators each looping over it): the second `iter()` resets the first's pass.
+        concurrent = None if reentered else _concurrent_iterators(ctx, call)
         # Live workers keep the copy of the dataset they were forked with: a change made to it
         # between epochs (`ds.set_epoch(epoch)`, `ds.max_len = ...`) would no longer reach them.
-        changed = not reentered and _dataset_changed_per_pass(ctx, call)
-        if reentered or changed:
+        changed = not reentered and not concurrent and _dataset_changed_per_pass(ctx, call)
+        if reentered or concurrent or changed:
             fix = None
         # An evaluation loader (by its name: whether a loop trains is not always visible, verl's
         # training loop steps in other processes) gone over again at each evaluation (verl's
@@ -2086,6 +2113,11 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
             message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
                        f"{again}: persistent workers share one iterator, so that inner pass would reset the "
                        "loop's (cutting it short or repeating batches); give the inner pass its own loader first")
+        elif concurrent:
+            message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
+                       f"the loop draws from two iterators over the loader in turn (`{concurrent[0]}` and "
+                       f"`{concurrent[1]}`): persistent workers share one iterator, so starting the second resets "
+                       "the first (batches repeated and others never drawn); give each its own loader first")
         elif changed:
             message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
                        "the loop around the loader changes its dataset, and live workers keep their own copy "
@@ -2245,6 +2277,63 @@ def _passes_within_a_pass(ctx, call: cst.Call) -> cst.CSTNode | None:
             for other in handed:
                 if ctx.loops.runs_inside(other, loop):
                     return other
+    return None
+
+
+# Calls that start a pass over the iterable they are given and hold it (`iter(loader)`, `cycle(loader)`).
+_ITERATOR_MAKERS = frozenset({"builtins.iter", "itertools.cycle"})
+
+
+def _concurrent_iterators(ctx, call: cst.Call) -> tuple[str, str] | None:
+    """The names of two iterators over the loader that one loop draws from in turn (`next(it_a)`,
+    `next(it_b)`), each made by `iter(loader)`, `itertools.cycle(loader)` or a generator function of
+    the module handed the loader (`def infinite(dl): while True: for b in dl: yield b`); None when
+    no loop does. Both passes are alive at once: with persistent workers the second `iter()`
+    returns the same iterator, reset."""
+    names = ctx.loops.names_of(call)
+    holders: dict = {}  # (holder name, its scope) -> the call that made it
+    for maker in ctx.index.nodes(cst.Call):
+        if not any(not a.star and any(ctx.dotted(a.value) == name and ctx.loops.in_sight(a.value, name, scope)
+                                      for name, scope in names) for a in maker.args):
+            continue
+        if ctx.names.qualified(maker.func) not in _ITERATOR_MAKERS and not _is_generator_call(ctx, maker):
+            continue
+        holder = _bound_name(ctx, maker)
+        if holder is not None:
+            holders.setdefault((holder, ctx.index.enclosing_function(maker)), maker)
+    if len(holders) < 2:
+        return None
+    for loop in [*ctx.index.nodes(cst.For), *ctx.index.nodes(cst.While)]:
+        drawn = []
+        for node in ctx.index.walk(loop.body):
+            if isinstance(node, cst.Call) and ctx.names.qualified(node.func) == "builtins.next" and node.args:
+                key = (ctx.dotted(node.args[0].value), ctx.index.enclosing_function(node))
+                if key in holders and key[0] not in drawn:
+                    drawn.append(key[0])
+        if len(drawn) >= 2:
+            return drawn[0], drawn[1]
+    return None
+
+
+def _is_generator_call(ctx, call: cst.Call) -> bool:
+    """call runs a function of the module that yields (a generator, made when called)."""
+    name = ctx.loops.local_callee_name(call)
+    return any(isinstance(node, cst.Yield) and ctx.index.enclosing_function(node) is fn
+               for fn in ctx.loops.functions.get(name or "", ()) for node in ctx.index.walk(fn.body))
+
+
+def _bound_name(ctx, value: cst.BaseExpression) -> str | None:
+    """The name value is assigned to: `it = value`, or its place in `a, b = value, other`."""
+    parent = ctx.parent(value)
+    if isinstance(parent, cst.Element) and isinstance(tuple_ := ctx.parent(parent), cst.Tuple):
+        assign = ctx.parent(tuple_)
+        if isinstance(assign, cst.Assign) and assign.value is tuple_ and len(assign.targets) == 1 \
+                and isinstance(assign.targets[0].target, (cst.Tuple, cst.List)) \
+                and len(assign.targets[0].target.elements) == len(tuple_.elements):
+            return ctx.dotted(assign.targets[0].target.elements[tuple_.elements.index(parent)].value)
+        return None
+    if isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1:
+        return ctx.dotted(parent.targets[0].target)
     return None
 
 
