@@ -29,6 +29,7 @@ from trainlint.analysis.batches import (
     loader_arg,
     loader_batches,
     loader_keyword,
+    method_of,
     replays_per_worker,
     callable_choices,
     resolve_callable,
@@ -48,6 +49,7 @@ from trainlint.analysis.frameworks import configured_for_cpu
 from trainlint.analysis.imports import after_imports, insert_stdlib_import
 from trainlint.analysis.inplace import changed_after_copy
 from trainlint.analysis.loops import runs_at_most_once
+from trainlint.analysis.names import bound_names
 from trainlint.analysis.settings import Source
 from trainlint.analysis.star_args import dict_entries, entry_to_change
 from trainlint.analysis.tree import binding_targets
@@ -1600,6 +1602,15 @@ def _unattributed_moves(ctx) -> frozenset[cst.Call]:
     return cached
 
 
+# A dataset class reading a setting of the object it is built with, and a module global; the epoch
+# loop makes a {change}.
+_READS_SETTING = (
+    "import torch\nfrom torch.utils.data import DataLoader, Dataset\nNOISE = 0.0\n"
+    "class Tokens(Dataset):\n    def __init__(self, cfg):\n        self.cfg = cfg\n"
+    "    def __getitem__(self, i):\n        return torch.zeros(self.cfg.seq_len) + NOISE\n"
+    "def main(cfg):\n    loader = DataLoader(Tokens(cfg), num_workers=2)\n    for epoch in range(3):\n"
+    "        {change}\n        for x in loader:\n            step(x)\n"
+)
 # Two iterators drawn from in turn, the first started again when it runs out.
 _TWO_ITERATORS = (
     "from torch.utils.data import DataLoader\ndef main(ds, ds2):\n    loader = DataLoader(ds, num_workers=2)\n"
@@ -1684,7 +1695,10 @@ around the loader changes its dataset, by its name or as `loader.dataset` (`ds.s
 `set_*`, `close_*`, `reset*`, `enable_*`, `disable_*`; in the loop or a function of the module
 it calls), or
 a list or other object it was built from (`ds = ListDataset(items)`, then `items.extend(new)`,
-`items.append(x)`, `items[i] = x`, `items += new`): the live workers would keep the copy they were
+`items.append(x)`, `items[i] = x`, `items += new`, or an attribute of it its class may read:
+`cfg.seq_len = ...` with `Tokens(cfg)` reading `self.cfg.seq_len`, any attribute when the class
+is not of this module), or a module global the class's `__getitem__`/`__iter__` reads (`NOISE = ...`
+under `global NOISE`): the live workers would keep the copy they were
 started with (a grown list is indexed past the workers' shorter copy: IndexError).
 """
     _EPOCHS = "from torch.utils.data import DataLoader\nloader = {loader}\nfor epoch in range(3):\n    for batch in loader:\n        step(batch)\n"
@@ -2040,6 +2054,16 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
                     "    ds = Subset(Curriculum(items), idx)", "    base = Curriculum(items)\n    ds = Subset(base, idx)").replace(
                     "pass", "base.resample()"),
                 fixed=NO_FIX, message="changes its dataset"),
+        # ... or a setting of an object it was built from, which its class reads (`cfg.seq_len`
+        # with `Tokens(cfg)` reading `self.cfg.seq_len`), or a module global its `__getitem__`
+        # reads: the fix froze them in the workers at their first values.
+        Invalid(_READS_SETTING.format(change="cfg.seq_len = 4 + epoch"), fixed=NO_FIX, message="changes its dataset"),
+        Invalid(_READS_SETTING.format(change="global NOISE\n        NOISE = float(epoch)"), fixed=NO_FIX,
+                message="changes its dataset or what it reads"),
+        # A setting its class never reads: fixed.
+        Invalid(_READS_SETTING.format(change="cfg.lr = 0.1 * epoch"),
+                fixed=_READS_SETTING.format(change="cfg.lr = 0.1 * epoch").replace(
+                    "num_workers=2)", "num_workers=2, persistent_workers=True)")),
         # A method that changes nothing of its object (`ds.describe()`): fixed.
         Invalid(_CURRICULUM + _GROWN.format(ds="Curriculum(items)", grow="ds.describe()"),
                 fixed=_CURRICULUM + _GROWN.format(ds="Curriculum(items)", grow="ds.describe()").replace(
@@ -2120,8 +2144,8 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
                        "the first (batches repeated and others never drawn); give each its own loader first")
         elif changed:
             message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
-                       "the loop around the loader changes its dataset, and live workers keep their own copy "
-                       "of it, so they would not see the change")
+                       "the loop around the loader changes its dataset or what it reads, and live workers keep "
+                       "their own copy of it, so they would not see the change")
         elif fix is not None and shuffles(ctx, call):
             # Measured (docs/verify.md): the loader draws its workers' base seed once instead of
             # every epoch, so the global RNG, and the shuffle of later epochs, move on differently.
@@ -2207,14 +2231,17 @@ def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
                 given = ctx.dotted(arg.value) if not arg.star else None
                 if given and given != "self" and (given, where, False) not in watched:
                     watched.append((given, where, False))
-    if not watched:
+    cls = dataset_class(ctx, call)
+    # A module global the dataset's `__getitem__`/`__iter__` reads, assigned by the loop (`NOISE =
+    # ...` under `global NOISE`): live workers keep the value they were forked with.
+    sites: list = _global_changes(ctx, cls) if cls is not None else []
+    if not watched and not sites:
         return False
 
     def on(expr, held: str, whole: bool) -> bool:
         spelled = ctx.dotted(expr)
         return spelled is not None and (spelled == held or spelled.startswith(held + ".") and whole)
 
-    sites: list = []
     for held, where, whole in watched:
         found: list = []
         for node in ctx.index.nodes(cst.Call):
@@ -2239,6 +2266,10 @@ def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
             for target in targets:
                 if (isinstance(target, cst.Subscript) and on(target.value, held, whole)
                         or whole and isinstance(target, cst.Attribute) and on(target.value, held, whole)
+                        # An object the dataset was built from, given a new setting its class may
+                        # read (`cfg.seq_len = ...` with `Tokens(cfg)` reading `self.cfg.seq_len`).
+                        or not whole and isinstance(target, cst.Attribute) and on(target.value, held, True)
+                        and _may_read(ctx, cls, target.attr.value)
                         # `items += more` extends a list in place (an int's `n += 1` binds a new one).
                         or not whole and isinstance(node, cst.AugAssign) and ctx.dotted(target) == held
                         and ctx.is_builtin_collection(target)):
@@ -2250,6 +2281,56 @@ def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
     rebuilt = ctx.loops.loops_around(call)
     outers = {outer for _, anchor in ctx.loops.passes_over(call) for outer in ctx.loops.loops_around(anchor)} - rebuilt
     return any(ctx.loops.runs_inside(site, outer) for site in sites for outer in outers)
+
+
+def _may_read(ctx, cls: cst.ClassDef | None, attr: str) -> bool:
+    """The dataset's class may read an attribute of this name: it is not a class of this module,
+    or its body names it (`self.cfg.seq_len` for `seq_len`)."""
+    return cls is None or any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in ctx.index.walk(cls))
+
+
+def _global_changes(ctx, cls: cst.ClassDef) -> list[cst.CSTNode]:
+    """Where a module global that the class's `__getitem__` or `__iter__` reads is assigned, at the
+    top level or in a function declaring it `global`, or changed by a mutating method
+    (`NOISE = float(epoch)`, `TABLE.append(x)`)."""
+    module_names = {t.target.value for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
+                    for node in stmt.body if isinstance(node, (cst.Assign, cst.AnnAssign))
+                    for t in (node.targets if isinstance(node, cst.Assign) else [node])
+                    if isinstance(t.target, cst.Name)}
+    read = set()
+    for method_name in ("__getitem__", "__iter__"):
+        method = method_of(ctx, cls, method_name)
+        if method is None:
+            continue
+        local = bound_names(method.body) | {p.name.value for p in method.params.params}
+        read |= {n.value for n in ctx.index.walk(method.body) if isinstance(n, cst.Name)
+                 and n.value in module_names and n.value not in local}
+    if not read:
+        return []
+    sites = []
+    for node in [*ctx.index.nodes(cst.Assign), *ctx.index.nodes(cst.AugAssign)]:
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, cst.Name) and target.value in read and _global_there(ctx, node, target.value):
+                sites.append(node)
+    for node in ctx.index.nodes(cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _MUTATORS and isinstance(func.value, cst.Name) \
+                and func.value.value in read and _global_there(ctx, node, func.value.value):
+            sites.append(node)
+    return sites
+
+
+def _global_there(ctx, node: cst.CSTNode, name: str) -> bool:
+    """name at node is the module's variable: node is at the top level, or its function declares
+    it `global` (a function that binds it otherwise has a local of that name)."""
+    fn = ctx.index.enclosing_function(node)
+    if fn is None:
+        return True
+    declared = any(isinstance(n, cst.Global) and any(g.name.value == name for g in n.names)
+                   for n in ctx.index.walk(fn.body))
+    return declared or (isinstance(node, cst.Call) and name not in bound_names(fn.body)
+                        and name not in {p.name.value for p in fn.params.params})
 
 
 def _passes_within_a_pass(ctx, call: cst.Call) -> cst.CSTNode | None:
