@@ -21,6 +21,7 @@ from trainlint.analysis.batches import (
     dataset_class,
     dataset_from_device_helper,
     dataset_on_device,
+    device_global_read,
     heavy_work,
     is_device_helper,
     is_cpu_device,
@@ -3040,7 +3041,10 @@ The loops of every loader built with that `collate_fn` get the move. When one of
 where its loops are not seen (another module's function, a comprehension, a one-off draw such as
 `x, y = next(iter(loader))` after training, a draw that binds no name, `model(*next(it))`, an
 iterator made in a `with` or handed on), or the module uses the function in another way too, no
-fix (the message names the draw): some batches would stay on the CPU. Nor
+fix (the message names the draw): some batches would stay on the CPU. Nor when the
+`collate_fn` also works on the device apart from its moves (a torch factory given a device that
+is not the CPU, `torch.rand(shape, device=device)`, or a module-level tensor on the device, `xs -
+MEAN`): without the moves that would meet host tensors. Nor
 when the `collate_fn` returns something it does not move (a part of its tuple or dict, such as the
 sequence lengths `pack_padded_sequence` needs on the CPU, or a value the file does not show to be
 a device copy): moving the whole batch in the loop would move that too. Nor when the move is
@@ -3102,6 +3106,15 @@ message says so). Moving tokenizing and decoding offline is left to you.
                 .replace("torch.stack", "stack").replace('torch.device("cuda" if torch.cuda.is_available() else "cpu")',
                                                          '"cuda"')
                 .replace("DataLoader\n\n\ndef", "DataLoader\nimport torch\n\n\ndef")),
+        # Device work left in the collate_fn besides its moves (a random mask made on the device,
+        # a module-level CUDA mean): the fix once took the moves out and left it mixing host and
+        # device tensors (then workers started CUDA). Reported, no fix.
+        Invalid(_MOVES.replace("    return xs, ys\n", "    mask = torch.rand(xs.shape, device=device) < 0.15\n"
+                               "    return xs, ys\n"), fixed=NO_FIX, message="no fix: it also works on the device"),
+        Invalid(_MOVES.replace("\n\ndef collate", "MEAN = torch.zeros(3, device=device)\n\n\ndef collate").replace(
+                    "ys = torch.stack([b[1] for b in batch]).to(device)\n",
+                    "ys = torch.stack([b[1] for b in batch]).to(device)\n    xs = xs - MEAN\n"),
+                fixed=NO_FIX, message="(`MEAN`)"),
         # A loop written on one line: reported, no fix (it once escaped as an internal error).
         Invalid(_MOVES.replace(_MOVES_LOOP, "for x, y in loader: loss = model(x, y); loss.backward(); opt.step()\n"),
                 fixed=NO_FIX),
@@ -3226,7 +3239,13 @@ message says so). Moving tokenizing and decoding offline is left to you.
         if moves:
             message += "; move `.to(device)` into the training loop"
             # Device moves first: adding workers to a collate_fn that touches CUDA would break it.
-            if collate_leaves_on_host(ctx, definition):
+            if other := _other_device_work(ctx, definition, moves):
+                # Taking the moves out would leave it mixing host and device tensors, and workers
+                # added next (TL101) would start CUDA in forked processes.
+                message += (f"; no fix: it also works on the device apart from those moves (`{_excerpt(ctx, other)}`), "
+                            "which would then meet host tensors; do that in the training loop too")
+                fix = None
+            elif collate_leaves_on_host(ctx, definition):
                 # Moving the whole batch would move what it keeps on the CPU too (`lengths` for packing).
                 message += (" for the tensors it moves (no fix: its batch may hold values it leaves on the CPU, "
                             "which a move of the whole batch would move too)")
@@ -3249,6 +3268,21 @@ message says so). Moving tokenizing and decoding offline is left to you.
         else:
             fix = None
         self.report(arg, message, fix)
+
+
+def _other_device_work(ctx, collate: cst.CSTNode, moves: list[cst.Call]) -> cst.CSTNode | None:
+    """What in the collate_fn, besides its moves, makes or reads tensors on the device: a torch
+    factory given a device that is not the CPU (`torch.rand(n, device=DEVICE)`), or a module-level
+    tensor on the device (`imgs - MEAN` with `MEAN = torch.tensor(..., device=DEVICE)`)."""
+    if isinstance(collate, (cst.FunctionDef, cst.Lambda)):
+        read = device_global_read(ctx, collate)
+        if read is not None:
+            return read
+    for node in ctx.index.walk(collate):
+        if isinstance(node, cst.Call) and node not in moves and (ctx.names.qualified(node.func) or "").startswith("torch.") \
+                and (device := ctx.keyword(node, "device")) is not None and not is_cpu_device(ctx, device.value):
+            return node
+    return None
 
 
 def offline_advice(kinds) -> str:

@@ -541,6 +541,17 @@ def _reads_device_globals(ctx, fn: cst.FunctionDef, cls: cst.ClassDef | None, de
     return False
 
 
+def device_global_read(ctx, fn: cst.CSTNode) -> cst.Name | None:
+    """A read in fn (a function or lambda) of a module-level name assigned a tensor on the device
+    (`MEAN = torch.tensor(..., device=DEVICE)`, then `imgs - MEAN` in a collate_fn); None when none."""
+    on_device = _device_globals(ctx)
+    if not on_device:
+        return None
+    local = bound_names(fn.body) | {p.name.value for p in fn.params.params}
+    return next((n for n in ctx.index.walk(fn.body) if isinstance(n, cst.Name) and n.value in on_device
+                 and n.value not in local and is_variable(ctx.index, n)), None)
+
+
 def _device_attributes(ctx, cls: cst.ClassDef, on_device: frozenset[str]) -> set[str]:
     """`self.x` for each attribute of cls its body or a method assigns a device global."""
     out = set()
