@@ -1677,7 +1677,11 @@ loader = DataLoader(ds, num_workers=4, persistent_workers=True)
 
 ## Fix safety
 Unsafe: live workers keep their copy of the dataset, so changes made to it between epochs are
-not seen, and the shuffle of later epochs differs (the base seed is drawn once). With a worker
+not seen; and a seeded run draws different random numbers from the second epoch on: without
+persistent workers each pass over the loader draws its workers' base seed from the global RNG
+(from the loader's `generator=` when given), with them only the first pass does, so every later
+random draw of the run changes (any loader's shuffle, dropout, augmentations; the workers' RNGs
+run on instead of being seeded anew), whether or not this loader shuffles. With a worker
 count that may be 0 in a run, the fix sets `persistent_workers=workers > 0` (True with no workers
 raises); a `persistent_workers` setting written elsewhere then gets no fix, since its one value
 would be wrong for some runs. No fix either when the loader is gone over again while a loop
@@ -1789,7 +1793,17 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         # A shuffled loader: the message says the data order of a seeded run changes.
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n"
                 "for epoch in range(3):\n    for b in loader:\n        step(b)\n",
-                message="a seeded run then shuffles differently from the second epoch on"),
+                message="a seeded run then draws different random numbers from the second epoch on: without "
+                        "persistent workers each pass draws the workers' base seed from the global RNG"),
+        # Not shuffled itself (an evaluation loader), or ordered by a DistributedSampler (its seed and
+        # epoch): the global RNG still moves on differently, and other loaders' shuffles with it
+        # (the note was once given only for a shuffled loader, and spoke of its shuffle).
+        Invalid("from torch.utils.data import DataLoader\nval_loader = DataLoader(vs, num_workers=2)\n"
+                "for epoch in range(3):\n    for b in val_loader:\n        score(b)\n",
+                message="any loader's shuffle, dropout"),
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, generator=g)\n"
+                "for epoch in range(3):\n    for b in loader:\n        step(b)\n",
+                message="from the loader's `generator`"),
         Invalid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4)"),
                 fixed=_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
         # Drawn with next() and started again at StopIteration: a new pass, and new workers, each time.
@@ -2147,12 +2161,27 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
             message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
                        "the loop around the loader changes its dataset or what it reads, and live workers keep "
                        "their own copy of it, so they would not see the change")
-        elif fix is not None and shuffles(ctx, call):
-            # Measured (docs/verify.md): the loader draws its workers' base seed once instead of
-            # every epoch, so the global RNG, and the shuffle of later epochs, move on differently.
-            message += (" (a seeded run then shuffles differently from the second epoch on: the base seed is "
-                        "drawn once, not every epoch)")
+        elif fix is not None:
+            message += _rng_note(ctx, call)
         self.report(call, message, fix)
+
+
+def _rng_note(ctx, call: cst.Call) -> str:
+    """What persistent workers change in a seeded run, for TL103's message. Measured (docs/verify.md):
+    each pass without them draws the workers' base seed from the global RNG (from the loader's own
+    `generator=` when given), and with them only the first pass does; the global stream then moves
+    on differently for every later random draw (any loader's shuffle, dropout, augmentations), and
+    the workers' own RNGs run on instead of being seeded anew. A DistributedSampler's order comes
+    from its seed and epoch, and is not what changes."""
+    if builds_trainer_loader(ctx, call):
+        return ""
+    if loader_arg(ctx, call, "generator") is not None:
+        return (" (a seeded run then draws different random numbers from the second epoch on: without persistent "
+                "workers each pass draws the workers' base seed from the loader's `generator`, with them only the "
+                "first does, so its later shuffles and its workers' random augmentations change)")
+    return (" (a seeded run then draws different random numbers from the second epoch on: without persistent workers "
+            "each pass draws the workers' base seed from the global RNG, with them only the first does, so every "
+            "later random draw changes: any loader's shuffle, dropout, random augmentations in the workers too)")
 
 
 # Methods that change a list, dict, set or deque in place (`items.extend(new)`, `ds.items.append(x)`).
