@@ -815,3 +815,16 @@ def test_a_value_replaced_among_the_arguments_of_a_hand_laid_call_is_not_split_i
     fixed = fix_source(code, path="train.py", unsafe_fixes=True)
     assert 'parser.add_argument("-j", "--workers", default=min(8, os.cpu_count() or 1), type=int, metavar="N",\n' \
            '                    help="number of data loading workers")\n' in fixed
+
+
+def test_a_call_fixed_inside_a_conditional_in_a_generator_is_not_split_at_its_own_brackets():
+    # `x, y = (t.cuda() if ... else t for t in batch)`: the fix once wrote `t.cuda(\n
+    # non_blocking=True\n)` in the middle of the generator; Black would split the generator, not the
+    # call: the line is left long for the formatter instead.
+    code = ("import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=True)\n"
+            "def main():\n    for epoch in range(2):\n        for batch in loader:\n"
+            "            x, y = (t.cuda() if torch.cuda.is_available() else t for t in batch)\n"
+            "            model(x, y).backward()\n            opt.step()\n")
+    fixed = fix_source(code, select=["TL108"], path="train.py")
+    assert "            x, y = (t.cuda(non_blocking=True) if torch.cuda.is_available() else t for t in batch)\n" \
+        in fixed, fixed

@@ -224,6 +224,20 @@ def _inside_call_on_line(ctx: FileContext, positions: Positions, old: cst.CSTNod
         hand_laid and "\n" in ctx.text[opened:positions.inclusive_span(call)[1]])
 
 
+def _inside_comprehension_on_line(ctx: FileContext, positions: Positions, old: cst.CSTNode, start: int) -> bool:
+    """old is inside a comprehension or generator whose bracket opens on old's line (`x, y =
+    (t.cuda() if gpu else t for t in batch)`): Black would split that comprehension at its
+    brackets and clauses, not the call inside it, so the line is left long rather than split at the
+    new call's brackets (`t.cuda(\n    non_blocking=True\n)`)."""
+    for anc in ctx.index.ancestors(old):
+        if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return False
+        if isinstance(anc, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+            opened = positions.inclusive_span(anc)[0]
+            return positions.location(opened).row == positions.location(start).row
+    return False
+
+
 def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit:
     start, end = positions.inclusive_span(old)
     before = ctx.text[start:end]
@@ -245,7 +259,7 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
             if moved is not None:
                 after = ctx.render(moved, at=old)
         elif (start - line_start) + len(after) + trailing > ctx.line_length and not _inside_call_on_line(
-                ctx, positions, old, start):
+                ctx, positions, old, start) and not _inside_comprehension_on_line(ctx, positions, old, start):
             # A call on a continuation line (`for b in enumerate(\n        DataLoader(...)):`) is
             # laid out from that line's indentation, not from its statement's.
             line = ctx.text[line_start:start]
