@@ -1655,8 +1655,8 @@ A loader handed to a function inside a dict, list or tuple (`evaluate(model, {"t
 or put in one a name holds (`loaders = [train_loader, val_loader]`), is followed into the loops
 over it; a dataset changed by a method of its class (`ds.grow(epoch)`, `ds.resample()`), by a
 module function handed it, or through a wrapper (`Subset(ds, idx)`) withholds the fix; `for epoch in
-range(1)` repeats nothing. For a shuffled loader the message says that a seeded run's data order
-changes from the second epoch on.
+range(1)` repeats nothing. The message says what the fix changes in a seeded run: its random
+draws after the loader's first pass (see Fix safety), for any loader, shuffled or not.
 
 ## Why is this bad?
 Without persistent workers, every epoch starts by forking the workers again and re-running the
@@ -1677,7 +1677,7 @@ loader = DataLoader(ds, num_workers=4, persistent_workers=True)
 
 ## Fix safety
 Unsafe: live workers keep their copy of the dataset, so changes made to it between epochs are
-not seen; and a seeded run draws different random numbers from the second epoch on: without
+not seen; and a seeded run draws different random numbers after the loader's first pass: without
 persistent workers each pass over the loader draws its workers' base seed from the global RNG
 (from the loader's `generator=` when given), with them only the first pass does, so every later
 random draw of the run changes (any loader's shuffle, dropout, augmentations; the workers' RNGs
@@ -1701,8 +1701,8 @@ around the loader changes its dataset, by its name or as `loader.dataset` (`ds.s
 it calls), or
 a list or other object it was built from (`ds = ListDataset(items)`, then `items.extend(new)`,
 `items.append(x)`, `items[i] = x`, `items += new`, or an attribute of it its class may read:
-`cfg.seq_len = ...` with `Tokens(cfg)` reading `self.cfg.seq_len`, any attribute when the class
-is not of this module), or a module global the class's `__getitem__`/`__iter__` reads (`NOISE = ...`
+`cfg.seq_len = ...` with `Tokens(cfg)` reading `self.cfg.seq_len`, where the class is of this
+module), or a module global the class's `__getitem__`/`__iter__` reads (`NOISE = ...`
 under `global NOISE`): the live workers would keep the copy they were
 started with (a grown list is indexed past the workers' shorter copy: IndexError).
 """
@@ -1793,8 +1793,8 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         # A shuffled loader: the message says the data order of a seeded run changes.
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n"
                 "for epoch in range(3):\n    for b in loader:\n        step(b)\n",
-                message="a seeded run then draws different random numbers from the second epoch on: without "
-                        "persistent workers each pass draws the workers' base seed from the global RNG"),
+                message="a seeded run then draws different random numbers after the loader's first pass: "
+                        "without persistent workers each pass draws the workers' base seed from the global RNG"),
         # Not shuffled itself (an evaluation loader), or ordered by a DistributedSampler (its seed and
         # epoch): the global RNG still moves on differently, and other loaders' shuffles with it
         # (the note was once given only for a shuffled loader, and spoke of its shuffle).
@@ -2176,11 +2176,11 @@ def _rng_note(ctx, call: cst.Call) -> str:
     if builds_trainer_loader(ctx, call):
         return ""
     if loader_arg(ctx, call, "generator") is not None:
-        return (" (a seeded run then draws different random numbers from the second epoch on: without persistent "
-                "workers each pass draws the workers' base seed from the loader's `generator`, with them only the "
+        return (" (a seeded run then draws different random numbers after the loader's first pass: without "
+                "persistent workers each pass draws the workers' base seed from the loader's `generator`, with them only the "
                 "first does, so its later shuffles and its workers' random augmentations change)")
-    return (" (a seeded run then draws different random numbers from the second epoch on: without persistent workers "
-            "each pass draws the workers' base seed from the global RNG, with them only the first does, so every "
+    return (" (a seeded run then draws different random numbers after the loader's first pass: without persistent "
+            "workers each pass draws the workers' base seed from the global RNG, with them only the first does, so every "
             "later random draw changes: any loader's shuffle, dropout, random augmentations in the workers too)")
 
 
@@ -2314,9 +2314,10 @@ def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
 
 
 def _may_read(ctx, cls: cst.ClassDef | None, attr: str) -> bool:
-    """The dataset's class may read an attribute of this name: it is not a class of this module,
-    or its body names it (`self.cfg.seq_len` for `seq_len`)."""
-    return cls is None or any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in ctx.index.walk(cls))
+    """The dataset's class, of this module, names an attribute of this name in its body
+    (`self.cfg.seq_len` for `seq_len`). A class not seen here is not judged: a configuration handed
+    to it (simpletransformers' `args`) has many fields the loop may set that it never reads."""
+    return cls is not None and any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in ctx.index.walk(cls))
 
 
 def _global_changes(ctx, cls: cst.ClassDef) -> list[cst.CSTNode]:
