@@ -349,6 +349,16 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         Invalid(_HEAD + "    w = torch.einsum('...id,...jd->...ij', q, k).softmax(dim=-1)\n"
                         "    return torch.einsum('...ij,...jd->...id', w, v)\n",
                 fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=1.0)\n"),
+        # A temperature kept as a buffer is a tensor (scale= takes a float), as a Parameter is.
+        Invalid("import torch\nfrom torch import nn\n\nclass A(nn.Module):\n    def __init__(self):\n"
+                "        super().__init__()\n        self.register_buffer('tau', torch.full((2, 1, 1), 0.3))\n\n"
+                "    def forward(self, q, k, v):\n        return torch.softmax(q @ k.transpose(-2, -1) / self.tau, dim=-1) @ v\n",
+                fixed=NO_FIX, message="not fixed: the scale is a tensor"),
+        # A number added to the scores is no attn_mask (SDPA takes a tensor); a parameter defaulting to one.
+        Invalid(_HEAD + "    s = q @ k.transpose(-2, -1) * 0.125 + 1.0\n    return s.softmax(dim=-1) @ v\n",
+                fixed=NO_FIX, message="is a number"),
+        Invalid("import torch\n\ndef attend(q, k, v, bias=0.0):\n    s = q @ k.transpose(-2, -1) * 0.125 + bias\n"
+                "    return s.softmax(dim=-1) @ v\n", fixed=NO_FIX, message="`bias` defaults to a number"),
         # `math` used elsewhere in the module stays imported.
         Invalid(
             _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
@@ -714,6 +724,7 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                     if not _infinite(ctx, mask.fill):
                         att.finite_fill = " ".join(ctx.code(mask.fill).split())
             else:
+                self._check_tensor_mask(mask.expr)
                 code = ctx.code(mask.expr)
                 # `attn_mask=m if m is not None else None` is just `attn_mask=m` (SDPA takes None).
                 if mask.condition is not None and ctx.code(mask.condition).replace(" ", "") != f"{code}isnotNone":
@@ -766,6 +777,8 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                 value = self._module_assignment(node)  # self.t = nn.Parameter(...)
                 if value is not None and (ctx.names.qualified(value.func) or "").startswith("torch."):
                     raise _NoFix(_TENSOR_SCALE)
+                if self._is_buffer(node):  # self.register_buffer("tau", torch.full(...))
+                    raise _NoFix(_TENSOR_SCALE)
             parent = ctx.parent(node)
             if isinstance(node, cst.Name) and not (isinstance(parent, cst.Attribute) and parent.attr is node):
                 # A local computed from tensors (`logit_scale = self.logit_scale.clamp(max=m).exp()`).
@@ -774,6 +787,31 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                             isinstance(t.target, cst.Name) and t.target.value == node.value for t in assign.targets) \
                             and _tensor_valued(ctx, assign.value):
                         raise _NoFix(_TENSOR_SCALE)
+
+    def _check_tensor_mask(self, expr) -> None:
+        """An additive term becomes attn_mask=, which must be a tensor: a number (`+ 1.0`, or a parameter
+        whose default is one, `bias=0.0`) is not."""
+        ctx = self.ctx
+        if ctx.number(expr) is not None:
+            raise _NoFix("the term added to the scores is a number, and `attn_mask=` takes a tensor")
+        if isinstance(expr, cst.Name):
+            fn = ctx.index.enclosing_function(expr)
+            for param in (fn.params.params + fn.params.kwonly_params) if fn is not None else ():
+                if param.name.value == expr.value and param.default is not None \
+                        and ctx.number(param.default) is not None:
+                    raise _NoFix(f"`{expr.value}` defaults to a number, and `attn_mask=` takes a tensor")
+
+    def _is_buffer(self, attr: cst.Attribute) -> bool:
+        """`self.<name>` registered as a buffer of its class (`register_buffer("<name>", ...)`): a tensor."""
+        ctx = self.ctx
+        name = ctx.dotted(attr)
+        if name is None or name.count(".") != 1:
+            return False
+        cls = ctx.index.enclosing_class(attr)
+        return any(isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_buffer" and call.args
+                   and isinstance(call.args[0].value, cst.SimpleString)
+                   and call.args[0].value.evaluated_value == name.split(".", 1)[1]
+                   and ctx.index.enclosing_class(call) is cls for call in ctx.index.nodes(cst.Call))
 
     def _causal(self, cond) -> bool:
         """cond masks out exactly the strict upper triangle of a square slice: `tril[..., :T, :T] == 0`,
