@@ -2573,9 +2573,12 @@ Safe: a deeper queue uses more host memory but computes the same batches in the 
 since PyTorch rejects a prefetch factor without workers. No fix when a loop over the loader's
 batches changes the `sampler` or `batch_sampler` the loader was given, by its name or as
 `loader.sampler` (a method called on it, as a loss-aware sampler's `sampler.update(idx, loss)`, an
-attribute or item of it assigned, or a function of the module handed it that does either): workers
-draw the indices of `prefetch_factor` batches ahead, so a deeper queue draws more of them before
-each change and the samples drawn differ. A change between passes (`sampler.set_epoch(epoch)`
+attribute or item of it assigned, or a function of the module handed it that does either), or
+changes in place an object handed to the sampler's constructor (prioritized replay's `prio[idx] =
+err` for `sampler=PrioritySampler(prio)`: an item or attribute of it assigned, an augmented
+assignment, an in-place method): the main process draws the indices of the batches the workers
+prefetch, `prefetch_factor` per worker ahead of the loop, so a deeper queue draws more of them
+before each change and the samples drawn differ. A change between passes (`sampler.set_epoch(epoch)`
 in the epoch loop) keeps the fix.
 """
     valid = [
@@ -2645,8 +2648,9 @@ in the epoch loop) keeps the fix.
                 fixed="from torch.utils.data import DataLoader\nDataLoader(\n    ds,\n    num_workers=8 if fast else 0,\n"
                       "    prefetch_factor=4 if (8 if fast else 0) > 0 else None,\n)\n"),
         # The loop changes the sampler it draws from (a loss-aware sampler, hard-example mining):
-        # workers draw indices prefetch_factor batches ahead, so the fix changed which samples
-        # came. Reported, no fix; so through the loader (`loader.batch_sampler`), or a helper.
+        # the main process draws indices prefetch_factor batches per worker ahead, so the fix
+        # changed which samples came. Reported, no fix; so through the loader
+        # (`loader.batch_sampler`), or a helper.
         Invalid(_CHANGED_SAMPLER.format(change="sampler.update(idx, loss)"), fixed=NO_FIX,
                 message="changes its sampler (`sampler.update(idx, loss)`)"),
         Invalid(_CHANGED_SAMPLER.format(change="sampler.weights[idx] = loss").replace(
@@ -2655,6 +2659,29 @@ in the epoch loop) keeps the fix.
                 message="changes its sampler"),
         Invalid("def reweigh(s, idx, loss):\n    s.weights[idx] = loss\n" + _CHANGED_SAMPLER.format(
                     change="reweigh(sampler, idx, loss)"), fixed=NO_FIX, message="changes its sampler"),
+        # The loop changes in place what the sampler was built from (prioritized replay: the
+        # sampler draws from `prio`, the loop sets `prio[idx]`): the fix changed which samples came,
+        # as for the sampler itself. So through a name the sampler was assigned to, a batch sampler
+        # around it, an augmented assignment or an in-place method.
+        Invalid(_CHANGED_SAMPLER.format(change="prio[idx] = loss").replace(
+                    "sampler = LossAware(len(ds))\n", "prio = torch.ones(64)\n").replace(
+                    "sampler=sampler", "sampler=PrioritySampler(prio)"), fixed=NO_FIX,
+                message="changes `prio`, which its sampler was built from (`prio[idx] = loss`), and the main "
+                        "process draws the indices"),
+        Invalid(_CHANGED_SAMPLER.format(change="prio[idx] += loss").replace(
+                    "sampler = LossAware(len(ds))", "sampler = BatchSampler(PrioritySampler(weights=prio), 8, False)")
+                .replace("sampler=sampler", "batch_sampler=sampler"), fixed=NO_FIX, message="changes `prio`"),
+        Invalid(_CHANGED_SAMPLER.format(change="prio *= 0.9").replace(
+                    "LossAware(len(ds))", "PrioritySampler(prio)"), fixed=NO_FIX, message="changes `prio`"),
+        Invalid(_CHANGED_SAMPLER.format(change="self.prio.mul_(0.9)").replace(
+                    "LossAware(len(ds))", "PrioritySampler(self.prio)"), fixed=NO_FIX, message="changes `self.prio`"),
+        # Reading what the sampler was built from, or binding the name anew, leaves the sampler's
+        # object as it was: fixed.
+        Invalid(_CHANGED_SAMPLER.format(change="prio = prio * 0.9 + loss.sum()").replace(
+                    "LossAware(len(ds))", "PrioritySampler(prio)"),
+                fixed=_CHANGED_SAMPLER.format(change="prio = prio * 0.9 + loss.sum()").replace(
+                    "LossAware(len(ds))", "PrioritySampler(prio)").replace(
+                    "num_workers=2)", "num_workers=2, prefetch_factor=4)")),
         # A sampler changed only between passes (`set_epoch` in the epoch loop): fixed.
         Invalid(_CHANGED_SAMPLER.format(change="pass").replace(
                     "for x, idx in loader:", "sampler.set_epoch(1)\nfor x, idx in loader:"),
@@ -2681,32 +2708,43 @@ in the epoch loop) keeps the fix.
             fix = None  # `PREFETCH = None` is right with no workers, a number is not: no room for the condition
         changed = _sampler_changed_in_pass(ctx, call)
         if changed is not None:
-            # A sampler the loop changes (a loss-aware one: `sampler.update(idx, loss)`): workers
-            # draw `prefetch_factor` batches of indices ahead, so a deeper queue draws more of them
+            # A sampler the loop changes (a loss-aware one: `sampler.update(idx, loss)`), or an
+            # object it was built from (prioritized replay's priorities): the main process draws
+            # the indices of the batches workers prefetch, so a deeper queue draws more of them
             # before the change, and which samples come changes.
+            node, held = changed
+            what = f"its sampler (`{_excerpt(ctx, node)}`)" if held is None else \
+                f"`{held}`, which its sampler was built from (`{_excerpt(ctx, node)}`)"
             self.report(call, f"Workers keep only {depth} batches each in flight; not fixed: the loop over the "
-                              f"loader changes its sampler (`{_excerpt(ctx, changed)}`), and workers draw the "
-                              f"indices of that many batches ahead, so a deeper prefetch would change which "
-                              f"samples are drawn")
+                              f"loader changes {what}, and the main process draws "
+                              f"the indices of the batches workers prefetch, that many per worker ahead of "
+                              f"the loop, so a deeper prefetch would change which samples are drawn")
             return
         self.report(call, setting_advice(ctx, call, "prefetch_factor", str(minimum),
                                          f"Workers keep only {depth} batches each in flight",
                                          "so uneven batches do not drain the queue"), fix)
 
 
-def _sampler_changed_in_pass(ctx, call: cst.Call) -> cst.CSTNode | None:
+def _sampler_changed_in_pass(ctx, call: cst.Call) -> tuple[cst.CSTNode, str | None] | None:
     """Where a loop that takes the loader's batches (or a function of the module it hands the
     sampler to) changes the sampler or batch sampler the loader was given, named or as
     `loader.sampler`: a method called on it (`sampler.update(idx, loss)`, `set_epoch`), or an
-    attribute or item of it assigned (`sampler.weights[idx] = w`). None when no loop does."""
+    attribute or item of it assigned (`sampler.weights[idx] = w`); or changes in place an object
+    handed to the sampler's constructor, which the sampler may hold and read as it draws
+    (prioritized replay's `prio[idx] = err` for `PrioritySampler(prio)`). Returns the change and
+    the constructor argument's name (None for the sampler itself); None when no loop does."""
+    scope = ctx.index.enclosing_function(call)
     watched = []  # (name, scope)
+    handed = []  # (name, scope): objects the sampler was built from
     for setting in ("sampler", "batch_sampler"):
         arg = loader_arg(ctx, call, setting)
-        if arg is not None and not arg.star and isinstance(arg.value, (cst.Name, cst.Attribute)):
-            watched.append((ctx.dotted(arg.value), ctx.index.enclosing_function(call)))
+        if arg is not None and not arg.star:
+            if isinstance(arg.value, (cst.Name, cst.Attribute)):
+                watched.append((ctx.dotted(arg.value), scope))
+            handed += [(name, scope) for name in _built_from(ctx, arg.value)]
         watched += [(f"{known}.{setting}", where) for known, where in ctx.loops.names_of(call)]
-    watched = [(name, scope) for name, scope in watched if name]
-    if not watched:
+    watched = [(name, where) for name, where in watched if name]
+    if not watched and not handed:
         return None
 
     def on(expr, name) -> bool:
@@ -2715,16 +2753,59 @@ def _sampler_changed_in_pass(ctx, call: cst.Call) -> cst.CSTNode | None:
 
     for loop, _target in loader_batches(ctx, call, shared=True):
         for node in ctx.index.walk(loop.body):
-            for name, scope in watched:
+            for name, where in watched:
                 if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and on(node.func.value, name) \
                         or isinstance(node, cst.Call) and _changes_argument(ctx, node, name):
-                    if ctx.loops.in_sight(node, name, scope):
-                        return node
+                    if ctx.loops.in_sight(node, name, where):
+                        return node, None
                 for target in binding_targets(node):
                     if isinstance(target, (cst.Attribute, cst.Subscript)) and on(target.value, name) \
-                            and ctx.loops.in_sight(node, name, scope):
-                        return node
+                            and ctx.loops.in_sight(node, name, where):
+                        return node, None
+            for name, where in handed:
+                if _changes_in_place(ctx, node, name, on) and ctx.loops.in_sight(node, name, where):
+                    return node, name
     return None
+
+
+def _built_from(ctx, sampler: cst.BaseExpression, depth: int = 0) -> list[str]:
+    """The names (`prio`, `self.prio`) handed to the constructor of a sampler: the call given
+    (`sampler=PrioritySampler(prio)`), or the calls a name given was assigned; a call among the
+    arguments is followed too (`BatchSampler(PrioritySampler(prio), 32, False)`)."""
+    if depth > 2:
+        return []
+    calls = [sampler] if isinstance(sampler, cst.Call) else \
+        [v for v in ctx.assigned_values(sampler) if isinstance(v, cst.Call)] \
+        if isinstance(sampler, (cst.Name, cst.Attribute)) and depth == 0 else []
+    out = []
+    for built in calls:
+        for arg in built.args:
+            if isinstance(arg.value, (cst.Name, cst.Attribute)) and ctx.dotted(arg.value):
+                out.append(ctx.dotted(arg.value))
+            elif isinstance(arg.value, cst.Call):
+                out += _built_from(ctx, arg.value, depth + 1)
+    return out
+
+
+def _changes_in_place(ctx, node: cst.CSTNode, name: str, on) -> bool:
+    """node changes the object `name` holds in place: an item or attribute of it assigned (`prio[idx]
+    = err`, `prio[idx] += 1`), an augmented assignment to it (`prio *= 0.9`), an in-place tensor
+    method (`prio.mul_(0.9)`) or a container's mutating one (`weights.append(w)`) called on it, or
+    a function of the module called that changes its parameter so. Reading it, or binding the name
+    anew (`prio = prio * 0.9`), leaves the sampler's object as it was."""
+    for target in binding_targets(node):
+        if isinstance(target, (cst.Attribute, cst.Subscript)) and on(target.value, name):
+            return True
+        if isinstance(node, cst.AugAssign) and ctx.dotted(target) == name:
+            return True
+    if isinstance(node, cst.Call):
+        if isinstance(node.func, cst.Attribute) and on(node.func.value, name):
+            method = node.func.attr.value
+            if method in _MUTATORS or method.endswith("_") and not method.startswith("_") \
+                    and method != "requires_grad_":
+                return True
+        return _changes_argument(ctx, node, name)
+    return False
 
 
 class DataLoaderRaggedLastBatch(DataLoaderRule):
