@@ -1178,7 +1178,8 @@ same parts: they come back on the device they were saved from), a list
 appended such tensors, what `torch.cat` or a model makes of them, what a function of this module
 returns when its returns are such tensors, two calls down (`feats = extract(encoder, images)`
 returning `torch.cat` of `encoder(x.to(device))`), a name assigned such a tensor on some path or
-unpacked from a split of one (`a, b = torch.split(X, 20)`, `X.chunk(2)`), any dataset class handed
+unpacked from a split of one (`a, b = torch.split(X, 20)`, `X.chunk(2)`) or from a comprehension or
+`map` that moves them (`X, Y = map(lambda t: t.to(device), (X, Y))`), any dataset class handed
 one, `Subset`/`ConcatDataset` or a `random_split` of such a dataset (`tr, va = random_split(full,
 ...)`), or a dataset given them as an attribute after it is built (`ds.tensors = tuple(t.to(device)
 for t in ds.tensors)`). There is no pageable
@@ -1308,6 +1309,15 @@ since what it then holds is not all seen.
         # Tensors unpacked into the dataset from a comprehension that moves them.
         Valid(_TENSORS_ON_DEVICE.format(data="", dataset="TensorDataset(*[t.to(device) for t in (X, Y)])",
                                         options="")),
+        # ... or from a `map` that moves them (a lambda, `torch.Tensor.cuda`, a function of the
+        # module): the fix pinned them and raised "cannot pin 'torch.cuda.FloatTensor'".
+        Valid(_TENSORS_ON_DEVICE.format(data="X, Y = map(lambda t: t.to(device), (X, Y))\n",
+                                        dataset="TensorDataset(X, Y)", options="")),
+        Valid(_TENSORS_ON_DEVICE.format(data="X, Y = map(torch.Tensor.cuda, (X, Y))\n",
+                                        dataset="TensorDataset(X, Y)", options="")),
+        Valid(_TENSORS_ON_DEVICE.format(data="def move(t):\n    return t.float().to(device)\n"
+                                             "X, Y = map(move, [X, Y])\n",
+                                        dataset="TensorDataset(X, Y)", options="")),
         # No map_location: restored where they were saved from, and this file saves device tensors
         # there (a path built from the same parts).
         Valid(_TENSORS_ON_DEVICE.format(
@@ -1398,6 +1408,11 @@ since what it then holds is not all seen.
             fixed=_TENSORS_ON_DEVICE.format(
             data="torch.save({'x': images, 'y': labels}, 'feats.pt')\ndata = torch.load('feats.pt')\n",
             dataset="TensorDataset(data['x'], data['y'])", options=", pin_memory=True")),
+        # A `map` that keeps the tensors where they are: pinned.
+        Invalid(_TENSORS_ON_DEVICE.format(data="X, Y = map(lambda t: t.float(), (X, Y))\n",
+                                          dataset="TensorDataset(X, Y)", options=""),
+                fixed=_TENSORS_ON_DEVICE.format(data="X, Y = map(lambda t: t.float(), (X, Y))\n",
+                                                dataset="TensorDataset(X, Y)", options=", pin_memory=True")),
         Invalid(_TENSORS_ON_DEVICE.format(data="data = torch.load('cache.pt', map_location='cpu')\n",
                                           dataset="TensorDataset(data['x'], data['y'])", options=""),
                 fixed=_TENSORS_ON_DEVICE.format(data="data = torch.load('cache.pt', map_location='cpu')\n",

@@ -373,6 +373,8 @@ class Tensors:
             return where is not None and not isinstance(where, cst.Lambda) and not is_cpu_device(self.ctx, where) \
                 and not (isinstance(where, cst.Dict) and all(
                     isinstance(e, cst.DictElement) and is_cpu_device(self.ctx, e.value) for e in where.elements))
+        if qn == "builtins.map" and call.args and not call.args[0].star:
+            return self._maps_to_device(call.args[0].value, depth, hops)
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _TO_HOST:
             return False
@@ -398,6 +400,31 @@ class Tensors:
             if fn in self._passed:
                 continue  # recursion
             self._passed[fn] = {param: arg.value for param, arg in loops.bind_params(name, call) if not arg.star}
+            try:
+                if any(isinstance(node, cst.Return) and node.value is not None
+                       and self.index.enclosing_function(node) is fn and self._device(node.value, 0, hops + 1)
+                       for node in self.index.walk(fn.body)):
+                    return True
+            finally:
+                del self._passed[fn]
+        return False
+
+    def _maps_to_device(self, func: cst.BaseExpression, depth: int, hops: int) -> bool:
+        """`map(func, ...)` gives tensors on the device, as the comprehension written for it does
+        (`X, Y = map(lambda t: t.to(device), (X, Y))`): func is a lambda whose body gives one,
+        `torch.Tensor.cuda`, or a function of the module that returns one (two such calls down)."""
+        if isinstance(func, cst.Lambda):
+            return self._device(func.body, depth + 1, hops)
+        if (self.names.qualified(func) or "") == "torch.Tensor.cuda":
+            return True
+        loops = self.ctx.loops
+        name = dotted(func) if isinstance(func, cst.Name) else None
+        if name is None or hops >= 2:
+            return False
+        for fn in loops.functions.get(name, ()):
+            if fn in self._passed:
+                continue  # recursion
+            self._passed[fn] = {}  # the mapped items are not known here: the parameters stay unread
             try:
                 if any(isinstance(node, cst.Return) and node.value is not None
                        and self.index.enclosing_function(node) is fn and self._device(node.value, 0, hops + 1)
