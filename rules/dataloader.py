@@ -200,8 +200,10 @@ def workers_advice(ctx, call: cst.Call) -> str | None:
                 f"(macOS, Windows, Linux from Python 3.14) cannot unpickle it; define it at the module's top level")
     unpicklable = _unpicklable(ctx, call)
     if unpicklable is not None:
+        remedy = "define the class at the module's top level" if unpicklable.endswith(_LOCAL_INSTANCE) \
+            else "define it as a function at the module's top level"
         return (f"{unpicklable}, which a worker started by spawn or forkserver (macOS, Windows, Linux from "
-                f"Python 3.14) cannot unpickle; define it as a function at the module's top level")
+                f"Python 3.14) cannot unpickle; {remedy}")
     return None
 
 
@@ -228,15 +230,23 @@ def _unpicklable(ctx, call: cst.Call) -> str | None:
     return None
 
 
+_LOCAL_INSTANCE = "an instance of a class defined inside a function"
+
+
 def _unpicklable_function(ctx, expr: cst.BaseExpression, at: cst.CSTNode) -> str | None:
     """Why the function expr gives cannot be pickled ("a lambda", "a function defined inside a
-    function"), as read at `at`: a lambda, a name assigned one, a nested def of that name in a
-    function holding `at`, or `functools.partial` of one of those; None otherwise."""
+    function", "an instance of a class defined inside a function"), as read at `at`: a lambda, a
+    name assigned one, a nested def of that name in a function holding `at`, an instance of a class
+    defined in such a function (`collate_fn=Collator()`: pickle finds its class by name, as it does a
+    function) or a name assigned one, or `functools.partial` of one of those; None otherwise."""
     if isinstance(expr, cst.Call) and ctx.names.qualified(expr.func) == "functools.partial" and expr.args \
             and not expr.args[0].star and expr.args[0].keyword is None:
         return _unpicklable_function(ctx, expr.args[0].value, at)
     if isinstance(expr, cst.Lambda):
         return "a lambda"
+    if _local_instance(ctx, expr, at) or isinstance(expr, cst.Name) and any(
+            _local_instance(ctx, v, at) for v in ctx.assigned_values(expr)):
+        return _LOCAL_INSTANCE
     if not isinstance(expr, cst.Name):
         return None
     if any(isinstance(v, cst.Lambda) for v in (*ctx.assigned_values(expr), *ctx.assigned_values(expr, anywhere=True))
@@ -247,6 +257,19 @@ def _unpicklable_function(ctx, expr: cst.BaseExpression, at: cst.CSTNode) -> str
         if outer is not None and ctx.index.enclosing_class(fn) is None and ctx.index.contains(outer, at):
             return "a function defined inside a function"
     return None
+
+
+def _local_instance(ctx, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+    """expr calls a class of that name defined inside a function that holds `at` (`Collator()`
+    with `class Collator` in `main`)."""
+    if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)):
+        return False
+    for cls in ctx.index.nodes(cst.ClassDef):
+        if cls.name.value == expr.func.value:
+            outer = ctx.index.enclosing_function(cls)
+            if outer is not None and ctx.index.contains(outer, at):
+                return True
+    return False
 
 
 def _holds_unpicklable(ctx, build: cst.Call, at: cst.Call, depth: int) -> tuple[cst.CSTNode, str] | None:
@@ -596,7 +619,8 @@ No workers fix either for a dataset that keeps an open file or database handle f
 `__init__` (`self.f = open(path, "rb")`, `h5py.File`, `lmdb.open`: forked workers would share its
 position), for a dataset class defined inside a function (spawned workers cannot unpickle it), nor
 for a `collate_fn` or `worker_init_fn` that is a lambda (never picklable by reference, even at the
-module's top level) or a function defined inside a function, or such a function the dataset is
+module's top level), a function defined inside a function or an instance of a class defined inside a
+function (`collate_fn=Collator()`), or such a function the dataset is
 built with (`Mapped(base, lambda t: t * 2)`, a transform `Lambda(lambda x: ...)` it is given, also
 through a name; not one a builtin only calls while the data is built, `map(lambda r: ..., rows)`), where
 a local name hides the module `os` the fix calls, or for a framework's training run at the top level
@@ -730,6 +754,25 @@ same conditions, and say why when they add none.
         Invalid(_LOCAL_FUNCTION.format(before="    def collate(b):\n        return torch.stack(b)\n", ds="ds",
                                        options=", collate_fn=functools.partial(collate)"),
                 fixed=NO_FIX, message="its `collate_fn` is a function defined inside a function"),
+        # An instance of a class defined inside the function (a callable Collator): pickled by its
+        # class's name, which spawned workers cannot find ("Can't pickle local object"); the fix
+        # added workers.
+        Invalid(_LOCAL_FUNCTION.format(before="    class Collator:\n        def __call__(self, b):\n"
+                                              "            return torch.stack(b)\n", ds="ds",
+                                       options=", collate_fn=Collator()"),
+                fixed=NO_FIX, message="its `collate_fn` is an instance of a class defined inside a function, "
+                                      "which a worker started by spawn or forkserver (macOS, Windows, Linux from "
+                                      "Python 3.14) cannot unpickle; define the class at the module's top level"),
+        Invalid(_LOCAL_FUNCTION.format(before="    class Collator:\n        def __call__(self, b):\n"
+                                              "            return torch.stack(b)\n    collate = Collator()\n",
+                                       ds="ds", options=", collate_fn=collate"),
+                fixed=NO_FIX, message="an instance of a class defined inside a function"),
+        # ... a class at the module's top level pickles by name: fixed.
+        Invalid(_LOCAL_FUNCTION.format(before="", ds="ds", options=", collate_fn=Collator()").replace(
+                    "def main(", "class Collator:\n    def __call__(self, b):\n        return torch.stack(b)\ndef main("),
+                fixed=_LOCAL_FUNCTION.format(before="", ds="\n        ds, collate_fn=Collator()",
+                                             options=", num_workers=min(8, os.cpu_count() or 1)\n    ").replace(
+                    "def main(", "class Collator:\n    def __call__(self, b):\n        return torch.stack(b)\ndef main(")),
         Invalid(_LOCAL_FUNCTION.format(before="    seed = lambda i: None\n", ds="ds", options=", worker_init_fn=seed"),
                 fixed=NO_FIX, message="its `worker_init_fn` is a lambda"),
         Invalid(_LOCAL_FUNCTION.format(before="", ds="Mapped(base, lambda t: t * 2)", options=""),
