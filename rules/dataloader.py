@@ -3929,7 +3929,8 @@ Not flagged: copies to the CPU (`"cpu"`, `torch.device("cpu")`, a name assigned 
 which must stay blocking to be read right after, and copies of tensors the loop has already
 copied to the device (`y` after `y = y.to(device, non_blocking=True)`): they do not read pinned
 memory; nor a copy that unpacks a dict holding `non_blocking` (`x.to(**move)` with `move =
-dict(device=device, non_blocking=True)`, `y.to(device, **{"non_blocking": True})`): the dict sets it.
+dict(device=device, non_blocking=True)`, `y.to(device, **{"non_blocking": True})`, or a dict built
+from one holding it: `{**base, "dtype": t}`, `dict(base, dtype=t)`): the dict sets it.
 
 A tensor taken out of a batch the loop already copied (a dict or tuple comprehension of
 copies, then `batch.pop("labels")`) is in device memory and not reported; a batch handed in a list
@@ -4011,6 +4012,11 @@ host would be read before it ends.
         # once added, passing non_blocking twice (TypeError).
         Valid(_SRC.format(move="x = x.to(**move)\n    y = y.to(device, **{'non_blocking': True})").replace(
             "for x, y", "move = dict(device=device, non_blocking=True)\nfor x, y")),
+        # ... also a dict built from one holding it (`{**base, ...}`, `dict(base, ...)`): these were
+        # reported, unfixed, as if the key were unknown.
+        Valid(_SRC.format(move="x = x.to(device, **kw1)\n    y = y.to(device, **kw2)").replace(
+            "for x, y", "base = {'non_blocking': True}\nkw1 = {**base, 'dtype': torch.float32}\n"
+                        "kw2 = dict(base, dtype=torch.float32)\nfor x, y")),
         # The step function is handed something other than the batch.
         Valid(_STEP_FN.format(to="images.to(device)").replace("train_step(model, batch, device)",
                                                              "train_step(model, cached, device)").replace(
@@ -4046,6 +4052,11 @@ host would be read before it ends.
         Invalid(_SRC.format(move="x = x.to(**move)").replace("for x, y", "move = dict(device=device)\nfor x, y"),
                 fixed=_SRC.format(move="x = x.to(**move, non_blocking=True)").replace(
                     "for x, y", "move = dict(device=device)\nfor x, y")),
+        # ... so is one built from a dict without it (its keys known through `**base`).
+        Invalid(_SRC.format(move="x = x.to(**move)").replace(
+                    "for x, y", "base = {'device': device}\nmove = {**base, 'dtype': dt}\nfor x, y"),
+                fixed=_SRC.format(move="x = x.to(**move, non_blocking=True)").replace(
+                    "for x, y", "base = {'device': device}\nmove = {**base, 'dtype': dt}\nfor x, y")),
         Invalid("from torch.utils.data import DataLoader\ndef train(loader, **to_kw):\n    for x, y in loader:\n"
                 "        loss = model(x.to(**to_kw), y)\n        loss.backward()\n        opt.step()\n"
                 "train(DataLoader(ds, num_workers=2, pin_memory=True), device=device, non_blocking=True)\n",

@@ -52,8 +52,9 @@ def _name_entries(ctx, name: cst.Name, depth: int) -> dict[str, list] | None:
     built = False
     for use in uses:
         parent = ctx.parent(use.node)
-        if isinstance(parent, cst.Arg) and parent.star == "**":
-            continue  # unpacked into a call: a copy, the dict is unchanged
+        if isinstance(parent, cst.Arg) and parent.star == "**" or isinstance(parent, cst.StarredDictElement) \
+                or _copied_by_dict(ctx, parent):
+            continue  # unpacked into a call or a dict, or `dict(options)`: a copy, the dict is unchanged
         if use.kind == "assign":
             found = dict_entries(ctx, use.value, depth)  # options = {...}
             built = True
@@ -133,7 +134,9 @@ def _merge(into: dict[str, list], found: dict[str, list]) -> None:
 
 def dict_entries(ctx, value: cst.BaseExpression | None, depth: int = _DEPTH) -> dict[str, list] | None:
     """The keys of a dict expression, with their values: a literal, `dict(k=v, ...)`, a
-    conditional of two such, or a variable whose entries `_name_entries` knows."""
+    conditional of two such, or a variable whose entries `_name_entries` knows; a dict unpacked
+    into a literal (`{**base, "dtype": t}`) or given to `dict` (`dict(base, dtype=t)`) adds its
+    keys when they are known."""
     if isinstance(value, cst.IfExp):
         body, orelse = dict_entries(ctx, value.body, depth), dict_entries(ctx, value.orelse, depth)
         if body is None or orelse is None:
@@ -143,14 +146,28 @@ def dict_entries(ctx, value: cst.BaseExpression | None, depth: int = _DEPTH) -> 
     if isinstance(value, cst.Name) and depth > 0:
         return _name_entries(ctx, value, depth - 1)
     if isinstance(value, cst.Call) and ctx.dotted(value.func) == "dict":
-        if any(arg.keyword is None for arg in value.args):
-            return None  # `dict(other)`, `dict(**other)`: keys not listed
-        return {arg.keyword.value: [arg.value] for arg in value.args}
+        entries = {}
+        for arg in value.args:
+            if arg.keyword is not None:
+                _merge(entries, {arg.keyword.value: [arg.value]})
+                continue
+            # `dict(base, k=v)`, `dict(**base)`: base's keys when known (one dict deeper).
+            found = dict_entries(ctx, arg.value, depth - 1) if arg.star != "*" else None
+            if found is None:
+                return None
+            _merge(entries, found)
+        return entries
     if not isinstance(value, cst.Dict):
         return None
     entries: dict[str, list] = {}
     for element in value.elements:
-        found = _literal_strings(ctx, element.key) if isinstance(element, cst.DictElement) else None
+        if isinstance(element, cst.StarredDictElement):
+            found = dict_entries(ctx, element.value, depth - 1)  # `{**base, "dtype": ...}`
+            if found is None:
+                return None
+            _merge(entries, found)
+            continue
+        found = _literal_strings(ctx, element.key)
         if found is None:
             return None
         _merge(entries, {key: [element.value if len(found) == 1 else None] for key in found})
@@ -189,6 +206,14 @@ def _only_reads(ctx, node: cst.Name, parent: cst.CSTNode) -> bool:
         return not (isinstance(holder, (cst.AssignTarget, cst.AugAssign, cst.Del)) or
                     isinstance(holder, cst.AnnAssign) and holder.target is parent)
     return isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn))
+
+
+def _copied_by_dict(ctx, parent: cst.CSTNode) -> bool:
+    """The name is the positional argument of `dict(...)`, which copies it (`dict(base, dtype=t)`)."""
+    if not isinstance(parent, cst.Arg) or parent.keyword is not None or parent.star:
+        return False
+    call = ctx.parent(parent)
+    return isinstance(call, cst.Call) and ctx.dotted(call.func) == "dict"
 
 
 def _merged_into_update(ctx, parent: cst.CSTNode) -> bool:
