@@ -248,7 +248,7 @@ _IN_TMPDIR = ("import os\nimport tempfile\nimport torch\nwith tempfile.Temporary
 # A loop inside a `try` whose handlers let a save's error end the run.
 _TRY_AROUND_LOOP = ("import torch\n{helper}try:\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
                     "        opt.step()\n        if step % 10 == 0:\n            {save}\n{wait}"
-                    "except (KeyboardInterrupt, SystemExit):\n    pass\nexcept Exception:\n    notify()\n    raise\n")
+                    "except (KeyboardInterrupt, SystemExit):\n{wait}    pass\nexcept Exception:\n{wait}    notify()\n    raise\n")
 # A per-step save into a file a `with` opens, which does more than the save.
 _WITH_MORE = in_training_loop("with open('ckpt.pt', 'wb') as f:\n    torch.save(model.state_dict(), f)\n"
                               "    os.fsync(f.fileno())")
@@ -283,9 +283,9 @@ per-step save in an epoch's inner loop to a file that loop does not name anew (t
 of its body, reading nothing the loop binds, which no `break`, `continue` or `return` skips:
 `torch.save(model.state_dict(), f"model_epoch{epoch}.pt")`) is moved after the loop, once per
 epoch, which leaves each file as the loop left it. No background write when a call in the loop
-archives, uploads, syncs or copies a folder the file lies in (also a function of the module
+archives, uploads, syncs, copies or lists (`out.glob("*.pt")`, other than to delete older files) a folder the file lies in (also a function of the module
 handed the folder that does, or one handed to a pool or thread: `pool.submit(upload, out)`), or a
-read of it runs earlier in the loop (a roll-back).
+read of it runs earlier in the loop (a roll-back), nor in a generator that yields in the loop.
 `accelerator.save` is made asynchronous like `torch.save`; a finding without a fix says why.
 
 ## Why is this bad?
@@ -312,9 +312,14 @@ for step, (x, y) in enumerate(loader):
 ```
 `_trainlint_async_save` (added once per module by the fix) copies every tensor to the CPU before
 it returns, then writes in a background thread; a save first waits for the previous one, and the
-fix calls `_trainlint_wait_for_save()` right after the loop (and before a `return` inside it), so
-that whatever runs after the loop (a final save to the same file, a load, an archive, `os._exit`)
-finds the last file complete. For sharded state use
+fix calls `_trainlint_wait_for_save()` right after the loop, before a `return` inside it or in
+its `else:` and before an `os._exit(...)` inside it (which ends the process without waiting for
+the thread; `sys.exit` does wait), and first in each `except` and `finally` of a `try` around the
+loop in its function, or around a call of that function in the module (a few calls up), so that
+whatever runs after the loop, or after an error or interrupt leaves it (a final save to the same
+file, a load, an archive, `os._exit`), finds the last file complete. A caller in another module
+that catches an error from the loop gets no wait: that is the one way out of the loop not covered
+(an uncaught error ends the process, which waits for the thread). For sharded state use
 `torch.distributed.checkpoint.async_save`.
 
 ## Fix safety
@@ -360,8 +365,14 @@ across ranks) are only moved under an interval, never made asynchronous (for Lig
 message names its `AsyncCheckpointIO` plugin, a change to how the Trainer is built; for DeepSpeed
 its asynchronous checkpoint engines, chosen in its configuration); no asynchronous fix is offered when a function
 the loop calls loads a checkpoint (or, where no wait can follow every call that reaches the save,
-a load after the loop), nor when a call after the save, while the loop runs, is handed the path it writes, which it may read, copy,
-move or upload before the background write is done: an argument, or the object of a method, built
+a load after the loop), nor in a generator that yields inside the loop (its caller may read the file
+between two steps; waiting before each `yield` would wait for nearly every write at once), nor
+when a call after the save, while the loop runs, lists the folder the file is in
+(`max(out.glob("*.pt"), key=os.path.getmtime)`, `os.listdir(out)`, `glob.glob(f"{out}/*.pt")`: it
+would miss the file or find it partial; a keep-last-N rotation, a `for` over the listing that only
+deletes files, still gets the fix: the file being written is the newest, which it keeps, though
+a listing taken before the write opens it may keep one more file until the next pass), or is
+handed the path it writes, which it may read, copy, move or upload before the background write is done: an argument, or the object of a method, built
 from all the parts of the save's file (or folder) argument (its variables and the components of
 its strings, a variable taken with the values assigned to it): `os.replace(tmp, path)`,
 `shutil.copyfile(filename, best)`, `tmp.rename(path)`, `upload(str(path))`, and
@@ -596,6 +607,56 @@ and whether the fix still moves the save under an interval.
                 "            _trainlint_async_save(torch.save, model.state_dict(), 'last.pt')\n"
                 "        if step == 10:\n            _trainlint_wait_for_save()\n            return model\n"
                 "        if done(): _trainlint_wait_for_save(); return\n    _trainlint_wait_for_save()\n"),
+        # ... and before a `return` in its `else:` (the file was read half written after `fit()`).
+        Invalid("import torch\ndef fit(model):\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
+                "        opt.step()\n        if step % 5 == 0:\n            torch.save(model.state_dict(), 'last.pt')\n"
+                "    else:\n        return 'done'\n",
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef fit(model):\n    for step, (x, y) in enumerate(loader):\n"
+                "        model(x, y).backward()\n        opt.step()\n        if step % 5 == 0:\n"
+                "            _trainlint_async_save(torch.save, model.state_dict(), 'last.pt')\n"
+                "    else:\n        _trainlint_wait_for_save()\n        return 'done'\n    _trainlint_wait_for_save()\n"),
+        # ... and before `os._exit()` in the loop (a time budget), which ends the process without
+        # joining the writing thread: the last checkpoint was left truncated. (`sys.exit()` raises
+        # SystemExit, whose shutdown joins the thread: nothing added.)
+        Invalid(in_training_loop("if step % 5 == 0:\n    torch.save(model.state_dict(), 'last.pt')\n"
+                                 "if time.time() > deadline:\n    os._exit(0)\nif bad:\n    sys.exit(1)")
+                .replace("import torch\n", "import os\nimport sys\nimport time\nimport torch\n", 1),
+                fixed=_fixed(in_training_loop("if step % 5 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), "
+                                              "'last.pt')\nif time.time() > deadline:\n    _trainlint_wait_for_save()\n"
+                                              "    os._exit(0)\nif bad:\n    sys.exit(1)"))
+                .replace("import torch\n", "import os\nimport sys\nimport time\nimport torch\n", 1)),
+        # ... and first in the handlers of a `try` around the call of the function that trains (an
+        # error leaving the loop skipped the wait: the handler's `torch.load` met a half-written file).
+        Invalid("import torch\ndef train(model):\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
+                "        opt.step()\n        if step % 5 == 0:\n            torch.save(model.state_dict(), 'last.pt')\n"
+                "def main():\n    train(model)\ntry:\n    main()\nexcept RuntimeError:\n    model.load_state_dict(torch.load('last.pt'))\n"
+                "finally: print('done')\n",
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef train(model):\n    for step, (x, y) in enumerate(loader):\n"
+                "        model(x, y).backward()\n        opt.step()\n        if step % 5 == 0:\n"
+                "            _trainlint_async_save(torch.save, model.state_dict(), 'last.pt')\n    _trainlint_wait_for_save()\n"
+                "def main():\n    train(model)\ntry:\n    main()\nexcept RuntimeError:\n    _trainlint_wait_for_save()\n"
+                "    model.load_state_dict(torch.load('last.pt'))\nfinally: _trainlint_wait_for_save(); print('done')\n"),
+        # A generator that yields in the loop: its caller may read the file between yields (it
+        # read a half-written one): no background write.
+        Invalid("import torch\ndef train(model):\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
+                "        opt.step()\n        if step % 5 == 0:\n            torch.save(model.state_dict(), 'last.pt')\n"
+                "            yield step\n", fixed=NO_FIX,
+                message="no fix: `yield step` in the loop hands control to the caller, which may read the file"),
+        # A listing of the folder after the save finds the file missing or partial (the newest
+        # checkpoint copied as latest.pt was the previous one, or truncated): no background write...
+        Invalid("import os\nimport shutil\n" + in_training_loop(
+                "if step % 5 == 0:\n    torch.save(sd, out / f'ckpt_{step}.pt')\n"
+                "    shutil.copy2(max(out.glob('*.pt'), key=os.path.getmtime), 'latest.pt')"),
+                fixed=NO_FIX, message="no fix: `out.glob('*.pt')` uses the file after the save"),
+        Invalid("import glob\nimport os\n" + in_training_loop(
+                "if step % 5 == 0:\n    torch.save(sd, os.path.join(out, f'ckpt_{step}.pt'))\n"
+                "    n = len(glob.glob(f'{out}/*.pt'))"), fixed=NO_FIX, message="uses the file after the save"),
+        # ... but a keep-last-N rotation, which only deletes older files from its listing, keeps the fix.
+        Invalid(in_training_loop("if step % 5 == 0:\n    torch.save(sd, out / f'ckpt_{step:04d}.pt')\n"
+                                 "    for old in sorted(out.glob('ckpt_*.pt'))[:-2]:\n        old.unlink()"),
+                fixed=_fixed(in_training_loop("if step % 5 == 0:\n    _trainlint_async_save(torch.save, sd, out / "
+                                              "f'ckpt_{step:04d}.pt')\n    for old in sorted(out.glob('ckpt_*.pt'))[:-2]:"
+                                              "\n        old.unlink()"))),
         # Two calls of one helper: the use after the first withholds the fix from both, and the
         # second's message says whose call it follows.
         Invalid("import shutil\nimport torch\ndef save_ckpt(path):\n    torch.save(model.state_dict(), path)\n"
@@ -1187,6 +1248,16 @@ and whether the fix still moves the save under an interval.
                 # The use follows another call of the helper, whose save the fix would change too.
                 return f"`{_shown(ctx, use)}` uses the file after another call of `{helper}()`, whose save it shares"
             return f"`{_shown(ctx, use)}` uses the file after the save"
+        # A generator hands control to its caller at each `yield`, which may read the file (evaluate
+        # the checkpoint just written) before the background write is done; a wait before each
+        # yield would wait for nearly every write at once.
+        for loop in loops or [ctx.loops.hot_loop_of(site)]:
+            fn = ctx.index.enclosing_function(loop) if loop is not None else None
+            held = next((n for n in ctx.index.walk(loop) if isinstance(n, cst.Yield)
+                         and ctx.index.enclosing_function(n) is fn), None) if loop is not None else None
+            if held is not None:
+                return (f"`{_shown(ctx, held)}` in the loop hands control to the caller, which may read the file "
+                        f"while it is still written")
         load = self._reads_back(site, loops)
         if load is not None:
             where = "after the loop" if loops is None else "in a function the loop calls"
@@ -1589,8 +1660,11 @@ and whether the fix still moves the save under an interval.
             or self.ctx.index.enclosing_function(use) in self._helper_fns
 
     def _waits(self, loops: list) -> list:
-        """Replacements that call the wait after each loop, and before each `return` inside it
-        (which would leave the function without passing the call), unless one is there."""
+        """Replacements that call the wait wherever the code may go on past a loop without the
+        statement after it: after each loop; before each `return` in it or in its `else:`, and each
+        `os._exit(...)` in it (which ends the process without joining the writing thread); and first
+        in each `except`/`finally` of a `try` the loop's exceptions reach (_tries_reached). Each one
+        unless the wait is there already."""
         ctx = self.ctx
         call = f"{WAIT}()"
         reps = []
@@ -1600,23 +1674,73 @@ and whether the fix still moves the save under an interval.
             after = body.index(loop) + 1
             if not (after < len(body) and _is_wait(body[after])):
                 reps.append((loop, ctx.render(loop) + ctx.indentation(loop) + call + "\n"))
-            for node in ctx.index.walk(loop.body):
-                if not isinstance(node, cst.Return) or ctx.index.enclosing_function(node) is not \
-                        ctx.index.enclosing_function(loop):
-                    continue
-                line = ctx.parent(node)
-                before = line.body[:line.body.index(node)]
-                if before and _is_wait(before[-1]):
-                    continue
-                lines = ctx.parent(line)
-                if isinstance(line, cst.SimpleStatementLine) and not before:
-                    position = lines.body.index(line)
-                    if position and _is_wait(lines.body[position - 1]):
+            fn = ctx.index.enclosing_function(loop)
+            exits = []
+            for part in (loop.body, loop.orelse):
+                for node in ctx.index.walk(part) if part is not None else ():
+                    if isinstance(node, cst.Call) and ctx.names.qualified(node.func) == "os._exit":
+                        node = ctx.index.enclosing(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement))
+                    elif not isinstance(node, cst.Return):
                         continue
-                    reps.append((node, call + "\n" + ctx.indentation(line) + ctx.code(node)))
-                else:
-                    reps.append((node, call + "; " + ctx.code(node)))
+                    if isinstance(node, cst.BaseSmallStatement) and ctx.index.enclosing_function(node) is fn \
+                            and not any(node is e for e in exits):
+                        exits.append(node)
+            for node in exits:
+                reps += self._wait_before(node)
+        for handler in self._tries_reached(loops):
+            first = handler.body.body[0] if handler.body.body else None
+            if first is None or _is_wait(first) or isinstance(first, cst.SimpleStatementLine) and _is_wait(first.body[0]):
+                continue
+            if isinstance(handler.body, cst.IndentedBlock):
+                reps.append(ctx.insert_before(first, call))
+            else:  # `except KeyboardInterrupt: pass` on one line
+                reps.append((first, call + "; " + ctx.code(first)))
         return reps
+
+    def _wait_before(self, node: cst.BaseSmallStatement) -> list:
+        """The replacement that calls the wait just before the small statement node (a `return`,
+        an `os._exit(...)`), unless the statement before it is the wait."""
+        ctx = self.ctx
+        call = f"{WAIT}()"
+        line = ctx.parent(node)
+        before = line.body[:line.body.index(node)]
+        if before and _is_wait(before[-1]):
+            return []
+        lines = ctx.parent(line)
+        if isinstance(line, cst.SimpleStatementLine) and not before:
+            position = lines.body.index(line)
+            if position and _is_wait(lines.body[position - 1]):
+                return []
+            return [(node, call + "\n" + ctx.indentation(line) + ctx.code(node))]
+        return [(node, call + "; " + ctx.code(node))]
+
+    def _tries_reached(self, loops: list) -> list:
+        """The `except` handlers and `finally:` blocks an exception leaving one of loops runs, first
+        (an interrupt, an error, `raise` to stop): of each `try` around the loop in its function,
+        and around a call of that function in the module (and of the function holding that call,
+        and so on, a few calls up). A handler may save or load the file the background write is
+        still writing. Not followed: calls from other modules."""
+        ctx = self.ctx
+        out, seen = [], set()
+        todo = [(loop, 0) for loop in loops]
+        while todo:
+            node, depth = todo.pop(0)
+            child = node
+            for anc in ctx.index.ancestors(node):
+                if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                    break
+                if isinstance(anc, (cst.Try, cst.TryStar)):
+                    blocks = list(anc.handlers) if child is anc.body else []
+                    if anc.finalbody is not None and child is not anc.finalbody:
+                        blocks.append(anc.finalbody)
+                    out += [b for b in blocks if b not in out]
+                child = anc
+            fn = ctx.index.enclosing_function(node)
+            if fn is None or fn in seen or depth >= 3 or len(ctx.loops.functions.get(fn.name.value, ())) != 1:
+                continue
+            seen.add(fn)
+            todo += [(c, depth + 1) for c in ctx.loops.calls_by_name.get(fn.name.value, ())]
+        return out
 
     # -- what the code does with the file after the save ----------------------------------
 

@@ -126,7 +126,9 @@ def reads_folder(ctx, names: set[str], call: cst.Call) -> bool:
     as an archive, copy, move, upload, sync or command is (`shutil.make_archive(out, "zip", out)`,
     `mlflow.log_artifacts(out)`, `subprocess.run(["aws", "s3", "sync", out, dest])`, a wandb
     artifact's `add_dir(out)`, `HfApi().upload_folder(folder_path=out)`) handed the folder itself
-    (hands_folder)."""
+    (hands_folder); so is a listing of it (lists_folder)."""
+    if lists_folder(ctx, names, call):
+        return True
     func = call.func
     name = ctx.names.qualified(func) or dotted(func) or (func.attr.value if isinstance(func, cst.Attribute) else "")
     last = name.rsplit(".", 1)[-1]
@@ -135,6 +137,56 @@ def reads_folder(ctx, names: set[str], call: cst.Call) -> bool:
         re.search(r"tar|zip|archive", name.rsplit(".", 1)[0], re.IGNORECASE) or _opens_archive(ctx, func.value))
     return bool(_FOLDER_READER.search(last) or archive) and any(
         hands_folder(ctx, names, arg.value) for arg in call.args if not arg.star)
+
+
+# What lists a folder's files: `out.glob("*.pt")`, `out.rglob(...)`, `out.iterdir()` on a path,
+# `os.listdir(out)`, `os.scandir(out)`, `os.walk(out)`, `glob.glob(os.path.join(out, "*.pt"))`.
+_LIST_METHODS = frozenset({"glob", "rglob", "iterdir"})
+_LISTS = frozenset({"os.listdir", "os.scandir", "os.walk"})
+_GLOBS = frozenset({"glob.glob", "glob.iglob"})
+# What a keep-last-N rotation does with the files it lists: deletes them (and logs it).
+_DELETES = frozenset({"unlink", "remove", "rmtree", "rmdir", "print", "info", "debug", "warning", "log"})
+
+
+def lists_folder(ctx, names: set[str], call: cst.Call) -> bool:
+    """call lists one of the folders `names` (_LIST_METHODS, _LISTS, _GLOBS): a file still being
+    written there is missing from the listing, or found partial (`shutil.copy2(max(out.glob("*.pt"),
+    key=os.path.getmtime), "latest.pt")` copied the previous checkpoint, or a truncated one). Not a
+    listing that a `for` only deletes from (rotation_only)."""
+    func = call.func
+    qualified = ctx.names.qualified(func)
+    if isinstance(func, cst.Attribute) and func.attr.value in _LIST_METHODS and qualified is None:
+        listed = hands_folder(ctx, names, func.value)
+    elif qualified in _LISTS or qualified in _GLOBS:
+        first = call.args[0].value if call.args and not call.args[0].star and call.args[0].keyword is None else None
+        listed = first is not None and (hands_folder(ctx, names, first)
+                                        or qualified in _GLOBS and bool(folders(ctx, first, 1) & names))
+    else:
+        return False
+    return listed and not rotation_only(ctx, call)
+
+
+def rotation_only(ctx, call: cst.Call) -> bool:
+    """call (a listing) is in the iterable of a `for` whose body only deletes files and logs: a
+    keep-last-N rotation (`for old in sorted(out.glob("ckpt_*.pt"))[:-2]: old.unlink()`), which a
+    file still being written does not disturb (it is the newest, and kept)."""
+    for anc in ctx.index.ancestors(call):
+        if isinstance(anc, cst.For):
+            if not ctx.index.contains(anc.iter, call):
+                return False
+            calls = [n for n in ctx.index.walk(anc.body) if isinstance(n, cst.Call)]
+            return bool(calls) and all(_deletes(c) or any(isinstance(a, cst.Call) and _deletes(a)
+                                                          for a in ctx.index.ancestors(c) if ctx.index.contains(anc.body, a))
+                                       for c in calls)
+        if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+    return False
+
+
+def _deletes(call: cst.Call) -> bool:
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    return name in _DELETES
 
 
 def _opens_archive(ctx, receiver: cst.BaseExpression) -> bool:
