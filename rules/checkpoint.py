@@ -188,6 +188,33 @@ def _is_wait(stmt: cst.CSTNode) -> bool:
     return isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call) and dotted(stmt.value.func) == WAIT
 
 
+# Nodes whose line breaks inside brackets join with no space: after an opening bracket, before a
+# closing one or a comma, around a dot.
+_TIGHT = (cst.LeftParen, cst.LeftSquareBracket, cst.LeftCurlyBrace, cst.RightParen, cst.RightSquareBracket,
+          cst.RightCurlyBrace, cst.Dot)
+_TIGHT_FIELDS = frozenset({"whitespace_before_args", "whitespace_after_arg", "whitespace_before_colon",
+                           "whitespace_after_func"})
+
+
+def _joined(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """expr (an argument the author split over lines, with no comment in it) on one line, for the
+    call to be laid out afresh as Black lays it out (`{"model": ...,` / `"step": step}` kept its old
+    continuation indent inside `_trainlint_async_save(`)."""
+    class _Join(cst.CSTTransformer):
+        def on_leave(self, original, updated):
+            changes = {}
+            for field in ("whitespace_before", "whitespace_after", "whitespace_between", *_TIGHT_FIELDS):
+                if isinstance(getattr(original, field, None), cst.ParenthesizedWhitespace):
+                    tight = isinstance(original, _TIGHT) or field in _TIGHT_FIELDS \
+                        or isinstance(original, cst.Comma) and field == "whitespace_before"
+                    changes[field] = cst.SimpleWhitespace("" if tight else " ")
+            return updated.with_changes(**changes) if changes else updated
+
+    if "\n" not in cst.Module([]).code_for_node(expr):
+        return expr
+    return expr.visit(_Join())
+
+
 def _shown(ctx, call: cst.Call) -> str:
     """A call as a message names it: whole when short, else `shutil.copyfile(...)`."""
     code = one_line(ctx.code(call))
@@ -657,6 +684,13 @@ and whether the fix still moves the save under an interval.
                 fixed=_fixed(in_training_loop("if step % 5 == 0:\n    _trainlint_async_save(torch.save, sd, out / "
                                               "f'ckpt_{step:04d}.pt')\n    for old in sorted(out.glob('ckpt_*.pt'))[:-2]:"
                                               "\n        old.unlink()"))),
+        # A state dict the author split over lines is laid out afresh inside the new call (its
+        # second line kept its old continuation indent, aligned under nothing).
+        Invalid(in_training_loop("if step % 100 == 0:\n    torch.save({'model': model.state_dict(),\n"
+                                 "                'step': step}, 'ckpt.pt')"),
+                fixed=_fixed(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(\n"
+                                              "        torch.save, {'model': model.state_dict(), 'step': step}, 'ckpt.pt'\n"
+                                              "    )"))),
         # Two calls of one helper: the use after the first withholds the fix from both, and the
         # second's message says whose call it follows.
         Invalid("import shutil\nimport torch\ndef save_ckpt(path):\n    torch.save(model.state_dict(), path)\n"
@@ -1522,8 +1556,9 @@ and whether the fix still moves the save under an interval.
         first = cst.Arg(value=call.func, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         new = call.with_changes(func=cst.Name(HELPER), args=[first, *args])
         code = ctx.code(new)
-        if "#" in code:
-            # Comments between the arguments: keep the author's layout, the lines aligned under the
+        if "#" in code or re.search(r",\s*\n\s*[)\]}]", code):
+            # Comments between the arguments, or a collection or call the author keeps exploded with a
+            # trailing comma: keep the author's layout, the lines aligned under the
             # opening parenthesis moved as far as it moves (`torch.save(` -> `_trainlint_async_save(`).
             func = len(ctx.code(call.func))
             paren = ctx.column(written.func) + func + len(ctx.code(call.whitespace_after_func))
@@ -1532,7 +1567,8 @@ and whether the fix still moves the save under an interval.
         # Lay the call out afresh: one line if it fits, else split at its brackets as Black splits it.
         flat = new.with_changes(
             whitespace_before_args=cst.SimpleWhitespace(""),
-            args=[a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(args) else
+            args=[a.with_changes(value=_joined(a.value),
+                                 comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(args) else
                                  cst.MaybeSentinel.DEFAULT, whitespace_after_arg=cst.SimpleWhitespace(""))
                   for i, a in enumerate(new.args)])
         if ctx.fits(ctx.code(flat), at=written, deeper=guarded):

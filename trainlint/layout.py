@@ -18,7 +18,9 @@ Each piece still too long is split the same way. Code a user wrote over several 
 layout: an argument added to a call laid out by hand that no longer fits the line it joined
 starts a line of its own, aligned as the author's lines of arguments are (`last_arg_continued`);
 a call whose head a fix lengthens or shortens (TL501's `_trainlint_async_save(torch.save, ...`
-around a comment) keeps the lines aligned under its parenthesis aligned (`head_grown`);
+around a comment, or around a collection kept exploded by a trailing comma) keeps the lines aligned under
+its parenthesis aligned (`head_grown`); an argument the author split over lines with neither is joined
+and laid out afresh;
 only a call in Black's own layout, its arguments on one line of their own, that a fixed argument
 makes too long is laid out again from one line (`rejoined`), as Black does. Indentation strings here are relative to the enclosing block's: the engine renders the
 nodes where they stand, which adds the block's own.
