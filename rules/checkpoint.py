@@ -691,6 +691,12 @@ and whether the fix still moves the save under an interval.
                 fixed=_fixed(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(\n"
                                               "        torch.save, {'model': model.state_dict(), 'step': step}, 'ckpt.pt'\n"
                                               "    )"))),
+        # ... but a call Black exploded (its own trailing comma) is laid out afresh one argument per line.
+        Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(\n        model_to_save.state_dict(),\n"
+                                 "        os.path.join(output_dir, 'pytorch_model.bin'),\n    )"),
+                fixed=_fixed(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(\n        torch.save,\n"
+                                              "        model_to_save.state_dict(),\n"
+                                              "        os.path.join(output_dir, 'pytorch_model.bin'),\n    )"))),
         # Two calls of one helper: the use after the first withholds the fix from both, and the
         # second's message says whose call it follows.
         Invalid("import shutil\nimport torch\ndef save_ckpt(path):\n    torch.save(model.state_dict(), path)\n"
@@ -1556,9 +1562,9 @@ and whether the fix still moves the save under an interval.
         first = cst.Arg(value=call.func, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         new = call.with_changes(func=cst.Name(HELPER), args=[first, *args])
         code = ctx.code(new)
-        if "#" in code or re.search(r",\s*\n\s*[)\]}]", code):
-            # Comments between the arguments, or a collection or call the author keeps exploded with a
-            # trailing comma: keep the author's layout, the lines aligned under the
+        if "#" in code or any(re.search(r",\s*\n\s*[)\]}]", ctx.code(a.value)) for a in args):
+            # Comments between the arguments, or an argument the author keeps exploded with a
+            # trailing comma (a dict): keep the author's layout, the lines aligned under the
             # opening parenthesis moved as far as it moves (`torch.save(` -> `_trainlint_async_save(`).
             func = len(ctx.code(call.func))
             paren = ctx.column(written.func) + func + len(ctx.code(call.whitespace_after_func))
