@@ -721,7 +721,7 @@ guard on them is true on every micro-batch of each N-th step.
 A value known to be in host memory is not flagged, as reading it waits for no GPU: a numpy
 value, a tensor made without `device=` (`torch.randint(0, 10, (1,))`, also through a name, and
 one made before the loop that the loop never changes or only adds host values to: `counts +=
-torch.bincount(y)` of the labels before they are moved; not one it moves, adds a device tensor
+torch.bincount(y)` (or `counts.add_(...)`) of the labels before they are moved; not one it moves, adds a device tensor
 to, changes in place or hands to a function), what
 `.cpu()` copied (the `.cpu()` is the finding), and a tensor of a batch that arrives on the host,
 read before the loop moves it (`batch["ids"].tolist()`, `y.numpy()` after `y = batch["y"]`, and
@@ -835,6 +835,10 @@ of every tenth loss, predictions shorter than their targets).
         # ... and a tensor made on the host before the loop that the loop only adds host values to
         # (a class histogram of the CPU labels), or never changes.
         Valid(_HOST_BATCH.format(read="counts += torch.bincount(y, minlength=3)\n    frac = (counts / counts.sum()).tolist()")
+              .replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n")),
+        # ... also when the adding is written as the in-place method (`counts.add_(...)` was taken for
+        # a change that may move it, and reported).
+        Valid(_HOST_BATCH.format(read="counts.add_(torch.bincount(y, minlength=3))\n    frac = (counts / counts.sum()).tolist()")
               .replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n")),
         Valid(_HOST_BATCH.format(read="print(int(seen))").replace("import torch\n", "import torch\nseen = torch.zeros(())\n")),
         # ... also as the iterable of a loop or a comprehension (evaluated where it stands), and the
@@ -959,6 +963,9 @@ of every tenth loss, predictions shorter than their targets).
         # A host tensor of before the loop that the loop moves, adds a device tensor to, or changes
         # in place from one, is on the device from then on.
         Invalid(_HOST_BATCH.format(read="counts += torch.bincount(x.long().flatten(), minlength=3)\n"
+                                        "    frac = counts.tolist()").replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n"),
+                fixed=NO_FIX),
+        Invalid(_HOST_BATCH.format(read="counts.add_(torch.bincount(x.long().flatten(), minlength=3))\n"
                                         "    frac = counts.tolist()").replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n"),
                 fixed=NO_FIX),
         Invalid(_HOST_BATCH.format(read="counts = counts.cuda()\n    frac = counts.tolist()").replace(

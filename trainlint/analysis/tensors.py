@@ -75,6 +75,8 @@ _TO_HOST = frozenset({"cpu", "numpy", "tolist", "item"})
 # Reads of a container (a batch that is a dict): the values they give are the ones it holds.
 _ACCESSORS = frozenset({"get", "values", "items", "keys"})
 # Methods of a batch that leave what it holds where it is.
+# In-place arithmetic methods: `t.add_(v)` is `t += v`.
+_IN_PLACE_ARITHMETIC = frozenset({"add_", "sub_", "mul_", "div_"})
 _READS = _ACCESSORS | _KEEPS_DEVICE | _TO_HOST
 
 
@@ -588,7 +590,8 @@ class Tensors:
         before the loop: `class_counts = torch.zeros(3)`): the body binds it only by adding host
         values (_adds_host_value), changes it in place by no method that is not a plain read
         (`.add_(x)`, `.copy_(x)`), hands it to no function, and no `global`/`nonlocal` lets a
-        function rebind it."""
+        function rebind it. An in-place `+=` written as a method with a host operand
+        (`class_counts.add_(torch.bincount(y))`) counts as the `+=` does (_host_in_place)."""
         if "." in name or any(name in (n.value for n in (d.name for d in g.names))
                               for g in self.index.nodes(cst.Global) + self.index.nodes(cst.Nonlocal)):
             return False
@@ -596,7 +599,7 @@ class Tensors:
             if any(name in {dotted(n) for n in walk(t) if isinstance(n, (cst.Name, cst.Attribute))}
                    for t in binding_targets(node)) and not self._adds_host_value(node, name, depth):
                 return False
-        return not self._may_change(loop.body, name)
+        return not self._may_change(loop.body, name, depth)
 
     def _bound_by_loop(self, loop: cst.For | cst.CompFor, name: str, depth: int) -> bool:
         """name, read inside loop (or a comprehension's `for`) that binds it, is on the host: the
@@ -609,12 +612,14 @@ class Tensors:
             return True
         return isinstance(loop.target, cst.Name) and self._host(loop.iter, depth + 1, field=True)
 
-    def _may_change(self, stmt: cst.CSTNode, name: str) -> bool:
+    def _may_change(self, stmt: cst.CSTNode, name: str, depth: int | None = None) -> bool:
         """stmt may change in place what the container name holds: it calls a method of it that is
         not a plain read (`batch.to(device)` moves a BatchEncoding in place, `batch.update(...)`),
-        or hands it to a function that is not a builtin (`batch_to_device(batch, device)`)."""
+        or hands it to a function that is not a builtin (`batch_to_device(batch, device)`). With
+        depth: not an in-place `+=` of a host value (_host_in_place), which keeps a host tensor
+        where it is."""
         for node in self.index.walk(stmt):
-            if not isinstance(node, cst.Call):
+            if not isinstance(node, cst.Call) or (depth is not None and self._host_in_place(node, name, depth)):
                 continue
             func = node.func
             if isinstance(func, cst.Attribute) and dotted(func.value) == name \
@@ -624,6 +629,19 @@ class Tensors:
                     and not (self.names.qualified(func) or "").startswith("builtins."):
                 return True
         return False
+
+    def _host_in_place(self, call: cst.Call, name: str, depth: int) -> bool:
+        """call is `name.add_(value)` (or `sub_`, `mul_`, `div_`) with a value on the host and any
+        other argument a keyword that is no tensor (`alpha=2`, `rounding_mode="floor"`): the method
+        form of `name += value`, which _adds_host_value lets keep a host tensor on the host (a class
+        histogram of the CPU labels: `counts.add_(torch.bincount(y, minlength=3))`)."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in _IN_PLACE_ARITHMETIC
+                and dotted(func.value) == name and call.args and call.args[0].keyword is None
+                and not call.args[0].star):
+            return False
+        return self._host(call.args[0].value, depth + 1, field=False) and all(
+            a.keyword is not None and not a.star and not self.is_tensor(a.value) for a in call.args[1:])
 
     # Not variables.variable_uses: that lists a plain name's uses in document order, but this asks
     # which assignment reaches a use along the block structure, for dotted names too (`self.running =
