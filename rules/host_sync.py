@@ -120,6 +120,20 @@ class _Guard(NamedTuple):
     test: str | None  # the condition, as code (`step % log_every == 0`); None: no fix
     shown: str  # the guard as the advice shows it, in backticks (with why there is no fix)
     interval: str = ""  # the interval, as code, for a fix's title (`args.log_every`, `4`)
+    # The loop's own `if` below that the statements move into, past the lines between that only
+    # bind names its test reads (`global_step += 1`), which stay where they are (_join_below).
+    join: cst.If | None = None
+    taken: tuple = ()  # the statements that move into join, in order
+
+
+class _OwnTest(NamedTuple):
+    """The interval test the loop already makes (_loop_interval_test)."""
+
+    test: str  # as the guard writes it
+    interval: str  # the interval, as code
+    guard: cst.If  # the loop's `if`
+    whole: bool  # test is the `if`'s whole test
+    reads: frozenset  # the dotted names test reads
 
 
 def _guard(ctx, node: cst.CSTNode, default: int) -> _Guard:
@@ -130,19 +144,40 @@ def _guard(ctx, node: cst.CSTNode, default: int) -> _Guard:
     (`if args.log_every > 0 and step % args.log_every == 0:`, `if i % 4 == 3:`, `if step %
     int(log_interval) == 0:`): that test as the script writes it (_loop_interval_test), so the
     guarded code runs on the steps the script already logs at, and nothing the script guards
-    against (an interval of 0, a string read from the environment) is lost. Else the loop's
+    against (an interval of 0, a string read from the environment) is lost; but only where it
+    reads at node what it reads where it stands: when the loop binds a name of it in between
+    (`every = ...`, `global_step += 1` after the print, before the test), the statements join
+    that `if` below when only such bindings lie between (_join_below), else the script's named
+    interval is the guard when it reads no such name, else there is no fix. Else the loop's
     counter and the script's interval (`log_every`, `args.log_interval`, `LOG_EVERY`) when its
     value is known to be a positive whole number (a literal, an option's default); one that is
     not known gets no guard (`step % 0` raises, `step % "2"` too); else the default."""
     counter = step_counter(ctx, node)
+    own = _loop_interval_test(ctx, node, counter) if counter is not None and ctx.loops.step_hook(node) is None \
+        else None
+    if own is None:
+        return _named_guard(ctx, node, counter, default)
+    bound = _bound_between(ctx, node, own.guard)
+    clash = _clashes(own.reads, bound)
+    if not clash:
+        return _Guard(own.test, f"`if {own.test}:`", own.interval)
+    taken = _join_below(ctx, node, own)
+    if taken is not None:
+        return _Guard(own.test, f"`if {own.test}:`", own.interval, join=own.guard, taken=taken)
+    named = _named_guard(ctx, node, counter, default)
+    if named.test is not None and named.interval != str(default) and not _clashes({counter, named.interval}, bound):
+        return named
+    return _Guard(None, f"`if {own.test}:`, not written here: it reads `{sorted(clash)[0]}`, which the loop sets "
+                        f"between this line and that test")
+
+
+def _named_guard(ctx, node: cst.CSTNode, counter: str | None, default: int) -> _Guard:
+    """_guard without the loop's own test: the framework's, else the script's named interval,
+    else the default."""
     hook = ctx.loops.step_hook(node)
     if hook is not None:
         interval = hook.interval
     else:
-        if counter is not None:
-            existing = _loop_interval_test(ctx, node, counter)
-            if existing is not None:
-                return _Guard(existing[0], f"`if {existing[0]}:`", existing[1])
         interval, known = str(default), True
         for name, text in _interval_names(ctx):
             if in_scope_of(ctx, name, node):
@@ -161,14 +196,92 @@ def _guard(ctx, node: cst.CSTNode, default: int) -> _Guard:
     return _Guard(test, f"`if {test}:`", interval)
 
 
-def _loop_interval_test(ctx, node: cst.CSTNode, counter: str) -> tuple[str, str] | None:
+def _bound_between(ctx, node: cst.CSTNode, guard: cst.If) -> set[str]:
+    """The dotted names (and the names they start with) bound by what the loop runs between the
+    statement holding node and guard's test, either way round, as seen in the innermost block
+    that holds both: the statements between, and the ones holding each end (all of them, but
+    guard's own test, and its body when it comes after node: it runs after the test)."""
+    block, child_node, child_guard = None, {}, {}
+    for anc, path in ((node, child_node), (guard, child_guard)):
+        child = anc
+        for a in ctx.index.ancestors(anc):
+            if isinstance(a, cst.IndentedBlock):
+                path[a] = child
+            child = a
+    for a in ctx.index.ancestors(node):
+        if isinstance(a, cst.IndentedBlock) and a in child_guard:
+            block = a
+            break
+    if block is None:
+        return set()
+    body = list(block.body)
+    i, j = body.index(child_node[block]), body.index(child_guard[block])
+    skip = {guard.test} | ({guard.body} if j > i else set())
+    names: set[str] = set()
+    stack = body[min(i, j):max(i, j) + 1]
+    while stack:
+        n = stack.pop()
+        if n in skip:
+            continue
+        for target in binding_targets(n):
+            names |= {ctx.dotted(t) for t in ctx.index.walk(target) if isinstance(t, (cst.Name, cst.Attribute))}
+        stack.extend(n.children)
+    return names - {None}
+
+
+def _clashes(read: set[str], bound: set[str]) -> set[str]:
+    """The names of read that a binding of bound changes: the name itself, an object it is an
+    attribute of (`args` for `args.wandb`), or an attribute of it."""
+    return {r for r in read for b in bound if r == b or r.startswith(b + ".") or b.startswith(r + ".")}
+
+
+def _join_below(ctx, node: cst.CSTNode, own: _OwnTest) -> tuple | None:
+    """The statements that move with node's (_statements_to_move), and the per-step logging lines
+    among the lines after them (_logging_run), when they can join the loop's own `if` below in the
+    same block whose whole test is the guard: each line between them and it is either such a
+    logging line, taken along, or a plain binding of names (`every = 2 if epoch == 0 else 5`,
+    `global_step += 1`) that calls nothing, reads nothing the moved lines bind and binds nothing
+    the moved or taken lines read, which stays where it is. Moving them past such lines is exact,
+    and they then run on the steps the script logs at (a copy of the test above those lines read
+    the name before it was set: unbound, or last round's value). None otherwise."""
+    stmt = ctx.index.enclosing(node, cst.SimpleStatementLine)
+    block = ctx.parent(stmt) if stmt is not None else None
+    if not own.whole or not isinstance(block, cst.IndentedBlock) or own.guard not in block.body \
+            or own.guard.orelse is not None or not isinstance(own.guard.body, cst.IndentedBlock):
+        return None
+    body = list(block.body)
+    if body.index(own.guard) < body.index(stmt):
+        return None
+    moved = _statements_to_move(ctx, block, stmt)
+    if moved is None:
+        return None
+    taken, bound, reads = list(moved), set(), set()
+    for line in body[body.index(moved[-1]) + 1:body.index(own.guard)]:
+        if _logging_run(ctx, [line]):
+            taken.append(line)
+            continue
+        names = _bound_names(line) if isinstance(line, cst.SimpleStatementLine) else None
+        if not names or not all(isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)) for small in line.body) \
+                or any(isinstance(n, (cst.Call, cst.Await, cst.Yield, cst.Lambda)) for n in ctx.index.walk(line)):
+            return None
+        bound |= names
+        reads |= {n.value for n in ctx.index.walk(line) if isinstance(n, cst.Name)}
+    moved_binds = set().union(*(_bound_names(s) or set() for s in moved))
+    if not bound or reads & moved_binds or any(_reads_name(ctx, s, n) for s in taken for n in bound):
+        return None
+    return tuple(taken)
+
+
+def _loop_interval_test(ctx, node: cst.CSTNode, counter: str) -> _OwnTest | None:
     """The interval test the loop around node already makes of its counter, and its interval, as
     code: an `if` of the
     same loop (in gradient accumulation's optimizer step when node is there, outside it when node
     is not), run on every step itself, whose test is `<counter expression> % <interval> == <k>`
     (`(step + 1) % log_every == 0`, `i % 4 == 3`), alone or in an `and` with conditions on the
     interval (`args.log_every > 0 and ...`, kept: they keep the remainder from dividing by zero)
-    and others without effects (`rank == 0`, dropped: the guard limits steps, not processes), and
+    and others without effects (`rank == 0`, dropped where the interval is known to be a positive
+    whole number: the guard limits steps, not processes; else kept, in order: `args.wandb and
+    step % log_every == 0` may guard an interval that is None without `--wandb`), and
     whose body logs or whose interval is named like a logging interval. Not a test of a tensor
     (`step_t % 10`: itself a wait for the GPU on every step). None when the loop has none."""
     loop = ctx.loops.hot_loop_of(node)
@@ -186,11 +299,11 @@ def _loop_interval_test(ctx, node: cst.CSTNode, counter: str) -> tuple[str, str]
             continue
         test = _reusable_test(ctx, guard, counters)
         if test is not None:
-            return test
+            return _OwnTest(*test[:2], guard, *test[2:])
     return None
 
 
-def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str] | None:
+def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str, bool, frozenset] | None:
     """guard's test as _loop_interval_test reuses it, or None."""
     parts, stack = [], [guard.test]
     while stack:  # the operands of `a and b and c`, in order
@@ -209,22 +322,28 @@ def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str] | 
                        for n in ctx.index.walk(modulo.left)):
         return None
     interval = _outer_names(ctx, modulo.right)
+    value = every if isinstance(every, int) else ctx.sources.value(modulo.right) \
+        if isinstance(modulo.right, (cst.Name, cst.Attribute)) else None
+    positive = isinstance(value, int) and not isinstance(value, bool) and value > 0
     kept = []
     for part in parts:
         if part is remainders[0]:
             kept.append(part)
         elif not _side_effect_free(ctx, part):
             return None
-        elif _outer_names(ctx, part) & interval:
-            kept.append(part)  # `args.log_every > 0`: what keeps the remainder from failing
+        elif _outer_names(ctx, part) & interval or not positive:
+            # `args.log_every > 0`: what keeps the remainder from failing; any condition, when
+            # the interval may not be a number (`args.wandb and step % log_every == 0`).
+            kept.append(part)
     text = (ctx.dotted(modulo.right) or "") if isinstance(modulo.right, (cst.Name, cst.Attribute)) else ""
     if not (_INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")) or _subscript_interval(ctx, modulo.right)
             or any(isinstance(c, cst.Call) and _is_log_call(ctx, c) for c in ctx.index.walk(guard.body))):
         return None
     every_code = one_line(ctx.code(modulo.right))
+    reads = frozenset().union(*(_outer_names(ctx, p) for p in kept))
     if len(kept) == len(parts):
-        return one_line(ctx.code(guard.test)), every_code
-    return " and ".join(one_line(ctx.code(p)) for p in kept), every_code
+        return one_line(ctx.code(guard.test)), every_code, True, reads
+    return " and ".join(one_line(ctx.code(p)) for p in kept), every_code, False, reads
 
 
 def _outer_names(ctx, expr: cst.BaseExpression) -> set[str]:
@@ -326,6 +445,14 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
     if moved is None:
         return None
     first = moved[0]
+    if guard.join is not None:
+        # The loop's own `if` below, past lines that set what its test reads: the statements move
+        # into it, those lines stay.
+        taken = list(guard.taken)
+        inner = [taken[0].with_changes(leading_lines=[]), *taken[1:], *guard.join.body.body]
+        return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps, in the `if` below (`if {test}:`)",
+                        (guard.join, guard.join.with_changes(body=guard.join.body.with_changes(body=inner))),
+                        *((s, "") for s in taken))
     # The same guard right above or below: the statements join it instead of a second `if`; so do
     # the per-step logging lines between them, which would each be guarded by the same test (two
     # prints above `if step % log_every == 0:` gave two such `if`s back to back).
@@ -345,6 +472,16 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
             return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps, in the `if` {where} (`if {test}:`)",
                             (neighbour, neighbour.with_changes(body=neighbour.body.with_changes(body=inner))),
                             *((s, "") for s in taken))
+    outer = ctx.parent(ctx.parent(stmt))
+    if isinstance(outer, cst.If) and outer.orelse is None and len(body) == len(moved) \
+            and isinstance(outer.test, _JOINABLE_TESTS) and not (isinstance(outer.test, cst.BooleanOperation)
+                                                                and not isinstance(outer.test.operator, cst.And)):
+        # The whole body of a plain `if` (`if torch.cuda.is_available():`): one joined condition,
+        # evaluated in the same order as the nested `if`s would be.
+        joined = outer.test.with_changes(lpar=[], rpar=[]) if isinstance(outer.test, cst.BooleanOperation) else outer.test
+        return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps (`if ... and {test}:`)",
+                        (outer.test, cst.BooleanOperation(left=joined, operator=cst.And(),
+                                                          right=cst.parse_expression(test))))
     guarded = cst.If(
         test=cst.parse_expression(test),
         body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[]), *moved[1:]]),
@@ -357,6 +494,12 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
         message = f"Run it and the {lines} {names}, every `{interval}` steps (`if {test}:`)"
     # The statements after the first move into the guard: each is removed where it stood.
     return rule.fix(Applicability.UNSAFE, message, (first, guarded), *((s, "") for s in moved[1:]))
+
+
+# Conditions an interval test joins with `and` as they are: no operator of theirs binds more
+# loosely than `and` (not `a or b`, `x if c else y`, a lambda or `:=` without parentheses).
+_JOINABLE_TESTS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Comparison, cst.UnaryOperation,
+                   cst.BooleanOperation)
 
 
 def _logging_run(ctx, statements) -> list:
@@ -705,7 +848,12 @@ by TL202 and TL204). The same reading of "every step" holds for TL202, TL203 and
 advice names the guard the fix writes (also in TL202 and TL203): the interval test the loop
 already makes of its counter, as the script writes it (`if args.log_every > 0 and step %
 args.log_every == 0:`, `if i % 4 == 3:`, `if step % int(log_interval) == 0:`; a condition of
-it that is not about the interval, such as `rank == 0`, is left out); else the loop's own
+it that is not about the interval, such as `rank == 0`, is left out when the interval is known
+to be a positive whole number, else the whole test is kept: `args.wandb and step % log_every ==
+0` may guard an interval that is None; when the loop sets a name the test reads between the
+line and the test, such as `global_step += 1`, the line moves into that `if` past such plain
+assignments, else the named interval below is used when it reads no such name, else there is
+no fix); else the loop's own
 counter (the `enumerate` index, also of `tqdm(enumerate(loader))`, `it` of `for it in
 range(n)`, a name it increments by 1, never a tensor: `step_t += 1` of a device tensor is no
 counter) and the script's logging interval (`if it % args.log_interval == 0:`), with `step`
@@ -739,7 +887,8 @@ A read in a branch of a test that already read the tensor (`if loss.item() > 100
 torch.isnan(loss):`) is not reported: the test is the wait. The guard a fix writes is the loop's
 own interval test, or reads the loop's counter (also through `trange(n)` / `tqdm(range(n))`) and
 the script's interval, and joins an `if` with the same test right above or below (with the
-per-step logging lines between them, which it would guard the same way); a loop with no counter
+per-step logging lines between them, which it would guard the same way), or the `if` that holds
+only the line (`if torch.cuda.is_available() and step % 100 == 0:`); a loop with no counter
 is told to keep one. A running sum written out (`s = s + loss.item()`) is advised like `s +=`
 (accumulate the detached tensor), without a fix.
 
@@ -1457,7 +1606,9 @@ for step, batch in enumerate(loader):
 Unsafe: the statement is put under the interval test the loop already makes, as the script
 writes it (`if args.log_every > 0 and step % args.log_every == 0:`, `if i % 4 == 3:`), joining
 that `if` when it is right below or above (past other per-step logging lines, which join it
-too); else under the loop's existing step counter and the script's logging interval (a name
+too, and, below, past plain assignments of what the test reads, `global_step += 1`, which stay
+above it); a condition that is not about the interval (`rank == 0`) is left out only when the
+interval is known to be a positive whole number; else under the loop's existing step counter and the script's logging interval (a name
 such as `log_every`, `args.log_interval` or `LOG_EVERY`, in any case, when its value is known to
 be a positive whole number; no fix when it is not, as `step % 0` raises; else `log-every`,
 default 100), so fewer lines are printed. A tensor that counts steps (`step_t += 1`) is no
@@ -1660,14 +1811,46 @@ interval there. Without one there is no fix.
         Invalid(_own_test('step % config["log_every"] == 0'), fixed=_own_test('step % config["log_every"] == 0', joined=True)),
         Invalid(_own_test("step % 4 == 3"), fixed=_own_test("step % 4 == 3", joined=True)),
         # ... without a condition that is not about the interval (`rank == 0`: steps, not processes),
-        # also in parentheses (torchtune's recipes).
-        Invalid(_own_test("rank == 0 and step % log_every == 0"),
+        # where the interval is known to be a positive whole number ...
+        Invalid(_own_test("rank == 0 and step % log_every == 0").replace("import torch\n", "import torch\nlog_every = 10\n"),
                 fixed=_own_test("rank == 0 and step % log_every == 0").replace(
+                    "import torch\n", "import torch\nlog_every = 10\n").replace(
                     "    print(f'loss {loss:.4f}')\n", "    if step % log_every == 0:\n        print(f'loss {loss:.4f}')\n")),
+        # ... else with the whole test, in order, also in parentheses (torchtune's recipes): a
+        # condition may keep the remainder from failing (`args.wandb and step % log_every == 0`
+        # with `log_every = args.log_every if args.wandb else None`: `step % log_every` alone
+        # raised TypeError without `--wandb`).
         Invalid(_own_test("(step % cfg.log_every_n_steps == 0 and cfg.is_rank_zero)"),
-                fixed=_own_test("(step % cfg.log_every_n_steps == 0 and cfg.is_rank_zero)").replace(
-                    "    print(f'loss {loss:.4f}')\n",
-                    "    if step % cfg.log_every_n_steps == 0:\n        print(f'loss {loss:.4f}')\n")),
+                fixed=_own_test("(step % cfg.log_every_n_steps == 0 and cfg.is_rank_zero)", joined=True)),
+        Invalid(_own_test("args.wandb and step % log_every == 0").replace(
+                    "import torch\n", "import torch\nlog_every = args.log_every if args.wandb else None\n"),
+                fixed=_own_test("args.wandb and step % log_every == 0", joined=True).replace(
+                    "import torch\n", "import torch\nlog_every = args.log_every if args.wandb else None\n"),
+                message="(`if args.wandb and step % log_every == 0:`)"),
+        # Where the loop sets a name the test reads between the line and the test (`every = ...`,
+        # `global_step += 1`), the line joins the test's `if` past those lines, which stay (the
+        # test copied above them read `every` unbound, NameError, or before the increment, logging
+        # on other steps than the script) ...
+        Invalid(_own_test("step % every == 0", extra="every = 2 if epoch == 0 else 5"),
+                fixed=_own_test("step % every == 0").replace(
+                    "    print(f'loss {loss:.4f}')\n", "    every = 2 if epoch == 0 else 5\n").replace(
+                    "    print('step', step)", "    print(f'loss {loss:.4f}')\n        print('step', step)"),
+                message="(`if step % every == 0:`)"),
+        Invalid("import torch\nlog_every = 4\nglobal_step = 0\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n"
+                "    opt.step()\n    print(f'loss {loss:.4f}')\n    global_step += 1\n"
+                "    if global_step % log_every == 0:\n        print('logged', global_step)\n",
+                fixed="import torch\nlog_every = 4\nglobal_step = 0\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n"
+                "    opt.step()\n    global_step += 1\n"
+                "    if global_step % log_every == 0:\n        print(f'loss {loss:.4f}')\n        print('logged', global_step)\n"),
+        # ... else under the script's named interval, when it reads no such name ...
+        Invalid(_own_test("step % k == 0", extra="k = max(1, LOG_EVERY // scale())").replace(
+                    "import torch\n", "import torch\nLOG_EVERY = 10\n"),
+                fixed=_own_test("step % k == 0", extra="k = max(1, LOG_EVERY // scale())").replace(
+                    "import torch\n", "import torch\nLOG_EVERY = 10\n").replace(
+                    "    print(f'loss {loss:.4f}')\n", "    if step % LOG_EVERY == 0:\n        print(f'loss {loss:.4f}')\n")),
+        # ... else not at all.
+        Invalid(_own_test("step % k == 0", extra="k = max(1, 10 // scale())"), fixed=NO_FIX,
+                message="(`if step % k == 0:`, not written here: it reads `k`, which the loop sets between this line and that test)"),
         # Several per-step lines above the loop's `if`: all join it (two `if`s with the same test
         # were written back to back).
         Invalid(_own_test("step % log_every == 0", extra="pbar.set_postfix(loss=loss)"),
@@ -1867,7 +2050,8 @@ Remove the call, or keep it under the logging interval when it serves a measurem
 
 ## Fix safety
 Unsafe: `synchronize()`/`empty_cache()` statements are removed (timings taken around them change);
-statistics are put under the logging interval. A statistic assigned to a name moves together with
+statistics are put under the logging interval (joined with `and` to the test of an `if` that
+holds only them: `if torch.cuda.is_available() and step % 100 == 0:`). A statistic assigned to a name moves together with
 the statements right after it that read the name (`m = torch.cuda.memory_allocated()` and
 `stats.append(m)`); when the name is read anywhere else (later in the loop after other work,
 earlier in the loop, after it), there is no fix: that read would see a stale value, or none. Nor is
@@ -1940,6 +2124,13 @@ benchmark's `cuda_sync()`): editing its body would change those uses too.
                 "    model(x).sum().backward()\n    opt.step()\n"),
         Invalid(in_training_loop("mem = torch.cuda.max_memory_allocated()"),
                 fixed=in_training_loop("if step % 100 == 0:\n    mem = torch.cuda.max_memory_allocated()")),
+        # A statistic that is the whole body of a plain `if`: one joined condition (an `if step %
+        # 100 == 0:` was nested in it); a condition that binds more loosely than `and` keeps the nesting.
+        Invalid(in_training_loop("if torch.cuda.is_available():\n    mem = torch.cuda.max_memory_allocated()"),
+                fixed=in_training_loop("if torch.cuda.is_available() and step % 100 == 0:\n"
+                                       "    mem = torch.cuda.max_memory_allocated()")),
+        Invalid(in_training_loop("if a or b:\n    mem = torch.cuda.max_memory_allocated()"),
+                fixed=in_training_loop("if a or b:\n    if step % 100 == 0:\n        mem = torch.cuda.max_memory_allocated()")),
         Invalid(in_training_loop("if torch.cuda.is_available():\n    torch.cuda.synchronize()"),
                 fixed=in_training_loop("").replace("    \n", "")),
         Invalid("from torch import cuda\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n    cuda.synchronize()\n",
