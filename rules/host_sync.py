@@ -224,7 +224,7 @@ def _bound_between(ctx, node: cst.CSTNode, guard: cst.If) -> set[str]:
         if n in skip:
             continue
         for target in binding_targets(n):
-            names |= {ctx.dotted(t) for t in ctx.index.walk(target) if isinstance(t, (cst.Name, cst.Attribute))}
+            names |= _outer_names(ctx, target)  # `self.global_step`, `config` of `config["k"] = v`
         stack.extend(n.children)
     return names - {None}
 
@@ -347,9 +347,9 @@ def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str, bo
 
 
 def _outer_names(ctx, expr: cst.BaseExpression) -> set[str]:
-    """The dotted names expr reads, whole (`self._log_every` and not `self` of it)."""
+    """The dotted names expr reads, whole (`self._log_every` and not `self` or `_log_every` of it)."""
     return {ctx.dotted(n) for n in ctx.index.walk(expr) if isinstance(n, (cst.Name, cst.Attribute))
-            and not (isinstance(ctx.parent(n), cst.Attribute) and ctx.parent(n).value is n)} - {None}
+            and not isinstance(ctx.parent(n), cst.Attribute)} - {None}
 
 
 def _subscript_interval(ctx, expr: cst.BaseExpression) -> bool:
