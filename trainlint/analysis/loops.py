@@ -241,20 +241,7 @@ def range_counter(loop: cst.CSTNode, assigned=None) -> str | None:
     `for step in pbar:`, with `assigned(name)` giving the values assigned to it); None otherwise."""
     if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name)) or loop.target.value == "_":
         return None  # `for _ in range(n)` names no counter to read (one the body counts may)
-    it = loop.iter
-    if isinstance(it, cst.Name) and assigned is not None:
-        values = assigned(it)
-        it = values[0] if len(values) == 1 else it
-    for _ in range(2):
-        if not isinstance(it, cst.Call):
-            return None
-        name = (dotted(it.func) or "").rsplit(".", 1)[-1]
-        if name in ("range", "trange"):
-            return loop.target.value
-        if name != "tqdm" or not it.args or it.args[0].keyword is not None:
-            return None
-        it = it.args[0].value
-    return None
+    return loop.target.value if _counts_through_bar(loop.iter, assigned, ("range", "trange")) else None
 
 
 def enumerate_counter(loop: cst.CSTNode, assigned=None) -> str | None:
@@ -267,21 +254,26 @@ def enumerate_counter(loop: cst.CSTNode, assigned=None) -> str | None:
     first = loop.target.elements[0]
     if isinstance(first, cst.StarredElement) or not isinstance(first.value, cst.Name) or first.value.value == "_":
         return None
-    it = loop.iter
+    return first.value.value if _counts_through_bar(loop.iter, assigned, ("enumerate",)) else None
+
+
+def _counts_through_bar(it: cst.BaseExpression, assigned, counters: tuple[str, ...]) -> bool:
+    """The loop's iterable is a call of one of `counters` (by its last name), directly, through a
+    progress bar over it (the bar goes over what it is given first: `tqdm(enumerate(loader),
+    total=n)`), or through a name assigned one of those (`assigned(name)` gives its values)."""
     if isinstance(it, cst.Name) and assigned is not None:
         values = assigned(it)
         it = values[0] if len(values) == 1 else it
     for _ in range(2):
         if not isinstance(it, cst.Call):
-            return None
+            return False
         name = (dotted(it.func) or "").rsplit(".", 1)[-1]
-        if name == "enumerate":
-            return first.value.value
-        # The bar goes over what it is given first (`tqdm(enumerate(loader), total=len(loader))`).
+        if name in counters:
+            return True
         if name != "tqdm" or not it.args or it.args[0].keyword is not None or it.args[0].star:
-            return None
+            return False
         it = it.args[0].value
-    return None
+    return False
 
 
 def _display_items(display: cst.BaseExpression):

@@ -401,15 +401,20 @@ class Tensors:
         for fn in loops.functions.get(name, ()):
             if fn in self._passed:
                 continue  # recursion
-            self._passed[fn] = {param: arg.value for param, arg in loops.bind_params(name, call) if not arg.star}
-            try:
-                if any(isinstance(node, cst.Return) and node.value is not None
-                       and self.index.enclosing_function(node) is fn and self._device(node.value, 0, hops + 1)
-                       for node in self.index.walk(fn.body)):
-                    return True
-            finally:
-                del self._passed[fn]
+            bound = {param: arg.value for param, arg in loops.bind_params(name, call) if not arg.star}
+            if self._returns_device(fn, bound, hops):
+                return True
         return False
+
+    def _returns_device(self, fn: cst.FunctionDef, bound: dict, hops: int) -> bool:
+        """A `return` of fn gives a device value, its parameters read as `bound` gives them."""
+        self._passed[fn] = bound
+        try:
+            return any(isinstance(node, cst.Return) and node.value is not None
+                       and self.index.enclosing_function(node) is fn and self._device(node.value, 0, hops + 1)
+                       for node in self.index.walk(fn.body))
+        finally:
+            del self._passed[fn]
 
     def _maps_to_device(self, func: cst.BaseExpression, depth: int, hops: int) -> bool:
         """`map(func, ...)` gives tensors on the device, as the comprehension written for it does
@@ -426,14 +431,9 @@ class Tensors:
         for fn in loops.functions.get(name, ()):
             if fn in self._passed:
                 continue  # recursion
-            self._passed[fn] = {}  # the mapped items are not known here: the parameters stay unread
-            try:
-                if any(isinstance(node, cst.Return) and node.value is not None
-                       and self.index.enclosing_function(node) is fn and self._device(node.value, 0, hops + 1)
-                       for node in self.index.walk(fn.body)):
-                    return True
-            finally:
-                del self._passed[fn]
+            # the mapped items are not known here: the parameters stay unread
+            if self._returns_device(fn, {}, hops):
+                return True
         return False
 
     def from_device_helper(self, expr: cst.BaseExpression, _depth: int = 0) -> bool:
