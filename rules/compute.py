@@ -963,8 +963,8 @@ def _einsum_operands(call: cst.Call, shape) -> tuple | None:
     lead = lead.pop()
     letters: dict[str, str] = {}
     for written, wanted in zip((*parts, output), shape):
-        for ch, role in zip(written[-2:], wanted):
-            if letters.setdefault(role, ch) != ch:
+        for ch, axis in zip(written[-2:], wanted):
+            if letters.setdefault(axis, ch) != ch:
                 return None
     tail = set(letters.values())
     if len(tail) != 3 or tail & set(lead) or not (lead == "..." or lead.isalpha() and len(set(lead)) == len(lead)):
