@@ -801,17 +801,23 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                         and ctx.number(param.default) is not None:
                     raise _NoFix(f"`{expr.value}` defaults to a number, and `attn_mask=` takes a tensor")
 
-    def _is_buffer(self, attr: cst.Attribute) -> bool:
-        """`self.<name>` registered as a buffer of its class (`register_buffer("<name>", ...)`): a tensor."""
+    def _registered(self, attr) -> list[cst.Call]:
+        """The `register_buffer("<name>", ...)` calls of `self.<name>`'s class (another class's
+        buffer of the same name says nothing of this one's)."""
         ctx = self.ctx
         name = ctx.dotted(attr)
-        if name is None or name.count(".") != 1:
-            return False
+        if name is None or name.count(".") != 1 or not name.startswith("self."):
+            return []
         cls = ctx.index.enclosing_class(attr)
-        return any(isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_buffer" and call.args
-                   and isinstance(call.args[0].value, cst.SimpleString)
-                   and call.args[0].value.evaluated_value == name.split(".", 1)[1]
-                   and ctx.index.enclosing_class(call) is cls for call in ctx.index.nodes(cst.Call))
+        return [call for call in ctx.index.nodes(cst.Call)
+                if isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_buffer" and call.args
+                and isinstance(call.args[0].value, cst.SimpleString)
+                and call.args[0].value.evaluated_value == name.split(".", 1)[1]
+                and ctx.index.enclosing_class(call) is cls]
+
+    def _is_buffer(self, attr: cst.Attribute) -> bool:
+        """`self.<name>` registered as a buffer of its class: a tensor."""
+        return bool(self._registered(attr))
 
     def _causal(self, cond) -> bool:
         """cond masks out exactly the strict upper triangle of a square slice: `tril[..., :T, :T] == 0`,
@@ -846,13 +852,8 @@ off. An `import math` (a plain top-level import) that only the replaced code use
         if name is None:
             return None
         if name.startswith("self."):
-            attr = name[len("self."):]
             cls = ctx.index.enclosing_class(expr)
-            # Another class's buffer of the same name says nothing of this one's.
-            built = [call.args[1].value for call in ctx.index.nodes(cst.Call)
-                     if isinstance(call.func, cst.Attribute) and call.func.attr.value == "register_buffer"
-                     and len(call.args) >= 2 and isinstance(call.args[0].value, cst.SimpleString)
-                     and call.args[0].value.evaluated_value == attr and ctx.index.enclosing_class(call) is cls]
+            built = [call.args[1].value for call in self._registered(expr) if len(call.args) >= 2]
             built += [value for value in ctx.assigned_values(expr, anywhere=True)
                       if any(ctx.index.enclosing_class(a) is cls for a in ctx.index.nodes(cst.Assign) if a.value is value)]
             return built[0] if len(built) == 1 else None
