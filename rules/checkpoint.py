@@ -393,7 +393,9 @@ message names its `AsyncCheckpointIO` plugin, a change to how the Trainer is bui
 its asynchronous checkpoint engines, chosen in its configuration); no asynchronous fix is offered when a function
 the loop calls loads a checkpoint (or, where no wait can follow every call that reaches the save,
 a load after the loop), nor in a generator that yields inside the loop (its caller may read the file
-between two steps; waiting before each `yield` would wait for nearly every write at once), nor
+between two steps; waiting before each `yield` would wait for nearly every write at once) or a
+coroutine that awaits in it or steps it with `async for` (other tasks run there, and a wait would
+block the event loop), nor
 when a call after the save, while the loop runs, lists the folder the file is in
 (`max(out.glob("*.pt"), key=os.path.getmtime)`, `os.listdir(out)`, `glob.glob(f"{out}/*.pt")`: it
 would miss the file or find it partial; a keep-last-N rotation, a `for` over the listing that only
@@ -652,6 +654,17 @@ and whether the fix still moves the save under an interval.
                                               "'last.pt')\nif time.time() > deadline:\n    _trainlint_wait_for_save()\n"
                                               "    os._exit(0)\nif bad:\n    sys.exit(1)"))
                 .replace("import torch\n", "import os\nimport sys\nimport time\nimport torch\n", 1)),
+        # ... and before `os._exit()` in a function the loop calls, which ends the process alike.
+        Invalid("import os\nimport torch\ndef check_budget(step):\n    if step > budget:\n        os._exit(0)\n"
+                "def train(model):\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
+                "        opt.step()\n        if step % 5 == 0:\n            torch.save(model.state_dict(), 'last.pt')\n"
+                "        check_budget(step)\n",
+                fixed="import os\nimport torch\n" + HELPER_CODE + "\n\ndef check_budget(step):\n    if step > budget:\n"
+                "        _trainlint_wait_for_save()\n        os._exit(0)\n"
+                "def train(model):\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
+                "        opt.step()\n        if step % 5 == 0:\n"
+                "            _trainlint_async_save(torch.save, model.state_dict(), 'last.pt')\n"
+                "        check_budget(step)\n    _trainlint_wait_for_save()\n"),
         # ... and first in the handlers of a `try` around the call of the function that trains (an
         # error leaving the loop skipped the wait: the handler's `torch.load` met a half-written file).
         Invalid("import torch\ndef train(model):\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
@@ -669,6 +682,16 @@ and whether the fix still moves the save under an interval.
                 "        opt.step()\n        if step % 5 == 0:\n            torch.save(model.state_dict(), 'last.pt')\n"
                 "            yield step\n", fixed=NO_FIX,
                 message="no fix: `yield step` in the loop hands control to the caller, which may read the file"),
+        # An `await` hands control to the event loop's other tasks alike (an evaluator task read a
+        # half-written file), and a wait there would block the event loop: no background write.
+        Invalid("import torch\nasync def train(model):\n    for step, (x, y) in enumerate(loader):\n"
+                "        model(x, y).backward()\n        opt.step()\n        if step % 5 == 0:\n"
+                "            torch.save(model.state_dict(), 'last.pt')\n            await queue.put(step)\n", fixed=NO_FIX,
+                message="no fix: `await queue.put(step)` in the loop hands control to other tasks"),
+        Invalid("import torch\nasync def train(model):\n    async for step, (x, y) in stream:\n"
+                "        model(x, y).backward()\n        opt.step()\n        if step % 5 == 0:\n"
+                "            torch.save(model.state_dict(), 'last.pt')\n", fixed=NO_FIX,
+                message="no fix: `async for` hands control to other tasks at each step"),
         # A listing of the folder after the save finds the file missing or partial (the newest
         # checkpoint copied as latest.pt was the previous one, or truncated): no background write...
         Invalid("import os\nimport shutil\n" + in_training_loop(
@@ -1290,13 +1313,21 @@ and whether the fix still moves the save under an interval.
             return f"`{_shown(ctx, use)}` uses the file after the save"
         # A generator hands control to its caller at each `yield`, which may read the file (evaluate
         # the checkpoint just written) before the background write is done; a wait before each
-        # yield would wait for nearly every write at once.
+        # yield would wait for nearly every write at once. An `await` (or an `async for`, whose
+        # every step awaits) hands it to the event loop's other tasks alike, and a wait there would
+        # also block the event loop.
         for loop in loops or [ctx.loops.hot_loop_of(site)]:
-            fn = ctx.index.enclosing_function(loop) if loop is not None else None
-            held = next((n for n in ctx.index.walk(loop) if isinstance(n, cst.Yield)
-                         and ctx.index.enclosing_function(n) is fn), None) if loop is not None else None
+            if loop is None:
+                continue
+            fn = ctx.index.enclosing_function(loop)
+            if isinstance(loop, cst.For) and loop.asynchronous is not None:
+                return ("`async for` hands control to other tasks at each step, which may read the file "
+                        "while it is still written")
+            held = next((n for n in ctx.index.walk(loop) if isinstance(n, (cst.Yield, cst.Await))
+                         and ctx.index.enclosing_function(n) is fn), None)
             if held is not None:
-                return (f"`{_shown(ctx, held)}` in the loop hands control to the caller, which may read the file "
+                whom = "the caller" if isinstance(held, cst.Yield) else "other tasks"
+                return (f"`{_shown(ctx, held)}` in the loop hands control to {whom}, which may read the file "
                         f"while it is still written")
         load = self._reads_back(site, loops)
         if load is not None:
@@ -1704,7 +1735,8 @@ and whether the fix still moves the save under an interval.
     def _waits(self, loops: list) -> list:
         """Replacements that call the wait wherever the code may go on past a loop without the
         statement after it: after each loop; before each `return` in it or in its `else:`, and each
-        `os._exit(...)` in it (which ends the process without joining the writing thread); and first
+        `os._exit(...)` in it or in a function it calls (which ends the process without joining the
+        writing thread); and first
         in each `except`/`finally` of a `try` the loop's exceptions reach (_tries_reached). Each one
         unless the wait is there already."""
         ctx = self.ctx
@@ -1729,6 +1761,13 @@ and whether the fix still moves the save under an interval.
                         exits.append(node)
             for node in exits:
                 reps += self._wait_before(node)
+        # `os._exit(...)` in a function the loops call (a time-budget check) ends the process alike.
+        for callee in self._reached(loops):
+            for node in ctx.index.walk(callee.body):
+                if isinstance(node, cst.Call) and ctx.names.qualified(node.func) == "os._exit":
+                    stmt = ctx.index.enclosing(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement))
+                    if isinstance(stmt, cst.BaseSmallStatement) and ctx.index.enclosing_function(stmt) is callee:
+                        reps += self._wait_before(stmt)
         for handler in self._tries_reached(loops):
             first = handler.body.body[0] if handler.body.body else None
             if first is None or _is_wait(first) or isinstance(first, cst.SimpleStatementLine) and _is_wait(first.body[0]):
