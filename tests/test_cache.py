@@ -319,3 +319,33 @@ def test_warm_run_never_imports_libcst(project):
     # what only writing (tempfile) or --diff (difflib) needs.
     assert "HEAVY=[]" in second.stderr, second.stderr
     assert second.stdout == first.stdout
+
+
+
+def test_editing_the_rules_of_another_checkout_changes_the_fingerprint(tmp_path):
+    """A second checkout run with PYTHONPATH (a worktree) beside an editable install of the first:
+    the registry loads the second's rules/, so its edits must change the code fingerprint. Before
+    the rules were imported, the fingerprint hashed the installed checkout's rules instead, and a
+    warm run served findings of the rules as they were before the edit."""
+    import shutil
+    import subprocess
+    import sys
+
+    from _paths import ROOT
+
+    other = tmp_path / "other_checkout"
+    for part in ("trainlint", "rules"):
+        shutil.copytree(os.path.join(ROOT, part), other / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(os.path.join(ROOT, "pyproject.toml"), other / "pyproject.toml")
+    env = {**os.environ, "PYTHONPATH": str(other)}
+    code = "import trainlint.cache as c; print(c.code_fingerprint())"
+
+    def fingerprint():
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    before = fingerprint()
+    rule = other / "rules" / "dataloader.py"
+    rule.write_text(rule.read_text().replace("loads batches in the training process", "EDITED MESSAGE"))
+    assert fingerprint() != before

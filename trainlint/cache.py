@@ -26,7 +26,7 @@ import click
 
 from trainlint import __version__
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, FileError, Fix, Location
-from trainlint.registry import pack_entry_points
+from trainlint.registry import checkout_rules, pack_entry_points
 
 DEFAULT_DIR = ".trainlint_cache"
 ENV_DIR = "TRAINLINT_CACHE_DIR"
@@ -72,15 +72,21 @@ def _rule_pack_sources() -> tuple[list[str], list[str]]:
 
     files: list[str] = []
     identities: list[str] = []
+    # The folder the registry loads the built-in rules from: a checkout's own rules/ first (an
+    # editable install of another checkout maps `trainlint.rules` to that one's folder, whose
+    # mtimes would then stand for rules this run never loads: edits to the rules in use were
+    # served stale findings).
+    checkout = checkout_rules()
     try:
-        spec = find_spec("trainlint.rules")
+        spec = None if checkout is not None else find_spec("trainlint.rules")
     except (ImportError, ValueError):
         spec = None
     if spec is not None and spec.submodule_search_locations:
         for folder in spec.submodule_search_locations:
             files.extend(_py_files(folder))
-    else:  # a source checkout that is not installed: the registry loads ../rules
-        files.extend(_py_files(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules")))
+    else:  # a source checkout (installed or not): the registry loads ../rules
+        files.extend(_py_files(checkout or os.path.join(
+            os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rules")))
     for ep in pack_entry_points():
         dist = getattr(ep, "dist", None)
         identities.append(f"{ep.name}={ep.value} {getattr(dist, 'name', '')} {getattr(dist, 'version', '')}")

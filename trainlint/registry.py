@@ -26,7 +26,7 @@ class RegistryError(Exception):
     pass
 
 
-def _checkout_rules() -> str | None:
+def checkout_rules() -> str | None:
     """The rules/ folder beside this engine when it runs from a source checkout (pyproject.toml and
     rules/ next to the trainlint package). It must win over an installed `trainlint.rules`: an editable
     install of another checkout maps that name to its own folder, which would pair this engine with
@@ -42,7 +42,7 @@ def _import_builtin():
     loaded = sys.modules.get("trainlint.rules")
     if loaded is not None:
         return loaded
-    folder = _checkout_rules()
+    folder = checkout_rules()
     try:
         if folder is None:
             return importlib.import_module("trainlint.rules")
