@@ -92,17 +92,24 @@ def _after_synced_test(ctx, node: cst.CSTNode) -> bool:
 
 def _host_read(ctx, call: cst.Call) -> tuple[cst.BaseExpression, str] | None:
     """(the tensor, how it is read) for `t.item()`, `t.cpu()`, `t.numpy()`, `t.tolist()`,
-    `float(t)`, `int(t)` of a tensor t; None for any other call. TL201 reports these; a test made
+    `float(t)`, `int(t)`, `bool(t)`, `math.isnan(t)` (`isfinite`, `isinf`) of a tensor t; None for any other call. TL201 reports these; a test made
     of one has waited for the GPU already (_after_synced_test)."""
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value in _SYNC_METHODS and not call.args:
         if func.attr.value == "item" or ctx.tensors.is_tensor(func.value):
             return func.value, f"`.{func.attr.value}()`"
         return None
-    if ctx.names.qualified(func) in ("builtins.float", "builtins.int") and len(call.args) == 1 \
-            and not call.args[0].star and ctx.tensors.is_tensor(call.args[0].value):
-        return call.args[0].value, f"`{func.value}()`"
+    qn = ctx.names.qualified(func)
+    if qn in _CONVERSIONS and len(call.args) == 1 and not call.args[0].star and call.args[0].keyword is None \
+            and ctx.tensors.is_tensor(call.args[0].value):
+        return call.args[0].value, f"`{_CONVERSIONS[qn]}()`"
     return None
+
+
+# Calls that turn their one argument into a Python number or bool: of a tensor, they read its value
+# on the host. `bool(t)` is what `if t:` does; math's predicates call `float(t)` first.
+_CONVERSIONS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool",
+                "math.isfinite": "math.isfinite", "math.isnan": "math.isnan", "math.isinf": "math.isinf"}
 
 
 def _is_lbfgs(ctx, optimizer: cst.BaseExpression) -> bool:
@@ -822,7 +829,8 @@ class PerStepHostSync(Rule):
     summary = "`.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`, `int(t)` of a tensor on every step"
     source = "§5.2, §1.3"
     fix_applicability = "unsafe"
-    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(", ".get_scale(")
+    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(", "bool(", "isfinite(", "isnan(", "isinf(",
+                ".get_scale(", ".step(")
     needs_hot_loop = True
     docs = """
 ## What it does
@@ -1019,8 +1027,26 @@ of every tenth loss, predictions shorter than their targets).
                                  call="step_fn(model, opt, x, y)")),
         Valid(_STEP_METHOD_ALIAS.format(bound="torch.compile(self.train_step)").replace(
             "    def fit(", "    def set_eval(self):\n        self.step_fn = self.model\n    def fit(")),
+        # `bool()` and math's predicates of a Python float, outside the loop, or under the logging
+        # interval read no tensor on every step.
+        Valid(in_training_loop("if step % 100 == 0:\n    lossf = loss.item()\nok = math.isfinite(lossf)\nbig = bool(lossf > 10)")),
+        Valid(in_training_loop("ok = math.isfinite(args.lr) and bool(args.lr)")),
+        Valid(in_training_loop("pass") + "if math.isnan(loss) or not bool(loss < 10):\n    print('diverged')\n"),
+        Valid(in_training_loop("if step % 100 == 0:\n    assert math.isfinite(loss)\n    flags.append(bool(loss > 1))")),
     ]
     invalid = [
+        # `bool(t)` and `math.isnan(t)` (`isfinite`, `isinf`: they call `float(t)`) read the tensor
+        # on the host as `float(t)` does (they were not reported); in an `if` too, as `if
+        # float(loss) > 9:` is TL201's (TL204 does not report them again); no accumulate fix: they
+        # add 0 or 1, not the value.
+        Invalid(in_training_loop("flags.append(bool(loss > 1))"), fixed=NO_FIX, message="`bool()` waits for the GPU"),
+        Invalid(in_training_loop("if bool(loss > 100):\n    print('spike')"), fixed=NO_FIX, message="`bool()` waits"),
+        Invalid(in_training_loop("ok = math.isfinite(loss)").replace("import torch\n", "import math\nimport torch\n"),
+                fixed=NO_FIX, message="`torch.isfinite(loss)` tests it on the device"),
+        Invalid(in_training_loop("if math.isnan(loss):\n    raise RuntimeError('nan')").replace(
+            "import torch\n", "import math\nimport torch\n"), fixed=NO_FIX, message="`math.isnan()` waits"),
+        Invalid(in_training_loop("from math import isinf\nbad = isinf(loss)"), fixed=NO_FIX, message="`math.isinf()`"),
+        Invalid(_with_total(in_training_loop("total += bool(loss > 1)")) + "print(total)\n", fixed=NO_FIX),
         # A loop with no step counter: the advice says to keep one, rather than name one it lacks.
         Invalid("import torch\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
                 "    losses.append(loss.item())\n", message="counting `step` where no counter of the loop was found"),
@@ -1195,8 +1221,9 @@ of every tenth loss, predictions shorter than their targets).
                 # steps of ~2.3 average to 0.5); float32 keeps it, and costs nothing on a float32
                 # loss. Not for counts (`n_tokens += mask.sum().item()`): float32 rounds past 2**24.
                 detached = cst.Call(func=cst.Attribute(value=detached, attr=cst.Name("float")))
-            # `total += int(x)` truncates every value: accumulating the tensor would not.
-            if what != "`int()`":
+            # `total += int(x)` truncates every value: accumulating the tensor would not; `bool(t)`
+            # and `math.isnan(t)` add a 0 or 1, not the tensor's value.
+            if what not in ("`int()`", "`bool()`") and not what.startswith("`math."):
                 fix = _accumulate_fix(self, parent, node, detached, floating=floating)
             added_code = ctx.code(detached) if added is node else ctx.code(added).replace(ctx.code(node), ctx.code(detached), 1)
             advice = f"accumulate with `{ctx.code(parent.target)} += {added_code}` and convert once at the logging interval"
@@ -1214,6 +1241,8 @@ of every tenth loss, predictions shorter than their targets).
             if guard is not None:
                 # Fewer reads change what the script records: shown as a suggestion, never written.
                 fix = self.fix(Applicability.DISPLAY_ONLY, guard.message, *guard.replacements)
+        if what.startswith("`math."):
+            advice += f"; `torch.{what[6:-3]}({ctx.code(target)})` tests it on the device"
         self.report(node, f"{what} waits for the GPU on every step; {advice}", fix)
 
 
@@ -2338,7 +2367,7 @@ class TensorConditionPerStep(Rule):
     summary = "Python `if`/`while`/`assert` on a tensor value on every step"
     source = "§5.2"
     fix_applicability = "suggestion"
-    triggers = ("if ", "while ", "assert ")
+    triggers = ("if ", "while ", "assert ", "min(", "max(")
     needs_hot_loop = True
     docs = """
 ## What it does
@@ -2402,6 +2431,21 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
         # A batch field the loop never moves is in host memory: testing it waits for no GPU.
         Valid(_HOST_BATCH.format(test="if y.sum() == 0:\n        continue")),
         Valid(_HOST_BATCH.format(test="if torch.bincount(y, minlength=3)[0] == 0:\n        continue")),
+        # min/max and conditional expressions of Python numbers, under the logging interval, or
+        # outside the loop; `torch.max` keeps it on the device.
+        Valid(in_training_loop("if step % 100 == 0:\n    lossf = loss.item()\nbest = min(best, lossf)\nlr = max(1e-5, lr * 0.9)")),
+        Valid(in_training_loop("peak = torch.max(peak, loss.detach())\nw = max(1, step)")),
+        Valid(in_training_loop("if step % 100 == 0:\n    best = min(best, loss)\n    flag = 1 if loss > 9 else 0")),
+        Valid(in_training_loop("pass") + "best = min(best, loss)\nflag = 1 if torch.isnan(loss) else 0\n"),
+        Valid(in_training_loop("scale = 0.5 if step > 10 else 1.0\nv = loss.detach() if keep else None")),
+        # A training loop whose own test reads no tensor, or reads one only at its interval.
+        Valid("import torch\nstep = 0\nwhile step < max_steps:\n    loss = model(x)\n    loss.backward()\n"
+              "    opt.step()\n    step += 1\n"),
+        Valid("import torch\nstep, lossf = 0, float('inf')\nwhile lossf > eps and step < n:\n    loss = model(x)\n"
+              "    loss.backward()\n    opt.step()\n    step += 1\n    if step % 100 == 0:\n        lossf = loss.item()\n"),
+        # An outer `while` around the hot loop (per epoch, not per step).
+        Valid("import torch\nwhile val_loss > eps:\n    for x in loader:\n        loss = model(x)\n        loss.backward()\n"
+              "        opt.step()\n    val_loss = evaluate(model)\n"),
     ]
     invalid = [
         # The method spellings of the checks (`loss.isnan()`, a clipped norm's `gn.isfinite()`).
@@ -2428,16 +2472,29 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
         Invalid(in_training_loop("step_t += 1\nif step_t % 10 == 0:\n    print('ten')").replace(
             "import torch\n", "import torch\nstep_t = torch.zeros((), dtype=torch.long, device='cuda')\n"),
             fixed=NO_FIX, message="`if` on a tensor"),
+        # min/max of a tensor compare it in Python (they were not reported).
+        Invalid(in_training_loop("best = min(best, loss)"), fixed=NO_FIX, message="`min()` compares tensor `loss`"),
+        Invalid(in_training_loop("worst = max(loss.detach(), 0.0)"), fixed=NO_FIX, message="`max()` compares"),
+        # A conditional expression on a tensor asks for its bool as `if` does (it was not reported).
+        Invalid(in_training_loop("skipped += 1 if torch.isnan(loss) else 0"), fixed=NO_FIX,
+                message="`... if ... else ...` on a tensor"),
+        Invalid(in_training_loop("scale = 0.5 if loss > 1.0 else 1.0"), fixed=NO_FIX, message="`torch.where(...)`"),
+        # The training loop's own test (`while loss > eps:`) runs before every step (it was not
+        # reported: it is not inside the loop's body).
+        Invalid("import torch\nloss = torch.tensor(1.0)\nwhile loss > 1e-3:\n    loss = model(x)\n    loss.backward()\n"
+                "    opt.step()\n", fixed=NO_FIX, message="`while` on a tensor"),
     ]
 
-    def _check(self, node, test: cst.BaseExpression, kind: str) -> None:
+    def _check(self, node, test: cst.BaseExpression, kind: str, each_iteration: bool = False) -> None:
+        """each_iteration: the test is the hot loop's own (`while loss > eps:`), evaluated before
+        every step though it is not inside the loop's body."""
         ctx = self.ctx
         # `if step % n == 0 and torch.isnan(loss)`: the tensor part only runs at the interval; but an
         # interval counted by a tensor (`if step_t % 10 == 0:`) reads that tensor on every step.
         modulo = first_modulo(test)
         counted_on_device = modulo is not None and _device_tensor(ctx, modulo.left)
         if (ctx.loops.limits_body(test) and not counted_on_device) or not _is_tensor_test(ctx, test) \
-                or not _waits_per_step(ctx, node):
+                or not (each_iteration or _waits_per_step(ctx, node)):
             return
         fix = None
         if isinstance(node, cst.Assert):
@@ -2450,11 +2507,38 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
                 exc = raised.exc
                 message = exc.args[0].value if isinstance(exc, cst.Call) and len(exc.args) == 1 else None
                 fix = self._assert_async(node, test, negate=True, message=message)
+        if each_iteration:
+            advice = (f"loop on the step count and test it at the logging interval (`if step % 100 == 0 and not "
+                      f"({ctx.code(test)}): break`); not fixed: how often to test is the script's choice")
+        elif isinstance(node, cst.IfExp):
+            advice = "pick on the device (`torch.where(...)`) or check it at the logging interval"
+        else:
+            advice = "use `torch._assert_async(...)` or check it at the logging interval"
+        self.report(test, f"`{kind}` on a tensor copies it to the host and waits for the GPU every step; {advice}", fix)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        # `x if torch.isnan(loss) else y` asks Python for a bool as `if` does.
+        self._check(node, node.test, "... if ... else ...")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """`min(best, loss)` / `max(loss, 0.0)` of a tensor: Python's `<` on it gives a tensor whose
+        truth min/max ask for, which copies it to the host: a tensor condition, as `if loss < best:`
+        is (not TL201's: no conversion is written). No fix: `torch.minimum` wants tensors on both
+        sides, and the result would stay a tensor where the code may expect a number."""
+        ctx = self.ctx
+        qn = ctx.names.qualified(node.func)
+        if qn not in ("builtins.min", "builtins.max") or len(node.args) < 2 \
+                or any(a.star or a.keyword is not None for a in node.args):
+            return
+        tensors = [a.value for a in node.args if _device_tensor(ctx, a.value)]
+        if not tensors or not _waits_per_step(ctx, node):
+            return
+        name = qn.rsplit(".", 1)[-1]
         self.report(
-            test,
-            f"`{kind}` on a tensor copies it to the host and waits for the GPU every step; use "
-            f"`torch._assert_async(...)` or check it at the logging interval",
-            fix,
+            node,
+            f"`{name}()` compares tensor `{ctx.code(tensors[0])}` in Python, which copies it to the host and waits "
+            f"for the GPU every step; keep it on the device (`torch.{name}imum`, `torch.clamp`) or compare at the "
+            f"logging interval; not fixed: the result would stay a tensor where the code may expect a number",
         )
 
     def _assert_async(self, node, test: cst.BaseExpression, negate: bool, message):
@@ -2483,7 +2567,8 @@ that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
         self._check(node, node.test, "if")
 
     def visit_While(self, node: cst.While) -> None:
-        self._check(node, node.test, "while")
+        # The training loop itself (`while loss > eps:`): its test runs before every step.
+        self._check(node, node.test, "while", each_iteration=node in self.ctx.loops.hot_loops)
 
     def visit_Assert(self, node: cst.Assert) -> None:
         self._check(node, node.test, "assert")
