@@ -823,6 +823,12 @@ _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) ==
 _LOG_EVERY = 100
 
 
+# A file that builds a ReduceLROnPlateau and steps it in the loop (`step`, indented for the inner loop).
+_PLATEAU_CASE = ("import torch\nfrom torch.optim.lr_scheduler import ReduceLROnPlateau\nsched = ReduceLROnPlateau(opt)\n"
+                 "for epoch in range(3):\n    for step, (x, y) in enumerate(loader):\n        loss = model(x, y)\n"
+                 "        loss.backward()\n        opt.step()\n        {step}\n")
+
+
 class PerStepHostSync(Rule):
     code = "TL201"
     name = "per-step-host-sync"
@@ -1033,6 +1039,11 @@ of every tenth loss, predictions shorter than their targets).
         Valid(in_training_loop("ok = math.isfinite(args.lr) and bool(args.lr)")),
         Valid(in_training_loop("pass") + "if math.isnan(loss) or not bool(loss < 10):\n    print('diverged')\n"),
         Valid(in_training_loop("if step % 100 == 0:\n    assert math.isfinite(loss)\n    flags.append(bool(loss > 1))")),
+        # ReduceLROnPlateau given a number, stepped per epoch or at the interval; another scheduler.
+        Valid(_PLATEAU_CASE.format(step="if step % 100 == 0:\n            sched.step(loss.detach().item())")),
+        Valid(_PLATEAU_CASE.format(step="pass") + "    sched.step(loss)\n"),
+        Valid(_PLATEAU_CASE.format(step="sched.step(best_val)").replace("ReduceLROnPlateau(opt)", "ReduceLROnPlateau(opt)\nbest_val = 0.5")),
+        Valid(_PLATEAU_CASE.format(step="sched.step(loss)").replace("ReduceLROnPlateau(opt)", "StepLR(opt, 10)")),
     ]
     invalid = [
         # `bool(t)` and `math.isnan(t)` (`isfinite`, `isinf`: they call `float(t)`) read the tensor
@@ -1047,6 +1058,11 @@ of every tenth loss, predictions shorter than their targets).
             "import torch\n", "import math\nimport torch\n"), fixed=NO_FIX, message="`math.isnan()` waits"),
         Invalid(in_training_loop("from math import isinf\nbad = isinf(loss)"), fixed=NO_FIX, message="`math.isinf()`"),
         Invalid(_with_total(in_training_loop("total += bool(loss > 1)")) + "print(total)\n", fixed=NO_FIX),
+        # ReduceLROnPlateau's step reads its metric with `float()` (a tensor metric was not reported).
+        Invalid(_PLATEAU_CASE.format(step="sched.step(loss)"), fixed=NO_FIX, message="ReduceLROnPlateau reads the metric"),
+        Invalid(_PLATEAU_CASE.format(step="sched.step(metrics=loss.detach())").replace(
+            "from torch.optim.lr_scheduler import ReduceLROnPlateau\n", "import torch.optim.lr_scheduler as ls\n").replace(
+            "= ReduceLROnPlateau(", "= ls.ReduceLROnPlateau("), fixed=NO_FIX, message="not fixed: stepping less often"),
         # A loop with no step counter: the advice says to keep one, rather than name one it lacks.
         Invalid("import torch\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
                 "    losses.append(loss.item())\n", message="counting `step` where no counter of the loop was found"),
@@ -1201,6 +1217,13 @@ of every tenth loss, predictions shorter than their targets).
                                   f"read it under the logging interval ({interval_guard(ctx, node, _LOG_EVERY)}); to tell a "
                                   f"skipped step, let the scheduler step anyway (float16 skips few steps)")
             return
+        elif (metric := _plateau_metric(ctx, node)) is not None:
+            if _waits_per_step(ctx, node) and not ctx.tensors.on_host(metric):
+                self.report(node, f"`{ctx.code(node)}`: ReduceLROnPlateau reads the metric with "
+                                  f"`float()`, which waits for the GPU on every step; step it where the metric is read "
+                                  f"anyway (per epoch, or at the logging interval with `.item()`); not fixed: stepping "
+                                  f"less often changes when its patience runs out")
+            return
         else:
             return
         # A value known to be in host memory waits for no GPU: a tensor of a batch the loop has not
@@ -1244,6 +1267,26 @@ of every tenth loss, predictions shorter than their targets).
         if what.startswith("`math."):
             advice += f"; `torch.{what[6:-3]}({ctx.code(target)})` tests it on the device"
         self.report(node, f"{what} waits for the GPU on every step; {advice}", fix)
+
+
+def _plateau_metric(ctx, call: cst.Call) -> cst.BaseExpression | None:
+    """The tensor handed to `sched.step(metric)` of a scheduler assigned
+    `torch.optim.lr_scheduler.ReduceLROnPlateau(...)` in the file (any import alias): its step
+    converts the metric with `float()`. None for any other call, or a metric not known to be a tensor."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "step":
+        return None
+    metric = _argument(ctx, call, 0, "metrics")
+    if metric is None or not ctx.tensors.is_tensor(metric) or dotted(func.value) is None:
+        return None
+    # Built in the function, or anywhere in the file (a module-level `sched` a `train()` steps):
+    # then every binding of the name must be one.
+    values = ctx.assigned_values(func.value) or ctx.assigned_values(func.value, anywhere=True)
+    plateau = [isinstance(v, cst.Call) and ctx.names.qualified(v.func) == _PLATEAU for v in values]
+    return metric if plateau and all(plateau) else None
+
+
+_PLATEAU = "torch.optim.lr_scheduler.ReduceLROnPlateau"
 
 
 def _summed_into(ctx, parent: cst.CSTNode, added: cst.CSTNode) -> str | None:
