@@ -1468,13 +1468,14 @@ class _TrackerCall:
 
 
 def _tracker_values(ctx, call: cst.Call) -> _TrackerCall | None:
-    """`wandb.log({...})`, a SummaryWriter's `add_scalar(tag, value, step)`/`add_scalars`,
+    """`wandb.log({...})`, a SummaryWriter's `add_scalar(tag, value, step)`/`add_scalars`/`add_histogram`,
     `accelerator.log({...})` (with trackers initialised in the module) and Fabric's
     `log(name, value)`/`log_dict({...})` (with loggers): each copies the values it is given to the
     host when it is called (`add_scalar` through numpy, wandb through `.item()`/`.tolist()`).
     Lightning's `self.log` keeps tensors on the device until its own interval and is not one."""
     func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value not in ("log", "log_dict", "add_scalar", "add_scalars"):
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("log", "log_dict", "add_scalar", "add_scalars",
+                                                                      "add_histogram"):
         return None
     attr = func.attr.value
     receiver = func.value
@@ -1482,8 +1483,10 @@ def _tracker_values(ctx, call: cst.Call) -> _TrackerCall | None:
         data, step = _argument(ctx, call, 0, "data"), _argument(ctx, call, 1, "step")
         commit = ctx.keyword(call, "commit")
         return _TrackerCall(_logged(ctx, data), step is not None and (commit is None or ctx.literal(commit.value) is not False))
-    if attr in ("add_scalar", "add_scalars") and _is_summary_writer(ctx, receiver):
-        value = _argument(ctx, call, 1, "scalar_value" if attr == "add_scalar" else "tag_scalar_dict")
+    if attr in ("add_scalar", "add_scalars", "add_histogram") and _is_summary_writer(ctx, receiver):
+        # `add_histogram` copies the whole tensor (a layer's weights) to the host to bin it.
+        keyword = {"add_scalar": "scalar_value", "add_scalars": "tag_scalar_dict", "add_histogram": "values"}[attr]
+        value = _argument(ctx, call, 1, keyword)
         return _TrackerCall(_logged(ctx, value), _argument(ctx, call, 2, "global_step") is not None)
     last = (dotted(receiver) or "").rsplit(".", 1)[-1]
     if attr == "log" and (last == "accelerator" or _assigned_from(ctx, receiver, {"accelerate.Accelerator"})) \
@@ -1580,9 +1583,15 @@ def _formatted_tensors(ctx, expr: cst.BaseExpression):
             if _device_tensor(ctx, arg.value):
                 yield arg.value
     elif isinstance(expr, cst.Dict):
+        # A value formatted inside a dict or list display is converted with it (`set_postfix({"loss":
+        # f"{loss:.3f}"})`, `print([loss, acc])`: the display's repr formats each tensor).
         for element in expr.elements:
-            if isinstance(element, cst.DictElement) and _device_tensor(ctx, element.value):
-                yield element.value
+            if isinstance(element, cst.DictElement):
+                yield from _formatted_tensors(ctx, element.value)
+    elif isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        for element in expr.elements:
+            if isinstance(element, cst.Element):
+                yield from _formatted_tensors(ctx, element.value)
     elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add) and (
             _is_string(expr.left) or _is_string(expr.right) or _to_text(ctx, expr.left) or _to_text(ctx, expr.right)):
         # `"loss " + str(loss)`: the string is built from the tensor's value.
@@ -1628,7 +1637,8 @@ class PerStepTensorLogging(Rule):
     source = "§5.2"
     fix_applicability = "unsafe"
     # Formatting spelled anywhere: an f-string or `%` outside a logging call is a finding too.
-    triggers = ("print", "log", "set_description", "set_postfix", "write", 'f"', "f'", "%", "add_scalar")
+    triggers = ("print", "log", "set_description", "set_postfix", "write", 'f"', "f'", "%", "add_scalar",
+                "add_histogram")
     needs_hot_loop = True
     options = {"log-every": Option(100, int, "The interval the fix uses when the script defines none.")}
     docs = """
@@ -1739,8 +1749,33 @@ interval there. Without one there is no fix.
         Valid(_HOST_BATCH.format(read="noise = torch.randn(3)\n    print(f'noise {noise}')")),
         Valid(_HOST_BATCH.format(read="desc = f'labels {y.sum()}'\n    pbar.set_description(desc)")),
         Valid("import wandb\n" + _HOST_BATCH.format(read="wandb.log({'labels': y.sum()}, step=step)")),
+        # Dict and list displays of numbers, under the logging interval, or after the loop.
+        Valid(in_training_loop("lossf = loss.item() if step % 10 == 0 else lossf\npbar.set_postfix({'loss': f'{lossf:.3f}'})\n"
+                               "print([lossf, step])\nlogger.info({'lr': opt.param_groups[0]['lr']})")),
+        Valid(in_training_loop("if step % 100 == 0:\n    pbar.set_postfix({'loss': f'{loss:.3f}'})\n    print([loss, step])")),
+        Valid(in_training_loop("pass") + "print([loss, acc])\nlogger.info({'loss': f'{loss:.3f}'})\n"),
+        # add_histogram of a value not known to be a tensor, under the interval, or after the loop.
+        Valid(_WRITER + in_training_loop("writer.add_histogram('lr', lrs, step)")),
+        Valid(_WRITER + in_training_loop("if step % 100 == 0:\n    writer.add_histogram('out', out.detach(), step)")),
+        Valid(_WRITER + in_training_loop("pass") + "writer.add_histogram('out', loss.detach(), step)\n"),
     ]
     invalid = [
+        # A tensor formatted inside a dict or list display that is logged (they were not reported):
+        # the display's text formats each element; the call is guarded as any log call.
+        Invalid(in_training_loop("pbar.set_postfix({'loss': f'{loss:.3f}'})"),
+                fixed=in_training_loop("if step % 100 == 0:\n    pbar.set_postfix({'loss': f'{loss:.3f}'})")),
+        Invalid(in_training_loop("print([loss, acc])"), fixed=in_training_loop("if step % 100 == 0:\n    print([loss, acc])"),
+                message="Formatting tensor `loss`"),
+        Invalid(in_training_loop("logger.info(('loss', loss.detach()))"), fixed=in_training_loop(
+            "if step % 100 == 0:\n    logger.info(('loss', loss.detach()))")),
+        # add_histogram copies the whole tensor to the host (it was not reported); with a step it is
+        # guarded as add_scalar is, and without one it is not fixed (the x-axis would squeeze).
+        Invalid(_WRITER + in_training_loop("writer.add_histogram('out', out.detach(), step)").replace("    loss = model", "    out = model(x)\n    loss = model"),
+                fixed=_WRITER + in_training_loop("if step % 100 == 0:\n    writer.add_histogram('out', out.detach(), step)").replace(
+                    "    loss = model", "    out = model(x)\n    loss = model"),
+                message="with `writer.add_histogram()`"),
+        Invalid(_WRITER + in_training_loop("for name, p in model.named_parameters():\n    writer.add_histogram(name, p.grad)"),
+                fixed=NO_FIX),
         # A tensor turned into text by concatenation, or a method of a parameter (`.norm()`).
         Invalid(in_training_loop("print('loss ' + str(loss))"), message="Formatting tensor `loss`"),
         Invalid(in_training_loop("print('w', model.weight.norm())")),
