@@ -832,7 +832,7 @@ _PLATEAU_CASE = ("import torch\nfrom torch.optim.lr_scheduler import ReduceLROnP
 class PerStepHostSync(Rule):
     code = "TL201"
     name = "per-step-host-sync"
-    summary = "`.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`, `int(t)` of a tensor on every step"
+    summary = "`.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`, `int(t)`, `bool(t)` of a tensor on every step"
     source = "§5.2, §1.3"
     fix_applicability = "unsafe"
     triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(", "bool(", "isfinite(", "isnan(", "isinf(",
@@ -841,8 +841,11 @@ class PerStepHostSync(Rule):
     docs = """
 ## What it does
 Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
-`float(t)`, `int(t)`, and a GradScaler's `get_scale()`, which is `.item()` of its scale) that run
-on every step of the hot loop. Under gradient accumulation the
+`float(t)`, `int(t)`, `bool(t)`, `math.isfinite(t)` / `math.isnan(t)` / `math.isinf(t)` (which
+call `float(t)`), also as an `if` test, where TL204 does not report them again; a GradScaler's
+`get_scale()`, which is `.item()` of its scale; and a tensor handed to the `step()` of a
+scheduler built as `torch.optim.lr_scheduler.ReduceLROnPlateau(...)` in the file, which reads
+its metric with `float()`) that run on every step of the hot loop. Under gradient accumulation the
 branch that steps the optimizer (`if (i + 1) % accum == 0: opt.step(); ...`, or accelerate's
 `if accelerator.sync_gradients:`) runs on every training step too; a logging interval inside it
 limits what it guards, and so does the `else:` of a test that is false every N steps
@@ -904,7 +907,8 @@ the script's interval, and joins an `if` with the same test right above or below
 per-step logging lines between them, which it would guard the same way), or the `if` that holds
 only the line (`if torch.cuda.is_available() and step % 100 == 0:`); a loop with no counter
 is told to keep one. A running sum written out (`s = s + loss.item()`) is advised like `s +=`
-(accumulate the detached tensor), without a fix.
+(accumulate the detached tensor), without a fix. ReduceLROnPlateau's step is reported without a
+fix: stepping it less often changes when its patience runs out.
 
 ## Why is this bad?
 A read of a device tensor waits until every queued kernel has finished: the host stops feeding
@@ -928,7 +932,8 @@ if step % log_every == 0:
 ```
 
 ## Fix safety
-Unsafe: `total += loss.item()` (or `float(loss)`, also times or divided by a number:
+Unsafe: `total += loss.item()` (or `float(loss)`, also times or divided by a number; not
+`int()`, `bool()` or math's predicates, which add a truncated value, a 0 or a 1:
 `loss.item() * x.size(0)`) becomes `total += loss.detach()`, so `total`
 becomes a tensor and its conversion moves to where it is read: every read of `total` (formatted,
 logged, compared, stored, returned or passed on) becomes `float(total)`, the number it was, so
@@ -1644,8 +1649,9 @@ class PerStepTensorLogging(Rule):
     docs = """
 ## What it does
 Flags printing, logging or formatting a tensor (`print(loss)`, `logger.info(f"{loss:.3f}")`,
-`accelerator.print(f"{loss=}")`, `pbar.set_postfix(loss=loss)`, `desc = f"loss {loss:.3f}"`)
-on every step of the hot loop. A message of a `raise` or `assert` is not flagged: it is only
+`accelerator.print(f"{loss=}")`, `pbar.set_postfix(loss=loss)`, `desc = f"loss {loss:.3f}"`,
+also inside a dict or list display that is logged: `pbar.set_postfix({"loss": f"{loss:.3f}"})`,
+`print([loss, acc])`) on every step of the hot loop. A message of a `raise` or `assert` is not flagged: it is only
 formatted when the check fails; nor is one in a branch that leaves the loop for good (ending in
 `break`, `return`, `raise` or `sys.exit()`), which runs once. Nor is a value known to be in host
 memory, as TL201 reads it: formatting or logging it waits for no GPU (a tensor made without
@@ -1654,7 +1660,8 @@ tensor of a batch that arrives on the host, read before the loop moves it, and w
 `y.sum()` or `torch.bincount(y)` makes of it).
 
 Logging a tensor to an experiment tracker is flagged too: `wandb.log({"loss": loss})`, a
-TensorBoard `SummaryWriter`'s `writer.add_scalar("loss", loss, step)` (or `add_scalars`),
+TensorBoard `SummaryWriter`'s `writer.add_scalar("loss", loss, step)` (or `add_scalars`, or
+`add_histogram`, which copies the whole tensor),
 `accelerator.log({...})` in a module that sets up trackers (`log_with=`, `init_trackers`), and
 Fabric's `fabric.log(...)`/`fabric.log_dict(...)` in a module that gives it `loggers=`. Lightning's
 `self.log(...)` is not: it keeps tensors on the device and reads them at its own interval; but
@@ -2442,16 +2449,21 @@ def _device_tensor(ctx, expr: cst.BaseExpression) -> bool:
 class TensorConditionPerStep(Rule):
     code = "TL204"
     name = "tensor-condition-per-step"
-    summary = "Python `if`/`while`/`assert` on a tensor value on every step"
+    summary = "Python `if`/`while`/`assert`/conditional expression/`min`/`max` on a tensor value on every step"
     source = "§5.2"
     fix_applicability = "suggestion"
     triggers = ("if ", "while ", "assert ", "min(", "max(")
     needs_hot_loop = True
     docs = """
 ## What it does
-Flags a Python `if`, `while` or `assert` whose condition is a tensor (`if torch.isnan(loss):`,
-`if loss == 0:`, `assert not torch.isinf(grad).any()`) on every step of the hot loop; not one
-known to be in host memory (a batch field the loop has not moved, as TL201 reads it).
+Flags a Python `if`, `while`, `assert` or conditional expression (`x if torch.isnan(loss) else
+y`) whose condition is a tensor (`if torch.isnan(loss):`, `if loss == 0:`, `assert not
+torch.isinf(grad).any()`) on every step of the hot loop, and the test of a hot loop that is
+itself a `while` on a tensor (`while loss > eps:`, evaluated before every step); also `min()` /
+`max()` given a tensor among two or more arguments (`best = min(best, loss)`), which compare it in
+Python and ask for the result's bool. Not one known to be in host memory (a batch field the loop
+has not moved, as TL201 reads it); an explicit conversion in the test (`if float(loss) > 9:`,
+`if bool(t):`, `if math.isnan(loss):`) is TL201's.
 
 The method spellings (`loss.isnan()`, `gn.isfinite()`) count; a parameter named like a tensor
 that every call hands a Python number (`check(loss.item(), 10)`) does not. An interval counted
@@ -2479,7 +2491,9 @@ A suggestion only (shown in diffs and reviews, never written by `--fix`): `asser
 (`torch._assert_async(torch.logical_not(cond))` for the `if`), keeping a plain string message.
 It raises asynchronously, later than the Python check did, a `RuntimeError` instead of the
 original exception, and a failed device-side assert leaves the CUDA context unusable. A condition
-that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion.
+that still needs a Python bool (`a or b`, `0 < x < 1`) gets no suggestion, nor do conditional
+expressions, `min`/`max` (their result would stay a tensor) and a training loop's own `while`
+(how often to test is the script's choice).
 """
     valid = [
         # A parameter named like a tensor that every call hands a Python number holds a float.
