@@ -718,6 +718,12 @@ same conditions, and say why when they add none.
               "        kw.update(num_workers=8)\n    return DataLoader(ds, **kw)\n"),
         Valid("from torch.utils.data import DataLoader\ndef main():\n    kw = {'batch_size': 32}\n    tune(kw)\n"
               "    return DataLoader(ds, **kw)\n"),
+        # A module's dict a function changes (it may run before the loader is built), or one
+        # declared `global` somewhere: its keys are not known.
+        Valid("from torch.utils.data import DataLoader\nKW = {'batch_size': 32}\ndef fast():\n"
+              "    KW['num_workers'] = 8\ndef main():\n    return DataLoader(ds, **KW)\n"),
+        Valid("from torch.utils.data import DataLoader\nKW = {'batch_size': 32}\ndef setup(kw):\n    global KW\n"
+              "    KW = kw\ndef main():\n    return DataLoader(ds, **KW)\n"),
         # A configuration field's default decides only when nothing in the file sets the field.
         Valid(_CONFIG.format(default="4", more="")),
         Valid(_CONFIG.format(default="0", more="") + "main(Config(num_workers=4))\n"),
@@ -921,6 +927,23 @@ same conditions, and say why when they add none.
                 "    return DataLoader(ds, **kw)\n",
                 fixed="import os\nfrom torch.utils.data import DataLoader\ndef main():\n    kw = dict(batch_size=32, shuffle=True)\n"
                       "    return DataLoader(ds, **kw, num_workers=min(8, os.cpu_count() or 1))\n"),
+        # A module's `**options` dict read in a function (before, only a dict built in the same
+        # function was followed, and the loader was not reported): the keyword is added beside it
+        # when the dict lacks it; an entry it holds is changed at the top level where it is given
+        # (a keyword beside it would raise "got multiple values for keyword argument").
+        Invalid("import os\nfrom torch.utils.data import DataLoader\nKW = dict(batch_size=32, shuffle=True)\n"
+                "def main():\n    return DataLoader(ds, **KW)\n",
+                fixed="import os\nfrom torch.utils.data import DataLoader\nKW = dict(batch_size=32, shuffle=True)\n"
+                      "def main():\n    return DataLoader(ds, **KW, num_workers=min(8, os.cpu_count() or 1))\n"),
+        Invalid("import os\nfrom torch.utils.data import DataLoader\nKW = {'batch_size': 32, 'num_workers': 0}\n"
+                "def main():\n    return DataLoader(ds, **KW)\n",
+                fixed="import os\nfrom torch.utils.data import DataLoader\n"
+                      "KW = {'batch_size': 32, 'num_workers': min(8, os.cpu_count() or 1)}\n"
+                      "def main():\n    return DataLoader(ds, **KW)\n"),
+        # ... unpacked by a second loader too (changing it would change that one): reported, no fix.
+        Invalid("import os\nfrom torch.utils.data import DataLoader\nKW = {'batch_size': 32, 'num_workers': 0}\n"
+                "def main():\n    return DataLoader(ds, **KW)\ndef probe():\n    return DataLoader(ds, **KW)\n",
+                fixed=NO_FIX),
         # A variable assigned 0 once: the assignment is fixed, for every loader reading it.
         Invalid("import os\nfrom torch.utils.data import DataLoader\nNUM_WORKERS = 0\ndef main():\n"
                 "    train = DataLoader(ds, num_workers=NUM_WORKERS)\n    val = DataLoader(vs, num_workers=NUM_WORKERS)\n",

@@ -41,11 +41,14 @@ def star_entries(ctx, call: cst.Call) -> dict[str, list] | None:
 
 
 def _name_entries(ctx, name: cst.Name, depth: int) -> dict[str, list] | None:
-    """The keys the dict variable can hold, with their values: built from dict literals or
+    """The keys the dict variable can hold, with their values (a function's, or the module's when a
+    function reads it from there, and changes it only at the top level): built from dict literals or
     `dict(...)` (`{} if old_torch else {"static_graph": True}`), given keys by `options["key"] =
     ...` (literal keys, or a choice of them) or `options.update(...)` of a dict whose keys are
     known, and otherwise only unpacked into calls or merged into another dict."""
-    uses = variable_uses(ctx.index, owner(ctx.index, name), name.value)
+    at_module = owner(ctx.index, name) is not None and ctx.bindings.reads_module(name)
+    uses = ctx.bindings.module_uses(name.value) if at_module \
+        else variable_uses(ctx.index, owner(ctx.index, name), name.value)
     if uses is None or depth < 0:
         return None  # global, or used by a nested function
     entries: dict[str, list] = {}
@@ -55,6 +58,12 @@ def _name_entries(ctx, name: cst.Name, depth: int) -> dict[str, list] | None:
         if isinstance(parent, cst.Arg) and parent.star == "**" or isinstance(parent, cst.StarredDictElement) \
                 or _copied_by_dict(ctx, parent):
             continue  # unpacked into a call or a dict, or `dict(options)`: a copy, the dict is unchanged
+        if at_module and owner(ctx.index, use.node) is not None:
+            # A module's dict (`LOADER_KWARGS = dict(batch_size=32, shuffle=True)` unpacked in
+            # `main`): a function may run at any time, so there it may only be read.
+            if _merged_into_update(ctx, parent) or _only_reads(ctx, use.node, parent):
+                continue
+            return None
         if use.kind == "assign":
             found = dict_entries(ctx, use.value, depth)  # options = {...}
             built = True
@@ -82,19 +91,24 @@ def entry_to_change(ctx, call: cst.Call, key: str) -> cst.BaseExpression | None:
     """The value to replace so that the call's `**options` passes `key` differently: the one
     literal the file gives the key, written where the dict itself is built or changed
     (`options = {"key": 0}`, `dict(key=0)`, `options["key"] = 0`, `options.update(key=0)`) in
-    the call's own block (so it is given on every run that reaches the call), and only when no
+    the call's own block (so it is given on every run that reaches the call), or at the module's
+    top level for a module's dict a function unpacks, and only when no
     other call unpacks the dict (a second loader sharing it keeps its setting). None otherwise."""
     values = (ctx.star_entries(call) or {}).get(key) or []
     if len(values) != 1 or values[0] is None or ctx.literal(values[0]) is UNKNOWN:
         return None
     star = next(a for a in call.args if a.star)
-    uses = variable_uses(ctx.index, owner(ctx.index, star.value), star.value.value)
+    at_module = owner(ctx.index, star.value) is not None and ctx.bindings.reads_module(star.value)
+    uses = ctx.bindings.module_uses(star.value.value) if at_module \
+        else variable_uses(ctx.index, owner(ctx.index, star.value), star.value.value)
     unpacked = [u for u in uses or () if isinstance(p := ctx.parent(u.node), cst.Arg) and p.star == "**"]
     if len(unpacked) != 1:
         return None
     holder = _dict_holder(ctx, values[0])
     if holder is None or holder[0] != star.value.value:
         return None
+    if at_module:  # the module's dict, read in a function: set at its top level, it is set before any call
+        return values[0] if isinstance(ctx.parent(holder[1]), cst.Module) else None
     call_stmt = ctx.statement(call)
     return values[0] if ctx.parent(holder[1]) is ctx.parent(call_stmt) else None
 

@@ -108,6 +108,40 @@ class Bindings:
             while isinstance(scope, cst.ClassDef):  # a class body's names are not seen from its methods
                 scope = owner(self.index, scope)
 
+    def reads_module(self, name: cst.Name) -> bool:
+        """A read of name in a function reads the module's variable: no scope from its own out binds
+        it (class bodies only for their own code), the module does, and none declares it
+        `global`/`nonlocal`."""
+        scopes = self.of(name.value)
+        if not scopes or not scopes.get(None):
+            return False
+        scope = owner(self.index, name)
+        first = True
+        while scope is not None:
+            if (first or not isinstance(scope, cst.ClassDef)) and scopes.get(scope):
+                return False
+            scope, first = owner(self.index, scope), False
+        return True
+
+    def module_uses(self, name: str) -> list[Use] | None:
+        """Every binding and read of the module's variable `name`, in document order: its uses at
+        the top level and its reads in functions (or lambdas, classes) that see it there (a
+        function that binds a name of its own, as by a parameter, has another variable).
+        `Use.node`'s owner tells which are inside a function. None when some scope declares it
+        `global`/`nonlocal` (any function may rebind it)."""
+        scopes = self.of(name)
+        if scopes is None:
+            return None
+        uses = []
+        for node in self.index.nodes(cst.Name):
+            if node.value != name or not is_variable(self.index, node):
+                continue
+            where = owner(self.index, node)
+            if where is None or self.reads_module(node):
+                kind, value, stmt = role(self.index, node)
+                uses.append(Use(node, kind, value, stmt))
+        return uses
+
     @cached_property
     def _table(self) -> dict:
         table: dict = {}
