@@ -298,21 +298,28 @@ def _holds_unpicklable(ctx, build: cst.Call, at: cst.Call, depth: int) -> tuple[
 
 
 # Calls that open a file or database handle a dataset may keep on itself.
+# An archive (`zipfile.ZipFile(path)`, `tarfile.TarFile(path)`) keeps its file open and seeks it per
+# member read, as a handle does.
 _OPENERS = re.compile(r"^(builtins\.open|io\.open|h5py\.File|lmdb\.open|tables\.open_file|zarr\.open|"
-                      r"sqlite3\.connect|numpy\.memmap)$|(^|\.)open$")
+                      r"sqlite3\.connect|numpy\.memmap|zipfile\.ZipFile|tarfile\.TarFile)$|(^|\.)open$")
 
 
 def _open_handle(ctx, cls: cst.ClassDef) -> str | None:
     """What the class's `__init__` opens and keeps on self (`self.f = open(path, "rb")`,
-    `self.h5 = h5py.File(path)`), as code; None when it keeps no handle. A memory map is safe to
-    share (no position), and is left out."""
+    `self.f = Path(path).open("rb")`, `self.h5 = h5py.File(path)`, `self.zip = zipfile.ZipFile(path)`),
+    as code; None when it keeps no handle. A memory map is safe to share (no position), and is left
+    out."""
     for stmt in cls.body.body:
         if not (isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__"):
             continue
         for node in ctx.index.walk(stmt.body):
             if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
                     and any((ctx.dotted(t.target) or "").startswith("self.") for t in node.targets):
-                name = ctx.names.qualified(node.value.func) or ctx.dotted(node.value.func) or ""
+                func = node.value.func
+                name = ctx.names.qualified(func) or ctx.dotted(func) or ""
+                # `Path(path).open("rb")`: a method `open` of a value the dotted name cannot spell.
+                if not name and isinstance(func, cst.Attribute) and func.attr.value == "open":
+                    name = "open"
                 if _OPENERS.search(name) and name != "numpy.memmap":
                     return ctx.dotted(node.targets[0].target)
     return None
@@ -616,8 +623,9 @@ without a fix. One it cannot hold is missing, and the fix adds the keyword besid
 guard on workers reads `options.get("num_workers", 0)`).
 
 No workers fix either for a dataset that keeps an open file or database handle from its
-`__init__` (`self.f = open(path, "rb")`, `h5py.File`, `lmdb.open`: forked workers would share its
-position), for a dataset class defined inside a function (spawned workers cannot unpickle it), nor
+`__init__` (`self.f = open(path, "rb")`, `Path(path).open()`, `h5py.File`, `lmdb.open`, an archive
+kept open by `zipfile.ZipFile` or `tarfile.open`: forked workers would share its position), for a
+dataset class defined inside a function (spawned workers cannot unpickle it), nor
 for a `collate_fn` or `worker_init_fn` that is a lambda (never picklable by reference, even at the
 module's top level), a function defined inside a function or an instance of a class defined inside a
 function (`collate_fn=Collator()`), or such a function the dataset is
@@ -747,6 +755,24 @@ same conditions, and say why when they add none.
                 "        return self.f.read(64)\ndef main():\n    loader = DataLoader(Records('r.bin'))\n"
                 "    for b in loader:\n        model(b).backward()\n        opt.step()\n", fixed=NO_FIX,
                 message="`Records` opens `self.f` in `__init__`"),
+        # The same for a handle opened by `Path.open` or an archive kept open (each member read
+        # seeks the shared file): before, workers were added and a forked worker read another's
+        # offsets (zipfile.BadZipFile: Bad CRC-32 on a real run with four workers).
+        Invalid("from pathlib import Path\nfrom torch.utils.data import DataLoader, Dataset\nclass Records(Dataset):\n"
+                "    def __init__(self, path):\n        self.f = Path(path).open('rb')\n    def __getitem__(self, i):\n"
+                "        self.f.seek(i * 64)\n        return self.f.read(64)\ndef main():\n"
+                "    loader = DataLoader(Records('r.bin'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX, message="`Records` opens `self.f` in `__init__`"),
+        Invalid("import zipfile\nfrom torch.utils.data import DataLoader, Dataset\nclass Shards(Dataset):\n"
+                "    def __init__(self, path):\n        self.zf = zipfile.ZipFile(path)\n    def __getitem__(self, i):\n"
+                "        return self.zf.read(f'{i}.bin')\ndef main():\n"
+                "    loader = DataLoader(Shards('s.zip'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX, message="`Shards` opens `self.zf` in `__init__`"),
+        Invalid("from tarfile import TarFile\nfrom torch.utils.data import DataLoader, Dataset\nclass Shards(Dataset):\n"
+                "    def __init__(self, path):\n        self.tar = TarFile(path)\n    def __getitem__(self, i):\n"
+                "        return self.tar.extractfile(f'{i}.bin').read()\ndef main():\n"
+                "    loader = DataLoader(Shards('s.tar'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX, message="`Shards` opens `self.tar` in `__init__`"),
         Invalid("from torch.utils.data import DataLoader, Dataset\ndef main():\n    class Local(Dataset):\n"
                 "        def __getitem__(self, i):\n            return i\n    loader = DataLoader(Local())\n"
                 "    for b in loader:\n        model(b).backward()\n        opt.step()\n", fixed=NO_FIX,
