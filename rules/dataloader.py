@@ -3225,7 +3225,8 @@ Resolves a loader's `collate_fn` to its definition in the module and flags one t
 pads, builds masks, decodes images, extracts audio features (as TL107 reads them) or moves
 tensors to a device.
 
-`functools.partial(collate, ...)` is read as the function it runs, and the kinds of work are
+`functools.partial(collate, ...)` is read as the function it runs, a lambda as the module's functions
+its body calls (`lambda b: pad_collate(b, PAD_ID)`), and the kinds of work are
 named (tokenizes text, pads token sequences, decodes images or audio, moves tensors to a device)
 with offline advice that follows them (none for a device move alone).
 
@@ -3269,7 +3270,8 @@ a device copy): moving the whole batch in the loop would move that too. Nor when
 CUDA-only (`.cuda()`, `.cuda(local_rank)`, `"cuda"`) and a loop it would go into also takes the
 batches of another loader (`DataLoader(ds)` in the `else:` of `if use_cuda:`): that run would
 break. A conditional `collate_fn` (`collate_to_gpu if use_cuda else None`) is reported by the
-branch that does the work, with no fix and no workers. Otherwise, when the
+branch that does the work, with no fix and no workers; one behind a lambda keeps its device moves
+(no fix). Otherwise, when the
 loader runs in the main process, the fix adds workers, as TL101 (not to an iterable dataset of
 this module that does not split its stream between workers: each would replay every sample; the
 message says so). Moving tokenizing and decoding offline is left to you.
@@ -3292,6 +3294,22 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Invalid(_SRC.format(body="enc = tokenizer(batch, padding=True)", args="collate_fn=collate"),
                 fixed=_SRC.format(body="enc = tokenizer(batch, padding=True)",
                                   args="collate_fn=collate, num_workers=min(8, os.cpu_count() or 1)")),
+        # A lambda that calls the module's collate function with a padding id (before, the lambda's
+        # own body was read, and the padding in the function it calls was not reported). In the
+        # main process: no workers, a lambda cannot be pickled for spawned workers (TL101's reason).
+        Invalid(_SRC.format(body="ids = pad_sequence(batch, batch_first=True, padding_value=pad_id)",
+                            args="collate_fn=lambda b: collate(b, PAD_ID), num_workers=2").replace(
+                                "def collate(batch):", "def collate(batch, pad_id):"),
+                fixed=NO_FIX, message="collate_fn `collate` (called by its lambda) pads token sequences"),
+        Invalid(_SRC.format(body="ids = pad_sequence(batch, batch_first=True, padding_value=pad_id)",
+                            args="collate_fn=lambda b: collate(b, PAD_ID)").replace(
+                                "def collate(batch):", "def collate(batch, pad_id):"),
+                fixed=NO_FIX, message="no workers added: its `collate_fn` is a lambda"),
+        # ... and device moves there: reported, left in place (the fix edits a collate_fn the loader names).
+        Invalid(_SRC.format(body="batch = torch.stack(batch).to(device)",
+                            args="collate_fn=lambda b: collate(b, 'cuda')").replace(
+                                "def collate(batch):", "def collate(batch, device):"),
+                fixed=NO_FIX, message="(no fix: the loader's collate_fn is a lambda that calls it)"),
         # With workers already, or a device move with no loop over the loader to move it to: no fix.
         Invalid(_SRC.format(body="enc = tokenizer(batch, padding=True)", args="collate_fn=collate, num_workers=4"),
                 fixed=NO_FIX),
@@ -3442,22 +3460,32 @@ message says so). Moving tokenizing and decoding offline is left to you.
         # does the work is reported; no fix, which would change the other branch's batches too.
         choices = callable_choices(ctx, arg.value)
         definition, work = next(((d, w) for d in choices if (w := heavy_work(ctx, d, masks=True))), (None, None))
+        wrapper = None
+        if not work:
+            # `collate_fn=lambda b: pad_collate(b, PAD_ID)`: the work is in the function it calls.
+            definition, wrapper, work = next(((d, lam, w) for lam in choices for d in _called_by_lambda(ctx, lam)
+                                              if (w := heavy_work(ctx, d, masks=True))), (None, None, None))
         if not work:
             return
         conditional = isinstance(arg.value, cst.IfExp)
-        shown = next((b for b in (arg.value.body, arg.value.orelse) if definition in callable_choices(ctx, b)),
+        shown = next((b for b in (arg.value.body, arg.value.orelse) if (wrapper or definition) in callable_choices(ctx, b)),
                      arg.value) if conditional else arg.value
         kinds = sorted({kind for _, kind in work})
         where = "in the main process, so the GPU waits on it every step" if workers_value(ctx, node) == 0 \
             else "once per batch on the loader's critical path"
         offline = offline_advice(kinds)
-        message = (f"collate_fn `{_written_name(ctx, shown, definition)}` {', '.join(kinds)} {where}"
+        name = f"{definition.name.value}` (called by its lambda)" if wrapper else f"{_written_name(ctx, shown, definition)}`"
+        message = (f"collate_fn `{name} {', '.join(kinds)} {where}"
                    + (f"; do this once offline ({offline})" if offline else ""))
         moves = [call for call, kind in work if kind == "moves tensors to a device"]
         if moves:
             message += "; move `.to(device)` into the training loop"
             # Device moves first: adding workers to a collate_fn that touches CUDA would break it.
-            if other := _other_device_work(ctx, definition, moves):
+            if wrapper is not None:
+                # The fix rewrites a collate_fn the loader names; one behind a lambda is left as it is.
+                message += " (no fix: the loader's collate_fn is a lambda that calls it)"
+                fix = None
+            elif other := _other_device_work(ctx, definition, moves):
                 # Taking the moves out would leave it mixing host and device tensors, and workers
                 # added next (TL101) would start CUDA in forked processes.
                 message += (f"; no fix: it also works on the device apart from those moves (`{_excerpt(ctx, other)}`), "
@@ -3486,6 +3514,19 @@ message says so). Moving tokenizing and decoding offline is left to you.
         else:
             fix = None
         self.report(arg, message, fix)
+
+
+def _called_by_lambda(ctx, collate: cst.CSTNode) -> list[cst.FunctionDef]:
+    """The module's functions a lambda collate_fn calls in its body (`lambda b: pad_collate(b,
+    PAD_ID)`, a common way to pass a padding id), which do its work; [] for anything else."""
+    if not isinstance(collate, cst.Lambda):
+        return []
+    found = []
+    for node in ctx.index.walk(collate.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) \
+                and isinstance(fn := resolve_callable(ctx, node.func), cst.FunctionDef) and fn not in found:
+            found.append(fn)
+    return found
 
 
 def _other_device_work(ctx, collate: cst.CSTNode, moves: list[cst.Call]) -> cst.CSTNode | None:
