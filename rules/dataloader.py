@@ -3766,7 +3766,7 @@ class HeavyGetitem(Rule):
     summary = "`Dataset.__getitem__`/`__iter__` that tokenizes text or decodes images/audio per sample"
     source = "§3, §6.2"
     fix_applicability = "unsafe"
-    triggers = ("__getitem__", "__iter__")
+    triggers = ("__getitem__", "__iter__", "set_transform", "with_transform")
     options = DataLoaderNoWorkers.options
     docs = """
 ## What it does
@@ -3776,6 +3776,10 @@ processor given `sampling_rate=`, `librosa.feature.*`, `torchaudio.compliance.ka
 spectrogram by `torch.stft`, a torchaudio transform such as `MelSpectrogram`, also one built in
 `__init__` as `self.melspec` and called per sample) for every sample, itself or in a method of its class (or of a base class
 in the same module) that it calls, up to two calls down (`self.load_image(i)`).
+
+Also flags a function given to Hugging Face datasets' `ds.set_transform(fn)` or
+`ds.with_transform(fn)` (a function of the module, a lambda, `functools.partial` of one) that does
+this work: the dataset runs it in its `__getitem__` at every access. Its finding has no fix.
 
 ## Why is this bad?
 This work is repeated every epoch for every sample, and with few or no workers it is what the GPU
@@ -3796,7 +3800,8 @@ image tensors (or use GPU decoding), log-mel features computed once; `__getitem_
 Unsafe: where a loader of this dataset runs in the main process, the fix adds workers as TL101,
 and, as there, not to an iterable dataset of this module that does not split its stream between
 workers (each would replay every sample; the message says so). The offline conversion is yours to
-make.
+make: for a `set_transform`/`with_transform` function, `ds.map(fn, batched=True)`, which runs it once
+and caches what it returns (no fix).
 """
     _SRC = "import os\nfrom torch.utils.data import Dataset, DataLoader\nclass DS(Dataset):\n    def __getitem__(self, i):\n        {body}\nloader = DataLoader(DS(){args})\n"
     valid = [
@@ -3813,6 +3818,9 @@ make.
         Valid(_SRC.format(body="with open(self.paths[i]) as f:\n            return f.read()", args=", num_workers=2")),
         Valid(_SRC.format(body="if i not in self.image_cache:\n            self.image_cache[i] = Image.open(self.paths[i])\n"
                                "        return self.image_cache[i]", args=", num_workers=2")),
+        # An on-access transform that only reshapes or augments what the dataset already holds.
+        Valid("def to_tensors(batch):\n    return {'x': [torch.tensor(v) for v in batch['x']]}\n"
+              "ds = load_dataset('mnist', split='train')\nds.set_transform(to_tensors)\n"),
         # A method that only slices, and a same-named function outside the class that decodes.
         Valid("import cv2\nfrom torch.utils.data import Dataset\ndef load_image(p):\n    return cv2.imread(p)\n"
               "class DS(Dataset):\n    def load_image(self, i):\n        return self.images[i]\n"
@@ -3858,6 +3866,15 @@ make.
         # No loader of the dataset here: no workers to add.
         Invalid("from torch.utils.data import IterableDataset\nclass S(IterableDataset):\n    def __iter__(self):\n"
                 "        for p in self.paths:\n            yield torchaudio.load(p)\n", fixed=NO_FIX),
+        # Hugging Face datasets' on-access transforms run in the dataset's `__getitem__` at every
+        # access (before, only a `__getitem__` of the file's own was read): reported on the work,
+        # with no fix; `.map(..., batched=True)` tokenizes once.
+        Invalid("def tokenize(batch):\n    return tokenizer(batch['text'], truncation=True)\n"
+                "ds = load_dataset('imdb', split='train')\nds.set_transform(tokenize)\n"
+                "loader = DataLoader(ds, batch_size=32)\n", fixed=NO_FIX,
+                message="`tokenize` given to `set_transform` tokenizes text for every sample at every access"),
+        Invalid("ds = load_dataset('imdb', split='train').with_transform(lambda b: tokenizer(b['text']))\n",
+                fixed=NO_FIX, message="the lambda given to `with_transform` tokenizes text"),
         # yolov5's shape: the decode sits in a method of the class (or of a base class here) that
         # __getitem__ calls, one or two calls down; the finding is on __getitem__'s own line.
         Invalid("import cv2\nfrom torch.utils.data import Dataset\nclass Images(Dataset):\n"
@@ -3866,6 +3883,10 @@ make.
                 "    def __getitem__(self, i):\n        img = self.load_mosaic(i) if self.mosaic else self.load_image(i)\n"
                 "        return img\n", fixed=NO_FIX, message="(in `self.load_image`)"),
     ]
+
+    def __init__(self, ctx, options) -> None:
+        super().__init__(ctx, options)
+        self._reported: set[cst.Call] = set()  # a transform given to two datasets is reported once
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         ctx = self.ctx
@@ -3894,6 +3915,39 @@ make.
             replay = workers_advice(ctx, idle[0])
             message += f"; no workers added: {replay}" if replay else ""
         self.report(call, message, fix)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Hugging Face datasets' `ds.set_transform(fn)` / `ds.with_transform(fn)`: the dataset's
+        `__getitem__` runs fn at every access, so tokenizing there is per-sample work every epoch,
+        as in a `__getitem__` of the file's own; `ds.map(fn, batched=True)` does it once and caches
+        it. Reported on fn's call, with no fix (the loader may take any dataset)."""
+        ctx = self.ctx
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value in _ON_ACCESS) or ctx.is_offline_script:
+            return
+        arg = ctx.positional(node, 0) or ctx.keyword(node, "transform")
+        if arg is None or arg.star:
+            return
+        transform = resolve_callable(ctx, arg.value)
+        if transform is None:
+            return
+        work = [(c, k) for c, k in heavy_work(ctx, transform, masks=False) if k != "moves tensors to a device"]
+        if not work:
+            return
+        call, kind = work[0]
+        offline = ("`map(..., batched=True)`, which runs it once and caches the token ids" if "text" in kind or "token" in kind
+                   else "`map(...)` once, caching the result")
+        if call in self._reported:
+            return  # one function given to several datasets: one finding
+        self._reported.add(call)
+        name = "the lambda" if isinstance(transform, cst.Lambda) else f"`{transform.name.value}`" \
+            if transform.name.value != "__call__" else f"`{ctx.index.enclosing_class(transform).name.value}`"
+        self.report(call, f"{name} given to `{func.attr.value}` {kind} for every sample at every access, every epoch; "
+                          f"do it with {offline} (not fixed: the offline conversion is yours to make)", None)
+
+
+# Hugging Face datasets' methods that set a transform run at every access (`__getitem__`).
+_ON_ACCESS = frozenset({"set_transform", "with_transform"})
 
 
 def _fills_cache(ctx, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
