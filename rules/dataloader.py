@@ -2930,6 +2930,10 @@ directly or through a name) without
 ragged last batch, and `drop_last` would raise). Whether it trains is read as TL102 describes (the optimizer steps of its loops,
 also on the calls of a function other loaders go through; else its name). Settings written as
 names (`drop_last=cfg.drop_last`) are read as TL101 describes, and fixed where they are written.
+Not a loader that shuffles a dataset whose size the file writes (a `TensorDataset` of
+`torch.randn(20, 3)`, a class whose `__len__` returns a literal) when its batch size divides that
+size or exceeds it: every batch is then the same size, and for a dataset smaller than one batch
+`drop_last=True` would leave no batch at all.
 
 ## Why is this bad?
 The last batch of each epoch is smaller. A new shape recompiles `torch.compile`d graphs, defeats
@@ -2967,6 +2971,17 @@ reported with no fix, the message showing that setting.
         # Evaluation by whole words of the name, or a stem run together with a loader word.
         Valid("from torch.utils.data import DataLoader\ntestloader = DataLoader(ds, shuffle=True)\n"
               "evalDataLoader = DataLoader(ds, shuffle=True)\n"),
+        # A dataset whose size the file writes, smaller than the batch size or a multiple of it:
+        # every batch is the same size. Before, `drop_last=True` was added, and a dataset smaller
+        # than a batch gave no batch at all (the training loop never ran; a tester's toy script
+        # then failed reading the loss after it).
+        Valid("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\nx = torch.randn(20, 3)\n"
+              "train_loader = DataLoader(TensorDataset(x, x.sum(1)), batch_size=32, shuffle=True)\n"),
+        Valid("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+              "train_loader = DataLoader(TensorDataset(torch.zeros((64, 3))), batch_size=16, shuffle=True)\n"),
+        Valid("from torch.utils.data import DataLoader, Dataset\nclass Toy(Dataset):\n    def __len__(self):\n"
+              "        return 10\n    def __getitem__(self, i):\n        return i\n"
+              "train_loader = DataLoader(Toy(), batch_size=32, shuffle=True)\n"),
         # Samplers that keep the order, or are told not to shuffle.
         Valid("from torch.utils.data import DataLoader, SequentialSampler\n"
               "DataLoader(ds, sampler=SequentialSampler(ds), batch_size=8)\n"),
@@ -3041,6 +3056,11 @@ reported with no fix, the message showing that setting.
                 fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
         Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True)\n",
                 fixed="from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True, drop_last=True)\n"),
+        # A known size that the batch size does not divide: the last batch is smaller.
+        Invalid("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\nx = torch.randn(70, 3)\n"
+                "train_loader = DataLoader(TensorDataset(x, x.sum(1)), batch_size=32, shuffle=True)\n",
+                fixed="import torch\nfrom torch.utils.data import DataLoader, TensorDataset\nx = torch.randn(70, 3)\n"
+                      "train_loader = DataLoader(\n    TensorDataset(x, x.sum(1)), batch_size=32, shuffle=True, drop_last=True\n)\n"),
         # A positional drop_last=False is replaced where it stands.
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, 32, True, None, None, 2, None, True, False)\n",
                 fixed="from torch.utils.data import DataLoader\n"
@@ -3084,6 +3104,8 @@ reported with no fix, the message showing that setting.
             return
         if setting_value(ctx, call, "drop_last", False) is not False:
             return
+        if _batches_even(ctx, call):
+            return
         problem = "The last batch of each epoch is smaller (new shapes, a noisy step)"
         per_key = _comprehension_key(ctx, call)
         if per_key is not None:
@@ -3101,6 +3123,66 @@ reported with no fix, the message showing that setting.
             return
         self.report(call, setting_advice(ctx, call, "drop_last", "True", problem),
                     setting_fix(self, call, "drop_last", "True", Applicability.UNSAFE))
+
+
+def _batches_even(ctx, call: cst.Call) -> bool:
+    """Every batch of an epoch has the same size: the loader shuffles its whole dataset (no
+    sampler of its own), whose size the file shows (`_dataset_size`), and the literal batch size
+    divides it or is larger than it. A dataset smaller than its batch size is one batch an epoch;
+    `drop_last=True` would leave none, and the training loop would never run."""
+    sampler = loader_arg(ctx, call, "sampler")
+    if sampler is not None and (sampler.star or ctx.literal(sampler.value) is not None):
+        return False
+    size = _dataset_size(ctx, call)
+    batch = setting_value(ctx, call, "batch_size", 1, certain=True)
+    if size is None or not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
+        return False
+    return size <= batch or size % batch == 0
+
+
+# Torch factories whose first argument (or the first element of a size tuple) is the first dimension.
+_SIZED_FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty",
+                              "torch.full", "torch.arange"})
+
+
+def _dataset_size(ctx, call: cst.Call) -> int | None:
+    """The number of samples of the loader's dataset, when the file writes it as a literal: a
+    `TensorDataset` of a torch factory's tensor (`torch.randn(20, 3)`, through a name assigned it
+    once), or a dataset class of the module whose `__len__` returns a literal; None otherwise."""
+    builds = dataset_builds(ctx, call)
+    if len(builds) != 1:
+        return None
+    build = builds[0]
+    if ctx.names.qualified(build.func) in ("torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"):
+        first = build.args[0] if build.args and not build.args[0].star and build.args[0].keyword is None else None
+        return _first_dimension(ctx, first.value, 0) if first is not None else None
+    cls = dataset_class(ctx, call)
+    length = method_of(ctx, cls, "__len__") if cls is not None else None
+    if length is None:
+        return None
+    returns = [n for n in ctx.index.walk(length) if isinstance(n, cst.Return)]
+    value = ctx.literal(returns[0].value) if len(returns) == 1 and returns[0].value is not None else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _first_dimension(ctx, expr: cst.BaseExpression, depth: int) -> int | None:
+    """The literal first dimension of a tensor a torch factory makes (`torch.randn(20, 3)`,
+    `torch.zeros((20, 3))`), followed through a name assigned once; None otherwise."""
+    if isinstance(expr, cst.Name) and depth < 3:
+        values = ctx.assigned_values(expr)
+        return _first_dimension(ctx, values[0], depth + 1) if len(values) == 1 else None
+    if not (isinstance(expr, cst.Call) and ctx.names.qualified(expr.func) in _SIZED_FACTORIES and expr.args):
+        return None
+    first = expr.args[0]
+    if first.star or first.keyword is not None:
+        return None
+    size = first.value
+    if isinstance(size, (cst.Tuple, cst.List)) and size.elements:
+        size = size.elements[0].value
+    if ctx.names.qualified(expr.func) == "torch.arange" and len(expr.args) > 1:
+        return None  # `torch.arange(start, end)`
+    value = ctx.literal(size)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _comprehension_key(ctx, call: cst.Call) -> tuple[str, str | None] | None:
