@@ -71,3 +71,18 @@ def test_check_add_noqa(project):
     assert out.exit_code == 0, out.output
     assert "# noqa: TL1" in (project / "train.py").read_text()
     assert runner.invoke(cli, ["check", "train.py"]).exit_code == 0
+
+
+def test_sarif_run_with_a_syntax_error_is_not_successful(project):
+    # The unparsable file was only a notification while the run said executionSuccessful: true;
+    # the exit code (2) and the other formats are unchanged.
+    (project / "bad.py").write_text("print 'hi'\n")
+    out = CliRunner().invoke(cli, ["check", "train.py", "bad.py", "--output-format", "sarif"])
+    assert out.exit_code == 2, out.output
+    doc = json.loads(out.stdout)
+    validator("sarif-2.1.0.json").validate(doc)
+    (invocation,) = doc["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is False and invocation["toolExecutionNotifications"]
+    assert doc["runs"][0]["results"]
+    clean = CliRunner().invoke(cli, ["check", "train.py", "--output-format", "sarif"])
+    assert json.loads(clean.stdout)["runs"][0]["invocations"][0]["executionSuccessful"] is True

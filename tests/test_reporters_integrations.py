@@ -220,6 +220,14 @@ def test_sarif_reports_unreadable_files(tmp_path):
     validator("sarif-2.1.0.json").validate(doc)
     notes = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert notes[0]["message"]["text"] == "bin.py: binary file"
+    # A file that was not analyzed means the execution did not succeed (SARIF 2.1.0, 3.20.14);
+    # this said true before.
+    assert doc["runs"][0]["invocations"][0]["executionSuccessful"] is False
+
+
+def test_sarif_execution_successful_without_errors(tmp_path):
+    doc = sarif.build(_dataloader_result(), root=tmp_path)
+    assert doc["runs"][0]["invocations"][0]["executionSuccessful"] is True
 
 
 def test_sarif_schema_rejects_bad_output(tmp_path):
@@ -253,6 +261,8 @@ def test_a_syntax_error_is_located_in_every_format(tmp_path):
     validator("sarif-2.1.0.json").validate(sarif_doc)
     (note,) = sarif_doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert note["locations"][0]["physicalLocation"]["region"] == {"startLine": 2, "startColumn": 7}
+    # The file was not analyzed: not a successful execution (was true, the error only a notification).
+    assert sarif_doc["runs"][0]["invocations"][0]["executionSuccessful"] is False
 
 
 def test_an_error_without_a_place_has_no_location():

@@ -181,8 +181,10 @@ def build(result: RunResult, root: Path | None = None) -> dict:
         "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
         "invocations": [
             {
-                # Unreadable files are reported, but the run itself completed.
-                "executionSuccessful": True,
+                # SARIF 2.1.0 (3.20.14): false when the tool failed to analyze some input. A file
+                # that could not be read or parsed was not analyzed (and the run exits 2), so a
+                # dashboard must not show the run as a clean, complete one.
+                "executionSuccessful": not result.errors,
                 "toolExecutionNotifications": notifications,
             }
         ],
