@@ -210,3 +210,23 @@ def test_formats_placed_by_the_files_lines_put_a_notebook_finding_on_its_first_l
     assert item["location"]["range"]["start"]["line"] == 1 and "suggestions" not in item
     github = trainlint([*args, "github", "train.ipynb"], tmp_path).stdout
     assert ",line=1,col=1," in github and "::TL101 cell 3, line 1: " in github
+
+
+@pytest.mark.parametrize("ensure_ascii", [False, True])
+def test_a_fix_keeps_the_notebooks_way_of_writing_non_ascii(tmp_path, ensure_ascii):
+    # A notebook written with json.dumps' default escapes ("Caf\u00e9") came back with every
+    # non-ASCII character written out, changing a markdown cell no fix touched; Jupyter's own style
+    # (ensure_ascii=False, indent 1, final newline) must stay as it is too.
+    data = notebook()
+    data["cells"][0]["source"] = ["# Café → training\n", "é"]
+    before = json.dumps(data, indent=1, ensure_ascii=ensure_ascii) + "\n"
+    (tmp_path / "train.ipynb").write_text(before, encoding="utf-8")
+    trainlint(["check", "--fix", "train.ipynb"], tmp_path)
+    after = (tmp_path / "train.ipynb").read_text(encoding="utf-8")
+    assert after != before and after.endswith("}\n")
+    assert json.loads(after)["cells"][0] == data["cells"][0]
+    changed = [line for line in after.splitlines() if line not in before.splitlines()]
+    assert changed and all(line.startswith('    "') for line in changed), changed  # only fixed sources' rows
+    assert ("Caf\\u00e9 \\u2192" in after) == ensure_ascii and ("Café →" in after) != ensure_ascii
+    assert ("café ok" in after) != ensure_ascii  # the output's text too
+    assert Notebook.parse(after).render(Notebook.parse(after).text) == after

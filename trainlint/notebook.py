@@ -148,10 +148,20 @@ class Notebook:
                 lines[-1] = lines[-1].rstrip("\r\n")  # the cell had no newline after its last line
             cell["source"] = lines if isinstance(cell.get("source", ""), list) else "".join(lines)
         m = re.search(r'\n([ \t]+)"', self.raw)
-        out = json.dumps(data, indent=len(m.group(1)) if m else None, ensure_ascii=False)
+        indent = len(m.group(1)) if m else None
+        out = json.dumps(data, indent=indent, ensure_ascii=_escapes_non_ascii(self.raw))
         if "\r\n" in self.raw:
             out = out.replace("\n", "\r\n")
         return out + self.raw[len(self.raw.rstrip("\r\n")):]
+
+
+def _escapes_non_ascii(raw: str) -> bool:
+    """The notebook was written with its non-ASCII characters as `\\uXXXX` escapes (json.dumps'
+    default, which some tools keep): every byte ASCII, yet the content is not. Written back the
+    same way, so a fix changes only the fixed cells; before, `"Caf\\u00e9"` in a markdown cell came
+    back as `"Café"`, a change in a cell no fix touched. Jupyter's own style (characters as
+    they are) is kept too, and is the choice for a notebook with no non-ASCII content at all."""
+    return raw.isascii() and "\\u" in raw and not json.dumps(json.loads(raw), ensure_ascii=False).isascii()
 
 
 @dataclass(frozen=True)
