@@ -224,6 +224,25 @@ def test_findings_sharing_one_fix_are_all_fixed_in_one_round():
     assert outcome.remaining == [] and outcome.text.count("is_bf16_supported") == 2
 
 
+def test_the_import_a_fix_leaves_unused_is_not_counted_as_another_fixed_finding():
+    # TL401 removes `from torch.cuda.amp import GradScaler, autocast` in the rounds after the
+    # rewrites, as findings of its own; counted, `--fix` said "Found 4 errors (4 fixed)" where
+    # `check` had shown 2. They are follow-ups: applied, not counted. A file whose unused
+    # deprecated import is there from the start still counts its removal.
+    from trainlint.fixer import fix_text
+
+    code = ("import torch\nfrom torch.cuda.amp import GradScaler, autocast\n"
+            "scaler = GradScaler(enabled=False)\nwith autocast(enabled=False):\n    y = model(x)\n")
+    settings = Settings(select=("TL401",))
+    outcome = fix_text(code, "train.py", settings.active_rules("train.py"), settings, unsafe_fixes=True)
+    assert "from torch.cuda.amp" not in outcome.text and outcome.remaining == []
+    assert [d.message.split("`")[1] for d in outcome.applied] == ["GradScaler", "autocast"]
+    assert len(outcome.follow_ups) == 2 and all(d.fixed for d in outcome.follow_ups)
+    unused = fix_text("from torch.cuda.amp import autocast\n", "train.py", settings.active_rules("train.py"),
+                      settings, unsafe_fixes=True)
+    assert unused.text == "" and len(unused.applied) == 1 and unused.follow_ups == []
+
+
 def test_tl402_after_tl501_spells_torch_as_the_module_imports_it():
     # TL501's fix adds a save helper whose body has its own `import torch`; in the next round that
     # import must not be taken for the module's name for torch, which is `th` (a NameError before).

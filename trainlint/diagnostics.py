@@ -52,6 +52,9 @@ class Fix:
     applicability: Applicability
     message: str
     edits: tuple[Edit, ...]
+    # The fix finishes what an earlier fix of the same rule began (TL401 removing the import its
+    # rewrites left unused): not counted as a finding fixed unless it was there before any fix.
+    follow_up: bool = False
 
 
 @dataclass

@@ -154,7 +154,7 @@ def _resolve(findings: list[Finding], ctx: FileContext, path: str, suppressions)
         if finding.fix is not None and not edits_overlap(edits):
             # A rule's fix whose edits overlap cannot be applied nor shown: the finding stands without one.
             fix = Fix(_applicability(ctx.settings, finding.code, finding.fix.applicability), finding.fix.message,
-                      tuple(e for e in edits if e is not None))
+                      tuple(e for e in edits if e is not None), finding.fix.follow_up)
         out.append(
             Diagnostic(
                 code=finding.code,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 
 from trainlint.diagnostics import Diagnostic
@@ -26,8 +27,10 @@ class FixError(Exception):
 @dataclass
 class FixOutcome:
     text: str
-    applied: list[Diagnostic] = field(default_factory=list)  # the diagnostics whose fixes were applied
+    applied: list[Diagnostic] = field(default_factory=list)  # the findings whose fixes were applied (counted)
     remaining: list[Diagnostic] = field(default_factory=list)
+    # Fixed too, but findings only a rule's own earlier fix made (not counted; see _follow_ups).
+    follow_ups: list[Diagnostic] = field(default_factory=list)
 
 
 def choose_fixes(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> list[Diagnostic]:
@@ -73,9 +76,9 @@ def _compiles(text: str) -> bool:
 
 
 def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, unsafe_fixes: bool = False) -> FixOutcome:
-    applied: list[Diagnostic] = []
+    rounds: list[list[Diagnostic]] = []  # the findings whose fixes each round applied
     current = text
-    diagnostics = lint_text(current, path, rules, settings)
+    diagnostics = original = lint_text(current, path, rules, settings)
     compiled = None  # whether the original text compiles here: asked once, when a fix is made
     for _ in range(MAX_ROUNDS):
         chosen = choose_fixes(diagnostics, unsafe_fixes)
@@ -95,9 +98,34 @@ def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, un
             codes = ", ".join(sorted({d.code for d in chosen}))
             raise FixError(f"not fixed: the fixes for {codes} would produce code this Python "
                            f"({sys.version_info.major}.{sys.version_info.minor}) cannot parse") from None
-        applied.extend(chosen)
+        rounds.append(chosen)
         current = new_text
         diagnostics = lint_text(current, path, rules, settings)
-    for diag in applied:
+    applied, follow_ups = _follow_ups(original, rounds)
+    for diag in applied + follow_ups:
         diag.fixed = True
-    return FixOutcome(current, applied, diagnostics)
+    return FixOutcome(current, applied, diagnostics, follow_ups=follow_ups)
+
+
+def _follow_ups(original: list[Diagnostic], rounds: list[list[Diagnostic]]):
+    """The applied fixes split into the findings that count ("Fixed N errors") and follow-ups.
+
+    A rule may finish its fix in a later round: TL401 rewrites `autocast(...)` first, and the
+    `from torch.cuda.amp import autocast` that leaves unused is its own finding in the next round.
+    Counting that one said "Found 4 errors (4 fixed)" for the 2 findings `check` showed. Such a
+    fix is marked (Fix.follow_up); it counts only in the first round or when the same finding
+    was in the original text (its fix waited for a round). Other findings of later rounds count:
+    fixes that took turns on a shared line, and findings another rule's fix made (a loader given
+    workers by TL101 is then told to keep them by TL103), as Ruff counts them."""
+    before = Counter((d.code, d.message) for d in original)
+    counted: list[Diagnostic] = []
+    follow_ups: list[Diagnostic] = []
+    for number, chosen in enumerate(rounds):
+        for diag in chosen:
+            key = (diag.code, diag.message)
+            if number and diag.fix.follow_up and not before[key]:
+                follow_ups.append(diag)
+                continue
+            before[key] -= 1
+            counted.append(diag)
+    return counted, follow_ups

@@ -72,6 +72,7 @@ class FixSpec:
     applicability: Applicability
     message: str
     replacements: list[tuple[cst.CSTNode, cst.CSTNode | str]]
+    follow_up: bool = False  # see diagnostics.Fix.follow_up
 
 
 @dataclass
@@ -152,12 +153,13 @@ class Rule:
     def report(self, node: cst.CSTNode, message: str, fix: FixSpec | None = None) -> None:
         self.findings.append(Finding(self.code, self.name, node, message, fix))
 
-    def fix(self, applicability: Applicability, message: str, *replacements) -> FixSpec:
+    def fix(self, applicability: Applicability, message: str, *replacements, follow_up: bool = False) -> FixSpec:
         # A call that replaces part of a larger value may take the whole value along, laid out as
         # Black would (FileContext.call_replacement); any other replacement stands as written.
         call_replacement = self.ctx.call_replacement
         return FixSpec(applicability, message, [
-            call_replacement(old, new) if isinstance(new, cst.Call) else (old, new) for old, new in replacements])
+            call_replacement(old, new) if isinstance(new, cst.Call) else (old, new) for old, new in replacements],
+            follow_up)
 
 
 def target_allows(ctx, version: str) -> bool:
