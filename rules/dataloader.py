@@ -1050,8 +1050,8 @@ _SHARED_EPOCH = (
     "        if training:\n"
     "            loss.backward()\n"
     "            optimizer.step()\n"
-    "a = DataLoader(ds, shuffle=True{a})\n"
-    "b = DataLoader(vs, shuffle=True{b})\n"
+    "a = DataLoader(ds, batch_size=8, shuffle=True{a})\n"
+    "b = DataLoader(vs, batch_size=8, shuffle=True{b})\n"
     "for epoch in range(3):\n"
     "    run_epoch(model, a, device, opt)\n"
     "    run_epoch(model, b, device)\n"
@@ -1094,8 +1094,8 @@ _FIT_METHOD = (
 # One loop over (phase, loader) pairs, stepping in the "train" phase only: `a` trains, `b` does not.
 _PHASES = (
     "from torch.utils.data import DataLoader\n"
-    "a = DataLoader(ds, shuffle=True{a})\n"
-    "b = DataLoader(vs, shuffle=True{b})\n"
+    "a = DataLoader(ds, batch_size=8, shuffle=True{a})\n"
+    "b = DataLoader(vs, batch_size=8, shuffle=True{b})\n"
     "for epoch in range(3):\n"
     "    for phase, loader in [('train', a), ('val', b)]:\n"
     "        for x, y in loader:\n"
@@ -2927,7 +2927,8 @@ Flags a shuffled training `DataLoader` (`shuffle=True`, or a `RandomSampler`,
 `DistributedSampler`, `WeightedRandomSampler` or `SubsetRandomSampler` as its `sampler`, passed
 directly or through a name) without
 `drop_last=True`; not one with `batch_size=None`, whose dataset yields whole batches (there is no
-ragged last batch, and `drop_last` would raise). Whether it trains is read as TL102 describes (the optimizer steps of its loops,
+ragged last batch, and `drop_last` would raise), nor one whose batch size is 1 (written, or
+DataLoader's default when none is given: every batch is one sample). Whether it trains is read as TL102 describes (the optimizer steps of its loops,
 also on the calls of a function other loaders go through; else its name). Settings written as
 names (`drop_last=cfg.drop_last`) are read as TL101 describes, and fixed where they are written.
 Not a loader that shuffles a dataset whose size the file writes (a `TensorDataset` of
@@ -2966,6 +2967,10 @@ reported with no fix, the message showing that setting.
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=False)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds)\n"),
         Valid("from torch.utils.data import DataLoader\nval_loader = DataLoader(ds, shuffle=True)\n"),
+        # One sample a batch (written, or DataLoader's default): no last batch is smaller, and
+        # drop_last changes nothing (the finding was noise).
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=1, shuffle=True)\n"),
         # `batch_size=None`: the dataset yields whole batches (DLRM's); drop_last would raise.
         Valid("from torch.utils.data import DataLoader\nDataLoader(batches, batch_size=None, shuffle=True)\n"),
         # Evaluation by whole words of the name, or a stem run together with a loader word.
@@ -3012,25 +3017,25 @@ reported with no fix, the message showing that setting.
         # shuffled either way.
         Invalid("from torch.utils.data import DataLoader, DistributedSampler\n"
                 "sampler = DistributedSampler(ds) if distributed else None\n"
-                "loader = DataLoader(ds, shuffle=(sampler is None), sampler=sampler)\n"
+                "loader = DataLoader(ds, batch_size=64, shuffle=(sampler is None), sampler=sampler)\n"
                 "for epoch in range(3):\n    for x in loader:\n        model(x).backward()\n        opt.step()\n",
                 message="set `drop_last=True`"),
         # Shuffled through the loader's `**` dict, which does not set drop_last: set beside it.
         Invalid(_MNIST.format(x="data.to(device)"),
                 fixed=_MNIST.format(x="data.to(device)").replace("**train_kwargs)", "**train_kwargs, drop_last=True)")),
-        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n",
-                fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, shuffle=True)\n",
+                fixed="from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, shuffle=True, drop_last=True)\n"),
         Invalid(_SHARED_EPOCH.format(a="", b=""), fixed=_SHARED_EPOCH.format(a=", drop_last=True", b="")),
         Invalid(_SHARED_EPOCH_GUARD.format(a="", b=""), fixed=_SHARED_EPOCH_GUARD.format(a=", drop_last=True", b="")),
         # PyTorch's fine-tuning tutorial: one call builds the "train" and the "val" loader; the
         # validation loader must keep its last batch (its loss is divided by the dataset's size).
         Invalid("from torch.utils.data import DataLoader\n"
-                "loaders = {x: DataLoader(sets[x], shuffle=True) for x in ['train', 'val']}\n"
+                "loaders = {x: DataLoader(sets[x], 4, shuffle=True) for x in ['train', 'val']}\n"
                 "for epoch in range(3):\n    for phase in ['train', 'val']:\n        for x, y in loaders[phase]:\n"
                 "            loss = model(x, y)\n            if phase == 'train':\n"
                 "                loss.backward()\n                opt.step()\n",
                 fixed="from torch.utils.data import DataLoader\n"
-                      "loaders = {\n    x: DataLoader(sets[x], shuffle=True, drop_last=x == 'train')\n"
+                      "loaders = {\n    x: DataLoader(sets[x], 4, shuffle=True, drop_last=x == 'train')\n"
                       "    for x in ['train', 'val']\n}\n"
                       "for epoch in range(3):\n    for phase in ['train', 'val']:\n        for x, y in loaders[phase]:\n"
                       "            loss = model(x, y)\n            if phase == 'train':\n"
@@ -3038,22 +3043,22 @@ reported with no fix, the message showing that setting.
                 message="`drop_last=x == 'train'`"),
         # Keys not written (or none of them the training set's): the setting is shown, not written.
         Invalid("from torch.utils.data import DataLoader\n"
-                "loaders = {x: DataLoader(sets[x], shuffle=True) for x in phases}\n"
+                "loaders = {x: DataLoader(sets[x], 4, shuffle=True) for x in phases}\n"
                 "for epoch in range(3):\n    for phase in phases:\n        for x, y in loaders[phase]:\n"
                 "            loss = model(x, y)\n            loss.backward()\n            opt.step()\n",
                 fixed=NO_FIX, message='`drop_last=x == "train"`'),
         # Shuffling and keeping the last batch by a configuration's defaults: the default is fixed.
         Invalid("from torch.utils.data import DataLoader\nclass Args:\n    shuffle = True\n    drop_last = False\n"
-                "DataLoader(ds, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",
+                "DataLoader(ds, 8, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",
                 fixed="from torch.utils.data import DataLoader\nclass Args:\n    shuffle = True\n    drop_last = True\n"
-                      "DataLoader(ds, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",
+                      "DataLoader(ds, 8, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",
                 message="unless configured otherwise (`Args.drop_last` is off by default); default `Args.drop_last` to"),
         # Names that only contain an evaluation stem: `retrieval`, `interval`.
-        Invalid("from torch.utils.data import DataLoader\nretrieval_loader = DataLoader(ds, shuffle=True)\n",
+        Invalid("from torch.utils.data import DataLoader\nretrieval_loader = DataLoader(ds, 8, shuffle=True)\n",
                 fixed="from torch.utils.data import DataLoader\n"
-                      "retrieval_loader = DataLoader(ds, shuffle=True, drop_last=True)\n"),
-        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=False)\n",
-                fixed="from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
+                      "retrieval_loader = DataLoader(ds, 8, shuffle=True, drop_last=True)\n"),
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, 8, shuffle=True, drop_last=False)\n",
+                fixed="from torch.utils.data import DataLoader\nDataLoader(ds, 8, shuffle=True, drop_last=True)\n"),
         Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True)\n",
                 fixed="from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True, drop_last=True)\n"),
         # A known size that the batch size does not divide: the last batch is smaller.
@@ -3126,18 +3131,20 @@ reported with no fix, the message showing that setting.
 
 
 def _batches_even(ctx, call: cst.Call) -> bool:
-    """Every batch of an epoch has the same size: the loader shuffles its whole dataset (no
-    sampler of its own), whose size the file shows (`_dataset_size`), and the literal batch size
+    """Every batch of an epoch has the same size: the batch size is 1 (written or the default), or
+    the loader shuffles its whole dataset (no sampler of its own), whose size the file shows (`_dataset_size`), and the literal batch size
     divides it or is larger than it. A dataset smaller than its batch size is one batch an epoch;
     `drop_last=True` would leave none, and the training loop would never run."""
+    batch = setting_value(ctx, call, "batch_size", 1, certain=True)
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
+        return False
+    if batch == 1:  # one sample a batch (also the default): no last batch is smaller
+        return True
     sampler = loader_arg(ctx, call, "sampler")
     if sampler is not None and (sampler.star or ctx.literal(sampler.value) is not None):
         return False
     size = _dataset_size(ctx, call)
-    batch = setting_value(ctx, call, "batch_size", 1, certain=True)
-    if size is None or not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
-        return False
-    return size <= batch or size % batch == 0
+    return size is not None and (size <= batch or size % batch == 0)
 
 
 # Torch factories whose first argument (or the first element of a size tuple) is the first dimension.
