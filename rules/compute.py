@@ -12,6 +12,7 @@ from trainlint.analysis.names import bound_names
 from trainlint.analysis.variables import is_variable, role
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
+from trainlint.suppressions import parse_suppressions
 
 # -- TL601 manual attention -----------------------------------------------------------------
 
@@ -92,6 +93,18 @@ def _atom(code: str, expr: cst.BaseExpression) -> str:
     return f"({code})"
 
 
+@dataclass
+class _Rewrite:
+    """One block's fix as made: the nodes it removes or replaces and the call it writes (to ask
+    which imports it leaves unused), and its replacements apart from its import removals."""
+
+    fix: object
+    removed: list
+    call: str
+    own: list
+    unused: list  # the imports this fix alone leaves unused
+
+
 class ManualAttention(Rule):
     code = "TL601"
     name = "manual-attention"
@@ -160,7 +173,9 @@ weighs exactly 0 in the softmax, as `-inf` does, while the row's real scores sta
 (measured identical in float32, float16 and bfloat16). With
 `target-torch` 2.0, a fix that needs `scale=` (PyTorch 2.1) is not offered; before 2.0 the rule is
 off. An `import math` (a plain top-level import) that only the replaced code used, for its
-`math.sqrt(d)` scale, is removed with it.
+`math.sqrt(d)` scale, is removed with it; where several blocks of the file use it, and only their
+fixes together leave it unused, their findings share one fix that rewrites them all and removes it
+(not in a file with suppression comments, where the import stays).
 """
     _HEAD = "import math\nimport torch\nimport torch.nn.functional as F\n\ndef attend(q, k, v, mask):\n"
     # The fixed code of a scale written with `math.sqrt`: the import only it used goes too.
@@ -359,6 +374,30 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                 fixed=NO_FIX, message="is a number"),
         Invalid("import torch\n\ndef attend(q, k, v, bias=0.0):\n    s = q @ k.transpose(-2, -1) * 0.125 + bias\n"
                 "    return s.softmax(dim=-1) @ v\n", fixed=NO_FIX, message="`bias` defaults to a number"),
+        # Two blocks that each use `math` for their scale: neither fix alone left `import math`
+        # unused, so fixing both left it behind, unused. Their findings share one fix that drops it.
+        Invalid(
+            _HEAD + "    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n    return s.softmax(dim=-1) @ v\n\n"
+                    "def cross(q, k, v):\n    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+                    "    return s.softmax(dim=-1) @ v\n",
+            fixed=_NO_MATH + "    return F.scaled_dot_product_attention(q, k, v)\n\n"
+                             "def cross(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n",
+        ),
+        # ... but stays where other code uses it, or where a fixed block still names it in `scale=`.
+        Invalid(
+            _HEAD + "    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n    return s.softmax(dim=-1) @ v\n\n"
+                    "def cross(q, k, v):\n    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+                    "    return s.softmax(dim=-1) @ v\nPI = math.pi\n",
+            fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v)\n\n"
+                          "def cross(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\nPI = math.pi\n",
+        ),
+        Invalid(
+            _HEAD + "    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n    return s.softmax(dim=-1) @ v\n\n"
+                    "def cross(q, k, v, d):\n    s = q @ k.transpose(-2, -1) / math.sqrt(d)\n"
+                    "    return s.softmax(dim=-1) @ v\n",
+            fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v)\n\n"
+                          "def cross(q, k, v, d):\n    return F.scaled_dot_product_attention(q, k, v, scale=1 / math.sqrt(d))\n",
+        ),
         # `math` used elsewhere in the module stays imported.
         Invalid(
             _HEAD + "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
@@ -384,6 +423,39 @@ off. An `import math` (a plain top-level import) that only the replaced code use
             "        return y\n",
         ),
     ]
+
+    def __init__(self, ctx, options) -> None:
+        super().__init__(ctx, options)
+        self._rewrites: list[_Rewrite] = []  # the fixes made so far, for _share_left_imports
+
+    def _share_left_imports(self) -> None:
+        """Two attention blocks that each use `math` (`/ math.sqrt(q.size(-1))`): neither fix alone
+        leaves `import math` unused, so fixing both left it behind, unused. The fixes that are all
+        needed for an import to go become one fix, shared by their findings (applied at once, as
+        TL402's), which removes it; an import still used elsewhere stays. Asked again after each
+        block's fix is made (the rule sees no end of the file), each fix reset to its own first.
+        Not where a suppression comment could keep one of the blocks as it is: the shared fix
+        would rewrite that block too; nor past a few blocks (each question walks the imports)."""
+        ctx = self.ctx
+        rewrites = self._rewrites
+        if len(rewrites) < 2 or len(rewrites) > 8 or parse_suppressions(ctx.text).directives:
+            return
+        for r in rewrites:
+            r.fix.replacements = [*r.own, *r.unused]
+
+        def unused(group) -> list:
+            return remove_unused_imports(ctx, [n for r in group for n in r.removed], " ".join(r.call for r in group))
+        together = unused(rewrites)
+        alone = {ctx.code(old) for r in rewrites for old, _new in r.unused}
+        if all(ctx.code(old) in alone for old, _new in together):
+            return
+        # The blocks an import needs: without one of them, fewer imports go.
+        needed = [r for r in rewrites if len(unused([o for o in rewrites if o is not r])) < len(together)]
+        if len(needed) < 2:
+            return
+        shared = [pair for r in needed for pair in r.own] + unused(needed)
+        for r in needed:
+            r.fix.replacements = shared
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.MatrixMultiply):
@@ -430,9 +502,11 @@ off. An `import math` (a plain top-level import) that only the replaced code use
                     # A Call node (not text): laid out as Black would when it no longer fits its line.
                     # An import only the replaced code used (`math` of `math.sqrt(d)`) goes too.
                     unused = remove_unused_imports(ctx, [node, *att.consumed], call)
-                    fix = self.fix(Applicability.UNSAFE, "Use scaled_dot_product_attention",
-                                   (node, cst.parse_expression(call)), *ctx.remove_statements(att.consumed),
-                                   *unused, *extra)
+                    own = [(node, cst.parse_expression(call)), *ctx.remove_statements(att.consumed), *extra]
+                    fix = self.fix(Applicability.UNSAFE, "Use scaled_dot_product_attention", *own, *unused)
+                    self._rewrites.append(_Rewrite(fix, [node, *att.consumed], call, fix.replacements[:len(own)],
+                                                   fix.replacements[len(own):]))
+                    self._share_left_imports()
                     shown = call if len(call) <= 140 else None
                 except _NoFix as e:
                     fix, shown, why = None, None, e.why
