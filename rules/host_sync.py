@@ -430,6 +430,13 @@ def framework_logging(ctx, node: cst.CSTNode) -> str:
             f"it at every refresh, each batch by default)")
 
 
+def _comments_only(stmt: cst.CSTNode) -> cst.CSTNode:
+    """stmt as the first line moved into the top of an `if`'s body: without the blank lines above
+    it, with the comment lines above it (`# report the loss`), which move with it. They were
+    dropped: the statement's removal took them from where they were, and nothing put them back."""
+    return stmt.with_changes(leading_lines=[line for line in stmt.leading_lines if line.comment is not None])
+
+
 def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
     """Fix that puts the statement holding node under `if <counter> % <interval> == 0:`.
 
@@ -456,7 +463,7 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
         # The loop's own `if` below, past lines that set what its test reads: the statements move
         # into it, those lines stay.
         taken = list(guard.taken)
-        inner = [taken[0].with_changes(leading_lines=[]), *taken[1:], *guard.join.body.body]
+        inner = [_comments_only(taken[0]), *taken[1:], *guard.join.body.body]
         return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps, in the `if` below (`if {test}:`)",
                         (guard.join, guard.join.with_changes(body=guard.join.body.with_changes(body=inner))),
                         *((s, "") for s in taken))
@@ -473,7 +480,7 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
         if isinstance(neighbour, cst.If) and neighbour.orelse is None and isinstance(neighbour.body, cst.IndentedBlock) \
                 and one_line(ctx.code(neighbour.test)) == test:
             taken = [*run, *moved] if before else [*moved, *run]
-            joined = [taken[0].with_changes(leading_lines=[]) if not before else taken[0], *taken[1:]]
+            joined = [_comments_only(taken[0]) if not before else taken[0], *taken[1:]]
             inner = [*neighbour.body.body, *joined] if before else [*joined, *neighbour.body.body]
             where = "above" if before else "below"
             return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps, in the `if` {where} (`if {test}:`)",
@@ -1956,6 +1963,18 @@ interval there. Without one there is no fix.
                 fixed="import torch\nlog_every = 4\nglobal_step = 0\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n"
                 "    opt.step()\n    global_step += 1\n"
                 "    if global_step % log_every == 0:\n        print(f'loss {loss:.4f}')\n        print('logged', global_step)\n"),
+        # The comment above the moved line moves with it (it was dropped), in both joins: past
+        # the lines that set what the test reads, and into the same test right below.
+        Invalid("import torch\nlog_every = 4\nglobal_step = 0\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n"
+                "    opt.step()\n\n    # report the loss\n    print(f'loss {loss:.4f}')\n    global_step += 1\n"
+                "    if global_step % log_every == 0:\n        print('logged', global_step)\n",
+                fixed="import torch\nlog_every = 4\nglobal_step = 0\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n"
+                "    opt.step()\n    global_step += 1\n"
+                "    if global_step % log_every == 0:\n        # report the loss\n        print(f'loss {loss:.4f}')\n"
+                "        print('logged', global_step)\n"),
+        Invalid(_own_test("step % 5 == 0").replace("    print(f'loss", "\n    # the loss, each step\n    print(f'loss"),
+                fixed=_own_test("step % 5 == 0", joined=True).replace(
+                    "        print(f'loss", "        # the loss, each step\n        print(f'loss")),
         # ... else under the script's named interval, when it reads no such name ...
         Invalid(_own_test("step % k == 0", extra="k = max(1, LOG_EVERY // scale())").replace(
                     "import torch\n", "import torch\nLOG_EVERY = 10\n"),
