@@ -296,6 +296,7 @@ def _loop_interval_test(ctx, node: cst.CSTNode, counter: str) -> _OwnTest | None
         return None
     region = ctx.loops.step_region(node)
     counters = {counter} | _incremented_all(ctx, region if region is not None else [loop.body])
+    first = None
     for guard in ctx.index.walk(loop.body):
         if not isinstance(guard, cst.If) or ctx.loops.innermost_loop(guard) is not loop \
                 or ctx.loops.is_step_boundary(guard) or not ctx.loops.limits_body(guard.test):
@@ -305,9 +306,37 @@ def _loop_interval_test(ctx, node: cst.CSTNode, counter: str) -> _OwnTest | None
                 or not ctx.loops.is_per_step(guard, optimizer_steps=region is not None):
             continue
         test = _reusable_test(ctx, guard, counters)
-        if test is not None:
-            return _OwnTest(*test[:2], guard, *test[2:])
+        if test is None:
+            continue
+        own = _OwnTest(*test[:2], guard, *test[2:])
+        if _named_log_interval(ctx, _one_in_n_of(ctx, guard.test)):
+            return own
+        first = first or own
+    return first
+
+
+def _one_in_n_of(ctx, test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The interval n of the `x % n == k` among the operands of `test`'s `and` (a reusable test has one)."""
+    stack = [test]
+    while stack:
+        part = stack.pop(0)
+        if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.And):
+            stack[:0] = [part.left, part.right]
+        elif _one_in_n(ctx, part) is not None:
+            return _one_in_n(ctx, part).right
     return None
+
+
+def _named_log_interval(ctx, every: cst.BaseExpression | None) -> bool:
+    """The interval is named as a logging one (`log_every`, `config["log_interval"]`). A loop's
+    `if` that only qualifies by logging in its body (`if step % eval_every == 0: ...
+    print("val", v)`) is taken only when the loop has no such one: the first reusable `if` was
+    taken before, which put the per-step loss print under the evaluation interval when the
+    evaluation's `if` came first, logging on other steps than the script's `if step % log_every`."""
+    if every is None:
+        return False
+    text = (ctx.dotted(every) or "") if isinstance(every, (cst.Name, cst.Attribute)) else ""
+    return bool(_INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_"))) or _subscript_interval(ctx, every)
 
 
 def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str, bool, frozenset] | None:
@@ -870,7 +899,8 @@ step; but in a closure handed to L-BFGS, whose step reads the closure's loss on 
 evaluation (`float(closure())`), a read of its own waits for nothing more and is not flagged (nor
 by TL202 and TL204). The same reading of "every step" holds for TL202, TL203 and TL204. The
 advice names the guard the fix writes (also in TL202 and TL203): the interval test the loop
-already makes of its counter, as the script writes it (`if args.log_every > 0 and step %
+already makes of its counter (its `if` whose interval is named as a logging one, else the first
+whose body logs), as the script writes it (`if args.log_every > 0 and step %
 args.log_every == 0:`, `if i % 4 == 3:`, `if step % int(log_interval) == 0:`; a condition of
 it that is not about the interval, such as `rank == 0`, is left out when the interval is known
 to be a positive whole number, else the whole test is kept: `args.wandb and step % log_every ==
@@ -1975,6 +2005,18 @@ interval there. Without one there is no fix.
         Invalid(_own_test("step % 5 == 0").replace("    print(f'loss", "\n    # the loss, each step\n    print(f'loss"),
                 fixed=_own_test("step % 5 == 0", joined=True).replace(
                     "        print(f'loss", "        # the loss, each step\n        print(f'loss")),
+        # The loop's logging `if` is the one reused, not an evaluation `if` before it that prints
+        # too: the first such `if` was taken, printing the loss every `eval_every` steps.
+        Invalid("import torch\neval_every = 100\nlog_every = 10\nfor step, x in enumerate(loader):\n"
+                "    loss = model(x)\n    loss.backward()\n    opt.step()\n    print(f'loss {loss:.4f}')\n"
+                "    if step % eval_every == 0:\n        print('val', evaluate(model))\n"
+                "    if step % log_every == 0:\n        print('logged', step)\n",
+                fixed="import torch\neval_every = 100\nlog_every = 10\nfor step, x in enumerate(loader):\n"
+                "    loss = model(x)\n    loss.backward()\n    opt.step()\n"
+                "    if step % log_every == 0:\n        print(f'loss {loss:.4f}')\n"
+                "    if step % eval_every == 0:\n        print('val', evaluate(model))\n"
+                "    if step % log_every == 0:\n        print('logged', step)\n",
+                message="(`if step % log_every == 0:`)"),
         # ... else under the script's named interval, when it reads no such name ...
         Invalid(_own_test("step % k == 0", extra="k = max(1, LOG_EVERY // scale())").replace(
                     "import torch\n", "import torch\nLOG_EVERY = 10\n"),
