@@ -48,9 +48,21 @@ def _trainlint_async_save(save, /, *args, **kwargs):
 
     import torch
 
+    copies = {}  # a storage's CPU copy, by where its memory is: tied weights stay tied
+
     def snapshot(obj):
         if isinstance(obj, torch.Tensor):
-            return obj.detach().to("cpu", copy=True)
+            if (type(obj) is not torch.Tensor or obj.layout != torch.strided or obj.is_quantized
+                    or obj.is_conj() or obj.is_neg()):
+                return obj.detach().to("cpu", copy=True)
+            # Each storage is copied once, as torch.save writes it once, and the tensor is the
+            # same view of the copy: tensors that shared memory still do.
+            storage = obj.untyped_storage()
+            key = (obj.device, storage.data_ptr())
+            if key not in copies:
+                copies[key] = storage.clone() if obj.device.type == "cpu" else storage.cpu()
+            view = torch.empty(0, dtype=obj.dtype)
+            return view.set_(copies[key], obj.storage_offset(), obj.size(), obj.stride())
         if isinstance(obj, (torch.nn.Module, torch.optim.Optimizer)):
             raise TypeError("a live object is pickled as it is when written")
         if isinstance(obj, dict):
@@ -128,10 +140,9 @@ _PATH_ARGUMENT = {"torch.save": (1, "f"), "save_pretrained": (0, "save_directory
                   "fabric.save": (0, "path"),
                   "trainer.save_checkpoint": (0, "filepath"),
                   "safetensors.torch.save_file": (1, "filename"), "safetensors.torch.save_model": (1, "filename")}
-# safetensors' saves, why each is not written from a snapshot.
+# safetensors' saves that are not written from a snapshot, and why. (`save_file` is: the snapshot
+# keeps which tensors share memory, which it refuses as before.)
 _SAFETENSORS = {
-    "safetensors.torch.save_file": "refuses tensors that share memory, which the snapshot's copies never do "
-                                   "(a save that fails would be written)",
     "safetensors.torch.save_model": "is handed the live module, which the fix cannot snapshot",
 }
 # Names of a whole module or optimizer handed to torch.save (not its state dict).
@@ -384,9 +395,11 @@ transformers' (made by `from_pretrained`/`from_config` of a transformers class, 
 module subclassing one, also through `accelerator.unwrap_model`), in a module that imports none of
 diffusers, PEFT or sentence-transformers, whose `save_pretrained` ignores or rejects `state_dict=`
 (a diffusers UNet, or a huggingface_hub `PyTorchModelHubMixin` model, would be written live while
-training goes on). safetensors' `save_file` is not made asynchronous (it refuses tensors that
-share memory, which the snapshot's copies never do), nor is `save_model` (handed the live module).
-Tensors that shared storage are written as separate copies. `accelerator.save_state`,
+training goes on). safetensors' `save_file` is made asynchronous as `torch.save` is; its
+`save_model` is not (handed the live module). The snapshot copies each storage once and keeps
+every tensor the same view of its copy, so tensors that shared memory (tied weights) still do:
+`torch.save` writes them once, as before, and `save_file` refuses them as before (raised by the
+next save or the wait). `accelerator.save_state`,
 `fabric.save`, `trainer.save_checkpoint` and DeepSpeed's `save_checkpoint` (which may gather
 across ranks) are only moved under an interval, never made asynchronous (for Lightning the
 message names its `AsyncCheckpointIO` plugin, a change to how the Trainer is built; for DeepSpeed
@@ -811,12 +824,16 @@ and whether the fix still moves the save under an interval.
                 fixed=_DEEPSPEED.format(save="if step % 1000 == 0:\n        model_engine.save_checkpoint('ckpt', tag=f'step{step}')")),
         Invalid(_DEEPSPEED.format(save="if step % 500 == 0:\n        engine.save_checkpoint(args.out)").replace(
             "model_engine, ", "engine, "), fixed=NO_FIX, message="asynchronous checkpoint engine of DeepSpeed"),
-        # safetensors' saves (once missed): reported; per step, moved under the interval only.
+        # safetensors' saves (once missed): reported; save_file written in the background (the
+        # snapshot keeps shared memory shared, which it refuses as before)...
         Invalid(in_training_loop("if step % 100 == 0:\n    save_file(model.state_dict(), f'ckpt/{step}.safetensors')")
-                .replace("import torch\n", "import torch\nfrom safetensors.torch import save_file\n"), fixed=NO_FIX,
+                .replace("import torch\n", "import torch\nfrom safetensors.torch import save_file\n"),
+                fixed=_fixed(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(save_file, model.state_dict(), "
+                                              "f'ckpt/{step}.safetensors')"))
+                .replace("import torch\n", "import torch\nfrom safetensors.torch import save_file\n", 1),
                 message="`safetensors.torch.save_file` blocks training while it writes the checkpoint (under `step % 100 == 0`); "
-                        "no background write is offered, so no fix: `safetensors.torch.save_file` refuses tensors that "
-                        "share memory"),
+                        "snapshot the state to the CPU"),
+        # ... save_model, handed the live module, per step: moved under the interval only.
         Invalid(in_training_loop("safetensors.torch.save_model(model, 'model.safetensors')")
                 .replace("import torch\n", "import safetensors.torch\nimport torch\n"),
                 fixed=in_training_loop("if step % 1000 == 0:\n    safetensors.torch.save_model(model, 'model.safetensors')")
@@ -1017,7 +1034,7 @@ and whether the fix still moves the save under an interval.
     def _save_kind(self, call: cst.Call) -> str | None:
         ctx = self.ctx
         qualified = ctx.names.qualified(call.func)
-        if qualified in ("torch.save", *_SAFETENSORS):
+        if qualified in ("torch.save", "safetensors.torch.save_file", "safetensors.torch.save_model"):
             return qualified
         func = call.func
         if not isinstance(func, cst.Attribute):
@@ -1372,7 +1389,8 @@ and whether the fix still moves the save under an interval.
             return None
         if kind in _SAFETENSORS:
             return f"`{kind}` {_SAFETENSORS[kind]}"
-        if kind not in ("torch.save", "accelerator.save"):  # accelerate's save: torch.save on the main process
+        if kind not in ("torch.save", "accelerator.save", "safetensors.torch.save_file"):
+            # accelerate's save: torch.save on the main process
             return f"`{kind}` may gather state across ranks, which the fix cannot snapshot"
         if self._into_file_object(call):
             return (f"`{one_line(ctx.code(self._written_path(call)))}` is a file object, written before the "

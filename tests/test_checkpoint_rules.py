@@ -309,6 +309,59 @@ def test_helper_snapshots_before_returning(tmp_path):
     assert b["step"] == 1 and torch.equal(b["w"], torch.ones(1000))
 
 
+def test_helper_keeps_tensors_that_share_memory_shared(tmp_path):
+    # Tied weights (an embedding and the output layer of GPT-2 style models) are one storage in
+    # the state dict: the snapshot copied each tensor apart, so the file held the weights twice
+    # and loaded them untied. Each storage is now copied once, each tensor the same view of it.
+    pytest.importorskip("torch")
+    import torch
+
+    save = _helper()
+    model = torch.nn.Sequential(torch.nn.Embedding(50, 16), torch.nn.Linear(16, 50, bias=False))
+    model[1].weight = model[0].weight
+    state = model.state_dict()
+    state["window"] = model[0].weight.detach()[2:5]  # a view into the same storage
+    torch.save(state, tmp_path / "blocking00.pt")  # names of one length: the archive stores entries under it
+    save(torch.save, state, tmp_path / "background.pt")
+    with torch.no_grad():
+        model[0].weight.add_(1)  # training goes on
+    save.thread.join()
+    loaded = torch.load(tmp_path / "background.pt")
+    assert (tmp_path / "background.pt").stat().st_size == (tmp_path / "blocking00.pt").stat().st_size
+    ptr = loaded["0.weight"].untyped_storage().data_ptr()
+    assert loaded["1.weight"].untyped_storage().data_ptr() == ptr == loaded["window"].untyped_storage().data_ptr()
+    assert torch.equal(loaded["window"], loaded["0.weight"][2:5])
+    assert torch.equal(loaded["0.weight"] + 1, model[0].weight.detach())  # the state of the save's step
+
+
+def test_helper_writes_safetensors_and_raises_its_refusal_of_shared_memory(tmp_path):
+    # safetensors' save_file refuses tensors that share memory; from the snapshot it does too
+    # (raised by the next save or the wait), and writes what it wrote before otherwise.
+    pytest.importorskip("torch")
+    safetensors_torch = pytest.importorskip("safetensors.torch")
+    import threading
+
+    import torch
+
+    save = _helper()
+    wait = save.__globals__["_trainlint_wait_for_save"]
+    plain = {"w": torch.randn(4, 3), "b": torch.zeros(3)}
+    save(safetensors_torch.save_file, plain, str(tmp_path / "a.safetensors"))
+    wait()
+    loaded = safetensors_torch.load_file(str(tmp_path / "a.safetensors"))
+    assert loaded.keys() == plain.keys() and all(torch.equal(loaded[k], plain[k]) for k in plain)
+    tied = {"emb": plain["w"], "out": plain["w"]}
+    with pytest.raises(RuntimeError, match="share memory"):
+        safetensors_torch.save_file(tied, str(tmp_path / "blocking.safetensors"))
+    hook, threading.excepthook = threading.excepthook, lambda args: None  # keep the test's output clean
+    try:
+        save(safetensors_torch.save_file, tied, str(tmp_path / "b.safetensors"))
+        with pytest.raises(RuntimeError, match="share memory"):
+            wait()
+    finally:
+        threading.excepthook = hook
+
+
 def test_helper_saves_live_modules_blocking_and_reraises_write_errors(tmp_path):
     pytest.importorskip("torch")
     import torch
