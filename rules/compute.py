@@ -767,7 +767,7 @@ fixes together leave it unused, their findings share one fix that rewrites them 
             for prev in earlier:
                 if prev is stmt or index.contains(prev, stmt):
                     return True
-                if isinstance(prev, cst.SimpleStatementLine) and any(
+                if isinstance(prev, (cst.SimpleStatementLine, cst.BaseSmallStatement)) and any(
                         isinstance(n, cst.Name) and n.value == read.value and role(index, n)[0] == "assign"
                         for n in index.walk(prev)):
                     return False

@@ -4229,6 +4229,11 @@ host would be read before it ends.
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
               "for batch in loader:\n    batch = tuple(t.to(device, non_blocking=True) for t in batch)\n"
               "    ids, labels = batch\n    loss = model(ids, labels.to(device).float())\n    loss.backward()\n    opt.step()\n"),
+        # ... also on the same line, after `;`: the copy's line was once looked past, so the
+        # earlier small statement that copied the batch was not seen (flagged, fixed needlessly).
+        Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
+              "for batch in loader:\n    batch = [t.to(device, non_blocking=True) for t in batch]; x = batch[0].to(device)\n"
+              "    loss = model(x)\n    loss.backward()\n    opt.step()\n"),
         Valid(_SRC.format(move="x = x.to(device, non_blocking=True)")),
         Valid(_SRC.replace("pin_memory=True", "pin_memory=False").format(move="x = x.to(device)")),
         Valid("import torch\n" + _SRC.format(move="x = x.to(torch.float16)")),
@@ -4305,6 +4310,10 @@ host would be read before it ends.
         Invalid(_SRC.format(move="xd = x.to(device)\n    x.mul_(std)"), fixed=NO_FIX,
                 message="`x` is changed in place after the copy"),
         Invalid(_SRC.format(move="xd = x.to(device)\n    if step % 10 == 0:\n        x[x < 0] = 0"), fixed=NO_FIX,
+                message="`x` is changed in place after the copy"),
+        # ... also later on the copy's own line, after `;` (the rest of the line was once skipped,
+        # and the copy fixed).
+        Invalid(_SRC.format(move="xd = x.to(device); x.mul_(std)"), fixed=NO_FIX,
                 message="`x` is changed in place after the copy"),
         Invalid(_SRC.format(move="with ctx:\n        yd = y.cuda()\n    y += 1"), fixed=NO_FIX,
                 message="`y` is changed in place after the copy"),

@@ -97,7 +97,9 @@ def _after(ctx, node: cst.CSTNode, names: frozenset[str], depth: int) -> Change 
     live, parents = _views(ctx, scope, names)
     child, position, first = node, 0, True
     for anc in ctx.index.ancestors(node):
-        if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+        # The small statements after the copy's on its line run next (`xd = x.to(d); x.mul_(s)`:
+        # once skipped, as the line was taken whole), then the rest of each block.
+        if isinstance(anc, (cst.IndentedBlock, cst.Module, cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             position = next(i for i, stmt in enumerate(anc.body) if stmt is child)
             if first:  # `x = x.to(device)`: what follows changes the copy, not the host tensor
                 live, first = _bind(ctx, anc.body[position], live), False
@@ -170,11 +172,16 @@ def _scan(ctx, statements, live: frozenset[str], depth: int,
 
 def _bind(ctx, stmt: cst.CSTNode, live: frozenset[str]) -> frozenset[str]:
     """live after stmt's own assignments (`x = x.clone()` ends x; `v = x[0]` makes v one). A
-    compound statement's bindings happen on some paths only: they end nothing."""
-    if not isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+    compound statement's bindings happen on some paths only: they end nothing. A small statement
+    alone (preceding lists those of the line that holds the copy) binds as the line would."""
+    if isinstance(stmt, cst.BaseSmallStatement):
+        small_statements = [stmt]
+    elif isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        small_statements = stmt.body
+    else:
         return live
     out = set(live)
-    for small in stmt.body:
+    for small in small_statements:
         if isinstance(small, cst.Assign):
             pairs = [p for t in small.targets for p in _pairs(t.target, small.value)]
         elif isinstance(small, cst.AnnAssign) and small.value is not None:

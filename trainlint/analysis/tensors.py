@@ -665,9 +665,12 @@ class Tensors:
 
 
 def _assigned_here(stmt: cst.CSTNode, name: str) -> cst.BaseExpression | None:
-    """The value when stmt is the simple statement `name = value`."""
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
-        assign = stmt.body[0]
+    """The value when stmt is the simple statement `name = value`: a line of its own, or a small
+    statement that preceding lists apart from the others of its line (`x = t.cpu(); print(x)`)."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        stmt = stmt.body[0]
+    if isinstance(stmt, cst.Assign):
+        assign = stmt
         if len(assign.targets) == 1 and dotted(assign.targets[0].target) == name:
             return assign.value
     return None

@@ -136,12 +136,18 @@ class TreeIndex:
     def preceding(self, node: cst.CSTNode):
         """Walking up from node, what ran before it: (ancestor, earlier) for each ancestor, where
         `earlier` lists, nearest first, the statements of that block (module or indented body)
-        before the one that holds node, and is empty for any other ancestor. Callers that follow a
-        value back to its assignment read the statements and decide at each ancestor (a loop, a
-        function) whether to go on."""
+        before the one that holds node, and is empty for any other ancestor. A line of small
+        statements (`a = f(b); c = a.to(d)`, also the body of `if x: a = 1; b = a`) counts as a block
+        too: its earlier small statements ran first, and are listed on their own (they were once
+        not listed at all, so an assignment earlier on the same line was missed). Callers that
+        follow a value back to its assignment read the statements and decide at each ancestor (a
+        loop, a function) whether to go on."""
         child = node
         for anc in self.ancestors(node):
-            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+            if isinstance(anc, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                position = next(i for i, small in enumerate(anc.body) if small is child)
+                yield anc, anc.body[position - 1::-1] if position else ()
+            elif isinstance(anc, (cst.IndentedBlock, cst.Module)):
                 position = next(i for i, stmt in enumerate(anc.body) if stmt is child)
                 yield anc, anc.body[position - 1::-1] if position else ()
             else:
