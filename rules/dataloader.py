@@ -192,9 +192,9 @@ def workers_advice(ctx, call: cst.Call) -> str | None:
     cls = dataset_class(ctx, call)
     handle = _open_handle(ctx, cls) if cls is not None else None
     if handle is not None:
-        return (f"`{cls.name.value}` opens `{handle}` in `__init__`, and forked workers would share that handle "
-                f"and its file position (records read at the wrong offsets); open it in the worker instead "
-                f"(lazily in `__getitem__`, or in a `worker_init_fn`)")
+        attribute, opener = handle
+        return (f"`{cls.name.value}` opens `{attribute}` in `__init__`, and {_fork_hazard(opener)}; open it in the "
+                f"worker instead (lazily in `__getitem__`, or in a `worker_init_fn`)")
     if cls is not None and ctx.index.enclosing_function(cls) is not None:
         return (f"`{cls.name.value}` is defined inside a function, so a worker started by spawn or forkserver "
                 f"(macOS, Windows, Linux from Python 3.14) cannot unpickle it; define it at the module's top level")
@@ -304,11 +304,31 @@ _OPENERS = re.compile(r"^(builtins\.open|io\.open|h5py\.File|lmdb\.open|tables\.
                       r"sqlite3\.connect|numpy\.memmap|zipfile\.ZipFile|tarfile\.TarFile)$|(^|\.)open$")
 
 
-def _open_handle(ctx, cls: cst.ClassDef) -> str | None:
+def _fork_hazard(opener: str) -> str:
+    """What goes wrong when forked workers use a handle that opener made before the fork, for
+    TL101's message. Not the same for every kind: a file or archive shares its position (the
+    message once said so for all of them), but HDF5 (h5py, PyTables) is not fork-safe at all, and
+    an lmdb environment or SQLite connection must not be used in a process forked after it was
+    opened, as their own documentation says."""
+    if opener in ("h5py.File", "tables.open_file"):
+        return ("HDF5 is not fork-safe: forked workers reading through a file opened before the fork get "
+                "corrupted reads or errors")
+    if opener == "lmdb.open":
+        return ("an lmdb environment must not be used after a fork (its memory map and lock table belong to the "
+                "process that opened it): forked workers would read through it unsafely")
+    if opener == "sqlite3.connect":
+        return ("an SQLite connection must not be carried across a fork (forked workers would share its file "
+                "locks and cache, which can corrupt the database)")
+    if opener == "zarr.open":
+        return "forked workers would share the store it keeps open"
+    return "forked workers would share that handle and its file position (records read at the wrong offsets)"
+
+
+def _open_handle(ctx, cls: cst.ClassDef) -> tuple[str, str] | None:
     """What the class's `__init__` opens and keeps on self (`self.f = open(path, "rb")`,
     `self.f = Path(path).open("rb")`, `self.h5 = h5py.File(path)`, `self.zip = zipfile.ZipFile(path)`),
-    as code; None when it keeps no handle. A memory map is safe to share (no position), and is left
-    out."""
+    as (the attribute as code, the opener's name); None when it keeps no handle. A memory map is
+    safe to share (no position), and is left out."""
     for stmt in cls.body.body:
         if not (isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__"):
             continue
@@ -321,7 +341,7 @@ def _open_handle(ctx, cls: cst.ClassDef) -> str | None:
                 if not name and isinstance(func, cst.Attribute) and func.attr.value == "open":
                     name = "open"
                 if _OPENERS.search(name) and name != "numpy.memmap":
-                    return ctx.dotted(node.targets[0].target)
+                    return ctx.dotted(node.targets[0].target), name
     return None
 
 
@@ -623,8 +643,9 @@ without a fix. One it cannot hold is missing, and the fix adds the keyword besid
 guard on workers reads `options.get("num_workers", 0)`).
 
 No workers fix either for a dataset that keeps an open file or database handle from its
-`__init__` (`self.f = open(path, "rb")`, `Path(path).open()`, `h5py.File`, `lmdb.open`, an archive
-kept open by `zipfile.ZipFile` or `tarfile.open`: forked workers would share its position), for a
+`__init__` (`self.f = open(path, "rb")`, `Path(path).open()`, an archive kept open by `zipfile.ZipFile`
+or `tarfile.open`: forked workers would share its position; `h5py.File` or `tables.open_file`: HDF5
+is not fork-safe; `lmdb.open` or `sqlite3.connect`: not to be used after a fork), for a
 dataset class defined inside a function (spawned workers cannot unpickle it), nor
 for a `collate_fn` or `worker_init_fn` that is a lambda (never picklable by reference, even at the
 module's top level), a function defined inside a function or an instance of a class defined inside a
@@ -773,6 +794,21 @@ same conditions, and say why when they add none.
                 "        return self.tar.extractfile(f'{i}.bin').read()\ndef main():\n"
                 "    loader = DataLoader(Shards('s.tar'))\n    for b in loader:\n        model(b).backward()\n"
                 "        opt.step()\n", fixed=NO_FIX, message="`Shards` opens `self.tar` in `__init__`"),
+        # An HDF5 file or an lmdb environment: the reason is not a shared file position (the message
+        # once said so) but that HDF5 is not fork-safe, and lmdb's environment must not cross a fork.
+        Invalid("import h5py\nfrom torch.utils.data import DataLoader, Dataset\nclass Frames(Dataset):\n"
+                "    def __init__(self, path):\n        self.h5 = h5py.File(path, 'r')\n    def __getitem__(self, i):\n"
+                "        return self.h5['x'][i]\ndef main():\n"
+                "    loader = DataLoader(Frames('f.h5'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX,
+                message="`Frames` opens `self.h5` in `__init__`, and HDF5 is not fork-safe"),
+        Invalid("import lmdb\nfrom torch.utils.data import DataLoader, Dataset\nclass Records(Dataset):\n"
+                "    def __init__(self, path):\n        self.env = lmdb.open(path, readonly=True)\n"
+                "    def __getitem__(self, i):\n        with self.env.begin() as txn:\n"
+                "            return txn.get(str(i).encode())\ndef main():\n"
+                "    loader = DataLoader(Records('db'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX,
+                message="`Records` opens `self.env` in `__init__`, and an lmdb environment must not be used after a fork"),
         Invalid("from torch.utils.data import DataLoader, Dataset\ndef main():\n    class Local(Dataset):\n"
                 "        def __getitem__(self, i):\n            return i\n    loader = DataLoader(Local())\n"
                 "    for b in loader:\n        model(b).backward()\n        opt.step()\n", fixed=NO_FIX,
