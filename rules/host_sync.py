@@ -865,6 +865,10 @@ _PLATEAU_CASE = ("import torch\nfrom torch.optim.lr_scheduler import ReduceLROnP
                  "        loss.backward()\n        opt.step()\n        {step}\n")
 
 
+# A module class of the file (Tensors._module_classes).
+_MODULE_NET = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    pass\n"
+
+
 class PerStepHostSync(Rule):
     code = "TL201"
     name = "per-step-host-sync"
@@ -1088,6 +1092,12 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_PLATEAU_CASE.format(step="sched.step(loss)").replace("ReduceLROnPlateau(opt)", "StepLR(opt, 10)")),
     ]
     invalid = [
+        # A parameter of a module of the file moved to the device (the loop target of a for over
+        # `model.parameters()`, `self.model.fc.weight`) is a tensor there: its per-step read was
+        # not reported, parameters not being known as tensors.
+        Invalid(_MODULE_NET + "model = Net()\nmodel = model.cuda()\n" + in_training_loop(
+            "for p in model.parameters():\n    norms.append(p.tolist())"), fixed=NO_FIX,
+                message="`.tolist()` waits for the GPU"),
         # `bool(t)` and `math.isnan(t)` (`isfinite`, `isinf`: they call `float(t)`) read the tensor
         # on the host as `float(t)` does (they were not reported); in an `if` too, as `if
         # float(loss) > 9:` is TL201's (TL204 does not report them again); no accumulate fix: they
@@ -1667,6 +1677,9 @@ def _own_test(test: str, joined: bool = False, extra: str = "") -> str:
 
 
 _WRITER = "from torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
+# A module the file trains on the device, whose parameters are tensors there (Tensors.is_device_parameter).
+_LINEAR_ON_DEVICE = "import torch\nmodel = torch.nn.Linear(2, 1).cuda()\n"
+_HISTOGRAMS = "for name, p in model.named_parameters():\n    writer.add_histogram(name, p, step)"
 _ACCELERATOR = "from accelerate import Accelerator\naccelerator = Accelerator(log_with='wandb')\n"
 _FABRIC_LOGGERS = "import lightning as L\nfabric = L.Fabric(loggers=L.fabric.loggers.CSVLogger('logs'))\n"
 _NO_STEP_WANDB = "import wandb\n" + in_training_loop("wandb.log({'loss': loss})")
@@ -1802,8 +1815,29 @@ interval there. Without one there is no fix.
         Valid(_WRITER + in_training_loop("writer.add_histogram('lr', lrs, step)")),
         Valid(_WRITER + in_training_loop("if step % 100 == 0:\n    writer.add_histogram('out', out.detach(), step)")),
         Valid(_WRITER + in_training_loop("pass") + "writer.add_histogram('out', loss.detach(), step)\n"),
+        # Parameters of a module never moved to a device are on the host (no wait); nor is what
+        # `parameters()` of an object the file does not show to be a module gives known (a call's
+        # result, a class of the file that is no nn.Module), though it is "moved".
+        Valid("import torch\nmodel = torch.nn.Linear(2, 1)\n" + _WRITER
+              + in_training_loop(_HISTOGRAMS + "\nprint(model.weight)")),
+        Valid("import torch\nsched = make_schedule().cuda()\nclass Knobs:\n    def parameters(self):\n"
+              "        return [0.1, 0.2]\nknobs = Knobs()\nknobs.cuda()\n" + _WRITER + in_training_loop(
+                  "for p in sched.parameters():\n    writer.add_histogram('s', p, step)\n"
+                  "for name, p in knobs.named_parameters():\n    writer.add_histogram(name, p, step)\nprint(knobs.weight)")),
     ]
     invalid = [
+        # A parameter of a module on the device, logged every step (a histogram of each weight: a
+        # copy of the whole layer), or a layer's weight printed: parameters were not known as
+        # tensors, so neither was reported.
+        Invalid(_LINEAR_ON_DEVICE + _WRITER + in_training_loop(_HISTOGRAMS),
+                fixed=_LINEAR_ON_DEVICE + _WRITER + in_training_loop(
+                    "for name, p in model.named_parameters():\n    if step % 100 == 0:\n"
+                    "        writer.add_histogram(name, p, step)"),
+                message="Logging tensor `p` with `writer.add_histogram()`"),
+        Invalid("import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(2, 1))\nmodel.to(device)\n"
+                + in_training_loop("print(model[0].weight)"),
+                fixed="import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(2, 1))\nmodel.to(device)\n"
+                + in_training_loop("if step % 100 == 0:\n    print(model[0].weight)")),
         # A tensor formatted inside a dict or list display that is logged (they were not reported):
         # the display's text formats each element; the call is guarded as any log call.
         Invalid(in_training_loop("pbar.set_postfix({'loss': f'{loss:.3f}'})"),

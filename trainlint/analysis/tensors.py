@@ -1,8 +1,9 @@
 """Which expressions are tensors, well enough to keep the host-sync rules precise.
 
 A value is a tensor when it comes from a torch call, a model or loss-function call, a tensor
-method, arithmetic on a tensor, a batch drawn from a loader, or a name assigned from one of
-those in the same function. Names like `loss` count by convention. Unknown stays unknown: the
+method, arithmetic on a tensor, a batch drawn from a loader, a parameter of a module the file
+moves to a device (`model.weight`, `p` of `for p in model.parameters()`), or a name assigned
+from one of those in the same function. Names like `loss` count by convention. Unknown stays unknown: the
 rules only fire on values this analysis believes are tensors.
 
 Which values are known to be in host memory (`on_host`: a numpy value, a tensor made without a
@@ -162,7 +163,7 @@ class Tensors:
         if isinstance(expr, cst.Subscript):
             return self.is_tensor(expr.value, _depth + 1)
         if isinstance(expr, cst.Attribute):
-            if expr.attr.value in _TENSOR_ATTRS:
+            if expr.attr.value in _TENSOR_ATTRS or self.is_device_parameter(expr):
                 return True
             if expr.attr.value in ("shape", "dtype", "device", "ndim"):
                 return False
@@ -189,10 +190,121 @@ class Tensors:
                 return not (isinstance(expr, cst.Name) and self._host_parameter(expr, scope))
             if name in self._loop_targets.get(scope, ()):
                 return True
+            if isinstance(expr, cst.Name) and self.is_device_parameter(expr):
+                return True
             for value in self._scopes.get(scope, {}).get(name, ()):
                 if value is not expr and self.is_tensor(value, _depth + 1):
                     return True
         return False
+
+    # -- parameters of a module on the device --------------------------------------------
+
+    def is_device_parameter(self, expr: cst.BaseExpression) -> bool:
+        """expr is a parameter (or buffer) of a module the file moves to a device: `X.weight`,
+        `X[0].weight`, `X.fc.bias` of such a module X, or the loop target of a `for` over
+        `X.parameters()` / `X.buffers()` (the second name of `X.named_parameters()` /
+        `X.named_buffers()`) that holds expr. Parameters were once not known to be tensors at all,
+        so a per-step `writer.add_histogram(name, p, step)` or `print(model.weight)` went unseen.
+        A module never moved to a device keeps its parameters on the host (reading them waits
+        for no GPU), and an object whose `parameters()` the file does not show to be a module's may
+        give anything: neither counts."""
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value in ("weight", "bias") and self._of_device_module(expr.value)
+        if not isinstance(expr, cst.Name):
+            return False
+        for loop in self._parameter_loops().get(expr.value, ()):
+            if self.index.contains(loop.body, expr):
+                return True
+        return False
+
+    def _of_device_module(self, expr: cst.BaseExpression) -> bool:
+        """expr is a module the file moves to a device, or a submodule taken from one
+        (`model.fc`, `model[0]`, `self.model.encoder`)."""
+        modules = self._device_modules()
+        while True:
+            if dotted(expr) in modules:
+                return True
+            if isinstance(expr, (cst.Attribute, cst.Subscript)):
+                expr = expr.value
+            else:
+                return False
+
+    def _parameter_loops(self) -> dict[str, list[cst.For]]:
+        """name -> the `for` loops that bind it to a parameter or buffer of a module on the device
+        (`for p in model.parameters():`, `for name, p in model.named_parameters():`)."""
+        if not hasattr(self, "_parameter_loops_found"):
+            found: dict[str, list[cst.For]] = {}
+            for loop in self.index.nodes(cst.For):
+                it, target = loop.iter, loop.target
+                if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and not it.args
+                        and self._of_device_module(it.func.value)):
+                    continue
+                method = it.func.attr.value
+                if method in ("parameters", "buffers") and isinstance(target, cst.Name):
+                    found.setdefault(target.value, []).append(loop)
+                elif method in ("named_parameters", "named_buffers") and isinstance(target, (cst.Tuple, cst.List)) \
+                        and len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name):
+                    found.setdefault(target.elements[1].value.value, []).append(loop)
+            self._parameter_loops_found = found
+        return self._parameter_loops_found
+
+    def _device_modules(self) -> frozenset[str]:
+        """The (dotted) names of the nn.Modules the file moves to a device: a name assigned a
+        module of torch.nn (`nn.Linear(...)`) or of a class of the file that subclasses nn.Module,
+        or whose `parameters()` an optimizer of torch.optim is given (the model the loop trains),
+        and that the file copies to a device (`model.to(device)`, `model.cuda()`, `model =
+        Net().to(device)`). Names are taken file-wide (`self.model` set in `__init__`, read in
+        `train`): a module name is seldom another value elsewhere."""
+        if not hasattr(self, "_device_modules_found"):
+            modules, moved = set(), set()
+            classes = self._module_classes()
+            for assign in self.index.nodes(cst.Assign):
+                value, was_moved = assign.value, False
+                while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                        and isinstance(value.func.value, cst.Call):
+                    was_moved = was_moved or is_device_move(self.ctx, value)
+                    value = value.func.value  # `Net().to(device).train()`
+                if not isinstance(value, cst.Call):
+                    continue
+                qn = self.names.qualified(value.func) or ""
+                last = qn.rsplit(".", 1)[-1]
+                local = isinstance(value.func, cst.Name) and value.func.value in classes
+                if (qn.startswith("torch.nn.") and last[:1].isupper() and last != "Parameter") or local:
+                    for target in assign.targets:
+                        name = dotted(target.target)
+                        if name:
+                            modules.add(name)
+                            if was_moved:
+                                moved.add(name)
+            for call in self.index.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and is_device_move(self.ctx, call) and dotted(func.value):
+                    moved.add(dotted(func.value))  # `model.to(device)`, `model = model.cuda()`
+                qn = self.names.qualified(func) or ""
+                first = call.args[0].value if call.args else None
+                if qn.startswith("torch.optim.") and isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) \
+                        and first.func.attr.value == "parameters" and dotted(first.func.value):
+                    modules.add(dotted(first.func.value))  # `SGD(model.parameters(), ...)`: the model trained
+            self._device_modules_found = frozenset(modules & moved)
+        return self._device_modules_found
+
+    def _module_classes(self) -> set[str]:
+        """Classes of the file that subclass torch.nn.Module, directly or through another such class."""
+        classes: set[str] = set()
+        defs = self.index.nodes(cst.ClassDef)
+        changed = True
+        while changed:
+            changed = False
+            for cls in defs:
+                if cls.name.value in classes:
+                    continue
+                for base in cls.bases:
+                    qn = self.names.qualified(base.value) or ""
+                    if qn == "torch.nn.Module" or (isinstance(base.value, cst.Name) and base.value.value in classes):
+                        classes.add(cls.name.value)
+                        changed = True
+                        break
+        return classes
 
     def _host_parameter(self, name: cst.Name, scope) -> bool:
         """name is a parameter of its function (not bound again there), and each call of the
