@@ -12,6 +12,7 @@ from trainlint.analysis.distributed import one_line
 from trainlint.analysis.loops import enumerate_counter, first_modulo, range_counter
 from trainlint.analysis.names import dotted
 from trainlint.analysis.tree import binding_targets, walk
+from trainlint.analysis.tensors import pure_tensor_method
 from trainlint.analysis.variables import in_scope_of, is_variable, names_a_value, role, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
@@ -515,8 +516,13 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
             return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps, in the `if` {where} (`if {test}:`)",
                             (neighbour, neighbour.with_changes(body=neighbour.body.with_changes(body=inner))),
                             *((s, "") for s in taken))
+    # No such `if`: the per-step logging lines right above and below go under the new guard with
+    # the statements (each would get its own `if` with the same test: two prints in a row gave two
+    # `if step % 100 == 0:` back to back). The fix of each of them writes the same edits.
+    group = [*above, *moved, *below]
+    first = group[0]
     outer = ctx.parent(ctx.parent(stmt))
-    if isinstance(outer, cst.If) and outer.orelse is None and len(body) == len(moved) \
+    if isinstance(outer, cst.If) and outer.orelse is None and len(body) == len(group) \
             and isinstance(outer.test, _JOINABLE_TESTS) and not (isinstance(outer.test, cst.BooleanOperation)
                                                                 and not isinstance(outer.test.operator, cst.And)):
         # The whole body of a plain `if` (`if torch.cuda.is_available():`): one joined condition,
@@ -527,16 +533,20 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
                                                           right=cst.parse_expression(test))))
     guarded = cst.If(
         test=cst.parse_expression(test),
-        body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[]), *moved[1:]]),
+        body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[]), *group[1:]]),
         leading_lines=first.leading_lines,
     )
     message = f"Run it every `{interval}` steps (`if {test}:`)"
     if len(moved) > 1:
-        names = ", ".join(f"`{n}`" for n in sorted(_bound_names(first)))
+        names = ", ".join(f"`{n}`" for n in sorted(_bound_names(moved[0])))
         lines = "next line, which reads" if len(moved) == 2 else f"next {len(moved) - 1} lines, which read"
         message = f"Run it and the {lines} {names}, every `{interval}` steps (`if {test}:`)"
+    if above or below:
+        count = len(above) + len(below)
+        message = message.replace(" (`if", f", with the {count} per-step logging line{'s' if count > 1 else ''} "
+                                           f"beside it (`if", 1)
     # The statements after the first move into the guard: each is removed where it stood.
-    return rule.fix(Applicability.UNSAFE, message, (first, guarded), *((s, "") for s in moved[1:]))
+    return rule.fix(Applicability.UNSAFE, message, (first, guarded), *((s, "") for s in group[1:]))
 
 
 # Conditions an interval test joins with `and` as they are: no operator of theirs binds more
@@ -561,10 +571,75 @@ def _logging_run(ctx, statements) -> list:
             logged = tracker.step and any(_device_tensor(ctx, v) for v in tracker.values)
         else:
             logged = _is_log_call(ctx, call) and any(True for arg in call.args for _ in _formatted_tensors(ctx, arg.value))
-        if not logged:
+        # TL201 guards a log line that reads a tensor with `.item()` the same way (_log_line).
+        if not logged and not (_log_line(ctx, call) and _reads_device_tensor(ctx, call)):
             break
         run.append(stmt)
     return run
+
+
+def _log_line(ctx, call: cst.Call) -> bool:
+    """A call that only logs: one TL202 recognizes as logging (a print, a logger's, a progress
+    bar's; a tracker's given its step, which TL202 guards), whose arguments do nothing but make the
+    values logged (_makes_values_only). Guarded, it logs less often and changes nothing else."""
+    tracker = _tracker_values(ctx, call) if not _is_log_call(ctx, call) else None
+    if tracker is None and not _is_log_call(ctx, call) or tracker is not None and not tracker.step:
+        return False
+    return all(_makes_values_only(ctx, arg.value) for arg in call.args)
+
+
+# Calls that make a value and change nothing, as a log line's arguments make what it logs:
+# conversions, formatting, the clock.
+_PURE_CALLS = frozenset({"builtins.str", "builtins.repr", "builtins.float", "builtins.int", "builtins.bool",
+                         "builtins.round", "builtins.abs", "builtins.len", "builtins.min", "builtins.max",
+                         "builtins.sum", "builtins.format", "builtins.list", "builtins.tuple", "builtins.dict",
+                         "builtins.sorted", "time.time", "time.perf_counter", "time.monotonic", "math.sqrt",
+                         "math.exp", "math.log"})
+# Methods of the same kind on other objects: a string's `format`, a scheduler's learning rate.
+_PURE_METHODS = frozenset({"format", "get_last_lr"})
+
+
+def _makes_values_only(ctx, expr: cst.BaseExpression) -> bool:
+    """Evaluating expr has no effect but its value: every call in it is a host read of a tensor
+    (`loss.item()`, `float(t)`), a tensor method or torch function that makes a new value
+    (`grad.norm()`, `torch.stack(...)`), or one of _PURE_CALLS / _PURE_METHODS; no `:=`, no
+    `await`. Another call (`next(it)`, `model(x)`, `meter.update(...)`) may do something that
+    logging every N steps would skip."""
+    for node in ctx.index.walk(expr):
+        if isinstance(node, (cst.NamedExpr, cst.Await, cst.Yield)):
+            return False
+        if not isinstance(node, cst.Call) or _host_read(ctx, node) is not None:
+            continue
+        qn = ctx.names.qualified(node.func)
+        if qn is not None:
+            if qn in _PURE_CALLS or (qn.startswith("torch.") and pure_tensor_method(qn.rsplit(".", 1)[-1])
+                                     or qn in ("torch.stack", "torch.cat", "torch.linalg.norm")):
+                continue
+            return False
+        func = node.func
+        if not isinstance(func, cst.Attribute) or not (
+                func.attr.value in _PURE_METHODS
+                or (pure_tensor_method(func.attr.value) and ctx.tensors.is_tensor(func.value))):
+            return False
+    return True
+
+
+def _reads_device_tensor(ctx, call: cst.Call) -> bool:
+    """An argument of call reads a tensor that may be on the device on the host (TL201's finding)."""
+    return any(isinstance(node, cst.Call) and (read := _host_read(ctx, node)) is not None
+               and not ctx.tensors.on_host(read[0]) for arg in call.args for node in ctx.index.walk(arg.value))
+
+
+def _log_line_read(ctx, read: cst.Call) -> bool:
+    """read is in the arguments of a call that is a whole statement of its own, its value unused,
+    and only logs (_log_line): `print("loss", loss.item())`, `writer.add_scalar("loss",
+    loss.item(), step)`. TL201 guards that statement as TL202 guards one that formats the tensor."""
+    stmt = ctx.index.enclosing(read, cst.SimpleStatementLine)
+    if stmt is None or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr) \
+            or not isinstance(stmt.body[0].value, cst.Call):
+        return False
+    call = stmt.body[0].value
+    return any(ctx.index.contains(arg, read) for arg in call.args) and _log_line(ctx, call)
 
 
 # At most this many statements after a guarded assignment move with it (the reads of its name).
@@ -859,6 +934,7 @@ _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) ==
 _LOG_EVERY = 100
 
 
+_WRITER = "from torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
 # A file that builds a ReduceLROnPlateau and steps it in the loop (`step`, indented for the inner loop).
 _PLATEAU_CASE = ("import torch\nfrom torch.optim.lr_scheduler import ReduceLROnPlateau\nsched = ReduceLROnPlateau(opt)\n"
                  "for epoch in range(3):\n    for step, (x, y) in enumerate(loader):\n        loss = model(x, y)\n"
@@ -1147,9 +1223,13 @@ of every tenth loss, predictions shorter than their targets).
         # would drop terms from the sum).
         Invalid(_with_total(in_training_loop("total = total + loss.item()")) + "print(total)\n", fixed=NO_FIX,
                 message="accumulate with `total = total + loss.detach()`"),
-        # All but a few steps, or steps of a collection of unknown size.
-        Invalid(in_training_loop("if step not in {1, 10, 100}:\n    print(loss.item())"), fixed=NO_FIX),
-        Invalid(in_training_loop("if step in milestones:\n    print(loss.item())"), fixed=NO_FIX),
+        # All but a few steps, or steps of a collection of unknown size: a line that only logs is
+        # guarded as TL202 guards `print(f"{loss}")` there, joining the `if` that holds only it
+        # (it was a suggestion only).
+        Invalid(in_training_loop("if step not in {1, 10, 100}:\n    print(loss.item())"),
+                fixed=in_training_loop("if step not in {1, 10, 100} and step % 100 == 0:\n    print(loss.item())")),
+        Invalid(in_training_loop("if step in milestones:\n    print(loss.item())"),
+                fixed=in_training_loop("if step in milestones and step % 100 == 0:\n    print(loss.item())")),
         # A closure the optimizer's step calls runs on every step.
         Invalid(_CLOSURE.format(optimizer="SGD", read="history.append(loss.item())", closure="closure"), fixed=NO_FIX),
         Invalid(_CLOSURE.format(optimizer="Adam", read="history.append(float(loss))", closure="closure=closure"),
@@ -1181,8 +1261,12 @@ of every tenth loss, predictions shorter than their targets).
         Invalid("import torch\nfor i, (x, y) in enumerate(loader):\n    (model(x, y) / accum).backward()\n"
                 "    if (i + 1) % accum != 0:\n        continue\n    opt.step()\n    opt.zero_grad()\n"
                 "    losses.append(loss.item())\n", fixed=NO_FIX),
-        # accelerate: `sync_gradients` is true exactly when the optimizer steps.
-        Invalid(_ACCUMULATE.format(guard="accelerator.sync_gradients"), fixed=NO_FIX),
+        # accelerate: `sync_gradients` is true exactly when the optimizer steps; the progress bar
+        # line only logs, and is guarded by the optimizer-step counter that branch increments, as
+        # TL202 guards `set_postfix(loss=loss)` (it was a suggestion only).
+        Invalid(_ACCUMULATE.format(guard="accelerator.sync_gradients"),
+                fixed=_ACCUMULATE.format(guard="accelerator.sync_gradients").replace(
+                    "        progress_bar", "        if completed_steps % 100 == 0:\n            progress_bar")),
         # Hooks a framework calls on every step: the loop is Lightning's or the Trainer's.
         # The advice names the framework's own counter and interval, and Lightning's `self.log`.
         Invalid(_HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()"), fixed=NO_FIX,
@@ -1221,11 +1305,13 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(_HOST_BATCH.format(read='batch.to(device)\n    ids = batch["ids"].tolist()'), fixed=NO_FIX),
         Invalid(_HOST_BATCH.format(read='batch_to_device(batch, device)\n    ids = batch["ids"].tolist()'),
                 fixed=NO_FIX),
-        # The advice names the guard the suggestion writes: the loop's own counter and the
-        # script's interval.
+        # The advice names the guard the fix writes: the loop's own interval test, whose `if` the
+        # line that only logs joins (it was a suggestion only).
         Invalid("import torch\nfor it in range(args.iters):\n    loss = model(x, y)\n    loss.backward()\n"
                 "    opt.step()\n    print(loss.item())\n    if it % args.log_interval == 0:\n        log(it)\n",
-                fixed=NO_FIX, message="(`if it % args.log_interval == 0:`)"),
+                fixed="import torch\nfor it in range(args.iters):\n    loss = model(x, y)\n    loss.backward()\n"
+                "    opt.step()\n    if it % args.log_interval == 0:\n        print(loss.item())\n        log(it)\n",
+                message="(`if it % args.log_interval == 0:`)"),
         Invalid(_HOST_BATCH.format(read="preds = model(x).argmax(-1).tolist()"), fixed=NO_FIX),
         # The step function called through another name: an alias, a partial, a compiled
         # function, a closure a factory returns, a compiled method kept on the instance.
@@ -1249,6 +1335,39 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=NO_FIX),
         Invalid("import torch\nfor x, y in loader:\n    labels = y.numpy()\n    loss = model(x, y)\n"
                 "    loss.backward()\n    opt.step()\n", fixed=NO_FIX),
+        # A statement that only logs what `.item()` reads is guarded as TL202 guards one that
+        # formats the tensor (it was a suggestion only: `print(f"loss {loss:.3f}")` got its `if`
+        # and `print("grad", ....item())` beside it stayed per-step) ...
+        Invalid(in_training_loop("logger.info('l=%f', loss.item())"),
+                fixed=in_training_loop("if step % 100 == 0:\n    logger.info('l=%f', loss.item())")),
+        Invalid(_WRITER + in_training_loop("writer.add_scalar('loss', loss.item(), step)"),
+                fixed=_WRITER + in_training_loop("if step % 100 == 0:\n    writer.add_scalar('loss', loss.item(), step)")),
+        Invalid(in_training_loop("pbar.set_postfix(loss=loss.item(), lr=sched.get_last_lr()[0])"),
+                fixed=in_training_loop("if step % 100 == 0:\n    pbar.set_postfix(loss=loss.item(), lr=sched.get_last_lr()[0])")),
+        # ... under one `if` with the logging line beside it, which TL202 guards the same way ...
+        Invalid(in_training_loop("print(f'loss {loss:.3f}')\nprint('grad', model.weight.grad.norm().item())"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.3f}')\n"
+                                       "    print('grad', model.weight.grad.norm().item())")),
+        # ... with the loop's own interval test, as TL202 does; in a hook, the framework's counter.
+        Invalid("import torch\nlog_every = 10\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n"
+                "    loss.backward()\n    opt.step()\n    print('loss', float(loss))\n",
+                fixed="import torch\nlog_every = 10\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n"
+                "    loss.backward()\n    opt.step()\n    if step % log_every == 0:\n        print('loss', float(loss))\n"),
+        Invalid(_HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
+                    "self.history.append(acc.item())", "print('acc', acc.item())"),
+                fixed=_HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
+                    "self.history.append(acc.item())", "if self.global_step % self.trainer.log_every_n_steps == 0:\n"
+                    "            print('acc', acc.item())")),
+        # Not a line that only logs: another call in it (`next(it)`), its value used, a record
+        # written to a file, a tracker numbering its calls (no step), a line with another
+        # statement; and where TL202 writes no guard (under `if step % log_every:`, the
+        # optimizer-step branch without a counter of its own): a suggestion at most.
+        Invalid(in_training_loop("print('loss', loss.item(), next(it))"), fixed=NO_FIX),
+        Invalid(in_training_loop("ok = logger.info('l=%f', loss.item())"), fixed=NO_FIX),
+        Invalid(in_training_loop("print(loss.item(), file=metrics_csv)"), fixed=NO_FIX),
+        Invalid("import wandb\n" + in_training_loop("wandb.log({'loss': loss.item()})"), fixed=NO_FIX),
+        Invalid(in_training_loop("print('loss', loss.item()); seen += 1"), fixed=NO_FIX),
+        Invalid(in_accumulation_step("print('loss', loss.item())", counter=""), fixed=NO_FIX),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1314,8 +1433,11 @@ of every tenth loss, predictions shorter than their targets).
                       f"{', keep it on the device' if logging else ' or keep it on the device'}{logging}")
             guard = guard_statement(self, node, _LOG_EVERY)
             if guard is not None:
-                # Fewer reads change what the script records: shown as a suggestion, never written.
-                fix = self.fix(Applicability.DISPLAY_ONLY, guard.message, *guard.replacements)
+                # A line that only logs is guarded as TL202 guards one that formats the tensor (the
+                # two in a row end under one `if`); other shapes change what the script records
+                # (an assignment, a list, a meter): shown as a suggestion, never written.
+                fix = guard if _log_line_read(ctx, node) else \
+                    self.fix(Applicability.DISPLAY_ONLY, guard.message, *guard.replacements)
         if what.startswith("`math."):
             advice += f"; `torch.{what[6:-3]}({ctx.code(target)})` tests it on the device"
         self.report(node, f"{what} waits for the GPU on every step; {advice}", fix)
@@ -1676,7 +1798,6 @@ def _own_test(test: str, joined: bool = False, extra: str = "") -> str:
     return in_training_loop(body).replace("import torch\n", "import torch\nconfig = {'log_every': 5}\n")
 
 
-_WRITER = "from torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
 # A module the file trains on the device, whose parameters are tensors there (Tensors.is_device_parameter).
 _LINEAR_ON_DEVICE = "import torch\nmodel = torch.nn.Linear(2, 1).cuda()\n"
 _HISTOGRAMS = "for name, p in model.named_parameters():\n    writer.add_histogram(name, p, step)"
@@ -1865,6 +1986,10 @@ interval there. Without one there is no fix.
         Invalid(in_training_loop("gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
                                  "print(f'grad norm {gn:.3f}')"), message="Formatting tensor `gn`"),
         Invalid(in_training_loop("print(f'loss {loss:.4f}')"), fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
+        # Two per-step logging lines in a row share one `if` (each got its own, back to back).
+        Invalid(in_training_loop("print(f'loss {loss:.4f}')\n# the gradient\nlogger.info('grad %s', grad_norm)"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.4f}')\n"
+                                       "    # the gradient\n    logger.info('grad %s', grad_norm)"), message="Formatting tensor `loss`"),
         # In a framework's step hook: guarded by the framework's counter and logging interval.
         Invalid(_HOOK.format(base="L.LightningModule", hook="training_step", read="loss").replace(
                     "self.history.append(loss)", "print('loss', loss)"),

@@ -81,6 +81,13 @@ _IN_PLACE_ARITHMETIC = frozenset({"add_", "sub_", "mul_", "div_"})
 _READS = _ACCESSORS | _KEEPS_DEVICE | _TO_HOST
 
 
+def pure_tensor_method(attr: str) -> bool:
+    """A tensor method that makes a new value (or reads one) and changes nothing: `.norm()`,
+    `.mean()`, `.item()`, `.size()`; not an in-place one (`add_`) or `backward`. A line that only
+    logs what such calls make does nothing else (TL201's fix guards it as TL202 does)."""
+    return attr in _TENSOR_METHODS or attr in _READS
+
+
 class Tensors:
     def __init__(self, ctx) -> None:
         self.ctx = ctx  # the FileContext: on_host asks the loader analysis (batches.py) through it
