@@ -498,8 +498,9 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
                         (guard.join, guard.join.with_changes(body=guard.join.body.with_changes(body=inner))),
                         *((s, "") for s in taken))
     # The same guard right above or below: the statements join it instead of a second `if`; so do
-    # the per-step logging lines between them, which would each be guarded by the same test (two
-    # prints above `if step % log_every == 0:` gave two such `if`s back to back).
+    # the per-step logging lines between them (TL202's, and TL201's that only log: _logging_run),
+    # which would each be guarded by the same test (two prints above `if step % log_every == 0:`
+    # gave two such `if`s back to back).
     body = list(ctx.parent(stmt).body)
     at, end = body.index(first), body.index(moved[-1])
     above = _logging_run(ctx, body[:at][::-1])[::-1]
@@ -1021,8 +1022,9 @@ A read in a branch of a test that already read the tensor (`if loss.item() > 100
 torch.isnan(loss):`) is not reported: the test is the wait. The guard a fix writes is the loop's
 own interval test, or reads the loop's counter (also through `trange(n)` / `tqdm(range(n))`) and
 the script's interval, and joins an `if` with the same test right above or below (with the
-per-step logging lines between them, which it would guard the same way), or the `if` that holds
-only the line (`if torch.cuda.is_available() and step % 100 == 0:`); a loop with no counter
+per-step logging lines between them, which it would guard the same way; without such an `if`,
+the per-step logging lines right beside it go under the one new `if`), or the `if` that holds
+only the line and those (`if torch.cuda.is_available() and step % 100 == 0:`); a loop with no counter
 is told to keep one. A running sum written out (`s = s + loss.item()`) is advised like `s +=`
 (accumulate the detached tensor), without a fix. ReduceLROnPlateau's step is reported without a
 fix: stepping it less often changes when its patience runs out.
@@ -1065,6 +1067,16 @@ bar); or when a read cannot be seen or converted: it is an attribute or an item
 literal itself, as after `total = 0` when the loop never ran, prints `0.0`); or it may hold an integer
 (`correct += (pred == y).sum().item()` from `correct = 0`: `float()` would print `42.0`); or it is
 printed with its own name (`f"{total=}"` would print `float(total)=`).
+Unsafe too: a statement that only logs what the read gives (`print("loss", loss.item())`,
+`logger.info("l=%f", loss.item())`, `pbar.set_postfix(loss=loss.item())`,
+`writer.add_scalar("loss", loss.item(), step)`): a call TL202 counts as logging (a tracker's
+only when given its step), standing alone with its value unused, whose arguments call nothing
+but host reads, tensor methods and torch functions that make a value, conversions (`str`,
+`round`), `format`, the clock or `get_last_lr()`. It is put under the guard TL202 would write for
+it, joining the same `if`s and the per-step logging lines beside it (a `print(f"loss
+{loss:.3f}")` and a `print("grad", g.norm().item())` in a row end under one `if`), and left
+alone where TL202 writes none (under `if step % log_every:`, in the branch that steps the
+optimizer without a counter of its own); fewer lines are logged.
 Other shapes get a suggestion only (shown, never written): put the statement under the loop's own
 interval test, else the script's logging interval (a name such as `log_every`,
 `args.log_interval` or `PRINT_FREQ` whose value is known to be a positive whole number: a
@@ -1866,12 +1878,13 @@ for step, batch in enumerate(loader):
 Unsafe: the statement is put under the interval test the loop already makes, as the script
 writes it (`if args.log_every > 0 and step % args.log_every == 0:`, `if i % 4 == 3:`), joining
 that `if` when it is right below or above (past other per-step logging lines, which join it
-too, and, below, past plain assignments of what the test reads, `global_step += 1`, which stay
+too, as do those TL201 guards, `print("loss", loss.item())`, and, below, past plain assignments of what the test reads, `global_step += 1`, which stay
 above it); a condition that is not about the interval (`rank == 0`) is left out only when the
 interval is known to be a positive whole number; else under the loop's existing step counter and the script's logging interval (a name
 such as `log_every`, `args.log_interval` or `LOG_EVERY`, in any case, when its value is known to
 be a positive whole number; no fix when it is not, as `step % 0` raises; else `log-every`,
-default 100), so fewer lines are printed. A tensor that counts steps (`step_t += 1`) is no
+default 100), so fewer lines are printed; the per-step logging lines right beside it (TL201's
+too) go under the same new `if`. A tensor that counts steps (`step_t += 1`) is no
 counter: the guard would read it on every step. A string built outside a
 logging call (assigned, then used) gets no fix: the code that uses it must move too. A tracker
 call is guarded the same way only when it passes its step explicitly (`step=`, `global_step`):
