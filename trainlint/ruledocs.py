@@ -60,11 +60,14 @@ def main() -> int:
     readme = os.path.join(ROOT, "README.md")
     with open(readme, encoding="utf-8") as fh:
         text = fh.read()
+    # Both texts are made before either file is opened for writing: a rule that fails to import
+    # (a merge conflict left in it) had emptied README.md.
+    table, docs = updated_readme(text), rules_markdown()
     with open(readme, "w", encoding="utf-8") as fh:
-        fh.write(updated_readme(text))
+        fh.write(table)
     os.makedirs(os.path.join(ROOT, "docs"), exist_ok=True)
     with open(os.path.join(ROOT, "docs", "rules.md"), "w", encoding="utf-8") as fh:
-        fh.write(rules_markdown())
+        fh.write(docs)
     return 0
 
 
