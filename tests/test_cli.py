@@ -47,7 +47,7 @@ def test_exit_zero_and_clean_exit(project):
 
 
 def test_fix_writes_safe_fixes_only(project):
-    (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
+    (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True, num_workers=2)\n")
     result = run_cli(["--fix", "mixed.py"], project)
     text = (project / "mixed.py").read_text()
     assert "prefetch_factor=4" in text  # TL104 is safe
@@ -373,7 +373,7 @@ def test_silent_prints_nothing_and_keeps_the_exit_code(project, tmp_path):
 
 
 def test_unsafe_fixes_count_as_available_when_asked(project):
-    (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
+    (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True, num_workers=2)\n")
     plain = run_cli(["--select", "TL104,TL105", "mixed.py"], project).output
     assert "TL105 The last" in plain and "[*] 1 fixable with the `--fix` option." in plain
     assert "1 hidden fix can be enabled with the `--unsafe-fixes` option." in plain
@@ -486,7 +486,7 @@ def test_ignore_noqa_reports_and_fixes_suppressed_findings(project):
 
 
 def test_configuration_sets_fix_unsafe_fixes_and_output_format(project):
-    (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
+    (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True, num_workers=2)\n")
     (project / "pyproject.toml").write_text('[tool.trainlint]\nunsafe-fixes = true\noutput-format = "json"\n')
     shown = run_cli(["mixed.py"], project)
     items = json.loads(shown.stdout)
@@ -584,7 +584,7 @@ def test_show_fixes_with_diff_lists_the_fixes_it_would_make(project):
 
 
 def test_statistics_keep_the_names_in_one_column(project):
-    (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n")
+    (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True, num_workers=2)\n")
     stats = run_cli(["--select", "TL104,TL105", "--statistics", "mixed.py"], project).output
     assert stats == "    1\tTL104\t[*] dataloader-shallow-prefetch\n    1\tTL105\t[ ] dataloader-ragged-last-batch\n"
     alone = run_cli(["--select", "TL105", "--statistics", "mixed.py"], project).output
