@@ -932,7 +932,6 @@ _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) ==
 
 
 # TL201's logging interval where the script has none (it has no option for it).
-_LOG_EVERY = 100
 
 
 _WRITER = "from torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
@@ -955,6 +954,8 @@ class PerStepHostSync(Rule):
     triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(", "bool(", "isfinite(", "isnan(", "isinf(",
                 ".get_scale(", ".step(")
     needs_hot_loop = True
+    # TL202's option too: a line TL201 guards may share its `if` with the logging lines TL202 guards.
+    options = {"log-every": Option(100, int, "The interval the fix and the advice use when the script defines none.")}
     docs = """
 ## What it does
 Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
@@ -1352,6 +1353,8 @@ of every tenth loss, predictions shorter than their targets).
         # and `print("grad", ....item())` beside it stayed per-step) ...
         Invalid(in_training_loop("logger.info('l=%f', loss.item())"),
                 fixed=in_training_loop("if step % 100 == 0:\n    logger.info('l=%f', loss.item())")),
+        Invalid(in_training_loop("print('loss', loss.item())"),
+                fixed=in_training_loop("if step % 25 == 0:\n    print('loss', loss.item())"), options={"log-every": 25}),
         Invalid(_WRITER + in_training_loop("writer.add_scalar('loss', loss.item(), step)"),
                 fixed=_WRITER + in_training_loop("if step % 100 == 0:\n    writer.add_scalar('loss', loss.item(), step)")),
         Invalid(in_training_loop("pbar.set_postfix(loss=loss.item(), lr=sched.get_last_lr()[0])"),
@@ -1397,7 +1400,7 @@ of every tenth loss, predictions shorter than their targets).
             # GradScaler.get_scale() is `self._scale.item()` (timm's and HF's "was the step skipped?").
             if _waits_per_step(ctx, node):
                 self.report(node, f"`{ctx.code(node)}` reads the loss scale from the GPU (`.item()`) on every step; "
-                                  f"read it under the logging interval ({interval_guard(ctx, node, _LOG_EVERY)}); to tell a "
+                                  f"read it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])}); to tell a "
                                   f"skipped step, let the scheduler step anyway (float16 skips few steps)")
             return
         elif (metric := _plateau_metric(ctx, node)) is not None:
@@ -1441,9 +1444,9 @@ of every tenth loss, predictions shorter than their targets).
                       f"not fixed: the fix handles `{total} += ...`")
         else:
             logging = framework_logging(ctx, node)
-            advice = (f"read it under the logging interval ({interval_guard(ctx, node, _LOG_EVERY)})"
+            advice = (f"read it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])})"
                       f"{', keep it on the device' if logging else ' or keep it on the device'}{logging}")
-            guard = guard_statement(self, node, _LOG_EVERY)
+            guard = guard_statement(self, node, self.opts["log-every"])
             if guard is not None:
                 # A line that only logs is guarded as TL202 guards one that formats the tensor (the
                 # two in a row end under one `if`); other shapes change what the script records
