@@ -327,22 +327,59 @@ def _fork_hazard(opener: str) -> str:
 def _open_handle(ctx, cls: cst.ClassDef) -> tuple[str, str] | None:
     """What the class's `__init__` opens and keeps on self (`self.f = open(path, "rb")`,
     `self.f = Path(path).open("rb")`, `self.h5 = h5py.File(path)`, `self.zip = zipfile.ZipFile(path)`),
-    as (the attribute as code, the opener's name); None when it keeps no handle. A memory map is
-    safe to share (no position), and is left out."""
+    also as an object of the open file (`self.x = h5py.File(path)["x"]`, or `f = h5py.File(path)`
+    then `self.x, self.y = f["x"], f["y"]`: an HDF5 dataset reads through its file), as (the
+    attribute as code, the opener's name); None when it keeps no handle. A memory map is safe to
+    share (no position), and is left out; so is what a read copies out (`f["x"][:]`)."""
     for stmt in cls.body.body:
         if not (isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__"):
             continue
+        opened: dict[str, str] = {}  # local names bound to an opener's result
         for node in ctx.index.walk(stmt.body):
-            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
-                    and any((ctx.dotted(t.target) or "").startswith("self.") for t in node.targets):
-                func = node.value.func
-                name = ctx.names.qualified(func) or ctx.dotted(func) or ""
-                # `Path(path).open("rb")`: a method `open` of a value the dotted name cannot spell.
-                if not name and isinstance(func, cst.Attribute) and func.attr.value == "open":
-                    name = "open"
-                if _OPENERS.search(name) and name != "numpy.memmap":
-                    return ctx.dotted(node.targets[0].target), name
+            if not isinstance(node, cst.Assign):
+                continue
+            for target in node.targets:
+                for held, value in _assigned_pairs(target.target, node.value):
+                    name = _opener(ctx, value, opened)
+                    if name is None:
+                        continue
+                    attribute = ctx.dotted(held) or ""
+                    if attribute.startswith("self."):
+                        return attribute, name
+                    if isinstance(held, cst.Name):
+                        opened[held.value] = name
     return None
+
+
+def _assigned_pairs(target: cst.BaseExpression, value: cst.BaseExpression):
+    """(target, value) pairs of an assignment, element by element for `a, b = x, y`."""
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+            and len(target.elements) == len(value.elements):
+        for t, v in zip(target.elements, value.elements):
+            yield from _assigned_pairs(t.value, v.value)
+    else:
+        yield target, value
+
+
+def _opener(ctx, value: cst.BaseExpression, opened: dict[str, str]) -> str | None:
+    """The opener whose handle value is or reads through (an item or attribute of it), or None.
+    An item taken with `[:]` or `[()]` is a copy read out, not a handle."""
+    while isinstance(value, (cst.Subscript, cst.Attribute)):
+        if isinstance(value, cst.Subscript) and any(
+                isinstance(e.slice, cst.Slice) or isinstance(getattr(e.slice, "value", None), cst.Tuple)
+                for e in value.slice):
+            return None
+        value = value.value
+    if isinstance(value, cst.Name):
+        return opened.get(value.value)
+    if not isinstance(value, cst.Call):
+        return None
+    func = value.func
+    name = ctx.names.qualified(func) or ctx.dotted(func) or ""
+    # `Path(path).open("rb")`: a method `open` of a value the dotted name cannot spell.
+    if not name and isinstance(func, cst.Attribute) and func.attr.value == "open":
+        name = "open"
+    return name if _OPENERS.search(name) and name != "numpy.memmap" else None
 
 
 def _subject(ctx, call: cst.Call) -> str:
@@ -645,7 +682,9 @@ guard on workers reads `options.get("num_workers", 0)`).
 No workers fix either for a dataset that keeps an open file or database handle from its
 `__init__` (`self.f = open(path, "rb")`, `Path(path).open()`, an archive kept open by `zipfile.ZipFile`
 or `tarfile.open`: forked workers would share its position; `h5py.File` or `tables.open_file`: HDF5
-is not fork-safe; `lmdb.open` or `sqlite3.connect`: not to be used after a fork), for a
+is not fork-safe; `lmdb.open` or `sqlite3.connect`: not to be used after a fork), also an
+object read through such a handle (`self.x = h5py.File(path)["x"]`, or an item of a name bound to
+the file; not a copy read out with `[:]`), for a
 dataset class defined inside a function (spawned workers cannot unpickle it), nor
 for a `collate_fn` or `worker_init_fn` that is a lambda (never picklable by reference, even at the
 module's top level), a function defined inside a function or an instance of a class defined inside a
@@ -802,6 +841,23 @@ same conditions, and say why when they add none.
                 "    loader = DataLoader(Frames('f.h5'))\n    for b in loader:\n        model(b).backward()\n"
                 "        opt.step()\n", fixed=NO_FIX,
                 message="`Frames` opens `self.h5` in `__init__`, and HDF5 is not fork-safe"),
+        # ... also an object read through the file: an item of it, or of a name bound to it (the
+        # tester's `self.x = h5py.File(p)["x"]` got the workers fix); not a copy read out (`[:]`).
+        Invalid("import h5py\nfrom torch.utils.data import DataLoader, Dataset\nclass Frames(Dataset):\n"
+                "    def __init__(self, path):\n        self.x = h5py.File(path, 'r')['x']\n    def __getitem__(self, i):\n"
+                "        return self.x[i]\ndef main():\n"
+                "    loader = DataLoader(Frames('f.h5'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX, message="`Frames` opens `self.x` in `__init__`"),
+        Invalid("import h5py\nfrom torch.utils.data import DataLoader, Dataset\nclass Frames(Dataset):\n"
+                "    def __init__(self, path):\n        f = h5py.File(path, 'r')\n        self.x, self.y = f['x'], f['y']\n"
+                "    def __getitem__(self, i):\n        return self.x[i]\ndef main():\n"
+                "    loader = DataLoader(Frames('f.h5'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX, message="`Frames` opens `self.x` in `__init__`"),
+        Invalid("import h5py\nfrom torch.utils.data import DataLoader, Dataset\nclass Frames(Dataset):\n"
+                "    def __init__(self, path):\n        f = h5py.File(path, 'r')\n        self.x = f['x'][:]\n"
+                "    def __getitem__(self, i):\n        return self.x[i]\ndef main():\n"
+                "    loader = DataLoader(Frames('f.h5'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", message="; set `num_workers="),
         Invalid("import lmdb\nfrom torch.utils.data import DataLoader, Dataset\nclass Records(Dataset):\n"
                 "    def __init__(self, path):\n        self.env = lmdb.open(path, readonly=True)\n"
                 "    def __getitem__(self, i):\n        with self.env.begin() as txn:\n"
