@@ -1898,6 +1898,9 @@ increments (`global_step += 1`): the loop's micro-batch index may never be a mul
 interval there. Without one there is no fix.
 """
     valid = [
+        # A name bound to a conditional expression between two host values is a float, whatever
+        # its name says (`loss_val` was taken for a tensor).
+        Valid(in_training_loop("loss_val = loss.item() if step % 5 == 0 else 0.0\nprint(f'a {loss_val:.3f}')")),
         # A record written per step to a file of its own (`print(..., file=csv)`) is data, not a log.
         Valid(in_training_loop("print(step, loss, sep=',', file=metrics_csv)")),
         # In a branch of a test that read the tensor already: nothing more to wait for.

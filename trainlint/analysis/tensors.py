@@ -838,7 +838,7 @@ _FLOAT_CONSTANTS = frozenset({"math.inf", "math.nan", "math.pi", "math.e", "nump
 
 def _host_value(expr: cst.BaseExpression) -> bool:
     """A Python number or string for certain: a literal, `.item()`/`.tolist()`, `float(...)` and
-    friends, or arithmetic on those."""
+    friends, or arithmetic on those, or a conditional expression choosing between two of them."""
     if isinstance(expr, (cst.Integer, cst.Float, cst.SimpleString, cst.FormattedString)):
         return True
     if isinstance(expr, cst.Call):
@@ -850,5 +850,7 @@ def _host_value(expr: cst.BaseExpression) -> bool:
         return _host_value(expr.expression)
     if isinstance(expr, cst.BinaryOperation):
         return _host_value(expr.left) and _host_value(expr.right)
+    if isinstance(expr, cst.IfExp):  # `loss.item() if step % 5 == 0 else 0.0`
+        return _host_value(expr.body) and _host_value(expr.orelse)
     return False
 
