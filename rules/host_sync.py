@@ -1978,6 +1978,13 @@ interval there. Without one there is no fix.
                 + in_training_loop("print(model[0].weight)"),
                 fixed="import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(2, 1))\nmodel.to(device)\n"
                 + in_training_loop("if step % 100 == 0:\n    print(model[0].weight)")),
+        # ... and a buffer the module registers (`net.ema`: only weight and bias were known).
+        Invalid("import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                "        self.register_buffer('ema', torch.zeros(1))\nnet = Net().cuda()\n"
+                + in_training_loop("print('ema', net.ema)"),
+                fixed="import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                "        self.register_buffer('ema', torch.zeros(1))\nnet = Net().cuda()\n"
+                + in_training_loop("if step % 100 == 0:\n    print('ema', net.ema)")),
         # A tensor formatted inside a dict or list display that is logged (they were not reported):
         # the display's text formats each element; the call is guarded as any log call.
         Invalid(in_training_loop("pbar.set_postfix({'loss': f'{loss:.3f}'})"),

@@ -208,7 +208,8 @@ class Tensors:
 
     def is_device_parameter(self, expr: cst.BaseExpression) -> bool:
         """expr is a parameter (or buffer) of a module the file moves to a device: `X.weight`,
-        `X[0].weight`, `X.fc.bias` of such a module X, or the loop target of a `for` over
+        `X[0].weight`, `X.fc.bias`, a buffer the file registers (`X.ema`) of such a module X, or
+        the loop target of a `for` over
         `X.parameters()` / `X.buffers()` (the second name of `X.named_parameters()` /
         `X.named_buffers()`) that holds expr. Parameters were once not known to be tensors at all,
         so a per-step `writer.add_histogram(name, p, step)` or `print(model.weight)` went unseen.
@@ -216,13 +217,27 @@ class Tensors:
         for no GPU), and an object whose `parameters()` the file does not show to be a module's may
         give anything: neither counts."""
         if isinstance(expr, cst.Attribute):
-            return expr.attr.value in ("weight", "bias") and self._of_device_module(expr.value)
+            return (expr.attr.value in ("weight", "bias") or expr.attr.value in self._buffer_names()) \
+                and self._of_device_module(expr.value)
         if not isinstance(expr, cst.Name):
             return False
         for loop in self._parameter_loops().get(expr.value, ()):
             if self.index.contains(loop.body, expr):
                 return True
         return False
+
+    def _buffer_names(self) -> frozenset[str]:
+        """The names the file's modules register buffers under (`self.register_buffer("ema",
+        torch.zeros(1))`): `net.ema` of a module on the device is a tensor there."""
+        if not hasattr(self, "_buffer_names_found"):
+            names = set()
+            for call in self.index.nodes(cst.Call):
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "register_buffer" and call.args \
+                        and isinstance(call.args[0].value, cst.SimpleString):
+                    names.add(call.args[0].value.evaluated_value)
+            self._buffer_names_found = frozenset(n for n in names if isinstance(n, str))
+        return self._buffer_names_found
 
     def _of_device_module(self, expr: cst.BaseExpression) -> bool:
         """expr is a module the file moves to a device, or a submodule taken from one
