@@ -40,11 +40,32 @@ def step_counter(ctx, node: cst.CSTNode) -> str | None:
     region = ctx.loops.step_region(node)
     if region is not None:
         return _incremented(ctx, region)
+    outer = _stepping_outer_loop(ctx, loop)
+    if outer is not None:
+        # nanoGPT's `for micro_step in range(accum):` inside the loop that steps: the micro-batch
+        # index repeats every optimizer step (`micro_step % 100 == 0` held at the first micro-batch
+        # of every step); the outer loop's counter counts optimizer steps.
+        loop = outer
     # The enumerate index, also through a progress bar (`tqdm(enumerate(loader), total=n)`).
     counter = enumerate_counter(loop, ctx.assigned_values) or range_counter(loop, ctx.assigned_values)
     if counter is not None:
         return counter
+    if outer is not None:
+        return _incremented(ctx, [s for s in outer.body.body if not ctx.index.contains(s, node)])
     return _incremented(ctx, [loop.body])
+
+
+def _stepping_outer_loop(ctx, loop: cst.CSTNode) -> cst.For | cst.While | None:
+    """The loop around loop that steps the optimizer, when loop itself runs no optimizer step (a
+    micro-batch loop of gradient accumulation); None otherwise."""
+    steps = ctx.loops.optimizer_step_sites
+    if not steps or any(ctx.index.contains(loop, c) for c in steps):
+        return None
+    outer = next((a for a in ctx.index.ancestors(loop)
+                  if isinstance(a, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda))), None)
+    if isinstance(outer, (cst.For, cst.While)) and any(ctx.index.contains(outer, c) for c in steps):
+        return outer
+    return None
 
 
 def _incremented(ctx, statements) -> str | None:
@@ -992,7 +1013,8 @@ assignments, else the named interval below is used when it reads no such name, e
 no fix); else the loop's own
 counter (the `enumerate` index, also of `tqdm(enumerate(loader))`, `it` of `for it in
 range(n)`, a name it increments by 1, never a tensor: `step_t += 1` of a device tensor is no
-counter) and the script's logging interval (`if it % args.log_interval == 0:`), with `step`
+counter; of a micro-batch loop that steps no optimizer, nanoGPT's `for micro_step in
+range(accum):`, the counter of the loop around it that does) and the script's logging interval (`if it % args.log_interval == 0:`), with `step`
 standing for a counter not found. In a hook, the advice and the fixes use the framework's own step
 counter and logging interval: `self.global_step % self.trainer.log_every_n_steps` in a
 LightningModule, `trainer.global_step % trainer.log_every_n_steps` in a Lightning callback,
@@ -1351,6 +1373,14 @@ of every tenth loss, predictions shorter than their targets).
         # A statement that only logs what `.item()` reads is guarded as TL202 guards one that
         # formats the tensor (it was a suggestion only: `print(f"loss {loss:.3f}")` got its `if`
         # and `print("grad", ....item())` beside it stayed per-step) ...
+        # nanoGPT's micro-batch loop inside the loop that steps: the guard counts optimizer steps
+        # with the outer loop's counter (`micro_step % 100 == 0` held at every step's first micro-batch).
+        Invalid("import torch\nfor iter_num in range(max_iters):\n    for micro_step in range(accum):\n"
+                "        loss = model(x, y) / accum\n        loss.backward()\n        print('micro', loss.item())\n"
+                "    opt.step()\n",
+                fixed="import torch\nfor iter_num in range(max_iters):\n    for micro_step in range(accum):\n"
+                "        loss = model(x, y) / accum\n        loss.backward()\n        if iter_num % 100 == 0:\n"
+                "            print('micro', loss.item())\n    opt.step()\n"),
         Invalid(in_training_loop("logger.info('l=%f', loss.item())"),
                 fixed=in_training_loop("if step % 100 == 0:\n    logger.info('l=%f', loss.item())")),
         Invalid(in_training_loop("print('loss', loss.item())"),
