@@ -75,6 +75,18 @@ def test_a_wrapped_call_on_a_continuation_line_keeps_that_lines_indentation():
     ]
 
 
+def test_a_call_on_a_line_of_several_statements_is_not_split_at_its_brackets():
+    # Split, the line's next statement followed the closing bracket (`); y = ...`): the author's
+    # dense line stays one line.
+    line = ("    x = b['x']; xx = x.to(dev); y_of_a_rather_long_name_for_this_line = x.sum(1); "
+            "another_name_that_is_long = 1\n")
+    source = ("import torch\nfrom torch.utils.data import DataLoader\n"
+              "loader = DataLoader(ds, batch_size=4, num_workers=2, pin_memory=True)\n"
+              "for b in loader:\n" + line + "    model(xx).backward()\n    opt.step()\n")
+    fixed = fix_source(source, select=["TL108"])
+    assert fixed == source.replace("x.to(dev)", "x.to(dev, non_blocking=True)")
+
+
 def test_an_argument_added_to_a_call_laid_out_by_hand_starts_an_aligned_line_when_it_does_not_fit():
     # The fixtures' loaders, written with continuation lines aligned to the opening parenthesis:
     # a keyword that takes the last line past 88 starts a line of its own, aligned the same way.

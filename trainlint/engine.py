@@ -238,6 +238,14 @@ def _inside_comprehension_on_line(ctx: FileContext, positions: Positions, old: c
     return False
 
 
+def _shares_its_line(ctx: FileContext, node: cst.CSTNode) -> bool:
+    """node is in one of several statements joined by `;` on a line: split at the call's brackets,
+    the line's next statement would start after the closing bracket (`); y = ...`), as no
+    formatter writes it; the author chose a dense line, and it stays one."""
+    line = ctx.index.enclosing(node, cst.SimpleStatementLine)
+    return line is not None and len(line.body) > 1
+
+
 def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit:
     start, end = positions.inclusive_span(old)
     before = ctx.text[start:end]
@@ -259,7 +267,8 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
             if moved is not None:
                 after = ctx.render(moved, at=old)
         elif (start - line_start) + len(after) + trailing > ctx.line_length and not _inside_call_on_line(
-                ctx, positions, old, start) and not _inside_comprehension_on_line(ctx, positions, old, start):
+                ctx, positions, old, start) and not _inside_comprehension_on_line(ctx, positions, old, start) \
+                and not _shares_its_line(ctx, old):
             # A call on a continuation line (`for b in enumerate(\n        DataLoader(...)):`) is
             # laid out from that line's indentation, not from its statement's.
             line = ctx.text[line_start:start]
