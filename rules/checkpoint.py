@@ -11,7 +11,7 @@ from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.loops import first_modulo, range_counter
 from trainlint.analysis.names import bound_names, dotted
-from trainlint.analysis.paths import folders, hands_folder, may_name, path_forms, path_variables, reads_folder
+from trainlint.analysis.paths import folders, hands_folder, may_name, only_text, path_forms, path_variables, reads_folder
 from trainlint.analysis.variables import names_a_value
 from trainlint.diagnostics import Applicability
 from trainlint.layout import head_grown, split_at_brackets
@@ -351,8 +351,9 @@ for step, (x, y) in enumerate(loader):
 `_trainlint_async_save` (added once per module by the fix) copies every tensor to the CPU before
 it returns, then writes in a background thread; a save first waits for the previous one, and the
 fix calls `_trainlint_wait_for_save()` right after the loop, before a `return` inside it or in
-its `else:` and before an `os._exit(...)` inside it (which ends the process without waiting for
-the thread; `sys.exit` does wait), and first in each `except` and `finally` of a `try` around the
+its `else:`, before every `os._exit(...)` in the module (a time budget in the loop, a signal
+handler that saves then exits: it ends the process without waiting for the thread; `sys.exit`
+does wait), and first in each `except` and `finally` of a `try` around the
 loop in its function, or around a call of that function in the module (a few calls up), so that
 whatever runs after the loop, or after an error or interrupt leaves it (a final save to the same
 file, a load, an archive, `os._exit`), finds the last file complete. A caller in another module
@@ -423,7 +424,8 @@ after a save into `ckpt = os.path.join(out, "last.pt")` (another file of the fol
 `os.path.join(out, "metrics.json")`, is not the one written), later in the
 save's function or, for a save in a function of the module, in its callers after the call (a
 parameter followed to the argument passed for it; a returned path to the name the call's value
-is assigned to, or the call handed it). Print and log calls, other saves
+is assigned to, or the call handed it). Print and log calls (though not a call in their
+arguments that reads the file: `os.path.getsize(path)`, `open(path)`), other saves
 (`tokenizer.save_pretrained(out)`, a call of the module's own save function) and `os.makedirs`
 or `mkdir` do not count; a path built from it elsewhere
 (`os.path.join(out, "x")` outside a save) does. A per-step save whose file is used that way is
@@ -528,6 +530,29 @@ and whether the fix still moves the save under an interval.
                 + in_training_loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2]
                 + "_trainlint_wait_for_save()\n",
                 message="save_ckpt"),
+        # A call inside a print or a log line's arguments that reads the file for it uses the file
+        # (these were taken for part of the harmless line, and the fixed script raised
+        # FileNotFoundError)...
+        Invalid("import os\n" + in_training_loop("if step % 100 == 0:\n    path = os.path.join(out, f'step{step}.pt')\n"
+                                 "    torch.save(model.state_dict(), path)\n"
+                                 "    print(f'saved {path} ({os.path.getsize(path) / 1e6:.2f} MB)')"),
+                fixed=NO_FIX, message="`os.path.getsize(path)` uses the file after the save"),
+        Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model.state_dict(), path)\n"
+                                 "    print('saved', os.stat(path).st_size)"),
+                fixed=NO_FIX, message="`os.stat(path)` uses the file after the save"),
+        Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model.state_dict(), path)\n"
+                                 "    logging.info('sha %s', hashlib.sha256(open(path, 'rb').read()))"),
+                fixed=NO_FIX, message="`open(path, 'rb')` uses the file after the save"),
+        Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model.state_dict(), path)\n"
+                                 "    logger.info('%s %d', path, Path(path).stat().st_size)"),
+                fixed=NO_FIX, message="uses the file after the save"),
+        # ... while one that only builds the text shown, as the path itself, does not.
+        Invalid("import os\n" + in_training_loop("if step % 100 == 0:\n    torch.save(model.state_dict(), path)\n"
+                                                "    print(f'saved {os.path.basename(str(path))}', path)"),
+                fixed="import os\n" + _fixed(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, "
+                                              "model.state_dict(), path)\n"
+                                              "    print(f'saved {os.path.basename(str(path))}', path)")),
+                message="background"),
         # A call handed a folder the file is in (an archive, an upload of the run's folder) reads
         # the file: no background write (the archive once held a truncated file)...
         Invalid(in_training_loop("if step % 100 == 0:\n    d = f'{out}/step{step}'\n"
@@ -2011,16 +2036,18 @@ and whether the fix still moves the save under an interval.
         """call is handed one of the paths (path_forms: an argument, or the object whose method it
         is, built from all the parts of one: `tmp.rename(path)`, `copyfile(os.path.join(out,
         "last.pt"), best)` after a save into `ckpt = os.path.join(out, "last.pt")`) and may read or
-        move the file: it is not a save, nor a print or
-        a log line, nor inside one (`print(f"saved {str(path)}")`, `torch.save(opt,
-        os.path.join(out, "opt.pt"))`)."""
+        move the file: it is not a save, nor a print or a log line, nor inside a save
+        (`torch.save(opt, os.path.join(out, "opt.pt"))`). Inside a print or a log line only a call
+        that builds the text shown is harmless (`print(f"saved {str(path)}")`), not one that reads
+        the file for it (`print(f"{os.path.getsize(path)} bytes")` once crashed the fixed script)."""
         ctx = self.ctx
         if self._not_a_reader(call):
             return False
         for node in ctx.index.ancestors(call):
             if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
                 break
-            if isinstance(node, cst.Call) and self._not_a_reader(node):
+            if isinstance(node, cst.Call) and self._not_a_reader(node) and (
+                    not self._shows(node) or only_text(ctx, call)):
                 return False
         given = [a.value for a in call.args]
         if isinstance(call.func, cst.Attribute):
@@ -2050,6 +2077,12 @@ and whether the fix still moves the save under an interval.
             passed = list(zip([p.name.value for p in fns[0].params.params], values))
         params = {param for param, value in passed if hands_folder(ctx, names, value)}
         return bool(params) and any(self._reads_folder(c, params, depth + 1) for c in self._calls_in.get(fns[0], ()))
+
+    def _shows(self, call: cst.Call) -> bool:
+        """call is a print or a log line (`print(...)`, `logger.info(...)`)."""
+        func = call.func
+        return isinstance(func, cst.Name) and func.value == "print" \
+            or isinstance(func, cst.Attribute) and func.attr.value in _SHOWS
 
     def _not_a_reader(self, call: cst.Call) -> bool:
         """A save in a hot loop (the module's own save functions too), a print or log line, or a

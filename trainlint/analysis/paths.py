@@ -89,6 +89,24 @@ def may_name(ctx, forms: list[frozenset[Part]], expr: cst.BaseExpression) -> boo
     return any(form <= parts for form in forms)
 
 
+# Calls that only compute with a path's text, never touching the file (a part of a name, its
+# length, its text shown another way).
+_TEXT_ONLY = frozenset({
+    "os.path.basename", "os.path.dirname", "os.path.relpath", "os.path.split", "os.path.splitext",
+    "builtins.repr", "builtins.format", "builtins.len",
+})
+
+
+def only_text(ctx, call: cst.Call) -> bool:
+    """call only builds or shows a path from the path it is handed (`str(path)`,
+    `os.path.basename(path)`, `out.joinpath("x")`) and does not touch the file, unlike
+    `os.path.getsize(path)` or `open(path)`: inside a print or log line, only such a call is harmless."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in _PATH_METHODS and ctx.names.qualified(func) is None:
+        return True
+    return ctx.names.qualified(func) in _JOINS | _TEXT_ONLY
+
+
 # Calls that hand on the path they are given as it is (a conversion, no component added).
 _SAME_PATH = frozenset({"os.fspath", "builtins.str", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath"})
 _JOIN_CALLS = frozenset({"os.path.join", "posixpath.join", "ntpath.join"})
