@@ -703,6 +703,21 @@ and whether the fix still moves the save under an interval.
                 "        opt.step()\n        if step % 5 == 0:\n"
                 "            _trainlint_async_save(torch.save, model.state_dict(), 'last.pt')\n"
                 "        check_budget(step)\n    _trainlint_wait_for_save()\n"),
+        # ... and before every other `os._exit()` of the module, where no loop leads: a signal
+        # handler that calls the save function made asynchronous, then exits (its checkpoint was
+        # left empty); an alias of `os._exit` too. The one in a lambda is left alone.
+        Invalid("import signal\nfrom os import _exit as hard_exit\nimport torch\ndef save_ckpt(path):\n"
+                "    torch.save(model.state_dict(), path)\ndef on_preempt(signum, frame):\n"
+                "    save_ckpt('preempt.pt')\n    hard_exit(0)\nsignal.signal(signal.SIGTERM, on_preempt)\n"
+                "quit = lambda: hard_exit(1)\n"
+                "for step, (x, y) in enumerate(loader):\n    model(x, y).backward()\n    opt.step()\n"
+                "    if step % 5 == 0:\n        save_ckpt(f'c{step}.pt')\n",
+                fixed="import signal\nfrom os import _exit as hard_exit\nimport torch\n" + HELPER_CODE
+                + "\n\ndef save_ckpt(path):\n    _trainlint_async_save(torch.save, model.state_dict(), path)\n"
+                "def on_preempt(signum, frame):\n    save_ckpt('preempt.pt')\n    _trainlint_wait_for_save()\n"
+                "    hard_exit(0)\nsignal.signal(signal.SIGTERM, on_preempt)\nquit = lambda: hard_exit(1)\n"
+                "for step, (x, y) in enumerate(loader):\n    model(x, y).backward()\n    opt.step()\n"
+                "    if step % 5 == 0:\n        save_ckpt(f'c{step}.pt')\n_trainlint_wait_for_save()\n"),
         # ... and first in the handlers of a `try` around the call of the function that trains (an
         # error leaving the loop skipped the wait: the handler's `torch.load` met a half-written file).
         Invalid("import torch\ndef train(model):\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
@@ -1777,11 +1792,9 @@ and whether the fix still moves the save under an interval.
 
     def _waits(self, loops: list) -> list:
         """Replacements that call the wait wherever the code may go on past a loop without the
-        statement after it: after each loop; before each `return` in it or in its `else:`, and each
-        `os._exit(...)` in it or in a function it calls (which ends the process without joining the
-        writing thread); and first
-        in each `except`/`finally` of a `try` the loop's exceptions reach (_tries_reached). Each one
-        unless the wait is there already."""
+        statement after it: after each loop; before each `return` in it or in its `else:`; before
+        each `os._exit(...)` in the module (_exits); and first in each `except`/`finally` of a `try`
+        the loop's exceptions reach (_tries_reached). Each one unless the wait is there already."""
         ctx = self.ctx
         call = f"{WAIT}()"
         reps = []
@@ -1792,25 +1805,13 @@ and whether the fix still moves the save under an interval.
             if not (after < len(body) and _is_wait(body[after])):
                 reps.append((loop, ctx.render(loop) + ctx.indentation(loop) + call + "\n"))
             fn = ctx.index.enclosing_function(loop)
-            exits = []
-            for part in (loop.body, loop.orelse):
-                for node in ctx.index.walk(part) if part is not None else ():
-                    if isinstance(node, cst.Call) and ctx.names.qualified(node.func) == "os._exit":
-                        node = ctx.index.enclosing(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement))
-                    elif not isinstance(node, cst.Return):
-                        continue
-                    if isinstance(node, cst.BaseSmallStatement) and ctx.index.enclosing_function(node) is fn \
-                            and not any(node is e for e in exits):
-                        exits.append(node)
-            for node in exits:
+            returns = [node for part in (loop.body, loop.orelse) if part is not None
+                       for node in ctx.index.walk(part)
+                       if isinstance(node, cst.Return) and ctx.index.enclosing_function(node) is fn]
+            for node in returns:
                 reps += self._wait_before(node)
-        # `os._exit(...)` in a function the loops call (a time-budget check) ends the process alike.
-        for callee in self._reached(loops):
-            for node in ctx.index.walk(callee.body):
-                if isinstance(node, cst.Call) and ctx.names.qualified(node.func) == "os._exit":
-                    stmt = ctx.index.enclosing(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement))
-                    if isinstance(stmt, cst.BaseSmallStatement) and ctx.index.enclosing_function(stmt) is callee:
-                        reps += self._wait_before(stmt)
+        for node in self._exits:
+            reps += self._wait_before(node)
         for handler in self._tries_reached(loops):
             first = handler.body.body[0] if handler.body.body else None
             if first is None or _is_wait(first) or isinstance(first, cst.SimpleStatementLine) and _is_wait(first.body[0]):
@@ -1820,6 +1821,26 @@ and whether the fix still moves the save under an interval.
             else:  # `except KeyboardInterrupt: pass` on one line
                 reps.append((first, call + "; " + ctx.code(first)))
         return reps
+
+    @cached_property
+    def _exits(self) -> list[cst.BaseSmallStatement]:
+        """The statements of the module that call `os._exit(...)` (or an alias of it), which ends
+        the process without joining the writing thread: in the loop (a time budget), in a function
+        it calls, and also where no loop leads (a signal handler that calls the save function, then
+        exits: its checkpoint was left empty). The wait is a no-op when no write is pending, so
+        each one gets it. Not those in a lambda, nor the helper's own."""
+        ctx = self.ctx
+        out = []
+        for node in ctx.index.nodes(cst.Call):
+            if ctx.names.qualified(node.func) != "os._exit":
+                continue
+            stmt = ctx.index.enclosing(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement))
+            outer = ctx.index.enclosing(node, (cst.FunctionDef, cst.Lambda))
+            if isinstance(stmt, cst.BaseSmallStatement) and not isinstance(outer, cst.Lambda) \
+                    and not any(isinstance(a, cst.FunctionDef) and a.name.value in (HELPER, WAIT)
+                                for a in ctx.index.ancestors(node)) and not any(stmt is s for s in out):
+                out.append(stmt)
+        return out
 
     def _wait_before(self, node: cst.BaseSmallStatement) -> list:
         """The replacement that calls the wait just before the small statement node (a `return`,
