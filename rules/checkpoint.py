@@ -49,12 +49,18 @@ def _trainlint_async_save(save, /, *args, **kwargs):
     import torch
 
     copies = {}  # a storage's CPU copy, by where its memory is: tied weights stay tied
+    seen = {}  # an object's copy, by id: one object saved twice loads as one, as torch.save keeps it
 
     def snapshot(obj):
-        if isinstance(obj, torch.Tensor):
-            if (type(obj) is not torch.Tensor or obj.layout != torch.strided or obj.is_quantized
-                    or obj.is_conj() or obj.is_neg()):
-                return obj.detach().to("cpu", copy=True)
+        if id(obj) not in seen:
+            seen[id(obj)] = copy_of(obj)
+        return seen[id(obj)]
+
+    def tensor_copy(obj):
+        if (type(obj) not in (torch.Tensor, torch.nn.Parameter) or obj.layout != torch.strided
+                or obj.is_quantized or obj.is_conj() or obj.is_neg()):
+            view = obj.detach().to("cpu", copy=True)
+        else:
             # Each storage is copied once, as torch.save writes it once, and the tensor is the
             # same view of the copy: tensors that shared memory still do.
             storage = obj.untyped_storage()
@@ -62,7 +68,14 @@ def _trainlint_async_save(save, /, *args, **kwargs):
             if key not in copies:
                 copies[key] = storage.clone() if obj.device.type == "cpu" else storage.cpu()
             view = torch.empty(0, dtype=obj.dtype)
-            return view.set_(copies[key], obj.storage_offset(), obj.size(), obj.stride())
+            view.set_(copies[key], obj.storage_offset(), obj.size(), obj.stride())
+        if type(obj) is torch.nn.Parameter:  # loads as a Parameter, as saved
+            return torch.nn.Parameter(view, requires_grad=obj.requires_grad)
+        return view.requires_grad_(obj.requires_grad)
+
+    def copy_of(obj):
+        if isinstance(obj, torch.Tensor):
+            return tensor_copy(obj)
         if isinstance(obj, (torch.nn.Module, torch.optim.Optimizer)):
             raise TypeError("a live object is pickled as it is when written")
         if isinstance(obj, dict):

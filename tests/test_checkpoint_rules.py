@@ -334,6 +334,38 @@ def test_helper_keeps_tensors_that_share_memory_shared(tmp_path):
     assert torch.equal(loaded["0.weight"] + 1, model[0].weight.detach())  # the state of the save's step
 
 
+def test_helper_keeps_parameters_requires_grad_and_identity(tmp_path):
+    # The snapshot turned an nn.Parameter into a plain tensor (`fresh.ctx = torch.load(...)` then
+    # raised TypeError), dropped requires_grad, and copied a tensor stored twice (`sd["alias"] =
+    # sd["weight"]`) into two objects; torch.save keeps all three, and so does the snapshot now.
+    pytest.importorskip("torch")
+    import torch
+
+    save = _helper()
+    ctx = torch.nn.Parameter(torch.randn(4, 8))
+    frozen = torch.nn.Parameter(torch.randn(3), requires_grad=False)
+    leaf = torch.randn(5, requires_grad=True)
+    state = {"ctx": ctx, "frozen": frozen, "leaf": leaf, "plain": torch.randn(2), "alias": ctx}
+    state["window"] = ctx.detach()[1:3]  # a view into the Parameter's memory
+    torch.save(state, tmp_path / "blocking00.pt")  # names of one length: the archive stores entries under it
+    save(torch.save, state, tmp_path / "background.pt")
+    save.thread.join()
+    expected, loaded = torch.load(tmp_path / "blocking00.pt"), torch.load(tmp_path / "background.pt")
+    assert (tmp_path / "background.pt").stat().st_size == (tmp_path / "blocking00.pt").stat().st_size
+    for key, value in expected.items():
+        assert type(loaded[key]) is type(value), key
+        assert loaded[key].requires_grad == value.requires_grad, key
+        assert loaded[key].is_leaf and torch.equal(loaded[key], value), key
+    assert type(loaded["ctx"]) is torch.nn.Parameter and loaded["leaf"].requires_grad
+    assert loaded["alias"] is loaded["ctx"]
+    assert loaded["window"].untyped_storage().data_ptr() == loaded["ctx"].untyped_storage().data_ptr()
+    save(torch.save, ctx, tmp_path / "ctx.pt")  # a Parameter alone, as `torch.save(model.ctx, ...)`
+    save.thread.join()
+    fresh = torch.nn.Linear(2, 2)
+    fresh.ctx = torch.load(tmp_path / "ctx.pt")  # a Parameter: registered, no TypeError
+    assert "ctx" in dict(fresh.named_parameters())
+
+
 def test_helper_writes_safetensors_and_raises_its_refusal_of_shared_memory(tmp_path):
     # safetensors' save_file refuses tensors that share memory; from the snapshot it does too
     # (raised by the next save or the wait), and writes what it wrote before otherwise.
