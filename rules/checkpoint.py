@@ -315,7 +315,7 @@ class BlockingCheckpointInLoop(Rule):
     triggers = ("save",)
     needs_hot_loop = True
     options = {"save-every": Option(1000, int, "The interval a per-step save is moved under when the script "
-                                               "defines no save interval of its own.")}
+                                               "defines no save interval of its own.", minimum=1)}
     docs = """
 ## What it does
 Flags `torch.save`, `save_pretrained`, `accelerator.save` and `save_state`, `fabric.save`, Lightning's

@@ -976,7 +976,8 @@ class PerStepHostSync(Rule):
                 ".get_scale(", ".step(")
     needs_hot_loop = True
     # TL202's option too: a line TL201 guards may share its `if` with the logging lines TL202 guards.
-    options = {"log-every": Option(100, int, "The interval the fix and the advice use when the script defines none.")}
+    options = {"log-every": Option(100, int, "The interval the fix and the advice use when the script defines none.",
+                                   minimum=1)}
     docs = """
 ## What it does
 Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
@@ -1861,7 +1862,7 @@ class PerStepTensorLogging(Rule):
     triggers = ("print", "log", "set_description", "set_postfix", "write", 'f"', "f'", "%", "add_scalar",
                 "add_histogram")
     needs_hot_loop = True
-    options = {"log-every": Option(100, int, "The interval the fix uses when the script defines none.")}
+    options = {"log-every": Option(100, int, "The interval the fix uses when the script defines none.", minimum=1)}
     docs = """
 ## What it does
 Flags printing, logging or formatting a tensor (`print(loss)`, `logger.info(f"{loss:.3f}")`,
@@ -2400,7 +2401,8 @@ class PerStepDeviceSyncCall(Rule):
     fix_applicability = "unsafe"
     triggers = ("synchronize", "empty_cache", "memory_", "ipc_collect", "mem_get_info", "get_memory_info")
     needs_hot_loop = True
-    options = {"log-every": Option(100, int, "The interval the fix uses for statistics when the script defines none.")}
+    options = {"log-every": Option(100, int, "The interval the fix uses for statistics when the script defines none.",
+                                   minimum=1)}
     docs = """
 ## What it does
 Flags `torch.cuda.synchronize()`, `torch.cuda.empty_cache()` and `torch.cuda.memory_*` statistics

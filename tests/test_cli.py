@@ -516,6 +516,10 @@ def test_inline_config_pairs_and_isolated(project):
     assert run_cli(["--isolated", "bad.py"], project).exit_code == 1  # the pyproject's ignore is not read
     bad = run_cli(["--config", "TL104.no-such-option = 1", "bad.py"], project)
     assert bad.exit_code == 2 and "--config: invalid configuration: `TL104.no-such-option`" in bad.output
+    # An interval of 0 was accepted, and TL201's fix wrote `step % 0` (ZeroDivisionError when run).
+    zero = run_cli(["--config", "TL201.log-every = 0", "bad.py"], project)
+    assert zero.exit_code == 2 and "--config: invalid configuration: `TL201.log-every`: expected an integer of at " \
+                                   "least 1, got int 0" in zero.output
     garbled = run_cli(["--config", "select ==", "bad.py"], project)
     assert garbled.exit_code == 2 and "neither a configuration file nor a TOML" in garbled.output
     assert "quotes" not in garbled.output

@@ -38,6 +38,11 @@ LOADER = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
         ("line-length = '120'", "`line-length`: expected an integer from 1 to 320, got str '120'"),
         ("line-length = 0", "`line-length`: expected an integer from 1 to 320, got int 0"),
         ("line-length = true", "`line-length`: expected an integer from 1 to 320"),
+        # An interval below 1 was accepted, and the fix wrote `if step % 0 == 0:` (ZeroDivisionError).
+        ("[tool.trainlint.TL201]\nlog-every = 0", "`TL201.log-every`: expected an integer of at least 1, got int 0"),
+        ("[tool.trainlint.TL202]\nlog-every = -5", "`TL202.log-every`: expected an integer of at least 1, got int -5"),
+        ("[tool.trainlint.TL203]\nlog-every = 0", "`TL203.log-every`: expected an integer of at least 1"),
+        ("[tool.trainlint.TL501]\nsave-every = 0", "`TL501.save-every`: expected an integer of at least 1"),
     ],
 )
 def test_bad_config_exits_2_naming_file_and_key(tmp_path, table, expected):

@@ -377,6 +377,9 @@ def parse_table(table: dict, path: str) -> dict:
                     )
                 if not isinstance(opt_value, option.type) or isinstance(opt_value, bool) and option.type is int:
                     raise _err(path, f"{key}.{opt_key}", _type_name(option.type), opt_value)
+                if option.minimum is not None and opt_value < option.minimum:
+                    raise _err(path, f"{key}.{opt_key}", f"{_type_name(option.type)} of at least {option.minimum}",
+                               opt_value)
                 opts.append((opt_key, tuple(opt_value) if isinstance(opt_value, list) else opt_value))
             rule_options.append((rule.code, tuple(opts)))
         else:

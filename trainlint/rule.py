@@ -28,6 +28,9 @@ class Option:
     default: Any
     type: type | tuple[type, ...]
     description: str
+    # The smallest value accepted (config.py rejects a smaller one): an interval that becomes
+    # `step % 0` in a fix raises ZeroDivisionError when the fixed script runs.
+    minimum: int | float | None = None
 
 
 @dataclass(frozen=True)
