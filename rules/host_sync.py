@@ -166,6 +166,91 @@ class _OwnTest(NamedTuple):
 
 
 def _guard(ctx, node: cst.CSTNode, default: int) -> _Guard:
+    """The guard around node that a fix writes and a message advises (_interval_guard), with no
+    fix where guarding the line would lose or garble what it logs: in the `else`/`elif` of the
+    loop's own interval test of the counter (_interval_else), or beside a print that ends its
+    line elsewhere (_split_print)."""
+    guard = _interval_guard(ctx, node, default)
+    if guard.test is None:
+        return guard
+    branch = _interval_else(ctx, node, guard.test)
+    if branch is not None:
+        return guard._replace(test=None, shown=(
+            f"{guard.shown}, not written: the line runs in the `else` of `if {one_line(ctx.code(branch.test))}:`, "
+            f"on the steps that test skips, where this one may never hold"))
+    split = _split_print(ctx, node)
+    if split is not None:
+        return guard._replace(test=None, shown=(
+            f"{guard.shown}, not written: `{one_line(ctx.code(split))}` prints its line in two calls, "
+            f"which a guard on one of them would split"))
+    return guard
+
+
+def _modulo_counters(expr: cst.BaseExpression) -> set[str]:
+    """The dotted names read left of a `%` in expr (`step` of `(step + 1) % log_every == 0`)."""
+    names = set()
+    for node in walk(expr):
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Modulo):
+            names |= {text for n in walk(node.left) if isinstance(n, (cst.Name, cst.Attribute))
+                      and (text := dotted(n)) is not None}
+    return names
+
+
+def _interval_else(ctx, node: cst.CSTNode, test: str) -> cst.If | None:
+    """The `if`, up to node's function, in whose `else:` or `elif` chain node runs, when its test
+    takes a remainder of a counter that test (the guard) takes one of: `if step % log_every ==
+    0: ... else: print(...)` runs the print on the other steps only, where `step % log_every ==
+    0` never holds (the fix wrote it there, and `elif step > 2 and step % log_every == 0:`,
+    and the line was never logged again)."""
+    counters = _modulo_counters(cst.parse_expression(test))
+    child = node
+    for anc in ctx.index.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(anc, cst.If) and anc.orelse is child and _modulo_counters(anc.test) & counters:
+            return anc
+        child = anc
+    return None
+
+
+def _split_print(ctx, node: cst.CSTNode) -> cst.Call | None:
+    """A print with an `end=` that is not a newline (`print(..., end=" ")`) among the lines a fix
+    would guard with node's (the statements it moves and the logging lines beside them), as the
+    last of them, or right before the first: it prints half a line, which the next print ends.
+    Guarding only one half printed the other half on every step: one run-on line, or each step's
+    name beside another step's loss. None when there is none."""
+    stmt = ctx.index.enclosing(node, cst.SimpleStatementLine)
+    block = ctx.parent(stmt) if stmt is not None else None
+    if not isinstance(block, cst.IndentedBlock):
+        return None
+    body = list(block.body)
+    moved = _statements_to_move(ctx, block, stmt) or [stmt]
+    at, end = body.index(moved[0]), body.index(moved[-1])
+    above = _logging_run(ctx, body[:at][::-1])
+    below = _logging_run(ctx, body[end + 1:])
+    first, last = at - len(above), end + len(below)
+    for line in ([body[first - 1]] if first > 0 else []) + [body[last]]:
+        call = _open_print(ctx, line)
+        if call is not None:
+            return call
+    return None
+
+
+def _open_print(ctx, line: cst.CSTNode) -> cst.Call | None:
+    """line is a log call alone whose `end=` is not a string ending in a newline (the line it
+    prints is ended by the next print); None otherwise."""
+    if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(line.body[0], cst.Expr)
+            and isinstance(line.body[0].value, cst.Call)):
+        return None
+    call = line.body[0].value
+    end = ctx.keyword(call, "end")
+    if end is None or not _is_log_call(ctx, call):
+        return None
+    value = ctx.literal(end.value)
+    return None if isinstance(value, str) and value.endswith("\n") else call
+
+
+def _interval_guard(ctx, node: cst.CSTNode, default: int) -> _Guard:
     """The guard around node that a fix writes and a message advises.
 
     In a framework's step hook: the framework's counter and interval (Lightning's `self.global_step
@@ -1100,7 +1185,8 @@ but host reads, tensor methods and torch functions that make a value, conversion
 it, joining the same `if`s and the per-step logging lines beside it (a `print(f"loss
 {loss:.3f}")` and a `print("grad", g.norm().item())` in a row end under one `if`), and left
 alone where TL202 writes none (under `if step % log_every:`, in the branch that steps the
-optimizer without a counter of its own); fewer lines are logged.
+optimizer without a counter of its own, in the `else:`/`elif` of the loop's own interval test,
+beside a print that ends its line elsewhere); fewer lines are logged.
 Other shapes get a suggestion only (shown, never written): put the statement under the loop's own
 interval test, else the script's logging interval (a name such as `log_every`,
 `args.log_interval` or `PRINT_FREQ` whose value is known to be a positive whole number: a
@@ -1414,6 +1500,25 @@ of every tenth loss, predictions shorter than their targets).
         Invalid("import wandb\n" + in_training_loop("wandb.log({'loss': loss.item()})"), fixed=NO_FIX),
         Invalid(in_training_loop("print('loss', loss.item()); seen += 1"), fixed=NO_FIX),
         Invalid(in_accumulation_step("print('loss', loss.item())", counter=""), fixed=NO_FIX),
+        # In the `else`/`elif` of the loop's own interval test of the counter: the fix put
+        # `if step % log_every == 0:` there (or `elif step > 2 and step % log_every == 0:`), which
+        # never holds, and the line was never logged again.
+        Invalid(in_training_loop("if step % log_every == 0:\n    print('full', step, loss.item())\nelse:\n"
+                                 "    print('short', loss.item())"),
+                fixed=NO_FIX, message="not written: the line runs in the `else` of `if step % log_every == 0:`"),
+        Invalid(in_training_loop("if (step + 1) % log_every == 0:\n    print('full', step, loss.item())\n"
+                                 "elif step > 2:\n    print('mid', loss.item())"),
+                fixed=NO_FIX, message="the `else` of `if (step + 1) % log_every == 0:`"),
+        # A print whose `end=` is not a newline prints half a line, which the next print ends:
+        # guarding one half printed the other on every step (a run-on line; each step's name
+        # beside another step's loss).
+        Invalid(in_training_loop("print('[%d] loss=%.4f' % (step, loss.item()), end=' ', flush=True)\nprint('lr', lr)"),
+                fixed=NO_FIX, message="prints its line in two calls"),
+        Invalid(in_training_loop("print(f'step {step}', end=' ')\nprint('loss', loss.item())"),
+                fixed=NO_FIX, message="not written: `print(f'step {step}', end=' ')` prints its line in two calls"),
+        # An `end=` that is a newline ends the line as the default does.
+        Invalid(in_training_loop("print('loss', loss.item(), end='\\n')\nprint('lr', lr)"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.item(), end='\\n')\nprint('lr', lr)")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1926,7 +2031,13 @@ without it the tracker numbers the calls it gets, and logging every N steps woul
 x-axis N times (so would `wandb.log(..., commit=False)`); those get no fix. Under gradient
 accumulation, in the branch that steps the optimizer, the counter must be one that branch
 increments (`global_step += 1`): the loop's micro-batch index may never be a multiple of the
-interval there. Without one there is no fix.
+interval there. Without one there is no fix. Nor is there one for a line in the `else:` or
+`elif` of an `if` whose test takes a remainder of the same counter (`if step % log_every == 0:
+... else: print(...)`): it runs on the steps that test skips, where an interval test may never
+hold; nor beside a print whose `end=` is not a newline (`print(f"step {step}", end=" ")`, as the
+line the fix would guard or right before it): it prints half a line that the next print ends,
+and guarding one half would print the other on every step (two such prints that both log a
+tensor are logging lines side by side, and go under one `if` together).
 """
     valid = [
         # A name bound to a conditional expression between two host values is a float, whatever
@@ -2261,6 +2372,33 @@ interval there. Without one there is no fix.
                 fixed="import torch\nfrom tqdm import tqdm\npbar = tqdm(enumerate(loader))\nfor step, x in pbar:\n"
                 "    loss = model(x)\n    loss.backward()\n    opt.step()\n    if step % 100 == 0:\n"
                 "        pbar.set_postfix(loss=loss)\n"),
+        # In the `else`/`elif` chain of the loop's own interval test of the counter: the fix wrote
+        # `elif step > 2 and step % log_every == 0:` (never true), or that test in the `else:`.
+        Invalid(in_training_loop("if step % log_every == 0:\n    print(f'full {loss:.4f}')\nelif step > 2:\n"
+                                 "    print(f'mid {loss:.3f}')"),
+                fixed=NO_FIX, message="not written: the line runs in the `else` of `if step % log_every == 0:`"),
+        Invalid(in_training_loop("if (step + 1) % log_every == 0:\n    print(f'full {loss:.4f}')\nelif step > 2:\n"
+                                 "    pass\nelse:\n    print(f'low {loss:.3f}')"),
+                fixed=NO_FIX, message="the `else` of `if (step + 1) % log_every == 0:`"),
+        # An `else` of a test of another counter (the epoch's) is no such branch.
+        Invalid("import torch\nfor epoch in range(3):\n    for step, (x, y) in enumerate(loader):\n"
+                "        loss = model(x, y)\n        loss.backward()\n        opt.step()\n"
+                "        if epoch % 2 == 0:\n            pass\n        else:\n            print(f'loss {loss:.3f}')\n",
+                fixed="import torch\nfor epoch in range(3):\n    for step, (x, y) in enumerate(loader):\n"
+                "        loss = model(x, y)\n        loss.backward()\n        opt.step()\n"
+                "        if epoch % 2 == 0:\n            pass\n        else:\n            if step % 100 == 0:\n"
+                "                print(f'loss {loss:.3f}')\n"),
+        # A print ending its line elsewhere (`end=' '`) beside the guarded one: guarding one half
+        # printed the other on every step, each step's name beside another step's loss.
+        Invalid(in_training_loop("print(f'step {step}', end=' ')\nprint(f'loss {loss:.4f}')"),
+                fixed=NO_FIX, message="prints its line in two calls"),
+        Invalid(in_training_loop("print(f'loss {loss:.4f}', end=' ')\nprint('lr', lr)"),
+                fixed=NO_FIX, message="prints its line in two calls"),
+        # Both halves log the tensor: they move under one guard together.
+        Invalid(in_training_loop("acc = (out - y).abs().mean()\nprint(f'loss {loss:.3f}', end=' ')\n"
+                                 "print(f'acc {acc:.3f}')"),
+                fixed=in_training_loop("acc = (out - y).abs().mean()\nif step % 100 == 0:\n"
+                                       "    print(f'loss {loss:.3f}', end=' ')\n    print(f'acc {acc:.3f}')")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -2450,7 +2588,9 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
 there one when the statement fills a container (`stats.append(torch.cuda.memory_allocated())`)
 that is read anywhere else: it would hold every N-th value; nor when the call is in a helper
 that is also called where it does not run on every step, or used by name (an inference
-benchmark's `cuda_sync()`): editing its body would change those uses too.
+benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in the `else:` or
+`elif` of an `if` whose test takes a remainder of the same counter (`if step % log_every == 0:
+... else:`), where an interval test may never hold.
 """
     valid = [
         Valid(in_training_loop("if step % 100 == 0:\n    torch.cuda.synchronize()")),
@@ -2496,6 +2636,9 @@ benchmark's `cuda_sync()`): editing its body would change those uses too.
         Invalid("import torch\nfrom transformers import TrainerCallback\nclass Memory(TrainerCallback):\n"
                 "    def on_step_end(self, *args, **kwargs):\n"
                 "        print(torch.cuda.memory_allocated())\n", fixed=NO_FIX, message="`if step % 100 == 0:`"),
+        # In the `else` of the loop's own interval test: the guard written there never held.
+        Invalid(in_training_loop("if step % 10 == 0:\n    pass\nelse:\n    print(torch.cuda.memory_allocated())"),
+                fixed=NO_FIX, message="the line runs in the `else` of `if step % 10 == 0:`"),
         Invalid(in_training_loop("torch.cuda.empty_cache()\nprint(step)"), fixed=in_training_loop("print(step)")),
         # A guard or a `try` left with nothing to do goes with the call; an `elif`, an `else` or a
         # `finally` keeps its statement (with `pass` where the body empties).
