@@ -229,10 +229,15 @@ def _split_print(ctx, node: cst.CSTNode) -> cst.Call | None:
     above = _logging_run(ctx, body[:at][::-1])
     below = _logging_run(ctx, body[end + 1:])
     first, last = at - len(above), end + len(below)
-    for line in ([body[first - 1]] if first > 0 else []) + [body[last]]:
-        call = _open_print(ctx, line)
-        if call is not None:
-            return call
+    if first > 0 and (call := _open_print(ctx, body[first - 1])) is not None:
+        return call
+    # The last one matters when a log call after it in the block may end its line (`print("lr",
+    # lr)`); alone at the end of its block (`print("\rloss %f" % loss, end="")` as the body of
+    # `if show_running_loss:`), guarding it splits nothing.
+    call = _open_print(ctx, body[last])
+    if call is not None and any(isinstance(n, cst.Call) and _is_log_call(ctx, n)
+                                for line in body[last + 1:] for n in walk(line)):
+        return call
     return None
 
 
@@ -1516,6 +1521,9 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=NO_FIX, message="prints its line in two calls"),
         Invalid(in_training_loop("print(f'step {step}', end=' ')\nprint('loss', loss.item())"),
                 fixed=NO_FIX, message="not written: `print(f'step {step}', end=' ')` prints its line in two calls"),
+        # ... but one alone at the end of its block (a progress line) splits nothing.
+        Invalid(in_training_loop("if verbose:\n    print('\\rloss %f' % loss.item(), end='')"),
+                fixed=in_training_loop("if verbose and step % 100 == 0:\n    print('\\rloss %f' % loss.item(), end='')")),
         # An `end=` that is a newline ends the line as the default does.
         Invalid(in_training_loop("print('loss', loss.item(), end='\\n')\nprint('lr', lr)"),
                 fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.item(), end='\\n')\nprint('lr', lr)")),
@@ -2034,8 +2042,8 @@ increments (`global_step += 1`): the loop's micro-batch index may never be a mul
 interval there. Without one there is no fix. Nor is there one for a line in the `else:` or
 `elif` of an `if` whose test takes a remainder of the same counter (`if step % log_every == 0:
 ... else: print(...)`): it runs on the steps that test skips, where an interval test may never
-hold; nor beside a print whose `end=` is not a newline (`print(f"step {step}", end=" ")`, as the
-line the fix would guard or right before it): it prints half a line that the next print ends,
+hold; nor beside a print whose `end=` is not a newline (`print(f"step {step}", end=" ")`, right
+before the line the fix would guard, or the last it guards with a log call after it): it prints half a line that the next print ends,
 and guarding one half would print the other on every step (two such prints that both log a
 tensor are logging lines side by side, and go under one `if` together).
 """
