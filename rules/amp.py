@@ -1313,8 +1313,8 @@ class GradScalerInitScale(Rule):
     default_enabled = False
     triggers = ("GradScaler",)
     options = {
-        "min-init-scale": Option(1024, (int, float), "Smallest initial loss scale accepted."),
-        "max-init-scale": Option(8192, (int, float), "Largest initial loss scale accepted; the fix writes it."),
+        "min-init-scale": Option(1024, (int, float), "Smallest initial loss scale accepted.", minimum=1),
+        "max-init-scale": Option(8192, (int, float), "Largest initial loss scale accepted; the fix writes it.", minimum=1),
     }
     docs = """
 ## What it does

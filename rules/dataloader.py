@@ -638,7 +638,8 @@ class DataLoaderNoWorkers(DataLoaderRule):
     triggers = TRAINER_TRIGGERS
     trainer_settings = True
     options = {
-        "num-workers": Option(0, int, "The value the fix writes; 0 means `min(8, os.cpu_count() or 1)` at run time."),
+        "num-workers": Option(0, int, "The value the fix writes; 0 means `min(8, os.cpu_count() or 1)` at run time.",
+                              minimum=0),
     }
     _OPTION = ("import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n"
                "parser.add_argument({flag}, type=int, default={default})\nargs = parser.parse_args()\n"
@@ -2743,7 +2744,8 @@ class DataLoaderShallowPrefetch(DataLoaderRule):
     fix_applicability = "safe"
     triggers = TRAINER_TRIGGERS
     trainer_settings = True
-    options = {"min-prefetch-factor": Option(4, int, "The smallest prefetch_factor accepted; the fix sets this value.")}
+    options = {"min-prefetch-factor": Option(4, int, "The smallest prefetch_factor accepted; the fix sets this value.",
+                                              minimum=1)}
     docs = """
 ## What it does
 Flags a `DataLoader` with workers whose `prefetch_factor` is missing or `None` (both mean

@@ -43,6 +43,11 @@ LOADER = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
         ("[tool.trainlint.TL202]\nlog-every = -5", "`TL202.log-every`: expected an integer of at least 1, got int -5"),
         ("[tool.trainlint.TL203]\nlog-every = 0", "`TL203.log-every`: expected an integer of at least 1"),
         ("[tool.trainlint.TL501]\nsave-every = 0", "`TL501.save-every`: expected an integer of at least 1"),
+        # A negative worker count or prefetch factor, or a loss scale below 1, written by a fix,
+        # makes DataLoader or GradScaler raise when the fixed script runs.
+        ("[tool.trainlint.TL101]\nnum-workers = -2", "`TL101.num-workers`: expected an integer of at least 0, got int -2"),
+        ("[tool.trainlint.TL104]\nmin-prefetch-factor = 0", "`TL104.min-prefetch-factor`: expected an integer of at least 1"),
+        ("[tool.trainlint.TL403]\nmax-init-scale = 0.5", "`TL403.max-init-scale`: expected an integer or a number of at least 1"),
     ],
 )
 def test_bad_config_exits_2_naming_file_and_key(tmp_path, table, expected):

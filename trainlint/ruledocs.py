@@ -45,7 +45,8 @@ def rules_markdown() -> str:
             parts.append("")
             parts.append("### Options")
             for key, opt in r.options.items():
-                parts.append(f"- `{key}` (default `{opt.default!r}`): {opt.description}")
+                least = f", at least `{opt.minimum!r}`" if opt.minimum is not None else ""
+                parts.append(f"- `{key}` (default `{opt.default!r}`{least}): {opt.description}")
         parts.append("")
     return "\n".join(parts)
 
