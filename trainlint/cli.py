@@ -491,7 +491,8 @@ def _rule_dict(r) -> dict:
         "default": r.default_enabled,
         "fix": r.fix_applicability,
         "source": r.source,
-        "options": {k: {"default": o.default, "description": o.description} for k, o in r.options.items()},
+        "options": {k: {"default": o.default, "minimum": o.minimum, "description": o.description}
+                    for k, o in r.options.items()},
         "explanation": r.docs,
         "url": r.url(),
     }

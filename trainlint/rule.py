@@ -32,6 +32,11 @@ class Option:
     # `step % 0` in a fix raises ZeroDivisionError when the fixed script runs.
     minimum: int | float | None = None
 
+    def line(self, key: str) -> str:
+        """The option as a Markdown list item (`trainlint rule CODE` and docs/rules.md alike)."""
+        least = f", at least `{self.minimum!r}`" if self.minimum is not None else ""
+        return f"- `{key}` (default `{self.default!r}`{least}): {self.description}"
+
 
 @dataclass(frozen=True)
 class Valid:
@@ -133,8 +138,7 @@ class Rule:
         """The rule explained, in Markdown: `trainlint rule CODE`, and the editor's hover on a code."""
         options = ""
         if cls.options:
-            options = "\n## Options\n" + "\n".join(
-                f"- `{k}` (default `{o.default!r}`): {o.description}" for k, o in cls.options.items()) + "\n"
+            options = "\n## Options\n" + "\n".join(o.line(k) for k, o in cls.options.items()) + "\n"
         return f"# {cls.name} ({cls.code})\n\n{cls.summary}\n\n{cls.facts()}\n\n{cls.docs.strip()}\n{options}"
 
     @classmethod

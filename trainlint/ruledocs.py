@@ -44,9 +44,7 @@ def rules_markdown() -> str:
         if r.options:
             parts.append("")
             parts.append("### Options")
-            for key, opt in r.options.items():
-                least = f", at least `{opt.minimum!r}`" if opt.minimum is not None else ""
-                parts.append(f"- `{key}` (default `{opt.default!r}`{least}): {opt.description}")
+            parts.extend(opt.line(key) for key, opt in r.options.items())
         parts.append("")
     return "\n".join(parts)
 
