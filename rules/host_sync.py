@@ -694,9 +694,10 @@ def _log_line(ctx, call: cst.Call) -> bool:
     """A call that only logs: one TL202 recognizes as logging (a print, a logger's, a progress
     bar's; a tracker's given its step, which TL202 guards), whose arguments do nothing but make the
     values logged (_makes_values_only). Guarded, it logs less often and changes nothing else."""
-    tracker = _tracker_values(ctx, call) if not _is_log_call(ctx, call) else None
-    if tracker is None and not _is_log_call(ctx, call) or tracker is not None and not tracker.step:
-        return False
+    if not _is_log_call(ctx, call):
+        tracker = _tracker_values(ctx, call)
+        if tracker is None or not tracker.step:
+            return False
     return all(_makes_values_only(ctx, arg.value) for arg in call.args)
 
 
