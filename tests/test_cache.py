@@ -346,6 +346,6 @@ def test_editing_the_rules_of_another_checkout_changes_the_fingerprint(tmp_path)
         return done.stdout
 
     before = fingerprint()
-    rule = other / "rules" / "dataloader.py"
+    rule = other / "rules" / "dataloader" / "tl101_dataloader_no_workers.py"
     rule.write_text(rule.read_text().replace("loads batches in the training process", "EDITED MESSAGE"))
     assert fingerprint() != before

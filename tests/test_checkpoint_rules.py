@@ -273,7 +273,7 @@ def test_fixed_atomic_write_runs(tmp_path):
 # -- the helper the fix adds ----------------------------------------------------------------
 
 def _helper():
-    from trainlint.rules.checkpoint import HELPER_CODE
+    from trainlint.rules.checkpoint.async_save_helper import HELPER_CODE
 
     namespace = {}
     exec(compile(HELPER_CODE, "helper", "exec"), namespace)
@@ -432,7 +432,7 @@ print("training finished")
 def test_helper_fails_the_process_when_the_last_save_fails(tmp_path):
     # No later save re-raises the last one's error: at exit it makes the process fail, as the
     # blocking save would have (exit status 1), once the script's own exit handlers have run.
-    from trainlint.rules.checkpoint import HELPER_CODE
+    from trainlint.rules.checkpoint.async_save_helper import HELPER_CODE
 
     pytest.importorskip("torch")
     script = tmp_path / "last_save_fails.py"

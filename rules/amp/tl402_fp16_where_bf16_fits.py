@@ -1,0 +1,721 @@
+"""TL402 fp16-where-bf16-fits: float16 autocast paired with a GradScaler where bfloat16 needs no loss
+scaling."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from trainlint.analysis.imports import remove_unused_imports
+from trainlint.diagnostics import Applicability
+from trainlint import layout
+from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
+
+from .targets import BEFORE_AMPERE, is_test_file, target_gpu
+
+
+AMPERE_OR_NEWER = ("ampere", "ada", "hopper", "blackwell")
+
+
+
+_BF16_CHECK = "{torch}.cuda.is_bf16_supported(including_emulation=False)"
+# The same question for a target-torch older than 2.4, which has no including_emulation= (and
+# whose 2.3 answers True for emulated bfloat16): native bfloat16 is compute capability 8.0+.
+# get_device_capability() raises where CUDA is not available (is_bf16_supported says False).
+_BF16_CHECK_BEFORE_2_4 = "{torch}.cuda.is_available() and {torch}.cuda.get_device_capability() >= (8, 0)"
+
+
+def _bf16_check(ctx, torch: str, negated: bool = False) -> str:
+    if target_allows(ctx, "2.4"):
+        check = _BF16_CHECK.format(torch=torch)
+        return f"not {check}" if negated else check
+    check = _BF16_CHECK_BEFORE_2_4.format(torch=torch)
+    return f"not ({check})" if negated else check
+
+# Scaler methods the Ampere fix rewrites: scale(x) -> x, step(opt) -> opt.step(); update/unscale_ go.
+_SCALER_DROPPED = ("update", "unscale_")
+
+
+_CHOICE_LINE = ("amp_dtype = (\n    torch.bfloat16\n    if torch.cuda.is_bf16_supported(including_emulation=False)\n"
+                "    else torch.float16\n)\n")
+
+
+class Fp16WhereBf16Fits(Rule):
+    code = "TL402"
+    name = "fp16-where-bf16-fits"
+    summary = "float16 autocast paired with a GradScaler where bfloat16 needs no loss scaling"
+    source = "§4.1"
+    fix_applicability = "unsafe"
+    # A GradScaler, or a framework's float16 setting as written literally (what the rule needs).
+    triggers = ("GradScaler", "fp16=True", "16-mixed", "precision=16", "precision='16'", 'precision="16"',
+                'mixed_precision="fp16"', "mixed_precision='fp16'")
+    docs = """
+## What it does
+Flags a float16 autocast region (an explicit `dtype=torch.float16`, or no dtype on CUDA, whose
+default is float16; also opened through a name bound to autocast or to
+`functools.partial(torch.amp.autocast, "cuda")`, where the fix passes `dtype=` at the call, or
+used as a decorator, `@torch.autocast("cuda")` above a module's `forward` or a function the
+training step calls) in a file that also trains with a `GradScaler` (or FSDP's `ShardedGradScaler`);
+and the framework settings
+that do the same inside the framework: `fp16=True` in transformers' `TrainingArguments` (and
+trl's or sentence-transformers' subclasses), Lightning's `precision="16-mixed"` (or `16`) for a
+`Trainer` or `Fabric`, accelerate's `Accelerator(mixed_precision="fp16")`. A file that already
+chooses bfloat16 when the GPU supports it (it asks `torch.cuda.is_bf16_supported()`, its autocast
+dtype can be bfloat16, or its scaler is enabled by dtype) is not flagged, nor is a setting whose
+value is not written literally (`fp16=args.fp16`: the user's choice) or that has `bf16=` beside it,
+nor one that trains on the CPU (`accelerator="cpu"`, where Lightning runs bfloat16 itself), nor a
+setting in a test file (it tests the float16 path). With `target-gpu` older than Ampere (pascal,
+volta, turing) the rule is off: float16 with a scaler is the right choice there.
+
+A `with autocast(...)` in a module's `forward` pairs with the loop's scaler as the decorator
+does. An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
+choice on CUDA only and keeps its own dtype elsewhere.
+
+## Why is this bad?
+On Ampere and newer GPUs bfloat16 runs at the same tensor-core speed as float16 but has float32's
+exponent range, so gradients do not underflow and no loss scaling is needed: no `GradScaler`, no
+skipped steps after overflows, no scale warm-up. float16 with a scaler is only worth keeping on
+GPUs without bfloat16 (before Ampere).
+
+## Example
+```python
+scaler = torch.amp.GradScaler("cuda")
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(x, y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+```
+
+## Use instead
+Choose at run time, and keep the scaler only for float16:
+```python
+amp_dtype = (
+    torch.bfloat16
+    if torch.cuda.is_bf16_supported(including_emulation=False)
+    else torch.float16
+)
+scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
+for x, y in loader:
+    with torch.autocast("cuda", dtype=amp_dtype):
+        loss = model(x, y)
+    ...
+```
+A framework's setting is chosen the same way: `TrainingArguments(..., fp16=not bf16_ok,
+bf16=bf16_ok)`, `L.Trainer(precision="bf16-mixed" if bf16_ok else "16-mixed")`,
+`Accelerator(mixed_precision="bf16" if bf16_ok else "fp16")`, with `bf16_ok` the check above
+(the framework drops its scaler in bfloat16).
+With `target-gpu = "ampere"` (or ada, hopper, blackwell) in the configuration, plain bfloat16:
+```python
+for x, y in loader:
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x, y)
+    loss.backward()
+    optimizer.step()
+```
+
+## Fix safety
+Unsafe: bfloat16 has fewer mantissa bits than float16, so numerics change (the loss curve should
+match closely; check it). `including_emulation=False` matters: plain `is_bf16_supported()` is
+also true on older GPUs that only emulate bfloat16, slowly (with `target-torch` older than 2.4,
+which lacks the argument, the check is `torch.cuda.is_available() and
+torch.cuda.get_device_capability() >= (8, 0)`). The target-gpu fix removes the
+scaler's calls (`scaler.scale(loss).backward()` becomes `loss.backward()`, `scaler.step(opt)`
+becomes `opt.step()`, `scaler.update()` and `scaler.unscale_(opt)` go) and the scaler itself
+when nothing else uses it; a scaler still referenced elsewhere (checkpoints) is kept, disabled.
+An autocast entered through a name bound to it or else to a null context (`ctx = torch.autocast
+if use_amp else contextlib.nullcontext`) is reported without a fix: a `dtype=` given where it is
+called would raise TypeError on the null context's path.
+Nor is a file fixed whose float16 autocast is a decorator (`@torch.autocast("cuda")` above
+`def forward`), except for an Ampere target-gpu (plain `dtype=torch.bfloat16` on it): its
+arguments are evaluated where the function is defined, at import, before a run-time check can
+choose the dtype, and fixing the other autocasts alone would turn the scaler off on a bfloat16
+GPU while the decorated function still runs in float16.
+"""
+    _LOOP = ("import torch\n{pre}scaler = torch.amp.GradScaler({sargs})\nfor x, y in loader:\n"
+             "    with torch.autocast({aargs}):\n        loss = model(x, y)\n"
+             "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n")
+    valid = [
+        Valid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.bfloat16")),
+        Valid(_LOOP.format(pre="amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n",
+                           sargs="'cuda', enabled=amp_dtype == torch.float16", aargs="'cuda', dtype=amp_dtype")),
+        Valid(_LOOP.format(pre="", sargs="'cuda', enabled=False", aargs="'cuda', dtype=torch.float16")),
+        Valid("import torch\nwith torch.autocast('cuda', dtype=torch.float16):\n    y = model(x)\n"),
+        Valid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=args.dtype")),
+        Valid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cpu'")),
+        Valid(_LOOP.format(pre="DT = {'fp16': torch.float16, 'bf16': torch.bfloat16}[args.precision]\n",
+                           sargs="'cuda'", aargs="'cuda', dtype=DT")),
+        # A framework's precision setting the script chooses, or that is not float16 with a scaler.
+        Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=cli.fp16)\n"),
+        Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out', fp16=True, bf16=cli.bf16)\n"),
+        Valid("import lightning as L\ntrainer = L.Trainer(precision='bf16-mixed')\nfabric = L.Fabric(precision='16-true')\n"),
+        Valid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='no')\n"),
+        Valid("import lightning as L\ntrainer = L.Trainer(accelerator='cpu', precision='16-mixed')\n"),
+        Valid("from mylib import TrainingArguments\nargs = TrainingArguments(fp16=True)\n"),
+        # A GPU before Ampere, as the configuration says: float16 with a scaler is right there.
+        Valid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.float16"), settings={"target_gpu": "turing"}),
+        Valid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')\n",
+              settings={"target_gpu": "volta"}),
+        # Autocast through a partial of it that already runs in bfloat16.
+        Valid(("import functools\n" + _LOOP.replace("torch.autocast({aargs})", "autocast_ctx()"))
+              .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda', dtype=torch.bfloat16)\n",
+                      sargs="'cuda'")),
+    ]
+    invalid = [
+        # A name that is autocast or else a null context: reported, no fix (`ctx(dtype=...)` would fail
+        # on the other path).
+        Invalid(("import contextlib\nimport functools\n" + _LOOP.replace("torch.autocast({aargs})", "ctx()"))
+                .format(pre="ctx = functools.partial(torch.amp.autocast, 'cuda') if use_amp else contextlib.nullcontext\n",
+                        sargs="'cuda'"), fixed=NO_FIX),
+        Invalid(("import contextlib\n" + _LOOP.replace("torch.autocast({aargs})", "ctx('cuda')"))
+                .format(pre="ctx = torch.autocast if use_amp else contextlib.nullcontext\n", sargs="'cuda'"),
+                fixed=NO_FIX, message="autocast runs in float16 implicitly"),
+        Invalid(
+            _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.float16"),
+            fixed=_LOOP.format(
+                pre=_CHOICE_LINE,
+                sargs="'cuda', enabled=amp_dtype == torch.float16", aargs="'cuda', dtype=amp_dtype"),
+        ),
+        # FSDP's ShardedGradScaler is a GradScaler (same arguments up to enabled=).
+        Invalid(
+            "from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n"
+            + _LOOP.format(pre="", sargs="", aargs="'cuda', dtype=torch.float16").replace(
+                "torch.amp.GradScaler", "ShardedGradScaler"),
+            fixed="from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler\n"
+            + _LOOP.format(pre=_CHOICE_LINE, sargs="enabled=amp_dtype == torch.float16",
+                           aargs="'cuda', dtype=amp_dtype").replace("torch.amp.GradScaler", "ShardedGradScaler"),
+        ),
+        # A target-torch before 2.4 has no including_emulation=: compute capability says the same.
+        Invalid(
+            _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.float16"),
+            fixed=_LOOP.format(
+                pre=_CHOICE_LINE.replace("torch.cuda.is_bf16_supported(including_emulation=False)",
+                                         "torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)"),
+                sargs="'cuda', enabled=amp_dtype == torch.float16", aargs="'cuda', dtype=amp_dtype"),
+            message="get_device_capability() >= (8, 0)", settings={"target_torch": "2.3"},
+        ),
+        Invalid(
+            _LOOP.format(pre="", sargs="enabled=args.amp", aargs="'cuda', enabled=args.amp"),
+            fixed=_LOOP.format(
+                pre=_CHOICE_LINE,
+                sargs="enabled=args.amp and amp_dtype == torch.float16",
+                aargs="'cuda', enabled=args.amp, dtype=amp_dtype"),
+            message="bfloat16",
+        ),
+        # A device chosen at run time: the GPU's dtype choice applies on CUDA only (on the CPU,
+        # bfloat16 had become float16).
+        Invalid("import torch\ndev = torch.device('cuda' if ok else 'cpu')\nscaler = torch.amp.GradScaler('cuda')\n"
+                "for x in loader:\n    with torch.autocast(device_type=dev.type):\n        loss = model(x)\n"
+                "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
+                fixed="import torch\ndev = torch.device('cuda' if ok else 'cpu')\namp_dtype = (\n    torch.bfloat16\n"
+                      "    if torch.cuda.is_bf16_supported(including_emulation=False)\n    else torch.float16\n)\n"
+                      "scaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\nfor x in loader:\n"
+                      "    with torch.autocast(\n        device_type=dev.type, dtype=amp_dtype if dev.type == 'cuda' else None\n"
+                      "    ):\n        loss = model(x)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
+                      "    scaler.update()\n"),
+        # A `with` autocast in a module's forward runs under the step's model call, as the
+        # decorator does.
+        Invalid("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+                "        with torch.autocast('cuda'):\n            return self.fc(x)\n"
+                "def main(model, loader, opt):\n    scaler = torch.amp.GradScaler('cuda')\n    for x, y in loader:\n"
+                "        loss = model(x).sum()\n        scaler.scale(loss).backward()\n        scaler.step(opt)\n"
+                "        scaler.update()\n", message="autocast runs in float16 implicitly"),
+        # ... the GradScaler its import brought in goes too; autocast stays imported.
+        Invalid(
+            "import torch\nfrom torch.amp import GradScaler, autocast\nscaler = GradScaler()\nfor x, y in loader:\n"
+            "    with autocast('cuda'):\n        loss = model(x, y)\n    scaler.scale(loss).backward()\n"
+            "    scaler.step(opt)\n    scaler.update()\n",
+            settings={"target_gpu": "ampere"},
+            fixed="import torch\nfrom torch.amp import autocast\nfor x, y in loader:\n"
+                  "    with autocast('cuda', dtype=torch.bfloat16):\n        loss = model(x, y)\n    loss.backward()\n"
+                  "    opt.step()\n",
+        ),
+        Invalid(
+            _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.half"),
+            settings={"target_gpu": "ampere"},
+            fixed="import torch\nfor x, y in loader:\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+                  "        loss = model(x, y)\n    loss.backward()\n    opt.step()\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch.cuda.amp import GradScaler, autocast\nclass Trainer:\n"
+            "    def __init__(self):\n        self.scaler = GradScaler()\n"
+            "    def step(self, x):\n        with autocast():\n            loss = self.model(x)\n"
+            "        self.scaler.scale(loss).backward()\n        self.scaler.unscale_(self.opt)\n"
+            "        self.scaler.step(self.opt)\n        self.scaler.update()\n"
+            "    def save(self):\n        return {'scaler': self.scaler.state_dict()}\n",
+            settings={"target_gpu": "hopper"},
+            fixed="import torch\nfrom torch.cuda.amp import GradScaler, autocast\nclass Trainer:\n"
+            "    def __init__(self):\n        self.scaler = GradScaler(enabled=False)\n"
+            "    def step(self, x):\n        with autocast(dtype=torch.bfloat16):\n            loss = self.model(x)\n"
+            "        loss.backward()\n"
+            "        self.opt.step()\n"
+            "    def save(self):\n        return {'scaler': self.scaler.state_dict()}\n",
+        ),
+        # A positional `enabled` is replaced where it stands (a keyword beside it raises TypeError).
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler(1024.0, 2.0, 0.5, 2000, True)\n"
+            "def step(x):\n    with torch.autocast('cuda'):\n        loss = model(x)\n"
+            "    scaler.scale(loss).backward()\n    return scaler.state_dict()\n",
+            settings={"target_gpu": "hopper"},
+            fixed="import torch\nscaler = torch.cuda.amp.GradScaler(1024.0, 2.0, 0.5, 2000, False)\n"
+            "def step(x):\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n        loss = model(x)\n"
+            "    loss.backward()\n    return scaler.state_dict()\n",
+        ),
+        Invalid(
+            "import torch\nclass Trainer:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler()\n"
+            "    def step(self, x):\n        with torch.autocast('cuda'):\n            loss = self.model(x)\n"
+            "        self.scaler.scale(loss).backward()\n",
+            fixed="import torch\nclass Trainer:\n    def __init__(self):\n"
+            "        self.amp_dtype = (\n            torch.bfloat16\n"
+            "            if torch.cuda.is_bf16_supported(including_emulation=False)\n"
+            "            else torch.float16\n        )\n"
+            "        self.scaler = torch.amp.GradScaler(enabled=self.amp_dtype == torch.float16)\n"
+            "    def step(self, x):\n        with torch.autocast('cuda', dtype=self.amp_dtype):\n"
+            "            loss = self.model(x)\n        self.scaler.scale(loss).backward()\n",
+        ),
+        Invalid(
+            "import torch\ndef make():\n    return torch.amp.GradScaler()\n"
+            "def step(x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
+            fixed="import torch\ndef make():\n"
+            "    return torch.amp.GradScaler(\n"
+            "        enabled=not torch.cuda.is_bf16_supported(including_emulation=False)\n"
+            "    )\n"
+            "def step(x):\n    with torch.autocast(\n        'cuda',\n"
+            "        dtype=(\n            torch.bfloat16\n            if torch.cuda.is_bf16_supported(including_emulation=False)\n"
+            "            else torch.float16\n        ),\n"
+            "    ):\n        return model(x)\n",
+        ),
+        # The same before 2.4: the two-part check is grouped where it is negated and and-ed.
+        Invalid(
+            "import torch\ndef make():\n    return torch.amp.GradScaler(enabled=use_amp)\n"
+            "def step(x):\n    with torch.autocast('cuda'):\n        return model(x)\n",
+            fixed="import torch\ndef make():\n"
+            "    return torch.amp.GradScaler(\n        enabled=use_amp\n        and not (\n"
+            "            torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)\n        )\n    )\n"
+            "def step(x):\n    with torch.autocast(\n        'cuda',\n"
+            "        dtype=(\n            torch.bfloat16\n"
+            "            if torch.cuda.is_available()\n            and torch.cuda.get_device_capability() >= (8, 0)\n"
+            "            else torch.float16\n        ),\n    ):\n        return model(x)\n",
+            settings={"target_torch": "2.3"},
+        ),
+        # Autocast through a name bound to a partial of it (TL401's fix of an aliased autocast): the
+        # dtype goes to the call, whose keywords come on top of the partial's.
+        Invalid(
+            ("import functools\n" + _LOOP.replace("torch.autocast({aargs})", "autocast_ctx()"))
+            .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda')\n", sargs="'cuda'"),
+            fixed=("import functools\n" + _LOOP.replace("torch.autocast({aargs})", "autocast_ctx(dtype=amp_dtype)"))
+            .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda')\n" + _CHOICE_LINE,
+                    sargs="'cuda', enabled=amp_dtype == torch.float16"),
+        ),
+        # The call's first positional argument is the dtype after the partial's device: replaced there.
+        Invalid(
+            ("from functools import partial\n" + _LOOP.replace("torch.autocast({aargs})", "amp_ctx(torch.float16)"))
+            .format(pre="amp_ctx = partial(torch.autocast, 'cuda')\n", sargs="'cuda'"),
+            fixed=("from functools import partial\n" + _LOOP.replace("torch.autocast({aargs})", "amp_ctx(amp_dtype)"))
+            .format(pre="amp_ctx = partial(torch.autocast, 'cuda')\n" + _CHOICE_LINE,
+                    sargs="'cuda', enabled=amp_dtype == torch.float16"),
+        ),
+        # float16 passed by position in the partial: a dtype at the call would be a second value.
+        Invalid(
+            ("from functools import partial\n" + _LOOP.replace("torch.autocast({aargs})", "amp_ctx()"))
+            .format(pre="amp_ctx = partial(torch.autocast, 'cuda', torch.float16)\n", sargs="'cuda'"),
+            fixed=("from functools import partial\n" + _LOOP.replace("torch.autocast({aargs})", "amp_ctx()"))
+            .format(pre="amp_ctx = partial(torch.autocast, 'cuda', torch.float16)\n", sargs="'cuda'"),
+            message="as `torch.float16`",
+        ),
+        # A function's own `import torch` (TL501's save helper) binds nothing outside it: the
+        # module's name for torch is `th`.
+        Invalid(
+            "import torch as th\ndef save(obj):\n    import torch\n    torch.save(obj, 'ckpt.pt')\n"
+            "def train(x):\n    scaler = th.amp.GradScaler()\n    with th.autocast('cuda'):\n        loss = model(x)\n"
+            "    scaler.scale(loss).backward()\n",
+            fixed="import torch as th\ndef save(obj):\n    import torch\n    torch.save(obj, 'ckpt.pt')\n"
+            "def train(x):\n    amp_dtype = (\n        th.bfloat16\n"
+            "        if th.cuda.is_bf16_supported(including_emulation=False)\n        else th.float16\n    )\n"
+            "    scaler = th.amp.GradScaler(enabled=amp_dtype == th.float16)\n"
+            "    with th.autocast('cuda', dtype=amp_dtype):\n        loss = model(x)\n"
+            "    scaler.scale(loss).backward()\n",
+        ),
+    ]
+
+    # Autocast as a decorator of the model's forward: the model call in the step runs under it.
+    _DECORATED = ("import torch\nclass Net(torch.nn.Module):\n    @{deco}\n    def forward(self, x):\n"
+                  "        return self.l(x)\n{pre}scaler = torch.amp.GradScaler({sargs})\nfor x, y in loader:\n"
+                  "    {step}\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n")
+    valid += [
+        Valid(_DECORATED.format(deco="torch.autocast('cuda', dtype=torch.bfloat16)", pre="", sargs="'cuda'",
+                                step="loss = model(x, y)")),
+        # A decorated prediction function the training step does not call.
+        Valid("import torch\n@torch.autocast('cuda')\ndef predict(x):\n    return model(x)\n"
+              "scaler = torch.amp.GradScaler('cuda')\nfor x, y in loader:\n    loss = model(x, y)\n"
+              "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"),
+    ]
+    invalid += [
+        # The decorator's arguments are evaluated where forward is defined, at import: reported, no fix.
+        Invalid(_DECORATED.format(deco="torch.autocast('cuda')", pre="", sargs="'cuda'", step="loss = model(x, y)"),
+                fixed=NO_FIX, message="autocast decorating `forward` runs it in float16 implicitly"),
+        Invalid(_DECORATED.format(deco="torch.cuda.amp.autocast(enabled=USE_AMP)", pre="", sargs="'cuda'",
+                                  step="loss = model(x, y)"), fixed=NO_FIX, message="not fixed"),
+        # Beside a float16 `with`, fixing the `with` alone would turn the scaler off on a bfloat16 GPU
+        # while forward still runs in float16: no fix for either.
+        Invalid(_DECORATED.format(deco="torch.autocast('cuda')", pre="", sargs="'cuda'",
+                                  step="with torch.autocast('cuda', dtype=torch.float16):\n        loss = model(x, y)"),
+                fixed=NO_FIX, message="not fixed: the autocast decorating `forward`"),
+        # target-gpu ampere: the decorator can say bfloat16 as well.
+        Invalid(_DECORATED.format(deco="torch.autocast('cuda')", pre="", sargs="'cuda'",
+                                  step="with torch.autocast('cuda', dtype=torch.float16):\n        loss = model(x, y)"),
+                settings={"target_gpu": "ampere"},
+                fixed="import torch\nclass Net(torch.nn.Module):\n    @torch.autocast('cuda', dtype=torch.bfloat16)\n"
+                      "    def forward(self, x):\n        return self.l(x)\nfor x, y in loader:\n"
+                      "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        loss = model(x, y)\n"
+                      "    loss.backward()\n    opt.step()\n"),
+    ]
+
+    invalid += [
+        # A framework's float16 setting: the framework pairs float16 autocast with a GradScaler.
+        Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(\n    'out',\n    fp16=True,\n)\n",
+                fixed="import torch\nfrom transformers import TrainingArguments\nargs = TrainingArguments(\n"
+                "    'out',\n    fp16=not torch.cuda.is_bf16_supported(including_emulation=False),\n"
+                "    bf16=torch.cuda.is_bf16_supported(including_emulation=False),\n)\n",
+                message="`fp16=True` trains under a float16 autocast with a GradScaler"),
+        Invalid("from trl import SFTConfig\nconfig = SFTConfig(output_dir='out', fp16=True)\n",
+                fixed="from trl import SFTConfig\nconfig = SFTConfig(output_dir='out', bf16=True)\n",
+                settings={"target_gpu": "ampere"}, message="target-gpu is ampere, so use `bf16=True`"),
+        Invalid("import torch\nimport lightning as L\ntrainer = L.Trainer(max_epochs=3, precision='16-mixed')\n",
+                fixed="import torch\nimport lightning as L\ntrainer = L.Trainer(\n    max_epochs=3,\n    precision=(\n"
+                "        'bf16-mixed'\n        if torch.cuda.is_bf16_supported(including_emulation=False)\n"
+                "        else '16-mixed'\n    ),\n)\n"),
+        # Several settings: one fix changes them all.
+        Invalid("import torch\nfrom accelerate import Accelerator\nimport pytorch_lightning as pl\n"
+                "accelerator = Accelerator(mixed_precision='fp16')\ntrainer = pl.Trainer(precision=16)\n",
+                fixed="import torch\nfrom accelerate import Accelerator\nimport pytorch_lightning as pl\n"
+                "accelerator = Accelerator(mixed_precision='bf16')\ntrainer = pl.Trainer(precision=\"bf16-mixed\")\n",
+                settings={"target_gpu": "hopper"}),
+        # `**kwargs` may pass `bf16=` too: reported, no fix.
+        Invalid("from transformers import TrainingArguments\nargs = TrainingArguments(**base, fp16=True)\n", fixed=NO_FIX),
+    ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        # A GPU before Ampere (target-gpu pascal, volta, turing) has no fast bfloat16: float16 with a
+        # scaler is the right choice there.
+        if self.ctx.precision.chooses_bf16 or target_gpu(self.ctx) in BEFORE_AMPERE:
+            return
+        self._check_frameworks()
+        self._check_autocasts()
+
+    # -- a framework's float16 setting -------------------------------------------------
+
+    def _check_frameworks(self) -> None:
+        """`TrainingArguments(fp16=True)`, Lightning's `precision="16-mixed"`, accelerate's
+        `mixed_precision="fp16"`: the framework pairs a float16 autocast with a GradScaler. One fix
+        changes them all: once one asks `is_bf16_supported()`, the file counts as choosing."""
+        ctx = self.ctx
+        if is_test_file(ctx.path):
+            return  # a test that sets float16 tests the float16 path (accelerate's test_script.py)
+        uses = [u for u in ctx.precision.framework_fp16 if not self._chooses_beside(u)]
+        if not uses:
+            return
+        ampere = target_gpu(ctx) in AMPERE_OR_NEWER
+        torch, extra = ctx.module_name("torch")
+        check = None if ampere else _bf16_check(ctx, torch)
+        edits = [edit for use in uses for edit in self._framework_edits(use, check)]
+        fix = None
+        if edits:
+            message = "Train in bfloat16" if ampere else "Use bfloat16 where the GPU supports it"
+            fix = self.fix(Applicability.UNSAFE, message, *([] if ampere else extra), *edits)
+        for use in uses:
+            setting = f"{use.arg.keyword.value}={ctx.code(use.arg.value)}"
+            if use.framework == "transformers":
+                advice = "`bf16=True`" if ampere else f"`bf16={check}, fp16=not {check}`"
+            else:
+                advice = f"`{use.arg.keyword.value}={self._bf16_value(use, check)}`"
+            where = f"target-gpu is {target_gpu(ctx)}, so use" if ampere else "on Ampere or newer use bfloat16:"
+            self.report(use.arg, f"`{setting}` trains under a float16 autocast with a GradScaler; {where} {advice} "
+                                 f"(float32's range, no loss scaling)", fix)
+
+    def _chooses_beside(self, use) -> bool:
+        """A `bf16=` keyword beside `fp16=True` that is not literally False: the script chooses
+        (`bf16=args.bf16`)."""
+        bf16 = self.ctx.keyword(use.call, "bf16") if use.framework == "transformers" else None
+        return bf16 is not None and self.ctx.literal(bf16.value) is not False
+
+    def _bf16_value(self, use, check: str | None) -> str:
+        """The bfloat16 value of a Lightning or accelerate setting: plain, or chosen by `check`."""
+        value = use.arg.value
+        quote = value.quote if isinstance(value, cst.SimpleString) else '"'
+        name = "bf16-mixed" if use.framework == "lightning" else "bf16"
+        plain = f"{quote}{name}{quote}"
+        return plain if check is None else f"{plain} if {check} else {self.ctx.code(value)}"
+
+    def _framework_edits(self, use, check: str | None) -> list:
+        """The edits that make one setting bfloat16 (check None: plainly, for an Ampere target)."""
+        ctx = self.ctx
+        call, arg = use.call, use.arg
+        if ctx.hides_arguments(call):
+            return []  # `**kwargs` may pass `bf16=` too
+        if use.framework != "transformers":
+            # The whole call, so that one made too long is laid out one argument per line.
+            return [(call, ctx.with_keyword(call, arg.keyword.value, self._bf16_value(use, check)))]
+        if check is None:
+            if ctx.keyword(call, "bf16") is not None:
+                return []  # `bf16=False` beside it: two edits a reader should make
+            return [(call, call.with_changes(args=[a.with_changes(keyword=cst.Name("bf16")) if a is arg else a
+                                                   for a in call.args]))]
+        return [(call, ctx.with_keyword(ctx.with_keyword(call, "fp16", f"not {check}"), "bf16", check))]
+
+    # -- float16 autocast with a GradScaler in the file's own code ---------------------
+
+    def _check_autocasts(self) -> None:
+        ctx = self.ctx
+        prec = ctx.precision
+        scalers = [s for s in prec.active_scalers() if s.device != "cpu"]
+        if not scalers:
+            return
+        # Where the module trains, only autocasts of the training step pair with the scaler;
+        # evaluation and prediction autocasts beside them do not (simpletransformers' evaluate(),
+        # predict()). A module that trains elsewhere (no step here) keeps every autocast.
+        trains_here = bool(ctx.loops.step_calls)
+        autocasts = [a for a in prec.autocasts
+                     if a.device != "cpu" and not prec.autocast_is_disabled(a)
+                     and prec.autocast_dtypes(a) == {"float16"}
+                     and (not trains_here or self._in_training_step(a))]
+        if not autocasts:
+            return
+        ampere = target_gpu(ctx) in AMPERE_OR_NEWER
+        decorator = next((a for a in autocasts if a.decorates is not None), None)
+        note = ""
+        if any(a.optional for a in autocasts):
+            # A name bound to autocast or else to a null context (`ctx = torch.autocast if use_amp else
+            # contextlib.nullcontext`): `ctx("cuda", dtype=...)` would raise TypeError on the null
+            # context's path. Reported, no fix.
+            fix = None
+        elif decorator is not None and not ampere:
+            # `@torch.autocast("cuda")` above `def forward`: its arguments are evaluated where the
+            # function is defined, at import, where asking the GPU about bfloat16 would initialize
+            # CUDA. Fixing the other autocasts alone would turn the scaler off on a bfloat16 GPU while
+            # the decorated function still runs in float16. Reported, no fix.
+            fix = None
+            name = decorator.decorates.name.value
+            note = (f"; not fixed: the autocast decorating `{name}` takes its `dtype=` where `{name}` is defined, at "
+                    f"import, before a run-time check can choose it (choose it and the scaler's `enabled=` together "
+                    f"by hand)")
+        else:
+            fix = self._ampere_fix(autocasts, scalers) if ampere else self._runtime_fix(autocasts, scalers)
+        for use in autocasts:
+            how = "implicitly (CUDA's default)" if prec.autocast_dtype_expr(use) is None else "as `torch.float16`"
+            what = (f"autocast decorating `{use.decorates.name.value}` runs it" if use.decorates is not None
+                    else "autocast runs")
+            if ampere:
+                message = (f"{what} in float16 {how} with a GradScaler; target-gpu is {target_gpu(ctx)}, so use "
+                           f"`dtype=torch.bfloat16` and drop the GradScaler (bfloat16 has float32's range, no loss scaling)")
+            else:
+                message = (f"{what} in float16 {how} with a GradScaler; on Ampere or newer use bfloat16 (float32's "
+                           f"range, no loss scaling): `dtype=torch.bfloat16 if {_bf16_check(ctx, 'torch')} else "
+                           f"torch.float16`, scaler enabled only for float16{note}")
+            self.report(use.call, message, fix)
+
+    def _in_training_step(self, use) -> bool:
+        """The autocast region takes part in every training step. A decorated function's region is
+        its body: a module's `forward` runs under the model call of the step; another function when
+        the step calls it (or it runs the step itself)."""
+        loops = self.ctx.loops
+        if use.decorates is None:
+            # `with autocast(...):` in a module's `forward` runs under the step's model call too.
+            fn = self.ctx.index.enclosing_function(use.call)
+            in_forward = fn is not None and fn.name.value == "forward" and self.ctx.index.enclosing_class(fn) is not None
+            return in_forward or loops.in_training_step(use.call)
+        if use.decorates.name.value == "forward":
+            return True
+        return loops.in_training_step(use.decorates.body)
+
+    # -- the run-time choice ------------------------------------------------------------
+
+    def _runtime_fix(self, autocasts, scalers):
+        ctx = self.ctx
+        prec = ctx.precision
+        torch, extra = ctx.module_name("torch")
+        check = _bf16_check(ctx, torch)
+        choice = f"{torch}.bfloat16 if {check} else {torch}.float16"
+        var = self._shared_variable(autocasts, scalers[0])
+        replacements = list(extra)
+        new_scalers = {}
+        for use in scalers:
+            positional_enabled = ctx.keyword(use.call, "enabled") is None and \
+                prec.is_disabled(use.call, prec.scaler_enabled_index(use)) is False and \
+                len([a for a in use.call.args if a.keyword is None]) > prec.scaler_enabled_index(use)
+            if positional_enabled:
+                return None
+            only_fp16 = f"{var} == {torch}.float16" if var else _bf16_check(ctx, torch, negated=True)
+            new_scalers[use.call] = ctx.with_keyword(use.call, "enabled", _and(ctx, use.call, only_fp16))
+        dtype_code = var or choice
+        for use in autocasts:
+            this_dtype = dtype_code
+            if use.device is None and use.partial is None:
+                # A device chosen at run time (`device_type=dev.type`): the GPU's choice applies on
+                # CUDA only; elsewhere autocast keeps its own default (bfloat16 on the CPU).
+                device = ctx.keyword(use.call, "device_type") or next(
+                    (a for a in use.call.args if a.keyword is None and not a.star), None)
+                if device is not None:
+                    q = ctx.quote_at(use.call)
+                    before = prec.autocast_dtype_expr(use)  # elsewhere the dtype it had (None: the default)
+                    other = ctx.code(before) if before is not None else "None"
+                    this_dtype = (f"{dtype_code if var else f'({choice})'} if {ctx.code(device.value)} == {q}cuda{q} "
+                                  f"else {other}")
+            new_call = _set_dtype(ctx, use, this_dtype)
+            if new_call is None:
+                return None
+            replacements.append((use.call, new_call))
+        if var:
+            stmt = ctx.statement(scalers[0].call)
+            replacements.append(ctx.insert_before(stmt, _assignment(ctx, stmt, var, choice)))
+        # Each scaler call is its own replacement (the insertion above ends before the first one
+        # starts), so the engine wraps it when `enabled=` makes its line too long.
+        replacements.extend((use.call, new_scalers[use.call]) for use in scalers)
+        return self.fix(Applicability.UNSAFE, "Use bfloat16 where the GPU supports it; keep the scaler for float16 only",
+                        *replacements)
+
+    def _shared_variable(self, autocasts, scaler) -> str | None:
+        """A variable (or `self.` attribute) for the dtype, defined just before the first scaler, when
+        every autocast can see it; None means write the choice inline."""
+        ctx = self.ctx
+        index = ctx.index
+        stmt = ctx.statement(scaler.call)
+        if stmt is None:
+            return None
+        fn = index.enclosing_function(scaler.call)
+        block = ctx.parent(stmt)
+        home = fn.body if fn is not None else ctx.module
+        if block is not home:
+            return None  # created under a condition: the variable would not always exist
+        order = {c: i for i, c in enumerate(index.nodes(cst.Call))}
+        target = None
+        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
+            target = ctx.dotted(stmt.body[0].targets[0].target)
+        cls = index.enclosing_class(fn) if fn is not None else None
+        use_self = False
+        for use in autocasts:
+            fn_a = index.enclosing_function(use.call)
+            if fn is None and fn_a is None and order[use.call] < order[scaler.call]:
+                return None
+            if fn is None:
+                continue  # a module-level variable, read by functions when they run
+            if fn_a is fn and order[use.call] > order[scaler.call]:
+                continue
+            if target and target.startswith("self.") and cls is not None and fn_a is not None \
+                    and index.enclosing_class(fn_a) is cls:
+                use_self = True
+                continue
+            return None
+        name = ctx.fresh_name("amp_dtype", "autocast_dtype")
+        return f"self.{name}" if use_self else name
+
+    # -- target-gpu ampere or newer: plain bf16, no scaler --------------------------------
+
+    def _ampere_fix(self, autocasts, scalers):
+        ctx = self.ctx
+        torch, extra = ctx.module_name("torch")
+        replacements = list(extra)
+        for use in autocasts:
+            new_call = _set_dtype(ctx, use, f"{torch}.bfloat16")
+            if new_call is None:
+                return None
+            replacements.append((use.call, new_call))
+        names = ctx.precision.scaler_names
+        handled: set = set()
+        removed: list[cst.CSTNode] = []
+        for call in ctx.index.nodes(cst.Call):
+            func = call.func
+            if not isinstance(func, cst.Attribute) or ctx.dotted(func.value) not in names:
+                continue
+            method = func.attr.value
+            if method == "scale" and len(call.args) == 1 and not call.args[0].keyword:
+                replacements.append((call, _atom(call.args[0].value)))
+            elif method == "step" and call.args and not call.args[0].keyword and not call.args[0].star:
+                opt = call.args[0].value
+                rest = list(call.args[1:])
+                replacements.append((call, cst.Call(func=cst.Attribute(_atom(opt), cst.Name("step")), args=rest)))
+            elif method in _SCALER_DROPPED:
+                stmt = ctx.parent(ctx.parent(call))
+                if not (isinstance(ctx.parent(call), cst.Expr) and isinstance(stmt, cst.SimpleStatementLine)
+                        and len(stmt.body) == 1):
+                    return None
+                removed.append(stmt)
+            else:
+                continue
+            handled.add(func.value)
+        # The scaler itself: removed when nothing else refers to it, else kept disabled.
+        for use in scalers:
+            stmt = ctx.statement(use.call)
+            target = None
+            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
+                    and stmt.body[0].value is use.call and len(stmt.body[0].targets) == 1:
+                target = ctx.dotted(stmt.body[0].targets[0].target)
+            others = [n for n in ctx.index.nodes(cst.Attribute) + ctx.index.nodes(cst.Name)
+                      if target is not None and ctx.dotted(n) == target and n not in handled
+                      and not _is_target_of(ctx, n, stmt) and not _inside_attribute_chain(ctx, n)]
+            if target is not None and not others:
+                removed.append(stmt)
+            else:
+                replacements.append((use.call, ctx.with_keyword(use.call, "enabled", "False",
+                                                                position=ctx.precision.scaler_enabled_index(use))))
+        replacements.extend(ctx.remove_statements(removed))
+        # `from torch.amp import GradScaler, autocast`: the class goes with the scaler it made.
+        written = " ".join(ctx.code(new) if isinstance(new, cst.CSTNode) else str(new) for _old, new in replacements)
+        replacements.extend(remove_unused_imports(ctx, [*removed, *(old for old, _new in replacements)], written))
+        return self.fix(Applicability.UNSAFE, "Train in bfloat16 without a GradScaler", *replacements)
+
+
+def _is_target_of(ctx, node, stmt) -> bool:
+    return stmt is not None and ctx.index.contains(stmt, node)
+
+
+def _inside_attribute_chain(ctx, node) -> bool:
+    """node is the `.attr` part of an Attribute (`x.scaler`'s `scaler`), not a use of a name."""
+    parent = ctx.parent(node)
+    return isinstance(parent, cst.Attribute) and parent.attr is node
+
+
+def _atom(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """expr, parenthesised unless it can stand before `.attr` as it is (`(loss / n).backward()`)."""
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expr.lpar:
+        return expr
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _set_dtype(ctx, use, code: str) -> cst.Call | None:
+    """The autocast call with its dtype set to code (in place when given positionally); None when
+    a `functools.partial` the call goes through passes the dtype by position, which the call
+    cannot override."""
+    call = use.call
+    position = ctx.precision.dtype_position(use)
+    if position is None:
+        return None
+    if ctx.keyword(call, "dtype") is None:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if len(positional) > position:
+            target = positional[position]
+            return call.with_changes(args=[a.with_changes(value=cst.parse_expression(code)) if a is target else a
+                                           for a in call.args])
+    return ctx.with_keyword(call, "dtype", code)
+
+
+def _assignment(ctx, stmt, var: str, value: str) -> str:
+    """`var = value`, its value parenthesised over lines of its own as Black lays out an
+    assignment longer than a line."""
+    line = f"{var} = {value}"
+    if ctx.fits(line, at=stmt):
+        return line
+    deeper = ctx.module.default_indent
+    expr = layout.parenthesized(cst.parse_expression(value), deeper, ctx.room(stmt, deeper))
+    return f"{var} = " + layout.code(expr).replace("\n", ctx.module.default_newline + ctx.indentation(stmt))
+
+
+def _and(ctx, call: cst.Call, condition: str) -> str:
+    """`condition`, and-ed with the call's existing `enabled=` expression if any."""
+    arg = ctx.keyword(call, "enabled")
+    if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "True"):
+        return condition
+    existing = ctx.code(arg.value)
+    if not isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Comparison)):
+        existing = f"({existing})"
+    return f"{existing} and {condition}"

@@ -1,0 +1,172 @@
+"""TL404 fp32-matmul-without-tf32: CUDA training in float32 with no autocast and no TF32 setting."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from trainlint.analysis.imports import third_party_import_place
+from trainlint.diagnostics import Applicability
+from trainlint.rule import Invalid, Rule, Valid
+
+from .targets import BEFORE_AMPERE, is_test_file, target_gpu
+
+
+
+class Fp32MatmulWithoutTf32(Rule):
+    code = "TL404"
+    name = "fp32-matmul-without-tf32"
+    summary = "CUDA training in float32 with no autocast and no TF32 setting"
+    source = "§4.1, §6.1"
+    fix_applicability = "unsafe"
+    default_enabled = False
+    triggers = ("cuda",)
+    needs_hot_loop = True
+    docs = """
+## What it does
+Off by default. Flags a training loop (a hot loop with backward/step) in a file that moves work
+to CUDA but neither runs under autocast (also through a name bound to autocast or to
+`functools.partial(torch.amp.autocast, "cuda")`, or else to `contextlib.nullcontext`), nor
+converts the model to half/bfloat16 (a `dtype=` other than an integer, bool or float32 one,
+torch's, numpy's or Python's, counts as such), nor leaves precision to a framework
+(`mixed_precision=`, `precision=`), nor sets float32 matmul precision (`torch.set_float32_matmul_precision`,
+`torch.backends.cuda.matmul.allow_tf32`/`fp32_precision`, or the generic
+`torch.backends.fp32_precision` it inherits). cuDNN's settings (`torch.backends.cudnn.allow_tf32`,
+`torch.backends.cudnn.conv.fp32_precision`) do not count: they cover convolutions only
+(`cudnn.allow_tf32` is True by default), not matmuls.
+Not flagged when `target-gpu` is pascal, volta or turing, which have no TF32.
+
+## Why is this bad?
+By default PyTorch computes float32 matmuls in full float32, which uses a fraction of an Ampere+
+GPU's tensor-core throughput. TF32 keeps float32 storage and range, rounds matmul inputs to a
+10-bit mantissa, and is typically several times faster for matmul-bound models.
+
+## Example
+```python
+import torch
+
+model = Net().cuda()
+for x, y in loader:
+    loss = model(x.cuda(), y.cuda())
+    loss.backward()
+    opt.step()
+```
+
+## Use instead
+```python
+import torch
+
+torch.set_float32_matmul_precision("high")
+```
+(or train under `torch.autocast("cuda", dtype=torch.bfloat16)`).
+
+## Fix safety
+Unsafe: TF32 rounds matmul inputs, so results change in the last bits of float32 precision
+(usually invisible in the loss curve; check models that need full float32, e.g. some
+physics or long-horizon recurrences).
+"""
+    _SRC = ("import torch\n{pre}model = Net().cuda()\nfor x, y in loader:\n"
+            "    loss = model(x.cuda(), y.cuda())\n    loss.backward()\n    opt.step()\n")
+    valid = [
+        Valid(_SRC.format(pre="torch.set_float32_matmul_precision('high')\n")),
+        Valid(_SRC.format(pre="torch.backends.cuda.matmul.allow_tf32 = True\n")),
+        Valid(_SRC.format(pre="torch.backends.cuda.matmul.fp32_precision = 'tf32'\n")),
+        Valid(_SRC.format(pre="torch.backends.fp32_precision = 'tf32'\n")),
+        Valid(_SRC.replace("loss = model", "with torch.autocast('cuda', dtype=torch.bfloat16):\n        loss = model")
+              .format(pre="")),
+        Valid(_SRC.format(pre="").replace("Net().cuda()", "Net().cuda().half()")),
+        Valid("import torch\nmodel = Net()\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n"
+              "    opt.step()\n"),
+        Valid(_SRC.format(pre=""), settings={"target_gpu": "volta"}),
+        Valid(_SRC.format(pre="accelerator = Accelerator(mixed_precision='bf16')\n")),
+        Valid(_SRC.format(pre="").replace("Net().cuda()", "Net(dtype=cfg.dtype).cuda()")),
+        # Autocast through a name bound to a partial of it (TL401's fix of an aliased autocast).
+        Valid(("import functools\n" + _SRC.replace("loss = model", "with autocast_ctx():\n        loss = model"))
+              .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda')\n")),
+        Valid(("from functools import partial\n" + _SRC.replace("loss = model", "with amp_ctx():\n        loss = model"))
+              .format(pre="amp_ctx = partial(torch.autocast, device_type='cuda')\n")),
+        Valid(("import contextlib\nimport functools\n" + _SRC.replace("loss = model", "with ctx():\n        loss = model"))
+              .format(pre="ctx = functools.partial(torch.amp.autocast, 'cuda') if use_amp else contextlib.nullcontext\n")),
+        Valid(("import functools\n" + _SRC.replace("loss = model",
+                                                     "with autocast_ctx(dtype=torch.bfloat16):\n        loss = model"))
+              .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda')\n")),
+        # Autocast as a decorator of the model's forward.
+        Valid(_SRC.format(pre="class Net(torch.nn.Module):\n    @torch.autocast('cuda', dtype=torch.bfloat16)\n"
+                              "    def forward(self, x, y):\n        return self.l(x)\n")),
+    ]
+    invalid = [
+        # Imports continued after a `sys.path` line or a `try:` import: the line goes after them all
+        # (before `import torch` it was a NameError).
+        Invalid("import os\nimport sys\nsys.path.insert(0, os.getcwd())\ntry:\n    import wandb\nexcept ImportError:\n"
+                "    wandb = None\nimport torch\nmodel = Net().cuda()\nfor x in loader:\n    model(x.cuda()).sum().backward()\n"
+                "    opt.step()\n",
+                fixed="import os\nimport sys\nsys.path.insert(0, os.getcwd())\ntry:\n    import wandb\nexcept ImportError:\n"
+                "    wandb = None\nimport torch\n\ntorch.set_float32_matmul_precision(\"high\")\nmodel = Net().cuda()\n"
+                "for x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"),
+        Invalid(_SRC.format(pre=""), fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"),
+                message='torch.set_float32_matmul_precision("high")'),
+        # cuDNN's TF32 flags cover convolutions (allow_tf32 is already True by default): matmuls stay float32.
+        Invalid(_SRC.format(pre="torch.backends.cudnn.allow_tf32 = True\n"),
+                fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"
+                                      "torch.backends.cudnn.allow_tf32 = True\n")),
+        Invalid(_SRC.format(pre="torch.backends.cudnn.conv.fp32_precision = 'tf32'\n"),
+                fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"
+                                      "torch.backends.cudnn.conv.fp32_precision = 'tf32'\n")),
+        # Integer and float32 dtypes of the data pipeline (numpy's, Python's, strings) lower nothing.
+        Invalid(_SRC.format(pre="import numpy as np\nids = np.zeros(8, dtype=np.int64)\nmask = np.ones(8, dtype=bool)\n"
+                                "w = torch.ones(8, dtype=torch.float)\nlabels = df.to_numpy(dtype='int64')\n"),
+                fixed=_SRC.format(pre="import numpy as np\n\ntorch.set_float32_matmul_precision(\"high\")\n"
+                                      "ids = np.zeros(8, dtype=np.int64)\nmask = np.ones(8, dtype=bool)\n"
+                                      "w = torch.ones(8, dtype=torch.float)\nlabels = df.to_numpy(dtype='int64')\n")),
+        # A partial of something else is no autocast.
+        Invalid(("import functools\n" + _SRC.replace("loss = model", "with ctx():\n        loss = model"))
+                .format(pre="ctx = functools.partial(torch.enable_grad)\n"),
+                fixed=("import functools\n" + _SRC.replace("loss = model", "with ctx():\n        loss = model"))
+                .format(pre="\ntorch.set_float32_matmul_precision(\"high\")\nctx = functools.partial(torch.enable_grad)\n")),
+        Invalid('"""Train."""\nimport torch\nimport torch.nn as nn\n\ndevice = "cuda"\nmodel.to(device)\n'
+                'for batch in loader:\n    opt.zero_grad()\n    model(batch.to(device)).sum().backward()\n    opt.step()\n',
+                fixed='"""Train."""\nimport torch\nimport torch.nn as nn\n\ntorch.set_float32_matmul_precision("high")\n\n'
+                'device = "cuda"\nmodel.to(device)\nfor batch in loader:\n    opt.zero_grad()\n'
+                '    model(batch.to(device)).sum().backward()\n    opt.step()\n'),
+        Invalid("import torch as th\ndef train():\n    model = Net().to('cuda:0')\n    for x in loader:\n"
+                "        model(x).backward()\n        optimizer.step()\n",
+                fixed="import torch as th\n\nth.set_float32_matmul_precision(\"high\")\ndef train():\n"
+                "    model = Net().to('cuda:0')\n    for x in loader:\n        model(x).backward()\n        optimizer.step()\n"),
+        Invalid(_SRC.format(pre=""), fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"),
+                settings={"target_gpu": "ampere"}),
+        Invalid("from torch import nn\nmodel = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n"
+                "    opt.step()\n",
+                fixed="import torch\nfrom torch import nn\n\ntorch.set_float32_matmul_precision(\"high\")\n"
+                "model = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n"),
+    ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        ctx = self.ctx
+        if target_gpu(ctx) in BEFORE_AMPERE or is_test_file(ctx.path):
+            return  # no TF32 on the target; tests often pin float32 numerics on purpose
+        prec = ctx.precision
+        if not ctx.loops.hot_loops or not prec.uses_cuda or prec.lowers_precision or prec.sets_tf32:
+            return
+        site = next((c for c in ctx.loops.step_calls if ctx.loops.in_hot_loop(c)), None)
+        if site is None:
+            return
+        torch, extra = ctx.module_name("torch")
+        line = f'{torch}.set_float32_matmul_precision("high")'
+        last, newline = ctx.last_import(), ctx.module.default_newline
+        place = third_party_import_place(ctx, "torch") if extra else None
+        if extra and (place is None or (place[0] != "before" and place[1] is last)):
+            # `import torch` goes after the imports too: one insertion, with Black's blank line
+            # between it and the setting (and isort's above it, starting a section of its own).
+            code = f"import torch{newline * 2}{line}"
+            if place is not None and place[0] == "section":
+                replacements = [(last, ctx.render(last) + newline + code + newline)]
+            else:
+                replacements = [ctx.insert_after_imports(code)]
+        else:  # `import torch` where isort puts it among the imports, the setting after them
+            replacements = [*extra, ctx.insert_after_imports(line)]
+        self.report(
+            site,
+            "CUDA training runs float32 matmuls at full float32 precision (no autocast, no TF32); add "
+            "`torch.set_float32_matmul_precision(\"high\")` after the imports to use TF32 tensor cores "
+            "(Ampere+), or train under autocast in bfloat16",
+            self.fix(Applicability.UNSAFE, "Enable TF32 matmuls", *replacements),
+        )

@@ -1,0 +1,528 @@
+"""TL101 dataloader-no-workers: DataLoader loads data in the main process (`num_workers` missing or 0)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from trainlint.analysis.batches import batches_made_on_device, dataset_on_device
+from trainlint.rule import NO_FIX, Invalid, Option, Valid
+
+from .cases import (
+    GUARDED,
+    LEFTOVER,
+    LOCAL_FUNCTION,
+    ON_DEVICE,
+    SEEDED,
+    SHARDED,
+    SHARD_HELPER,
+    STORED_ON_DEVICE,
+    STREAM,
+    TENSORS_ON_DEVICE,
+    TOP_LEVEL,
+    UNSHARDED,
+    WORKERS_SET,
+)
+from .loaders import DataLoaderRule, TRAINER_TRIGGERS, setting_advice
+from .workers import add_workers_fix, subject, workers_advice, workers_to_set, workers_value
+
+
+class DataLoaderNoWorkers(DataLoaderRule):
+    code = "TL101"
+    name = "dataloader-no-workers"
+    summary = "DataLoader loads data in the main process (`num_workers` missing or 0)"
+    source = "§3, §3.3"
+    fix_applicability = "unsafe"
+    triggers = TRAINER_TRIGGERS
+    trainer_settings = True
+    options = {
+        "num-workers": Option(0, int, "The value the fix writes; 0 means `min(8, os.cpu_count() or 1)` at run time.",
+                              minimum=0),
+    }
+    _OPTION = ("import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n"
+               "parser.add_argument({flag}, type=int, default={default})\nargs = parser.parse_args()\n"
+               "loader = DataLoader(ds, num_workers=args.num_workers)\n")
+    _CONFIG = ("import os\nfrom dataclasses import dataclass, field\nfrom torch.utils.data import DataLoader\n"
+               "@dataclass\nclass Config:\n    batch_size: int = 32\n    num_workers: int = {default}\n{more}"
+               "def main(cfg: Config):\n    return DataLoader(ds, cfg.batch_size, num_workers=cfg.num_workers)\n")
+    docs = """
+## What it does
+Flags a `DataLoader` (any import alias, local subclasses, `StatefulDataLoader`) whose `num_workers`
+is missing or a literal 0. A loader over plain Python values (`range(n)`, a list literal) or made
+to draw one batch (`next(iter(DataLoader(...)))`, or a variable whose only use is one
+`next(iter(loader))`) has nothing to overlap and is not flagged, by this or any loader rule.
+Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
+such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
+with 0, its default: the Trainer then loads and collates every batch in the training process.
+TL103 and TL104 read its `dataloader_persistent_workers` and `dataloader_prefetch_factor` too.
+
+A setting written as a name is read where the file writes it (the same reading for TL101-TL105):
+a variable assigned once in the scope the read looks in (`NUM_WORKERS = 0` at module level, or
+`workers = 0` in the function; not one declared `global` elsewhere, nor a parameter); a
+command-line option's default (`args.num_workers`: the file's one `add_argument` for it, by
+`dest=` or its first long flag, with no `set_defaults` for it); or the default of a configuration
+class's field (`cfg.num_workers`, where `cfg` is annotated with the module's one class declaring
+`num_workers`, built from it, or parsed into it by a call handed the class, such as
+`tyro.cli(Config)`; and nothing in the file sets the field: no `cfg.num_workers = ...`, no
+construction naming it or passing arguments by position or `**`, no `replace(...)` of it). An
+option's or field's default of 0 loads in the training process unless the run is configured
+otherwise. The fix changes the value where it is written, once for every loader that reads it.
+Options passed as `**options` are read when the function shows the dict's whole life: built from
+literal keys (`{...}`, `dict(a=...)`, `options["key"] = ...`, `options.update(...)` of such a dict,
+as PyTorch's MNIST example merges its CUDA options) and otherwise only read or unpacked. A key
+it may hold reads as the literal it is given where every place that sets it gives the same one
+(`"pin_memory": True` in the CUDA options), else as not known here. A key it holds is fixed in
+the dict (a keyword beside the `**` would pass it twice): the literal it is given is replaced
+where the dict is built or changed in the loader call's own block, and only when no other call
+unpacks the dict; otherwise (set under a condition, or a dict two loaders share) it is reported
+without a fix. One it cannot hold is missing, and the fix adds the keyword beside the `**` (a
+guard on workers reads `options.get("num_workers", 0)`).
+
+No workers fix either for a dataset that keeps an open file or database handle from its
+`__init__` (`self.f = open(path, "rb")`, `Path(path).open()`, an archive kept open by `zipfile.ZipFile`
+or `tarfile.open`: forked workers would share its position; `h5py.File` or `tables.open_file`: HDF5
+is not fork-safe; `lmdb.open` or `sqlite3.connect`: not to be used after a fork), also an
+object read through such a handle (`self.x = h5py.File(path)["x"]`, or an item of a name bound to
+the file; not a copy read out with `[:]`), for a
+dataset class defined inside a function (spawned workers cannot unpickle it), nor
+for a `collate_fn` or `worker_init_fn` that is a lambda (never picklable by reference, even at the
+module's top level), a function defined inside a function or an instance of a class defined inside a
+function (`collate_fn=Collator()`), or such a function the dataset is
+built with (`Mapped(base, lambda t: t * 2)`, a transform `Lambda(lambda x: ...)` it is given, also
+through a name; not one a builtin only calls while the data is built, `map(lambda r: ..., rows)`), where
+a local name hides the module `os` the fix calls, or for a framework's training run at the top level
+of an unguarded script (`L.Trainer(...).fit(...)`, a Trainer's `.train()`). A config unpacked from
+`HfArgumentParser(...).parse_args_into_dataclasses()` is read as an instance of its class.
+
+## Why is this bad?
+With no workers, every batch is read, decoded and collated in the training process between two
+steps, and the accelerator idles while it happens. Worker processes prepare the next batches
+while the current one trains.
+
+## Example
+```python
+loader = DataLoader(dataset, batch_size=64, shuffle=True)
+```
+
+## Use instead
+```python
+loader = DataLoader(dataset, batch_size=64, shuffle=True, num_workers=min(8, os.cpu_count() or 1))
+```
+
+## Fix safety
+Unsafe: workers need a picklable dataset and collate function, and each worker has its own RNG
+stream, so random augmentations differ from a run without workers. A value the file does not
+settle (a parameter, an option or field it cannot see once), `*args`, or `**options` whose keys
+the file does not show, is not a finding. A `0` passed by position is replaced where it stands.
+A loader whose batches its dataset or `collate_fn` (defined in this module) already puts on the
+device, or whose dataset is built from tensors on the device (`TensorDataset(X.to(device), Y)`,
+`.cuda()`, a tensor made with `device=`, or a name assigned one; any dataset class handed such a
+tensor, also inside `Subset(...)` or `ConcatDataset([...])`), is reported with no fix: workers
+cannot start CUDA in forked processes, so those copies must move into the training loop first
+(TL106 does it for a `collate_fn`). An iterable dataset (a subclass of `IterableDataset`) defined
+in this module whose `__iter__` does not split its stream between workers is reported with no fix
+either: every worker runs the whole `__iter__`, so each sample would come once per worker (64
+samples an epoch become 128 with 2 workers). It counts as split when its `__iter__`, or the methods
+of the class and the module's functions it calls (three calls down), read the worker's `id` or
+`num_workers` from `torch.utils.data.get_worker_info()` (`info.id`, `get_worker_info().num_workers`)
+or hand the worker info to another call, or when the loader sets a `worker_init_fn`; the info read
+only to seed a per-worker RNG (`random.Random(info.seed)`), or asked for in a method `__iter__`
+never calls, splits nothing. An iterable dataset not defined here (Hugging Face `datasets`
+streaming, webdataset, a project module's class), or a class here deriving from such a class, is
+not seen and keeps the fix: the libraries' streaming datasets split their shards between workers
+themselves; check a project's own stream before applying it. A script that trains at its top
+level (a hot loop there; a top-level call of a function of the module that runs one, or that
+function handed to what calls it: `fire.Fire(main)`, `Thread(target=main)`; or a call of the
+app such a function is registered with: Typer's `@app.command()` and `app()`) outside
+an `if __name__ == "__main__":` guard is reported with no fix too: a worker started by spawn or
+forkserver (the default on macOS and Windows, and on Linux from Python 3.14) imports the main
+module again and would start the training (not a notebook: a worker does not run its cells again). TL106 and TL107 add workers the same way, under the
+same conditions, and say why when they add none.
+"""
+    valid = [
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, num_workers=4)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=args.workers)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, **loader_kwargs)\n"),
+        Valid("import torch\nloader = torch.utils.data.DataLoader(ds, 8, True, None, None, 2)\n"),
+        Valid("from mylib import DataLoader\nDataLoader(ds)\n"),
+        # `*args` may carry num_workers by position.
+        Valid("from torch.utils.data import DataLoader\nloader = DataLoader(*loader_args)\n"),
+        # Plain Python values in memory: nothing for workers to load (ecosystem: accelerate tests).
+        Valid("from torch.utils.data import DataLoader\ndl = DataLoader(range(64), batch_size=8, shuffle=True)\n"),
+        # One batch drawn and the loader dropped (ecosystem: torchrec's inference client): no loading to overlap.
+        Valid("from torch.utils.data import DataLoader\nexample = next(iter(DataLoader(ds, batch_size=8)))\n"),
+        Valid("from torch.utils.data import DataLoader\ndef trace(model, ds):\n    probe = DataLoader(ds, batch_size=1)\n"
+              "    return torch.jit.trace(model, next(iter(probe)))\n"),
+        Valid("from torch.utils.data import DataLoader\nitems = list(range(10))\ndl = DataLoader(items, batch_size=1)\n"),
+        Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out', dataloader_num_workers=4)\n"
+              "Trainer(model, args).train()\n"),
+        Valid("from transformers import TrainingArguments\nargs = TrainingArguments(**config)\nTrainer(model, args).train()\n"),
+        Valid("from transformers import TrainingArguments as TA\nTrainer(model, TA('out', dataloader_num_workers=2))\n"),
+        # Built and given to no trainer here: no DataLoader is configured (accelerate's DeepSpeed test).
+        Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out')\nassert args is not None\n"),
+        # trl's model settings are not TrainingArguments.
+        Valid("from trl import ModelConfig\nmodel_args = ModelConfig(model_name_or_path='gpt2')\n"),
+        # A command-line worker count that defaults to some workers, or whose option is not seen once.
+        Valid(_OPTION.format(flag="'--num-workers'", default="4")),
+        Valid(_OPTION.format(flag="'--num-workers'", default="0") +
+              "parser.add_argument('--num_workers', type=int, default=2)\n"),
+        Valid(_OPTION.format(flag="'--workers'", default="0")),
+        Valid(_OPTION.format(flag="'--num-workers'", default="0") + "parser.set_defaults(num_workers=8)\n"),
+        # A subclass with its own __init__ does not take DataLoader's arguments (ecosystem: torchtitan tests).
+        Valid("from torch.utils.data import DataLoader\nclass FakeLoader(DataLoader):\n    def __init__(self):\n"
+              "        super().__init__(dataset=[], batch_size=1)\nloader = FakeLoader()\n"),
+        # A worker count from a variable is known only when it is assigned once, where the read looks.
+        Valid("from torch.utils.data import DataLoader\nNUM_WORKERS = 4\ndef main():\n"
+              "    return DataLoader(ds, num_workers=NUM_WORKERS)\n"),
+        Valid("from torch.utils.data import DataLoader\nNUM_WORKERS = 0\ndef setup(n):\n    global NUM_WORKERS\n"
+              "    NUM_WORKERS = n\ndef main():\n    return DataLoader(ds, num_workers=NUM_WORKERS)\n"),
+        Valid("from torch.utils.data import DataLoader\ndef main(fast):\n    workers = 0\n    if fast:\n"
+              "        workers = 8\n    return DataLoader(ds, num_workers=workers)\n"),
+        Valid("from torch.utils.data import DataLoader\nNUM_WORKERS = 0\ndef main(NUM_WORKERS):\n"
+              "    return DataLoader(ds, num_workers=NUM_WORKERS)\n"),
+        # A `**options` dict that may hold the worker count, or whose keys the file does not show.
+        Valid("from torch.utils.data import DataLoader\ndef main(fast):\n    kw = {'batch_size': 32}\n    if fast:\n"
+              "        kw.update(num_workers=8)\n    return DataLoader(ds, **kw)\n"),
+        Valid("from torch.utils.data import DataLoader\ndef main():\n    kw = {'batch_size': 32}\n    tune(kw)\n"
+              "    return DataLoader(ds, **kw)\n"),
+        # A module's dict a function changes (it may run before the loader is built), or one
+        # declared `global` somewhere: its keys are not known.
+        Valid("from torch.utils.data import DataLoader\nKW = {'batch_size': 32}\ndef fast():\n"
+              "    KW['num_workers'] = 8\ndef main():\n    return DataLoader(ds, **KW)\n"),
+        Valid("from torch.utils.data import DataLoader\nKW = {'batch_size': 32}\ndef setup(kw):\n    global KW\n"
+              "    KW = kw\ndef main():\n    return DataLoader(ds, **KW)\n"),
+        # A configuration field's default decides only when nothing in the file sets the field.
+        Valid(_CONFIG.format(default="4", more="")),
+        Valid(_CONFIG.format(default="0", more="") + "main(Config(num_workers=4))\n"),
+        Valid(_CONFIG.format(default="0", more="") + "main(Config(64, 4))\n"),
+        Valid(_CONFIG.format(default="0", more="") + "cfg = Config()\ncfg.num_workers = 4\nmain(cfg)\n"),
+        Valid(_CONFIG.format(default="0", more="") + "main(dataclasses.replace(Config(), num_workers=4))\n"),
+        Valid(_CONFIG.format(default="0", more="class Fast(Config):\n    num_workers: int = 8\n")),
+        # An object the file never ties to the class may be anything.
+        Valid(_CONFIG.format(default="0", more="").replace("cfg: Config", "cfg")),
+    ]
+    invalid = [
+        # A script that trains at its top level, unguarded: a spawned worker would import it and
+        # train again. Under `if __name__ == "__main__":`, the fix.
+        # `os` is another value where the loader is built: `os.cpu_count()` there would fail.
+        Invalid("from torch.utils.data import DataLoader\ndef main(ds, os='linux'):\n    loader = DataLoader(ds)\n"
+                "    for b in loader:\n        model(b).backward()\n        opt.step()\n", fixed=NO_FIX),
+        # A dataset that keeps an open file on itself (workers would share its position), or whose
+        # class is defined in a function (spawned workers cannot unpickle it): no workers fix.
+        Invalid("from torch.utils.data import DataLoader, Dataset\nclass Records(Dataset):\n    def __init__(self, path):\n"
+                "        self.f = open(path, 'rb')\n    def __getitem__(self, i):\n        self.f.seek(i * 64)\n"
+                "        return self.f.read(64)\ndef main():\n    loader = DataLoader(Records('r.bin'))\n"
+                "    for b in loader:\n        model(b).backward()\n        opt.step()\n", fixed=NO_FIX,
+                message="`Records` opens `self.f` in `__init__`"),
+        # The same for a handle opened by `Path.open` or an archive kept open (each member read
+        # seeks the shared file): before, workers were added and a forked worker read another's
+        # offsets (zipfile.BadZipFile: Bad CRC-32 on a real run with four workers).
+        Invalid("from pathlib import Path\nfrom torch.utils.data import DataLoader, Dataset\nclass Records(Dataset):\n"
+                "    def __init__(self, path):\n        self.f = Path(path).open('rb')\n    def __getitem__(self, i):\n"
+                "        self.f.seek(i * 64)\n        return self.f.read(64)\ndef main():\n"
+                "    loader = DataLoader(Records('r.bin'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX, message="`Records` opens `self.f` in `__init__`"),
+        Invalid("import zipfile\nfrom torch.utils.data import DataLoader, Dataset\nclass Shards(Dataset):\n"
+                "    def __init__(self, path):\n        self.zf = zipfile.ZipFile(path)\n    def __getitem__(self, i):\n"
+                "        return self.zf.read(f'{i}.bin')\ndef main():\n"
+                "    loader = DataLoader(Shards('s.zip'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX, message="`Shards` opens `self.zf` in `__init__`"),
+        Invalid("from tarfile import TarFile\nfrom torch.utils.data import DataLoader, Dataset\nclass Shards(Dataset):\n"
+                "    def __init__(self, path):\n        self.tar = TarFile(path)\n    def __getitem__(self, i):\n"
+                "        return self.tar.extractfile(f'{i}.bin').read()\ndef main():\n"
+                "    loader = DataLoader(Shards('s.tar'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX, message="`Shards` opens `self.tar` in `__init__`"),
+        # An HDF5 file or an lmdb environment: the reason is not a shared file position (the message
+        # once said so) but that HDF5 is not fork-safe, and lmdb's environment must not cross a fork.
+        Invalid("import h5py\nfrom torch.utils.data import DataLoader, Dataset\nclass Frames(Dataset):\n"
+                "    def __init__(self, path):\n        self.h5 = h5py.File(path, 'r')\n    def __getitem__(self, i):\n"
+                "        return self.h5['x'][i]\ndef main():\n"
+                "    loader = DataLoader(Frames('f.h5'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX,
+                message="`Frames` opens `self.h5` in `__init__`, and HDF5 is not fork-safe"),
+        # ... also an object read through the file: an item of it, or of a name bound to it (the
+        # tester's `self.x = h5py.File(p)["x"]` got the workers fix); not a copy read out (`[:]`).
+        Invalid("import h5py\nfrom torch.utils.data import DataLoader, Dataset\nclass Frames(Dataset):\n"
+                "    def __init__(self, path):\n        self.x = h5py.File(path, 'r')['x']\n    def __getitem__(self, i):\n"
+                "        return self.x[i]\ndef main():\n"
+                "    loader = DataLoader(Frames('f.h5'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX, message="`Frames` opens `self.x` in `__init__`"),
+        Invalid("import h5py\nfrom torch.utils.data import DataLoader, Dataset\nclass Frames(Dataset):\n"
+                "    def __init__(self, path):\n        f = h5py.File(path, 'r')\n        self.x, self.y = f['x'], f['y']\n"
+                "    def __getitem__(self, i):\n        return self.x[i]\ndef main():\n"
+                "    loader = DataLoader(Frames('f.h5'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX, message="`Frames` opens `self.x` in `__init__`"),
+        Invalid("import h5py\nfrom torch.utils.data import DataLoader, Dataset\nclass Frames(Dataset):\n"
+                "    def __init__(self, path):\n        f = h5py.File(path, 'r')\n        self.x = f['x'][:]\n"
+                "    def __getitem__(self, i):\n        return self.x[i]\ndef main():\n"
+                "    loader = DataLoader(Frames('f.h5'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", message="; set `num_workers="),
+        Invalid("import lmdb\nfrom torch.utils.data import DataLoader, Dataset\nclass Records(Dataset):\n"
+                "    def __init__(self, path):\n        self.env = lmdb.open(path, readonly=True)\n"
+                "    def __getitem__(self, i):\n        with self.env.begin() as txn:\n"
+                "            return txn.get(str(i).encode())\ndef main():\n"
+                "    loader = DataLoader(Records('db'))\n    for b in loader:\n        model(b).backward()\n"
+                "        opt.step()\n", fixed=NO_FIX,
+                message="`Records` opens `self.env` in `__init__`, and an lmdb environment must not be used after a fork"),
+        Invalid("from torch.utils.data import DataLoader, Dataset\ndef main():\n    class Local(Dataset):\n"
+                "        def __getitem__(self, i):\n            return i\n    loader = DataLoader(Local())\n"
+                "    for b in loader:\n        model(b).backward()\n        opt.step()\n", fixed=NO_FIX,
+                message="is defined inside a function"),
+        # So is a collate_fn or worker_init_fn that is a lambda (never picklable, even at the top
+        # level) or a function defined inside a function, or such a function the dataset is built
+        # with (directly or in a transform it is given): the fix once added workers that raised
+        # AttributeError under spawn (macOS, Windows).
+        Invalid(LOCAL_FUNCTION.format(before="", ds="ds", options=", collate_fn=lambda b: torch.stack(b) * 2"),
+                fixed=NO_FIX, message="its `collate_fn` is a lambda, which a worker started by spawn"),
+        Invalid(LOCAL_FUNCTION.format(before="    def collate(b):\n        return torch.stack(b)\n", ds="ds",
+                                       options=", collate_fn=functools.partial(collate)"),
+                fixed=NO_FIX, message="its `collate_fn` is a function defined inside a function"),
+        # An instance of a class defined inside the function (a callable Collator): pickled by its
+        # class's name, which spawned workers cannot find ("Can't pickle local object"); the fix
+        # added workers.
+        Invalid(LOCAL_FUNCTION.format(before="    class Collator:\n        def __call__(self, b):\n"
+                                              "            return torch.stack(b)\n", ds="ds",
+                                       options=", collate_fn=Collator()"),
+                fixed=NO_FIX, message="its `collate_fn` is an instance of a class defined inside a function, "
+                                      "which a worker started by spawn or forkserver (macOS, Windows, Linux from "
+                                      "Python 3.14) cannot unpickle; define the class at the module's top level"),
+        Invalid(LOCAL_FUNCTION.format(before="    class Collator:\n        def __call__(self, b):\n"
+                                              "            return torch.stack(b)\n    collate = Collator()\n",
+                                       ds="ds", options=", collate_fn=collate"),
+                fixed=NO_FIX, message="an instance of a class defined inside a function"),
+        # ... a class at the module's top level pickles by name: fixed.
+        Invalid(LOCAL_FUNCTION.format(before="", ds="ds", options=", collate_fn=Collator()").replace(
+                    "def main(", "class Collator:\n    def __call__(self, b):\n        return torch.stack(b)\ndef main("),
+                fixed=LOCAL_FUNCTION.format(before="", ds="\n        ds, collate_fn=Collator()",
+                                             options=", num_workers=min(8, os.cpu_count() or 1)\n    ").replace(
+                    "def main(", "class Collator:\n    def __call__(self, b):\n        return torch.stack(b)\ndef main(")),
+        Invalid(LOCAL_FUNCTION.format(before="    seed = lambda i: None\n", ds="ds", options=", worker_init_fn=seed"),
+                fixed=NO_FIX, message="its `worker_init_fn` is a lambda"),
+        Invalid(LOCAL_FUNCTION.format(before="", ds="Mapped(base, lambda t: t * 2)", options=""),
+                fixed=NO_FIX, message="its dataset is built with `lambda t: t * 2`, a lambda"),
+        Invalid(LOCAL_FUNCTION.format(before="    tf = T.Compose([T.ToTensor(), T.Lambda(lambda x: x.repeat(3, 1, 1))])\n",
+                                       ds="ImageFolder(root, transform=tf)", options=""),
+                fixed=NO_FIX, message="a lambda"),
+        # A lambda a builtin only calls (`map`) while the data is built is not kept: fixed.
+        Invalid(LOCAL_FUNCTION.format(before="", ds="TensorDataset(torch.tensor(list(map(lambda r: r * 2, rows))))",
+                                       options=""),
+                fixed=LOCAL_FUNCTION.format(before="", ds="\n        TensorDataset(torch.tensor(list(map(lambda r: r * 2, rows))))",
+                                             options=",\n        num_workers=min(8, os.cpu_count() or 1),\n    ")),
+        Invalid(TOP_LEVEL, fixed=NO_FIX, message='no `if __name__ == "__main__":` guard'),
+        # A framework that trains at the top level (Lightning's fit, transformers' train): its
+        # loader's workers would import the script again too.
+        Invalid("import lightning as L\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n"
+                "L.Trainer(max_epochs=3).fit(model, loader)\n", fixed=NO_FIX,
+                message='no `if __name__ == "__main__":` guard'),
+        Invalid("from transformers import Trainer, TrainingArguments\nargs = TrainingArguments('out')\n"
+                "trainer = Trainer(model=model, args=args, train_dataset=ds)\ntrainer.train()\n", fixed=NO_FIX,
+                message='no `if __name__ == "__main__":` guard'),
+        # ... also when the top level hands the training function to what calls it, or calls the
+        # command-line app it is registered with.
+        Invalid(TOP_LEVEL.replace("main()\n", "import fire\nfire.Fire(main)\n"), fixed=NO_FIX,
+                message='no `if __name__ == "__main__":` guard'),
+        Invalid(TOP_LEVEL.replace("main()\n", "import threading\nthreading.Thread(target=main).start()\n"),
+                fixed=NO_FIX, message='no `if __name__ == "__main__":` guard'),
+        Invalid(TOP_LEVEL.replace("def main():", "import typer\napp = typer.Typer()\n@app.command()\ndef main():")
+                .replace("main()\n", "app()\n"), fixed=NO_FIX, message='no `if __name__ == "__main__":` guard'),
+        Invalid(GUARDED, fixed="import os\n\n" + GUARDED.replace(
+            "DataLoader(ds)", "DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))")),
+        # Batches made on the device: reported, with no workers added (they cannot start CUDA).
+        Invalid(ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
+        Invalid(STORED_ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
+        # An iterable dataset of this module that does not split its stream by worker: each worker
+        # would yield every sample; with get_worker_info (here, or in a function it calls) or a
+        # worker_init_fn, workers are added.
+        Invalid(STREAM.format(helper="", body=UNSHARDED, options=""), fixed=NO_FIX,
+                message="`Stream` is an IterableDataset that does not split its stream between workers"),
+        Invalid(STREAM.format(helper="", body=UNSHARDED, options="").replace(
+                    "class Stream(IterableDataset)", "class Base(IterableDataset):\n    pass\nclass Stream(Base)"),
+                fixed=NO_FIX, message="each worker would replay the whole stream"),
+        Invalid(STREAM.format(helper="", body=SHARDED, options=""),
+                fixed=STREAM.format(helper="", body=SHARDED, options=WORKERS_SET)),
+        # The worker info read only to seed a per-worker RNG, or asked for by a method `__iter__`
+        # never calls: every worker still yields every sample (the tester's 32 samples became 64).
+        Invalid(STREAM.format(helper="", body=SEEDED, options=""), fixed=NO_FIX,
+                message="reads no worker `id` or `num_workers`"),
+        Invalid(STREAM.format(helper="", body=UNSHARDED + LEFTOVER, options=""), fixed=NO_FIX,
+                message="does not split its stream between workers"),
+        # Split in a method `__iter__` calls, or by the call's own `id`: workers are added.
+        Invalid(STREAM.format(helper="", body=UNSHARDED.replace("self.paths", "self._mine()") + LEFTOVER.replace(
+                    "_unused", "_mine"), options=""),
+                fixed=STREAM.format(helper="", body=UNSHARDED.replace("self.paths", "self._mine()") + LEFTOVER.replace(
+                    "_unused", "_mine"), options=WORKERS_SET)),
+        Invalid(STREAM.format(helper="", body=UNSHARDED.replace("self.paths", "self.paths[get_worker_info().id::2]"),
+                               options=""),
+                fixed=STREAM.format(helper="", body=UNSHARDED.replace("self.paths", "self.paths[get_worker_info().id::2]"),
+                                     options=WORKERS_SET)),
+        Invalid(STREAM.format(helper=SHARD_HELPER, body=UNSHARDED.replace("self.paths", "shard(self.paths)"), options=""),
+                fixed=STREAM.format(helper=SHARD_HELPER, body=UNSHARDED.replace("self.paths", "shard(self.paths)"),
+                                     options=WORKERS_SET)),
+        Invalid(STREAM.format(helper="", body=UNSHARDED, options=", worker_init_fn=split_files"),
+                fixed=STREAM.format(helper="", body=UNSHARDED, options=", worker_init_fn=split_files, num_workers=4"),
+                options={"num-workers": 4}),
+        # A dataset built from tensors on the device: workers cannot use them either.
+        Invalid(TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8).to(device)\nY = torch.randn(1024, 1).to(device)\n",
+                                          dataset="TensorDataset(X, Y)", options=""),
+                fixed=NO_FIX, message="its dataset holds tensors on the device"),
+        Invalid(TENSORS_ON_DEVICE.format(data="", dataset="TensorDataset(xs.cuda(), ys.cuda())", options=", shuffle=True"),
+                fixed=NO_FIX, message="keep the dataset on the CPU"),
+        Invalid(TENSORS_ON_DEVICE.format(data="", dataset="TensorDataset(*[t.to(device) for t in (X, Y)])", options=""),
+                fixed=NO_FIX, message="its dataset holds tensors on the device"),
+        Invalid(
+            "import os\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8)\n",
+            fixed="import os\nfrom torch.utils.data import DataLoader\n"
+            "loader = DataLoader(ds, batch_size=8, num_workers=min(8, os.cpu_count() or 1))\n",
+        ),
+        Invalid(
+            "from torch.utils.data import DataLoader as DL\nloader = DL(ds, num_workers=0)\n",
+            fixed="import os\n\nfrom torch.utils.data import DataLoader as DL\n"
+            "loader = DL(ds, num_workers=min(8, os.cpu_count() or 1))\n",
+        ),
+        Invalid(
+            "import torch.utils.data as tud\nloader = tud.DataLoader(ds)\n",
+            fixed="import torch.utils.data as tud\nloader = tud.DataLoader(ds, num_workers=4)\n",
+            options={"num-workers": 4},
+        ),
+        Invalid("from torch.utils import data\nloader = data.DataLoader(ds, shuffle=True)\n",
+                fixed="import os\n\nfrom torch.utils import data\n"
+                      "loader = data.DataLoader(ds, shuffle=True, num_workers=min(8, os.cpu_count() or 1))\n"),
+        # A positional 0 is replaced where it stands: a keyword beside it would raise TypeError.
+        Invalid("import os\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, 4, True, None, None, 0)\n",
+                fixed="import os\nfrom torch.utils.data import DataLoader\n"
+                      "loader = DataLoader(ds, 4, True, None, None, min(8, os.cpu_count() or 1))\n"),
+        Invalid("from torch.utils.data.dataloader import DataLoader\nloader = DataLoader(ds)\n",
+                fixed="import os\n\nfrom torch.utils.data.dataloader import DataLoader\n"
+                      "loader = DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))\n"),
+        # A loader kept under a name and used again may be iterated there; `iter()` alone may be drawn
+        # from many times.
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds)\nexample = next(iter(loader))\n"
+                "train(loader)\n",
+                fixed="import os\n\nfrom torch.utils.data import DataLoader\n"
+                      "loader = DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))\nexample = next(iter(loader))\n"
+                      "train(loader)\n"),
+        Invalid("from torch.utils.data import DataLoader\nbatches = iter(DataLoader(ds))\n",
+                fixed="import os\n\nfrom torch.utils.data import DataLoader\n"
+                      "batches = iter(DataLoader(ds, num_workers=min(8, os.cpu_count() or 1)))\n"),
+        Invalid(
+            "from torch.utils.data import DataLoader\nclass MyLoader(DataLoader):\n    pass\nloader = MyLoader(ds)\n",
+            fixed="import os\n\nfrom torch.utils.data import DataLoader\nclass MyLoader(DataLoader):\n    pass\n"
+            "loader = MyLoader(ds, num_workers=min(8, os.cpu_count() or 1))\n",
+        ),
+        Invalid("from torchdata.stateful_dataloader import StatefulDataLoader\nloader = StatefulDataLoader(ds)\n",
+                fixed="import os\n\nfrom torchdata.stateful_dataloader import StatefulDataLoader\n"
+                      "loader = StatefulDataLoader(ds, num_workers=min(8, os.cpu_count() or 1))\n"),
+        # The Trainer builds its DataLoader from TrainingArguments: `dataloader_num_workers`, 0 by default.
+        Invalid("import os\nfrom transformers import TrainingArguments\nargs = TrainingArguments('out', bf16=True)\n"
+                "if __name__ == '__main__':\n    Trainer(model, args).train()\n",
+                fixed="import os\nfrom transformers import TrainingArguments\n"
+                      "args = TrainingArguments(\n    'out', bf16=True, dataloader_num_workers=min(8, os.cpu_count() or 1)\n)\n"
+                      "if __name__ == '__main__':\n    Trainer(model, args).train()\n",
+                message="The Trainer's DataLoader loads batches in the training process; set `dataloader_num_workers="),
+        Invalid("from transformers import TrainingArguments as TA\nTrainer(model, TA('out'))\n",
+                fixed="import os\n\nfrom transformers import TrainingArguments as TA\n"
+                      "Trainer(model, TA('out', dataloader_num_workers=min(8, os.cpu_count() or 1)))\n",
+                message="The Trainer's"),
+        Invalid("from trl import SFTConfig\nSFTTrainer(model, args=SFTConfig(output_dir='out', dataloader_num_workers=0))\n",
+                fixed="from trl import SFTConfig\nSFTTrainer(model, args=SFTConfig(output_dir='out', dataloader_num_workers=2))\n",
+                options={"num-workers": 2}),
+        # The worker count of a command-line option whose default is 0: the default is fixed.
+        Invalid(_OPTION.format(flag="'--num-workers'", default="0"),
+                fixed=_OPTION.format(flag="'--num-workers'", default="min(8, os.cpu_count() or 1)").replace(
+                    "import argparse\n", "import argparse\nimport os\n"),
+                message="unless `--num-workers` is given (it defaults to 0)"),
+        Invalid(_OPTION.format(flag="'-j', dest='num_workers'", default="0"),
+                fixed=_OPTION.format(flag="'-j', dest='num_workers'", default="4"), options={"num-workers": 4}),
+        # A subclass that forwards *args/**kwargs keeps DataLoader's signature (yolov5's InfiniteDataLoader).
+        Invalid("from torch.utils.data import DataLoader\nclass Loop(DataLoader):\n    def __init__(self, *args, **kwargs):\n"
+                "        super().__init__(*args, **kwargs)\nloader = Loop(ds, batch_size=4)\n",
+                fixed="import os\n\nfrom torch.utils.data import DataLoader\nclass Loop(DataLoader):\n"
+                      "    def __init__(self, *args, **kwargs):\n        super().__init__(*args, **kwargs)\n"
+                      "loader = Loop(ds, batch_size=4, num_workers=min(8, os.cpu_count() or 1))\n"),
+        # A `**options` dict built in view without a worker count: the keyword is added beside it.
+        Invalid("import os\nfrom torch.utils.data import DataLoader\ndef main():\n    kw = dict(batch_size=32, shuffle=True)\n"
+                "    return DataLoader(ds, **kw)\n",
+                fixed="import os\nfrom torch.utils.data import DataLoader\ndef main():\n    kw = dict(batch_size=32, shuffle=True)\n"
+                      "    return DataLoader(ds, **kw, num_workers=min(8, os.cpu_count() or 1))\n"),
+        # A module's `**options` dict read in a function (before, only a dict built in the same
+        # function was followed, and the loader was not reported): the keyword is added beside it
+        # when the dict lacks it; an entry it holds is changed at the top level where it is given
+        # (a keyword beside it would raise "got multiple values for keyword argument").
+        Invalid("import os\nfrom torch.utils.data import DataLoader\nKW = dict(batch_size=32, shuffle=True)\n"
+                "def main():\n    return DataLoader(ds, **KW)\n",
+                fixed="import os\nfrom torch.utils.data import DataLoader\nKW = dict(batch_size=32, shuffle=True)\n"
+                      "def main():\n    return DataLoader(ds, **KW, num_workers=min(8, os.cpu_count() or 1))\n"),
+        Invalid("import os\nfrom torch.utils.data import DataLoader\nKW = {'batch_size': 32, 'num_workers': 0}\n"
+                "def main():\n    return DataLoader(ds, **KW)\n",
+                fixed="import os\nfrom torch.utils.data import DataLoader\n"
+                      "KW = {'batch_size': 32, 'num_workers': min(8, os.cpu_count() or 1)}\n"
+                      "def main():\n    return DataLoader(ds, **KW)\n"),
+        # ... unpacked by a second loader too (changing it would change that one): reported, no fix.
+        Invalid("import os\nfrom torch.utils.data import DataLoader\nKW = {'batch_size': 32, 'num_workers': 0}\n"
+                "def main():\n    return DataLoader(ds, **KW)\ndef probe():\n    return DataLoader(ds, **KW)\n",
+                fixed=NO_FIX),
+        # A variable assigned 0 once: the assignment is fixed, for every loader reading it.
+        Invalid("import os\nfrom torch.utils.data import DataLoader\nNUM_WORKERS = 0\ndef main():\n"
+                "    train = DataLoader(ds, num_workers=NUM_WORKERS)\n    val = DataLoader(vs, num_workers=NUM_WORKERS)\n",
+                fixed="import os\nfrom torch.utils.data import DataLoader\nNUM_WORKERS = min(8, os.cpu_count() or 1)\n"
+                      "def main():\n    train = DataLoader(ds, num_workers=NUM_WORKERS)\n"
+                      "    val = DataLoader(vs, num_workers=NUM_WORKERS)\n",
+                message="in the training process (`NUM_WORKERS` is 0); set `NUM_WORKERS = min(8, os.cpu_count() or 1)`"),
+        Invalid("from torch.utils.data import DataLoader\ndef main():\n    workers = 0\n"
+                "    return DataLoader(ds, num_workers=workers)\n",
+                fixed="from torch.utils.data import DataLoader\ndef main():\n    workers = 2\n"
+                      "    return DataLoader(ds, num_workers=workers)\n", options={"num-workers": 2}),
+        # A configuration class's default: the default is fixed.
+        Invalid(_CONFIG.format(default="0", more=""),
+                fixed=_CONFIG.format(default="min(8, os.cpu_count() or 1)", more=""),
+                message="unless configured otherwise (`Config.num_workers` defaults to 0); default `Config.num_workers`"),
+        Invalid(_CONFIG.format(default="field(default=0, metadata={'help': 'workers'})", more=""),
+                fixed=_CONFIG.format(default="field(default=4, metadata={'help': 'workers'})", more=""),
+                options={"num-workers": 4}),
+        # A configuration built by a command-line parser from the class (tyro, pyrallis, HfArgumentParser).
+        Invalid("from dataclasses import dataclass\nfrom torch.utils.data import DataLoader\n@dataclass\nclass Config:\n"
+                "    num_workers: int = 0\ncfg = tyro.cli(Config)\nloader = DataLoader(ds, num_workers=cfg.num_workers)\n",
+                # `import os` joins the standard-library section, before its `from` imports (isort).
+                fixed="import os\nfrom dataclasses import dataclass\nfrom torch.utils.data import DataLoader\n@dataclass\n"
+                "class Config:\n    num_workers: int = min(8, os.cpu_count() or 1)\ncfg = tyro.cli(Config)\n"
+                "loader = DataLoader(ds, num_workers=cfg.num_workers)\n",
+                message="`Config.num_workers` defaults to 0"),
+        # ... unpacked from HfArgumentParser's tuple, at the position of the class.
+        Invalid("from dataclasses import dataclass\nfrom torch.utils.data import DataLoader\n@dataclass\nclass Data:\n"
+                "    num_workers: int = 0\ndef main():\n    model_args, data = HfArgumentParser((ModelArgs, Data))"
+                ".parse_args_into_dataclasses()\n    loader = DataLoader(ds, num_workers=data.num_workers)\n",
+                message="`Data.num_workers` defaults to 0"),
+        Invalid("from torch.utils.data import DataLoader\nclass CFG:\n    num_workers = 0\n"
+                "loader = DataLoader(ds, num_workers=CFG.num_workers)\n",
+                fixed="import os\n\nfrom torch.utils.data import DataLoader\nclass CFG:\n"
+                      "    num_workers = min(8, os.cpu_count() or 1)\nloader = DataLoader(ds, num_workers=CFG.num_workers)\n",
+                message="`CFG.num_workers` defaults to 0"),
+    ]
+
+    def check_loader(self, call: cst.Call) -> None:
+        ctx = self.ctx
+        workers = workers_value(ctx, call)
+        if workers != 0 or isinstance(workers, bool):
+            return
+        if batches_made_on_device(ctx, call):
+            # Workers cannot start CUDA: the copies must leave the dataset or collate_fn first.
+            if dataset_on_device(ctx, call):
+                why = ("its dataset holds tensors on the device, which workers cannot use; keep the dataset on the "
+                       "CPU, move each batch in the training loop")
+            else:
+                why = ("its dataset or collate_fn puts them on the device, which workers cannot do; move those copies "
+                       "into the training loop")
+            self.report(call, f"{subject(ctx, call)} loads batches in the training process, and {why}, then set "
+                              "`num_workers`")
+            return
+        replay = workers_advice(ctx, call)
+        if replay is not None:
+            self.report(call, f"{subject(ctx, call)} loads batches in the training process; {replay}, then set "
+                              f"`num_workers`")
+            return
+        self.report(
+            call,
+            setting_advice(ctx, call, "num_workers", workers_to_set(self),
+                           f"{subject(ctx, call)} loads batches in the training process",
+                           "so workers prepare the next batches while the GPU trains"),
+            add_workers_fix(self, call),
+        )

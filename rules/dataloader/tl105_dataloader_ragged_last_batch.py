@@ -1,0 +1,350 @@
+"""TL105 dataloader-ragged-last-batch: Shuffled training loader without `drop_last=True`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from trainlint.analysis.batches import dataset_builds, dataset_class, loader_arg, method_of
+from trainlint.diagnostics import Applicability
+from trainlint.rule import NO_FIX, Invalid, Valid
+
+from .cases import BY_KEY, MNIST, PHASES, PHASES_ZIP, PHASE_KEYS, PHASE_PICKED, SHARED_EPOCH, SHARED_EPOCH_GUARD
+from .loaders import (
+    DataLoaderRule,
+    is_training_loader,
+    sampler_calls,
+    sampler_is,
+    setting_advice,
+    setting_fix,
+    setting_source,
+    setting_value,
+)
+
+
+# Samplers that draw a new random order (or random draws: weighted, or a random subset) each epoch.
+_SHUFFLING = ("RandomSampler", "DistributedSampler", "WeightedRandomSampler", "SubsetRandomSampler")
+
+
+def _shuffles_without_sampler(ctx, call: cst.Call, shuffle: cst.Arg) -> bool:
+    """`shuffle=(sampler is None)` beside `sampler=sampler` (PyTorch's ImageNet example): the
+    loader shuffles itself exactly when it is given no sampler, and the sampler decides otherwise."""
+    test = shuffle.value
+    sampler = loader_arg(ctx, call, "sampler")
+    return sampler is not None and not sampler.star and isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+        and isinstance(test.comparisons[0].operator, cst.Is) and ctx.dotted(test.comparisons[0].comparator) == "None" \
+        and ctx.dotted(test.left) is not None and ctx.dotted(test.left) == ctx.dotted(sampler.value)
+
+
+def shuffles(ctx, call: cst.Call) -> bool:
+    """The loader draws batches in a new random order each epoch: `shuffle=True`, or a
+    `RandomSampler` / `DistributedSampler` (which shuffles unless told `shuffle=False`), a
+    `WeightedRandomSampler` or a `SubsetRandomSampler`."""
+    shuffle = loader_arg(ctx, call, "shuffle")
+    if shuffle is not None and not _shuffles_without_sampler(ctx, call, shuffle):
+        return setting_value(ctx, call, "shuffle", False) is True
+    samplers = sampler_calls(ctx, call, or_none=shuffle is not None)
+    if not samplers:
+        return False
+    for sampler in samplers:
+        if not sampler_is(ctx, sampler.func, _SHUFFLING):
+            return False
+        option = ctx.keyword(sampler, "shuffle")
+        if option is not None and ctx.literal(option.value) is not True:
+            return False
+    return True
+
+
+class DataLoaderRaggedLastBatch(DataLoaderRule):
+    code = "TL105"
+    name = "dataloader-ragged-last-batch"
+    summary = "Shuffled training loader without `drop_last=True`"
+    source = "§6.2"
+    fix_applicability = "unsafe"
+    docs = """
+## What it does
+Flags a shuffled training `DataLoader` (`shuffle=True`, or a `RandomSampler`,
+`DistributedSampler`, `WeightedRandomSampler` or `SubsetRandomSampler` as its `sampler`, passed
+directly or through a name) without
+`drop_last=True`; not one with `batch_size=None`, whose dataset yields whole batches (there is no
+ragged last batch, and `drop_last` would raise), nor one whose batch size is 1 (written, or
+DataLoader's default when none is given: every batch is one sample). Whether it trains is read as TL102 describes (the optimizer steps of its loops,
+also on the calls of a function other loaders go through; else its name). Settings written as
+names (`drop_last=cfg.drop_last`) are read as TL101 describes, and fixed where they are written.
+Not a loader that shuffles a dataset whose size the file writes (a `TensorDataset` of
+`torch.randn(20, 3)`, a class whose `__len__` returns a literal) when its batch size divides that
+size or exceeds it: every batch is then the same size, and for a dataset smaller than one batch
+`drop_last=True` would leave no batch at all.
+
+## Why is this bad?
+The last batch of each epoch is smaller. A new shape recompiles `torch.compile`d graphs, defeats
+CUDA graphs and cuDNN autotuning caches, and a tiny batch gives a noisy gradient step.
+
+## Example
+```python
+loader = DataLoader(ds, batch_size=64, shuffle=True)
+```
+
+## Use instead
+```python
+loader = DataLoader(ds, batch_size=64, shuffle=True, drop_last=True)
+```
+
+## Fix safety
+Unsafe: up to `batch_size - 1` samples per epoch are skipped (a different subset each epoch).
+A `drop_last` passed by position is replaced where it stands. A loader built by a comprehension
+(`{x: DataLoader(sets[x], shuffle=True) for x in ["train", "val"]}`) stands for the evaluation
+loaders too: the fix sets `drop_last` per key (`drop_last=x == "train"`) where the keys are
+written and one of them (`"train"`, `"training"`) names the training set; otherwise it is
+reported with no fix, the message showing that setting.
+"""
+    valid = [
+        # Re-bound through a wrapper of itself (`accelerator.prepare`): still the loader its loops
+        # go over, which take no optimizer step here.
+        Valid("from torch.utils.data import DataLoader\ndef check(accelerator):\n    dl = DataLoader(ds, shuffle=True)\n"
+              "    dl = accelerator.prepare(dl)\n    for _ in range(3):\n        for b in dl:\n            seen.append(b)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True, drop_last=True)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=False)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds)\n"),
+        Valid("from torch.utils.data import DataLoader\nval_loader = DataLoader(ds, shuffle=True)\n"),
+        # One sample a batch (written, or DataLoader's default): no last batch is smaller, and
+        # drop_last changes nothing (the finding was noise).
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n"),
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=1, shuffle=True)\n"),
+        # `batch_size=None`: the dataset yields whole batches (DLRM's); drop_last would raise.
+        Valid("from torch.utils.data import DataLoader\nDataLoader(batches, batch_size=None, shuffle=True)\n"),
+        # Evaluation by whole words of the name, or a stem run together with a loader word.
+        Valid("from torch.utils.data import DataLoader\ntestloader = DataLoader(ds, shuffle=True)\n"
+              "evalDataLoader = DataLoader(ds, shuffle=True)\n"),
+        # A dataset whose size the file writes, smaller than the batch size or a multiple of it:
+        # every batch is the same size. Before, `drop_last=True` was added, and a dataset smaller
+        # than a batch gave no batch at all (the training loop never ran; a tester's toy script
+        # then failed reading the loss after it).
+        Valid("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\nx = torch.randn(20, 3)\n"
+              "train_loader = DataLoader(TensorDataset(x, x.sum(1)), batch_size=32, shuffle=True)\n"),
+        Valid("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n"
+              "train_loader = DataLoader(TensorDataset(torch.zeros((64, 3))), batch_size=16, shuffle=True)\n"),
+        Valid("from torch.utils.data import DataLoader, Dataset\nclass Toy(Dataset):\n    def __len__(self):\n"
+              "        return 10\n    def __getitem__(self, i):\n        return i\n"
+              "train_loader = DataLoader(Toy(), batch_size=32, shuffle=True)\n"),
+        # Samplers that keep the order, or are told not to shuffle.
+        Valid("from torch.utils.data import DataLoader, SequentialSampler\n"
+              "DataLoader(ds, sampler=SequentialSampler(ds), batch_size=8)\n"),
+        Valid("from torch.utils.data import DataLoader\nfrom torch.utils.data.distributed import DistributedSampler\n"
+              "DataLoader(ds, sampler=DistributedSampler(ds, shuffle=False), batch_size=8)\n"),
+        Valid("from torch.utils.data import DataLoader, RandomSampler\n"
+              "sampler = RandomSampler(ds) if train else None\nDataLoader(ds, sampler=sampler, batch_size=8)\n"),
+        # Handed to a local function whose loop only checks the batches (accelerate's data-loop test).
+        Valid("from torch.utils.data import DataLoader\ndef check_batches(dl):\n    for batch in dl:\n"
+              "        assert len(batch) == 4\nloader = DataLoader(ds, shuffle=True)\ncheck_batches(loader)\n"),
+        # A function both loaders go through, stepping only on `a`'s calls: `b` does not train.
+        Valid(SHARED_EPOCH.format(a=", drop_last=True", b="")),
+        Valid(SHARED_EPOCH_GUARD.format(a=", drop_last=True", b="")),
+        Valid(PHASES.format(a=", drop_last=True", b="")),
+        Valid(PHASE_KEYS.format(a=", drop_last=True", b="")),
+        Valid(PHASE_PICKED.format(a=", drop_last=True", b="")),
+        Valid(PHASES_ZIP.format(a=", drop_last=True", b="")),
+        # ... or from a dict's items, by their key.
+        Valid("from torch.utils.data import DataLoader\n"
+              "held = {'fit': DataLoader(ds, shuffle=True, drop_last=True), 'check': DataLoader(vs, shuffle=True)}\n"
+              "for name, dl in held.items():\n    for x in dl:\n        loss = model(x)\n"
+              "        if name == 'fit':\n            loss.backward()\n            opt.step()\n"),
+        # Picked from a dict by key: the loop over "b" runs no optimizer step.
+        Valid(BY_KEY.format(pin_a=", drop_last=True", pin_b="", move="x.cuda()")),
+    ]
+    invalid = [
+        # PyTorch's ImageNet example: a DistributedSampler or none, `shuffle=(sampler is None)`:
+        # shuffled either way.
+        Invalid("from torch.utils.data import DataLoader, DistributedSampler\n"
+                "sampler = DistributedSampler(ds) if distributed else None\n"
+                "loader = DataLoader(ds, batch_size=64, shuffle=(sampler is None), sampler=sampler)\n"
+                "for epoch in range(3):\n    for x in loader:\n        model(x).backward()\n        opt.step()\n",
+                message="set `drop_last=True`"),
+        # Shuffled through the loader's `**` dict, which does not set drop_last: set beside it.
+        Invalid(MNIST.format(x="data.to(device)"),
+                fixed=MNIST.format(x="data.to(device)").replace("**train_kwargs)", "**train_kwargs, drop_last=True)")),
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, shuffle=True)\n",
+                fixed="from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, shuffle=True, drop_last=True)\n"),
+        Invalid(SHARED_EPOCH.format(a="", b=""), fixed=SHARED_EPOCH.format(a=", drop_last=True", b="")),
+        Invalid(SHARED_EPOCH_GUARD.format(a="", b=""), fixed=SHARED_EPOCH_GUARD.format(a=", drop_last=True", b="")),
+        # PyTorch's fine-tuning tutorial: one call builds the "train" and the "val" loader; the
+        # validation loader must keep its last batch (its loss is divided by the dataset's size).
+        Invalid("from torch.utils.data import DataLoader\n"
+                "loaders = {x: DataLoader(sets[x], 4, shuffle=True) for x in ['train', 'val']}\n"
+                "for epoch in range(3):\n    for phase in ['train', 'val']:\n        for x, y in loaders[phase]:\n"
+                "            loss = model(x, y)\n            if phase == 'train':\n"
+                "                loss.backward()\n                opt.step()\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "loaders = {\n    x: DataLoader(sets[x], 4, shuffle=True, drop_last=x == 'train')\n"
+                      "    for x in ['train', 'val']\n}\n"
+                      "for epoch in range(3):\n    for phase in ['train', 'val']:\n        for x, y in loaders[phase]:\n"
+                      "            loss = model(x, y)\n            if phase == 'train':\n"
+                      "                loss.backward()\n                opt.step()\n",
+                message="`drop_last=x == 'train'`"),
+        # Keys not written (or none of them the training set's): the setting is shown, not written.
+        Invalid("from torch.utils.data import DataLoader\n"
+                "loaders = {x: DataLoader(sets[x], 4, shuffle=True) for x in phases}\n"
+                "for epoch in range(3):\n    for phase in phases:\n        for x, y in loaders[phase]:\n"
+                "            loss = model(x, y)\n            loss.backward()\n            opt.step()\n",
+                fixed=NO_FIX, message='`drop_last=x == "train"`'),
+        # Shuffling and keeping the last batch by a configuration's defaults: the default is fixed.
+        Invalid("from torch.utils.data import DataLoader\nclass Args:\n    shuffle = True\n    drop_last = False\n"
+                "DataLoader(ds, 8, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",
+                fixed="from torch.utils.data import DataLoader\nclass Args:\n    shuffle = True\n    drop_last = True\n"
+                      "DataLoader(ds, 8, shuffle=Args.shuffle, drop_last=Args.drop_last)\n",
+                message="unless configured otherwise (`Args.drop_last` is off by default); default `Args.drop_last` to"),
+        # Names that only contain an evaluation stem: `retrieval`, `interval`.
+        Invalid("from torch.utils.data import DataLoader\nretrieval_loader = DataLoader(ds, 8, shuffle=True)\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "retrieval_loader = DataLoader(ds, 8, shuffle=True, drop_last=True)\n"),
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, 8, shuffle=True, drop_last=False)\n",
+                fixed="from torch.utils.data import DataLoader\nDataLoader(ds, 8, shuffle=True, drop_last=True)\n"),
+        Invalid("from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True)\n",
+                fixed="from torch.utils.data import DataLoader\ntrain_loader = DataLoader(ds, 32, True, drop_last=True)\n"),
+        # A known size that the batch size does not divide: the last batch is smaller.
+        Invalid("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\nx = torch.randn(70, 3)\n"
+                "train_loader = DataLoader(TensorDataset(x, x.sum(1)), batch_size=32, shuffle=True)\n",
+                fixed="import torch\nfrom torch.utils.data import DataLoader, TensorDataset\nx = torch.randn(70, 3)\n"
+                      "train_loader = DataLoader(\n    TensorDataset(x, x.sum(1)), batch_size=32, shuffle=True, drop_last=True\n)\n"),
+        # A positional drop_last=False is replaced where it stands.
+        Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, 32, True, None, None, 2, None, True, False)\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "loader = DataLoader(ds, 32, True, None, None, 2, None, True, True)\n"),
+        Invalid("import torch\nloader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2)\n",
+                fixed="import torch\nloader = torch.utils.data.DataLoader(\n"
+                      "    ds, batch_size=4, shuffle=True, num_workers=2, drop_last=True\n)\n"),
+        # The Hugging Face examples' shape: a RandomSampler assigned first.
+        Invalid("from torch.utils.data import DataLoader, RandomSampler\ntrain_sampler = RandomSampler(train_dataset)\n"
+                "train_loader = DataLoader(train_dataset, sampler=train_sampler, batch_size=8)\n",
+                fixed="from torch.utils.data import DataLoader, RandomSampler\ntrain_sampler = RandomSampler(train_dataset)\n"
+                "train_loader = DataLoader(\n    train_dataset, sampler=train_sampler, batch_size=8, drop_last=True\n)\n"),
+        # Random draws: class-balanced weights, or a random subset of the indices.
+        Invalid("from torch.utils.data import DataLoader, WeightedRandomSampler\n"
+                "sampler = WeightedRandomSampler(weights, num_samples=len(ds))\n"
+                "train_loader = DataLoader(ds, batch_size=8, sampler=sampler)\n",
+                fixed="from torch.utils.data import DataLoader, WeightedRandomSampler\n"
+                      "sampler = WeightedRandomSampler(weights, num_samples=len(ds))\n"
+                      "train_loader = DataLoader(ds, batch_size=8, sampler=sampler, drop_last=True)\n"),
+        Invalid("import torch\nloader = torch.utils.data.DataLoader(\n"
+                "    ds, batch_size=4, sampler=torch.utils.data.SubsetRandomSampler(train_idx)\n)\n",
+                fixed="import torch\nloader = torch.utils.data.DataLoader(\n"
+                      "    ds,\n    batch_size=4,\n    sampler=torch.utils.data.SubsetRandomSampler(train_idx),\n"
+                      "    drop_last=True,\n)\n"),
+        Invalid("import torch\nfrom torch.utils.data.distributed import DistributedSampler\n"
+                "loader = torch.utils.data.DataLoader(ds, batch_size=4, sampler=DistributedSampler(ds))\n",
+                fixed="import torch\nfrom torch.utils.data.distributed import DistributedSampler\n"
+                      "loader = torch.utils.data.DataLoader(\n"
+                      "    ds, batch_size=4, sampler=DistributedSampler(ds), drop_last=True\n)\n"),
+    ]
+
+    def check_loader(self, call: cst.Call) -> None:
+        ctx = self.ctx
+        batch_sampler = loader_arg(ctx, call, "batch_sampler")
+        if not shuffles(ctx, call) or (batch_sampler is not None and ctx.literal(batch_sampler.value) is not None):
+            return
+        batch_size = loader_arg(ctx, call, "batch_size")
+        if batch_size is not None and not batch_size.star and ctx.literal(batch_size.value) is None:
+            return  # `batch_size=None`: the dataset's items are the batches; drop_last would raise
+        if not is_training_loader(ctx, call):
+            return
+        if setting_value(ctx, call, "drop_last", False) is not False:
+            return
+        if _batches_even(ctx, call):
+            return
+        problem = "The last batch of each epoch is smaller (new shapes, a noisy step)"
+        per_key = _comprehension_key(ctx, call)
+        if per_key is not None:
+            # One call builds the evaluation loaders too (`{x: DataLoader(...) for x in ["train",
+            # "val"]}`): dropping their last batch would drop evaluation samples. Where the keys
+            # are written and one of them names the training set, the setting is per key.
+            name, train = per_key
+            q = ctx.quote
+            value = f"{name} == {q}{train or 'train'}{q}"
+            fix = None
+            if train is not None and setting_source(ctx, call, "drop_last") is None:
+                fix = setting_fix(self, call, "drop_last", value, Applicability.UNSAFE)
+            self.report(call, f"{problem}; set `drop_last` for the training loader only, as in "
+                              f"`drop_last={value}`, as this call builds every `{name}`'s loader", fix)
+            return
+        self.report(call, setting_advice(ctx, call, "drop_last", "True", problem),
+                    setting_fix(self, call, "drop_last", "True", Applicability.UNSAFE))
+
+
+def _batches_even(ctx, call: cst.Call) -> bool:
+    """Every batch of an epoch has the same size: the batch size is 1 (written or the default), or
+    the loader shuffles its whole dataset (no sampler of its own), whose size the file shows (`_dataset_size`), and the literal batch size
+    divides it or is larger than it. A dataset smaller than its batch size is one batch an epoch;
+    `drop_last=True` would leave none, and the training loop would never run."""
+    batch = setting_value(ctx, call, "batch_size", 1, certain=True)
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
+        return False
+    if batch == 1:  # one sample a batch (also the default): no last batch is smaller
+        return True
+    sampler = loader_arg(ctx, call, "sampler")
+    if sampler is not None and (sampler.star or ctx.literal(sampler.value) is not None):
+        return False
+    size = _dataset_size(ctx, call)
+    return size is not None and (size <= batch or size % batch == 0)
+
+
+# Torch factories whose first argument (or the first element of a size tuple) is the first dimension.
+_SIZED_FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty",
+                              "torch.full", "torch.arange"})
+
+
+def _dataset_size(ctx, call: cst.Call) -> int | None:
+    """The number of samples of the loader's dataset, when the file writes it as a literal: a
+    `TensorDataset` of a torch factory's tensor (`torch.randn(20, 3)`, through a name assigned it
+    once), or a dataset class of the module whose `__len__` returns a literal; None otherwise."""
+    builds = dataset_builds(ctx, call)
+    if len(builds) != 1:
+        return None
+    build = builds[0]
+    if ctx.names.qualified(build.func) in ("torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"):
+        first = build.args[0] if build.args and not build.args[0].star and build.args[0].keyword is None else None
+        return _first_dimension(ctx, first.value, 0) if first is not None else None
+    cls = dataset_class(ctx, call)
+    length = method_of(ctx, cls, "__len__") if cls is not None else None
+    if length is None:
+        return None
+    returns = [n for n in ctx.index.walk(length) if isinstance(n, cst.Return)]
+    value = ctx.literal(returns[0].value) if len(returns) == 1 and returns[0].value is not None else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _first_dimension(ctx, expr: cst.BaseExpression, depth: int) -> int | None:
+    """The literal first dimension of a tensor a torch factory makes (`torch.randn(20, 3)`,
+    `torch.zeros((20, 3))`), followed through a name assigned once; None otherwise."""
+    if isinstance(expr, cst.Name) and depth < 3:
+        values = ctx.assigned_values(expr)
+        return _first_dimension(ctx, values[0], depth + 1) if len(values) == 1 else None
+    if not (isinstance(expr, cst.Call) and ctx.names.qualified(expr.func) in _SIZED_FACTORIES and expr.args):
+        return None
+    first = expr.args[0]
+    if first.star or first.keyword is not None:
+        return None
+    size = first.value
+    if isinstance(size, (cst.Tuple, cst.List)) and size.elements:
+        size = size.elements[0].value
+    if ctx.names.qualified(expr.func) == "torch.arange" and len(expr.args) > 1:
+        return None  # `torch.arange(start, end)`
+    value = ctx.literal(size)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _comprehension_key(ctx, call: cst.Call) -> tuple[str, str | None] | None:
+    """(the name, the training key) when call is the element of a comprehension that builds one
+    loader per value of that name (`{x: DataLoader(sets[x], ...) for x in ["train", "val"]}`:
+    ("x", "train")); the training key is the one string of a written list of them that names the
+    training set (`"train"`, `"training"`), else None. None when call is no such element."""
+    comp = ctx.parent(call)
+    if not isinstance(comp, (cst.DictComp, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        return None
+    if (comp.value if isinstance(comp, cst.DictComp) else comp.elt) is not call:
+        return None
+    target = comp.for_in.target
+    if not isinstance(target, cst.Name):
+        return None
+    keys = comp.for_in.iter
+    values = [ctx.literal(e.value) for e in keys.elements] if isinstance(keys, (cst.List, cst.Tuple)) else []
+    train = [v for v in values if isinstance(v, str) and v.lower() in ("train", "training")]
+    return target.value, train[0] if len(train) == 1 and all(isinstance(v, str) for v in values) else None

@@ -1,0 +1,97 @@
+"""TL303 data-parallel: `nn.DataParallel`: single-process multi-GPU training."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from trainlint.diagnostics import Applicability
+from trainlint.rule import NO_FIX, Invalid, Rule, Valid
+
+
+# `torch.nn.parallel.data_parallel(module, inputs, ...)`: DataParallel's work as one call.
+_FUNCTIONAL_DATA_PARALLEL = frozenset({"torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.data_parallel"})
+
+
+class DataParallelUsed(Rule):
+    code = "TL303"
+    name = "data-parallel"
+    summary = "`nn.DataParallel`: single-process multi-GPU training"
+    source = "§4.3"
+    fix_applicability = "suggestion"
+    triggers = ("DataParallel", "data_parallel")
+    docs = """
+## What it does
+Flags construction of `torch.nn.DataParallel` (any import alias) and calls of its functional
+form, `torch.nn.parallel.data_parallel(module, inputs)`, which does the same work on every call.
+References such as `isinstance(model, nn.DataParallel)` are not flagged.
+
+## Why is this bad?
+`DataParallel` runs one Python process for all GPUs: every step it scatters the batch from
+GPU 0, replicates the model to every GPU, gathers the outputs back on GPU 0 and reduces the
+gradients there, all under one GIL. GPU 0 becomes the bottleneck and the other GPUs wait.
+`DistributedDataParallel` runs one process per GPU and overlaps the gradient all-reduce with
+the backward; PyTorch recommends it even on a single machine.
+
+## Example
+```python
+model = nn.DataParallel(model).cuda()
+```
+
+## Use instead
+Launch with `torchrun --nproc-per-node NUM_GPUS train.py`, and in the script:
+```python
+dist.init_process_group("nccl")
+local_rank = int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(local_rank)
+model = torch.nn.parallel.DistributedDataParallel(model.to(local_rank), device_ids=[local_rank])
+loader = DataLoader(ds, batch_size=per_gpu_batch, sampler=DistributedSampler(ds))
+```
+
+## Fix safety
+A suggestion only, never written: the switch also needs the launcher, the process group, a
+`DistributedSampler`, per-rank batch sizes and rank-0-only logging and saving.
+"""
+    valid = [
+        Valid("import torch\nmodel = torch.nn.parallel.DistributedDataParallel(model)\n"),
+        Valid("from torch import nn\nif isinstance(model, nn.DataParallel):\n    model = model.module\n"),
+        Valid("from torch import nn\nWRAPPERS = (nn.DataParallel, nn.parallel.DistributedDataParallel)\n"),
+        Valid("from mylib import DataParallel\nmodel = DataParallel(model)\n"),
+    ]
+    invalid = [
+        Invalid("import torch\nmodel = torch.nn.DataParallel(model)\n", fixed=NO_FIX, message="torchrun"),
+        Invalid("from torch import nn\nif torch.cuda.device_count() > 1:\n    model = nn.DataParallel(model, device_ids=[0, 1])\n",
+                fixed=NO_FIX),
+        Invalid("from torch.nn import DataParallel as DP\nnet = DP(net).cuda()\n", fixed=NO_FIX),
+        # A module-level name assigned the class once stands for it, as an import alias does.
+        Invalid("import torch.nn as nn\nDP = nn.DataParallel\nnet = DP(net).cuda()\n", fixed=NO_FIX),
+        Invalid("from torch.nn.parallel import DataParallel\nmodel = DataParallel(model)\n", fixed=NO_FIX),
+        # The functional form replicates the module on every call.
+        Invalid("import torch\nout = torch.nn.parallel.data_parallel(model, x, device_ids=[0, 1])\n", fixed=NO_FIX,
+                message="`data_parallel` replicates"),
+        Invalid("from torch.nn.parallel import data_parallel\nout = data_parallel(model, x)\n", fixed=NO_FIX),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if ctx.names.qualified(node.func) in _FUNCTIONAL_DATA_PARALLEL:
+            self.report(node, "`data_parallel` replicates the module to every GPU on each call, from one process, "
+                              "and funnels outputs and gradients through the first; use "
+                              "`torch.nn.parallel.DistributedDataParallel` with one process per GPU, launched with "
+                              "`torchrun --nproc-per-node <gpus>`")
+            return
+        if not ctx.names.is_a(node.func, "torch.nn.DataParallel"):
+            return
+        self.report(node, "`DataParallel` drives all GPUs from one process and funnels outputs and gradients "
+                          "through GPU 0; use `torch.nn.parallel.DistributedDataParallel` with one process per GPU, "
+                          "launched with `torchrun --nproc-per-node <gpus>`", self._suggestion(node))
+
+    def _suggestion(self, node: cst.Call):
+        ctx = self.ctx
+        model = ctx.positional(node, 0)
+        torch = ctx.names.module_alias("torch")
+        if model is None or torch is None:
+            return None
+        code = (f"{torch}.nn.parallel.DistributedDataParallel({ctx.code(model.value)}, "
+                f"device_ids=[{torch}.cuda.current_device()])")
+        return self.fix(Applicability.DISPLAY_ONLY, "Use DistributedDataParallel (launch with torchrun)",
+                        (node, cst.parse_expression(code)))

@@ -1,0 +1,47 @@
+"""Scripts several TL2xx rules' self-test cases share (each rule's own live beside it)."""
+
+from __future__ import annotations
+
+
+# A method of a framework's class, with a host read in it.
+HOOK = """import torch
+import lightning as L
+import transformers
+class M({base}):
+    def {hook}(self, batch, batch_idx):
+        loss, acc = self.model(batch)
+        self.history.append({read})
+        return loss
+"""
+# A loader's batch arrives on the host: the loop moves its tensors to the device itself.
+HOST_BATCH = """import numpy as np
+import torch
+for step, batch in enumerate(loader):
+    x = batch["x"].cuda(non_blocking=True)
+    y = batch["y"]
+    {read}
+    loss = model(x, y.cuda(non_blocking=True))
+    loss.backward()
+    opt.step()
+"""
+# A closure handed to the optimizer's step, which calls it (L-BFGS up to `max_iter` times per step).
+CLOSURE = """import torch
+def fit(model, x, y, iters=5):
+    opt = torch.optim.{optimizer}(model.parameters(), lr=0.1)
+    history = []
+    def closure():
+        opt.zero_grad()
+        loss = model(x, y)
+        loss.backward()
+        {read}
+        return loss
+    for it in range(iters):
+        opt.step({closure})
+    return history
+"""
+
+
+# TL201's logging interval where the script has none (it has no option for it).
+
+
+WRITER = "from torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"

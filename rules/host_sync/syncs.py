@@ -1,0 +1,127 @@
+"""What the TL2xx rules share about host-device synchronisation: which calls read a device value
+on the host, which values are device tensors, and which steps already wait for the device."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+SYNC_METHODS = ("item", "cpu", "numpy", "tolist")
+
+
+def waits_per_step(ctx, node: cst.CSTNode) -> bool:
+    """A host read at node makes the host wait for the GPU on every step: it runs per step, and not
+    in a closure handed to an L-BFGS step, which reads the closure's loss on the host itself at
+    every evaluation (`float(closure())`, then a test of a gradient tensor): a read of its own
+    there waits for nothing more; nor does one in a branch of a test that read a tensor already
+    (_after_synced_test)."""
+    if not ctx.is_per_step(node) or _after_synced_test(ctx, node):
+        return False
+    fn = ctx.index.enclosing_function(node)
+    steps = ctx.loops.steps_handed(fn) if fn is not None else []
+    return not steps or not all(_is_lbfgs(ctx, call.func.value) for call in steps)
+
+
+def _after_synced_test(ctx, node: cst.CSTNode) -> bool:
+    """node is in a branch of an `if` whose test already read a tensor on the host (`if
+    loss.item() > 100:`, `if torch.isnan(loss):`): the test is the per-step wait (reported itself),
+    and a read in the branch finds the GPU already waited for; the branch may also run only on the
+    steps the value picks (a loss spike), where a guard on the step counter would hide it."""
+    child = node
+    for anc in ctx.index.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) or anc in ctx.loops.hot_loops:
+            return False
+        if isinstance(anc, cst.If) and child is not anc.test and (
+                is_tensor_test(ctx, anc.test) or any(host_read(ctx, c) for c in ctx.index.walk(anc.test)
+                                                      if isinstance(c, cst.Call))):
+            return True
+        child = anc
+    return False
+
+
+def host_read(ctx, call: cst.Call) -> tuple[cst.BaseExpression, str] | None:
+    """(the tensor, how it is read) for `t.item()`, `t.cpu()`, `t.numpy()`, `t.tolist()`,
+    `float(t)`, `int(t)`, `bool(t)`, `math.isnan(t)` (`isfinite`, `isinf`) of a tensor t; None for any other call. TL201 reports these; a test made
+    of one has waited for the GPU already (_after_synced_test)."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in SYNC_METHODS and not call.args:
+        if func.attr.value == "item" or ctx.tensors.is_tensor(func.value):
+            return func.value, f"`.{func.attr.value}()`"
+        return None
+    qn = ctx.names.qualified(func)
+    if qn in _CONVERSIONS and len(call.args) == 1 and not call.args[0].star and call.args[0].keyword is None \
+            and ctx.tensors.is_tensor(call.args[0].value):
+        return call.args[0].value, f"`{_CONVERSIONS[qn]}()`"
+    return None
+
+
+# Calls that turn their one argument into a Python number or bool: of a tensor, they read its value
+# on the host. `bool(t)` is what `if t:` does; math's predicates call `float(t)` first.
+_CONVERSIONS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool",
+                "math.isfinite": "math.isfinite", "math.isnan": "math.isnan", "math.isinf": "math.isinf"}
+
+
+def _is_lbfgs(ctx, optimizer: cst.BaseExpression) -> bool:
+    """An L-BFGS optimizer: assigned `torch.optim.LBFGS(...)` (in the function that steps it, or
+    anywhere for an attribute), or named so (`self.lbfgs`)."""
+    name = ctx.dotted(optimizer) or ""
+    values = ctx.assigned_values(optimizer) or ("." in name and ctx.assigned_values(optimizer, anywhere=True)) or []
+    return "lbfgs" in name.rsplit(".", 1)[-1].lower() or any(
+        isinstance(v, cst.Call) and (ctx.names.qualified(v.func) or "").endswith(".LBFGS") for v in values)
+
+def framework_logging(ctx, node: cst.CSTNode) -> str:
+    """Advice to hand a tensor to the framework's logger in a step hook that has one (Lightning's
+    `self.log`, which reads its values only when it writes the logs), as the last of the options
+    a message lists; else ""."""
+    hook = ctx.loops.step_hook(node)
+    if hook is None or hook.log is None:
+        return ""
+    return (f", or pass the tensor itself to `{hook.log}(...)` (without `prog_bar=True`: the progress bar reads "
+            f"it at every refresh, each batch by default)")
+
+
+def in_accumulation_step(body: str, counter: str = "global_step += 1\n") -> str:
+    """A rule case: gradient accumulation, with `body` in the branch that steps the optimizer
+    (once per optimizer step, every training step), after `counter`."""
+    inner = (counter + body).replace("\n", "\n        ").rstrip(" ")
+    return ("import torch\nfor i, (x, y) in enumerate(loader):\n    (model(x, y) / accum).backward()\n"
+            "    if (i + 1) % accum == 0:\n        opt.step()\n        opt.zero_grad()\n        " + inner + "\n")
+
+
+def side_effect_free(ctx, test: cst.BaseExpression) -> bool:
+    """A guard's test whose evaluation has no effect worth keeping: names, attributes and
+    literals, comparisons and arithmetic or boolean operations of them (`step > 0`,
+    `args.debug and rank == 0`), and `torch.cuda.is_available()`."""
+    if isinstance(test, (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if isinstance(test, cst.Comparison):
+        return side_effect_free(ctx, test.left) and all(
+            side_effect_free(ctx, c.comparator) for c in test.comparisons)
+    if isinstance(test, (cst.BooleanOperation, cst.BinaryOperation)):
+        return side_effect_free(ctx, test.left) and side_effect_free(ctx, test.right)
+    if isinstance(test, cst.UnaryOperation):
+        return side_effect_free(ctx, test.expression)
+    if isinstance(test, cst.Call) and not test.args:
+        return (ctx.names.qualified(test.func) or "").endswith(".is_available")
+    return False
+
+
+def is_tensor_test(ctx, test: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.Comparison):
+        if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in test.comparisons):
+            return False
+        sides = [test.left] + [t.comparator for t in test.comparisons]
+        return any(device_tensor(ctx, s) for s in sides)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return is_tensor_test(ctx, test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return is_tensor_test(ctx, test.left) or is_tensor_test(ctx, test.right)
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return False  # a bare name is usually a Python flag; only clear tensor expressions count
+    return device_tensor(ctx, test)
+
+
+def device_tensor(ctx, expr: cst.BaseExpression) -> bool:
+    """A tensor that may be on the device: one known to be in host memory (a batch field the loop
+    has not moved, `Tensors.on_host`) is read without waiting for the GPU."""
+    return ctx.tensors.is_tensor(expr) and not ctx.tensors.on_host(expr)

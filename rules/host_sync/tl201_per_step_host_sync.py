@@ -1,0 +1,841 @@
+"""TL201 per-step-host-sync: `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`, `int(t)`,
+`bool(t)` of a tensor on every step."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from trainlint.analysis.names import dotted
+from trainlint.analysis.variables import variable_uses
+from trainlint.diagnostics import Applicability
+from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
+
+from .cases import CLOSURE, HOOK, HOST_BATCH, WRITER
+from .guards import guard_statement, interval_guard, log_line
+from .logged_values import argument
+from .syncs import SYNC_METHODS, framework_logging, host_read, in_accumulation_step, waits_per_step
+
+
+def _log_line_read(ctx, read: cst.Call) -> bool:
+    """read is in the arguments of a call that is a whole statement of its own, its value unused,
+    and only logs (_log_line): `print("loss", loss.item())`, `writer.add_scalar("loss",
+    loss.item(), step)`. TL201 guards that statement as TL202 guards one that formats the tensor."""
+    stmt = ctx.index.enclosing(read, cst.SimpleStatementLine)
+    if stmt is None or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr) \
+            or not isinstance(stmt.body[0].value, cst.Call):
+        return False
+    call = stmt.body[0].value
+    return any(ctx.index.contains(arg, read) for arg in call.args) and log_line(ctx, call)
+
+
+def _with_total(code: str, init: str = "total = 0.0") -> str:
+    """A rule case with an accumulator initialised before its loop."""
+    return code.replace("import torch\n", f"import torch\n{init}\n", 1)
+
+
+_BF16_TOTAL = "model = model.to(torch.bfloat16)\ntotal = 0.0"
+
+
+# The BERT-era loop: the running loss is kept, logged as a difference at the interval and returned.
+_RUN_GLUE = """import torch
+def train(loader):
+    global_step, tr_loss, logging_loss = 0, 0.0, 0.0
+    for x, y in loader:
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        tr_loss += loss.{read}
+        global_step += 1
+        if global_step % 50 == 0:
+            writer.add_scalar("loss", ({tr_loss} - logging_loss) / 50, global_step)
+            logging_loss = {tr_loss}
+    return global_step, {tr_loss} / global_step
+"""
+
+
+# accelerate's gradient accumulation: the optimizer steps every micro-batch inside `accumulate`,
+# and accelerate skips all but the last.
+_ACCUMULATE = """import torch
+from accelerate import Accelerator
+accelerator = Accelerator(gradient_accumulation_steps=4)
+for step, batch in enumerate(loader):
+    with accelerator.accumulate(model):
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+    if {guard}:
+        completed_steps += 1
+        progress_bar.set_postfix(loss=loss.item())
+"""
+_COLLATE_TO_DEVICE = """import torch
+from torch.utils.data import DataLoader
+def collate(samples):
+    x = torch.stack([s[0] for s in samples])
+    ids = torch.tensor([s[1] for s in samples])
+    return x.to("cuda"), ids.to("cuda")
+train_loader = DataLoader(ds, batch_size=8, collate_fn={collate})
+for ids, x in train_loader:
+    seen.update(ids.tolist())
+    loss = model(x.cuda(non_blocking=True))
+    loss.backward()
+    opt.step()
+"""
+# A step function the loop calls through another name: `{bind}` binds `step_fn` (or, in a
+# class, `self.step_fn`), `{call}` calls it with the batch.
+_STEP_ALIAS = """import functools
+import torch
+def train_step(model, opt, x, y):
+    loss = model(x, y)
+    loss.backward()
+    opt.step()
+    history.append(loss.item())
+    return loss
+def make_train_step(model, opt):
+    def step(x, y):
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        history.append(loss.item())
+        return loss
+    return step
+def evaluate(model, opt, x, y):
+    return model(x, y)
+def run(model, opt, loader):
+    {bind}
+    for x, y in loader:
+        {call}
+"""
+_STEP_METHOD_ALIAS = """import torch
+class Trainer:
+    def __init__(self, model, opt):
+        self.model, self.opt = model, opt
+        self.step_fn = {bound}
+    def train_step(self, x, y):
+        loss = self.model(x, y)
+        loss.backward()
+        self.opt.step()
+        self.history.append(loss.item())
+    def fit(self, loader):
+        for x, y in loader:
+            self.step_fn(x, y)
+"""
+_NO_FIX_SHOWN_NAME = _with_total(in_training_loop("total += loss.item()")) + "print(f'{total=}')\n"
+_NO_FIX_PER_STEP_READ = _with_total(in_training_loop("total += loss.item()\npbar.set_postfix(avg=total / (step + 1))"))
+_NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) == y).sum().item()"), "correct = 0") \
+    + "print(correct)\n"
+# A file that builds a ReduceLROnPlateau and steps it in the loop (`step`, indented for the inner loop).
+_PLATEAU_CASE = ("import torch\nfrom torch.optim.lr_scheduler import ReduceLROnPlateau\nsched = ReduceLROnPlateau(opt)\n"
+                 "for epoch in range(3):\n    for step, (x, y) in enumerate(loader):\n        loss = model(x, y)\n"
+                 "        loss.backward()\n        opt.step()\n        {step}\n")
+
+
+# A module class of the file (Tensors._module_classes).
+_MODULE_NET = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    pass\n"
+
+
+class PerStepHostSync(Rule):
+    code = "TL201"
+    name = "per-step-host-sync"
+    summary = "`.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`, `int(t)`, `bool(t)` of a tensor on every step"
+    source = "§5.2, §1.3"
+    fix_applicability = "unsafe"
+    triggers = (".item(", ".cpu(", ".numpy(", ".tolist(", "float(", "int(", "bool(", "isfinite(", "isnan(", "isinf(",
+                ".get_scale(", ".step(")
+    needs_hot_loop = True
+    # TL202's option too: a line TL201 guards may share its `if` with the logging lines TL202 guards.
+    options = {"log-every": Option(100, int, "The interval the fix and the advice use when the script defines none.",
+                                   minimum=1)}
+    docs = """
+## What it does
+Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
+`float(t)`, `int(t)`, `bool(t)`, `math.isfinite(t)` / `math.isnan(t)` / `math.isinf(t)` (which
+call `float(t)`), also as an `if` test, where TL204 does not report them again; a GradScaler's
+`get_scale()`, which is `.item()` of its scale; and a tensor handed to the `step()` of a
+scheduler built as `torch.optim.lr_scheduler.ReduceLROnPlateau(...)` in the file, which reads
+its metric with `float()`) that run on every step of the hot loop. Under gradient accumulation the
+branch that steps the optimizer (`if (i + 1) % accum == 0: opt.step(); ...`, or accelerate's
+`if accelerator.sync_gradients:`) runs on every training step too; a logging interval inside it
+limits what it guards, and so does the `else:` of a test that is false every N steps
+(`if step % log_every: ... else:`, `if step % n != 0: ... else:`, `if (step + 1) % n > 0: ...
+else:`); the body of such a test runs on all steps but one in N and counts as every step (no fix
+puts an interval inside it: `if step % 100 == 0:` under `if step % log_every:` could hold on no
+step), and so does what follows `if step % n == 0: continue` (it leaves on one step in N; `if
+step % n != 0: continue` leaves on the others, and what follows is limited). So do the hooks a framework calls on every step, where the loop is the
+framework's: a LightningModule's `training_step`, a Lightning callback's `on_train_batch_end`, a
+transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallback's
+`on_step_end` (found through base classes the module imports). Code under a test of a few steps
+(`if step == 0:`, or steps named one by one: `if step in {1, 10, 100}:`) does not run on every
+step. A function handed to the optimizer's step as its closure (`opt.step(closure)`) runs on every
+step; but in a closure handed to L-BFGS, whose step reads the closure's loss on the host at every
+evaluation (`float(closure())`), a read of its own waits for nothing more and is not flagged (nor
+by TL202 and TL204). The same reading of "every step" holds for TL202, TL203 and TL204. The
+advice names the guard the fix writes (also in TL202 and TL203): the interval test the loop
+already makes of its counter (its `if` whose interval is named as a logging one, else the first
+whose body logs), as the script writes it (`if args.log_every > 0 and step %
+args.log_every == 0:`, `if i % 4 == 3:`, `if step % int(log_interval) == 0:`; a condition of
+it that is not about the interval, such as `rank == 0`, is left out when the interval is known
+to be a positive whole number, else the whole test is kept: `args.wandb and step % log_every ==
+0` may guard an interval that is None; when the loop sets a name the test reads between the
+line and the test, such as `global_step += 1`, the line moves into that `if` past such plain
+assignments, else the named interval below is used when it reads no such name, else there is
+no fix); else the loop's own
+counter (the `enumerate` index, also of `tqdm(enumerate(loader))`, `it` of `for it in
+range(n)`, a name it increments by 1, never a tensor: `step_t += 1` of a device tensor is no
+counter; of a micro-batch loop that steps no optimizer, nanoGPT's `for micro_step in
+range(accum):`, the counter of the loop around it that does) and the script's logging interval (`if it % args.log_interval == 0:`), with `step`
+standing for a counter not found. In a hook, the advice and the fixes use the framework's own step
+counter and logging interval: `self.global_step % self.trainer.log_every_n_steps` in a
+LightningModule, `trainer.global_step % trainer.log_every_n_steps` in a Lightning callback,
+`state.global_step % state.logging_steps` in a TrainerCallback (the Trainer's `self.state` in a
+Trainer subclass); and in Lightning they mention `self.log(...)`, which keeps a tensor on the
+device until the logger writes (with `prog_bar=True` the progress bar reads it at every refresh,
+each batch by default). Lightning's and the Trainer's counters count optimizer steps: under gradient accumulation a
+guard on them is true on every micro-batch of each N-th step.
+
+A value known to be in host memory is not flagged, as reading it waits for no GPU: a numpy
+value, a tensor made without `device=` (`torch.randint(0, 10, (1,))`, also through a name, and
+one made before the loop that the loop never changes or only adds host values to: `counts +=
+torch.bincount(y)` (or `counts.add_(...)`) of the labels before they are moved; not one it moves, adds a device tensor
+to, changes in place or hands to a function), what
+`.cpu()` copied (the `.cpu()` is the finding), and a tensor of a batch that arrives on the host,
+read before the loop moves it (`batch["ids"].tolist()`, `y.numpy()` after `y = batch["y"]`, and
+what indexing, arithmetic, a dtype conversion or a torch function given only host tensors
+(`torch.bincount(y)`) makes of it; also as what a loop or comprehension
+goes over, `for v in y.tolist():`, and the elements it takes from one, `[v.item() for v in y]`). A batch counts as arriving on the
+host only when the loop takes it from a loader (`for batch in loader`) and copies some of its
+tensors to the device itself (`batch["x"].cuda()`), no DataLoader of the file that feeds the loop
+makes its batches on the device (in its collate_fn or dataset), and the loop does not iterate a
+loader that accelerate or Fabric prepared. A read after the batch is moved is flagged
+(`batch = batch.to(device)`, `batch = {k: v.to(device) ...}`, `batch.to(device)` of a
+BatchEncoding, a helper handed the batch), as is `x.numpy()` of any other value.
+
+A read in a branch of a test that already read the tensor (`if loss.item() > 100:`, `if
+torch.isnan(loss):`) is not reported: the test is the wait. The guard a fix writes is the loop's
+own interval test, or reads the loop's counter (also through `trange(n)` / `tqdm(range(n))`) and
+the script's interval, and joins an `if` with the same test right above or below (with the
+per-step logging lines between them, which it would guard the same way; without such an `if`,
+the per-step logging lines right beside it go under the one new `if`), or the `if` that holds
+only the line and those (`if torch.cuda.is_available() and step % 100 == 0:`); a loop with no counter
+is told to keep one. A running sum written out (`s = s + loss.item()`) is advised like `s +=`
+(accumulate the detached tensor), without a fix. ReduceLROnPlateau's step is reported without a
+fix: stepping it less often changes when its patience runs out.
+
+## Why is this bad?
+A read of a device tensor waits until every queued kernel has finished: the host stops feeding
+the GPU, and the GPU idles while the host catches up. Once per step, this serialises the loop.
+
+## Example
+```python
+for x, y in loader:
+    loss = model(x, y)
+    loss.backward()
+    opt.step()
+    total += loss.item()
+```
+
+## Use instead
+```python
+    total += loss.detach()          # stays on the device
+...
+if step % log_every == 0:
+    print(total.item() / n)          # one sync per interval
+```
+
+## Fix safety
+Unsafe: `total += loss.item()` (or `float(loss)`, also times or divided by a number; not
+`int()`, `bool()` or math's predicates, which add a truncated value, a 0 or a 1:
+`loss.item() * x.size(0)`) becomes `total += loss.detach()`, so `total`
+becomes a tensor and its conversion moves to where it is read: every read of `total` (formatted,
+logged, compared, stored, returned or passed on) becomes `float(total)`, the number it was, so
+nothing downstream sees a tensor (`logging_loss = float(tr_loss)`, `return float(total) / n`).
+The sum is kept in float32 on the device rather than a Python float; in a file that trains in
+lower precision (autocast, a half or bfloat16 model) the fix writes `loss.detach().float()`, as
+a bfloat16 sum loses most of its value over an epoch. There is no fix when a
+read would still sync on every step: `total` is read per step (a running average in the progress
+bar); or when a read cannot be seen or converted: it is an attribute or an item
+(`self.total`, `stats["n"]`: read elsewhere) or not initialised with a number literal
+(`total = 0.0`; resets to a literal in the loop are fine, though a read that sees an integer
+literal itself, as after `total = 0` when the loop never ran, prints `0.0`); or it may hold an integer
+(`correct += (pred == y).sum().item()` from `correct = 0`: `float()` would print `42.0`); or it is
+printed with its own name (`f"{total=}"` would print `float(total)=`).
+Unsafe too: a statement that only logs what the read gives (`print("loss", loss.item())`,
+`logger.info("l=%f", loss.item())`, `pbar.set_postfix(loss=loss.item())`,
+`writer.add_scalar("loss", loss.item(), step)`): a call TL202 counts as logging (a tracker's
+only when given its step), standing alone with its value unused, whose arguments call nothing
+but host reads, tensor methods and torch functions that make a value, conversions (`str`,
+`round`), `format`, the clock or `get_last_lr()`. It is put under the guard TL202 would write for
+it, joining the same `if`s and the per-step logging lines beside it (a `print(f"loss
+{loss:.3f}")` and a `print("grad", g.norm().item())` in a row end under one `if`), and left
+alone where TL202 writes none (under `if step % log_every:`, in the branch that steps the
+optimizer without a counter of its own, in the `else:`/`elif` of the loop's own interval test,
+beside a print that ends its line elsewhere); fewer lines are logged.
+Other shapes get a suggestion only (shown, never written): put the statement under the loop's own
+interval test, else the script's logging interval (a name such as `log_every`,
+`args.log_interval` or `PRINT_FREQ` whose value is known to be a positive whole number: a
+literal, an option's default; none for one that is not known, as `step % 0` and `step % "2"`
+raise), else 100; an
+assignment moves only together with the statements right after it that read the name, and not at
+all when the name is read anywhere else (the read would be stale). A statement that fills a list,
+dict, set or meter (`losses.append(loss.item())`, `meter.update(loss.item(), n)`) gets no
+suggestion when the container is read anywhere else, or may be (a parameter, an attribute such as
+`self.history`, a module variable): filled every N steps it would hold every N-th value (the mean
+of every tenth loss, predictions shorter than their targets).
+"""
+    valid = [
+        # The interval written as an expression (a conditional, `and`).
+        Valid(in_training_loop("v = loss.item() if step % 5 == 0 else None")),
+        Valid(in_training_loop("if step % 100 == 0:\n    print(loss.item())")),
+        # A few steps of the run, written out: like `step == 0`.
+        Valid(in_training_loop("if step in {1, 10, 100}:\n    print('milestone', loss.item())")),
+        Valid(in_training_loop("total += loss.detach()")),
+        Valid("import torch\nwith torch.no_grad():\n    for x, y in val_loader:\n        acc += (model(x) == y).sum().item()\n"),
+        Valid(in_training_loop("pass") + "print(loss.item())\n"),
+        Valid(in_training_loop("n = int(args.steps)")),
+        Valid(in_training_loop("should_log = step % 10 == 0\nif should_log:\n    print(loss.item())")),
+        Valid("import torch\nscaler = torch.amp.GradScaler()\n" + in_training_loop(
+            "if step % 100 == 0:\n    print(scaler.get_scale())").partition("\n")[2]),
+        # The else of `step % n` (or of `step % n != 0`, or `not should_log`) runs every n steps.
+        Valid(in_training_loop("if step % 100:\n    pass\nelse:\n    print(loss.item())")),
+        Valid(in_training_loop("if step % 100 != 0:\n    continue\nelif rank == 0:\n    print(loss.item())")),
+        # A tensor made on the CPU (no device=) reads no GPU (diffusers' random roll amount).
+        Valid(in_training_loop("shift = torch.randint(8, (1,), generator=g).item()")),
+        # Under the logging interval inside the branch that steps the optimizer.
+        Valid(in_accumulation_step("if global_step % 50 == 0:\n    print(loss.item())")),
+        # In a branch of a test that read the tensor already (reported itself, as TL201 or TL204):
+        # the GPU was waited for, and the branch runs on the steps the value picks (a loss spike),
+        # which a guard on the step counter would hide.
+        Valid(in_training_loop("if torch.isnan(loss):\n    print(f'nan at {step}: {x.sum().item()}')")),
+        Valid(in_training_loop("if loss > 100:\n    spikes.append(loss.item())\nelse:\n    last = float(loss)")),
+        Valid(_ACCUMULATE.format(guard="accelerator.sync_gradients and completed_steps % 50 == 0")),
+        # Not a per-step hook: evaluation, or a class no framework calls.
+        Valid(HOOK.format(base="L.LightningModule", hook="validation_step", read="acc.item()")),
+        Valid(HOOK.format(base="object", hook="training_step", read="acc.item()")),
+        # Values in host memory: the tensors of a batch the loop moves to the device itself, read
+        # before it does; numpy values; tensors made without a device (a user's script).
+        Valid(HOST_BATCH.format(read='ids = batch["ids"].tolist()')),
+        Valid(HOST_BATCH.format(read="labels_cpu = y.numpy()")),
+        Valid(HOST_BATCH.format(read="n_labels = int((y != -100).sum())")),
+        Valid(HOST_BATCH.format(read="order = np.argsort(np.random.rand(8)).tolist()")),
+        Valid(HOST_BATCH.format(read="scale = np.random.rand(1).item()")),
+        Valid(HOST_BATCH.format(read="k = int(torch.randint(0, 10, (1,)).item())")),
+        Valid(HOST_BATCH.format(read="perm = torch.randperm(8)\n    first = perm[:2].tolist()")),
+        # ... and what a torch function makes of host tensors alone.
+        Valid(HOST_BATCH.format(read="counts = torch.bincount(y, minlength=3).tolist()")),
+        # ... and a tensor made on the host before the loop that the loop only adds host values to
+        # (a class histogram of the CPU labels), or never changes.
+        Valid(HOST_BATCH.format(read="counts += torch.bincount(y, minlength=3)\n    frac = (counts / counts.sum()).tolist()")
+              .replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n")),
+        # ... also when the adding is written as the in-place method (`counts.add_(...)` was taken for
+        # a change that may move it, and reported).
+        Valid(HOST_BATCH.format(read="counts.add_(torch.bincount(y, minlength=3))\n    frac = (counts / counts.sum()).tolist()")
+              .replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n")),
+        Valid(HOST_BATCH.format(read="print(int(seen))").replace("import torch\n", "import torch\nseen = torch.zeros(())\n")),
+        # ... also as the iterable of a loop or a comprehension (evaluated where it stands), and the
+        # elements of such a value.
+        Valid(HOST_BATCH.format(read="for v in y.tolist():\n        seen.append(v)")),
+        Valid(HOST_BATCH.format(read="doubled = [v * 2 for v in y.tolist()]")),
+        Valid(HOST_BATCH.format(read="top = max(v for v in y.numpy())")),
+        Valid(HOST_BATCH.format(read="by_pos = {k: v for k, v in enumerate(y.tolist())}")),
+        Valid(HOST_BATCH.format(read="vals = [v.item() for v in y]")),
+        Valid(HOST_BATCH.format(read="for v in y:\n        seen.append(v.item())")),
+        Valid("import torch\nfor ids, x in loader:\n    seen.update(ids.tolist())\n"
+              "    loss = model(x.cuda(non_blocking=True))\n    loss.backward()\n    opt.step()\n"),
+        Valid("import torch\nfor batch in loader:\n    x, y = batch\n    x = x.cuda(non_blocking=True)\n"
+              "    labels = y.numpy()\n    loss = model(x, y.cuda())\n    loss.backward()\n    opt.step()\n"),
+        # L-BFGS reads the closure's loss on the host at every evaluation (`float(closure())`):
+        # a read of its own there waits for nothing more.
+        Valid(CLOSURE.format(optimizer="LBFGS", read="history.append(loss.item())", closure="closure")),
+        # A DataLoader of the file whose collate_fn leaves the batches on the CPU.
+        Valid(_COLLATE_TO_DEVICE.replace('x.to("cuda"), ids.to("cuda")', "x, ids").format(collate="collate")),
+        # A name bound to the step function and to something else (another function, what an
+        # unknown call returns, a loop's values): which one the loop calls is not known.
+        Valid(_STEP_ALIAS.format(bind="step_fn = train_step if training else evaluate",
+                                 call="step_fn(model, opt, x, y)")),
+        Valid(_STEP_ALIAS.format(bind="step_fn = train_step\n    if not training:\n        step_fn = evaluate",
+                                 call="step_fn(model, opt, x, y)")),
+        Valid(_STEP_ALIAS.format(bind="step_fn = train_step\n    step_fn = hooks.wrap(step_fn)",
+                                 call="step_fn(model, opt, x, y)")),
+        Valid(_STEP_ALIAS.format(bind="for step_fn in (train_step, evaluate):\n        pass",
+                                 call="step_fn(model, opt, x, y)")),
+        Valid(_STEP_METHOD_ALIAS.format(bound="torch.compile(self.train_step)").replace(
+            "    def fit(", "    def set_eval(self):\n        self.step_fn = self.model\n    def fit(")),
+        # `bool()` and math's predicates of a Python float, outside the loop, or under the logging
+        # interval read no tensor on every step.
+        Valid(in_training_loop("if step % 100 == 0:\n    lossf = loss.item()\nok = math.isfinite(lossf)\nbig = bool(lossf > 10)")),
+        Valid(in_training_loop("ok = math.isfinite(args.lr) and bool(args.lr)")),
+        Valid(in_training_loop("pass") + "if math.isnan(loss) or not bool(loss < 10):\n    print('diverged')\n"),
+        Valid(in_training_loop("if step % 100 == 0:\n    assert math.isfinite(loss)\n    flags.append(bool(loss > 1))")),
+        # ReduceLROnPlateau given a number, stepped per epoch or at the interval; another scheduler.
+        Valid(_PLATEAU_CASE.format(step="if step % 100 == 0:\n            sched.step(loss.detach().item())")),
+        Valid(_PLATEAU_CASE.format(step="pass") + "    sched.step(loss)\n"),
+        Valid(_PLATEAU_CASE.format(step="sched.step(best_val)").replace("ReduceLROnPlateau(opt)", "ReduceLROnPlateau(opt)\nbest_val = 0.5")),
+        Valid(_PLATEAU_CASE.format(step="sched.step(loss)").replace("ReduceLROnPlateau(opt)", "StepLR(opt, 10)")),
+    ]
+    invalid = [
+        # A parameter of a module of the file moved to the device (the loop target of a for over
+        # `model.parameters()`, `self.model.fc.weight`) is a tensor there: its per-step read was
+        # not reported, parameters not being known as tensors.
+        Invalid(_MODULE_NET + "model = Net()\nmodel = model.cuda()\n" + in_training_loop(
+            "for p in model.parameters():\n    norms.append(p.tolist())"), fixed=NO_FIX,
+                message="`.tolist()` waits for the GPU"),
+        # `bool(t)` and `math.isnan(t)` (`isfinite`, `isinf`: they call `float(t)`) read the tensor
+        # on the host as `float(t)` does (they were not reported); in an `if` too, as `if
+        # float(loss) > 9:` is TL201's (TL204 does not report them again); no accumulate fix: they
+        # add 0 or 1, not the value.
+        Invalid(in_training_loop("flags.append(bool(loss > 1))"), fixed=NO_FIX, message="`bool()` waits for the GPU"),
+        Invalid(in_training_loop("if bool(loss > 100):\n    print('spike')"), fixed=NO_FIX, message="`bool()` waits"),
+        Invalid(in_training_loop("ok = math.isfinite(loss)").replace("import torch\n", "import math\nimport torch\n"),
+                fixed=NO_FIX, message="`torch.isfinite(loss)` tests it on the device"),
+        Invalid(in_training_loop("if math.isnan(loss):\n    raise RuntimeError('nan')").replace(
+            "import torch\n", "import math\nimport torch\n"), fixed=NO_FIX, message="`math.isnan()` waits"),
+        Invalid(in_training_loop("from math import isinf\nbad = isinf(loss)"), fixed=NO_FIX, message="`math.isinf()`"),
+        Invalid(_with_total(in_training_loop("total += bool(loss > 1)")) + "print(total)\n", fixed=NO_FIX),
+        # ReduceLROnPlateau's step reads its metric with `float()` (a tensor metric was not reported).
+        Invalid(_PLATEAU_CASE.format(step="sched.step(loss)"), fixed=NO_FIX, message="ReduceLROnPlateau reads the metric"),
+        Invalid(_PLATEAU_CASE.format(step="sched.step(metrics=loss.detach())").replace(
+            "from torch.optim.lr_scheduler import ReduceLROnPlateau\n", "import torch.optim.lr_scheduler as ls\n").replace(
+            "= ReduceLROnPlateau(", "= ls.ReduceLROnPlateau("), fixed=NO_FIX, message="not fixed: stepping less often"),
+        # A loop with no step counter: the advice says to keep one, rather than name one it lacks.
+        Invalid("import torch\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
+                "    losses.append(loss.item())\n", message="counting `step` where no counter of the loop was found"),
+        # After `if step % n == 0: continue` the loop runs on all steps but one in N: reported,
+        # with no "every N steps" suggestion (it would hold on no step there).
+        Invalid(in_training_loop("if step % 10 == 0:\n    continue\nprint(loss.item())"), fixed=NO_FIX,
+                message="`.item()` waits for the GPU on every step"),
+        # GradScaler.get_scale() is `.item()` of the scale: the "was the step skipped?" idiom.
+        Invalid("import torch\nscaler = torch.amp.GradScaler()\n" + in_training_loop(
+            "before = scaler.get_scale()").partition("\n")[2], fixed=NO_FIX,
+                message="`scaler.get_scale()` reads the loss scale from the GPU"),
+        # The reads of the accumulator are converted where they are: it prints a number, not `tensor(...)`.
+        Invalid(_with_total(in_training_loop("total += loss.item()")) + "print('mean', total / 100)\n",
+                fixed=_with_total(in_training_loop("total += loss.detach()")) + "print('mean', float(total) / 100)\n"),
+        # Weighted by the batch size (the tutorials' epoch loss): the read inside the product.
+        Invalid(_with_total(in_training_loop("total += loss.item() * x.size(0)")) + "print('mean', total / 100)\n",
+                fixed=_with_total(in_training_loop("total += loss.detach() * x.size(0)"))
+                + "print('mean', float(total) / 100)\n"),
+        Invalid(_with_total(in_training_loop("total += float(loss) * len(y) / n")) + "print('mean', total / 100)\n",
+                fixed=_with_total(in_training_loop("total += loss.detach() * len(y) / n"))
+                + "print('mean', float(total) / 100)\n"),
+        # ... not a product with another tensor (`loss.item() * w` with `w` a tensor): no fix.
+        Invalid(_with_total(in_training_loop("total += loss.item() * weights.sum()")) + "print(total)\n", fixed=NO_FIX),
+        # Training in bfloat16: the sum is kept in float32.
+        Invalid(_with_total(in_training_loop("total += loss.item()"), _BF16_TOTAL) + "print('mean', total / 100)\n",
+                fixed=_with_total(in_training_loop("total += loss.detach().float()"), _BF16_TOTAL)
+                + "print('mean', float(total) / 100)\n"),
+        Invalid(in_training_loop("losses.append(loss.item())"), fixed=NO_FIX),
+        # A running sum written out is one too (it was told to read under the interval, which
+        # would drop terms from the sum).
+        Invalid(_with_total(in_training_loop("total = total + loss.item()")) + "print(total)\n", fixed=NO_FIX,
+                message="accumulate with `total = total + loss.detach()`"),
+        # All but a few steps, or steps of a collection of unknown size: a line that only logs is
+        # guarded as TL202 guards `print(f"{loss}")` there, joining the `if` that holds only it
+        # (it was a suggestion only).
+        Invalid(in_training_loop("if step not in {1, 10, 100}:\n    print(loss.item())"),
+                fixed=in_training_loop("if step not in {1, 10, 100} and step % 100 == 0:\n    print(loss.item())")),
+        Invalid(in_training_loop("if step in milestones:\n    print(loss.item())"),
+                fixed=in_training_loop("if step in milestones and step % 100 == 0:\n    print(loss.item())")),
+        # A closure the optimizer's step calls runs on every step.
+        Invalid(CLOSURE.format(optimizer="SGD", read="history.append(loss.item())", closure="closure"), fixed=NO_FIX),
+        Invalid(CLOSURE.format(optimizer="Adam", read="history.append(float(loss))", closure="closure=closure"),
+                fixed=NO_FIX),
+        # A remainder that holds on all steps but one in N: only its `else:` is limited.
+        Invalid(in_training_loop("if step % log_every:\n    print(loss.item())"), fixed=NO_FIX),
+        Invalid(in_training_loop("if (step + 1) % log_every > 0:\n    n = int(loss)"), fixed=NO_FIX),
+        Invalid(in_training_loop("preds = model(x).argmax(-1).cpu().numpy()"), fixed=NO_FIX),
+        Invalid(_with_total(in_training_loop("running += float(loss)\nif step % 10 == 0:\n"
+                                             "    logger.info(f'loss {running / 10:.3f}')\n    running = 0"), "running = 0"),
+                fixed=_with_total(in_training_loop("running += loss.detach()\nif step % 10 == 0:\n"
+                                                   "    logger.info(f'loss {float(running) / 10:.3f}')\n    running = 0"),
+                                  "running = 0")),
+        Invalid("import torch\ndef train_step(x, y):\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
+                "    return loss.item()\nfor x, y in loader:\n    train_step(x, y)\n", fixed=NO_FIX),
+        # Stored and returned reads get the number back too: nothing downstream sees a tensor.
+        Invalid(_RUN_GLUE.format(read="item()", tr_loss="tr_loss"),
+                fixed=_RUN_GLUE.format(read="detach()", tr_loss="float(tr_loss)")),
+        # No fix: read on every step (the sync would only move), an integer count (`float()` would
+        # print `42.0`), no number literal to start from, printed with its name (`f"{total=}"`).
+        Invalid(_NO_FIX_SHOWN_NAME, fixed=_NO_FIX_SHOWN_NAME),
+        Invalid(_NO_FIX_PER_STEP_READ, fixed=_NO_FIX_PER_STEP_READ),
+        Invalid(_NO_FIX_COUNT, fixed=_NO_FIX_COUNT),
+        Invalid(in_training_loop("total += loss.item()"), fixed=in_training_loop("total += loss.item()")),
+        # Gradient accumulation: the branch that steps the optimizer runs on every training step
+        # (torchtune's recipes read the running loss there), as does what follows an early
+        # `continue` on the other micro-batches.
+        Invalid(in_accumulation_step("lossf = loss.item()\npbar.set_description(f'{lossf:.3f}')"), fixed=NO_FIX),
+        Invalid("import torch\nfor i, (x, y) in enumerate(loader):\n    (model(x, y) / accum).backward()\n"
+                "    if (i + 1) % accum != 0:\n        continue\n    opt.step()\n    opt.zero_grad()\n"
+                "    losses.append(loss.item())\n", fixed=NO_FIX),
+        # accelerate: `sync_gradients` is true exactly when the optimizer steps; the progress bar
+        # line only logs, and is guarded by the optimizer-step counter that branch increments, as
+        # TL202 guards `set_postfix(loss=loss)` (it was a suggestion only).
+        Invalid(_ACCUMULATE.format(guard="accelerator.sync_gradients"),
+                fixed=_ACCUMULATE.format(guard="accelerator.sync_gradients").replace(
+                    "        progress_bar", "        if completed_steps % 100 == 0:\n            progress_bar")),
+        # Hooks a framework calls on every step: the loop is Lightning's or the Trainer's.
+        # The advice names the framework's own counter and interval, and Lightning's `self.log`.
+        Invalid(HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()"), fixed=NO_FIX,
+                message="(`if self.global_step % self.trainer.log_every_n_steps == 0:`), keep it on the device, "
+                        "or pass the tensor itself to `self.log(...)`"),
+        Invalid(HOOK.format(base="Base", hook="training_step", read="acc.item()").replace(
+            "class M(", "class Base(L.LightningModule):\n    pass\nclass M("), fixed=NO_FIX),
+        Invalid(HOOK.format(base="transformers.Trainer", hook="compute_loss", read="float(acc)"), fixed=NO_FIX,
+                message="(`if self.state.global_step % self.state.logging_steps == 0:`) or keep it on the device"),
+        # A block that reads the name among the statements after it: no suggestion (it does not move).
+        Invalid(in_training_loop("lossf = loss.item()\nif verbose:\n    print(lossf)\nhistory.append(lossf)"),
+                fixed=NO_FIX),
+        # Not in host memory: a batch's tensor once moved, or the batch itself once moved (rebound,
+        # in place as a BatchEncoding does, by a helper), a model's output, a loader whose
+        # collate_fn makes the batches on the device, one accelerate prepared, a loop that moves
+        # nothing of its batch (`x.numpy()` of a value not known to be on the host).
+        Invalid(HOST_BATCH.format(read="xs = x.tolist()"), fixed=NO_FIX, message="`.tolist()` waits for the GPU"),
+        # A host scalar tensor with a device tensor gives a device tensor.
+        Invalid(HOST_BATCH.format(read="total = torch.add(y.sum(), x.sum()).item()"), fixed=NO_FIX),
+        Invalid(HOST_BATCH.format(read="y = y.cuda()\n    labels = y.numpy()"), fixed=NO_FIX),
+        # A host tensor of before the loop that the loop moves, adds a device tensor to, or changes
+        # in place from one, is on the device from then on.
+        Invalid(HOST_BATCH.format(read="counts += torch.bincount(x.long().flatten(), minlength=3)\n"
+                                        "    frac = counts.tolist()").replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n"),
+                fixed=NO_FIX),
+        Invalid(HOST_BATCH.format(read="counts.add_(torch.bincount(x.long().flatten(), minlength=3))\n"
+                                        "    frac = counts.tolist()").replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n"),
+                fixed=NO_FIX),
+        Invalid(HOST_BATCH.format(read="counts = counts.cuda()\n    frac = counts.tolist()").replace(
+            "import torch\n", "import torch\ncounts = torch.zeros(3)\n"), fixed=NO_FIX),
+        Invalid(HOST_BATCH.format(read="frac = counts.tolist()\n    counts.add_(x.sum())").replace(
+            "import torch\n", "import torch\ncounts = torch.zeros(3)\n"), fixed=NO_FIX),
+        Invalid(HOST_BATCH.format(read='batch = batch.to(device)\n    ids = batch["ids"].tolist()'), fixed=NO_FIX),
+        Invalid(HOST_BATCH.format(read='batch = {k: v.to(device) for k, v in batch.items()}\n'
+                                        '    ids = batch["ids"].tolist()'), fixed=NO_FIX),
+        Invalid(HOST_BATCH.format(read='batch.to(device)\n    ids = batch["ids"].tolist()'), fixed=NO_FIX),
+        Invalid(HOST_BATCH.format(read='batch_to_device(batch, device)\n    ids = batch["ids"].tolist()'),
+                fixed=NO_FIX),
+        # The advice names the guard the fix writes: the loop's own interval test, whose `if` the
+        # line that only logs joins (it was a suggestion only).
+        Invalid("import torch\nfor it in range(args.iters):\n    loss = model(x, y)\n    loss.backward()\n"
+                "    opt.step()\n    print(loss.item())\n    if it % args.log_interval == 0:\n        log(it)\n",
+                fixed="import torch\nfor it in range(args.iters):\n    loss = model(x, y)\n    loss.backward()\n"
+                "    opt.step()\n    if it % args.log_interval == 0:\n        print(loss.item())\n        log(it)\n",
+                message="(`if it % args.log_interval == 0:`)"),
+        Invalid(HOST_BATCH.format(read="preds = model(x).argmax(-1).tolist()"), fixed=NO_FIX),
+        # The step function called through another name: an alias, a partial, a compiled
+        # function, a closure a factory returns, a compiled method kept on the instance.
+        Invalid(_STEP_ALIAS.format(bind="step_fn = train_step", call="step_fn(model, opt, x, y)"), fixed=NO_FIX),
+        Invalid(_STEP_ALIAS.format(bind="step_fn = functools.partial(train_step, model, opt=opt)",
+                                   call="step_fn(x=x, y=y)"), fixed=NO_FIX),
+        Invalid(_STEP_ALIAS.format(bind="step_fn = torch.compile(train_step) if compile else train_step",
+                                   call="loss = step_fn(model, opt, x, y)"), fixed=NO_FIX),
+        Invalid(_STEP_ALIAS.format(bind="step_fn = make_train_step(model, opt)", call="step_fn(x, y)"),
+                fixed=NO_FIX),
+        Invalid(_STEP_METHOD_ALIAS.format(bound="torch.compile(self.train_step)"), fixed=NO_FIX),
+        # A comprehension's or a loop's own `y` is not the batch's.
+        Invalid(HOST_BATCH.format(read="vals = [y.item() for y in model(x)]"), fixed=NO_FIX),
+        Invalid(HOST_BATCH.format(read="for y in model(x):\n        seen.append(y.item())"), fixed=NO_FIX),
+        Invalid(HOST_BATCH.format(read="for v in x.tolist():\n        seen.append(v)"), fixed=NO_FIX),
+        Invalid(_COLLATE_TO_DEVICE.format(collate="collate"), fixed=NO_FIX),
+        Invalid("import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+                "model, opt, train_loader = accelerator.prepare(model, opt, train_loader)\n"
+                "for batch in train_loader:\n    seen.update(batch['ids'].tolist())\n"
+                "    loss = model(batch['x'].to(accelerator.device))\n    accelerator.backward(loss)\n    opt.step()\n",
+                fixed=NO_FIX),
+        Invalid("import torch\nfor x, y in loader:\n    labels = y.numpy()\n    loss = model(x, y)\n"
+                "    loss.backward()\n    opt.step()\n", fixed=NO_FIX),
+        # A statement that only logs what `.item()` reads is guarded as TL202 guards one that
+        # formats the tensor (it was a suggestion only: `print(f"loss {loss:.3f}")` got its `if`
+        # and `print("grad", ....item())` beside it stayed per-step) ...
+        # nanoGPT's micro-batch loop inside the loop that steps: the guard counts optimizer steps
+        # with the outer loop's counter (`micro_step % 100 == 0` held at every step's first micro-batch).
+        Invalid("import torch\nfor iter_num in range(max_iters):\n    for micro_step in range(accum):\n"
+                "        loss = model(x, y) / accum\n        loss.backward()\n        print('micro', loss.item())\n"
+                "    opt.step()\n",
+                fixed="import torch\nfor iter_num in range(max_iters):\n    for micro_step in range(accum):\n"
+                "        loss = model(x, y) / accum\n        loss.backward()\n        if iter_num % 100 == 0:\n"
+                "            print('micro', loss.item())\n    opt.step()\n"),
+        Invalid(in_training_loop("logger.info('l=%f', loss.item())"),
+                fixed=in_training_loop("if step % 100 == 0:\n    logger.info('l=%f', loss.item())")),
+        Invalid(in_training_loop("print('loss', loss.item())"),
+                fixed=in_training_loop("if step % 25 == 0:\n    print('loss', loss.item())"), options={"log-every": 25}),
+        Invalid(WRITER + in_training_loop("writer.add_scalar('loss', loss.item(), step)"),
+                fixed=WRITER + in_training_loop("if step % 100 == 0:\n    writer.add_scalar('loss', loss.item(), step)")),
+        Invalid(in_training_loop("pbar.set_postfix(loss=loss.item(), lr=sched.get_last_lr()[0])"),
+                fixed=in_training_loop("if step % 100 == 0:\n    pbar.set_postfix(loss=loss.item(), lr=sched.get_last_lr()[0])")),
+        # ... under one `if` with the logging line beside it, which TL202 guards the same way ...
+        Invalid(in_training_loop("print(f'loss {loss:.3f}')\nprint('grad', model.weight.grad.norm().item())"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.3f}')\n"
+                                       "    print('grad', model.weight.grad.norm().item())")),
+        # ... with the loop's own interval test, as TL202 does; in a hook, the framework's counter.
+        Invalid("import torch\nlog_every = 10\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n"
+                "    loss.backward()\n    opt.step()\n    print('loss', float(loss))\n",
+                fixed="import torch\nlog_every = 10\nfor step, (x, y) in enumerate(loader):\n    loss = model(x, y)\n"
+                "    loss.backward()\n    opt.step()\n    if step % log_every == 0:\n        print('loss', float(loss))\n"),
+        Invalid(HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
+                    "self.history.append(acc.item())", "print('acc', acc.item())"),
+                fixed=HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
+                    "self.history.append(acc.item())", "if self.global_step % self.trainer.log_every_n_steps == 0:\n"
+                    "            print('acc', acc.item())")),
+        # Not a line that only logs: another call in it (`next(it)`), its value used, a record
+        # written to a file, a tracker numbering its calls (no step), a line with another
+        # statement; and where TL202 writes no guard (under `if step % log_every:`, the
+        # optimizer-step branch without a counter of its own): a suggestion at most.
+        Invalid(in_training_loop("print('loss', loss.item(), next(it))"), fixed=NO_FIX),
+        Invalid(in_training_loop("ok = logger.info('l=%f', loss.item())"), fixed=NO_FIX),
+        Invalid(in_training_loop("print(loss.item(), file=metrics_csv)"), fixed=NO_FIX),
+        Invalid("import wandb\n" + in_training_loop("wandb.log({'loss': loss.item()})"), fixed=NO_FIX),
+        Invalid(in_training_loop("print('loss', loss.item()); seen += 1"), fixed=NO_FIX),
+        Invalid(in_accumulation_step("print('loss', loss.item())", counter=""), fixed=NO_FIX),
+        # In the `else`/`elif` of the loop's own interval test of the counter: the fix put
+        # `if step % log_every == 0:` there (or `elif step > 2 and step % log_every == 0:`), which
+        # never holds, and the line was never logged again.
+        Invalid(in_training_loop("if step % log_every == 0:\n    print('full', step, loss.item())\nelse:\n"
+                                 "    print('short', loss.item())"),
+                fixed=NO_FIX, message="not written: the line runs in the `else` of `if step % log_every == 0:`"),
+        Invalid(in_training_loop("if (step + 1) % log_every == 0:\n    print('full', step, loss.item())\n"
+                                 "elif step > 2:\n    print('mid', loss.item())"),
+                fixed=NO_FIX, message="the `else` of `if (step + 1) % log_every == 0:`"),
+        # A print whose `end=` is not a newline prints half a line, which the next print ends:
+        # guarding one half printed the other on every step (a run-on line; each step's name
+        # beside another step's loss).
+        Invalid(in_training_loop("print('[%d] loss=%.4f' % (step, loss.item()), end=' ', flush=True)\nprint('lr', lr)"),
+                fixed=NO_FIX, message="prints its line in two calls"),
+        Invalid(in_training_loop("print(f'step {step}', end=' ')\nprint('loss', loss.item())"),
+                fixed=NO_FIX, message="not written: `print(f'step {step}', end=' ')` prints its line in two calls"),
+        # ... but one alone at the end of its block (a progress line) splits nothing.
+        Invalid(in_training_loop("if verbose:\n    print('\\rloss %f' % loss.item(), end='')"),
+                fixed=in_training_loop("if verbose and step % 100 == 0:\n    print('\\rloss %f' % loss.item(), end='')")),
+        # An `end=` that is a newline ends the line as the default does.
+        Invalid(in_training_loop("print('loss', loss.item(), end='\\n')\nprint('lr', lr)"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.item(), end='\\n')\nprint('lr', lr)")),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        func = node.func
+        read = host_read(ctx, node)
+        if read is not None:
+            target, what = read
+            # One finding per chain: `x.cpu().numpy()` is reported at `.cpu()`, and so is
+            # `x.cpu().detach().numpy().item()` (pytorch-tabnet: it was reported twice).
+            if isinstance(func, cst.Attribute) and _sync_in_receiver(func.value):
+                return
+        elif isinstance(func, cst.Attribute) and func.attr.value == "get_scale" and not node.args \
+                and dotted(func.value) in _scaler_names(ctx):
+            # GradScaler.get_scale() is `self._scale.item()` (timm's and HF's "was the step skipped?").
+            if waits_per_step(ctx, node):
+                self.report(node, f"`{ctx.code(node)}` reads the loss scale from the GPU (`.item()`) on every step; "
+                                  f"read it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])}); to tell a "
+                                  f"skipped step, let the scheduler step anyway (float16 skips few steps)")
+            return
+        elif (metric := _plateau_metric(ctx, node)) is not None:
+            if waits_per_step(ctx, node) and not ctx.tensors.on_host(metric):
+                self.report(node, f"`{ctx.code(node)}`: ReduceLROnPlateau reads the metric with "
+                                  f"`float()`, which waits for the GPU on every step; step it where the metric is read "
+                                  f"anyway (per epoch, or at the logging interval with `.item()`); not fixed: stepping "
+                                  f"less often changes when its patience runs out")
+            return
+        else:
+            return
+        # A value known to be in host memory waits for no GPU: a tensor of a batch the loop has not
+        # moved yet, a numpy value, a tensor made without a device (Tensors.on_host).
+        if not waits_per_step(ctx, node) or ctx.tensors.on_host(target):
+            return
+        fix = None
+        parent, added = ctx.parent(node), node
+        # `total += loss.item() * x.size(0)`: a sum weighted by the batch size (PyTorch's tutorials).
+        while isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Multiply, cst.Divide)) \
+                and not ctx.tensors.is_tensor(parent.right if parent.left is added else parent.left):
+            parent, added = ctx.parent(parent), parent
+        if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.AddAssign) and parent.value is added:
+            detached = target if _is_detach(target) else cst.Call(func=cst.Attribute(value=target, attr=cst.Name("detach")))
+            floating = what == "`float()`" or _floating_tensor(target)
+            if floating and ctx.precision.lowers_precision:
+                # A bfloat16 loss summed in its own dtype loses the sum (8 bits of mantissa: 2000
+                # steps of ~2.3 average to 0.5); float32 keeps it, and costs nothing on a float32
+                # loss. Not for counts (`n_tokens += mask.sum().item()`): float32 rounds past 2**24.
+                detached = cst.Call(func=cst.Attribute(value=detached, attr=cst.Name("float")))
+            # `total += int(x)` truncates every value: accumulating the tensor would not; `bool(t)`
+            # and `math.isnan(t)` add a 0 or 1, not the tensor's value.
+            if what not in ("`int()`", "`bool()`") and not what.startswith("`math."):
+                fix = _accumulate_fix(self, parent, node, detached, floating=floating)
+            added_code = ctx.code(detached) if added is node else ctx.code(added).replace(ctx.code(node), ctx.code(detached), 1)
+            advice = f"accumulate with `{ctx.code(parent.target)} += {added_code}` and convert once at the logging interval"
+        elif (total := _summed_into(ctx, parent, added)) is not None:
+            # `s = s + loss.item()` is the same running sum: read every N steps it would drop terms.
+            detached = target if _is_detach(target) else cst.Call(func=cst.Attribute(value=target, attr=cst.Name("detach")))
+            added_code = ctx.code(detached) if added is node else ctx.code(added).replace(ctx.code(node), ctx.code(detached), 1)
+            advice = (f"accumulate with `{total} = {total} + {added_code}` and convert once at the logging interval; "
+                      f"not fixed: the fix handles `{total} += ...`")
+        else:
+            logging = framework_logging(ctx, node)
+            advice = (f"read it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])})"
+                      f"{', keep it on the device' if logging else ' or keep it on the device'}{logging}")
+            guard = guard_statement(self, node, self.opts["log-every"])
+            if guard is not None:
+                # A line that only logs is guarded as TL202 guards one that formats the tensor (the
+                # two in a row end under one `if`); other shapes change what the script records
+                # (an assignment, a list, a meter): shown as a suggestion, never written.
+                fix = guard if _log_line_read(ctx, node) else \
+                    self.fix(Applicability.DISPLAY_ONLY, guard.message, *guard.replacements)
+        if what.startswith("`math."):
+            advice += f"; `torch.{what[6:-3]}({ctx.code(target)})` tests it on the device"
+        self.report(node, f"{what} waits for the GPU on every step; {advice}", fix)
+
+
+def _plateau_metric(ctx, call: cst.Call) -> cst.BaseExpression | None:
+    """The tensor handed to `sched.step(metric)` of a scheduler assigned
+    `torch.optim.lr_scheduler.ReduceLROnPlateau(...)` in the file (any import alias): its step
+    converts the metric with `float()`. None for any other call, or a metric not known to be a tensor."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "step":
+        return None
+    metric = argument(ctx, call, 0, "metrics")
+    if metric is None or not ctx.tensors.is_tensor(metric) or dotted(func.value) is None:
+        return None
+    # Built in the function, or anywhere in the file (a module-level `sched` a `train()` steps):
+    # then every binding of the name must be one.
+    values = ctx.assigned_values(func.value) or ctx.assigned_values(func.value, anywhere=True)
+    plateau = [isinstance(v, cst.Call) and ctx.names.qualified(v.func) == _PLATEAU for v in values]
+    return metric if plateau and all(plateau) else None
+
+
+_PLATEAU = "torch.optim.lr_scheduler.ReduceLROnPlateau"
+
+
+def _summed_into(ctx, parent: cst.CSTNode, added: cst.CSTNode) -> str | None:
+    """The name of `s = s + added` (or `s = added + s`) when parent is that `+`: a running sum
+    written out, as `s += added` is; None otherwise."""
+    if not (isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Add)):
+        return None
+    other = parent.left if parent.right is added else parent.right if parent.left is added else None
+    assign = ctx.parent(parent)
+    if other is None or not isinstance(assign, cst.Assign) or assign.value is not parent or len(assign.targets) != 1:
+        return None
+    name = ctx.dotted(assign.targets[0].target)
+    return name if name is not None and name == ctx.dotted(other) else None
+
+
+def _scaler_names(ctx) -> frozenset[str]:
+    """Names assigned a GradScaler of the file (`scaler = torch.amp.GradScaler("cuda")`)."""
+    cached = ctx.__dict__.get("_scaler_names")
+    if cached is None:
+        names = set()
+        for use in ctx.precision.scalers:
+            assign = ctx.parent(use.call)
+            if isinstance(assign, cst.Assign):
+                names |= {dotted(t.target) for t in assign.targets} - {None}
+        cached = ctx.__dict__["_scaler_names"] = frozenset(names)
+    return cached
+
+
+def _is_detach(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "detach" \
+        and not expr.args
+
+
+_ARITHMETIC_AUG = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
+
+
+def _accumulate_fix(rule: Rule, aug: cst.AugAssign, read: cst.BaseExpression, detached: cst.BaseExpression,
+                    floating: bool):
+    """`total += loss.item()` -> `total += loss.detach()` (read, the host read in the added value,
+    becomes detached: `loss.item() * n` -> `loss.detach() * n`), and every read of `total` converted with
+    `float(total)` where it is read (formatting, printing or logging, comparisons, arithmetic that
+    ends in one of those, appending to a list): the conversion moves to where it is read.
+
+    No fix unless that is the whole story: total is a plain local (or module) variable that a
+    number literal initialises (`total = 0.0`, a reset in the loop too) and only arithmetic
+    assignments change; every read is one of those and none runs on every step (it would sync
+    there instead); and total held a Python float before (a float literal, `float(...)`, or the
+    `.item()` of a loss-like float tensor: `float()` of an integer count would print `42.0`)."""
+    ctx = rule.ctx
+    acc = aug.target
+    if not isinstance(acc, cst.Name):
+        return None  # `self.total`, `stats["n"]`: read in places this cannot see
+    uses = variable_uses(ctx.index, ctx.index.enclosing_function(aug), acc.value)
+    if uses is None:
+        return None
+    initialised = False
+    conversions = []
+    for use in uses:
+        if use.kind == "assign":
+            number = ctx.number(use.value)
+            if number is None:
+                return None
+            initialised = True
+            floating = floating or isinstance(number, float)
+        elif use.kind == "aug":
+            if not isinstance(use.stmt.operator, _ARITHMETIC_AUG):
+                return None
+            value = use.stmt.value
+            floating = floating or isinstance(value, cst.Float) or isinstance(use.stmt.operator, cst.DivideAssign) \
+                or (isinstance(value, cst.Call) and ctx.names.qualified(value.func) == "builtins.float")
+        elif use.kind == "read":
+            if ctx.is_per_step(use.node):
+                return None
+            how = _read_conversion(ctx, use.node)
+            if how is None:
+                return None
+            if how == "convert":
+                conversions.append(use.node)
+        else:
+            return None
+    if not initialised or not floating:
+        return None
+    replacements = [(read, detached)] + [(n, f"float({ctx.code(n)})") for n in conversions]
+    message = "Accumulate on the device with `.detach()`"
+    if conversions:
+        message += f" and convert `{acc.value}` where it is read (`float({acc.value})`)"
+    return rule.fix(Applicability.UNSAFE, message, *replacements)
+
+
+_FLOAT_METHODS = frozenset({"mean", "float", "double", "half", "bfloat16", "norm", "sqrt", "exp", "log", "std", "var",
+                            "softmax", "log_softmax", "sigmoid", "tanh"})
+_FLOAT_NAME = re.compile(r"^(\w+_)?(loss(es)?|nll|ppl|perplexity|norm)$", re.IGNORECASE)
+
+
+def _floating_tensor(expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """A tensor that is floating point for certain enough: a loss or norm, a mean, a quotient."""
+    if depth > 8:
+        return False
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        return expr.func.attr.value in _FLOAT_METHODS or _floating_tensor(expr.func.value, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):
+        return isinstance(expr.operator, cst.Divide) or _floating_tensor(expr.left, depth + 1) \
+            or _floating_tensor(expr.right, depth + 1)
+    if isinstance(expr, cst.Subscript):
+        return _floating_tensor(expr.value, depth + 1)
+    text = dotted(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    return bool(text) and bool(_FLOAT_NAME.match(text.rsplit(".", 1)[-1]))
+
+
+def _read_conversion(ctx, read: cst.Name) -> str | None:
+    """How a read of an accumulator that becomes a tensor keeps the value it had: "done" (it is
+    already the argument of `float()`/`int()`), "convert" (wrap it in `float()`, which gives back
+    the Python number it was, wherever the read goes: formatted, compared, stored, returned or
+    passed on; a float has no method or item a tensor would need), None where the conversion would
+    change what the program prints: `f"{total=}"` prints the expression's text too."""
+    for anc in ctx.index.ancestors(read):
+        if isinstance(anc, cst.FormattedStringExpression) and anc.equal is not None:
+            return None
+        if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            break
+    arg = ctx.parent(read)
+    if isinstance(arg, cst.Arg) and not arg.keyword and not arg.star:
+        call = ctx.parent(arg)
+        if isinstance(call, cst.Call) and len(call.args) == 1 \
+                and ctx.names.qualified(call.func) in ("builtins.float", "builtins.int"):
+            return "done"
+    return "convert"
+
+
+def _sync_in_receiver(expr: cst.BaseExpression) -> bool:
+    """A host-sync method call earlier in the method chain that expr ends."""
+    while isinstance(expr, (cst.Call, cst.Attribute, cst.Subscript)):
+        if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in SYNC_METHODS and not expr.args:
+                return True
+            expr = expr.func
+        else:
+            expr = expr.value
+    return False

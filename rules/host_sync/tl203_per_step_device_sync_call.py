@@ -1,0 +1,323 @@
+"""TL203 per-step-device-sync-call: `torch.cuda.synchronize()`, `empty_cache()` or memory statistics on
+every step."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from trainlint.diagnostics import Applicability
+from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
+
+from .guards import guard_statement, interval_guard
+from .syncs import side_effect_free
+
+
+_DEVICE_SYNC = {
+    "torch.cuda.synchronize": True, "torch.cuda.empty_cache": True, "torch.cuda.ipc_collect": True,
+    "torch.accelerator.synchronize": True, "torch.mps.synchronize": True, "torch.mps.empty_cache": True,
+    "torch.cuda.memory_allocated": False, "torch.cuda.memory_reserved": False,
+    "torch.cuda.max_memory_allocated": False, "torch.cuda.max_memory_reserved": False,
+    "torch.cuda.memory_stats": False, "torch.cuda.memory_summary": False,
+    "torch.cuda.reset_peak_memory_stats": False, "torch.cuda.mem_get_info": False,
+    "torch.accelerator.empty_cache": True, "torch.accelerator.memory_allocated": False,
+    "torch.accelerator.memory_reserved": False, "torch.accelerator.max_memory_allocated": False,
+    "torch.accelerator.max_memory_reserved": False, "torch.accelerator.memory_stats": False,
+    "torch.accelerator.reset_peak_memory_stats": False, "torch.accelerator.get_memory_info": False,
+}
+
+
+def _device_sync_name(ctx, call: cst.Call) -> str | None:
+    """The `_DEVICE_SYNC` name a call stands for: `torch.cuda.synchronize()` under any import
+    alias, or the same function of a device module (`torch.get_device_module(device).synchronize()`,
+    directly or through a name assigned from it), spelled as its `torch.cuda` twin."""
+    qn = ctx.names.qualified(call.func)
+    if qn in _DEVICE_SYNC:
+        return qn
+    func = call.func
+    if not isinstance(func, cst.Attribute) or f"torch.cuda.{func.attr.value}" not in _DEVICE_SYNC:
+        return None
+    receiver = func.value
+    sources = [receiver] if isinstance(receiver, cst.Call) else ctx.assigned_values(receiver)
+    if sources and all(isinstance(v, cst.Call) and ctx.names.qualified(v.func) == "torch.get_device_module"
+                       for v in sources):
+        return f"torch.cuda.{func.attr.value}"
+    return None
+
+
+_STALE_AFTER_LOOP = in_training_loop("peak = torch.cuda.max_memory_allocated()") + "print(peak)\n"
+_STALE_AFTER_WORK = in_training_loop("m = torch.cuda.memory_allocated()\nopt.zero_grad()\nstats.append(m)")
+# A list filled per step and read after the loop: filled every N steps it would hold every N-th value.
+_FILLED_READ_AFTER = "import torch\nstats = []\n" + in_training_loop(
+    "stats.append(torch.cuda.memory_allocated())").partition("\n")[2] + "print(len(stats), max(stats))\n"
+
+
+# A helper that synchronizes, called in the training loop (`{loop}`).
+_SYNC_HELPER = ("import time\nimport torch\ndef cuda_sync():\n    torch.cuda.synchronize()\n"
+                "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n    {loop}\n")
+
+
+class PerStepDeviceSyncCall(Rule):
+    code = "TL203"
+    name = "per-step-device-sync-call"
+    summary = "`torch.cuda.synchronize()`, `empty_cache()` or memory statistics on every step"
+    source = "§5.2"
+    fix_applicability = "unsafe"
+    triggers = ("synchronize", "empty_cache", "memory_", "ipc_collect", "mem_get_info", "get_memory_info")
+    needs_hot_loop = True
+    options = {"log-every": Option(100, int, "The interval the fix uses for statistics when the script defines none.",
+                                   minimum=1)}
+    docs = """
+## What it does
+Flags `torch.cuda.synchronize()`, `torch.cuda.empty_cache()` and `torch.cuda.memory_*` statistics
+called on every step of the hot loop, and the same calls spelled device-agnostically
+(`torch.accelerator.*`, a module from `torch.get_device_module(device)`). A `synchronize()` in a
+function that reads a clock (timing GPU work), uses a side stream (`torch.cuda.stream(s)`,
+`wait_stream`) or copies to the host with `non_blocking=True` is not flagged: there it may be what
+makes a measurement or a read of the host copy correct.
+
+A synchronize counts as timing only when a clock is read in the same loop body: one read
+before and one after the loop time the whole run. CUDA events count as a clock (`end.record()`
+of a `torch.cuda.Event`, `start.elapsed_time(end)`, which needs the end event finished). A
+synchronize in a helper (`def cuda_sync(): torch.cuda.synchronize()`) counts as timing when a
+per-step call of the helper is in a loop body that reads a clock.
+
+## Why is this bad?
+`synchronize()` blocks the host until the GPU is idle, so nothing is queued ahead; `empty_cache()`
+returns cached blocks that the next step must allocate again (with synchronisation). Memory
+statistics (`memory_allocated()`, `max_memory_reserved()`, `reset_peak_memory_stats()`) do not
+wait for the GPU: they read the caching allocator's counters on the host, but each call builds
+the whole statistics dict (`mem_get_info()` asks the driver), host time on every step.
+
+## Example
+```python
+for batch in loader:
+    ...
+    opt.step()
+    torch.cuda.synchronize()
+```
+
+## Use instead
+Remove the call, or keep it under the logging interval when it serves a measurement:
+```python
+    if step % log_every == 0:
+        print(torch.cuda.max_memory_allocated())
+```
+
+## Fix safety
+Unsafe: `synchronize()`/`empty_cache()` statements are removed (timings taken around them change);
+statistics are put under the logging interval (joined with `and` to the test of an `if` that
+holds only them: `if torch.cuda.is_available() and step % 100 == 0:`). A statistic assigned to a name moves together with
+the statements right after it that read the name (`m = torch.cuda.memory_allocated()` and
+`stats.append(m)`); when the name is read anywhere else (later in the loop after other work,
+earlier in the loop, after it), there is no fix: that read would see a stale value, or none. Nor is
+there one when the statement fills a container (`stats.append(torch.cuda.memory_allocated())`)
+that is read anywhere else: it would hold every N-th value; nor when the call is in a helper
+that is also called where it does not run on every step, or used by name (an inference
+benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in the `else:` or
+`elif` of an `if` whose test takes a remainder of the same counter (`if step % log_every == 0:
+... else:`), where an interval test may never hold.
+"""
+    valid = [
+        Valid(in_training_loop("if step % 100 == 0:\n    torch.cuda.synchronize()")),
+        Valid(in_training_loop("pass") + "torch.cuda.synchronize()\n"),
+        Valid("import torch\nfor epoch in range(3):\n    torch.cuda.empty_cache()\n    train_one_epoch()\n"),
+        Valid(in_training_loop("torch.synchronize_everything = 1")),
+        # Timing GPU work needs the synchronize (yolov5's time_sync() in its profile loop).
+        Valid("import time\n" + in_training_loop("torch.cuda.synchronize()\nt1 = time.perf_counter()")),
+        # The host reads a non-blocking copy to it, or a side stream's work, after the synchronize.
+        Valid(in_training_loop("preds = out.argmax(-1).to('cpu', non_blocking=True)\ntorch.cuda.synchronize()\n"
+                               "hist += np.bincount(preds.numpy())")),
+        Valid(in_training_loop("with torch.cuda.stream(side):\n    ema.update(model)\ntorch.cuda.synchronize()")),
+        # The CPU named by a variable (as TL108 reads device names), and a pinned host buffer.
+        Valid("import torch\nout_dev = torch.device('cpu')\n" + in_training_loop(
+            "preds = out.argmax(-1).to(out_dev, non_blocking=True)\ntorch.cuda.synchronize()\nhist += preds.numpy()")),
+        Valid(in_training_loop("pinned_buf.copy_(out, non_blocking=True)\ntorch.cuda.synchronize()\nlog(pinned_buf)")),
+        # CUDA events time the step like a clock: `elapsed_time` needs the end event finished.
+        Valid(in_training_loop("end.record()\ntorch.cuda.synchronize()\ntimes.append(start.elapsed_time(end))")),
+        Valid("import torch\nstart = torch.cuda.Event(enable_timing=True)\n" + in_training_loop(
+            "start.record()\ntorch.cuda.synchronize()").partition("\n")[2]),
+        # A helper's synchronize, called in a loop body that reads a clock (it was removed from the helper).
+        Valid(_SYNC_HELPER.format(loop="t0 = time.perf_counter()\n    cuda_sync()\n    print(time.perf_counter() - t0)")),
+    ]
+    invalid = [
+        # A clock read only before and after the loop times the whole run: each step's
+        # synchronize is not part of that measurement.
+        Invalid(in_training_loop("torch.cuda.synchronize()").replace("import torch\n", "import time\nimport torch\nstart = time.time()\n")
+                + "print(time.time() - start)\n", message="on every step"),
+        # Another statement on the same line (`gc.collect(); ...`): guarding the line would run it
+        # every N steps too; reported, no fix.
+        Invalid("import gc\n" + in_training_loop("gc.collect(); torch.cuda.empty_cache()"), fixed=NO_FIX),
+        Invalid(in_training_loop("torch.cuda.synchronize()"), fixed=in_training_loop("").replace("    \n", "")),
+        # A TrainerCallback's step hook: under the Trainer's own counter and logging interval.
+        Invalid("import torch\nfrom transformers import TrainerCallback\nclass Memory(TrainerCallback):\n"
+                "    def on_step_end(self, args, state, control, **kwargs):\n"
+                "        print(torch.cuda.memory_allocated())\n",
+                fixed="import torch\nfrom transformers import TrainerCallback\nclass Memory(TrainerCallback):\n"
+                "    def on_step_end(self, args, state, control, **kwargs):\n"
+                "        if state.global_step % state.logging_steps == 0:\n"
+                "            print(torch.cuda.memory_allocated())\n",
+                message="(`if state.global_step % state.logging_steps == 0:`)"),
+        # ... with no `state` parameter to read the counter from: reported, no fix.
+        Invalid("import torch\nfrom transformers import TrainerCallback\nclass Memory(TrainerCallback):\n"
+                "    def on_step_end(self, *args, **kwargs):\n"
+                "        print(torch.cuda.memory_allocated())\n", fixed=NO_FIX, message="`if step % 100 == 0:`"),
+        # In the `else` of the loop's own interval test: the guard written there never held.
+        Invalid(in_training_loop("if step % 10 == 0:\n    pass\nelse:\n    print(torch.cuda.memory_allocated())"),
+                fixed=NO_FIX, message="the line runs in the `else` of `if step % 10 == 0:`"),
+        Invalid(in_training_loop("torch.cuda.empty_cache()\nprint(step)"), fixed=in_training_loop("print(step)")),
+        # A guard or a `try` left with nothing to do goes with the call; an `elif`, an `else` or a
+        # `finally` keeps its statement (with `pass` where the body empties).
+        Invalid(in_training_loop("if step > 0 and not args.debug:\n    torch.cuda.empty_cache()\nprint(step)"),
+                fixed=in_training_loop("print(step)")),
+        Invalid(in_training_loop("try:\n    torch.cuda.synchronize()\nexcept RuntimeError:\n    pass\nprint(step)"),
+                fixed=in_training_loop("print(step)")),
+        Invalid(in_training_loop("try:\n    torch.cuda.synchronize()\nfinally:\n    done()"),
+                fixed=in_training_loop("try:\n    pass\nfinally:\n    done()")),
+        Invalid(in_training_loop("if step > 0:\n    torch.cuda.empty_cache()\nelse:\n    warm()"),
+                fixed=in_training_loop("if step > 0:\n    pass\nelse:\n    warm()")),
+        Invalid(in_training_loop("if next(flags):\n    torch.cuda.empty_cache()"),
+                fixed=in_training_loop("if next(flags):\n    pass")),
+        # Blank lines on both sides of the call: one stays, with the comment above it.
+        Invalid("import torch\nfor step, x in enumerate(loader):\n    # free memory\n\n    torch.cuda.empty_cache()\n\n"
+                "    model(x).sum().backward()\n    opt.step()\n",
+                fixed="import torch\nfor step, x in enumerate(loader):\n    # free memory\n\n"
+                "    model(x).sum().backward()\n    opt.step()\n"),
+        Invalid(in_training_loop("mem = torch.cuda.max_memory_allocated()"),
+                fixed=in_training_loop("if step % 100 == 0:\n    mem = torch.cuda.max_memory_allocated()")),
+        # A statistic that is the whole body of a plain `if`: one joined condition (an `if step %
+        # 100 == 0:` was nested in it); a condition that binds more loosely than `and` keeps the nesting.
+        Invalid(in_training_loop("if torch.cuda.is_available():\n    mem = torch.cuda.max_memory_allocated()"),
+                fixed=in_training_loop("if torch.cuda.is_available() and step % 100 == 0:\n"
+                                       "    mem = torch.cuda.max_memory_allocated()")),
+        Invalid(in_training_loop("if a or b:\n    mem = torch.cuda.max_memory_allocated()"),
+                fixed=in_training_loop("if a or b:\n    if step % 100 == 0:\n        mem = torch.cuda.max_memory_allocated()")),
+        Invalid(in_training_loop("if torch.cuda.is_available():\n    torch.cuda.synchronize()"),
+                fixed=in_training_loop("").replace("    \n", "")),
+        Invalid("from torch import cuda\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n    cuda.synchronize()\n",
+                fixed="from torch import cuda\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n"),
+        # Device-agnostic spellings: torch.accelerator, and a device module (torchtitan, torchtune).
+        Invalid(in_training_loop("torch.accelerator.empty_cache()"), fixed=in_training_loop("").replace("    \n", "")),
+        Invalid(in_training_loop("device_module.synchronize()").replace(
+            "import torch\n", "import torch\ndevice_module = torch.get_device_module(device_type)\n"),
+            fixed=in_training_loop("").replace("    \n", "").replace(
+                "import torch\n", "import torch\ndevice_module = torch.get_device_module(device_type)\n"),
+            message="`device_module.synchronize()`"),
+        Invalid(in_training_loop("stats = torch.get_device_module(device).max_memory_reserved()"),
+                fixed=in_training_loop("if step % 100 == 0:\n"
+                                       "    stats = torch.get_device_module(device).max_memory_reserved()")),
+        # The statement right after that reads the statistic moves with it (it would read a stale value).
+        Invalid(in_training_loop("m = torch.cuda.memory_allocated()\nstats.append(m)\nprint(step)"),
+                fixed=in_training_loop("if step % 100 == 0:\n    m = torch.cuda.memory_allocated()\n"
+                                       "    stats.append(m)\nprint(step)")),
+        # Read after the loop, or after unrelated work: no fix.
+        Invalid(_STALE_AFTER_LOOP, fixed=_STALE_AFTER_LOOP),
+        Invalid(_STALE_AFTER_WORK, fixed=_STALE_AFTER_WORK),
+        Invalid(_FILLED_READ_AFTER, fixed=_FILLED_READ_AFTER),
+        # Under a remainder that holds on all steps but one in N: removed; a statistic is not put
+        # under an interval inside it (it could hold on no step).
+        Invalid(in_training_loop("if step % 50 != 0:\n    torch.cuda.empty_cache()"),
+                fixed=in_training_loop("").replace("    \n", "")),
+        Invalid(in_training_loop("if step % 50:\n    mem = torch.cuda.memory_allocated()"), fixed=NO_FIX),
+        # A helper also called outside the hot loop (an inference benchmark): its body is not edited.
+        Invalid(_SYNC_HELPER.format(loop="cuda_sync()") + "model(x)\ncuda_sync()\n", fixed=NO_FIX,
+                message="not fixed: `cuda_sync` is also called where it does not run on every step"),
+        Invalid(_SYNC_HELPER.format(loop="cuda_sync()"), fixed=_SYNC_HELPER.format(loop="cuda_sync()").replace(
+            "    torch.cuda.synchronize()\n", "    pass\n")),
+        # Statistics read the allocator's counters on the host: no wait for the GPU.
+        Invalid(in_training_loop("torch.cuda.reset_peak_memory_stats()"), message="no wait for the GPU"),
+        # The advice names the guard the fix writes: the loop's own counter, the default interval.
+        Invalid("import torch\nfor it in range(1000):\n    opt.step()\n    print(torch.cuda.memory_allocated())\n",
+                fixed="import torch\nfor it in range(1000):\n    opt.step()\n    if it % 100 == 0:\n"
+                "        print(torch.cuda.memory_allocated())\n",
+                message="call it under the logging interval (`if it % 100 == 0:`)"),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        qn = _device_sync_name(ctx, node)
+        if qn is None or not ctx.is_per_step(node):
+            return
+        helper, callers = _helper_callers(ctx, node)
+        if qn.endswith(".synchronize") and (ctx.measures_time(node) or any(
+                ctx.is_per_step(c) and ctx.measures_time(c) for c in callers)):
+            # Synchronizing to time GPU work is the point (yolov5's time_sync()), also in a helper
+            # whose per-step call sits among the clock reads (`t0 = time.perf_counter(); ...;
+            # cuda_sync(); print(time.perf_counter() - t0)`).
+            return
+        if qn.endswith(".synchronize") and ctx.orders_async_work(node):
+            return  # it may be what lets the host read a side stream's work or a non-blocking copy
+        removable = _DEVICE_SYNC[qn]
+        fix = None
+        parent = ctx.parent(node)
+        stmt = ctx.parent(parent) if isinstance(parent, cst.Expr) else None
+        if removable and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+            fix = _remove_statement(self, stmt, f"Remove `{ctx.code(node)}`")
+            advice = "remove it (or run it under the logging interval when it serves a measurement)"
+        else:
+            fix = guard_statement(self, node, self.opts["log-every"])
+            advice = f"call it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])})"
+        # A helper that other code calls too (an inference benchmark's `cuda_sync()`): editing its
+        # body would change those callers as well.
+        elsewhere = _used_elsewhere(ctx, helper, callers) if helper is not None else None
+        if elsewhere is not None:
+            fix = None
+            advice += f"; not fixed: `{helper.name.value}` is also {elsewhere}, which would change too"
+        if removable:
+            problem = "stalls the GPU pipeline"
+        elif qn.endswith(("mem_get_info", "get_memory_info")):
+            problem = "asks the driver for free memory (host time each step, no wait for the GPU)"
+        else:
+            # memory_allocated() and friends read the caching allocator's counters on the host
+            # (`torch._C._cuda_memoryStats` builds the whole statistics dict): no device sync.
+            problem = "builds the allocator's statistics on the host (host time each step, no wait for the GPU)"
+        self.report(node, f"`{ctx.code(node.func)}()` on every step {problem}; {advice}", fix)
+
+
+def _helper_callers(ctx, node: cst.CSTNode) -> tuple[cst.FunctionDef | None, list[cst.Call]]:
+    """The module's function that holds node outside any hot loop of its own (a helper such as
+    `def cuda_sync(): torch.cuda.synchronize()`), and the calls of it; (None, []) when node is
+    in a hot loop's body or a framework's step hook."""
+    fn = ctx.index.enclosing_function(node)
+    if fn is None or ctx.loops.hot_loop_of(node) is not None or ctx.loops.step_hook(node) is not None:
+        return None, []
+    return fn, list(ctx.loops.calls_by_name.get(fn.name.value, ()))
+
+
+def _used_elsewhere(ctx, fn: cst.FunctionDef, callers: list[cst.Call]) -> str | None:
+    """How the helper fn is used other than by a call on every step, as words for a message
+    (`called where it does not run on every step`, `used by name`); None when every use is such a
+    call."""
+    for call in callers:
+        if not ctx.is_per_step(call):
+            return "called where it does not run on every step"
+    calls = {id(c.func) for c in callers} | {id(c.func.attr) for c in callers if isinstance(c.func, cst.Attribute)}
+    for name in ctx.index.nodes(cst.Name):
+        if name.value == fn.name.value and name is not fn.name and id(name) not in calls:
+            return "used by name, not only called"
+    return None
+
+
+def _remove_statement(rule: Rule, stmt: cst.BaseStatement, message: str):
+    """Fix that deletes a statement, keeping its comments (moved to the next statement). A
+    statement left with nothing to do goes too: a guard left empty (`if torch.cuda.is_available():`,
+    `if step > 0:`), and a `try` left empty with no `else` or `finally` (its handlers could no
+    longer run); otherwise an empty block gets `pass`."""
+    ctx = rule.ctx
+    block = ctx.parent(stmt)
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return None
+    owner = ctx.parent(block)
+    if len(block.body) == 1 and _empty_without_body(ctx, owner, block):
+        return _remove_statement(rule, owner, message)
+    return rule.fix(Applicability.UNSAFE, message, ctx.block_without(stmt))
+
+
+def _empty_without_body(ctx, owner: cst.CSTNode, block: cst.BaseSuite) -> bool:
+    """Whether `owner`, with `block` (its body) emptied, would do nothing at all."""
+    if isinstance(owner, cst.If):
+        # (not an `elif`: removing it would take the branches after it along)
+        return owner.orelse is None and side_effect_free(ctx, owner.test) \
+            and not isinstance(ctx.parent(owner), cst.If)
+    if isinstance(owner, cst.Try):
+        return owner.body is block and owner.orelse is None and owner.finalbody is None
+    return False
