@@ -16,8 +16,6 @@ from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
 from trainlint.suppressions import parse_suppressions
 
 
-# -- TL601 manual attention -----------------------------------------------------------------
-
 _SOFTMAX = ("torch.softmax",)  # names.CANONICAL maps F.softmax and Tensor.softmax here
 _DROPOUT_FN = ("torch.nn.functional.dropout",)
 _DROPOUT_MODULE = ("torch.nn.Dropout",)

@@ -18,8 +18,6 @@ from .workers import add_workers_fix, workers_advice, workers_value
 DATASETS = ("torch.utils.data.Dataset", "torch.utils.data.IterableDataset")
 
 
-# -- heavy per-sample work -------------------------------------------------------------------
-
 _CACHE = re.compile(r"cache", re.IGNORECASE)
 
 
