@@ -230,3 +230,35 @@ def test_a_fix_keeps_the_notebooks_way_of_writing_non_ascii(tmp_path, ensure_asc
     assert ("Caf\\u00e9 \\u2192" in after) == ensure_ascii and ("Café →" in after) != ensure_ascii
     assert ("café ok" in after) != ensure_ascii  # the output's text too
     assert Notebook.parse(after).render(Notebook.parse(after).text) == after
+
+
+@pytest.mark.parametrize("hands", ["Squares()", "TensorDataset(xs), collate_fn=stack"])
+def test_workers_are_not_added_for_what_a_notebook_defines(tmp_path, hands):
+    # A worker started by spawn or forkserver (Jupyter on macOS and Windows, Linux from Python
+    # 3.14) unpickles the dataset and collate_fn by importing `__main__`, which for a kernel is no
+    # file: the fix crashed the notebook's training with "Can't get attribute 'Squares'". A class
+    # the notebook imports is fine, and still fixed.
+    defs = ("import torch\nfrom torch.utils.data import DataLoader, Dataset, TensorDataset\n\n"
+            "class Squares(Dataset):\n    def __len__(self):\n        return 64\n"
+            "    def __getitem__(self, i):\n        return torch.tensor([float(i)])\n\n"
+            "def stack(items):\n    return torch.stack([t for (t,) in items])\n")
+    train = (f"loader = DataLoader({hands}, batch_size=8)\n"
+             "for x in loader:\n    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n")
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": s}
+             for s in (defs, train)]
+    write(tmp_path / "train.ipynb", notebook(cells))
+    proc = trainlint(["check", "--select", "TL101", "--unsafe-fixes", "--output-format", "json", "train.ipynb"],
+                     tmp_path)
+    [finding] = json.loads(proc.stdout)
+    assert finding["fix"] is None
+    name = "Squares" if "Squares" in hands else "stack"
+    assert f"`{name}` is defined in the notebook" in finding["message"]
+    assert "move it into a `.py` module the notebook imports" in finding["message"]
+    imported = [{**cells[0], "source": "import torch\nfrom torch.utils.data import DataLoader\n"
+                 "from shapes import Squares\n"}, cells[1]]
+    write(tmp_path / "train.ipynb", notebook(imported))
+    proc = trainlint(["check", "--select", "TL101", "--unsafe-fixes", "--output-format", "json", "train.ipynb"],
+                     tmp_path)
+    if "Squares" in hands:
+        [finding] = json.loads(proc.stdout)
+        assert finding["fix"] is not None, finding

@@ -135,8 +135,12 @@ function handed to what calls it: `fire.Fire(main)`, `Thread(target=main)`; or a
 app such a function is registered with: Typer's `@app.command()` and `app()`) outside
 an `if __name__ == "__main__":` guard is reported with no fix too: a worker started by spawn or
 forkserver (the default on macOS and Windows, and on Linux from Python 3.14) imports the main
-module again and would start the training (not a notebook: a worker does not run its cells again). TL106 and TL107 add workers the same way, under the
-same conditions, and say why when they add none.
+module again and would start the training (not a notebook: a worker does not run its cells again).
+In a notebook, a loader handed a class or function its cells define (the dataset's class, a
+`collate_fn`, `worker_init_fn` or sampler) gets no fix: such a worker unpickles it by importing
+`__main__`, which for a kernel is no file; it belongs in a `.py` module the notebook imports.
+TL106 and TL107 add workers the same way, under the same conditions, and say why when they add
+none.
 """
     valid = [
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, num_workers=4)\n"),

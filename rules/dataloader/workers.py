@@ -76,6 +76,11 @@ def workers_advice(ctx, call: cst.Call) -> str | None:
         return ("the script trains at its top level with no `if __name__ == \"__main__\":` guard, and a worker "
                 "started by spawn or forkserver (macOS, Windows, Linux from Python 3.14) imports it again and "
                 "would start the training too; put the top-level code under that guard")
+    defined = _notebook_definition(ctx, call)
+    if defined is not None:
+        return (f"`{defined}` is defined in the notebook, and a worker started by spawn or forkserver (Jupyter's "
+                f"default on macOS and Windows, and on Linux from Python 3.14) cannot import the notebook to "
+                f"unpickle it; move it into a `.py` module the notebook imports")
     cls = dataset_class(ctx, call)
     handle = _open_handle(ctx, cls) if cls is not None else None
     if handle is not None:
@@ -91,6 +96,34 @@ def workers_advice(ctx, call: cst.Call) -> str | None:
             else "define it as a function at the module's top level"
         return (f"{unpicklable}, which a worker started by spawn or forkserver (macOS, Windows, Linux from "
                 f"Python 3.14) cannot unpickle; {remedy}")
+    return None
+
+
+def _notebook_definition(ctx, call: cst.Call) -> str | None:
+    """In a notebook, the name of a class or function of its cells the loader hands its workers:
+    the dataset's class (or a class or function it is built with, `Squares(transform=scale)`), its
+    `collate_fn`, `worker_init_fn` or sampler. A worker started by spawn or forkserver unpickles
+    them by importing `__main__` again, which for a kernel is no file it can import (a script's
+    classes it can, from the script). None in a script, or when the loader hands over none."""
+    if not ctx.path.endswith(".ipynb"):
+        return None
+    defined = {n.name.value for n in ctx.index.nodes(cst.ClassDef) if ctx.index.enclosing_function(n) is None}
+    defined |= {name for name, fns in ctx.loops.functions.items()
+                if any(ctx.index.enclosing_function(fn) is None and ctx.index.enclosing_class(fn) is None for fn in fns)}
+
+    def named(expr: cst.BaseExpression) -> str | None:
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        return expr.value if isinstance(expr, cst.Name) and expr.value in defined else None
+
+    for build in dataset_builds(ctx, call):
+        for expr in (build, *(a.value for a in build.args if not a.star)):
+            if named(expr) is not None:
+                return named(expr)
+    for setting in ("collate_fn", "worker_init_fn", "sampler", "batch_sampler"):
+        arg = loader_arg(ctx, call, setting)
+        if arg is not None and not arg.star and named(arg.value) is not None:
+            return named(arg.value)
     return None
 
 
