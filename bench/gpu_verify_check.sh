@@ -35,6 +35,9 @@ run "$PY" -m pytest -q -rs -p no:cacheprovider tests/verify/test_verify_gpu.py \
     tests/verify/test_verify_stats.py tests/verify/test_verify_tolerance.py \
     tests/verify/test_verify_profile.py tests/verify/test_verify_report.py
 
+step "TL501's helper on GPU tensors: CUDA storages snapshotted, and the file loads back on the GPU"
+run "$PY" -m pytest -q -rs -p no:cacheprovider tests/test_checkpoint_rules.py -k helper
+
 step "verify TL201's fix on the GPU (.item() per step vs a device-side total), with the profiler"
 run "$PY" -m trainlint.verify fixtures/verify/gpu_item_sync.py \
     --fixed fixtures/verify/gpu_item_sync_fixed.py --steps 50 --warmup 10 --repeats 3 \

@@ -534,3 +534,52 @@ def test_fixed_checkpoint_fixture_writes_the_state_of_each_step(tmp_path):
     _run(FIXTURE, original_out, original_record, tmp_path)
     _assert_same_state(torch.load(original_record)[11], history[11])
     _assert_same_state(torch.load(original_out / "step-8.pt"), torch.load(out / "step-8.pt"))
+
+
+def test_helper_tags_a_copy_with_the_device_of_what_it_copies(tmp_path):
+    # A blocking torch.save tags each storage with its device, and torch.load puts it back there.
+    # The snapshot is a CPU copy: written as such, a resumed EMA dict of GPU tensors loaded on the
+    # CPU and the next `ema[k].add_(v)` with a GPU `v` failed. The helper registers a tagger that
+    # gives each copy the tag of the storage it copied (filled in for GPU storages; a CPU-only
+    # machine can still check that the tagger answers from that table and only there).
+    pytest.importorskip("torch")
+    import torch
+
+    save = _helper()
+    weights = torch.arange(4.0)
+    save(torch.save, {"w": weights}, tmp_path / "cpu.pt")
+    save.thread.join()
+    seen = []
+
+    def where(storage, location):
+        seen.append(location)
+        return storage
+
+    torch.load(tmp_path / "cpu.pt", map_location=where)
+    assert seen == ["cpu"]  # a CPU tensor keeps its tag
+    copy = weights.clone()
+    save.locations = {copy.untyped_storage().data_ptr(): "cuda:0"}  # as a snapshot of a GPU storage records it
+    torch.save({"w": copy, "other": weights}, tmp_path / "tagged.pt")
+    save.locations = {}
+    seen.clear()
+    loaded = torch.load(tmp_path / "tagged.pt", map_location=where)
+    assert sorted(seen) == ["cpu", "cuda:0"] and torch.equal(loaded["w"], weights)
+
+
+@pytest.mark.skipif(not __import__("importlib").util.find_spec("torch") or not __import__("torch").cuda.is_available(),
+                    reason="needs a CUDA device: the snapshot of GPU storages")
+def test_helper_checkpoint_of_gpu_tensors_loads_on_the_gpu(tmp_path):
+    import torch
+
+    save = _helper()
+    model = torch.nn.Linear(8, 8).cuda()
+    ema = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    state = {"model": model.state_dict(), "ema": ema, "step": 5}
+    torch.save(state, tmp_path / "blocking.pt")
+    save(torch.save, state, tmp_path / "backgrnd.pt")
+    save.thread.join()
+    blocking, background = torch.load(tmp_path / "blocking.pt"), torch.load(tmp_path / "backgrnd.pt")
+    for part in ("model", "ema"):
+        for key, value in blocking[part].items():
+            assert background[part][key].device == value.device and value.is_cuda
+            assert torch.equal(background[part][key], value)

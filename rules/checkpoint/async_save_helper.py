@@ -34,6 +34,7 @@ def _trainlint_async_save(save, /, *args, **kwargs):
 
     copies = {}  # a storage's CPU copy, by where its memory is: tied weights stay tied
     seen = {}  # an object's copy, by id: one object saved twice loads as one, as torch.save keeps it
+    locations = {}  # a copy's memory address: the device tag of the storage it copies
 
     def snapshot(obj):
         if id(obj) not in seen:
@@ -51,6 +52,8 @@ def _trainlint_async_save(save, /, *args, **kwargs):
             key = (obj.device, storage.data_ptr())
             if key not in copies:
                 copies[key] = storage.clone() if obj.device.type == "cpu" else storage.cpu()
+                if obj.device.type != "cpu" and copies[key].data_ptr():
+                    locations[copies[key].data_ptr()] = torch.serialization.location_tag(storage)
             view = torch.empty(0, dtype=obj.dtype)
             view.set_(copies[key], obj.storage_offset(), obj.size(), obj.stride())
         if type(obj) is torch.nn.Parameter:  # loads as a Parameter, as saved
@@ -82,6 +85,13 @@ def _trainlint_async_save(save, /, *args, **kwargs):
         except BaseException as exc:  # printed by the thread, raised by the next save
             _trainlint_async_save.error = exc
             raise
+        finally:
+            state.locations = {}
+
+    def device_tag(storage):
+        # torch.save tags each storage with its device, and torch.load puts it back there: a
+        # copy is tagged as the GPU storage it copies, so the file loads as a blocking save's.
+        return state.locations.get(storage.data_ptr()) if storage.device.type == "cpu" else None
 
     def fail_on_last_error():  # at exit, once the interpreter has waited for the last write
         if state.error is not None:
@@ -94,12 +104,17 @@ def _trainlint_async_save(save, /, *args, **kwargs):
     state = _trainlint_async_save
     if not hasattr(state, "error"):  # the first save
         state.error = None
+        state.locations = {}
         atexit.register(fail_on_last_error)
+        # A priority of its own, ahead of the CPU's (10): two packages of one priority are
+        # compared by their functions, which raises, and each copy of this helper registers one.
+        torch.serialization.register_package(-id(state), device_tag, lambda storage, location: None)
     _trainlint_wait_for_save()
     try:
         args, kwargs = snapshot((args, kwargs))
     except Exception:
         return save(*args, **kwargs)
+    state.locations = locations
     state.thread = threading.Thread(target=write, name="trainlint-async-save")
     state.thread.start()
 

@@ -309,7 +309,9 @@ training goes on). safetensors' `save_file` is made asynchronous as `torch.save`
 `save_model` is not (handed the live module). The snapshot copies each storage once and keeps
 every tensor the same view of its copy, so tensors that shared memory (tied weights) still do:
 `torch.save` writes them once, as before, and `save_file` refuses them as before (raised by the
-next save or the wait). `accelerator.save_state`,
+next save or the wait). A copy of a GPU storage is written with its storage's device, so
+`torch.load` without `map_location` puts it back on the GPU, as it did a blocking save's (state
+loaded by hand, such as an EMA dict, stays where the training expects it). `accelerator.save_state`,
 `fabric.save`, `trainer.save_checkpoint` and DeepSpeed's `save_checkpoint` (which may gather
 across ranks) are only moved under an interval, never made asynchronous (for Lightning the
 message names its `AsyncCheckpointIO` plugin, a change to how the Trainer is built; for DeepSpeed
