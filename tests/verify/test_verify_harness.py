@@ -149,3 +149,40 @@ def test_hooks_enable_one_part_at_a_time_and_disable_restores_torch(tmp_path):
         "step (2, 2) True",  # step seen, backward not patched
         "off (2, 2) True",  # nothing recorded, torch's own functions back
     ]
+
+
+_SPAWN_LOADER = '''
+import os, torch
+from torch.utils.data import DataLoader, Dataset
+HERE = os.path.dirname(os.path.abspath(__file__))
+class DS(Dataset):
+    def __len__(self): return 64
+    def __getitem__(self, i):
+        # read in the worker, relative to the module's own file
+        with open(os.path.join(HERE, "target.txt")) as f:
+            target = float(f.read())
+        return torch.ones(4), torch.tensor([TARGET * target])
+if __name__ == "__main__":
+    m = torch.nn.Linear(4, 1); o = torch.optim.SGD(m.parameters(), 0.01)
+    dl = DataLoader(DS(), batch_size=8, num_workers=1, multiprocessing_context="spawn")
+    for x, y in dl:
+        o.zero_grad(); torch.nn.functional.mse_loss(m(x), y).backward(); o.step()
+'''
+
+
+def test_spawned_loader_workers_run_the_fixed_code(tmp_path):
+    # Before: the fixed version ran with __file__ = the original script, and spawn workers
+    # re-import __main__ from that file, so the fixed run's workers executed the ORIGINAL
+    # __getitem__ (a fix there measured as "no measurable change").
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "target.txt").write_text("1")
+    script = project / "train.py"
+    script.write_text(_SPAWN_LOADER.replace("TARGET", "1.0"))
+    fixed = tmp_path / "fixed.py"  # elsewhere, as --fixed FILE or the work folder's copy
+    fixed.write_text(_SPAWN_LOADER.replace("TARGET", "100.0"))
+    s = _settings(script, steps=2, warmup=1)
+    a = run_once(s, Variant("original", [], str(script)), 0, tmp_path)
+    b = run_once(s, Variant("fixed", [], str(fixed)), 0, tmp_path)
+    assert b.losses[0] > 100 * a.losses[0]  # the workers served the fixed targets
+    assert sorted(p.name for p in project.iterdir()) == ["target.txt", "train.py"]  # copy removed

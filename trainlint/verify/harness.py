@@ -343,16 +343,43 @@ def _execute(cfg: dict) -> None:
     code = compile(source, code_path, "exec", dont_inherit=True)
     module = types.ModuleType("__main__")
     # __file__ is the original script's path for both versions: the fixed copy stands in for
-    # the script where it lives (data paths built from __file__ keep working).
+    # the script where it lives (data paths built from __file__ keep working). Spawned children
+    # re-import the code that runs (_spawn_main_from).
     module.__dict__.update(
         {"__file__": script, "__builtins__": builtins, "__loader__": None, "__spec__": None}
     )
+    if os.path.abspath(code_path) != os.path.abspath(script):
+        _spawn_main_from(script, code_path)
     # Keep the harness module alive (it is __main__ when started with -m) before replacing it.
     _keep.append(sys.modules.get("__main__"))
     sys.modules["__main__"] = module
     sys.argv = [script] + sys.argv[1:]
     sys.path[0] = os.path.dirname(script)
     exec(code, module.__dict__)
+
+
+def _spawn_main_from(script: str, code_path: str) -> None:
+    """Make spawn/forkserver children (DataLoader workers) re-import the code that runs, not the
+    original script.
+
+    Such a child rebuilds ``__main__`` from the parent's ``__main__.__file__``, which is the
+    original script's path here (see _execute): without this, a fixed version's loader workers
+    ran the original's ``__getitem__`` and the verifier measured the original twice. The runner
+    puts the fixed copy beside the script (a hidden name), so the child's ``__file__`` still sits
+    in the script's directory.
+    """
+    from multiprocessing import spawn
+
+    orig = spawn.get_preparation_data
+    original = os.path.normpath(script)
+
+    def get_preparation_data(name):
+        data = orig(name)
+        if data.get("init_main_from_path") == original:
+            data["init_main_from_path"] = os.path.normpath(code_path)
+        return data
+
+    spawn.get_preparation_data = get_preparation_data
 
 
 def main() -> None:

@@ -116,10 +116,52 @@ def run_once(
     profile_steps: int = 0,
 ) -> RunRecord:
     """Run one version once; raise VerifyError with a plain reason when it does not measure."""
+    beside = _copy_beside(settings.script, variant.code_path)
+    try:
+        return _run_once(settings, variant, repeat, workdir, profile_steps, beside or variant.code_path)
+    finally:
+        if beside:
+            try:
+                os.unlink(beside)
+            except OSError:
+                pass
+
+
+HIDDEN_PREFIX = ".trainlint-verify-"
+
+
+def _copy_beside(script: str, code_path: str) -> str | None:
+    """A copy of a fixed version's code in the script's own directory, under a hidden name.
+
+    spawn/forkserver DataLoader workers re-import the main module from its file; pointing them at
+    this copy (harness._spawn_main_from) makes them run the fixed code, and a copy beside the
+    script keeps ``__file__``-relative paths in those workers where they were. None for the
+    original, or when the directory is not writable (the copy in the work folder is used then).
+    """
+    if os.path.abspath(code_path) == os.path.abspath(script):
+        return None
+    directory, name = os.path.split(script)
+    try:
+        fd, path = tempfile.mkstemp(prefix=HIDDEN_PREFIX, suffix=f"-{name}", dir=directory)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "wb") as f, open(code_path, "rb") as src:
+            f.write(src.read())
+    except OSError:
+        os.unlink(path)
+        return None
+    return path
+
+
+def _run_once(
+    settings: RunSettings, variant: Variant, repeat: int, workdir: Path, profile_steps: int,
+    code_path: str,
+) -> RunRecord:
     out_dir = Path(tempfile.mkdtemp(prefix=f"{variant.name}-{repeat}-", dir=workdir))
     cfg = {
         "script": settings.script,
-        "code_path": variant.code_path,
+        "code_path": code_path,
         "steps": settings.steps,
         "warmup": settings.warmup,
         "seed": settings.seed,
