@@ -103,3 +103,23 @@ def test_data_wait_of_a_script_without_a_dataloader_is_not_measured():
 
     assert report._side(records(0))["data_wait_share"] is None
     assert report._side(records(4))["data_wait_share"] == 0.0  # a loader that never made it wait
+
+
+def test_combined_row_equal_to_one_rules_fix_carries_its_measurement():
+    # --each where TL999 fixes nothing and TL101+TL999 is TL101's version: the combined row and
+    # the top-level verdict said "nothing to fix" (after/speedup null) though TL101 was measured.
+    settings = RunSettings(script="/x/train.py", script_args=[], steps=10, warmup=2, nproc=None,
+                           threads=2)
+    base = [1.0, 0.9, 0.8] + [0.7] * 9
+    records = {"original": [_rec("original", k, 0.04, base) for k in range(3)],
+               "TL101": [_rec("TL101", k, 0.02, base) for k in range(3)]}
+    v = Variant("TL101", ["TL101"], "/tmp/f.py")
+    planned = [Planned(v, ["TL101"]), Planned(None, ["TL999"], "TL999 found nothing to fix"),
+               Planned(v, ["TL101", "TL999"], "TL101+TL999 fix only what TL101 fixes alone")]
+    data = report.build(settings, planned, records, {"TL101": tolerance.for_rules(["TL101"])},
+                        repeats=3, fixed_file=None)
+    assert data["verdict"] == "faster" and data["after"] is not None
+    assert data["speedup"] == pytest.approx(2.0, rel=0.05) and data["losses_match"]
+    assert [r["verdict"] for r in data["rows"]] == ["faster", "nothing to fix", "faster"]
+    text = report.table(data)
+    assert "TL101+TL999 fix only what TL101 fixes alone" in text

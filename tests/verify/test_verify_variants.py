@@ -23,5 +23,8 @@ def test_each_says_when_all_together_fix_only_one_rule(tmp_path):
     assert _plan(tmp_path, ["TL103", "TL201"], each=True) == [
         ("TL103", ["TL103"], ""),
         (None, ["TL201"], "TL201 found nothing to fix in short_epochs.py"),
-        (None, ["TL103", "TL201"], "TL103+TL201 fix only what TL103 fixes alone"),
+        # The combined version is TL103's, measured once for both rows: it was None ("nothing to
+        # fix"), which made the report's top-level verdict "nothing to fix" though TL103's fix
+        # had been measured.
+        ("TL103", ["TL103", "TL201"], "TL103+TL201 fix only what TL103 fixes alone"),
     ]

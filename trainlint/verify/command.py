@@ -170,10 +170,13 @@ def _verify(
             planned = [file_variant(fixed.resolve())]
         tolerances = {
             p.variant.name: (tolerance.user_tolerance(loss_rtol) if loss_rtol is not None
-                             else tolerance.for_rules(p.rules))
+                             else tolerance.for_rules(p.variant.rules))
             for p in planned if p.variant is not None
         }
-        variants = [original(script)] + [p.variant for p in planned if p.variant is not None]
+        variants = [original(script)]
+        for p in planned:  # a variant two entries share runs once
+            if p.variant is not None and p.variant not in variants:
+                variants.append(p.variant)
         if len(variants) == 1:
             for p in planned:
                 click.echo(f"trainlint verify: {p.note}; nothing to measure.")

@@ -82,6 +82,8 @@ def build(
             row.update({"median_step_s": side["median_step_s"],
                         "data_wait_share": side["data_wait_share"]})
             row.update(compare(before, after, tolerances[p.variant.name]))
+            if p.note:
+                row["note"] = p.note
         rows.append(row)
     final = planned[-1]  # the version with every fix (or the --fixed file)
     report: dict = {
@@ -160,6 +162,9 @@ def table(report: dict) -> str:
         # only that these numbers cannot tell; more rounds (or steps per run) narrow it.
         out.append(f"a spread this wide cannot tell a speed change from noise: use more --repeats "
                    f"(now {report['repeats']}) or --steps.")
+    for row in report["rows"]:
+        if row["verdict"] != NOTHING_TO_FIX and row.get("note"):
+            out.append(f"{row['note']}: the same fixed version, measured once.")
     for row in report["rows"]:
         if row["verdict"] == stats.REJECTED:
             t = row["loss_tolerance"]

@@ -71,7 +71,10 @@ def fixed_text(text: str, rules: list[str], path: str) -> tuple[str, list[str]]:
 
 @dataclass
 class Planned:
-    """A fixed version to measure, or the reason there is nothing to measure for it."""
+    """A fixed version to measure, or the reason there is nothing to measure for it.
+
+    Two entries may share a variant (--each, where all the rules together fix only what one
+    fixes alone); it runs once, and both rows report its measurement."""
 
     variant: Variant | None
     rules: list[str]
@@ -91,9 +94,13 @@ def rule_variants(script: Path, rules: list[str], each: bool, workdir: Path) -> 
             continue
         # Named by the rules whose fixes it holds (`--rule TL1` may fix only TL103 and TL105).
         name = "+".join(applied)
-        if any(p.variant is not None and p.variant.name == name for p in planned):
-            # With --each, all the rules together fixed only what one of them fixes alone.
-            planned.append(Planned(None, group, f"{'+'.join(group)} fix only what {name} fixes alone"))
+        same = next((p for p in planned if p.variant is not None and p.variant.name == name), None)
+        if same is not None:
+            # With --each, all the rules together fixed only what one of them fixes alone: the
+            # combined row is that version, measured once (it was "nothing to fix", and so was the
+            # report's verdict, though a fix existed and was measured).
+            planned.append(Planned(same.variant, group,
+                                   f"{'+'.join(group)} fix only what {name} fixes alone"))
             continue
         path = workdir / f"fixed-{name.replace('+', '_')}-{script.name}"
         path.write_text(new, encoding="utf-8")
