@@ -120,3 +120,26 @@ def test_verifier_without_the_linter(fixtures, tmp_path):
                   "--json", str(report))
     assert by_file.returncode == 0, by_file.stderr
     assert report.exists()
+
+
+RANK_CRASH = """
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for it in range(20):
+    model(torch.randn(2, 4)).pow(2).mean().backward(); opt.step(); opt.zero_grad()
+    if it == 2 and dist.get_rank() == 1: raise ValueError("rank 1 broke")
+"""
+
+
+def test_a_crash_on_one_rank_shows_that_ranks_traceback(verify, tmp_path):
+    # Before: the rank aborted in finalization (SIGABRT, "terminate called without an active
+    # exception") and the message was the tail of torchrun's summary, without the ValueError.
+    script = tmp_path / "ddp_crash.py"
+    script.write_text(RANK_CRASH)
+    result, _ = verify(script, "--fixed", script, "--nproc-per-node", "2", "--steps", "5",
+                       "--warmup", "1", "--repeats", "1")
+    _assert_user_error(result, "exited with status 1: rank 1 failed first",
+                       'raise ValueError("rank 1 broke")', "ValueError: rank 1 broke")
+    assert "harness.py" not in result.stderr

@@ -404,6 +404,10 @@ def main() -> None:
         exit_code = code if isinstance(code, int) else (0 if code is None else 1)
         if exit_code:
             raise
+    except BaseException:
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            _rank_failed(cfg)
+        raise
     result = _collect(state, status)
     out = os.path.join(cfg["out_dir"], f"rank{result['rank']}.json")
     tmp = out + ".tmp"
@@ -424,7 +428,34 @@ def main() -> None:
         _exit_before_finalization(exit_code)
 
 
-def _exit_before_finalization(code: int) -> None:
+def _rank_failed(cfg: dict) -> None:
+    """A torchrun rank whose script raised: say so where the runner looks, then leave cleanly.
+
+    Left to the interpreter, the rank's exception went through finalization with gloo's threads
+    alive and the rank aborted ("terminate called without an active exception", SIGABRT), so
+    torchrun's summary showed a signal and the script's own error was lost in its output. The
+    traceback goes to stderr as usual and to ``rank<R>.error.json`` (with the time, so the runner
+    can name the rank that failed first); the rank exits with status 1. The script's threads are
+    not waited for: after a failure, its other threads may wait on ranks that are gone.
+    """
+    import traceback
+
+    exc = sys.exc_info()[1]
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next  # the harness's own frames (main, _execute) say nothing of the cause
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    sys.stderr.write(text)
+    rank = int(os.environ.get("RANK", "0"))
+    try:
+        with open(os.path.join(cfg["out_dir"], f"rank{rank}.error.json"), "w") as f:
+            json.dump({"rank": rank, "time": time.time(), "traceback": text}, f)
+    except OSError:
+        pass
+    _exit_before_finalization(1, wait_for_threads=False)
+
+
+def _exit_before_finalization(code: int, wait_for_threads: bool = True) -> None:
     """End a torchrun rank once its results are written, doing what finalization does first.
 
     Interpreter finalization with gloo's worker threads alive (a DDP reducer still holds the
@@ -436,7 +467,7 @@ def _exit_before_finalization(code: int) -> None:
     import atexit
     import threading
 
-    for thread in threading.enumerate():
+    for thread in threading.enumerate() if wait_for_threads else ():
         if thread is not threading.main_thread() and not thread.daemon:
             thread.join()
     atexit._run_exitfuncs()

@@ -198,8 +198,13 @@ def _run_once(
                 f"{settings.timeout_s:g} s (raise --timeout, or lower --steps)."
             ) from None
     wall = time.perf_counter() - t0
-    rank_files = sorted(out_dir.glob("rank*.json"))
+    rank_files = sorted(p for p in out_dir.glob("rank*.json") if not p.name.endswith(".error.json"))
     if rc != 0:
+        failed = _first_failed_rank(out_dir)
+        if failed is not None:
+            rank, tail = failed
+            raise VerifyError(f"{label} exited with status {rc}: rank {rank} failed first. "
+                              f"Its traceback ends with:\n{tail}")
         tail = _tail(stderr_path)
         raise VerifyError(f"{label} exited with status {rc}. Its stderr ends with:\n{tail}")
     if not rank_files:
@@ -226,6 +231,25 @@ def _run_once(
                 f"{profile_steps or settings.steps}); lower --steps or give the script more data."
             )
     return _record(variant.name, repeat, settings.warmup, ranks, wall)
+
+
+def _first_failed_rank(out_dir: Path, lines: int = 25) -> tuple[int, str] | None:
+    """The rank whose script raised first, and its traceback's tail (harness._rank_failed).
+
+    Under torchrun the stderr tail is torchrun's summary of the ranks it stopped, not the cause:
+    the first rank to fail holds that, the others only broke off after it.
+    """
+    errors = []
+    for path in out_dir.glob("rank*.error.json"):
+        try:
+            errors.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue
+    if not errors:
+        return None
+    first = min(errors, key=lambda e: (e["time"], e["rank"]))
+    tail = "\n".join(first["traceback"].rstrip().splitlines()[-lines:])
+    return first["rank"], tail
 
 
 def _record(name: str, repeat: int, warmup: int, ranks: list[dict], wall: float) -> RunRecord:
