@@ -143,3 +143,26 @@ def test_a_crash_on_one_rank_shows_that_ranks_traceback(verify, tmp_path):
     _assert_user_error(result, "exited with status 1: rank 1 failed first",
                        'raise ValueError("rank 1 broke")', "ValueError: rank 1 broke")
     assert "harness.py" not in result.stderr
+
+
+WRITES_BESIDE = """
+import torch
+m = torch.nn.Linear(2, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)
+for step in range(10):
+    m(torch.ones(2, 2)).sum().backward(); o.step(); o.zero_grad()
+    torch.save({"step": step}, "last.pt")  # a checkpoint a later run could resume from
+"""
+
+
+def test_a_script_that_writes_into_its_directory_is_warned_about(verify, tmp_path):
+    # Runs that leave files a later run reads (resuming from last.pt) influence each other;
+    # nothing said so before.
+    project = tmp_path / "project"
+    project.mkdir()
+    script = project / "train.py"
+    script.write_text(WRITES_BESIDE)
+    result, data = verify(script, "--fixed", script, "--steps", "2", "--warmup", "1",
+                          "--repeats", "1")
+    assert result.exit_code == 0, result.output
+    assert data["directory_writes"] == ["last.pt"]
+    assert "wrote into the script's directory (last.pt)" in result.stdout

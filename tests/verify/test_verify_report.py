@@ -123,3 +123,21 @@ def test_combined_row_equal_to_one_rules_fix_carries_its_measurement():
     assert [r["verdict"] for r in data["rows"]] == ["faster", "nothing to fix", "faster"]
     text = report.table(data)
     assert "TL101+TL999 fix only what TL101 fixes alone" in text
+
+
+def test_a_non_reproducible_original_is_reported_as_inconclusive():
+    # Before: a widened tolerance (twice the original's own ~200% self-deviation) let any change
+    # pass; now the verdict says the loss check cannot tell.
+    settings = RunSettings(script="/x/train.py", script_args=[], steps=10, warmup=2, nproc=None,
+                           threads=2)
+    base = [1.0, 0.9, 0.8] + [0.7] * 9
+    records = {"original": [_rec("original", k, 0.04, [x * (1 + 2 * k) for x in base])
+                            for k in range(3)],
+               "fixed": [_rec("fixed", k, 0.04, [x * 0.5 for x in base]) for k in range(3)]}
+    planned = [Planned(Variant("fixed", [], "/tmp/f.py"), [])]
+    data = report.build(settings, planned, records, {"fixed": tolerance.UNKNOWN}, repeats=3,
+                        fixed_file="/tmp/f.py")
+    assert data["verdict"] == "inconclusive"
+    assert data["losses_match"] is None and data["loss_check_inconclusive"]
+    text = report.table(data)
+    assert "cannot tell" in text and "inconclusive" in text

@@ -16,7 +16,14 @@ import click
 from trainlint.verify import report as report_mod
 from trainlint.verify import stats, tolerance
 from trainlint.verify.errors import VerifyError
-from trainlint.verify.runner import RunSettings, default_threads, run_interleaved, run_once
+from trainlint.verify.runner import (
+    RunSettings,
+    changed_files,
+    default_threads,
+    directory_state,
+    run_interleaved,
+    run_once,
+)
 from trainlint.verify.variants import (
     Planned,
     expand_rules,
@@ -187,8 +194,18 @@ def _verify(
         def progress(msg: str) -> None:
             click.echo(f"trainlint verify: {msg}", err=True)
 
+        listing = directory_state(str(script.parent))
+        written: list[str] = []
+
+        def after_first_run() -> None:
+            written.extend(changed_files(listing, directory_state(str(script.parent))))
+            if written:
+                progress(f"warning: the script wrote into its directory ({_names(written)}); "
+                         "later runs start from what earlier ones left")
+
         try:
-            records = run_interleaved(settings, variants, repeats, workdir, progress)
+            records = run_interleaved(settings, variants, repeats, workdir, progress,
+                                      after_first_run)
         except VerifyError as e:
             raise VerifyError(_hint(str(e), script_text, nproc)) from None
         profiles = None
@@ -202,6 +219,7 @@ def _verify(
         result = report_mod.build(settings, planned, records, tolerances, repeats=repeats,
                                   fixed_file=str(fixed.resolve()) if fixed else None,
                                   profiles=profiles)
+        result["directory_writes"] = written
     click.echo(report_mod.table(result))
     try:
         if json_path:
@@ -212,7 +230,13 @@ def _verify(
             click.echo(f"trainlint verify: wrote {report_dir / 'verify.png'}", err=True)
     except OSError as e:
         raise VerifyError(f"cannot write the report: {e}") from None
-    return EXIT_REJECTED if result["verdict"] == stats.REJECTED else EXIT_OK
+    if result["verdict"] in (stats.REJECTED, stats.INCONCLUSIVE):
+        return EXIT_REJECTED  # a fix the loss check could not accept is never passed silently
+    return EXIT_OK
+
+
+def _names(paths: list[str], most: int = 5) -> str:
+    return ", ".join(paths[:most]) + (f" and {len(paths) - most} more" if len(paths) > most else "")
 
 
 def _hint(message: str, script_text: str, nproc: int | None) -> str:

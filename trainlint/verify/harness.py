@@ -57,6 +57,10 @@ class _State:
         self.first_optimizer: int | None = None
         self.other_optimizer_steps = 0
         self.loaders = 0
+        # Shuffling loaders the harness pinned, and those the script gave its own generator (their
+        # order is the script's; the report must not say the verifier pinned it).
+        self.pinned_loaders = 0
+        self.own_generator_loaders = 0
         self.start = time.perf_counter()
         self.profiler = None
         self.profile_start = 0.0
@@ -142,7 +146,10 @@ def _install(cfg: dict, state: _State) -> Hooks:
             sampler = getattr(self.batch_sampler, "sampler", None)
             if sampler is None:
                 sampler = self.sampler
-            if isinstance(sampler, torch.utils.data.RandomSampler) and sampler.generator is None:
+            if isinstance(sampler, torch.utils.data.RandomSampler) and sampler.generator is not None:
+                state.own_generator_loaders += 1
+            elif isinstance(sampler, torch.utils.data.RandomSampler):
+                state.pinned_loaders += 1
                 # Only loaders left to the global RNG are pinned; a script that passes its own
                 # generator keeps it (its data order is already decided by the script).
                 g = torch.Generator()
@@ -328,6 +335,8 @@ def _collect(state: _State, status: str) -> dict:
         "loss_per_step": per_step,
         "backward_per_step": state.losses_per_step,
         "profile": state.profile,
+        "pinned_loaders": state.pinned_loaders,
+        "own_generator_loaders": state.own_generator_loaders,
     }
 
 

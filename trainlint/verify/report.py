@@ -36,19 +36,45 @@ def _num(x: float) -> float | None:
     return None if x is None or math.isinf(x) or math.isnan(x) else x
 
 
+def _data_order(before: list[RunRecord], pin_loader_rng: bool) -> str:
+    """What the run says about the data order, for a curve tolerance's reason.
+
+    A fact of the run, not of the rule: the reason said "(data order pinned)" also for a script
+    that seeds its own loader's shuffling, which the verifier leaves alone.
+    """
+    extra = before[0].extra
+    if extra.get("own_generator_loaders"):
+        return "data order: the script's own loader generator (not pinned by the verifier)"
+    if not pin_loader_rng:
+        return "data order not pinned (--no-pin-loader-rng)"
+    if extra.get("pinned_loaders"):
+        return "data order pinned by the verifier"
+    return ""
+
+
 def compare(
-    before: list[RunRecord], after: list[RunRecord], tol: tolerance.Tolerance
+    before: list[RunRecord], after: list[RunRecord], tol: tolerance.Tolerance,
+    pin_loader_rng: bool = True,
 ) -> dict:
+    if tol.kind == "curve":
+        order = _data_order(before, pin_loader_rng)
+        if order:
+            tol = tolerance.Tolerance(tol.kind, tol.rtol, f"{tol.reason}; {order}")
     sp = stats.compare_steps([r.step_s for r in before], [r.step_s for r in after])
     loss = tolerance.check([r.losses for r in before], [r.losses for r in after], tol)
-    verdict = sp.verdict if loss.within else stats.REJECTED
+    if loss.within:
+        verdict = sp.verdict
+    else:
+        verdict = stats.INCONCLUSIVE if loss.inconclusive else stats.REJECTED
     return {
         "speedup": sp.speedup,
         "speedup_low": sp.low,
         "speedup_high": sp.high,
         "pair_ratios": sp.pair_ratios,
         # None: no scalar loss went through backward in either version; nothing to guard.
-        "losses_match": loss.within if loss.steps_compared else None,
+        # None also when the check cannot tell (the original does not reproduce itself).
+        "losses_match": loss.within if loss.steps_compared and not loss.inconclusive else None,
+        "loss_check_inconclusive": loss.inconclusive,
         "loss_steps_compared": loss.steps_compared,
         "losses_identical": loss.identical,
         "max_loss_deviation": _num(loss.max_deviation),
@@ -81,7 +107,8 @@ def build(
             side = _side(after)
             row.update({"median_step_s": side["median_step_s"],
                         "data_wait_share": side["data_wait_share"]})
-            row.update(compare(before, after, tolerances[p.variant.name]))
+            row.update(compare(before, after, tolerances[p.variant.name],
+                               settings.pin_loader_rng))
             if p.note:
                 row["note"] = p.note
         rows.append(row)
@@ -166,10 +193,25 @@ def table(report: dict) -> str:
         if row["verdict"] != NOTHING_TO_FIX and row.get("note"):
             out.append(f"{row['note']}: the same fixed version, measured once.")
     for row in report["rows"]:
+        t = row.get("loss_tolerance")
         if row["verdict"] == stats.REJECTED:
-            t = row["loss_tolerance"]
+            band = ("its window means left their noise band" if t["kind"] == "curve"
+                    else f"{t['kind']}, {t['allowed']:.2g}")
             out.append(f"{row['name']}: rejected, the loss curve left its tolerance "
-                       f"({t['kind']}, {t['allowed']:.2g}; {t['reason']}).")
+                       f"({band}; {t['reason']}).")
+        elif row["verdict"] == stats.INCONCLUSIVE:
+            out.append(f"{row['name']}: the loss check cannot tell: the original's own repeats "
+                       f"differ by {t['original_self_deviation']:.2g} ({t['kind']}), beyond what "
+                       f"any tolerance may be widened to ({tolerance.widening_cap_of(t):.2g}); "
+                       "make the script reproducible (a fixed seed, no state carried between "
+                       "runs) or compare the curves yourself.")
+    written = report.get("directory_writes")
+    if written:
+        shown = ", ".join(written[:5]) + (f" and {len(written) - 5} more" if len(written) > 5 else "")
+        out.append(f"warning: the first run wrote into the script's directory ({shown}): runs "
+                   "influence each other (a later run may resume from a checkpoint an earlier "
+                   "one saved), so neither the times nor the loss curves compare like for like; "
+                   "have the script write elsewhere, or clear it between runs.")
     prof = report.get("profile")
     if prof:
         out.append("")

@@ -274,7 +274,9 @@ def _record(name: str, repeat: int, warmup: int, ranks: list[dict], wall: float)
         profile=r0.get("profile"),
         timing_source=source,
         loader_batches=r0.get("loader_batches"),
-        extra={"other_optimizer_steps": r0.get("other_optimizer_steps", 0)},
+        extra={"other_optimizer_steps": r0.get("other_optimizer_steps", 0),
+               "pinned_loaders": r0.get("pinned_loaders", 0),
+               "own_generator_loaders": r0.get("own_generator_loaders", 0)},
     )
 
 
@@ -292,12 +294,48 @@ def _kill_tree(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
+_SNAPSHOT_LIMIT = 5000  # entries: a data folder beside the script is not listed in full
+_SNAPSHOT_DEPTH = 2  # the script's directory and its subfolders (checkpoints/last.pt)
+
+
+def directory_state(directory: str) -> dict[str, tuple[int, int]]:
+    """Name -> (mtime in ns, size) of the files in the script's directory (and one level below).
+
+    Compared before and after the first run (changed_files): a script that writes there (a
+    checkpoint it resumes from, a cache) makes runs influence each other, and the report says so.
+    The fixed versions' hidden copies are not the script's writes and are left out.
+    """
+    state: dict[str, tuple[int, int]] = {}
+    base = len(directory.rstrip(os.sep).split(os.sep))
+    for root, dirs, files in os.walk(directory):
+        depth = len(root.rstrip(os.sep).split(os.sep)) - base
+        dirs[:] = [] if depth + 1 >= _SNAPSHOT_DEPTH else [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            if name.startswith(HIDDEN_PREFIX):
+                continue
+            path = os.path.join(root, name)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            state[os.path.relpath(path, directory)] = (st.st_mtime_ns, st.st_size)
+            if len(state) >= _SNAPSHOT_LIMIT:
+                return state
+    return state
+
+
+def changed_files(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    """Files created, changed or removed between two directory_state listings."""
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+
+
 def run_interleaved(
     settings: RunSettings,
     variants: list[Variant],
     repeats: int,
     workdir: Path,
     progress: Callable[[str], None] | None = None,
+    after_first_run: Callable[[], None] | None = None,
 ) -> dict[str, list[RunRecord]]:
     """Run every version once per round, in the same order, for `repeats` rounds (A B A B ...).
 
@@ -310,4 +348,6 @@ def run_interleaved(
             if progress:
                 progress(f"repeat {k + 1}/{repeats}: {v.name}")
             records[v.name].append(run_once(settings, v, k, workdir))
+            if after_first_run and k == 0 and v is variants[0]:
+                after_first_run()
     return records

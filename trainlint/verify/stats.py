@@ -29,6 +29,8 @@ FASTER = "faster"
 SLOWER = "slower"
 NO_CHANGE = "no measurable change"
 REJECTED = "rejected"
+# The loss guard rail cannot tell: the original does not reproduce its own curve (tolerance).
+INCONCLUSIVE = "inconclusive"
 
 MIN_ROUNDS_FOR_CLAIM = 2
 
