@@ -166,3 +166,25 @@ def test_a_script_that_writes_into_its_directory_is_warned_about(verify, tmp_pat
     assert result.exit_code == 0, result.output
     assert data["directory_writes"] == ["last.pt"]
     assert "wrote into the script's directory (last.pt)" in result.stdout
+
+
+MP_SPAWN = """
+import torch, torch.multiprocessing as mp
+def worker(rank):
+    m = torch.nn.Linear(2, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)
+    for _ in range(3):
+        m(torch.ones(1, 2)).sum().backward(); o.step()
+if __name__ == "__main__":
+    mp.spawn(worker, nprocs=1)
+"""
+
+
+def test_a_script_that_spawns_its_own_training_processes_is_said_so(verify, tmp_path):
+    # The message said "a hand-written update loop cannot be measured ... run it with
+    # --nproc-per-node N": neither was the cause (the steps happen in the script's children).
+    script = tmp_path / "mps.py"
+    script.write_text(MP_SPAWN)
+    result, _ = verify(script, "--fixed", script, "--steps", "1", "--warmup", "1",
+                       "--repeats", "1")
+    _assert_user_error(result, "processes the script starts itself", "cannot time")
+    assert "hand-written update loop" not in result.stderr

@@ -28,3 +28,27 @@ def test_each_says_when_all_together_fix_only_one_rule(tmp_path):
         # had been measured.
         ("TL103", ["TL103", "TL201"], "TL103+TL201 fix only what TL103 fixes alone"),
     ]
+
+
+def test_all_leaves_out_the_unused_noqa_meta_rule():
+    # --rule ALL listed a TL001 row: TL001 reports unused suppression comments, never a fix to
+    # measure.
+    codes = expand_rules(["ALL"])
+    assert "TL001" not in codes and "TL101" in codes
+
+
+def test_findings_with_only_a_suggestion_are_not_nothing_to_fix(tmp_path):
+    # A per-step print(loss.item()) whose TL201 finding has a suggestion only: the note said
+    # "TL201 found nothing to fix", though it found one; it now says so and points to --fixed.
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "m = torch.nn.Linear(4, 1); o = torch.optim.SGD(m.parameters(), 0.1)\n"
+        "for i in range(10):\n"
+        "    o.zero_grad(); l = m(torch.randn(2, 4)).sum(); l.backward(); o.step(); print(l.item())\n"
+    )
+    [(name, rules, note)] = [(p.variant, p.rules, p.note)
+                             for p in rule_variants(script, ["TL201"], False, tmp_path)]
+    assert name is None and rules == ["TL201"]
+    assert note.startswith("TL201 found 1 finding without an automatic fix in train.py")
+    assert "--fixed FILE" in note

@@ -239,7 +239,18 @@ def _names(paths: list[str], most: int = 5) -> str:
     return ", ".join(paths[:most]) + (f" and {len(paths) - most} more" if len(paths) > most else "")
 
 
+_SPAWNS_ITS_OWN = ("mp.spawn(", "multiprocessing.spawn(", "start_processes(")
+
+
 def _hint(message: str, script_text: str, nproc: int | None) -> str:
+    if "without a single optimizer step" in message and any(s in script_text for s in _SPAWNS_ITS_OWN):
+        # torch.multiprocessing.spawn: the steps happen in the script's own children, which the
+        # harness is not in; "a hand-written update loop" and --nproc-per-node were both wrong.
+        label = message.split(" ran to the end", 1)[0]
+        return (f"{label} made no optimizer step in its own process: the training runs in "
+                "processes the script starts itself (torch.multiprocessing.spawn), which the "
+                "verifier cannot time. Measure a script that trains in its own process (for "
+                "several processes, started by torchrun: --nproc-per-node N).")
     if nproc is None and "init_process_group" in script_text:
         return message + "\n(the script sets up torch.distributed: run it with --nproc-per-node N)"
     return message

@@ -43,7 +43,9 @@ def expand_rules(selectors: list[str]) -> list[str]:
     out: list[str] = []
     unknown = []
     for sel in selectors:
-        matched = [c for c in known if c == sel or (sel == "ALL" or c.startswith(sel))]
+        # TL001 (unused noqa) is about suppression comments, never a fix to measure: a prefix
+        # or ALL leaves it out (--rule ALL listed a TL001 row).
+        matched = [c for c in known if c == sel or (c != "TL001" and (sel == "ALL" or c.startswith(sel)))]
         if not matched:
             unknown.append(sel)
         out += [c for c in matched if c not in out]
@@ -54,19 +56,33 @@ def expand_rules(selectors: list[str]) -> list[str]:
     return out
 
 
-def fixed_text(text: str, rules: list[str], path: str) -> tuple[str, list[str]]:
-    """The text with the rules' fixes applied (safe and unsafe), and the rules whose fixes were."""
+def fixed_text(text: str, rules: list[str], path: str) -> tuple[str, list[str], int]:
+    """The text with the rules' fixes applied (safe and unsafe), the rules whose fixes were, and
+    how many of the rules' findings remain without a fix (a suggestion only, or none)."""
     api, _ = _linter()
     from trainlint.fixer import fix_text
 
     settings = api.Settings(select=tuple(rules))
     try:
         outcome = fix_text(text, path, settings.active_rules(path), settings, unsafe_fixes=True)
-        return outcome.text, [code for code in rules if any(d.code == code for d in outcome.applied)]
+        unfixed = sum(1 for d in outcome.remaining if d.code in rules)
+        return (outcome.text, [code for code in rules if any(d.code == code for d in outcome.applied)],
+                unfixed)
     except api.FixError as e:
         raise VerifyError(f"the fixes for {', '.join(rules)} did not give valid Python: {e}") from None
     except api.ParseError as e:
         raise VerifyError(f"{path} does not parse: {e}") from None
+
+
+def _nothing_note(group: list[str], unfixed: int, name: str) -> str:
+    """Why a group of rules gives no fixed version. Findings with only a suggestion (TL201 often)
+    are not "nothing to fix": the user can write the fix and measure it with --fixed."""
+    codes = "+".join(group)
+    if not unfixed:
+        return f"{codes} found nothing to fix in {name}"
+    return (f"{codes} found {unfixed} finding{'s' if unfixed != 1 else ''} without an automatic "
+            f"fix in {name} (see `trainlint check`); write the fix by hand and measure it with "
+            "--fixed FILE")
 
 
 @dataclass
@@ -88,9 +104,9 @@ def rule_variants(script: Path, rules: list[str], each: bool, workdir: Path) -> 
     groups.append(list(rules))
     planned = []
     for group in groups:
-        new, applied = fixed_text(text, group, str(script))
+        new, applied, unfixed = fixed_text(text, group, str(script))
         if new == text:
-            planned.append(Planned(None, group, f"{'+'.join(group)} found nothing to fix in {script.name}"))
+            planned.append(Planned(None, group, _nothing_note(group, unfixed, script.name)))
             continue
         # Named by the rules whose fixes it holds (`--rule TL1` may fix only TL103 and TL105).
         name = "+".join(applied)
