@@ -11,7 +11,9 @@ from trainlint.rule import NO_FIX, Invalid, Valid
 from .cases import BY_KEY, MNIST, PHASES, PHASES_ZIP, PHASE_KEYS, PHASE_PICKED, SHARED_EPOCH, SHARED_EPOCH_GUARD
 from .loaders import (
     DataLoaderRule,
+    excerpt,
     is_training_loader,
+    names_evaluation,
     sampler_calls,
     sampler_is,
     setting_advice,
@@ -21,6 +23,15 @@ from .loaders import (
 )
 
 
+# A training loader of a module that also has an {evaluate} function, and what comes {after} training.
+_EVALUATED = (
+    "import torch\nfrom torch.utils.data import DataLoader\n"
+    "{evaluate}def main(ds, model, opt):\n    train_loader = DataLoader(ds, batch_size=16, shuffle=True)\n"
+    "    for epoch in range(3):\n        for x, y in train_loader:\n"
+    "            model(x, y).backward()\n            opt.step()\n{after}"
+)
+_EVALUATE = ("def evaluate(model, loader):\n    correct = 0\n    with torch.no_grad():\n        for x, y in loader:\n"
+             "            correct += (model(x).argmax(1) == y).sum().item()\n    return correct\n")
 # Samplers that draw a new random order (or random draws: weighted, or a random subset) each epoch.
 _SHUFFLING = ("RandomSampler", "DistributedSampler", "WeightedRandomSampler", "SubsetRandomSampler")
 
@@ -95,7 +106,10 @@ A `drop_last` passed by position is replaced where it stands. A loader built by 
 (`{x: DataLoader(sets[x], shuffle=True) for x in ["train", "val"]}`) stands for the evaluation
 loaders too: the fix sets `drop_last` per key (`drop_last=x == "train"`) where the keys are
 written and one of them (`"train"`, `"training"`) names the training set; otherwise it is
-reported with no fix, the message showing that setting.
+reported with no fix, the message showing that setting. A loader that is also gone over by a
+pass that trains nothing (a loop with no optimizer step, as in an `evaluate(model, train_loader)`
+of the module, a comprehension over it, or a call of another module's function named for
+evaluation) is reported with no fix: that pass would skip the last partial batch too.
 """
     valid = [
         # Re-bound through a wrapper of itself (`accelerator.prepare`): still the loader its loops
@@ -234,6 +248,15 @@ reported with no fix, the message showing that setting.
                 fixed="import torch\nfrom torch.utils.data.distributed import DistributedSampler\n"
                       "loader = torch.utils.data.DataLoader(\n"
                       "    ds, batch_size=4, sampler=DistributedSampler(ds), drop_last=True\n)\n"),
+        # The training loader also gone over to evaluate or extract features (the tester's
+        # `evaluate(model, train_loader)` under no_grad): drop_last made that pass skip 2 of 50
+        # samples each epoch, so there is no fix.
+        Invalid(_EVALUATED.format(evaluate=_EVALUATE, after="        print(evaluate(model, train_loader))\n"), fixed=NO_FIX,
+                message="not fixed: `evaluate(model, train_loader)` also goes over it"),
+        Invalid(_EVALUATED.format(evaluate="", after="    feats = [model(x) for x, _ in train_loader]\n"), fixed=NO_FIX,
+                message="not fixed: `[model(x) for x, _ in train_loader]` also goes over it"),
+        Invalid(_EVALUATED.format(evaluate="from utils import evaluate\n", after="        evaluate(model, train_loader)\n"),
+                fixed=NO_FIX, message="not fixed: `evaluate(model, train_loader)` also goes over it"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
@@ -265,8 +288,48 @@ reported with no fix, the message showing that setting.
             self.report(call, f"{problem}; set `drop_last` for the training loader only, as in "
                               f"`drop_last={value}`, as this call builds every `{name}`'s loader", fix)
             return
+        other = _pass_not_training(ctx, call)
+        if other is not None:
+            # The loader also feeds evaluation or feature extraction: drop_last would skip the
+            # last partial batch there too (results computed on fewer samples).
+            self.report(call, f"{setting_advice(ctx, call, 'drop_last', 'True', problem)}; not fixed: "
+                              f"`{other}` also goes over it, and would skip the last partial batch too "
+                              f"(give it a loader of its own without `drop_last`)")
+            return
         self.report(call, setting_advice(ctx, call, "drop_last", "True", problem),
                     setting_fix(self, call, "drop_last", "True", Applicability.UNSAFE))
+
+
+def _pass_not_training(ctx, call: cst.Call) -> str | None:
+    """Where a pass over the training loader that takes no optimizer step starts, as code for the
+    message: a loop over it that runs no steps (an `evaluate(model, train_loader)` of the module
+    under `no_grad`), a comprehension over it, a loop of a function other loaders go through that
+    does not step on this loader's calls, or the loader handed to a function of another module
+    named for evaluation (`evaluate`, `validate`, `test`). `drop_last=True` would make those skip
+    samples too; None when every pass seen trains."""
+    passes = [loop for loop in ctx.loops.loops_over(call) if not ctx.loops.runs_steps(loop)]
+    passes += ctx.loops.comprehensions_over(call)
+    passes += [loop for loop, path in ctx.loops.shared_loops(call) if ctx.loops.steps_on(loop, path) is False]
+    for node in passes:
+        return excerpt(ctx, _pass_anchor(ctx, call, node))
+    for handed in ctx.loops.handed_out(call):
+        name = ctx.dotted(handed.func)
+        if name is not None and names_evaluation(name.rsplit(".", 1)[-1]):
+            return excerpt(ctx, handed)
+    return None
+
+
+def _pass_anchor(ctx, call: cst.Call, node: cst.CSTNode) -> cst.CSTNode:
+    """What to show for a pass over the loader: the outermost call of a module function that hands
+    the loader down to it (`evaluate(model, train_loader)`), else the comprehension, or the `for`
+    loop's iterable."""
+    fn = ctx.index.enclosing_function(node)
+    for path in ctx.loops.paths_of(call):
+        if path.calls and path.scope is fn and ctx.loops.in_sight(node, path.name, path.scope):
+            return path.calls[0]
+    while isinstance(node, cst.CompFor):
+        node = ctx.parent(node)
+    return node if not isinstance(node, cst.For) else node.iter
 
 
 def _batches_even(ctx, call: cst.Call) -> bool:
