@@ -227,3 +227,15 @@ MNIST = (
     "    if use_cuda:\n        train_kwargs.update({{'num_workers': 1, 'pin_memory': True, 'shuffle': True}})\n"
     "    loader = DataLoader(ds, **train_kwargs)\n    for epoch in range(3):\n        train(model, device, loader, opt)\n"
 )
+
+
+# A corpus read from a file and tokenized by a comprehension into a list (the tester's script): real
+# samples, not the plain constants (`range(n)`, `[1, 2, 3]`) the loader rules leave alone.
+TOKENIZED = (
+    "import torch\nfrom torch.utils.data import DataLoader\n"
+    "texts = open('corpus.txt').read().splitlines()\n"
+    "train_data = [[ord(c) % 99 + 1 for c in t] for t in texts]\n"
+    "loader = DataLoader(train_data, batch_size=8, shuffle=True, collate_fn=pad_collate)\n"
+    "for epoch in range(2):\n    for ids in loader:\n        loss = model(ids.to('cuda'))\n"
+    "        loss.backward()\n        opt.step()\n"
+)

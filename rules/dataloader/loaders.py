@@ -19,6 +19,7 @@ from trainlint.analysis.batches import (
     star_setting,
 )
 from trainlint.analysis.framework_loaders import returned_from
+from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.settings import Source
 from trainlint.analysis.star_args import entry_to_change
 from trainlint.analysis.tree import binding_targets
@@ -178,9 +179,40 @@ def _settings_visible(ctx, call: cst.Call) -> bool:
 
 
 def _over_builtin_collection(ctx, call: cst.Call) -> bool:
-    """`DataLoader(range(n))`, `DataLoader([])`: plain Python values, nothing to load or pin."""
+    """`DataLoader(range(n))`, `DataLoader([1, 2, 3])`: plain Python values, nothing to load or pin."""
     dataset = loader_arg(ctx, call, "dataset") or ctx.positional(call, 0)
-    return dataset is not None and ctx.is_builtin_collection(dataset.value)
+    return dataset is not None and constant_values(ctx, dataset.value)
+
+
+def constant_values(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """expr is a collection of constants the file writes: `range(n)`, a list/tuple/set display of
+    literals (or of such displays), `list()`/`tuple()` of one, a comprehension over such values
+    whose element calls nothing (`[(i, i % 2) for i in range(10)]`), or a name assigned only
+    those. Not a comprehension over data (`[tokenize(t) for t in texts]`, `[[ord(c) for c in t]
+    for t in lines]`): a list of real samples, as a loader's dataset, is what the rules are for
+    (ctx.is_builtin_collection, which takes any comprehension, exempted a tokenized corpus)."""
+    if depth > 3:
+        return False
+    if isinstance(expr, (cst.List, cst.Tuple, cst.Set)):
+        return all(not isinstance(e, cst.StarredElement) and (
+            ctx.literal(e.value) is not UNKNOWN or constant_values(ctx, e.value, depth + 1)) for e in expr.elements)
+    if isinstance(expr, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+        clauses, clause = [], expr.for_in
+        while clause is not None:
+            clauses.append(clause)
+            clause = clause.inner_for_in
+        return all(constant_values(ctx, c.iter, depth + 1) for c in clauses) \
+            and not any(isinstance(n, cst.Call) for n in ctx.index.walk(expr.elt))
+    if isinstance(expr, cst.Call):
+        qn = ctx.names.qualified(expr.func)
+        if qn == "builtins.range":
+            return True
+        return qn in ("builtins.list", "builtins.tuple") and len(expr.args) == 1 \
+            and constant_values(ctx, expr.args[0].value, depth + 1)
+    if isinstance(expr, cst.Name):
+        values = ctx.assigned_values(expr)
+        return bool(values) and all(constant_values(ctx, v, depth + 1) for v in values)
+    return False
 
 
 def _draws_one_batch(ctx, call: cst.Call) -> bool:

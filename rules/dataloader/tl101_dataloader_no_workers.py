@@ -18,6 +18,7 @@ from .cases import (
     STORED_ON_DEVICE,
     STREAM,
     TENSORS_ON_DEVICE,
+    TOKENIZED,
     TOP_LEVEL,
     UNSHARDED,
     WORKERS_SET,
@@ -47,9 +48,11 @@ class DataLoaderNoWorkers(DataLoaderRule):
     docs = """
 ## What it does
 Flags a `DataLoader` (any import alias, local subclasses, `StatefulDataLoader`) whose `num_workers`
-is missing or a literal 0. A loader over plain Python values (`range(n)`, a list literal) or made
-to draw one batch (`next(iter(DataLoader(...)))`, or a variable whose only use is one
-`next(iter(loader))`) has nothing to overlap and is not flagged, by this or any loader rule.
+is missing or a literal 0. A loader over constants the file writes (`range(n)`, a list of
+literals, a comprehension over those that calls nothing; not one over data, such as
+`[tokenize(t) for t in texts]`) or made to draw one batch (`next(iter(DataLoader(...)))`, or a
+variable whose only use is one `next(iter(loader))`) has nothing to overlap and is not flagged,
+by this or any loader rule.
 Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
@@ -143,6 +146,10 @@ TL106 and TL107 add workers the same way, under the same conditions, and say why
 none.
 """
     valid = [
+        # Constants the file writes: a list of literals, a comprehension over a range that calls nothing.
+        Valid("from torch.utils.data import DataLoader\ndl = DataLoader([1, 2, 3], batch_size=2, shuffle=True)\n"),
+        Valid("from torch.utils.data import DataLoader\nitems = [(i, i % 2) for i in range(10)]\n"
+              "dl = DataLoader(items, batch_size=2, shuffle=True)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=8, num_workers=4)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=args.workers)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, **loader_kwargs)\n"),
@@ -205,6 +212,9 @@ none.
         Valid(_CONFIG.format(default="0", more="").replace("cfg: Config", "cfg")),
     ]
     invalid = [
+        # A dataset tokenized by a comprehension from a file: before, any comprehension counted as
+        # plain Python values and no loader rule looked at it.
+        Invalid(TOKENIZED, message="loads batches in the training process"),
         # A script that trains at its top level, unguarded: a spawned worker would import it and
         # train again. Under `if __name__ == "__main__":`, the fix.
         # `os` is another value where the loader is built: `os.cpu_count()` there would fail.

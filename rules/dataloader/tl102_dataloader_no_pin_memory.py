@@ -37,6 +37,7 @@ from .cases import (
     SHARED_EPOCH_GUARD,
     STORED_ON_DEVICE,
     TENSORS_ON_DEVICE,
+    TOKENIZED,
 )
 from .loaders import (
     DataLoaderRule,
@@ -305,6 +306,9 @@ since what it then holds is not all seen.
         Valid(DRAWN.format(pin="", x="x + table.cuda()")),
     ]
     invalid = [
+        # A dataset tokenized by a comprehension from a file: before, any comprehension counted as
+        # plain Python values and no loader rule looked at it.
+        Invalid(TOKENIZED, message="pin_memory=True"),
         # Turned off in the loader's `**` dict: a keyword beside the dict would pass it twice, so
         # the fix changes the dict's entry where it is given on every run that reaches the loader
         # and no other loader unpacks the dict; under `if use_cuda:` only, reported, no fix.

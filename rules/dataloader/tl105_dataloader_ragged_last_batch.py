@@ -8,7 +8,17 @@ from trainlint.analysis.batches import dataset_builds, dataset_class, loader_arg
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Valid
 
-from .cases import BY_KEY, MNIST, PHASES, PHASES_ZIP, PHASE_KEYS, PHASE_PICKED, SHARED_EPOCH, SHARED_EPOCH_GUARD
+from .cases import (
+    BY_KEY,
+    MNIST,
+    PHASE_KEYS,
+    PHASE_PICKED,
+    PHASES,
+    PHASES_ZIP,
+    SHARED_EPOCH,
+    SHARED_EPOCH_GUARD,
+    TOKENIZED,
+)
 from .loaders import (
     DataLoaderRule,
     excerpt,
@@ -166,6 +176,9 @@ evaluation) is reported with no fix: that pass would skip the last partial batch
         Valid(BY_KEY.format(pin_a=", drop_last=True", pin_b="", move="x.cuda()")),
     ]
     invalid = [
+        # A dataset tokenized by a comprehension from a file: before, any comprehension counted as
+        # plain Python values and no loader rule looked at it.
+        Invalid(TOKENIZED, message="drop_last=True"),
         # PyTorch's ImageNet example: a DistributedSampler or none, `shuffle=(sampler is None)`:
         # shuffled either way.
         Invalid("from torch.utils.data import DataLoader, DistributedSampler\n"
