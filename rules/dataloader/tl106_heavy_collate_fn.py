@@ -8,6 +8,8 @@ import re
 import libcst as cst
 
 from trainlint.analysis.batches import (
+    PADS,
+    PADS_TOKENS,
     batch_part,
     collate_arg,
     collate_leaves_on_host,
@@ -26,7 +28,7 @@ from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 from .cases import STREAM, UNSHARDED
 from .loaders import device_arg, excerpt
 from .tl101_dataloader_no_workers import DataLoaderNoWorkers
-from .workers import add_workers_fix, workers_advice, workers_value
+from .workers import add_workers_fix, has_workers, workers_advice, workers_value
 
 
 # TL106's device-move case: the collate_fn moves batches to a module-level device.
@@ -126,7 +128,12 @@ tensors to a device.
 `functools.partial(collate, ...)` is read as the function it runs, a lambda as the module's functions
 its body calls (`lambda b: pad_collate(b, PAD_ID)`), and the kinds of work are
 named (tokenizes text, pads token sequences, decodes images or audio, moves tensors to a device)
-with offline advice that follows them (none for a device move alone).
+with offline advice that follows them (none for a device move alone). Padding is "of token
+sequences" when it is a tokenizer's or its arguments show integer ids (`input_ids`, `pad_token_id`,
+`dtype=torch.long`, `.long()`); else, as for float features (`F.pad` of spectrograms,
+`pad_sequence` of MFCC frames), it "pads sequences", with advice for features. Padding and masks
+alone are not flagged when the loader already runs workers (`num_workers` not 0): padding each
+batch to its own longest sequence there is the usual cheap way, off the training process.
 
 ## Why is this bad?
 `collate_fn` runs once per batch on the loader's critical path; in the main process
@@ -183,6 +190,14 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Valid(_SRC.format(body="ids = tokenizer(batch)", args="collate_fn=other")),
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, collate_fn=default_collate)\n"),
         Valid(_SRC.format(body="x = [b * 2 for b in batch]", args="collate_fn=collate, num_workers=4")),
+        # Padding alone, in a loader that runs workers: each batch padded to its own longest there
+        # is the usual cheap way (before: reported, the tester's spectrogram loader with 4
+        # persistent workers).
+        Valid(_SRC.format(body="x = torch.stack([F.pad(s, (0, T - s.shape[-1])) for s in batch])",
+                          args="collate_fn=collate, num_workers=4, persistent_workers=True")),
+        Valid(_SRC.format(body="ids = pad_sequence(batch, batch_first=True, padding_value=pad_id)",
+                          args="collate_fn=lambda b: collate(b, PAD_ID), num_workers=2").replace(
+                              "def collate(batch):", "def collate(batch, pad_id):")),
     ]
     invalid = [
         # Through functools.partial (Hugging Face's `partial(collate, tokenizer=tok)`): the function it runs.
@@ -196,13 +211,22 @@ message says so). Moving tokenizing and decoding offline is left to you.
         # own body was read, and the padding in the function it calls was not reported). In the
         # main process: no workers, a lambda cannot be pickled for spawned workers (TL101's reason).
         Invalid(_SRC.format(body="ids = pad_sequence(batch, batch_first=True, padding_value=pad_id)",
-                            args="collate_fn=lambda b: collate(b, PAD_ID), num_workers=2").replace(
+                            args="collate_fn=lambda b: collate(b, PAD_ID)").replace(
                                 "def collate(batch):", "def collate(batch, pad_id):"),
                 fixed=NO_FIX, message="collate_fn `collate` (called by its lambda) pads token sequences"),
         Invalid(_SRC.format(body="ids = pad_sequence(batch, batch_first=True, padding_value=pad_id)",
                             args="collate_fn=lambda b: collate(b, PAD_ID)").replace(
                                 "def collate(batch):", "def collate(batch, pad_id):"),
                 fixed=NO_FIX, message="no workers added: its `collate_fn` is a lambda"),
+        # Float features padded (the tester's spectrograms): not called token sequences, and the
+        # advice fits features (before: "pads token sequences ... pre-tokenized ids in a memmap").
+        Invalid(_SRC.format(body="x = torch.stack([F.pad(s, (0, T - s.shape[-1])) for s in batch])",
+                            args="collate_fn=collate"),
+                message="pads sequences in the main process, so the GPU waits on it every step; do this once "
+                        "offline (features computed once, length-bucketed batches)"),
+        Invalid(_SRC.format(body="x = pad_sequence([torch.tensor(b, dtype=torch.long) for b in batch])",
+                            args="collate_fn=collate"),
+                message="pads token sequences in the main process"),
         # ... and device moves there: reported, left in place (the fix edits a collate_fn the loader names).
         Invalid(_SRC.format(body="batch = torch.stack(batch).to(device)",
                             args="collate_fn=lambda b: collate(b, 'cuda')").replace(
@@ -321,8 +345,8 @@ message says so). Moving tokenizing and decoding offline is left to you.
         # An instance of a class with `__call__` is named as the loader names it (its class).
         Invalid("from torch.utils.data import DataLoader\nclass PadCollator:\n    def __call__(self, batch):\n"
                 "        return pad_sequence(batch, batch_first=True)\n"
-                "loader = DataLoader(ds, collate_fn=PadCollator(), num_workers=2)\n", fixed=NO_FIX,
-                message="collate_fn `PadCollator` pads token sequences"),
+                "loader = DataLoader(ds, collate_fn=PadCollator())\n",
+                message="collate_fn `PadCollator` pads sequences"),
         # `.cuda(rank)` keeps its index (a module-level rank): the batches go to that device, not
         # to the current one (`.cuda()` alone means the current device).
         Invalid(_MOVES.replace('device = torch.device("cuda" if torch.cuda.is_available() else "cpu")', "rank = 1")
@@ -365,6 +389,8 @@ message says so). Moving tokenizing and decoding offline is left to you.
                                               if (w := heavy_work(ctx, d, masks=True))), (None, None, None))
         if not work:
             return
+        if has_workers(ctx, node) and all(kind in _CHEAP_IN_WORKERS for _, kind in work):
+            return  # padding each batch to its own longest, in workers: the usual cheap way
         conditional = isinstance(arg.value, cst.IfExp)
         shown = next((b for b in (arg.value.body, arg.value.orelse) if (wrapper or definition) in callable_choices(ctx, b)),
                      arg.value) if conditional else arg.value
@@ -442,12 +468,19 @@ def _other_device_work(ctx, collate: cst.CSTNode, moves: list[cst.Call]) -> cst.
     return None
 
 
+# Work a loader's workers do cheaply off the training process: padding a batch to its longest
+# sequence (and the masks beside it). Only flagged in the main process.
+_CHEAP_IN_WORKERS = frozenset({PADS, PADS_TOKENS, "builds masks"})
+
+
 def offline_advice(kinds) -> str:
     """What to do once, offline, for the kinds of per-batch work a collate_fn does (heavy_work's);
     "" when it only moves tensors to a device, which belongs in the training loop instead."""
     advice = []
     if any("text" in k or "token" in k for k in kinds):
         advice.append("pre-tokenized ids in a memmap, pre-padded buckets")
+    elif PADS in kinds:
+        advice.append("features computed once, length-bucketed batches")
     if any("features" in k for k in kinds):
         advice.append("features computed once, a memmap of log-mel frames")
     if any("decodes" in k for k in kinds):

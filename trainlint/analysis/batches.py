@@ -1160,6 +1160,34 @@ def _made_by(ctx, func: cst.BaseExpression) -> list[str]:
     return [ctx.names.qualified(v.func) or "" for v in values if isinstance(v, cst.Call)]
 
 
+# heavy_work's kinds for padding: of token ids (a tokenizer's `pad`, integer ids), or of sequences
+# it cannot tell are ids (float features: spectrograms, MFCC frames padded with `F.pad`).
+PADS_TOKENS = "pads token sequences"
+PADS = "pads sequences"
+# Names that say a value holds token ids (`input_ids`, `tokens`, `pad_id`, `pad_token_id`).
+_TOKEN_NAMES = re.compile(r"(^|_)(ids?|tokens?|toks?)$|input_ids|token_ids|pad_id|pad_token|padding_idx", re.IGNORECASE)
+_INTEGER_DTYPES = frozenset({"torch.long", "torch.int64", "torch.int32", "torch.int", "torch.int16", "torch.uint8"})
+
+
+def _pads_token_ids(ctx, call: cst.Call, name: str) -> bool:
+    """A padding call pads token ids: it is a tokenizer's (`tokenizer.pad(...)`), or its
+    arguments show integer ids (a name like `input_ids` or `pad_token_id`, an integer dtype,
+    `.long()`). Else it may pad float features (`F.pad` of a spectrogram, `pad_sequence` of MFCC
+    frames), where token advice would mislead."""
+    if "tokenizer" in name.lower():
+        return True
+    for arg in call.args:
+        for node in ctx.index.walk(arg.value):
+            spelled = ctx.dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+            if spelled is None:
+                continue
+            if _TOKEN_NAMES.search(spelled.rsplit(".", 1)[-1]) \
+                    or (ctx.names.qualified(node) or spelled) in _INTEGER_DTYPES \
+                    or isinstance(node, cst.Attribute) and node.attr.value in ("long", "int"):
+                return True
+    return False
+
+
 def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, str]]:
     """Calls under root that tokenize, pad, mask, decode media or move tensors to a device."""
     out = []
@@ -1173,7 +1201,10 @@ def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, s
                 or (last in ("__call__",) and "tokenizer" in name.lower()) or name.lower().endswith("tokenizer"):
             # Padding ids already tokenized (`pad_sequence`, a tokenizer's `pad`) is not tokenizing.
             padding = last in ("pad", "pad_sequence") or last.startswith("pad_")
-            out.append((node, "pads token sequences" if padding else "tokenizes text"))
+            if not padding:
+                out.append((node, "tokenizes text"))
+            else:
+                out.append((node, PADS_TOKENS if _pads_token_ids(ctx, node, name) else PADS))
         elif _FEATURES.search(name) or any(_FEATURES.search(made) for made in _made_by(ctx, node.func)) \
                 or "processor" in name.lower() and ctx.keyword(node, "sampling_rate"):
             out.append((node, "extracts audio features"))  # a transformers processor given audio
