@@ -227,6 +227,11 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Invalid(_SRC.format(body="x = pad_sequence([torch.tensor(b, dtype=torch.long) for b in batch])",
                             args="collate_fn=collate"),
                 message="pads token sequences in the main process"),
+        # Padded with the tokenizer's pad id in one branch, without in the other (simpletransformers'):
+        # token sequences, said once (before this case: "pads sequences, pads token sequences").
+        Invalid(_SRC.format(body="x = pad_sequence(batch) if tok.pad_token is None else "
+                                 "pad_sequence(batch, padding_value=tok.pad_token_id)", args="collate_fn=collate"),
+                message="collate_fn `collate` pads token sequences in the main process"),
         # ... and device moves there: reported, left in place (the fix edits a collate_fn the loader names).
         Invalid(_SRC.format(body="batch = torch.stack(batch).to(device)",
                             args="collate_fn=lambda b: collate(b, 'cuda')").replace(
@@ -395,6 +400,8 @@ message says so). Moving tokenizing and decoding offline is left to you.
         shown = next((b for b in (arg.value.body, arg.value.orelse) if (wrapper or definition) in callable_choices(ctx, b)),
                      arg.value) if conditional else arg.value
         kinds = sorted({kind for _, kind in work})
+        if PADS_TOKENS in kinds and PADS in kinds:
+            kinds.remove(PADS)  # ids padded one way here, another there (with and without a pad id)
         where = "in the main process, so the GPU waits on it every step" if workers_value(ctx, node) == 0 \
             else "once per batch on the loader's critical path"
         offline = offline_advice(kinds)
