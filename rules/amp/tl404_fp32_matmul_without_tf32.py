@@ -144,7 +144,7 @@ physics or long-horizon recurrences).
         if target_gpu(ctx) in BEFORE_AMPERE or is_test_file(ctx.path):
             return  # no TF32 on the target; tests often pin float32 numerics on purpose
         prec = ctx.precision
-        if not ctx.loops.hot_loops or not prec.uses_cuda or prec.lowers_precision or prec.sets_tf32:
+        if not ctx.loops.hot_loops or not ctx.devices.uses_cuda or prec.lowers_precision or prec.sets_tf32:
             return
         site = next((c for c in ctx.loops.step_calls if ctx.loops.in_hot_loop(c)), None)
         if site is None:

@@ -14,12 +14,21 @@ def waits_per_step(ctx, node: cst.CSTNode) -> bool:
     in a closure handed to an L-BFGS step, which reads the closure's loss on the host itself at
     every evaluation (`float(closure())`, then a test of a gradient tensor): a read of its own
     there waits for nothing more; nor does one in a branch of a test that read a tensor already
-    (_after_synced_test)."""
-    if not ctx.is_per_step(node) or _after_synced_test(ctx, node):
+    (_after_synced_test); nor in a file whose training runs on the CPU, where no GPU is waited for
+    (on_accelerator)."""
+    if not ctx.is_per_step(node) or not on_accelerator(ctx) or _after_synced_test(ctx, node):
         return False
     fn = ctx.index.enclosing_function(node)
     steps = ctx.loops.steps_handed(fn) if fn is not None else []
     return not steps or not all(_is_lbfgs(ctx, call.func.value) for call in steps)
+
+
+def on_accelerator(ctx) -> bool:
+    """The file's training may run on a GPU (or another accelerator): it names a device, uses a
+    framework that places tensors, or trains what it does not build itself (Devices). A script that
+    builds a CPU model and data and never moves them runs each operation before returning: a host
+    read there, or a device synchronize, waits for nothing."""
+    return ctx.devices.may_use_accelerator
 
 
 def _after_synced_test(ctx, node: cst.CSTNode) -> bool:

@@ -132,6 +132,24 @@ _PLATEAU_CASE = ("import torch\nfrom torch.optim.lr_scheduler import ReduceLROnP
                  "        loss.backward()\n        opt.step()\n        {step}\n")
 
 
+# A script that builds its model and data on the CPU and never names a device ({setup} and
+# {loop} vary it).
+_CPU_ONLY = """import torch
+from torch.utils.data import DataLoader, TensorDataset
+loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+model = torch.nn.Linear(4, 1){setup}
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+{loop}    for epoch in range(2):
+        tot = 0.0
+        for x, y in loader:
+            loss = (model(x) - y).pow(2).mean()
+            opt.zero_grad(); loss.backward(); opt.step()
+            seen = float(y.abs().sum())
+            tot += loss.item()
+        print(epoch, tot)
+"""
+
+
 # A module class of the file (Tensors._module_classes).
 _MODULE_NET = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    pass\n"
 
@@ -194,6 +212,15 @@ Trainer subclass); and in Lightning they mention `self.log(...)`, which keeps a 
 device until the logger writes (with `prog_bar=True` the progress bar reads it at every refresh,
 each batch by default). Lightning's and the Trainer's counters count optimizer steps: under gradient accumulation a
 guard on them is true on every micro-batch of each N-th step.
+
+Nothing is flagged (nor by TL202, TL203 and TL204) in a file whose training can only run on the
+CPU, where each operation has finished when it returns: one that names no device (no `.cuda()` or
+`.to(...)`, no `device`/`cuda`/`gpu`/`mps`/`xla`/`tpu`/`npu` in a name, keyword or string, no
+DataParallel, DDP or FSDP), imports nothing that may place tensors itself (only the standard
+library, torch, torchvision, numpy and such; not accelerate, Lightning, transformers or a module
+of the project), restores no tensors without a `map_location`, reads no name it does not bind, and
+trains its loops in code that takes no model, optimizer or data from a caller (`def train(model,
+loader):` may be handed them on a GPU).
 
 A value known to be in host memory is not flagged, as reading it waits for no GPU: a numpy
 value, a tensor made without `device=` (`torch.randint(0, 10, (1,))`, also through a name, and
@@ -285,6 +312,10 @@ suggestion when the container is read anywhere else, or may be (a parameter, an 
 of every tenth loss, predictions shorter than their targets).
 """
     valid = [
+        # Nothing in the file can put a tensor on a GPU: on the CPU each operation has run when it
+        # returns and the reads wait for nothing (both were reported as waiting for the GPU).
+        Valid(_CPU_ONLY.format(setup="", loop="if True:\n")),
+        Valid(_CPU_ONLY.format(setup="", loop="def main(epochs=2):\n") + "main()\n"),
         # The interval written as an expression (a conditional, `and`).
         Valid(in_training_loop("v = loss.item() if step % 5 == 0 else None")),
         Valid(in_training_loop("if step % 100 == 0:\n    print(loss.item())")),
@@ -375,6 +406,16 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_PLATEAU_CASE.format(step="sched.step(loss)").replace("ReduceLROnPlateau(opt)", "StepLR(opt, 10)")),
     ]
     invalid = [
+        # ... but the same script that moves its model (`.to(...)` moves to devices too), or whose
+        # loop trains a model and data handed in by a caller who may have put them on a GPU.
+        Invalid(_CPU_ONLY.format(setup="\nmodel.to(device)", loop="if True:\n"),
+                fixed=_CPU_ONLY.format(setup="\nmodel.to(device)", loop="if True:\n").replace(
+                    "loss.item()", "loss.detach()").replace("(epoch, tot)", "(epoch, float(tot))"),
+                message="`.item()` waits for the GPU"),
+        Invalid(_CPU_ONLY.format(setup="", loop="def train(model, loader):\n"),
+                fixed=_CPU_ONLY.format(setup="", loop="def train(model, loader):\n").replace(
+                    "loss.item()", "loss.detach()").replace("(epoch, tot)", "(epoch, float(tot))"),
+                message="`.item()` waits for the GPU"),
         # A parameter of a module of the file moved to the device (the loop target of a for over
         # `model.parameters()`, `self.model.fc.weight`) is a tensor there: its per-step read was
         # not reported, parameters not being known as tensors.

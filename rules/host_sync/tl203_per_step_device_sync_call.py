@@ -9,7 +9,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
 from .guards import guard_statement, interval_guard
-from .syncs import side_effect_free
+from .syncs import on_accelerator, side_effect_free
 
 
 _DEVICE_SYNC = {
@@ -118,6 +118,11 @@ benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in
 ... else:`), where an interval test may never hold.
 """
     valid = [
+        # A script that builds its model and data on the CPU: its calls place nothing, and it has no
+        # GPU to wait for (it was reported as stalling the GPU pipeline).
+        Valid("import torch\nmodel = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+              "for it in range(10):\n    model(torch.randn(8, 4)).sum().backward()\n    opt.step()\n"
+              "    torch.cuda.empty_cache()\n"),
         Valid(in_training_loop("if step % 100 == 0:\n    torch.cuda.synchronize()")),
         Valid(in_training_loop("pass") + "torch.cuda.synchronize()\n"),
         Valid("import torch\nfor epoch in range(3):\n    torch.cuda.empty_cache()\n    train_one_epoch()\n"),
@@ -235,7 +240,7 @@ benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         qn = _device_sync_name(ctx, node)
-        if qn is None or not ctx.is_per_step(node):
+        if qn is None or not ctx.is_per_step(node) or not on_accelerator(ctx):
             return
         helper, callers = _helper_callers(ctx, node)
         if qn.endswith(".synchronize") and (ctx.measures_time(node) or any(

@@ -9,7 +9,7 @@ from trainlint.analysis.loops import first_modulo
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, in_training_loop
 
-from .syncs import device_tensor, is_tensor_test, waits_per_step
+from .syncs import device_tensor, is_tensor_test, on_accelerator, waits_per_step
 
 
 def _only_raise(branch: cst.If) -> cst.Raise | None:
@@ -182,7 +182,7 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
         modulo = first_modulo(test)
         counted_on_device = modulo is not None and device_tensor(ctx, modulo.left)
         if (ctx.loops.limits_body(test) and not counted_on_device) or not is_tensor_test(ctx, test) \
-                or not (each_iteration or waits_per_step(ctx, node)):
+                or not (each_iteration and on_accelerator(ctx) or waits_per_step(ctx, node)):
             return
         fix = None
         if isinstance(node, cst.Assert):

@@ -12,6 +12,7 @@ from functools import cached_property
 import libcst as cst
 
 from trainlint.analysis.batches import is_cpu_device
+from trainlint.analysis.devices import Devices
 from trainlint.analysis.distributed import Distributed
 from trainlint.analysis.grads import Grads
 from trainlint.analysis.imports import insert_stdlib_import, insert_third_party_import, is_docstring, is_stdlib
@@ -160,6 +161,11 @@ class FileContext:
         it prepares data (see _OFFLINE_PATH). Per-sample decoding or tokenizing here is the offline
         pass that the input-pipeline rules recommend, not something to move elsewhere."""
         return not self.loops.hot_loops and bool(_OFFLINE_PATH.search(self.path.replace("\\", "/")))
+
+    @cached_property
+    def devices(self) -> Devices:
+        """Whether the file uses CUDA, and whether its training may run on an accelerator at all (devices.py)."""
+        return Devices(self.index, self.names, self.bindings, self.loops.hot_loops)
 
     @cached_property
     def precision(self) -> Precision:

@@ -369,17 +369,6 @@ class Precision:
         value = literal(expr)
         return value if isinstance(value, str) else self.names.qualified(expr) or ""
 
-    @cached_property
-    def uses_cuda(self) -> bool:
-        for node in self.index.nodes(cst.SimpleString):
-            value = node.evaluated_value
-            if isinstance(value, str) and (value == "cuda" or value.startswith("cuda:")):
-                return True
-        for call in self.index.nodes(cst.Call):
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda":
-                return True
-        return False
-
 
 def _bound_positionals(partial: cst.Call) -> int | None:
     """How many positional arguments `functools.partial(f, ...)` binds before a call's own; None

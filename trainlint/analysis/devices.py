@@ -1,0 +1,161 @@
+"""Where a file's tensors may live: "does it use CUDA?" (TL404) and "can its training run on an
+accelerator at all?" (the TL2xx host-sync rules).
+
+A read of a tensor on the host (`loss.item()`) costs a wait for the GPU only when the tensor is on
+one. A script that never names a device (no `.cuda()`/`.to(...)`, no `device=`, no "cuda" string, no
+framework that places the model for it) and builds its model and data itself trains on the CPU,
+where PyTorch runs each operation before returning and such a read is free. The answer errs on the
+side of "may": anything the file cannot see (a model handed in as a parameter, a name bound
+elsewhere, a module of the project, a checkpoint that restores tensors where they were saved)
+could already be on a device.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from functools import cached_property
+
+import libcst as cst
+
+from trainlint.analysis.imports import is_stdlib
+from trainlint.analysis.names import Names, dotted
+from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.variables import Bindings, is_variable, role
+
+# Words (parts of an identifier or a string, lower-cased) that name a device or something that
+# places tensors on one: `device`, `args.gpus`, `use_cuda`, `"cuda:0"`, `torch_xla`,
+# `DistributedDataParallel`, `torch.accelerator`, `"nccl"`.
+_DEVICE_WORDS = frozenset({
+    "device", "devices", "cuda", "gpu", "gpus", "mps", "xla", "npu", "tpu", "tpus", "xpu", "hpu", "nccl",
+    "accelerator", "accelerate", "parallel", "distributed", "ddp", "fsdp", "deepspeed", "lightning", "fabric",
+})
+# Splits an identifier or a string into words: at non-letters and digits, and at camelCase humps.
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+_PLAIN_WORDS = re.compile(r"[A-Za-z]+")
+# Methods that move a tensor or a module (`.to(...)` moves to devices as well as dtypes).
+_MOVES = frozenset({"to", "to_empty"})
+# torch.cuda / torch.accelerator functions that place nothing: they synchronize, free the cache or
+# report on it, and are no-ops (or answer 0) without a GPU. TL203 reports them; their own names must
+# not make the file count as one that uses a GPU.
+_DEVICE_NEUTRAL_CALLS = frozenset(
+    f"torch.{module}.{fn}" for module in ("cuda", "mps", "accelerator") for fn in (
+        "synchronize", "empty_cache", "ipc_collect", "memory_allocated", "memory_reserved", "max_memory_allocated",
+        "max_memory_reserved", "memory_stats", "memory_summary", "reset_peak_memory_stats", "mem_get_info",
+        "get_memory_info", "manual_seed", "manual_seed_all"))
+# Libraries that never put a tensor on a device unless asked in words the scan sees (`device=`,
+# `.to(...)`); any other import (accelerate, lightning, transformers, a module of the project) may.
+_NEUTRAL_LIBRARIES = frozenset({
+    "torch", "torchvision", "torchaudio", "torchtext", "torchdata", "torchmetrics", "numpy", "pandas", "scipy",
+    "sklearn", "matplotlib", "seaborn", "tqdm", "PIL", "einops", "tensorboard", "tensorboardX", "yaml", "h5py",
+    "wandb", "mlflow", "rich", "click", "typer", "omegaconf", "hydra", "absl", "datasets", "timm",
+})
+# Calls that restore pickled tensors where they were saved, a GPU included, unless given a map_location.
+_LOADS = frozenset({"torch.load", "torch.jit.load", "torch.hub.load", "pickle.load", "pickle.loads"})
+_BUILTINS = frozenset(dir(builtins)) | {"__file__", "__builtins__"}
+
+
+def words(text: str) -> set[str]:
+    """The lower-cased words of an identifier or a string (`DistributedDataParallel` -> distributed,
+    data, parallel, distributeddataparallel; `"cuda:0"` -> cuda; `GPUs` -> gpus)."""
+    return {w.lower() for w in (*_WORDS.findall(text), *_PLAIN_WORDS.findall(text))}
+
+
+class Devices:
+    """Answers "does this file use CUDA?" and "may its training run on an accelerator?"."""
+
+    def __init__(self, index: TreeIndex, names: Names, bindings: Bindings, hot_loops) -> None:
+        self.index = index
+        self.names = names
+        self.bindings = bindings
+        self.hot_loops = hot_loops
+
+    @cached_property
+    def uses_cuda(self) -> bool:
+        """A "cuda" device string or a `.cuda()` call: the file trains on an NVIDIA GPU (TL404)."""
+        for node in self.index.nodes(cst.SimpleString):
+            value = node.evaluated_value
+            if isinstance(value, str) and (value == "cuda" or value.startswith("cuda:")):
+                return True
+        for call in self.index.nodes(cst.Call):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda":
+                return True
+        return False
+
+    @cached_property
+    def may_use_accelerator(self) -> bool:
+        """False only for a file that names no device and builds what it trains itself
+        (names_a_device, takes_from_outside): its tensors stay on the CPU."""
+        return self.names_a_device or self.takes_from_outside
+
+    @cached_property
+    def names_a_device(self) -> bool:
+        """A `.cuda()`/`.to(...)` call, an identifier (name, attribute, keyword, parameter) or a
+        string with a device word in it (`device=`, `args.gpu`, `"mps"`, `DataParallel`), or an
+        import that may place tensors itself (_NEUTRAL_LIBRARIES). TL203's own calls
+        (`torch.cuda.empty_cache()`) place nothing and do not count."""
+        neutral = set()
+        for call in self.index.nodes(cst.Call):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _MOVES:
+                return True
+            name = dotted(func) or ""
+            if words(name) & {"cuda", "mps", "accelerator"} and self.names.qualified(func) in _DEVICE_NEUTRAL_CALLS:
+                neutral.update(id(n) for n in self.index.walk(func) if isinstance(n, cst.Name))
+        for node in self.index.nodes(cst.Name):
+            if id(node) not in neutral and words(node.value) & _DEVICE_WORDS:
+                return True
+        for node in (*self.index.nodes(cst.SimpleString), *self.index.nodes(cst.FormattedStringText)):
+            value = node.evaluated_value if isinstance(node, cst.SimpleString) else node.value
+            if isinstance(value, str) and words(value) & _DEVICE_WORDS:
+                return True
+        return any(not _neutral_module(target) for target in self._imported_modules())
+
+    def _imported_modules(self) -> list[str]:
+        """Every module the file imports from, relative ones as written (`.models`)."""
+        modules = [dotted(alias.name) or "" for node in self.index.nodes(cst.Import) for alias in node.names]
+        for node in self.index.nodes(cst.ImportFrom):
+            module = dotted(node.module) if node.module is not None else ""
+            modules.append("." * len(node.relative) + (module or ""))
+        return modules
+
+    @cached_property
+    def takes_from_outside(self) -> bool:
+        """What the loop trains may come from code this file does not show, already on a device: a
+        function holding a training loop takes parameters (`def train(model, loader)`: its caller
+        chose where they live; one with a literal default, `epochs=2`, is a setting), a name is
+        read that the file binds nowhere (a notebook's earlier cell, `from x import *`), or tensors
+        are restored from a file without a map_location (`torch.load`)."""
+        for loop in self.hot_loops:
+            for anc in self.index.ancestors(loop):
+                if isinstance(anc, cst.FunctionDef) and _takes_objects(anc):
+                    return True
+        if any(isinstance(node.names, cst.ImportStar) for node in self.index.nodes(cst.ImportFrom)):
+            return True
+        for call in self.index.nodes(cst.Call):
+            if self.names.qualified(call.func) in _LOADS and not any(
+                    a.keyword is not None and a.keyword.value == "map_location" for a in call.args):
+                return True
+        return any(self._unbound(name) for name in self.index.nodes(cst.Name))
+
+    def _unbound(self, name: cst.Name) -> bool:
+        """name reads a variable that the file binds nowhere and that is no builtin."""
+        return name.value not in _BUILTINS and is_variable(self.index, name) \
+            and role(self.index, name)[0] == "read" and self.bindings.of(name.value) == {} \
+            and self.index.enclosing(name, (cst.Import, cst.ImportFrom)) is None
+
+
+def _neutral_module(module: str) -> bool:
+    top = module.split(".", 1)[0]
+    return bool(top) and (top in _NEUTRAL_LIBRARIES or is_stdlib(top))
+
+
+def _takes_objects(fn: cst.FunctionDef) -> bool:
+    """fn has a parameter that may hold a model, optimizer or data (any but one whose default is a
+    number, string or bool literal)."""
+    params = fn.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if not isinstance(param.default, (cst.Integer, cst.Float, cst.SimpleString)) and not (
+                isinstance(param.default, cst.Name) and param.default.value in ("True", "False")):
+            return True
+    return isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None
