@@ -248,14 +248,27 @@ def _named_guard(ctx, node: cst.CSTNode, counter: str | None, default: int) -> _
                 known = isinstance(value, int) and not isinstance(value, bool) and value > 0
                 break
         if not known:
-            shown = f"`if {counter or 'step'} % {interval} == 0:`"
+            name, counting = (counter, "") if counter is not None else _missing_counter(ctx, node)
+            shown = f"`if {name} % {interval} == 0:`"
             why = f"not written: `{interval}` is not known to be a positive whole number"
-            return _Guard(None, f"{shown}, {why}" if counter is not None else
-                          f"{shown}, counting `step` where no counter of the loop was found; {why}")
+            return _Guard(None, f"{shown}, {counting}; {why}" if counting else f"{shown}, {why}")
     if counter is None:
-        return _Guard(None, f"`if step % {interval} == 0:`, counting `step` where no counter of the loop was found")
+        name, counting = _missing_counter(ctx, node)
+        return _Guard(None, f"`if {name} % {interval} == 0:`, {counting}")
     test = f"{counter} % {interval} == 0"
     return _Guard(test, f"`if {test}:`", interval)
+
+
+def _missing_counter(ctx, node: cst.CSTNode) -> tuple[str, str]:
+    """The counter the advice names where the loop keeps none to guard node with, and how it
+    says to keep it. In the branch that steps the optimizer under gradient accumulation it counts
+    optimizer steps (`opt_step += 1` there): that branch sees one micro-batch in N, and a test of
+    the loop's index inside it (`i % 10 == 0` under `i % 4 == 3`, `step % 100 == 0` under `(step
+    + 1) % 4 == 0`) may hold on no step at all."""
+    if ctx.loops.step_region(node) is not None:
+        return "opt_step", ("counting optimizer steps with `opt_step += 1` where the optimizer steps, as a test of the "
+                            "loop's index there may hold on no step")
+    return "step", "counting `step` where no counter of the loop was found"
 
 
 def _bound_between(ctx, node: cst.CSTNode, guard: cst.If) -> set[str]:

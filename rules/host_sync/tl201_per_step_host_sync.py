@@ -204,7 +204,9 @@ counter (the `enumerate` index, also of `tqdm(enumerate(loader))`, `it` of `for 
 range(n)`, a name it increments by 1, never a tensor: `step_t += 1` of a device tensor is no
 counter; of a micro-batch loop that steps no optimizer, nanoGPT's `for micro_step in
 range(accum):`, the counter of the loop around it that does) and the script's logging interval (`if it % args.log_interval == 0:`), with `step`
-standing for a counter not found. In a hook, the advice and the fixes use the framework's own step
+standing for a counter not found (in the code that runs once per optimizer step under gradient
+accumulation, `opt_step`, which the advice says to count there with `opt_step += 1`: a test of the
+loop's index there, `i % 10 == 0` under `i % 4 == 3`, may hold on no step; no fix is written). In a hook, the advice and the fixes use the framework's own step
 counter and logging interval: `self.global_step % self.trainer.log_every_n_steps` in a
 LightningModule, `trainer.global_step % trainer.log_every_n_steps` in a Lightning callback,
 `state.global_step % state.logging_steps` in a TrainerCallback (the Trainer's `self.state` in a
@@ -439,6 +441,18 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(_PLATEAU_CASE.format(step="sched.step(metrics=loss.detach())").replace(
             "from torch.optim.lr_scheduler import ReduceLROnPlateau\n", "import torch.optim.lr_scheduler as ls\n").replace(
             "= ReduceLROnPlateau(", "= ls.ReduceLROnPlateau("), fixed=NO_FIX, message="not fixed: stepping less often"),
+        # In the branch that steps the optimizer, with no counter of optimizer steps: the advice
+        # said `if step % LOG_EVERY == 0:` "where no counter of the loop was found" though the loop
+        # counts `i`, and `i % 10 == 0` under `i % 4 == 3` never holds; it says to count optimizer
+        # steps there, and nothing is written.
+        Invalid(in_accumulation_step("print(f'loss {loss.item():.4f}')", counter="").replace(
+            "import torch\n", "import torch\nLOG_EVERY = 10\n"), fixed=NO_FIX,
+                message="(`if opt_step % LOG_EVERY == 0:`, counting optimizer steps with `opt_step += 1` where the "
+                        "optimizer steps"),
+        # ... and with one, the fix tests it, never the loop's index (which the loop tests too).
+        Invalid(in_accumulation_step("print(f'loss {loss.item():.4f}')\nif i % 10 == 0:\n    print(i)"),
+                fixed=in_accumulation_step("if global_step % 100 == 0:\n    print(f'loss {loss.item():.4f}')\n"
+                                           "if i % 10 == 0:\n    print(i)")),
         # A loop with no step counter: the advice says to keep one, rather than name one it lacks.
         Invalid("import torch\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"
                 "    losses.append(loss.item())\n", message="counting `step` where no counter of the loop was found"),

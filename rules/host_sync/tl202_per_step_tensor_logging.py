@@ -444,6 +444,12 @@ tensor are logging lines side by side, and go under one `if` together).
         # were written back to back).
         Invalid(_own_test("step % log_every == 0", extra="pbar.set_postfix(loss=loss)"),
                 fixed=_own_test("step % log_every == 0", extra="pbar.set_postfix(loss=loss)", joined=True)),
+        # After `continue` on the micro-batches of gradient accumulation, with no counter of
+        # optimizer steps: the advice named `step`, "where no counter of the loop was found", though
+        # the loop counts `i` (whose interval test there may hold on no step).
+        Invalid("import torch\nfor i, (x, y) in enumerate(loader):\n    (model(x, y) / accum).backward()\n"
+                "    if (i + 1) % accum != 0:\n        continue\n    opt.step()\n    print(f'loss {loss:.3f}')\n",
+                fixed=NO_FIX, message="(`if opt_step % 100 == 0:`, counting optimizer steps with `opt_step += 1`"),
         # A tensor that counts steps is no counter: `if step_t % 10 == 0:` reads it every step.
         Invalid("import torch\nstep_t = torch.zeros((), dtype=torch.long, device='cuda')\nlog_every = 10\n"
                 "for batch in loader:\n    loss = model(batch)\n    loss.backward()\n    opt.step()\n    step_t += 1\n"
