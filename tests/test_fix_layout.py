@@ -840,3 +840,26 @@ def test_a_call_fixed_inside_a_conditional_in_a_generator_is_not_split_at_its_ow
     fixed = fix_source(code, select=["TL108"], path="train.py")
     assert "            x, y = (t.cuda(non_blocking=True) if torch.cuda.is_available() else t for t in batch)\n" \
         in fixed, fixed
+
+
+def test_arguments_added_beside_a_split_argument_go_one_per_line():
+    # TL402 splits `enabled=` over two lines, then TL401 put `"cuda"` before it and TL403
+    # `init_scale=8192` after it on those lines (two arguments on one line, a continued condition
+    # between them): the call is laid out again, one argument per line, as Black writes it.
+    source = (
+        "import torch\n\n\n"
+        "def make():\n"
+        "    scaler = torch.cuda.amp.GradScaler(enabled=torch.cuda.is_available())\n"
+        "    return scaler\n\n\n"
+        "def step(model, x):\n"
+        "    with torch.autocast('cuda'):\n"
+        "        return model(x)\n")
+    fixed = fix_source(source, select=["TL401", "TL402", "TL403"])
+    assert fixed.splitlines()[4:10] == [
+        "    scaler = torch.amp.GradScaler(",
+        "        'cuda',",
+        "        enabled=torch.cuda.is_available()",
+        "        and not torch.cuda.is_bf16_supported(including_emulation=False),",
+        "        init_scale=8192,",
+        "    )",
+    ]

@@ -16,7 +16,7 @@ from trainlint.analysis.context import FileContext
 from trainlint.analysis.loops import STEP_HOOK_NAMES
 from trainlint.analysis.positions import Positions
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Fix
-from trainlint.layout import last_arg_continued, split_at_brackets
+from trainlint.layout import args_joined_on_split_line, last_arg_continued, split_at_brackets
 from trainlint.rule import DOCS_URL, Finding, Rule
 from trainlint.suppressions import parse_suppressions, unused_codes, without_codes
 from trainlint.textpos import LineIndex, edits_overlap
@@ -246,6 +246,14 @@ def _shares_its_line(ctx: FileContext, node: cst.CSTNode) -> bool:
     return line is not None and len(line.body) > 1
 
 
+def _continuation_indent(ctx: FileContext, positions: Positions, old: cst.CSTNode, start: int) -> str:
+    """The indentation of old's line past its statement's (a call on a continuation line, `for b in
+    enumerate(\n        DataLoader(...)):`, is laid out from that line's indentation)."""
+    line = ctx.text[positions.line_start(positions.location(start).row):start]
+    block = ctx.indentation(old)
+    return line[len(block):len(line) - len(line.lstrip(" \t"))] if line.startswith(block) else ""
+
+
 def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit:
     start, end = positions.inclusive_span(old)
     before = ctx.text[start:end]
@@ -258,7 +266,13 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
             if found != -1:
                 line_end = min(line_end, found)
         trailing = line_end - end
-        if "\n" in after:
+        joined = args_joined_on_split_line(new) if "\n" in after else None
+        if joined is not None:
+            # An argument put beside one that a fix split over lines (`"cuda", enabled=a` / `and
+            # not b, init_scale=8192`): laid out again from one line, one argument per line.
+            extra = _continuation_indent(ctx, positions, old, start)
+            after = ctx.render(split_at_brackets(joined, ctx.module.default_indent, extra, ctx.room(old, extra)), at=old)
+        elif "\n" in after:
             # A call laid out by hand over several lines: an argument that made its last line too
             # long starts a line of its own, aligned as the author's (Black would redo it all).
             grown = len(after.rsplit("\n", 1)[-1]) + trailing > ctx.line_length \
@@ -271,9 +285,7 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
                 and not _shares_its_line(ctx, old):
             # A call on a continuation line (`for b in enumerate(\n        DataLoader(...)):`) is
             # laid out from that line's indentation, not from its statement's.
-            line = ctx.text[line_start:start]
-            block = ctx.indentation(old)
-            extra = line[len(block):len(line) - len(line.lstrip(" \t"))] if line.startswith(block) else ""
+            extra = _continuation_indent(ctx, positions, old, start)
             after = ctx.render(split_at_brackets(new, ctx.module.default_indent, extra, ctx.room(old, extra)), at=old)
     # Keep the edit minimal: reviewers and suggestion blocks see only what really changes.
     prefix = 0

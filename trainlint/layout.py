@@ -22,11 +22,15 @@ around a comment, or around a collection kept exploded by a trailing comma) keep
 its parenthesis aligned (`head_grown`); an argument the author split over lines with neither is joined
 and laid out afresh;
 only a call in Black's own layout, its arguments on one line of their own, that a fixed argument
-makes too long is laid out again from one line (`rejoined`), as Black does. Indentation strings here are relative to the enclosing block's: the engine renders the
+makes too long is laid out again from one line (`rejoined`), as Black does. So is a call that fixes, one
+after another, left with arguments beside one split over lines (`"cuda", enabled=a` / `and not
+b, init_scale=8192`: `args_joined_on_split_line`), one argument per line. Indentation strings here are relative to the enclosing block's: the engine renders the
 nodes where they stand, which adds the block's own.
 """
 
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -158,6 +162,35 @@ def rejoined(call: cst.Call) -> cst.Call | None:
         return None
     return call.with_changes(whitespace_before_args=cst.SimpleWhitespace(""),
                              args=[*args[:-1], args[-1].with_changes(whitespace_after_arg=cst.SimpleWhitespace(""))])
+
+
+def args_joined_on_split_line(call: cst.Call) -> cst.Call | None:
+    """call laid out as no formatter writes it, which fixes made in turn: Black's split at its
+    brackets (`GradScaler(\n    enabled=a\n    and not b\n)`, one argument over several lines),
+    then an argument put before or after it on the same lines (`"cuda", enabled=a` / `and not b,
+    init_scale=8192`). Put back on one line, for the engine to lay out again as Black does (one
+    argument per line); None for any other layout, or one with a comment or a triple-quoted string
+    (joining its lines would change it)."""
+    args = call.args
+    if len(args) < 2 or not isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace) \
+            or isinstance(args[-1].comma, cst.Comma) \
+            or not isinstance(args[-1].whitespace_after_arg, cst.ParenthesizedWhitespace) \
+            or not any("\n" in code(a.value) for a in args):
+        return None
+    if any(isinstance(a.comma, cst.Comma) and isinstance(a.comma.whitespace_after, cst.ParenthesizedWhitespace)
+           for a in args[:-1]):
+        return None  # an argument that starts a line of its own: laid out by hand
+    text = code(call)
+    if "#" in text or '"""' in text or "\'\'\'" in text:
+        return None
+    text = re.sub(r"([(\[{])\s*\n\s*", r"\1", text)
+    text = re.sub(r",?\s*\n\s*([)\]}])", r"\1", text)
+    text = re.sub(r"\s*\n\s*", " ", text)
+    try:
+        joined = cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        return None
+    return joined if isinstance(joined, cst.Call) else None
 
 
 def fitted(arg: cst.Arg, indent: str, level: str, width: int) -> cst.Arg:
