@@ -168,7 +168,8 @@ def test_tl204_no_suggestion_where_python_still_needs_a_bool():
 ACCUMULATE = (
     "import torch\n"
     "torch.manual_seed(0)\n"
-    "model = torch.nn.Linear(4, 1)\n"
+    # `.to(...)`: a script that names no device trains on the CPU and is not reported.
+    "model = torch.nn.Linear(4, 1).to('cpu')\n"
     "opt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
     "loader = [(torch.randn(8, 4), torch.randn(8, 1)) for _ in range(30)]\n"
     "total, seen = 0.0, []\n"
