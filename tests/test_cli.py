@@ -257,6 +257,12 @@ def test_rule_command(project):
     assert "did you mean `per-step-host-sync`?" in run_cli(["rule", "per-step-hostsync"], project).output
     by_name = run_cli(["rule", "per-step-host-sync"], project)
     assert "(TL201)" in by_name.output
+    # A prefix (valid in --select) was "unknown rule code ...; did you mean `TL601`?": it lists its rules.
+    prefix = run_cli(["rule", "TL1"], project)
+    assert prefix.exit_code == 0 and prefix.output.startswith("TL1 is a prefix that selects")
+    assert "  TL101 dataloader-no-workers " in prefix.output and "TL201" not in prefix.output
+    as_json = json.loads(run_cli(["rule", "TL10", "--output-format", "json"], project).output)
+    assert [r["code"] for r in as_json][:2] == ["TL101", "TL102"]
     both = run_cli(["rule", "TL101", "--all"], project)  # the code was silently dropped
     assert both.exit_code == 2 and "give a rule code or --all, not both" in both.output
 
