@@ -271,6 +271,25 @@ def test_fix_through_a_symlink_replaces_the_target(tmp_path):
     assert open(target).read() == FIXED
 
 
+def test_one_file_under_several_names_is_checked_and_fixed_once(tmp_path):
+    # A hard link and a symlink to a file in the same run: the second name's fix found the file
+    # changed by the first's ("changed on disk since it was read", exit 2), or, through the
+    # symlink, "4 fixed" was reported when 2 fixes were written. The first name in sorted order
+    # is checked; the others are left out, with --fix or without.
+    write(tmp_path / "a.py", FIXABLE)
+    os.link(tmp_path / "a.py", tmp_path / "hard.py")
+    write(tmp_path / "c.py", FIXABLE)
+    os.symlink(tmp_path / "c.py", tmp_path / "b_link.py")
+    proc = run_cli(str(tmp_path), *SELECT)
+    assert proc.returncode == 1 and proc.stdout.count("TL104") == 2, proc.stdout
+    assert "/a.py:2:10" in proc.stdout and "/b_link.py:2:10" in proc.stdout
+    fixed = run_cli(str(tmp_path), *SELECT, "--fix")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "Found 2 errors (2 fixed, 0 remaining)" in fixed.stdout + fixed.stderr
+    assert (tmp_path / "hard.py").read_text() == (tmp_path / "c.py").read_text() == FIXED
+    assert os.path.islink(tmp_path / "b_link.py")
+
+
 # -- races, made deterministic -------------------------------------------------------------------------
 
 def _cli(args):

@@ -109,4 +109,26 @@ def discover(paths: list[str], resolver: SettingsResolver, force_exclude: bool =
                 files.append(path)
         else:
             missing.append(given)
-    return files, missing
+    return _one_name_per_file(files), missing
+
+
+def _one_name_per_file(files: list[str]) -> list[str]:
+    """files with every file on disk named once: of the names that are one file (hard links,
+    symlinks, the same file reached twice: same st_dev/st_ino after following links) only the
+    first in sorted order is kept. Checking it under each name reported its findings twice, and
+    with --fix the second name's fix found the file changed by the first's ("changed on disk
+    since it was read", exit 2) or, through a symlink, counted fixes that were never written.
+    A name that cannot be stat'ed (a dangling link, a loop) is kept: its check says why."""
+    keys: list[tuple[int, int] | None] = []
+    for path in files:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            keys.append(None)
+        else:
+            keys.append((st.st_dev, st.st_ino))
+    name: dict[tuple[int, int], str] = {}
+    for path, key in zip(files, keys):
+        if key is not None and (key not in name or path < name[key]):
+            name[key] = path
+    return [path for path, key in zip(files, keys) if key is None or name[key] == path]
