@@ -146,6 +146,27 @@ def test_explicit_config_path(tmp_path):
     assert missing.exit_code == 2 and "nope.toml" in missing.output
 
 
+def test_explicit_config_file_globs_are_relative_to_the_current_folder(tmp_path):
+    # As Ruff reads a file given with --config. They were relative to the file's folder, so
+    # `--config ci/trainlint.toml` excluding "src/legacy" excluded ci/src/legacy: nothing.
+    (tmp_path / "ci").mkdir()
+    (tmp_path / "ci" / "trainlint.toml").write_text(
+        'extend = "base.toml"\nextend-exclude = ["src/legacy"]\nper-file-ignores = { "tests/*" = ["TL1"] }\n')
+    # The file it extends keeps its globs relative to its own folder (ci/): "gen/*" is ci/gen/*.
+    (tmp_path / "ci" / "base.toml").write_text('extend-exclude = ["gen/*"]\n')
+    for name in ("src/legacy/old.py", "tests/test_x.py", "src/new.py", "gen/made.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(LOADER)
+    result = run_cli(["--config", "ci/trainlint.toml", "--select", "TL101", "-q"], tmp_path)
+    assert sorted(line.split(":")[0] for line in result.output.splitlines()) == ["gen/made.py", "src/new.py"]
+    shown = run_cli(["--config", "ci/trainlint.toml", "--show-settings", "src/new.py"], tmp_path).output
+    assert f'root = "{tmp_path}"' in shown and f'"{tmp_path}/ci/gen/*"' in shown
+    # A discovered file keeps its own folder as the root.
+    (tmp_path / "ci" / "src" / "legacy").mkdir(parents=True)
+    (tmp_path / "ci" / "src" / "legacy" / "x.py").write_text(LOADER)
+    assert "TL101" not in run_cli(["--select", "TL101", "-q", "ci"], tmp_path).output
+
+
 def test_per_file_ignores(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.trainlint]\nper-file-ignores = { 'scripts/*' = ['TL1'] }\n")
     (tmp_path / "scripts").mkdir()

@@ -435,20 +435,26 @@ def _added_per_file_ignores(kwargs: dict) -> dict:
     return kwargs
 
 
-def settings_from_file(path: str) -> Settings:
-    kwargs = _settings_kwargs(path, ())
-    return Settings(root=os.path.dirname(os.path.abspath(path)), config_path=path, **kwargs)
+def settings_from_file(path: str, root: str | None = None) -> Settings:
+    """The settings of a configuration file. root: the folder its relative globs (exclude,
+    per-file-ignores) are relative to; None: the file's own folder (a discovered file). A file
+    given with --config passes the current folder, as Ruff resolves such a file's paths; the
+    files it `extend`s keep their globs relative to their own folders either way."""
+    root = os.path.abspath(root) if root is not None else os.path.dirname(os.path.abspath(path))
+    kwargs = _settings_kwargs(path, (), root)
+    return Settings(root=root, config_path=path, **kwargs)
 
 
-def _settings_kwargs(path: str, chain: tuple[str, ...]) -> dict:
+def _settings_kwargs(path: str, chain: tuple[str, ...], folder: str | None = None) -> dict:
     """Settings keyword arguments of a configuration file, merged over the file it extends
-    (`extend = "../pyproject.toml"`, as in Ruff), whose relative globs stay relative to its own folder."""
+    (`extend = "../pyproject.toml"`, as in Ruff), whose relative globs stay relative to its own
+    folder. folder: what this file's own relative globs are relative to (default: its folder)."""
     table = read_config(path) or {}
     kwargs = _added_per_file_ignores(parse_table(table, path))
     base = table.get("extend")
     if base is None:
         return kwargs
-    folder = os.path.dirname(os.path.abspath(path))
+    folder = folder or os.path.dirname(os.path.abspath(path))
     base_path = extended_path(path, base)
     if base_path in chain or base_path == os.path.abspath(path):
         cycle = " -> ".join((*chain, os.path.abspath(path), base_path))
@@ -596,7 +602,10 @@ class SettingsResolver:
         if config_path is not None:
             if not os.path.isfile(config_path):
                 raise ConfigError(f"{config_path}: no such configuration file")
-            self.fixed = self._apply(settings_from_file(config_path))
+            # Its relative globs are relative to the current folder, as Ruff reads a file given
+            # with --config (they were relative to the file's folder: `--config ci/x.toml` with
+            # `extend-exclude = ["src/legacy"]` excluded ci/src/legacy).
+            self.fixed = self._apply(settings_from_file(config_path, root=os.getcwd()))
 
     def _apply(self, settings: Settings) -> Settings:
         inline = dict(self.inline)
