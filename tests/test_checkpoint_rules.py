@@ -136,6 +136,36 @@ def test_save_every_option_sets_the_interval():
     assert "    if i % 5 == 0:\n        _trainlint_async_save(torch.save, m, 'x.pt')\n" in fixed
 
 
+MIXED_NEWLINES = (
+    "import torch\r\n\r\n\r\ndef train(model, opt, data):\r\n    for step, batch in enumerate(data):\r\n"
+    "        loss = model(batch).sum()\r\n        loss.backward()\r\n        opt.step()\r\n"
+    "        print(loss.item())\n        torch.save({'model': model.state_dict()}, 'ckpt.pt')\n\n\n"
+    "train(None, None, [])\n"
+)
+
+
+def test_a_file_whose_first_lines_end_in_crlf_and_later_ones_in_lf_is_fixed():
+    # The edit after the loop repeated its last lines with their LF turned into CRLF (the
+    # file's first line break), so it overlapped the edit of the save on that line, and the
+    # engine dropped the fix: reported without a fix and without saying why.
+    [diag] = lint_source(MIXED_NEWLINES, select=["TL501"])
+    assert diag.fix is not None and "not fixed" not in diag.message
+    fixed = fix_source(MIXED_NEWLINES, select=["TL501"], unsafe_fixes=True)
+    assert "        if step % 1000 == 0:\r\n            _trainlint_async_save(torch.save, " in fixed
+    assert "'ckpt.pt')\n    _trainlint_wait_for_save()\r\n\n\ntrain(" in fixed  # the loop's own lines kept LF
+
+
+def test_a_fix_the_engine_drops_says_why(monkeypatch):
+    # A fix whose edits overlap is dropped; the finding kept a message written for a fix that
+    # was never offered, with no "not fixed:" reason.
+    import trainlint.engine
+
+    monkeypatch.setattr(trainlint.engine, "edits_overlap", lambda edits: True)
+    [diag] = lint_source(MIXED_NEWLINES, select=["TL501"])
+    assert diag.fix is None and diag.message.endswith("; not fixed: trainlint could not make this fix's edits "
+                                                      "fit together (please report this)")
+
+
 @pytest.mark.parametrize(("save", "file_object"), [
     ("with open(f'ckpt-{step}.pt', 'wb') as fh:\n        torch.save(model.state_dict(), fh)", "fh"),
     ("torch.save(model.state_dict(), open('last.pt', 'wb'))", "open('last.pt', 'wb')"),

@@ -146,20 +146,24 @@ def _resolve(findings: list[Finding], ctx: FileContext, path: str, suppressions)
             continue
         seen.add(key)
         fix = None
+        message = finding.message
         if finding.fix is not None:
             edits = []
             for old, new in finding.fix.replacements:
                 edits.append(_edit(ctx, positions, old, new))
             edits.sort(key=lambda e: (e.start, e.end))
-        if finding.fix is not None and not edits_overlap(edits):
-            # A rule's fix whose edits overlap cannot be applied nor shown: the finding stands without one.
-            fix = Fix(_applicability(ctx.settings, finding.code, finding.fix.applicability), finding.fix.message,
-                      tuple(e for e in edits if e is not None), finding.fix.follow_up)
+            if edits_overlap(edits):
+                # A rule's fix whose edits overlap cannot be applied nor shown: the finding stands
+                # without one, and says so (its message was written for a fix that would be made).
+                message = _not_fixed(message)
+            else:
+                fix = Fix(_applicability(ctx.settings, finding.code, finding.fix.applicability), finding.fix.message,
+                          tuple(e for e in edits if e is not None), finding.fix.follow_up)
         out.append(
             Diagnostic(
                 code=finding.code,
                 name=finding.name,
-                message=finding.message,
+                message=message,
                 path=path,
                 start=start_loc,
                 end=positions.location(end),
@@ -171,6 +175,11 @@ def _resolve(findings: list[Finding], ctx: FileContext, path: str, suppressions)
         )
     out.sort(key=Diagnostic.sort_key)
     return out
+
+
+def _not_fixed(message: str) -> str:
+    """The message of a finding whose fix the engine dropped (its edits overlap): it says why."""
+    return message + "; not fixed: trainlint could not make this fix's edits fit together (please report this)"
 
 
 def _applicability(settings, code: str, applicability: Applicability) -> Applicability:
@@ -257,7 +266,9 @@ def _continuation_indent(ctx: FileContext, positions: Positions, old: cst.CSTNod
 def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit:
     start, end = positions.inclusive_span(old)
     before = ctx.text[start:end]
-    after = _newlines(ctx, new) if isinstance(new, str) else ctx.render(new, at=old)
+    if isinstance(new, str):
+        return _text_edit(ctx, positions, start, before, new)
+    after = ctx.render(new, at=old)
     if isinstance(new, cst.Call) and new.args:
         line_start = positions.line_start(positions.location(start).row)
         line_end = len(ctx.text)
@@ -287,7 +298,14 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
             # laid out from that line's indentation, not from its statement's.
             extra = _continuation_indent(ctx, positions, old, start)
             after = ctx.render(split_at_brackets(new, ctx.module.default_indent, extra, ctx.room(old, extra)), at=old)
-    # Keep the edit minimal: reviewers and suggestion blocks see only what really changes.
+    prefix, suffix = _common_ends(before, after)
+    s, e = start + prefix, end - suffix
+    return Edit(s, e, after[prefix:len(after) - suffix], positions.location(s), positions.location(e))
+
+
+def _common_ends(before: str, after: str) -> tuple[int, int]:
+    """How many characters before and after share at the start and at the end: the edit is kept
+    minimal, so reviewers and suggestion blocks see only what really changes."""
     prefix = 0
     limit = min(len(before), len(after))
     while prefix < limit and before[prefix] == after[prefix]:
@@ -295,5 +313,20 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
     suffix = 0
     while suffix < limit - prefix and before[len(before) - 1 - suffix] == after[len(after) - 1 - suffix]:
         suffix += 1
-    s, e = start + prefix, end - suffix
-    return Edit(s, e, after[prefix:len(after) - suffix], positions.location(s), positions.location(e))
+    return prefix, suffix
+
+
+def _text_edit(ctx: FileContext, positions: Positions, start: int, before: str, after: str) -> Edit:
+    """The edit replacing `before` (at start) with code a rule wrote as text, which often repeats
+    the source (a statement rendered, then a line added after it). Only what the fix changes gets
+    the file's line breaks: converting the whole text turned the repeated lines' LF into CRLF in a
+    file whose first lines end in CRLF and later ones in LF, so TL501's edit after the loop grew
+    over the loop's last lines, overlapped its edit of the save call there, and the fix was dropped."""
+    prefix, suffix = _common_ends(before, after)
+    if prefix and after[prefix - 1] == "\r" and after[prefix:prefix + 1] == "\n":
+        prefix -= 1  # a CRLF split between the kept text and the converted one would become CR CR LF
+    changed = _newlines(ctx, after[prefix:len(after) - suffix])
+    before_changed = before[prefix:len(before) - suffix]
+    more, less = _common_ends(before_changed, changed)
+    s, e = start + prefix + more, start + len(before) - suffix - less
+    return Edit(s, e, changed[more:len(changed) - less], positions.location(s), positions.location(e))
