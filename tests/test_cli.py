@@ -620,3 +620,38 @@ def test_check_help_lists_every_option_once_in_a_named_section():
     flags = [p.opts[-1] for p in check.get_params(click.Context(check)) if isinstance(p, click.Option)]
     for flag in flags:
         assert len(re.findall(rf"(?m)^  (?:-\w, )?{re.escape(flag)}\b(?! ?-)", text)) == 1, flag
+
+
+BASELINED = """import torch
+from torch.utils.data import DataLoader
+
+
+def main(ds, model, opt):
+    for x in DataLoader(ds, batch_size=8):
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_baseline_with_fix_leaves_recorded_findings_alone(tmp_path):
+    # The safe TL102 fix of a baselined finding rewrote line 6, and the baselined TL101 there
+    # then counted as new: exit 1. Recorded findings are not fixed (as `# noqa` ones).
+    (tmp_path / "train.py").write_text(BASELINED)
+    assert run_cli(["--baseline", "b.json"], tmp_path).exit_code == 0
+    for extra in (["--diff"], ["--fix"], ["--fix", "--unsafe-fixes"]):
+        result = run_cli(["--baseline", "b.json", *extra], tmp_path)
+        assert result.exit_code == 0 and "TL10" not in result.output, (extra, result.output)
+    assert (tmp_path / "train.py").read_text() == BASELINED
+
+
+def test_baseline_matches_a_recorded_finding_whose_line_a_fix_of_a_new_one_rewrote(tmp_path):
+    # Only TL101 is recorded; TL102 is new and its fix adds pin_memory=True to TL101's line: the
+    # TL101 finding is matched by the line as it was before the fix, not reported as new.
+    (tmp_path / "train.py").write_text(BASELINED)
+    assert run_cli(["--select", "TL101", "--baseline", "b.json"], tmp_path).exit_code == 0
+    diff = run_cli(["--baseline", "b.json", "--diff"], tmp_path)
+    assert "pin_memory=True" in diff.output and "TL101" not in diff.output
+    fixed = run_cli(["--baseline", "b.json", "--fix"], tmp_path)
+    assert fixed.exit_code == 0 and "TL101" not in fixed.output, fixed.output
+    assert "DataLoader(ds, batch_size=8, pin_memory=True)" in (tmp_path / "train.py").read_text()

@@ -16,6 +16,7 @@ from trainlint.atomic import write_atomic
 from trainlint.diagnostics import Diagnostic, RunResult
 from trainlint.fingerprint import fingerprints
 from trainlint.gitutil import relative_posix
+from trainlint.textpos import LineIndex
 
 FORMAT = "trainlint-baseline"
 VERSION = 1
@@ -89,6 +90,37 @@ def read_baseline(path: str | os.PathLike) -> set[str]:
     return {f["fingerprint"] for f in findings}
 
 
+class BaselineMatch:
+    """The baseline's fingerprints, matched in the worker during --fix and --diff. Recorded
+    findings are held back from fixing (old code stays as it is, as with `# noqa`), and a finding
+    is matched by the text its lines had before this run's fixes: a safe fix of a new finding
+    that rewrote the line of a recorded one (TL102 adding pin_memory=True beside a baselined
+    TL101) made the recorded one "new", on every run after. Plain picklable data: it travels
+    to the worker processes in the run's Mode."""
+
+    def __init__(self, known: frozenset[str], root: str) -> None:
+        self.known = known
+        self.root = root
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> "BaselineMatch":
+        return cls(frozenset(read_baseline(path)), str(Path(path).resolve().parent))
+
+    def held(self, diags: list[Diagnostic], original: str, to_original=lambda offset, end=False: offset) -> set[int]:
+        """The ids of the diags the baseline records. to_original maps their offsets back to
+        the text `original`, as it was before this run's fixes; they are fingerprinted there."""
+        index = LineIndex(original)
+        moved = [replace(d, start=index.location(to_original(d.start_offset)),
+                         end=index.location(to_original(d.end_offset, True))) for d in diags]
+        prints = fingerprints(moved, lambda _path: original, lambda p: relative_posix(p, self.root))
+        return {id(d) for d, fp in zip(diags, prints) if fp in self.known}
+
+    def new_only(self, diags: list[Diagnostic], original: str, to_original=lambda offset, end=False: offset):
+        """diags without those the baseline records."""
+        held = self.held(diags, original, to_original)
+        return [d for d in diags if id(d) not in held]
+
+
 def filter_new(result: RunResult, path: str | os.PathLike) -> RunResult:
     """`result` with the findings recorded in the baseline at `path` removed (errors are kept)."""
     known = read_baseline(path)
@@ -111,4 +143,4 @@ def apply_baseline(result: RunResult, path: str | os.PathLike) -> tuple[RunResul
     return filter_new(result, path), None
 
 
-__all__ = ["BaselineError", "apply_baseline", "filter_new", "read_baseline", "write_baseline"]
+__all__ = ["BaselineError", "BaselineMatch", "apply_baseline", "filter_new", "read_baseline", "write_baseline"]

@@ -290,7 +290,8 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
             run_values = {"fix": fix, "fix_only": fix_only, "unsafe_fixes": unsafe_fixes, "show_fixes": show_fixes,
                           "output_format": output_format}
             _show(list(paths) or ["."], resolver, force_exclude, show_settings, stdin_filename, run_values)
-        mode = Mode(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff)
+        matched = _baseline_match(baseline_path) if baseline_path and (fix or diff) else None
+        mode = Mode(fix=fix and not diff, unsafe_fixes=unsafe_fixes, diff=diff, baseline=matched)
         if from_stdin:
             result, fixed_source = check_stdin(sys.stdin.buffer.read(), stdin_filename or STDIN_NAME, resolver, mode,
                                                force_exclude=force_exclude)
@@ -311,7 +312,7 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
             note(str(problem))
         note(f"Added {count} noqa directive{'' if count == 1 else 's'}.")
         sys.exit(2 if problems else 0)
-    if baseline_path:
+    if baseline_path and matched is None:  # with one, the run already left out what it records
         from trainlint.baseline import BaselineError, apply_baseline
 
         try:
@@ -375,6 +376,21 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
     if exit_non_zero_on_fix and result.fixed:
         sys.exit(1)
     sys.exit(0)
+
+
+def _baseline_match(path: str):
+    """--baseline FILE with --fix or --diff: the recorded findings, matched while fixing (so they
+    are not fixed, and a fix of a new finding on their line does not make them new); None when
+    FILE does not exist yet (it is written after the run). An unreadable FILE exits 2."""
+    from trainlint.baseline import BaselineError, BaselineMatch
+
+    if not os.path.exists(path):
+        return None
+    try:
+        return BaselineMatch.read(path)
+    except BaselineError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
 
 
 def _notes(silent: bool):

@@ -31,6 +31,30 @@ class FixOutcome:
     remaining: list[Diagnostic] = field(default_factory=list)
     # Fixed too, but findings only a rule's own earlier fix made (not counted; see _follow_ups).
     follow_ups: list[Diagnostic] = field(default_factory=list)
+    # The edits of each round, in order: to_original maps an offset of `text` back through them.
+    rounds: list[list] = field(default_factory=list)
+
+    def to_original(self, offset: int, end: bool = False) -> int:
+        """The offset in the text before any fix of an offset in the fixed text (see back_offset)."""
+        for edits in reversed(self.rounds):
+            offset = back_offset(edits, offset, end)
+        return offset
+
+
+def back_offset(edits: list, offset: int, end: bool = False) -> int:
+    """The offset in the text before `edits` (non-overlapping) of an offset in the text after
+    them. An offset inside text an edit wrote maps to where that edit starts (end: where it
+    ends): a finding on a line a fix rewrote keeps the line it had, so the baseline can still
+    recognise it by that line's text."""
+    delta = 0
+    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
+        new_start = edit.start + delta
+        if offset < new_start:
+            break
+        if offset < new_start + len(edit.content) or (end and offset == new_start + len(edit.content) and edit.content):
+            return edit.end if end else edit.start
+        delta += len(edit.content) - (edit.end - edit.start)
+    return offset - delta
 
 
 def choose_fixes(diagnostics: list[Diagnostic], unsafe_fixes: bool) -> list[Diagnostic]:
@@ -75,16 +99,23 @@ def _compiles(text: str) -> bool:
     return True
 
 
-def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, unsafe_fixes: bool = False) -> FixOutcome:
+def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, unsafe_fixes: bool = False,
+             hold=None) -> FixOutcome:
+    """hold(diagnostics, outcome): the ids of the findings whose fixes are not to be applied
+    (--baseline: recorded findings stay as they are, as `# noqa` ones do); outcome.to_original
+    maps the diagnostics' offsets back to `text`."""
     rounds: list[list[Diagnostic]] = []  # the findings whose fixes each round applied
+    outcome = FixOutcome(text)
     current = text
     diagnostics = original = lint_text(current, path, rules, settings)
     compiled = None  # whether the original text compiles here: asked once, when a fix is made
     for _ in range(MAX_ROUNDS):
-        chosen = choose_fixes(diagnostics, unsafe_fixes)
+        held = hold(diagnostics, outcome) if hold is not None else set()
+        chosen = choose_fixes([d for d in diagnostics if id(d) not in held], unsafe_fixes)
         if not chosen:
             break
-        new_text = apply_edits(current, chosen_edits(chosen))
+        edits = chosen_edits(chosen)
+        new_text = apply_edits(current, edits)
         if new_text == current:
             break
         try:
@@ -99,12 +130,14 @@ def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, un
             raise FixError(f"not fixed: the fixes for {codes} would produce code this Python "
                            f"({sys.version_info.major}.{sys.version_info.minor}) cannot parse") from None
         rounds.append(chosen)
+        outcome.rounds.append(edits)
         current = new_text
         diagnostics = lint_text(current, path, rules, settings)
     applied, follow_ups = _follow_ups(original, rounds)
     for diag in applied + follow_ups:
         diag.fixed = True
-    return FixOutcome(current, applied, diagnostics, follow_ups=follow_ups)
+    outcome.text, outcome.applied, outcome.remaining, outcome.follow_ups = current, applied, diagnostics, follow_ups
+    return outcome
 
 
 def _follow_ups(original: list[Diagnostic], rounds: list[list[Diagnostic]]):

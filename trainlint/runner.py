@@ -24,6 +24,9 @@ class Mode:
     fix: bool = False
     unsafe_fixes: bool = False
     diff: bool = False  # compute fixes and a diff, write nothing
+    # --baseline with --fix or --diff (a trainlint.baseline.BaselineMatch): recorded findings are
+    # neither fixed nor reported, matched by their lines as they were before this run's fixes.
+    baseline: object = None
 
 
 def check_file(path: str, settings: Settings, mode: Mode) -> FileResult:
@@ -80,7 +83,11 @@ def _check_source(source, path: str, settings: Settings, mode: Mode, write: bool
         if not (mode.fix or mode.diff):
             result.diagnostics = lint_text(source.text, path, rules, settings)
             return result
-        outcome = fix_text(source.text, path, rules, settings, unsafe_fixes=mode.unsafe_fixes)
+        hold = None
+        if mode.baseline is not None:
+            def hold(diags, so_far):
+                return mode.baseline.held(diags, source.text, so_far.to_original)
+        outcome = fix_text(source.text, path, rules, settings, unsafe_fixes=mode.unsafe_fixes, hold=hold)
     except (ParseError, FixError) as exc:
         result.error = FileError(path, str(exc))
         return result
@@ -103,7 +110,7 @@ def _check_source(source, path: str, settings: Settings, mode: Mode, write: bool
                                      fromfile=path, tofile=path)
             )
         # Nothing is written: report what is still there, fixable ones included.
-        result.diagnostics = lint_text(source.text, path, rules, settings)
+        result.diagnostics = _new_only(mode, lint_text(source.text, path, rules, settings), source.text)
         result.fixed = len(outcome.applied)
         result.applied = outcome.applied  # what --show-fixes lists as would-be fixes
         return result
@@ -112,13 +119,18 @@ def _check_source(source, path: str, settings: Settings, mode: Mode, write: bool
             write_fixed(source, outcome.text)
         except SourceError as exc:
             result.error = FileError(path, str(exc))
-            result.diagnostics = lint_text(source.text, path, rules, settings)
+            result.diagnostics = _new_only(mode, lint_text(source.text, path, rules, settings), source.text)
             return result
     result.source = outcome.text
     result.fixed = len(outcome.applied)
     result.applied = outcome.applied
-    result.diagnostics = outcome.remaining
+    result.diagnostics = _new_only(mode, outcome.remaining, source.text, outcome.to_original)
     return result
+
+
+def _new_only(mode: Mode, diagnostics, original: str, to_original=lambda offset, end=False: offset):
+    """diagnostics less those mode.baseline records (all of them without one)."""
+    return diagnostics if mode.baseline is None else mode.baseline.new_only(diagnostics, original, to_original)
 
 
 def check_stdin(raw: bytes, path: str, resolver: SettingsResolver, mode: Mode = Mode(),
