@@ -655,3 +655,10 @@ def test_baseline_matches_a_recorded_finding_whose_line_a_fix_of_a_new_one_rewro
     fixed = run_cli(["--baseline", "b.json", "--fix"], tmp_path)
     assert fixed.exit_code == 0 and "TL101" not in fixed.output, fixed.output
     assert "DataLoader(ds, batch_size=8, pin_memory=True)" in (tmp_path / "train.py").read_text()
+    # The baseline follows the line the fix rewrote: the next plain run, which reads the fixed
+    # text, still knows the finding (it was "new" there, on every run after).
+    entries = json.loads((tmp_path / "b.json").read_text())["findings"]
+    assert [f["code"] for f in entries] == ["TL101"]
+    again = run_cli(["--baseline", "b.json"], tmp_path)
+    assert again.exit_code == 0 and "TL101" not in again.output, again.output
+    assert json.loads((tmp_path / "b.json").read_text())["findings"][0]["fingerprint"] == entries[0]["fingerprint"]

@@ -120,6 +120,39 @@ class BaselineMatch:
         held = self.held(diags, original, to_original)
         return [d for d in diags if id(d) not in held]
 
+    def moved(self, diags: list[Diagnostic], original: str, fixed: str, to_original) -> list[tuple[str, str, int]]:
+        """(recorded fingerprint, fingerprint in the fixed text, line there) of each recorded
+        finding among diags (the findings of the fixed text) whose line this run's fixes
+        rewrote: written back to the baseline file, so the next run, which reads the fixed
+        text, still knows it (it would be "new" there, on every run after)."""
+        index = LineIndex(original)
+        before = fingerprints([replace(d, start=index.location(to_original(d.start_offset)),
+                                       end=index.location(to_original(d.end_offset, True))) for d in diags],
+                              lambda _path: original, lambda p: relative_posix(p, self.root))
+        after = fingerprints(diags, lambda _path: fixed, lambda p: relative_posix(p, self.root))
+        return [(old, new, d.start.row) for d, old, new in zip(diags, before, after) if old in self.known and old != new]
+
+
+def follow_moves(path: str | os.PathLike, moves: list[tuple[str, str, int]]) -> int:
+    """Give the baseline's entries the fingerprints (and lines) BaselineMatch.moved found for
+    them after --fix rewrote their lines; returns how many entries changed."""
+    target = Path(path)
+    read_baseline(target)  # the checks, with their messages
+    doc = json.loads(target.read_text(encoding="utf-8"))
+    renamed = {old: (new, row) for old, new, row in moves}
+    changed = 0
+    for finding in doc["findings"]:
+        if finding["fingerprint"] in renamed:
+            finding["fingerprint"], finding["line"] = renamed.pop(finding["fingerprint"])
+            changed += 1
+    if changed:
+        doc["findings"].sort(key=lambda f: (f.get("path", ""), f.get("line", 0), f.get("code", ""), f["fingerprint"]))
+        try:
+            write_atomic(target, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        except OSError as exc:
+            raise BaselineError(f"{target}: cannot write baseline: {exc.strerror or exc}") from None
+    return changed
+
 
 def filter_new(result: RunResult, path: str | os.PathLike) -> RunResult:
     """`result` with the findings recorded in the baseline at `path` removed (errors are kept)."""
@@ -143,4 +176,5 @@ def apply_baseline(result: RunResult, path: str | os.PathLike) -> tuple[RunResul
     return filter_new(result, path), None
 
 
-__all__ = ["BaselineError", "BaselineMatch", "apply_baseline", "filter_new", "read_baseline", "write_baseline"]
+__all__ = ["BaselineError", "BaselineMatch", "apply_baseline", "filter_new", "follow_moves", "read_baseline",
+           "write_baseline"]

@@ -312,6 +312,17 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
             note(str(problem))
         note(f"Added {count} noqa directive{'' if count == 1 else 's'}.")
         sys.exit(2 if problems else 0)
+    moves = [move for file_result in result.files for move in file_result.baseline_moves]
+    if moves:  # recorded findings on lines the fixes rewrote: the baseline follows them
+        from trainlint.baseline import BaselineError, follow_moves
+
+        try:
+            count = follow_moves(baseline_path, moves)
+        except BaselineError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        note(f"Updated {count} baseline entr{'y' if count == 1 else 'ies'} whose line{'' if count == 1 else 's'} "
+             f"the fixes rewrote in {baseline_path}.")
     if baseline_path and matched is None:  # with one, the run already left out what it records
         from trainlint.baseline import BaselineError, apply_baseline
 

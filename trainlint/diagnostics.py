@@ -113,6 +113,9 @@ class FileResult:
     fixed: int = 0  # number of fixes written for this file (with --diff: that would be written)
     applied: list[Diagnostic] = field(default_factory=list)  # the findings those fixes removed
     diff: str = ""  # unified diff (with --diff)
+    # --fix with --baseline: (recorded fingerprint, new fingerprint, line) of each recorded finding
+    # whose line the fixes rewrote, for the CLI to write back to the baseline file.
+    baseline_moves: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 @dataclass

@@ -125,6 +125,9 @@ def _check_source(source, path: str, settings: Settings, mode: Mode, write: bool
     result.fixed = len(outcome.applied)
     result.applied = outcome.applied
     result.diagnostics = _new_only(mode, outcome.remaining, source.text, outcome.to_original)
+    if mode.baseline is not None and outcome.text != source.text and write:
+        result.baseline_moves = mode.baseline.moved(outcome.remaining, source.text, outcome.text,
+                                                    outcome.to_original)
     return result
 
 
