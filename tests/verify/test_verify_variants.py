@@ -40,12 +40,14 @@ def test_all_leaves_out_the_unused_noqa_meta_rule():
 def test_findings_with_only_a_suggestion_are_not_nothing_to_fix(tmp_path):
     # A per-step print(loss.item()) whose TL201 finding has a suggestion only: the note said
     # "TL201 found nothing to fix", though it found one; it now says so and points to --fixed.
+    # (It names a device: TL201 leaves a script that names none alone, as it trains on the CPU.)
     script = tmp_path / "train.py"
     script.write_text(
         "import torch\n"
-        "m = torch.nn.Linear(4, 1); o = torch.optim.SGD(m.parameters(), 0.1)\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "m = torch.nn.Linear(4, 1).to(device); o = torch.optim.SGD(m.parameters(), 0.1)\n"
         "for i in range(10):\n"
-        "    o.zero_grad(); l = m(torch.randn(2, 4)).sum(); l.backward(); o.step(); print(l.item())\n"
+        "    o.zero_grad(); l = m(torch.randn(2, 4, device=device)).sum(); l.backward(); o.step(); print(l.item())\n"
     )
     [(name, rules, note)] = [(p.variant, p.rules, p.note)
                              for p in rule_variants(script, ["TL201"], False, tmp_path)]
