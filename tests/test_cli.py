@@ -263,6 +263,9 @@ def test_rule_command(project):
     assert "  TL101 dataloader-no-workers " in prefix.output and "TL201" not in prefix.output
     as_json = json.loads(run_cli(["rule", "TL10", "--output-format", "json"], project).output)
     assert [r["code"] for r in as_json][:2] == ["TL101", "TL102"]
+    every = run_cli(["rule", "ALL"], project)  # as in --select; it was "unknown rule code"
+    assert every.exit_code == 0 and every.output.startswith("ALL selects every rule")
+    assert "  TL101 " in every.output and "  TL602 " in every.output
     both = run_cli(["rule", "TL101", "--all"], project)  # the code was silently dropped
     assert both.exit_code == 2 and "give a rule code or --all, not both" in both.output
 

@@ -494,7 +494,7 @@ def rule(code, show_all, output_format) -> None:
         rules = list(all_rules())
     elif code:
         found = get_rule(code)
-        if found is None and code != "ALL" and is_known_selector(code):
+        if found is None and is_known_selector(code):
             _rule_prefix(code, output_format)
             return
         if found is None:
@@ -514,16 +514,17 @@ def rule(code, show_all, output_format) -> None:
 
 
 def _rule_prefix(prefix: str, output_format: str) -> None:
-    """`trainlint rule TL1`: a prefix (valid in --select) names several rules, so instead of
-    "unknown rule code" (what it said before) list the rules it selects, one line each, and
-    point at the command that explains one; json lists them as `--all` does."""
-    rules = [r for r in all_rules() if r.code.startswith(prefix)]
+    """`trainlint rule TL1` (or `ALL`): a prefix (valid in --select) names several rules, so
+    instead of "unknown rule code" (what it said before) list the rules it selects, one line
+    each, and point at the command that explains one; json lists them as `--all` does."""
+    rules = [r for r in all_rules() if prefix == "ALL" or r.code.startswith(prefix)]
     if output_format == "json":
         click.echo(json.dumps([_rule_dict(r) for r in rules], indent=2))
         return
     width = max(len(f"{r.code} {r.name}") for r in rules)
-    click.echo(f"{prefix} is a prefix that selects {len(rules)} rule{'' if len(rules) == 1 else 's'}; "
-               f"`trainlint rule {rules[0].code}` explains one:")
+    what = "ALL selects every rule" if prefix == "ALL" else f"{prefix} is a prefix that selects {len(rules)} rule" \
+        + ("" if len(rules) == 1 else "s")
+    click.echo(f"{what}; `trainlint rule {rules[0].code}` explains one:")
     for r in rules:
         click.echo(f"  {f'{r.code} {r.name}'.ljust(width)}  {r.summary}")
 
