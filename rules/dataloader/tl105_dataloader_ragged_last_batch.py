@@ -270,6 +270,10 @@ evaluation) is reported with no fix: that pass would skip the last partial batch
                 message="not fixed: `[model(x) for x, _ in train_loader]` also goes over it"),
         Invalid(_EVALUATED.format(evaluate="from utils import evaluate\n", after="        evaluate(model, train_loader)\n"),
                 fixed=NO_FIX, message="not fixed: `evaluate(model, train_loader)` also goes over it"),
+        # A generator handed to a call is shown with the call (it was shown bare, without the
+        # parentheses it borrows from it: `len(x) for x, _ in train_loader`).
+        Invalid(_EVALUATED.format(evaluate="", after="    n = sum(len(x) for x, _ in train_loader)\n"), fixed=NO_FIX,
+                message="not fixed: `sum(len(x) for x, _ in train_loader)` also goes over it"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:
@@ -342,6 +346,8 @@ def _pass_anchor(ctx, call: cst.Call, node: cst.CSTNode) -> cst.CSTNode:
             return path.calls[0]
     while isinstance(node, cst.CompFor):
         node = ctx.parent(node)
+    if isinstance(node, cst.GeneratorExp) and not node.lpar and isinstance(ctx.parent(node), cst.Arg):
+        return ctx.parent(ctx.parent(node))  # `sum(len(x) for x in loader)`: it borrows the call's parentheses
     return node if not isinstance(node, cst.For) else node.iter
 
 
