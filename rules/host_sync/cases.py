@@ -45,3 +45,11 @@ def fit(model, x, y, iters=5):
 
 
 WRITER = "from torch.utils.tensorboard import SummaryWriter\nwriter = SummaryWriter()\n"
+
+
+def in_accumulation_step(body: str, counter: str = "global_step += 1\n") -> str:
+    """A rule case: gradient accumulation, with `body` in the branch that steps the optimizer
+    (once per optimizer step, every training step), after `counter`."""
+    inner = (counter + body).replace("\n", "\n        ").rstrip(" ")
+    return ("import torch\nfor i, (x, y) in enumerate(loader):\n    (model(x, y) / accum).backward()\n"
+            "    if (i + 1) % accum == 0:\n        opt.step()\n        opt.zero_grad()\n        " + inner + "\n")

@@ -89,14 +89,6 @@ def framework_logging(ctx, node: cst.CSTNode) -> str:
             f"it at every refresh, each batch by default)")
 
 
-def in_accumulation_step(body: str, counter: str = "global_step += 1\n") -> str:
-    """A rule case: gradient accumulation, with `body` in the branch that steps the optimizer
-    (once per optimizer step, every training step), after `counter`."""
-    inner = (counter + body).replace("\n", "\n        ").rstrip(" ")
-    return ("import torch\nfor i, (x, y) in enumerate(loader):\n    (model(x, y) / accum).backward()\n"
-            "    if (i + 1) % accum == 0:\n        opt.step()\n        opt.zero_grad()\n        " + inner + "\n")
-
-
 def side_effect_free(ctx, test: cst.BaseExpression) -> bool:
     """A guard's test whose evaluation has no effect worth keeping: names, attributes and
     literals, comparisons and arithmetic or boolean operations of them (`step > 0`,

@@ -12,10 +12,10 @@ from trainlint.analysis.variables import variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
-from .cases import CLOSURE, HOOK, HOST_BATCH, WRITER
+from .cases import CLOSURE, HOOK, HOST_BATCH, WRITER, in_accumulation_step
 from .guards import guard_statement, interval_guard, log_line
 from .logged_values import argument
-from .syncs import SYNC_METHODS, framework_logging, host_read, in_accumulation_step, waits_per_step
+from .syncs import SYNC_METHODS, framework_logging, host_read, waits_per_step
 
 
 def _log_line_read(ctx, read: cst.Call) -> bool:

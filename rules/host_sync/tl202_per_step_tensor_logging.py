@@ -7,10 +7,10 @@ import libcst as cst
 
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
-from .cases import CLOSURE, HOOK, HOST_BATCH, WRITER
+from .cases import CLOSURE, HOOK, HOST_BATCH, WRITER, in_accumulation_step
 from .guards import guard_statement, interval_guard
 from .logged_values import formatted_tensors, is_log_call, is_string, tracker_values
-from .syncs import device_tensor, framework_logging, in_accumulation_step, waits_per_step
+from .syncs import device_tensor, framework_logging, waits_per_step
 
 
 _TQDM_LOOP = ("for it in {iter}:\n    loss = model(*next(batches))\n    loss.backward()\n    opt.step()\n"
