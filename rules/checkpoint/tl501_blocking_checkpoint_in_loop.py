@@ -262,7 +262,9 @@ it returns, then writes in a background thread; a save first waits for the previ
 fix calls `_trainlint_wait_for_save()` right after the loop, before a `return` inside it or in
 its `else:`, before every `os._exit(...)` in the module (a time budget in the loop, a signal
 handler that saves then exits: it ends the process without waiting for the thread; `sys.exit`
-does wait), and first in each `except` and `finally` of a `try` around the
+does wait), first in every function the module registers with `signal.signal` (a preemption
+handler that saves the same file would otherwise write it while the background write still
+does), and first in each `except` and `finally` of a `try` around the
 loop in its function, or around a call of that function in the module (a few calls up), so that
 whatever runs after the loop, or after an error or interrupt leaves it (a final save to the same
 file, a load, an archive, `os._exit`), finds the last file complete. A caller in another module
@@ -625,10 +627,24 @@ and whether the fix still moves the save under an interval.
                 "    if step % 5 == 0:\n        save_ckpt(f'c{step}.pt')\n",
                 fixed="import signal\nfrom os import _exit as hard_exit\nimport torch\n" + HELPER_CODE
                 + "\n\ndef save_ckpt(path):\n    _trainlint_async_save(torch.save, model.state_dict(), path)\n"
-                "def on_preempt(signum, frame):\n    save_ckpt('preempt.pt')\n    _trainlint_wait_for_save()\n"
+                "def on_preempt(signum, frame):\n    _trainlint_wait_for_save()\n    save_ckpt('preempt.pt')\n"
+                "    _trainlint_wait_for_save()\n"
                 "    hard_exit(0)\nsignal.signal(signal.SIGTERM, on_preempt)\nquit = lambda: hard_exit(1)\n"
                 "for step, (x, y) in enumerate(loader):\n    model(x, y).backward()\n    opt.step()\n"
                 "    if step % 5 == 0:\n        save_ckpt(f'c{step}.pt')\n_trainlint_wait_for_save()\n"),
+        # ... and first in a signal handler (a docstring stays first), whose own blocking save of
+        # the same file raced the background write: a corrupted archive, or the older state
+        # landed last (a tester's preemption handler, 4 runs in 8).
+        Invalid("import signal\nimport sys\nimport torch\ndef on_preempt(signum, frame):\n    \"\"\"Save, then stop.\"\"\"\n"
+                "    torch.save(model.state_dict(), 'last.pt')\n    sys.exit(0)\nsignal.signal(signal.SIGUSR1, on_preempt)\n"
+                "for step, (x, y) in enumerate(loader):\n    model(x, y).backward()\n    opt.step()\n"
+                "    if step % 5 == 0:\n        torch.save(model.state_dict(), 'last.pt')\n",
+                fixed="import signal\nimport sys\nimport torch\n" + HELPER_CODE
+                + "\n\ndef on_preempt(signum, frame):\n    \"\"\"Save, then stop.\"\"\"\n    _trainlint_wait_for_save()\n"
+                "    torch.save(model.state_dict(), 'last.pt')\n    sys.exit(0)\nsignal.signal(signal.SIGUSR1, on_preempt)\n"
+                "for step, (x, y) in enumerate(loader):\n    model(x, y).backward()\n    opt.step()\n"
+                "    if step % 5 == 0:\n        _trainlint_async_save(torch.save, model.state_dict(), 'last.pt')\n"
+                "_trainlint_wait_for_save()\n"),
         # ... and first in the handlers of a `try` around the call of the function that trains (an
         # error leaving the loop skipped the wait: the handler's `torch.load` met a half-written file).
         Invalid("import torch\ndef train(model):\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
@@ -1723,6 +1739,14 @@ and whether the fix still moves the save under an interval.
                 reps += self._wait_before(node)
         for node in self._exits:
             reps += self._wait_before(node)
+        for fn in self._signal_handlers:
+            body = list(fn.body.body)
+            if len(body) > 1 and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+                    and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+                body = body[1:]  # the docstring stays first
+            first = body[0]
+            if not (isinstance(first, cst.SimpleStatementLine) and _is_wait(first.body[0])):
+                reps.append(ctx.insert_before(first, call))
         for handler in self._tries_reached(loops):
             first = handler.body.body[0] if handler.body.body else None
             if first is None or _is_wait(first) or isinstance(first, cst.SimpleStatementLine) and _is_wait(first.body[0]):
@@ -1751,6 +1775,24 @@ and whether the fix still moves the save under an interval.
                     and not any(isinstance(a, cst.FunctionDef) and a.name.value in (HELPER, WAIT)
                                 for a in ctx.index.ancestors(node)) and not any(stmt is s for s in out):
                 out.append(stmt)
+        return out
+
+    @cached_property
+    def _signal_handlers(self) -> list[cst.FunctionDef]:
+        """The module's functions it registers as signal handlers (`signal.signal(signal.SIGTERM,
+        on_preempt)`), which get the wait first: a handler runs between two steps of the loop,
+        while a background write may still be writing, and a preemption handler's own save of the
+        same file then raced it (a corrupted archive, or the older state written last). Only a
+        handler written as an indented block (a one-line one has no place for it)."""
+        ctx = self.ctx
+        out = []
+        for node in ctx.index.nodes(cst.Call):
+            if ctx.names.qualified(node.func) != "signal.signal" or len(node.args) < 2 \
+                    or not isinstance(node.args[1].value, cst.Name):
+                continue
+            for fn in ctx.loops.functions.get(node.args[1].value.value, ()):
+                if isinstance(fn.body, cst.IndentedBlock) and fn.name.value not in (HELPER, WAIT) and fn not in out:
+                    out.append(fn)
         return out
 
     def _wait_before(self, node: cst.BaseSmallStatement) -> list:
