@@ -1218,7 +1218,7 @@ and whether the fix still moves the save under an interval.
             if isinstance(anc, cst.FunctionDef):
                 if anc not in helper_fns:
                     return False
-                calls = [c for c in loops.calls_by_name.get(anc.name.value, ())
+                calls = [c for c in loops.calls_of(anc)
                          if self.ctx.index.enclosing_function(c) in helper_fns]
                 if len(calls) != 1:
                     return False
@@ -1254,7 +1254,7 @@ and whether the fix still moves the save under an interval.
             if found is not None:
                 return found
             fn = self.ctx.index.enclosing_function(node)
-            calls = loops.calls_by_name.get(fn.name.value, ()) if fn is not None else ()
+            calls = loops.calls_of(fn) if fn is not None else ()
             # Its calls from the helpers above it (a final save after the loop calls it too, and
             # is not the training step's).
             inside = [c for c in calls if self.ctx.index.enclosing_function(c) in helper_fns]
@@ -1701,7 +1701,7 @@ and whether the fix still moves the save under an interval.
                 entries.append(node)
             elif fn not in seen:
                 seen.add(fn)
-                todo += ctx.loops.calls_by_name.get(fn.name.value, ())
+                todo += ctx.loops.calls_of(fn)
         loops: list[cst.CSTNode] = []
         for entry in entries:
             loop = ctx.loops.hot_loop_of(entry)
@@ -1837,7 +1837,7 @@ and whether the fix still moves the save under an interval.
             if fn is None or fn in seen or depth >= 3 or len(ctx.loops.functions.get(fn.name.value, ())) != 1:
                 continue
             seen.add(fn)
-            todo += [(c, depth + 1) for c in ctx.loops.calls_by_name.get(fn.name.value, ())]
+            todo += [(c, depth + 1) for c in ctx.loops.calls_of(fn)]
         return out
 
     # -- what the code does with the file after the save ----------------------------------
@@ -1943,7 +1943,7 @@ and whether the fix still moves the save under an interval.
             return out
         seen.add(key)
         returns = self._returns_path(fn, forms)
-        for caller in ctx.loops.calls_by_name.get(fn.name.value, ()):
+        for caller in ctx.loops.calls_of(fn):
             outer = self._through_parameters(fn, caller, paths)
             if returns:
                 # `p = save_ckpt(model, step)` then `shutil.copy(p, "latest.pt")`: the name the
@@ -1989,7 +1989,7 @@ and whether the fix still moves the save under an interval.
             if fn is None or (fn, read) in seen or len(ctx.loops.functions.get(fn.name.value, ())) != 1:
                 continue
             seen.add((fn, read))
-            for caller in ctx.loops.calls_by_name.get(fn.name.value, ()):
+            for caller in ctx.loops.calls_of(fn):
                 outer = self._through_parameters(fn, caller, [cst.Name(name) for name in sorted(read)])
                 todo.append((caller, frozenset().union(*(path_variables(ctx, p) for p in outer))))
         return None

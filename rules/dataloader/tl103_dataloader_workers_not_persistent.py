@@ -828,9 +828,8 @@ def _concurrent_iterators(ctx, call: cst.Call) -> tuple[str, str] | None:
 
 def _is_generator_call(ctx, call: cst.Call) -> bool:
     """call runs a function of the module that yields (a generator, made when called)."""
-    name = ctx.loops.local_callee_name(call)
     return any(isinstance(node, cst.Yield) and ctx.index.enclosing_function(node) is fn
-               for fn in ctx.loops.functions.get(name or "", ()) for node in ctx.index.walk(fn.body))
+               for fn in ctx.loops.callees(call) for node in ctx.index.walk(fn.body))
 
 
 def _bound_name(ctx, value: cst.BaseExpression) -> str | None:

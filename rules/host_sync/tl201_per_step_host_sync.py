@@ -314,6 +314,14 @@ suggestion when the container is read anywhere else, or may be (a parameter, an 
 of every tenth loss, predictions shorter than their targets).
 """
     valid = [
+        # Trainer's `self.report(loss)` runs Trainer.report, not the never-called Evaluator.report
+        # of the same name (methods were matched by name alone).
+        Valid("import torch\nclass Evaluator:\n    def report(self, loss):\n        self.vals.append(loss.item())\n"
+              "class Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(4, 1).cuda()\n"
+              "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n"
+              "    def report(self, loss):\n        self.losses.append(loss.detach())\n"
+              "    def fit(self, n):\n        for i in range(n):\n            loss = self.model(torch.randn(8, 4).cuda()).sum()\n"
+              "            loss.backward()\n            self.opt.step()\n            self.report(loss)\n"),
         # Nothing in the file can put a tensor on a GPU: on the CPU each operation has run when it
         # returns and the reads wait for nothing (both were reported as waiting for the GPU).
         Valid(_CPU_ONLY.format(setup="", loop="if True:\n")),

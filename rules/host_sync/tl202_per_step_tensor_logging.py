@@ -127,6 +127,16 @@ and guarding one half would print the other on every step (two such prints that 
 tensor are logging lines side by side, and go under one `if` together).
 """
     valid = [
+        # Trainer's `self.log_metrics(i, loss)` runs Trainer.log_metrics; Evaluator's method of the
+        # same name, called once per epoch on an evaluator, logged every step (matched by name alone).
+        Valid("import torch\nclass Evaluator:\n    def log_metrics(self, step, loss):\n        print(f'step {step} loss {loss:.4f}')\n"
+              "class Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(4, 1).cuda()\n"
+              "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n"
+              "    def log_metrics(self, step, loss):\n        self.hist.append(loss.detach())\n"
+              "    def fit(self, evaluator):\n        for ep in range(3):\n            for i in range(4):\n"
+              "                loss = self.model(torch.randn(8, 4).cuda()).sum()\n"
+              "                loss.backward()\n                self.opt.step()\n                self.log_metrics(i, loss)\n"
+              "            evaluator.log_metrics(ep, loss.detach())\n"),
         # A name bound to a conditional expression between two host values is a float, whatever
         # its name says (`loss_val` was taken for a tensor).
         Valid(in_training_loop("loss_val = loss.item() if step % 5 == 0 else 0.0\nprint(f'a {loss_val:.3f}')")),

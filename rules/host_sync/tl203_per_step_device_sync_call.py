@@ -118,6 +118,14 @@ benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in
 ... else:`), where an interval test may never hold.
 """
     valid = [
+        # `self.run(x)` in Trainer runs Trainer.run, not Exporter.run, which runs once after
+        # training (methods were matched by name alone, so Exporter.run was a per-step call).
+        Valid("import torch\nclass Exporter:\n    def run(self, model):\n        torch.cuda.empty_cache()\n"
+              "class Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(4, 1).cuda()\n"
+              "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n"
+              "    def run(self, x):\n        self.model(x).sum().backward()\n        self.opt.step()\n"
+              "    def fit(self, n):\n        for i in range(n):\n            self.run(torch.randn(8, 4).cuda())\n"
+              "        Exporter().run(self.model)\n"),
         # A script that builds its model and data on the CPU: its calls place nothing, and it has no
         # GPU to wait for (it was reported as stalling the GPU pipeline).
         Valid("import torch\nmodel = torch.nn.Linear(4, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
@@ -145,6 +153,14 @@ benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in
         Valid(_SYNC_HELPER.format(loop="t0 = time.perf_counter()\n    cuda_sync()\n    print(time.perf_counter() - t0)")),
     ]
     invalid = [
+        # `self.after_step()` in Base may run a subclass's override: it runs on every step too.
+        Invalid("import torch\nclass Base:\n    def __init__(self):\n        self.model = torch.nn.Linear(4, 1).cuda()\n"
+                "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n"
+                "    def after_step(self):\n        pass\n"
+                "    def fit(self):\n        for i in range(10):\n            self.model(torch.randn(8, 4).cuda()).sum().backward()\n"
+                "            self.opt.step()\n            self.after_step()\n"
+                "class Verbose(Base):\n    def after_step(self):\n        torch.cuda.empty_cache()\n",
+                fixed=NO_FIX, message="on every step"),
         # A clock read only before and after the loop times the whole run: each step's
         # synchronize is not part of that measurement.
         Invalid(in_training_loop("torch.cuda.synchronize()").replace("import torch\n", "import time\nimport torch\nstart = time.time()\n")
@@ -285,7 +301,7 @@ def _helper_callers(ctx, node: cst.CSTNode) -> tuple[cst.FunctionDef | None, lis
     fn = ctx.index.enclosing_function(node)
     if fn is None or ctx.loops.hot_loop_of(node) is not None or ctx.loops.step_hook(node) is not None:
         return None, []
-    return fn, list(ctx.loops.calls_by_name.get(fn.name.value, ()))
+    return fn, list(ctx.loops.calls_of(fn))
 
 
 def _used_elsewhere(ctx, fn: cst.FunctionDef, callers: list[cst.Call]) -> str | None:

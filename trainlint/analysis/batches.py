@@ -727,8 +727,7 @@ def _asks_worker_info(ctx, root: cst.CSTNode, depth: int, seen: tuple) -> bool:
     if depth == 0:
         return False
     for node in ctx.index.walk(root):
-        callee = ctx.loops.local_callee_name(node) if isinstance(node, cst.Call) else None
-        for fn in ctx.loops.functions.get(callee, ()) if callee else ():
+        for fn in ctx.loops.callees(node) if isinstance(node, cst.Call) else ():
             if fn not in seen and not ctx.index.contains(root, fn) and _asks_worker_info(ctx, fn, depth - 1, (*seen, root)):
                 return True
     return False
@@ -757,8 +756,8 @@ def _shards_by_worker(ctx, chain: list, iterate: cst.FunctionDef) -> bool:
                         ctx.dotted(func.value) == "self" or isinstance(func.value, cst.Call)
                         and ctx.dotted(func.value.func) == "super"):
                     callees = [m for c in chain if (m := method_of(ctx, c, func.attr.value)) is not None]
-                elif (callee := ctx.loops.local_callee_name(node)) is not None:
-                    callees = list(ctx.loops.functions.get(callee, ()))
+                elif ctx.loops.local_callee_name(node) is not None:
+                    callees = ctx.loops.callees(node)
                 found += [c for c in callees if c not in reached and c not in found
                           and not any(ctx.index.contains(r, c) for r in reached)]
         reached += found
@@ -807,19 +806,9 @@ def dataset_class(ctx, call: cst.Call) -> cst.ClassDef | None:
     return next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == class_name), None)
 
 
-def method_of(ctx, cls: cst.ClassDef, name: str, _seen: tuple = ()) -> cst.FunctionDef | None:
-    """The method `name` of cls, or of a base class defined in this module."""
-    for stmt in cls.body.body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
-            return stmt
-    for base in cls.bases:
-        base_name = ctx.dotted(base.value)
-        base_cls = next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == base_name), None)
-        if base_cls is not None and base_cls not in _seen and base_cls is not cls:
-            method = method_of(ctx, base_cls, name, (*_seen, cls))
-            if method is not None:
-                return method
-    return None
+def method_of(ctx, cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    """The method `name` of cls, or of a base class defined in this module (Loops.method_of)."""
+    return ctx.loops.method_of(cls, name)
 
 
 def callable_choices(ctx, expr: cst.BaseExpression) -> list[cst.CSTNode]:

@@ -408,7 +408,7 @@ class Distributed:
         for _ in range(depth):
             found = []
             for call in calls:
-                for fn in self.loops.functions.get(self.loops.local_callee_name(call) or "", ()):
+                for fn in self.loops.callees(call):
                     if fn not in out:
                         out.append(fn)
                         found.append(fn)

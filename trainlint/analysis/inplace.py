@@ -147,7 +147,7 @@ def _in_callers(ctx, node: cst.CSTNode, fn: cst.FunctionDef, names: frozenset[st
                      for stmt in earlier if ctx.index.contains(fn, stmt))}
     if not handed or depth >= _DEPTH or len(ctx.loops.functions.get(fn.name.value, ())) != 1:
         return None
-    for call in ctx.loops.calls_by_name.get(fn.name.value, ()):
+    for call in ctx.loops.calls_of(fn):
         for param, arg in ctx.loops.bind_params(fn.name.value, call):
             root = _root(ctx, arg.value) if param in handed and not arg.star else None
             found = _after(ctx, call, frozenset({root}), depth + 1) if root is not None else None

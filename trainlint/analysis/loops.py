@@ -355,6 +355,7 @@ class Loops:
         self._names_of: dict[cst.CSTNode, list] = {}
         self._paths_of: dict[cst.CSTNode, list] = {}
         self._draws: dict[cst.CSTNode, list] = {}
+        self._callees: dict[cst.Call, list[cst.FunctionDef]] = {}
 
         self.functions: dict[str, list[cst.FunctionDef]] = {}
         for fn in index.nodes(cst.FunctionDef):
@@ -421,6 +422,76 @@ class Loops:
         else:
             return None
         return name if name in self.functions else None
+
+    def callees(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """The module-local functions call may run, of those named local_callee_name(call).
+        `self.x()` / `cls.x()` in a class runs that class's own x (or the one it inherits from a
+        base class defined here), or an override in a subclass defined here, not a same-named
+        method of an unrelated class (Trainer's `self.run(x)` once counted Exporter.run as run on
+        every step); where the class has none (a mixin calling what its user defines), every
+        function of the name. An instance's method (`Trainer(model).fit()`) is that class's own.
+        A plain call (`train(...)`) or one through an alias: every function of the name."""
+        name = self.local_callee_name(call)
+        if name is None:
+            return []
+        cached = self._callees.get(call)
+        if cached is None:
+            cached = self._callees[call] = self._narrowed(call, name)
+        return cached
+
+    def calls_of(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The calls that may run fn (callees): calls_by_name's calls of fn's name, less those
+        that run a same-named function of another class."""
+        return [c for c in self.calls_by_name.get(fn.name.value, ()) if fn in self.callees(c)]
+
+    def _narrowed(self, call: cst.Call, name: str) -> list[cst.FunctionDef]:
+        fns = self.functions[name]
+        func = call.func
+        if len(fns) == 1 or call in self._aliases or not isinstance(func, cst.Attribute):
+            return list(fns)
+        if isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            cls = self.index.enclosing_class(call)
+            if cls is None:
+                return list(fns)
+            own = self.method_of(cls, name)
+            overrides = [m for sub in self._subclasses(cls) if (m := self.method_of(sub, name, own=True)) is not None]
+            found = ([own] if own is not None else []) + [m for m in overrides if m is not own]
+            return found or list(fns)
+        cls = self._instance_class(func.value, call)
+        own = self.method_of(cls, name, own=True) if cls is not None else None
+        return [own] if own is not None else list(fns)
+
+    def method_of(self, cls: cst.ClassDef, name: str, _seen: tuple = (), *, own: bool = False) -> cst.FunctionDef | None:
+        """The method `name` of cls, or (unless own) of a base class defined in this module."""
+        for stmt in cls.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+                return stmt
+        if own:
+            return None
+        for base in self._bases(cls):
+            if base not in _seen and base is not cls:
+                method = self.method_of(base, name, (*_seen, cls))
+                if method is not None:
+                    return method
+        return None
+
+    def _bases(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """cls's base classes defined in this module (the first class of each base's name)."""
+        return [self.classes[base][0] for arg in cls.bases
+                if (base := dotted(arg.value)) is not None and base in self.classes]
+
+    def _subclasses(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """The classes defined here that inherit from cls, directly or through others defined here."""
+        out: list[cst.ClassDef] = []
+        todo = [cls]
+        while todo:
+            parent = todo.pop()
+            for defs in self.classes.values():
+                for sub in defs:
+                    if sub is not cls and sub not in out and parent in self._bases(sub):
+                        out.append(sub)
+                        todo.append(sub)
+        return out
 
     def _find_aliases(self) -> dict[cst.Call, _Alias]:
         """Calls through a name that is not the function's own: `step_fn(...)` where every binding
@@ -598,8 +669,8 @@ class Loops:
         if fn is None or depth >= _CALL_DEPTH:
             return []
         out = []
-        for call in self.calls_by_name.get(fn.name.value, ()):
-            if len(self.functions[fn.name.value]) == 1 and not self.index.contains(fn, call):
+        for call in self.calls_of(fn):
+            if len(self.callees(call)) == 1 and not self.index.contains(fn, call):
                 out += [outer for outer in self.repeating_loops(call, depth + 1) if outer not in out]
         return out
 
@@ -669,9 +740,12 @@ class Loops:
     def _step_sites(self, stepping: set | None = None):
         stepping = self.stepping_functions if stepping is None else stepping
         yield from self.step_calls
-        stepping_names = {fn.name.value for fn in stepping}
-        for name in stepping_names:
-            yield from self.calls_by_name.get(name, ())
+        seen = set()
+        for fn in stepping:
+            for call in self.calls_of(fn):
+                if call not in seen:
+                    seen.add(call)
+                    yield call
 
     def runs_steps(self, loop: cst.CSTNode) -> bool:
         """The loop is a hot loop or holds one (an epoch loop around the step loop)."""
@@ -1171,7 +1245,7 @@ class Loops:
         fn = self.index.enclosing_function(value)
         if fn is None or self._returned_at(fn, value) != -1:
             return []
-        return [c for c in self.calls_by_name.get(fn.name.value, []) if not self.index.contains(fn, c)]
+        return [c for c in self.calls_of(fn) if not self.index.contains(fn, c)]
 
     def returned_to(self, value: cst.BaseExpression, *, escaping: bool = False) -> list[tuple[str, cst.FunctionDef | None]]:
         """(name, its function) for each place a module-local function's result that is value is
@@ -1183,7 +1257,7 @@ class Loops:
         function, an attribute, a return): the loops seen would not be all of them; with escaping,
         the names all the same (where it is handed on is what the caller asks)."""
         fn = self.index.enclosing_function(value)
-        callers = [] if fn is None else [c for c in self.calls_by_name.get(fn.name.value, [])
+        callers = [] if fn is None else [c for c in self.calls_of(fn)
                                          if not self.index.contains(fn, c)]
         position = self._returned_at(fn, value) if callers else None
         if position is None:
@@ -1355,7 +1429,7 @@ class Loops:
 
     def _takes_only(self, callee: cst.FunctionDef, param: str, name: str) -> bool:
         """Every call of callee passes name as its parameter param."""
-        for call in self.calls_by_name.get(callee.name.value, ()):
+        for call in self.calls_of(callee):
             bound = dict(self.bind_params(callee.name.value, call))
             if param not in bound or dotted(bound[param].value) != name:
                 return False
@@ -1567,20 +1641,20 @@ class Loops:
         helpers), the backward that function runs; None for a backward itself."""
         if call in self.step_calls:
             return None
-        name = self.local_callee_name(call)
-        return next((c for c in self.step_calls if (fn := self.index.enclosing_function(c)) is not None
-                     and fn.name.value == name), None)
+        callees = self.callees(call)
+        return next((c for c in self.step_calls if self.index.enclosing_function(c) in callees), None)
 
     def _sites(self, optimizer: bool) -> list[cst.Call]:
         """The step calls of one kind (optimizer steps, or backwards), then the calls of the
         functions whose own step calls are all of that kind."""
         direct = [c for c in self.step_calls if is_optimizer_step(c) == optimizer]
-        helpers = set()
-        for fn in self.stepping_functions:
+        out = list(direct)
+        stepping = [f for f in self.index.nodes(cst.FunctionDef) if f in self.stepping_functions]
+        for fn in sorted(stepping, key=lambda f: f.name.value):
             calls = [c for c in self.step_calls if self.index.enclosing_function(c) is fn]
             if calls and all(is_optimizer_step(c) == optimizer for c in calls):
-                helpers.add(fn.name.value)
-        return direct + [c for name in sorted(helpers) for c in self.calls_by_name.get(name, ())]
+                out += [c for c in self.calls_of(fn) if c not in out]
+        return out
 
     def is_step_boundary(self, branch: cst.If) -> bool:
         """The interval guard of gradient accumulation: `if (i + 1) % accum == 0:` around the
@@ -1710,7 +1784,7 @@ class Loops:
             return cached
         self._per_step_fn[key] = False  # recursion guard
         result = self.is_step_hook(fn) or any(self.is_per_step(call, optimizer_steps=optimizer_steps)
-                                              for call in (*self.calls_by_name.get(fn.name.value, ()),
+                                              for call in (*self.calls_of(fn),
                                                            *self.steps_handed(fn)))
         self._per_step_fn[key] = result
         return result
@@ -1824,6 +1898,6 @@ class Loops:
             return cached
         self._in_hot_fn[fn] = False  # recursion guard
         result = self.is_step_hook(fn) or any(self.in_hot_loop(call) for call in (
-            *self.calls_by_name.get(fn.name.value, ()), *self.steps_handed(fn)))
+            *self.calls_of(fn), *self.steps_handed(fn)))
         self._in_hot_fn[fn] = result
         return result

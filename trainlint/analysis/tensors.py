@@ -396,7 +396,7 @@ class Tensors:
         if not isinstance(value, cst.Call):
             return False
         loops = self.ctx.loops
-        defs = loops.functions.get(loops.local_callee_name(value) or "", ())
+        defs = loops.callees(value)
         returns = [node for fn in defs for node in self.index.walk(fn.body) if isinstance(node, cst.Return)
                    and self.index.enclosing_function(node) is fn]
         return bool(defs) and bool(returns) and all(r.value is not None and _host_value(r.value) for r in returns)
@@ -529,13 +529,12 @@ class Tensors:
                 return True
         # A function of the module: what it returns (two such calls down).
         loops = self.ctx.loops
-        name = loops.local_callee_name(call)
-        if name is None or hops >= 2:
+        if hops >= 2:
             return False
-        for fn in loops.functions.get(name, ()):
+        for fn in loops.callees(call):
             if fn in self._passed:
                 continue  # recursion
-            bound = {param: arg.value for param, arg in loops.bind_params(name, call) if not arg.star}
+            bound = {param: arg.value for param, arg in loops.bind_params(fn.name.value, call) if not arg.star}
             if self._returns_device(fn, bound, hops):
                 return True
         return False
@@ -589,11 +588,11 @@ class Tensors:
         if isinstance(func, cst.Attribute) and func.attr.value in _TO_HOST:
             return False
         loops = self.ctx.loops
-        name = loops.local_callee_name(expr)
-        if name is not None:
+        callees = loops.callees(expr)
+        if callees:
             return any(isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
                        and is_device_move(self.ctx, node)
-                       for fn in loops.functions.get(name, ()) for node in self.index.walk(fn.body))
+                       for fn in callees for node in self.index.walk(fn.body))
         if isinstance(func, cst.Attribute) and (func.attr.value in _KEEPS_DEVICE or func.attr.value == "to"):
             return self.from_device_helper(func.value, _depth + 1)
         qn = self.names.qualified(func) or ""
