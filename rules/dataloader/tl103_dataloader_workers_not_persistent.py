@@ -57,6 +57,11 @@ _TWO_ITERATORS = (
 )
 
 
+_YIELD_FROM = ("from torch.utils.data import DataLoader\ndef infinite(dl):\n    while True:\n        yield from dl\n"
+               "def main(ds):\n    loader = DataLoader(ds, num_workers=2)\n    it = infinite(loader)\n"
+               "    for step in range(10):\n        train(next(it))\n")
+
+
 class DataLoaderWorkersNotPersistent(DataLoaderRule):
     code = "TL103"
     name = "dataloader-workers-not-persistent"
@@ -70,7 +75,8 @@ class DataLoaderWorkersNotPersistent(DataLoaderRule):
 Flags a `DataLoader` with workers (`num_workers` not 0, as a literal or a variable holding one; a
 setting written as a name is read as TL101 describes) and no `persistent_workers=True`
 that is gone over once per epoch inside an outer loop: by a loop or a comprehension (`[model(x)
-for x in val_loader]`) with the outer loop around it or around the calls of its function (`for
+for x in val_loader]`), or a `yield from` of a generator of the module handed it (`def
+infinite(dl): while True: yield from dl`), with the outer loop around it or around the calls of its function (`for
 epoch in range(n): train(epoch)`; the loader found where a function of the module returns it to
 its caller, `train_loader, val_loader = make_loaders(cfg)`, or hands it on, as TL108 describes, or
 in a dict or list the loop picks it from, `dataloaders[phase]`, also a dict a helper returns,
@@ -452,6 +458,9 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         # iterators over two loaders keep it.
         Invalid(_TWO_ITERATORS.format(make="it_a, it_b = iter(loader), iter(loader)"),
                 fixed=NO_FIX, message="draws from two iterators over the loader in turn (`it_a` and `it_b`)"),
+        # One generator that goes over the loader again and again with `yield from` (only `for b
+        # in dl: yield b` was seen as passes over it): workers restart on each pass.
+        Invalid(_YIELD_FROM, fixed=_YIELD_FROM.replace("num_workers=2)", "num_workers=2, persistent_workers=True)")),
         Invalid("def infinite(dl):\n    while True:\n        for b in dl:\n            yield b\n"
                 + _TWO_ITERATORS.format(make="it_a = infinite(loader)\n    it_b = infinite(loader)"),
                 fixed=NO_FIX, message="two iterators over the loader"),
@@ -865,7 +874,7 @@ def _looped_over_per_epoch(ctx, call: cst.Call) -> bool:
     the loader again."""
     rebuilt = ctx.loops.loops_around(call)  # a new loader, and new workers, on each of their runs
     rebuilt |= {loop for loop in ctx.index.nodes(cst.For) if runs_at_most_once(loop)}  # `range(1)` repeats nothing
-    passes = [*ctx.loops.loops_over(call), *ctx.loops.comprehensions_over(call)]
+    passes = [*ctx.loops.loops_over(call), *ctx.loops.comprehensions_over(call), *ctx.loops.yields_over(call)]
     if any(outer not in rebuilt for loop in passes for outer in ctx.loops.repeating_loops(loop)):
         return True
     return any(outer not in rebuilt for loop, path in ctx.loops.shared_loops(call)

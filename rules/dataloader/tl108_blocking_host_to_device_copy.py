@@ -93,6 +93,12 @@ _FREE_AT = (
 )
 
 
+# A step loop drawing the batches of a pinned loader from a generator that re-yields them.
+_REYIELDED = ("from torch.utils.data import DataLoader\ndef infinite(dl):\n    while True:\n        {body}\n"
+              "loader = DataLoader(ds, shuffle=True, pin_memory=True)\nit = infinite(loader)\n"
+              "for step in range(1000):\n    x, y = next(it)\n    loss = model({x})\n    loss.backward()\n    opt.step()\n")
+
+
 class BlockingHostToDeviceCopy(Rule):
     code = "TL108"
     name = "blocking-host-to-device-copy"
@@ -112,7 +118,9 @@ that does not pass `non_blocking=True`. The loop may be where the loader is buil
 that returns it to its caller or that it is handed to (`train(model, train_loader)` every epoch,
 as in PyTorch's MNIST example, also a `run_epoch(model, loader)` that the evaluation loader goes
 through too), or a function reading the module's loader (or its enclosing function's, a
-closure); or a step loop drawing the batches with `next(it)` from `it = iter(loader)`. Flagged
+closure); or a step loop drawing the batches with `next(it)` from `it = iter(loader)`, or from a
+generator of the module that yields only the loader's batches (`it = infinite(loader)` with
+`def infinite(dl): while True: yield from dl`, or `for b in dl: yield b`). Flagged
 are copies of the batch or of tensors taken from it (`x, y = batch`, `batch["x"]`, `for t in
 batch`), there or in module-local functions the loop hands them to (`train_step(model, batch)`, up to three calls down;
 also a helper that returns the copy, `x = to_device(x)` with `def to_device(t): return t.to(device)`,
@@ -439,6 +447,12 @@ host would be read before it ends.
         # Drawn with next() in a step loop.
         Invalid(DRAWN.format(pin=", pin_memory=True", x="x.cuda()"),
                 fixed=DRAWN.format(pin=", pin_memory=True", x="x.cuda(non_blocking=True)")),
+        # Drawn with next() from a generator of the module that re-yields the loader (`yield from`
+        # or a loop yielding each batch): its batches are the loader's (they were not followed).
+        Invalid(_REYIELDED.format(body="yield from dl", x="x.cuda()"),
+                fixed=_REYIELDED.format(body="yield from dl", x="x.cuda(non_blocking=True)")),
+        Invalid(_REYIELDED.format(body="for b in dl:\n            yield b", x="x.cuda()"),
+                fixed=_REYIELDED.format(body="for b in dl:\n            yield b", x="x.cuda(non_blocking=True)")),
         # Picked from a dict by its key; the other loader of the dict is not pinned.
         Invalid(BY_KEY.format(pin_a=", pin_memory=True", pin_b="", move="x.cuda()"),
                 fixed=BY_KEY.format(pin_a=", pin_memory=True", pin_b="", move="x.cuda()").replace(

@@ -1157,7 +1157,7 @@ class Loops:
         this one on those calls only), else the pass itself."""
         out: list = []
         every = self.loops_over(value)
-        for node in [*every, *self.comprehensions_over(value)]:
+        for node in [*every, *self.comprehensions_over(value), *self.yields_over(value)]:
             out.append((node, node))
         iters = [c for c in self.index.nodes(cst.Call) if dotted(c.func) == "iter" and c.args and not c.args[0].star]
         for path in self.paths_of(value):
@@ -1457,6 +1457,10 @@ class Loops:
                 continue
             callee = (dotted(assign.value.func) or "").rsplit(".", 1)[-1]
             if not _LOADER_WRAPPER.match(callee):
+                handed = self._regenerated(assign.value)
+                if handed is not None:  # `it = infinite(dl)`: a generator yielding dl's batches
+                    for target in assign.targets:
+                        table.setdefault(self.index.enclosing_function(assign), []).append((dotted(target.target), handed))
                 continue  # `n = len(dl)` is not the loader
             args = [dotted(a.value) for a in assign.value.args if not a.keyword and not a.star]
             for target in assign.targets:
@@ -1469,6 +1473,52 @@ class Loops:
                     continue
                 table.setdefault(self.index.enclosing_function(assign), []).extend(pairs)
         return table
+
+    def _regenerated(self, call: cst.Call) -> str | None:
+        """The dotted name handed to call whose items it yields, when call runs one generator
+        function of the module that yields only the items of that parameter (`def infinite(dl):
+        while True: yield from dl`, or `for b in dl: yield b`): `it = infinite(loader)` draws
+        the loader's batches, as `it = iter(loader)` does."""
+        callees = self.callees(call)
+        param = self._regenerator_param(callees[0]) if len(callees) == 1 else None
+        if param is None:
+            return None
+        arg = dict(self.bind_params(callees[0].name.value, call)).get(param)
+        return dotted(arg.value) if arg is not None and not arg.star else None
+
+    def _regenerator_param(self, fn: cst.FunctionDef) -> str | None:
+        """The parameter of fn whose items are all fn yields (`yield from dl`, or `yield b` in
+        `for b in dl:`), or None (not a generator, or it yields anything else)."""
+        params = {p.name.value for p in fn.params.params}
+        found = set()
+        for node in self.index.walk(fn.body):
+            if not isinstance(node, cst.Yield) or self.index.enclosing_function(node) is not fn:
+                continue
+            if isinstance(node.value, cst.From):
+                source = node.value.item
+            else:
+                loop = self.innermost_loop(node)
+                source = loop.iter if isinstance(loop, cst.For) and isinstance(node.value, cst.Name) \
+                    and isinstance(loop.target, cst.Name) and loop.target.value == node.value.value else None
+            if not isinstance(source, cst.Name) or source.value not in params:
+                return None
+            found.add(source.value)
+        return found.pop() if len(found) == 1 else None
+
+    def yields_over(self, value: cst.BaseExpression) -> list[cst.Yield]:
+        """The `yield from` expressions that go over value on every path (a generator of the
+        module handed it: `def infinite(dl): while True: yield from dl`): a whole pass over a
+        loader, like a loop over it."""
+        out: list = []
+        for path in self.paths_of(value):
+            if path.always and not path.element:
+                out += [node for node in self._yields_from if node not in out and self.in_sight(node, path.name, path.scope)
+                        and self._names(node.value.item, path)]
+        return out
+
+    @cached_property
+    def _yields_from(self) -> list[cst.Yield]:
+        return [node for node in self.index.nodes(cst.Yield) if isinstance(node.value, cst.From)]
 
     # -- guards ------------------------------------------------------------------------
 
