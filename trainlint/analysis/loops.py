@@ -741,7 +741,7 @@ class Loops:
         stepping = self.stepping_functions if stepping is None else stepping
         yield from self.step_calls
         seen = set()
-        for fn in stepping:
+        for fn in list(stepping):  # _find_stepping_functions adds to stepping while it reads these
             for call in self.calls_of(fn):
                 if call not in seen:
                     seen.add(call)
