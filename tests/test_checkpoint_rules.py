@@ -133,7 +133,8 @@ def test_save_every_option_sets_the_interval():
     text = "import torch\nfor i in range(10):\n    loss = f(); loss.backward(); opt.step()\n    torch.save(m, 'x.pt')\n"
     rules = [ActiveRule(get_rule("TL501"), {"save-every": 5})]
     fixed = fix_text(text, "x.py", rules, Settings(select=("TL501",)), unsafe_fixes=True).text
-    assert "    if i % 5 == 0:\n        _trainlint_async_save(torch.save, m, 'x.pt')\n" in fixed
+    # (`or i == 9`: in a range loop the last step saves too.)
+    assert "    if i % 5 == 0 or i == 9:\n        _trainlint_async_save(torch.save, m, 'x.pt')\n" in fixed
 
 
 MIXED_NEWLINES = (
@@ -288,7 +289,7 @@ def test_fixed_atomic_write_runs(tmp_path):
     # script saves and replaces together, every 1000 steps, blocking.
     pytest.importorskip("torch")
     fixed = fix_source(ATOMIC, select=["TL501"], unsafe_fixes=True)
-    assert "_trainlint_async_save" not in fixed and "if step % 1000 == 0:" in fixed
+    assert "_trainlint_async_save" not in fixed and "if step % 1000 == 0" in fixed
     script, shim = tmp_path / "atomic.py", tmp_path / "slow_save.py"
     script.write_text(fixed)
     shim.write_text(SLOW_SAVE)
@@ -543,22 +544,24 @@ def test_fixed_checkpoint_fixture_writes_the_state_of_each_step(tmp_path):
         original = f.read()
     fixed = fix_source(original, select=["TL501"], unsafe_fixes=True)
     assert len(re.findall(r"_trainlint_async_save\(\s*torch\.save,", fixed)) == 2
-    assert "if step % args.save_every == 0:" in fixed
+    assert "if step % args.save_every == 0 or step == args.steps - 1:" in fixed
     script = tmp_path / "checkpoint_every_step_fixed.py"
     script.write_text(fixed)
 
     out, record = tmp_path / "ckpt", tmp_path / "history.pt"
     _run(script, out, record, tmp_path)
     history = torch.load(record)
-    # 12 steps, --save-every 4: snapshots at steps 0, 4, 8, and latest.pt now every 4 steps too.
+    # 12 steps, --save-every 4: snapshots at steps 0, 4, 8, and latest.pt now every 4 steps too,
+    # and at the last step: it ends with the state training ends with, as the original's did (an
+    # interval alone left it at step 8).
     assert sorted(os.listdir(out)) == ["latest.pt", "step-0.pt", "step-4.pt", "step-8.pt"]
     for step in (0, 4, 8):
         saved = torch.load(out / f"step-{step}.pt")
         assert saved.pop("step") == step
         _assert_same_state(saved, history[step])
     latest = torch.load(out / "latest.pt")
-    assert latest.pop("step") == 8
-    _assert_same_state(latest, history[8])
+    assert latest.pop("step") == 11
+    _assert_same_state(latest, history[11])
     # Training itself is untouched: the final state equals the original script's.
     original_out, original_record = tmp_path / "orig", tmp_path / "orig_history.pt"
     _run(FIXTURE, original_out, original_record, tmp_path)

@@ -289,8 +289,10 @@ write still runs, and any other `with` may likewise close or move what it bound.
 with the script's own save interval if it has one (that of another save in the same loop, such
 as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`), else the
 `save-every` option (in a framework's hook, under its step counter: `trainer.global_step`,
-`state.global_step`): fewer checkpoints, so the last steps before a crash or the end are not
-saved. The guard goes around a `with` that holds only the save (`with open(path, "wb") as f:
+`state.global_step`): fewer checkpoints, so the last steps before a crash are not saved. In
+`for i in range(n):` the guard also holds on the last step (`or i == n - 1`), so the file ends with
+the state the loop ends with; in other loops (over a loader, `while`), and in a `range` loop that
+may `break` or `return` early, the last steps before the end are not saved either. The guard goes around a `with` that holds only the save (`with open(path, "wb") as f:
 torch.save(state, f)`: inside it, the file would still be created, empty, on every step); a save
 inside a `with` that holds more and binds a name the save reads (`as f`) is not fixed. A save that
 already runs every N steps (also in the `else:` of `if step % n:`) keeps its
@@ -413,6 +415,21 @@ and whether the fix still moves the save under an interval.
                                    "'latest.pt')")),
                 message="every training step and training waits for it; save every `1000` steps, from a CPU "
                         "snapshot written in a background thread"),
+        # In `for i in range(n):` the guard also holds on the last step: the interval alone left
+        # `latest.pt` at step 0 of 50 (a tester's resume file); not with a `break` in the loop,
+        # whose last step is not `n - 1`.
+        Invalid("import torch\nfor step in range(args.steps):\n    model(x).backward()\n    opt.step()\n"
+                "    torch.save({'step': step}, 'latest.pt')\n",
+                fixed=_fixed("import torch\nfor step in range(args.steps):\n    model(x).backward()\n    opt.step()\n"
+                             "    if step % 1000 == 0 or step == args.steps - 1:\n"
+                             "        _trainlint_async_save(torch.save, {'step': step}, 'latest.pt')\n"),
+                message="save every `1000` steps and at the last step"),
+        Invalid("import torch\nfor step in range(n):\n    model(x).backward()\n    opt.step()\n"
+                "    torch.save({'step': step}, 'latest.pt')\n    if done():\n        break\n",
+                fixed=_fixed("import torch\nfor step in range(n):\n    model(x).backward()\n    opt.step()\n"
+                             "    if step % 1000 == 0:\n"
+                             "        _trainlint_async_save(torch.save, {'step': step}, 'latest.pt')\n"
+                             "    if done():\n        break\n")),
         # A call laid out by hand around a comment keeps its layout: the lines aligned under its
         # parenthesis move with it, as the head grows and the guard indents it.
         Invalid(in_training_loop("torch.save(model.state_dict(),  # weights only\n           'latest.pt')"),
@@ -1150,8 +1167,9 @@ and whether the fix still moves the save under an interval.
                 if withheld else f", from a CPU snapshot written in a background thread{live}"
             when = "every training step" if remainder is None else \
                 f"all training steps but one in N (under `{one_line(ctx.code(remainder.test))}`)"
+            end = " and at the last step" if fix is not None and remainder is None and self._last_step_test(site) else ""
             message = (f"{what} writes a checkpoint on {when} and training waits for it; save every "
-                       f"`{interval}` steps{how}")
+                       f"`{interval}` steps{end}{how}")
             if fix is None and not withheld and not lightning and not deepspeed:
                 counter, stmt = _counter(ctx, site), self._statement_to_guard(site)
                 message += ("; not fixed: " + (
@@ -1542,21 +1560,57 @@ and whether the fix still moves the save under an interval.
                 new_stmt = new_stmt.deep_replace(old, new)
             else:
                 reps.append((old, new))
+        # In `for i in range(n):` the last step saves too: the interval alone left the file at an
+        # older step than the loop ended with (a tester's trainer resumed from step 1 of 5).
+        last = self._last_step_test(site)
+        test = f"{counter} % {interval} == 0" + (f" or {last}" if last else "")
         guarded = cst.If(
-            test=cst.parse_expression(f"{counter} % {interval} == 0"),
+            test=cst.parse_expression(test),
             body=cst.IndentedBlock(body=[new_stmt.with_changes(leading_lines=[]), *moved]),
             leading_lines=stmt.leading_lines,
         )
         reps.append((stmt, guarded))
         reps += [(s, "") for s in moved]  # each moved into the guard, removed where it stood
-        message = f"Save every `{interval}` steps (`if {counter} % {interval} == 0:`)"
+        end = " and at the last step" if last else ""
+        message = f"Save every `{interval}` steps{end} (`if {test}:`)"
         if moved:
             lines = "the next line, which uses" if len(moved) == 1 else f"the next {len(moved)} lines, which use"
-            message = f"Save, and {lines} the file it writes, every `{interval}` steps " \
-                      f"(`if {counter} % {interval} == 0:`)"
+            message = f"Save, and {lines} the file it writes, every `{interval}` steps{end} (`if {test}:`)"
         if asyncs is None:
             return self.fix(Applicability.UNSAFE, message, *reps)
         return self._with_helper(reps + waits, message + ", from a CPU snapshot in a background thread")
+
+    def _last_step_test(self, site: cst.Call) -> str | None:
+        """`i == n - 1` for a save in `for i in range(n):` (or `range(start, n)`), which the guard
+        adds so that the last step still saves; None where that would not find the last step:
+        another kind of loop (there the interval leaves the last steps unsaved, as the docs say),
+        `_` as the index, a `break`, `return` or `yield` in the loop, a bound the loop rebinds, or
+        in gradient accumulation's optimizer step (the last micro-batch need not end one)."""
+        ctx = self.ctx
+        loop = ctx.loops.hot_loop_of(site)
+        if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and loop.target.value != "_"
+                and isinstance(loop.iter, cst.Call) and dotted(loop.iter.func) in ("range", "trange")) \
+                or ctx.loops.step_region(site) is not None:
+            return None
+        args = loop.iter.args
+        if not 1 <= len(args) <= 2 or any(a.keyword is not None or a.star for a in args):
+            return None
+        stop = args[-1].value
+        if not (isinstance(stop, (cst.Name, cst.Attribute, cst.Integer)) or isinstance(stop, cst.Call)
+                and dotted(stop.func) == "len" and len(stop.args) == 1
+                and isinstance(stop.args[0].value, (cst.Name, cst.Attribute))):
+            return None
+        fn = ctx.index.enclosing_function(loop)
+        stop_names = {n.value for n in ctx.index.walk(stop) if isinstance(n, cst.Name)}
+        for node in ctx.index.walk(loop.body):
+            if isinstance(node, (cst.Return, cst.Yield, cst.Await)) and ctx.index.enclosing_function(node) is fn:
+                return None
+            if isinstance(node, cst.Break) and ctx.index.enclosing(node, (cst.For, cst.While)) is loop:
+                return None
+        if stop_names & bound_names(loop.body) or (dotted(stop) or "") in bound_names(loop.body):
+            return None
+        last = str(int(stop.value) - 1) if isinstance(stop, cst.Integer) and stop.value.isdigit() else f"{ctx.code(stop)} - 1"
+        return f"{loop.target.value} == {last}"
 
     def _with_helper(self, reps, message: str):
         if HELPER not in self.ctx.loops.functions:
