@@ -268,6 +268,14 @@ def _missing_counter(ctx, node: cst.CSTNode) -> tuple[str, str]:
     if ctx.loops.step_region(node) is not None:
         return "opt_step", ("counting optimizer steps with `opt_step += 1` where the optimizer steps, as a test of the "
                             "loop's index there may hold on no step")
+    fn = ctx.index.enclosing_function(node)
+    if fn is not None and ctx.index.enclosing_class(fn) is not None and fn.params.params \
+            and fn.params.params[0].name.value == "self" and ctx.loops.hot_loop_of(node) is None \
+            and any(ctx.loops.hot_loop_of(call) is not None for call in ctx.loops.calls_of(fn)):
+        # A method the module's loop calls (`self.train_step(x)`): the loop's index is not seen
+        # there, and advice naming it would raise NameError if copied; the object can keep the
+        # count. (Not a framework's hook, called by no loop of the module.)
+        return "self.step", "counting `self.step += 1` in this method, which sees no counter of the loop"
     return "step", "counting `step` where no counter of the loop was found"
 
 

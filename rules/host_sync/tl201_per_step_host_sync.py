@@ -416,6 +416,12 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_PLATEAU_CASE.format(step="sched.step(loss)").replace("ReduceLROnPlateau(opt)", "StepLR(opt, 10)")),
     ]
     invalid = [
+        # In a method the loop calls, the advice names a counter the method can keep: the loop's
+        # `step` it named is not seen there (copied, the test raised NameError).
+        Invalid("import torch\nclass Trainer:\n    def train_step(self, x):\n        loss = self.model(x)\n"
+                "        loss.backward()\n        self.opt.step()\n        print(f'loss {loss.item():.4f}')\n"
+                "    def fit(self, loader):\n        for x in loader:\n            self.train_step(x.to('cuda'))\n",
+                fixed=NO_FIX, message="(`if self.step % 100 == 0:`, counting `self.step += 1` in this method"),
         # ... but the same script that moves its model (`.to(...)` moves to devices too), or whose
         # loop trains a model and data handed in by a caller who may have put them on a GPU.
         Invalid(_CPU_ONLY.format(setup="\nmodel.to(device)", loop="if True:\n"),
