@@ -115,7 +115,8 @@ NOT_STANDALONE = {"dataloader/image_folder_train.py", "distributed/accelerate_ac
 RUNNABLE = [s for s in SCRIPTS if not os.path.basename(s).startswith("clean") and s not in NOT_STANDALONE]
 # Arguments that keep a run short and its files in the test's folder ({tmp}).
 ARGS = {"image_classifier.py": ["--epochs", "1"], "checkpoint/checkpoint_every_step.py": ["--out", "{tmp}"],
-        "checkpoint/archived_run_checkpoints.py": ["--out", "{tmp}"]}
+        "checkpoint/archived_run_checkpoints.py": ["--out", "{tmp}"],
+        "checkpoint/preemptible_stream_train.py": ["--out", "{tmp}"]}
 
 
 # The framework each script trains with, besides torch (the dev extra installs them).
