@@ -109,11 +109,16 @@ class BaselineMatch:
     def held(self, diags: list[Diagnostic], original: str, to_original=lambda offset, end=False: offset) -> set[int]:
         """The ids of the diags the baseline records. to_original maps their offsets back to
         the text `original`, as it was before this run's fixes; they are fingerprinted there."""
-        index = LineIndex(original)
-        moved = [replace(d, start=index.location(to_original(d.start_offset)),
-                         end=index.location(to_original(d.end_offset, True))) for d in diags]
-        prints = fingerprints(moved, lambda _path: original, lambda p: relative_posix(p, self.root))
+        prints = self._prints_before_fixes(diags, original, to_original)
         return {id(d) for d, fp in zip(diags, prints) if fp in self.known}
+
+    def _prints_before_fixes(self, diags: list[Diagnostic], original: str, to_original) -> list[str]:
+        """The fingerprints diags had in `original`, the text before this run's fixes (the ones
+        the baseline file records): their offsets are mapped back there by to_original."""
+        index = LineIndex(original)
+        placed = [replace(d, start=index.location(to_original(d.start_offset)),
+                          end=index.location(to_original(d.end_offset, True))) for d in diags]
+        return fingerprints(placed, lambda _path: original, lambda p: relative_posix(p, self.root))
 
     def new_only(self, diags: list[Diagnostic], original: str, to_original=lambda offset, end=False: offset):
         """diags without those the baseline records."""
@@ -125,10 +130,7 @@ class BaselineMatch:
         finding among diags (the findings of the fixed text) whose line this run's fixes
         rewrote: written back to the baseline file, so the next run, which reads the fixed
         text, still knows it (it would be "new" there, on every run after)."""
-        index = LineIndex(original)
-        before = fingerprints([replace(d, start=index.location(to_original(d.start_offset)),
-                                       end=index.location(to_original(d.end_offset, True))) for d in diags],
-                              lambda _path: original, lambda p: relative_posix(p, self.root))
+        before = self._prints_before_fixes(diags, original, to_original)
         after = fingerprints(diags, lambda _path: fixed, lambda p: relative_posix(p, self.root))
         return [(old, new, d.start.row) for d, old, new in zip(diags, before, after) if old in self.known and old != new]
 
