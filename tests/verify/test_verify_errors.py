@@ -165,7 +165,7 @@ def test_a_script_that_writes_into_its_directory_is_warned_about(verify, tmp_pat
                           "--repeats", "1")
     assert result.exit_code == 0, result.output
     assert data["directory_writes"] == ["last.pt"]
-    assert "wrote into the script's directory (last.pt)" in result.stdout
+    assert "wrote into its working directory (last.pt)" in result.stdout
 
 
 MP_SPAWN = """
@@ -188,3 +188,40 @@ def test_a_script_that_spawns_its_own_training_processes_is_said_so(verify, tmp_
                        "--repeats", "1")
     _assert_user_error(result, "processes the script starts itself", "cannot time")
     assert "hand-written update loop" not in result.stderr
+
+
+READS_FROM_ROOT = """
+import torch
+scale = float(open("data/scale.txt").read())  # written for `python scripts/train.py` from the root
+m = torch.nn.Linear(2, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)
+for step in range(6):
+    (m(torch.ones(2, 2)).sum() * scale).backward(); o.step(); o.zero_grad()
+"""
+
+
+def test_cwd_runs_a_script_written_for_the_repository_root(verify, tmp_path):
+    # The runs start in the script's directory; a script reading paths relative to the
+    # repository's root crashed with FileNotFoundError and nothing said how to run it.
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True)
+    (root / "data").mkdir()
+    (root / "data" / "scale.txt").write_text("0.5")
+    script = root / "scripts" / "train.py"
+    script.write_text(READS_FROM_ROOT)
+    args = ("--fixed", script, "--steps", "2", "--warmup", "1", "--repeats", "1")
+
+    result, _ = verify(script, *args)
+    assert result.exit_code == 2
+    assert "FileNotFoundError" in result.output and "--cwd DIR" in result.output
+
+    result, data = verify(script, *args, "--cwd", root)
+    assert result.exit_code == 0, result.output
+    assert data["cwd"] == str(root.resolve())
+    assert data["verdict"] == "no measurable change" or data["losses_match"], data
+
+
+def test_cwd_must_be_a_directory(verify, fixtures, tmp_path):
+    result, _ = verify(fixtures / "tight_loop.py", "--fixed", fixtures / "tight_loop.py",
+                       "--cwd", tmp_path / "missing", json_report=False)
+    assert result.exit_code == 2
+    assert "missing" in result.output

@@ -84,6 +84,8 @@ def _cuda_available() -> bool:
 @click.option("--pin-loader-rng/--no-pin-loader-rng", default=True, show_default=True,
               help="Give shuffling samplers their own seeded generator in both versions, so "
                    "loader changes (persistent_workers) keep the data order.")
+@click.option("--cwd", "cwd", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Working directory of the runs [default: the script's directory].")
 @click.option("--profile/--no-profile", default=None,
               help="torch.profiler breakdown of a few steps [default: on when a GPU is present].")
 @click.pass_context
@@ -120,6 +122,7 @@ def _verify(
     timeout_s: float,
     profile: bool | None,
     pin_loader_rng: bool,
+    cwd: Path | None,
 ) -> int:
     codes = parse_rules(rules)
     if not script.is_file():
@@ -168,6 +171,7 @@ def _verify(
         timeout_s=timeout_s,
         threads=threads or default_threads(nproc),
         pin_loader_rng=pin_loader_rng,
+        cwd=str(cwd.resolve()) if cwd is not None else "",
     )
     with tempfile.TemporaryDirectory(prefix="trainlint-verify-") as tmp:
         workdir = Path(tmp)
@@ -194,20 +198,20 @@ def _verify(
         def progress(msg: str) -> None:
             click.echo(f"trainlint verify: {msg}", err=True)
 
-        listing = directory_state(str(script.parent))
+        listing = directory_state(settings.cwd)
         written: list[str] = []
 
         def after_first_run() -> None:
-            written.extend(changed_files(listing, directory_state(str(script.parent))))
+            written.extend(changed_files(listing, directory_state(settings.cwd)))
             if written:
-                progress(f"warning: the script wrote into its directory ({_names(written)}); "
+                progress(f"warning: the script wrote into its working directory ({_names(written)}); "
                          "later runs start from what earlier ones left")
 
         try:
             records = run_interleaved(settings, variants, repeats, workdir, progress,
                                       after_first_run)
         except VerifyError as e:
-            raise VerifyError(_hint(str(e), script_text, nproc)) from None
+            raise VerifyError(_hint(str(e), script_text, nproc, cwd is not None)) from None
         profiles = None
         if profile or (profile is None and _cuda_available()):
             profiles = {}
@@ -242,7 +246,7 @@ def _names(paths: list[str], most: int = 5) -> str:
 _SPAWNS_ITS_OWN = ("mp.spawn(", "multiprocessing.spawn(", "start_processes(")
 
 
-def _hint(message: str, script_text: str, nproc: int | None) -> str:
+def _hint(message: str, script_text: str, nproc: int | None, cwd_given: bool) -> str:
     if "without a single optimizer step" in message and any(s in script_text for s in _SPAWNS_ITS_OWN):
         # torch.multiprocessing.spawn: the steps happen in the script's own children, which the
         # harness is not in; "a hand-written update loop" and --nproc-per-node were both wrong.
@@ -253,6 +257,11 @@ def _hint(message: str, script_text: str, nproc: int | None) -> str:
                 "several processes, started by torchrun: --nproc-per-node N).")
     if nproc is None and "init_process_group" in script_text:
         return message + "\n(the script sets up torch.distributed: run it with --nproc-per-node N)"
+    if "FileNotFoundError" in message and not cwd_given:
+        # Scripts written for `python scripts/train.py` from a repository's root read paths
+        # relative to that root; the runs start in the script's own directory.
+        return message + ("\n(the runs start in the script's directory; if the script expects "
+                          "another working directory, give it with --cwd DIR)")
     return message
 
 

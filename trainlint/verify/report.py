@@ -116,6 +116,7 @@ def build(
     report: dict = {
         "script": settings.script,
         "script_args": settings.script_args,
+        "cwd": settings.cwd,
         "rules": final.rules,
         "fixed_file": fixed_file,
         "steps": settings.steps,
@@ -208,7 +209,7 @@ def table(report: dict) -> str:
     written = report.get("directory_writes")
     if written:
         shown = ", ".join(written[:5]) + (f" and {len(written) - 5} more" if len(written) > 5 else "")
-        out.append(f"warning: the first run wrote into the script's directory ({shown}): runs "
+        out.append(f"warning: the first run wrote into its working directory ({shown}): runs "
                    "influence each other (a later run may resume from a checkpoint an earlier "
                    "one saved), so neither the times nor the loss curves compare like for like; "
                    "have the script write elsewhere, or clear it between runs.")

@@ -46,6 +46,12 @@ class RunSettings:
     threads: int | None = None
     pin_loader_rng: bool = True
     python: str = sys.executable
+    # The runs' working directory: the script's own by default (relative data paths written for
+    # `cd scripts && python train.py`); --cwd for scripts meant to run from a repository's root.
+    cwd: str = ""
+
+    def __post_init__(self) -> None:
+        self.cwd = self.cwd or os.path.dirname(self.script)
 
 
 @dataclass
@@ -179,7 +185,7 @@ def _run_once(
         # DataLoader workers) and nothing else.
         proc = subprocess.Popen(
             _command(settings),
-            cwd=os.path.dirname(settings.script),
+            cwd=settings.cwd,
             env=_env(settings, cfg),
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -294,12 +300,12 @@ def _kill_tree(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-_SNAPSHOT_LIMIT = 5000  # entries: a data folder beside the script is not listed in full
-_SNAPSHOT_DEPTH = 2  # the script's directory and its subfolders (checkpoints/last.pt)
+_SNAPSHOT_LIMIT = 5000  # entries: a data folder in the working directory is not listed in full
+_SNAPSHOT_DEPTH = 2  # the working directory and its subfolders (checkpoints/last.pt)
 
 
 def directory_state(directory: str) -> dict[str, tuple[int, int]]:
-    """Name -> (mtime in ns, size) of the files in the script's directory (and one level below).
+    """Name -> (mtime in ns, size) of the files in the runs' working directory (and one level below).
 
     Compared before and after the first run (changed_files): a script that writes there (a
     checkpoint it resumes from, a cache) makes runs influence each other, and the report says so.
