@@ -342,3 +342,45 @@ def test_a_closure_is_the_function_its_name_reads_where_the_step_is():
     ctx = ctx_for("def closure():\n    loss = model()\n    loss.backward()\n    marker = 1\n    return loss\n"
                   "def fit(opt, iters):\n    for it in range(iters):\n        opt.step(closure)\n")
     assert ctx.loops.is_per_step(_name(ctx, "marker"))
+
+
+_HELD = """import torch
+{imports}class Logger:
+    def on_step_end(self, step, loss):
+        marker = loss.item()
+class Other:
+    def on_step_end(self, step, loss):
+        pass
+class Trainer:
+    def __init__(self):
+        self.logger = Logger()
+{more}    def fit(self):
+        for step in range(10):
+            loss = self.model(x)
+            loss.backward()
+            self.opt.step()
+            self.logger.on_step_end(step, loss)
+{after}"""
+
+
+@pytest.mark.parametrize(
+    "imports,more,after,followed",
+    [
+        # Every binding of `self.logger` is `Logger()`: its method runs per step (it was not
+        # followed: the per-step `.item()` in it went unreported).
+        ("", "", "", True),
+        ("", "        if cfg.verbose:\n            self.logger = Logger()\n", "", True),
+        # Another class some of the time, another binding, or a name the file imports: unknown.
+        ("", "        if cfg.quiet:\n            self.logger = Other()\n", "", False),
+        ("", "        self.logger = make_logger()\n", "", False),
+        ("", "", "trainer = Trainer()\ntrainer.logger = Other()\n", False),
+        ("", "    logger = None\n", "", False),
+        ("from loggers import Logger\n", "", "", False),
+    ],
+)
+def test_a_method_of_an_object_kept_on_self_is_followed_only_when_its_class_is_known(imports, more, after, followed):
+    ctx = ctx_for(_HELD.format(imports=imports, more=more, after=after))
+    call = next(c for c in ctx.index.nodes(cst.Call) if ctx.code(c.func) == "self.logger.on_step_end")
+    logger_method = ctx.index.nodes(cst.FunctionDef)[0]
+    assert ctx.loops.callees(call) == ([logger_method] if followed else [])
+    assert ctx.is_per_step(_name(ctx, "marker")) is followed

@@ -178,6 +178,14 @@ def _counter(ctx, node: cst.CSTNode) -> str | None:
     return step_counter(ctx, node)
 
 
+# A trainer saving through the checkpointer it keeps on itself.
+_KEPT_CHECKPOINTER = ("import torch\n{head}class Checkpointer:\n    def __init__(self, path):\n        self.path = path\n"
+                      "    def save(self, model, step):\n        {save}\nclass Trainer:\n    def __init__(self):\n"
+                      "        self.model = torch.nn.Linear(8, 1)\n        self.ckpt = Checkpointer('last.pt')\n"
+                      "    def fit(self, x):\n        for step in range(10):\n            self.model(x).sum().backward()\n"
+                      "            self.opt.step()\n            {call}\n{wait}")
+
+
 # Rule cases that are reported and left as they are.
 # A per-step save, then other work, then a replace of the file it wrote.
 _REPLACE_AFTER_WORK = in_training_loop("torch.save(model.state_dict(), 'ckpt.pt.tmp')\nlog(loss)\n"
@@ -375,6 +383,15 @@ and whether the fix still moves the save under an interval.
               "    def on_train_epoch_end(self, trainer, module):\n        torch.save(module.state_dict(), 'e.pt')\n"),
     ]
     invalid = [
+        # A save through an object the trainer keeps (`self.ckpt = Checkpointer(...)`, its only
+        # binding) runs on every step: it was not followed, and the per-step save went unreported.
+        Invalid(_KEPT_CHECKPOINTER.format(head="", save="torch.save(model.state_dict(), self.path)",
+                                          call="self.ckpt.save(self.model, step)", wait=""),
+                fixed=_KEPT_CHECKPOINTER.format(
+                    head=HELPER_CODE + "\n\n", save="_trainlint_async_save(torch.save, model.state_dict(), self.path)",
+                    call="if step % 1000 == 0 or step == 9:\n                self.ckpt.save(self.model, step)",
+                    wait="        _trainlint_wait_for_save()\n"),
+                message="`save()` (which calls `torch.save`) writes a checkpoint on every training step"),
         # The loop steps through a helper: the function holding it trains, its save is a site (it
         # was taken for a helper that saves, and fit() is called nowhere here).
         Invalid("import torch\ndef train_step(model, opt, x, y):\n    model(x, y).backward()\n    opt.step()\n"

@@ -54,6 +54,12 @@ _FILLED_READ_AFTER = "import torch\nstats = []\n" + in_training_loop(
 # A helper that synchronizes, called in the training loop (`{loop}`).
 _SYNC_HELPER = ("import time\nimport torch\ndef cuda_sync():\n    torch.cuda.synchronize()\n"
                 "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n    {loop}\n")
+# A trainer whose loop calls a method of the logger it keeps on itself.
+_KEPT_LOGGER = ("import torch\nclass Logger:\n    def on_step_end(self, step, loss):\n        print(step){sync}\n"
+                "class Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(8, 1).cuda()\n"
+                "        self.logger = Logger()\n    def fit(self, x):\n        for step in range(10):\n"
+                "            loss = self.model(x).mean()\n            loss.backward()\n            self.opt.step()\n"
+                "            self.logger.on_step_end(step, loss)\n")
 
 
 class PerStepDeviceSyncCall(Rule):
@@ -153,6 +159,10 @@ benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in
         Valid(_SYNC_HELPER.format(loop="t0 = time.perf_counter()\n    cuda_sync()\n    print(time.perf_counter() - t0)")),
     ]
     invalid = [
+        # A method of the logger the trainer keeps (`self.logger = Logger()`, its only binding)
+        # runs on every step: its synchronize went unreported (the method was not followed).
+        Invalid(_KEPT_LOGGER.format(sync="\n        torch.cuda.synchronize()"), fixed=_KEPT_LOGGER.format(sync=""),
+                message="on every step"),
         # `self.after_step()` in Base may run a subclass's override: it runs on every step too.
         Invalid("import torch\nclass Base:\n    def __init__(self):\n        self.model = torch.nn.Linear(4, 1).cuda()\n"
                 "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n"

@@ -600,9 +600,76 @@ class Loops:
                          and node.value.func.value in self.classes
                          for t in node.targets if isinstance(t.target, cst.Name))
 
+    @cached_property
+    def _attribute_classes(self) -> dict[str, str | None]:
+        """For each attribute name the module binds (`<x>.logger = ...`), the class of the file
+        every binding of it constructs, else None: where each is `self.logger = Logger(...)` of
+        one and the same class defined here (once, not a name the file also imports), that
+        class's name. Any other binding of the name anywhere (another class, `trainer.logger =
+        ...` from outside, a tuple or loop target, `logger = ...` or `logger: Logger` in a class
+        body, which a dataclass's caller may set) leaves which object it holds unknown: None."""
+        out: dict[str, str | None] = {}
+        for node in (*self.index.nodes(cst.Assign), *self.index.nodes(cst.AnnAssign),
+                     *self.index.nodes(cst.AugAssign), *self.index.nodes(cst.For), *self.index.nodes(cst.AsName)):
+            value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else None
+            if isinstance(node, cst.AsName):
+                targets = [node.name]
+            elif isinstance(node, cst.Assign):
+                targets = [t.target for t in node.targets]
+            else:
+                targets = [node.target]
+            for target in targets:
+                if isinstance(target, cst.Name) and isinstance(self.index.parent.get(self.index.parent.get(node)),
+                                                               (cst.IndentedBlock, cst.SimpleStatementSuite)) \
+                        and isinstance(self.index.enclosing(node, (cst.FunctionDef, cst.ClassDef)), cst.ClassDef):
+                    out[target.value] = None  # a class-body binding: `logger: Logger = field(...)`
+                    continue
+                for sub in walk(target):
+                    if not isinstance(sub, cst.Attribute):
+                        continue
+                    name = sub.attr.value
+                    cls = self._constructed_class(value) if sub is target and isinstance(sub.value, cst.Name) \
+                        and sub.value.value == "self" else None
+                    out[name] = cls if out.get(name, cls) == cls else None
+        return out
+
+    def _constructed_class(self, value: cst.BaseExpression | None) -> str | None:
+        """The name of the class value constructs (`Logger(...)`) when the file defines one class
+        of that name and imports no such name, else None."""
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            name = value.func.value
+            if len(self.classes.get(name, ())) == 1 and name not in self.names.aliases:
+                return name
+        return None
+
+    def _attribute_class(self, attr: cst.Attribute, at: cst.CSTNode) -> cst.ClassDef | None:
+        """The class defined here that `self.<attr>`, read at `at`, holds an instance of: every
+        binding of the attribute is `self.<attr> = Cls(...)` (_attribute_classes), one of them in
+        at's class or a base class defined here (else the instance may get it from elsewhere: a
+        base class of another module)."""
+        name = self._attribute_classes.get(attr.attr.value)
+        owner = self.index.enclosing_class(at)
+        if name is None or owner is None:
+            return None
+        chain, todo = [], [owner]
+        while todo:
+            cls = todo.pop()
+            if cls not in chain:
+                chain.append(cls)
+                todo += self._bases(cls)
+        for node in (*self.index.nodes(cst.Assign), *self.index.nodes(cst.AnnAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(isinstance(t, cst.Attribute) and t.attr.value == attr.attr.value for t in targets) \
+                    and self.index.enclosing_class(node) in chain:
+                return self.classes[name][0]
+        return None
+
     def _instance_class(self, expr: cst.BaseExpression, at: cst.CSTNode) -> cst.ClassDef | None:
         """The class defined here (one of its name) that expr, read at `at`, is an instance of:
-        `Trainer(...)`, or a name assigned `Trainer(...)` once in at's function (else the module)."""
+        `Trainer(...)`, or a name assigned `Trainer(...)` once in at's function (else the module),
+        or `self.logger` where every binding of it is `self.logger = Logger(...)` (_attribute_class)."""
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            return self._attribute_class(expr, at)
         if isinstance(expr, cst.Name):
             if expr.value not in self._instance_names:
                 return None  # never assigned an instance of a class of the file: no binding table to read
