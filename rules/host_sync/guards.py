@@ -11,7 +11,7 @@ import libcst as cst
 
 from trainlint.analysis.distributed import one_line
 from trainlint.analysis.loops import enumerate_counter, range_counter
-from trainlint.analysis.names import dotted
+from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.tree import binding_targets, walk
 from trainlint.analysis.tensors import pure_tensor_method
 from trainlint.analysis.variables import in_scope_of, is_variable, names_a_value, role, variable_uses
@@ -40,7 +40,7 @@ def step_counter(ctx, node: cst.CSTNode) -> str | None:
     loop = ctx.loops.hot_loop_of(node)
     if loop is None:
         hook = ctx.loops.step_hook(node)  # the framework's counter (`self.global_step`)
-        return hook.counter if hook is not None else None
+        return hook.counter if hook is not None else _counter_parameter(ctx, node)
     region = ctx.loops.step_region(node)
     if region is not None:
         return _incremented(ctx, region)
@@ -57,6 +57,32 @@ def step_counter(ctx, node: cst.CSTNode) -> str | None:
     if outer is not None:
         return _incremented(ctx, [s for s in outer.body.body if not ctx.index.contains(s, node)])
     return _incremented(ctx, [loop.body])
+
+
+def _counter_parameter(ctx, node: cst.CSTNode) -> str | None:
+    """In a function the module's loops call, the parameter every call hands the loop's counter
+    (`self.logger.on_step_end(step, loss)` into `def on_step_end(self, step, loss)`), when the
+    function binds that name nowhere else: there it counts the loop's steps as the loop does.
+    The loop's own name is not seen in the function (advice naming it raised NameError)."""
+    fn = ctx.index.enclosing_function(node)
+    if fn is None:
+        return None
+    calls = ctx.loops.calls_of(fn)
+    found: set[str] = set()
+    for call in calls:
+        counter = step_counter(ctx, call) if ctx.loops.hot_loop_of(call) is not None else None
+        if counter is None or len(ctx.loops.callees(call)) != 1:
+            return None
+        params = {param for param, arg in ctx.loops.bind_params(fn.name.value, call)
+                  if isinstance(arg.value, cst.Name) and arg.value.value == counter and not arg.star}
+        if len(params) != 1:
+            return None
+        found |= params
+    if len(found) != 1:
+        return None
+    param = found.pop()
+    # Rebound in the function (`step = step * accum`, a nested loop's `for step in ...`): not the count.
+    return None if any(param == name for name in bound_names(fn.body)) else param
 
 
 def _stepping_outer_loop(ctx, loop: cst.CSTNode) -> cst.For | cst.While | None:

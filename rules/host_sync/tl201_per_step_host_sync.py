@@ -127,6 +127,13 @@ _NO_FIX_PER_STEP_READ = _with_total(in_training_loop("total += loss.item()\npbar
 _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) == y).sum().item()"), "correct = 0") \
     + "print(correct)\n"
 # A file that builds a ReduceLROnPlateau and steps it in the loop (`step`, indented for the inner loop).
+# A trainer whose loop calls a method of the logger it keeps on itself, handing it {args}.
+_KEPT_LOGGER = ("import torch\nclass Logger:\n    def on_step_end(self, step, loss):\n        {body}\n"
+                "class Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(8, 1).cuda()\n"
+                "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n        self.logger = Logger()\n"
+                "    def fit(self, losses):\n        for step in range(10):\n"
+                "            loss = self.model(torch.randn(8, 8, device='cuda')).mean()\n"
+                "            loss.backward()\n            self.opt.step()\n            self.logger.on_step_end({args})\n")
 _PLATEAU_CASE = ("import torch\nfrom torch.optim.lr_scheduler import ReduceLROnPlateau\nsched = ReduceLROnPlateau(opt)\n"
                  "for epoch in range(3):\n    for step, (x, y) in enumerate(loader):\n        loss = model(x, y)\n"
                  "        loss.backward()\n        opt.step()\n        {step}\n")
@@ -416,6 +423,18 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_PLATEAU_CASE.format(step="sched.step(loss)").replace("ReduceLROnPlateau(opt)", "StepLR(opt, 10)")),
     ]
     invalid = [
+        # A method of an object the trainer keeps (`self.logger = Logger()` every time it is set)
+        # runs per step: its `.item()` went unreported. Each call hands the loop's `step` to the
+        # method's `step`, which the guard names (the loop's own name is not seen there).
+        Invalid(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss"),
+                fixed=_KEPT_LOGGER.format(body="if step % 100 == 0:\n            print(step, loss.item())",
+                                          args="step, loss"),
+                message="(`if step % 100 == 0:`)"),
+        # ... a parameter not handed the loop's counter, or one the method rebinds, is no counter.
+        Invalid(_KEPT_LOGGER.format(body="print(step, loss.item())", args="len(losses), loss"), fixed=NO_FIX,
+                message="counting `self.step += 1` in this method"),
+        Invalid(_KEPT_LOGGER.format(body="step = step * 4\n        print(step, loss.item())", args="step, loss"),
+                fixed=NO_FIX, message="counting `self.step += 1` in this method"),
         # In a method the loop calls, the advice names a counter the method can keep: the loop's
         # `step` it named is not seen there (copied, the test raised NameError).
         Invalid("import torch\nclass Trainer:\n    def train_step(self, x):\n        loss = self.model(x)\n"
