@@ -213,7 +213,12 @@ counter; of a micro-batch loop that steps no optimizer, nanoGPT's `for micro_ste
 range(accum):`, the counter of the loop around it that does) and the script's logging interval (`if it % args.log_interval == 0:`), with `step`
 standing for a counter not found (in the code that runs once per optimizer step under gradient
 accumulation, `opt_step`, which the advice says to count there with `opt_step += 1`: a test of the
-loop's index there, `i % 10 == 0` under `i % 4 == 3`, may hold on no step; no fix is written). In a hook, the advice and the fixes use the framework's own step
+loop's index there, `i % 10 == 0` under `i % 4 == 3`, may hold on no step; no fix is written). In a
+function or method the loop calls (also one of an object the loop's class keeps, `self.logger =
+Logger()`), the loop's counter is not in scope: the parameter every call hands it to
+(`self.logger.on_step_end(step, loss)` into `def on_step_end(self, step, loss)`) is the counter
+when the function rebinds it nowhere; else, in a method, the advice counts `self.step += 1`
+there and no fix is written. In a hook, the advice and the fixes use the framework's own step
 counter and logging interval: `self.global_step % self.trainer.log_every_n_steps` in a
 LightningModule, `trainer.global_step % trainer.log_every_n_steps` in a Lightning callback,
 `state.global_step % state.logging_steps` in a TrainerCallback (the Trainer's `self.state` in a
