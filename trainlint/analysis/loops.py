@@ -356,6 +356,7 @@ class Loops:
         self._paths_of: dict[cst.CSTNode, list] = {}
         self._draws: dict[cst.CSTNode, list] = {}
         self._callees: dict[cst.Call, list[cst.FunctionDef]] = {}
+        self._attribute_class_memo: dict[tuple[cst.ClassDef, str], bool] = {}
 
         self.functions: dict[str, list[cst.FunctionDef]] = {}
         for fn in index.nodes(cst.FunctionDef):
@@ -651,6 +652,13 @@ class Loops:
         owner = self.index.enclosing_class(at)
         if name is None or owner is None:
             return None
+        key = (owner, attr.attr.value)
+        if key not in self._attribute_class_memo:  # every call in the file asks (calls_by_name)
+            self._attribute_class_memo[key] = self._set_in_class(owner, attr.attr.value)
+        return self.classes[name][0] if self._attribute_class_memo[key] else None
+
+    def _set_in_class(self, owner: cst.ClassDef, attr: str) -> bool:
+        """Whether owner, or a base class of it defined here, assigns `self.<attr>`."""
         chain, todo = [], [owner]
         while todo:
             cls = todo.pop()
@@ -659,10 +667,10 @@ class Loops:
                 todo += self._bases(cls)
         for node in (*self.index.nodes(cst.Assign), *self.index.nodes(cst.AnnAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if any(isinstance(t, cst.Attribute) and t.attr.value == attr.attr.value for t in targets) \
+            if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets) \
                     and self.index.enclosing_class(node) in chain:
-                return self.classes[name][0]
-        return None
+                return True
+        return False
 
     def _instance_class(self, expr: cst.BaseExpression, at: cst.CSTNode) -> cst.ClassDef | None:
         """The class defined here (one of its name) that expr, read at `at`, is an instance of:
