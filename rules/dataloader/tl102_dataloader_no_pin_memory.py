@@ -44,8 +44,10 @@ from .loaders import (
     TRAINER_TRIGGERS,
     is_training_loader,
     loader_name,
+    device_arg,
     setting_advice,
     setting_fix,
+    setting_source,
     setting_value,
 )
 
@@ -56,6 +58,17 @@ _EXTRACT = ("def extract(encoder, images, bs=64):\n    feats = []\n    for i in 
 
 # ... with pin_memory given only where the dict is built (the cases change it there).
 _MNIST_UNPINNED = MNIST.format(x="data.to(device)").replace("'pin_memory': True, ", "")
+
+
+# A script whose batches go to {move}, after {device} (TL102's device picked by CUDA's availability).
+_AVAILABLE = ("import torch\nfrom torch.utils.data import DataLoader\n{device}loader = DataLoader(ds, num_workers=2{pin})\n"
+              "for x, y in loader:\n    x = {move}\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n")
+_TRAINER_DEVICE = (
+    "import torch as th\nfrom torch.utils.data import DataLoader\nclass Trainer:\n    def __init__(self):\n"
+    "        self.device = th.device('cuda:0' if th.cuda.is_available() else 'cpu')\n"
+    "        self.loader = DataLoader(ds, num_workers=2{pin})\n    def fit(self):\n"
+    "        for x, y in self.loader:\n            loss = model(x.to(self.device), y)\n"
+    "            loss.backward()\n            opt.step()\n")
 
 
 class DataLoaderNoPinMemory(DataLoaderRule):
@@ -120,6 +133,13 @@ option is off by default (`default=False`, or a `store_true` switch, and no `set
 it on: the run copies from pageable memory unless the flag is given). The fix changes the value
 where it is written; a `store_true` switch becomes `action=argparse.BooleanOptionalAction,
 default=True`, so `--pin-memory` still works and `--no-pin-memory` turns pinning off.
+
+The fix writes `pin_memory=torch.cuda.is_available()` when the batches go to a device the script
+picks by whether CUDA is there (`torch.device("cuda" if torch.cuda.is_available() else "cpu")`, a
+`use_cuda` flag assigned from that test, or a copy under `if torch.cuda.is_available():`): on a
+CPU-only machine a pinning loader warns on every pass ("no accelerator is found"). It writes
+`pin_memory=True` when the device is written as "cuda", when a framework copies the batches, and
+when the module does not import torch at its top level.
 
 ## Why is this bad?
 Copies from pageable host memory go through a staging buffer and cannot overlap with compute.
@@ -325,6 +345,38 @@ since what it then holds is not all seen.
                 fixed=NO_FIX),
         Invalid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2)"),
                 fixed=_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
+        # The device is picked by whether CUDA is there (inline, through `torch.device`, a flag, or an
+        # `if` around the copy): the script also runs on a CPU-only machine, where `pin_memory=True`
+        # made every pass over the loader warn "no accelerator is found". Pinning follows the device.
+        Invalid(_AVAILABLE.format(device='device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+                                  pin="", move="x.to(device)"),
+                fixed=_AVAILABLE.format(device='device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
+                                        pin=", pin_memory=torch.cuda.is_available()", move="x.to(device)"),
+                message="set `pin_memory=torch.cuda.is_available()`"),
+        Invalid(_AVAILABLE.format(device="", pin="", move='x.to("cuda" if torch.cuda.is_available() else "cpu")'),
+                fixed=_AVAILABLE.format(device="", pin=", pin_memory=torch.cuda.is_available()",
+                                        move='x.to("cuda" if torch.cuda.is_available() else "cpu")')),
+        Invalid(_AVAILABLE.format(device="use_cuda = not args.no_cuda and torch.cuda.is_available()\n"
+                                         "if use_cuda:\n    device = 'cuda'\nelse:\n    device = 'cpu'\n",
+                                  pin="", move="x.to(device)"),
+                fixed=_AVAILABLE.format(device="use_cuda = not args.no_cuda and torch.cuda.is_available()\n"
+                                               "if use_cuda:\n    device = 'cuda'\nelse:\n    device = 'cpu'\n",
+                                        pin=", pin_memory=torch.cuda.is_available()", move="x.to(device)")),
+        Invalid(_AVAILABLE.format(device="", pin="", move="x.cuda() if torch.cuda.is_available() else x"),
+                fixed=_AVAILABLE.format(device="", pin=", pin_memory=torch.cuda.is_available()",
+                                        move="x.cuda() if torch.cuda.is_available() else x")),
+        # ... held by the trainer (`self.device`), and with torch imported under another name.
+        Invalid(_TRAINER_DEVICE.format(pin=""),
+                fixed=_TRAINER_DEVICE.format(pin=", pin_memory=th.cuda.is_available()")),
+        # A device written as "cuda" (the script needs a GPU): pinning always.
+        Invalid(_AVAILABLE.format(device='device = torch.device("cuda")\n', pin="", move="x.to(device)"),
+                fixed=_AVAILABLE.format(device='device = torch.device("cuda")\n', pin=", pin_memory=True",
+                                        move="x.to(device)")),
+        # `torch` is not the torch module here: `pin_memory=True` still (nothing to write the test with).
+        Invalid(_AVAILABLE.format(device="", pin="", move='x.to("cuda" if gpu_ok() else "cpu")')
+                .replace("import torch\n", ""),
+                fixed=_AVAILABLE.format(device="", pin=", pin_memory=True", move='x.to("cuda" if gpu_ok() else "cpu")')
+                .replace("import torch\n", "")),
         # Tensors made on or brought back to the CPU (a dtype-only `.to`): pageable, pinning helps.
         Invalid(TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8, device='cpu').to(torch.float16)\n"
                                                "Y = X.cuda().cpu()\n", dataset="TensorDataset(X, Y)", options=""),
@@ -475,7 +527,7 @@ since what it then holds is not all seen.
         pin = setting_value(ctx, call, "pin_memory", False)
         if pin is UNKNOWN or pin:  # (the loader pins when the value is true: 0 and None do not)
             return
-        accelerators, name = None, loader_name(ctx, call)
+        accelerators, name, moves = None, loader_name(ctx, call), frozenset()
         if batches_made_on_device(ctx, call):
             return  # already on the device: nothing to pin (pinning them raises)
         if builds_trainer_loader(ctx, call):
@@ -490,7 +542,7 @@ since what it then holds is not all seen.
             # accelerate's prepared loader moves each batch itself.
             if not any(places_batches(ctx, accelerator) for accelerator in accelerators):
                 return
-        elif not self._feeds_copies(call):
+        elif not (moves := self._feeds_copies(call)):
             return
         # accelerate copies without non_blocking unless its DataLoaderConfiguration says so.
         overlap = " (with `dataloader_config=DataLoaderConfiguration(non_blocking=True)` for the Accelerator)" \
@@ -501,26 +553,49 @@ since what it then holds is not all seen.
         # ds.tensors)`): what it holds is not only what it was seen built from.
         applicability = Applicability.UNSAFE if dataset_from_device_helper(ctx, call) \
             or dataset_changed_after(ctx, call) else Applicability.SAFE
-        # A `store_true` switch has no default to turn on (it would need another action): no fix.
+        value = _pin_value(ctx, call, moves)
         self.report(
             call,
-            setting_advice(ctx, call, "pin_memory", "True", "Batches go to the accelerator from pageable memory",
+            setting_advice(ctx, call, "pin_memory", value, "Batches go to the accelerator from pageable memory",
                            f"for faster, asynchronous copies{overlap}"),
-            setting_fix(self, call, "pin_memory", "True", applicability),
+            setting_fix(self, call, "pin_memory", value, applicability),
         )
 
-    def _feeds_copies(self, call: cst.Call) -> bool:
-        """A training loader of this module whose batches the hot loop copies to an accelerator."""
+    def _feeds_copies(self, call: cst.Call) -> frozenset[cst.Call]:
+        """The device copies of a training loader of this module's batches in the hot loop (or, when
+        its loops are not seen, the hot loop's copies no seen loop leads to); empty when none."""
         ctx = self.ctx
         if not is_training_loader(ctx, call):
-            return False
+            return frozenset()
         batches = [(loop, target) for loop, target in loader_batches(ctx, call) if ctx.loops.runs_steps(loop)]
         batches += [(loop, loop.target) for loop, path in ctx.loops.shared_loops(call)
                     if ctx.loops.steps_on(loop, path) is not False]
         if batches:
             # Its own batches must reach a device copy; another loader's copies say nothing of it.
-            return any(batch_moves(ctx, loop, target=target) for loop, target in batches)
-        return bool(_unattributed_moves(ctx))
+            return frozenset().union(*(batch_moves(ctx, loop, target=target) for loop, target in batches))
+        return _unattributed_moves(ctx)
+
+
+def _pin_value(ctx, call: cst.Call, moves: frozenset[cst.Call]) -> str:
+    """What to set pin_memory to: `torch.cuda.is_available()` when a copy of the batches goes to a
+    device the script picks by whether CUDA is there (`device = torch.device("cuda" if
+    torch.cuda.is_available() else "cpu")`, or a `.cuda()` under `if torch.cuda.is_available():`):
+    the script is meant to run on a CPU-only machine too, where a pinning loader warns on every
+    pass ("no accelerator is found"). Else (a device written as "cuda", a framework's copies, a
+    `store_true` switch, whose fix turns the flag on by default) True. The call needs the torch
+    module bound at module level, as `torch` or an alias."""
+    torch = ctx.names.module_alias("torch")
+    source = setting_source(ctx, call, "pin_memory")
+    if torch is None or not moves or source is not None and source.switch is not None:
+        return "True"
+    devices = ctx.devices
+    for move in moves:
+        # `.to(device)`'s device, a batch helper's arguments (`send_to_device(batch, device)`).
+        picked = [device_arg(move)] if is_device_move(ctx, move) else list(move.args)
+        if devices.under_availability_test(move) or any(
+                arg is not None and devices.picked_by_cuda_availability(arg.value) for arg in picked):
+            return f"{torch}.cuda.is_available()"
+    return "True"
 
 
 def _hot_moves(ctx) -> frozenset[cst.Call]:

@@ -113,8 +113,9 @@ class BlockingHostToDeviceCopy(Rule):
 ## What it does
 In the hot loop (or a loop over the batches that holds it: several optimizer steps on each
 batch), flags `.to(device)` / `.cuda()` of a batch drawn from a loader with
-`pin_memory=True` (written there, or read as TL101 describes: `pin_memory=PIN` with `PIN = True`)
-that does not pass `non_blocking=True`. The loop may be where the loader is built, in a function
+`pin_memory=True` (written there, or read as TL101 describes: `pin_memory=PIN` with `PIN = True`;
+`pin_memory=torch.cuda.is_available()` counts, as the loader pins on a GPU) that does not pass
+`non_blocking=True`. The loop may be where the loader is built, in a function
 that returns it to its caller or that it is handed to (`train(model, train_loader)` every epoch,
 as in PyTorch's MNIST example, also a `run_epoch(model, loader)` that the evaluation loader goes
 through too), or a function reading the module's loader (or its enclosing function's, a
@@ -405,6 +406,18 @@ host would be read before it ends.
                     "pin_memory=True", "pin_memory=PIN").replace("loader = ", "PIN = True\nloader = ")),
         Invalid(_SRC.format(move="x, y = x.to(device), y.to(device)"),
                 fixed=_SRC.format(move="x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)")),
+        # Pinned where there is a GPU (`torch.cuda.is_available()`, as TL102's fix writes it for a script
+        # that picks its device that way, at the call, in a variable or a config field): read as
+        # pinned, the run on the GPU is the one whose copies block. Before, TL102's fix took this
+        # rule's fix away from those scripts.
+        Invalid("import torch\n" + _SRC.format(move="x = x.to(device)").replace(
+            "pin_memory=True", "pin_memory=torch.cuda.is_available()"),
+                fixed="import torch\n" + _SRC.format(move="x = x.to(device, non_blocking=True)").replace(
+                    "pin_memory=True", "pin_memory=torch.cuda.is_available()")),
+        Invalid("import torch\nclass Config:\n    pin: bool = torch.cuda.is_available()\ncfg = Config()\n"
+                + _SRC.format(move="x = x.to(device)").replace("pin_memory=True", "pin_memory=cfg.pin"),
+                fixed="import torch\nclass Config:\n    pin: bool = torch.cuda.is_available()\ncfg = Config()\n"
+                + _SRC.format(move="x = x.to(device, non_blocking=True)").replace("pin_memory=True", "pin_memory=cfg.pin")),
         Invalid(_SRC.format(move="x = x.to('cuda', non_blocking=False)"),
                 fixed=_SRC.format(move="x = x.to('cuda', non_blocking=True)")),
         # A device that is not the CPU on every run; a copy of what the loop copied is a copy of

@@ -9,6 +9,8 @@ from typing import NamedTuple
 
 import libcst as cst
 
+from trainlint.analysis.devices import setting_literal
+
 
 class OptionDefault(NamedTuple):
     flag: str  # the option's first flag, `--num-workers`
@@ -54,7 +56,7 @@ def option_default(ctx, expr: cst.BaseExpression) -> OptionDefault | None:
         # longer turn it off; the fix makes it a switch with a `--no-` form instead.
         return OptionDefault(flag, ctx.literal(default.value), None, option)
     if default is not None:
-        return OptionDefault(flag, ctx.literal(default.value), default)
+        return OptionDefault(flag, setting_literal(ctx, default.value), default)
     if action is not None and ctx.literal(action.value) == "store_true":
         return OptionDefault(flag, False, None, option)
     return None

@@ -138,11 +138,80 @@ class Devices:
                 return True
         return any(self._unbound(name) for name in self.index.nodes(cst.Name))
 
+    def picked_by_cuda_availability(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """expr, a device a tensor is moved to, is chosen when the script runs by whether CUDA is
+        there: `"cuda" if torch.cuda.is_available() else "cpu"`, `torch.device(...)` of that, or a
+        variable (`device`, `self.device`) assigned such a value, or assigned in the branches of an
+        `if` that asks (`if torch.cuda.is_available(): device = "cuda"`). Such a script is meant to
+        run on a CPU-only machine too, where what only helps a GPU (pinned batches) should be off:
+        PyTorch warns on every pass over a pinning loader when no accelerator is found."""
+        if depth > 3:
+            return False
+        if isinstance(expr, cst.IfExp):
+            return self.asks_cuda_availability(expr.test, depth + 1)
+        if isinstance(expr, cst.Call) and self.names.qualified(expr.func) == "torch.device" and expr.args:
+            return self.picked_by_cuda_availability(expr.args[0].value, depth + 1)
+        return any(self.picked_by_cuda_availability(value, depth + 1) or self.under_availability_test(value, depth + 1)
+                   for value in self._assigned(expr))
+
+    def asks_cuda_availability(self, test: cst.BaseExpression, depth: int = 0) -> bool:
+        """test calls `torch.cuda.is_available()`, or reads a variable assigned from such a test
+        (`use_cuda = not args.no_cuda and torch.cuda.is_available()`, `args.cuda = ...`)."""
+        if depth > 3:
+            return False
+        for node in self.index.walk(test):
+            if isinstance(node, cst.Call) and self.names.qualified(node.func) == "torch.cuda.is_available":
+                return True
+        names = [n for n in self.index.walk(test) if isinstance(n, (cst.Name, cst.Attribute))
+                 and not isinstance(self.index.parent.get(n), cst.Attribute)]
+        return any(self.asks_cuda_availability(value, depth + 1) for n in names for value in self._assigned(n))
+
+    def under_availability_test(self, node: cst.CSTNode, depth: int = 0) -> bool:
+        """node runs in a branch of an `if` (of its own function) that asks whether CUDA is there
+        (`if torch.cuda.is_available(): x = x.cuda()`, `if use_cuda: ... else: ...`)."""
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                return False
+            if isinstance(anc, (cst.If, cst.IfExp)) and self.asks_cuda_availability(anc.test, depth):
+                return True
+        return False
+
+    def _assigned(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The values a variable read (a name, as its scope sees it) or an attribute of `self`
+        (assigned in any method of the class) is assigned; [] for anything else."""
+        if isinstance(expr, cst.Name):
+            if not is_variable(self.index, expr):
+                return []
+            return [value for kind, value in self.bindings.seen_from(expr) or () if kind == "assign" and value is not None]
+        spelled = dotted(expr) if isinstance(expr, cst.Attribute) else None
+        if spelled is None:
+            return []
+        cls = self.index.enclosing_class(expr)
+        if spelled.startswith("self."):
+            if cls is None:
+                return []
+            return [node.value for node in self.index.nodes(cst.Assign) if self.index.enclosing_class(node) is cls
+                    and any(dotted(t.target) == spelled for t in node.targets)]
+        # `args.cuda = ...` at module level or in the same function.
+        scope = self.index.enclosing_function(expr)
+        return [node.value for node in self.index.nodes(cst.Assign) if self.index.enclosing_function(node) is scope
+                and any(dotted(t.target) == spelled for t in node.targets)]
+
     def _unbound(self, name: cst.Name) -> bool:
         """name reads a variable that the file binds nowhere and that is no builtin."""
         return name.value not in _BUILTINS and is_variable(self.index, name) \
             and role(self.index, name)[0] == "read" and self.bindings.of(name.value) == {} \
             and self.index.enclosing(name, (cst.Import, cst.ImportFrom)) is None
+
+
+def setting_literal(ctx, expr: cst.BaseExpression | None):
+    """The value a setting written as expr has in the run the advice is for, one on a GPU: its
+    literal, or True for `torch.cuda.is_available()` (TL102's fix writes `pin_memory=torch.cuda.
+    is_available()` in a script that picks its device that way; the loader pins on a GPU, and the
+    copies of its batches should then not block, TL108)."""
+    if isinstance(expr, cst.Call) and not expr.args and ctx.names.qualified(expr.func) == "torch.cuda.is_available":
+        return True
+    return ctx.literal(expr)
 
 
 def _neutral_module(module: str) -> bool:

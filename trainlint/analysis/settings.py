@@ -17,6 +17,7 @@ from typing import NamedTuple
 import libcst as cst
 
 from trainlint.analysis.command_line import option_default
+from trainlint.analysis.devices import setting_literal
 from trainlint.analysis.imports import insert_stdlib_import
 from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.variables import is_variable, owner
@@ -101,7 +102,7 @@ class Sources:
         """The value a plain run gives expr: its literal, else its source's, else UNKNOWN. With
         certain, only a value no configuration can change: a literal or a variable's (a default
         is what the run gets unless told otherwise; a fix that relies on it would break then)."""
-        value = self.ctx.literal(expr)
+        value = setting_literal(self.ctx, expr)
         if value is UNKNOWN and expr is not None:
             source = self.source(expr)
             if source is not None and (source.is_certain or not certain):
@@ -148,7 +149,7 @@ class Sources:
             if len(bindings) != 1 or bindings[0][0] != "assign" or bindings[0][1] is None:
                 return None
             value_node = bindings[0][1]
-            value = self.ctx.literal(value_node)
+            value = setting_literal(self.ctx, value_node)
             if value is UNKNOWN:
                 # `workers = NUM_WORKERS`: one more step, to the module's constant.
                 inner = self._find(value_node, depth + 1) if depth < 2 else None
@@ -177,7 +178,7 @@ class Sources:
         if not declared or len(declared) != 1 or attr in self._assigned_attributes:
             return None  # declared in several classes (a subclass's own default?): which one is unknown
         cls, node = declared[0]
-        value = self.ctx.literal(node)
+        value = setting_literal(self.ctx, node)
         if value is UNKNOWN or not self._is_instance(expr.value, cls) or \
                 self._overridden({cls.name.value, *self.ctx.names.subclasses(cls.name.value)}, attr):
             return None
