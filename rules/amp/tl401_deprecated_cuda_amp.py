@@ -79,7 +79,8 @@ import autocast as autocast`). trainlint reads one file at a time, so a plain mo
 one imports the name from (`from common import autocast`) should say so in one of these ways.
 The old classes subclass torch.amp's, so what the fix constructs is not an instance of the old
 class: `isinstance(s, torch.cuda.amp.GradScaler)` (or `issubclass`) in the module is rewritten in
-the same fix to test `torch.amp.GradScaler`, which both pass. Where that would not hold, the
+the same fix to test `torch.amp.GradScaler`, which both pass; so is a type annotation naming the
+old class (`scaler: Optional[GradScaler] = GradScaler()`), so that the old import can go. Where that would not hold, the
 call is reported without a fix: the module compares the type (`type(s) is
 torch.cuda.amp.GradScaler`), or it also uses another GradScaler class (`torch.amp.GradScaler("cpu")`),
 which the base-class test would let through too (the same for autocast). A name bound to the
@@ -190,6 +191,16 @@ without a fix.
                 "scaler = GradScaler()\nassert issubclass(type(scaler), (GradScaler, dict))\n",
                 fixed="import torch\nfrom torch.cuda.amp import GradScaler\nclass Scaler(GradScaler):\n    pass\n"
                 "scaler = torch.amp.GradScaler(\"cuda\")\nassert issubclass(type(scaler), (torch.amp.GradScaler, dict))\n"),
+        # Annotations naming the old class are rewritten with the call: before, `Optional[GradScaler]`
+        # kept `from torch.cuda.amp import GradScaler` after the fix (the fixer then removes it).
+        Invalid("from typing import Optional\nimport torch\nfrom torch.cuda.amp import GradScaler\n"
+                "scaler: Optional[GradScaler] = GradScaler()\n",
+                fixed="from typing import Optional\nimport torch\n"
+                "scaler: Optional[torch.amp.GradScaler] = torch.amp.GradScaler(\"cuda\")\n"),
+        Invalid("import torch\nfrom torch.cuda import amp\ndef step(scaler: amp.GradScaler) -> None:\n    scaler.update()\n"
+                "s = amp.GradScaler()\n",
+                fixed="import torch\ndef step(scaler: torch.amp.GradScaler) -> None:\n    scaler.update()\n"
+                "s = torch.amp.GradScaler(\"cuda\")\n"),
         # A type compared, or a test that would then also hold for a scaler the module makes otherwise:
         # reported, no fix.
         Invalid("import torch\nscaler = torch.cuda.amp.GradScaler()\nassert type(scaler) is torch.cuda.amp.GradScaler\n",
@@ -387,7 +398,7 @@ without a fix.
             args.insert(n_pos, kw)
         new_call = call.with_changes(func=cst.parse_expression(f"{amp}.{new}"), args=args)
         return self.fix(Applicability.SAFE, f"Use `torch.amp.{new}` with device `{device}`", (call, new_call),
-                        *self._base_class_tests(tests, new), *extra), ""
+                        *self._base_class_tests(tests, new, qn), *extra), ""
 
     def _reference_fix(self, node, qn: str, parent):
         ctx = self.ctx
@@ -433,11 +444,11 @@ without a fix.
                 extra = extra + extra2
                 replacement = (node, cst.parse_expression(f"{functools}.partial({amp}.{new}, {q}{device}{q})"))
             return self.fix(Applicability.SAFE, f"Use `torch.amp.{new}` with device `{device}`",
-                            replacement, *self._base_class_tests(tests, new), *extra), ""
+                            replacement, *self._base_class_tests(tests, new, qn), *extra), ""
         else:
             return None, ""
         return self.fix(Applicability.SAFE, f"Use `torch.amp.{new}` with device `{device}`",
-                        (node, cst.parse_expression(code)), *self._base_class_tests(tests, new), *extra), ""
+                        (node, cst.parse_expression(code)), *self._base_class_tests(tests, new, qn), *extra), ""
 
     def _partial_of(self, parent) -> cst.Call | None:
         """The `functools.partial(...)` call whose function argument `parent` is."""
@@ -481,15 +492,21 @@ without a fix.
                               f"`torch.amp.{new}`, which the `{others[0]}` used here passes too")
         return tests, ""
 
-    def _base_class_tests(self, tests: list, new: str) -> list:
+    def _base_class_tests(self, tests: list, new: str, qn: str) -> list:
+        """The replacements that make the type tests, and the annotations naming the old class
+        (`scaler: Optional[GradScaler] = ...`), name torch.amp's: what the fix constructs is an
+        instance of that class, and the deprecated import can go once nothing names it (an
+        annotation left behind kept `from torch.cuda.amp import GradScaler`)."""
         amp, extra = self._amp()
-        return [(node, cst.parse_expression(f"{amp}.{new}")) for node in tests]
+        annotated = [n for n in self._class_uses.get(qn, {}).get("annotated", ()) if not self._also_bound_to_new_api(n)]
+        return [(node, cst.parse_expression(f"{amp}.{new}")) for node in [*tests, *annotated]]
 
     @property
     def _class_uses(self) -> dict[str, dict[str, list]]:
         """References to the AMP classes (torch.amp's and the old ones), by qualified name and kind:
         "calls", "tests" (isinstance/issubclass's class argument, or in its tuple), "compared" (in a
-        comparison or a `case` class pattern), "other"; imports and annotations are left out."""
+        comparison or a `case` class pattern), "annotated" (in a type annotation), "other"; imports
+        are left out."""
         cached = getattr(self, "_uses", None)
         if cached is not None:
             return cached
@@ -503,9 +520,11 @@ without a fix.
             qn = ctx.names.qualified(node)
             if qn not in classes:
                 continue
-            if ctx.index.enclosing(node, (cst.Import, cst.ImportFrom, cst.Annotation)) is not None:
+            if ctx.index.enclosing(node, (cst.Import, cst.ImportFrom)) is not None:
                 continue
-            if isinstance(parent, cst.Call) and parent.func is node:
+            if ctx.index.enclosing(node, cst.Annotation) is not None:
+                kind = "annotated"
+            elif isinstance(parent, cst.Call) and parent.func is node:
                 kind = "calls"
             elif self._is_type_test(node, parent):
                 kind = "tests"
