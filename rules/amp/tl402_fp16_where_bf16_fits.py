@@ -67,7 +67,10 @@ setting in a test file (it tests the float16 path). With `target-gpu` older than
 volta, turing) the rule is off: float16 with a scaler is the right choice there.
 
 A `with autocast(...)` in a module's `forward` pairs with the loop's scaler as the decorator
-does. An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
+does; so does an autocast object made once and entered in the step (`self.autocast_ctx =
+torch.autocast("cuda", dtype=torch.float16)` in `__init__`, then `with self.autocast_ctx:`; nanoGPT's
+`ctx = nullcontext() if ... else torch.amp.autocast(...)`, then `with ctx:`), whose fix sets the
+dtype where it is made. An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
 choice on CUDA only and keeps its own dtype elsewhere.
 
 ## Why is this bad?
@@ -156,12 +159,23 @@ GPU while the decorated function still runs in float16.
         Valid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.float16"), settings={"target_gpu": "turing"}),
         Valid("from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')\n",
               settings={"target_gpu": "volta"}),
+        # An autocast object made once but entered only in evaluation, not in the training step.
+        Valid("import torch\nscaler = torch.amp.GradScaler('cuda')\nctx = torch.autocast('cuda', dtype=torch.float16)\nfor x, y in loader:\n    loss = model(x, y)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\ndef evaluate(x):\n    with ctx:\n        return model(x)\n"),
         # Autocast through a partial of it that already runs in bfloat16.
         Valid(("import functools\n" + _LOOP.replace("torch.autocast({aargs})", "autocast_ctx()"))
               .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda', dtype=torch.bfloat16)\n",
                       sargs="'cuda'")),
     ]
     invalid = [
+        # An autocast object made once and entered in the step (`with self.autocast_ctx:`, `with ctx:`,
+        # nanoGPT's `ctx = nullcontext() if ... else torch.amp.autocast(...)`): before, only a
+        # `with torch.autocast(...):` written in the step was seen. The dtype is set where it is made.
+        Invalid('import torch\nclass Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(8, 1).cuda()\n        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n        self.scaler = torch.amp.GradScaler("cuda")\n        self.autocast_ctx = torch.autocast("cuda", dtype=torch.float16)\n    def fit(self):\n        for step in range(10):\n            x = torch.randn(8, 8, device="cuda")\n            with self.autocast_ctx:\n                loss = self.model(x).pow(2).mean()\n            self.opt.zero_grad()\n            self.scaler.scale(loss).backward()\n            self.scaler.step(self.opt)\n            self.scaler.update()\n',
+                fixed='import torch\nclass Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(8, 1).cuda()\n        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n        amp_dtype = (\n            torch.bfloat16\n            if torch.cuda.is_bf16_supported(including_emulation=False)\n            else torch.float16\n        )\n        self.scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)\n        self.autocast_ctx = torch.autocast("cuda", dtype=amp_dtype)\n    def fit(self):\n        for step in range(10):\n            x = torch.randn(8, 8, device="cuda")\n            with self.autocast_ctx:\n                loss = self.model(x).pow(2).mean()\n            self.opt.zero_grad()\n            self.scaler.scale(loss).backward()\n            self.scaler.step(self.opt)\n            self.scaler.update()\n'),
+        Invalid("import torch\nscaler = torch.amp.GradScaler('cuda')\nctx = torch.autocast('cuda', dtype=torch.float16)\nfor x, y in loader:\n    with ctx:\n        loss = model(x, y)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
+                fixed="import torch\namp_dtype = (\n    torch.bfloat16\n    if torch.cuda.is_bf16_supported(including_emulation=False)\n    else torch.float16\n)\nscaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\nctx = torch.autocast('cuda', dtype=amp_dtype)\nfor x, y in loader:\n    with ctx:\n        loss = model(x, y)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"),
+        Invalid("from contextlib import nullcontext\nimport torch\nctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=torch.float16)\nscaler = torch.amp.GradScaler('cuda')\nfor x, y in loader:\n    with ctx:\n        loss = model(x, y)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
+                fixed="from contextlib import nullcontext\nimport torch\nctx = (\n    nullcontext()\n    if device_type == 'cpu'\n    else torch.amp.autocast(\n        device_type=device_type,\n        dtype=(\n            (\n                torch.bfloat16\n                if torch.cuda.is_bf16_supported(including_emulation=False)\n                else torch.float16\n            )\n            if device_type == 'cuda'\n            else torch.float16\n        ),\n    )\n)\nscaler = torch.amp.GradScaler(\n    'cuda', enabled=not torch.cuda.is_bf16_supported(including_emulation=False)\n)\nfor x, y in loader:\n    with ctx:\n        loss = model(x, y)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"),
         # A name that is autocast or else a null context: reported, no fix (`ctx(dtype=...)` would fail
         # on the other path).
         Invalid(("import contextlib\nimport functools\n" + _LOOP.replace("torch.autocast({aargs})", "ctx()"))
@@ -523,10 +537,38 @@ GPU while the decorated function still runs in float16.
             # `with autocast(...):` in a module's `forward` runs under the step's model call too.
             fn = self.ctx.index.enclosing_function(use.call)
             in_forward = fn is not None and fn.name.value == "forward" and self.ctx.index.enclosing_class(fn) is not None
-            return in_forward or loops.in_training_step(use.call)
+            return in_forward or loops.in_training_step(use.call) or self._entered_in_training_step(use.call)
         if use.decorates.name.value == "forward":
             return True
         return loops.in_training_step(use.decorates.body)
+
+    def _entered_in_training_step(self, call: cst.Call) -> bool:
+        """The autocast object call makes is kept and entered in the training step: made once
+        (`self.autocast_ctx = torch.autocast("cuda", dtype=torch.float16)` in `__init__`, a
+        module-level `ctx = ...`, maybe one arm of `nullcontext() if ... else torch.amp.autocast(...)`)
+        and opened by `with self.autocast_ctx:` in the loop. Its dtype is the one given where it is
+        made, so the fix sets it there. (Before, only a `with torch.autocast(...):` written in the
+        step was seen.)"""
+        ctx = self.ctx
+        value: cst.CSTNode = call
+        parent = ctx.parent(value)
+        while isinstance(parent, cst.IfExp):
+            value, parent = parent, ctx.parent(parent)
+        if not isinstance(parent, cst.Assign) or parent.value is not value:
+            return False
+        names = {ctx.dotted(t.target) for t in parent.targets} - {None}
+        fn = ctx.index.enclosing_function(parent)
+        cls = ctx.index.enclosing_class(parent)
+        for item in ctx.index.nodes(cst.WithItem):
+            name = ctx.dotted(item.item)
+            if name not in names or not ctx.loops.in_training_step(item):
+                continue
+            if name.startswith("self."):
+                if cls is not None and ctx.index.enclosing_class(item) is cls:
+                    return True
+            elif fn is None or ctx.index.enclosing_function(item) is fn:
+                return True  # a module's name (read from its functions too), or the function's own
+        return False
 
     # -- the run-time choice ------------------------------------------------------------
 
