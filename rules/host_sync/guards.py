@@ -620,9 +620,10 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
         # The whole body of a plain `if` (`if torch.cuda.is_available():`): one joined condition,
         # evaluated in the same order as the nested `if`s would be.
         joined = outer.test.with_changes(lpar=[], rpar=[]) if isinstance(outer.test, cst.BooleanOperation) else outer.test
-        return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps (`if ... and {test}:`)",
+        rest = _new_conditions(ctx, test, outer.test)
+        return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps (`if ... and {rest}:`)",
                         (outer.test, cst.BooleanOperation(left=joined, operator=cst.And(),
-                                                          right=cst.parse_expression(test))))
+                                                          right=cst.parse_expression(rest))))
     guarded = cst.If(
         test=cst.parse_expression(test),
         body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[]), *group[1:]]),
@@ -639,6 +640,26 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
                                            f"beside it (`if", 1)
     # The statements after the first move into the guard: each is removed where it stood.
     return rule.fix(Applicability.UNSAFE, message, (first, guarded), *((s, "") for s in group[1:]))
+
+
+def _and_operands(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of `a and b and c`, in order; [expr] for anything else."""
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And) and not expr.lpar:
+        return [*_and_operands(expr.left), *_and_operands(expr.right)]
+    return [expr]
+
+
+def _new_conditions(ctx, test: str, known: cst.BaseExpression) -> str:
+    """test without the `and` operands that the `if` it joins already tests (known): the loop's
+    own `if dist.get_rank() == 0 and step % every == 0:`, reused whole where the interval may not
+    be a number, joined `if dist.get_rank() == 0:` as `if dist.get_rank() == 0 and
+    dist.get_rank() == 0 and step % every == 0:`. The reused test's other operands have no effects
+    (_reusable_test) and the joined one is evaluated first: dropping a repeat changes nothing.
+    The remainder test itself always stays."""
+    seen = {one_line(ctx.code(p)) for p in _and_operands(known)}
+    parts = _and_operands(cst.parse_expression(test))
+    kept = [p for p in parts if _one_in_n(ctx, p) is not None or one_line(cst.Module([]).code_for_node(p)) not in seen]
+    return " and ".join(one_line(cst.Module([]).code_for_node(p)) for p in kept)
 
 
 # Conditions an interval test joins with `and` as they are: no operator of theirs binds more

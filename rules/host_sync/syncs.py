@@ -89,10 +89,18 @@ def framework_logging(ctx, node: cst.CSTNode) -> str:
             f"it at every refresh, each batch by default)")
 
 
+# Questions about the process group that change nothing (`dist.get_rank() == 0`): the rank test
+# of `if dist.get_rank() == 0 and step % 5 == 0:` is as free of effects as `rank == 0`, and
+# the loop's interval test was not reused past it (TL201 wrote `step % 100` beside it).
+_PROCESS_QUERIES = frozenset({"torch.distributed.get_rank", "torch.distributed.get_world_size",
+                              "torch.distributed.is_initialized"})
+
+
 def side_effect_free(ctx, test: cst.BaseExpression) -> bool:
     """A guard's test whose evaluation has no effect worth keeping: names, attributes and
     literals, comparisons and arithmetic or boolean operations of them (`step > 0`,
-    `args.debug and rank == 0`), and `torch.cuda.is_available()`."""
+    `args.debug and rank == 0`), `torch.cuda.is_available()` and the process group's rank and
+    size (`dist.get_rank()`)."""
     if isinstance(test, (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.SimpleString)):
         return True
     if isinstance(test, cst.Comparison):
@@ -103,7 +111,8 @@ def side_effect_free(ctx, test: cst.BaseExpression) -> bool:
     if isinstance(test, cst.UnaryOperation):
         return side_effect_free(ctx, test.expression)
     if isinstance(test, cst.Call) and not test.args:
-        return (ctx.names.qualified(test.func) or "").endswith(".is_available")
+        qn = ctx.names.qualified(test.func) or ""
+        return qn.endswith(".is_available") or qn in _PROCESS_QUERIES
     return False
 
 

@@ -55,6 +55,21 @@ def train(loader):
 """
 
 
+# A loss printed on rank 0 every step, beside the loop's own rank-0 test at an interval.
+_RANK_ZERO = """import os
+import torch
+import torch.distributed as dist
+{setup}for step, (x, y) in enumerate(loader):
+    loss = model(x, y)
+    loss.backward()
+    opt.step()
+    if dist.get_rank() == 0:
+        print(step, loss.item())
+    if dist.get_rank() == 0 and step % {every} == 0:
+        print("grad", model.weight.grad.norm().item())
+"""
+
+
 # accelerate's gradient accumulation: the optimizer steps every micro-batch inside `accumulate`,
 # and accelerate skips all but the last.
 _ACCUMULATE = """import torch
@@ -697,6 +712,17 @@ of every tenth loss, predictions shorter than their targets).
         # ... but one alone at the end of its block (a progress line) splits nothing.
         Invalid(in_training_loop("if verbose:\n    print('\\rloss %f' % loss.item(), end='')"),
                 fixed=in_training_loop("if verbose and step % 100 == 0:\n    print('\\rloss %f' % loss.item(), end='')")),
+        # The loop's own interval test beside a rank test (`dist.get_rank() == 0 and step % 5 ==
+        # 0`) is the loop's interval: the rank call kept the test from being reused, and the fix
+        # invented `step % 100`. Joined to `if dist.get_rank() == 0:`, the rank test is not repeated.
+        Invalid(_RANK_ZERO.format(every="5", setup=""),
+                fixed=_RANK_ZERO.format(every="5", setup="").replace(
+                    "    if dist.get_rank() == 0:\n", "    if dist.get_rank() == 0 and step % 5 == 0:\n")),
+        # ... also where the interval may not be a number and the reused test keeps the rank test
+        # (it was written twice: `if dist.get_rank() == 0 and dist.get_rank() == 0 and step % every == 0:`).
+        Invalid(_RANK_ZERO.format(every="every", setup="every = int(os.environ['EVERY'])\n"),
+                fixed=_RANK_ZERO.format(every="every", setup="every = int(os.environ['EVERY'])\n").replace(
+                    "    if dist.get_rank() == 0:\n", "    if dist.get_rank() == 0 and step % every == 0:\n")),
         # An `end=` that is a newline ends the line as the default does.
         Invalid(in_training_loop("print('loss', loss.item(), end='\\n')\nprint('lr', lr)"),
                 fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.item(), end='\\n')\nprint('lr', lr)")),
