@@ -10,6 +10,7 @@ from typing import NamedTuple
 import libcst as cst
 
 from trainlint.analysis.distributed import one_line
+from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.loops import enumerate_counter, range_counter
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.tree import binding_targets, walk
@@ -269,7 +270,7 @@ def _named_guard(ctx, node: cst.CSTNode, counter: str | None, default: int) -> _
         interval, known = str(default), True
         for name, text in _interval_names(ctx):
             if in_scope_of(ctx, name, node):
-                value = ctx.sources.value(name)
+                value = interval_value(ctx, name, node)
                 interval = text
                 known = isinstance(value, int) and not isinstance(value, bool) and value > 0
                 break
@@ -283,6 +284,55 @@ def _named_guard(ctx, node: cst.CSTNode, counter: str | None, default: int) -> _
         return _Guard(None, f"`if {name} % {interval} == 0:`, {counting}")
     test = f"{counter} % {interval} == 0"
     return _Guard(test, f"`if {test}:`", interval)
+
+
+def interval_value(ctx, expr: cst.BaseExpression, at: cst.CSTNode):
+    """The value a plain run gives the interval expr read at `at`: a literal, a variable's or
+    option's (Sources), else that of an attribute of `self` set once in `__init__`
+    (_init_attribute_value); UNKNOWN when the file does not say."""
+    value = ctx.sources.value(expr)
+    return _init_attribute_value(ctx, expr, at) if value is UNKNOWN else value
+
+
+def _init_attribute_value(ctx, expr: cst.BaseExpression, at: cst.CSTNode):
+    """The literal `self.log_every` holds where `at`, in a method of the same class, reads it:
+    the file binds an attribute of that name exactly once (of any object: not `trainer.log_every
+    = 0`, not `self.log_every += 1`, no `setattr`), as `self.log_every = 2` in that class's own
+    `__init__`. Such an attribute is as known as a module constant (TL201 said "not known to be a
+    positive whole number" and wrote no guard). UNKNOWN otherwise: set from an argument or a
+    config (`self.log_every = log_every`), anywhere else, or more than once."""
+    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+        return UNKNOWN
+    cls = ctx.index.enclosing_class(at)
+    if cls is None or ctx.index.enclosing_class(expr) is not cls:
+        return UNKNOWN
+    attr = expr.attr.value
+    for call in ctx.index.nodes(cst.Call):
+        if ctx.dotted(call.func) == "setattr" and (len(call.args) < 2 or ctx.literal(call.args[1].value) in (attr, UNKNOWN)):
+            return UNKNOWN
+    bound = [a for a in ctx.index.nodes(cst.Attribute) if a.attr.value == attr and _is_bound(ctx, a)]
+    if len(bound) != 1:
+        return UNKNOWN
+    target = bound[0]
+    holder, assign = ctx.parent(target), ctx.parent(ctx.parent(target))
+    fn = ctx.index.enclosing_function(target)
+    if not (isinstance(holder, cst.AssignTarget) and isinstance(assign, cst.Assign) and len(assign.targets) == 1
+            and isinstance(target.value, cst.Name) and target.value.value == "self"
+            and fn is not None and fn.name.value == "__init__" and ctx.parent(ctx.parent(fn)) is cls):
+        return UNKNOWN
+    return ctx.literal(assign.value)
+
+
+def _is_bound(ctx, node: cst.CSTNode) -> bool:
+    """node is a target an assignment, `for`, `with ... as` or `:=` binds, also inside a tuple or
+    list target (`self.a, self.log_every = 1, 2`), or one `del` removes."""
+    child = node
+    parent = ctx.parent(child)
+    while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+        child, parent = parent, ctx.parent(parent)
+    if isinstance(parent, cst.AssignTarget):
+        return True
+    return isinstance(parent, cst.Del) or any(t is child for t in binding_targets(parent))
 
 
 def _missing_counter(ctx, node: cst.CSTNode) -> tuple[str, str]:
@@ -460,7 +510,7 @@ def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str, bo
                        for n in ctx.index.walk(modulo.left)):
         return None
     interval = _outer_names(ctx, modulo.right)
-    value = every if isinstance(every, int) else ctx.sources.value(modulo.right) \
+    value = every if isinstance(every, int) else interval_value(ctx, modulo.right, guard) \
         if isinstance(modulo.right, (cst.Name, cst.Attribute)) else None
     positive = isinstance(value, int) and not isinstance(value, bool) and value > 0
     kept = []

@@ -55,6 +55,20 @@ def train(loader):
 """
 
 
+# A trainer whose logging interval is an attribute its `__init__` sets (`{init}`).
+_INIT_INTERVAL = """import torch
+class Trainer:
+    def __init__(self, log_every=2):
+        self.log_every = {init}
+    def fit(self):
+        for step, (x, y) in enumerate(loader):
+            loss = model(x, y)
+            loss.backward()
+            opt.step()
+            print(step, loss.item())
+{extra}"""
+
+
 # A loss printed on rank 0 every step, beside the loop's own rank-0 test at an interval.
 _RANK_ZERO = """import os
 import torch
@@ -331,7 +345,8 @@ beside a print that ends its line elsewhere); fewer lines are logged.
 Other shapes get a suggestion only (shown, never written): put the statement under the loop's own
 interval test, else the script's logging interval (a name such as `log_every`,
 `args.log_interval` or `PRINT_FREQ` whose value is known to be a positive whole number: a
-literal, an option's default; none for one that is not known, as `step % 0` and `step % "2"`
+literal, an option's default, an attribute of `self` that the class's `__init__` sets to a
+literal and nothing else in the file sets; none for one that is not known, as `step % 0` and `step % "2"`
 raise), else 100; an
 assignment moves only together with the statements right after it that read the name, and not at
 all when the name is read anywhere else (the read would be stale). A statement that fills a list,
@@ -723,6 +738,20 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(_RANK_ZERO.format(every="every", setup="every = int(os.environ['EVERY'])\n"),
                 fixed=_RANK_ZERO.format(every="every", setup="every = int(os.environ['EVERY'])\n").replace(
                     "    if dist.get_rank() == 0:\n", "    if dist.get_rank() == 0 and step % every == 0:\n")),
+        # An interval set once, to a literal, in the class's `__init__` is known as a module
+        # constant is (it said "`self.log_every` is not known to be a positive whole number" and
+        # wrote no guard); set from an argument, or also elsewhere in the file, it is not.
+        Invalid(_INIT_INTERVAL.format(init="2", extra=""),
+                fixed=_INIT_INTERVAL.format(init="2", extra="").replace(
+                    "            print(step, loss.item())\n",
+                    "            if step % self.log_every == 0:\n                print(step, loss.item())\n")),
+        Invalid(_INIT_INTERVAL.format(init="log_every", extra=""), fixed=NO_FIX,
+                message="`self.log_every` is not known to be a positive whole number"),
+        Invalid(_INIT_INTERVAL.format(init="2", extra="trainer = Trainer()\ntrainer.log_every = 0\n"), fixed=NO_FIX,
+                message="`self.log_every` is not known to be a positive whole number"),
+        Invalid(_INIT_INTERVAL.format(init="2", extra="").replace("        self.log_every = 2\n",
+                                                                 "        self.log_every = 2\n        self.log_every += 1\n"),
+                fixed=NO_FIX, message="`self.log_every` is not known to be a positive whole number"),
         # An `end=` that is a newline ends the line as the default does.
         Invalid(in_training_loop("print('loss', loss.item(), end='\\n')\nprint('lr', lr)"),
                 fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.item(), end='\\n')\nprint('lr', lr)")),

@@ -105,10 +105,11 @@ Unsafe: the statement is put under the interval test the loop already makes, as 
 writes it (`if args.log_every > 0 and step % args.log_every == 0:`, `if i % 4 == 3:`), joining
 that `if` when it is right below or above (past other per-step logging lines, which join it
 too, as do those TL201 guards, `print("loss", loss.item())`, and, below, past plain assignments of what the test reads, `global_step += 1`, which stay
-above it); a condition that is not about the interval (`rank == 0`) is left out only when the
-interval is known to be a positive whole number; else under the loop's existing step counter and the script's logging interval (a name
+above it); a condition that is not about the interval (`rank == 0`, `dist.get_rank() == 0`) is left out only when the
+interval is known to be a positive whole number (and a condition of the `if` it joins is not written twice); else under the loop's existing step counter and the script's logging interval (a name
 such as `log_every`, `args.log_interval` or `LOG_EVERY`, in any case, when its value is known to
-be a positive whole number; no fix when it is not, as `step % 0` raises; else `log-every`,
+be a positive whole number, as a literal, an option's default, or an attribute of `self` set to a
+literal once, in the class's `__init__`, and nowhere else in the file; no fix when it is not, as `step % 0` raises; else `log-every`,
 default 100), so fewer lines are printed; the per-step logging lines right beside it (TL201's
 too) go under the same new `if`. A tensor that counts steps (`step_t += 1`) is no
 counter: the guard would read it on every step. A string built outside a
