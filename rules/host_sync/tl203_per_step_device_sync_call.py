@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from trainlint.analysis.distributed import one_line
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
@@ -62,6 +63,22 @@ _KEPT_LOGGER = ("import torch\nclass Logger:\n    def on_step_end(self, step, lo
                 "            self.logger.on_step_end(step, loss)\n")
 
 
+# Timing printed every 5 steps, with a synchronize on every step before the interval's `if`.
+_INTERVAL_TIMING = """import time
+import torch
+t0 = time.time()
+for step, (x, y) in enumerate(loader):
+    loss = model(x, y)
+    loss.backward()
+    opt.step()
+    torch.cuda.synchronize()
+{between}    if step % 5 == 0:
+        t1 = time.time()
+        print(f"step {{step}} took {{(t1 - t0) / 5:.3f}}s")
+        t0 = t1
+"""
+
+
 class PerStepDeviceSyncCall(Rule):
     code = "TL203"
     name = "per-step-device-sync-call"
@@ -85,7 +102,9 @@ A synchronize counts as timing only when a clock is read in the same loop body: 
 before and one after the loop time the whole run. CUDA events count as a clock (`end.record()`
 of a `torch.cuda.Event`, `start.elapsed_time(end)`, which needs the end event finished). A
 synchronize in a helper (`def cuda_sync(): torch.cuda.synchronize()`) counts as timing when a
-per-step call of the helper is in a loop body that reads a clock.
+per-step call of the helper is in a loop body that reads a clock. But a per-step synchronize
+whose loop reads the clock only under one `if` after it that runs on some steps (`if step % 5 ==
+0: t1 = time.time()`) is flagged: it waits for the GPU on every step for a read made every 5th.
 
 ## Why is this bad?
 `synchronize()` blocks the host until the GPU is idle, so nothing is queued ahead; `empty_cache()`
@@ -122,8 +141,16 @@ that is also called where it does not run on every step, or used by name (an inf
 benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in the `else:` or
 `elif` of an `if` whose test takes a remainder of the same counter (`if step % log_every == 0:
 ... else:`), where an interval test may never hold.
+A synchronize kept for clock reads made only under an interval moves into that `if`, right
+before the first clock read: each read still follows all the work queued before it, as the
+previous read did, so the times logged stay the same. There is no fix when a line between the
+synchronize and that read calls anything (it may queue GPU work the read would then wait for).
 """
     valid = [
+        # Per-step timing (a clock read on every step, beside the interval's print) needs the
+        # synchronize on every step: not flagged.
+        Valid("import time\n" + in_training_loop("torch.cuda.synchronize()\nt1 = time.time()\ntimes.append(t1 - t0)\n"
+                                                 "t0 = t1\nif step % 5 == 0:\n    print(sum(times))")),
         # `self.run(x)` in Trainer runs Trainer.run, not Exporter.run, which runs once after
         # training (methods were matched by name alone, so Exporter.run was a per-step call).
         Valid("import torch\nclass Exporter:\n    def run(self, model):\n        torch.cuda.empty_cache()\n"
@@ -256,6 +283,16 @@ benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in
             "    torch.cuda.synchronize()\n", "    pass\n")),
         # Statistics read the allocator's counters on the host: no wait for the GPU.
         Invalid(in_training_loop("torch.cuda.reset_peak_memory_stats()"), message="no wait for the GPU"),
+        # A synchronize for a clock read made only under the logging interval was not flagged
+        # (the loop reads a clock): it waited for the GPU on every step for a read every 5th. It
+        # moves into that `if`, right before the read.
+        Invalid(_INTERVAL_TIMING.format(between=""),
+                fixed=_INTERVAL_TIMING.format(between="").replace("    torch.cuda.synchronize()\n", "").replace(
+                    "        t1 = time.time()\n", "        torch.cuda.synchronize()\n        t1 = time.time()\n"),
+                message="for a clock read made only under `if step % 5 == 0:`"),
+        # ... not past a line that calls something (it may queue GPU work the read would wait for).
+        Invalid(_INTERVAL_TIMING.format(between="    ema.update(model)\n"), fixed=NO_FIX,
+                message="not fixed: code between it and the clock read calls something"),
         # The advice names the guard the fix writes: the loop's own counter, the default interval.
         Invalid("import torch\nfor it in range(1000):\n    opt.step()\n    print(torch.cuda.memory_allocated())\n",
                 fixed="import torch\nfor it in range(1000):\n    opt.step()\n    if it % 100 == 0:\n"
@@ -269,6 +306,10 @@ benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in
         if qn is None or not ctx.is_per_step(node) or not on_accelerator(ctx):
             return
         helper, callers = _helper_callers(ctx, node)
+        if qn.endswith(".synchronize") and helper is None and ctx.measures_time(node) \
+                and (timed := _interval_clock_read(ctx, node)) is not None:
+            self._report_interval_timing(node, *timed)
+            return
         if qn.endswith(".synchronize") and (ctx.measures_time(node) or any(
                 ctx.is_per_step(c) and ctx.measures_time(c) for c in callers)):
             # Synchronizing to time GPU work is the point (yolov5's time_sync()), also in a helper
@@ -302,6 +343,60 @@ benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in
             # (`torch._C._cuda_memoryStats` builds the whole statistics dict): no device sync.
             problem = "builds the allocator's statistics on the host (host time each step, no wait for the GPU)"
         self.report(node, f"`{ctx.code(node.func)}()` on every step {problem}; {advice}", fix)
+
+
+    def _report_interval_timing(self, node: cst.Call, guard: cst.If, clock: cst.BaseStatement | None, why: str) -> None:
+        """A per-step synchronize for clock reads made only under the logging interval: the fix
+        moves it into that `if`, right before the first clock read."""
+        ctx = self.ctx
+        stmt = ctx.parent(ctx.parent(node))
+        test = one_line(ctx.code(guard.test))
+        fix = None
+        if clock is not None:
+            body = list(guard.body.body)
+            at = body.index(clock)
+            sync = stmt.with_changes(leading_lines=[line for line in stmt.leading_lines if line.comment is not None])
+            inner = [*body[:at], sync, *body[at:]]
+            fix = self.fix(Applicability.UNSAFE, f"Synchronize under `if {test}:`, right before the clock read",
+                           (stmt, ""), (guard, guard.with_changes(body=guard.body.with_changes(body=inner))))
+        self.report(node, f"`{ctx.code(node.func)}()` on every step stalls the GPU pipeline for a clock read made "
+                          f"only under `if {test}:`; synchronize there, right before the read"
+                          + (f"; not fixed: {why}" if why else ""), fix)
+
+
+def _interval_clock_read(ctx, node: cst.Call) -> tuple[cst.If, cst.BaseStatement | None, str] | None:
+    """Where a per-step synchronize (node) is there only for clock reads that all run under one
+    `if` after it in the same block, a test that limits its body to some steps (`if step % 5 ==
+    0: t1 = time.time()`): that `if`, the statement of its body holding the first clock read,
+    and why there is no fix ("" when there is one). Such a sync waits for the GPU on every step
+    for a read made every 5th; synchronized right before the read instead, the read still comes
+    after all the queued work, as the interval's previous read did. The fix needs nothing between
+    the sync and that read that calls anything (it could queue GPU work that the read would
+    then wait for). None where a clock is read on every step (per-step timing needs the sync
+    each step: not reported, as before), or CUDA events are timed."""
+    loop = ctx.loops.innermost_loop(node)
+    stmt = ctx.parent(ctx.parent(node))
+    block = ctx.parent(stmt)
+    if loop is None or not isinstance(ctx.parent(node), cst.Expr) or not isinstance(stmt, cst.SimpleStatementLine) \
+            or len(stmt.body) != 1 or not isinstance(block, cst.IndentedBlock):
+        return None
+    calls = [c for c in ctx.index.walk(loop.body) if isinstance(c, cst.Call)]
+    if any(ctx.times_events(c) for c in calls):
+        return None
+    clocks = [c for c in calls if ctx.is_clock_read(c)]
+    body = list(block.body)
+    after = body[body.index(stmt) + 1:]
+    guard = next((s for s in after if isinstance(s, cst.If) and any(ctx.index.contains(s.body, c) for c in clocks)),
+                 None)
+    if guard is None or not clocks or not all(ctx.index.contains(guard.body, c) for c in clocks) \
+            or not ctx.loops.limits_body(guard.test) or not isinstance(guard.body, cst.IndentedBlock):
+        return None
+    inner = list(guard.body.body)
+    clock = next(s for s in inner if any(ctx.index.contains(s, c) for c in clocks))
+    between = [*after[:after.index(guard)], guard.test, *inner[:inner.index(clock)]]
+    if any(isinstance(n, cst.Call) for part in between for n in ctx.index.walk(part)):
+        return guard, None, "code between it and the clock read calls something, which may queue GPU work the read would wait for"
+    return guard, clock, ""
 
 
 def _helper_callers(ctx, node: cst.CSTNode) -> tuple[cst.FunctionDef | None, list[cst.Call]]:
