@@ -3,7 +3,8 @@
 import libcst as cst
 import pytest
 
-from trainlint.analysis.context import UNKNOWN, FileContext
+from trainlint.analysis.context import FileContext
+from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.names import bound_names
 from trainlint.analysis.tree import TreeIndex
 

@@ -17,9 +17,9 @@ from trainlint.analysis.batches import (
     loader_arg,
     loader_batches,
 )
-from trainlint.analysis.context import UNKNOWN
 from trainlint.analysis.framework_loaders import accelerate_trains_on, lightning_trainers, places_batches
 from trainlint.analysis.frameworks import configured_for_cpu
+from trainlint.analysis.literals import UNKNOWN
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Valid
 

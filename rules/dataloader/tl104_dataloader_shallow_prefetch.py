@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from trainlint.analysis.batches import loader_arg, loader_batches
-from trainlint.analysis.context import UNKNOWN
+from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.tree import binding_targets
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Valid

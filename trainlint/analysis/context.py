@@ -16,7 +16,7 @@ from trainlint.analysis.devices import Devices
 from trainlint.analysis.distributed import Distributed
 from trainlint.analysis.grads import Grads
 from trainlint.analysis.imports import insert_stdlib_import, insert_third_party_import, is_docstring, is_stdlib
-from trainlint.analysis.literals import UNKNOWN, literal, number
+from trainlint.analysis.literals import literal, number
 from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, bound_names, dotted
 from trainlint.analysis.positions import _OffsetState
