@@ -48,6 +48,11 @@ LOADER = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
         ("[tool.trainlint.TL101]\nnum-workers = -2", "`TL101.num-workers`: expected an integer of at least 0, got int -2"),
         ("[tool.trainlint.TL104]\nmin-prefetch-factor = 0", "`TL104.min-prefetch-factor`: expected an integer of at least 1"),
         ("[tool.trainlint.TL403]\nmax-init-scale = 0.5", "`TL403.max-init-scale`: expected an integer or a number of at least 1"),
+        # Ruff's `lint` section was called an unknown rule (`[lint]`: unknown rule code or name).
+        ("lint.select = ['TL1']", "`lint`: unknown setting; trainlint has no `lint` section (Ruff's): put `select` "
+                                  "directly under [tool.trainlint]"),
+        ("[tool.trainlint.lint]\nignore = ['TL1']\nper-file-ignores = {}",
+         "`lint`: unknown setting; trainlint has no `lint` section (Ruff's): put `ignore`, `per-file-ignores` directly"),
     ],
 )
 def test_bad_config_exits_2_naming_file_and_key(tmp_path, table, expected):
@@ -58,6 +63,20 @@ def test_bad_config_exits_2_naming_file_and_key(tmp_path, table, expected):
     result = run_cli(["a.py"], tmp_path)
     assert result.exit_code == 2
     assert "pyproject.toml" in result.output and expected in result.output
+
+
+def test_lint_section_inline_and_in_trainlint_toml(tmp_path):
+    """Ruff's `lint.` prefix, given inline or in trainlint.toml, names the key and where settings go
+    (it was "`[lint]`: unknown rule code or name")."""
+    (tmp_path / "a.py").write_text(LOADER)
+    result = run_cli(["--config", "lint.select = ['TL2']", "a.py"], tmp_path)
+    assert result.exit_code == 2
+    assert "--config: invalid configuration: `lint`: unknown setting" in result.output
+    assert "give `select` without the `lint.` prefix" in result.output
+    (tmp_path / "trainlint.toml").write_text("[lint]\nselect = ['TL1']\n")
+    result = run_cli(["a.py"], tmp_path)
+    assert result.exit_code == 2
+    assert "put `select` at the top level of trainlint.toml" in result.output, result.output
 
 
 def test_invalid_toml(tmp_path):

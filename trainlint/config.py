@@ -382,6 +382,8 @@ def parse_table(table: dict, path: str) -> dict:
                                opt_value)
                 opts.append((opt_key, tuple(opt_value) if isinstance(opt_value, list) else opt_value))
             rule_options.append((rule.code, tuple(opts)))
+        elif key == "lint":
+            raise ConfigError(_lint_section(path, value))
         else:
             if isinstance(value, dict):
                 raise ConfigError(f"{path}: invalid configuration: `[{key}]`: unknown rule code or name"
@@ -393,6 +395,20 @@ def parse_table(table: dict, path: str) -> dict:
     if rule_options:
         out["rule_options"] = tuple(rule_options)
     return out
+
+
+def _lint_section(path: str, value) -> str:
+    """The error for Ruff's `lint` section (`lint.select = [...]`, `[tool.trainlint.lint]`): it
+    was read as a rule's option table and called an unknown rule, which did not say what to do."""
+    named = [k for k in value if k in _TOP_KEYS] if isinstance(value, dict) else []
+    what = ", ".join(f"`{k}`" for k in named) or "the settings"
+    if path == "--config":
+        where = f"give {what} without the `lint.` prefix (--config 'select = [...]')"
+    elif os.path.basename(path) == "pyproject.toml":
+        where = f"put {what} directly under [tool.trainlint]"
+    else:
+        where = f"put {what} at the top level of {os.path.basename(path)}"
+    return f"{path}: invalid configuration: `lint`: unknown setting; trainlint has no `lint` section (Ruff's): {where}"
 
 
 def _type_name(t) -> str:
