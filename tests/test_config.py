@@ -345,3 +345,47 @@ def test_an_error_in_the_extended_file_names_that_file(tmp_path):
     with pytest.raises(ConfigError) as exc:
         settings_from_file(str(path))
     assert str(exc.value).startswith(str(tmp_path / "base.toml") + ": invalid configuration: `select`")
+
+
+def _dotted_tree(tmp_path):
+    for name in ("legacy/a.py", "nested/b.py", "c.py"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(LOADER)
+
+
+def _flagged(tmp_path, *args, cwd=None):
+    out = run_cli(["--no-cache", "--select", "TL101", *args], cwd or tmp_path).output
+    return sorted(line.split(":")[0] for line in out.splitlines() if "TL101" in line)
+
+
+@pytest.mark.parametrize("table", [
+    "extend-exclude = ['./legacy']",
+    "extend-exclude = ['./legacy/']",
+    "per-file-ignores = { './legacy/*' = ['TL1'] }",
+    "extend-exclude = ['sub/../legacy']",
+])
+def test_globs_with_dot_segments_are_normalised(tmp_path, table):
+    """A glob starting at `./` (or holding `..`) was matched as written against paths that never
+    have such segments: it matched nothing, silently. Now `./legacy` is the root's `legacy`, as in Ruff."""
+    _dotted_tree(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.trainlint]\n" + table + "\n")
+    assert _flagged(tmp_path, ".") == ["c.py", "nested/b.py"]
+
+
+def test_dotdot_glob_in_a_nested_config(tmp_path):
+    """`../x` in a config one folder down points back into the tree being checked."""
+    _dotted_tree(tmp_path)
+    (tmp_path / "nested" / "pyproject.toml").write_text("[tool.trainlint]\nper-file-ignores = { '../nested/*' = ['TL1'] }\n")
+    assert _flagged(tmp_path, ".") == ["c.py", "legacy/a.py"]
+
+
+def test_command_line_globs_with_dot_segments(tmp_path):
+    """--extend-exclude ./legacy and --extend-per-file-ignores './nested/*:TL1' matched nothing;
+    they are read from the current folder, as Ruff reads command-line globs."""
+    _dotted_tree(tmp_path)
+    assert _flagged(tmp_path, "--extend-exclude", "./legacy", ".") == ["c.py", "nested/b.py"]
+    assert _flagged(tmp_path, "--extend-per-file-ignores", "./nested/*:TL1", ".") == ["c.py", "legacy/a.py"]
+    assert _flagged(tmp_path, "--extend-per-file-ignores", "!./nested/*:TL1", ".") == ["nested/b.py"]
+    # From a subfolder, `../legacy` names the folder beside it.
+    assert _flagged(tmp_path, "--extend-exclude", "../legacy", "..", cwd=tmp_path / "nested") == [
+        "../c.py", "../nested/b.py"]

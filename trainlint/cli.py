@@ -256,7 +256,7 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
     overrides = {"select": select, "extend_select": extend_select, "ignore": ignore,
                  "extend_per_file_ignores": extend_per_file_ignores, "fixable": fixable,
                  "extend_fixable": extend_fixable, "unfixable": unfixable,
-                 "exclude": tuple(exclude) or None, "extend_exclude": tuple(extend_exclude) or None,
+                 "exclude": _from_cwd(exclude) or None, "extend_exclude": _from_cwd(extend_exclude) or None,
                  "ignore_noqa": ignore_noqa or None, "target_torch": target_torch, "line_length": line_length,
                  "respect_gitignore": respect_gitignore}
     from_stdin = stdin_filename is not None or STDIN_NAME in paths
@@ -426,7 +426,8 @@ def _color() -> bool | None:
 def _per_file_ignores(ctx, param, values) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
     """--extend-per-file-ignores GLOB:CODES values as `per-file-ignores` pairs. The glob is what
     comes before the last colon (a Windows path has one of its own); codes are checked as
-    --ignore's, and the glob means what it means in the configuration (relative to its folder)."""
+    --ignore's, and the glob means what it means in the configuration (relative to its folder),
+    except one starting at `.` or `..`, which is relative to the current folder (_from_cwd)."""
     pairs = []
     for value in values:
         pattern, colon, listed = value.rpartition(":")
@@ -437,8 +438,18 @@ def _per_file_ignores(ctx, param, values) -> tuple[tuple[str, tuple[str, ...]], 
         for code in codes:
             if not is_known_selector(code):
                 raise click.BadParameter(f"{value!r}: {unknown_selector(code)}", ctx=ctx, param=param)
+        negated = pattern.startswith("!")
+        pattern = "!" * negated + _from_cwd((pattern[negated:],))[0]
         pairs.append((pattern, codes))
     return tuple(pairs) or None
+
+
+def _from_cwd(patterns) -> tuple[str, ...]:
+    """Globs given on the command line that start at `.` or `..` (`--extend-exclude ./legacy`)
+    made absolute from the current folder, as Ruff reads them; other globs mean what they mean in
+    the configuration. Written so, they matched nothing before."""
+    return tuple(os.path.normpath(os.path.abspath(p)).replace(os.sep, "/")
+                 if p in (".", "..") or p.startswith(("./", "../")) else p for p in patterns)
 
 
 def _torch_version(value: str | None) -> str | None:

@@ -151,7 +151,7 @@ class Settings:
         """An exclude pattern matches this file or folder itself (its path, or its name for a
         pattern without '/'), not a folder above it: how the entries below a folder named on the
         command line are judged, so that the folder's own name does not exclude them."""
-        relative, absolute = _split_globs(tuple(self.exclude) + tuple(self.extend_exclude))
+        relative, absolute = _split_globs(_normalised(tuple(self.exclude) + tuple(self.extend_exclude), self.root))
         rel = _fold_case(self.relative(path))
         full = _fold_case(os.path.abspath(path).replace(os.sep, "/"))
         name = rel.rsplit("/", 1)[-1]
@@ -162,7 +162,7 @@ class Settings:
     def path_matches(self, patterns: tuple[str, ...], path: str) -> bool:
         """Does path match a glob: relative globs against the path relative to root, absolute ones
         (written so, or a base configuration's globs rebased by `extend`) against the absolute path."""
-        relative, absolute = _split_globs(patterns)
+        relative, absolute = _split_globs(_normalised(patterns, self.root))
         if relative and glob_matcher(relative)(self.relative(path)):
             return True
         return bool(absolute) and glob_matcher(absolute)(os.path.abspath(path).replace(os.sep, "/"))
@@ -223,6 +223,22 @@ def _split_globs(patterns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str,
     """(globs relative to the root, absolute globs)."""
     absolute = tuple(p for p in patterns if _is_absolute_glob(p))
     return tuple(p for p in patterns if p not in absolute), absolute
+
+
+@lru_cache(maxsize=256)
+def _normalised(patterns: tuple[str, ...], root: str) -> tuple[str, ...]:
+    """patterns with `.` and `..` segments resolved, as Ruff does: a relative one becomes absolute
+    (joined to root), so `./legacy` means root's `legacy`, and `../x` a folder beside root. They
+    were matched as written against paths that never hold such segments, so they matched nothing."""
+    return tuple(_normalised_glob(p, root) for p in patterns)
+
+
+def _normalised_glob(pattern: str, root: str) -> str:
+    if not any(part in (".", "..") for part in pattern.rstrip("/").split("/")):
+        return pattern
+    if not _is_absolute_glob(pattern):
+        pattern = os.path.join(os.path.abspath(root), pattern)
+    return os.path.normpath(pattern).replace(os.sep, "/")
 
 
 def _is_absolute_glob(pattern: str) -> bool:
