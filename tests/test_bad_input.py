@@ -156,6 +156,21 @@ def test_dangling_symlink(tmp_path):
     assert_clean_error(proc, str(link), f"broken symbolic link (to {tmp_path / 'missing.py'})")
 
 
+@pytest.mark.parametrize("git", [False, True])
+def test_dangling_symlink_met_in_a_folder_walk_is_skipped(tmp_path, git):
+    """An Emacs lock file (`.#a.py` -> `me@host.4242:1700000000`) found while walking a folder made
+    the run exit 2 ("broken symbolic link"); it is skipped with a warning, in a git work tree too."""
+    if git:
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    write(tmp_path / "a.py", FIXABLE)
+    os.symlink("me@host.4242:1700000000", tmp_path / ".#a.py")
+    proc = run_cli(str(tmp_path), *SELECT)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.count("TL104") == 1, proc.stdout
+    assert f"warning: {tmp_path / '.#a.py'}: skipped: broken symbolic link (to me@host.4242:1700000000)" in proc.stderr
+    assert "error" not in proc.stderr, proc.stderr
+
+
 def test_missing_path(tmp_path):
     path = str(tmp_path / "nope.py")
     proc = run_cli(path, *SELECT)

@@ -342,6 +342,8 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
     result.unsafe_fixes = unsafe_fixes
     result.diff_mode = diff
     result.quiet = quiet
+    for warning in result.warnings:
+        note(warning)
     for error in result.errors:
         note(str(error))
     if cache is not None and cache.write_error is not None:

@@ -128,6 +128,9 @@ class RunResult:
     unsafe_fixes: bool = False  # --unsafe-fixes: unsafe fixes count as available, like safe ones
     diff_mode: bool = False  # --diff: the report is the diffs; the summary goes to standard error
     quiet: bool = False  # -q: the text report leaves out its summary lines
+    # Lines for standard error that are not findings nor errors: files a folder walk skipped,
+    # suppression comments that do not do what they look like (trainlint.suppressions.warnings).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

@@ -75,8 +75,10 @@ def _excluded_below(resolver: SettingsResolver, folder: str, path: str) -> bool:
     return any(resolver.for_path(entry).excludes_entry(entry) for entry in entries)
 
 
-def discover(paths: list[str], resolver: SettingsResolver, force_exclude: bool = False) -> tuple[list[str], list[str]]:
-    """(files to check, paths that do not exist)."""
+def discover(paths: list[str], resolver: SettingsResolver, force_exclude: bool = False,
+             skipped: list[str] | None = None) -> tuple[list[str], list[str]]:
+    """(files to check, paths that do not exist). skipped, when given, receives a warning for each
+    file a folder walk left out because it cannot be checked (a broken symbolic link)."""
     files: list[str] = []
     missing: list[str] = []
     seen: set[str] = set()
@@ -93,6 +95,13 @@ def discover(paths: list[str], resolver: SettingsResolver, force_exclude: bool =
                 if not path.endswith(PYTHON_SUFFIXES) or not os.path.lexists(path):
                     continue
                 path = _shown(path)
+                if _dangling(path):
+                    # An editor's lock file (Emacs' `.#a.py` -> `me@host.4242:...`) or a link to a
+                    # file since removed: not a file anyone asked to check (named on the command
+                    # line, it is still an error). It made the run fail with exit 2.
+                    if skipped is not None:
+                        skipped.append(f"warning: {path}: skipped: {_link_text(path)}")
+                    continue
                 if _excluded_below(resolver, given, path) if named_excluded else resolver.for_path(path).is_excluded(path):
                     continue
                 if path not in seen:
@@ -110,6 +119,18 @@ def discover(paths: list[str], resolver: SettingsResolver, force_exclude: bool =
         else:
             missing.append(given)
     return _one_name_per_file(files), missing
+
+
+def _dangling(path: str) -> bool:
+    """A symbolic link whose target does not exist (or a loop of links)."""
+    return os.path.islink(path) and not os.path.exists(path)
+
+
+def _link_text(path: str) -> str:
+    try:
+        return f"broken symbolic link (to {os.readlink(path)})"
+    except OSError:
+        return "broken symbolic link"
 
 
 def _one_name_per_file(files: list[str]) -> list[str]:

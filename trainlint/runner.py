@@ -261,8 +261,8 @@ def run(paths: list[str], resolver: SettingsResolver, mode: Mode = Mode(), force
     cache: a trainlint.cache.Cache, or None to neither read nor write one.
     own_process: the caller is a process that exits after this run (the CLI), so with one job the
     garbage collector may be tuned for it as it is in pool workers; a library caller's is left alone."""
-    files, missing = discover(paths, resolver, force_exclude)
     result = RunResult(fix_mode=mode.fix)
+    files, missing = discover(paths, resolver, force_exclude, skipped=result.warnings)
     for path in missing:
         result.files.append(FileResult(path=path, error=FileError(path, "no such file or directory")))
     slots: list[FileResult | None] = [None] * len(files)
