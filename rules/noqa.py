@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainlint.rule import Invalid, Rule, Valid
-from trainlint.suppressions import DUPLICATED_CODE, UNKNOWN_CODE, UNUSED_CODE
+from trainlint.rule import NO_FIX, Invalid, Rule, Valid
+from trainlint.suppressions import DUPLICATED_CODE, MISPLACED_FILE_LEVEL, UNKNOWN_CODE, UNUSED_CODE
 
 _LOADER = "from torch.utils.data import DataLoader\n"
 # The rules TL001's cases judge suppressions of; a case's other rules are off, so their codes are not judged.
@@ -35,6 +35,12 @@ renamed; judged against the rules and rule packs installed), one written in lowe
 (`tl101`: codes are compared as written, so it suppresses nothing), and a code the same comment
 lists twice.
 
+Also flagged, without a fix: a file-level `# trainlint: noqa` written after code on a line (it
+suppresses nothing: as in Ruff, a file-level suppression counts only on a line of its own, and
+one at the end of a line used to switch trainlint off for the whole file), and a `# noqa TL101`
+without its `:`, which suppresses every rule on its line, as flake8 and Ruff read it. Both are
+also warned about on standard error whether or not this rule is selected.
+
 Only codes trainlint can judge are flagged as unused: a code, or a prefix such as `TL1`, all of
 whose rules ran on the file. Another tool's code (`E501`), a blanket `# noqa`, and the code of a rule that is
 not selected for the file (off by default, in `ignore` or `per-file-ignores`, or off for the
@@ -61,6 +67,9 @@ loader = DataLoader(dataset, batch_size=64, num_workers=8)
 Safe: the unused codes leave the comment's list (`# noqa: E501, TL101` becomes `# noqa: E501`);
 a directive left with no code is removed, with the comment when nothing else is in it and the
 line when nothing else is on it. Nothing the comment suppresses is lost.
+
+A misplaced file-level suppression or a `# noqa` missing its `:` is not fixed: whether the line or
+the whole file was meant, and which of the line's findings should stay hidden, is the author's call.
 """
     valid = [
         Valid(_LOADER + "loader = DataLoader(ds)  # noqa: TL101\n", settings=_WITH_TL101),
@@ -76,11 +85,37 @@ line when nothing else is on it. Nothing the comment suppresses is lost.
         Valid("# trainlint: noqa: TL101\n" + _LOADER + "loader = DataLoader(ds)\n", settings=_WITH_TL101),
         # A finding spanning lines is suppressed on its first line.
         Valid(_LOADER + "loader = DataLoader(  # noqa: TL101\n    ds,\n)\n", settings=_WITH_TL101),
+        # A misplaced or colon-less suppression whose line or file suppresses TL001 itself.
+        Valid(_LOADER + "loader = DataLoader(ds)  # noqa TL101  # trainlint: ignore[TL001]\n", settings=_WITH_TL101),
+        Valid("# trainlint: noqa: TL001\n" + _LOADER + "x = 1  # trainlint: noqa\n", settings=_WITH_TL101),
         # With --ignore-noqa nothing is suppressed, so nothing is judged.
         Valid(_LOADER + "loader = DataLoader(ds, num_workers=4)  # noqa: TL101\n",
               settings={**_WITH_TL101, "ignore_noqa": True}),
     ]
     invalid = [
+        # A file-level suppression after code switched trainlint off for the whole file (both
+        # loaders' findings were hidden); it now suppresses nothing, and is reported.
+        Invalid(
+            _LOADER + "a = DataLoader(ds)  # trainlint: noqa\nb = DataLoader(ds)\n",
+            fixed=NO_FIX,
+            message="Misplaced suppression: `# trainlint: noqa` after code suppresses nothing (a file-level "
+                    "suppression counts only on a line of its own; for this line write `# noqa`); not fixed",
+            settings=_WITH_TL101,
+        ),
+        Invalid(
+            _LOADER + "a = DataLoader(ds)  # trainlint: noqa: TL101\n",
+            fixed=NO_FIX,
+            message="for this line write `# noqa: TL101`",
+            settings=_WITH_TL101,
+        ),
+        # `# noqa TL101` (no colon) silently suppressed every rule on the line; it still does, and is reported.
+        Invalid(
+            _LOADER + "loader = DataLoader(ds)  # noqa TL101\n",
+            fixed=NO_FIX,
+            message="Invalid suppression: `# noqa` without `:` before its codes suppresses every rule on this "
+                    "line (write `# noqa: TL101`); not fixed",
+            settings=_WITH_TL101,
+        ),
         Invalid(
             _LOADER + "loader = DataLoader(ds, num_workers=4)  # noqa: TL101\n",
             fixed=_LOADER + "loader = DataLoader(ds, num_workers=4)\n",
@@ -147,6 +182,23 @@ line when nothing else is on it. Nothing the comment suppresses is lost.
             settings=_WITH_TL101_TL102,
         ),
     ]
+
+    @classmethod
+    def describe_problem(cls, text: str, directive, problem: str) -> str:
+        """The message for a suppression comment that does not do what it looks like."""
+        codes = ", ".join(c.text for c in directive.codes or ())
+        if problem == MISPLACED_FILE_LEVEL:
+            return (f"Misplaced suppression: `{text[directive.start:directive.end]}` after code suppresses nothing "
+                    f"(a file-level suppression counts only on a line of its own; for this line write "
+                    f"`# noqa{': ' + codes if codes else ''}`); not fixed: whether the line or the file was meant "
+                    f"is for you to say")
+        if text.startswith(":", directive.end):
+            return ("Invalid suppression: `# noqa:` lists no code, so it suppresses every rule on this line; not "
+                    "fixed: which of the line's findings should stay hidden is for you to say")
+        written = text[directive.end:directive.comment_end].split("#")[0].strip()
+        example = f"`# noqa: {written}`" if written else "`# noqa: TL101`"
+        return (f"Invalid suppression: `# noqa` without `:` before its codes suppresses every rule on this line "
+                f"(write {example}); not fixed: which of the line's findings should stay hidden is for you to say")
 
     @classmethod
     def describe(cls, directive, unused) -> tuple[str, str]:

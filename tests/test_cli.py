@@ -665,3 +665,26 @@ def test_baseline_matches_a_recorded_finding_whose_line_a_fix_of_a_new_one_rewro
     again = run_cli(["--baseline", "b.json"], tmp_path)
     assert again.exit_code == 0 and "TL101" not in again.output, again.output
     assert json.loads((tmp_path / "b.json").read_text())["findings"][0]["fingerprint"] == entries[0]["fingerprint"]
+
+
+def test_suppression_comment_warnings_on_stderr(tmp_path):
+    """A file-level `# trainlint: noqa` after code hid the whole file's findings and `# noqa TL101`
+    every rule's on its line, both silently: each is warned about (file:line) on standard error,
+    on a run answered from the cache too; not with --silent nor --ignore-noqa."""
+    (tmp_path / "eol.py").write_text(
+        "from torch.utils.data import DataLoader\n"
+        "def main(ds, model, val_ds):\n"
+        "    dbg = DataLoader(ds, batch_size=8)  # trainlint: noqa\n"
+        "    for x in DataLoader(val_ds, batch_size=64):\n"
+        "        model(x.cuda()).sum().backward()\n"
+        "    y = DataLoader(ds)  # noqa TL101\n")
+    args = ["--isolated", "--select", "TL101", "--cache-dir", str(tmp_path / "cache"), "eol.py"]
+    for _ in range(2):  # the second run reads the cache
+        result = run_cli(args, tmp_path)
+        assert result.exit_code == 1
+        assert [line.split(" ")[0] for line in result.stdout.splitlines() if "TL101" in line] == [
+            "eol.py:3:11:", "eol.py:4:14:"]
+        assert "warning: Unexpected `# trainlint: noqa` directive at eol.py:3, after code" in result.stderr
+        assert "warning: Invalid `# noqa` directive on eol.py:6: expected `:`" in result.stderr
+    assert "warning" not in run_cli(args + ["--silent"], tmp_path).stderr
+    assert "warning" not in run_cli(args + ["--ignore-noqa"], tmp_path).stderr

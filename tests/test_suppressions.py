@@ -37,6 +37,33 @@ def test_file_level():
     assert codes("# trainlint: noqa: TL104\nDataLoader(ds)\n") == ["TL101"]
 
 
+def test_file_level_suppression_after_code_suppresses_nothing():
+    # It switched trainlint off for the whole file (or for its codes), silently; as in Ruff, a
+    # file-level comment counts only on a line of its own, and this one is not a line suppression either.
+    assert codes("a = DataLoader(ds)  # trainlint: noqa\nb = DataLoader(ds)\n") == ["TL101", "TL101"]
+    assert codes("a = DataLoader(ds)  # trainlint: noqa: TL101\nb = DataLoader(ds)\n") == ["TL101", "TL101"]
+    # Indented, on its own line, it is still file-level.
+    assert codes("if x:\n    # trainlint: noqa: TL101\n    a = DataLoader(ds)\nb = DataLoader(ds)\n") == []
+
+
+def test_noqa_without_colon_is_still_blanket_and_warned_about():
+    from trainlint.suppressions import MISSING_COLON, MISPLACED_FILE_LEVEL, problem_warning, problems
+
+    assert codes("DataLoader(ds, num_workers=2)  # noqa TL101\n") == []  # flake8's and Ruff's reading
+    text = "x = 1  # noqa TL101\ny = 2  # noqa:\nz = 3  # noqa because\nw = 4  # noqa: TL101\nv = 5  # trainlint: noqa\n"
+    found = problems(text)
+    assert [(d.row, p) for d, p in found] == [(1, MISSING_COLON), (2, MISSING_COLON), (5, MISPLACED_FILE_LEVEL)]
+    assert [problem_warning("a.py", text, d, p) for d, p in found] == [
+        "warning: Invalid `# noqa` directive on a.py:1: expected `:` followed by a comma-separated list of codes "
+        "(e.g. `# noqa: TL101`); it suppresses every rule on the line.",
+        "warning: Invalid `# noqa` directive on a.py:2: expected a comma-separated list of codes after `:` "
+        "(e.g. `# noqa: TL101`); it suppresses every rule on the line.",
+        "warning: Unexpected `# trainlint: noqa` directive at a.py:5, after code: it suppresses nothing. File-level "
+        "suppression comments must appear on their own line. For line-level suppression, write `# noqa`.",
+    ]
+    assert problems("x = 1  # noqa: TL101, E501\n# trainlint: noqa: TL2\n") == []
+
+
 def test_noqa_inside_a_string_is_not_a_suppression():
     assert codes("DataLoader(ds, x='# noqa')\n") == ["TL101"]
 

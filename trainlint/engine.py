@@ -18,7 +18,7 @@ from trainlint.analysis.positions import Positions
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from trainlint.layout import args_joined_on_split_line, last_arg_continued, split_at_brackets
 from trainlint.rule import DOCS_URL, Finding, Rule
-from trainlint.suppressions import parse_suppressions, unused_codes, without_codes
+from trainlint.suppressions import audited_problems, parse_suppressions, unused_codes, without_codes
 from trainlint.textpos import LineIndex, edits_overlap
 
 
@@ -109,7 +109,7 @@ def lint_text(text: str, path: str, rules: list[ActiveRule], settings=None) -> l
         return []
     suppressions = None if ignore_noqa else parse_suppressions(text)
     out = _resolve(findings, ctx, path, suppressions) if findings else []
-    if audit is not None and suppressions is not None and suppressions.directives:
+    if audit is not None and suppressions is not None and (suppressions.directives or suppressions.problems):
         enabled = frozenset(r.rule.code for r in rules) | {audit.rule.code}
         out.extend(_unused_suppressions(audit.rule, text, path, suppressions, enabled, settings))
         out.sort(key=Diagnostic.sort_key)
@@ -203,6 +203,13 @@ def _unused_suppressions(rule: type[Rule], text: str, path: str, suppressions, e
             code=rule.code, name=rule.name, message=message, path=path,
             start=lines.location(directive.start), end=lines.location(directive.end),
             start_offset=directive.start, end_offset=directive.end, fix=fix, url=rule.url(),
+        ))
+    # Comments that do not do what they look like: reported without a fix (the rule says why).
+    for directive, problem in audited_problems(suppressions, rule.code):
+        out.append(Diagnostic(
+            code=rule.code, name=rule.name, message=rule.describe_problem(text, directive, problem), path=path,
+            start=lines.location(directive.start), end=lines.location(directive.end),
+            start_offset=directive.start, end_offset=directive.end, fix=None, url=rule.url(),
         ))
     return out
 

@@ -159,6 +159,7 @@ def check_stdin(raw: bytes, path: str, resolver: SettingsResolver, mode: Mode = 
                             digest=digest_bytes(raw), notebook=notebook)
         file_result = _guarded(path, lambda: (_check_source(source, path, settings, mode, write=False), None))[0]
     result.files.append(file_result)
+    result.warnings.extend(_suppression_warnings(file_result, settings))
     if mode.fix and file_result.error is None and file_result.fixed:
         try:
             return result, encode(source, file_result.source)
@@ -281,4 +282,18 @@ def run(paths: list[str], resolver: SettingsResolver, mode: Mode = Mode(), force
         if store and digest is not None:
             cache.put(files[index], digest, settings_of[index], file_result.diagnostics, file_result.error)
     result.files.extend(slots)
+    for file_result, settings in zip(slots, settings_of):
+        result.warnings.extend(_suppression_warnings(file_result, settings))
     return result
+
+
+def _suppression_warnings(file_result: FileResult, settings: Settings) -> list[str]:
+    """Warnings about the file's suppression comments that do not do what they look like (a
+    file-level `# trainlint: noqa` after code, `# noqa TL101`), read from the text the run ended
+    with, so a file answered from the cache is warned about too. None with --ignore-noqa."""
+    if file_result.source is None or settings.ignore_noqa:
+        return []
+    from trainlint.suppressions import problem_warning, problems
+
+    text = file_result.source
+    return [problem_warning(file_result.path, text, d, p) for d, p in problems(text)]

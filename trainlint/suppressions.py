@@ -7,6 +7,12 @@ same comment are ignored.
 Each directive keeps where it and each of its codes sit in the text, and `Suppressions` records
 which codes suppressed a finding, so that the unused ones can be reported and taken out
 (TL001, `unused_codes`).
+
+As in Ruff, a file-level `# trainlint: noqa` counts only on a line of its own: after code it
+suppresses nothing (it switched trainlint off for the whole file from the end of one line). It,
+and a `# noqa TL101` without its `:` (read as a blanket `# noqa`, as flake8 and Ruff read it),
+are kept as `Suppressions.problems`: warned about on standard error (`warnings`) and reported by
+TL001.
 """
 
 from __future__ import annotations
@@ -26,6 +32,14 @@ _IGNORE = re.compile(r"#\s*trainlint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?")
 _FILE = re.compile(rf"#\s*trainlint:\s*noqa(?::\s*(?P<codes>{_CODE}(?:[\s,]+{_CODE})*))?")
 
 ALL = None  # a blanket suppression
+
+# What is wrong with a suppression comment (Suppressions.problems).
+MISPLACED_FILE_LEVEL, MISSING_COLON = "misplaced file-level", "missing colon"
+# A `# noqa` read as blanket that was meant to list codes: `# noqa TL101`, `# noqa:` with none.
+_AFTER_BLANKET = re.compile(rf"\s+{_CODE}\b|:", re.IGNORECASE)
+# A cheap test for a text that may hold either problem (a superset; parse_suppressions decides).
+_MAY_HAVE_PROBLEMS = re.compile(
+    rf"\S[^\n]*#\s*trainlint:\s*noqa|noqa(?:[ \t]+{_CODE}|:[ \t]*(?!{_CODE}))", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -61,6 +75,8 @@ class Suppressions:
     used: set = field(default_factory=set)
     # rows inside a multi-line string -> the row it ends on, whose comment covers them
     string_rows: dict[int, int] = field(default_factory=dict)
+    # (directive, MISPLACED_FILE_LEVEL or MISSING_COLON): comments that do not do what they look like
+    problems: list[tuple[Directive, str]] = field(default_factory=list)
 
     def suppressed(self, code: str, row: int) -> bool:
         row = self.string_rows.get(row, row)
@@ -152,6 +168,9 @@ def parse_suppressions(text: str) -> Suppressions:
         file_match = _FILE.search(comment)
         if file_match and comment.lstrip("#").strip().startswith("trainlint"):
             directive = _directive(file_match, row, at, comment, file_level=True)
+            if text[lines.line_start(row):at].strip():
+                result.problems.append((directive, MISPLACED_FILE_LEVEL))
+                continue
             result.directives.append(directive)
             codes = directive.code_texts()
             if codes is ALL:
@@ -164,6 +183,8 @@ def parse_suppressions(text: str) -> Suppressions:
             if match:
                 directive = _directive(match, row, at, comment, bracketed=bracketed)
                 result.directives.append(directive)
+                if not bracketed and directive.codes is None and _AFTER_BLANKET.match(comment, match.end()):
+                    result.problems.append((directive, MISSING_COLON))
                 codes = directive.code_texts()
                 if row in result.lines:
                     prev = result.lines[row]
@@ -172,6 +193,28 @@ def parse_suppressions(text: str) -> Suppressions:
     if result.lines:
         result.string_rows = string_rows(text)
     return result
+
+
+def problems(text: str) -> list[tuple[Directive, str]]:
+    """The suppression comments of text that do not do what they look like (Suppressions.problems);
+    a cheap test first, as every checked file's text is asked."""
+    if not _MAY_HAVE_PROBLEMS.search(text):
+        return []
+    return parse_suppressions(text).problems
+
+
+def problem_warning(path: str, text: str, directive: Directive, problem: str) -> str:
+    """The standard-error line for one of `problems`, worded as Ruff's warnings are."""
+    written = text[directive.start:directive.end]
+    if problem == MISPLACED_FILE_LEVEL:
+        line = "# noqa" + (": " + ", ".join(c.text for c in directive.codes) if directive.codes else "")
+        return (f"warning: Unexpected `{written}` directive at {path}:{directive.row}, after code: it suppresses "
+                f"nothing. File-level suppression comments must appear on their own line. For line-level "
+                f"suppression, write `{line}`.")
+    expected = ("a comma-separated list of codes after `:`" if text.startswith(":", directive.end)
+                else "`:` followed by a comma-separated list of codes")
+    return (f"warning: Invalid `# noqa` directive on {path}:{directive.row}: expected {expected} "
+            f"(e.g. `# noqa: TL101`); it suppresses every rule on the line.")
 
 
 # trainlint's own namespace: a code there that no rule has is a typo or a rule since renamed.
@@ -219,6 +262,19 @@ def unused_codes(suppressions: Suppressions, known: frozenset, enabled: frozense
         if unused:
             out.append((directive, tuple(unused)))
     return out
+
+
+def audited_problems(suppressions: Suppressions, audit_code: str) -> list[tuple[Directive, str]]:
+    """The problems (Suppressions.problems) the audit rule reports: not where a file-level
+    suppression covers it, nor on a line where a code list names it. The blanket `# noqa TL101`
+    that is itself the problem does not hide it."""
+    if suppressions.file_codes is None:
+        return []
+    if suppressions.file_codes and any(covers(c, audit_code) for c in suppressions.file_codes):
+        return []
+    named = {d.row for d in suppressions.directives
+             if not d.file_level and any(covers(c.text, audit_code) for c in d.codes or ())}
+    return [(d, p) for d, p in suppressions.problems if d.row not in named]
 
 
 def without_codes(lines: LineIndex, directive: Directive, unused: tuple[Code, ...]) -> tuple[int, int, str]:
