@@ -21,6 +21,7 @@ from trainlint.analysis.paths import (
     path_variables,
     reads_folder,
 )
+from trainlint.analysis.tree import binding_targets, walk
 from trainlint.analysis.variables import names_a_value
 from trainlint.diagnostics import Applicability
 from trainlint.layout import head_grown, split_at_brackets
@@ -1114,6 +1115,7 @@ and whether the fix still moves the save under an interval.
         # A module fixed by an older trainlint has the helper without the wait: no wait is added.
         self._can_wait = HELPER not in ctx.loops.functions or WAIT in ctx.loops.functions
         self._uses_of: dict[cst.Call, list[cst.Call]] = {}  # save -> the calls that use its file (_path_uses)
+        self._unsaved: dict[cst.Call, str] = {}  # per-step save -> why no interval (_end_save)
         self._bound_in: dict[cst.FunctionDef, set[str]] = {}  # fn -> its parameters and the names it binds
         helper_fns = {fn for name in helpers for fn in ctx.loops.functions[name]}
         sites: list[tuple[cst.Call, list[cst.Call], str | None]] = []
@@ -1187,7 +1189,14 @@ and whether the fix still moves the save under an interval.
             end = " and at the last step" if fix is not None and remainder is None and self._last_step_test(site) else ""
             message = (f"{what} writes a checkpoint on {when} and training waits for it; save every "
                        f"`{interval}` steps{end}{how}")
-            if fix is None and not withheld and not lightning and not deepspeed:
+            unsaved = self._unsaved.get(site)
+            if unsaved is not None:
+                message = (f"{what} writes a checkpoint on {when} and training waits for it; not saved under an "
+                           f"interval: the end of training would go unsaved ({unsaved})")
+                message += "; the fix writes it from a CPU snapshot in a background thread, where it stands" \
+                    if fix is not None else f"; not fixed: no background write is offered: {withheld}" if withheld \
+                    else f"; not fixed{how}" if lightning or deepspeed else "; not fixed"
+            elif fix is None and not withheld and not lightning and not deepspeed:
                 counter, stmt = _counter(ctx, site), self._statement_to_guard(site)
                 message += ("; not fixed: " + (
                     "the loop counts no optimizer steps where it saves (the micro-batch index would not do)"
@@ -1580,6 +1589,20 @@ and whether the fix still moves the save under an interval.
         # In `for i in range(n):` the last step saves too: the interval alone left the file at an
         # older step than the loop ended with (a tester's trainer resumed from step 1 of 5).
         last = self._last_step_test(site)
+        # In other loops the last steps would go unsaved: the save runs once more after the loop.
+        final = None if last else self._end_save(site, stmt, moved)
+        if isinstance(final, str):
+            self._unsaved[site] = final
+            if asyncs is None:
+                return None
+            asyncs = [self._async_call(s) for s in inner]
+            return self._with_helper(list(zip(inner, asyncs)) + waits,
+                                     "Save from a CPU snapshot in a background thread, where it stands")
+        if final is not None:
+            # A save function's call writes in the background too: it goes before the wait.
+            waited = asyncs is not None
+            waits = self._waits(self._wait_loops(inner) or [], final, before=waited and site not in inner) \
+                if waited else [self._final_after(final, wait=False, before=False)]
         test = f"{counter} % {interval} == 0" + (f" or {last}" if last else "")
         guarded = cst.If(
             test=cst.parse_expression(test),
@@ -1588,7 +1611,7 @@ and whether the fix still moves the save under an interval.
         )
         reps.append((stmt, guarded))
         reps += [(s, "") for s in moved]  # each moved into the guard, removed where it stood
-        end = " and at the last step" if last else ""
+        end = " and at the last step" if last else ", and once more after the loop" if final is not None else ""
         message = f"Save every `{interval}` steps{end} (`if {test}:`)"
         if moved:
             lines = "the next line, which uses" if len(moved) == 1 else f"the next {len(moved)} lines, which use"
@@ -1788,19 +1811,22 @@ and whether the fix still moves the save under an interval.
         return any(self.ctx.index.contains(loop, use) for loop in loops) \
             or self.ctx.index.enclosing_function(use) in self._helper_fns
 
-    def _waits(self, loops: list) -> list:
+    def _waits(self, loops: list, final: tuple | None = None, before: bool = False) -> list:
         """Replacements that call the wait wherever the code may go on past a loop without the
         statement after it: after each loop; before each `return` in it or in its `else:`; before
         each `os._exit(...)` in the module (_exits); and first in each `except`/`finally` of a `try`
-        the loop's exceptions reach (_tries_reached). Each one unless the wait is there already."""
+        the loop's exceptions reach (_tries_reached). Each one unless the wait is there already.
+        final: (the outermost loop, the save to run once after it: _end_save), written after the
+        wait there (before it when the save is itself a background one: `before`)."""
         ctx = self.ctx
         call = f"{WAIT}()"
+        # The final save goes last: it may be inserted where a wait after an inner loop is too.
         reps = []
         for loop in loops:
             block = ctx.parent(loop)
             body = list(block.body)
             after = body.index(loop) + 1
-            if not (after < len(body) and _is_wait(body[after])):
+            if not (after < len(body) and _is_wait(body[after])) and not (final is not None and final[0] is loop):
                 reps.append((loop, ctx.render(loop) + ctx.indentation(loop) + call + "\n"))
             fn = ctx.index.enclosing_function(loop)
             returns = [node for part in (loop.body, loop.orelse) if part is not None
@@ -1826,7 +1852,126 @@ and whether the fix still moves the save under an interval.
                 reps.append(ctx.insert_before(first, call))
             else:  # `except KeyboardInterrupt: pass` on one line
                 reps.append((first, call + "; " + ctx.code(first)))
+        if final is not None:
+            reps.append(self._final_after(final, wait=True, before=before))
         return reps
+
+    def _final_after(self, final: tuple, wait: bool, before: bool):
+        """The replacement that writes final's save (code at its loop's indentation) after the
+        loop: after the wait there (written too, when `wait` and missing), or before it (`before`:
+        a save function's call, itself written in the background), after the final saves an
+        earlier fix wrote there (each save of the loop gets its own, in the loop's order)."""
+        ctx = self.ctx
+        loop, code = final
+        body = list(ctx.parent(loop).body)
+        at = body.index(loop)  # the statement the code goes after
+        while at + 1 < len(body) and self._is_final_save(body[at + 1]):
+            at += 1
+        if not wait:
+            return (body[at], ctx.render(body[at]) + code)
+        line = ctx.indentation(loop) + f"{WAIT}()\n"
+        if at + 1 < len(body) and _is_wait(body[at + 1]):
+            if before:
+                return (body[at], ctx.render(body[at]) + code)
+            at += 1
+            while at + 1 < len(body) and self._is_final_save(body[at + 1]):
+                at += 1
+            return (body[at], ctx.render(body[at]) + code)
+        return (body[at], ctx.render(body[at]) + (code + line if before else line + code))
+
+    def _is_final_save(self, stmt: cst.CSTNode) -> bool:
+        """stmt (after a loop) runs a save or a call of the module's save functions: a final save,
+        the user's or one an earlier fix wrote (_final_after keeps their order)."""
+        return not _is_wait(stmt) and any(
+            isinstance(c, cst.Call) and (self._save_kind(c) or self.ctx.loops.local_callee_name(c) in self._helpers)
+            for c in self.ctx.index.walk(stmt))
+
+    def _end_save(self, site: cst.Call, stmt: cst.BaseStatement, moved: list):
+        """(the outermost loop around site's hot loop, the code that runs stmt and the moved
+        statements once more after it, under the `if`s around them in the loop), for a per-step
+        save put under an interval in a loop that is no counted range: without it the last steps,
+        and in a short run every step, would go unsaved (a resume file the script kept current
+        was left stale or never written). A reason (as a message gives it) when it cannot be
+        written there: a name it reads is bound only in the loop (after an empty loop it would be
+        unbound), a `return` or `yield` in the loop would skip it, a `try` in the loop around it,
+        a line it shares, or no loop at all (a framework's step hook)."""
+        ctx = self.ctx
+        loop = ctx.loops.hot_loop_of(site)
+        if loop is None:
+            return "a framework calls it on every step, and the fix has no end of training to save the last state at"
+        outer = loop
+        for anc in ctx.index.ancestors(loop):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                break
+            if isinstance(anc, (cst.For, cst.While)):
+                outer = anc
+        if not isinstance(ctx.parent(outer), (cst.IndentedBlock, cst.Module)):
+            return "the loop stands on one line with what holds it"
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) > 1:
+            return "the save shares its line with other statements, which a final save would run again"
+        fn = ctx.index.enclosing_function(outer)
+        for node in ctx.index.walk(outer):
+            if isinstance(node, (cst.Return, cst.Yield)) and ctx.index.enclosing_function(node) is fn:
+                return f"`{one_line(ctx.code(node))}` in the loop would skip a final save after it"
+        tests = []
+        child = stmt
+        for anc in ctx.index.ancestors(stmt):
+            if anc is outer:
+                break
+            if isinstance(anc, (cst.Try, cst.TryStar)):
+                return "the save stands in a `try` inside the loop, which a final save after it would not have"
+            if isinstance(anc, cst.If) and not ctx.loops.is_step_boundary(anc):
+                if child is anc.body:
+                    tests.append(anc.test)
+                elif child is anc.orelse:
+                    test = anc.test
+                    if isinstance(test, (cst.BooleanOperation, cst.IfExp, cst.NamedExpr, cst.Lambda)) and not test.lpar:
+                        test = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                    tests.append(cst.UnaryOperation(operator=cst.Not(), expression=test))
+            child = anc
+        body = [stmt.with_changes(leading_lines=[]), *(s.with_changes(leading_lines=[]) for s in moved)]
+        unbound = self._bound_only_in(outer, [*body, *tests], fn)
+        if unbound:
+            return (f"a final save after the loop would read `{unbound}`, which only the loop binds (unbound "
+                    f"after a loop that ran no step)")
+        for test in tests:  # innermost first
+            body = [cst.If(test=test, body=cst.IndentedBlock(body=body))]
+        return outer, "".join(ctx.render(s, at=outer) for s in body)
+
+    def _bound_only_in(self, loop: cst.CSTNode, nodes: list, fn: cst.FunctionDef | None) -> str | None:
+        """The first name nodes read that only loop binds in its scope (fn, else the module): its
+        targets, its inner loops' targets, an assignment in its body, with none outside it (a
+        counter set before the loop and counted in it is bound outside). None when there is none."""
+        ctx = self.ctx
+        read, own, not_read = [], set(), set()
+        for root in nodes:
+            own |= bound_names(root)  # `as f`, a comprehension's target: bound where they are read
+            for node in walk(root):
+                if isinstance(node, cst.Attribute):
+                    not_read.add(id(node.attr))  # `model.step` reads `model`, not `step`
+                elif isinstance(node, cst.Arg) and node.keyword is not None:
+                    not_read.add(id(node.keyword))
+                elif isinstance(node, cst.Name) and id(node) not in not_read and node.value not in read:
+                    read.append(node.value)
+        inside = bound_names(loop)
+        candidates = [n for n in read if n in inside and n not in own]
+        if not candidates:
+            return None
+        outside = set()
+        scope = fn if fn is not None else ctx.module
+        for node in ctx.index.walk(scope):
+            if ctx.index.contains(loop, node):
+                continue
+            if isinstance(node, cst.Param):
+                outside.add(node.name.value)
+            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not scope:
+                outside.add(node.name.value)
+            elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+                outside |= {dotted(a.asname.name if a.asname else a.name).split(".")[0] for a in node.names}
+            else:
+                outside |= {dotted(n) for t in binding_targets(node) for n in walk(t)
+                            if isinstance(n, cst.Name)}
+        return next((n for n in candidates if n not in outside), None)
 
     @cached_property
     def _exits(self) -> list[cst.BaseSmallStatement]:
