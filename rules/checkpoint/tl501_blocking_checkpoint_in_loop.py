@@ -142,10 +142,10 @@ def _shown(ctx, call: cst.Call) -> str:
     return code if len(code) <= 60 else f"{one_line(ctx.code(call.func))}(...)"
 
 
-def _fixed(loop: str, wait: str = "") -> str:
+def _fixed(loop: str, wait: str = "", final: str = "") -> str:
     """A rule case's loop (at the end of the module) as fixed: the helper after the imports, the
-    wait after the loop (indented by `wait`)."""
-    loop += f"{wait}{WAIT}()\n"
+    wait after the loop (indented by `wait`), then `final` (the save run once more after it)."""
+    loop += f"{wait}{WAIT}()\n{final}"
     head, _, rest = loop.partition("\n")
     if rest.startswith(_TRANSFORMERS):  # the helper goes after the imports
         head, rest = head + "\n" + _TRANSFORMERS.rstrip("\n"), rest[len(_TRANSFORMERS):]
@@ -423,16 +423,20 @@ and whether the fix still moves the save under an interval.
         # ... not when it reads what the loop binds, nor when the loop may skip it.
         Invalid("import torch\nfor epoch in range(3):\n    for i, (x,) in enumerate(loader):\n        loss = model(x)\n"
                 "        loss.backward()\n        opt.step()\n        torch.save({'loss': loss}, f'e{epoch}.pt')\n",
-                message="save every `1000` steps"),
+                # (under an interval, no save after the loop could write the last `loss`: bound only in it)
+                message="not saved under an interval: the end of training would go unsaved (a final save after the "
+                        "loop would read `loss`, which only the loop binds"),
         Invalid("import torch\nfor epoch in range(3):\n    for i, (x,) in enumerate(loader):\n        if x is None:\n"
                 "            continue\n        model(x).backward()\n        opt.step()\n        torch.save(model.state_dict(), 'e.pt')\n",
                 message="save every `1000` steps"),
-        # Per step: moved under an interval and made asynchronous.
+        # Per step: moved under an interval and made asynchronous; saved once more after the loop,
+        # after the wait, as written (the interval alone left a loader's loop of fewer than 1000
+        # steps with no checkpoint at all, and a longer one with a stale one).
         Invalid(in_training_loop("torch.save(model.state_dict(), 'latest.pt')"),
                 fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), "
-                                   "'latest.pt')")),
-                message="every training step and training waits for it; save every `1000` steps, from a CPU "
-                        "snapshot written in a background thread"),
+                                   "'latest.pt')"), final="torch.save(model.state_dict(), 'latest.pt')\n"),
+                message="every training step and training waits for it; save every `1000` steps, and once more after "
+                        "the loop, from a CPU snapshot written in a background thread"),
         # In `for i in range(n):` the guard also holds on the last step: the interval alone left
         # `latest.pt` at step 0 of 50 (a tester's resume file); not with a `break` in the loop,
         # whose last step is not `n - 1`.
@@ -442,17 +446,21 @@ and whether the fix still moves the save under an interval.
                              "    if step % 1000 == 0 or step == args.steps - 1:\n"
                              "        _trainlint_async_save(torch.save, {'step': step}, 'latest.pt')\n"),
                 message="save every `1000` steps and at the last step"),
+        # (There no final save after the loop could write the last `step`, which only the loop
+        # binds: no interval, only the background write; the interval alone left the file stale.)
         Invalid("import torch\nfor step in range(n):\n    model(x).backward()\n    opt.step()\n"
                 "    torch.save({'step': step}, 'latest.pt')\n    if done():\n        break\n",
                 fixed=_fixed("import torch\nfor step in range(n):\n    model(x).backward()\n    opt.step()\n"
-                             "    if step % 1000 == 0:\n"
-                             "        _trainlint_async_save(torch.save, {'step': step}, 'latest.pt')\n"
-                             "    if done():\n        break\n")),
+                             "    _trainlint_async_save(torch.save, {'step': step}, 'latest.pt')\n"
+                             "    if done():\n        break\n"),
+                message="not saved under an interval: the end of training would go unsaved (a final save after the "
+                        "loop would read `step`"),
         # A call laid out by hand around a comment keeps its layout: the lines aligned under its
         # parenthesis move with it, as the head grows and the guard indents it.
         Invalid(in_training_loop("torch.save(model.state_dict(),  # weights only\n           'latest.pt')"),
                 fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(torch.save, "
-                                              "model.state_dict(),  # weights only\n" + " " * 26 + "'latest.pt')"))),
+                                              "model.state_dict(),  # weights only\n" + " " * 26 + "'latest.pt')"),
+                             final="torch.save(model.state_dict(),  # weights only\n           'latest.pt')\n")),
         # ... a line inside the first argument moves with it, past the inserted `torch.save, `; the
         # closing parenthesis under the opening one stays under it.
         Invalid(in_training_loop("if step % 100 == 0:\n    torch.save({'model': model.state_dict(),  # weights\n"
@@ -466,10 +474,12 @@ and whether the fix still moves the save under an interval.
         # call stayed on a line of 92 characters).
         Invalid(_hf(in_training_loop("model.save_pretrained(out_dir)")),
                 fixed=_fixed(_hf(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(\n        "
-                                                  "model.save_pretrained, out_dir, state_dict=model.state_dict()\n    )")))),
+                                                  "model.save_pretrained, out_dir, state_dict=model.state_dict()\n    )")),
+                             final="model.save_pretrained(out_dir)\n")),
         Invalid(in_training_loop("torch.save(model.state_dict(), os.path.join(out, 'latest.pt'))"),
                 fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(\n        torch.save, "
-                                              "model.state_dict(), os.path.join(out, 'latest.pt')\n    )"))),
+                                              "model.state_dict(), os.path.join(out, 'latest.pt')\n    )"),
+                             final="torch.save(model.state_dict(), os.path.join(out, 'latest.pt'))\n")),
         # Every N steps, through a module-local helper; the script's interval name is kept.
         Invalid("import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
                 + in_training_loop("if step % args.save_steps == 0:\n    save_ckpt(f'ckpt-{step}.pt')").partition("\n")[2],
@@ -591,7 +601,8 @@ and whether the fix still moves the save under an interval.
                 "    torch.save(model.state_dict(), 'l.pt')\n",
                 fixed=_fixed("import torch\nstep = 0\nfor _ in range(n):\n    model(x).backward()\n    opt.step()\n"
                              "    step += 1\n    if step % 1000 == 0:\n"
-                             "        _trainlint_async_save(torch.save, model.state_dict(), 'l.pt')\n")),
+                             "        _trainlint_async_save(torch.save, model.state_dict(), 'l.pt')\n",
+                             final="torch.save(model.state_dict(), 'l.pt')\n")),
         # A roll-back at the top of the loop reads the file on a later pass.
         Invalid(in_training_loop("if step % 2 == 0:\n    torch.save(model.state_dict(), 'good.pt')").replace(
                     "    loss = model(x, y)\n", "    if bad(step):\n        model.load_state_dict(torch.load('good.pt'))\n"
@@ -763,7 +774,9 @@ and whether the fix still moves the save under an interval.
                 "        opt.step()\n        step += 1\n        torch.save(model.state_dict(), 'c.pt')\n",
                 fixed=_fixed("import torch\nstep = 0\nfor i in range(n):\n    model(x).backward()\n    if (i + 1) % accum == 0:\n"
                              "        opt.step()\n        step += 1\n        if step % 1000 == 0:\n"
-                             "            _trainlint_async_save(torch.save, model.state_dict(), 'c.pt')\n"),
+                             "            _trainlint_async_save(torch.save, model.state_dict(), 'c.pt')\n",
+                             # (not under the optimizer-step `if`, whose test reads the loop's `i`)
+                             final="torch.save(model.state_dict(), 'c.pt')\n"),
                 message="on every training step"),
         # ... and with none counted there, only reported.
         Invalid("import torch\nfor i in range(n):\n    model(x).backward()\n    if (i + 1) % accum == 0:\n"
@@ -808,22 +821,28 @@ and whether the fix still moves the save under an interval.
         # in the background, as torch.save.
         Invalid(in_training_loop("accelerator.save(model.state_dict(), 'latest.pt')"),
                 fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(accelerator.save, "
-                                              "model.state_dict(), 'latest.pt')"))),
+                                              "model.state_dict(), 'latest.pt')"),
+                             final="accelerator.save(model.state_dict(), 'latest.pt')\n")),
         # accelerate's save_state: per step, moved under the script's interval, not made asynchronous
         # (the message says so, and why).
         Invalid(in_training_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nsave_every = 50\n"),
                 fixed=in_training_loop("if step % save_every == 0:\n    accelerator.save_state(out)").replace(
-                    "import torch\n", "import torch\nsave_every = 50\n"),
-                message="save every `save_every` steps (the fix does only that; no background write is offered: "
+                    "import torch\n", "import torch\nsave_every = 50\n") + "accelerator.save_state(out)\n",
+                message="save every `save_every` steps, and once more after the loop (the fix does only that; no background write is offered: "
                         "`accelerator.save_state` may gather state across ranks, which the fix cannot snapshot)"),
         # ... also written as a constant.
         Invalid(in_training_loop("accelerator.save_state(out)").replace("import torch\n", "import torch\nSAVE_EVERY = 50\n"),
                 fixed=in_training_loop("if step % SAVE_EVERY == 0:\n    accelerator.save_state(out)").replace(
-                    "import torch\n", "import torch\nSAVE_EVERY = 50\n")),
+                    "import torch\n", "import torch\nSAVE_EVERY = 50\n") + "accelerator.save_state(out)\n"),
         # DeepSpeed's engine: per step, moved under the interval; every N steps, reported (its
         # asynchronous checkpoint engines are chosen in its configuration).
-        Invalid(_DEEPSPEED.format(save="model_engine.save_checkpoint('ckpt', tag=f'step{step}')"),
-                fixed=_DEEPSPEED.format(save="if step % 1000 == 0:\n        model_engine.save_checkpoint('ckpt', tag=f'step{step}')")),
+        # (its tag reads the loop's `step`: no save after the loop could write the last one, and an
+        # interval alone left the last steps unsaved; so no interval, and no fix)
+        Invalid(_DEEPSPEED.format(save="model_engine.save_checkpoint('ckpt', tag=f'step{step}')"), fixed=NO_FIX,
+                message="not saved under an interval"),
+        Invalid(_DEEPSPEED.format(save="model_engine.save_checkpoint('ckpt')"),
+                fixed=_DEEPSPEED.format(save="if step % 1000 == 0:\n        model_engine.save_checkpoint('ckpt')")
+                + "model_engine.save_checkpoint('ckpt')\n"),
         Invalid(_DEEPSPEED.format(save="if step % 500 == 0:\n        engine.save_checkpoint(args.out)").replace(
             "model_engine, ", "engine, "), fixed=NO_FIX, message="asynchronous checkpoint engine of DeepSpeed"),
         # safetensors' saves (once missed): reported; save_file written in the background (the
@@ -839,7 +858,8 @@ and whether the fix still moves the save under an interval.
         Invalid(in_training_loop("safetensors.torch.save_model(model, 'model.safetensors')")
                 .replace("import torch\n", "import safetensors.torch\nimport torch\n"),
                 fixed=in_training_loop("if step % 1000 == 0:\n    safetensors.torch.save_model(model, 'model.safetensors')")
-                .replace("import torch\n", "import safetensors.torch\nimport torch\n"),
+                .replace("import torch\n", "import safetensors.torch\nimport torch\n")
+                + "safetensors.torch.save_model(model, 'model.safetensors')\n",
                 message="no background write is offered: `safetensors.torch.save_model` is handed the live module"),
         # fabric.save every N steps: reported, no asynchronous fix.
         Invalid(in_training_loop("if step % 500 == 0:\n    fabric.save('ckpt.pt', state)"), fixed=NO_FIX,
@@ -851,7 +871,8 @@ and whether the fix still moves the save under an interval.
                 fixed=_fixed(_hf(in_training_loop("if step % 500 == 0:\n    _trainlint_async_save(torch.save, "
                                                   "model.state_dict(), 'latest.pt')\nif step % 500 == 0:\n"
                                                   "    _trainlint_async_save(model.save_pretrained, out, "
-                                                  "state_dict=model.state_dict())"))),
+                                                  "state_dict=model.state_dict())")),
+                             final="torch.save(model.state_dict(), 'latest.pt')\n"),
                 message="save every `500` steps"),
         # ... also through a flag the loop sets.
         Invalid(in_training_loop("should_save = step % 200 == 0\ntorch.save(model.state_dict(), 'latest.pt')\n"
@@ -859,7 +880,8 @@ and whether the fix still moves the save under an interval.
                 fixed=_fixed(in_training_loop("should_save = step % 200 == 0\nif step % 200 == 0:\n"
                                               "    _trainlint_async_save(torch.save, model.state_dict(), 'latest.pt')\n"
                                               "if should_save:\n"
-                                              "    _trainlint_async_save(torch.save, model.state_dict(), f'ckpt-{step}.pt')")),
+                                              "    _trainlint_async_save(torch.save, model.state_dict(), f'ckpt-{step}.pt')"),
+                             final="torch.save(model.state_dict(), 'latest.pt')\n"),
                 message="save every `200` steps"),
         # The `else:` of `if step % 500:` already runs every 500 steps: made asynchronous, no new guard.
         Invalid(in_training_loop("if step % 500:\n    log(loss)\nelse:\n    torch.save(model.state_dict(), 'ckpt.pt')"),
@@ -872,7 +894,8 @@ and whether the fix still moves the save under an interval.
                 fixed=_fixed(in_training_loop("every = schedule(step)\nif step % every == 0:\n"
                                               "    _trainlint_async_save(torch.save, model.state_dict(), 'a.pt')\n"
                                               "if step % 1000 == 0:\n"
-                                              "    _trainlint_async_save(torch.save, model.state_dict(), 'b.pt')")),
+                                              "    _trainlint_async_save(torch.save, model.state_dict(), 'b.pt')"),
+                             final="torch.save(model.state_dict(), 'b.pt')\n"),
                 message="save every `1000` steps"),
         # A Lightning callback's per-batch hook, every N steps: made asynchronous.
         Invalid("import torch\nimport lightning as L\nclass Save(L.Callback):\n"
@@ -889,23 +912,26 @@ and whether the fix still moves the save under an interval.
                 "    def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):\n"
                 "        if trainer.global_step % 500 == 0:\n            trainer.save_checkpoint('last.ckpt')\n",
                 fixed=NO_FIX, message="`AsyncCheckpointIO`"),
-        # ... on every step of a LightningModule: moved under Lightning's counter, not made asynchronous.
+        # ... on every step of a LightningModule: not put under an interval (there is no end of the
+        # loop to save the last state at, and the interval alone left the last steps unsaved), nor
+        # made asynchronous: no fix.
         Invalid("import lightning as L\nclass M(L.LightningModule):\n    def training_step(self, batch, i):\n"
                 "        self.trainer.save_checkpoint('last.ckpt')\n        return self(batch)\n",
-                fixed="import lightning as L\nclass M(L.LightningModule):\n    def training_step(self, batch, i):\n"
-                "        if self.global_step % 1000 == 0:\n            self.trainer.save_checkpoint('last.ckpt')\n"
-                "        return self(batch)\n",
-                message="save every `1000` steps, written in a background thread by Lightning's `AsyncCheckpointIO`"),
-        # A TrainerCallback saving on every step: moved under the Trainer's step counter.
+                fixed=NO_FIX,
+                message="not saved under an interval: the end of training would go unsaved (a framework calls it on "
+                        "every step, and the fix has no end of training to save the last state at); not fixed: have "
+                        "Lightning's `AsyncCheckpointIO`"),
+        # A TrainerCallback saving on every step: made asynchronous where it stands (under the
+        # Trainer's step counter, the last steps went unsaved, with no end of the loop here to
+        # save them at).
         Invalid("import torch\nfrom transformers import TrainerCallback\nclass Save(TrainerCallback):\n"
                 "    def on_step_end(self, args, state, control, model=None, **kwargs):\n"
                 "        torch.save(model.state_dict(), 'latest.pt')\n",
                 fixed="import torch\nfrom transformers import TrainerCallback\n" + HELPER_CODE + "\n\n"
                 "class Save(TrainerCallback):\n"
                 "    def on_step_end(self, args, state, control, model=None, **kwargs):\n"
-                "        if state.global_step % 1000 == 0:\n"
-                "            _trainlint_async_save(torch.save, model.state_dict(), 'latest.pt')\n",
-                message="every training step"),
+                "        _trainlint_async_save(torch.save, model.state_dict(), 'latest.pt')\n",
+                message="every training step and training waits for it; not saved under an interval"),
         # The checkpoint read back after the loop: the fix waits for the write before it (a load in
         # a function defined above the loop and called after it once read a file still written).
         Invalid(in_training_loop("if step % 10 == 0:\n    torch.save(model.state_dict(), 'best.pt')")
@@ -925,8 +951,10 @@ and whether the fix still moves the save under an interval.
                 .replace("import torch\n", "import os\nimport torch\n"),
                 fixed=in_training_loop("if step % 1000 == 0:\n    torch.save(model.state_dict(), 'ckpt.pt.tmp')\n"
                                        "    os.replace('ckpt.pt.tmp', 'ckpt.pt')")
-                .replace("import torch\n", "import os\nimport torch\n"),
-                message="save every `1000` steps (the fix does only that; no background write is offered: "
+                .replace("import torch\n", "import os\nimport torch\n")
+                # ... and both run once more after the loop (the interval alone left `ckpt.pt` stale).
+                + "torch.save(model.state_dict(), 'ckpt.pt.tmp')\nos.replace('ckpt.pt.tmp', 'ckpt.pt')\n",
+                message="save every `1000` steps, and once more after the loop (the fix does only that; no background write is offered: "
                         "`os.replace('ckpt.pt.tmp', 'ckpt.pt')` uses the file after the save)"),
         # ... and when another statement runs between them: not fixed.
         Invalid(_REPLACE_AFTER_WORK, fixed=_REPLACE_AFTER_WORK,
@@ -939,14 +967,19 @@ and whether the fix still moves the save under an interval.
                         "(under `step % args.save_freq == 0`); no background write is offered, so no fix: "
                         "`shutil.copyfile(filename, 'model_best.pth.tar')` uses the file after the save"),
         # The caller uploads the file the helper saved, the path passed through its parameter: moved
-        # under the interval with the save, not made asynchronous.
+        # under the interval with the save, not made asynchronous; both run once more after the loop.
+        Invalid("import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
+                + in_training_loop("save_ckpt(args.out)\nupload(args.out)").partition("\n")[2],
+                fixed="import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
+                + in_training_loop("if step % 1000 == 0:\n    save_ckpt(args.out)\n"
+                                   "    upload(args.out)").partition("\n")[2] + "save_ckpt(args.out)\nupload(args.out)\n",
+                message="(the fix does only that; no background write is offered: `upload(args.out)` uses the file "
+                        "after the save)"),
+        # ... a path the loop names (`path = f'ckpt-{step}.pt'`) is unbound after a loop that ran no
+        # step: no final save, so no interval (nor a fix; the interval alone left the last steps unsaved).
         Invalid("import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
                 + in_training_loop("path = f'ckpt-{step}.pt'\nsave_ckpt(path)\nupload(path)").partition("\n")[2],
-                fixed="import torch\ndef save_ckpt(path):\n    torch.save({'model': model.state_dict()}, path)\n"
-                + in_training_loop("path = f'ckpt-{step}.pt'\nif step % 1000 == 0:\n    save_ckpt(path)\n"
-                                   "    upload(path)").partition("\n")[2],
-                message="(the fix does only that; no background write is offered: `upload(path)` uses the file "
-                        "after the save)"),
+                fixed=NO_FIX, message="a final save after the loop would read `path`, which only the loop binds"),
         # A helper that returns the path it saved to: what the caller does with the value is a use
         # of the file (the fix once wrote it in the background, and the copy found no file yet).
         Invalid("import shutil\nimport torch\ndef save_ckpt(model, step):\n    path = f'step_{step}.pt'\n"
@@ -984,7 +1017,8 @@ and whether the fix still moves the save under an interval.
         # A save into a folder a `with` binds and tears down on exit (a TemporaryDirectory is
         # removed): a background write could still be running then. Only put under the interval.
         Invalid(_IN_TMPDIR.format(save="torch.save(sd, os.path.join(out, 'latest.pt'))"),
-                fixed=_IN_TMPDIR.format(save="if step % 1000 == 0:\n            torch.save(sd, os.path.join(out, 'latest.pt'))"),
+                fixed=_IN_TMPDIR.format(save="if step % 1000 == 0:\n            torch.save(sd, os.path.join(out, 'latest.pt'))")
+                + "    torch.save(sd, os.path.join(out, 'latest.pt'))\n",
                 message="(the fix does only that; no background write is offered: `with tempfile.TemporaryDirectory() "
                         "as out` may tear down `out` on exit, while the write still runs)"),
         # ... also through a variable, or the function that trains called inside the `with`.
@@ -1007,25 +1041,31 @@ and whether the fix still moves the save under an interval.
                                               helper=HELPER_CODE + "\n\n")),
         # A save into the file a `with` opens for it: the guard goes around the `with` (inside it, an
         # empty file would still be created on every step); a file object is written blocking.
-        Invalid(in_training_loop("with open(f'ckpt-{step}.pt', 'wb') as f:\n"
+        # Blocking, it is saved once more after the loop with no wait before it.
+        Invalid(in_training_loop("with open('ckpt.pt', 'wb') as f:\n"
                                  "    torch.save({'model': model.state_dict()}, f)"),
-                fixed=in_training_loop("if step % 1000 == 0:\n    with open(f'ckpt-{step}.pt', 'wb') as f:\n"
-                                       "        torch.save({'model': model.state_dict()}, f)"),
-                message="save every `1000` steps (the fix does only that; no background write is offered: `f` is a "
-                        "file object, written before the save returns)"),
+                fixed=in_training_loop("if step % 1000 == 0:\n    with open('ckpt.pt', 'wb') as f:\n"
+                                       "        torch.save({'model': model.state_dict()}, f)")
+                + "with open('ckpt.pt', 'wb') as f:\n    torch.save({'model': model.state_dict()}, f)\n",
+                message="save every `1000` steps, and once more after the loop (the fix does only that; no background "
+                        "write is offered: `f` is a file object, written before the save returns)"),
+        # ... a file named by the loop's `step` could not be saved after it: no interval, so no fix
+        # (the interval alone left the last steps unsaved).
+        Invalid(in_training_loop("with open(f'ckpt-{step}.pt', 'wb') as f:\n"
+                                 "    torch.save({'model': model.state_dict()}, f)"), fixed=NO_FIX,
+                message="(a final save after the loop would read `step`, which only the loop binds (unbound after a "
+                        "loop that ran no step)); not fixed: no background write is offered: `f` is a file object"),
         # ... not fixed when the `with` does more than the save.
         Invalid(_WITH_MORE, fixed=_WITH_MORE),
-        # A buffer held in a name (`buffer = io.BytesIO()`) is a file object too: put under the
-        # interval, no background write promised (it once got the helper, which saved blocking).
+        # A buffer held in a name (`buffer = io.BytesIO()`) is a file object too: no background
+        # write promised (it once got the helper, which saved blocking); made in the loop, it could
+        # not be saved into after it, so no interval either (it left the last steps unsaved).
         Invalid("import io\n" + in_training_loop("buffer = io.BytesIO()\ntorch.save(model.state_dict(), buffer)"),
-                fixed="import io\n" + in_training_loop("buffer = io.BytesIO()\nif step % 1000 == 0:\n"
-                                                        "    torch.save(model.state_dict(), buffer)"),
-                message="save every `1000` steps (the fix does only that; no background write is offered: `buffer` "
-                        "is a file object, written before the save returns)"),
+                fixed=NO_FIX, message="would read `buffer`, which only the loop binds (unbound after a loop that ran "
+                                      "no step)); not fixed: no background write is offered: `buffer` is a file object, "
+                                      "written before the save returns"),
         Invalid("import io\n" + in_training_loop("n, buffer = 0, io.BytesIO()\ntorch.save(model.state_dict(), buffer)"),
-                fixed="import io\n" + in_training_loop("n, buffer = 0, io.BytesIO()\nif step % 1000 == 0:\n"
-                                                        "    torch.save(model.state_dict(), buffer)"),
-                message="save every `1000` steps"),
+                fixed=NO_FIX, message="`buffer` is a file object"),
         # Under an interval, a file object gets no background-thread advice it cannot take.
         Invalid(in_training_loop("if step % 100 == 0:\n    with open(path, 'wb') as f:\n        torch.save(sd, f)"),
                 fixed=NO_FIX, message="a file object is written before the save returns"),
@@ -1116,6 +1156,7 @@ and whether the fix still moves the save under an interval.
         self._can_wait = HELPER not in ctx.loops.functions or WAIT in ctx.loops.functions
         self._uses_of: dict[cst.Call, list[cst.Call]] = {}  # save -> the calls that use its file (_path_uses)
         self._unsaved: dict[cst.Call, str] = {}  # per-step save -> why no interval (_end_save)
+        self._saved_at_end: set[cst.Call] = set()  # per-step saves the fix saves once more after the loop
         self._bound_in: dict[cst.FunctionDef, set[str]] = {}  # fn -> its parameters and the names it binds
         helper_fns = {fn for name in helpers for fn in ctx.loops.functions[name]}
         sites: list[tuple[cst.Call, list[cst.Call], str | None]] = []
@@ -1186,7 +1227,8 @@ and whether the fix still moves the save under an interval.
                 if withheld else f", from a CPU snapshot written in a background thread{live}"
             when = "every training step" if remainder is None else \
                 f"all training steps but one in N (under `{one_line(ctx.code(remainder.test))}`)"
-            end = " and at the last step" if fix is not None and remainder is None and self._last_step_test(site) else ""
+            end = " and at the last step" if fix is not None and remainder is None and self._last_step_test(site) else \
+                ", and once more after the loop" if fix is not None and site in self._saved_at_end else ""
             message = (f"{what} writes a checkpoint on {when} and training waits for it; save every "
                        f"`{interval}` steps{end}{how}")
             unsaved = self._unsaved.get(site)
@@ -1194,8 +1236,9 @@ and whether the fix still moves the save under an interval.
                 message = (f"{what} writes a checkpoint on {when} and training waits for it; not saved under an "
                            f"interval: the end of training would go unsaved ({unsaved})")
                 message += "; the fix writes it from a CPU snapshot in a background thread, where it stands" \
-                    if fix is not None else f"; not fixed: no background write is offered: {withheld}" if withheld \
-                    else f"; not fixed{how}" if lightning or deepspeed else "; not fixed"
+                    if fix is not None else f"; not fixed: have {plugin} write it in a background thread" if lightning \
+                    else f"; not fixed: have {engine} write it in the background" if deepspeed \
+                    else f"; not fixed: no background write is offered: {withheld}" if withheld else "; not fixed"
             elif fix is None and not withheld and not lightning and not deepspeed:
                 counter, stmt = _counter(ctx, site), self._statement_to_guard(site)
                 message += ("; not fixed: " + (
@@ -1599,10 +1642,11 @@ and whether the fix still moves the save under an interval.
             return self._with_helper(list(zip(inner, asyncs)) + waits,
                                      "Save from a CPU snapshot in a background thread, where it stands")
         if final is not None:
-            # A save function's call writes in the background too: it goes before the wait.
-            waited = asyncs is not None
-            waits = self._waits(self._wait_loops(inner) or [], final, before=waited and site not in inner) \
-                if waited else [self._final_after(final, wait=False, before=False)]
+            self._saved_at_end.add(site)
+            if asyncs is None:  # blocking as before: nothing to wait for
+                reps.append(self._final_after(final, wait=False, before=False))
+            else:  # a save function's call writes in the background too: it goes before the wait
+                waits = self._waits(self._wait_loops(inner) or [], final, before=site not in inner)
         test = f"{counter} % {interval} == 0" + (f" or {last}" if last else "")
         guarded = cst.If(
             test=cst.parse_expression(test),
@@ -1960,8 +2004,10 @@ and whether the fix still moves the save under an interval.
         outside = set()
         scope = fn if fn is not None else ctx.module
         for node in ctx.index.walk(scope):
-            if ctx.index.contains(loop, node):
-                continue
+            owner = next((a for a in ctx.index.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.Lambda,
+                                                                                    cst.ClassDef))), None)
+            if ctx.index.contains(loop, node) or owner is not fn:
+                continue  # bound in the loop, or in another scope (a function's parameter, `def save(path)`)
             if isinstance(node, cst.Param):
                 outside.add(node.name.value)
             elif isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node is not scope:
