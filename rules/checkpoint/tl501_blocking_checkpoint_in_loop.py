@@ -300,8 +300,14 @@ as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`
 `save-every` option (in a framework's hook, under its step counter: `trainer.global_step`,
 `state.global_step`): fewer checkpoints, so the last steps before a crash are not saved. In
 `for i in range(n):` the guard also holds on the last step (`or i == n - 1`), so the file ends with
-the state the loop ends with; in other loops (over a loader, `while`), and in a `range` loop that
-may `break` or `return` early, the last steps before the end are not saved either. The guard goes around a `with` that holds only the save (`with open(path, "wb") as f:
+the state the loop ends with; in other loops (over a loader, `while`, a `range` loop that may
+`break`) the save runs once more after the outermost loop, after the wait, as written (blocking,
+under the `if`s it stood under in the loop, such as `if rank == 0:`; a save function's call, itself
+written in the background, before the wait). Where that final save cannot be written (it reads a
+name only the loop binds, such as the batch or the loop's own index, unbound after a loop that ran
+no step; a `return` or `yield` in the loop would skip it; it stands in a `try` in the loop; in a
+framework's step hook, which has no end of the loop), the save is not put under an interval: it is
+only made asynchronous where it stands, if it can be, and the message says why. The guard goes around a `with` that holds only the save (`with open(path, "wb") as f:
 torch.save(state, f)`: inside it, the file would still be created, empty, on every step); a save
 inside a `with` that holds more and binds a name the save reads (`as f`) is not fixed. A save that
 already runs every N steps (also in the `else:` of `if step % n:`) keeps its
@@ -437,6 +443,52 @@ and whether the fix still moves the save under an interval.
                                    "'latest.pt')"), final="torch.save(model.state_dict(), 'latest.pt')\n"),
                 message="every training step and training waits for it; save every `1000` steps, and once more after "
                         "the loop, from a CPU snapshot written in a background thread"),
+        # Over a loader, in an epoch loop, a counter set before the loops: the interval alone left
+        # no checkpoint at all in a run of 24 steps (the resume file the script kept current was
+        # missing). After the outer loop: the wait, then the save as written, once.
+        Invalid("import torch\nstep = 0\nfor epoch in range(3):\n    for x, y in loader:\n        model(x, y).backward()\n"
+                "        opt.step()\n        step += 1\n        torch.save({'model': model.state_dict(), 'step': step}, 'last.pt')\n",
+                fixed=_fixed("import torch\nstep = 0\nfor epoch in range(3):\n    for x, y in loader:\n"
+                             "        model(x, y).backward()\n        opt.step()\n        step += 1\n"
+                             "        if step % 1000 == 0:\n            _trainlint_async_save(\n"
+                             "                torch.save, {'model': model.state_dict(), 'step': step}, 'last.pt'\n"
+                             "            )\n    _trainlint_wait_for_save()\n",
+                             final="torch.save({'model': model.state_dict(), 'step': step}, 'last.pt')\n"),
+                message="save every `1000` steps, and once more after the loop"),
+        # ... a `while` loop alike.
+        Invalid("import torch\nstep = 0\nwhile step < max_steps:\n    model(x).backward()\n    opt.step()\n"
+                "    step += 1\n    torch.save(model.state_dict(), 'last.pt')\n",
+                fixed=_fixed("import torch\nstep = 0\nwhile step < max_steps:\n    model(x).backward()\n    opt.step()\n"
+                             "    step += 1\n    if step % 1000 == 0:\n"
+                             "        _trainlint_async_save(torch.save, model.state_dict(), 'last.pt')\n",
+                             final="torch.save(model.state_dict(), 'last.pt')\n")),
+        # ... reading the loop's `batch`, unbound after a loop that ran no step: no interval, the
+        # save only made asynchronous where it stands.
+        Invalid(in_training_loop("torch.save({'model': model.state_dict(), 'batch': x}, 'last.pt')"),
+                fixed=_fixed(in_training_loop("_trainlint_async_save(\n    torch.save, {'model': model.state_dict(), "
+                                              "'batch': x}, 'last.pt'\n)")),
+                message="not saved under an interval: the end of training would go unsaved (a final save after the "
+                        "loop would read `x`, which only the loop binds (unbound after a loop that ran no step)); the "
+                        "fix writes it from a CPU snapshot in a background thread, where it stands"),
+        # ... under `if rank == 0:` (and the `else:` of another test): the final save keeps them.
+        Invalid(in_training_loop("if skip or debug:\n    pass\nelif rank == 0:\n    torch.save(model.state_dict(), 'last.pt')"),
+                fixed=_fixed(in_training_loop("if skip or debug:\n    pass\nelif rank == 0:\n    if step % 1000 == 0:\n"
+                                              "        _trainlint_async_save(torch.save, model.state_dict(), 'last.pt')"),
+                             final="if not (skip or debug):\n    if rank == 0:\n"
+                                   "        torch.save(model.state_dict(), 'last.pt')\n")),
+        # ... two saves of one loop: each saved after the one wait, in the loop's order.
+        Invalid(in_training_loop("torch.save(model.state_dict(), 'a.pt')\ntorch.save(opt.state_dict(), 'b.pt')"),
+                fixed=_fixed(in_training_loop("if step % 1000 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), "
+                                              "'a.pt')\nif step % 1000 == 0:\n    _trainlint_async_save(torch.save, "
+                                              "opt.state_dict(), 'b.pt')"),
+                             final="torch.save(model.state_dict(), 'a.pt')\ntorch.save(opt.state_dict(), 'b.pt')\n")),
+        # ... a save function, itself written in the background: called once more before the wait.
+        Invalid("import torch\ndef save_ckpt(path):\n    torch.save(model.state_dict(), path)\n"
+                + in_training_loop("save_ckpt('last.pt')").partition("\n")[2],
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef save_ckpt(path):\n"
+                "    _trainlint_async_save(torch.save, model.state_dict(), path)\n"
+                + in_training_loop("if step % 1000 == 0:\n    save_ckpt('last.pt')").partition("\n")[2]
+                + "save_ckpt('last.pt')\n_trainlint_wait_for_save()\n"),
         # In `for i in range(n):` the guard also holds on the last step: the interval alone left
         # `latest.pt` at step 0 of 50 (a tester's resume file); not with a `break` in the loop,
         # whose last step is not `n - 1`.
