@@ -153,7 +153,10 @@ def test_a_file_whose_first_lines_end_in_crlf_and_later_ones_in_lf_is_fixed():
     assert diag.fix is not None and "not fixed" not in diag.message
     fixed = fix_source(MIXED_NEWLINES, select=["TL501"], unsafe_fixes=True)
     assert "        if step % 1000 == 0:\r\n            _trainlint_async_save(torch.save, " in fixed
-    assert "'ckpt.pt')\n    _trainlint_wait_for_save()\r\n\n\ntrain(" in fixed  # the loop's own lines kept LF
+    # the loop's own lines kept LF; the wait and the final save after the loop (a loader's loop
+    # has no last step to test) take the file's first line break
+    assert ("'ckpt.pt')\n    _trainlint_wait_for_save()\r\n"
+            "    torch.save({'model': model.state_dict()}, 'ckpt.pt')\r\n\n\ntrain(") in fixed
 
 
 def test_a_fix_the_engine_drops_says_why(monkeypatch):
@@ -168,22 +171,23 @@ def test_a_fix_the_engine_drops_says_why(monkeypatch):
 
 
 @pytest.mark.parametrize(("save", "file_object"), [
-    ("with open(f'ckpt-{step}.pt', 'wb') as fh:\n        torch.save(model.state_dict(), fh)", "fh"),
+    ("with open('ckpt.pt', 'wb') as fh:\n        torch.save(model.state_dict(), fh)", "fh"),
     ("torch.save(model.state_dict(), open('last.pt', 'wb'))", "open('last.pt', 'wb')"),
     ("torch.save(model.state_dict(), f=io.BytesIO())", "io.BytesIO()"),
 ])
 def test_a_save_into_a_file_object_is_only_put_under_an_interval(save, file_object):
     # The helper would write a file object blocking all the same: the message promises no
-    # background write, says why, and the fix adds no helper.
+    # background write, says why, and the fix adds no helper. It saves once more after the loop
+    # (a loader's loop has no last step to test).
     text = ("import io\nimport torch\nfor step, x in enumerate(loader):\n    model(x).sum().backward()\n"
             "    opt.step()\n    " + save + "\n")
     [finding] = found(text)
     assert "snapshot" not in finding.message and finding.message.endswith(
-        "save every `1000` steps (the fix does only that; no background write is offered: "
-        f"`{file_object}` is a file object, written before the save returns)")
+        "save every `1000` steps, and once more after the loop (the fix does only that; no background write is "
+        f"offered: `{file_object}` is a file object, written before the save returns)")
     fixed = fix_source(text, select=["TL501"], unsafe_fixes=True)
     assert "_trainlint_async_save" not in fixed and "    if step % 1000 == 0:\n        " + save.replace(
-        "\n", "\n    ") + "\n" in fixed
+        "\n", "\n    ") + "\n" in fixed and fixed.endswith("\n" + save.replace("\n    ", "\n") + "\n")
 
 
 # -- the file used after the save ------------------------------------------------------------
