@@ -307,7 +307,9 @@ written in the background, before the wait). Where that final save cannot be wri
 name only the loop binds, such as the batch or the loop's own index, unbound after a loop that ran
 no step; a `return` or `yield` in the loop would skip it; it stands in a `try` in the loop; in a
 framework's step hook, which has no end of the loop), the save is not put under an interval: it is
-only made asynchronous where it stands, if it can be, and the message says why. The guard goes around a `with` that holds only the save (`with open(path, "wb") as f:
+only made asynchronous where it stands, if it can be, and the message says why. So is a save that
+shares its line with other statements (`loss.backward(); opt.step(); torch.save(...)`: a guard
+around the line would skip the step too). The guard goes around a `with` that holds only the save (`with open(path, "wb") as f:
 torch.save(state, f)`: inside it, the file would still be created, empty, on every step); a save
 inside a `with` that holds more and binds a name the save reads (`as f`) is not fixed. A save that
 already runs every N steps (also in the `else:` of `if step % n:`) keeps its
@@ -390,6 +392,14 @@ and whether the fix still moves the save under an interval.
               "    def on_train_epoch_end(self, trainer, module):\n        torch.save(module.state_dict(), 'e.pt')\n"),
     ]
     invalid = [
+        # A save sharing its line with the step (`loss.backward(); opt.step(); torch.save(...)`):
+        # the guard went around the whole line, so the model trained on the saving steps only.
+        Invalid("import torch\nfor i in range(20):\n    loss = model(x).sum()\n"
+                "    loss.backward(); opt.step(); torch.save(model.state_dict(), 'last.pt')\n",
+                fixed="import torch\n" + HELPER_CODE + "\n\nfor i in range(20):\n    loss = model(x).sum()\n"
+                "    loss.backward(); opt.step(); _trainlint_async_save(torch.save, model.state_dict(), 'last.pt')\n"
+                "_trainlint_wait_for_save()\n",
+                message="not saved under an interval: the save shares its line with other statements"),
         # A save through an object the trainer keeps (`self.ckpt = Checkpointer(...)`, its only
         # binding) runs on every step: it was not followed, and the per-step save went unreported.
         Invalid(_KEPT_CHECKPOINTER.format(head="", save="torch.save(model.state_dict(), self.path)",
@@ -1207,7 +1217,7 @@ and whether the fix still moves the save under an interval.
         # A module fixed by an older trainlint has the helper without the wait: no wait is added.
         self._can_wait = HELPER not in ctx.loops.functions or WAIT in ctx.loops.functions
         self._uses_of: dict[cst.Call, list[cst.Call]] = {}  # save -> the calls that use its file (_path_uses)
-        self._unsaved: dict[cst.Call, str] = {}  # per-step save -> why no interval (_end_save)
+        self._unsaved: dict[cst.Call, str] = {}  # per-step save -> why no interval (_fix)
         self._saved_at_end: set[cst.Call] = set()  # per-step saves the fix saves once more after the loop
         self._bound_in: dict[cst.FunctionDef, set[str]] = {}  # fn -> its parameters and the names it binds
         helper_fns = {fn for name in helpers for fn in ctx.loops.functions[name]}
@@ -1285,8 +1295,7 @@ and whether the fix still moves the save under an interval.
                        f"`{interval}` steps{end}{how}")
             unsaved = self._unsaved.get(site)
             if unsaved is not None:
-                message = (f"{what} writes a checkpoint on {when} and training waits for it; not saved under an "
-                           f"interval: the end of training would go unsaved ({unsaved})")
+                message = f"{what} writes a checkpoint on {when} and training waits for it; not saved under an interval: {unsaved}"
                 message += "; the fix writes it from a CPU snapshot in a background thread, where it stands" \
                     if fix is not None else f"; not fixed: have {plugin} write it in a background thread" if lightning \
                     else f"; not fixed: have {engine} write it in the background" if deepspeed \
@@ -1684,8 +1693,15 @@ and whether the fix still moves the save under an interval.
         # In `for i in range(n):` the last step saves too: the interval alone left the file at an
         # older step than the loop ended with (a tester's trainer resumed from step 1 of 5).
         last = self._last_step_test(site)
-        # In other loops the last steps would go unsaved: the save runs once more after the loop.
-        final = None if last else self._end_save(site, stmt, moved)
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) > 1:
+            # The guard goes around a whole line: `loss.backward(); opt.step(); torch.save(...)`
+            # trained only on the saving steps.
+            final = "the save shares its line with other statements, which the guard would skip too; put it on a line of its own"
+        else:
+            # In other loops the last steps would go unsaved: the save runs once more after the loop.
+            final = None if last else self._end_save(site, stmt, moved)
+            if isinstance(final, str):
+                final = f"the end of training would go unsaved ({final})"
         if isinstance(final, str):
             self._unsaved[site] = final
             if asyncs is None:
@@ -1990,7 +2006,7 @@ and whether the fix still moves the save under an interval.
         was left stale or never written). A reason (as a message gives it) when it cannot be
         written there: a name it reads is bound only in the loop (after an empty loop it would be
         unbound), a `return` or `yield` in the loop would skip it, a `try` in the loop around it,
-        a line it shares, or no loop at all (a framework's step hook)."""
+        or no loop at all (a framework's step hook)."""
         ctx = self.ctx
         loop = ctx.loops.hot_loop_of(site)
         if loop is None:
@@ -2003,8 +2019,6 @@ and whether the fix still moves the save under an interval.
                 outer = anc
         if not isinstance(ctx.parent(outer), (cst.IndentedBlock, cst.Module)):
             return "the loop stands on one line with what holds it"
-        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) > 1:
-            return "the save shares its line with other statements, which a final save would run again"
         fn = ctx.index.enclosing_function(outer)
         for node in ctx.index.walk(outer):
             if isinstance(node, (cst.Return, cst.Yield)) and ctx.index.enclosing_function(node) is fn:
