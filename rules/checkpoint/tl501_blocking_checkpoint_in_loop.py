@@ -499,6 +499,48 @@ and whether the fix still moves the save under an interval.
                 "    _trainlint_async_save(torch.save, model.state_dict(), path)\n"
                 + in_training_loop("if step % 1000 == 0:\n    save_ckpt('last.pt')").partition("\n")[2]
                 + "save_ckpt('last.pt')\n_trainlint_wait_for_save()\n"),
+        # A save function that does other work besides the save (an EMA update): an interval
+        # around its call skipped that work too (the EMA was updated 2 times of 10, and its file
+        # held another state). The interval would go inside, but the last steps need a final
+        # save after the loop, which cannot read `self` there nor call the method again: only
+        # made asynchronous, where it stands.
+        Invalid("import torch\nclass EMA:\n    def after_step(self, model, step):\n"
+                "        for s, p in zip(self.shadow, model.parameters()):\n            s.lerp_(p.detach(), 0.1)\n"
+                "        torch.save(self.shadow, 'ema.pt')\nema = EMA()\n"
+                + in_training_loop("ema.after_step(model, step)").partition("\n")[2],
+                fixed="import torch\n" + HELPER_CODE + "\n\nclass EMA:\n    def after_step(self, model, step):\n"
+                "        for s, p in zip(self.shadow, model.parameters()):\n            s.lerp_(p.detach(), 0.1)\n"
+                "        _trainlint_async_save(torch.save, self.shadow, 'ema.pt')\nema = EMA()\n"
+                + in_training_loop("ema.after_step(model, step)").partition("\n")[2] + "_trainlint_wait_for_save()\n",
+                message="not saved under an interval: `after_step()` does other work besides the save (`for s, p in "
+                        "zip(self.shadow, model.parameters()): ...`), which an interval around its call would skip too; "
+                        "an interval around the save inside it would leave the last steps unsaved, and a final save "
+                        "after the loop cannot read `self` there nor call `after_step()` again"),
+        # ... a callback counting its calls (`self.seen += 1`, once run 2 times of 10) with no
+        # parameter the loop's counter is handed to: the same.
+        Invalid("import torch\nclass Cb:\n    def on_step_end(self, model):\n        self.seen += 1\n"
+                "        torch.save(model.state_dict(), 'last.pt')\ncb = Cb()\n"
+                + in_training_loop("cb.on_step_end(model)").partition("\n")[2],
+                message="`on_step_end()` does other work besides the save (`self.seen += 1`), which an interval around "
+                        "its call would skip too, and no interval could test the loop's counter around the save inside it"),
+        # ... a function whose save reads only the module's names, handed the loop's counter: the
+        # interval goes around the save inside it, on that parameter, and the save (not the
+        # function, whose other work would run once more) is written once more after the loop.
+        Invalid("import torch\nSAVE_EVERY = 4\ndef after_step(i):\n    ema.update(model)\n"
+                "    torch.save(ema.state_dict(), 'ema.pt')\n"
+                + in_training_loop("after_step(step)").partition("\n")[2],
+                fixed="import torch\n" + HELPER_CODE + "\n\nSAVE_EVERY = 4\ndef after_step(i):\n    ema.update(model)\n"
+                "    if i % SAVE_EVERY == 0:\n        _trainlint_async_save(torch.save, ema.state_dict(), 'ema.pt')\n"
+                + in_training_loop("after_step(step)").partition("\n")[2]
+                + "_trainlint_wait_for_save()\ntorch.save(ema.state_dict(), 'ema.pt')\n",
+                message="save every `SAVE_EVERY` steps inside `after_step()`, and once more after the loop"),
+        # ... a function that only builds its state and path, makes the folder and prints: its
+        # call is still put under the interval (nothing else of it is skipped).
+        Invalid("import os\nimport torch\ndef save_ckpt(out):\n    os.makedirs(out, exist_ok=True)\n"
+                "    state = {'model': model.state_dict()}\n    path = os.path.join(out, 'last.pt')\n"
+                "    torch.save(state, path)\n    print(f'saved {path}')\n"
+                + in_training_loop("save_ckpt('out')").partition("\n")[2],
+                message="save every `1000` steps, and once more after the loop"),
         # In `for i in range(n):` the guard also holds on the last step: the interval alone left
         # `latest.pt` at step 0 of 50 (a tester's resume file); not with a `break` in the loop,
         # whose last step is not `n - 1`.
@@ -1219,6 +1261,7 @@ and whether the fix still moves the save under an interval.
         self._uses_of: dict[cst.Call, list[cst.Call]] = {}  # save -> the calls that use its file (_path_uses)
         self._unsaved: dict[cst.Call, str] = {}  # per-step save -> why no interval (_fix)
         self._saved_at_end: set[cst.Call] = set()  # per-step saves the fix saves once more after the loop
+        self._inside: dict[cst.Call, str] = {}  # call of a save function -> its name, when the interval is inside it
         self._bound_in: dict[cst.FunctionDef, set[str]] = {}  # fn -> its parameters and the names it binds
         helper_fns = {fn for name in helpers for fn in ctx.loops.functions[name]}
         sites: list[tuple[cst.Call, list[cst.Call], str | None]] = []
@@ -1289,10 +1332,12 @@ and whether the fix still moves the save under an interval.
                 if withheld else f", from a CPU snapshot written in a background thread{live}"
             when = "every training step" if remainder is None else \
                 f"all training steps but one in N (under `{one_line(ctx.code(remainder.test))}`)"
-            end = " and at the last step" if fix is not None and remainder is None and self._last_step_test(site) else \
+            inside = f" inside `{self._inside[site]}()`" if site in self._inside else ""
+            end = " and at the last step" if fix is not None and remainder is None and not inside \
+                and self._last_step_test(site) else \
                 ", and once more after the loop" if fix is not None and site in self._saved_at_end else ""
             message = (f"{what} writes a checkpoint on {when} and training waits for it; save every "
-                       f"`{interval}` steps{end}{how}")
+                       f"`{interval}` steps{inside}{end}{how}")
             unsaved = self._unsaved.get(site)
             if unsaved is not None:
                 message = f"{what} writes a checkpoint on {when} and training waits for it; not saved under an interval: {unsaved}"
@@ -1683,6 +1728,25 @@ and whether the fix still moves the save under an interval.
         moved = self._with_users(site, stmt, [use for s in inner for use in self._path_uses(s)])
         if moved is None:
             return None
+        other = self._other_work(ctx.loops.functions[helper][0]) if (helper := ctx.loops.local_callee_name(site)) \
+            and site not in inner and len(ctx.loops.functions[helper]) == 1 else None
+        if other is not None and not moved:
+            # A function that does other work besides the save (an EMA update, a counter): an
+            # interval around its call skipped that work too (the EMA was updated 2 times of 10).
+            # The interval goes around the save inside it, or nowhere.
+            inside = self._fix_inside(site, inner, helper, other, interval, asyncs)
+            if not isinstance(inside, str):
+                return inside
+            self._unsaved[site] = inside
+            if asyncs is None:
+                return None
+            asyncs = [self._async_call(s) for s in inner]
+            return self._with_helper(list(zip(inner, asyncs)) + waits,
+                                     "Save from a CPU snapshot in a background thread, where it stands")
+        if other is not None:  # the uses of its file, moved with the call, would skip the other work too
+            self._unsaved[site] = (f"`{helper}()` does other work besides the save (`{other}`), which an interval "
+                                   f"around its call would skip too")
+            return None
         reps = []
         new_stmt = stmt
         for old, new in zip(inner, asyncs or ()):
@@ -1730,6 +1794,135 @@ and whether the fix still moves the save under an interval.
             message = f"Save, and {lines} the file it writes, every `{interval}` steps{end} (`if {test}:`)"
         if asyncs is None:
             return self.fix(Applicability.UNSAFE, message, *reps)
+        return self._with_helper(reps + waits, message + ", from a CPU snapshot in a background thread")
+
+    def _other_work(self, fn: cst.FunctionDef, depth: int = 0) -> str | None:
+        """The first statement of save function fn (or of a save function it calls) that does other
+        work than the save: anything but the save itself, building its state or path in a local
+        name, making its folder, printing or logging, a docstring, `pass` or a `return`, and `if`s
+        and `with`s holding only those. An interval around the call of fn would skip that work on
+        the steps between saves (an EMA that updates, then saves, updated only on saving steps).
+        None when fn only saves."""
+        ctx = self.ctx
+
+        def serves(stmt: cst.CSTNode) -> bool:
+            if isinstance(stmt, (cst.If, cst.With)):
+                blocks = [stmt.body] + ([stmt.orelse.body] if isinstance(stmt, cst.If) and stmt.orelse else [])
+                return all(serves(b) for b in blocks)
+            if isinstance(stmt, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+                return all(serves(s) for s in stmt.body)
+            if isinstance(stmt, (cst.If, cst.Else)):
+                return serves(stmt.body)
+            if isinstance(stmt, cst.SimpleStatementLine):
+                return all(serves(s) for s in stmt.body)
+            if isinstance(stmt, (cst.Pass, cst.Return)):
+                return True
+            if isinstance(stmt, (cst.Assign, cst.AnnAssign)):
+                targets = [t.target for t in stmt.targets] if isinstance(stmt, cst.Assign) else [stmt.target]
+                # a local name (the state dict, the path): `self.seen = ...` changes the object
+                return all(isinstance(t, cst.Name) for t in targets) and not self._runs_other(stmt, depth)
+            if isinstance(stmt, cst.Expr):
+                value = stmt.value
+                if isinstance(value, (cst.SimpleString, cst.ConcatenatedString)):
+                    return True
+                return isinstance(value, cst.Call) and self._serves_save(value, depth)
+            return False
+
+        for stmt in fn.body.body:
+            if not serves(stmt):
+                return one_line(ctx.code(stmt)) if len(one_line(ctx.code(stmt))) <= 60 \
+                    else one_line(ctx.code(stmt)).split(":")[0] + ": ..."
+        return None
+
+    def _serves_save(self, call: cst.Call, depth: int) -> bool:
+        """call (a statement of a save function) is the save, a save function of the module that
+        itself only saves, or serves it: `os.makedirs`, `.mkdir()`, printing or logging."""
+        ctx = self.ctx
+        if self._save_kind(call):
+            return True
+        name = ctx.loops.local_callee_name(call)
+        if name in self._helpers:
+            fns = ctx.loops.functions[name]
+            return depth < 4 and len(fns) == 1 and self._other_work(fns[0], depth + 1) is None
+        func = dotted(call.func) or ""
+        last = func.rsplit(".", 1)[-1]
+        return func in ("os.makedirs", "os.mkdir", "print") or last == "mkdir" or last in _SHOWS \
+            and "." in func and not self._runs_other(call.args, depth)
+
+    def _runs_other(self, node, depth: int) -> bool:
+        """A call under node (a statement, or a call's arguments) may change state: any call but
+        a save function's, a `.state_dict()`, a path's making (`os.path.join`, `f.format`), or a
+        builtin that only reads (`len`, `str`, `dict`, `int`...)."""
+        reads = {"len", "str", "int", "float", "dict", "list", "tuple", "min", "max", "round", "format"}
+        for part in node if isinstance(node, (list, tuple)) else [node]:
+            for n in walk(part):
+                if not isinstance(n, cst.Call):
+                    continue
+                func = dotted(n.func) or ""
+                last = func.rsplit(".", 1)[-1] if func else (n.func.attr.value if isinstance(n.func, cst.Attribute) else "")
+                if last in ("state_dict", "join", "format", "cpu", "detach", "clone", "items", "keys", "values") \
+                        or func in reads or func.startswith("os.path.") or func in ("Path", "pathlib.Path"):
+                    continue
+                return True
+        return False
+
+    def _fix_inside(self, site: cst.Call, inner: list[cst.Call], helper: str, other: str, interval: str,
+                    asyncs: list | None):
+        """The fix that puts the interval around the save inside save function `helper`, which
+        does other work (`other`) the interval must not skip: tested on the parameter every call
+        hands the loop's counter to (`def after_step(self, model, step)`), with a final save after
+        the loop for the last steps (`or step == n - 1` would need n, which the function does
+        not see). The reason (as a message gives it) where it cannot: a final save after the loop
+        would have to call `helper()` again, redoing its other work, unless the save reads only
+        names the loop's scope sees as the function does."""
+        ctx = self.ctx
+        why = f"`{helper}()` does other work besides the save (`{other}`), which an interval around its call would skip too"
+        fn = ctx.loops.functions[helper][0]
+        save = inner[0]
+        param = step_counter(ctx, save) if len(inner) == 1 and ctx.index.enclosing_function(save) is fn else None
+        stmt = self._statement_to_guard(save) if param is not None else None
+        if param is None or stmt is None or ctx.parent(stmt) is not fn.body \
+                or isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) > 1:
+            return f"{why}, and no interval could test the loop's counter around the save inside it"
+        # The interval must name in the function what it names at the loop: a number or a module's name.
+        root = interval.split(".")[0]
+        own = bound_names(fn.body) | {p.name.value for p in walk(fn.params) if isinstance(p, cst.Param)}
+        module_names = set()
+        for top in ctx.module.body:
+            module_names |= bound_names(top) if not isinstance(top, (cst.FunctionDef, cst.ClassDef)) else {top.name.value}
+            if isinstance(top, (cst.SimpleStatementLine,)):
+                for small in top.body:
+                    if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                        module_names |= {dotted(a.asname.name if a.asname else a.name).split(".")[0] for a in small.names}
+        if not (interval.isdigit() or root not in own and root in module_names):
+            return f"{why}, and the interval `{interval}` is not seen inside it"
+        attrs = {id(n.attr) for n in walk(stmt) if isinstance(n, cst.Attribute)} \
+            | {id(n.keyword) for n in walk(stmt) if isinstance(n, cst.Arg) and n.keyword is not None}
+        read = {n.value for n in walk(stmt) if isinstance(n, cst.Name) and id(n) not in attrs}  # `self`, not `seen`
+        site_fn = ctx.index.enclosing_function(site)
+        shadowed = (bound_names(site_fn) | {p.name.value for p in walk(site_fn.params) if isinstance(p, cst.Param)}
+                    if site_fn is not None else set())
+        local = sorted((read & own) | (read & shadowed - module_names))
+        if local:
+            return (f"{why}; an interval around the save inside it would leave the last steps unsaved, and a "
+                    f"final save after the loop cannot read `{local[0]}` there nor call `{helper}()` again, "
+                    f"which would redo that work")
+        site_stmt = ctx.index.enclosing(site, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+        final = self._end_save(site, site_stmt, [], written=stmt)
+        if isinstance(final, str):
+            return f"{why}; an interval around the save inside it would leave the last steps unsaved ({final})"
+        new_stmt = stmt.deep_replace(save, self._async_call(save, True)) if asyncs is not None else stmt
+        guarded = cst.If(test=cst.parse_expression(f"{param} % {interval} == 0"),
+                         body=cst.IndentedBlock(body=[new_stmt.with_changes(leading_lines=[])]),
+                         leading_lines=stmt.leading_lines)
+        reps = [(stmt, guarded)]
+        self._saved_at_end.add(site)
+        self._inside[site] = helper
+        message = (f"Save every `{interval}` steps inside `{helper}()` (`if {param} % {interval} == 0:`), and once "
+                   f"more after the loop")
+        if asyncs is None:
+            return self.fix(Applicability.UNSAFE, message, *reps, self._final_after(final, wait=False, before=False))
+        waits = self._waits(self._wait_loops(inner) or [], final, before=False)
         return self._with_helper(reps + waits, message + ", from a CPU snapshot in a background thread")
 
     def _last_step_test(self, site: cst.Call) -> str | None:
@@ -1998,7 +2191,7 @@ and whether the fix still moves the save under an interval.
             isinstance(c, cst.Call) and (self._save_kind(c) or self.ctx.loops.local_callee_name(c) in self._helpers)
             for c in self.ctx.index.walk(stmt))
 
-    def _end_save(self, site: cst.Call, stmt: cst.BaseStatement, moved: list):
+    def _end_save(self, site: cst.Call, stmt: cst.BaseStatement, moved: list, written: cst.BaseStatement | None = None):
         """(the outermost loop around site's hot loop, the code that runs stmt and the moved
         statements once more after it, under the `if`s around them in the loop), for a per-step
         save put under an interval in a loop that is no counted range: without it the last steps,
@@ -2039,7 +2232,8 @@ and whether the fix still moves the save under an interval.
                         test = test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
                     tests.append(cst.UnaryOperation(operator=cst.Not(), expression=test))
             child = anc
-        body = [stmt.with_changes(leading_lines=[]), *(s.with_changes(leading_lines=[]) for s in moved)]
+        # written: the statement to write there instead of stmt (a save function's save, _fix_inside)
+        body = [(written or stmt).with_changes(leading_lines=[]), *(s.with_changes(leading_lines=[]) for s in moved)]
         unbound = self._bound_only_in(outer, [*body, *tests], fn)
         if unbound:
             return (f"a final save after the loop would read `{unbound}`, which only the loop binds (unbound "
