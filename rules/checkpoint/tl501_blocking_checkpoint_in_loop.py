@@ -309,7 +309,14 @@ no step; a `return` or `yield` in the loop would skip it; it stands in a `try` i
 framework's step hook, which has no end of the loop), the save is not put under an interval: it is
 only made asynchronous where it stands, if it can be, and the message says why. So is a save that
 shares its line with other statements (`loss.backward(); opt.step(); torch.save(...)`: a guard
-around the line would skip the step too). The guard goes around a `with` that holds only the save (`with open(path, "wb") as f:
+around the line would skip the step too). The call of a save function of the module is put under
+the interval only when the function does nothing but the save (and what serves it: building its
+state or path in local names, `os.makedirs`, printing or logging); one that does other work too
+(an EMA update, `self.seen += 1`) gets the interval around the save inside it, on the parameter
+every call hands the loop's counter to, with the save itself written once more after the loop
+(never the function called again, which would redo its work). Where that cannot be (no such
+parameter; the save reads `self` or other names of the function, which a final save after the loop
+cannot read), its save is only made asynchronous, and the message says why. The guard goes around a `with` that holds only the save (`with open(path, "wb") as f:
 torch.save(state, f)`: inside it, the file would still be created, empty, on every step); a save
 inside a `with` that holds more and binds a name the save reads (`as f`) is not fixed. A save that
 already runs every N steps (also in the `else:` of `if step % n:`) keeps its
