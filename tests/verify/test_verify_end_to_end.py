@@ -141,7 +141,7 @@ def test_each_attributes_every_fix(verify, fixtures):
 
 # Scripts whose loop is the framework's: the verifier counts the optimizer steps Lightning's and
 # transformers' Trainers take, and compares the losses they compute, with no loop in the script.
-FRAMEWORK_CASES = [("lightning_classifier.py", "TL501", "pytorch_lightning"),
+FRAMEWORK_CASES = [("lightning_classifier.py", "TL201", "pytorch_lightning"),
                    ("hf_trainer_regression.py", "TL202", "transformers"),
                    ("accelerate_regression.py", "TL102", "accelerate")]
 
