@@ -70,7 +70,11 @@ A `with autocast(...)` in a module's `forward` pairs with the loop's scaler as t
 does; so does an autocast object made once and entered in the step (`self.autocast_ctx =
 torch.autocast("cuda", dtype=torch.float16)` in `__init__`, then `with self.autocast_ctx:`; nanoGPT's
 `ctx = nullcontext() if ... else torch.amp.autocast(...)`, then `with ctx:`), whose fix sets the
-dtype where it is made. An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
+dtype where it is made. The choice is made once, in a variable just before the first scaler,
+when every autocast and scaler the fix touches runs after it and sees it (later in the same
+function; for a scaler made in `__init__`, a `self.` attribute the class's other methods read); else
+(a scaler made in another method or function, `reset_scaler()`, `make_scaler()`) it is written
+where each is used. An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
 choice on CUDA only and keeps its own dtype elsewhere.
 
 ## Why is this bad?
@@ -337,6 +341,25 @@ GPU while the decorated function still runs in float16.
             .format(pre="amp_ctx = partial(torch.autocast, 'cuda', torch.float16)\n", sargs="'cuda'"),
             message="as `torch.float16`",
         ),
+        # The scaler made in a method `__init__` calls after making the autocast object: before, the fix set
+        # `self.amp_dtype` in that method and `__init__` read it first (AttributeError). Inline now.
+        Invalid('import torch\nclass Trainer:\n    def __init__(self):\n        self.ctx = torch.autocast("cuda", dtype=torch.float16)\n        self.reset_scaler()\n    def reset_scaler(self):\n        self.scaler = torch.amp.GradScaler("cuda")\n    def fit(self, x):\n        for step in range(4):\n            with self.ctx:\n                loss = self.model(x)\n            self.scaler.scale(loss).backward()\n',
+                fixed='import torch\nclass Trainer:\n    def __init__(self):\n        self.ctx = torch.autocast(\n            "cuda",\n            dtype=(\n                torch.bfloat16\n                if torch.cuda.is_bf16_supported(including_emulation=False)\n                else torch.float16\n            ),\n        )\n        self.reset_scaler()\n    def reset_scaler(self):\n        self.scaler = torch.amp.GradScaler(\n            "cuda", enabled=not torch.cuda.is_bf16_supported(including_emulation=False)\n        )\n    def fit(self, x):\n        for step in range(4):\n            with self.ctx:\n                loss = self.model(x)\n            self.scaler.scale(loss).backward()\n'),
+        # A second scaler in another method: before, it got `__init__`'s local `amp_dtype` (NameError);
+        # an attribute set in `__init__` is seen by both.
+        Invalid('import torch\nclass Trainer:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler("cuda")\n        self.ctx = torch.autocast("cuda", dtype=torch.float16)\n    def reset_scaler(self):\n        self.scaler = torch.amp.GradScaler("cuda")\n    def fit(self, x):\n        for step in range(4):\n            with self.ctx:\n                loss = self.model(x)\n            self.scaler.scale(loss).backward()\n',
+                fixed='import torch\nclass Trainer:\n    def __init__(self):\n        self.amp_dtype = (\n            torch.bfloat16\n            if torch.cuda.is_bf16_supported(including_emulation=False)\n            else torch.float16\n        )\n        self.scaler = torch.amp.GradScaler(\n            "cuda", enabled=self.amp_dtype == torch.float16\n        )\n        self.ctx = torch.autocast("cuda", dtype=self.amp_dtype)\n    def reset_scaler(self):\n        self.scaler = torch.amp.GradScaler(\n            "cuda", enabled=self.amp_dtype == torch.float16\n        )\n    def fit(self, x):\n        for step in range(4):\n            with self.ctx:\n                loss = self.model(x)\n            self.scaler.scale(loss).backward()\n'),
+        # A scaler made in another function (`make_scaler()`): no variable both can see, so the choice is
+        # written inline (before, `make_scaler` got `train`'s local name: NameError).
+        Invalid('import torch\ndef train(x):\n    scaler = torch.amp.GradScaler("cuda")\n    for step in range(4):\n        with torch.autocast("cuda"):\n            loss = model(x)\n        scaler.scale(loss).backward()\ndef make_scaler():\n    return torch.amp.GradScaler("cuda")\n',
+                fixed='import torch\ndef train(x):\n    scaler = torch.amp.GradScaler(\n        "cuda", enabled=not torch.cuda.is_bf16_supported(including_emulation=False)\n    )\n    for step in range(4):\n        with torch.autocast(\n            "cuda",\n            dtype=(\n                torch.bfloat16\n                if torch.cuda.is_bf16_supported(including_emulation=False)\n                else torch.float16\n            ),\n        ):\n            loss = model(x)\n        scaler.scale(loss).backward()\ndef make_scaler():\n    return torch.amp.GradScaler(\n        "cuda", enabled=not torch.cuda.is_bf16_supported(including_emulation=False)\n    )\n'),
+        # `__init__` runs a method making the autocast object (through another) before the scaler: an
+        # attribute set before the scaler would be read first. Inline.
+        Invalid('import torch\nclass Trainer:\n    def __init__(self):\n        self.setup()\n        self.scaler = torch.amp.GradScaler("cuda")\n    def setup(self):\n        self.make_ctx()\n    def make_ctx(self):\n        self.ctx = torch.autocast("cuda", dtype=torch.float16)\n    def fit(self, x):\n        for step in range(4):\n            with self.ctx:\n                loss = self.model(x)\n            self.scaler.scale(loss).backward()\n',
+                fixed='import torch\nclass Trainer:\n    def __init__(self):\n        self.setup()\n        self.scaler = torch.amp.GradScaler(\n            "cuda", enabled=not torch.cuda.is_bf16_supported(including_emulation=False)\n        )\n    def setup(self):\n        self.make_ctx()\n    def make_ctx(self):\n        self.ctx = torch.autocast(\n            "cuda",\n            dtype=(\n                torch.bfloat16\n                if torch.cuda.is_bf16_supported(including_emulation=False)\n                else torch.float16\n            ),\n        )\n    def fit(self, x):\n        for step in range(4):\n            with self.ctx:\n                loss = self.model(x)\n            self.scaler.scale(loss).backward()\n'),
+        # A method `__init__` runs first that holds no use does not stop the attribute.
+        Invalid('import torch\nclass Trainer:\n    def __init__(self):\n        self.model = self.build()\n        self.scaler = torch.amp.GradScaler("cuda")\n    def build(self):\n        with torch.autocast("cuda"):\n            return Net()\n    def fit(self, x):\n        for step in range(4):\n            with torch.autocast("cuda"):\n                loss = self.model(x)\n            self.scaler.scale(loss).backward()\n',
+                fixed='import torch\nclass Trainer:\n    def __init__(self):\n        self.model = self.build()\n        self.amp_dtype = (\n            torch.bfloat16\n            if torch.cuda.is_bf16_supported(including_emulation=False)\n            else torch.float16\n        )\n        self.scaler = torch.amp.GradScaler(\n            "cuda", enabled=self.amp_dtype == torch.float16\n        )\n    def build(self):\n        with torch.autocast("cuda"):\n            return Net()\n    def fit(self, x):\n        for step in range(4):\n            with torch.autocast("cuda", dtype=self.amp_dtype):\n                loss = self.model(x)\n            self.scaler.scale(loss).backward()\n'),
         # A function's own `import torch` (TL501's save helper) binds nothing outside it: the
         # module's name for torch is `th`.
         Invalid(
@@ -578,7 +601,7 @@ GPU while the decorated function still runs in float16.
         torch, extra = ctx.module_name("torch")
         check = _bf16_check(ctx, torch)
         choice = f"{torch}.bfloat16 if {check} else {torch}.float16"
-        var = self._shared_variable(autocasts, scalers[0])
+        var = self._shared_variable(autocasts, scalers)
         replacements = list(extra)
         new_scalers = {}
         for use in scalers:
@@ -616,40 +639,72 @@ GPU while the decorated function still runs in float16.
         return self.fix(Applicability.UNSAFE, "Use bfloat16 where the GPU supports it; keep the scaler for float16 only",
                         *replacements)
 
-    def _shared_variable(self, autocasts, scaler) -> str | None:
+    def _shared_variable(self, autocasts, scalers) -> str | None:
         """A variable (or `self.` attribute) for the dtype, defined just before the first scaler, when
-        every autocast can see it; None means write the choice inline."""
+        every use the fix writes it in (each autocast, each other scaler's `enabled=`) sees it bound
+        by the time it runs; None means write the choice inline (it names only the module's torch).
+        Before, only the autocasts were checked, and a `self.` attribute was defined in whichever
+        method made the first scaler: one made in `reset_scaler()` left `__init__`'s autocast reading
+        the attribute before it was set, and a second scaler in another function got the first's
+        local name (AttributeError, NameError)."""
         ctx = self.ctx
-        index = ctx.index
-        stmt = ctx.statement(scaler.call)
+        anchor = scalers[0]
+        stmt = ctx.statement(anchor.call)
         if stmt is None:
             return None
-        fn = index.enclosing_function(scaler.call)
-        block = ctx.parent(stmt)
-        home = fn.body if fn is not None else ctx.module
-        if block is not home:
+        fn = ctx.index.enclosing_function(anchor.call)
+        if ctx.parent(stmt) is not (fn.body if fn is not None else ctx.module):
             return None  # created under a condition: the variable would not always exist
-        order = {c: i for i, c in enumerate(index.nodes(cst.Call))}
+        uses = [use.call for use in autocasts] + [use.call for use in scalers[1:]]
+        name = ctx.fresh_name("amp_dtype", "autocast_dtype")
+        if all(self._sees_local(fn, stmt, anchor.call, call) for call in uses):
+            return name
         target = None
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
             target = ctx.dotted(stmt.body[0].targets[0].target)
-        cls = index.enclosing_class(fn) if fn is not None else None
-        use_self = False
-        for use in autocasts:
-            fn_a = index.enclosing_function(use.call)
-            if fn is None and fn_a is None and order[use.call] < order[scaler.call]:
-                return None
-            if fn is None:
-                continue  # a module-level variable, read by functions when they run
-            if fn_a is fn and order[use.call] > order[scaler.call]:
-                continue
-            if target and target.startswith("self.") and cls is not None and fn_a is not None \
-                    and index.enclosing_class(fn_a) is cls:
-                use_self = True
-                continue
-            return None
-        name = ctx.fresh_name("amp_dtype", "autocast_dtype")
-        return f"self.{name}" if use_self else name
+        if target and target.startswith("self.") and self._sees_attribute(fn, stmt, anchor.call, uses):
+            return f"self.{name}"
+        return None
+
+    def _after(self, stmt, anchor: cst.Call, call: cst.Call) -> bool:
+        """call runs after a variable inserted before stmt (the statement that makes anchor)."""
+        order = self._call_order
+        return self.ctx.index.contains(stmt, call) or order[call] > order[anchor]
+
+    @property
+    def _call_order(self) -> dict:
+        cached = getattr(self, "_order", None)
+        if cached is None:
+            cached = self._order = {c: i for i, c in enumerate(self.ctx.index.nodes(cst.Call))}
+        return cached
+
+    def _sees_local(self, fn, stmt, anchor: cst.Call, call: cst.Call) -> bool:
+        """A plain variable defined before stmt is bound where call is: later in the same function,
+        or, for a module-level one, later at module level or in any function (read when it runs)."""
+        fn_call = self.ctx.index.enclosing_function(call)
+        if fn is None:
+            return fn_call is not None or self._after(stmt, anchor, call)
+        return fn_call is fn and self._after(stmt, anchor, call)
+
+    def _sees_attribute(self, fn, stmt, anchor: cst.Call, uses: list) -> bool:
+        """A `self.` attribute set before stmt is set before every use reads it: stmt is in the
+        class's `__init__` body, before which it calls no method of its own (one could read the
+        attribute first), and each use is later in `__init__` or in another method of the class
+        taking `self`. A scaler made in another method (`reset_scaler()`) may run after the
+        uses: `__init__`'s autocast object would read the attribute before it is set."""
+        ctx = self.ctx
+        cls = _method_class(ctx, fn)
+        if cls is None or fn.name.value != "__init__":
+            return False
+        run_first = _methods_run_by(ctx, cls, fn.body.body[:fn.body.body.index(stmt)])
+        for call in uses:
+            fn_call = ctx.index.enclosing_function(call)
+            if fn_call is fn:
+                if not self._after(stmt, anchor, call):
+                    return False
+            elif _method_class(ctx, fn_call) is not cls or fn_call.name.value in run_first:
+                return False
+        return True
 
     # -- target-gpu ampere or newer: plain bf16, no scaler --------------------------------
 
@@ -705,6 +760,42 @@ GPU while the decorated function still runs in float16.
         written = " ".join(ctx.code(new) if isinstance(new, cst.CSTNode) else str(new) for _old, new in replacements)
         replacements.extend(remove_unused_imports(ctx, [*removed, *(old for old, _new in replacements)], written))
         return self.fix(Applicability.UNSAFE, "Train in bfloat16 without a GradScaler", *replacements)
+
+
+def _method_class(ctx, fn) -> cst.ClassDef | None:
+    """The class fn is an instance method of (defined in its body, first parameter `self`, no
+    staticmethod/classmethod); None otherwise."""
+    if fn is None:
+        return None
+    block = ctx.parent(fn)
+    cls = ctx.parent(block) if block is not None else None
+    if not isinstance(cls, cst.ClassDef) or not fn.params.params or fn.params.params[0].name.value != "self":
+        return None
+    if any(ctx.dotted(d.decorator) in ("staticmethod", "classmethod") for d in fn.decorators):
+        return None
+    return cls
+
+
+def _methods_run_by(ctx, cls: cst.ClassDef, stmts) -> set[str]:
+    """The names of cls's methods that stmts call through `self.` (`self.model = self.build()`),
+    and those these call in turn: they run before what follows stmts."""
+    methods = {f.name.value: f for f in cls.body.body if isinstance(f, cst.FunctionDef)}
+    calls = ctx.index.nodes(cst.Call)
+
+    def called_in(nodes) -> set[str]:
+        return {c.func.attr.value for c in calls
+                if isinstance(c.func, cst.Attribute) and isinstance(c.func.value, cst.Name)
+                and c.func.value.value == "self" and any(ctx.index.contains(n, c) for n in nodes)}
+
+    seen: set[str] = set()
+    todo = called_in(stmts)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in methods:
+            continue
+        seen.add(name)
+        todo |= called_in([methods[name]])
+    return seen
 
 
 def _is_target_of(ctx, node, stmt) -> bool:
