@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.imports import is_reexport, name_uses, named_in_string
+from trainlint.analysis.imports import is_reexport, name_uses, named_in_string, string_annotations
 from trainlint.analysis.names import CANONICAL
 from trainlint.analysis.precision import AUTOCAST, DEPRECATED_AMP, GRAD_SCALER
 from trainlint.diagnostics import Applicability
@@ -80,7 +80,9 @@ one imports the name from (`from common import autocast`) should say so in one o
 The old classes subclass torch.amp's, so what the fix constructs is not an instance of the old
 class: `isinstance(s, torch.cuda.amp.GradScaler)` (or `issubclass`) in the module is rewritten in
 the same fix to test `torch.amp.GradScaler`, which both pass; so is a type annotation naming the
-old class (`scaler: Optional[GradScaler] = GradScaler()`), so that the old import can go. Where that would not hold, the
+old class (`scaler: Optional[GradScaler] = GradScaler()`), also within a string annotation
+(`"GradScaler | None"`, rewritten in its own quotes), so that the old import can go (a string
+annotation with escapes in its text is left, and the import it reads stays). Where that would not hold, the
 call is reported without a fix: the module compares the type (`type(s) is
 torch.cuda.amp.GradScaler`), or it also uses another GradScaler class (`torch.amp.GradScaler("cpu")`),
 which the base-class test would let through too (the same for autocast). A name bound to the
@@ -201,6 +203,23 @@ without a fix.
                 "s = amp.GradScaler()\n",
                 fixed="import torch\ndef step(scaler: torch.amp.GradScaler) -> None:\n    scaler.update()\n"
                 "s = torch.amp.GradScaler(\"cuda\")\n"),
+        # String annotations naming the old class are rewritten too, in their own quotes: before, they
+        # were left and the import they read removed (`typing.get_type_hints` raised NameError).
+        Invalid("import typing\nimport torch\nfrom torch.cuda.amp import GradScaler\n"
+                "def step(s: \"GradScaler | None\", t: typing.Optional['GradScaler'] = None) -> 'list[GradScaler]':\n"
+                "    pass\nscaler = GradScaler(enabled=False)\n",
+                fixed="import typing\nimport torch\n"
+                "def step(s: \"torch.amp.GradScaler | None\", t: typing.Optional['torch.amp.GradScaler'] = None) "
+                "-> 'list[torch.amp.GradScaler]':\n    pass\nscaler = torch.amp.GradScaler('cuda', enabled=False)\n"),
+        Invalid("import torch\nfrom torch.cuda import amp\ndef step(s: 'Optional[amp.GradScaler]'):\n    pass\n"
+                "scaler = amp.GradScaler()\n",
+                fixed="import torch\ndef step(s: 'Optional[torch.amp.GradScaler]'):\n    pass\n"
+                "scaler = torch.amp.GradScaler('cuda')\n"),
+        # One whose text has an escape is not rewritten: the import it reads stays.
+        Invalid("import torch\nfrom torch.cuda.amp import GradScaler\ndef step(s: 'GradScaler\\x20| None'):\n    pass\n"
+                "scaler = GradScaler()\n",
+                fixed="import torch\nfrom torch.cuda.amp import GradScaler\ndef step(s: 'GradScaler\\x20| None'):\n"
+                "    pass\nscaler = torch.amp.GradScaler('cuda')\n"),
         # A type compared, or a test that would then also hold for a scaler the module makes otherwise:
         # reported, no fix.
         Invalid("import torch\nscaler = torch.cuda.amp.GradScaler()\nassert type(scaler) is torch.cuda.amp.GradScaler\n",
@@ -499,7 +518,27 @@ without a fix.
         annotation left behind kept `from torch.cuda.amp import GradScaler`)."""
         amp, extra = self._amp()
         annotated = [n for n in self._class_uses.get(qn, {}).get("annotated", ()) if not self._also_bound_to_new_api(n)]
-        return [(node, cst.parse_expression(f"{amp}.{new}")) for node in [*tests, *annotated]]
+        return [(node, cst.parse_expression(f"{amp}.{new}")) for node in [*tests, *annotated]] + \
+            self._string_annotation_rewrites(qn, f"{amp}.{new}")
+
+    def _string_annotation_rewrites(self, qn: str, new_code: str) -> list:
+        """The replacements that make string annotations naming the old class (`"GradScaler |
+        None"`, `"Optional[GradScaler]"`) name the new one, in the same quotes. Before, they were
+        left as they were and the import they read was removed (`typing.get_type_hints` then
+        raised NameError). A string that cannot be rewritten (escapes) keeps the import instead
+        (named_in_string)."""
+        ctx = self.ctx
+        out = []
+        for string, expr in string_annotations(ctx):
+            if expr is None:
+                continue
+            refs = _references(ctx, expr, qn)
+            refs = [r for r in refs if not self._also_bound_to_new_api(r)]
+            if not refs:
+                continue
+            replaced = expr.visit(_Replace(refs, cst.parse_expression(new_code)))
+            out.append((string, cst.SimpleString(f"{string.prefix}{string.quote}{ctx.code(replaced)}{string.quote}")))
+        return out
 
     @property
     def _class_uses(self) -> dict[str, dict[str, list]]:
@@ -593,3 +632,36 @@ without a fix.
                     and len(call.args) == 2 and call.args[1] is parent:
                 return True
         return False
+
+
+def _references(ctx, expr: cst.BaseExpression, qn: str) -> list[cst.CSTNode]:
+    """The names in expr (parsed from a string annotation) that stand for qn: `GradScaler`,
+    `amp.GradScaler`, `torch.cuda.amp.GradScaler` (not the `GradScaler` of `x.GradScaler`)."""
+    found: list[cst.CSTNode] = []
+
+    class _Refs(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            if ctx.names.qualified(node) == qn:
+                found.append(node)
+            else:
+                node.value.visit(self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if ctx.names.qualified(node) == qn:
+                found.append(node)
+
+    expr.visit(_Refs())
+    return found
+
+
+class _Replace(cst.CSTTransformer):
+    """Replaces the given nodes (by identity) with one expression."""
+
+    def __init__(self, nodes: list[cst.CSTNode], new: cst.BaseExpression) -> None:
+        super().__init__()
+        self.nodes = {id(n) for n in nodes}
+        self.new = new
+
+    def on_leave(self, original_node, updated_node):
+        return self.new if id(original_node) in self.nodes else updated_node

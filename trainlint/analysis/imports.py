@@ -264,7 +264,51 @@ def name_uses(ctx, name: str) -> list[cst.Name]:
 
 
 def named_in_string(ctx, name: str) -> bool:
-    """A string literal is exactly `name`: `__all__ = ["autocast"]` or a string annotation still
-    needs the import."""
-    return any(s.evaluated_value == name for s in ctx.index.nodes(cst.SimpleString)
-               if isinstance(s.evaluated_value, str))
+    """A string literal is exactly `name` (`__all__ = ["autocast"]`), or a string annotation names
+    it (`"GradScaler | None"`, `"Optional[GradScaler]"`): the import is still needed
+    (`typing.get_type_hints` evaluates the annotation). Before, only a string that was exactly the
+    name counted, and a fix removed an import such an annotation read."""
+    if any(s.evaluated_value == name for s in ctx.index.nodes(cst.SimpleString)
+           if isinstance(s.evaluated_value, str)):
+        return True
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    return any(name in annotation_string_names(expr) if expr is not None else bool(word.search(str(s.evaluated_value)))
+               for s, expr in string_annotations(ctx))
+
+
+def string_annotations(ctx) -> list[tuple[cst.SimpleString, cst.BaseExpression | None]]:
+    """Each string inside a type annotation (`x: "GradScaler | None"`, `Optional["GradScaler"]`)
+    with the expression it holds, parsed; None where it is no expression, or its text has escapes
+    (the parse would not be the source's text to rewrite)."""
+    out = []
+    for s in ctx.index.nodes(cst.SimpleString):
+        if ctx.index.enclosing(s, cst.Annotation) is None:
+            continue
+        value = s.evaluated_value
+        expr = None
+        if isinstance(value, str) and value == s.raw_value and "\n" not in value:
+            try:
+                expr = cst.parse_expression(value.strip())
+            except cst.ParserSyntaxError:
+                expr = None
+        out.append((s, expr))
+    return out
+
+
+def annotation_string_names(expr: cst.BaseExpression | None) -> set[str]:
+    """The variable names an expression parsed from a string annotation reads (`Optional`,
+    `GradScaler`; not the `GradScaler` of `amp.GradScaler`)."""
+    if expr is None:
+        return set()
+    found: set[str] = set()
+
+    class _Names(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False  # the attribute's own name is no variable
+
+        def visit_Name(self, node: cst.Name) -> None:
+            found.add(node.value)
+
+    expr.visit(_Names())
+    return found
