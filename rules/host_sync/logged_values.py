@@ -18,6 +18,11 @@ _PROGRESS_METHODS = frozenset({"set_description", "set_postfix", "set_postfix_st
 
 
 def is_log_call(ctx, call: cst.Call) -> bool:
+    """print, a `logging` call, or a method whose name and receiver's name say logging or a
+    progress bar (`logger.info`, `pbar.set_postfix`, `accelerator.print`). Not a method of an
+    instance of a class the file defines (`logger = History()`; `logger.log(step, loss)` kept the
+    loss, and the fix put it under an interval, dropping data): that method's body is this
+    file's code, read through the call (Loops.callees) like any other."""
     func = call.func
     qn = ctx.names.qualified(func)
     if qn == "builtins.print":
@@ -30,12 +35,10 @@ def is_log_call(ctx, call: cst.Call) -> bool:
     if isinstance(func, cst.Attribute):
         attr = func.attr.value
         receiver = (ctx.dotted(func.value) or "").lower()
-        if attr in _LOG_METHODS and ("log" in receiver):
-            return True
-        if attr in _PROGRESS_METHODS and (attr != "write" or "tqdm" in receiver or "bar" in receiver):
-            return True
-        if attr == "print":  # accelerator.print, fabric.print, a LightningModule's self.print, rich's console
-            return True
+        named = (attr in _LOG_METHODS and ("log" in receiver)) \
+            or (attr in _PROGRESS_METHODS and (attr != "write" or "tqdm" in receiver or "bar" in receiver)) \
+            or attr == "print"  # accelerator.print, fabric.print, a LightningModule's self.print, rich's console
+        return named and ctx.loops.instance_method(call) is None
     return False
 
 

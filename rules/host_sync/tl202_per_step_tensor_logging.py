@@ -44,6 +44,11 @@ _FABRIC_LOGGERS = "import lightning as L\nfabric = L.Fabric(loggers=L.fabric.log
 _NO_STEP_WANDB = "import wandb\n" + in_training_loop("wandb.log({'loss': loss})")
 
 
+# A class of the file whose methods are named like a logger's: `{method}` keeps the loss ({keep}).
+_HISTORY = ("import torch\nclass History:\n    def __init__(self):\n        self.losses = []\n"
+            "    def {method}(self, step, loss):\n        {keep}\n")
+
+
 class PerStepTensorLogging(Rule):
     code = "TL202"
     name = "per-step-tensor-logging"
@@ -80,7 +85,9 @@ logged value that Lightning's documentation warns about; log the per-step value 
 reduce once per epoch (`on_step=False, on_epoch=True`).
 
 `print(..., file=<a file>)` writes a per-step record and is left alone; text made with
-`str(t)` or concatenation (`"loss " + str(loss)`) is reported.
+`str(t)` or concatenation (`"loss " + str(loss)`) is reported. A method of an instance of a class
+the file defines (`logger = History()`, `self.logger = History()`) is not taken for logging by its
+names (`logger.log(step, loss)`): its body is checked instead, as run on every step.
 
 ## Why is this bad?
 Formatting a device tensor copies it to the host and waits for the GPU, like `.item()`: the loop
@@ -128,6 +135,17 @@ and guarding one half would print the other on every step (two such prints that 
 tensor are logging lines side by side, and go under one `if` together).
 """
     valid = [
+        # A method of an instance of a class of the file (`logger = History()`, `self.logger =
+        # History()`) is no logging library's, whatever its names: it was reported as formatting
+        # the loss, and the fix put `logger.log(step, loss)` under an interval, keeping 3 losses of
+        # 250. Its body is read through the call (an invalid case below).
+        Valid(_HISTORY.format(method="log", keep="self.losses.append(loss.detach())") + "logger = History()\n"
+              + in_training_loop("logger.log(step, loss)").partition("\n")[2]),
+        Valid(_HISTORY.format(method="info", keep="self.losses.append(loss.detach())")
+              + "class Trainer:\n    def __init__(self):\n        self.logger = History()\n"
+              "    def fit(self, loader):\n        for step, (x, y) in enumerate(loader):\n"
+              "            loss = model(x, y)\n            loss.backward()\n            opt.step()\n"
+              "            self.logger.info(step, loss)\n"),
         # Trainer's `self.log_metrics(i, loss)` runs Trainer.log_metrics; Evaluator's method of the
         # same name, called once per epoch on an evaluator, logged every step (matched by name alone).
         Valid("import torch\nclass Evaluator:\n    def log_metrics(self, step, loss):\n        print(f'step {step} loss {loss:.4f}')\n"
@@ -206,6 +224,11 @@ tensor are logging lines side by side, and go under one `if` together).
                   "for name, p in knobs.named_parameters():\n    writer.add_histogram(name, p, step)\nprint(knobs.weight)")),
     ]
     invalid = [
+        # ... a method of such a class that formats the loss is reported where it does, in its body.
+        Invalid(_HISTORY.format(method="log", keep="print(f'loss {loss:.4f}')") + "logger = History()\n"
+                + in_training_loop("logger.log(step, loss)").partition("\n")[2],
+                fixed=_HISTORY.format(method="log", keep="if step % 100 == 0:\n            print(f'loss {loss:.4f}')")
+                + "logger = History()\n" + in_training_loop("logger.log(step, loss)").partition("\n")[2]),
         # A parameter of a module on the device, logged every step (a histogram of each weight: a
         # copy of the whole layer), or a layer's weight printed: parameters were not known as
         # tensors, so neither was reported.

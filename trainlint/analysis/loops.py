@@ -440,6 +440,17 @@ class Loops:
             cached = self._callees[call] = self._narrowed(call, name)
         return cached
 
+    def instance_method(self, call: cst.Call) -> cst.FunctionDef | None:
+        """For `obj.meth(...)` where obj is an instance of a class defined here (`obj = Cls()`,
+        `self.obj = Cls()`: _instance_class), the method meth of that class (or of a base class
+        defined here); else None. Such a call runs code of this file, whatever its names say: a
+        `logger.log(step, loss)` on an in-file `History()` is no logging library's call."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in self.functions:
+            return None
+        cls = self._instance_class(func.value, call)
+        return self.method_of(cls, func.attr.value) if cls is not None else None
+
     def calls_of(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """The calls that may run fn (callees): calls_by_name's calls of fn's name, less those
         that run a same-named function of another class."""
