@@ -63,6 +63,20 @@ _KEPT_LOGGER = ("import torch\nclass Logger:\n    def on_step_end(self, step, lo
                 "            self.logger.on_step_end(step, loss)\n")
 
 
+# A meter whose `tick` reads the clock ({test}), called by the loop after a synchronize ({call}).
+_METER = ("import time\nimport torch\nclass Meter:\n    def __init__(self):\n        self.t0 = time.time()\n"
+          "    def tick(self, step):\n        if {test}:\n            t1 = time.time()\n"
+          "            print(f'step {{step}}: {{(t1 - self.t0) * 1000:.1f}} ms')\n            self.t0 = t1\n"
+          "meter = Meter()\nfor step, x in enumerate(loader):\n    model(x).sum().backward()\n    opt.step()\n"
+          "    torch.cuda.synchronize()\n    {call}\n")
+_KEPT_METER = _METER.replace("meter = Meter()\nfor step, x in enumerate(loader):\n    model(x).sum().backward()\n"
+                             "    opt.step()\n    torch.cuda.synchronize()\n    {call}\n",
+                             "class Trainer:\n    def __init__(self):\n        self.meter = Meter()\n"
+                             "    def fit(self, loader):\n        for step, x in enumerate(loader):\n"
+                             "            model(x).sum().backward()\n            opt.step()\n"
+                             "            torch.cuda.synchronize()\n            self.meter.tick(step)\n")
+
+
 # Timing printed every 5 steps, with a synchronize on every step before the interval's `if`.
 _INTERVAL_TIMING = """import time
 import torch
@@ -105,6 +119,10 @@ synchronize in a helper (`def cuda_sync(): torch.cuda.synchronize()`) counts as 
 per-step call of the helper is in a loop body that reads a clock. But a per-step synchronize
 whose loop reads the clock only under one `if` after it that runs on some steps (`if step % 5 ==
 0: t1 = time.time()`) is flagged: it waits for the GPU on every step for a read made every 5th.
+A clock read in a function of the module that the loop calls (`meter.tick(step)`, followed a few
+calls deep) counts as a read in the loop: read on every step, the synchronize is not flagged;
+read only under an interval (`def tick(self, step): if step % 5 == 0: t1 = time.time()`), it is
+flagged, without a fix.
 
 ## Why is this bad?
 `synchronize()` blocks the host until the GPU is idle, so nothing is queued ahead; `empty_cache()`
@@ -144,7 +162,9 @@ benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in
 A synchronize kept for clock reads made only under an interval moves into that `if`, right
 before the first clock read: each read still follows all the work queued before it, as the
 previous read did, so the times logged stay the same. There is no fix when a line between the
-synchronize and that read calls anything (it may queue GPU work the read would then wait for).
+synchronize and that read calls anything (it may queue GPU work the read would then wait for),
+nor when the clock is read in a function the loop calls: move the synchronize into that function,
+under its interval, right before the read.
 """
     valid = [
         # Per-step timing (a clock read on every step, beside the interval's print) needs the
@@ -182,6 +202,9 @@ synchronize and that read calls anything (it may queue GPU work the read would t
         Valid(in_training_loop("end.record()\ntorch.cuda.synchronize()\ntimes.append(start.elapsed_time(end))")),
         Valid("import torch\nstart = torch.cuda.Event(enable_timing=True)\n" + in_training_loop(
             "start.record()\ntorch.cuda.synchronize()").partition("\n")[2]),
+        # A clock read on every step in a method the loop calls (`meter.tick(step)`): per-step
+        # timing, as when the read is written in the loop.
+        Valid(_METER.format(test="step >= 0", call="meter.tick(step)")),
         # A helper's synchronize, called in a loop body that reads a clock (it was removed from the helper).
         Valid(_SYNC_HELPER.format(loop="t0 = time.perf_counter()\n    cuda_sync()\n    print(time.perf_counter() - t0)")),
     ]
@@ -290,6 +313,16 @@ synchronize and that read calls anything (it may queue GPU work the read would t
                 fixed=_INTERVAL_TIMING.format(between="").replace("    torch.cuda.synchronize()\n", "").replace(
                     "        t1 = time.time()\n", "        torch.cuda.synchronize()\n        t1 = time.time()\n"),
                 message="for a clock read made only under `if step % 5 == 0:`"),
+        # A clock read under the interval in a method the loop calls after the synchronize
+        # (`meter.tick(step)`, `self.meter.tick(step)`): the synchronize was removed, and the ms
+        # logged measured launch time. Reported with advice, no fix.
+        Invalid(_METER.format(test="step % 5 == 0", call="meter.tick(step)"), fixed=NO_FIX,
+                message="a clock read that `tick` makes only under `if step % 5 == 0:`; not fixed: move it into "
+                        "`tick` under its interval, before the clock read"),
+        Invalid(_KEPT_METER.format(test="step % 5 == 0"), fixed=NO_FIX,
+                message="not fixed: move it into `tick` under its interval, before the clock read"),
+        Invalid(_METER.format(test="step >= 0", call="if step % 5 == 0:\n        meter.tick(step)"), fixed=NO_FIX,
+                message="that `tick` makes only on some steps; not fixed: move it into `tick`, before the clock read"),
         # ... not past a line that calls something (it may queue GPU work the read would wait for).
         Invalid(_INTERVAL_TIMING.format(between="    ema.update(model)\n"), fixed=NO_FIX,
                 message="not fixed: code between it and the clock read calls something"),
@@ -315,6 +348,15 @@ synchronize and that read calls anything (it may queue GPU work the read would t
             # Synchronizing to time GPU work is the point (yolov5's time_sync()), also in a helper
             # whose per-step call sits among the clock reads (`t0 = time.perf_counter(); ...;
             # cuda_sync(); print(time.perf_counter() - t0)`).
+            return
+        if qn.endswith(".synchronize") and helper is None and (called := _called_clock_read(ctx, node)) is not None:
+            fn, interval = called
+            if interval is None:
+                return  # a clock read on every step, in a function the loop calls: per-step timing
+            where, into = (f"under `if {interval}:`", " under its interval") if interval else ("on some steps", "")
+            self.report(node, f"`{ctx.code(node.func)}()` on every step stalls the GPU pipeline for a clock read "
+                              f"that `{fn.name.value}` makes only {where}; not fixed: move it into "
+                              f"`{fn.name.value}`{into}, before the clock read")
             return
         if qn.endswith(".synchronize") and ctx.orders_async_work(node):
             return  # it may be what lets the host read a side stream's work or a non-blocking copy
@@ -397,6 +439,47 @@ def _interval_clock_read(ctx, node: cst.Call) -> tuple[cst.If, cst.BaseStatement
     if any(isinstance(n, cst.Call) for part in between for n in ctx.index.walk(part)):
         return guard, None, "code between it and the clock read calls something, which may queue GPU work the read would wait for"
     return guard, clock, ""
+
+
+_CLOCK_CALL_DEPTH = 3
+
+
+def _called_clock_read(ctx, node: cst.Call) -> tuple[cst.FunctionDef, str | None] | None:
+    """A clock read (or CUDA event timing) in a function of the module that node's loop body
+    calls, followed through Loops.callees a few calls deep (`meter.tick(step)` after the
+    synchronize, with `def tick(self, step): if step % 5 == 0: t1 = time.time()`): the function
+    that reads the clock, and the interval under which it does (None when it reads it on every
+    step). Such a read depends on the synchronize like one written in the loop: removing it made
+    the logged milliseconds measure launch time. A read on every step is preferred over one
+    under an interval (the synchronize is then needed each step); None when no callee reads one."""
+    loop = ctx.loops.innermost_loop(node)
+    if loop is None:
+        return None
+    found = None
+    for call in (c for c in ctx.index.walk(loop.body) if isinstance(c, cst.Call)):
+        for fn, read, interval in _clock_reads_under(ctx, call, None if ctx.is_per_step(call) else "", 0, set()):
+            if interval is None:
+                return fn, None
+            found = found or (fn, interval)
+    return found
+
+
+def _clock_reads_under(ctx, call: cst.Call, interval: str | None, depth: int, seen: set):
+    """(function, clock read, interval limiting it or None) for each clock read in the functions
+    call runs, and in those they call (up to _CLOCK_CALL_DEPTH); interval: what already limits
+    call ("" for a call that does not run on every step, whose interval is not named)."""
+    if depth >= _CLOCK_CALL_DEPTH:
+        return
+    for fn in ctx.loops.callees(call):
+        if fn in seen:
+            continue
+        seen.add(fn)
+        for inner in (c for c in ctx.index.walk(fn.body) if isinstance(c, cst.Call)):
+            limited = interval if interval is not None else ctx.loops.interval_in_function(inner)
+            if ctx.is_clock_read(inner) or ctx.times_events(inner):
+                yield fn, inner, limited
+            elif ctx.loops.callees(inner):
+                yield from _clock_reads_under(ctx, inner, limited, depth + 1, seen)
 
 
 def _helper_callers(ctx, node: cst.CSTNode) -> tuple[cst.FunctionDef | None, list[cst.Call]]:
