@@ -60,22 +60,30 @@ def step_counter(ctx, node: cst.CSTNode) -> str | None:
     return _incremented(ctx, [loop.body])
 
 
-def _counter_parameter(ctx, node: cst.CSTNode) -> str | None:
+# How many calls deep a counter handed from the loop is followed (_counter_parameter).
+_MAX_CALL_DEPTH = 4
+
+
+def _counter_parameter(ctx, node: cst.CSTNode, _seen: tuple = ()) -> str | None:
     """In a function the module's loops call, the parameter every call hands the loop's counter
-    (`self.logger.on_step_end(step, loss)` into `def on_step_end(self, step, loss)`), when the
-    function binds that name nowhere else: there it counts the loop's steps as the loop does.
-    The loop's own name is not seen in the function (advice naming it raised NameError)."""
+    (`self.logger.on_step_end(step, loss)` into `def on_step_end(self, step, loss)`, also
+    `global_step=self.global_step`), when the function binds that name nowhere else: there it
+    counts the loop's steps as the loop does. The loop's own name is not seen in the function
+    (advice naming it raised NameError). Followed through the functions between (`on_step_end`
+    handing `step` on to `self.printer.show(step, loss)` as `it`): each level's own name."""
     fn = ctx.index.enclosing_function(node)
-    if fn is None:
+    if fn is None or fn in _seen or len(_seen) >= _MAX_CALL_DEPTH:
         return None
     calls = ctx.loops.calls_of(fn)
     found: set[str] = set()
     for call in calls:
-        counter = step_counter(ctx, call) if ctx.loops.hot_loop_of(call) is not None else None
-        if counter is None or len(ctx.loops.callees(call)) != 1:
+        counter = _counter_at_call(ctx, call, (*_seen, fn))
+        # The call must run fn alone: arguments are bound to fn's own parameters (bind_args), so
+        # another class's method of the same name (`NoOp.on_step_end`) takes nothing from it.
+        if counter is None or ctx.loops.callees(call) != [fn]:
             return None
-        params = {param for param, arg in ctx.loops.bind_params(fn.name.value, call)
-                  if isinstance(arg.value, cst.Name) and arg.value.value == counter and not arg.star}
+        params = {param for param, arg in ctx.loops.bind_args(fn, call)
+                  if not arg.star and ctx.dotted(arg.value) == counter}
         if len(params) != 1:
             return None
         found |= params
@@ -84,6 +92,17 @@ def _counter_parameter(ctx, node: cst.CSTNode) -> str | None:
     param = found.pop()
     # Rebound in the function (`step = step * accum`, a nested loop's `for step in ...`): not the count.
     return None if any(param == name for name in bound_names(fn.body)) else param
+
+
+def _counter_at_call(ctx, call: cst.Call, seen: tuple) -> str | None:
+    """The loop's counter as named where call stands: in a hot loop, the loop's (step_counter);
+    in a function called from one, the parameter it comes in as (_counter_parameter); None in a
+    framework's hook (its counter is the framework's, not handed on here) or elsewhere."""
+    if ctx.loops.hot_loop_of(call) is not None:
+        return step_counter(ctx, call)
+    if ctx.loops.step_hook(call) is not None:
+        return None
+    return _counter_parameter(ctx, call, seen)
 
 
 def _stepping_outer_loop(ctx, loop: cst.CSTNode) -> cst.For | cst.While | None:
@@ -269,7 +288,7 @@ def _named_guard(ctx, node: cst.CSTNode, counter: str | None, default: int) -> _
     else:
         interval, known = str(default), True
         for name, text in _interval_names(ctx):
-            if in_scope_of(ctx, name, node):
+            if in_scope_of(ctx, name, node) and _own_attribute(ctx, name, node):
                 value = interval_value(ctx, name, node)
                 interval = text
                 known = isinstance(value, int) and not isinstance(value, bool) and value > 0
@@ -286,6 +305,22 @@ def _named_guard(ctx, node: cst.CSTNode, counter: str | None, default: int) -> _
     return _Guard(test, f"`if {test}:`", interval)
 
 
+def _self_attribute(expr: cst.CSTNode) -> bool:
+    """expr is `self.<attr>`."""
+    return isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"
+
+
+def _own_attribute(ctx, name: cst.CSTNode, at: cst.CSTNode) -> bool:
+    """An interval `self.log_every` seen at name is one the code at `at` can read as `self.log_every`:
+    both stand in the same class, or name in a base class of at's defined here. Another class's
+    (Trainer's `self.log_every = 50` advised inside Logger's method, or Logger's inside Trainer's
+    loop) is an attribute the object at `at` may not have: AttributeError. Other names: True."""
+    if not _self_attribute(name):
+        return True
+    owner = ctx.index.enclosing_class(at)
+    return owner is not None and ctx.index.enclosing_class(name) in ctx.loops.lineage(owner)
+
+
 def interval_value(ctx, expr: cst.BaseExpression, at: cst.CSTNode):
     """The value a plain run gives the interval expr read at `at`: a literal, a variable's or
     option's (Sources), else that of an attribute of `self` set once in `__init__`
@@ -296,29 +331,36 @@ def interval_value(ctx, expr: cst.BaseExpression, at: cst.CSTNode):
 
 def _init_attribute_value(ctx, expr: cst.BaseExpression, at: cst.CSTNode):
     """The literal `self.log_every` holds where `at`, in a method of the same class, reads it:
-    the file binds an attribute of that name exactly once (of any object: not `trainer.log_every
-    = 0`, not `self.log_every += 1`, no `setattr`), as `self.log_every = 2` in that class's own
-    `__init__`. Such an attribute is as known as a module constant (TL201 said "not known to be a
-    positive whole number" and wrote no guard). UNKNOWN otherwise: set from an argument or a
-    config (`self.log_every = log_every`), anywhere else, or more than once."""
-    if not (isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self"):
+    the file binds that attribute of such an object exactly once (not `trainer.log_every = 0` of
+    any object, not `self.log_every += 1`, no `setattr`), as `self.log_every = 2` in the `__init__`
+    of that class or of a base class of it defined here. `self.log_every` of an unrelated class
+    (not a base or a subclass) is another object's: Logger's `self.log_every = 2` was unknown
+    because the Trainer set its own to 50. Such an attribute is as known as a module constant
+    (TL201 said "not known to be a positive whole number" and wrote no guard). UNKNOWN
+    otherwise: set from an argument or a config (`self.log_every = log_every`), anywhere else,
+    or more than once."""
+    if not _self_attribute(expr):
         return UNKNOWN
     cls = ctx.index.enclosing_class(at)
-    if cls is None or ctx.index.enclosing_class(expr) is not cls:
+    lineage = ctx.loops.lineage(cls) if cls is not None else []
+    if ctx.index.enclosing_class(expr) not in lineage:
         return UNKNOWN
     attr = expr.attr.value
     for call in ctx.index.nodes(cst.Call):
         if ctx.dotted(call.func) == "setattr" and (len(call.args) < 2 or ctx.literal(call.args[1].value) in (attr, UNKNOWN)):
             return UNKNOWN
-    bound = [a for a in ctx.index.nodes(cst.Attribute) if a.attr.value == attr and _is_bound(ctx, a)]
+    related = {*lineage, *ctx.loops.subclasses(cls)}
+    bound = [a for a in ctx.index.nodes(cst.Attribute) if a.attr.value == attr and _is_bound(ctx, a)
+             and not (_self_attribute(a) and (owner := ctx.index.enclosing_class(a)) is not None
+                      and owner not in related)]
     if len(bound) != 1:
         return UNKNOWN
     target = bound[0]
     holder, assign = ctx.parent(target), ctx.parent(ctx.parent(target))
     fn = ctx.index.enclosing_function(target)
     if not (isinstance(holder, cst.AssignTarget) and isinstance(assign, cst.Assign) and len(assign.targets) == 1
-            and isinstance(target.value, cst.Name) and target.value.value == "self"
-            and fn is not None and fn.name.value == "__init__" and ctx.parent(ctx.parent(fn)) is cls):
+            and _self_attribute(target) and fn is not None and fn.name.value == "__init__"
+            and ctx.parent(ctx.parent(fn)) in lineage):
         return UNKNOWN
     return ctx.literal(assign.value)
 
@@ -345,14 +387,30 @@ def _missing_counter(ctx, node: cst.CSTNode) -> tuple[str, str]:
         return "opt_step", ("counting optimizer steps with `opt_step += 1` where the optimizer steps, as a test of the "
                             "loop's index there may hold on no step")
     fn = ctx.index.enclosing_function(node)
-    if fn is not None and ctx.index.enclosing_class(fn) is not None and fn.params.params \
-            and fn.params.params[0].name.value == "self" and ctx.loops.hot_loop_of(node) is None \
-            and any(ctx.loops.hot_loop_of(call) is not None for call in ctx.loops.calls_of(fn)):
-        # A method the module's loop calls (`self.train_step(x)`): the loop's index is not seen
-        # there, and advice naming it would raise NameError if copied; the object can keep the
-        # count. (Not a framework's hook, called by no loop of the module.)
-        return "self.step", "counting `self.step += 1` in this method, which sees no counter of the loop"
+    if fn is not None and ctx.loops.hot_loop_of(node) is None and _called_from_loop(ctx, fn):
+        # A function the module's loop calls (`self.train_step(x)`), or one such a function
+        # calls: the loop's index is not seen there, and advice naming it would raise NameError
+        # if copied; a method's object can keep the count. (Not a framework's hook, called by no
+        # loop of the module.)
+        if ctx.index.enclosing_class(fn) is not None and fn.params.params \
+                and fn.params.params[0].name.value == "self":
+            return "self.step", "counting `self.step += 1` in this method, which sees no counter of the loop"
+        return "step", "with the loop's counter handed in as a parameter `step`, which this function does not take"
     return "step", "counting `step` where no counter of the loop was found"
+
+
+def _called_from_loop(ctx, fn: cst.FunctionDef, _seen: tuple = ()) -> bool:
+    """fn is called in a hot loop of the module, directly or through functions called there
+    (`self.handler.on_step_end(...)` in the loop calling `self.printer.show(...)`)."""
+    if fn in _seen or len(_seen) >= _MAX_CALL_DEPTH:
+        return False
+    for call in ctx.loops.calls_of(fn):
+        if ctx.loops.hot_loop_of(call) is not None:
+            return True
+        caller = ctx.index.enclosing_function(call)
+        if caller is not None and ctx.loops.step_hook(call) is None and _called_from_loop(ctx, caller, (*_seen, fn)):
+            return True
+    return False
 
 
 def _bound_between(ctx, node: cst.CSTNode, guard: cst.If) -> set[str]:

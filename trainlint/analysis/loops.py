@@ -668,14 +668,24 @@ class Loops:
             self._attribute_class_memo[key] = self._set_in_class(owner, attr.attr.value)
         return self.classes[name][0] if self._attribute_class_memo[key] else None
 
+    def lineage(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """cls and its base classes defined here, through bases of bases: the classes whose
+        methods and `self.<attr>` bindings an instance of cls has."""
+        chain, todo = [], [cls]
+        while todo:
+            one = todo.pop()
+            if one not in chain:
+                chain.append(one)
+                todo += self._bases(one)
+        return chain
+
+    def subclasses(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """The classes defined here that inherit from cls (_subclasses)."""
+        return self._subclasses(cls)
+
     def _set_in_class(self, owner: cst.ClassDef, attr: str) -> bool:
         """Whether owner, or a base class of it defined here, assigns `self.<attr>`."""
-        chain, todo = [], [owner]
-        while todo:
-            cls = todo.pop()
-            if cls not in chain:
-                chain.append(cls)
-                todo += self._bases(cls)
+        chain = self.lineage(owner)
         for node in (*self.index.nodes(cst.Assign), *self.index.nodes(cst.AnnAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets) \
@@ -708,7 +718,13 @@ class Loops:
         fns = self.functions.get(fn_name, ())
         if len(fns) != 1:
             return
-        params = [p.name.value for p in fns[0].params.params]
+        yield from self.bind_args(fns[0], call)
+
+    def bind_args(self, fn: cst.FunctionDef, call: cst.Call):
+        """(parameter name, argument) pairs of call, bound to the parameters of fn, the function
+        it runs (one of callees(call)), whatever other functions share fn's name: every callback
+        class defines `on_step_end`, and binding by name alone found no parameters there."""
+        params = [p.name.value for p in fn.params.params]
         alias = self._aliases.get(call)
         if alias is not None:
             # `self.step_fn(x)` may call a plain function kept on the instance (no `self` taken),
