@@ -163,6 +163,8 @@ _KEPT_LOGGER = ("import torch\nclass Logger:\n    def on_step_end(self, step, lo
                 "    def fit(self, losses):\n        for step in range(10):\n"
                 "            loss = self.model(torch.randn(8, 8, device='cuda')).mean()\n"
                 "            loss.backward()\n            self.opt.step()\n            self.logger.on_step_end({args})\n")
+# A printer class a logger hands the step to as `it`.
+_PRINTER = "class Printer:\n    def show(self, it, loss):\n        print(it, loss.item())\n"
 _PLATEAU_CASE = ("import torch\nfrom torch.optim.lr_scheduler import ReduceLROnPlateau\nsched = ReduceLROnPlateau(opt)\n"
                  "for epoch in range(3):\n    for step, (x, y) in enumerate(loader):\n        loss = model(x, y)\n"
                  "        loss.backward()\n        opt.step()\n        {step}\n")
@@ -245,9 +247,12 @@ accumulation, `opt_step`, which the advice says to count there with `opt_step +=
 loop's index there, `i % 10 == 0` under `i % 4 == 3`, may hold on no step; no fix is written). In a
 function or method the loop calls (also one of an object the loop's class keeps, `self.logger =
 Logger()`), the loop's counter is not in scope: the parameter every call hands it to
-(`self.logger.on_step_end(step, loss)` into `def on_step_end(self, step, loss)`) is the counter
-when the function rebinds it nowhere; else, in a method, the advice counts `self.step += 1`
-there and no fix is written. In a hook, the advice and the fixes use the framework's own step
+(`self.logger.on_step_end(step, loss)` into `def on_step_end(self, step, loss)`, also
+`global_step=self.global_step`; other classes' methods of the same name aside) is the counter
+when the function rebinds it nowhere, followed through functions that hand it on
+(`self.printer.show(step, loss)` into `def show(self, it, loss)`: `it`); else, in a method, the
+advice counts `self.step += 1` there and no fix is written. An interval kept on the object
+(`self.log_every`) is the one of the class that holds the code, or of a base class of it. In a hook, the advice and the fixes use the framework's own step
 counter and logging interval: `self.global_step % self.trainer.log_every_n_steps` in a
 LightningModule, `trainer.global_step % trainer.log_every_n_steps` in a Lightning callback,
 `state.global_step % state.logging_steps` in a TrainerCallback (the Trainer's `self.state` in a
@@ -464,6 +469,57 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss"),
                 fixed=_KEPT_LOGGER.format(body="if step % 100 == 0:\n            print(step, loss.item())",
                                           args="step, loss"),
+                message="(`if step % 100 == 0:`)"),
+        # Another class with a method of the same name (every callback class has `on_step_end`):
+        # the call still runs Logger's, whose `step` it binds (binding went by name, found two
+        # functions, and the advice counted `self.step += 1` with no fix).
+        Invalid(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss")
+                + "class NoOp:\n    def on_step_end(self, step, loss):\n        pass\n",
+                fixed=_KEPT_LOGGER.format(body="if step % 100 == 0:\n            print(step, loss.item())", args="step, loss")
+                + "class NoOp:\n    def on_step_end(self, step, loss):\n        pass\n",
+                message="(`if step % 100 == 0:`)"),
+        # Handed on a level deeper (`self.printer.show(step, loss)` as `it`): the counter is `it`
+        # there (the advice named `step`, which `show` does not see).
+        Invalid(_KEPT_LOGGER.format(body="self.printer.show(step, loss)", args="step, loss").replace(
+                    "class Logger:\n", _PRINTER + "class Logger:\n    def __init__(self):\n        self.printer = Printer()\n"),
+                fixed=_KEPT_LOGGER.format(body="self.printer.show(step, loss)", args="step, loss").replace(
+                    "class Logger:\n", _PRINTER.replace("        print(", "        if it % 100 == 0:\n            print(")
+                    + "class Logger:\n    def __init__(self):\n        self.printer = Printer()\n"),
+                message="(`if it % 100 == 0:`)"),
+        # The loop's counter handed as an attribute (`global_step=self.global_step`, which the loop
+        # counts with `self.global_step += 1`): the parameter is the counter (it was not found).
+        Invalid(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step=self.global_step, loss=loss").replace(
+                    "for step in range(10):\n", "for x in loader:\n").replace(
+                    "loss=loss)\n", "loss=loss)\n            self.global_step += 1\n"),
+                fixed=_KEPT_LOGGER.format(body="if step % 100 == 0:\n            print(step, loss.item())",
+                                          args="step=self.global_step, loss=loss").replace(
+                    "for step in range(10):\n", "for x in loader:\n").replace(
+                    "loss=loss)\n", "loss=loss)\n            self.global_step += 1\n"),
+                message="(`if step % 100 == 0:`)"),
+        # `self.log_every` is each class's own: the Trainer's (50) is not the Logger's (2), which
+        # was "not known" because the file set the name twice; and where only the Trainer sets
+        # it, the Logger's method cannot read it (the advice named it: AttributeError).
+        Invalid(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss").replace(
+                    "class Logger:\n", "class Logger:\n    def __init__(self):\n        self.log_every = 2\n").replace(
+                    "self.logger = Logger()\n", "self.logger = Logger()\n        self.log_every = 50\n"),
+                fixed=_KEPT_LOGGER.format(body="if step % self.log_every == 0:\n            print(step, loss.item())",
+                                          args="step, loss").replace(
+                    "class Logger:\n", "class Logger:\n    def __init__(self):\n        self.log_every = 2\n").replace(
+                    "self.logger = Logger()\n", "self.logger = Logger()\n        self.log_every = 50\n"),
+                message="(`if step % self.log_every == 0:`)"),
+        Invalid(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss").replace(
+                    "self.logger = Logger()\n", "self.logger = Logger()\n        self.log_every = 50\n"),
+                fixed=_KEPT_LOGGER.format(body="if step % 100 == 0:\n            print(step, loss.item())",
+                                          args="step, loss").replace(
+                    "self.logger = Logger()\n", "self.logger = Logger()\n        self.log_every = 50\n"),
+                message="(`if step % 100 == 0:`)"),
+        # ... nor the Trainer's loop the Logger's.
+        Invalid(_KEPT_LOGGER.format(body="pass", args="step, loss").replace(
+                    "class Logger:\n", "class Logger:\n    def __init__(self):\n        self.log_every = 3\n").replace(
+                    "self.opt.step()\n", "self.opt.step()\n            print(loss.item())\n"),
+                fixed=_KEPT_LOGGER.format(body="pass", args="step, loss").replace(
+                    "class Logger:\n", "class Logger:\n    def __init__(self):\n        self.log_every = 3\n").replace(
+                    "self.opt.step()\n", "self.opt.step()\n            if step % 100 == 0:\n                print(loss.item())\n"),
                 message="(`if step % 100 == 0:`)"),
         # ... a parameter not handed the loop's counter, or one the method rebinds, is no counter.
         Invalid(_KEPT_LOGGER.format(body="print(step, loss.item())", args="len(losses), loss"), fixed=NO_FIX,

@@ -53,6 +53,13 @@ _FILLED_READ_AFTER = "import torch\nstats = []\n" + in_training_loop(
 
 
 # A helper that synchronizes, called in the training loop (`{loop}`).
+# A subclass's override of a method the base class's loop calls on every step.
+_OVERRIDE = ("import torch\nclass Base:\n    def __init__(self):\n        self.model = torch.nn.Linear(4, 1).cuda()\n"
+             "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n"
+             "    def after_step(self):\n        pass\n"
+             "    def fit(self):\n        for i in range(10):\n            self.model(torch.randn(8, 4).cuda()).sum().backward()\n"
+             "            self.opt.step()\n            self.after_step()\n"
+             "class Verbose(Base):\n    def after_step(self):\n        {sync}\n")
 _SYNC_HELPER = ("import time\nimport torch\ndef cuda_sync():\n    torch.cuda.synchronize()\n"
                 "for x in loader:\n    model(x).sum().backward()\n    opt.step()\n    {loop}\n")
 # A trainer whose loop calls a method of the logger it keeps on itself.
@@ -156,7 +163,8 @@ earlier in the loop, after it), there is no fix: that read would see a stale val
 there one when the statement fills a container (`stats.append(torch.cuda.memory_allocated())`)
 that is read anywhere else: it would hold every N-th value; nor when the call is in a helper
 that is also called where it does not run on every step, or used by name (an inference
-benchmark's `cuda_sync()`): editing its body would change those uses too. Nor in the `else:` or
+benchmark's `cuda_sync()`; another class's method of the same name, and a call that runs it, are
+no such use): editing its body would change those uses too. Nor in the `else:` or
 `elif` of an `if` whose test takes a remainder of the same counter (`if step % log_every == 0:
 ... else:`), where an interval test may never hold.
 A synchronize kept for clock reads made only under an interval moves into that `if`, right
@@ -213,14 +221,21 @@ under its interval, right before the read.
         # runs on every step: its synchronize went unreported (the method was not followed).
         Invalid(_KEPT_LOGGER.format(sync="\n        torch.cuda.synchronize()"), fixed=_KEPT_LOGGER.format(sync=""),
                 message="on every step"),
+        # A call that runs another class's method of the same name (`self.printer.on_step_end`,
+        # Printer's) is no use of Logger's by name (it was: no fix).
+        Invalid(_KEPT_LOGGER.format(sync="\n        torch.cuda.synchronize()").replace(
+                    "class Trainer:\n", "class Printer:\n    def on_step_end(self, step, loss):\n        print(step)\n"
+                    "class Trainer:\n").replace("self.logger = Logger()\n", "self.logger = Logger()\n        self.printer = Printer()\n")
+                + "            self.printer.on_step_end(step, loss)\n",
+                fixed=_KEPT_LOGGER.format(sync="").replace(
+                    "class Trainer:\n", "class Printer:\n    def on_step_end(self, step, loss):\n        print(step)\n"
+                    "class Trainer:\n").replace("self.logger = Logger()\n", "self.logger = Logger()\n        self.printer = Printer()\n")
+                + "            self.printer.on_step_end(step, loss)\n",
+                message="on every step"),
         # `self.after_step()` in Base may run a subclass's override: it runs on every step too.
-        Invalid("import torch\nclass Base:\n    def __init__(self):\n        self.model = torch.nn.Linear(4, 1).cuda()\n"
-                "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n"
-                "    def after_step(self):\n        pass\n"
-                "    def fit(self):\n        for i in range(10):\n            self.model(torch.randn(8, 4).cuda()).sum().backward()\n"
-                "            self.opt.step()\n            self.after_step()\n"
-                "class Verbose(Base):\n    def after_step(self):\n        torch.cuda.empty_cache()\n",
-                fixed=NO_FIX, message="on every step"),
+        # Base's own `def after_step` is no use of Verbose's by name (it was: no fix).
+        Invalid(_OVERRIDE.format(sync="torch.cuda.empty_cache()"), fixed=_OVERRIDE.format(sync="pass"),
+                message="on every step"),
         # A clock read only before and after the loop times the whole run: each step's
         # synchronize is not part of that measurement.
         Invalid(in_training_loop("torch.cuda.synchronize()").replace("import torch\n", "import time\nimport torch\nstart = time.time()\n")
@@ -500,10 +515,24 @@ def _used_elsewhere(ctx, fn: cst.FunctionDef, callers: list[cst.Call]) -> str | 
         if not ctx.is_per_step(call):
             return "called where it does not run on every step"
     calls = {id(c.func) for c in callers} | {id(c.func.attr) for c in callers if isinstance(c.func, cst.Attribute)}
+    calls |= _other_functions_names(ctx, fn)
     for name in ctx.index.nodes(cst.Name):
         if name.value == fn.name.value and name is not fn.name and id(name) not in calls:
             return "used by name, not only called"
     return None
+
+
+def _other_functions_names(ctx, fn: cst.FunctionDef) -> set[int]:
+    """The ids of the names spelled as fn's that are no use of fn: another function's `def` of the
+    name, and a call the module resolves to other functions only (`self.callback.on_step_end(...)`
+    running PrintLoss's, not SyncCB's). Every callback class defines `on_step_end`; each of them
+    counted as fn "used by name", and the sync was never removed."""
+    out = {id(other.name) for other in ctx.loops.functions.get(fn.name.value, ()) if other is not fn}
+    for call in ctx.loops.calls_by_name.get(fn.name.value, ()):
+        callees = ctx.loops.callees(call)
+        if callees and fn not in callees:
+            out |= {id(call.func), id(call.func.attr) if isinstance(call.func, cst.Attribute) else 0}
+    return out
 
 
 def _remove_statement(rule: Rule, stmt: cst.BaseStatement, message: str):
