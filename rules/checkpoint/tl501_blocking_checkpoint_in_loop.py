@@ -44,6 +44,16 @@ _LOADS = frozenset({"from_pretrained", "load_state", "load_checkpoint"})
 # Where each save takes the file or folder it writes: (position, keyword).
 # Libraries with models of their own whose save_pretrained takes no `state_dict=`.
 _OTHER_SAVE_PRETRAINED = ("peft", "diffusers", "sentence_transformers")
+# Contexts that only change how tensors are computed: a save inside them may still write in the
+# background (any other `with` that binds nothing may be a lock others read the file under).
+_COMPUTE_CONTEXTS = frozenset({
+    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.autocast", "torch.amp.autocast",
+    "torch.cuda.amp.autocast", "torch.cpu.amp.autocast", "contextlib.nullcontext",
+    "torch.autograd.profiler.record_function", "torch.profiler.record_function",
+})
+# Calls after which other processes count on what each one wrote (TL501's background write).
+_BARRIERS = frozenset({"barrier", "wait_for_everyone", "monitored_barrier"})
+
 _PATH_ARGUMENT = {"torch.save": (1, "f"), "save_pretrained": (0, "save_directory"),
                   "engine.save_checkpoint": (0, "save_dir"),
                   "accelerator.save_state": (0, "output_dir"), "accelerator.save": (1, "f"),
@@ -294,7 +304,11 @@ handlers of only `KeyboardInterrupt`/`SystemExit`, or ending in a bare `raise`, 
 a save made asynchronous when its path is built from a name that a `with` around it (or around a
 call that leads to it, the path followed through parameters) binds: `with
 tempfile.TemporaryDirectory() as out:` removes the folder on exit, which could come while the last
-write still runs, and any other `with` may likewise close or move what it bound. A per-step save with no interval is moved under `if <step> % <interval> == 0:`,
+write still runs, and any other `with` may likewise close or move what it bound. Nor when the end
+of its statement tells others the file is written: it stands in a `with` that binds nothing (other
+than `torch.no_grad()`, autocast and the like: `with lock:`, under which an actor loads the file)
+or a barrier follows it in the loop (`dist.barrier()`, `accelerator.wait_for_everyone()`, after
+which other ranks load it). A per-step save with no interval is moved under `if <step> % <interval> == 0:`,
 with the script's own save interval if it has one (that of another save in the same loop, such
 as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`), else the
 `save-every` option (in a framework's hook, under its step counter: `trainer.global_step`,
@@ -305,9 +319,14 @@ the state the loop ends with; in other loops (over a loader, `while`, a `range` 
 under the `if`s it stood under in the loop, such as `if rank == 0:`; a save function's call, itself
 written in the background, before the wait). Where that final save cannot be written (it reads a
 name only the loop binds, such as the batch or the loop's own index, unbound after a loop that ran
-no step; a `return` or `yield` in the loop would skip it; it stands in a `try` in the loop; in a
-framework's step hook, which has no end of the loop), the save is not put under an interval: it is
-only made asynchronous where it stands, if it can be, and the message says why. So is a save that
+no step; a `return` or `yield` in the loop would skip it; a `break` may end the loop after a state
+it did not save (an early stop keeps the last good checkpoint); something other than logging or
+other saves follows the save in the loop (a scheduler's per-epoch step, a `dist.barrier()`, a
+loop's `else:`), so the final state would differ from the loop's last save; it runs on the
+optimizer steps of gradient accumulation, where the final state could follow micro-batches no
+step applied; it stands in a `try` in the loop; in a framework's step hook, which has no end of
+the loop), the save is not put under an interval: it is only made asynchronous where it stands,
+if it can be, and the message says why. So is a save that
 shares its line with other statements (`loss.backward(); opt.step(); torch.save(...)`: a guard
 around the line would skip the step too). The call of a save function of the module is put under
 the interval only when the function does nothing but the save (and what serves it: building its
@@ -399,6 +418,32 @@ and whether the fix still moves the save under an interval.
               "    def on_train_epoch_end(self, trainer, module):\n        torch.save(module.state_dict(), 'e.pt')\n"),
     ]
     invalid = [
+        # No final save after a loop that may `break` (an early stop keeps the last good state,
+        # which a final save overwrote with the diverged one), nor where something follows the
+        # save in the loop (the scheduler's per-epoch step: the final file held one step more;
+        # a `dist.barrier()`, after which other ranks read the file). Only the background write.
+        Invalid("import torch\nstep = 0\nfor x, y in loader:\n    model(x, y).backward()\n    opt.step()\n"
+                "    if diverged(model):\n        break\n    step += 1\n    torch.save(model.state_dict(), 'l.pt')\n",
+                fixed=_fixed("import torch\nstep = 0\nfor x, y in loader:\n    model(x, y).backward()\n    opt.step()\n"
+                             "    if diverged(model):\n        break\n    step += 1\n"
+                             "    _trainlint_async_save(torch.save, model.state_dict(), 'l.pt')\n"),
+                message="not saved under an interval: the end of training would go unsaved (a `break` may leave"),
+        Invalid("import torch\nstep = 0\nfor epoch in range(3):\n    for x, y in loader:\n        model(x, y).backward()\n"
+                "        opt.step()\n        step += 1\n        torch.save([step, sched.state_dict()], 's.pt')\n    sched.step()\n",
+                fixed=_fixed("import torch\nstep = 0\nfor epoch in range(3):\n    for x, y in loader:\n        model(x, y).backward()\n"
+                             "        opt.step()\n        step += 1\n"
+                             "        _trainlint_async_save(torch.save, [step, sched.state_dict()], 's.pt')\n",
+                             wait="    ", final="    sched.step()\n"),
+                message="(`sched.step()` follows the save in the loop"),
+        # ... and a barrier after the save tells the other ranks the file is written: no
+        # background write either (other ranks loaded a partial file), so no fix.
+        Invalid("import torch\nimport torch.distributed as dist\nfor x, y in loader:\n    model(x, y).backward()\n"
+                "    opt.step()\n    if rank == 0:\n        torch.save(model.state_dict(), 'shared.pt')\n    dist.barrier()\n",
+                fixed=NO_FIX, message="`dist.barrier()` after it tells other processes the file is written"),
+        # A save inside `with lock:` (an actor loads the file under the same lock): a background
+        # write would leave the lock before the file is complete (the actor read partial files).
+        Invalid(in_training_loop("if step % 2 == 0:\n    with lock:\n        torch.save(model.state_dict(), 'policy.pt')"),
+                fixed=NO_FIX, message="it stands in `with lock:`, whose end would come before a background write is done"),
         # A save sharing its line with the step (`loss.backward(); opt.step(); torch.save(...)`):
         # the guard went around the whole line, so the model trained on the saving steps only.
         Invalid("import torch\nfor i in range(20):\n    loss = model(x).sum()\n"
@@ -557,15 +602,16 @@ and whether the fix still moves the save under an interval.
                              "    if step % 1000 == 0 or step == args.steps - 1:\n"
                              "        _trainlint_async_save(torch.save, {'step': step}, 'latest.pt')\n"),
                 message="save every `1000` steps and at the last step"),
-        # (There no final save after the loop could write the last `step`, which only the loop
-        # binds: no interval, only the background write; the interval alone left the file stale.)
+        # (There no final save after the loop may be written: an early stop keeps the last state
+        # it saved, which a final save would overwrite; it would also read `step`, which only the
+        # loop binds. No interval, only the background write; the interval alone left the file stale.)
         Invalid("import torch\nfor step in range(n):\n    model(x).backward()\n    opt.step()\n"
                 "    torch.save({'step': step}, 'latest.pt')\n    if done():\n        break\n",
                 fixed=_fixed("import torch\nfor step in range(n):\n    model(x).backward()\n    opt.step()\n"
                              "    _trainlint_async_save(torch.save, {'step': step}, 'latest.pt')\n"
                              "    if done():\n        break\n"),
-                message="not saved under an interval: the end of training would go unsaved (a final save after the "
-                        "loop would read `step`"),
+                message="not saved under an interval: the end of training would go unsaved (a `break` may leave "
+                        "the loop after a state it did not save"),
         # A call laid out by hand around a comment keeps its layout: the lines aligned under its
         # parenthesis move with it, as the head grows and the guard indents it.
         Invalid(in_training_loop("torch.save(model.state_dict(),  # weights only\n           'latest.pt')"),
@@ -679,10 +725,11 @@ and whether the fix still moves the save under an interval.
         # A whole module: the helper cannot snapshot it and saves it blocking; the message says so.
         Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model, 'model.pt')"),
                 message="`model` itself is a live object, which the helper saves blocking"),
-        # Gradient accumulation's guard is not the loop's save interval (`accum` was taken for one).
+        # Gradient accumulation's guard is not the loop's save interval (`accum` was taken for one;
+        # now no interval is written there at all, see below).
         Invalid("import torch\nstep = 0\nfor i in range(n):\n    model(x).backward()\n    if (i + 1) % accum == 0:\n"
                 "        opt.step()\n        step += 1\n        torch.save(model.state_dict(), 'l.pt')\n"
-                "        save_ckpt(step)\n", message="save every `1000` steps"),
+                "        save_ckpt(step)\n", message="not saved under an interval"),
         # A keyword or a function named like an interval is no interval (it was written into the
         # guard: a NameError, or `step % <function>`).
         Invalid(in_training_loop("torch.save(model.state_dict(), 'l.pt')").replace(
@@ -878,17 +925,17 @@ and whether the fix still moves the save under an interval.
                 "        return\n    _trainlint_async_save(torch.save, model.state_dict(), 'c.pt')\n"
                 + in_training_loop("save_ckpt(step)").partition("\n")[2] + "_trainlint_wait_for_save()\n",
                 message="(under `step % args.save_steps == 0`)"),
-        # The optimizer step of gradient accumulation runs on every training step: a save there
-        # goes under an interval of the optimizer steps counted there (the loop's index counts
-        # micro-batches: `i % 1000 == 0` inside could hold on no step)...
+        # The optimizer step of gradient accumulation runs on every training step. An interval
+        # there would leave the end unsaved, and a final save after the loop could follow
+        # micro-batches no step applied (a tester's counter of samples seen said 80 where the
+        # original's last checkpoint said 64): only the background write.
         Invalid("import torch\nstep = 0\nfor i in range(n):\n    model(x).backward()\n    if (i + 1) % accum == 0:\n"
                 "        opt.step()\n        step += 1\n        torch.save(model.state_dict(), 'c.pt')\n",
                 fixed=_fixed("import torch\nstep = 0\nfor i in range(n):\n    model(x).backward()\n    if (i + 1) % accum == 0:\n"
-                             "        opt.step()\n        step += 1\n        if step % 1000 == 0:\n"
-                             "            _trainlint_async_save(torch.save, model.state_dict(), 'c.pt')\n",
-                             # (not under the optimizer-step `if`, whose test reads the loop's `i`)
-                             final="torch.save(model.state_dict(), 'c.pt')\n"),
-                message="on every training step"),
+                             "        opt.step()\n        step += 1\n"
+                             "        _trainlint_async_save(torch.save, model.state_dict(), 'c.pt')\n"),
+                message="on every training step and training waits for it; not saved under an interval: the end of "
+                        "training would go unsaved (the save runs on the optimizer steps of gradient accumulation"),
         # ... and with none counted there, only reported.
         Invalid("import torch\nfor i in range(n):\n    model(x).backward()\n    if (i + 1) % accum == 0:\n"
                 "        opt.step()\n        torch.save(model.state_dict(), 'c.pt')\n",
@@ -1523,6 +1570,10 @@ and whether the fix still moves the save under an interval.
             caught = f"{keyword} {one_line(ctx.code(handler.type))}:" if handler.type is not None else f"{keyword}:"
             return (f"`{caught}` carries on after the save fails, and a background write would raise its "
                     f"error later, outside the `try`")
+        for s in inner:
+            reason = self._signalled_done(s)
+            if reason is not None:
+                return reason
         for s in inner:
             item = self._torn_down(s)
             if item is not None:
@@ -2220,9 +2271,26 @@ and whether the fix still moves the save under an interval.
         if not isinstance(ctx.parent(outer), (cst.IndentedBlock, cst.Module)):
             return "the loop stands on one line with what holds it"
         fn = ctx.index.enclosing_function(outer)
+        chain = [a for a in (loop, *ctx.index.ancestors(loop)) if isinstance(a, (cst.For, cst.While))
+                 and ctx.index.contains(outer, a)]
         for node in ctx.index.walk(outer):
             if isinstance(node, (cst.Return, cst.Yield)) and ctx.index.enclosing_function(node) is fn:
                 return f"`{one_line(ctx.code(node))}` in the loop would skip a final save after it"
+            # An early stop (`if diverged: break` before the save) keeps the last good checkpoint;
+            # a final save would overwrite it with the state the loop refused to save.
+            if isinstance(node, cst.Break) and ctx.index.enclosing(node, (cst.For, cst.While)) in chain:
+                return "a `break` may leave the loop after a state it did not save, which a final save would write"
+        # What runs after the save in the same pass (a `dist.barrier()`, the scheduler's per-epoch
+        # step, a loop's `else:`) would be in the final save's state but not in the loop's last one.
+        after = [a for a in self._after_in_loop(stmt, outer) if not any(a is m for m in moved)
+                 and not self._changes_nothing_saved(a)]
+        if after:
+            # A compound statement is named by its first line (`if step % 500 == 0:`, `else:`).
+            first = after[0]
+            shown = "else:" if isinstance(first, cst.Else) else ctx.code(first).strip().splitlines()[0] \
+                if isinstance(first, cst.BaseCompoundStatement) else one_line(ctx.code(first))
+            return (f"`{shown}` follows the save in the loop, and a final save after "
+                    f"the loop would not match the loop's last save, nor be followed by it")
         tests = []
         child = stmt
         for anc in ctx.index.ancestors(stmt):
@@ -2230,7 +2298,12 @@ and whether the fix still moves the save under an interval.
                 break
             if isinstance(anc, (cst.Try, cst.TryStar)):
                 return "the save stands in a `try` inside the loop, which a final save after it would not have"
-            if isinstance(anc, cst.If) and not ctx.loops.is_step_boundary(anc):
+            if isinstance(anc, cst.If) and ctx.loops.is_step_boundary(anc):
+                # Gradient accumulation: after the loop, the last micro-batches (counted, but
+                # applied by no step) would be in the saved counters.
+                return ("the save runs on the optimizer steps of gradient accumulation, and a final save "
+                        "after the loop could follow micro-batches no step applied")
+            if isinstance(anc, cst.If):
                 if child is anc.body:
                     tests.append(anc.test)
                 elif child is anc.orelse:
@@ -2248,6 +2321,51 @@ and whether the fix still moves the save under an interval.
         for test in tests:  # innermost first
             body = [cst.If(test=test, body=cst.IndentedBlock(body=body))]
         return outer, "".join(ctx.render(s, at=outer) for s in body)
+
+    def _changes_nothing_saved(self, stmt: cst.CSTNode) -> bool:
+        """After the save in the loop, a statement that changes nothing a final save would hold:
+        lines that only report (`print(...)`, a logger's call), `pass`/`continue`, other saves
+        (`torch.save(opt.state_dict(), 'b.pt')`, the module's save function; a per-step one runs
+        once more after the loop too),
+        and `if`s holding only those (`if step % 500 == 0: torch.save(...)`)."""
+        if isinstance(stmt, cst.If):
+            branches = [stmt.body, stmt.orelse] if stmt.orelse is not None else [stmt.body]
+            return all(self._changes_nothing_saved(b) for b in branches)
+        if isinstance(stmt, (cst.IndentedBlock, cst.Else)):
+            body = stmt.body.body if isinstance(stmt, cst.Else) else stmt.body
+            return all(self._changes_nothing_saved(b) for b in body)
+        if not isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        for small in stmt.body:
+            if isinstance(small, (cst.Pass, cst.Continue)):
+                continue
+            if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+                return False
+            name = dotted(small.value.func) or ""
+            if not (name == "print" or name.split(".")[0] in ("logger", "logging", "log")
+                    or self._save_kind(small.value) or self.ctx.loops.local_callee_name(small.value) in self._helpers):
+                return False
+        return True
+
+    def _after_in_loop(self, stmt: cst.BaseStatement, loop: cst.CSTNode) -> list[cst.CSTNode]:
+        """What runs after stmt in the same pass through loop's body (the statements after it in
+        its block and in each block around it, up to loop's body), and the `else:` of loop and
+        of the loops in between, which runs after their last pass."""
+        ctx = self.ctx
+        after = []
+        child = stmt
+        for anc in ctx.index.ancestors(stmt):
+            if isinstance(anc, cst.IndentedBlock):
+                body = list(anc.body)
+                at = next((i for i, b in enumerate(body) if b is child), None)
+                if at is not None:
+                    after.extend(body[at + 1:])
+            if isinstance(anc, (cst.For, cst.While)) and anc.orelse is not None:
+                after.append(anc.orelse)
+            if anc is loop:
+                break
+            child = anc
+        return after
 
     def _bound_only_in(self, loop: cst.CSTNode, nodes: list, fn: cst.FunctionDef | None) -> str | None:
         """The first name nodes read that only loop binds in its scope (fn, else the module): its
@@ -2494,6 +2612,32 @@ and whether the fix still moves the save under an interval.
         return any(isinstance(node, cst.Return) and node.value is not None
                    and self.ctx.index.enclosing_function(node) is fn and may_name(self.ctx, forms, node.value)
                    for node in self.ctx.index.walk(fn.body))
+
+    def _signalled_done(self, save: cst.Call) -> str | None:
+        """Why the end of the save's own statement tells others the file is written, or None: it
+        stands in a `with` that binds nothing (`with lock:`, a file lock an actor reads under: a
+        background write leaves the lock before the file is complete), or a barrier follows it
+        in its loop (`dist.barrier()`, `accelerator.wait_for_everyone()`, after which other ranks
+        load it: they read a partial file)."""
+        ctx = self.ctx
+        stmt = ctx.index.enclosing(save, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
+        loop = ctx.loops.hot_loop_of(save) or ctx.index.enclosing(save, (cst.For, cst.While))
+        for anc in ctx.index.ancestors(save):
+            if anc is loop or isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                break
+            for item in anc.items if isinstance(anc, cst.With) else ():
+                made = item.item.func if isinstance(item.item, cst.Call) else item.item
+                if item.asname is None and ctx.names.qualified(made) not in _COMPUTE_CONTEXTS:
+                    return (f"it stands in `with {one_line(ctx.code(item.item))}:`, whose end would come before "
+                            f"a background write is done")
+        if stmt is None or loop is None:
+            return None
+        for later in self._after_in_loop(stmt, loop):
+            for node in ctx.index.walk(later):
+                if isinstance(node, cst.Call) and (dotted(node.func) or "").rsplit(".", 1)[-1] in _BARRIERS:
+                    return (f"`{one_line(ctx.code(node))}` after it tells other processes the file is written, "
+                            f"which a background write may not be yet")
+        return None
 
     def _torn_down(self, save: cst.Call) -> cst.WithItem | None:
         """The item of a `with` around the save (or around a call that leads to it) binding a variable its path
