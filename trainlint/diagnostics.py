@@ -129,7 +129,7 @@ class RunResult:
     diff_mode: bool = False  # --diff: the report is the diffs; the summary goes to standard error
     quiet: bool = False  # -q: the text report leaves out its summary lines
     # Lines for standard error that are not findings nor errors: files a folder walk skipped,
-    # suppression comments that do not do what they look like (trainlint.suppressions.warnings).
+    # suppression comments that do not do what they look like (trainlint.suppressions.problems).
     warnings: list[str] = field(default_factory=list)
 
     @property

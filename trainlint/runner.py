@@ -16,6 +16,7 @@ from trainlint.config import Settings, SettingsResolver
 from trainlint.diagnostics import FileError, FileResult, RunResult
 from trainlint.discovery import discover
 from trainlint.source import MAX_BYTES, SourceError, SourceFile, digest_bytes, encode, load, read_source
+from trainlint.suppressions import problem_warning, problems
 from trainlint.writer import write_fixed
 
 
@@ -293,7 +294,5 @@ def _suppression_warnings(file_result: FileResult, settings: Settings) -> list[s
     with, so a file answered from the cache is warned about too. None with --ignore-noqa."""
     if file_result.source is None or settings.ignore_noqa:
         return []
-    from trainlint.suppressions import problem_warning, problems
-
     text = file_result.source
     return [problem_warning(file_result.path, text, d, p) for d, p in problems(text)]

@@ -28,6 +28,7 @@ from trainlint.layout import head_grown, split_at_brackets
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
 from ..host_sync.guards import has_flow_or_step, step_counter
+from ..host_sync.logged_values import is_log_call
 from .async_save_helper import HELPER, HELPER_CODE, WAIT
 
 
@@ -2341,9 +2342,8 @@ and whether the fix still moves the save under an interval.
                 continue
             if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
                 return False
-            name = dotted(small.value.func) or ""
-            if not (name == "print" or name.split(".")[0] in ("logger", "logging", "log")
-                    or self._save_kind(small.value) or self.ctx.loops.local_callee_name(small.value) in self._helpers):
+            if not (is_log_call(self.ctx, small.value) or self._save_kind(small.value)
+                    or self.ctx.loops.local_callee_name(small.value) in self._helpers):
                 return False
         return True
 

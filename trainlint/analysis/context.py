@@ -196,17 +196,13 @@ class FileContext:
         loop = self.loops.innermost_loop(node)
         calls = [c for c in self.index.walk(loop.body) if isinstance(c, cst.Call)] if loop is not None \
             else self.calls_in_scope(node)
-        return any(self.is_clock_read(call) or self._times_events(call) for call in calls)
+        return any(self.is_clock_read(call) or self.times_events(call) for call in calls)
 
     def is_clock_read(self, call: cst.Call) -> bool:
         """call reads the host's clock (`time.time()`, `time.perf_counter()`)."""
         return self.names.qualified(call.func) in _CLOCKS
 
     def times_events(self, call: cst.Call) -> bool:
-        """call times CUDA events (_times_events)."""
-        return self._times_events(call)
-
-    def _times_events(self, call: cst.Call) -> bool:
         """A CUDA event's timing (`end.record()` of an event made with `torch.cuda.Event(...)`,
         `start.elapsed_time(end)`, `end.synchronize()`): the events are read like a clock, and a
         synchronize before `elapsed_time` is what lets the end event finish first."""

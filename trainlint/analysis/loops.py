@@ -466,7 +466,7 @@ class Loops:
             if cls is None:
                 return list(fns)
             own = self.method_of(cls, name)
-            overrides = [m for sub in self._subclasses(cls) if (m := self.method_of(sub, name, own=True)) is not None]
+            overrides = [m for sub in self.subclasses(cls) if (m := self.method_of(sub, name, own=True)) is not None]
             found = ([own] if own is not None else []) + [m for m in overrides if m is not own]
             return found or list(fns)
         cls = self._instance_class(func.value, call)
@@ -492,7 +492,7 @@ class Loops:
         return [self.classes[base][0] for arg in cls.bases
                 if (base := dotted(arg.value)) is not None and base in self.classes]
 
-    def _subclasses(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+    def subclasses(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
         """The classes defined here that inherit from cls, directly or through others defined here."""
         out: list[cst.ClassDef] = []
         todo = [cls]
@@ -678,10 +678,6 @@ class Loops:
                 chain.append(one)
                 todo += self._bases(one)
         return chain
-
-    def subclasses(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
-        """The classes defined here that inherit from cls (_subclasses)."""
-        return self._subclasses(cls)
 
     def _set_in_class(self, owner: cst.ClassDef, attr: str) -> bool:
         """Whether owner, or a base class of it defined here, assigns `self.<attr>`."""
