@@ -78,9 +78,10 @@ def _counter_parameter(ctx, node: cst.CSTNode, _seen: tuple = ()) -> str | None:
     found: set[str] = set()
     for call in calls:
         counter = _counter_at_call(ctx, call, (*_seen, fn))
-        # The call must run fn alone: arguments are bound to fn's own parameters (bind_args), so
-        # another class's method of the same name (`NoOp.on_step_end`) takes nothing from it.
-        if counter is None or ctx.loops.callees(call) != [fn]:
+        # Arguments are bound to fn's own parameters (bind_args): a call that may run another
+        # class's method as well (`for cb in self.callbacks: cb.on_step_end(self, step, loss)`)
+        # hands fn the counter all the same.
+        if counter is None or fn not in ctx.loops.callees(call):
             return None
         params = {param for param, arg in ctx.loops.bind_args(fn, call)
                   if not arg.star and ctx.dotted(arg.value) == counter}

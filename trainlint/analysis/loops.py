@@ -337,6 +337,13 @@ _FUNCTION_WRAPPERS = frozenset({"functools.partial", "torch.compile"})
 # How many bindings a name is followed through to a function (`step = torch.compile(step_fn)`
 # with `step_fn = train_step`), a factory's return counting as one.
 _ALIAS_DEPTH = 4
+# Methods that put an element into a list kept on an object (`self.callbacks.append(Saver())`).
+_LIST_ADDS = frozenset({"append", "extend", "insert"})
+
+
+def _is_none(value: cst.BaseExpression | None) -> bool:
+    """value is the literal `None`."""
+    return isinstance(value, cst.Name) and value.value == "None"
 
 
 class Loops:
@@ -416,9 +423,9 @@ class Loops:
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
             name = func.attr.value
         elif isinstance(func, cst.Attribute) and func.attr.value in self.functions:  # cheap test first
-            cls = self._instance_class(func.value, call)
+            classes = self._instance_classes(func.value, call)
             name = func.attr.value
-            if cls is None or not any(self.index.enclosing_class(fn) is cls for fn in self.functions[name]):
+            if not any(self.index.enclosing_class(fn) in classes for fn in self.functions[name]):
                 return None
         else:
             return None
@@ -442,14 +449,16 @@ class Loops:
 
     def instance_method(self, call: cst.Call) -> cst.FunctionDef | None:
         """For `obj.meth(...)` where obj is an instance of a class defined here (`obj = Cls()`,
-        `self.obj = Cls()`: _instance_class), the method meth of that class (or of a base class
-        defined here); else None. Such a call runs code of this file, whatever its names say: a
-        `logger.log(step, loss)` on an in-file `History()` is no logging library's call."""
+        `self.obj = Cls()`, `for cb in self.callbacks` over `[Cls(), ...]`: _instance_classes), the
+        method meth of that class (or of a base class defined here); else None. Such a call runs
+        code of this file, whatever its names say: a `logger.log(step, loss)` on an in-file
+        `History()` is no logging library's call. Where obj may be one of several such classes,
+        the first of their methods."""
         func = call.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in self.functions:
             return None
-        cls = self._instance_class(func.value, call)
-        return self.method_of(cls, func.attr.value) if cls is not None else None
+        return next((m for cls in self._instance_classes(func.value, call)
+                     if (m := self.method_of(cls, func.attr.value)) is not None), None)
 
     def calls_of(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """The calls that may run fn (callees): calls_by_name's calls of fn's name, less those
@@ -469,9 +478,10 @@ class Loops:
             overrides = [m for sub in self.subclasses(cls) if (m := self.method_of(sub, name, own=True)) is not None]
             found = ([own] if own is not None else []) + [m for m in overrides if m is not own]
             return found or list(fns)
-        cls = self._instance_class(func.value, call)
-        own = self.method_of(cls, name, own=True) if cls is not None else None
-        return [own] if own is not None else list(fns)
+        # An instance of one class, or of one of several (a loop over `[LossLogger(), Saver()]`):
+        # the method each defines.
+        own = [m for cls in self._instance_classes(func.value, call) if (m := self.method_of(cls, name, own=True))]
+        return own or list(fns)
 
     def method_of(self, cls: cst.ClassDef, name: str, _seen: tuple = (), *, own: bool = False) -> cst.FunctionDef | None:
         """The method `name` of cls, or (unless own) of a base class defined in this module."""
@@ -606,21 +616,35 @@ class Loops:
 
     @cached_property
     def _instance_names(self) -> frozenset[str]:
-        """Names some assignment binds to a call of a class of the file (`trainer = Trainer(...)`)."""
-        return frozenset(t.target.value for node in self.index.nodes(cst.Assign)
-                         if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name)
-                         and node.value.func.value in self.classes
-                         for t in node.targets if isinstance(t.target, cst.Name))
+        """Names some assignment binds to a call of a class of the file (`trainer = Trainer(...)`),
+        and names a `for` loop binds (`for cb in self.callbacks`): those _instance_classes reads."""
+        assigned = (t.target.value for node in self.index.nodes(cst.Assign)
+                    if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name)
+                    and node.value.func.value in self.classes
+                    for t in node.targets if isinstance(t.target, cst.Name))
+        looped = (loop.target.value for loop in self.index.nodes(cst.For) if isinstance(loop.target, cst.Name))
+        return frozenset((*assigned, *looped))
 
     @cached_property
-    def _attribute_classes(self) -> dict[str, str | None]:
-        """For each attribute name the module binds (`<x>.logger = ...`), the class of the file
-        every binding of it constructs, else None: where each is `self.logger = Logger(...)` of
-        one and the same class defined here (once, not a name the file also imports), that
-        class's name. Any other binding of the name anywhere (another class, `trainer.logger =
-        ...` from outside, a tuple or loop target, `logger = ...` or `logger: Logger` in a class
-        body, which a dataclass's caller may set) leaves which object it holds unknown: None."""
-        out: dict[str, str | None] = {}
+    def _attribute_classes(self) -> dict[str, tuple[str, frozenset[str]] | None]:
+        """For each attribute name the module binds (`<x>.logger = ...`), what every binding of it
+        holds: ("one", {class names}) where each is `self.logger = Logger(...)` of a class defined
+        here (once, not a name the file also imports), ("many", {class names}) where each is a
+        list or tuple of such instances (`self.callbacks = [LossLogger(), Saver()]`, `= []` then
+        `self.callbacks.append(Saver())`, or an `__init__` parameter every construction of the
+        class hands such a list: _handed_to_init); else None. `self.cb = None` binds no class (a
+        callback set later, in `setup`, tested `is not None` before use). Any other binding of the
+        name anywhere (another class's, `trainer.logger = ...` from outside, a tuple or loop
+        target, an element's assignment, an unknown element appended, `logger = ...` or `logger:
+        Logger` in a class body, which a dataclass's caller may set) leaves what it holds unknown."""
+        out: dict[str, tuple[str, frozenset[str]] | None] = {}
+
+        def add(name: str, held: tuple[str, frozenset[str]] | None) -> None:
+            if name in out and (out[name] is None or held is None or out[name][0] != held[0]):
+                out[name] = None
+            else:
+                out[name] = held if name not in out else (held[0], out[name][1] | held[1])
+
         for node in (*self.index.nodes(cst.Assign), *self.index.nodes(cst.AnnAssign),
                      *self.index.nodes(cst.AugAssign), *self.index.nodes(cst.For), *self.index.nodes(cst.AsName)):
             value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else None
@@ -639,11 +663,89 @@ class Loops:
                 for sub in walk(target):
                     if not isinstance(sub, cst.Attribute):
                         continue
-                    name = sub.attr.value
-                    cls = self._constructed_class(value) if sub is target and isinstance(sub.value, cst.Name) \
-                        and sub.value.value == "self" else None
-                    out[name] = cls if out.get(name, cls) == cls else None
-        return out
+                    on_self = sub is target and isinstance(sub.value, cst.Name) and sub.value.value == "self"
+                    if on_self and isinstance(node, (cst.Assign, cst.AnnAssign)) and _is_none(value):
+                        continue  # `self.cb = None`: no object yet
+                    add(sub.attr.value, self._held(value, node) if on_self else None)
+        for call in self.index.nodes(cst.Call):  # `self.callbacks.append(Saver())`
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _LIST_ADDS \
+                    and isinstance(func.value, cst.Attribute) and func.value.attr.value in out:
+                add(func.value.attr.value, self._added(call))
+        return {name: held if held is not None and held[1] else None for name, held in out.items()}
+
+    def _held(self, value: cst.BaseExpression | None, at: cst.CSTNode) -> tuple[str, frozenset[str]] | None:
+        """What `self.<attr> = value` stores (_attribute_classes), or None when not known."""
+        one = self._constructed_class(value)
+        if one is not None:
+            return "one", frozenset([one])
+        many = self._constructed_classes(value)
+        if many is not None:
+            return "many", many
+        if isinstance(value, cst.Name):
+            return self._handed_to_init(value, at)
+        return None
+
+    def _constructed_classes(self, value: cst.BaseExpression | None) -> frozenset[str] | None:
+        """The class names of a list or tuple display whose every element constructs one
+        (`[LossLogger(), Saver(out)]`, `[]`), else None: an element of any other kind (a
+        parameter, a star, an imported class) may be an object whose methods are not known."""
+        if not isinstance(value, (cst.List, cst.Tuple)):
+            return None
+        names = [self._constructed_class(e.value) if isinstance(e, cst.Element) else None for e in value.elements]
+        return None if None in names else frozenset(names)
+
+    def _added(self, call: cst.Call) -> tuple[str, frozenset[str]] | None:
+        """What `<x>.callbacks.append(Saver())` (or extend/insert) adds to the list, or None."""
+        args = [a for a in call.args if a.keyword is None and not a.star]
+        if len(args) != len(call.args) or not args:
+            return None
+        value = args[-1].value
+        if call.func.attr.value == "extend":
+            many = self._constructed_classes(value)
+            return ("many", many) if many is not None else None
+        one = self._constructed_class(value)
+        return ("many", frozenset([one])) if one is not None else None
+
+    def _handed_to_init(self, param: cst.Name, at: cst.CSTNode) -> tuple[str, frozenset[str]] | None:
+        """For `self.callbacks = callbacks` in `__init__`, its parameter: what every construction
+        of the class hands it, when each is a display of instances of classes of the file (or an
+        instance) and the class is named nowhere else (a subclass, a factory that gets the class,
+        may construct it otherwise). A parameter left out takes its default: None adds nothing."""
+        init = self.index.enclosing_function(at)
+        cls = self.index.enclosing_class(at)
+        if init is None or cls is None or init.name.value != "__init__" or self.index.parent.get(
+                self.index.parent.get(init)) is not cls or self.subclasses(cls):
+            return None
+        params = [p for p in init.params.params]
+        names = [p.name.value for p in params]
+        if param.value not in names[1:] or (self.variables.of(param.value) or {}).get(init) != [("bind", None)]:
+            return None
+        position = names.index(param.value) - 1
+        default = params[position + 1].default
+        found: list[tuple[str, frozenset[str]]] = []
+        for node in self.index.nodes(cst.Name):
+            if node.value != cls.name.value or node is cls.name:
+                continue
+            call = self.index.parent.get(node)
+            if not isinstance(call, cst.Call) or call.func is not node or any(a.star for a in call.args):
+                return None
+            given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == param.value), None)
+            positional = [a.value for a in call.args if a.keyword is None]
+            if given is None and position < len(positional):
+                given = positional[position]
+            if given is None:
+                if default is None:
+                    return None  # a required parameter not found among the arguments: not read right
+                given = default
+            if _is_none(given):
+                continue
+            held = self._held(given, call) if not isinstance(given, cst.Name) else None
+            if held is None:
+                return None
+            found.append(held)
+        kinds = {kind for kind, _ in found}
+        return (kinds.pop(), frozenset().union(*(c for _, c in found))) if len(kinds) == 1 else None
 
     def _constructed_class(self, value: cst.BaseExpression | None) -> str | None:
         """The name of the class value constructs (`Logger(...)`) when the file defines one class
@@ -654,19 +756,19 @@ class Loops:
                 return name
         return None
 
-    def _attribute_class(self, attr: cst.Attribute, at: cst.CSTNode) -> cst.ClassDef | None:
-        """The class defined here that `self.<attr>`, read at `at`, holds an instance of: every
-        binding of the attribute is `self.<attr> = Cls(...)` (_attribute_classes), one of them in
-        at's class or a base class defined here (else the instance may get it from elsewhere: a
-        base class of another module)."""
-        name = self._attribute_classes.get(attr.attr.value)
+    def _attribute_class(self, attr: cst.Attribute, at: cst.CSTNode, kind: str = "one") -> list[cst.ClassDef]:
+        """The classes defined here that `self.<attr>`, read at `at`, holds an instance of (kind
+        "one") or a list of instances of ("many"): every binding of the attribute says so
+        (_attribute_classes), one of them in at's class or a base class defined here (else the
+        instance may get it from elsewhere: a base class of another module)."""
+        held = self._attribute_classes.get(attr.attr.value)
         owner = self.index.enclosing_class(at)
-        if name is None or owner is None:
-            return None
+        if held is None or held[0] != kind or owner is None:
+            return []
         key = (owner, attr.attr.value)
         if key not in self._attribute_class_memo:  # every call in the file asks (calls_by_name)
             self._attribute_class_memo[key] = self._set_in_class(owner, attr.attr.value)
-        return self.classes[name][0] if self._attribute_class_memo[key] else None
+        return [self.classes[name][0] for name in sorted(held[1])] if self._attribute_class_memo[key] else []
 
     def lineage(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
         """cls and its base classes defined here, through bases of bases: the classes whose
@@ -689,24 +791,57 @@ class Loops:
                 return True
         return False
 
-    def _instance_class(self, expr: cst.BaseExpression, at: cst.CSTNode) -> cst.ClassDef | None:
-        """The class defined here (one of its name) that expr, read at `at`, is an instance of:
-        `Trainer(...)`, or a name assigned `Trainer(...)` once in at's function (else the module),
-        or `self.logger` where every binding of it is `self.logger = Logger(...)` (_attribute_class)."""
+    def _instance_classes(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> list[cst.ClassDef]:
+        """The classes defined here (one of their name) that expr, read at `at`, may be an
+        instance of: `Trainer(...)`, a name assigned `Trainer(...)` once in at's function (else
+        the module), `self.logger` where every binding of it is `self.logger = Logger(...)`
+        (_attribute_class), or a loop's target over a list of instances (`for cb in
+        self.callbacks:` with `self.callbacks = [LossLogger(), Saver()]`: _element_classes).
+        Empty when not known."""
+        if depth > _ALIAS_DEPTH:
+            return []
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             return self._attribute_class(expr, at)
         if isinstance(expr, cst.Name):
             if expr.value not in self._instance_names:
-                return None  # never assigned an instance of a class of the file: no binding table to read
+                return []  # never assigned an instance of a class of the file: no binding table to read
             bound = self.variables.of(expr.value) or {}
             here = bound.get(self.index.enclosing_function(at)) or bound.get(None) or []
-            if len(here) != 1 or here[0][0] != "assign":
-                return None
+            if len(here) != 1:
+                return []
+            if here[0][0] == "bind":
+                loop = self._loop_binding(expr.value, at)
+                return self._element_classes(loop.iter, loop, depth + 1) if loop is not None else []
+            if here[0][0] != "assign":
+                return []
             expr = here[0][1]
-        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)):
-            return None
-        classes = self.classes.get(expr.func.value, ())
-        return classes[0] if len(classes) == 1 else None
+        name = self._constructed_class(expr) if expr is not None else None
+        return [self.classes[name][0]] if name is not None else []
+
+    def _loop_binding(self, name: str, at: cst.CSTNode) -> cst.For | None:
+        """The `for <name> in ...:` loop around `at`, in at's function, that binds name."""
+        for anc in self.index.ancestors(at):
+            if isinstance(anc, _FUNC_BOUNDARY):
+                return None
+            if isinstance(anc, cst.For) and isinstance(anc.target, cst.Name) and anc.target.value == name \
+                    and self.index.contains(anc.body, at):
+                return anc
+        return None
+
+    def _element_classes(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> list[cst.ClassDef]:
+        """The classes of the file whose instances make up the list expr, read at `at`: a display
+        of them, `self.callbacks` (_attribute_class, kind "many"), or a name assigned one once.
+        Empty when any element is not known (no call followed into some classes only)."""
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            return self._attribute_class(expr, at, "many")
+        if isinstance(expr, cst.Name):
+            bound = (self.variables.of(expr.value) or {})
+            here = bound.get(self.index.enclosing_function(at)) or bound.get(None) or []
+            if len(here) != 1 or here[0][0] != "assign" or here[0][1] is None:
+                return []
+            expr = here[0][1]
+        names = self._constructed_classes(expr)
+        return [self.classes[name][0] for name in sorted(names)] if names else []
 
     def bind_params(self, fn_name: str, call: cst.Call):
         """(parameter name, argument) pairs of a call of the module-local function fn_name (when
