@@ -163,6 +163,20 @@ _KEPT_LOGGER = ("import torch\nclass Logger:\n    def on_step_end(self, step, lo
                 "    def fit(self, losses):\n        for step in range(10):\n"
                 "            loss = self.model(torch.randn(8, 8, device='cuda')).mean()\n"
                 "            loss.backward()\n            self.opt.step()\n            self.logger.on_step_end({args})\n")
+def _callbacks(code: str, second: str = "NoOp()") -> str:
+    """_KEPT_LOGGER with the logger one of a list of callbacks the loop calls in turn."""
+    return code.replace("self.logger = Logger()", f"self.callbacks = [Logger(), {second}]").replace(
+        "            self.logger.on_step_end(", "            for cb in self.callbacks:\n                cb.on_step_end(") \
+        + "class NoOp:\n    def on_step_end(self, step, loss):\n        pass\n"
+
+
+def _set_later(code: str) -> str:
+    """_KEPT_LOGGER with the logger None in __init__, made in `setup`, called when set."""
+    return code.replace("self.logger = Logger()\n", "self.logger = None\n    def setup(self):\n        self.logger = Logger()\n"
+                        ).replace("            self.logger.on_step_end(",
+                                  "            if self.logger is not None:\n                self.logger.on_step_end(")
+
+
 # A printer class a logger hands the step to as `it`.
 _PRINTER = "class Printer:\n    def show(self, it, loss):\n        print(it, loss.item())\n"
 _PLATEAU_CASE = ("import torch\nfrom torch.optim.lr_scheduler import ReduceLROnPlateau\nsched = ReduceLROnPlateau(opt)\n"
@@ -361,6 +375,9 @@ suggestion when the container is read anywhere else, or may be (a parameter, an 
 of every tenth loss, predictions shorter than their targets).
 """
     valid = [
+        # A list of callbacks with an element not known (`make_callback()`, which may return any
+        # object): the loop's calls are not followed into Logger alone (no finding from a guess).
+        Valid(_callbacks(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss"), "make_callback()")),
         # Trainer's `self.report(loss)` runs Trainer.report, not the never-called Evaluator.report
         # of the same name (methods were matched by name alone).
         Valid("import torch\nclass Evaluator:\n    def report(self, loss):\n        self.vals.append(loss.item())\n"
@@ -477,6 +494,19 @@ of every tenth loss, predictions shorter than their targets).
                 + "class NoOp:\n    def on_step_end(self, step, loss):\n        pass\n",
                 fixed=_KEPT_LOGGER.format(body="if step % 100 == 0:\n            print(step, loss.item())", args="step, loss")
                 + "class NoOp:\n    def on_step_end(self, step, loss):\n        pass\n",
+                message="(`if step % 100 == 0:`)"),
+        # Callbacks kept in a list (`for cb in self.callbacks: cb.on_step_end(step, loss)` over
+        # `[Logger(), NoOp()]`): each element's method runs per step, Logger's `.item()` went
+        # unreported (only a single object on `self` was followed).
+        Invalid(_callbacks(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss")),
+                fixed=_callbacks(_KEPT_LOGGER.format(
+                    body="if step % 100 == 0:\n            print(step, loss.item())", args="step, loss")),
+                message="(`if step % 100 == 0:`)"),
+        # The logger set outside __init__ (`self.logger = None` there, `Logger()` in `setup`), the
+        # call under `is not None`: the None binding made the attribute unknown, nothing reported.
+        Invalid(_set_later(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss")),
+                fixed=_set_later(_KEPT_LOGGER.format(
+                    body="if step % 100 == 0:\n            print(step, loss.item())", args="step, loss")),
                 message="(`if step % 100 == 0:`)"),
         # Handed on a level deeper (`self.printer.show(step, loss)` as `it`): the counter is `it`
         # there (the advice named `step`, which `show` does not see).
