@@ -67,6 +67,10 @@ def tracker_values(ctx, call: cst.Call) -> _TrackerCall | None:
         return None
     attr = func.attr.value
     receiver = func.value
+    if ctx.loops.instance_method(call) is not None:
+        # An object of a class the file defines (`writer = Writer()` whose `add_scalar` appends
+        # to a list): no tracker, whatever its name; its body is followed as the file's code.
+        return None
     if attr == "log" and (ctx.names.qualified(func) == "wandb.log" or _assigned_from(ctx, receiver, {"wandb.init"})):
         data, step = argument(ctx, call, 0, "data"), argument(ctx, call, 1, "step")
         commit = ctx.keyword(call, "commit")

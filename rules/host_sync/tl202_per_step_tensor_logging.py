@@ -135,6 +135,12 @@ and guarding one half would print the other on every step (two such prints that 
 tensor are logging lines side by side, and go under one `if` together).
 """
     valid = [
+        # A class of the file named like a tracker (`writer = Writer()`, its `add_scalar` keeps
+        # the tensor in a list) in a module importing SummaryWriter: judged by its name, it was
+        # taken for TensorBoard's and reported.
+        Valid("from torch.utils.tensorboard import SummaryWriter\nclass Writer:\n    def __init__(self):\n"
+              "        self.rows = []\n    def add_scalar(self, tag, value, step):\n        self.rows.append(value)\n"
+              "writer = Writer()\n" + in_training_loop("writer.add_scalar('loss', loss, step)")),
         # A method of an instance of a class of the file (`logger = History()`, `self.logger =
         # History()`) is no logging library's, whatever its names: it was reported as formatting
         # the loss, and the fix put `logger.log(step, loss)` under an interval, keeping 3 losses of
