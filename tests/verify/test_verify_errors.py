@@ -225,3 +225,76 @@ def test_cwd_must_be_a_directory(verify, fixtures, tmp_path):
                        "--cwd", tmp_path / "missing", json_report=False)
     assert result.exit_code == 2
     assert "missing" in result.output
+
+
+HANGS_WHEN_FIXED = """
+import os, sys, time, torch
+HANG = False  # True in the fixed version only
+m = torch.nn.Linear(2, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)
+for step in range(8):
+    m(torch.ones(2, 2)).sum().backward(); o.step(); o.zero_grad()
+    if step == 2 and HANG:
+        open(sys.argv[1], "w").write(str(os.getpid()))
+        time.sleep(600)
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] == "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return True
+
+
+def test_sigterm_ends_the_run_and_removes_the_copies(tmp_path):
+    """SIGTERM (a timeout, a CI cancel, scancel) ended the verifier alone: the script's process
+    group ran on orphaned, and the hidden copy beside the script and the temp folder stayed."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pytest
+
+    pytest.importorskip("torch")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text(HANGS_WHEN_FIXED)
+    (project / "train_fixed.py").write_text(HANGS_WHEN_FIXED.replace("HANG = False", "HANG = True"))
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    pid_file = tmp_path / "script.pid"
+    env = {**os.environ, "TMPDIR": str(temp)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainlint.verify", str(project / "train.py"), "--fixed",
+         str(project / "train_fixed.py"), "--steps", "3", "--warmup", "1", "--repeats", "1",
+         "--timeout", "300", "--", str(pid_file)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    script_pid = None
+    try:
+        deadline = time.monotonic() + 240
+        while not (pid_file.exists() and pid_file.read_text()) and proc.poll() is None:
+            assert time.monotonic() < deadline, "the fixed version never started"
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()
+        script_pid = int(pid_file.read_text())
+        assert [p.name for p in project.iterdir() if p.name.startswith(".trainlint-verify-")]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 128 + signal.SIGTERM, err
+        assert "stopped by SIGTERM" in err
+        assert sorted(p.name for p in project.iterdir()) == ["train.py", "train_fixed.py"]
+        assert not [p for p in temp.iterdir() if p.name.startswith("trainlint-verify-")]
+        deadline = time.monotonic() + 30
+        while not _gone(script_pid):
+            assert time.monotonic() < deadline, "the script's process outlived the verifier"
+            time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if script_pid is not None and not _gone(script_pid):
+            os.killpg(script_pid, signal.SIGKILL)  # the script leads its own process group

@@ -7,6 +7,7 @@ only to ask whether a GPU is there for the profiler breakdown.
 
 from __future__ import annotations
 
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -18,11 +19,13 @@ from trainlint.verify import stats, tolerance
 from trainlint.verify.errors import VerifyError
 from trainlint.verify.runner import (
     RunSettings,
+    Stopped,
     changed_files,
     default_threads,
     directory_state,
     run_interleaved,
     run_once,
+    stop_on_signals,
 )
 from trainlint.verify.variants import (
     Planned,
@@ -94,13 +97,22 @@ def verify_command(ctx: click.Context, **opts) -> None:
 
     Arguments after `--` go to the script. Only the script named here is run.
     Exit status: 0 measured (faster, no measurable change, slower) or nothing to measure (no
-    fix applies), 1 rejected by the loss guard rail, 2 error.
+    fix applies), 1 rejected by the loss guard rail, 2 error; 128 + N when stopped by signal N
+    (SIGTERM, SIGHUP), after ending the running script and removing the temporary files.
     """
     try:
-        code = _verify(**opts)
+        with stop_on_signals():
+            code = _verify(**opts)
     except VerifyError as e:
         click.echo(f"trainlint verify: error: {e}", err=True)
         ctx.exit(EXIT_ERROR)
+    except Stopped as e:
+        # The runs were ended and their files removed on the way here; 128 + the signal's number
+        # is the shell's convention for a process a signal ended.
+        name = signal.Signals(e.signum).name
+        click.echo(f"trainlint verify: stopped by {name}; the running script was ended and its "
+                   "temporary files removed.", err=True)
+        ctx.exit(128 + e.signum)
     ctx.exit(code)
 
 

@@ -12,7 +12,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -23,6 +25,51 @@ from trainlint.verify.harness import ENV_VAR
 # The directory that holds the trainlint package, so the child finds the harness even when
 # trainlint is not installed (run from a checkout).
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+class Stopped(BaseException):
+    """SIGTERM or SIGHUP reached the verifier (a timeout, a CI cancel, scancel, a closed terminal).
+
+    Raised from the signal handler (stop_on_signals) wherever the verifier is, so that the same
+    unwinding as Ctrl-C runs: the running script's process group is ended (_run_once), the fixed
+    version's hidden copy beside the script is removed (run_once) and so is the temp folder. A
+    BaseException, as KeyboardInterrupt is, so that no `except Exception` swallows it.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def stop_on_signals():
+    """Turn SIGTERM and SIGHUP into Stopped while the runs go on; the old handlers after.
+
+    Before, either signal ended the verifier at once: the script's process group (a session of
+    its own, so it got no signal) ran on orphaned, and the hidden copy and the temp folder stayed.
+    A second signal while the first one's cleanup runs is ignored, so the cleanup finishes.
+    Outside the main thread (where Python allows no handler) nothing is installed.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired: list[int] = []
+
+    def handler(signum, _frame):
+        if fired:
+            return
+        fired.append(signum)
+        raise Stopped(signum)
+
+    old = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 @dataclass
@@ -195,7 +242,8 @@ def _run_once(
         try:
             rc = proc.wait(timeout=settings.timeout_s)
         except BaseException as e:
-            # A timeout, or Ctrl-C: the run's own session does not see the terminal's signal.
+            # A timeout, Ctrl-C, or SIGTERM/SIGHUP (Stopped): the run's own session does not see
+            # the signal the verifier got.
             _kill_tree(proc)
             if not isinstance(e, subprocess.TimeoutExpired):
                 raise
