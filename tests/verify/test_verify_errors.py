@@ -97,6 +97,43 @@ def test_timeout_stops_the_run(verify, fixtures):
     _assert_user_error(result, "did not finish 25 steps within 4 s")
 
 
+LOGS_TO_STDOUT = """
+import logging, sys, torch
+logging.basicConfig(stream=sys.stdout, level=logging.INFO)
+m = torch.nn.Linear(2, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)
+for step in range(20):
+    m(torch.ones(2, 2)).sum().backward(); o.step(); o.zero_grad()
+    if step == 2:
+        logging.error("could not open shard 7")
+        sys.exit(1)
+"""
+
+
+def test_a_script_that_logs_its_error_to_stdout_shows_it(verify, tmp_path):
+    # Only stderr's tail was shown, empty here: "Its stderr ends with:" and nothing after it.
+    script = tmp_path / "train.py"
+    script.write_text(LOGS_TO_STDOUT)
+    result, _ = verify(script, "--fixed", script, "--repeats", "1")
+    _assert_user_error(result, "exited with status 1", "Its stdout ends with:",
+                       "ERROR:root:could not open shard 7")
+
+
+PRINTS_THEN_HANGS = """
+import sys, time
+print("waiting for the data server", flush=True)
+print("still waiting", file=sys.stderr)
+time.sleep(600)
+"""
+
+
+def test_timeout_shows_what_the_script_printed(verify, tmp_path):
+    # The timeout message said only how long it waited, not where the script was.
+    script = tmp_path / "train.py"
+    script.write_text(PRINTS_THEN_HANGS)
+    result, _ = verify(script, "--fixed", script, "--repeats", "1", "--timeout", "4")
+    _assert_user_error(result, "within 4 s", "still waiting", "waiting for the data server")
+
+
 def test_verifier_without_the_linter(fixtures, tmp_path):
     """A GPU machine may have torch but not libcst: --fixed still runs, --rule says what is missing."""
     import subprocess

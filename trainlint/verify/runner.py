@@ -160,6 +160,29 @@ def _tail(path: Path, lines: int = 25, chars: int = 4000) -> str:
     return tail[-chars:]
 
 
+# A stderr tail with fewer lines than this (a warning, nothing) may not hold the cause: the
+# stdout tail is shown too.
+_SHORT_STDERR_LINES = 3
+
+
+def _output_tail(stdout_path: Path, stderr_path: Path) -> str:
+    """What the script last printed, for a failure's message: stderr's tail, and stdout's too
+    when stderr says little.
+
+    Only stderr's tail was shown, empty for a script that logs its fatal message to stdout
+    (logging.basicConfig(stream=sys.stdout)) and then exits 1.
+    """
+    err = _tail(stderr_path)
+    parts = []
+    if err:
+        parts.append(f"Its stderr ends with:\n{err}")
+    if len(err.splitlines()) < _SHORT_STDERR_LINES:
+        out = _tail(stdout_path)
+        if out:
+            parts.append(f"Its stdout ends with:\n{out}")
+    return "\n".join(parts) if parts else "It printed nothing to stdout or stderr."
+
+
 def run_once(
     settings: RunSettings,
     variant: Variant,
@@ -249,7 +272,8 @@ def _run_once(
                 raise
             raise VerifyError(
                 f"{label} did not finish {settings.warmup + settings.steps} steps within "
-                f"{settings.timeout_s:g} s (raise --timeout, or lower --steps)."
+                f"{settings.timeout_s:g} s (raise --timeout, or lower --steps). "
+                + _output_tail(stdout_path, stderr_path)
             ) from None
     wall = time.perf_counter() - t0
     rank_files = sorted(p for p in out_dir.glob("rank*.json") if not p.name.endswith(".error.json"))
@@ -259,13 +283,12 @@ def _run_once(
             rank, tail = failed
             raise VerifyError(f"{label} exited with status {rc}: rank {rank} failed first. "
                               f"Its traceback ends with:\n{tail}")
-        tail = _tail(stderr_path)
-        raise VerifyError(f"{label} exited with status {rc}. Its stderr ends with:\n{tail}")
+        raise VerifyError(f"{label} exited with status {rc}. "
+                          + _output_tail(stdout_path, stderr_path))
     if not rank_files:
-        tail = _tail(stderr_path)
         raise VerifyError(
-            f"{label} exited without the harness reporting (did it replace the process?)."
-            + (f" Its stderr ends with:\n{tail}" if tail else "")
+            f"{label} exited without the harness reporting (did it replace the process?). "
+            + _output_tail(stdout_path, stderr_path)
         )
     ranks = [json.loads(p.read_text()) for p in rank_files]
     ranks.sort(key=lambda r: r["rank"])
