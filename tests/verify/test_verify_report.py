@@ -141,3 +141,20 @@ def test_a_non_reproducible_original_is_reported_as_inconclusive():
     assert data["losses_match"] is None and data["loss_check_inconclusive"]
     text = report.table(data)
     assert "cannot tell" in text and "inconclusive" in text
+
+
+def test_a_loss_check_not_done_is_null_and_said_under_the_table():
+    # No scalar loss went through backward (per_sample.backward(gradient)): the JSON said
+    # max_loss_deviation 0.0, as if measured, and only the loss column hinted at it.
+    settings = RunSettings(script="/x/train.py", script_args=[], steps=10, warmup=2, nproc=None,
+                           threads=2)
+    records = {"original": [_rec("original", k, 0.04, []) for k in range(3)],
+               "fixed": [_rec("fixed", k, 0.04, []) for k in range(3)]}
+    planned = [Planned(Variant("fixed", [], "/tmp/f.py"), [])]
+    data = report.build(settings, planned, records, {"fixed": tolerance.for_rules([])},
+                        repeats=3, fixed_file="/tmp/f.py")
+    assert data["losses_match"] is None
+    assert data["max_loss_deviation"] is None and data["loss_deviation_compared"] is None
+    assert data["losses_identical"] is None
+    assert data["loss_tolerance"]["original_self_deviation"] is None
+    assert "warning: the loss check was not done for fixed" in report.table(data)

@@ -62,6 +62,8 @@ def compare(
             tol = tolerance.Tolerance(tol.kind, tol.rtol, f"{tol.reason}; {order}")
     sp = stats.compare_steps([r.step_s for r in before], [r.step_s for r in after])
     loss = tolerance.check([r.losses for r in before], [r.losses for r in after], tol)
+    # No step compared: the deviations are not 0, they were never measured (the JSON said 0.0).
+    seen = bool(loss.steps_compared)
     if loss.within:
         verdict = sp.verdict
     else:
@@ -76,11 +78,11 @@ def compare(
         "losses_match": loss.within if loss.steps_compared and not loss.inconclusive else None,
         "loss_check_inconclusive": loss.inconclusive,
         "loss_steps_compared": loss.steps_compared,
-        "losses_identical": loss.identical,
-        "max_loss_deviation": _num(loss.max_deviation),
-        "loss_deviation_compared": _num(loss.compared_deviation),
+        "losses_identical": loss.identical if seen else None,
+        "max_loss_deviation": _num(loss.max_deviation) if seen else None,
+        "loss_deviation_compared": _num(loss.compared_deviation) if seen else None,
         "loss_tolerance": {**tol.to_json(), "allowed": loss.allowed,
-                           "original_self_deviation": _num(loss.self_deviation)},
+                           "original_self_deviation": _num(loss.self_deviation) if seen else None},
         "loss_summary": loss.describe(),
         "verdict": verdict,
     }
@@ -206,6 +208,15 @@ def table(report: dict) -> str:
                        f"any tolerance may be widened to ({tolerance.widening_cap_of(t):.2g}); "
                        "make the script reproducible (a fixed seed, no state carried between "
                        "runs) or compare the curves yourself.")
+    unchecked = [row["name"] for row in report["rows"]
+                 if row["verdict"] != NOTHING_TO_FIX and not row.get("loss_steps_compared")]
+    if unchecked:
+        # The loss column's "no loss seen at backward" read like a result; the verdict then
+        # covers speed alone, and nothing under the table said so.
+        out.append(f"warning: the loss check was not done for {', '.join(unchecked)}: no "
+                   "backward() on a single scalar loss was seen (a `.backward(gradient)` on a "
+                   "non-scalar, or several losses at once, is not captured); the verdict covers "
+                   "speed only: compare the training curves yourself.")
     written = report.get("directory_writes")
     if written:
         shown = ", ".join(written[:5]) + (f" and {len(written) - 5} more" if len(written) > 5 else "")
