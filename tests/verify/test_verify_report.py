@@ -158,3 +158,14 @@ def test_a_loss_check_not_done_is_null_and_said_under_the_table():
     assert data["losses_identical"] is None
     assert data["loss_tolerance"]["original_self_deviation"] is None
     assert "warning: the loss check was not done for fixed" in report.table(data)
+
+
+def test_a_nothing_to_fix_rows_note_is_printed_under_the_table():
+    # With --each, the JSON had "TL201 found 1 finding without an automatic fix"; the table showed
+    # only "nothing to fix" for that row. A plain "found nothing to fix" is not repeated.
+    data, _ = _result([1.0, 0.9, 0.8] + [0.7] * 9)
+    assert "found nothing to fix in train.py" not in report.table(data)
+    data["rows"][0].update(name="TL201", note="TL201 found 1 finding without an automatic fix "
+                                              "in train.py")
+    assert "TL201 found 1 finding without an automatic fix in train.py." in report.table(data)
+    assert data["rows"][0]["asked_rules"] == ["TL999"] and data["asked_rules"] == ["TL101"]

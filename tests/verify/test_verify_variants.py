@@ -13,6 +13,10 @@ def _plan(tmp_path, codes, each=False):
             for p in rule_variants(SCRIPT, codes, each, tmp_path)]
 
 
+def _rows(tmp_path, codes, each=False, script=SCRIPT):
+    return [(p.name, p.rules, p.asked, p.note) for p in rule_variants(script, codes, each, tmp_path)]
+
+
 def test_a_prefix_names_the_fixes_applied(tmp_path):
     # TL1 selects TL101..TL108; only two of them have something to fix here (not TL105: the 64
     # samples come in full batches of 16).
@@ -20,14 +24,25 @@ def test_a_prefix_names_the_fixes_applied(tmp_path):
 
 
 def test_each_says_when_all_together_fix_only_one_rule(tmp_path):
-    assert _plan(tmp_path, ["TL103", "TL201"], each=True) == [
-        ("TL103", ["TL103"], ""),
-        (None, ["TL201"], "TL201 found nothing to fix in short_epochs.py"),
+    assert _rows(tmp_path, ["TL103", "TL201"], each=True) == [
+        ("TL103", ["TL103"], ["TL103"], ""),
+        # A rule that fixes nothing holds no fix: its rules are none, the asked one names the row.
+        ("TL201", [], ["TL201"], "TL201 found nothing to fix in short_epochs.py"),
         # The combined version is TL103's, measured once for both rows: it was None ("nothing to
         # fix"), which made the report's top-level verdict "nothing to fix" though TL103's fix
-        # had been measured.
-        ("TL103", ["TL103", "TL201"], "TL103+TL201 fix only what TL103 fixes alone"),
+        # had been measured. It is named by the fix it holds (it was TL103+TL201).
+        ("TL103", ["TL103"], ["TL103", "TL201"], "TL103+TL201 fix only what TL103 fixes alone"),
     ]
+
+
+def test_all_names_the_combined_version_by_the_fixes_applied(tmp_path):
+    # --rule ALL --each named the combined row with all the codes joined by "+" (and its note
+    # too), though only TL103's and TL104's fixes applied.
+    codes = expand_rules(["ALL"])
+    combined = rule_variants(SCRIPT, codes, True, tmp_path)[-1]
+    assert combined.name == "TL103+TL104" and combined.rules == ["TL103", "TL104"]
+    assert combined.asked == codes
+    assert [p.name for p in rule_variants(SCRIPT, codes[:6], False, tmp_path)] == ["TL103+TL104"]
 
 
 def test_all_leaves_out_the_unused_noqa_meta_rule():
@@ -51,6 +66,24 @@ def test_findings_with_only_a_suggestion_are_not_nothing_to_fix(tmp_path):
     )
     [(name, rules, note)] = [(p.variant, p.rules, p.note)
                              for p in rule_variants(script, ["TL201"], False, tmp_path)]
-    assert name is None and rules == ["TL201"]
+    assert name is None and rules == []
     assert note.startswith("TL201 found 1 finding without an automatic fix in train.py")
     assert "--fixed FILE" in note
+
+
+def test_a_finding_without_a_fix_is_named_by_its_rule(tmp_path):
+    # --rule ALL: the note said "TL101+TL102+...+TL602 found 1 finding without an automatic
+    # fix": it names the rule that found it now.
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "m = torch.nn.Linear(4, 1).to(device); o = torch.optim.SGD(m.parameters(), 0.1)\n"
+        "for i in range(10):\n"
+        "    o.zero_grad(); l = m(torch.randn(2, 4, device=device)).sum(); l.backward(); o.step(); print(l.item())\n"
+    )
+    codes = expand_rules(["TL2", "TL6"])  # six rules; none has an automatic fix here
+    [p] = rule_variants(script, codes, False, tmp_path)
+    assert p.variant is None and p.rules == [] and p.asked == codes
+    assert p.note.startswith("TL201 found 1 finding without an automatic fix in train.py"), p.note
+    assert p.name == f"the {len(codes)} rules asked"

@@ -101,7 +101,7 @@ def build(
     before = records["original"]
     rows = []
     for p in planned:
-        row: dict = {"name": "+".join(p.rules) if p.rules else "fixed", "rules": p.rules}
+        row: dict = {"name": p.name, "rules": p.rules, "asked_rules": p.asked}
         if p.variant is None:
             row.update({"verdict": NOTHING_TO_FIX, "note": p.note})
         else:
@@ -119,7 +119,9 @@ def build(
         "script": settings.script,
         "script_args": settings.script_args,
         "cwd": settings.cwd,
+        # The rules whose fixes the version with all fixes holds; asked_rules: all asked for.
         "rules": final.rules,
+        "asked_rules": final.asked,
         "fixed_file": fixed_file,
         "steps": settings.steps,
         "warmup": settings.warmup,
@@ -135,7 +137,8 @@ def build(
                        "verdict": NOTHING_TO_FIX, "note": final.note})
     else:
         report["after"] = _side(records[final.variant.name])
-        report.update({k: v for k, v in rows[-1].items() if k not in ("name", "rules")})
+        report.update({k: v for k, v in rows[-1].items()
+                       if k not in ("name", "rules", "asked_rules")})
     report["rows"] = rows
     if profiles:
         report["profile"] = profiles
@@ -195,6 +198,11 @@ def table(report: dict) -> str:
     for row in report["rows"]:
         if row["verdict"] != NOTHING_TO_FIX and row.get("note"):
             out.append(f"{row['note']}: the same fixed version, measured once.")
+        elif row["verdict"] == NOTHING_TO_FIX and row.get("note") and not row["note"].startswith(
+                f"{row['name']} found nothing to fix"):
+            # With --each the JSON said "TL201 found 1 finding without an automatic fix" and the
+            # table only "nothing to fix" (a plain "found nothing" would only repeat the row).
+            out.append(f"{row['note']}.")
     for row in report["rows"]:
         t = row.get("loss_tolerance")
         if row["verdict"] == stats.REJECTED:

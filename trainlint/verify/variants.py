@@ -56,33 +56,49 @@ def expand_rules(selectors: list[str]) -> list[str]:
     return out
 
 
-def fixed_text(text: str, rules: list[str], path: str) -> tuple[str, list[str], int]:
+def fixed_text(text: str, rules: list[str], path: str) -> tuple[str, list[str], dict[str, int]]:
     """The text with the rules' fixes applied (safe and unsafe), the rules whose fixes were, and
-    how many of the rules' findings remain without a fix (a suggestion only, or none)."""
+    per rule how many of its findings remain without a fix (a suggestion only, or none)."""
     api, _ = _linter()
     from trainlint.fixer import fix_text
 
     settings = api.Settings(select=tuple(rules))
     try:
         outcome = fix_text(text, path, settings.active_rules(path), settings, unsafe_fixes=True)
-        unfixed = sum(1 for d in outcome.remaining if d.code in rules)
+        unfixed: dict[str, int] = {}
+        for d in outcome.remaining:
+            if d.code in rules:
+                unfixed[d.code] = unfixed.get(d.code, 0) + 1
         return (outcome.text, [code for code in rules if any(d.code == code for d in outcome.applied)],
-                unfixed)
+                {code: unfixed[code] for code in rules if code in unfixed})
     except api.FixError as e:
         raise VerifyError(f"the fixes for {', '.join(rules)} did not give valid Python: {e}") from None
     except api.ParseError as e:
         raise VerifyError(f"{path} does not parse: {e}") from None
 
 
-def _nothing_note(group: list[str], unfixed: int, name: str) -> str:
+# Above this many codes a group is named by its size: `--rule ALL` named a row and its notes
+# with all 22 codes joined by "+".
+_MOST_CODES_NAMED = 4
+
+
+def group_label(codes: list[str]) -> str:
+    """A group of asked rules as a row name or in a note: its codes, or how many when many."""
+    if len(codes) <= _MOST_CODES_NAMED:
+        return "+".join(codes)
+    return f"the {len(codes)} rules asked"
+
+
+def _nothing_note(group: list[str], unfixed: dict[str, int], name: str) -> str:
     """Why a group of rules gives no fixed version. Findings with only a suggestion (TL201 often)
-    are not "nothing to fix": the user can write the fix and measure it with --fixed."""
-    codes = "+".join(group)
+    are not "nothing to fix": the user can write the fix and measure it with --fixed. The rules
+    that found them are named, not the whole group (the note named all 22 codes of --rule ALL
+    for one TL201 finding)."""
     if not unfixed:
-        return f"{codes} found nothing to fix in {name}"
-    return (f"{codes} found {unfixed} finding{'s' if unfixed != 1 else ''} without an automatic "
-            f"fix in {name} (see `trainlint check`); write the fix by hand and measure it with "
-            "--fixed FILE")
+        return f"{group_label(group)} found nothing to fix in {name}"
+    found = ", ".join(f"{code} found {n} finding{'s' if n != 1 else ''}" for code, n in unfixed.items())
+    return (f"{found} without an automatic fix in {name} (see `trainlint check`); write the fix "
+            "by hand and measure it with --fixed FILE")
 
 
 @dataclass
@@ -93,8 +109,21 @@ class Planned:
     fixes alone); it runs once, and both rows report its measurement."""
 
     variant: Variant | None
-    rules: list[str]
+    rules: list[str]  # the rules whose fixes the version holds (none: nothing to fix)
     note: str = ""
+    asked: list[str] | None = None  # the rules asked for this version; None: the same as rules
+
+    def __post_init__(self) -> None:
+        if self.asked is None:
+            self.asked = list(self.rules)
+
+    @property
+    def name(self) -> str:
+        """The row's name: the rules whose fixes applied (--rule ALL named the combined row with
+        all 22 codes when one rule's fix applied), or the asked ones when none did."""
+        if self.rules:
+            return "+".join(self.rules)
+        return group_label(self.asked) if self.asked else "fixed"
 
 
 def rule_variants(script: Path, rules: list[str], each: bool, workdir: Path) -> list[Planned]:
@@ -106,7 +135,7 @@ def rule_variants(script: Path, rules: list[str], each: bool, workdir: Path) -> 
     for group in groups:
         new, applied, unfixed = fixed_text(text, group, str(script))
         if new == text:
-            planned.append(Planned(None, group, _nothing_note(group, unfixed, script.name)))
+            planned.append(Planned(None, [], _nothing_note(group, unfixed, script.name), group))
             continue
         # Named by the rules whose fixes it holds (`--rule TL1` may fix only TL103 and TL105).
         name = "+".join(applied)
@@ -115,12 +144,12 @@ def rule_variants(script: Path, rules: list[str], each: bool, workdir: Path) -> 
             # With --each, all the rules together fixed only what one of them fixes alone: the
             # combined row is that version, measured once (it was "nothing to fix", and so was the
             # report's verdict, though a fix existed and was measured).
-            planned.append(Planned(same.variant, group,
-                                   f"{'+'.join(group)} fix only what {name} fixes alone"))
+            planned.append(Planned(same.variant, list(applied),
+                                   f"{group_label(group)} fix only what {name} fixes alone", group))
             continue
         path = workdir / f"fixed-{name.replace('+', '_')}-{script.name}"
         path.write_text(new, encoding="utf-8")
-        planned.append(Planned(Variant(name, applied, str(path)), applied))
+        planned.append(Planned(Variant(name, applied, str(path)), applied, "", group))
     return planned
 
 
