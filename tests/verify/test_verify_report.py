@@ -73,11 +73,31 @@ def test_a_spread_too_wide_to_tell_is_said_so_and_its_ends_stay_short():
     data, _ = _result([1.0, 0.9, 0.8] + [0.7] * 9)
     row = data["rows"][-1]
     assert "more --repeats" not in report.table(data)  # 3 steady rounds: a usable spread
-    row.update(speedup=0.56, speedup_low=1e-9, speedup_high=7334823.47)  # two rounds that disagree
+    row.update(speedup=0.56, speedup_low=1e-9, speedup_high=7334823.47,  # two rounds that disagree
+               verdict="no measurable change")
     text = report.table(data)
     assert "0.56x [<0.01->100]" in text
     assert "cannot tell a speed change from noise: use more --repeats (now 3) or --steps." in text
     assert all(line == line.rstrip() for line in text.splitlines())
+
+
+def test_a_wide_spread_wholly_below_one_is_slower_without_a_cannot_tell_note():
+    # "0.13x [0.04-0.47] slower" was followed by "a spread this wide cannot tell a speed change
+    # from noise": the whole spread below 1.0 does tell; the note is for spreads across 1.0.
+    data, _ = _result([1.0, 0.9, 0.8] + [0.7] * 9)
+    data["rows"][-1].update(speedup=0.13, speedup_low=0.04, speedup_high=0.47, verdict="slower")
+    text = report.table(data)
+    assert "0.13x [0.04-0.47]" in text and "slower" in text
+    assert "cannot tell" not in text
+
+
+def test_a_spread_end_near_one_is_not_shown_as_one():
+    # "0.96x [0.91-1.00] slower": the upper end 0.997 rounded to 1.00, which "slower" excludes.
+    data, _ = _result([1.0, 0.9, 0.8] + [0.7] * 9)
+    data["rows"][-1].update(speedup=0.96, speedup_low=0.91, speedup_high=0.997, verdict="slower")
+    assert "0.96x [0.91-0.997]" in report.table(data)
+    data["rows"][-1].update(speedup=1.04, speedup_low=1.0004, speedup_high=1.09, verdict="faster")
+    assert "1.04x [1.0004-1.09]" in report.table(data)
 
 
 def test_profile_lines_say_what_a_cpu_run_cannot_measure():

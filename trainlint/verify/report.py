@@ -159,8 +159,21 @@ WIDE_SPREAD = 4.0
 
 def _bound(x: float) -> str:
     """An end of the speedup's spread: two decimals, and no 0.00 or seven-digit ends where the
-    interval of two rounds runs off."""
-    return "<0.01" if x < 0.01 else ">100" if x > 100 else f"{x:.2f}"
+    interval of two rounds runs off.
+
+    An end near 1.0 gets the digits that keep it off 1.00: "0.96x [0.91-1.00] slower" read as a
+    spread touching 1.0, which "slower" (the whole spread below 1.0) excludes; 0.997 is shown.
+    """
+    if x < 0.01:
+        return "<0.01"
+    if x > 100:
+        return ">100"
+    text = f"{x:.2f}"
+    digits = 2
+    while float(text) == 1.0 and x != 1.0 and digits < 6:
+        digits += 1
+        text = f"{x:.{digits}f}"
+    return text
 
 
 def table(report: dict) -> str:
@@ -190,7 +203,11 @@ def table(report: dict) -> str:
     if report["repeats"] < stats.MIN_ROUNDS_FOR_CLAIM:
         out.append(f"one repeat: no speed claim without run-to-run noise "
                    f"(use --repeats {stats.MIN_ROUNDS_FOR_CLAIM} or more).")
-    elif any(r.get("speedup_low") and r["speedup_high"] / r["speedup_low"] > WIDE_SPREAD for r in report["rows"]):
+    elif any(r["verdict"] == stats.NO_CHANGE and r.get("speedup_low")
+             and r["speedup_high"] / r["speedup_low"] > WIDE_SPREAD for r in report["rows"]):
+        # Only where the verdict is "no measurable change": a wide spread wholly below (or above)
+        # 1.0 still tells the direction, and "slower" at 0.13x [0.04-0.47] followed by "cannot
+        # tell a speed change from noise" contradicted itself.
         # Two rounds put a t-quantile of 12.7 on the run-to-run noise: a spread like 0.02-40 says
         # only that these numbers cannot tell; more rounds (or steps per run) narrow it.
         out.append(f"a spread this wide cannot tell a speed change from noise: use more --repeats "
