@@ -17,7 +17,29 @@ def test_crashing_script_shows_its_stderr_tail(verify, fixtures):
     # The script's own traceback is part of its stderr tail; the verifier adds none of its own.
     _assert_user_error(result, "the original script exited with status 1",
                        "loading the dataset from ./missing-data", "FileNotFoundError")
-    assert data is None
+    # The JSON report is written on an error too (nothing was written), with the error in it.
+    assert data["verdict"] == "error" and "FileNotFoundError" in data["error"]
+    assert data["speedup"] is None and data["rows"] == [] and data["warmup"] == 5
+
+
+def test_every_report_has_the_same_keys(verify, fixtures, tmp_path):
+    # "nothing to fix" lacked script_args, cwd, fixed_file, warmup, seed and rows, and --report
+    # DIR wrote nothing for it; a refused option wrote no JSON at all.
+    measured, data = verify(fixtures / "tight_loop.py", "--fixed", fixtures / "tight_loop.py",
+                            "--steps", "2", "--warmup", "1", "--repeats", "1")
+    assert measured.exit_code == 0, measured.output
+    keys = set(data)
+    assert data["error"] is None
+    nothing, data = verify(fixtures / "tight_loop.py", "--rule", "TL101", "--report",
+                           tmp_path / "out")
+    assert nothing.exit_code == 0, nothing.output
+    assert set(data) == keys and data["verdict"] == "nothing to fix"
+    assert data["rows"][0]["note"].startswith("TL101 found nothing to fix")
+    assert (tmp_path / "out" / "verify.json").exists()
+    refused, data = verify(fixtures / "tight_loop.py", "--fixed", fixtures / "tight_loop.py",
+                           "--steps", "0")
+    assert refused.exit_code == 2
+    assert set(data) == keys and data["error"] == "--steps must be at least 1 (got 0)"
 
 
 def test_script_without_optimizer_step_is_said_plainly(verify, fixtures):

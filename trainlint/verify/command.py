@@ -28,7 +28,6 @@ from trainlint.verify.runner import (
     stop_on_signals,
 )
 from trainlint.verify.variants import (
-    Planned,
     expand_rules,
     file_variant,
     original,
@@ -100,11 +99,13 @@ def verify_command(ctx: click.Context, **opts) -> None:
     fix applies), 1 rejected by the loss guard rail, 2 error; 128 + N when stopped by signal N
     (SIGTERM, SIGHUP), after ending the running script and removing the temporary files.
     """
+    known: dict = {}  # what _verify had set up when it failed, for the error's report
     try:
         with stop_on_signals():
-            code = _verify(**opts)
+            code = _verify(**opts, known=known)
     except VerifyError as e:
         click.echo(f"trainlint verify: error: {e}", err=True)
+        _write_error_report(opts, known, e)
         ctx.exit(EXIT_ERROR)
     except Stopped as e:
         # The runs were ended and their files removed on the way here; 128 + the signal's number
@@ -135,8 +136,11 @@ def _verify(
     profile: bool | None,
     pin_loader_rng: bool,
     cwd: Path | None,
+    known: dict | None = None,
 ) -> int:
+    known = {} if known is None else known
     codes = parse_rules(rules)
+    known["rules"] = codes
     if not script.is_file():
         raise VerifyError(f"{script}: no such file")
     for path in (script, fixed):
@@ -166,6 +170,7 @@ def _verify(
         report_mod.require_matplotlib()
     if codes:
         codes = expand_rules(codes)
+        known["rules"] = codes
     script = script.resolve()
     try:
         script_text = script.read_text(encoding="utf-8")
@@ -185,6 +190,7 @@ def _verify(
         pin_loader_rng=pin_loader_rng,
         cwd=str(cwd.resolve()) if cwd is not None else "",
     )
+    known["settings"] = settings
     with tempfile.TemporaryDirectory(prefix="trainlint-verify-") as tmp:
         workdir = Path(tmp)
         if codes:
@@ -203,8 +209,9 @@ def _verify(
         if len(variants) == 1:
             for p in planned:
                 click.echo(f"trainlint verify: {p.note}; nothing to measure.")
-            if json_path:
-                report_mod.write_json(_nothing_report(settings, planned, repeats), json_path)
+            # --report DIR got nothing before; it gets the JSON (no picture: nothing ran).
+            _write_reports(report_mod.nothing_report(settings, planned, repeats), json_path,
+                           report_dir)
             return EXIT_OK
 
         def progress(msg: str) -> None:
@@ -237,15 +244,13 @@ def _verify(
                                   profiles=profiles)
         result["directory_writes"] = written
     click.echo(report_mod.table(result))
-    try:
-        if json_path:
-            report_mod.write_json(result, json_path)
-        if report_dir:
-            report_mod.write_json(result, report_dir / "verify.json")
+    _write_reports(result, json_path, report_dir)
+    if report_dir:
+        try:
             report_mod.write_picture(result, records, report_dir / "verify.png")
-            click.echo(f"trainlint verify: wrote {report_dir / 'verify.png'}", err=True)
-    except OSError as e:
-        raise VerifyError(f"cannot write the report: {e}") from None
+        except OSError as e:
+            raise _WriteError(f"cannot write the report: {e}") from None
+        click.echo(f"trainlint verify: wrote {report_dir / 'verify.png'}", err=True)
     if result["verdict"] in (stats.REJECTED, stats.INCONCLUSIVE):
         return EXIT_REJECTED  # a fix the loss check could not accept is never passed silently
     return EXIT_OK
@@ -277,22 +282,43 @@ def _hint(message: str, script_text: str, nproc: int | None, cwd_given: bool) ->
     return message
 
 
-def _nothing_report(settings: RunSettings, planned: list[Planned], repeats: int) -> dict:
-    return {
-        "script": settings.script,
-        "rules": planned[-1].rules,
-        "steps": settings.steps,
-        "repeats": repeats,
-        "before": None,
-        "after": None,
-        "speedup": None,
-        "speedup_low": None,
-        "speedup_high": None,
-        "losses_match": None,
-        "max_loss_deviation": None,
-        "verdict": report_mod.NOTHING_TO_FIX,
-        "note": "; ".join(p.note for p in planned),
-    }
+class _WriteError(VerifyError):
+    """The report itself could not be written: no error report is tried after it."""
+
+
+def _write_reports(result: dict, json_path: Path | None, report_dir: Path | None) -> None:
+    try:
+        if json_path:
+            report_mod.write_json(result, json_path)
+        if report_dir:
+            report_mod.write_json(result, report_dir / "verify.json")
+    except OSError as e:
+        raise _WriteError(f"cannot write the report: {e}") from None
+
+
+def _write_error_report(opts: dict, known: dict, error: VerifyError) -> None:
+    """The JSON report of a failed verify, with the same keys as a measured one and `error` set.
+
+    --json and --report DIR wrote nothing on an error, so a CI job reading the report found no
+    file. Best effort: a report that cannot be written is said, the error stays the one shown.
+    """
+    if not (opts.get("json_path") or opts.get("report_dir")) or isinstance(error, _WriteError):
+        return
+    settings = known.get("settings")
+    script = settings.script if settings else str(opts["script"])
+    fixed = opts.get("fixed")
+    result = report_mod.skeleton(settings, script=script, rules=[],
+                                 asked_rules=known.get("rules") or [],
+                                 fixed_file=str(fixed.resolve()) if fixed else None,
+                                 repeats=opts["repeats"])
+    if settings is None:  # an option was refused: say what was asked
+        result.update(script_args=list(opts["script_args"]), steps=opts["steps"],
+                      warmup=opts["warmup"], seed=opts["seed"], nproc_per_node=opts["nproc"])
+    result.update(verdict=report_mod.ERROR, error=str(error))
+    try:
+        _write_reports(result, opts.get("json_path"), opts.get("report_dir"))
+    except VerifyError as e:
+        click.echo(f"trainlint verify: {e}", err=True)
 
 
 def main() -> None:

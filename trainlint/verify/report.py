@@ -88,6 +88,53 @@ def compare(
     }
 
 
+ERROR = "error"
+
+# Keys every JSON report has, measured or not (a "nothing to fix" report lacked script_args, cwd,
+# fixed_file, warmup, seed and rows; an error wrote none): null where nothing was measured.
+_MEASURED_KEYS = (
+    "before", "after", "median_step_s", "data_wait_share", "speedup", "speedup_low",
+    "speedup_high", "pair_ratios", "losses_match", "loss_check_inconclusive",
+    "loss_steps_compared", "losses_identical", "max_loss_deviation", "loss_deviation_compared",
+    "loss_tolerance", "loss_summary", "verdict", "note", "profile", "error",
+)
+
+
+def skeleton(settings: RunSettings | None, *, script: str, rules: list[str], asked_rules: list[str],
+             fixed_file: str | None, repeats: int) -> dict:
+    """A report with every key, the measurements null: build() fills it, an error or "nothing
+    to fix" leaves it so. settings is None for an error before the runs were set up."""
+    report: dict = {
+        "script": script,
+        "script_args": settings.script_args if settings else None,
+        "cwd": settings.cwd if settings else None,
+        "rules": rules,
+        "asked_rules": asked_rules,
+        "fixed_file": fixed_file,
+        "steps": settings.steps if settings else None,
+        "warmup": settings.warmup if settings else None,
+        "repeats": repeats,
+        "nproc_per_node": settings.nproc if settings else None,
+        "threads_per_process": settings.threads if settings else None,
+        "seed": settings.seed if settings else None,
+        "directory_writes": [],
+        "rows": [],
+    }
+    report.update(dict.fromkeys(_MEASURED_KEYS))
+    return report
+
+
+def nothing_report(settings: RunSettings, planned: list[Planned], repeats: int) -> dict:
+    """No rule had a fix: nothing ran; every row says why."""
+    final = planned[-1]
+    report = skeleton(settings, script=settings.script, rules=final.rules, asked_rules=final.asked,
+                      fixed_file=None, repeats=repeats)
+    report["rows"] = [{"name": p.name, "rules": p.rules, "asked_rules": p.asked,
+                       "verdict": NOTHING_TO_FIX, "note": p.note} for p in planned]
+    report.update(verdict=NOTHING_TO_FIX, note="; ".join(p.note for p in planned))
+    return report
+
+
 def build(
     settings: RunSettings,
     planned: list[Planned],
@@ -115,22 +162,10 @@ def build(
                 row["note"] = p.note
         rows.append(row)
     final = planned[-1]  # the version with every fix (or the --fixed file)
-    report: dict = {
-        "script": settings.script,
-        "script_args": settings.script_args,
-        "cwd": settings.cwd,
-        # The rules whose fixes the version with all fixes holds; asked_rules: all asked for.
-        "rules": final.rules,
-        "asked_rules": final.asked,
-        "fixed_file": fixed_file,
-        "steps": settings.steps,
-        "warmup": settings.warmup,
-        "repeats": repeats,
-        "nproc_per_node": settings.nproc,
-        "threads_per_process": settings.threads,
-        "seed": settings.seed,
-        "before": _side(before),
-    }
+    # rules: those whose fixes the version with all fixes holds; asked_rules: all asked for.
+    report = skeleton(settings, script=settings.script, rules=final.rules, asked_rules=final.asked,
+                      fixed_file=fixed_file, repeats=repeats)
+    report["before"] = _side(before)
     if final.variant is None:
         report.update({"after": None, "speedup": None, "speedup_low": None, "speedup_high": None,
                        "losses_match": None, "max_loss_deviation": None,
