@@ -357,3 +357,16 @@ def test_sigterm_ends_the_run_and_removes_the_copies(tmp_path):
             proc.wait()
         if script_pid is not None and not _gone(script_pid):
             os.killpg(script_pid, signal.SIGKILL)  # the script leads its own process group
+
+
+def test_a_crashing_fixed_version_names_its_file_not_the_hidden_copy(verify, tmp_path):
+    # The traceback named `.trainlint-verify-XXXX-train.py`, a copy already deleted.
+    script = tmp_path / "train.py"
+    script.write_text(HANGS_WHEN_FIXED)
+    fixed = tmp_path / "train_fixed.py"
+    fixed.write_text(HANGS_WHEN_FIXED.replace("HANG = False", "HANG = True").replace(
+        "time.sleep(600)", "raise RuntimeError('broken fix')"))
+    result, _ = verify(script, "--fixed", fixed, "--steps", "3", "--warmup", "1", "--repeats", "1",
+                       "--", tmp_path / "pid")
+    _assert_user_error(result, "RuntimeError: broken fix", f'File "{fixed}"')
+    assert ".trainlint-verify-" not in result.stderr

@@ -195,6 +195,10 @@ def run_once(
     beside = _copy_beside(settings.script, variant.code_path)
     try:
         return _run_once(settings, variant, repeat, workdir, profile_steps, beside or variant.code_path)
+    except VerifyError as e:
+        if not beside:
+            raise
+        raise VerifyError(str(e).replace(beside, _shown_name(settings, variant))) from None
     finally:
         if beside:
             try:
@@ -204,6 +208,15 @@ def run_once(
 
 
 HIDDEN_PREFIX = ".trainlint-verify-"
+
+
+def _shown_name(settings: RunSettings, variant: Variant) -> str:
+    """What a fixed version's traceback names instead of its hidden copy, gone by the time the
+    message is read (it named `.trainlint-verify-XXXX-train.py`): the --fixed file, or says
+    whose copy it was."""
+    if variant.name == "fixed":
+        return variant.code_path
+    return f"(trainlint's fixed copy of {os.path.basename(settings.script)})"
 
 
 def _copy_beside(script: str, code_path: str) -> str | None:
