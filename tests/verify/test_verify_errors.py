@@ -87,7 +87,9 @@ def test_bad_numbers(verify, fixtures):
     for args, needle in ((("--steps", "0"), "--steps must be at least 1"),
                          (("--warmup", "0"), "--warmup must be at least 1"),
                          (("--repeats", "0"), "--repeats must be at least 1"),
-                         (("--loss-rtol", "-1"), "--loss-rtol must be")):
+                         (("--loss-rtol", "-1"), "--loss-rtol must be"),
+                         # accepted before, then every run "did not finish within 0 s"
+                         (("--timeout", "0"), "--timeout must be a number of seconds above 0")):
         result, _ = verify(fixtures / "tight_loop.py", "--fixed", fixtures / "tight_loop_noop.py",
                            *args)
         _assert_user_error(result, needle)
@@ -370,3 +372,11 @@ def test_a_crashing_fixed_version_names_its_file_not_the_hidden_copy(verify, tmp
                        "--", tmp_path / "pid")
     _assert_user_error(result, "RuntimeError: broken fix", f'File "{fixed}"')
     assert ".trainlint-verify-" not in result.stderr
+
+
+def test_a_scripts_option_before_the_double_dash_is_explained(verify, fixtures):
+    # click said only "No such option: --epochs".
+    result, _ = verify(fixtures / "tight_loop.py", "--fixed", fixtures / "tight_loop.py",
+                       "--epochs", "1", json_report=False)
+    assert result.exit_code == 2
+    assert "No such option" in result.output and "go after `--`" in result.output

@@ -53,8 +53,22 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+class _VerifyCommand(click.Command):
+    """`verify train.py --epochs 1` said only "No such option: --epochs": the script's own
+    options go after `--`, and the message says so now."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as e:
+            e.message += (" (options for the script go after `--`: "
+                          "trainlint verify train.py --fixed fixed.py -- --epochs 1)")
+            raise
+
+
 @click.command(
     name="verify",
+    cls=_VerifyCommand,
     context_settings={"help_option_names": ["-h", "--help"]},
     short_help="Measure a fix's speedup and check the loss curve.",
 )
@@ -164,6 +178,8 @@ def _verify(
         _positive("--nproc-per-node", nproc)
     if threads is not None:
         _positive("--threads", threads)
+    if not timeout_s > 0:  # --timeout 0 was accepted, then every run "did not finish within 0 s"
+        raise VerifyError(f"--timeout must be a number of seconds above 0 (got {timeout_s:g})")
     if loss_rtol is not None and not loss_rtol >= 0:
         raise VerifyError("--loss-rtol must be a number >= 0")
     if report_dir is not None:
