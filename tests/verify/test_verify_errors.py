@@ -206,6 +206,17 @@ def test_a_crash_on_one_rank_shows_that_ranks_traceback(verify, tmp_path):
     assert "harness.py" not in result.stderr
 
 
+def test_a_rank_that_calls_sys_exit_is_named_with_its_exit_code(verify, tmp_path):
+    # Before: rank 1's sys.exit(2) left no record, and the message named rank 0, whose gloo
+    # "Connection closed by peer" came after rank 1 had gone.
+    script = tmp_path / "ddp_exit.py"
+    script.write_text(RANK_CRASH.replace('raise ValueError("rank 1 broke")', "sys.exit(2)")
+                      .replace("import torch,", "import sys, torch,"))
+    result, _ = verify(script, "--fixed", script, "--nproc-per-node", "2", "--steps", "5",
+                       "--warmup", "1", "--repeats", "1")
+    _assert_user_error(result, "rank 1 failed first", "sys.exit(2)", "exit status 2")
+
+
 WRITES_BESIDE = """
 import torch
 m = torch.nn.Linear(2, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)

@@ -186,3 +186,130 @@ def test_spawned_loader_workers_run_the_fixed_code(tmp_path):
     b = run_once(s, Variant("fixed", [], str(fixed)), 0, tmp_path)
     assert b.losses[0] > 100 * a.losses[0]  # the workers served the fixed targets
     assert sorted(p.name for p in project.iterdir()) == ["target.txt", "train.py"]  # copy removed
+
+
+_SCALER = """
+import sys, torch
+torch.manual_seed(0)
+m = torch.nn.Linear(4, 1)
+o = torch.optim.SGD(m.parameters(), lr=0.01)
+x = torch.randn(16, 4); y = 100 * x[:, :1]  # one batch: a skipped step leaves the loss as it was
+scaler = torch.amp.GradScaler("cpu", init_scale=float(sys.argv[1]), enabled=sys.argv[1] != "0")
+for step in range(50):
+    loss = (m(x) - y).pow(2).mean()
+    o.zero_grad()
+    scaler.scale(loss).backward()
+    scaler.step(o)
+    scaler.update()
+"""
+
+
+def test_a_grad_scalers_loss_is_recorded_unscaled(tmp_path):
+    # Before: backward saw scaler.scale(loss), the loss times the scale, so a fix changing the
+    # scale (TL403) or removing the scaler (TL402) was rejected with bit-identical real losses.
+    script = tmp_path / "scaled.py"
+    script.write_text(_SCALER)
+    runs = [run_once(_settings(script, steps=6, warmup=1, script_args=[scale]),
+                     Variant(scale, [], str(script)), 0, tmp_path) for scale in ("256", "4096", "0")]
+    assert runs[0].losses == runs[1].losses == runs[2].losses
+
+
+def test_a_step_the_grad_scaler_skips_is_still_one_iteration(tmp_path):
+    # Before: a skipped step (inf gradients, no optimizer.step) merged its loss into the next
+    # step's, so the curve lost an iteration. Now each iteration is a step: the model does not
+    # change over the skipped ones, so their losses repeat the first one.
+    script = tmp_path / "scaled.py"
+    script.write_text(_SCALER)
+    s = _settings(script, steps=8, warmup=1, script_args=[str(2.0 ** 127)])
+    skipping = run_once(s, Variant("skip", [], str(script)), 0, tmp_path)
+    plain = run_once(_settings(script, steps=8, warmup=1, script_args=["0"]),
+                     Variant("plain", [], str(script)), 0, tmp_path)
+    assert len(skipping.losses) == 9
+    skipped = next(i for i, v in enumerate(skipping.losses) if v != plain.losses[0])
+    assert skipped >= 2  # the overflowing steps and the first real one saw the same model
+    assert skipping.losses[skipped:] == pytest.approx(plain.losses[1:9 - skipped + 1], rel=1e-5)
+
+
+_STAGES = """
+import torch
+torch.manual_seed(0)
+body = torch.nn.Linear(4, 8); head = torch.nn.Linear(8, 1)
+def run(opt, steps):
+    for _ in range(steps):
+        opt.zero_grad(); head(body(torch.randn(8, 4))).pow(2).mean().backward(); opt.step()
+run(torch.optim.SGD(head.parameters(), lr=0.01), 3)  # stage 1: the head alone
+run(torch.optim.SGD([*body.parameters(), *head.parameters()], lr=0.01), 50)  # stage 2
+"""
+
+_GAN = """
+import torch
+torch.manual_seed(0)
+g = torch.nn.Linear(2, 4); d = torch.nn.Linear(4, 1)
+og = torch.optim.SGD(g.parameters(), lr=0.01); od = torch.optim.SGD(d.parameters(), lr=0.01)
+for _ in range(30):
+    od.zero_grad(); d(g(torch.randn(8, 2)).detach()).mean().backward(); od.step()
+    og.zero_grad(); (-d(g(torch.randn(8, 2)))).mean().backward(); og.step()
+"""
+
+
+def test_a_new_optimizer_that_takes_over_is_counted(tmp_path):
+    # Before: only the first optimizer's steps counted: a 3-step first stage "finished after 3
+    # optimizer steps, fewer than asked" although stage 2 trained on for 50.
+    script = tmp_path / "stages.py"
+    script.write_text(_STAGES)
+    rec = run_once(_settings(script, steps=8, warmup=1), Variant("o", [], str(script)), 0, tmp_path)
+    assert len(rec.losses) == 9
+    assert rec.extra["optimizer_switches"] == 1
+    # Two optimizers that step in turn (a GAN) still count the first one, one step an iteration.
+    script = tmp_path / "gan.py"
+    script.write_text(_GAN)
+    rec = run_once(_settings(script, steps=8, warmup=1), Variant("o", [], str(script)), 0, tmp_path)
+    assert len(rec.losses) == 9
+    assert rec.extra["optimizer_switches"] == 0
+    assert rec.extra["other_optimizer_steps"] >= 8
+
+
+_BARE_EXCEPT = """
+import os, torch
+m = torch.nn.Linear(4, 1); o = torch.optim.SGD(m.parameters(), lr=0.01)
+for step in range(2000):
+    try:
+        o.zero_grad(); m(torch.randn(8, 4)).pow(2).mean().backward(); o.step()
+    except:  # noqa: E722
+        continue
+open(os.path.join(os.path.dirname(__file__), "ended"), "w").close()
+"""
+
+
+def test_a_script_that_catches_the_stop_is_ended_at_the_stop(tmp_path):
+    # Before: a bare except swallowed StopRun; the script trained on to its end (or to
+    # --timeout) and nothing said why.
+    script = tmp_path / "bare.py"
+    script.write_text(_BARE_EXCEPT)
+    rec = run_once(_settings(script, steps=5, warmup=1), Variant("o", [], str(script)), 0, tmp_path)
+    assert rec.extra["stop_caught"]
+    assert len(rec.losses) == 6
+    assert not (tmp_path / "ended").exists()
+
+
+_BACKWARD_FORMS = """
+import torch
+torch.manual_seed(0)
+m = torch.nn.Linear(4, 2); o = torch.optim.SGD(m.parameters(), lr=0.01)
+for step in range(20):
+    per_sample = m(torch.randn(8, 4)).pow(2).mean(1)
+    if step % 2:
+        per_sample.backward(torch.full_like(per_sample, 1 / 8))  # the mean's gradient
+    else:
+        torch.autograd.backward([per_sample[:4].mean(), per_sample[4:].mean()])
+    o.step(); o.zero_grad()
+"""
+
+
+def test_a_loss_given_as_a_gradient_or_a_list_is_recorded(tmp_path):
+    # Before: t.backward(gradient) on a non-scalar and backward([l1, l2]) recorded nothing (nan).
+    script = tmp_path / "forms.py"
+    script.write_text(_BACKWARD_FORMS)
+    rec = run_once(_settings(script, steps=5, warmup=1), Variant("o", [], str(script)), 0, tmp_path)
+    assert len(rec.losses) == 6
+    assert all(v > 0 for v in rec.losses)  # nan > 0 is False

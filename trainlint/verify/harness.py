@@ -12,6 +12,8 @@ What is hooked, and why each hook stays cheap (the harness must not change what 
 - ``DataLoader.__iter__`` and the loader iterator's ``__next__``: time spent waiting for data;
 - ``torch.autograd.backward`` (which ``Tensor.backward`` calls): the detached scalar loss is kept
   where it lives (on the device) and read once at the end, so no per-step host sync is added;
+  ``GradScaler.scale`` notes which scaled tensor stands for which loss, so the loss kept is the
+  unscaled one, and ``GradScaler.step`` counts a step it skips as a step;
 - ``DataLoader.__init__``: a shuffling ``RandomSampler`` without its own generator gets one, seeded
   from the verifier's seed, so the data order no longer depends on how often the loader draws
   its worker base seed from the global RNG (``persistent_workers=True`` draws it once instead of
@@ -54,8 +56,14 @@ class _State:
         self.pending_wait = 0.0
         self.loader_batches = 0  # drawn from a torch DataLoader: none, and data wait is not measured
         self.pending_losses = 0
-        self.first_optimizer: int | None = None
+        self.first_optimizer: int | None = None  # the counted optimizer (see _counted)
+        self.last_other: int | None = None  # another one that stepped since the counted one did
         self.other_optimizer_steps = 0
+        self.optimizer_switches = 0
+        self.hook_calls = 0  # optimizer steps of any optimizer (GradScaler.step looks)
+        self.scaler_skipped = 0  # steps a GradScaler skipped, counted as steps all the same
+        self.stopped = False  # StopRun was raised
+        self.stop_caught = False  # ... and the script caught it and stepped again
         self.loaders = 0
         # Shuffling loaders the harness pinned, and those the script gave its own generator (their
         # order is the script's; the report must not say the verifier pinned it).
@@ -163,18 +171,43 @@ def _install(cfg: dict, state: _State) -> Hooks:
         hooks.patch("loader", dl.DataLoader, "__init__", init)
 
     orig_backward = torch.autograd.backward
+    scaled: dict = {}  # id(scaled output) -> (weak reference to it, the detached loss it scales)
 
     def backward(tensors, *args, **kwargs):
-        t = tensors
-        if isinstance(t, (tuple, list)) and len(t) == 1:
-            t = t[0]
-        if isinstance(t, torch.Tensor) and t.numel() == 1:
-            # detach() keeps the value on its device; nothing is read until the run ends.
-            state.losses.append(t.detach())
+        grads = args[0] if args else kwargs.get("grad_tensors")
+        loss = _backward_loss(tensors, grads, scaled)
+        if loss is not None:
+            # Kept where it lives (on the device); nothing is read until the run ends.
+            state.losses.append(loss)
             state.pending_losses += 1
         return orig_backward(tensors, *args, **kwargs)
 
     hooks.patch("backward", torch.autograd, "backward", backward)
+
+    # A GradScaler's backward runs on scale(loss), the loss times the scale: the loss recorded is
+    # the one scale() was given, so a fix that changes the scale (TL403) or drops the scaler
+    # (TL402) compares real losses. torch.cuda.amp.GradScaler inherits both methods.
+    scaler_cls = torch.amp.GradScaler
+    orig_scale = scaler_cls.scale
+    orig_scaler_step = scaler_cls.step
+
+    def scale(self, outputs):
+        result = orig_scale(self, outputs)
+        _remember_scaled(outputs, result, scaled)
+        return result
+
+    def scaler_step(self, optimizer, *args, **kwargs):
+        before = state.hook_calls
+        result = orig_scaler_step(self, optimizer, *args, **kwargs)
+        if state.hook_calls == before and hooks.handle is not None:
+            # The scaler skipped optimizer.step (inf/NaN gradients): still one iteration, so the
+            # loss curves stay aligned per iteration instead of merging it into the next step.
+            state.scaler_skipped += 1
+            after_step(optimizer, (), {})
+        return result
+
+    hooks.patch("backward", scaler_cls, "scale", scale)
+    hooks.patch("step", scaler_cls, "step", scaler_step)
 
     # torch.cuda.current_stream builds a new Stream object at each call, which measured 9 us a
     # call on the GPU machine (three times an event record; see docs/verify.md): the step hook
@@ -193,12 +226,12 @@ def _install(cfg: dict, state: _State) -> Hooks:
         return stream
 
     def after_step(optimizer, args, kwargs):
-        # Several optimizers (a GAN, say) step once each per iteration: count the first one.
-        if state.first_optimizer is None:
-            state.first_optimizer = id(optimizer)
-            state.device = _param_device(optimizer)
-        elif id(optimizer) != state.first_optimizer:
-            state.other_optimizer_steps += 1
+        state.hook_calls += 1
+        if state.stopped:
+            # The stop was raised and the script caught it (a bare except: or except
+            # BaseException: around the step) and trained on: the record is already complete.
+            _caught_stop(cfg, state)
+        if not _counted(state, optimizer):
             return
         if state.device is not None:
             # Recorded on the stream the parameters' device computes on; no host wait. Under
@@ -217,14 +250,133 @@ def _install(cfg: dict, state: _State) -> Hooks:
                 _start_profiler(state)
             elif n == state.warmup + state.profile_steps:
                 _stop_profiler(state)
-                raise StopRun()
+                _stop(state)
             return
         if n >= state.total:
-            raise StopRun()
+            _stop(state)
 
     hooks.step_hook = after_step
     hooks.enable()
     return hooks
+
+
+def _stop(state: _State) -> None:
+    """End the script's training: raise StopRun, remembering that it was raised (_caught_stop)."""
+    state.stopped = True
+    raise StopRun()
+
+
+def _caught_stop(cfg: dict, state: _State) -> None:
+    """The script swallowed StopRun and stepped again: write the record and end the process.
+
+    Before, such a script trained on to its end (or to the runner's --timeout) and its record
+    then held every step, or none. The record holds the steps up to the stop, as for any run; the
+    process ends as a torchrun rank does (threads joined, atexit handlers run) with status 0.
+    """
+    sys.stderr.write(
+        "trainlint verify: the script caught the verifier's stop signal (a bare `except:` or "
+        "`except BaseException:` around the training step) and went on training; the run ends "
+        "here, with the steps measured up to the stop.\n"
+    )
+    state.stop_caught = True
+    _finish(cfg, state, "stopped")
+    _exit_before_finalization(0)
+
+
+def _counted(state: _State, optimizer) -> bool:
+    """Whether this optimizer's step is the one the run counts, switching to a new optimizer
+    once the counted one has stopped.
+
+    Several optimizers that step in turn (a GAN's two) leave the first one counted: only its
+    steps are steps. An optimizer that steps twice with no step of the counted one in between
+    has taken over (stage 1 trains a head with one optimizer, stage 2 everything with another):
+    from its second step on, its steps are counted. Before, only the first optimizer's steps
+    counted, and a run whose first stage was short "finished after 10 optimizer steps". The
+    step where it takes over spans both of its steps since the old optimizer's last one.
+    """
+    key = id(optimizer)
+    if state.first_optimizer is None:
+        state.first_optimizer = key
+        state.device = _param_device(optimizer)
+        return True
+    if key == state.first_optimizer:
+        state.last_other = None
+        return True
+    if state.last_other == key:
+        state.first_optimizer = key
+        state.last_other = None
+        state.optimizer_switches += 1
+        if state.device is None:
+            state.device = _param_device(optimizer)
+        return True
+    state.last_other = key
+    state.other_optimizer_steps += 1
+    return False
+
+
+def _backward_loss(tensors, grads, scaled: dict):
+    """The detached loss a backward call computes gradients of, or None when there is no loss.
+
+    A scalar is the loss; a list of scalars (``torch.autograd.backward([l1, l2])``) sums them; a
+    tensor with an explicit gradient (``t.backward(g)``) is the loss ``(t * g).sum()``, whose
+    gradient that is. A tensor that GradScaler.scale returned stands for the loss it was given
+    (``scaled``). All of it stays on the device: no read here.
+    """
+    import torch
+
+    if isinstance(tensors, torch.Tensor):
+        tensors = (tensors,)
+        grads = tuple(grads) if isinstance(grads, (tuple, list)) else (grads,)
+    elif not isinstance(tensors, (tuple, list)):
+        return None
+    elif isinstance(grads, torch.Tensor) or grads is None:
+        grads = (grads,) * len(tensors) if grads is None else (grads,)
+    if len(grads) != len(tensors):
+        return None
+    total = None
+    for t, g in zip(tensors, grads):
+        if not isinstance(t, torch.Tensor):
+            return None
+        entry = scaled.get(id(t))
+        if entry is not None and entry[0]() is t:
+            t = entry[1]  # the loss before scaling (its gradient argument is scaled alike)
+            g = None
+        if t.numel() == 1:
+            part = t.detach().reshape(())
+        elif isinstance(g, torch.Tensor) and g.shape == t.shape:
+            part = (t.detach() * g).sum()
+        else:
+            return None
+        if total is not None and part.device != total.device:
+            return None  # losses on several devices (model parallel): no sum without a copy
+        total = part if total is None else total + part
+    return total
+
+
+def _remember_scaled(outputs, result, scaled: dict) -> None:
+    """Note which tensor GradScaler.scale returned for which loss, holding the scaled one weakly.
+
+    The entry goes when the scaled tensor does not outlive its step (dead entries are dropped as
+    new ones come, so the table stays small)."""
+    import weakref
+
+    import torch
+
+    if isinstance(outputs, torch.Tensor):
+        pairs = [(outputs, result)]
+    elif isinstance(outputs, (list, tuple)) and isinstance(result, (list, tuple)):
+        pairs = list(zip(outputs, result))
+    else:
+        return
+    if len(scaled) > 64:
+        for key in [k for k, (ref, _) in scaled.items() if ref() is None]:
+            del scaled[key]
+    for loss, out in pairs:
+        if isinstance(loss, torch.Tensor) and isinstance(out, torch.Tensor) and out is not loss:
+            try:
+                scaled[id(out)] = (weakref.ref(out), loss.detach())
+            except TypeError:
+                pass
 
 
 EVENT_BATCH = 4096  # events created at a time: a verify run's warm-up + steps fit in one batch
@@ -307,9 +459,9 @@ def _collect(state: _State, status: str) -> dict:
         # The single device-to-host read of the whole run.
         devices = {t.device for t in state.losses}
         if len(devices) == 1:
-            losses = torch.stack([t.reshape(()).float() for t in state.losses]).cpu().tolist()
+            losses = torch.stack([t.float() for t in state.losses]).cpu().tolist()
         else:  # losses on several devices: one read each, still only at the end
-            losses = [float(t.reshape(()).float().cpu()) for t in state.losses]
+            losses = [float(t.float().cpu()) for t in state.losses]
     per_step: list[float] = []
     i = 0
     for count in state.losses_per_step:
@@ -328,6 +480,9 @@ def _collect(state: _State, status: str) -> dict:
         "rank": int(os.environ.get("RANK", "0")),
         "steps_seen": len(ends),
         "other_optimizer_steps": state.other_optimizer_steps,
+        "optimizer_switches": state.optimizer_switches,
+        "scaler_skipped_steps": state.scaler_skipped,
+        "stop_caught": state.stop_caught,
         "step_wall_s": wall_times,
         "step_device_s": device_times,
         "data_wait_s": state.data_wait,
@@ -412,11 +567,24 @@ def main() -> None:
         code = e.code
         exit_code = code if isinstance(code, int) else (0 if code is None else 1)
         if exit_code:
+            if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+                _rank_failed(cfg, exit_code)
             raise
     except BaseException:
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
             _rank_failed(cfg)
         raise
+    if state.stopped:
+        status = "stopped"  # also when the script caught StopRun and then left its loop
+    _finish(cfg, state, status)
+    sys.stdout.flush()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        _exit_before_finalization(exit_code)
+
+
+def _finish(cfg: dict, state: _State, status: str) -> None:
+    """Write the rank's record (``<out_dir>/rank<R>.json``); after a stop, release the script's
+    process group so that the rank exits cleanly."""
     result = _collect(state, status)
     out = os.path.join(cfg["out_dir"], f"rank{result['rank']}.json")
     tmp = out + ".tmp"
@@ -432,12 +600,9 @@ def main() -> None:
                 dist.destroy_process_group()
             except Exception:
                 pass
-    sys.stdout.flush()
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        _exit_before_finalization(exit_code)
 
 
-def _rank_failed(cfg: dict) -> None:
+def _rank_failed(cfg: dict, exit_code: int = 1) -> None:
     """A torchrun rank whose script raised: say so where the runner looks, then leave cleanly.
 
     Left to the interpreter, the rank's exception went through finalization with gloo's threads
@@ -446,6 +611,10 @@ def _rank_failed(cfg: dict) -> None:
     traceback goes to stderr as usual and to ``rank<R>.error.json`` (with the time, so the runner
     can name the rank that failed first); the rank exits with status 1. The script's threads are
     not waited for: after a failure, its other threads may wait on ranks that are gone.
+
+    A rank whose script calls ``sys.exit(N)`` with N non-zero is recorded alike, with N as its
+    ``exit_code`` and its exit status: before, the rank left with no record, and the runner named
+    the rank that then lost its peer ("Connection closed by peer") as the one that failed first.
     """
     import traceback
 
@@ -454,14 +623,17 @@ def _rank_failed(cfg: dict) -> None:
     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
         tb = tb.tb_next  # the harness's own frames (main, _execute) say nothing of the cause
     text = "".join(traceback.format_exception(type(exc), exc, tb))
+    if isinstance(exc, SystemExit):
+        text += f"(the script called sys.exit({exc.code!r}): exit status {exit_code})\n"
     sys.stderr.write(text)
     rank = int(os.environ.get("RANK", "0"))
+    record = {"rank": rank, "time": time.time(), "traceback": text, "exit_code": exit_code}
     try:
         with open(os.path.join(cfg["out_dir"], f"rank{rank}.error.json"), "w") as f:
-            json.dump({"rank": rank, "time": time.time(), "traceback": text}, f)
+            json.dump(record, f)
     except OSError:
         pass
-    _exit_before_finalization(1, wait_for_threads=False)
+    _exit_before_finalization(exit_code, wait_for_threads=False)
 
 
 def _exit_before_finalization(code: int, wait_for_threads: bool = True) -> None:

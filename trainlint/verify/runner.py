@@ -315,10 +315,14 @@ def _run_once(
                 "cannot be measured)."
             )
         if seen < needed:
+            others = r.get("other_optimizer_steps", 0)
             raise VerifyError(
                 f"{label} finished after {seen} optimizer steps, fewer than the "
                 f"{needed} asked for (--warmup {settings.warmup} + --steps "
                 f"{profile_steps or settings.steps}); lower --steps or give the script more data."
+                + (f" (It also made {others} steps of other optimizers, not counted: the "
+                   "verifier counts one optimizer, the first, or one that steps twice in a row "
+                   "after it.)" if others else "")
             )
     return _record(variant.name, repeat, settings.warmup, ranks, wall)
 
@@ -365,6 +369,8 @@ def _record(name: str, repeat: int, warmup: int, ranks: list[dict], wall: float)
         timing_source=source,
         loader_batches=r0.get("loader_batches"),
         extra={"other_optimizer_steps": r0.get("other_optimizer_steps", 0),
+               "optimizer_switches": r0.get("optimizer_switches", 0),
+               "stop_caught": any(r.get("stop_caught") for r in ranks),
                "pinned_loaders": r0.get("pinned_loaders", 0),
                "own_generator_loaders": r0.get("own_generator_loaders", 0)},
     )
@@ -419,6 +425,19 @@ def changed_files(before: dict[str, tuple[int, int]], after: dict[str, tuple[int
     return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
 
 
+def _run_notes(variant: Variant, rec: RunRecord) -> list[str]:
+    """What the harness saw that the numbers alone do not say (said once per version)."""
+    notes = []
+    if rec.extra.get("stop_caught"):
+        notes.append(f"warning: {variant.name}: the script caught the verifier's stop signal (a "
+                     "bare `except:` or `except BaseException:` around the step) and trained on; "
+                     "the verifier ended the run there")
+    if rec.extra.get("optimizer_switches"):
+        notes.append(f"note: {variant.name}: the steps counted went from one optimizer to another "
+                     "that took over (a new training stage)")
+    return notes
+
+
 def run_interleaved(
     settings: RunSettings,
     variants: list[Variant],
@@ -437,7 +456,11 @@ def run_interleaved(
         for v in variants:
             if progress:
                 progress(f"repeat {k + 1}/{repeats}: {v.name}")
-            records[v.name].append(run_once(settings, v, k, workdir))
+            rec = run_once(settings, v, k, workdir)
+            records[v.name].append(rec)
+            if progress and k == 0:
+                for note in _run_notes(v, rec):
+                    progress(note)
             if after_first_run and k == 0 and v is variants[0]:
                 after_first_run()
     return records
