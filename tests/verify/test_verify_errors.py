@@ -121,6 +121,46 @@ def test_timeout_stops_the_run(verify, fixtures):
     _assert_user_error(result, "did not finish 25 steps within 4 s")
 
 
+RAISES_AT_STEP_7 = """
+import torch
+m = torch.nn.Linear(2, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)
+for step in range(1, 100):
+    m(torch.ones(2, 2)).sum().backward(); o.step(); o.zero_grad()
+    if step == 7:
+        raise RuntimeError("bad batch")
+"""
+
+
+def test_a_failure_says_how_many_steps_the_run_made(verify, tmp_path):
+    # The message said only "exited with status 1": not whether the script died at its first
+    # step or near the end (the harness recorded nothing on a failure).
+    script = tmp_path / "train.py"
+    script.write_text(RAISES_AT_STEP_7)
+    result, data = verify(script, "--fixed", script, "--repeats", "1")
+    _assert_user_error(result, "exited with status 1 after 7 of 25 optimizer steps",
+                       "RuntimeError: bad batch")
+    assert "after 7 of 25 optimizer steps" in data["error"]
+
+
+HANGS_AFTER_STEP_5 = """
+import time, torch
+m = torch.nn.Linear(2, 1); o = torch.optim.SGD(m.parameters(), lr=0.1)
+for step in range(1, 100):
+    m(torch.ones(2, 2)).sum().backward(); o.step(); o.zero_grad()
+    if step == 5:
+        time.sleep(600)
+"""
+
+
+def test_a_timeout_says_how_far_the_run_got(verify, tmp_path):
+    # "did not finish 25 steps within N s" alone did not tell a script that hung before its
+    # first step from one that stopped mid-way.
+    script = tmp_path / "train.py"
+    script.write_text(HANGS_AFTER_STEP_5)
+    result, _ = verify(script, "--fixed", script, "--repeats", "1", "--timeout", "12")
+    _assert_user_error(result, "within 12 s: it reached 5 of 25 optimizer steps, then no step for")
+
+
 LOGS_TO_STDOUT = """
 import logging, sys, torch
 logging.basicConfig(stream=sys.stdout, level=logging.INFO)
@@ -210,11 +250,16 @@ def test_a_rank_that_calls_sys_exit_is_named_with_its_exit_code(verify, tmp_path
     # Before: rank 1's sys.exit(2) left no record, and the message named rank 0, whose gloo
     # "Connection closed by peer" came after rank 1 had gone.
     script = tmp_path / "ddp_exit.py"
-    script.write_text(RANK_CRASH.replace('raise ValueError("rank 1 broke")', "sys.exit(2)")
+    # Its stdout (why it exits) was left out of the message too: the run's stdout mixes every
+    # rank's lines, and only the traceback was shown.
+    script.write_text(RANK_CRASH.replace('raise ValueError("rank 1 broke")',
+                                         'print("[rank1] data shard exhausted", flush=True); '
+                                         "sys.exit(2)")
                       .replace("import torch,", "import sys, torch,"))
     result, _ = verify(script, "--fixed", script, "--nproc-per-node", "2", "--steps", "5",
                        "--warmup", "1", "--repeats", "1")
-    _assert_user_error(result, "rank 1 failed first", "sys.exit(2)", "exit status 2")
+    _assert_user_error(result, "rank 1 failed first, after 3 of 6 optimizer steps", "sys.exit(2)",
+                       "exit status 2", "Its stdout ends with:\n[rank1] data shard exhausted")
 
 
 WRITES_BESIDE = """

@@ -269,6 +269,21 @@ def test_a_new_optimizer_that_takes_over_is_counted(tmp_path):
     assert rec.extra["other_optimizer_steps"] >= 8
 
 
+def test_steps_of_an_optimizer_not_counted_are_shown(verify, tmp_path):
+    # other_optimizer_steps was recorded and shown nowhere: a GAN's step time read as one
+    # optimizer's step, though it spans the generator's step too.
+    script = tmp_path / "gan.py"
+    script.write_text(_GAN)
+    result, data = verify(script, "--fixed", script, "--steps", "4", "--warmup", "1",
+                          "--repeats", "1")
+    assert result.exit_code == 0, result.output
+    assert data["before"]["other_optimizer_steps"] == 4
+    assert data["after"]["other_optimizer_steps"] == 4
+    assert data["rows"][0]["other_optimizer_steps"] == 4
+    assert ("steps of another optimizer were not counted as steps (original 4, fixed 4 in the "
+            "first repeat)") in result.stdout
+
+
 _BARE_EXCEPT = """
 import os, torch
 m = torch.nn.Linear(4, 1); o = torch.optim.SGD(m.parameters(), lr=0.01)

@@ -14,6 +14,10 @@ What is hooked, and why each hook stays cheap (the harness must not change what 
   where it lives (on the device) and read once at the end, so no per-step host sync is added;
   ``GradScaler.scale`` notes which scaled tensor stands for which loss, so the loss kept is the
   unscaled one, and ``GradScaler.step`` counts a step it skips as a step;
+- progress: a daemon thread writes the number of steps so far to ``<out_dir>/rank<R>.progress``
+  at most every 0.5 s when it changed, and the harness writes it once more when the script fails;
+  so a failure's or a timeout's message says how far the run got. The step hook itself writes
+  nothing and reads nothing from the device;
 - ``DataLoader.__init__``: a shuffling ``RandomSampler`` without its own generator gets one, seeded
   from the verifier's seed, so the data order no longer depends on how often the loader draws
   its worker base seed from the global RNG (``persistent_workers=True`` draws it once instead of
@@ -29,8 +33,10 @@ import json
 import os
 import random
 import sys
+import threading
 import time
 import types
+import weakref
 
 ENV_VAR = "TRAINLINT_VERIFY"
 
@@ -56,7 +62,7 @@ class _State:
         self.pending_wait = 0.0
         self.loader_batches = 0  # drawn from a torch DataLoader: none, and data wait is not measured
         self.pending_losses = 0
-        self.first_optimizer: int | None = None  # the counted optimizer (see _counted)
+        self.first_optimizer = None  # a weak reference to the counted optimizer (see _counted)
         self.last_other: int | None = None  # another one that stepped since the counted one did
         self.other_optimizer_steps = 0
         self.optimizer_switches = 0
@@ -74,6 +80,9 @@ class _State:
         self.profile_start = 0.0
         self.profile: dict | None = None
         self.device = None  # the CUDA device stepped on, if any
+        self.progress_written = -1  # the step count last written to the progress file
+        self.progress_final = False  # the failure's exact count is written: the thread stops
+        self.progress_lock = threading.Lock()  # the thread's write and the failure's
 
 
 class Hooks:
@@ -295,17 +304,18 @@ def _counted(state: _State, optimizer) -> bool:
     step where it takes over spans both of its steps since the old optimizer's last one.
     """
     key = id(optimizer)
-    if state.first_optimizer is None:
-        state.first_optimizer = key
-        state.device = _param_device(optimizer)
-        return True
-    if key == state.first_optimizer:
+    counted = state.first_optimizer() if state.first_optimizer is not None else None
+    if counted is optimizer:
         state.last_other = None
         return True
-    if state.last_other == key:
-        state.first_optimizer = key
+    if state.first_optimizer is None or counted is None or state.last_other == key:
+        # The first step of the run; or the counted optimizer is gone (a stage's optimizer
+        # freed when the stage ended: held by id, the next one could take its id and its place
+        # unnoticed); or another stepped twice in a row: it is the counted one from now on.
+        if state.first_optimizer is not None:
+            state.optimizer_switches += 1
+        state.first_optimizer = weakref.ref(optimizer)
         state.last_other = None
-        state.optimizer_switches += 1
         if state.device is None:
             state.device = _param_device(optimizer)
         return True
@@ -557,6 +567,7 @@ def main() -> None:
     state = _State(cfg)
     _seed(int(cfg["seed"]))
     _install(cfg, state)
+    _start_progress(cfg, state)
     status = "finished"
     exit_code = 0
     try:
@@ -567,10 +578,12 @@ def main() -> None:
         code = e.code
         exit_code = code if isinstance(code, int) else (0 if code is None else 1)
         if exit_code:
+            _write_progress(cfg, state, final=True)
             if int(os.environ.get("WORLD_SIZE", "1")) > 1:
                 _rank_failed(cfg, exit_code)
             raise
     except BaseException:
+        _write_progress(cfg, state, final=True)
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
             _rank_failed(cfg)
         raise
@@ -580,6 +593,56 @@ def main() -> None:
     sys.stdout.flush()
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         _exit_before_finalization(exit_code)
+
+
+PROGRESS_EVERY_S = 0.5
+
+
+def _progress_path(cfg: dict) -> str:
+    return os.path.join(cfg["out_dir"], f"rank{os.environ.get('RANK', '0')}.progress")
+
+
+def _write_progress(cfg: dict, state: _State, final: bool = False) -> None:
+    """Write how many steps the run made, and when the last one ended (wall clock), for the
+    runner's message when the script fails or does not finish in time (runner._progress).
+
+    Before, a failure's message did not say whether the script died at its first step or after
+    most of the run, nor a timeout's whether it hung before training or mid-way. ``final``: the
+    script failed and the count is exact (otherwise it may lag the run by up to
+    PROGRESS_EVERY_S).
+    """
+    with state.progress_lock:
+        ends = state.step_ends
+        n = len(ends)
+        if state.progress_final or (n == state.progress_written and not final):
+            return
+        last = time.time() - (time.perf_counter() - ends[-1]) if ends else None
+        record = {"steps": n, "last_step_time": last, "final": final}
+        path = _progress_path(cfg)
+        try:
+            with open(path + ".tmp", "w") as f:
+                json.dump(record, f)
+            os.replace(path + ".tmp", path)
+        except OSError:
+            return
+        state.progress_written = n
+        state.progress_final = final
+
+
+def _start_progress(cfg: dict, state: _State) -> None:
+    """Keep the progress file current from a daemon thread, off the training thread.
+
+    The step hook only appends to a list; writing from it would put file I/O into the measured
+    steps, and writing only every so often from it would leave a run that hangs after a quick
+    burst of steps with an old count. The thread wakes every PROGRESS_EVERY_S and writes only
+    when the count changed; the first write (0 steps) says that the harness got going.
+    """
+    def loop() -> None:
+        while True:
+            _write_progress(cfg, state)
+            time.sleep(PROGRESS_EVERY_S)
+
+    threading.Thread(target=loop, name="trainlint-verify-progress", daemon=True).start()
 
 
 def _finish(cfg: dict, state: _State, status: str) -> None:

@@ -28,6 +28,9 @@ def _side(runs: list[RunRecord]) -> dict:
         "step_s": steps,
         "losses": [_num(x) for x in runs[0].losses],
         "timing": runs[0].timing_source,
+        # Steps of optimizers other than the counted one, in the first repeat (rank 0): recorded
+        # and shown nowhere before, so a GAN's step read as one optimizer's step (see table()).
+        "other_optimizer_steps": runs[0].extra.get("other_optimizer_steps", 0),
     }
 
 
@@ -155,7 +158,8 @@ def build(
             after = records[p.variant.name]
             side = _side(after)
             row.update({"median_step_s": side["median_step_s"],
-                        "data_wait_share": side["data_wait_share"]})
+                        "data_wait_share": side["data_wait_share"],
+                        "other_optimizer_steps": side["other_optimizer_steps"]})
             row.update(compare(before, after, tolerances[p.variant.name],
                                settings.pin_loader_rng))
             if p.note:
@@ -173,7 +177,8 @@ def build(
     else:
         report["after"] = _side(records[final.variant.name])
         report.update({k: v for k, v in rows[-1].items()
-                       if k not in ("name", "rules", "asked_rules")})
+                       # (a row's step counts are in "after" already)
+                       if k not in ("name", "rules", "asked_rules", "other_optimizer_steps")})
     report["rows"] = rows
     if profiles:
         report["profile"] = profiles
@@ -268,6 +273,7 @@ def table(report: dict) -> str:
                        f"any tolerance may be widened to ({tolerance.widening_cap_of(t):.2g}); "
                        "make the script reproducible (a fixed seed, no state carried between "
                        "runs) or compare the curves yourself.")
+    out += _other_optimizer_notes(report)
     unchecked = [row["name"] for row in report["rows"]
                  if row["verdict"] != NOTHING_TO_FIX and not row.get("loss_steps_compared")]
     if unchecked:
@@ -296,6 +302,23 @@ def table(report: dict) -> str:
                 out.append(f"  {name}: {shares}; no GPU kernel in this run: kernels, memcpy, communication and "
                            "the compute-time ratio are measured on a GPU")
     return "\n".join(out)
+
+
+def _other_optimizer_notes(report: dict) -> list[str]:
+    """A note naming the versions in which optimizers other than the counted one stepped.
+
+    The harness counted them (other_optimizer_steps) but nothing said so: a GAN's "step time"
+    read as one optimizer's step, though it spans the discriminator's step and the generator's.
+    """
+    versions = [("original", report["before"])]
+    versions += [(row["name"], row) for row in report["rows"] if row["verdict"] != NOTHING_TO_FIX]
+    counts = [f"{name} {side['other_optimizer_steps']}" for name, side in versions
+              if side.get("other_optimizer_steps")]
+    if not counts:
+        return []
+    return [f"note: steps of another optimizer were not counted as steps ({', '.join(counts)} in "
+            "the first repeat): the verifier counts the steps of one optimizer, the first to step, "
+            "so with two that take turns (a GAN's) a step's time spans both optimizers' work."]
 
 
 def write_json(report: dict, path: Path) -> None:

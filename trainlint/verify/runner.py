@@ -123,16 +123,23 @@ def default_threads(nproc: int | None) -> int:
     return max(1, cores // max(1, nproc or 1))
 
 
-def _command(settings: RunSettings) -> list[str]:
+RANK_LOGS = "rank-logs"  # torchrun's --log-dir inside a run's folder (see _rank_output)
+
+
+def _command(settings: RunSettings, out_dir: Path | None = None) -> list[str]:
     harness = ["-m", "trainlint.verify.harness"]
     if settings.nproc is None:
         return [settings.python, *harness, *settings.script_args]
+    # --tee 3: each rank's stdout and stderr also go to a file of its own, so a failing rank's
+    # output can be shown apart from the others' (the console copy gets a "[defaultR]:" prefix).
+    logs = ["--tee", "3", "--log-dir", str(out_dir / RANK_LOGS)] if out_dir is not None else []
     return [
         settings.python,
         "-m",
         "torch.distributed.run",
         "--standalone",
         f"--nproc-per-node={settings.nproc}",
+        *logs,
         *harness,
         *settings.script_args,
     ]
@@ -267,7 +274,7 @@ def _run_once(
         # A session of its own so that a timeout can end the whole tree (torchrun and its ranks,
         # DataLoader workers) and nothing else.
         proc = subprocess.Popen(
-            _command(settings),
+            _command(settings, out_dir),
             cwd=settings.cwd,
             env=_env(settings, cfg),
             stdin=subprocess.DEVNULL,
@@ -283,20 +290,25 @@ def _run_once(
             _kill_tree(proc)
             if not isinstance(e, subprocess.TimeoutExpired):
                 raise
+            needed = settings.warmup + (profile_steps or settings.steps)
             raise VerifyError(
-                f"{label} did not finish {settings.warmup + settings.steps} steps within "
-                f"{settings.timeout_s:g} s (raise --timeout, or lower --steps). "
+                f"{label} did not finish {needed} steps within "
+                f"{settings.timeout_s:g} s{_progress(out_dir, needed, timed_out=True)} "
+                "(raise --timeout, or lower --steps). "
                 + _output_tail(stdout_path, stderr_path)
             ) from None
     wall = time.perf_counter() - t0
     rank_files = sorted(p for p in out_dir.glob("rank*.json") if not p.name.endswith(".error.json"))
     if rc != 0:
+        needed = settings.warmup + (profile_steps or settings.steps)
         failed = _first_failed_rank(out_dir)
         if failed is not None:
             rank, tail = failed
-            raise VerifyError(f"{label} exited with status {rc}: rank {rank} failed first. "
-                              f"Its traceback ends with:\n{tail}")
-        raise VerifyError(f"{label} exited with status {rc}. "
+            output = _rank_output(out_dir, rank)
+            raise VerifyError(f"{label} exited with status {rc}: rank {rank} failed first,"
+                              f"{_progress(out_dir, needed, rank=rank)}. "
+                              f"Its traceback ends with:\n{tail}" + output)
+        raise VerifyError(f"{label} exited with status {rc}{_progress(out_dir, needed)}. "
                           + _output_tail(stdout_path, stderr_path))
     if not rank_files:
         raise VerifyError(
@@ -325,6 +337,62 @@ def _run_once(
                    "after it.)" if others else "")
             )
     return _record(variant.name, repeat, settings.warmup, ranks, wall)
+
+
+def _read_progress(out_dir: Path) -> dict[int, dict]:
+    """Rank -> the harness's progress record (harness._write_progress), for the ranks that wrote one."""
+    found = {}
+    for path in out_dir.glob("rank*.progress"):
+        try:
+            found[int(path.name[4:-len(".progress")])] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _progress(out_dir: Path, needed: int, rank: int | None = None, timed_out: bool = False) -> str:
+    """How far a run that failed or timed out got, as a clause for its message ("" if unknown).
+
+    The messages said only that the script failed or did not finish in time: not whether it died
+    at its first step or near the end, nor whether a run that timed out had hung before training
+    or mid-way. ``rank``: the failing rank's count (each rank has its own); otherwise the lowest.
+    """
+    records = _read_progress(out_dir)
+    if rank is not None and rank in records:
+        records = {rank: records[rank]}
+    if not records:
+        return ""
+    slowest = min(records, key=lambda r: (records[r]["steps"], r))
+    rec = records[slowest]
+    steps = rec["steps"]
+    who = f" (rank {slowest}; the others got further)" if (
+        rank is None and len({r["steps"] for r in records.values()}) > 1) else ""
+    if timed_out:
+        if not steps:
+            return ", and made no optimizer step by then"
+        since = time.time() - rec["last_step_time"] if rec.get("last_step_time") else None
+        quiet = f", then no step for {since:.0f} s" if since is not None and since >= 1 else ""
+        return f": it reached {steps} of {needed} optimizer steps{who}{quiet}"
+    if not steps:
+        return " before its first optimizer step"
+    # Without the failure's exact count (a crash that ended the process outright), the count
+    # the thread last wrote may lag by a fraction of a second.
+    at_least = "" if rec.get("final") else "at least "
+    return f" after {at_least}{steps} of {needed} optimizer steps{who}"
+
+
+def _rank_output(out_dir: Path, rank: int) -> str:
+    """The failing rank's own stdout tail (torchrun's --tee file), for the failure's message.
+
+    The traceback alone left out what the rank printed before it exited ("[rank1] data shard
+    exhausted, exiting" before a sys.exit(2)), and the run's stdout mixes every rank's lines.
+    Single-node runs: the local rank is the rank.
+    """
+    for path in sorted((out_dir / RANK_LOGS).glob(f"*/attempt_*/{rank}/stdout.log")):
+        out = _tail(path)
+        if out:
+            return f"\nIts stdout ends with:\n{out}"
+    return ""
 
 
 def _first_failed_rank(out_dir: Path, lines: int = 25) -> tuple[int, str] | None:
