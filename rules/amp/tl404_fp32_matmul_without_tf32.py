@@ -127,12 +127,26 @@ physics or long-horizon recurrences).
                 fixed='"""Train."""\nimport torch\nimport torch.nn as nn\n\ntorch.set_float32_matmul_precision("high")\n\n'
                 'device = "cuda"\nmodel.to(device)\nfor batch in loader:\n    opt.zero_grad()\n'
                 '    model(batch.to(device)).sum().backward()\n    opt.step()\n'),
+        # A `def` or `class` right below keeps PEP 8's two blank lines under the inserted line (it had
+        # none, or the one after the imports, so the setting line was glued to the def).
         Invalid("import torch as th\ndef train():\n    model = Net().to('cuda:0')\n    for x in loader:\n"
                 "        model(x).backward()\n        optimizer.step()\n",
-                fixed="import torch as th\n\nth.set_float32_matmul_precision(\"high\")\ndef train():\n"
+                fixed="import torch as th\n\nth.set_float32_matmul_precision(\"high\")\n\n\ndef train():\n"
                 "    model = Net().to('cuda:0')\n    for x in loader:\n        model(x).backward()\n        optimizer.step()\n"),
         Invalid(_SRC.format(pre=""), fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"),
                 settings={"target_gpu": "ampere"}),
+        Invalid("import torch\n\n# The model.\nclass Net(torch.nn.Module):\n    pass\n\n\n" + _SRC.format(pre="")[len("import torch\n"):],
+                fixed="import torch\n\ntorch.set_float32_matmul_precision(\"high\")\n\n\n# The model.\n"
+                "class Net(torch.nn.Module):\n    pass\n\n\n" + _SRC.format(pre="")[len("import torch\n"):]),
+        Invalid("import torch\n\n\n@dataclass\nclass Cfg:\n    lr: float = 1e-3\n\n\n" + _SRC.format(pre="")[len("import torch\n"):],
+                fixed="import torch\n\ntorch.set_float32_matmul_precision(\"high\")\n\n\n@dataclass\nclass Cfg:\n"
+                "    lr: float = 1e-3\n\n\n" + _SRC.format(pre="")[len("import torch\n"):]),
+        # `import torch` added too, with the setting below it: the same two lines above the class.
+        Invalid("from torch import nn\nclass Net(nn.Module):\n    pass\nmodel = Net().cuda()\nfor x in loader:\n"
+                "    model(x).sum().backward()\n    opt.step()\n",
+                fixed="import torch\nfrom torch import nn\n\ntorch.set_float32_matmul_precision(\"high\")\n\n\n"
+                "class Net(nn.Module):\n    pass\nmodel = Net().cuda()\nfor x in loader:\n"
+                "    model(x).sum().backward()\n    opt.step()\n"),
         Invalid("from torch import nn\nmodel = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n"
                 "    opt.step()\n",
                 fixed="import torch\nfrom torch import nn\n\ntorch.set_float32_matmul_precision(\"high\")\n"
@@ -158,7 +172,7 @@ physics or long-horizon recurrences).
             # between it and the setting (and isort's above it, starting a section of its own).
             code = f"import torch{newline * 2}{line}"
             if place is not None and place[0] == "section":
-                replacements = [(last, ctx.render(last) + newline + code + newline)]
+                replacements = [(last, ctx.render(last) + newline + code + newline + ctx.def_gap_after(last, code))]
             else:
                 replacements = [ctx.insert_after_imports(code)]
         else:  # `import torch` where isort puts it among the imports, the setting after them

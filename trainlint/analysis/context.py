@@ -727,12 +727,24 @@ class FileContext:
             if not is_docstring(body[0]):
                 # Black keeps a blank line between the imports and the code below them.
                 blank = is_import and not _starts_blank(body[0]) and not _is_import(body[0])
-                return self.insert_before(body[0], code + (newline if blank else ""))
+                return self.insert_before(body[0], code + (newline if blank else "") + _def_gap(code, body[0], 0, newline))
             anchor = body[0]
         # A statement goes below the imports (and anything below a docstring) after a blank line,
         # as Black lays them out; an import joins the import block.
         blank = not is_import or is_docstring(anchor)
-        return (anchor, self.render(anchor) + (newline if blank else "") + code + newline)
+        return (anchor, self.render(anchor) + (newline if blank else "") + code + newline + self.def_gap_after(anchor, code))
+
+    def def_gap_after(self, anchor: cst.CSTNode, code: str) -> str:
+        """The blank lines to write after `code` inserted just below the module-level statement
+        `anchor`, so that a `def` or `class` below keeps PEP 8's two blank lines: those it had
+        followed an import (none, or isort's one), and a setting line written between left it
+        with fewer."""
+        body = list(self.module.body)
+        i = next((k for k, stmt in enumerate(body) if stmt is anchor), None)
+        if i is None or i + 1 >= len(body):
+            return ""
+        below = body[i + 1]
+        return _def_gap(code, below, _blank_lines_above(below), self.module.default_newline)
 
     def local_names(self, at: cst.CSTNode) -> set[str]:
         """The names the functions around `at` bind (their parameters and assignments): code
@@ -833,6 +845,26 @@ def _is_setup(stmt: cst.CSTNode) -> bool:
     if isinstance(stmt, (cst.Try, cst.If)) and isinstance(stmt.body, cst.IndentedBlock):
         return any(_is_import(s) for s in stmt.body.body)
     return False
+
+
+def _blank_lines_above(stmt: cst.CSTNode) -> int:
+    """How many blank lines stmt's own leading lines start with (those above its first comment)."""
+    count = 0
+    for line in getattr(stmt, "leading_lines", ()):
+        if line.comment is not None:
+            break
+        count += 1
+    return count
+
+
+def _def_gap(code: str, below: cst.CSTNode, blanks: int, newline: str) -> str:
+    """Newlines to add after the inserted `code` when the module-level `below` is a `def` or
+    `class` with `blanks` blank lines between them: PEP 8 (and Black) want two; an inserted import
+    needs none (the import block's own gap is below's)."""
+    last = code.rstrip().splitlines()[-1] if code.strip() else ""
+    if not isinstance(below, (cst.FunctionDef, cst.ClassDef)) or last.startswith(("import ", "from ")):
+        return ""
+    return newline * max(0, 2 - blanks)
 
 
 def _starts_blank(stmt: cst.CSTNode) -> bool:
