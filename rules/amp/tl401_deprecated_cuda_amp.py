@@ -81,7 +81,8 @@ The old classes subclass torch.amp's, so what the fix constructs is not an insta
 class: `isinstance(s, torch.cuda.amp.GradScaler)` (or `issubclass`) in the module is rewritten in
 the same fix to test `torch.amp.GradScaler`, which both pass; so is a type annotation naming the
 old class (`scaler: Optional[GradScaler] = GradScaler()`), also within a string annotation
-(`"GradScaler | None"`, rewritten in its own quotes), so that the old import can go (a string
+(`"GradScaler | None"`, rewritten in its own quotes) or in the type argument of `typing.cast`
+(`cast("GradScaler", s)`), so that the old import can go (a string
 annotation with escapes in its text is left, and the import it reads stays). Where that would not hold, the
 call is reported without a fix: the module compares the type (`type(s) is
 torch.cuda.amp.GradScaler`), or it also uses another GradScaler class (`torch.amp.GradScaler("cpu")`),
@@ -215,6 +216,20 @@ without a fix.
                 "scaler = amp.GradScaler()\n",
                 fixed="import torch\ndef step(s: 'Optional[torch.amp.GradScaler]'):\n    pass\n"
                 "scaler = torch.amp.GradScaler('cuda')\n"),
+        # The type argument of `typing.cast` is read like a string annotation (by type checkers, and by
+        # `eval`): before, its string kept the old name and the import it reads was removed.
+        Invalid("import typing\nfrom typing import Optional, cast\nimport torch\nfrom torch.cuda.amp import GradScaler\n"
+                "scaler = GradScaler()\ns = cast(\"Optional[GradScaler]\", scaler)\n"
+                "t = typing.cast(Optional['GradScaler'], scaler)\nu = cast(typ='GradScaler', val=scaler)\n"
+                "print('old GradScaler')\n",
+                fixed="import typing\nfrom typing import Optional, cast\nimport torch\n"
+                "scaler = torch.amp.GradScaler('cuda')\ns = cast(\"Optional[torch.amp.GradScaler]\", scaler)\n"
+                "t = typing.cast(Optional['torch.amp.GradScaler'], scaler)\nu = cast(typ='torch.amp.GradScaler', val=scaler)\n"
+                "print('old GradScaler')\n"),
+        Invalid("from typing import cast\nimport torch\nfrom torch.cuda.amp import GradScaler\n"
+                "def make():\n    return cast('GradScaler\\x20', GradScaler())\n",
+                fixed="from typing import cast\nimport torch\nfrom torch.cuda.amp import GradScaler\n"
+                "def make():\n    return cast('GradScaler\\x20', torch.amp.GradScaler('cuda'))\n"),
         # One whose text has an escape is not rewritten: the import it reads stays.
         Invalid("import torch\nfrom torch.cuda.amp import GradScaler\ndef step(s: 'GradScaler\\x20| None'):\n    pass\n"
                 "scaler = GradScaler()\n",

@@ -276,13 +276,34 @@ def named_in_string(ctx, name: str) -> bool:
                for s, expr in string_annotations(ctx))
 
 
+_CASTS = ("typing.cast", "typing_extensions.cast")
+
+
+def _in_cast_type(ctx, s: cst.SimpleString) -> bool:
+    """s is (or is inside) the type argument of `typing.cast` (`cast("Optional[GradScaler]", x)`):
+    a type written as a string that type checkers and `eval` read like a string annotation.
+    Before, only annotations counted, and a fix removed the import such a string names."""
+    child: cst.CSTNode = s
+    for node in ctx.index.ancestors(s):
+        if isinstance(node, cst.Call) and isinstance(child, cst.Arg):
+            if ctx.names.qualified(node.func) not in _CASTS:
+                return False
+            first = child is node.args[0] and child.keyword is None
+            return first or (child.keyword is not None and child.keyword.value == "typ")
+        if isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
+            return False
+        child = node
+    return False
+
+
 def string_annotations(ctx) -> list[tuple[cst.SimpleString, cst.BaseExpression | None]]:
     """Each string inside a type annotation (`x: "GradScaler | None"`, `Optional["GradScaler"]`)
-    with the expression it holds, parsed; None where it is no expression, or its text has escapes
-    (the parse would not be the source's text to rewrite)."""
+    or the type argument of `typing.cast` (`cast("GradScaler", s)`), with the expression it
+    holds, parsed; None where it is no expression, or its text has escapes (the parse would not be
+    the source's text to rewrite)."""
     out = []
     for s in ctx.index.nodes(cst.SimpleString):
-        if ctx.index.enclosing(s, cst.Annotation) is None:
+        if ctx.index.enclosing(s, cst.Annotation) is None and not _in_cast_type(ctx, s):
             continue
         value = s.evaluated_value
         expr = None
