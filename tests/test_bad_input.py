@@ -171,6 +171,17 @@ def test_dangling_symlink_met_in_a_folder_walk_is_skipped(tmp_path, git):
     assert "error" not in proc.stderr, proc.stderr
 
 
+def test_show_files_warns_of_a_dangling_symlink_met_in_a_folder_walk(tmp_path):
+    """--show-files leaves the link out as the check run does, and says so on stderr as the check run
+    does (before, it left it out without a word)."""
+    write(tmp_path / "a.py", FIXABLE)
+    os.symlink("me@host.4242:1700000000", tmp_path / ".#a.py")
+    proc = run_cli("--show-files", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"{tmp_path / 'a.py'}\n"
+    assert proc.stderr == f"warning: {tmp_path / '.#a.py'}: skipped: broken symbolic link (to me@host.4242:1700000000)\n"
+
+
 def test_missing_path(tmp_path):
     path = str(tmp_path / "nope.py")
     proc = run_cli(path, *SELECT)

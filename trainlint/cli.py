@@ -479,10 +479,15 @@ def _show(paths, resolver, force_exclude, settings_only, stdin_filename, run_val
     from trainlint.discovery import discover
     from trainlint.show import show_settings
 
+    skipped: list[str] = []
     if stdin_filename is not None:
         files, missing = [stdin_filename], []
     else:
-        files, missing = discover([p for p in paths if p != STDIN_NAME], resolver, force_exclude)
+        # The files a folder walk leaves out (a broken symbolic link) get the check run's warning:
+        # before, --show-files left them out without a word.
+        files, missing = discover([p for p in paths if p != STDIN_NAME], resolver, force_exclude, skipped=skipped)
+    for warning in skipped:
+        click.echo(warning, err=True)
     for path in missing:
         click.echo(f"{path}: error: no such file or directory", err=True)
     if settings_only:
