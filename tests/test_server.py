@@ -641,3 +641,40 @@ def test_a_pull_after_a_change_that_was_not_linted_lints_it():
     assert {d["code"] for d in report["items"]} == {"TL101", "TL102"}  # the text as it is, not as it was opened
     assert {d["data"]["version"] for d in report["items"]} == {2}
     assert out.getvalue() == b""  # nothing pushed
+
+
+# -- suppression comments that do not do what they look like ------------------------------
+
+PROBLEMS = ("import torch\nfrom torch.utils.data import DataLoader\n"
+            "loader = DataLoader(ds, batch_size=4)  # noqa TL101\n"
+            "x = 1  # trainlint: noqa\n")
+
+
+def test_suppression_problems_are_published_as_warnings(client, tmp_path):
+    """`# noqa TL101` without its colon and a file-level `# trainlint: noqa` after code: the check
+    run warns of them on stderr, the editor showed nothing. Now a warning on the comment, no code,
+    and no code action offered for it."""
+    uri = _open(client, tmp_path, PROBLEMS)
+    notes = [d for d in client.diagnostics(uri)["diagnostics"] if "code" not in d]
+    assert [(n["severity"], n["source"], n["range"]) for n in notes] == [
+        (2, "trainlint", {"start": {"line": 2, "character": 39}, "end": {"line": 2, "character": 45}}),
+        (2, "trainlint", {"start": {"line": 3, "character": 7}, "end": {"line": 3, "character": 24}})]
+    assert notes[0]["message"].startswith("Invalid `# noqa` directive: expected `:`")
+    assert notes[1]["message"].startswith("Unexpected `# trainlint: noqa` directive, after code: it suppresses nothing")
+    assert _actions(client, uri, notes, ["quickfix"]) == []
+
+
+def test_suppression_problems_are_left_to_the_audit_rule_when_it_runs(client, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nextend-select = ["TL001"]\n')
+    uri = _open(client, tmp_path, PROBLEMS)
+    diagnostics = client.diagnostics(uri)["diagnostics"]
+    assert all("code" in d for d in diagnostics)
+    assert [d["range"]["start"]["line"] for d in diagnostics if d["code"] == "TL001"] == [2, 3]
+
+
+def test_suppression_problems_are_published_on_their_notebook_cell(client, tmp_path):
+    _uri, cell_uris = _open_notebook(client, tmp_path, [(2, "python", "import torch"),
+                                                        (2, "python", "y = 2\nx = 1  # noqa TL101")])
+    first, second = _cell_diagnostics(client, cell_uris)
+    assert first == []
+    assert [(d["range"]["start"], "code" in d) for d in second] == [({"line": 1, "character": 7}, False)]

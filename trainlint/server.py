@@ -11,7 +11,9 @@ line, and `source.fixAll.trainlint`, which applies the safe fixes as `--fix` wou
 notebooks come as notebook documents, their findings published on their cells
 (trainlint/server_notebooks.py). A hover on a rule code in a comment explains the rule; a
 configuration file changed on disk (when the client watches files) re-lints what is open, and
-asks a client that pulls findings to pull them again.
+asks a client that pulls findings to pull them again. Suppression comments that do not do what they
+look like (a file-level `# trainlint: noqa` after code, `# noqa TL101`), which the check run warns
+of on standard error, are published as warnings with no code where TL001 does not report them.
 
 Messages are JSON-RPC 2.0 framed with Content-Length headers. Positions: the client's choice
 among utf-32, utf-8 and utf-16 (the protocol's default); the engine's columns are characters.
@@ -437,6 +439,8 @@ class Server:
         try:
             doc.diagnostics = self._lint(doc.uri, doc.text)
             doc.reported = [self._diagnostic(doc.lines, d, i, doc.version) for i, d in enumerate(doc.diagnostics)]
+            doc.reported += [self._note(doc.lines, start, end, message)
+                             for start, end, message in self._suppression_problems(doc.uri, doc.text)]
         except ParseError as exc:
             doc.reported = [self._syntax_error(doc.lines, str(exc))]
         if not self.pulls:
@@ -460,6 +464,10 @@ class Server:
                     end = Location(len(cell.doc.lines), len(cell.doc.lines[-1]) + 1)
                 moved = replace(diag, start=Location(row, diag.start.column), end=end)
                 published[cell.uri].append(self._diagnostic(cell.doc.lines, moved, i, notebook.version))
+            for start, end, message in self._suppression_problems(notebook.uri, program.text):
+                cell, row = notebook.place(start.row)
+                published[cell.uri].append(self._note(
+                    cell.doc.lines, Location(row, start.column), Location(row, end.column), message))
         except ParseError as exc:
             at = FileError(notebook.uri, str(exc)).location or Location(1, 1)
             cell, row = notebook.place(at.row)
@@ -488,6 +496,34 @@ class Server:
         if diag.url:
             out["codeDescription"] = {"href": diag.url}
         return out
+
+    def _suppression_problems(self, uri: str, text: str) -> list[tuple[Location, Location, str]]:
+        """The suppression comments of `text` that do not do what they look like (a file-level
+        `# trainlint: noqa` after code, `# noqa TL101` without its colon), where they stand and
+        what is wrong, as the check run warns of them on standard error: before, the editor
+        showed nothing. None where the audit rule (TL001) ran, as its findings show them, nor with
+        `ignore-noqa`, nor in an excluded file."""
+        from trainlint.suppressions import problem_message, problems
+        from trainlint.textpos import LineIndex
+
+        found = problems(text)
+        if not found:
+            return []
+        try:
+            path, settings = self._settings(uri)
+        except ConfigError:
+            return []  # _lint has shown it
+        if settings.ignore_noqa or settings.is_excluded(path) \
+                or any(r.rule.audits_suppressions for r in settings.active_rules(path)):
+            return []
+        index = LineIndex(text)
+        return [(index.location(d.start), index.location(d.end), problem_message(text, d, p)) for d, p in found]
+
+    def _note(self, lines: list[str], start: Location, end: Location, message: str) -> dict:
+        """A warning of trainlint's that is no rule's finding: no code, and no `data`, so no code
+        action is looked up for it."""
+        return {"range": _range(lines, start, end, self.encoding), "severity": WARNING, "source": "trainlint",
+                "message": message}
 
     def _syntax_error(self, lines: list[str], message: str, at: Location | None = None) -> dict:
         at = at or FileError("", message).location or Location(1, 1)

@@ -205,15 +205,21 @@ def problems(text: str) -> list[tuple[Directive, str]]:
 
 def problem_warning(path: str, text: str, directive: Directive, problem: str) -> str:
     """The standard-error line for one of `problems`, worded as Ruff's warnings are."""
+    return "warning: " + problem_message(text, directive, problem, f"{path}:{directive.row}")
+
+
+def problem_message(text: str, directive: Directive, problem: str, where: str | None = None) -> str:
+    """What is wrong with one of `problems`, saying where (`path:row`) when given: the editor's
+    diagnostic (the language server) stands on the comment itself and needs no place."""
     written = text[directive.start:directive.end]
     if problem == MISPLACED_FILE_LEVEL:
         line = "# noqa" + (": " + ", ".join(c.text for c in directive.codes) if directive.codes else "")
-        return (f"warning: Unexpected `{written}` directive at {path}:{directive.row}, after code: it suppresses "
+        return (f"Unexpected `{written}` directive{f' at {where}' if where else ''}, after code: it suppresses "
                 f"nothing. File-level suppression comments must appear on their own line. For line-level "
                 f"suppression, write `{line}`.")
     expected = ("a comma-separated list of codes after `:`" if text.startswith(":", directive.end)
                 else "`:` followed by a comma-separated list of codes")
-    return (f"warning: Invalid `# noqa` directive on {path}:{directive.row}: expected {expected} "
+    return (f"Invalid `# noqa` directive{f' on {where}' if where else ''}: expected {expected} "
             f"(e.g. `# noqa: TL101`); it suppresses every rule on the line.")
 
 
