@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from trainlint.analysis.distributed import one_line
+from trainlint.analysis.names import bound_names
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
@@ -168,13 +169,18 @@ no such use): editing its body would change those uses too. Nor in the `else:` o
 `elif` of an `if` whose test takes a remainder of the same counter (`if step % log_every == 0:
 ... else:`), where an interval test may never hold.
 A synchronize kept for clock reads made only under an interval moves into that `if`, right
-before the first clock read: each read still follows all the work queued before it, as the
+before the first clock read (with the device guard that holds only it, `if torch.cuda.is_available():`,
+when the loop rebinds nothing that guard reads): each read still follows all the work queued before it, as the
 previous read did, so the times logged stay the same. There is no fix when a line between the
 synchronize and that read calls anything (it may queue GPU work the read would then wait for),
 nor when the clock is read in a function the loop calls: move the synchronize into that function,
 under its interval, right before the read.
 """
     valid = [
+        # A guard whose test the loop rebinds (`sync` set each step) would be read later under the
+        # interval: the guarded sync is left as before.
+        Valid(_INTERVAL_TIMING.format(between="").replace(
+            "    torch.cuda.synchronize()\n", "    sync = step > 2\n    if sync:\n        torch.cuda.synchronize()\n")),
         # Per-step timing (a clock read on every step, beside the interval's print) needs the
         # synchronize on every step: not flagged.
         Valid("import time\n" + in_training_loop("torch.cuda.synchronize()\nt1 = time.time()\ntimes.append(t1 - t0)\n"
@@ -328,6 +334,14 @@ under its interval, right before the read.
                 fixed=_INTERVAL_TIMING.format(between="").replace("    torch.cuda.synchronize()\n", "").replace(
                     "        t1 = time.time()\n", "        torch.cuda.synchronize()\n        t1 = time.time()\n"),
                 message="for a clock read made only under `if step % 5 == 0:`"),
+        # The same synchronize under a device guard that holds only it (a script that also runs on a
+        # CPU) was taken for per-step timing and not reported: the guard moves with it.
+        Invalid(_INTERVAL_TIMING.format(between="").replace(
+                    "    torch.cuda.synchronize()\n", "    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n"),
+                fixed=_INTERVAL_TIMING.format(between="").replace("    torch.cuda.synchronize()\n", "").replace(
+                    "        t1 = time.time()\n", "        if torch.cuda.is_available():\n            torch.cuda.synchronize()\n"
+                    "        t1 = time.time()\n"),
+                message="for a clock read made only under `if step % 5 == 0:`"),
         # A clock read under the interval in a method the loop calls after the synchronize
         # (`meter.tick(step)`, `self.meter.tick(step)`): the synchronize was removed, and the ms
         # logged measured launch time. Reported with advice, no fix.
@@ -406,7 +420,7 @@ under its interval, right before the read.
         """A per-step synchronize for clock reads made only under the logging interval: the fix
         moves it into that `if`, right before the first clock read."""
         ctx = self.ctx
-        stmt = ctx.parent(ctx.parent(node))
+        stmt = _sync_statement(ctx, node)
         test = one_line(ctx.code(guard.test))
         fix = None
         if clock is not None:
@@ -432,10 +446,13 @@ def _interval_clock_read(ctx, node: cst.Call) -> tuple[cst.If, cst.BaseStatement
     then wait for). None where a clock is read on every step (per-step timing needs the sync
     each step: not reported, as before), or CUDA events are timed."""
     loop = ctx.loops.innermost_loop(node)
-    stmt = ctx.parent(ctx.parent(node))
+    line = ctx.parent(ctx.parent(node))
+    if loop is None or not isinstance(ctx.parent(node), cst.Expr) or not isinstance(line, cst.SimpleStatementLine) \
+            or len(line.body) != 1:
+        return None
+    stmt = _sync_statement(ctx, node, loop)
     block = ctx.parent(stmt)
-    if loop is None or not isinstance(ctx.parent(node), cst.Expr) or not isinstance(stmt, cst.SimpleStatementLine) \
-            or len(stmt.body) != 1 or not isinstance(block, cst.IndentedBlock):
+    if not isinstance(block, cst.IndentedBlock):
         return None
     calls = [c for c in ctx.index.walk(loop.body) if isinstance(c, cst.Call)]
     if any(ctx.times_events(c) for c in calls):
@@ -454,6 +471,25 @@ def _interval_clock_read(ctx, node: cst.Call) -> tuple[cst.If, cst.BaseStatement
     if any(isinstance(n, cst.Call) for part in between for n in ctx.index.walk(part)):
         return guard, None, "code between it and the clock read calls something, which may queue GPU work the read would wait for"
     return guard, clock, ""
+
+
+def _sync_statement(ctx, node: cst.Call, loop: cst.CSTNode | None = None) -> cst.BaseStatement:
+    """The statement that holds the synchronize `node` as its loop body sees it: its line, or the
+    device guard around it that holds nothing else (`if device.type == "cuda":
+    torch.cuda.synchronize()`, as scripts that also run on a CPU write it), which moves with it.
+    Before, such a guarded sync was taken for per-step timing and not reported. The guard's test
+    must read nothing the loop body rebinds: moved under the interval, it is evaluated later."""
+    line = ctx.parent(ctx.parent(node))
+    block = ctx.parent(line)
+    guard = ctx.parent(block)
+    loop = loop or ctx.loops.innermost_loop(node)
+    if not (isinstance(block, cst.IndentedBlock) and len(block.body) == 1 and isinstance(guard, cst.If)
+            and guard.orelse is None and loop is not None and ctx.index.contains(loop.body, guard)):
+        return line
+    read = {n.value for n in ctx.index.walk(guard.test) if isinstance(n, cst.Name)}
+    if ctx.loops.limits_body(guard.test) or read & bound_names(loop.body):
+        return line
+    return guard
 
 
 _CLOCK_CALL_DEPTH = 3
