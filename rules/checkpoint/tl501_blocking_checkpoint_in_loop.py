@@ -198,6 +198,13 @@ _KEPT_CHECKPOINTER = ("import torch\n{head}class Checkpointer:\n    def __init__
                       "            self.opt.step()\n            {call}\n{wait}")
 
 
+# A training function saving through a checkpointer handed in as a parameter.
+_PASSED_CHECKPOINTER = ("import torch\n{head}class Checkpointer:\n    def __init__(self, path):\n        self.path = path\n"
+                        "    def save(self, model):\n        {save}\ndef train(model, opt, loader, ckpt{annotation}):\n"
+                        "    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n        opt.step()\n"
+                        "        {call}\n{calls}")
+
+
 # Rule cases that are reported and left as they are.
 # A per-step save, then other work, then a replace of the file it wrote.
 _REPLACE_AFTER_WORK = in_training_loop("torch.save(model.state_dict(), 'ckpt.pt.tmp')\nlog(loss)\n"
@@ -396,6 +403,11 @@ handler that carries on, the `with` that may tear the path down, the file object
 and whether the fix still moves the save under an interval.
 """
     valid = [
+        # A parameter the calls hand different objects (here None too) is not taken for the
+        # checkpointer: which `save` runs is unknown.
+        Valid(_PASSED_CHECKPOINTER.format(head="", save="torch.save(model.state_dict(), self.path)", annotation="",
+                                          call="ckpt.save(model)", calls="train(model, opt, loader, Checkpointer('a.pt'))\n"
+                                          "train(model, opt, loader, None)\n")),
         Valid(in_training_loop("pass") + "torch.save(model.state_dict(), 'final.pt')\n"),
         Valid("import torch\nfor epoch in range(10):\n    for x, y in loader:\n        loss = model(x, y)\n"
               "        loss.backward()\n        opt.step()\n    torch.save(model.state_dict(), f'epoch{epoch}.pt')\n"),
@@ -462,6 +474,19 @@ and whether the fix still moves the save under an interval.
                     call="if step % 1000 == 0 or step == 9:\n                self.ckpt.save(self.model, step)",
                     wait="        _trainlint_wait_for_save()\n"),
                 message="`save()` (which calls `torch.save`) writes a checkpoint on every training step"),
+        # A checkpointer handed in as a parameter, every call passing one of the file's class
+        # (or the parameter annotated with it): its save runs on every step, but a parameter's
+        # object was not followed and the save went unreported.
+        *[Invalid(_PASSED_CHECKPOINTER.format(head="", save="torch.save(model.state_dict(), self.path)",
+                                              annotation=annotation, call="ckpt.save(model)", calls=calls),
+                  fixed=_PASSED_CHECKPOINTER.format(
+                      head=HELPER_CODE + "\n\n", save="_trainlint_async_save(torch.save, model.state_dict(), self.path)",
+                      annotation=annotation, call="if step % 1000 == 0:\n            ckpt.save(model)",
+                      calls="    ckpt.save(model)\n    _trainlint_wait_for_save()\n" + calls),
+                  message="`save()` (which calls `torch.save`) writes a checkpoint on every training step")
+          for annotation, calls in [("", "train(model, opt, loader, Checkpointer('last.pt'))\n"),
+                                    ("", "ckpt = Checkpointer('last.pt')\ntrain(model, opt, loader, ckpt)\n"),
+                                    (": 'Checkpointer'", "")]],
         # The loop steps through a helper: the function holding it trains, its save is a site (it
         # was taken for a helper that saves, and fit() is called nowhere here).
         Invalid("import torch\ndef train_step(model, opt, x, y):\n    model(x, y).backward()\n    opt.step()\n"

@@ -20,7 +20,7 @@ from trainlint.analysis.branches import Conditions
 from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex, binding_targets, last_statement, walk
-from trainlint.analysis.variables import Bindings
+from trainlint.analysis.variables import Bindings, is_variable
 
 Loop = (cst.For, cst.While)
 _FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -795,14 +795,19 @@ class Loops:
         """The classes defined here (one of their name) that expr, read at `at`, may be an
         instance of: `Trainer(...)`, a name assigned `Trainer(...)` once in at's function (else
         the module), `self.logger` where every binding of it is `self.logger = Logger(...)`
-        (_attribute_class), or a loop's target over a list of instances (`for cb in
-        self.callbacks:` with `self.callbacks = [LossLogger(), Saver()]`: _element_classes).
-        Empty when not known."""
+        (_attribute_class), a loop's target over a list of instances (`for cb in self.callbacks:`
+        with `self.callbacks = [LossLogger(), Saver()]`: _element_classes), or a parameter of at's
+        function that holds one (_parameter_class: `def train(..., ckpt)` called as
+        `train(..., Ckpt())`, or `ckpt: Ckpt`). Empty when not known."""
         if depth > _ALIAS_DEPTH:
             return []
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             return self._attribute_class(expr, at)
         if isinstance(expr, cst.Name):
+            fn = self.index.enclosing_function(at)
+            if fn is not None and self._is_plain_parameter(fn, expr.value):
+                cls = self._parameter_class(fn, expr.value, depth)
+                return [cls] if cls is not None else []
             if expr.value not in self._instance_names:
                 return []  # never assigned an instance of a class of the file: no binding table to read
             bound = self.variables.of(expr.value) or {}
@@ -842,6 +847,93 @@ class Loops:
             expr = here[0][1]
         names = self._constructed_classes(expr)
         return [self.classes[name][0] for name in sorted(names)] if names else []
+
+    def _is_plain_parameter(self, fn: cst.FunctionDef, name: str) -> bool:
+        """name is a named parameter of fn (not `*args`/`**kwargs`, not self/cls) that fn never
+        rebinds: a read of it in fn's own body holds what the caller passed."""
+        params = (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+        if not any(p.name.value == name for p in params) or name in ("self", "cls"):
+            return False
+        bound = self.variables.of(name)
+        return bound is not None and bound.get(fn) == [("bind", None)]
+
+    def _parameter_class(self, fn: cst.FunctionDef, name: str, depth: int) -> cst.ClassDef | None:
+        """The class defined here that fn's parameter name holds an instance of: its annotation
+        names one (`ckpt: Ckpt`), or every call of fn in the file hands it one and the same class's
+        instance (`train(model, Ckpt())`, `ckpt = Ckpt(); train(model, ckpt)`). A checkpointer
+        handed in as a parameter was not followed, so its per-step `ckpt.save(...)` went unseen.
+        None where fn is also used other than by a plain call (handed on as a callback: its
+        arguments are not seen), a call passes `*args`/`**kwargs` or leaves the parameter to its
+        default, or the calls disagree."""
+        key = (fn, name)
+        memo = self.__dict__.setdefault("_parameter_class_memo", {})
+        if key in memo:
+            return memo[key]
+        memo[key] = None  # recursion guard: a function handing its parameter back to itself
+        param = next(p for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+                     if p.name.value == name)
+        if param.annotation is not None:
+            cls = self._named_class(param.annotation.annotation)
+            memo[key] = cls
+            return cls
+        calls = self._plain_calls_of(fn)
+        if not calls:
+            return None
+        found: set = set()
+        for call in calls:
+            if any(arg.star for arg in call.args):
+                return None
+            args = [arg for param_name, arg in self.bind_args(fn, call) if param_name == name]
+            if len(args) != 1:
+                return None
+            found.add(tuple(self._instance_classes(args[0].value, call, depth + 1)))
+        classes = found.pop() if len(found) == 1 else ()
+        cls = classes[0] if len(classes) == 1 else None
+        memo[key] = cls
+        return cls
+
+    def _named_class(self, annotation: cst.BaseExpression) -> cst.ClassDef | None:
+        """The class defined here (one of its name, no import of the name) an annotation names:
+        `Ckpt` or `"Ckpt"`."""
+        name = dotted(annotation)
+        if isinstance(annotation, cst.SimpleString):
+            name = annotation.evaluated_value if isinstance(annotation.evaluated_value, str) else None
+        if name is None or len(self.classes.get(name, ())) != 1 or name in self.names.aliases:
+            return None
+        return self.classes[name][0]
+
+    def _plain_calls_of(self, fn: cst.FunctionDef) -> list[cst.Call] | None:
+        """Every call in the file that runs fn, found without calls_by_name (this runs while it is
+        built): `train(...)` of a module function; `self.fit(...)` in fn's class (or a subclass)
+        and `obj.fit(...)` on an instance of it, for a method (a call on an object of unknown
+        class is taken not to run it, as calls_by_name takes it). None where fn itself is read
+        other than as a call's callee (handed on as a callback, aliased: its arguments are not
+        seen), or the file defines other functions of its name (which a plain call runs is unknown)."""
+        name = fn.name.value
+        cls = self.index.enclosing_class(fn)
+        method = cls is not None and self.index.parent.get(self.index.parent.get(fn)) is cls
+        if len(self.functions.get(name, ())) != 1 or any(alias.name == name for alias in self._aliases.values()):
+            return None
+        calls = []
+        for node in self.index.nodes(cst.Name):
+            if node.value != name or node is fn.name:
+                continue
+            parent = self.index.parent.get(node)
+            if isinstance(parent, cst.Attribute) and parent.attr is node:
+                if not method:
+                    continue  # `model.train()`: not a module function's call
+                receiver = parent.value
+                own = isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")
+                owners = [] if own else self._instance_classes(receiver, parent, _CALL_DEPTH)
+                if not (own or any(self.method_of(owner, name) is fn for owner in owners)):
+                    continue
+                node, parent = parent, self.index.parent.get(parent)
+            elif method or not is_variable(self.index, node):
+                continue  # a method's bare name is no call of it; `f(train=...)` names no variable
+            if not (isinstance(parent, cst.Call) and parent.func is node):
+                return None
+            calls.append(parent)
+        return calls
 
     def bind_params(self, fn_name: str, call: cst.Call):
         """(parameter name, argument) pairs of a call of the module-local function fn_name (when
