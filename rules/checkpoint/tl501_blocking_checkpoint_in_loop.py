@@ -22,7 +22,7 @@ from trainlint.analysis.paths import (
     reads_folder,
 )
 from trainlint.analysis.tree import binding_targets, walk
-from trainlint.analysis.variables import names_a_value
+from trainlint.analysis.variables import is_variable, names_a_value, role
 from trainlint.diagnostics import Applicability
 from trainlint.layout import head_grown, split_at_brackets
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
@@ -74,6 +74,11 @@ _SHOWS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "c
 # At most this many statements after a per-step save move under its interval with it (the uses
 # of its file).
 _MAX_MOVED_USERS = 3
+# Calls handed a path that never open the file: a container keeping the name (`saved.append(last)`),
+# builtins that look at the value alone (`str(path)`, `len(name)`).
+_KEEPS_VALUE = frozenset({"append", "extend", "add", "insert", "appendleft", "extendleft"})
+_CONTAINERS = frozenset({"list", "set", "deque", "collections.deque"})
+_LOOKS_AT_VALUE = frozenset({"str", "repr", "len", "format", "hash", "id", "isinstance", "type", "bool"})
 
 def _lets_fail(handler: cst.ExceptHandler | cst.ExceptStarHandler) -> bool:
     """The handler cannot swallow a failed save's error: it catches only KeyboardInterrupt or
@@ -147,6 +152,28 @@ def _joined(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr.visit(_Join())
 
 
+class _Substituted(cst.CSTTransformer):
+    """A save function's statement as a final save after the loop writes it: each name read
+    that is a key of `values` (a parameter, `self`) replaced by what the call handed it."""
+
+    def __init__(self, values: dict[str, cst.BaseExpression]) -> None:
+        super().__init__()
+        self.values = values
+        self.kept: set[int] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.kept.add(id(node.attr))  # `x.step` reads x, not `step`
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.kept.add(id(node.keyword))
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        if id(original) in self.kept or original.value not in self.values:
+            return updated
+        return self.values[original.value]
+
+
 def _shown(ctx, call: cst.Call) -> str:
     """A call as a message names it: whole when short, else `shutil.copyfile(...)`."""
     code = one_line(ctx.code(call))
@@ -203,6 +230,17 @@ _PASSED_CHECKPOINTER = ("import torch\n{head}class Checkpointer:\n    def __init
                         "    def save(self, model):\n        {save}\ndef train(model, opt, loader, ckpt{annotation}):\n"
                         "    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n        opt.step()\n"
                         "        {call}\n{calls}")
+
+
+# A checkpointer kept on the trainer whose save function does other work too (counts its saves),
+# handed a counter the trainer keeps outside its loop.
+_COUNTING_CHECKPOINTER = ("import torch\n{head}class Checkpointer:\n    def __init__(self, path):\n"
+                          "        self.path = path\n        self.saves = 0\n    def save(self, model, step):\n"
+                          "        {work}\n        {save}\nclass Trainer:\n    def __init__(self):\n"
+                          "        self.model = torch.nn.Linear(8, 1)\n        self.ckpt = Checkpointer('last.pt')\n"
+                          "    def fit(self, loader):\n        step = 0\n        for x in loader:\n"
+                          "            self.model(x).sum().backward()\n            self.opt.step()\n            step += 1\n"
+                          "            self.ckpt.save(self.model, step)\n{final}")
 
 
 # Rule cases that are reported and left as they are.
@@ -341,9 +379,12 @@ the interval only when the function does nothing but the save (and what serves i
 state or path in local names, `os.makedirs`, printing or logging); one that does other work too
 (an EMA update, `self.seen += 1`) gets the interval around the save inside it, on the parameter
 every call hands the loop's counter to, with the save itself written once more after the loop
-(never the function called again, which would redo its work). Where that cannot be (no such
-parameter; the save reads `self` or other names of the function, which a final save after the loop
-cannot read), its save is only made asynchronous, and the message says why. The guard goes around a `with` that holds only the save (`with open(path, "wb") as f:
+(never the function called again, which would redo its work); that final save reads the
+function's parameters as what the call hands them (a name, a dotted name or a literal; `self` as
+the call's receiver: `self.ckpt.path`). Where that cannot be (no such parameter; the save reads
+other names of the function, which a final save after the loop cannot read; the function does more
+than log or save after its save, so that after the loop what it reads would hold a state its last
+save did not write), its save is only made asynchronous, and the message says why. The guard goes around a `with` that holds only the save (`with open(path, "wb") as f:
 torch.save(state, f)`: inside it, the file would still be created, empty, on every step); a save
 inside a `with` that holds more and binds a name the save reads (`as f`) is not fixed. A save that
 already runs every N steps (also in the `else:` of `if step % n:`) keeps its
@@ -391,13 +432,17 @@ after a save into `ckpt = os.path.join(out, "last.pt")` (another file of the fol
 save's function or, for a save in a function of the module, in its callers after the call (a
 parameter followed to the argument passed for it; a returned path to the name the call's value
 is assigned to, or the call handed it). Print and log calls (though not a call in their
-arguments that reads the file: `os.path.getsize(path)`, `open(path)`), other saves
+arguments that reads the file: `os.path.getsize(path)`, `open(path)`), a list or set the module
+makes keeping the path (`saved.append(path)`), `str(path)` and the like, other saves
 (`tokenizer.save_pretrained(out)`, a call of the module's own save function) and `os.makedirs`
 or `mkdir` do not count; a path built from it elsewhere
 (`os.path.join(out, "x")` outside a save) does. A per-step save whose file is used that way is
 moved under the interval together with the statements right after it that use the file (up to
 three: `if step % 1000 == 0:` around `torch.save(state, tmp)` and `os.replace(tmp, path)`), or
-not fixed when such a use on every step is elsewhere. Where a save is not made asynchronous, its
+not fixed when such a use on every step is elsewhere. A save whose statement assigns a name read
+elsewhere in the loop on every step (`last = save_ckpt(model, step)`, then `saved.append(last)`) is
+not put under an interval (the name would hold an older value on the steps it skips): it is only
+made asynchronous, where it stands. Where a save is not made asynchronous, its
 message offers no background write and says what stops it (the call that uses the file, the
 handler that carries on, the `with` that may tear the path down, the file object, the library),
 and whether the fix still moves the save under an interval.
@@ -487,6 +532,49 @@ and whether the fix still moves the save under an interval.
           for annotation, calls in [("", "train(model, opt, loader, Checkpointer('last.pt'))\n"),
                                     ("", "ckpt = Checkpointer('last.pt')\ntrain(model, opt, loader, ckpt)\n"),
                                     (": 'Checkpointer'", "")]],
+        # The save function's parameters read as what the call hands them (`step`, the trainer's
+        # own counter, still bound after the loop; `self` as `self.ckpt`): the final save after
+        # the loop can be written. It was refused as unable to read `model` (or `step`) there.
+        Invalid(_COUNTING_CHECKPOINTER.format(head="", work="self.saves += 1",
+                                              save="torch.save([model.state_dict(), step], self.path)", final=""),
+                fixed=_COUNTING_CHECKPOINTER.format(
+                    head=HELPER_CODE + "\n\n", work="self.saves += 1",
+                    save="if step % 1000 == 0:\n            _trainlint_async_save(torch.save, [model.state_dict(), step], self.path)",
+                    final="        _trainlint_wait_for_save()\n"
+                          "        torch.save([self.model.state_dict(), step], self.ckpt.path)\n"),
+                message="save every `1000` steps inside `save()`, and once more after the loop"),
+        # ... but not where the function's work follows its save: after the loop, the objects it
+        # reads would hold a state the loop's last save did not write (here the next file's name).
+        # The message says so, rather than that the names cannot be read there.
+        Invalid(_COUNTING_CHECKPOINTER.format(head="", save="self.path = f'{step}.pt'",
+                                              work="torch.save([model.state_dict(), step], self.path)", final=""),
+                fixed=_COUNTING_CHECKPOINTER.format(
+                    head=HELPER_CODE + "\n\n", save="self.path = f'{step}.pt'",
+                    work="_trainlint_async_save(torch.save, [model.state_dict(), step], self.path)",
+                    final="        _trainlint_wait_for_save()\n"),
+                message="a final save after the loop would not match its last save (`self.path = f'{step}.pt'` "
+                        "follows the save inside it)"),
+        # Keeping the path in a container reads no file: `seen.add(path)` was taken for a use of
+        # it and moved under the interval with the save (the set lost the other steps' paths).
+        Invalid("import torch\nseen = set()\nfor step in range(10):\n    model(x).sum().backward()\n    opt.step()\n"
+                "    path = f'ck{step % 2}.pt'\n    torch.save(model.state_dict(), path)\n    seen.add(path)\n",
+                fixed=_fixed("import torch\nseen = set()\nfor step in range(10):\n    model(x).sum().backward()\n"
+                             "    opt.step()\n    path = f'ck{step % 2}.pt'\n    if step % 1000 == 0 or step == 9:\n"
+                             "        _trainlint_async_save(torch.save, model.state_dict(), path)\n    seen.add(path)\n"),
+                message="save every `1000` steps"),
+        # The save function's value (its path) kept on every step: `saved.append(last)` is no use of
+        # the file (it was: the two went under the interval together, and `saved` held 2 paths,
+        # not 10), and the save's statement stays where it is (under an interval, `last` would
+        # hold an older path on the steps it skips): only the background write.
+        Invalid("import torch\ndef save_ckpt(model, step):\n    path = f'ck{step}.pt'\n"
+                "    torch.save(model.state_dict(), path)\n    return path\nsaved = []\nfor step in range(10):\n"
+                "    model(x).sum().backward()\n    opt.step()\n    last = save_ckpt(model, step)\n    saved.append(last)\n",
+                fixed=_fixed("import torch\ndef save_ckpt(model, step):\n    path = f'ck{step}.pt'\n"
+                             "    _trainlint_async_save(torch.save, model.state_dict(), path)\n    return path\nsaved = []\n"
+                             "for step in range(10):\n    model(x).sum().backward()\n    opt.step()\n"
+                             "    last = save_ckpt(model, step)\n    saved.append(last)\n"),
+                message="not saved under an interval: `last`, which the save's statement assigns, is read on every "
+                        "step (in `saved.append(last)`)"),
         # The loop steps through a helper: the function holding it trains, its save is a site (it
         # was taken for a helper that saves, and fit() is called nowhere here).
         Invalid("import torch\ndef train_step(model, opt, x, y):\n    model(x, y).backward()\n    opt.step()\n"
@@ -579,21 +667,19 @@ and whether the fix still moves the save under an interval.
                 + "save_ckpt('last.pt')\n_trainlint_wait_for_save()\n"),
         # A save function that does other work besides the save (an EMA update): an interval
         # around its call skipped that work too (the EMA was updated 2 times of 10, and its file
-        # held another state). The interval would go inside, but the last steps need a final
-        # save after the loop, which cannot read `self` there nor call the method again: only
-        # made asynchronous, where it stands.
+        # held another state). The interval goes inside, and the final save after the loop reads
+        # `self` as the call's receiver, `ema` (it was refused as unable to read `self` there, and
+        # the save only made asynchronous where it stood).
         Invalid("import torch\nclass EMA:\n    def after_step(self, model, step):\n"
                 "        for s, p in zip(self.shadow, model.parameters()):\n            s.lerp_(p.detach(), 0.1)\n"
                 "        torch.save(self.shadow, 'ema.pt')\nema = EMA()\n"
                 + in_training_loop("ema.after_step(model, step)").partition("\n")[2],
                 fixed="import torch\n" + HELPER_CODE + "\n\nclass EMA:\n    def after_step(self, model, step):\n"
                 "        for s, p in zip(self.shadow, model.parameters()):\n            s.lerp_(p.detach(), 0.1)\n"
-                "        _trainlint_async_save(torch.save, self.shadow, 'ema.pt')\nema = EMA()\n"
-                + in_training_loop("ema.after_step(model, step)").partition("\n")[2] + "_trainlint_wait_for_save()\n",
-                message="not saved under an interval: `after_step()` does other work besides the save (`for s, p in "
-                        "zip(self.shadow, model.parameters()): ...`), which an interval around its call would skip too; "
-                        "an interval around the save inside it would leave the last steps unsaved, and a final save "
-                        "after the loop cannot read `self` there nor call `after_step()` again"),
+                "        if step % 1000 == 0:\n            _trainlint_async_save(torch.save, self.shadow, 'ema.pt')\nema = EMA()\n"
+                + in_training_loop("ema.after_step(model, step)").partition("\n")[2]
+                + "_trainlint_wait_for_save()\ntorch.save(ema.shadow, 'ema.pt')\n",
+                message="save every `1000` steps inside `after_step()`, and once more after the loop"),
         # ... a callback counting its calls (`self.seen += 1`, once run 2 times of 10) with no
         # parameter the loop's counter is handed to: the same.
         Invalid("import torch\nclass Cb:\n    def on_step_end(self, model):\n        self.seen += 1\n"
@@ -1841,7 +1927,12 @@ and whether the fix still moves the save under an interval.
         # In `for i in range(n):` the last step saves too: the interval alone left the file at an
         # older step than the loop ended with (a tester's trainer resumed from step 1 of 5).
         last = self._last_step_test(site)
-        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) > 1:
+        stale = self._read_unsaved(stmt, moved)
+        if stale is not None:
+            final = (f"`{stale.value}`, which the save's statement assigns, is read on every step (in "
+                     f"`{one_line(ctx.code(ctx.index.enclosing(stale, (cst.SimpleStatementLine, cst.BaseCompoundStatement))))}`), "
+                     f"and would hold an older value on the steps an interval skips")
+        elif isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) > 1:
             # The guard goes around a whole line: `loss.backward(); opt.step(); torch.save(...)`
             # trained only on the saving steps.
             final = "the save shares its line with other statements, which the guard would skip too; put it on a line of its own"
@@ -1986,13 +2077,20 @@ and whether the fix still moves the save under an interval.
         site_fn = ctx.index.enclosing_function(site)
         shadowed = (bound_names(site_fn) | {p.name.value for p in walk(site_fn.params) if isinstance(p, cst.Param)}
                     if site_fn is not None else set())
-        local = sorted((read & own) | (read & shadowed - module_names))
+        handed = self._handed_values(fn, site, stmt, read)
+        local = sorted(((read & own) | (read & shadowed - module_names)) - handed.keys())
+        after = self._after_inside(fn, stmt) if read & own else None
+        if local and after is not None and after is not stmt:
+            shown = ctx.code(after).strip().splitlines()[0]
+            return (f"{why}; an interval around the save inside it would leave the last steps unsaved, and a "
+                    f"final save after the loop would not match its last save (`{shown}` follows the save "
+                    f"inside it) nor could call `{helper}()` again, which would redo that work")
         if local:
             return (f"{why}; an interval around the save inside it would leave the last steps unsaved, and a "
                     f"final save after the loop cannot read `{local[0]}` there nor call `{helper}()` again, "
                     f"which would redo that work")
         site_stmt = ctx.index.enclosing(site, (cst.SimpleStatementLine, cst.SimpleStatementSuite))
-        final = self._end_save(site, site_stmt, [], written=stmt)
+        final = self._end_save(site, site_stmt, [], written=stmt.visit(_Substituted(handed)) if handed else stmt)
         if isinstance(final, str):
             return f"{why}; an interval around the save inside it would leave the last steps unsaved ({final})"
         new_stmt = stmt.deep_replace(save, self._async_call(save, True)) if asyncs is not None else stmt
@@ -2008,6 +2106,41 @@ and whether the fix still moves the save under an interval.
             return self.fix(Applicability.UNSAFE, message, *reps, self._final_after(final, wait=False, before=False))
         waits = self._waits(self._wait_loops(inner) or [], final, before=False)
         return self._with_helper(reps + waits, message + ", from a CPU snapshot in a background thread")
+
+    def _after_inside(self, fn: cst.FunctionDef, stmt: cst.BaseStatement) -> cst.BaseStatement | None:
+        """The first statement after stmt (the save, a statement of fn's body) in fn that does
+        more than log or save, or stmt itself where it is not one of fn's body; else None."""
+        body = list(fn.body.body)
+        at = next((i for i, b in enumerate(body) if b is stmt), None)
+        if at is None:
+            return stmt
+        return next((b for b in body[at + 1:] if not self._changes_nothing_saved(b)), None)
+
+    def _handed_values(self, fn: cst.FunctionDef, site: cst.Call, stmt: cst.BaseStatement,
+                       read: set[str]) -> dict[str, cst.BaseExpression]:
+        """For the names of fn's parameters that its save (stmt, a statement of fn's body) reads,
+        what the call at site hands each (bind_args): a name, a dotted name or a literal, which a
+        final save after the loop reads as the save read the parameter; for `self` the call's
+        receiver (`self.ckpt` of `self.ckpt.save(self.model, step)`). A final save was refused as
+        unable to read `step` there, though the call handed it the trainer's own counter. None
+        where the function does more after the save than log or save (`self.path = next_path()`,
+        an in-place update): after the loop those objects would hold a state the loop's last save
+        did not write."""
+        ctx = self.ctx
+        out: dict[str, cst.BaseExpression] = {}
+        if any(arg.star for arg in site.args) or self._after_inside(fn, stmt) is not None:
+            return out
+        for param, arg in ctx.loops.bind_args(fn, site):
+            value = arg.value
+            if param in read and ctx.loops.is_plain_parameter(fn, param) \
+                    and (dotted(value) is not None or isinstance(value, (cst.Integer, cst.Float, cst.SimpleString))):
+                out[param] = value
+        params = fn.params.params
+        receiver = site.func.value if isinstance(site.func, cst.Attribute) else None
+        if "self" in read and params and params[0].name.value == "self" and receiver is not None \
+                and dotted(receiver) is not None and ctx.index.enclosing_class(fn) is not None:
+            out["self"] = receiver
+        return out
 
     def _last_step_test(self, site: cst.Call) -> str | None:
         """`i == n - 1` for a save in `for i in range(n):` (or `range(start, n)`), which the guard
@@ -2545,6 +2678,32 @@ and whether the fix still moves the save under an interval.
                 return None
         return stmt
 
+    def _read_unsaved(self, stmt: cst.BaseStatement, moved: list) -> cst.Name | None:
+        """A read, in the loops around stmt (in its function) but outside stmt and the statements
+        moved with it, of a name stmt assigns (`last = save_ckpt(model, step)` then
+        `saved.append(last)`): under an interval, stmt would leave it holding an older value on
+        the steps it skips. None where there is none."""
+        ctx = self.ctx
+        names = set()
+        small_statements = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()
+        for target in (t for small in small_statements if isinstance(small, (cst.Assign, cst.AnnAssign))
+                       for t in (binding_targets(small) if isinstance(small, cst.Assign) else [small.target])):
+            names |= {n.value for n in walk(target) if isinstance(n, cst.Name)}
+        if not names:
+            return None
+        fn = ctx.index.enclosing_function(stmt)
+        loops = [a for a in ctx.index.ancestors(stmt) if isinstance(a, (cst.For, cst.While))
+                 and ctx.index.enclosing_function(a) is fn]
+        if not loops:
+            return None
+        held = [stmt, *moved]
+        for node in ctx.index.walk(loops[-1].body):
+            if isinstance(node, cst.Name) and node.value in names and is_variable(ctx.index, node) \
+                    and role(ctx.index, node)[0] in ("read", "aug") and ctx.index.enclosing_function(node) is fn \
+                    and not any(ctx.index.contains(h, node) for h in held):
+                return node
+        return None
+
     def _with_users(self, site: cst.Call, stmt: cst.BaseStatement, uses: list[cst.Call]) -> list | None:
         """The statements right after stmt that use the file it saves, which go under the interval
         with it (`torch.save(state, tmp)` then `os.replace(tmp, path)`: alone under the guard, the
@@ -2713,7 +2872,7 @@ and whether the fix still moves the save under an interval.
         that builds the text shown is harmless (`print(f"saved {str(path)}")`), not one that reads
         the file for it (`print(f"{os.path.getsize(path)} bytes")` once crashed the fixed script)."""
         ctx = self.ctx
-        if self._not_a_reader(call):
+        if self._not_a_reader(call) or self._keeps_value(call):
             return False
         for node in ctx.index.ancestors(call):
             if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
@@ -2725,6 +2884,29 @@ and whether the fix still moves the save under an interval.
         if isinstance(call.func, cst.Attribute):
             given.append(call.func.value)
         return any(may_name(ctx, forms, value) for value in given) or bool(above) and self._reads_folder(call, above)
+
+    def _keeps_value(self, call: cst.Call) -> bool:
+        """call is handed the path but reads no file: a container's method that keeps it
+        (`saved.append(last)`, `seen.add(path)`) or a builtin that looks at the value alone
+        (`str(path)`; the call it is handed to is judged itself: `upload(str(path))`). Such a
+        call was taken for a use of the file: it blocked the background write and was moved under
+        the interval with the save, so that `saved` held 1 path where it held 10."""
+        func = call.func
+        if isinstance(func, cst.Attribute):
+            # Only on a list or set the module makes: `tar.add(d)` archives the folder.
+            return func.attr.value in _KEEPS_VALUE and isinstance(func.value, cst.Name) \
+                and self._is_container(func.value)
+        return isinstance(func, cst.Name) and func.value in _LOOKS_AT_VALUE and func.value not in self.ctx.loops.functions
+
+    def _is_container(self, name: cst.Name) -> bool:
+        """Every binding of the variable read as name makes a list, set or deque (`saved = []`,
+        `seen = set()`), not an archive or an uploader that also has an `add`."""
+        bound = self.ctx.loops.variables.seen_from(name)
+        return bool(bound) and all(
+            kind == "assign" and (isinstance(value, (cst.List, cst.Set, cst.ListComp, cst.SetComp))
+                                  or isinstance(value, cst.Call) and not value.args
+                                  and dotted(value.func) in _CONTAINERS)
+            for kind, value in bound)
 
     def _reads_folder(self, call: cst.Call, names: set[str], depth: int = 0) -> bool:
         """call reads one of the folders `names` as a whole (paths.reads_folder): also a function of the

@@ -805,7 +805,7 @@ class Loops:
             return self._attribute_class(expr, at)
         if isinstance(expr, cst.Name):
             fn = self.index.enclosing_function(at)
-            if fn is not None and self._is_plain_parameter(fn, expr.value):
+            if fn is not None and self.is_plain_parameter(fn, expr.value):
                 cls = self._parameter_class(fn, expr.value, depth)
                 return [cls] if cls is not None else []
             if expr.value not in self._instance_names:
@@ -848,7 +848,7 @@ class Loops:
         names = self._constructed_classes(expr)
         return [self.classes[name][0] for name in sorted(names)] if names else []
 
-    def _is_plain_parameter(self, fn: cst.FunctionDef, name: str) -> bool:
+    def is_plain_parameter(self, fn: cst.FunctionDef, name: str) -> bool:
         """name is a named parameter of fn (not `*args`/`**kwargs`, not self/cls) that fn never
         rebinds: a read of it in fn's own body holds what the caller passed."""
         params = (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
