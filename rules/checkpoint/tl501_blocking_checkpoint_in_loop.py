@@ -324,7 +324,9 @@ for step, (x, y) in enumerate(loader):
 ```
 `_trainlint_async_save` (added once per module by the fix) copies every tensor to the CPU before
 it returns, then writes in a background thread; a save first waits for the previous one, and the
-fix calls `_trainlint_wait_for_save()` right after the loop, before a `return` inside it or in
+fix calls `_trainlint_wait_for_save()` right after the loop (after the outermost loop around it in
+its function, such as the epoch loop, unless that loop's other code uses the file or loads a
+checkpoint), before a `return` inside it or in
 its `else:`, before every `os._exit(...)` in the module (a time budget in the loop, a signal
 handler that saves then exits: it ends the process without waiting for the thread; `sys.exit`
 does wait), first in every function the module registers with `signal.signal` (a preemption
@@ -490,8 +492,8 @@ and whether the fix still moves the save under an interval.
                 "        opt.step()\n        step += 1\n        torch.save([step, sched.state_dict()], 's.pt')\n    sched.step()\n",
                 fixed=_fixed("import torch\nstep = 0\nfor epoch in range(3):\n    for x, y in loader:\n        model(x, y).backward()\n"
                              "        opt.step()\n        step += 1\n"
-                             "        _trainlint_async_save(torch.save, [step, sched.state_dict()], 's.pt')\n",
-                             wait="    ", final="    sched.step()\n"),
+                             "        _trainlint_async_save(torch.save, [step, sched.state_dict()], 's.pt')\n"
+                             "    sched.step()\n"),
                 message="(`sched.step()` follows the save in the loop"),
         # ... and a barrier after the save tells the other ranks the file is written: no
         # background write either (other ranks loaded a partial file), so no fix.
@@ -621,16 +623,27 @@ and whether the fix still moves the save under an interval.
                         "the loop, from a CPU snapshot written in a background thread"),
         # Over a loader, in an epoch loop, a counter set before the loops: the interval alone left
         # no checkpoint at all in a run of 24 steps (the resume file the script kept current was
-        # missing). After the outer loop: the wait, then the save as written, once.
+        # missing). After the outer loop: the wait, then the save as written, once (one wait: it
+        # was written after the inner loop too, though nothing between reads the file).
         Invalid("import torch\nstep = 0\nfor epoch in range(3):\n    for x, y in loader:\n        model(x, y).backward()\n"
                 "        opt.step()\n        step += 1\n        torch.save({'model': model.state_dict(), 'step': step}, 'last.pt')\n",
                 fixed=_fixed("import torch\nstep = 0\nfor epoch in range(3):\n    for x, y in loader:\n"
                              "        model(x, y).backward()\n        opt.step()\n        step += 1\n"
                              "        if step % 1000 == 0:\n            _trainlint_async_save(\n"
                              "                torch.save, {'model': model.state_dict(), 'step': step}, 'last.pt'\n"
-                             "            )\n    _trainlint_wait_for_save()\n",
+                             "            )\n",
                              final="torch.save({'model': model.state_dict(), 'step': step}, 'last.pt')\n"),
                 message="save every `1000` steps, and once more after the loop"),
+        # ... but where the epoch loop uses the file after the steps (`evaluate('l.pt')`), the wait
+        # stays after the inner loop, before that use.
+        Invalid("import torch\nstep = 0\nfor epoch in range(3):\n    for x, y in loader:\n        model(x, y).backward()\n"
+                "        opt.step()\n        step += 1\n        torch.save([step, model.state_dict()], 'l.pt')\n"
+                "    evaluate('l.pt')\n",
+                fixed="import torch\n" + HELPER_CODE + "\n\nstep = 0\nfor epoch in range(3):\n    for x, y in loader:\n"
+                "        model(x, y).backward()\n        opt.step()\n        step += 1\n"
+                "        _trainlint_async_save(torch.save, [step, model.state_dict()], 'l.pt')\n"
+                "    _trainlint_wait_for_save()\n    evaluate('l.pt')\n",
+                message="from a CPU snapshot"),
         # ... a `while` loop alike.
         Invalid("import torch\nstep = 0\nwhile step < max_steps:\n    model(x).backward()\n    opt.step()\n"
                 "    step += 1\n    torch.save(model.state_dict(), 'last.pt')\n",
@@ -2287,8 +2300,12 @@ and whether the fix still moves the save under an interval.
 
     def _reached(self, loops: list) -> list[cst.FunctionDef]:
         """The functions of the module that calls in loops run, directly or through one another."""
+        return self._reached_from([c for loop in loops for c in self.ctx.index.walk(loop) if isinstance(c, cst.Call)])
+
+    def _reached_from(self, calls: list[cst.Call]) -> list[cst.FunctionDef]:
+        """The functions of the module that calls run, directly or through one another."""
         ctx = self.ctx
-        todo = [c for loop in loops for c in ctx.index.walk(loop) if isinstance(c, cst.Call)]
+        todo = list(calls)
         out: list[cst.FunctionDef] = []
         while todo:
             name = ctx.loops.local_callee_name(todo.pop())
@@ -2323,9 +2340,37 @@ and whether the fix still moves the save under an interval.
             loop = ctx.loops.hot_loop_of(entry)
             if loop is None:
                 return None
+            loop = self._outer_wait_loop(loop, inner)
             if loop not in loops:
                 loops.append(loop)
         return loops or None
+
+    def _outer_wait_loop(self, loop: cst.CSTNode, inner: list[cst.Call]) -> cst.CSTNode:
+        """The loop to wait after for a write in loop: the outermost loop around it in its function
+        (an epoch loop around the steps) whose code outside it neither uses the file
+        (_path_uses) nor loads a checkpoint, itself or in a function of the module it calls (an
+        evaluation that loads it); loop itself where the loop around it does. One wait after the
+        outermost loop was written after each loop of the nest."""
+        ctx = self.ctx
+        uses = [u for s in inner for u in self._path_uses(s)]
+        current = loop
+        for anc in ctx.index.ancestors(loop):
+            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                break
+            if not isinstance(anc, (cst.For, cst.While)):
+                continue
+            between = [c for c in ctx.index.walk(anc) if isinstance(c, cst.Call) and not ctx.index.contains(current, c)]
+            reached = [c for fn in self._reached_from(between) for c in self._calls_in.get(fn, ())]
+            if any(u is c for u in uses for c in between) or any(self._loads(c) for c in (*between, *reached)):
+                break
+            current = anc
+        return current
+
+    def _loads(self, call: cst.Call) -> bool:
+        """call loads a checkpoint (`torch.load`, `load_state`, `load_checkpoint`...), as _reads_back tells one."""
+        qn = self.ctx.names.qualified(call.func)
+        attr = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        return qn in ("torch.load", "open") or attr in _LOADS or attr == "load"
 
     def _during(self, use: cst.Call, loops: list) -> bool:
         """use may run before the wait after loops: it is in one of them, or in a save function
