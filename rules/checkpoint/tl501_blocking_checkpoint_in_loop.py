@@ -174,6 +174,16 @@ class _Substituted(cst.CSTTransformer):
         return self.values[original.value]
 
 
+def _operand(code: str) -> str:
+    """A test's code as an operand of `and`: parenthesised where it is an `or`, a conditional
+    expression, a lambda or a walrus, whose parts `and` would otherwise take apart."""
+    expr = cst.parse_expression(code)
+    if isinstance(expr, (cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr)) and not expr.lpar \
+            and not (isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.And)):
+        return f"({code})"
+    return code
+
+
 def _shown(ctx, call: cst.Call) -> str:
     """A call as a message names it: whole when short, else `shutil.copyfile(...)`."""
     code = one_line(ctx.code(call))
@@ -360,7 +370,7 @@ which other ranks load it). A per-step save with no interval is moved under `if 
 with the script's own save interval if it has one (that of another save in the same loop, such
 as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`), else the
 `save-every` option (in a framework's hook, under its step counter: `trainer.global_step`,
-`state.global_step`): fewer checkpoints, so the last steps before a crash are not saved. In
+`state.global_step`; a save alone under a rank test joins it: `if rank == 0 and step % 1000 == 0:`): fewer checkpoints, so the last steps before a crash are not saved. In
 `for i in range(n):` the guard also holds on the last step (`or i == n - 1`), so the file ends with
 the state the loop ends with; in other loops (over a loader, `while`, a `range` loop that may
 `break`) the save runs once more after the outermost loop, after the wait, as written (blocking,
@@ -644,6 +654,14 @@ and whether the fix still moves the save under an interval.
                 "        _trainlint_async_save(torch.save, [step, model.state_dict()], 'l.pt')\n"
                 "    _trainlint_wait_for_save()\n    evaluate('l.pt')\n",
                 message="from a CPU snapshot"),
+        # A save alone under a rank test: the interval joins that test (it was written as a second
+        # `if` directly inside it); an `or` in the interval is parenthesised.
+        Invalid("import torch\nfor step in range(10):\n    model(x).sum().backward()\n    opt.step()\n"
+                "    if rank == 0:\n        torch.save(model.state_dict(), 'l.pt')\n",
+                fixed=_fixed("import torch\nfor step in range(10):\n    model(x).sum().backward()\n    opt.step()\n"
+                             "    if rank == 0 and (step % 1000 == 0 or step == 9):\n"
+                             "        _trainlint_async_save(torch.save, model.state_dict(), 'l.pt')\n"),
+                message="save every `1000` steps and at the last step"),
         # ... a `while` loop alike.
         Invalid("import torch\nstep = 0\nwhile step < max_steps:\n    model(x).backward()\n    opt.step()\n"
                 "    step += 1\n    torch.save(model.state_dict(), 'last.pt')\n",
@@ -1973,7 +1991,13 @@ and whether the fix still moves the save under an interval.
             body=cst.IndentedBlock(body=[new_stmt.with_changes(leading_lines=[]), *moved]),
             leading_lines=stmt.leading_lines,
         )
-        reps.append((stmt, guarded))
+        rank = self._rank_test_around(stmt) if not moved else None
+        if rank is not None:  # `if rank == 0 and step % 1000 == 0:`, not one `if` inside the other
+            reps.append((rank, rank.with_changes(
+                test=cst.parse_expression(f"{_operand(ctx.code(rank.test))} and {_operand(test)}"),
+                body=rank.body.with_changes(body=[new_stmt.with_changes(leading_lines=[])]))))
+        else:
+            reps.append((stmt, guarded))
         reps += [(s, "") for s in moved]  # each moved into the guard, removed where it stood
         end = " and at the last step" if last else ", and once more after the loop" if final is not None else ""
         message = f"Save every `{interval}` steps{end} (`if {test}:`)"
@@ -2722,6 +2746,21 @@ and whether the fix still moves the save under an interval.
                                                         if isinstance(n, cst.Name)} for item in anc.items):
                 return None
         return stmt
+
+    def _rank_test_around(self, stmt: cst.BaseStatement) -> cst.If | None:
+        """The `if rank == 0:` (a rank test: _RANK_TEST) whose whole body is stmt, with no `else`,
+        inside the hot loop: the interval joins its test (`if rank == 0 and step % 1000 == 0:`),
+        as TL201 joins its own, rather than nesting a second `if` directly inside it. Not an
+        `elif` (its own `if` decides whether its test runs)."""
+        ctx = self.ctx
+        block = ctx.parent(stmt)
+        branch = ctx.parent(block) if isinstance(block, cst.IndentedBlock) else None
+        if not isinstance(branch, cst.If) or branch.orelse is not None or len(block.body) != 1 \
+                or isinstance(ctx.parent(branch), cst.If) \
+                or not _RANK_TEST.search(ctx.code(branch.test)) or has_flow_or_step(ctx, branch.test):
+            return None
+        loop = ctx.loops.hot_loop_of(stmt)
+        return branch if loop is not None and ctx.index.contains(loop.body, branch) else None
 
     def _read_unsaved(self, stmt: cst.BaseStatement, moved: list) -> cst.Name | None:
         """A read, in the loops around stmt (in its function) but outside stmt and the statements
