@@ -100,7 +100,8 @@ def test_rank_guard_is_not_an_interval():
     """
     assert "every training step" in found(text)[0].message
     fixed = fix_source(textwrap.dedent(text), select=["TL501"])
-    assert "    if rank == 0:\n        if step % 1000 == 0:\n            _trainlint_async_save(torch.save," in fixed
+    # The interval joins the rank test that holds only the save (no second `if` inside it).
+    assert "    if rank == 0 and step % 1000 == 0:\n        _trainlint_async_save(torch.save," in fixed
 
 
 def test_a_per_step_save_takes_the_interval_of_the_loops_other_save():
