@@ -232,8 +232,9 @@ def _split_print(ctx, node: cst.CSTNode) -> cst.Call | None:
 
 
 def _open_print(ctx, line: cst.CSTNode) -> cst.Call | None:
-    """line is a log call alone whose `end=` is not a string ending in a newline (the line it
-    prints is ended by the next print); None otherwise."""
+    """line is a log call alone whose `end=` is not a string ending in a newline or a carriage
+    return (the line it prints is ended by the next print); None otherwise. A progress line
+    (`end="\\r"`) is whole on its own: the next print starts over it, not after it."""
     if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(line.body[0], cst.Expr)
             and isinstance(line.body[0].value, cst.Call)):
         return None
@@ -242,7 +243,7 @@ def _open_print(ctx, line: cst.CSTNode) -> cst.Call | None:
     if end is None or not is_log_call(ctx, call):
         return None
     value = ctx.literal(end.value)
-    return None if isinstance(value, str) and value.endswith("\n") else call
+    return None if isinstance(value, str) and value.endswith(("\n", "\r")) else call
 
 
 def _interval_guard(ctx, node: cst.CSTNode, default: int) -> _Guard:

@@ -841,6 +841,10 @@ of every tenth loss, predictions shorter than their targets).
         # An `end=` that is a newline ends the line as the default does.
         Invalid(in_training_loop("print('loss', loss.item(), end='\\n')\nprint('lr', lr)"),
                 fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.item(), end='\\n')\nprint('lr', lr)")),
+        # So does a carriage return (a progress line the next print starts over): it was taken for
+        # half a line and got no fix.
+        Invalid(in_training_loop("print('loss', loss.item(), end='\\r')\nprint('lr', lr)"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.item(), end='\\r')\nprint('lr', lr)")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -129,7 +129,7 @@ increments (`global_step += 1`): the loop's micro-batch index may never be a mul
 interval there. Without one there is no fix. Nor is there one for a line in the `else:` or
 `elif` of an `if` whose test takes a remainder of the same counter (`if step % log_every == 0:
 ... else: print(...)`): it runs on the steps that test skips, where an interval test may never
-hold; nor beside a print whose `end=` is not a newline (`print(f"step {step}", end=" ")`, right
+hold; nor beside a print whose `end=` is not a newline or a carriage return (`print(f"step {step}", end=" ")`, right
 before the line the fix would guard, or the last it guards with a log call after it): it prints half a line that the next print ends,
 and guarding one half would print the other on every step (two such prints that both log a
 tensor are logging lines side by side, and go under one `if` together).
@@ -526,6 +526,17 @@ tensor are logging lines side by side, and go under one `if` together).
         Invalid(in_training_loop("print(f'step {step}', end=' ')\nprint(f'loss {loss:.4f}')"),
                 fixed=NO_FIX, message="prints its line in two calls"),
         Invalid(in_training_loop("print(f'loss {loss:.4f}', end=' ')\nprint('lr', lr)"),
+                fixed=NO_FIX, message="prints its line in two calls"),
+        # A progress line (`end='\\r'`) is whole on its own: the next print starts over it.
+        # It was taken for half a line ("prints its line in two calls") and got no fix.
+        Invalid(in_training_loop("print(f'step {step} loss {loss:.4f}', end='\\r')\nprint('lr', lr)"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print(f'step {step} loss {loss:.4f}', end='\\r')\n"
+                                       "print('lr', lr)")),
+        Invalid(in_training_loop("print(f'step {step}', end='\\r')\nprint(f'loss {loss:.4f}')"),
+                fixed=in_training_loop("print(f'step {step}', end='\\r')\nif step % 100 == 0:\n"
+                                       "    print(f'loss {loss:.4f}')")),
+        # A line continued by the next print (`end=''`) still gets none.
+        Invalid(in_training_loop("print(f'loss {loss:.4f}', end='')\nprint(' lr', lr)"),
                 fixed=NO_FIX, message="prints its line in two calls"),
         # Both halves log the tensor: they move under one guard together.
         Invalid(in_training_loop("acc = (out - y).abs().mean()\nprint(f'loss {loss:.3f}', end=' ')\n"
