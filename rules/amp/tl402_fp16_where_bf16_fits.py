@@ -39,6 +39,34 @@ _CHOICE_LINE = ("amp_dtype = (\n    torch.bfloat16\n    if torch.cuda.is_bf16_su
                 "    else torch.float16\n)\n")
 
 
+_NANOGPT_CTX = ("from contextlib import nullcontext\nimport torch\ndevice_type = {device_type}\nctx = {ctx}\n"
+                "scaler = torch.amp.GradScaler({scaler})\nfor x, y in loader:\n"
+                "    with ctx:\n        loss = model(x, y)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
+                "    scaler.update()\n")
+_CUDA_OR_CPU = "'cuda' if 'cuda' in device else 'cpu'"
+_CUDA_MPS_OR_CPU = "'cuda' if 'cuda' in device else 'mps' if 'mps' in device else 'cpu'"
+# The fix's choice where the branch runs on CUDA only, and (indented four more) where it may not.
+_NANOGPT_CHOICE = ("            torch.bfloat16\n            if torch.cuda.is_bf16_supported(including_emulation=False)\n"
+                   "            else torch.float16\n")
+_NANOGPT_CUDA_CHOICE = ("            (\n" + _NANOGPT_CHOICE.replace("            ", "                ")
+                        + "            )\n            if device_type == 'cuda'\n            else torch.float16\n")
+
+
+def _nanogpt(device_type: str, ctx: str, choice: str | None = None) -> str:
+    """A rule case in nanoGPT's layout: `device_type = {device_type}`, the autocast context made
+    once (`ctx = {ctx}`, `{autocast}` in it the float16 autocast), a scaler, `with ctx:` in the
+    loop; choice: the fixed case, with the dtype the fix writes (laid out over lines)."""
+    if choice is None:
+        autocast = "torch.amp.autocast(device_type=device_type, dtype=torch.float16)"
+        scaler = "'cuda', enabled=device_type == 'cuda'"
+    else:
+        autocast = ("torch.amp.autocast(\n        device_type=device_type,\n        dtype=(\n" + choice
+                    + "        ),\n    )")
+        scaler = ("\n    'cuda',\n    enabled=device_type == 'cuda'\n"
+                  "    and not torch.cuda.is_bf16_supported(including_emulation=False),\n")
+    return _NANOGPT_CTX.format(device_type=device_type, ctx=ctx.format(autocast=autocast), scaler=scaler)
+
+
 class Fp16WhereBf16Fits(Rule):
     code = "TL402"
     name = "fp16-where-bf16-fits"
@@ -75,7 +103,9 @@ when every autocast and scaler the fix touches runs after it and sees it (later 
 function; for a scaler made in `__init__`, a `self.` attribute the class's other methods read); else
 (a scaler made in another method or function, `reset_scaler()`, `make_scaler()`) it is written
 where each is used. An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
-choice on CUDA only and keeps its own dtype elsewhere.
+choice on CUDA only and keeps its own dtype elsewhere; in a branch that runs on CUDA only (`if
+device_type == "cuda"`, or the `else` of `device_type == "cpu"` where `device_type` can only be
+"cuda" or "cpu", as in nanoGPT) it gets the choice alone.
 
 ## Why is this bad?
 On Ampere and newer GPUs bfloat16 runs at the same tensor-core speed as float16 but has float32's
@@ -180,6 +210,20 @@ GPU while the decorated function still runs in float16.
                 fixed="import torch\namp_dtype = (\n    torch.bfloat16\n    if torch.cuda.is_bf16_supported(including_emulation=False)\n    else torch.float16\n)\nscaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\nctx = torch.autocast('cuda', dtype=amp_dtype)\nfor x, y in loader:\n    with ctx:\n        loss = model(x, y)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"),
         Invalid("from contextlib import nullcontext\nimport torch\nctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=torch.float16)\nscaler = torch.amp.GradScaler('cuda')\nfor x, y in loader:\n    with ctx:\n        loss = model(x, y)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
                 fixed="from contextlib import nullcontext\nimport torch\nctx = (\n    nullcontext()\n    if device_type == 'cpu'\n    else torch.amp.autocast(\n        device_type=device_type,\n        dtype=(\n            (\n                torch.bfloat16\n                if torch.cuda.is_bf16_supported(including_emulation=False)\n                else torch.float16\n            )\n            if device_type == 'cuda'\n            else torch.float16\n        ),\n    )\n)\nscaler = torch.amp.GradScaler(\n    'cuda', enabled=not torch.cuda.is_bf16_supported(including_emulation=False)\n)\nfor x, y in loader:\n    with ctx:\n        loss = model(x, y)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"),
+        # In the `else` of `device_type == 'cpu'` where device_type is "cuda" or "cpu" (nanoGPT): the
+        # branch runs on CUDA only, and the fix wrote a redundant `... if device_type == 'cuda' else
+        # torch.float16` around the choice.
+        Invalid(_nanogpt(_CUDA_OR_CPU, "nullcontext() if device_type == 'cpu' else {autocast}"),
+                fixed=_nanogpt(_CUDA_OR_CPU, "(\n    nullcontext()\n    if device_type == 'cpu'\n    else {autocast}\n)",
+                               _NANOGPT_CHOICE)),
+        # So in the branch of `device_type == 'cuda'`, whatever else device_type may be.
+        Invalid(_nanogpt("args.device", "{autocast} if device_type == 'cuda' else nullcontext()"),
+                fixed=_nanogpt("args.device", "(\n    {autocast}\n    if device_type == 'cuda'\n    else nullcontext()\n)",
+                               _NANOGPT_CHOICE)),
+        # The `else` of `== 'cpu'` where device_type may be "mps" too: the choice stays CUDA's only.
+        Invalid(_nanogpt(_CUDA_MPS_OR_CPU, "nullcontext() if device_type == 'cpu' else {autocast}"),
+                fixed=_nanogpt(_CUDA_MPS_OR_CPU, "(\n    nullcontext()\n    if device_type == 'cpu'\n    else {autocast}\n)",
+                               _NANOGPT_CUDA_CHOICE)),
         # A name that is autocast or else a null context: reported, no fix (`ctx(dtype=...)` would fail
         # on the other path).
         Invalid(("import contextlib\nimport functools\n" + _LOOP.replace("torch.autocast({aargs})", "ctx()"))
@@ -620,7 +664,7 @@ GPU while the decorated function still runs in float16.
                 # CUDA only; elsewhere autocast keeps its own default (bfloat16 on the CPU).
                 device = ctx.keyword(use.call, "device_type") or next(
                     (a for a in use.call.args if a.keyword is None and not a.star), None)
-                if device is not None:
+                if device is not None and not _cuda_only_at(ctx, use.call, device.value):
                     q = ctx.quote_at(use.call)
                     before = prec.autocast_dtype_expr(use)  # elsewhere the dtype it had (None: the default)
                     other = ctx.code(before) if before is not None else "None"
@@ -760,6 +804,77 @@ GPU while the decorated function still runs in float16.
         written = " ".join(ctx.code(new) if isinstance(new, cst.CSTNode) else str(new) for _old, new in replacements)
         replacements.extend(remove_unused_imports(ctx, [*removed, *(old for old, _new in replacements)], written))
         return self.fix(Applicability.UNSAFE, "Train in bfloat16 without a GradScaler", *replacements)
+
+
+def _cuda_only_at(ctx, node: cst.CSTNode, device: cst.BaseExpression) -> bool:
+    """node runs only where device is "cuda": in the branch of a conditional (an `if` or `... if
+    ... else ...`, up to node's function) that tests it is (`if device_type == "cuda"`), or that
+    it is not "cpu" where it can be nothing else (nanoGPT's `nullcontext() if device_type == "cpu"
+    else torch.amp.autocast(device_type=device_type, ...)`, with `device_type = "cuda" if "cuda" in
+    device else "cpu"`). There the fix's `... if device_type == "cuda" else torch.float16` around
+    the dtype was a second test of what the branch already knows. An `else` of `== "cpu"` alone
+    does not exclude MPS or XPU, so a device whose values are not known keeps the test."""
+    code = ctx.code(device)
+    child = node
+    for anc in ctx.index.ancestors(node):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(anc, (cst.If, cst.IfExp)) and child is not anc.test:
+            compared = _compared_device(ctx, anc.test, code)
+            if compared is not None:
+                value, equal = compared
+                taken = equal == (child is anc.body)  # the branch runs where device == value
+                if taken and value == "cuda":
+                    return True
+                if not taken and value == "cpu" and _device_values(ctx, device) == {"cuda", "cpu"}:
+                    return True
+        child = anc
+    return False
+
+
+def _compared_device(ctx, test: cst.BaseExpression, code: str) -> tuple[str, bool] | None:
+    """(value, True) for a test `code == "value"` (either side), (value, False) for `!=`; None
+    for any other test."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    op = test.comparisons[0].operator
+    if not isinstance(op, (cst.Equal, cst.NotEqual)):
+        return None
+    left, right = test.left, test.comparisons[0].comparator
+    for side, other in ((left, right), (right, left)):
+        value = ctx.literal(other)
+        if isinstance(value, str) and ctx.code(side) == code:
+            return value, isinstance(op, cst.Equal)
+    return None
+
+
+def _device_values(ctx, device: cst.BaseExpression) -> set[str] | None:
+    """The strings a variable read as device can hold, when every binding of it is a string
+    literal or a conditional of such (`"cuda" if "cuda" in device else "cpu"`); None when any is
+    not, or for anything but a plain name."""
+    if not isinstance(device, cst.Name):
+        return None
+    bindings = ctx.bindings.seen_from(device)
+    if not bindings:
+        return None
+    values: set[str] = set()
+    for kind, value in bindings:
+        if kind != "assign" or value is None:
+            return None
+        options = _string_options(ctx, value)
+        if options is None:
+            return None
+        values |= options
+    return values
+
+
+def _string_options(ctx, expr: cst.BaseExpression) -> set[str] | None:
+    """The strings expr is: a string literal, or either branch of a conditional of them."""
+    if isinstance(expr, cst.IfExp):
+        body, orelse = _string_options(ctx, expr.body), _string_options(ctx, expr.orelse)
+        return None if body is None or orelse is None else body | orelse
+    value = ctx.literal(expr)
+    return {value} if isinstance(value, str) else None
 
 
 def _method_class(ctx, fn) -> cst.ClassDef | None:
