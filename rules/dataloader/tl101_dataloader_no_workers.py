@@ -510,6 +510,25 @@ none.
                 fixed="import os\n\nfrom torch.utils.data import DataLoader\nclass CFG:\n"
                       "    num_workers = min(8, os.cpu_count() or 1)\nloader = DataLoader(ds, num_workers=CFG.num_workers)\n",
                 message="`CFG.num_workers` defaults to 0"),
+        # A module with no import at module level: `import os` goes below its docstring (it went
+        # above, and the docstring was a docstring no more), with two blank lines above the class.
+        Invalid('"""Data."""\nclass CFG:\n    num_workers = 0\ndef main(ds):\n'
+                "    from torch.utils.data import DataLoader\n    return DataLoader(ds, num_workers=CFG.num_workers)\n",
+                fixed='"""Data."""\n\nimport os\n\n\nclass CFG:\n    num_workers = min(8, os.cpu_count() or 1)\n'
+                "def main(ds):\n    from torch.utils.data import DataLoader\n"
+                "    return DataLoader(ds, num_workers=CFG.num_workers)\n"),
+        # ... below a `__future__` import, which must come first (above it: a SyntaxError).
+        Invalid("from __future__ import annotations\nclass CFG:\n    num_workers = 0\ndef main(ds):\n"
+                "    from torch.utils.data import DataLoader\n    return DataLoader(ds, num_workers=CFG.num_workers)\n",
+                fixed="from __future__ import annotations\nimport os\nclass CFG:\n    num_workers = min(8, os.cpu_count() or 1)\n"
+                "def main(ds):\n    from torch.utils.data import DataLoader\n"
+                "    return DataLoader(ds, num_workers=CFG.num_workers)\n"),
+        # ... at the top of a module without either: two blank lines above the class (it had one).
+        Invalid("class CFG:\n    num_workers = 0\ndef main(ds):\n"
+                "    from torch.utils.data import DataLoader\n    return DataLoader(ds, num_workers=CFG.num_workers)\n",
+                fixed="import os\n\n\nclass CFG:\n    num_workers = min(8, os.cpu_count() or 1)\n"
+                "def main(ds):\n    from torch.utils.data import DataLoader\n"
+                "    return DataLoader(ds, num_workers=CFG.num_workers)\n"),
     ]
 
     def check_loader(self, call: cst.Call) -> None:

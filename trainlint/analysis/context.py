@@ -15,7 +15,8 @@ from trainlint.analysis.batches import is_cpu_device
 from trainlint.analysis.devices import Devices
 from trainlint.analysis.distributed import Distributed
 from trainlint.analysis.grads import Grads
-from trainlint.analysis.imports import insert_stdlib_import, insert_third_party_import, is_docstring, is_stdlib
+from trainlint.analysis.imports import (blank_lines_above, insert_stdlib_import, insert_third_party_import, is_docstring,
+                                        is_stdlib)
 from trainlint.analysis.literals import literal, number
 from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, bound_names, dotted
@@ -727,7 +728,8 @@ class FileContext:
             if not is_docstring(body[0]):
                 # Black keeps a blank line between the imports and the code below them.
                 blank = is_import and not _starts_blank(body[0]) and not _is_import(body[0])
-                return self.insert_before(body[0], code + (newline if blank else "") + _def_gap(code, body[0], 0, newline))
+                gap = _def_gap(code, body[0], 1 if blank else 0, newline, after_import=False)
+                return self.insert_before(body[0], code + (newline if blank else "") + gap)
             anchor = body[0]
         # A statement goes below the imports (and anything below a docstring) after a blank line,
         # as Black lays them out; an import joins the import block.
@@ -744,7 +746,7 @@ class FileContext:
         if i is None or i + 1 >= len(body):
             return ""
         below = body[i + 1]
-        return _def_gap(code, below, _blank_lines_above(below), self.module.default_newline)
+        return _def_gap(code, below, blank_lines_above(below), self.module.default_newline, _is_import(anchor))
 
     def local_names(self, at: cst.CSTNode) -> set[str]:
         """The names the functions around `at` bind (their parameters and assignments): code
@@ -847,22 +849,13 @@ def _is_setup(stmt: cst.CSTNode) -> bool:
     return False
 
 
-def _blank_lines_above(stmt: cst.CSTNode) -> int:
-    """How many blank lines stmt's own leading lines start with (those above its first comment)."""
-    count = 0
-    for line in getattr(stmt, "leading_lines", ()):
-        if line.comment is not None:
-            break
-        count += 1
-    return count
-
-
-def _def_gap(code: str, below: cst.CSTNode, blanks: int, newline: str) -> str:
+def _def_gap(code: str, below: cst.CSTNode, blanks: int, newline: str, after_import: bool) -> str:
     """Newlines to add after the inserted `code` when the module-level `below` is a `def` or
-    `class` with `blanks` blank lines between them: PEP 8 (and Black) want two; an inserted import
-    needs none (the import block's own gap is below's)."""
+    `class` with `blanks` blank lines between them: PEP 8 (and Black) want two. An import that
+    joins an import block (after_import) needs none: the block's own gap is below's. One that
+    starts the block (after a docstring, at the top) does: it had one blank line, or none."""
     last = code.rstrip().splitlines()[-1] if code.strip() else ""
-    if not isinstance(below, (cst.FunctionDef, cst.ClassDef)) or last.startswith(("import ", "from ")):
+    if not isinstance(below, (cst.FunctionDef, cst.ClassDef)) or (after_import and last.startswith(("import ", "from "))):
         return ""
     return newline * max(0, 2 - blanks)
 

@@ -30,17 +30,22 @@ def after_imports(ctx, code: str, blank_lines_after: int = 0):
     following = body[body.index(anchor) + 1] if anchor is not None and body.index(anchor) + 1 < len(body) \
         else (body[0] if anchor is None and body else None)
     if following is not None:
-        blank = 0
-        for line in following.leading_lines:
-            if line.comment is not None:
-                break
-            blank += 1
-        code += ctx.module.default_newline * max(0, blank_lines_after - blank)
+        code += ctx.module.default_newline * max(0, blank_lines_after - blank_lines_above(following))
     if anchor is None:
         if following is None:
             return None
         return (following, code + ctx.code(following))
     return (anchor, ctx.code(anchor) + code)
+
+
+def blank_lines_above(stmt: cst.CSTNode) -> int:
+    """How many blank lines stmt's own leading lines start with (those above its first comment)."""
+    count = 0
+    for line in getattr(stmt, "leading_lines", ()):
+        if line.comment is not None:
+            break
+        count += 1
+    return count
 
 
 def in_file_indent(ctx, code: str) -> str:
@@ -163,7 +168,12 @@ def insert_stdlib_import(ctx, module: str):
                                           and ctx.dotted(s.body[0].module) == "__future__")]
     # Before the first import (or statement), a blank line between it and the new import, unless
     # that import is a standard-library `from` import, in whose section isort puts `import x` first.
-    first = regular[0] if regular else body[0]
+    if not regular:
+        # No import to stand before: after the docstring and `__future__` imports (before them it
+        # turned the docstring into a plain string, and a `__future__` import not first is a
+        # SyntaxError), two blank lines above a def or class right below.
+        return ctx.insert_after_imports(f"import {module}")
+    first = regular[0]
     same_section = first in imports and isinstance(first.body[0], cst.ImportFrom) and not first.body[0].relative \
         and first.body[0].module is not None and is_stdlib((ctx.dotted(first.body[0].module) or "").split(".")[0])
     return ctx.insert_before(first, f"import {module}" + ("" if same_section else newline))
