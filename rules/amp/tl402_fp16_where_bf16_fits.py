@@ -98,8 +98,9 @@ A `with autocast(...)` in a module's `forward` pairs with the loop's scaler as t
 does; so does an autocast object made once and entered in the step (`self.autocast_ctx =
 torch.autocast("cuda", dtype=torch.float16)` in `__init__`, then `with self.autocast_ctx:`; nanoGPT's
 `ctx = nullcontext() if ... else torch.amp.autocast(...)`, then `with ctx:`), whose fix sets the
-dtype where it is made. The choice is made once, in a variable just before the first scaler,
-when every autocast and scaler the fix touches runs after it and sees it (later in the same
+dtype where it is made. The choice is made once, in a variable just before the first scaler
+(at module level, before any statement above it that calls a function of the file reading it,
+`warm = step(x0)`), when every autocast and scaler the fix touches runs after it and sees it (later in the same
 function; for a scaler made in `__init__`, a `self.` attribute the class's other methods read); else
 (a scaler made in another method or function, `reset_scaler()`, `make_scaler()`) it is written
 where each is used. An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
@@ -224,6 +225,25 @@ GPU while the decorated function still runs in float16.
         Invalid(_nanogpt(_CUDA_MPS_OR_CPU, "nullcontext() if device_type == 'cpu' else {autocast}"),
                 fixed=_nanogpt(_CUDA_MPS_OR_CPU, "(\n    nullcontext()\n    if device_type == 'cpu'\n    else {autocast}\n)",
                                _NANOGPT_CUDA_CHOICE)),
+        # A module-level call above the scaler runs a function whose autocast reads `amp_dtype`: the
+        # definition goes above that call (it went right above the scaler: NameError at the warm-up).
+        Invalid("import torch\ndef step(x):\n    with torch.autocast('cuda'):\n        return model(x)\n"
+                "warm = step(x0)\nscaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    loss = step(x)\n"
+                "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
+                fixed="import torch\ndef step(x):\n    with torch.autocast('cuda', dtype=amp_dtype):\n        return model(x)\n"
+                + _CHOICE_LINE + "warm = step(x0)\nscaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n"
+                "for x in loader:\n    loss = step(x)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
+                "    scaler.update()\n"),
+        # ... and above a method's caller (`Trainer().warmup()` runs `fit`, whose autocast reads it).
+        Invalid("import torch\nclass Trainer:\n    def fit(self, x):\n        with torch.autocast('cuda'):\n"
+                "            return model(x)\n    def warmup(self):\n        self.fit(x0)\nTrainer().warmup()\n"
+                "scaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    loss = Trainer().fit(x)\n"
+                "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
+                fixed="import torch\nclass Trainer:\n    def fit(self, x):\n        with torch.autocast('cuda', dtype=amp_dtype):\n"
+                "            return model(x)\n    def warmup(self):\n        self.fit(x0)\n" + _CHOICE_LINE
+                + "Trainer().warmup()\nscaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n"
+                "for x in loader:\n    loss = Trainer().fit(x)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
+                "    scaler.update()\n"),
         # A name that is autocast or else a null context: reported, no fix (`ctx(dtype=...)` would fail
         # on the other path).
         Invalid(("import contextlib\nimport functools\n" + _LOOP.replace("torch.autocast({aargs})", "ctx()"))
@@ -645,7 +665,7 @@ GPU while the decorated function still runs in float16.
         torch, extra = ctx.module_name("torch")
         check = _bf16_check(ctx, torch)
         choice = f"{torch}.bfloat16 if {check} else {torch}.float16"
-        var = self._shared_variable(autocasts, scalers)
+        var, define_at = self._shared_variable(autocasts, scalers)
         replacements = list(extra)
         new_scalers = {}
         for use in scalers:
@@ -675,18 +695,20 @@ GPU while the decorated function still runs in float16.
                 return None
             replacements.append((use.call, new_call))
         if var:
-            stmt = ctx.statement(scalers[0].call)
-            replacements.append(ctx.insert_before(stmt, _assignment(ctx, stmt, var, choice)))
+            replacements.append(ctx.insert_before(define_at, _assignment(ctx, define_at, var, choice)))
         # Each scaler call is its own replacement (the insertion above ends before the first one
         # starts), so the engine wraps it when `enabled=` makes its line too long.
         replacements.extend((use.call, new_scalers[use.call]) for use in scalers)
         return self.fix(Applicability.UNSAFE, "Use bfloat16 where the GPU supports it; keep the scaler for float16 only",
                         *replacements)
 
-    def _shared_variable(self, autocasts, scalers) -> str | None:
-        """A variable (or `self.` attribute) for the dtype, defined just before the first scaler, when
-        every use the fix writes it in (each autocast, each other scaler's `enabled=`) sees it bound
-        by the time it runs; None means write the choice inline (it names only the module's torch).
+    def _shared_variable(self, autocasts, scalers) -> tuple[str | None, cst.CSTNode | None]:
+        """A variable (or `self.` attribute) for the dtype, and the statement it is defined just
+        before: the first scaler's, when every use the fix writes it in (each autocast, each other
+        scaler's `enabled=`) sees it bound by the time it runs; (None, None) means write the choice
+        inline (it names only the module's torch). At module level, a statement above the scaler
+        that calls a function of the file reading the variable runs it first: the definition goes
+        above the first such statement (_module_definition_point); it raised NameError there.
         Before, only the autocasts were checked, and a `self.` attribute was defined in whichever
         method made the first scaler: one made in `reset_scaler()` left `__init__`'s autocast reading
         the attribute before it was set, and a second scaler in another function got the first's
@@ -695,20 +717,21 @@ GPU while the decorated function still runs in float16.
         anchor = scalers[0]
         stmt = ctx.statement(anchor.call)
         if stmt is None:
-            return None
+            return None, None
         fn = ctx.index.enclosing_function(anchor.call)
         if ctx.parent(stmt) is not (fn.body if fn is not None else ctx.module):
-            return None  # created under a condition: the variable would not always exist
+            return None, None  # created under a condition: the variable would not always exist
         uses = [use.call for use in autocasts] + [use.call for use in scalers[1:]]
         name = ctx.fresh_name("amp_dtype", "autocast_dtype")
         if all(self._sees_local(fn, stmt, anchor.call, call) for call in uses):
-            return name
+            define_at = stmt if fn is not None else _module_definition_point(ctx, stmt, uses)
+            return (name, define_at) if define_at is not None else (None, None)
         target = None
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
             target = ctx.dotted(stmt.body[0].targets[0].target)
         if target and target.startswith("self.") and self._sees_attribute(fn, stmt, anchor.call, uses):
-            return f"self.{name}"
-        return None
+            return f"self.{name}", stmt
+        return None, None
 
     def _after(self, stmt, anchor: cst.Call, call: cst.Call) -> bool:
         """call runs after a variable inserted before stmt (the statement that makes anchor)."""
@@ -875,6 +898,64 @@ def _string_options(ctx, expr: cst.BaseExpression) -> set[str] | None:
         return None if body is None or orelse is None else body | orelse
     value = ctx.literal(expr)
     return {value} if isinstance(value, str) else None
+
+
+def _module_definition_point(ctx, stmt: cst.CSTNode, uses: list) -> cst.CSTNode | None:
+    """The module-level statement to define a module variable read in uses before: stmt (the
+    first scaler's), or the first statement above it that calls a function of the file that reads
+    the variable (_readers: `warmup = step(x0)` above `scaler = ...`, step's autocast reading
+    `amp_dtype`), which would run before it was bound; None when that statement comes before the
+    last import (`torch` may not be bound there yet)."""
+    body = list(ctx.module.body)
+    at = body.index(stmt)
+    readers = _readers(ctx, uses)
+    for call in ctx.index.nodes(cst.Call):
+        if ctx.index.enclosing(call, (cst.FunctionDef, cst.Lambda)) is not None or _callee(ctx, call) not in readers:
+            continue
+        top = _top_statement(ctx, call)
+        if top is not None and body.index(top) < at:
+            at = body.index(top)
+    last = ctx.last_import()
+    if at < body.index(stmt) and last is not None and last in body and at <= body.index(last):
+        return None
+    return body[at]
+
+
+def _readers(ctx, uses: list) -> set[str]:
+    """The names of the file's functions and classes (and methods, called as `x.name(...)`) whose
+    call may run one of uses: those uses are in, those that call one of them, and so on, and the
+    class a method is in (its construction may run it)."""
+    def names_around(node) -> set[str]:
+        return {a.name.value for a in ctx.index.ancestors(node) if isinstance(a, (cst.FunctionDef, cst.ClassDef))}
+
+    names: set[str] = set()
+    for call in uses:
+        names |= names_around(call)
+    calls = [c for c in ctx.index.nodes(cst.Call) if ctx.index.enclosing_function(c) is not None]
+    while True:
+        more = set()
+        for call in calls:
+            if _callee(ctx, call) in names:
+                more |= names_around(call)
+        if more <= names:
+            return names
+        names |= more
+
+
+def _callee(ctx, call: cst.Call) -> str | None:
+    """The last name of what call calls (`step` of `step(x)` and of `trainer.step(x)`)."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value
+    return func.attr.value if isinstance(func, cst.Attribute) else None
+
+
+def _top_statement(ctx, node: cst.CSTNode) -> cst.CSTNode | None:
+    """The module-level statement node is in."""
+    for anc in ctx.index.ancestors(node):
+        if ctx.parent(anc) is ctx.module:
+            return anc
+    return None
 
 
 def _method_class(ctx, fn) -> cst.ClassDef | None:
