@@ -118,6 +118,24 @@ def _handed_to(ctx, call: cst.Call) -> tuple[cst.BaseExpression, list[cst.BaseEx
     return target.value, values
 
 
+def _tests_receiver(test: cst.BaseExpression, site: cst.Call) -> bool:
+    """test only asks whether the object whose method site calls is set (`if self.cb is not None:`,
+    `if self.cb:` around `self.cb.on_step_end(self, step)`, a callback set later, in `setup()`):
+    it holds on every step or on none, so it is no step condition. It was taken for one, and the
+    save was only written in the background under it, not saved every N steps."""
+    receiver = site.func.value if isinstance(site.func, cst.Attribute) else None
+    shown = dotted(receiver) if receiver is not None else None
+    if shown is None:
+        return False
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if not (isinstance(target.operator, cst.IsNot) and isinstance(target.comparator, cst.Name)
+                and target.comparator.value == "None"):
+            return False
+        test = test.left
+    return dotted(test) == shown
+
+
 def _is_wait(stmt: cst.CSTNode) -> bool:
     """stmt is (or is a line of only) the call of the wait the fix adds after a loop."""
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
@@ -240,6 +258,23 @@ _PASSED_CHECKPOINTER = ("import torch\n{head}class Checkpointer:\n    def __init
                         "    def save(self, model):\n        {save}\ndef train(model, opt, loader, ckpt{annotation}):\n"
                         "    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n        opt.step()\n"
                         "        {call}\n{calls}")
+
+
+# A trainer calling each of its callbacks (a list of the file's instances) on every step.
+_CALLBACK_LIST = ("import torch\n{head}class Saver{base}:\n    def on_step_end(self, trainer, step):\n        {save}\n"
+                  "{other}class Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(8, 1)\n"
+                  "        self.callbacks = [{elements}]\n    def fit(self, x):\n        for step in range(10):\n"
+                  "            self.model(x).sum().backward()\n            self.opt.step()\n"
+                  "            for cb in self.callbacks:\n                {call}\n{wait}")
+_LOSS_LOGGER = "class LossLogger:\n    def on_step_end(self, trainer, step):\n        print(step)\n"
+
+
+# A trainer whose callback is None in `__init__` and set in `setup()`, tested before each call.
+_LATE_CALLBACK = ("import torch\n{head}class Saver:\n    def on_step_end(self, trainer, step):\n        {save}\n"
+                  "class Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(8, 1)\n"
+                  "        self.cb = None\n    def setup(self):\n        self.cb = Saver()\n    def fit(self, x):\n"
+                  "        for step in range(10):\n            self.model(x).sum().backward()\n            self.opt.step()\n"
+                  "            if self.cb is not None:\n                {call}\n{wait}")
 
 
 # A checkpointer kept on the trainer whose save function does other work too (counts its saves),
@@ -465,6 +500,11 @@ and whether the fix still moves the save under an interval.
         Valid(_PASSED_CHECKPOINTER.format(head="", save="torch.save(model.state_dict(), self.path)", annotation="",
                                           call="ckpt.save(model)", calls="train(model, opt, loader, Checkpointer('a.pt'))\n"
                                           "train(model, opt, loader, None)\n")),
+        # A list of callbacks holding one the file does not make: which `on_step_end` runs is
+        # unknown, so the loop over it is not followed to Saver's save.
+        Valid(_CALLBACK_LIST.format(head="", base="", save="torch.save(trainer.model.state_dict(), 'last.pt')",
+                                    other="", elements="Saver(), make_callback()", call="cb.on_step_end(self, step)",
+                                    wait="")),
         Valid(in_training_loop("pass") + "torch.save(model.state_dict(), 'final.pt')\n"),
         Valid("import torch\nfor epoch in range(10):\n    for x, y in loader:\n        loss = model(x, y)\n"
               "        loss.backward()\n        opt.step()\n    torch.save(model.state_dict(), f'epoch{epoch}.pt')\n"),
@@ -531,6 +571,54 @@ and whether the fix still moves the save under an interval.
                     call="if step % 1000 == 0 or step == 9:\n                self.ckpt.save(self.model, step)",
                     wait="        _trainlint_wait_for_save()\n"),
                 message="`save()` (which calls `torch.save`) writes a checkpoint on every training step"),
+        # A callback in a list the trainer's loop goes over (`for cb in self.callbacks:`): the
+        # interval goes around the call, as for `self.ckpt.save(...)`.
+        Invalid(_CALLBACK_LIST.format(head="", base="", save="torch.save(trainer.model.state_dict(), 'last.pt')",
+                                      other="", elements="Saver()", call="cb.on_step_end(self, step)", wait=""),
+                fixed=_CALLBACK_LIST.format(
+                    head=HELPER_CODE + "\n\n", base="",
+                    save="_trainlint_async_save(torch.save, trainer.model.state_dict(), 'last.pt')", other="",
+                    elements="Saver()",
+                    call="if step % 1000 == 0 or step == 9:\n                    cb.on_step_end(self, step)",
+                    wait="        _trainlint_wait_for_save()\n"),
+                message="`on_step_end()` (which calls `torch.save`) writes a checkpoint on every training step"),
+        # ... also a TrainerCallback's hook, which the file's own loop calls: it was taken for one
+        # only transformers' Trainer calls, and was not put under an interval (the message said
+        # "a framework calls it").
+        Invalid(_CALLBACK_LIST.format(head="from transformers import TrainerCallback\n", base="(TrainerCallback)",
+                                      save="torch.save(trainer.model.state_dict(), 'last.pt')",
+                                      other="", elements="Saver()", call="cb.on_step_end(self, step)", wait=""),
+                fixed=_CALLBACK_LIST.format(
+                    head="from transformers import TrainerCallback\n" + HELPER_CODE + "\n\n", base="(TrainerCallback)",
+                    save="_trainlint_async_save(torch.save, trainer.model.state_dict(), 'last.pt')", other="",
+                    elements="Saver()",
+                    call="if step % 1000 == 0 or step == 9:\n                    cb.on_step_end(self, step)",
+                    wait="        _trainlint_wait_for_save()\n"),
+                message="save every `1000` steps and at the last step"),
+        # ... beside another callback: an interval around the call would skip the logger's
+        # `on_step_end` too, so only the save is made asynchronous. The message said a framework
+        # calls it, where the file's own loop does.
+        Invalid(_CALLBACK_LIST.format(head="", base="", save="torch.save(trainer.model.state_dict(), 'last.pt')",
+                                      other=_LOSS_LOGGER, elements="LossLogger(), Saver()",
+                                      call="cb.on_step_end(self, step)", wait=""),
+                fixed=_CALLBACK_LIST.format(
+                    head=HELPER_CODE + "\n\n", base="",
+                    save="_trainlint_async_save(torch.save, trainer.model.state_dict(), 'last.pt')",
+                    other=_LOSS_LOGGER, elements="LossLogger(), Saver()", call="cb.on_step_end(self, step)", wait=""),
+                message="not saved under an interval: the end of training would go unsaved (`Saver.on_step_end()` "
+                        "is called on every step by `cb.on_step_end(self, step)` in the file's loop, and an interval "
+                        "around it would skip the other `on_step_end()` methods it may call too"),
+        # A callback set late (None in `__init__`, an instance in `setup()`), tested `is not None`
+        # before its call: that test is no step condition. It was taken for one, and the save was
+        # only written in the background "under `self.cb is not None`", not every N steps.
+        Invalid(_LATE_CALLBACK.format(head="", save="torch.save(trainer.model.state_dict(), 'last.pt')",
+                                      call="self.cb.on_step_end(self, step)", wait=""),
+                fixed=_LATE_CALLBACK.format(
+                    head=HELPER_CODE + "\n\n",
+                    save="_trainlint_async_save(torch.save, trainer.model.state_dict(), 'last.pt')",
+                    call="if step % 1000 == 0 or step == 9:\n                    self.cb.on_step_end(self, step)",
+                    wait="        _trainlint_wait_for_save()\n"),
+                message="save every `1000` steps and at the last step"),
         # A checkpointer handed in as a parameter, every call passing one of the file's class
         # (or the parameter annotated with it): its save runs on every step, but a parameter's
         # object was not followed and the save went unreported.
@@ -1431,8 +1519,8 @@ and whether the fix still moves the save under an interval.
             changed = False
             for name, fns in loops.functions.items():
                 if name == HELPER or name in helpers or len(fns) != 1 or fns[0] in loops.stepping_functions \
-                        or loops.is_step_hook(fns[0]):  # the framework calls it: its saves are the sites
-                    continue
+                        or loops.is_step_hook(fns[0]) and not self._own_callers(fns[0]):
+                    continue  # (a hook only the framework calls: its saves are the sites)
                 fn = fns[0]
                 # A function holding a hot loop trains: its saves are sites of their own, also when
                 # the loop steps through a helper (`train_step(model, opt, x, y)`).
@@ -1824,6 +1912,8 @@ and whether the fix still moves the save under an interval.
                     return test if loops.is_periodic(guard.test) else "once"
                 if loops.else_interval(guard.test) is not None:
                     continue  # `if step % n != 0:` holds on all steps but one in N: its `else:` is the interval
+                if _tests_receiver(guard.test, site):
+                    continue  # `if self.cb is not None:`: set or not, the same on every step
                 if not _RANK_TEST.search(test):
                     other = other or test
             elif part is guard.orelse:
@@ -2470,6 +2560,27 @@ and whether the fix still moves the save under an interval.
             return (body[at], ctx.render(body[at]) + code)
         return (body[at], ctx.render(body[at]) + (code + line if before else line + code))
 
+    def _own_callers(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The calls in the file's own hot loops that run fn (`cb.on_step_end(self, step)` in `for
+        cb in self.callbacks:`): a hook of a framework's class (a TrainerCallback's `on_step_end`)
+        that the file's loop calls itself is no hook only the framework calls."""
+        return [c for c in self.ctx.loops.calls_of(fn) if self.ctx.loops.in_hot_loop(c)]
+
+    def _called_by_loop(self, fn: cst.FunctionDef, call: cst.Call) -> str:
+        """Why a per-step save in fn, which the file's own loop calls at call, gets no interval:
+        an interval around that call would skip the other functions it runs too (each callback's
+        method of that name); inside fn, the fix has no save after the loop to write the last
+        state. (The message said a framework calls it, where the file's loop does.)"""
+        ctx = self.ctx
+        others = [f for f in ctx.loops.callees(call) if f is not fn]
+        cls = ctx.index.enclosing_class(fn)
+        shown = f"`{cls.name.value}.{fn.name.value}()`" if cls is not None else f"`{fn.name.value}()`"
+        where = f"`{_shown(ctx, call)}`"
+        why = (f"an interval around it would skip the other `{fn.name.value}()` methods it may call too"
+               if others else "the fix puts no interval around it")
+        return (f"{shown} is called on every step by {where} in the file's loop, and {why}; inside {shown} "
+                f"the fix has no end of training to save the last state at")
+
     def _is_final_save(self, stmt: cst.CSTNode) -> bool:
         """stmt (after a loop) runs a save or a call of the module's save functions: a final save,
         the user's or one an earlier fix wrote (_final_after keeps their order)."""
@@ -2489,6 +2600,10 @@ and whether the fix still moves the save under an interval.
         ctx = self.ctx
         loop = ctx.loops.hot_loop_of(site)
         if loop is None:
+            fn = ctx.index.enclosing_function(site)
+            callers = self._own_callers(fn) if fn is not None else []
+            if callers:
+                return self._called_by_loop(fn, callers[0])
             return "a framework calls it on every step, and the fix has no end of training to save the last state at"
         outer = loop
         for anc in ctx.index.ancestors(loop):
