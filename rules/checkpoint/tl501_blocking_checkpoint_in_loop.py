@@ -328,7 +328,11 @@ Flags `torch.save`, `save_pretrained`, `accelerator.save` and `save_state`, `fab
 `trainer.save_checkpoint`, a DeepSpeed engine's `save_checkpoint` and safetensors' `save_file` and
 `save_model` (or a function of the module that calls one) run inside the hot loop, on every step or every N steps, or in a
 hook a framework calls on every step (a Lightning callback's `on_train_batch_end`, a
-TrainerCallback's `on_step_end`: see TL201). Saves outside the hot loop (once per epoch, at the
+TrainerCallback's `on_step_end`: see TL201). A method the file's own loop calls on an object it
+follows (`self.ckpt.save(...)`, each callback of a list of the file's instances in `for cb in
+self.callbacks:`, a callback set in `setup()`, a checkpointer handed in as a parameter) is a save
+function of the module, a framework's hook too; a test that the object is set (`if self.cb is
+not None:`) is no step condition. Saves outside the hot loop (once per epoch, at the
 end) and saves of tokenizers or configs are not flagged; nor is a save that runs once, or at a
 few steps named one by one (`if step == max_steps - 1:`, `if step in {1000, 5000}:`).
 
@@ -418,7 +422,9 @@ other saves follows the save in the loop (a scheduler's per-epoch step, a `dist.
 loop's `else:`), so the final state would differ from the loop's last save; it runs on the
 optimizer steps of gradient accumulation, where the final state could follow micro-batches no
 step applied; it stands in a `try` in the loop; in a framework's step hook, which has no end of
-the loop), the save is not put under an interval: it is only made asynchronous where it stands,
+the loop; in a method the file's loop calls through a call that runs other methods too, such as
+`cb.on_step_end(...)` over a list of several callback classes, where an interval would skip the
+others), the save is not put under an interval: it is only made asynchronous where it stands,
 if it can be, and the message says why. So is a save that
 shares its line with other statements (`loss.backward(); opt.step(); torch.save(...)`: a guard
 around the line would skip the step too). The call of a save function of the module is put under
