@@ -3131,7 +3131,7 @@ and whether the fix still moves the save under an interval.
             # Another library's function handed to a pool: read as a call of it with the values.
             return values is not None and reads_folder(ctx, names, cst.Call(func=func, args=[cst.Arg(v) for v in values]))
         if values is None:
-            passed = [(param, arg.value) for param, arg in ctx.loops.bind_params(name, call)]
+            passed = [(param, arg.value) for param, arg in ctx.loops.bind_args(fns[0], call)]
         else:
             passed = list(zip([p.name.value for p in fns[0].params.params], values))
         params = {param for param, value in passed if hands_folder(ctx, names, value)}
@@ -3177,7 +3177,7 @@ and whether the fix still moves the save under an interval.
         if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls") and params \
                 and params[0].name.value == receiver.value:
             own.discard(receiver.value)  # the caller's self is fn's
-        passed = dict(ctx.loops.bind_params(fn.name.value, call))
+        passed = dict(ctx.loops.bind_args(fn, call))
         out = []
         for path in paths:
             if isinstance(path, cst.Name) and path.value in names:

@@ -290,7 +290,7 @@ def changes_argument(ctx, call: cst.Call, held: str) -> bool:
     if len(fns) != 1:
         return False
     return any(ctx.dotted(arg.value) == held and changes(ctx, fns[0], param)
-               for param, arg in ctx.loops.bind_params(name, call))
+               for param, arg in ctx.loops.bind_args(fns[0], call))
 
 
 def changes(ctx, fn: cst.FunctionDef, name: str) -> bool:

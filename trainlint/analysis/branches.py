@@ -40,13 +40,14 @@ _DEPTH = 8  # names read through names (`train = is_train`, `is_train = mode == 
 
 
 class Conditions:
-    """Conditions of the module's functions, read on given calls of them. bind_params pairs a
-    call of a module-local function with its parameters (Loops.bind_params)."""
+    """Conditions of the module's functions, read on given calls of them. bind_args pairs a
+    call of a module-local function with that function's parameters (Loops.bind_args: the
+    function in hand, not looked up again by its name)."""
 
-    def __init__(self, index: TreeIndex, variables: Bindings, bind_params) -> None:
+    def __init__(self, index: TreeIndex, variables: Bindings, bind_args) -> None:
         self.index = index
         self.variables = variables
-        self.bind_params = bind_params
+        self.bind_args = bind_args
 
     def truth(self, test: cst.BaseExpression, fn: cst.FunctionDef | None, calls: tuple, given: tuple = (),
               depth: int = 0):
@@ -144,7 +145,7 @@ class Conditions:
         call = calls[-1]
         if any(arg.star for arg in call.args):
             return UNKNOWN  # `*args` / `**kwargs` may hold it
-        for name, arg in self.bind_params(fn.name.value, call):
+        for name, arg in self.bind_args(fn, call):
             if name == param.name.value:
                 return self.value(arg.value, self.index.enclosing_function(call), calls[:-1], given, depth)
         return UNKNOWN if param.default is None else self.value(param.default, None, (), (), depth)

@@ -148,7 +148,7 @@ def _in_callers(ctx, node: cst.CSTNode, fn: cst.FunctionDef, names: frozenset[st
     if not handed or depth >= _DEPTH or len(ctx.loops.functions.get(fn.name.value, ())) != 1:
         return None
     for call in ctx.loops.calls_of(fn):
-        for param, arg in ctx.loops.bind_params(fn.name.value, call):
+        for param, arg in ctx.loops.bind_args(fn, call):
             root = _root(ctx, arg.value) if param in handed and not arg.star else None
             found = _after(ctx, call, frozenset({root}), depth + 1) if root is not None else None
             if found is not None:
@@ -346,7 +346,7 @@ def _changes(ctx, call: cst.Call, live: frozenset[str], depth: int) -> bool:
     if callee is not None and len(ctx.loops.functions[callee]) == 1:
         # A function of the module: its body says, for each parameter handed the tensor or a view.
         fn = ctx.loops.functions[callee][0]
-        for param, arg in ctx.loops.bind_params(callee, call):
+        for param, arg in ctx.loops.bind_args(fn, call):
             # The tensor itself, or an item of a list or tuple handed over (`normalize_([x])`,
             # whose loop over the parameter takes the tensor as a view of it).
             held = [arg.value] + ([e.value for e in arg.value.elements]

@@ -937,7 +937,8 @@ class Loops:
 
     def bind_params(self, fn_name: str, call: cst.Call):
         """(parameter name, argument) pairs of a call of the module-local function fn_name (when
-        exactly one function has that name); `self`/`cls` are skipped for method calls."""
+        exactly one function has that name); `self`/`cls` are skipped for method calls. For
+        callers that have only the name; one that has the function calls bind_args."""
         fns = self.functions.get(fn_name, ())
         if len(fns) != 1:
             return
@@ -1276,7 +1277,7 @@ class Loops:
 
     @cached_property
     def conditions(self) -> Conditions:
-        return Conditions(self.index, self.variables, self.bind_params)
+        return Conditions(self.index, self.variables, self.bind_args)
 
     def names_of(self, value: cst.BaseExpression) -> list[tuple[str, cst.FunctionDef | None]]:
         """(name, function) for every name value is known by, in the function it is known in: the
@@ -1755,7 +1756,7 @@ class Loops:
     def _takes_only(self, callee: cst.FunctionDef, param: str, name: str) -> bool:
         """Every call of callee passes name as its parameter param."""
         for call in self.calls_of(callee):
-            bound = dict(self.bind_params(callee.name.value, call))
+            bound = dict(self.bind_args(callee, call))
             if param not in bound or dotted(bound[param].value) != name:
                 return False
         return True
@@ -1808,7 +1809,7 @@ class Loops:
         param = self._regenerator_param(callees[0]) if len(callees) == 1 else None
         if param is None:
             return None
-        arg = dict(self.bind_params(callees[0].name.value, call)).get(param)
+        arg = dict(self.bind_args(callees[0], call)).get(param)
         return dotted(arg.value) if arg is not None and not arg.star else None
 
     def _regenerator_param(self, fn: cst.FunctionDef) -> str | None:

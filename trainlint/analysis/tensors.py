@@ -346,7 +346,7 @@ class Tensors:
         if not calls or len(loops.functions.get(fn_name, ())) != 1:
             return False
         for call in calls:
-            bound = dict(loops.bind_params(fn_name, call))
+            bound = dict(loops.bind_args(scope, call))
             arg = bound.get(param)
             if arg is None or arg.star or not _host_value(arg.value):
                 return False
@@ -534,7 +534,7 @@ class Tensors:
         for fn in loops.callees(call):
             if fn in self._passed:
                 continue  # recursion
-            bound = {param: arg.value for param, arg in loops.bind_params(fn.name.value, call) if not arg.star}
+            bound = {param: arg.value for param, arg in loops.bind_args(fn, call) if not arg.star}
             if self._returns_device(fn, bound, hops):
                 return True
         return False
