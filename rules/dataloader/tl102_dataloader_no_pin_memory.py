@@ -459,6 +459,14 @@ since what it then holds is not all seen.
                       "    return DataLoader(ds, pin_memory=True)\n"),
         Invalid(_ACCELERATE.format(settings="", pin=""), fixed=_ACCELERATE.format(settings="", pin=", pin_memory=True"),
                 message="DataLoaderConfiguration(non_blocking=True)"),
+        # Built inline as prepare's argument: the loader is what the target in its position holds
+        # (before, only a loader prepared alone was followed, and this one was missed).
+        Invalid(_ACCELERATE.format(settings="", pin="").replace(
+                    "loader = DataLoader(ds, shuffle=True)\nmodel, opt, loader = accelerator.prepare(model, opt, loader)",
+                    "model, opt, loader = accelerator.prepare(model, opt, DataLoader(ds))"),
+                fixed=_ACCELERATE.format(settings="", pin="").replace(
+                    "loader = DataLoader(ds, shuffle=True)\nmodel, opt, loader = accelerator.prepare(model, opt, loader)",
+                    "model, opt, loader = accelerator.prepare(model, opt, DataLoader(ds, pin_memory=True))")),
         # Built in one function, prepared and trained on in another (accelerate's examples).
         Invalid(_PREPARED.format(pin=""), fixed=_PREPARED.format(pin=", pin_memory=True")),
         # ... also when the helper returns the loader directly (accelerate's `generate_baseline_dataloader`).

@@ -467,6 +467,19 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         Invalid(_TWO_ITERATORS.format(make="it_a, it_b = iter(loader), iter(other)"),
                 fixed=_TWO_ITERATORS.format(make="it_a, it_b = iter(loader), iter(other)").replace(
                     "DataLoader(ds, num_workers=2)", "DataLoader(ds, num_workers=2, persistent_workers=True)")),
+        # A loader built inline as the argument of a framework's prepare call is known by the name
+        # the call hands it back as (by position in accelerate's tuple): before, it had no name and
+        # its passes were not seen.
+        Invalid("from torch.utils.data import DataLoader\nm, o, dl = acc.prepare(m, o, "
+                "DataLoader(ds, num_workers=4))\nfor epoch in range(3):\n    for x in dl:\n        step(x)\n",
+                fixed="from torch.utils.data import DataLoader\nm, o, dl = acc.prepare(m, o, "
+                      "DataLoader(ds, num_workers=4, persistent_workers=True))\nfor epoch in range(3):\n"
+                      "    for x in dl:\n        step(x)\n"),
+        Invalid("from torch.utils.data import DataLoader\ndl = fabric.setup_dataloaders(DataLoader(ds, num_workers=4))\n"
+                "for epoch in range(3):\n    for x in dl:\n        step(x)\n",
+                fixed="from torch.utils.data import DataLoader\n"
+                      "dl = fabric.setup_dataloaders(DataLoader(ds, num_workers=4, persistent_workers=True))\n"
+                      "for epoch in range(3):\n    for x in dl:\n        step(x)\n"),
         # The dataset changed between epochs (a curriculum's `set_epoch`, an attribute assigned):
         # live workers would keep their own copy and never see it. Reported, no fix.
         Invalid("from torch.utils.data import DataLoader\nds = Curriculum()\nloader = DataLoader(ds, num_workers=2)\n"

@@ -97,12 +97,13 @@ def places_batches(ctx, accelerator: cst.Call) -> bool:
 def _loops_over_prepared(ctx, use: cst.Call, at: int) -> list[cst.For]:
     """The loops of `prepare`'s function over what it returns for its `at`-th argument: Loops
     follows a name through `prepare` into the tuple target in the same position
-    (`model, dl = accelerator.prepare(model, dl)`); a loader written inline is what the one
-    target of `dl = accelerator.prepare(DataLoader(...))` holds."""
+    (`model, dl = accelerator.prepare(model, dl)`); a loader written inline is what the target
+    in its position holds (`model, dl = accelerator.prepare(model, DataLoader(...))`: before, only
+    a loader prepared alone was followed, and TL102 missed the others)."""
     name = ctx.dotted(use.args[at].value)
     if name is not None:
         return ctx.loops.loops_over_names([name], ctx.index.enclosing_function(use))
-    return ctx.loops.loops_over(use) if len(use.args) == 1 else []
+    return ctx.loops.loops_over(use.args[at].value)
 
 
 def _is_this_loader(ctx, call: cst.Call, expr: cst.BaseExpression) -> bool:

@@ -44,6 +44,11 @@ _LOADER_WRAPPER = re.compile(r"^(iter|enumerate|tqdm|cycle|prepare\w*|setup_data
                              r"\w*[wW]rap\w*|MpDeviceLoader|ParallelLoader)$")
 
 
+# The wrappers among those that prepare a loader for a framework (the loader may be written inside
+# the call: `accelerator.prepare(model, DataLoader(ds))`).
+_PREPARING = re.compile(r"^(prepare\w*|setup_dataloaders?)$")
+
+
 def _is_wrapper(node: cst.CSTNode | None) -> bool:
     """node is a call of a loader wrapper (`iter(dl)`, `tqdm(dl)`, `accelerator.prepare(dl)`)."""
     return isinstance(node, cst.Call) and bool(_LOADER_WRAPPER.match((dotted(node.func) or "").rsplit(".", 1)[-1]))
@@ -1307,6 +1312,8 @@ class Loops:
                 targets = [dotted(t.target) for t in parent.targets]
             elif isinstance(parent, cst.AnnAssign):
                 targets = [dotted(parent.target)]
+            elif contained is None:
+                targets = self._prepared_as(value)
             out: list = []
             written_in = self._parameter_of(value)
             if written_in is not None:
@@ -1321,6 +1328,31 @@ class Loops:
                     self._reach([name], caller, 0, out, element=True, key=contained[1])
             self._paths_of[value] = out
         return list(self._paths_of[value])
+
+    def _prepared_as(self, value: cst.BaseExpression) -> list[str | None]:
+        """The name a framework's prepare call hands value back as, when value is written as its
+        argument (`model, opt, dl = accelerator.prepare(model, opt, DataLoader(ds))`, by position;
+        `dl = fabric.setup_dataloaders(DataLoader(ds))`): the loader built inline is known by that
+        name, as `dl = accelerator.prepare(dl)` re-binds a name (before, such a loader had no name
+        and its loops were not seen). Empty otherwise."""
+        arg = self.index.parent.get(value)
+        call = self.index.parent.get(arg)
+        if not isinstance(arg, cst.Arg) or arg.value is not value or arg.keyword or arg.star \
+                or not isinstance(call, cst.Call) or not _PREPARING.match((dotted(call.func) or "").rsplit(".", 1)[-1]):
+            return []
+        assign = self.index.parent.get(call)
+        if not isinstance(assign, cst.Assign) or assign.value is not call or len(assign.targets) != 1:
+            return []
+        args = [a for a in call.args if not a.keyword]
+        if any(a.star for a in args):
+            return []
+        target = assign.targets[0].target
+        if isinstance(target, (cst.Tuple, cst.List)):
+            if len(target.elements) != len(args) or len(args) < 2 or any(
+                    isinstance(e, cst.StarredElement) for e in target.elements):
+                return []
+            return [dotted(target.elements[args.index(arg)].value)]
+        return [dotted(target)] if len(args) == 1 else []
 
     def _reach(self, names: list[str], scope: cst.FunctionDef | None, depth: int, out: list,
                calls: tuple = (), always: bool = True, element: bool = False, key=UNKNOWN, given: tuple = ()) -> None:
