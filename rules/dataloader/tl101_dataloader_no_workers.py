@@ -27,6 +27,17 @@ from .loaders import DataLoaderRule, TRAINER_TRIGGERS, setting_advice
 from .workers import add_workers_fix, subject, workers_advice, workers_to_set, workers_value
 
 
+# A replay buffer (a Dataset the loop adds to) and a dataset reading one; the loop draws batches.
+_REPLAY = ("from torch.utils.data import DataLoader, Dataset\nclass Replay(Dataset):\n    def __init__(self):\n"
+           "        self.items = []\n    def add(self, x):\n        self.items.append(x)\n"
+           "    def __getitem__(self, i):\n        return self.items[i]\n"
+           "class Window(Dataset):\n    def __init__(self, buf):\n        self.buf = buf\n"
+           "    def __getitem__(self, i):\n        return self.buf.items[-i]\n"
+           "def main(env):\n    buf = Replay()\n    {loader}\n    for step in range(100):\n"
+           "        obs = env.step()\n        {body}\n"
+           "if __name__ == '__main__':\n    main(None)\n")
+
+
 class DataLoaderNoWorkers(DataLoaderRule):
     code = "TL101"
     name = "dataloader-no-workers"
@@ -142,6 +153,11 @@ module again and would start the training (not a notebook: a worker does not run
 In a notebook, a loader handed a class or function its cells define (the dataset's class, a
 `collate_fn`, `worker_init_fn` or sampler) gets no fix: such a worker unpickles it by importing
 `__main__`, which for a kernel is no file; it belongs in a `.py` module the notebook imports.
+A loader whose dataset, or an object it was built with, is changed in a loop that takes its
+batches (a replay buffer filled by `buf.add(obs)` beside `next(it)`, in the body of `for batch in
+loader`; the same changes TL103 looks for) is reported with no fix: each worker keeps the copy it
+was forked with at the pass's start, so it would never see what the loop adds (the model would
+train on the empty buffer). A change between passes is seen by workers started for the next pass.
 TL106 and TL107 add workers the same way, under the same conditions, and say why when they add
 none.
 """
@@ -374,6 +390,26 @@ none.
         Invalid(STREAM.format(helper="", body=UNSHARDED, options=", worker_init_fn=split_files"),
                 fixed=STREAM.format(helper="", body=UNSHARDED, options=", worker_init_fn=split_files, num_workers=4"),
                 options={"num-workers": 4}),
+        # A replay buffer the loop fills while it draws from the loader (`buf.add(obs)` beside
+        # `next(it)`): each worker would keep the empty copy it was forked with, and the fix made
+        # the model train on zeros. Reported, no fix; also for a change in a `for` over the loader,
+        # and for an object the dataset was built with, changed through its own name.
+        Invalid(_REPLAY.format(loader="it = iter(DataLoader(buf, batch_size=16))",
+                               body="buf.add(obs)\n        batch = next(it)"),
+                fixed=NO_FIX, message="the loop that takes its batches changes its dataset"),
+        Invalid(_REPLAY.format(loader="loader = DataLoader(buf, batch_size=16)\n    it = iter(loader)",
+                               body="buf.add(obs)\n        batch = next(it)"),
+                fixed=NO_FIX, message="changes its dataset (or an object it holds)"),
+        Invalid(_REPLAY.format(loader="loader = DataLoader(Window(buf), batch_size=16)",
+                               body="for batch in loader:\n            buf.add(obs)"),
+                fixed=NO_FIX, message="changes its dataset (or an object it holds)"),
+        # Filled before the loader is drawn from, or between passes (workers start again at each
+        # pass and copy it then): workers are added.
+        Invalid(_REPLAY.format(loader="loader = DataLoader(buf, batch_size=16)",
+                               body="buf.add(obs)\n        for batch in loader:\n            step(batch)"),
+                fixed=_REPLAY.format(loader="loader = DataLoader(buf, batch_size=16, num_workers=2)",
+                                     body="buf.add(obs)\n        for batch in loader:\n            step(batch)"),
+                options={"num-workers": 2}),
         # A dataset built from tensors on the device: workers cannot use them either.
         Invalid(TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8).to(device)\nY = torch.randn(1024, 1).to(device)\n",
                                           dataset="TensorDataset(X, Y)", options=""),

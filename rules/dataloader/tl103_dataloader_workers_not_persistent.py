@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.batches import builds_trainer_loader, dataset_class, loader_arg, method_of
+from trainlint.analysis.batches import builds_trainer_loader, loader_arg
 from trainlint.analysis.framework_loaders import lightning_epochs
 from trainlint.analysis.loops import runs_at_most_once
-from trainlint.analysis.names import bound_names
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Valid
 
+from .changed import changed_between_passes
 from .cases import CLOSURE, DRAWN, FIT_METHOD, PHASES, RETURNED_DICT, TRAINER_CLASS
 from .loaders import (
     DataLoaderRule,
-    MUTATORS,
     TRAINER_TRIGGERS,
-    changes,
-    changes_argument,
     loader_name,
     names_evaluation,
     setting_advice,
@@ -41,6 +38,15 @@ _CURRICULUM = ("import random\nclass Curriculum:\n    def __init__(self, items):
 
 # A dataset class reading a setting of the object it is built with, and a module global; the epoch
 # loop makes a {change}.
+# A transform object the dataset is built with, given a new setting per epoch through its own name.
+_HELD_TRANSFORM = (
+    "import torch\nfrom torch.utils.data import DataLoader, Dataset\nclass Resize:\n    def __init__(self, size):\n"
+    "        self.size = size\n    def __call__(self, img):\n        return img[: self.size]\n"
+    "class Images(Dataset):\n    def __init__(self, transform):\n        self.transform = transform\n"
+    "    def __getitem__(self, i):\n        return self.transform(torch.rand(64))\n"
+    "def main():\n    resize = Resize(16)\n    loader = DataLoader(Images(resize), num_workers=2)\n"
+    "    for epoch in range(3):\n        {change}\n        for x in loader:\n            step(x)\n"
+)
 _READS_SETTING = (
     "import torch\nfrom torch.utils.data import DataLoader, Dataset\nNOISE = 0.0\n"
     "class Tokens(Dataset):\n    def __init__(self, cfg):\n        self.cfg = cfg\n"
@@ -144,7 +150,8 @@ it calls), or
 a list or other object it was built from (`ds = ListDataset(items)`, then `items.extend(new)`,
 `items.append(x)`, `items[i] = x`, `items += new`, or an attribute of it its class may read:
 `cfg.seq_len = ...` with `Tokens(cfg)` reading `self.cfg.seq_len`, where the class is of this
-module), or a module global the class's `__getitem__`/`__iter__` reads (`NOISE = ...`
+module; or one the object's own class, of this module, reads: `resize.size = ...` with
+`Images(resize)` and `resize = Resize(16)` reading `self.size`), or a module global the class's `__getitem__`/`__iter__` reads (`NOISE = ...`
 under `global NOISE`): the live workers would keep the copy they were
 started with (a grown list is indexed past the workers' shorter copy: IndexError).
 """
@@ -533,6 +540,15 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         Invalid(_READS_SETTING.format(change="cfg.seq_len = 4 + epoch"), fixed=NO_FIX, message="changes its dataset"),
         Invalid(_READS_SETTING.format(change="global NOISE\n        NOISE = float(epoch)"), fixed=NO_FIX,
                 message="changes its dataset or what it reads"),
+        # ... or a setting of an object handed to its constructor that the object's own class reads
+        # (progressive resizing: `resize.size = ...` with `Images(resize)`): the fix froze the
+        # workers' transform at its first size, as for `ds.set_epoch`.
+        Invalid(_HELD_TRANSFORM.format(change="resize.size = 16 * (epoch + 1)"), fixed=NO_FIX,
+                message="changes its dataset"),
+        # A setting neither class reads: fixed.
+        Invalid(_HELD_TRANSFORM.format(change="resize.label = str(epoch)"),
+                fixed=_HELD_TRANSFORM.format(change="resize.label = str(epoch)").replace(
+                    "num_workers=2)", "num_workers=2, persistent_workers=True)")),
         # A setting its class never reads: fixed.
         Invalid(_READS_SETTING.format(change="cfg.lr = 0.1 * epoch"),
                 fixed=_READS_SETTING.format(change="cfg.lr = 0.1 * epoch").replace(
@@ -591,7 +607,7 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         concurrent = None if reentered else _concurrent_iterators(ctx, call)
         # Live workers keep the copy of the dataset they were forked with: a change made to it
         # between epochs (`ds.set_epoch(epoch)`, `ds.max_len = ...`) would no longer reach them.
-        changed = not reentered and not concurrent and _dataset_changed_per_pass(ctx, call)
+        changed = not reentered and not concurrent and changed_between_passes(ctx, call)
         if reentered or concurrent or changed:
             fix = None
         # An evaluation loader (by its name: whether a loop trains is not always visible, verl's
@@ -640,149 +656,6 @@ def _rng_note(ctx, call: cst.Call) -> str:
     return (" (a seeded run then draws different random numbers after the loader's first pass: without persistent "
             "workers each pass draws the workers' base seed from the global RNG, with them only the first does, so every "
             "later random draw changes: any loader's shuffle, dropout, random augmentations in the workers too)")
-
-
-# Methods named to change the object they are called on (`set_epoch`, `close_mosaic`, `reset`).
-_CHANGING_PREFIXES = ("set_", "close_", "reset", "enable_", "disable_")
-
-
-def _changes_own(ctx, method: str) -> bool:
-    """A method of that name, of a class of the module, changes its own object (`self.items =
-    ...`, `self.items.append(x)`, `random.shuffle(self.items)`): a curriculum's `ds.grow(epoch)`."""
-    return any(ctx.index.enclosing_class(fn) is not None and fn.params.params
-               and changes(ctx, fn, fn.params.params[0].name.value)
-               for fn in ctx.loops.functions.get(method, ()))
-
-
-def _dataset_changed_per_pass(ctx, call: cst.Call) -> bool:
-    """The loader's dataset, a name or `loader.dataset`, is changed in a loop that runs a pass
-    over the loader again (`for epoch ...: ds.set_epoch(epoch)`): a method named to change it
-    called on it (`set_*`, `close_*`, `reset*`, `enable_*`, `disable_*`), an attribute of it
-    assigned (`ds.max_len = ...`), an item of it or of an attribute assigned or deleted
-    (`ds.x[i] = ...`), a mutating method called on it or an attribute (`ds.items.extend(new)`);
-    or a name handed to the call that built it (`ds = ListDataset(items)`, or built in the
-    loader's call) has a mutating method called, an item assigned, or is a list extended with
-    `+=` (`items.extend(new)`)."""
-    dataset = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
-    if dataset is None or dataset.star:
-        return False
-    scope = ctx.index.enclosing_function(call)
-    name = ctx.dotted(dataset.value)
-    watched: list = []  # (name, its scope, whether it is the dataset itself)
-    if name:
-        watched.append((name, scope, True))
-    # ... also reached through the loader (`loader.dataset.set_epoch(epoch)`; Ultralytics'
-    # `self.train_loader.dataset.close_mosaic(...)`).
-    watched += [(f"{known}.dataset", where, True) for known, where in ctx.loops.names_of(call)]
-    builders = [dataset.value] if isinstance(dataset.value, cst.Call) else ctx.assigned_values(dataset.value)
-    for built in builders:
-        if isinstance(built, cst.Call):
-            where = ctx.index.enclosing_function(built)
-            for arg in built.args:
-                given = ctx.dotted(arg.value) if not arg.star else None
-                if given and given != "self" and (given, where, False) not in watched:
-                    watched.append((given, where, False))
-    cls = dataset_class(ctx, call)
-    # A module global the dataset's `__getitem__`/`__iter__` reads, assigned by the loop (`NOISE =
-    # ...` under `global NOISE`): live workers keep the value they were forked with.
-    sites: list = _global_changes(ctx, cls) if cls is not None else []
-    if not watched and not sites:
-        return False
-
-    def on(expr, held: str, whole: bool) -> bool:
-        spelled = ctx.dotted(expr)
-        return spelled is not None and (spelled == held or spelled.startswith(held + ".") and whole)
-
-    for held, where, whole in watched:
-        found: list = []
-        for node in ctx.index.nodes(cst.Call):
-            func = node.func
-            if not isinstance(func, cst.Attribute):
-                continue
-            if ctx.dotted(func.value) == held and (
-                    whole and func.attr.value.startswith(_CHANGING_PREFIXES) or _changes_own(ctx, func.attr.value)):
-                # (also on what the dataset was built from: `Subset(ds, idx)` sees `ds.resample()`)
-                found.append(node)
-            elif func.attr.value in MUTATORS and on(func.value, held, whole):
-                found.append(node)
-        if whole:  # handed to a function of the module that changes it (`grow(ds, epoch)`)
-            found += [node for node in ctx.loops.calls_handing(held) if changes_argument(ctx, node, held)]
-        for node in [*ctx.index.nodes(cst.Assign), *ctx.index.nodes(cst.AugAssign), *ctx.index.nodes(cst.Del)]:
-            if isinstance(node, cst.Assign):
-                targets = [t.target for t in node.targets]
-            elif isinstance(node, cst.AugAssign):
-                targets = [node.target]
-            else:
-                targets = [e.value for e in node.target.elements] if isinstance(node.target, cst.Tuple) else [node.target]
-            for target in targets:
-                if (isinstance(target, cst.Subscript) and on(target.value, held, whole)
-                        or whole and isinstance(target, cst.Attribute) and on(target.value, held, whole)
-                        # An object the dataset was built from, given a new setting its class may
-                        # read (`cfg.seq_len = ...` with `Tokens(cfg)` reading `self.cfg.seq_len`).
-                        or not whole and isinstance(target, cst.Attribute) and on(target.value, held, True)
-                        and _may_read(ctx, cls, target.attr.value)
-                        # `items += more` extends a list in place (an int's `n += 1` binds a new one).
-                        or not whole and isinstance(node, cst.AugAssign) and ctx.dotted(target) == held
-                        and ctx.is_builtin_collection(target)):
-                    found.append(node)
-                    break
-        sites += [site for site in found if ctx.loops.in_sight(site, held, where)]
-    if not sites:
-        return False
-    rebuilt = ctx.loops.loops_around(call)
-    outers = {outer for _, anchor in ctx.loops.passes_over(call) for outer in ctx.loops.loops_around(anchor)} - rebuilt
-    return any(ctx.loops.runs_inside(site, outer) for site in sites for outer in outers)
-
-
-def _may_read(ctx, cls: cst.ClassDef | None, attr: str) -> bool:
-    """The dataset's class, of this module, names an attribute of this name in its body
-    (`self.cfg.seq_len` for `seq_len`). A class not seen here is not judged: a configuration handed
-    to it (simpletransformers' `args`) has many fields the loop may set that it never reads."""
-    return cls is not None and any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in ctx.index.walk(cls))
-
-
-def _global_changes(ctx, cls: cst.ClassDef) -> list[cst.CSTNode]:
-    """Where a module global that the class's `__getitem__` or `__iter__` reads is assigned, at the
-    top level or in a function declaring it `global`, or changed by a mutating method
-    (`NOISE = float(epoch)`, `TABLE.append(x)`)."""
-    module_names = {t.target.value for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
-                    for node in stmt.body if isinstance(node, (cst.Assign, cst.AnnAssign))
-                    for t in (node.targets if isinstance(node, cst.Assign) else [node])
-                    if isinstance(t.target, cst.Name)}
-    read = set()
-    for method_name in ("__getitem__", "__iter__"):
-        method = method_of(ctx, cls, method_name)
-        if method is None:
-            continue
-        local = bound_names(method.body) | {p.name.value for p in method.params.params}
-        read |= {n.value for n in ctx.index.walk(method.body) if isinstance(n, cst.Name)
-                 and n.value in module_names and n.value not in local}
-    if not read:
-        return []
-    sites = []
-    for node in [*ctx.index.nodes(cst.Assign), *ctx.index.nodes(cst.AugAssign)]:
-        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-        for target in targets:
-            if isinstance(target, cst.Name) and target.value in read and _global_there(ctx, node, target.value):
-                sites.append(node)
-    for node in ctx.index.nodes(cst.Call):
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in MUTATORS and isinstance(func.value, cst.Name) \
-                and func.value.value in read and _global_there(ctx, node, func.value.value):
-            sites.append(node)
-    return sites
-
-
-def _global_there(ctx, node: cst.CSTNode, name: str) -> bool:
-    """name at node is the module's variable: node is at the top level, or its function declares
-    it `global` (a function that binds it otherwise has a local of that name)."""
-    fn = ctx.index.enclosing_function(node)
-    if fn is None:
-        return True
-    declared = any(isinstance(n, cst.Global) and any(g.name.value == name for g in n.names)
-                   for n in ctx.index.walk(fn.body))
-    return declared or (isinstance(node, cst.Call) and name not in bound_names(fn.body)
-                        and name not in {p.name.value for p in fn.params.params})
 
 
 def _passes_within_a_pass(ctx, call: cst.Call) -> cst.CSTNode | None:

@@ -94,7 +94,10 @@ names (`drop_last=cfg.drop_last`) are read as TL101 describes, and fixed where t
 Not a loader that shuffles a dataset whose size the file writes (a `TensorDataset` of
 `torch.randn(20, 3)`, a class whose `__len__` returns a literal) when its batch size divides that
 size or exceeds it: every batch is then the same size, and for a dataset smaller than one batch
-`drop_last=True` would leave no batch at all.
+`drop_last=True` would leave no batch at all. Nor one whose batch is its whole dataset
+(`batch_size=len(ds)` of the dataset it is given, with no sampler), nor one whose sampler draws a
+written number of samples an epoch that its literal batch size divides
+(`RandomSampler(buf, replacement=True, num_samples=10**6)` with `batch_size=16`).
 
 ## Why is this bad?
 The last batch of each epoch is smaller. A new shape recompiles `torch.compile`d graphs, defeats
@@ -121,7 +124,19 @@ pass that trains nothing (a loop with no optimizer step, as in an `evaluate(mode
 of the module, a comprehension over it, or a call of another module's function named for
 evaluation) is reported with no fix: that pass would skip the last partial batch too.
 """
+    _DRAWN = ("from torch.utils.data import DataLoader, RandomSampler\ndef main(buf):\n"
+              "    loader = DataLoader(buf, batch_size={batch}, sampler={sampler})\n    for x in loader:\n"
+              "        model(x).backward()\n        opt.step()\n")
     valid = [
+        # Full-batch training: the batch is the whole dataset, so no last batch is smaller (before,
+        # reported).
+        Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=len(ds), shuffle=True)\n"),
+        # A sampler drawing a written number of samples that the batch size divides (a replay
+        # buffer's `RandomSampler(buf, replacement=True, num_samples=10**6)`, 16 a batch): every
+        # batch is full (before, reported, as the dataset's size was judged).
+        Valid(_DRAWN.format(batch="16", sampler="RandomSampler(buf, replacement=True, num_samples=10**6)")),
+        Valid(_DRAWN.format(batch="16", sampler="sampler").replace(
+            "    loader = ", "    sampler = RandomSampler(buf, num_samples=1024)\n    loader = ")),
         # Re-bound through a wrapper of itself (`accelerator.prepare`): still the loader its loops
         # go over, which take no optimizer step here.
         Valid("from torch.utils.data import DataLoader\ndef check(accelerator):\n    dl = DataLoader(ds, shuffle=True)\n"
@@ -176,6 +191,11 @@ evaluation) is reported with no fix: that pass would skip the last partial batch
         Valid(BY_KEY.format(pin_a=", drop_last=True", pin_b="", move="x.cuda()")),
     ]
     invalid = [
+        # ... one it does not divide, or the size of another set: still reported.
+        Invalid(_DRAWN.format(batch="16", sampler="RandomSampler(buf, replacement=True, num_samples=1000)"),
+                message="drop_last=True"),
+        Invalid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=len(other), shuffle=True)\n",
+                message="drop_last=True"),
         # A dataset tokenized by a comprehension from a file: before, any comprehension counted as
         # plain Python values and no loader rule looked at it.
         Invalid(TOKENIZED, message="drop_last=True"),
@@ -354,18 +374,63 @@ def _pass_anchor(ctx, call: cst.Call, node: cst.CSTNode) -> cst.CSTNode:
 def _batches_even(ctx, call: cst.Call) -> bool:
     """Every batch of an epoch has the same size: the batch size is 1 (written or the default), or
     the loader shuffles its whole dataset (no sampler of its own), whose size the file shows (`_dataset_size`), and the literal batch size
-    divides it or is larger than it. A dataset smaller than its batch size is one batch an epoch;
+    divides it or is larger than it; or the batch is the whole dataset (`_full_batch`); or the
+    sampler draws a literal number of samples that the batch size divides (`_samples_drawn`). A dataset smaller than its batch size is one batch an epoch;
     `drop_last=True` would leave none, and the training loop would never run."""
+    if _full_batch(ctx, call):
+        return True
     batch = setting_value(ctx, call, "batch_size", 1, certain=True)
     if not isinstance(batch, int) or isinstance(batch, bool) or batch <= 0:
         return False
     if batch == 1:  # one sample a batch (also the default): no last batch is smaller
         return True
     sampler = loader_arg(ctx, call, "sampler")
+    if sampler is not None and not sampler.star:
+        drawn = _samples_drawn(ctx, sampler.value)
+        if drawn is not None:
+            return drawn % batch == 0
     if sampler is not None and (sampler.star or ctx.literal(sampler.value) is not None):
         return False
     size = _dataset_size(ctx, call)
     return size is not None and (size <= batch or size % batch == 0)
+
+
+def _full_batch(ctx, call: cst.Call) -> bool:
+    """The batch size is `len(...)` of the loader's own dataset (`DataLoader(ds, batch_size=len(ds),
+    shuffle=True)`, full-batch training) and no sampler of its own draws otherwise: every epoch is
+    one whole batch, never a smaller one (before, reported)."""
+    batch = loader_arg(ctx, call, "batch_size")
+    dataset = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
+    if batch is None or batch.star or dataset is None or dataset.star or loader_arg(ctx, call, "sampler") is not None:
+        return False
+    size = batch.value
+    if not (isinstance(size, cst.Call) and ctx.names.qualified(size.func) == "builtins.len" and len(size.args) == 1):
+        return False
+    spelled = ctx.dotted(dataset.value)
+    return spelled is not None and ctx.dotted(size.args[0].value) == spelled
+
+
+# Samplers that take how many indices to draw an epoch as `num_samples`.
+_COUNTED_SAMPLERS = frozenset({"torch.utils.data.RandomSampler", "torch.utils.data.sampler.RandomSampler",
+                               "torch.utils.data.WeightedRandomSampler",
+                               "torch.utils.data.sampler.WeightedRandomSampler"})
+
+
+def _samples_drawn(ctx, sampler: cst.BaseExpression, depth: int = 0) -> int | None:
+    """The literal number of indices the loader's sampler draws an epoch: its `num_samples=`
+    (`RandomSampler(buf, replacement=True, num_samples=10**6)`; WeightedRandomSampler's second
+    argument), through a name assigned once; None when not written. A literal batch size that
+    divides it leaves no smaller last batch (before, TL105 judged the dataset's size instead)."""
+    if isinstance(sampler, cst.Name) and depth < 3:
+        values = ctx.assigned_values(sampler)
+        return _samples_drawn(ctx, values[0], depth + 1) if len(values) == 1 else None
+    if not isinstance(sampler, cst.Call) or ctx.names.qualified(sampler.func) not in _COUNTED_SAMPLERS:
+        return None
+    count = ctx.keyword(sampler, "num_samples")
+    if count is None and "Weighted" in (ctx.names.qualified(sampler.func) or ""):
+        count = ctx.positional(sampler, 1)
+    value = ctx.literal(count.value) if count is not None and not count.star else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 # Torch factories whose first argument (or the first element of a size tuple) is the first dimension.

@@ -22,6 +22,7 @@ from trainlint.analysis.imports import insert_stdlib_import
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Rule
 
+from .changed import changed_while_drawn
 from .loaders import excerpt, setting_fix, setting_value
 
 
@@ -65,7 +66,14 @@ def add_workers_fix(rule: Rule, call: cst.Call):
 
 def workers_advice(ctx, call: cst.Call) -> str | None:
     """Why workers are not added to the loader, and what to do first: its iterable dataset does
-    not split its stream, or the script trains at its top level with no `__main__` guard."""
+    not split its stream, the loop taking its batches changes its dataset, or the script trains at
+    its top level with no `__main__` guard."""
+    if changed_while_drawn(ctx, call):
+        # Workers forked at a pass's start keep their copy of the dataset: what the loop adds to it
+        # (a replay buffer's `buf.add(obs)`) would never reach them (the model trained on zeros).
+        return ("the loop that takes its batches changes its dataset (or an object it holds), and each worker "
+                "would keep the copy it was forked with, never seeing the change (a buffer filled in the loop "
+                "would be read empty); build the loader again after each change")
     name = replays_per_worker(ctx, call)
     if name is not None:
         return (f"`{name}` is an IterableDataset that does not split its stream between workers (its `__iter__` "

@@ -1,0 +1,230 @@
+"""Whether a loader's dataset, or an object it holds, is changed where workers would not see it.
+
+TL101 and TL103 both ask: workers are forked with a copy of the dataset, so a change made by the
+training loop (`ds.set_epoch(epoch)`, `buf.add(obs)`, `resize.size = ...` on a transform the dataset
+was built with) reaches them only when they are started again.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from trainlint.analysis.batches import dataset_class, method_of
+from trainlint.analysis.names import bound_names
+
+from .loaders import MUTATORS, changes, changes_argument
+
+
+# Methods named to change the object they are called on (`set_epoch`, `close_mosaic`, `reset`).
+_CHANGING_PREFIXES = ("set_", "close_", "reset", "enable_", "disable_")
+
+
+def _changes_own(ctx, method: str) -> bool:
+    """A method of that name, of a class of the module, changes its own object (`self.items =
+    ...`, `self.items.append(x)`, `random.shuffle(self.items)`): a curriculum's `ds.grow(epoch)`."""
+    return any(ctx.index.enclosing_class(fn) is not None and fn.params.params
+               and changes(ctx, fn, fn.params.params[0].name.value)
+               for fn in ctx.loops.functions.get(method, ()))
+
+
+def dataset_change_sites(ctx, call: cst.Call) -> list[cst.CSTNode]:
+    """Where the loader's dataset, a name or `loader.dataset`, is changed, in sight of the name
+    the change spells (`ds.set_epoch(epoch)`): a method named to change it
+    called on it (`set_*`, `close_*`, `reset*`, `enable_*`, `disable_*`), an attribute of it
+    assigned (`ds.max_len = ...`), an item of it or of an attribute assigned or deleted
+    (`ds.x[i] = ...`), a mutating method called on it or an attribute (`ds.items.extend(new)`);
+    or a name handed to the call that built it (`ds = ListDataset(items)`, or built in the
+    loader's call) has a mutating method called, an item assigned, or is a list extended with
+    `+=` (`items.extend(new)`)."""
+    dataset = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
+    if dataset is None or dataset.star:
+        return []
+    scope = ctx.index.enclosing_function(call)
+    name = ctx.dotted(dataset.value)
+    watched: list = []  # (name, its scope, whether it is the dataset itself, the expression spelling it)
+    if name:
+        watched.append((name, scope, True, dataset.value))
+    # ... also reached through the loader (`loader.dataset.set_epoch(epoch)`; Ultralytics'
+    # `self.train_loader.dataset.close_mosaic(...)`).
+    watched += [(f"{known}.dataset", where, True, None) for known, where in ctx.loops.names_of(call)]
+    builders = [dataset.value] if isinstance(dataset.value, cst.Call) else ctx.assigned_values(dataset.value)
+    for built in builders:
+        if isinstance(built, cst.Call):
+            where = ctx.index.enclosing_function(built)
+            for arg in built.args:
+                given = ctx.dotted(arg.value) if not arg.star else None
+                if given and given != "self" and all((given, where, False) != w[:3] for w in watched):
+                    watched.append((given, where, False, arg.value))
+    cls = dataset_class(ctx, call)
+    # A module global the dataset's `__getitem__`/`__iter__` reads, assigned by the loop (`NOISE =
+    # ...` under `global NOISE`): live workers keep the value they were forked with.
+    sites: list = _global_changes(ctx, cls) if cls is not None else []
+    if not watched and not sites:
+        return []
+
+    def on(expr, held: str, whole: bool) -> bool:
+        spelled = ctx.dotted(expr)
+        return spelled is not None and (spelled == held or spelled.startswith(held + ".") and whole)
+
+    for held, where, whole, spelled in watched:
+        found: list = []
+        for node in ctx.index.nodes(cst.Call):
+            func = node.func
+            if not isinstance(func, cst.Attribute):
+                continue
+            if ctx.dotted(func.value) == held and (
+                    whole and func.attr.value.startswith(_CHANGING_PREFIXES) or _changes_own(ctx, func.attr.value)):
+                # (also on what the dataset was built from: `Subset(ds, idx)` sees `ds.resample()`)
+                found.append(node)
+            elif func.attr.value in MUTATORS and on(func.value, held, whole):
+                found.append(node)
+        if whole:  # handed to a function of the module that changes it (`grow(ds, epoch)`)
+            found += [node for node in ctx.loops.calls_handing(held) if changes_argument(ctx, node, held)]
+        for node in [*ctx.index.nodes(cst.Assign), *ctx.index.nodes(cst.AugAssign), *ctx.index.nodes(cst.Del)]:
+            if isinstance(node, cst.Assign):
+                targets = [t.target for t in node.targets]
+            elif isinstance(node, cst.AugAssign):
+                targets = [node.target]
+            else:
+                targets = [e.value for e in node.target.elements] if isinstance(node.target, cst.Tuple) else [node.target]
+            for target in targets:
+                if (isinstance(target, cst.Subscript) and on(target.value, held, whole)
+                        or whole and isinstance(target, cst.Attribute) and on(target.value, held, whole)
+                        # An object the dataset was built from, given a new setting its class may
+                        # read (`cfg.seq_len = ...` with `Tokens(cfg)` reading `self.cfg.seq_len`),
+                        # or its own class reads (`resize.size = ...` with `Images(resize)`, Resize's
+                        # `__call__` reading `self.size`: it is part of the dataset, and was missed).
+                        or not whole and isinstance(target, cst.Attribute) and on(target.value, held, True)
+                        and (_may_read(ctx, cls, target.attr.value)
+                             or _held_reads(ctx, spelled, ctx.dotted(target.value)[len(held):], target.attr.value))
+                        # `items += more` extends a list in place (an int's `n += 1` binds a new one).
+                        or not whole and isinstance(node, cst.AugAssign) and ctx.dotted(target) == held
+                        and ctx.is_builtin_collection(target)):
+                    found.append(node)
+                    break
+        sites += [site for site in found if ctx.loops.in_sight(site, held, where)]
+    return sites
+
+
+def changed_between_passes(ctx, call: cst.Call) -> bool:
+    """The loader's dataset (dataset_change_sites) is changed in a loop that runs a pass over the
+    loader again (`for epoch ...: ds.set_epoch(epoch)`), and does not build the loader anew: live
+    (persistent) workers would keep the copy they were forked with (TL103)."""
+    sites = dataset_change_sites(ctx, call)
+    if not sites:
+        return False
+    rebuilt = ctx.loops.loops_around(call)
+    outers = {outer for _, anchor in ctx.loops.passes_over(call) for outer in ctx.loops.loops_around(anchor)} - rebuilt
+    return any(ctx.loops.runs_inside(site, outer) for site in sites for outer in outers)
+
+
+def changed_while_drawn(ctx, call: cst.Call) -> bool:
+    """The loader's dataset (dataset_change_sites) is changed in a loop that takes batches from the
+    loader: the body of a loop over it, or a loop drawing with `next(it)` from an iterator over it
+    (a replay buffer filled by `buf.add(obs)` beside `next(it)`). Workers forked at the pass's start
+    keep their copy, so they would never see what the loop adds (TL101: the model trained on the
+    empty buffer's zeros)."""
+    sites = dataset_change_sites(ctx, call)
+    if not sites:
+        return False
+    loops = [node for node, _ in ctx.loops.passes_over(call) if isinstance(node, (cst.For, cst.While))]
+    loops += [loop for loop, _ in ctx.loops.next_draws(call)]
+    loops += _drawn_inline(ctx, call)
+    return any(ctx.loops.runs_inside(site, loop) for site in sites for loop in loops
+               if isinstance(loop, (cst.For, cst.While)))
+
+
+# Calls that start one pass over the loader and are drawn from by `next()`.
+_ITERATORS = frozenset({"iter", "cycle", "itertools.cycle"})
+
+
+def _drawn_inline(ctx, call: cst.Call) -> list[cst.CSTNode]:
+    """The loops drawing with `next(it)` from `it = iter(DataLoader(...))`, the loader written in
+    the call (Loops knows such a loader by no name)."""
+    arg = ctx.parent(call)
+    maker = ctx.parent(arg)
+    if not isinstance(arg, cst.Arg) or not isinstance(maker, cst.Call) or ctx.dotted(maker.func) not in _ITERATORS:
+        return []
+    assign = ctx.parent(maker)
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return []
+    name = ctx.dotted(assign.targets[0].target)
+    scope = ctx.index.enclosing_function(assign)
+    loops = []
+    for node in ctx.index.nodes(cst.Call):
+        if ctx.dotted(node.func) == "next" and node.args and ctx.dotted(node.args[0].value) == name \
+                and ctx.index.enclosing_function(node) is scope:
+            loop = ctx.loops.innermost_loop(node)
+            if loop is not None and loop not in loops:
+                loops.append(loop)
+    return loops
+
+
+def _held_reads(ctx, given: cst.BaseExpression | None, path: str, attr: str) -> bool:
+    """The object handed to the dataset's constructor (given, a name) is built here from a class of
+    the module whose body reads `self.<attr>` (`resize = Resize(16)`, Resize's `__call__` reading
+    `self.size`): a new value of that attribute changes what the dataset returns. path: the
+    attributes between (`""` for `resize.size`); only the object itself is judged."""
+    if given is None or path:
+        return False
+    for value in ctx.assigned_values(given):
+        if not isinstance(value, cst.Call):
+            continue
+        class_name = ctx.dotted(value.func)
+        for cls in ctx.index.nodes(cst.ClassDef):
+            if cls.name.value == class_name and any(
+                    isinstance(n, cst.Attribute) and n.attr.value == attr and ctx.dotted(n.value) == "self"
+                    for c in ctx.loops.lineage(cls) for n in ctx.index.walk(c)):
+                return True
+    return False
+
+
+def _may_read(ctx, cls: cst.ClassDef | None, attr: str) -> bool:
+    """The dataset's class, of this module, names an attribute of this name in its body
+    (`self.cfg.seq_len` for `seq_len`). A class not seen here is not judged: a configuration handed
+    to it (simpletransformers' `args`) has many fields the loop may set that it never reads."""
+    return cls is not None and any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in ctx.index.walk(cls))
+
+
+def _global_changes(ctx, cls: cst.ClassDef) -> list[cst.CSTNode]:
+    """Where a module global that the class's `__getitem__` or `__iter__` reads is assigned, at the
+    top level or in a function declaring it `global`, or changed by a mutating method
+    (`NOISE = float(epoch)`, `TABLE.append(x)`)."""
+    module_names = {t.target.value for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
+                    for node in stmt.body if isinstance(node, (cst.Assign, cst.AnnAssign))
+                    for t in (node.targets if isinstance(node, cst.Assign) else [node])
+                    if isinstance(t.target, cst.Name)}
+    read = set()
+    for method_name in ("__getitem__", "__iter__"):
+        method = method_of(ctx, cls, method_name)
+        if method is None:
+            continue
+        local = bound_names(method.body) | {p.name.value for p in method.params.params}
+        read |= {n.value for n in ctx.index.walk(method.body) if isinstance(n, cst.Name)
+                 and n.value in module_names and n.value not in local}
+    if not read:
+        return []
+    sites = []
+    for node in [*ctx.index.nodes(cst.Assign), *ctx.index.nodes(cst.AugAssign)]:
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, cst.Name) and target.value in read and _global_there(ctx, node, target.value):
+                sites.append(node)
+    for node in ctx.index.nodes(cst.Call):
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in MUTATORS and isinstance(func.value, cst.Name) \
+                and func.value.value in read and _global_there(ctx, node, func.value.value):
+            sites.append(node)
+    return sites
+
+
+def _global_there(ctx, node: cst.CSTNode, name: str) -> bool:
+    """name at node is the module's variable: node is at the top level, or its function declares
+    it `global` (a function that binds it otherwise has a local of that name)."""
+    fn = ctx.index.enclosing_function(node)
+    if fn is None:
+        return True
+    declared = any(isinstance(n, cst.Global) and any(g.name.value == name for g in n.names)
+                   for n in ctx.index.walk(fn.body))
+    return declared or (isinstance(node, cst.Call) and name not in bound_names(fn.body)
+                        and name not in {p.name.value for p in fn.params.params})
