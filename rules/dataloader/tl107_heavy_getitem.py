@@ -41,6 +41,11 @@ processor given `sampling_rate=`, `librosa.feature.*`, `torchaudio.compliance.ka
 spectrogram by `torch.stft`, a torchaudio transform such as `MelSpectrogram`, also one built in
 `__init__` as `self.melspec` and called per sample) for every sample, itself or in a method of its class (or of a base class
 in the same module) that it calls, up to two calls down (`self.load_image(i)`).
+A tokenizer is recognised whatever its name: by its method (`encode`, `encode_plus`, tiktoken's
+`encode_ordinary`/`encode_batch`, SentencePiece's `EncodeAsIds`/`encode_as_pieces`), by a keyword
+only a Hugging Face tokenizer takes (`self.tok(text, truncation=True)`), or by what built it
+(`tiktoken.get_encoding(...)`, `AutoTokenizer.from_pretrained(...)`, `SentencePieceProcessor(...)`);
+a module such as `self.encoder(x)` is none.
 
 Also flags a function given to Hugging Face datasets' `ds.set_transform(fn)` or
 `ds.with_transform(fn)` (a function of the module, a lambda, `functools.partial` of one) that does
@@ -74,6 +79,12 @@ and caches what it returns (no fix).
         Valid(_SRC.format(body="return torch.from_numpy(self.arr[i])", args="")),
         Valid("class Vocab:\n    def __getitem__(self, tok):\n        return self.tokenizer(tok)\n"),
         Valid(_SRC.format(body="return self.data[i] * 2", args=", num_workers=4")),
+        # A module named like an encoder is no tokenizer, nor a tokenizer's `decode`.
+        Valid(_SRC.format(body="return self.encoder(self.x[i])", args=", num_workers=4")),
+        Valid("import tiktoken\nfrom torch.utils.data import Dataset, DataLoader\nclass DS(Dataset):\n"
+              "    def __init__(self):\n        self.e = tiktoken.get_encoding('gpt2')\n"
+              "    def __getitem__(self, i):\n        return self.e.decode(self.ids[i])\n"
+              "loader = DataLoader(DS(), num_workers=2)\n"),
         # An image processor (no sampling rate) and stored features read back: not audio extraction.
         Valid(_SRC.format(body="return self.processor(images=self.images[i], return_tensors='pt')", args=", num_workers=2")),
         Valid(_SRC.format(body="return self.features[i], self.feature_extractor.sampling_rate", args=", num_workers=2")),
@@ -95,6 +106,27 @@ and caches what it returns (no fix).
         Invalid(_SRC.format(body="return self.tokenizer(self.texts[i])", args=""),
                 fixed=_SRC.format(body="return self.tokenizer(self.texts[i])",
                                   args=", num_workers=min(8, os.cpu_count() or 1)")),
+        # Tokenizers not named `tokenizer` (before, only that name was recognised): by a keyword
+        # only a Hugging Face tokenizer takes, by the method's name (tiktoken's `encode_ordinary`,
+        # `encode_batch`; SentencePiece's `EncodeAsIds`), or by what built the object.
+        Invalid(_SRC.format(body="return self.tok(self.texts[i], truncation=True, max_length=512)", args=", num_workers=2"),
+                fixed=NO_FIX, message="tokenizes text"),
+        Invalid(_SRC.format(body="return self.enc.encode_ordinary(self.texts[i])", args=", num_workers=2"),
+                fixed=NO_FIX, message="tokenizes text"),
+        Invalid(_SRC.format(body="return self.enc.encode_batch([self.texts[i]])", args=", num_workers=2"),
+                fixed=NO_FIX, message="tokenizes text"),
+        Invalid(_SRC.format(body="return self.sp.EncodeAsIds(self.texts[i])", args=", num_workers=2"),
+                fixed=NO_FIX, message="tokenizes text"),
+        Invalid(_SRC.format(body="return self.sp.encode_as_ids(self.texts[i])", args=", num_workers=2"),
+                fixed=NO_FIX, message="tokenizes text"),
+        Invalid("import tiktoken\nfrom transformers import AutoTokenizer\nfrom torch.utils.data import Dataset, DataLoader\n"
+                "class DS(Dataset):\n    def __init__(self):\n        self.tk = AutoTokenizer.from_pretrained('gpt2')\n"
+                "    def __getitem__(self, i):\n        return self.tk(self.texts[i])\n"
+                "loader = DataLoader(DS(), num_workers=2)\n", fixed=NO_FIX, message="tokenizes text"),
+        Invalid("import tiktoken\nfrom torch.utils.data import Dataset, DataLoader\nclass DS(Dataset):\n"
+                "    def __init__(self):\n        self.e = tiktoken.get_encoding('gpt2')\n"
+                "    def __getitem__(self, i):\n        return self.e.encode_with_special_tokens(self.texts[i])\n"
+                "loader = DataLoader(DS(), num_workers=2)\n", fixed=NO_FIX, message="tokenizes text"),
         # A loader with workers already: reported, no fix (the offline conversion is the user's).
         Invalid(_SRC.format(body="return Image.open(self.paths[i])", args=", num_workers=2"), fixed=NO_FIX),
         # Audio features (log-mel, fbank) computed per clip, as tokenizing is for text: a

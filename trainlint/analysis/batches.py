@@ -1121,7 +1121,17 @@ def _tensor_value(ctx, value: cst.BaseExpression) -> bool:
 
 # -- work a collate_fn or dataset does per sample ----------------------------------------------
 
-_TOKENIZE = re.compile(r"(tokeniz|encode_plus|batch_encode|^encode$|^pad$|pad_sequence|apply_chat_template)", re.IGNORECASE)
+# Tokenizing calls by their method's name, whatever the tokenizer is called: Hugging Face's
+# (`encode_plus`, `batch_encode_plus`), tiktoken's (`encode_ordinary`, `encode_batch`),
+# SentencePiece's (`EncodeAsIds`, `encode_as_pieces`).
+_TOKENIZE = re.compile(r"(tokeniz|encode_plus|batch_encode|^encode$|^encode_ordinary|^encode_batch$|^encode_?as_?(ids|pieces)$|"
+                       r"^pad$|pad_sequence|apply_chat_template)", re.IGNORECASE)
+# Keywords only a Hugging Face tokenizer's call takes (`self.tok(text, truncation=True, max_length=512)`).
+_TOKENIZER_KEYWORDS = frozenset({"truncation", "add_special_tokens", "is_split_into_words", "return_offsets_mapping",
+                                 "return_special_tokens_mask"})
+# What builds a tokenizer, by qualified name: tiktoken's encodings, SentencePiece's processor, and
+# any `...Tokenizer...` class or its `from_pretrained` (`AutoTokenizer.from_pretrained(...)`).
+_TOKENIZER_MAKERS = re.compile(r"(^tiktoken\.(get_encoding|encoding_for_model)$|SentencePieceProcessor|Tokeniz)")
 _DECODE = re.compile(r"(^Image\.open$|\.open$|imread|imdecode|decode_image|decode_jpeg|read_image|^load$|librosa\.load|"
                      r"torchaudio\.load|soundfile\.read|^sf\.read$|decord|VideoReader)")
 # Audio feature extraction (log-mel, fbank, MFCC): like tokenizing, the same for a clip every epoch.
@@ -1177,6 +1187,21 @@ def _pads_token_ids(ctx, call: cst.Call, name: str) -> bool:
     return False
 
 
+def _calls_tokenizer(ctx, call: cst.Call) -> bool:
+    """call tokenizes through a tokenizer not named `tokenizer`: it passes a keyword only a Hugging
+    Face tokenizer takes (`self.tok(text, truncation=True)`), or it calls an object (or a method of
+    one, not `decode`) that a tokenizer factory built (`self.enc = tiktoken.get_encoding("gpt2")`,
+    `tok = AutoTokenizer.from_pretrained(...)`). Before, only the name `tokenizer` was recognised;
+    a module such as `self.encoder(x)` is neither."""
+    if any(arg.keyword is not None and arg.keyword.value in _TOKENIZER_KEYWORDS for arg in call.args):
+        return True
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value.lower().startswith("decode"):
+        return False
+    held = func.value if isinstance(func, cst.Attribute) and not _made_by(ctx, func) else func
+    return any(_TOKENIZER_MAKERS.search(made) for made in _made_by(ctx, held))
+
+
 def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, str]]:
     """Calls under root that tokenize, pad, mask, decode media or move tensors to a device."""
     out = []
@@ -1187,7 +1212,8 @@ def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, s
         last = name.rsplit(".", 1)[-1]
         receiver = name.rsplit(".", 1)[0] if "." in name else ""
         if _TOKENIZE.search(last) or ("tokenizer" in receiver.lower() and last not in ("decode",)) \
-                or (last in ("__call__",) and "tokenizer" in name.lower()) or name.lower().endswith("tokenizer"):
+                or (last in ("__call__",) and "tokenizer" in name.lower()) or name.lower().endswith("tokenizer") \
+                or _calls_tokenizer(ctx, node):
             # Padding ids already tokenized (`pad_sequence`, a tokenizer's `pad`) is not tokenizing.
             padding = last in ("pad", "pad_sequence") or last.startswith("pad_")
             if not padding:
