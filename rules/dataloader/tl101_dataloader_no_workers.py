@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.batches import batches_made_on_device, dataset_on_device
+from trainlint.analysis.batches import batches_made_on_device, dataset_held_on_device
 from trainlint.rule import NO_FIX, Invalid, Option, Valid
 
 from .cases import (
@@ -132,7 +132,9 @@ device, or whose dataset is built from tensors on the device (`TensorDataset(X.t
 `.cuda()`, a tensor made with `device=`, or a name assigned one; any dataset class handed such a
 tensor, also inside `Subset(...)` or `ConcatDataset([...])`), is reported with no fix: workers
 cannot start CUDA in forked processes, so those copies must move into the training loop first
-(TL106 does it for a `collate_fn`). An iterable dataset (a subclass of `IterableDataset`) defined
+(TL106 does it for a `collate_fn`); for a dataset that holds its data on the device (built from
+device tensors, or moving them there in its `__init__`) the message says so, and that keeping no
+workers or indexing the tensors on the GPU directly is the other choice. An iterable dataset (a subclass of `IterableDataset`) defined
 in this module whose `__iter__` does not split its stream between workers is reported with no fix
 either: every worker runs the whole `__iter__`, so each sample would come once per worker (64
 samples an epoch become 128 with 2 workers). It counts as split when its `__iter__`, or the methods
@@ -358,7 +360,9 @@ none.
             "DataLoader(ds)", "DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))")),
         # Batches made on the device: reported, with no workers added (they cannot start CUDA).
         Invalid(ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
-        Invalid(STORED_ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
+        # ... stored there by the dataset's `__init__`: the data is on the device already, and
+        # the advice says to keep no workers or index it there (it said to move the copies).
+        Invalid(STORED_ON_DEVICE.format(options=""), fixed=NO_FIX, message="the data is already on the device"),
         # An iterable dataset of this module that does not split its stream by worker: each worker
         # would yield every sample; with get_worker_info (here, or in a function it calls) or a
         # worker_init_fn, workers are added.
@@ -410,6 +414,14 @@ none.
                 fixed=_REPLAY.format(loader="loader = DataLoader(buf, batch_size=16, num_workers=2)",
                                      body="buf.add(obs)\n        for batch in loader:\n            step(batch)"),
                 options={"num-workers": 2}),
+        # A dataset class that keeps its tensors on the device from `__init__`, on purpose: the
+        # message said "move those copies into the training loop"; keeping no workers, or
+        # indexing on the GPU, is the advice for data already there.
+        Invalid("import torch\nfrom torch.utils.data import DataLoader, Dataset\nclass OnGPU(Dataset):\n"
+                "    def __init__(self, n):\n        self.x = torch.randn(n, 8).to('cuda')\n"
+                "    def __getitem__(self, i):\n        return self.x[i]\n"
+                "def main():\n    for x in DataLoader(OnGPU(64), batch_size=8):\n        step(x)\n",
+                fixed=NO_FIX, message="keep `num_workers=0` or index those tensors on the GPU directly"),
         # A dataset built from tensors on the device: workers cannot use them either.
         Invalid(TENSORS_ON_DEVICE.format(data="X = torch.randn(1024, 8).to(device)\nY = torch.randn(1024, 1).to(device)\n",
                                           dataset="TensorDataset(X, Y)", options=""),
@@ -574,9 +586,13 @@ none.
             return
         if batches_made_on_device(ctx, call):
             # Workers cannot start CUDA: the copies must leave the dataset or collate_fn first.
-            if dataset_on_device(ctx, call):
-                why = ("its dataset holds tensors on the device, which workers cannot use; keep the dataset on the "
-                       "CPU, move each batch in the training loop")
+            if dataset_held_on_device(ctx, call):
+                # Data kept on the GPU on purpose: moving it back to feed workers is one choice of
+                # two, not the advice (before, "move those copies into the training loop" was).
+                why = ("its dataset holds tensors on the device, which workers cannot use (CUDA does not start in "
+                       "forked workers); the data is already on the device, so keep `num_workers=0` or index those "
+                       "tensors on the GPU directly instead of a DataLoader; or keep the dataset on the CPU, move "
+                       "each batch in the training loop")
             else:
                 why = ("its dataset or collate_fn puts them on the device, which workers cannot do; move those copies "
                        "into the training loop")

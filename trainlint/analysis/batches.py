@@ -434,6 +434,23 @@ def dataset_on_device(ctx, call: cst.Call) -> bool:
     return _dataset_built_from(ctx, call, ctx.tensors.on_device)
 
 
+def dataset_held_on_device(ctx, call: cst.Call) -> bool:
+    """The loader's dataset holds its data on the device, not only its batches: it is built from
+    device tensors (dataset_on_device), or its class of this module moves them there in `__init__`
+    (`self.x = torch.randn(n, 8).to(device)`) or reads a module global holding one. TL101's advice
+    differs then: workers cannot use such tensors, and the data needs no loading worth a worker."""
+    if dataset_on_device(ctx, call):
+        return True
+    cls = dataset_class(ctx, call)
+    if cls is None:
+        return False
+    init = method_of(ctx, cls, "__init__")
+    if init is not None and sample_work(ctx, cls, init, lambda kind: kind == _MOVES_TENSORS):
+        return True
+    return any(_reads_device_globals(ctx, method, cls) for name in ("__getitem__", "__iter__")
+               if (method := method_of(ctx, cls, name)) is not None)
+
+
 def dataset_from_device_helper(ctx, call: cst.Call) -> bool:
     """A tensor the loader's dataset is built from (as dataset_on_device follows the dataset) comes
     from a call of a function of this module that copies tensors to a device somewhere in it
