@@ -375,6 +375,10 @@ suggestion when the container is read anywhere else, or may be (a parameter, an 
 of every tenth loss, predictions shorter than their targets).
 """
     valid = [
+        # Throttled by the clock (`if time.time() - tic > 30: ...; tic = time.time()`): once per 30 s,
+        # the same interval question TL202 asks (Loops.is_clock_throttle).
+        Valid("import time\ntic = time.time()\n" + in_training_loop(
+            "if time.time() - tic > 30:\n    print(loss.item())\n    tic = time.time()")),
         # A list of callbacks with an element not known (`make_callback()`, which may return any
         # object): the loop's calls are not followed into Logger alone (no finding from a guess).
         Valid(_callbacks(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss"), "make_callback()")),

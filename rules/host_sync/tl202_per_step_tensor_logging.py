@@ -228,6 +228,14 @@ tensor are logging lines side by side, and go under one `if` together).
               "        return [0.1, 0.2]\nknobs = Knobs()\nknobs.cuda()\n" + WRITER + in_training_loop(
                   "for p in sched.parameters():\n    writer.add_histogram('s', p, step)\n"
                   "for name, p in knobs.named_parameters():\n    writer.add_histogram(name, p, step)\nprint(knobs.weight)")),
+        # Throttled by the clock: `if <clock>() - x > N:` whose body sets x from the same clock runs
+        # once per N seconds, whatever x is called. Only `last_*` names were taken for an interval:
+        # this was reported and the fix nested `if step % 100 == 0:` inside it (about 1% of the
+        # windows printed, as `tic` is reset outside the new guard).
+        Valid("import time\ntic = time.time()\n" + in_training_loop(
+            "if time.time() - tic > 30:\n    print(f'step {step} loss {loss:.4f}')\n    tic = time.time()")),
+        Valid("import time\nt0 = time.monotonic()\n" + in_training_loop(
+            "if 30 <= time.monotonic() - t0:\n    print(f'loss {loss:.4f}')\n    t0 = time.monotonic()")),
     ]
     invalid = [
         # ... a method of such a class that formats the loss is reported where it does, in its body.
@@ -494,6 +502,15 @@ tensor are logging lines side by side, and go under one `if` together).
         Invalid("import torch\nstep_t = torch.zeros((), dtype=torch.long, device='cuda')\nlog_every = 10\n"
                 "for batch in loader:\n    loss = model(batch)\n    loss.backward()\n    opt.step()\n    step_t += 1\n"
                 "    print(f'loss {loss:.3f}')\n", fixed=NO_FIX, message="no counter of the loop was found"),
+        # A clock test whose `if` does not reset the start (or resets it from another clock) holds on
+        # every step once the time has passed: still per step.
+        Invalid("import time\nt0 = time.time()\n" + in_training_loop(
+                    "if time.time() - t0 > 30:\n    print(f'loss {loss:.4f}')"),
+                fixed="import time\nt0 = time.time()\n" + in_training_loop(
+                    "if time.time() - t0 > 30 and step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
+        Invalid("import time\nt0 = time.time()\n" + in_training_loop(
+                    "if time.time() - t0 > 30:\n    print(f'loss {loss:.4f}')\n    t0 = time.perf_counter()"),
+                message="Formatting tensor `loss`"),
         # A progress bar over `enumerate(...)`: its index counts.
         Invalid("import torch\nfrom tqdm import tqdm\nfor step, x in tqdm(enumerate(loader), total=len(loader)):\n"
                 "    loss = model(x)\n    loss.backward()\n    opt.step()\n    print(f'loss {loss:.4f}')\n",

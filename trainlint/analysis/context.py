@@ -18,7 +18,7 @@ from trainlint.analysis.grads import Grads
 from trainlint.analysis.imports import (blank_lines_above, insert_stdlib_import, insert_third_party_import, is_docstring,
                                         is_stdlib)
 from trainlint.analysis.literals import literal, number
-from trainlint.analysis.loops import Loops
+from trainlint.analysis.loops import CLOCKS, Loops
 from trainlint.analysis.names import Names, bound_names, dotted
 from trainlint.analysis.positions import _OffsetState
 from trainlint.analysis.precision import Precision
@@ -42,8 +42,6 @@ _OFFLINE_PATH = re.compile(
 )
 
 
-_CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns",
-                     "time.monotonic_ns", "timeit.default_timer"})
 
 # Side streams: work on them, or copies they order, may still run when the host reads its result.
 _STREAMS = frozenset({"torch.cuda.stream", "torch.cuda.Stream", "torch.Stream", "torch.cuda.StreamContext",
@@ -201,7 +199,7 @@ class FileContext:
 
     def is_clock_read(self, call: cst.Call) -> bool:
         """call reads the host's clock (`time.time()`, `time.perf_counter()`)."""
-        return self.names.qualified(call.func) in _CLOCKS
+        return self.names.qualified(call.func) in CLOCKS
 
     def times_events(self, call: cst.Call) -> bool:
         """A CUDA event's timing (`end.record()` of an event made with `torch.cuda.Event(...)`,

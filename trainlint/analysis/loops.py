@@ -110,6 +110,9 @@ _STEP_HOOKS = (
 STEP_HOOK_NAMES = tuple(sorted({hook for framework in _STEP_HOOKS for hook in framework.hooks}))
 _COUNTER = re.compile(r"(step|iter|idx|^i$|^it$|^j$|batch|epoch|count)", re.IGNORECASE)
 _ACCUMULATION = re.compile(r"accum", re.IGNORECASE)  # accumulate, accum_steps, gradient_accumulation_steps
+# Calls that read the host's clock.
+CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns",
+                    "time.monotonic_ns", "timeit.default_timer"})
 
 
 def is_step_call(call: cst.Call, names: Names) -> bool:
@@ -1898,6 +1901,8 @@ class Loops:
                 return last in self.flag_names or last in self.interval_names or text in self.interval_names \
                     or bool(DEFAULT_INTERVAL_NAMES.match(last))
         if isinstance(node, cst.Comparison):
+            if self.is_clock_throttle(node):
+                return True
             # `if step == 0` / `if i == len(loader) - 1`: runs once, not per step;
             # `if ni - last_opt_step >= self.accumulate`: once per accumulation window.
             if any(isinstance(t.operator, (cst.Equal, cst.GreaterThanEqual)) for t in node.comparisons):
@@ -1909,6 +1914,38 @@ class Loops:
                     and isinstance(node.left, cst.Name) and _COUNTER.search(node.left.value):
                 return _few_numbers(node.comparisons[0].comparator)
         return False
+
+    def is_clock_throttle(self, node: cst.CSTNode) -> bool:
+        """node is `<clock>() - x > N` (or `>=`, or `N < <clock>() - x`) in the test of an `if` whose
+        body sets x again from the same clock (`tic = time.time()`): the body runs once per N
+        seconds, whatever x is called (`tic`, `t0`, `last`). Only names like `last_log` were taken
+        for an interval, so `if time.time() - tic > 30: print(f"{loss:.4f}"); tic = time.time()`
+        was reported as logging on every step and got `if step % 100 == 0:` nested inside it. Without
+        the reset the test holds on every step once N seconds have passed: no interval."""
+        if not isinstance(node, cst.Comparison) or len(node.comparisons) != 1:
+            return False
+        operator = node.comparisons[0].operator
+        if isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)):
+            elapsed = node.left
+        elif isinstance(operator, (cst.LessThan, cst.LessThanEqual)):
+            elapsed = node.comparisons[0].comparator
+        else:
+            return False
+        if not (isinstance(elapsed, cst.BinaryOperation) and isinstance(elapsed.operator, cst.Subtract)
+                and isinstance(elapsed.left, cst.Call) and not elapsed.left.args):
+            return False
+        clock = self.names.qualified(elapsed.left.func)
+        since = dotted(elapsed.right)
+        if clock not in CLOCKS or since is None:
+            return False
+        branch = next((anc for anc in self.index.ancestors(node) if isinstance(anc, cst.BaseStatement)), None)
+        if not isinstance(branch, cst.If) or not self.index.contains(branch.test, node):
+            return False
+        return any(isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call)
+                   and self.names.qualified(assign.value.func) == clock
+                   and any(dotted(target.target) == since for target in assign.targets)
+                   for assign in self.index.walk(branch.body)
+                   if self.index.enclosing_function(assign) is self.index.enclosing_function(branch))
 
     def limits_body(self, test: cst.BaseExpression) -> bool:
         """The body of `if test:` runs on some steps only: an interval test (is_interval_test), but
@@ -1954,7 +1991,7 @@ class Loops:
 
     def is_periodic(self, test: cst.BaseExpression) -> bool:
         """An interval test that recurs (a modulo, a flag), not a one-off `step == n` comparison."""
-        if first_modulo(test) is not None:
+        if first_modulo(test) is not None or any(self.is_clock_throttle(node) for node in walk(test)):
             return True
         # A flag such as `should_save` / `accelerator.sync_gradients`, alone or in `and`/`or`/`not`.
         operands = [test]
