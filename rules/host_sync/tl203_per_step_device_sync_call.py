@@ -3,6 +3,8 @@ every step."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from trainlint.analysis.distributed import one_line
@@ -155,7 +157,11 @@ Remove the call, or keep it under the logging interval when it serves a measurem
 ```
 
 ## Fix safety
-Unsafe: `synchronize()`/`empty_cache()` statements are removed (timings taken around them change);
+Unsafe: `synchronize()`/`empty_cache()` statements are removed (timings taken around them change),
+with an `else:` or `finally:` clause they leave empty (a `finally:` only from a `try` that keeps an
+`except`; otherwise, or with a comment there, `pass` stays); one under a switch of the
+configuration that no loop around it sets (`if debug:`, `if args.sync_each_step:`; not a device
+flag such as `use_cuda`) is reported without a fix;
 statistics are put under the logging interval (joined with `and` to the test of an `if` that
 holds only them: `if torch.cuda.is_available() and step % 100 == 0:`). A statistic assigned to a name moves together with
 the statements right after it that read the name (`m = torch.cuda.memory_allocated()` and
@@ -177,6 +183,10 @@ nor when the clock is read in a function the loop calls: move the synchronize in
 under its interval, right before the read.
 """
     valid = [
+        # Throttled by the clock: once per 30 s, whatever the start's name (Loops.is_clock_throttle).
+        Valid("import time\ntic = time.perf_counter()\n" + in_training_loop(
+            "if time.perf_counter() - tic > 30:\n    print(torch.cuda.max_memory_allocated())\n"
+            "    tic = time.perf_counter()")),
         # A guard whose test the loop rebinds (`sync` set each step) would be read later under the
         # interval: the guarded sync is left as before.
         Valid(_INTERVAL_TIMING.format(between="").replace(
@@ -325,6 +335,27 @@ under its interval, right before the read.
                 message="not fixed: `cuda_sync` is also called where it does not run on every step"),
         Invalid(_SYNC_HELPER.format(loop="cuda_sync()"), fixed=_SYNC_HELPER.format(loop="cuda_sync()").replace(
             "    torch.cuda.synchronize()\n", "    pass\n")),
+        # An emptied `finally:` / `else:` clause goes (the fix wrote `finally: pass`, `else: pass`);
+        # a `try` with nothing but `finally` keeps `pass` (`try:` alone does not parse).
+        Invalid(in_training_loop("try:\n    x = f()\nexcept ValueError:\n    x = None\nfinally:\n"
+                                 "    torch.cuda.synchronize()\nprint(x)"),
+                fixed=in_training_loop("try:\n    x = f()\nexcept ValueError:\n    x = None\nprint(x)")),
+        Invalid(in_training_loop("try:\n    x = f()\nfinally:\n    torch.cuda.synchronize()"),
+                fixed=in_training_loop("try:\n    x = f()\nfinally:\n    pass")),
+        Invalid(in_training_loop("if step > 2:\n    print(step)\nelse:\n    torch.cuda.synchronize()"),
+                fixed=in_training_loop("if step > 2:\n    print(step)")),
+        # ... but a comment there stays, with `pass`.
+        Invalid(in_training_loop("if step > 2:\n    print(step)\nelse:\n    # settle\n    torch.cuda.synchronize()"),
+                fixed=in_training_loop("if step > 2:\n    print(step)\nelse:\n    # settle\n    pass")),
+        # A sync under a switch of the configuration the loop never changes (`if debug:`) is asked
+        # for by whoever sets it: the fix deleted the whole `if`. Reported, not fixed; a switch the
+        # loop sets, or a device flag, is no such switch.
+        Invalid("import torch\ndebug = args.debug\n" + in_training_loop("if debug:\n    torch.cuda.synchronize()"),
+                fixed=NO_FIX, message="not fixed: it runs only when `debug` is set, a switch the loop never changes"),
+        Invalid(in_training_loop("debug = step < 3\nif debug:\n    torch.cuda.synchronize()"),
+                fixed=in_training_loop("debug = step < 3")),
+        Invalid(in_training_loop("if args.use_cuda:\n    torch.cuda.synchronize()"),
+                fixed=in_training_loop("pass").replace("    pass\n", "")),
         # Statistics read the allocator's counters on the host: no wait for the GPU.
         Invalid(in_training_loop("torch.cuda.reset_peak_memory_stats()"), message="no wait for the GPU"),
         # A synchronize for a clock read made only under the logging interval was not flagged
@@ -396,6 +427,11 @@ under its interval, right before the read.
         if removable and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
             fix = _remove_statement(self, stmt, f"Remove `{ctx.code(node)}`")
             advice = "remove it (or run it under the logging interval when it serves a measurement)"
+            flag = _opt_in_flag(ctx, stmt)
+            if flag is not None:
+                fix = None
+                advice += (f"; not fixed: it runs only when `{flag}` is set, a switch the loop never changes "
+                           f"(a debugging run may want it)")
         else:
             fix = guard_statement(self, node, self.opts["log-every"])
             advice = f"call it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])})"
@@ -571,6 +607,49 @@ def _other_functions_names(ctx, fn: cst.FunctionDef) -> set[int]:
     return out
 
 
+# Names of a flag that says where the code runs (`use_cuda`, `args.gpu`): a device guard, whose
+# body runs on every step of a GPU run, not an opt-in switch.
+_DEVICE_FLAG = re.compile(r"cuda|gpu|device|accel|xla|mps|distributed|ddp", re.IGNORECASE)
+
+
+def _opt_in_flag(ctx, stmt: cst.BaseStatement) -> str | None:
+    """The test, as code, of the `if` whose body holds stmt when it is a switch of the run's
+    configuration that the loop never changes (`if debug:`, `if args.sync_each_step and not
+    cfg.fast:`): plain names and attributes, no call, none bound in the loop. A sync there is
+    asked for by whoever sets the switch (the fix deleted `if debug: torch.cuda.synchronize()`
+    whole). None otherwise; device flags (`use_cuda`) are no such switch."""
+    block = ctx.parent(stmt)
+    branch = ctx.parent(block) if isinstance(block, cst.IndentedBlock) else None
+    loop = ctx.loops.innermost_loop(stmt)
+    if not isinstance(branch, cst.If) or branch.body is not block or loop is None \
+            or not ctx.index.contains(loop.body, branch):
+        return None
+    operands = [branch.test]
+    names = []
+    while operands:
+        node = operands.pop()
+        if isinstance(node, cst.BooleanOperation):
+            operands += [node.left, node.right]
+        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            operands.append(node.expression)
+        elif isinstance(node, (cst.Name, cst.Attribute)) and ctx.dotted(node):
+            names.append(ctx.dotted(node))
+        else:
+            return None
+    # Bound in any loop around it, up to its function (`debug = epoch == 0` in the epoch loop).
+    bound: set[str] = set()
+    for anc in ctx.index.ancestors(stmt):
+        if isinstance(anc, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            break
+        if isinstance(anc, (cst.For, cst.While)):
+            bound |= bound_names(anc)
+    for name in names:
+        root = name.split(".", 1)[0]
+        if _DEVICE_FLAG.search(name) or root in bound or name in bound:
+            return None
+    return one_line(ctx.code(branch.test))
+
+
 def _remove_statement(rule: Rule, stmt: cst.BaseStatement, message: str):
     """Fix that deletes a statement, keeping its comments (moved to the next statement). A
     statement left with nothing to do goes too: a guard left empty (`if torch.cuda.is_available():`,
@@ -583,7 +662,28 @@ def _remove_statement(rule: Rule, stmt: cst.BaseStatement, message: str):
     owner = ctx.parent(block)
     if len(block.body) == 1 and _empty_without_body(ctx, owner, block):
         return _remove_statement(rule, owner, message)
+    if len(block.body) == 1 and (dropped := _without_clause(ctx, owner, stmt)) is not None:
+        return rule.fix(Applicability.UNSAFE, message, dropped)
     return rule.fix(Applicability.UNSAFE, message, ctx.block_without(stmt))
+
+
+def _without_clause(ctx, clause: cst.CSTNode, stmt: cst.BaseStatement) -> tuple | None:
+    """The statement that owns clause (an `else:` or `finally:` whose whole body is stmt) and that
+    statement without it, as a replacement: the fix wrote `finally: pass` and `else: pass`. An
+    `else:` can always go (a `try` with one has an `except`); a `finally:` only from a `try`
+    that keeps an `except` (`try:` alone does not parse: there `pass` stays). None when a comment
+    on the clause or the statement would be lost, or for any other block."""
+    if not isinstance(clause, (cst.Else, cst.Finally)) or any(line.comment for line in stmt.leading_lines) \
+            or any(line.comment for line in clause.leading_lines) or clause.body.header.comment is not None:
+        return None
+    owner = ctx.parent(clause)
+    if isinstance(clause, cst.Finally):
+        if not isinstance(owner, cst.Try) or not owner.handlers:
+            return None
+        return owner, owner.with_changes(finalbody=None)
+    if isinstance(owner, (cst.If, cst.For, cst.While, cst.Try)) and owner.orelse is clause:
+        return owner, owner.with_changes(orelse=None)
+    return None
 
 
 def _empty_without_body(ctx, owner: cst.CSTNode, block: cst.BaseSuite) -> bool:
