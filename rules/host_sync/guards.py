@@ -668,14 +668,18 @@ def _comments_only(stmt: cst.CSTNode) -> cst.CSTNode:
     return stmt.with_changes(leading_lines=[line for line in stmt.leading_lines if line.comment is not None])
 
 
-def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
+def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int, joins=None):
     """Fix that puts the statement holding node under `if <counter> % <interval> == 0:`.
 
     A statement that assigns a name moves only when nothing outside the guard reads that name
     afterwards (`m = torch.cuda.memory_allocated()` followed by `stats.append(m)` would leave the
     append reading a stale value, or an unbound one): the statements right after it that read it
     move too, when that is simple; otherwise there is no fix. Nor is there one when a statement
-    that would move fills a container read elsewhere (_filled_only_here)."""
+    that would move fills a container read elsewhere (_filled_only_here).
+
+    joins: for a rule whose other findings beside node get the same guard (TL203's statistics),
+    whether a call is one of them: a line making such a call, that moves alone, joins the same
+    new `if` as the logging lines do (_logging_run), instead of an `if` of its own per line."""
     ctx = rule.ctx
     stmt = ctx.index.enclosing(node, cst.SimpleStatementLine)
     guard = _guard(ctx, node, default_interval)
@@ -704,8 +708,8 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
     # gave two such `if`s back to back).
     body = list(ctx.parent(stmt).body)
     at, end = body.index(first), body.index(moved[-1])
-    above = _logging_run(ctx, body[:at][::-1])[::-1]
-    below = _logging_run(ctx, body[end + 1:])
+    above = _logging_run(ctx, body[:at][::-1], joins)[::-1]
+    below = _logging_run(ctx, body[end + 1:], joins)
     for run, before in ((above, True), (below, False)):
         index = at - len(run) - 1 if before else end + len(run) + 1
         neighbour = body[index] if 0 <= index < len(body) else None
@@ -746,7 +750,8 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int):
         message = f"Run it and the {lines} {names}, every `{interval}` steps (`if {test}:`)"
     if above or below:
         count = len(above) + len(below)
-        message = message.replace(" (`if", f", with the {count} per-step logging line{'s' if count > 1 else ''} "
+        kind = "logging " if joins is None else ""  # TL203's run holds statistics lines too
+        message = message.replace(" (`if", f", with the {count} per-step {kind}line{'s' if count > 1 else ''} "
                                            f"beside it (`if", 1)
     # The statements after the first move into the guard: each is removed where it stood.
     return rule.fix(Applicability.UNSAFE, message, (first, guarded), *((s, "") for s in group[1:]))
@@ -778,13 +783,17 @@ _JOINABLE_TESTS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Compari
                    cst.BooleanOperation)
 
 
-def _logging_run(ctx, statements) -> list:
+def _logging_run(ctx, statements, joins=None) -> list:
     """The statements at the start of `statements` that each log a tensor in one call and do
     nothing else (`print(f"loss {loss:.3f}")`, `pbar.set_postfix(loss=loss)`, a tracker's call
     given its step): TL202 guards each with the same test, so a guard joining an `if` past them
-    takes them along. A line with a comment that suppresses a finding (`# noqa`) ends the run."""
+    takes them along. So are lines that make a call `joins` accepts and move alone
+    (_joins_alone). A line with a comment that suppresses a finding (`# noqa`) ends the run."""
     run = []
     for stmt in statements:
+        if joins is not None and _joins_alone(ctx, stmt, joins):
+            run.append(stmt)
+            continue
         if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
                 and isinstance(stmt.body[0].value, cst.Call)) or "noqa" in ctx.code(stmt).lower():
             break
@@ -799,6 +808,21 @@ def _logging_run(ctx, statements) -> list:
             break
         run.append(stmt)
     return run
+
+
+def _joins_alone(ctx, stmt: cst.CSTNode, joins) -> bool:
+    """stmt is one simple statement making a call that `joins` accepts (a statistic TL203 puts
+    under the same guard: `torch.cuda.reset_peak_memory_stats()`, `stats = {"mem":
+    torch.cuda.max_memory_reserved()}`), without a `# noqa`, that would move under the guard by
+    itself (nothing else reads what it binds: _statements_to_move). Each such line got its own
+    `if step % 100 == 0:` back to back."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1) or "noqa" in ctx.code(stmt).lower() \
+            or has_flow_or_step(ctx, stmt):
+        return False
+    if not any(isinstance(n, cst.Call) and joins(n) for n in ctx.index.walk(stmt)):
+        return False
+    block = ctx.parent(stmt)
+    return isinstance(block, cst.IndentedBlock) and _statements_to_move(ctx, block, stmt) == [stmt]
 
 
 def log_line(ctx, call: cst.Call) -> bool:

@@ -162,7 +162,8 @@ with an `else:` or `finally:` clause they leave empty (a `finally:` only from a 
 `except`; otherwise, or with a comment there, `pass` stays); one under a switch of the
 configuration that no loop around it sets (`if debug:`, `if args.sync_each_step:`; not a device
 flag such as `use_cuda`) is reported without a fix;
-statistics are put under the logging interval (joined with `and` to the test of an `if` that
+statistics are put under the logging interval, statistics lines side by side under one `if`
+(joined with `and` to the test of an `if` that
 holds only them: `if torch.cuda.is_available() and step % 100 == 0:`). A statistic assigned to a name moves together with
 the statements right after it that read the name (`m = torch.cuda.memory_allocated()` and
 `stats.append(m)`); when the name is read anywhere else (later in the loop after other work,
@@ -356,6 +357,18 @@ under its interval, right before the read.
                 fixed=in_training_loop("debug = step < 3")),
         Invalid(in_training_loop("if args.use_cuda:\n    torch.cuda.synchronize()"),
                 fixed=in_training_loop("pass").replace("    pass\n", "")),
+        # Statistics lines side by side go under one `if` (each got an `if it % 100 == 0:` of its own).
+        Invalid("import torch\nfor it in range(1000):\n    opt.step()\n    mem = torch.cuda.memory_allocated() / 2**20\n"
+                "    stats = {'mem': torch.cuda.max_memory_reserved()}\n    torch.cuda.reset_peak_memory_stats()\n",
+                fixed="import torch\nfor it in range(1000):\n    opt.step()\n    if it % 100 == 0:\n"
+                "        mem = torch.cuda.memory_allocated() / 2**20\n"
+                "        stats = {'mem': torch.cuda.max_memory_reserved()}\n        torch.cuda.reset_peak_memory_stats()\n"),
+        # ... not one whose name is read elsewhere (it moves with its readers or not at all).
+        Invalid("import torch\nfor it in range(1000):\n    opt.step()\n    torch.cuda.reset_peak_memory_stats()\n"
+                "    mem = torch.cuda.memory_allocated()\n    opt.zero_grad()\n    hist.append(mem)\n",
+                fixed="import torch\nfor it in range(1000):\n    opt.step()\n    if it % 100 == 0:\n"
+                "        torch.cuda.reset_peak_memory_stats()\n"
+                "    mem = torch.cuda.memory_allocated()\n    opt.zero_grad()\n    hist.append(mem)\n"),
         # Statistics read the allocator's counters on the host: no wait for the GPU.
         Invalid(in_training_loop("torch.cuda.reset_peak_memory_stats()"), message="no wait for the GPU"),
         # A synchronize for a clock read made only under the logging interval was not flagged
@@ -433,7 +446,9 @@ under its interval, right before the read.
                 advice += (f"; not fixed: it runs only when `{flag}` is set, a switch the loop never changes "
                            f"(a debugging run may want it)")
         else:
-            fix = guard_statement(self, node, self.opts["log-every"])
+            # The statistics lines beside it go under the same `if` (each got one of its own).
+            fix = guard_statement(self, node, self.opts["log-every"],
+                                  joins=lambda call: _DEVICE_SYNC.get(_device_sync_name(ctx, call)) is False)
             advice = f"call it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])})"
         # A helper that other code calls too (an inference benchmark's `cuda_sync()`): editing its
         # body would change those callers as well.
