@@ -54,7 +54,7 @@ def step_counter(ctx, node: cst.CSTNode) -> str | None:
     # The enumerate index, also through a progress bar (`tqdm(enumerate(loader), total=n)`).
     counter = enumerate_counter(loop, ctx.assigned_values) or range_counter(loop, ctx.assigned_values)
     if counter is not None:
-        return counter
+        return (_growing_counter(ctx, loop) if outer is None else None) or counter
     if outer is not None:
         return _incremented(ctx, [s for s in outer.body.body if not ctx.index.contains(s, node)])
     return _incremented(ctx, [loop.body])
@@ -104,6 +104,31 @@ def _counter_at_call(ctx, call: cst.Call, seen: tuple) -> str | None:
     if ctx.loops.step_hook(call) is not None:
         return None
     return _counter_parameter(ctx, call, seen)
+
+
+def _growing_counter(ctx, loop: cst.CSTNode) -> str | None:
+    """A name the loop's body increments by 1 on every iteration (`global_step += 1`, a statement
+    of the body itself), in a loop nested in another that never sets it anew: it keeps counting
+    across the outer loop, where the loop's own index restarts. `for epoch ...: for i in
+    range(50): ...; global_step += 1` was guarded with `if i % 100 == 0:`, true at `i == 0`
+    only (once per epoch, whatever the interval). None without an outer loop or such a name."""
+    around = next((a for a in ctx.index.ancestors(loop)
+                   if isinstance(a, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda))), None)
+    if not isinstance(around, (cst.For, cst.While)) or not isinstance(loop.body, cst.IndentedBlock):
+        return None
+    for stmt in loop.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if not (isinstance(small, cst.AugAssign) and isinstance(small.operator, cst.AddAssign)
+                    and ctx.literal(small.value) == 1 and not ctx.tensors.is_tensor(small.target)):
+                continue
+            name = ctx.dotted(small.target)
+            # Set anew in the outer loop (`n = 0` each epoch) it restarts as the index does.
+            if name and not any(ctx.dotted(target) == name for node in ctx.index.walk(around)
+                                if not isinstance(node, cst.AugAssign) for target in binding_targets(node)):
+                return name
+    return None
 
 
 def _stepping_outer_loop(ctx, loop: cst.CSTNode) -> cst.For | cst.While | None:
@@ -507,7 +532,12 @@ def _loop_interval_test(ctx, node: cst.CSTNode, counter: str) -> _OwnTest | None
     if loop is None:
         return None
     region = ctx.loops.step_region(node)
-    counters = {counter} | _incremented_all(ctx, region if region is not None else [loop.body])
+    # The loop's own index too, when the counter is one that grows across an outer loop
+    # (_growing_counter): the script's `if i % 10 == 0:` is still its test. Not in the branch
+    # that steps the optimizer under accumulation, where the index's interval may never hold.
+    index = None if region is not None else \
+        enumerate_counter(loop, ctx.assigned_values) or range_counter(loop, ctx.assigned_values)
+    counters = {counter, index} - {None} | _incremented_all(ctx, region if region is not None else [loop.body])
     first = None
     for guard in ctx.index.walk(loop.body):
         if not isinstance(guard, cst.If) or ctx.loops.innermost_loop(guard) is not loop \

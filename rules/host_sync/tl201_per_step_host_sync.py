@@ -255,7 +255,9 @@ no fix); else the loop's own
 counter (the `enumerate` index, also of `tqdm(enumerate(loader))`, `it` of `for it in
 range(n)`, a name it increments by 1, never a tensor: `step_t += 1` of a device tensor is no
 counter; of a micro-batch loop that steps no optimizer, nanoGPT's `for micro_step in
-range(accum):`, the counter of the loop around it that does) and the script's logging interval (`if it % args.log_interval == 0:`), with `step`
+range(accum):`, the counter of the loop around it that does; in a loop nested in an epoch loop,
+a name its body increments by 1 that the outer loop never sets anew, `global_step += 1`, before
+the loop's index, which restarts every epoch) and the script's logging interval (`if it % args.log_interval == 0:`), with `step`
 standing for a counter not found (in the code that runs once per optimizer step under gradient
 accumulation, `opt_step`, which the advice says to count there with `opt_step += 1`: a test of the
 loop's index there, `i % 10 == 0` under `i % 4 == 3`, may hold on no step; no fix is written). In a

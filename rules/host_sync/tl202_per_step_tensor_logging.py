@@ -113,7 +113,9 @@ writes it (`if args.log_every > 0 and step % args.log_every == 0:`, `if i % 4 ==
 that `if` when it is right below or above (past other per-step logging lines, which join it
 too, as do those TL201 guards, `print("loss", loss.item())`, and, below, past plain assignments of what the test reads, `global_step += 1`, which stay
 above it); a condition that is not about the interval (`rank == 0`, `dist.get_rank() == 0`) is left out only when the
-interval is known to be a positive whole number (and a condition of the `if` it joins is not written twice); else under the loop's existing step counter and the script's logging interval (a name
+interval is known to be a positive whole number (and a condition of the `if` it joins is not written twice); else under the loop's existing step counter (in a loop nested in an epoch loop, a
+name its body increments by 1 that the outer loop never sets anew, `global_step += 1`, before the
+loop's index, which restarts every epoch) and the script's logging interval (a name
 such as `log_every`, `args.log_interval` or `LOG_EVERY`, in any case, when its value is known to
 be a positive whole number, as a literal, an option's default, or an attribute of `self` set to a
 literal once, in the class's `__init__`, and nowhere else in the file; no fix when it is not, as `step % 0` raises; else `log-every`,
@@ -511,6 +513,24 @@ tensor are logging lines side by side, and go under one `if` together).
         Invalid("import time\nt0 = time.time()\n" + in_training_loop(
                     "if time.time() - t0 > 30:\n    print(f'loss {loss:.4f}')\n    t0 = time.perf_counter()"),
                 message="Formatting tensor `loss`"),
+        # In a loop nested in the epoch loop, a counter that keeps growing across epochs
+        # (`global_step += 1`) is the one to test: `i % 100` held at `i == 0` only, once an epoch.
+        Invalid("import torch\nglobal_step = 0\nfor epoch in range(10):\n    for i in range(50):\n"
+                "        loss = model(x)\n        loss.backward()\n        opt.step()\n        global_step += 1\n"
+                "        print(f'loss {loss:.4f}')\n",
+                fixed="import torch\nglobal_step = 0\nfor epoch in range(10):\n    for i in range(50):\n"
+                "        loss = model(x)\n        loss.backward()\n        opt.step()\n        global_step += 1\n"
+                "        if global_step % 100 == 0:\n            print(f'loss {loss:.4f}')\n"),
+        # ... not one the epoch loop sets anew (it restarts as the index does), nor a loop's own
+        # interval test of its index, which stays the guard.
+        Invalid("import torch\nfor epoch in range(10):\n    n = 0\n    for i in range(50):\n"
+                "        loss = model(x)\n        loss.backward()\n        opt.step()\n        n += 1\n"
+                "        print(f'loss {loss:.4f}')\n",
+                message="(`if i % 100 == 0:`)"),
+        Invalid("import torch\nglobal_step = 0\nfor epoch in range(10):\n    for i in range(50):\n"
+                "        loss = model(x)\n        loss.backward()\n        opt.step()\n        global_step += 1\n"
+                "        print(f'loss {loss:.4f}')\n        if i % 10 == 0:\n            print('at', i)\n",
+                message="(`if i % 10 == 0:`)"),
         # A progress bar over `enumerate(...)`: its index counts.
         Invalid("import torch\nfrom tqdm import tqdm\nfor step, x in tqdm(enumerate(loader), total=len(loader)):\n"
                 "    loss = model(x)\n    loss.backward()\n    opt.step()\n    print(f'loss {loss:.4f}')\n",
