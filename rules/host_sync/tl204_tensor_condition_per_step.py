@@ -37,6 +37,26 @@ def _one_tensor_expression(ctx, expr: cst.BaseExpression) -> bool:
     return ctx.tensors.is_tensor(expr)
 
 
+def _branch_advice(node: cst.CSTNode) -> str:
+    """The advice for a tensor test, by what its branch does: only a check that fails (`assert`,
+    an `if` ending in `raise`) can become `torch._assert_async(...)`. Every test got that advice,
+    also `if mask.sum() == 0: continue`, whose skip no device-side assert can make."""
+    last = None
+    if isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock) and node.body.body:
+        line = node.body.body[-1]
+        last = line.body[-1] if isinstance(line, cst.SimpleStatementLine) and line.body else None
+    elif isinstance(node, cst.If) and isinstance(node.body, cst.SimpleStatementSuite) and node.body.body:
+        last = node.body.body[-1]
+    if isinstance(node, cst.Assert) or isinstance(last, cst.Raise):
+        return "use `torch._assert_async(...)` or check it at the logging interval"
+    if isinstance(last, (cst.Continue, cst.Return)):
+        return ("no device-side check can skip the step: compute it on the device instead (`torch.where(...)`, "
+                "masking the loss so the step does nothing), or accept the sync here")
+    if isinstance(last, cst.Break):
+        return "leaving the loop needs the value on the host: test it at the logging interval"
+    return "compute on the device (`torch.where(...)`) or check it at the logging interval"
+
+
 # A step loop whose batch arrives on the host and is moved field by field.
 _HOST_BATCH_TEST = ("import torch\nfor batch in loader:\n    x = batch['x'].cuda(non_blocking=True)\n    y = batch['y']\n"
                     "    {test}\n    loss = model(x, y.cuda(non_blocking=True))\n    loss.backward()\n    opt.step()\n")
@@ -79,7 +99,10 @@ queued kernel, on every step.
 ```python
     torch._assert_async(~torch.isnan(loss))   # checked on the device, no sync
 ```
-or check at the logging interval.
+or check at the logging interval. Only a check that fails (an `assert`, an `if` ending in
+`raise`) can become `torch._assert_async`: a test that skips the batch (`if mask.sum() == 0:
+continue`) needs the bool on the host; compute on the device instead (`torch.where(...)`, masking
+the loss), or accept the sync. The message's advice follows what the branch does.
 
 ## Fix safety
 A suggestion only (shown in diffs and reviews, never written by `--fix`): `assert cond` and
@@ -167,6 +190,16 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
         Invalid(in_training_loop("skipped += 1 if torch.isnan(loss) else 0"), fixed=NO_FIX,
                 message="`... if ... else ...` on a tensor"),
         Invalid(in_training_loop("scale = 0.5 if loss > 1.0 else 1.0"), fixed=NO_FIX, message="`torch.where(...)`"),
+        # The advice fits what the branch does: `torch._assert_async` was advised for every test,
+        # also a skip of the batch (`continue`), which no assert can make.
+        Invalid(in_training_loop("if torch.isnan(loss):\n    raise RuntimeError('nan')"),
+                message="use `torch._assert_async(...)`"),
+        Invalid(in_training_loop("if not torch.isfinite(loss):\n    opt.zero_grad()\n    continue"), fixed=NO_FIX,
+                message="no device-side check can skip the step: compute it on the device instead (`torch.where(...)`"),
+        Invalid(in_training_loop("if loss < 1e-3:\n    break"), fixed=NO_FIX,
+                message="leaving the loop needs the value on the host: test it at the logging interval"),
+        Invalid(in_training_loop("if loss > 10:\n    print('spike')"), fixed=NO_FIX,
+                message="compute on the device (`torch.where(...)`) or check it at the logging interval"),
         # The training loop's own test (`while loss > eps:`) runs before every step (it was not
         # reported: it is not inside the loop's body).
         Invalid("import torch\nloss = torch.tensor(1.0)\nwhile loss > 1e-3:\n    loss = model(x)\n    loss.backward()\n"
@@ -201,7 +234,7 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
         elif isinstance(node, cst.IfExp):
             advice = "pick on the device (`torch.where(...)`) or check it at the logging interval"
         else:
-            advice = "use `torch._assert_async(...)` or check it at the logging interval"
+            advice = _branch_advice(node)
         self.report(test, f"`{kind}` on a tensor copies it to the host and waits for the GPU every step; {advice}", fix)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
