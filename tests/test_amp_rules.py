@@ -12,6 +12,7 @@ from _paths import ROOT
 from trainlint.analysis.context import FileContext
 from trainlint.api import fix_source, lint_source
 from trainlint.config import Settings
+from trainlint.diagnostics import Applicability
 from trainlint.engine import parse
 
 FIXTURE = os.path.join(ROOT, "fixtures", "amp", "fp16_finetune.py")
@@ -111,6 +112,19 @@ def test_configured_init_scale_range(tmp_path):
     found = lint_source(code, settings=settings)
     assert [d.code for d in found] == ["TL403"] and "init_scale=2048" in found[0].message
     assert fix_source(code, settings=settings) == code.replace("4096", "2048")
+
+
+def test_tl403_fix_is_unsafe():
+    # Before: the fix was safe, so a plain --fix lowered init_scale, and an fp16 run that had
+    # skipped an overflowing first step at 65536 took it at 8192 (other weights after 5 steps).
+    direct = "import torch\nscaler = torch.amp.GradScaler('cuda')\n"
+    named = ("import torch\nINIT_SCALE = 2**16\n"
+             "scaler = torch.amp.GradScaler('cuda', init_scale=INIT_SCALE)\n")
+    for code in (direct, named):
+        found = [d for d in lint_source(code, select=["TL403"]) if d.code == "TL403"]
+        assert [d.fix.applicability for d in found] == [Applicability.UNSAFE], code
+        assert fix_source(code, select=["TL403"], unsafe_fixes=False) == code
+        assert "8192" in fix_source(code, select=["TL403"], unsafe_fixes=True)
 
 
 def _precision(code):

@@ -23,7 +23,7 @@ class GradScalerInitScale(Rule):
     name = "grad-scaler-init-scale"
     summary = "GradScaler whose `init_scale` is outside the configured range (default 1024..8192)"
     source = "§4.1"
-    fix_applicability = "safe"
+    fix_applicability = "unsafe"
     default_enabled = False
     triggers = ("GradScaler",)
     options = {
@@ -56,8 +56,11 @@ scaler = torch.amp.GradScaler("cuda", init_scale=8192)
 ```
 
 ## Fix safety
-Safe: only the starting point of the dynamic scale changes; the scaler still adapts it, and
-steps with overflowing gradients are still skipped.
+Unsafe: the point of the fix is to skip fewer steps, which changes the results. The scaler
+still adapts the scale and still skips steps whose gradients overflow, but which steps those are
+changes: where 65536 overflowed and skipped the first step, 8192 takes it, so the weights (and the
+loss curve from then on) differ from the original's. An fp16 run with `init_scale=65536` that
+skipped its first steps is trained on other updates after the fix.
 """
     valid = [
         Valid("import torch\nscaler = torch.amp.GradScaler('cuda', init_scale=4096)\n"),
@@ -128,13 +131,13 @@ steps with overflowing gradients are still skipped.
         if source is not None:
             self.report(node, f"GradScaler starts at `init_scale={ctx.code(arg.value)}` {source.condition()}, which "
                               f"{side}; {source.advice(_fmt(high))} {target}",
-                        source.fix(self, _fmt(high), Applicability.SAFE))
+                        source.fix(self, _fmt(high), Applicability.UNSAFE))
             return
         given = "the default 65536" if arg is None else f"`init_scale={ctx.code(arg.value)}` ({_fmt(value)})"
         self.report(
             node,
             f"GradScaler starts at {given}, which {side}; set `init_scale={_fmt(high)}` {target}",
-            self.fix(Applicability.SAFE, f"Set `init_scale={_fmt(high)}`", (node, self._with_scale(node, arg, _fmt(high)))),
+            self.fix(Applicability.UNSAFE, f"Set `init_scale={_fmt(high)}`", (node, self._with_scale(node, arg, _fmt(high)))),
         )
 
     def _with_scale(self, call: cst.Call, arg: cst.Arg | None, value: str) -> cst.Call:

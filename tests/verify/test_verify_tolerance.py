@@ -114,3 +114,16 @@ def test_steps_without_a_loss_are_not_compared():
     assert c.steps_compared == 1 and c.identical
     c = tolerance.check([[1.0, 1.0]], [[nan, 1.0]], tolerance.UNKNOWN)
     assert not c.within  # a loss lost in one version is a difference
+
+
+def test_init_scale_fix_accepts_a_curve_shifted_by_a_skipped_step():
+    # TL403's fix (an unsafe one) changes which early steps the GradScaler skips: the original
+    # skipped an overflowing first step, the fixed one takes it, so every later loss is one update
+    # ahead. The old "step" 1e-3 tolerance rejected every such run although its own reason said
+    # steps may be skipped differently; window means agree within the noise.
+    fixed = _converging(0.02, seed=1, steps=60)
+    original = [fixed[0]] + fixed[:-1]  # the first update skipped: the curve one step behind
+    assert not tolerance.check([original], [fixed], tolerance.Tolerance("step", 1e-3, "old")).within
+    c = tolerance.check([original], [fixed], tolerance.POLICY["TL403"])
+    assert c.within, c.describe()
+    assert tolerance.POLICY["TL403"].kind == "curve"

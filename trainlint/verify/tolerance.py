@@ -66,7 +66,12 @@ POLICY: dict[str, Tolerance] = {
     "TL303": Tolerance("step", 1e-4, "DDP reduces gradients in another order"),
     "TL401": Tolerance("exact", EXACT_RTOL, "the new autocast API computes the same"),
     "TL402": Tolerance("step", 0.05, "bfloat16 instead of float16 changes precision"),
-    "TL403": Tolerance("step", 1e-3, "another initial loss scale can skip other steps early on"),
+    # An unsafe fix: another initial loss scale skips other early steps (65536 skipped an
+    # overflowing first step that 8192 takes), so the fixed curve runs an update or more ahead of
+    # the original from there on. Step by step (the old "step" 1e-3) that is never within; as
+    # window means it is, unless the shift moves the curve beyond its noise.
+    "TL403": Tolerance("curve", 0.10, "another initial loss scale skips other early steps, shifting the curve "
+                                      "by those updates"),
     "TL404": Tolerance("step", 0.02, "TF32 matmuls round the mantissa"),
     "TL501": Tolerance("exact", EXACT_RTOL, "saving asynchronously changes no training values"),
     "TL601": Tolerance("step", 1e-3, "fused attention kernels sum in another order"),
