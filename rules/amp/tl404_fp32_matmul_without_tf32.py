@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.imports import third_party_import_place
+from trainlint.analysis.imports import module_binding, third_party_import_place
 from trainlint.diagnostics import Applicability
-from trainlint.rule import Invalid, Rule, Valid
+from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 
 from .targets import BEFORE_AMPERE, is_test_file, target_gpu
 
@@ -34,6 +34,10 @@ torch's, numpy's or Python's, counts as such), nor leaves precision to a framewo
 `torch.backends.cudnn.conv.fp32_precision`) do not count: they cover convolutions only
 (`cudnn.allow_tf32` is True by default), not matmuls.
 Not flagged when `target-gpu` is pascal, volta or turing, which have no TF32.
+The fix writes the setting line after the imports and after the statement that imports torch:
+after a whole `try:` importing it whose handlers exit or raise, after an `if` importing it in
+every branch. Where torch is imported only on some paths (an `if` without an `else`, a handler
+setting `torch = None`), the finding has no fix.
 
 ## Why is this bad?
 By default PyTorch computes float32 matmuls in full float32, which uses a fraction of an Ampere+
@@ -66,6 +70,7 @@ physics or long-horizon recurrences).
 """
     _SRC = ("import torch\n{pre}model = Net().cuda()\nfor x, y in loader:\n"
             "    loss = model(x.cuda(), y.cuda())\n    loss.backward()\n    opt.step()\n")
+    _LOOP = "model = Net().cuda()\nfor x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"
     valid = [
         Valid(_SRC.format(pre="torch.set_float32_matmul_precision('high')\n")),
         Valid(_SRC.format(pre="torch.backends.cuda.matmul.allow_tf32 = True\n")),
@@ -104,6 +109,29 @@ physics or long-horizon recurrences).
                 "for x in loader:\n    model(x.cuda()).sum().backward()\n    opt.step()\n"),
         Invalid(_SRC.format(pre=""), fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"),
                 message='torch.set_float32_matmul_precision("high")'),
+        # torch imported in a `try:` whose handler exits, below `import sys`: the line goes after
+        # the whole try (after `import sys` it ran before torch was bound: NameError at import).
+        Invalid("import sys\ntry:\n    import torch\nexcept ImportError:\n    sys.exit('needs PyTorch')\n" + _LOOP,
+                fixed="import sys\ntry:\n    import torch\nexcept ImportError:\n    sys.exit('needs PyTorch')\n\n"
+                      "torch.set_float32_matmul_precision(\"high\")\n" + _LOOP),
+        Invalid("import os\ntry:\n    import torch as th\nexcept ImportError as e:\n    raise SystemExit(str(e))\n"
+                + _LOOP.replace("x.cuda()", "x.to('cuda')"),
+                fixed="import os\ntry:\n    import torch as th\nexcept ImportError as e:\n    raise SystemExit(str(e))\n\n"
+                      "th.set_float32_matmul_precision(\"high\")\n" + _LOOP.replace("x.cuda()", "x.to('cuda')")),
+        # torch imported under a module-level `if` in every branch: after the if (it went above it).
+        Invalid("import os\nif os.environ.get('X'):\n    import torch\nelse:\n    import torch\n" + _LOOP,
+                fixed="import os\nif os.environ.get('X'):\n    import torch\nelse:\n    import torch\n\n"
+                      "torch.set_float32_matmul_precision(\"high\")\n" + _LOOP),
+        # Imported on some paths only (an `if` without an else, a handler that binds None): no
+        # place sees torch bound on every path, so no fix, and the message says why.
+        Invalid("import os\nif os.environ.get('X'):\n    import torch\n" + _LOOP, fixed=NO_FIX,
+                message="not fixed: `torch` is imported only on some paths (under an `if`)"),
+        Invalid("import sys\ntry:\n    import torch\nexcept ImportError:\n    torch = None\n" + _LOOP, fixed=NO_FIX,
+                message="not fixed: `torch` is imported only on some paths"),
+        # `import torch` below other code: the line goes after it, not after the first imports.
+        Invalid("import os\nos.environ['X'] = '1'\nA = 1\nB = 2\nC = 3\nimport torch\n" + _LOOP,
+                fixed="import os\nos.environ['X'] = '1'\nA = 1\nB = 2\nC = 3\nimport torch\n\n"
+                      "torch.set_float32_matmul_precision(\"high\")\n" + _LOOP),
         # cuDNN's TF32 flags cover convolutions (allow_tf32 is already True by default): matmuls stay float32.
         Invalid(_SRC.format(pre="torch.backends.cudnn.allow_tf32 = True\n"),
                 fixed=_SRC.format(pre="\ntorch.set_float32_matmul_precision(\"high\")\n"
@@ -176,11 +204,16 @@ physics or long-horizon recurrences).
             else:
                 replacements = [ctx.insert_after_imports(code)]
         else:  # `import torch` where isort puts it among the imports, the setting after them
-            replacements = [*extra, ctx.insert_after_imports(line)]
-        self.report(
-            site,
-            "CUDA training runs float32 matmuls at full float32 precision (no autocast, no TF32); add "
-            "`torch.set_float32_matmul_precision(\"high\")` after the imports to use TF32 tensor cores "
-            "(Ampere+), or train under autocast in bfloat16",
-            self.fix(Applicability.UNSAFE, "Enable TF32 matmuls", *replacements),
-        )
+            # and after the statement that binds torch (a `try:` import below `import sys`).
+            binder, why = module_binding(ctx, torch.split(".")[0]) if not extra else (None, None)
+            if why is not None:
+                replacements = None
+            else:
+                replacements = [*extra, ctx.insert_after_imports(line, after=binder)]
+        message = ("CUDA training runs float32 matmuls at full float32 precision (no autocast, no TF32); add "
+                   "`torch.set_float32_matmul_precision(\"high\")` after the imports to use TF32 tensor cores "
+                   "(Ampere+), or train under autocast in bfloat16")
+        if replacements is None:
+            self.report(site, f"{message}; not fixed: {why}, where the setting line would not always see it")
+            return
+        self.report(site, message, self.fix(Applicability.UNSAFE, "Enable TF32 matmuls", *replacements))

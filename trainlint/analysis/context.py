@@ -713,13 +713,16 @@ class FileContext:
                 break
         return anchor
 
-    def insert_after_imports(self, code: str) -> tuple[cst.CSTNode, str]:
+    def insert_after_imports(self, code: str, after: cst.CSTNode | None = None) -> tuple[cst.CSTNode, str]:
         """Replacement that adds the line `code` after the module's imports (after a docstring when
-        there are none, else at the top)."""
+        there are none, else at the top), and after the module-level statement `after` when that
+        comes later (the one that binds a name code uses: imports.module_binding)."""
         newline = self.module.default_newline
         is_import = code.startswith(("import ", "from "))
         anchor = self.last_import()
         body = self.module.body
+        if after is not None and (anchor is None or body.index(after) > body.index(anchor)):
+            anchor = after
         if anchor is None:
             if not body:
                 return (self.module, code + newline)

@@ -7,6 +7,8 @@ import sys
 
 import libcst as cst
 
+from trainlint.analysis.names import dotted
+from trainlint.analysis.tree import walk
 from trainlint.analysis.variables import is_variable
 
 
@@ -36,6 +38,90 @@ def after_imports(ctx, code: str, blank_lines_after: int = 0):
             return None
         return (following, code + ctx.code(following))
     return (anchor, ctx.code(anchor) + code)
+
+
+# Calls that end the script: a handler or branch that makes one leaves nothing after it to run.
+_EXITS = {"sys.exit", "os._exit", "builtins.exit", "builtins.quit"}
+
+
+def module_binding(ctx, name: str) -> tuple[cst.CSTNode | None, str | None]:
+    """The first module-level statement after which an import has bound `name` on every path
+    that goes on (a plain `import torch`; a `try:` importing it whose handlers exit, raise or
+    import it too; an `if` importing it in every branch), and None; or None and why there is none.
+
+    Code a fix writes at module level that uses `name` goes after this statement as well as after
+    the leading imports: after `import sys` alone it ran before `try: import torch / except
+    ImportError: sys.exit(...)` (NameError). A name imported only on some paths (an `if` without
+    an `else`, a handler binding `torch = None`) gets no such code at all."""
+    partial = None
+    for stmt in ctx.module.body:
+        outcome = _outcome(ctx, stmt, name)
+        if outcome == "bound":
+            return stmt, None
+        if partial is None and outcome is None and _imports_somewhere(stmt, name):
+            kind = "an `if`" if isinstance(stmt, cst.If) else "a `try:` whose handler neither exits nor imports it" \
+                if isinstance(stmt, cst.Try) else "a block"
+            partial = f"`{name}` is imported only on some paths (under {kind})"
+    return None, partial or f"no module-level import binds `{name}`"
+
+
+def _outcome(ctx, stmt: cst.CSTNode, name: str) -> str | None:
+    """"bound" when every path through the module-level stmt that goes on has imported name,
+    "exits" when none goes on (a raise, sys.exit()), else None."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return _small_outcome(ctx, stmt.body, name)
+    if isinstance(stmt, cst.Try):
+        paths = [_block_outcome(ctx, stmt.body, name)] + [_block_outcome(ctx, h.body, name) for h in stmt.handlers]
+    elif isinstance(stmt, cst.If):
+        orelse = stmt.orelse
+        rest = None if orelse is None else _outcome(ctx, orelse, name) if isinstance(orelse, cst.If) \
+            else _block_outcome(ctx, orelse.body, name)
+        paths = [_block_outcome(ctx, stmt.body, name), rest]
+    else:
+        return None
+    if None in paths:
+        return None
+    return "exits" if all(p == "exits" for p in paths) else "bound"
+
+
+def _block_outcome(ctx, block: cst.BaseSuite, name: str) -> str | None:
+    """A block's outcome: that of its first statement that binds name or exits."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        return _small_outcome(ctx, block.body, name)
+    for stmt in block.body:
+        outcome = _outcome(ctx, stmt, name)
+        if outcome is not None:
+            return outcome
+    return None
+
+
+def _small_outcome(ctx, smalls, name: str) -> str | None:
+    for small in smalls:
+        if isinstance(small, (cst.Import, cst.ImportFrom)) and name in _import_bound(small):
+            return "bound"
+        if isinstance(small, cst.Raise) or (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                                            and ctx.names.qualified(small.value.func) in _EXITS):
+            return "exits"
+    return None
+
+
+def _import_bound(node: cst.Import | cst.ImportFrom) -> set[str]:
+    """The names an import statement binds (`torch` for `import torch.nn`, `th` for `... as th`)."""
+    if isinstance(node.names, cst.ImportStar):
+        return set()
+    out = set()
+    for alias in node.names:
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            out.add(alias.asname.name.value)
+        elif isinstance(node, cst.Import):
+            out.add((dotted(alias.name) or "").split(".")[0])
+        elif isinstance(alias.name, cst.Name):
+            out.add(alias.name.value)
+    return out
+
+
+def _imports_somewhere(stmt: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(n, (cst.Import, cst.ImportFrom)) and name in _import_bound(n) for n in walk(stmt))
 
 
 def blank_lines_above(stmt: cst.CSTNode) -> int:
