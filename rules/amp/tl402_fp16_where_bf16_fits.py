@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.imports import remove_unused_imports
+from trainlint.analysis.imports import module_binding, remove_unused_imports
 from trainlint.diagnostics import Applicability
 from trainlint import layout
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
@@ -100,7 +100,7 @@ torch.autocast("cuda", dtype=torch.float16)` in `__init__`, then `with self.auto
 `ctx = nullcontext() if ... else torch.amp.autocast(...)`, then `with ctx:`), whose fix sets the
 dtype where it is made. The choice is made once, in a variable just before the first scaler
 (at module level, before any statement above it that calls a function of the file reading it,
-`warm = step(x0)`), when every autocast and scaler the fix touches runs after it and sees it (later in the same
+`warm = step(x0)`, but never above the statement that imports torch), when every autocast and scaler the fix touches runs after it and sees it (later in the same
 function; for a scaler made in `__init__`, a `self.` attribute the class's other methods read); else
 (a scaler made in another method or function, `reset_scaler()`, `make_scaler()`) it is written
 where each is used. An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
@@ -232,6 +232,19 @@ GPU while the decorated function still runs in float16.
                 "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
                 fixed="import torch\ndef step(x):\n    with torch.autocast('cuda', dtype=amp_dtype):\n        return model(x)\n"
                 + _CHOICE_LINE + "warm = step(x0)\nscaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n"
+                "for x in loader:\n    loss = step(x)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
+                "    scaler.update()\n"),
+        # ... but not above the `try:` that imports torch (the call is in it, below `import sys`):
+        # the definition reads torch, NameError at import; the choice is written inline instead.
+        Invalid("import sys\ndef step(x):\n    with torch.autocast('cuda'):\n        return model(x)\n"
+                "try:\n    import torch\n    warm = step(x0)\nexcept ImportError:\n    sys.exit('needs PyTorch')\n"
+                "scaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    loss = step(x)\n"
+                "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
+                fixed="import sys\ndef step(x):\n    with torch.autocast(\n        'cuda',\n        dtype=(\n"
+                "            torch.bfloat16\n            if torch.cuda.is_bf16_supported(including_emulation=False)\n"
+                "            else torch.float16\n        ),\n    ):\n        return model(x)\n"
+                "try:\n    import torch\n    warm = step(x0)\nexcept ImportError:\n    sys.exit('needs PyTorch')\n"
+                "scaler = torch.amp.GradScaler(\n    'cuda', enabled=not torch.cuda.is_bf16_supported(including_emulation=False)\n)\n"
                 "for x in loader:\n    loss = step(x)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
                 "    scaler.update()\n"),
         # ... and above a method's caller (`Trainer().warmup()` runs `fit`, whose autocast reads it).
@@ -905,7 +918,9 @@ def _module_definition_point(ctx, stmt: cst.CSTNode, uses: list) -> cst.CSTNode 
     first scaler's), or the first statement above it that calls a function of the file that reads
     the variable (_readers: `warmup = step(x0)` above `scaler = ...`, step's autocast reading
     `amp_dtype`), which would run before it was bound; None when that statement comes before the
-    last import (`torch` may not be bound there yet)."""
+    last import or is (or precedes) the statement that binds torch (imports.module_binding): the
+    definition reads torch, and above `try: import torch / forward(x0) / except ImportError:
+    sys.exit()` below `import sys` it raised NameError."""
     body = list(ctx.module.body)
     at = body.index(stmt)
     readers = _readers(ctx, uses)
@@ -915,8 +930,16 @@ def _module_definition_point(ctx, stmt: cst.CSTNode, uses: list) -> cst.CSTNode 
         top = _top_statement(ctx, call)
         if top is not None and body.index(top) < at:
             at = body.index(top)
+    if at == body.index(stmt):
+        return stmt
     last = ctx.last_import()
-    if at < body.index(stmt) and last is not None and last in body and at <= body.index(last):
+    if last is not None and last in body and at <= body.index(last):
+        return None
+    torch, extra = ctx.module_name("torch")
+    if extra:  # the fix imports torch itself, among the imports
+        return body[at]
+    binder, _ = module_binding(ctx, torch.split(".")[0])
+    if binder is None or at <= body.index(binder):
         return None
     return body[at]
 
