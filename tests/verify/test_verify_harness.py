@@ -269,6 +269,32 @@ def test_a_new_optimizer_that_takes_over_is_counted(tmp_path):
     assert rec.extra["other_optimizer_steps"] >= 8
 
 
+_GAN_LOGGED = """
+import os, torch
+torch.manual_seed(0)
+log = open(os.path.join(os.path.dirname(__file__), "d_losses"), "w")
+g = torch.nn.Linear(2, 4); d = torch.nn.Linear(4, 1)
+og = torch.optim.SGD(g.parameters(), lr=0.01); od = torch.optim.SGD(d.parameters(), lr=0.01)
+for _ in range(30):
+    od.zero_grad(); loss_d = d(g(torch.randn(8, 2)).detach()).pow(2).mean() + 1.0
+    loss_d.backward(); print(loss_d.item(), file=log, flush=True); od.step()
+    og.zero_grad(); (-d(g(torch.randn(8, 2)))).mean().backward(); og.step()
+"""
+
+
+def test_a_gan_steps_loss_is_the_counted_optimizers_own(tmp_path):
+    # Before: the generator's backward stayed pending until the discriminator's next step, so
+    # each counted step's loss was the mean of D's loss and G's previous one (only the first
+    # step's was D's alone). Now the losses before G's step are dropped: the curve is D's.
+    script = tmp_path / "gan.py"
+    script.write_text(_GAN_LOGGED)
+    rec = run_once(_settings(script, steps=6, warmup=1), Variant("o", [], str(script)), 0, tmp_path)
+    logged = [float(v) for v in (tmp_path / "d_losses").read_text().split()]
+    assert len(rec.losses) == 7
+    assert rec.losses == pytest.approx(logged[:7], rel=1e-6)
+    assert rec.extra["other_optimizer_steps"] >= 6
+
+
 def test_steps_of_an_optimizer_not_counted_are_shown(verify, tmp_path):
     # other_optimizer_steps was recorded and shown nowhere: a GAN's step time read as one
     # optimizer's step, though it spans the generator's step too.

@@ -12,6 +12,8 @@ What is hooked, and why each hook stays cheap (the harness must not change what 
 - ``DataLoader.__iter__`` and the loader iterator's ``__next__``: time spent waiting for data;
 - ``torch.autograd.backward`` (which ``Tensor.backward`` calls): the detached scalar loss is kept
   where it lives (on the device) and read once at the end, so no per-step host sync is added;
+  the losses of backward calls followed by another optimizer's step (a GAN's generator) are
+  dropped, so a counted step's loss is that of its own optimizer's backward calls;
   ``GradScaler.scale`` notes which scaled tensor stands for which loss, so the loss kept is the
   unscaled one, and ``GradScaler.step`` counts a step it skips as a step;
 - progress: a daemon thread writes the number of steps so far to ``<out_dir>/rank<R>.progress``
@@ -65,6 +67,7 @@ class _State:
         self.first_optimizer = None  # a weak reference to the counted optimizer (see _counted)
         self.last_other: int | None = None  # another one that stepped since the counted one did
         self.other_optimizer_steps = 0
+        self.other_backward = 0  # backward calls whose loss went to another optimizer's step
         self.optimizer_switches = 0
         self.hook_calls = 0  # optimizer steps of any optimizer (GradScaler.step looks)
         self.scaler_skipped = 0  # steps a GradScaler skipped, counted as steps all the same
@@ -241,6 +244,7 @@ def _install(cfg: dict, state: _State) -> Hooks:
             # BaseException: around the step) and trained on: the record is already complete.
             _caught_stop(cfg, state)
         if not _counted(state, optimizer):
+            _drop_other_losses(state)
             return
         if state.device is not None:
             # Recorded on the stream the parameters' device computes on; no host wait. Under
@@ -301,7 +305,8 @@ def _counted(state: _State, optimizer) -> bool:
     has taken over (stage 1 trains a head with one optimizer, stage 2 everything with another):
     from its second step on, its steps are counted. Before, only the first optimizer's steps
     counted, and a run whose first stage was short "finished after 10 optimizer steps". The
-    step where it takes over spans both of its steps since the old optimizer's last one.
+    step where it takes over spans both of its steps since the old optimizer's last one (its
+    loss is that of the second step's backward calls: the first one's were dropped as another's).
     """
     key = id(optimizer)
     counted = state.first_optimizer() if state.first_optimizer is not None else None
@@ -322,6 +327,24 @@ def _counted(state: _State, optimizer) -> bool:
     state.last_other = key
     state.other_optimizer_steps += 1
     return False
+
+
+def _drop_other_losses(state: _State) -> None:
+    """Forget the losses of the backward calls that led to another optimizer's step.
+
+    The backward calls since the last step of any optimizer belong to the optimizer stepping
+    now; when that is not the counted one (a GAN's generator, stepping after its discriminator)
+    they are not the counted step's. Before, they stayed pending and the counted step's loss
+    was the mean of the discriminator's loss and the generator's previous one. Only list
+    bookkeeping: the tensors are dropped, never read, so no host sync is added. A loss whose
+    backward comes before the other optimizer's step but belongs to the counted one (both
+    backward calls first, then both steps) cannot be told apart and is dropped alike.
+    """
+    n = state.pending_losses
+    if n:
+        del state.losses[-n:]
+        state.other_backward += n
+        state.pending_losses = 0
 
 
 def _backward_loss(tensors, grads, scaled: dict):
@@ -490,6 +513,7 @@ def _collect(state: _State, status: str) -> dict:
         "rank": int(os.environ.get("RANK", "0")),
         "steps_seen": len(ends),
         "other_optimizer_steps": state.other_optimizer_steps,
+        "other_optimizer_backward": state.other_backward,
         "optimizer_switches": state.optimizer_switches,
         "scaler_skipped_steps": state.scaler_skipped,
         "stop_caught": state.stop_caught,

@@ -318,7 +318,8 @@ def _other_optimizer_notes(report: dict) -> list[str]:
         return []
     return [f"note: steps of another optimizer were not counted as steps ({', '.join(counts)} in "
             "the first repeat): the verifier counts the steps of one optimizer, the first to step, "
-            "so with two that take turns (a GAN's) a step's time spans both optimizers' work."]
+            "so with two that take turns (a GAN's) a step's time spans both optimizers' work; its "
+            "loss is the counted optimizer's own."]
 
 
 def write_json(report: dict, path: Path) -> None:
