@@ -241,7 +241,7 @@ def test_a_crash_on_one_rank_shows_that_ranks_traceback(verify, tmp_path):
     script.write_text(RANK_CRASH)
     result, _ = verify(script, "--fixed", script, "--nproc-per-node", "2", "--steps", "5",
                        "--warmup", "1", "--repeats", "1")
-    _assert_user_error(result, "exited with status 1: rank 1 failed first",
+    _assert_user_error(result, "torchrun exited with status 1: rank 1 failed first",
                        'raise ValueError("rank 1 broke")', "ValueError: rank 1 broke")
     assert "harness.py" not in result.stderr
 
@@ -258,8 +258,11 @@ def test_a_rank_that_calls_sys_exit_is_named_with_its_exit_code(verify, tmp_path
                       .replace("import torch,", "import sys, torch,"))
     result, _ = verify(script, "--fixed", script, "--nproc-per-node", "2", "--steps", "5",
                        "--warmup", "1", "--repeats", "1")
-    _assert_user_error(result, "rank 1 failed first, after 3 of 6 optimizer steps", "sys.exit(2)",
-                       "exit status 2", "Its stdout ends with:\n[rank1] data shard exhausted")
+    # The headline's status is torchrun's (1): "exited with status 1: rank 1 failed first" and
+    # then "exit status 2" read as a contradiction; it now says whose status and what the rank did.
+    _assert_user_error(result, "torchrun exited with status 1: rank 1 called sys.exit(2) first, "
+                       "after 3 of 6 optimizer steps", "the rank's exit status 2",
+                       "Its stdout ends with:\n[rank1] data shard exhausted")
 
 
 WRITES_BESIDE = """

@@ -711,10 +711,12 @@ def _rank_failed(cfg: dict, exit_code: int = 1) -> None:
         tb = tb.tb_next  # the harness's own frames (main, _execute) say nothing of the cause
     text = "".join(traceback.format_exception(type(exc), exc, tb))
     if isinstance(exc, SystemExit):
-        text += f"(the script called sys.exit({exc.code!r}): exit status {exit_code})\n"
+        text += f"(the script called sys.exit({exc.code!r}): the rank's exit status {exit_code})\n"
     sys.stderr.write(text)
     rank = int(os.environ.get("RANK", "0"))
     record = {"rank": rank, "time": time.time(), "traceback": text, "exit_code": exit_code}
+    if isinstance(exc, SystemExit):
+        record["sys_exit"] = repr(exc.code)  # the runner's message names the call (runner._failure)
     try:
         with open(os.path.join(cfg["out_dir"], f"rank{rank}.error.json"), "w") as f:
             json.dump(record, f)

@@ -303,9 +303,9 @@ def _run_once(
         needed = settings.warmup + (profile_steps or settings.steps)
         failed = _first_failed_rank(out_dir)
         if failed is not None:
-            rank, tail = failed
+            rank, tail, how = failed
             output = _rank_output(out_dir, rank)
-            raise VerifyError(f"{label} exited with status {rc}: rank {rank} failed first,"
+            raise VerifyError(f"{label}: torchrun exited with status {rc}: rank {rank} {how} first,"
                               f"{_progress(out_dir, needed, rank=rank)}. "
                               f"Its traceback ends with:\n{tail}" + output)
         raise VerifyError(f"{label} exited with status {rc}{_progress(out_dir, needed)}. "
@@ -395,11 +395,14 @@ def _rank_output(out_dir: Path, rank: int) -> str:
     return ""
 
 
-def _first_failed_rank(out_dir: Path, lines: int = 25) -> tuple[int, str] | None:
-    """The rank whose script raised first, and its traceback's tail (harness._rank_failed).
+def _first_failed_rank(out_dir: Path, lines: int = 25) -> tuple[int, str, str] | None:
+    """The rank whose script raised first, its traceback's tail (harness._rank_failed), and how
+    it failed ("failed", or "called sys.exit(2)").
 
     Under torchrun the stderr tail is torchrun's summary of the ranks it stopped, not the cause:
-    the first rank to fail holds that, the others only broke off after it.
+    the first rank to fail holds that, the others only broke off after it. The status in the
+    message is torchrun's (1 whatever the rank's), so a rank's sys.exit is named as the call:
+    "exited with status 1: rank 1 failed first" over "exit status 2" read as a contradiction.
     """
     errors = []
     for path in out_dir.glob("rank*.error.json"):
@@ -411,7 +414,8 @@ def _first_failed_rank(out_dir: Path, lines: int = 25) -> tuple[int, str] | None
         return None
     first = min(errors, key=lambda e: (e["time"], e["rank"]))
     tail = "\n".join(first["traceback"].rstrip().splitlines()[-lines:])
-    return first["rank"], tail
+    how = f"called sys.exit({first['sys_exit']})" if "sys_exit" in first else "failed"
+    return first["rank"], tail, how
 
 
 def _record(name: str, repeat: int, warmup: int, ranks: list[dict], wall: float) -> RunRecord:
