@@ -157,6 +157,24 @@ _NO_FIX_COUNT = _with_total(in_training_loop("correct += (model(x).argmax(-1) ==
     + "print(correct)\n"
 # A file that builds a ReduceLROnPlateau and steps it in the loop (`step`, indented for the inner loop).
 # A trainer whose loop calls a method of the logger it keeps on itself, handing it {args}.
+# A transformers callback that the file's own loop calls (not the Trainer): its `state` is None.
+_OWN_CALLBACK = """import torch
+from transformers import TrainerCallback
+class Printer(TrainerCallback):
+    def on_step_end(self, args, state, control, step=0, loss=None, **kw):
+        {body}
+class Loop:
+    def __init__(self, model, opt):
+        self.model, self.opt = model, opt
+        self.callbacks = [Printer()]
+        self.printer = Printer()
+    def train(self, loader):
+        for step, x in enumerate(loader):
+            loss = self.model(x.cuda())
+            loss.backward()
+            self.opt.step()
+            {call}(None, None, None, step=step, loss=loss)
+"""
 _KEPT_LOGGER = ("import torch\nclass Logger:\n    def on_step_end(self, step, loss):\n        {body}\n"
                 "class Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(8, 1).cuda()\n"
                 "        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)\n        self.logger = Logger()\n"
@@ -272,7 +290,9 @@ advice counts `self.step += 1` there and no fix is written. An interval kept on 
 counter and logging interval: `self.global_step % self.trainer.log_every_n_steps` in a
 LightningModule, `trainer.global_step % trainer.log_every_n_steps` in a Lightning callback,
 `state.global_step % state.logging_steps` in a TrainerCallback (the Trainer's `self.state` in a
-Trainer subclass); and in Lightning they mention `self.log(...)`, which keeps a tensor on the
+Trainer subclass), but only in a hook the framework alone calls: one the file's own code calls
+(`for cb in self.callbacks: cb.on_step_end(args, None, None, step=step)`) is a method like any
+other there, guarded by the counter the call hands in, else not fixed; and in Lightning they mention `self.log(...)`, which keeps a tensor on the
 device until the logger writes (with `prog_bar=True` the progress bar reads it at every refresh,
 each batch by default). Lightning's and the Trainer's counters count optimizer steps: under gradient accumulation a
 guard on them is true on every micro-batch of each N-th step.
@@ -851,6 +871,18 @@ of every tenth loss, predictions shorter than their targets).
         # half a line and got no fix.
         Invalid(in_training_loop("print('loss', loss.item(), end='\\r')\nprint('lr', lr)"),
                 fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.item(), end='\\r')\nprint('lr', lr)")),
+        # A TrainerCallback's hook that the file's own loop calls is an ordinary method there: the
+        # counter the call hands in guards it. It was guarded with transformers' `state.global_step
+        # % state.logging_steps`, and the loop passes `state=None`: the fixed script crashed.
+        Invalid(_OWN_CALLBACK.format(call="for cb in self.callbacks:\n                cb.on_step_end",
+                                     body="print('loss', loss.item())"),
+                fixed=_OWN_CALLBACK.format(call="for cb in self.callbacks:\n                cb.on_step_end",
+                                           body="if step % 100 == 0:\n            print('loss', loss.item())")),
+        # Without a counter handed in (`self.cb.on_step_end(...)` passes none): no fix, not the
+        # framework's state either.
+        Invalid(_OWN_CALLBACK.format(call="self.printer.on_step_end",
+                                     body="print('loss', loss.item())").replace("step=step, ", ""),
+                fixed=NO_FIX, message="counting `self.step += 1` in this method"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

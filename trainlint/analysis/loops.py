@@ -2277,7 +2277,7 @@ class Loops:
             return None
         fn = self.index.enclosing_function(node)
         framework = self._framework(fn) if fn is not None else None
-        if framework is None:
+        if framework is None or self.file_calls_hook(fn):
             return None
         params = [p.name.value for p in fn.params.params]
         try:
@@ -2285,6 +2285,17 @@ class Loops:
                             framework.log.format(*params) if framework.log else None)
         except IndexError:  # `def on_step_end(self, *args, **kwargs)`
             return None
+
+    def file_calls_hook(self, fn: cst.FunctionDef) -> bool:
+        """The file's own code runs the framework hook fn, outside the framework's hooks (`for cb in
+        self.callbacks: cb.on_step_end(args, None, None)` in its loop, `self.cb.on_step_end(...)`):
+        there the arguments are the file's, not the framework's. A guard on transformers'
+        `state.global_step % state.logging_steps` crashed where the loop passed `state=None`; the
+        hook is an ordinary method of the file, and its counter is the one the call hands in. A call
+        from another hook of the framework (a Trainer's `training_step` calling its own
+        `compute_loss`) is still the framework's run."""
+        return any(not (caller := self.index.enclosing_function(call)) or self._framework(caller) is None
+                   for call in self.calls_of(fn))
 
     def _framework(self, fn: cst.FunctionDef) -> _Framework | None:
         cls = self.index.parent.get(self.index.parent.get(fn))
