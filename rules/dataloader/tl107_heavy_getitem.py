@@ -44,8 +44,11 @@ in the same module) that it calls, up to two calls down (`self.load_image(i)`).
 A tokenizer is recognised whatever its name: by its method (`encode`, `encode_plus`, tiktoken's
 `encode_ordinary`/`encode_batch`, SentencePiece's `EncodeAsIds`/`encode_as_pieces`), by a keyword
 only a Hugging Face tokenizer takes (`self.tok(text, truncation=True)`), or by what built it
-(`tiktoken.get_encoding(...)`, `AutoTokenizer.from_pretrained(...)`, `SentencePieceProcessor(...)`);
-a module such as `self.encoder(x)` is none.
+(`tiktoken.get_encoding(...)`, `AutoTokenizer.from_pretrained(...)`, `SentencePieceProcessor(...)`),
+also when handed to the dataset's constructor and kept (`self.tok = tok`) where every construction
+of the dataset in the file hands it such an object; a Hugging Face processor given `text=` (one
+named `processor`, or built as `AutoProcessor.from_pretrained(...)`) tokenizes too. A module such
+as `self.encoder(x)`, or a callable handed in that is not known to be a tokenizer, is none.
 
 Also flags a function given to Hugging Face datasets' `ds.set_transform(fn)` or
 `ds.with_transform(fn)` (a function of the module, a lambda, `functools.partial` of one) that does
@@ -73,6 +76,12 @@ workers (each would replay every sample; the message says so). The offline conve
 make: for a `set_transform`/`with_transform` function, `ds.map(fn, batched=True)`, which runs it once
 and caches what it returns (no fix).
 """
+    # A callable handed to the dataset's constructor and kept (`self.tok = tok`).
+    _HANDED = ("import torch, tiktoken\nfrom transformers import AutoTokenizer, AutoProcessor\n"
+               "from torch.utils.data import Dataset, DataLoader\nclass DS(Dataset):\n"
+               "    def __init__(self, texts, tok):\n        self.texts = texts\n        self.tok = tok\n"
+               "    def __getitem__(self, i):\n        return {body}\n"
+               "tok = {made}\nds = DS(texts, tok)\nloader = DataLoader(ds, num_workers=2)\n")
     _SRC = "import os\nfrom torch.utils.data import Dataset, DataLoader\nclass DS(Dataset):\n    def __getitem__(self, i):\n        {body}\nloader = DataLoader(DS(){args})\n"
     valid = [
         Valid(_SRC.format(body="return self.ids[i]", args="")),
@@ -101,8 +110,28 @@ and caches what it returns (no fix).
         Valid("import cv2\nfrom torch.utils.data import Dataset\ndef load_image(p):\n    return cv2.imread(p)\n"
               "class DS(Dataset):\n    def load_image(self, i):\n        return self.images[i]\n"
               "    def __getitem__(self, i):\n        return self.load_image(i)\n"),
+        # A callable handed in and stored is not a tokenizer unless every construction hands one:
+        # a transform, a module, or a tokenizer in one construction only.
+        Valid(_HANDED.format(made="lambda t: t", body="self.tok(self.texts[i])")),
+        Valid(_HANDED.format(made="torch.nn.Identity()", body="self.tok(self.texts[i])")),
+        Valid(_HANDED.format(made="AutoTokenizer.from_pretrained('gpt2')", body="self.tok(self.texts[i])")
+              + "other = DS(texts, lambda t: t)\n"),
+        # A processor given images only tokenizes nothing.
+        Valid(_SRC.format(body="return self.processor(images=self.images[i])", args=", num_workers=2")),
     ]
     invalid = [
+        # A tokenizer handed to the constructor and called plainly (`self.tok(t)`): recognised by
+        # what every construction hands in. It was missed unless called with a keyword only Hugging
+        # Face's tokenizer takes.
+        Invalid(_HANDED.format(made="AutoTokenizer.from_pretrained('gpt2')", body="self.tok(self.texts[i])"),
+                fixed=NO_FIX, message="tokenizes text"),
+        Invalid(_HANDED.format(made="tiktoken.get_encoding('gpt2')", body="self.tok(self.texts[i])")
+                .replace("ds = DS(texts, tok)", "ds = DS(tok=tok, texts=texts)"), fixed=NO_FIX, message="tokenizes text"),
+        # A Hugging Face processor given text (it was missed too): by its name, or what built it.
+        Invalid(_SRC.format(body="return self.processor(text=self.texts[i], images=self.images[i])", args=", num_workers=2"),
+                fixed=NO_FIX, message="tokenizes text"),
+        Invalid(_HANDED.format(made="AutoProcessor.from_pretrained('clip')", body="self.tok(text=self.texts[i])"),
+                fixed=NO_FIX, message="tokenizes text"),
         Invalid(_SRC.format(body="return self.tokenizer(self.texts[i])", args=""),
                 fixed=_SRC.format(body="return self.tokenizer(self.texts[i])",
                                   args=", num_workers=min(8, os.cpu_count() or 1)")),

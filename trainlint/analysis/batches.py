@@ -1216,7 +1216,89 @@ def _calls_tokenizer(ctx, call: cst.Call) -> bool:
     if isinstance(func, cst.Attribute) and func.attr.value.lower().startswith("decode"):
         return False
     held = func.value if isinstance(func, cst.Attribute) and not _made_by(ctx, func) else func
-    return any(_TOKENIZER_MAKERS.search(made) for made in _made_by(ctx, held))
+    return any(_TOKENIZER_MAKERS.search(made) for made in _made_by(ctx, held)) \
+        or any(_handed(ctx, e, _TOKENIZER_MAKERS) for e in {func, held}) or _processor_text(ctx, call)
+
+
+# What builds a Hugging Face processor (`AutoProcessor.from_pretrained(...)`, `CLIPProcessor(...)`).
+_PROCESSOR_MAKERS = re.compile(r"Processor(\.from_pretrained)?$")
+
+
+def _processor_text(ctx, call: cst.Call) -> bool:
+    """call hands text to a Hugging Face processor (`self.processor(text=t, images=img)`): the
+    object is named a processor or built by one's class, and `text=` is what its tokenizer gets.
+    A processor given only images or audio tokenizes nothing (audio: heavy_work's features)."""
+    if ctx.keyword(call, "text") is None or not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return False
+    spelled = ctx.dotted(call.func) or ""
+    return "processor" in spelled.rsplit(".", 1)[-1].lower() \
+        or any(_PROCESSOR_MAKERS.search(made) for made in _made_by(ctx, call.func)) \
+        or _handed(ctx, call.func, _PROCESSOR_MAKERS)
+
+
+def _handed(ctx, held: cst.BaseExpression, makers: re.Pattern) -> bool:
+    """held is `self.tok`, which the class's `__init__` sets from a parameter only
+    (`def __init__(self, texts, tok): self.tok = tok`), and every construction of the class in
+    the file hands that parameter an object one of makers built (a tokenizer: `DS(texts, AutoTokenizer.
+    from_pretrained(...))`, `tok = tiktoken.get_encoding("gpt2"); DS(texts, tok)`). A plain
+    `self.tok(t)` was missed unless given a keyword only Hugging Face's tokenizer takes. Not when
+    any construction is unseen (no construction, `*args`, the parameter left to its default, the
+    class handed on or subclassed): `self.transform(x)` may hold anything."""
+    if not (isinstance(held, cst.Attribute) and isinstance(held.value, cst.Name) and held.value.value == "self"):
+        return False
+    cls = ctx.index.enclosing_class(held)
+    if cls is None:
+        return False
+    values = [v for v in ctx.assigned_values(held, anywhere=True) if ctx.index.enclosing_class(v) is cls]
+    inits = {ctx.index.enclosing_function(v) for v in values}
+    if not values or len(inits) != 1:
+        return False
+    init = inits.pop()
+    if init is None or init.name.value != "__init__" or ctx.index.enclosing_class(init) is not cls:
+        return False
+    names = {v.value for v in values if isinstance(v, cst.Name)}
+    if len(names) != 1 or len(names) != len(values) or not ctx.loops.is_plain_parameter(init, next(iter(names))):
+        return False
+    param = names.pop()
+    constructions = _constructions(ctx, cls)
+    return bool(constructions) and all(_made_by_maker(ctx, arg, makers) for arg in
+                                       (_bound_argument(init, call, param) for call in constructions))
+
+
+def _constructions(ctx, cls: cst.ClassDef) -> list[cst.Call]:
+    """The calls `Cls(...)` of the file that construct cls; [] where its name is read otherwise
+    (a subclass, handed on as a factory): some constructions are then not seen."""
+    calls = []
+    for node in ctx.index.nodes(cst.Name):
+        if node.value != cls.name.value or node is cls.name:
+            continue
+        parent = ctx.parent(node)
+        if not (isinstance(parent, cst.Call) and parent.func is node):
+            return []
+        calls.append(parent)
+    return calls
+
+
+def _bound_argument(init: cst.FunctionDef, call: cst.Call, param: str) -> cst.BaseExpression | None:
+    """The argument `Cls(...)` hands `__init__`'s parameter param; None where it passes `*args`
+    or `**kwargs` or leaves it to its default."""
+    if any(arg.star for arg in call.args):
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param:
+            return arg.value
+    params = [p.name.value for p in init.params.params][1:]  # less `self`
+    positional = [arg.value for arg in call.args if arg.keyword is None]
+    index = params.index(param) if param in params else len(positional)
+    return positional[index] if index < len(positional) else None
+
+
+def _made_by_maker(ctx, expr: cst.BaseExpression | None, makers: re.Pattern) -> bool:
+    """expr is an object one of makers builds (a tokenizer: `AutoTokenizer.from_pretrained(...)`),
+    itself or through a name assigned one."""
+    if isinstance(expr, cst.Call):
+        return bool(makers.search(_call_name(ctx, expr)))
+    return expr is not None and any(makers.search(made) for made in _made_by(ctx, expr))
 
 
 def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, str]]:
