@@ -263,17 +263,6 @@ class Names:
                     pending.append(base.value)
         return False
 
-    def subclasses(self, class_name: str) -> set[str]:
-        """The module's classes deriving from its class `class_name` through its own classes, by name."""
-        found, grew = set(), True
-        while grew:
-            grew = False
-            for name, bases in self.classes.items():
-                if name not in found and any(dotted(base) in found | {class_name} for base in bases):
-                    found.add(name)
-                    grew = True
-        return found - {class_name}
-
     def module_alias(self, module: str) -> str | None:
         """A name an import at module level binds to exactly `module` (`torch` for `import torch`,
         `th` for `import torch as th`): the name a fix can write anywhere in the module. An import

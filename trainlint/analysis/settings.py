@@ -180,7 +180,7 @@ class Sources:
         cls, node = declared[0]
         value = setting_literal(self.ctx, node)
         if value is UNKNOWN or not self._is_instance(expr.value, cls) or \
-                self._overridden({cls.name.value, *self.ctx.names.subclasses(cls.name.value)}, attr):
+                self._overridden(self._family(cls), attr):
             return None
         return Source("field", f"{cls.name.value}.{attr}", value, node)
 
@@ -235,12 +235,16 @@ class Sources:
                 return True
         return False
 
+    def _family(self, cls: cst.ClassDef) -> set[str]:
+        """The names of cls and of the file's classes that derive from it (Loops.subclasses): a
+        subclass's construction or instance carries cls's fields too."""
+        return {cls.name.value, *(sub.name.value for sub in self.ctx.loops.subclasses(cls))}
+
     def _is_instance(self, obj: cst.BaseExpression, cls: cst.ClassDef) -> bool:
         """obj is the class itself, `self` in its methods (or a subclass's), or a name or attribute
         annotated with it, or every assignment of which builds it or hands the class to a parser
         (`tyro.cli(Config)`, `parse(config_class=Config)`)."""
-        name = cls.name.value
-        classes = {name, *self.ctx.names.subclasses(name)}
+        classes = self._family(cls)
         if isinstance(obj, cst.Name) and obj.value in classes:
             return True
         if isinstance(obj, cst.Name) and obj.value in ("self", "cls"):
