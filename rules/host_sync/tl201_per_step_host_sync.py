@@ -195,6 +195,8 @@ def _set_later(code: str) -> str:
                                   "            if self.logger is not None:\n                self.logger.on_step_end(")
 
 
+# A second class of the file, for a tuple assignment that sets two attributes.
+_OTHER = "class Other:\n    pass\n"
 # A printer class a logger hands the step to as `it`.
 _PRINTER = "class Printer:\n    def show(self, it, loss):\n        print(it, loss.item())\n"
 _PLATEAU_CASE = ("import torch\nfrom torch.optim.lr_scheduler import ReduceLROnPlateau\nsched = ReduceLROnPlateau(opt)\n"
@@ -883,6 +885,23 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(_OWN_CALLBACK.format(call="self.printer.on_step_end",
                                      body="print('loss', loss.item())").replace("step=step, ", ""),
                 fixed=NO_FIX, message="counting `self.step += 1` in this method"),
+        # The callbacks set by one tuple assignment (`self.callbacks, self.printer = [Printer()],
+        # Printer()`): each element is its own binding. The tuple target left `self.printer`
+        # unknown, the hook was taken for the framework's and guarded by `state.global_step`,
+        # which crashed on the `state=None` the loop hands in.
+        Invalid(_OWN_CALLBACK.format(call="self.printer.on_step_end", body="print('loss', loss.item())").replace(
+                    "self.callbacks = [Printer()]\n        self.printer = Printer()",
+                    "self.callbacks, self.printer = [Printer()], Printer()"),
+                fixed=_OWN_CALLBACK.format(call="self.printer.on_step_end",
+                                           body="if step % 100 == 0:\n            print('loss', loss.item())").replace(
+                    "self.callbacks = [Printer()]\n        self.printer = Printer()",
+                    "self.callbacks, self.printer = [Printer()], Printer()")),
+        # The same with two classes of the file paired with two attributes (`self.a, self.b = A(), B()`).
+        Invalid(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss").replace(
+                    "self.logger = Logger()", "self.logger, self.other = Logger(), Other()") + _OTHER,
+                fixed=_KEPT_LOGGER.format(body="if step % 100 == 0:\n            print(step, loss.item())",
+                                          args="step, loss").replace(
+                    "self.logger = Logger()", "self.logger, self.other = Logger(), Other()") + _OTHER),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -19,7 +19,7 @@ import libcst as cst
 from trainlint.analysis.branches import Conditions
 from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex, binding_targets, last_statement, walk
+from trainlint.analysis.tree import TreeIndex, assigned_pairs, binding_targets, last_statement, target_parts, walk
 from trainlint.analysis.variables import Bindings, is_variable
 
 Loop = (cst.For, cst.While)
@@ -538,15 +538,17 @@ class Loops:
         attributes: dict[tuple, list] = {}
         for node in (*self.index.nodes(cst.Assign), *self.index.nodes(cst.AnnAssign), *self.index.nodes(cst.AugAssign)):
             value = node.value if isinstance(node, (cst.Assign, cst.AnnAssign)) else None
-            for target in (binding_targets(node) if isinstance(node, cst.Assign) else [node.target]):
-                if isinstance(target, cst.Name):
-                    if value is not None and isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.IfExp)):
-                        names.add(target.value)
-                    continue
-                for sub in walk(target):
-                    if isinstance(sub, cst.Attribute) and isinstance(sub.value, cst.Name) and sub.value.value == "self":
-                        key = (self.index.enclosing_class(node), sub.attr.value)
-                        attributes.setdefault(key, []).append(value if sub is target else None)
+            for whole in (binding_targets(node) if isinstance(node, cst.Assign) else [node.target]):
+                # `self.step_fn, self.n = train_step, 0`: each element its own binding (assigned_pairs).
+                for target, part in assigned_pairs(whole, value):
+                    if isinstance(target, cst.Name):
+                        if part is not None and isinstance(part, (cst.Name, cst.Attribute, cst.Call, cst.IfExp)):
+                            names.add(target.value)
+                        continue
+                    for sub in walk(target):
+                        if isinstance(sub, cst.Attribute) and isinstance(sub.value, cst.Name) and sub.value.value == "self":
+                            key = (self.index.enclosing_class(node), sub.attr.value)
+                            attributes.setdefault(key, []).append(part if sub is target else None)
         names -= self.functions.keys()
         if not names and not attributes:
             return {}
@@ -643,7 +645,7 @@ class Loops:
         class hands such a list: _handed_to_init); else None. `self.cb = None` binds no class (a
         callback set later, in `setup`, tested `is not None` before use). Any other binding of the
         name anywhere (another class's, `trainer.logger = ...` from outside, a tuple or loop
-        target, an element's assignment, an unknown element appended, `logger = ...` or `logger:
+        target (but `self.a, self.b = A(), B()`, paired element by element: assigned_pairs), an element's assignment, an unknown element appended, `logger = ...` or `logger:
         Logger` in a class body, which a dataclass's caller may set) leaves what it holds unknown."""
         out: dict[str, tuple[str, frozenset[str]] | None] = {}
 
@@ -662,7 +664,8 @@ class Loops:
                 targets = [t.target for t in node.targets]
             else:
                 targets = [node.target]
-            for target in targets:
+            # `self.callbacks, self.printer = [Printer()], Printer()`: each element its own binding.
+            for target, part in (pair for whole in targets for pair in assigned_pairs(whole, value)):
                 if isinstance(target, cst.Name) and isinstance(self.index.parent.get(self.index.parent.get(node)),
                                                                (cst.IndentedBlock, cst.SimpleStatementSuite)) \
                         and isinstance(self.index.enclosing(node, (cst.FunctionDef, cst.ClassDef)), cst.ClassDef):
@@ -672,9 +675,9 @@ class Loops:
                     if not isinstance(sub, cst.Attribute):
                         continue
                     on_self = sub is target and isinstance(sub.value, cst.Name) and sub.value.value == "self"
-                    if on_self and isinstance(node, (cst.Assign, cst.AnnAssign)) and _is_none(value):
+                    if on_self and isinstance(node, (cst.Assign, cst.AnnAssign)) and _is_none(part):
                         continue  # `self.cb = None`: no object yet
-                    add(sub.attr.value, self._held(value, node) if on_self else None)
+                    add(sub.attr.value, self._held(part, node) if on_self else None)
         for call in self.index.nodes(cst.Call):  # `self.callbacks.append(Saver())`
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in _LIST_ADDS \
@@ -794,7 +797,7 @@ class Loops:
         chain = self.lineage(owner)
         for node in (*self.index.nodes(cst.Assign), *self.index.nodes(cst.AnnAssign)):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if any(isinstance(t, cst.Attribute) and t.attr.value == attr for t in targets) \
+            if any(isinstance(t, cst.Attribute) and t.attr.value == attr for w in targets for t in target_parts(w)) \
                     and self.index.enclosing_class(node) in chain:
                 return True
         return False

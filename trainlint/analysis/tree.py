@@ -66,6 +66,28 @@ def binding_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     return []
 
 
+def assigned_pairs(target: cst.BaseExpression, value: cst.BaseExpression | None):
+    """(target, value) pairs an assignment binds one by one: a tuple or list target with a display
+    of as many elements on the right (`self.a, self.b = A(), B()`) binds each element its own
+    value, nested displays too; anything else pairs the whole target with the whole value (None
+    where the value is not one expression: `for`, `+=`). A star on either side keeps the pair whole."""
+    displays = (cst.Tuple, cst.List)
+    if isinstance(target, displays) and isinstance(value, displays) and len(target.elements) == len(value.elements) \
+            and all(isinstance(e, cst.Element) for e in (*target.elements, *value.elements)):
+        for t, v in zip(target.elements, value.elements):
+            yield from assigned_pairs(t.value, v.value)
+    else:
+        yield target, value
+
+
+def target_parts(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The expressions a target assigns: itself, or each element of a tuple or list target
+    (nested, starred ones included): `self.a` and `self.b` of `self.a, *self.b = ...`."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [part for e in target.elements for part in target_parts(e.value)]
+    return [target]
+
+
 def _child_fields(node_type: type) -> tuple[str, ...]:
     fields = _FIELDS.get(node_type)
     if fields is None:
