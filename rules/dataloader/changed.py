@@ -129,35 +129,8 @@ def changed_while_drawn(ctx, call: cst.Call) -> bool:
         return False
     loops = [node for node, _ in ctx.loops.passes_over(call) if isinstance(node, (cst.For, cst.While))]
     loops += [loop for loop, _ in ctx.loops.next_draws(call)]
-    loops += _drawn_inline(ctx, call)
     return any(ctx.loops.runs_inside(site, loop) for site in sites for loop in loops
                if isinstance(loop, (cst.For, cst.While)))
-
-
-# Calls that start one pass over the loader and are drawn from by `next()`.
-_ITERATORS = frozenset({"iter", "cycle", "itertools.cycle"})
-
-
-def _drawn_inline(ctx, call: cst.Call) -> list[cst.CSTNode]:
-    """The loops drawing with `next(it)` from `it = iter(DataLoader(...))`, the loader written in
-    the call (Loops knows such a loader by no name)."""
-    arg = ctx.parent(call)
-    maker = ctx.parent(arg)
-    if not isinstance(arg, cst.Arg) or not isinstance(maker, cst.Call) or ctx.dotted(maker.func) not in _ITERATORS:
-        return []
-    assign = ctx.parent(maker)
-    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
-        return []
-    name = ctx.dotted(assign.targets[0].target)
-    scope = ctx.index.enclosing_function(assign)
-    loops = []
-    for node in ctx.index.nodes(cst.Call):
-        if ctx.dotted(node.func) == "next" and node.args and ctx.dotted(node.args[0].value) == name \
-                and ctx.index.enclosing_function(node) is scope:
-            loop = ctx.loops.innermost_loop(node)
-            if loop is not None and loop not in loops:
-                loops.append(loop)
-    return loops
 
 
 def _held_reads(ctx, given: cst.BaseExpression | None, path: str, attr: str) -> bool:

@@ -119,7 +119,8 @@ batch), flags `.to(device)` / `.cuda()` of a batch drawn from a loader with
 that returns it to its caller or that it is handed to (`train(model, train_loader)` every epoch,
 as in PyTorch's MNIST example, also a `run_epoch(model, loader)` that the evaluation loader goes
 through too), or a function reading the module's loader (or its enclosing function's, a
-closure); or a step loop drawing the batches with `next(it)` from `it = iter(loader)`, or from a
+closure); or a step loop drawing the batches with `next(it)` from `it = iter(loader)` (or
+`it = iter(DataLoader(...))`, the loader written in the call), or from a
 generator of the module that yields only the loader's batches (`it = infinite(loader)` with
 `def infinite(dl): while True: yield from dl`, or `for b in dl: yield b`). Flagged
 are copies of the batch or of tensors taken from it (`x, y = batch`, `batch["x"]`, `for t in
@@ -244,6 +245,23 @@ host would be read before it ends.
                              body="x = to_device(x)")),
     ]
     invalid = [
+        # A step loop drawing with `next(it)` from an iterator over a loader written in the call
+        # (`it = iter(DataLoader(...))`): the loader had no name to follow, the draws were not seen.
+        Invalid(_REYIELDED.format(body="", x="x.cuda()").replace("def infinite(dl):\n    while True:\n        \n", "")
+                .replace("loader = DataLoader(ds, shuffle=True, pin_memory=True)\nit = infinite(loader)",
+                         "it = iter(DataLoader(ds, shuffle=True, pin_memory=True))"),
+                fixed=_REYIELDED.format(body="", x="x.cuda(non_blocking=True)").replace(
+                    "def infinite(dl):\n    while True:\n        \n", "")
+                .replace("loader = DataLoader(ds, shuffle=True, pin_memory=True)\nit = infinite(loader)",
+                         "it = iter(DataLoader(ds, shuffle=True, pin_memory=True))")),
+        # The same through a wrapper inside the iterator (`iter(tqdm(DataLoader(...)))`).
+        Invalid(_REYIELDED.format(body="", x="x.cuda()").replace("def infinite(dl):\n    while True:\n        \n", "")
+                .replace("loader = DataLoader(ds, shuffle=True, pin_memory=True)\nit = infinite(loader)",
+                         "it = iter(tqdm(DataLoader(ds, shuffle=True, pin_memory=True)))"),
+                fixed=_REYIELDED.format(body="", x="x.cuda(non_blocking=True)").replace(
+                    "def infinite(dl):\n    while True:\n        \n", "")
+                .replace("loader = DataLoader(ds, shuffle=True, pin_memory=True)\nit = infinite(loader)",
+                         "it = iter(tqdm(DataLoader(ds, shuffle=True, pin_memory=True)))")),
         # Gone over through a progress bar made each epoch, after the loader's assignment: the loop
         # goes over this loader (a check of re-bound names once took the bar for a new value).
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"

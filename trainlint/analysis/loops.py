@@ -1340,12 +1340,17 @@ class Loops:
         argument (`model, opt, dl = accelerator.prepare(model, opt, DataLoader(ds))`, by position;
         `dl = fabric.setup_dataloaders(DataLoader(ds))`): the loader built inline is known by that
         name, as `dl = accelerator.prepare(dl)` re-binds a name (before, such a loader had no name
-        and its loops were not seen). Empty otherwise."""
+        and its loops were not seen). So does an iterator made over it by a loader wrapper that gets
+        it alone (`it = iter(DataLoader(ds))`, `it = cycle(tqdm(DataLoader(ds)))`), as `it =
+        iter(dl)` re-binds dl: the `batch = next(it)` of a step loop drew the batches of a loader
+        known by no name, unseen by the loader rules. Empty otherwise."""
         arg = self.index.parent.get(value)
         call = self.index.parent.get(arg)
         if not isinstance(arg, cst.Arg) or arg.value is not value or arg.keyword or arg.star \
-                or not isinstance(call, cst.Call) or not _PREPARING.match((dotted(call.func) or "").rsplit(".", 1)[-1]):
+                or not isinstance(call, cst.Call) or not _is_wrapper(call):
             return []
+        if not _PREPARING.match((dotted(call.func) or "").rsplit(".", 1)[-1]):
+            return self._wrapped_alone(call, arg)
         assign = self.index.parent.get(call)
         if not isinstance(assign, cst.Assign) or assign.value is not call or len(assign.targets) != 1:
             return []
@@ -1359,6 +1364,20 @@ class Loops:
                 return []
             return [dotted(target.elements[args.index(arg)].value)]
         return [dotted(target)] if len(args) == 1 else []
+
+    def _wrapped_alone(self, call: cst.Call, arg: cst.Arg) -> list[str | None]:
+        """The name `it = wrapper(value)` binds (_prepared_as), value being the wrapper's only
+        positional argument (`iter(dl)`, `tqdm(dl, total=n)`; not `enumerate(dl, 1)`'s start) and
+        the target one name; through wrappers around it (`iter(tqdm(...))`). Empty otherwise."""
+        if [a for a in call.args if a.keyword is None] != [arg]:
+            return []
+        holder = self.index.parent.get(call)
+        if isinstance(holder, cst.Arg):
+            return self._prepared_as(call)
+        if not isinstance(holder, cst.Assign) or holder.value is not call or len(holder.targets) != 1 \
+                or isinstance(holder.targets[0].target, (cst.Tuple, cst.List)):
+            return []
+        return [dotted(holder.targets[0].target)]
 
     def _reach(self, names: list[str], scope: cst.FunctionDef | None, depth: int, out: list,
                calls: tuple = (), always: bool = True, element: bool = False, key=UNKNOWN, given: tuple = ()) -> None:
