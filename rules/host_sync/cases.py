@@ -40,6 +40,53 @@ def fit(model, x, y, iters=5):
     return history
 """
 
+# A model of the file whose forward holds `{body}`, trained by a loop that calls it (`{make}` builds
+# it, `{call}` runs it). Its forward runs on every step, through nn.Module's `__call__`.
+FORWARD = """import torch
+import torch.nn as nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.stats = []
+    def forward(self, x):
+        h = self.fc(x)
+        {body}
+        return h
+{make}
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step, x in enumerate(loader):
+    loss = {call}.sum()
+    loss.backward()
+    opt.step()
+"""
+
+
+def forward_case(body: str, make: str = "model = Net().cuda()", call: str = "model(x.cuda())") -> str:
+    """FORWARD with `body` (lines after the first indented as forward's)."""
+    return FORWARD.format(body=body.replace("\n", "\n        "), make=make, call=call)
+
+
+# A Trainer that keeps the model (`self.model = Net()`) and calls it in its loop.
+FORWARD_TRAINER = """import torch
+import torch.nn as nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+    def forward(self, x, mask):
+        {body}
+        return self.fc(x)
+class Trainer:
+    def __init__(self):
+        self.model = Net().to("cuda")
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+    def fit(self, loader):
+        for x, mask in loader:
+            loss = self.model(x.cuda(), mask.cuda()).sum()
+            loss.backward()
+            self.opt.step()
+"""
 
 # TL201's logging interval where the script has none (it has no option for it).
 

@@ -20,7 +20,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import Rule
 
 from .logged_values import formatted_tensors, is_log_call, tracker_values
-from .syncs import device_tensor, host_read, side_effect_free
+from .syncs import device_tensor, forward_call, host_read, side_effect_free
 
 
 # Any case: a script's interval is as often a constant (`LOG_EVERY = 50`, `PRINT_FREQ`) as a variable.
@@ -414,6 +414,13 @@ def _missing_counter(ctx, node: cst.CSTNode) -> tuple[str, str]:
         return "opt_step", ("counting optimizer steps with `opt_step += 1` where the optimizer steps, as a test of the "
                             "loop's index there may hold on no step")
     fn = ctx.index.enclosing_function(node)
+    call = forward_call(ctx, node)
+    if call is not None:
+        # A model's forward, run by `out = model(x)` in the loop: no counter of the loop is seen
+        # there, and evaluation runs it too (a count kept in it counts those calls).
+        return "self.step", (f"counting `self.step += 1` in `{fn.name.value}`, which `{one_line(ctx.code(call))}` in the "
+                             f"training loop runs on every step (evaluation calls count too); not fixed: no step "
+                             f"counter here")
     if fn is not None and ctx.loops.hot_loop_of(node) is None and _called_from_loop(ctx, fn):
         # A function the module's loop calls (`self.train_step(x)`), or one such a function
         # calls: the loop's index is not seen there, and advice naming it would raise NameError

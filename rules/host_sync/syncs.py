@@ -23,6 +23,18 @@ def waits_per_step(ctx, node: cst.CSTNode) -> bool:
     return not steps or not all(_is_lbfgs(ctx, call.func.value) for call in steps)
 
 
+def forward_call(ctx, node: cst.CSTNode) -> cst.Call | None:
+    """For node in the own body of a module's `forward` (or `__call__`) that the training loop
+    runs by calling the module object (`out = model(x)`: Loops.module_call), that call, where it
+    runs on every step; else None. forward sees no step counter of the loop, and is run by
+    evaluation too: the messages say where the per-step run comes from, and no guard is written."""
+    fn = ctx.index.enclosing_function(node)
+    if fn is None or not ctx.loops.is_module_method(fn):
+        return None
+    return next((call for call in ctx.loops.calls_of(fn) if ctx.loops.module_call(call) and ctx.is_per_step(call)),
+                None)
+
+
 def on_accelerator(ctx) -> bool:
     """The file's training may run on a GPU (or another accelerator): it names a device, uses a
     framework that places tensors, or trains what it does not build itself (Devices). A script that

@@ -12,7 +12,7 @@ from trainlint.analysis.variables import variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
-from .cases import CLOSURE, HOOK, HOST_BATCH, WRITER, in_accumulation_step
+from .cases import CLOSURE, FORWARD_TRAINER, HOOK, HOST_BATCH, WRITER, forward_case, in_accumulation_step
 from .guards import guard_statement, interval_guard, log_line
 from .logged_values import argument
 from .syncs import SYNC_METHODS, framework_logging, host_read, waits_per_step
@@ -399,6 +399,13 @@ suggestion when the container is read anywhere else, or may be (a parameter, an 
 of every tenth loss, predictions shorter than their targets).
 """
     valid = [
+        # A model of the file called only in evaluation under no_grad (the loop trains another),
+        # one bound to either of two classes, and a plain callable class (no nn.Module): not followed.
+        Valid(forward_case("self.stats.append(h.mean().item())", make="model = other.cuda()")
+              + "net = Net().cuda()\nnet.eval()\nwith torch.no_grad():\n    for x in val_loader:\n        net(x.cuda())\n"),
+        Valid(forward_case("self.stats.append(h.mean().item())", make="model = (Net() if big else Other()).cuda()")
+              + "class Other(nn.Module):\n    pass\n"),
+        Valid(forward_case("self.stats.append(h.mean().item())").replace("(nn.Module)", "")),
         # Throttled by the clock (`if time.time() - tic > 30: ...; tic = time.time()`): once per 30 s,
         # the same interval question TL202 asks (Loops.is_clock_throttle).
         Valid("import time\ntic = time.time()\n" + in_training_loop(
@@ -902,6 +909,20 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=_KEPT_LOGGER.format(body="if step % 100 == 0:\n            print(step, loss.item())",
                                           args="step, loss").replace(
                     "self.logger = Logger()", "self.logger, self.other = Logger(), Other()") + _OTHER),
+        # In the forward of a model of the file, run by `model(x)` in the loop on every step (it
+        # was not reported: the loop's call of the model was no call of forward): no fix, forward
+        # has no step counter. Built and moved (`Net().cuda()`, `model = model.cuda()`), wrapped
+        # in DDP, or kept by a Trainer (`self.model = Net().to(...)`).
+        Invalid(forward_case("self.stats.append(h.mean().item())"), fixed=NO_FIX,
+                message="counting `self.step += 1` in `forward`, which `model(x.cuda())` in the training loop runs "
+                        "on every step (evaluation calls count too); not fixed: no step counter here"),
+        Invalid(forward_case("counts = torch.bincount(h.argmax(-1), minlength=2)\nself.stats.append(counts.tolist())",
+                             make="model = Net()\nmodel = model.cuda()"), fixed=NO_FIX, message="`.tolist()`"),
+        Invalid(forward_case("self.stats.append(h.max().item())",
+                             make="model = torch.nn.parallel.DistributedDataParallel(Net().cuda())"),
+                fixed=NO_FIX, message="in `forward`"),
+        Invalid(FORWARD_TRAINER.format(body="print(mask.sum().item())"), fixed=NO_FIX,
+                message="which `self.model(x.cuda(), mask.cuda())` in the training loop runs on every step"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

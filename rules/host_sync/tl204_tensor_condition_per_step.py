@@ -9,7 +9,8 @@ from trainlint.analysis.loops import first_modulo
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, in_training_loop
 
-from .syncs import device_tensor, is_tensor_test, on_accelerator, waits_per_step
+from .cases import FORWARD_TRAINER, forward_case
+from .syncs import device_tensor, forward_call, is_tensor_test, on_accelerator, waits_per_step
 
 
 def _only_raise(branch: cst.If) -> cst.Raise | None:
@@ -115,6 +116,12 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
 (how often to test is the script's choice).
 """
     valid = [
+        # A model of the file run only in evaluation, under no_grad after training: its forward is
+        # no per-step code; nor is the forward of a class the loop does not call (an imported model).
+        Valid(forward_case("if torch.isnan(x).any():\n    raise ValueError('nan input')", make="model = other.cuda()")
+              + "net = Net().cuda()\nwith torch.no_grad():\n    for x in val_loader:\n        net(x.cuda())\n"),
+        Valid(forward_case("if torch.isnan(x).any():\n    raise ValueError('nan input')",
+                           make="from models import Net as Imported\nmodel = Imported().cuda()")),
         # A parameter named like a tensor that every call hands a Python number holds a float.
         Valid("import torch\ndef check(loss, limit):\n    if loss > limit:\n        print('big')\n"
               + in_training_loop("check(loss.item(), 10)").partition("\n")[2]),
@@ -159,6 +166,13 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
               "        opt.step()\n    val_loss = evaluate(model)\n"),
     ]
     invalid = [
+        # In the forward of a model of the file, which the loop runs through `model(x)` on every
+        # step (the loop never showed forward's code, and these went unreported): a check that
+        # fails gets the `_assert_async` suggestion, a test that returns early none.
+        Invalid(forward_case("if torch.isnan(x).any():\n    raise ValueError('nan input')"), fixed=NO_FIX,
+                message="(in `forward`, which `model(x.cuda())` in the training loop runs on every step)"),
+        Invalid(FORWARD_TRAINER.format(body="if (mask.sum() == 0):\n            return self.fc(x) * 0"), fixed=NO_FIX,
+                message="(in `forward`, which `self.model(x.cuda(), mask.cuda())` in the training loop runs"),
         # The method spellings of the checks (`loss.isnan()`, a clipped norm's `gn.isfinite()`).
         Invalid(in_training_loop("if loss.isnan():\n    print('nan')"), message="`if` on a tensor"),
         Invalid(in_training_loop("gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\nif gn.isfinite():\n    sched.step()"),
@@ -235,6 +249,11 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
             advice = "pick on the device (`torch.where(...)`) or check it at the logging interval"
         else:
             advice = _branch_advice(node)
+        call = forward_call(ctx, node)
+        if call is not None:
+            # In a model's forward the step loop is out of sight: say what runs it every step.
+            advice += (f" (in `{ctx.index.enclosing_function(node).name.value}`, which `{ctx.code(call)}` in the training "
+                       f"loop runs on every step)")
         self.report(test, f"`{kind}` on a tensor copies it to the host and waits for the GPU every step; {advice}", fix)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:

@@ -124,6 +124,8 @@ def is_device_move(ctx, call: cst.Call) -> bool:
     qn = ctx.names.qualified(first.value) or ""
     if qn.startswith("torch.") and qn != "torch.device":
         return False  # a dtype
+    if first.keyword is None and isinstance(first.value, cst.Attribute) and first.value.attr.value == "dtype":
+        return False  # `mask.to(h.dtype)` in a model's forward: another tensor's dtype, no copy
     literal = ctx.literal(first.value)
     return (literal is UNKNOWN or isinstance(literal, str)) and not is_cpu_device(ctx, first.value)
 

@@ -349,6 +349,14 @@ _ALIAS_DEPTH = 4
 _LIST_ADDS = frozenset({"append", "extend", "insert"})
 
 
+# nn.Module methods that hand back the module itself (`Net().to(device).train()` is the Net).
+_MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16",
+                                  "requires_grad_", "to_empty", "type"})
+# Wrappers whose call runs the wrapped module's forward (`DDP(model)(x)`, `torch.compile(model)(x)`).
+_FORWARDING_WRAPPERS = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+                                  "torch.nn.parallel.DataParallel", "torch.compile"})
+
+
 def _is_none(value: cst.BaseExpression | None) -> bool:
     """value is the literal `None`."""
     return isinstance(value, cst.Name) and value.value == "None"
@@ -371,6 +379,7 @@ class Loops:
         self._paths_of: dict[cst.CSTNode, list] = {}
         self._draws: dict[cst.CSTNode, list] = {}
         self._callees: dict[cst.Call, list[cst.FunctionDef]] = {}
+        self._module_calls: dict[cst.Call, list[cst.FunctionDef]] = {}
         self._attribute_class_memo: dict[tuple[cst.ClassDef, str], bool] = {}
 
         self.functions: dict[str, list[cst.FunctionDef]] = {}
@@ -426,10 +435,14 @@ class Loops:
 
     def _direct_callee(self, call: cst.Call) -> str | None:
         func = call.func
+        if isinstance(func, cst.Name) and func.value not in self.functions and self.module_call(call):
+            return self.module_call(call)[0].name.value
         if isinstance(func, cst.Name):
             name = func.value
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
             name = func.attr.value
+            if name not in self.functions and self.module_call(call):
+                return self.module_call(call)[0].name.value
         elif isinstance(func, cst.Attribute) and func.attr.value in self.functions:  # cheap test first
             classes = self._instance_classes(func.value, call)
             name = func.attr.value
@@ -438,6 +451,56 @@ class Loops:
         else:
             return None
         return name if name in self.functions else None
+
+    def module_call(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """For a call of a module object (`model(x)`, `self.model(x)`, a LightningModule's
+        `self(x)`) whose class is known and defined here, subclassing nn.Module: the method that
+        call runs, the class's `__call__` where it defines one, else its `forward` (nn.Module's
+        `__call__` runs it). A host sync in a model's forward, which the training loop runs
+        through `out = model(x)` on every step, went unseen. Only a known object of the file's
+        own classes (_instance_classes: `model = Net(...)`, also `Net().to(device)` and
+        `model = model.cuda()`; `self.model = Net()`; a parameter every call hands one); an
+        imported model's forward is not here to read. Empty otherwise."""
+        cached = self._module_calls.get(call)
+        if cached is not None:
+            return cached
+        self._module_calls[call] = []  # recursion guard
+        func = call.func
+        if isinstance(func, cst.Name) and func.value == "self":
+            cls = self.index.enclosing_class(call)
+            classes = [cls] if cls is not None else []
+        elif isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                                            and func.value.value == "self"):
+            classes = self._instance_classes(func, call)
+        else:
+            classes = []
+        found = []
+        for cls in classes:
+            if cls.name.value not in self._module_classes:
+                continue
+            method = self.method_of(cls, "__call__") or self.method_of(cls, "forward")
+            if method is not None and method not in found:
+                found.append(method)
+        # One name, as calls_by_name keys calls by name (`__call__` of one class, `forward` of another: neither).
+        found = found if len({m.name.value for m in found}) == 1 else []
+        self._module_calls[call] = found
+        return found
+
+    @cached_property
+    def _module_classes(self) -> frozenset[str]:
+        """The file's classes that are torch modules: deriving (through classes of the file) from
+        torch.nn.Module, another class of torch.nn (`nn.Sequential`), or Lightning's
+        LightningModule; calling an instance of one runs its forward."""
+        def is_module(qn: str) -> bool:
+            parts = qn.split(".")
+            return qn == "torch.nn.Module" or (len(parts) == 3 and qn.startswith("torch.nn.") and parts[2][:1].isupper()) \
+                or (parts[0] in ("lightning", "pytorch_lightning") and parts[-1] == "LightningModule")
+        return frozenset(name for name in self.classes if self.names.inherits(name, is_module))
+
+    def is_module_method(self, fn: cst.FunctionDef) -> bool:
+        """fn is the `forward` or `__call__` a call of a module object of the file runs (module_call)."""
+        return fn.name.value in ("forward", "__call__") and any(
+            fn in self.module_call(call) for call in self.calls_by_name.get(fn.name.value, ()))
 
     def callees(self, call: cst.Call) -> list[cst.FunctionDef]:
         """The module-local functions call may run, of those named local_callee_name(call).
@@ -475,6 +538,8 @@ class Loops:
 
     def _narrowed(self, call: cst.Call, name: str) -> list[cst.FunctionDef]:
         fns = self.functions[name]
+        if self._module_calls.get(call):  # `model(x)`: its class's forward, not every forward of the file
+            return list(self._module_calls[call])
         func = call.func
         if len(fns) == 1 or call in self._aliases or not isinstance(func, cst.Attribute):
             return list(fns)
@@ -629,8 +694,8 @@ class Loops:
         """Names some assignment binds to a call of a class of the file (`trainer = Trainer(...)`),
         and names a `for` loop binds (`for cb in self.callbacks`): those _instance_classes reads."""
         assigned = (t.target.value for node in self.index.nodes(cst.Assign)
-                    if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name)
-                    and node.value.func.value in self.classes
+                    if isinstance(made := self._module_made(node.value), cst.Call) and isinstance(made.func, cst.Name)
+                    and made.func.value in self.classes
                     for t in node.targets if isinstance(t.target, cst.Name))
         looped = (loop.target.value for loop in self.index.nodes(cst.For) if isinstance(loop.target, cst.Name))
         return frozenset((*assigned, *looped))
@@ -760,12 +825,48 @@ class Loops:
 
     def _constructed_class(self, value: cst.BaseExpression | None) -> str | None:
         """The name of the class value constructs (`Logger(...)`) when the file defines one class
-        of that name and imports no such name, else None."""
+        of that name and imports no such name, else None. A module of the file moved or wrapped
+        as it is made (`Net().to(device)`, `DDP(Net().cuda())`) is still that module (_module_made)."""
+        made = self._module_made(value)
+        if made is not value:
+            name = self._constructed_class(made)
+            return name if name in self._module_classes else None
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
             name = value.func.value
             if len(self.classes.get(name, ())) == 1 and name not in self.names.aliases:
                 return name
         return None
+
+    def _module_made(self, value: cst.BaseExpression | None) -> cst.BaseExpression | None:
+        """What value is, past the nn.Module methods that hand back the module itself and the
+        wrappers whose call runs its forward: `Net()` of `DDP(Net().to(device).train())`, `model`
+        of `model.cuda()`. value itself when it is neither (what it names is for the caller to
+        check: those methods hand back the module only on a module)."""
+        while isinstance(value, cst.Call):
+            func = value.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _MODULE_SELF_METHODS:
+                value = func.value
+            elif value.args and value.args[0].keyword is None and not value.args[0].star \
+                    and self.names.qualified(func) in _FORWARDING_WRAPPERS:
+                value = value.args[0].value
+            else:
+                break
+        return value
+
+    def _rebound_module(self, name: str, bindings: list) -> list[cst.ClassDef]:
+        """The class of the file a variable bound more than once holds, when one binding constructs
+        a module of it and each other moves or wraps the same variable (`model = Net()`, then
+        `model = model.to(device)`, `model = DDP(model)`): still that module. Empty otherwise."""
+        made: set[str] = set()
+        for kind, value in bindings:
+            inner = self._module_made(value) if kind == "assign" else None
+            if isinstance(inner, cst.Name) and inner.value == name and inner is not value:
+                continue
+            cls = self._constructed_class(inner) if inner is not None else None
+            if cls is None or cls not in self._module_classes:
+                return []
+            made.add(cls)
+        return [self.classes[made.pop()][0]] if len(made) == 1 else []
 
     def _attribute_class(self, attr: cst.Attribute, at: cst.CSTNode, kind: str = "one") -> list[cst.ClassDef]:
         """The classes defined here that `self.<attr>`, read at `at`, holds an instance of (kind
@@ -824,7 +925,7 @@ class Loops:
             bound = self.variables.of(expr.value) or {}
             here = bound.get(self.index.enclosing_function(at)) or bound.get(None) or []
             if len(here) != 1:
-                return []
+                return self._rebound_module(expr.value, here)
             if here[0][0] == "bind":
                 loop = self._loop_binding(expr.value, at)
                 return self._element_classes(loop.iter, loop, depth + 1) if loop is not None else []
@@ -925,6 +1026,8 @@ class Loops:
         method = cls is not None and self.index.parent.get(self.index.parent.get(fn)) is cls
         if len(self.functions.get(name, ())) != 1 or any(alias.name == name for alias in self._aliases.values()):
             return None
+        if method and name in ("forward", "__call__") and cls.name.value in self._module_classes:
+            return None  # a module's forward runs from `model(x)`, which no name of it spells
         calls = []
         for node in self.index.nodes(cst.Name):
             if node.value != name or node is fn.name:
@@ -967,8 +1070,9 @@ class Loops:
             if alias.method and params and params[0] in ("self", "cls"):
                 params = params[1:]
             params = [p for p in params[alias.positional:] if p not in alias.keywords]
-        elif params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
-            params = params[1:]
+        elif params and params[0] in ("self", "cls") and (isinstance(call.func, cst.Attribute)
+                                                           or self._module_calls.get(call)):
+            params = params[1:]  # `model(x)` binds x to forward's first parameter after self
         positional = [a for a in call.args if a.keyword is None and not a.star]
         for param, arg in zip(params, positional):
             yield param, arg
