@@ -261,7 +261,12 @@ transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallba
 step. A function handed to the optimizer's step as its closure (`opt.step(closure)`) runs on every
 step; but in a closure handed to L-BFGS, whose step reads the closure's loss on the host at every
 evaluation (`float(closure())`), a read of its own waits for nothing more and is not flagged (nor
-by TL202 and TL204). The same reading of "every step" holds for TL202, TL203 and TL204. The
+by TL202 and TL204). The `forward` (or `__call__`) of a model whose class the file defines
+(subclassing nn.Module) runs on every step when the loop calls the model (`out = model(x)` with
+`model = Net(...)`, also `.to(device)`, `model = model.cuda()`, DDP or `torch.compile` around it;
+`self.model(x)` in a Trainer; a LightningModule's `self(x)`); an imported model's, or one called
+only in evaluation, does not. A read there gets no fix: forward sees no step counter of the loop.
+The same reading of "every step" holds for TL202, TL203 and TL204. The
 advice names the guard the fix writes (also in TL202 and TL203): the interval test the loop
 already makes of its counter (its `if` whose interval is named as a logging one, else the first
 whose body logs), as the script writes it (`if args.log_every > 0 and step %
