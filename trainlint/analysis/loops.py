@@ -464,6 +464,8 @@ class Loops:
         cached = self._module_calls.get(call)
         if cached is not None:
             return cached
+        if "_aliases" not in self.__dict__:
+            return []  # asked while _find_aliases runs (a factory's call): no module is a factory
         self._module_calls[call] = []  # recursion guard
         func = call.func
         if isinstance(func, cst.Name) and func.value == "self":
