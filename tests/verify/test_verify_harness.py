@@ -354,3 +354,29 @@ def test_a_loss_given_as_a_gradient_or_a_list_is_recorded(tmp_path):
     rec = run_once(_settings(script, steps=5, warmup=1), Variant("o", [], str(script)), 0, tmp_path)
     assert len(rec.losses) == 6
     assert all(v > 0 for v in rec.losses)  # nan > 0 is False
+
+
+_LOSS_SHAPES = """
+import os, torch
+torch.manual_seed(0)
+log = open(os.path.join(os.path.dirname(__file__), "logged"), "w")
+w = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(w.parameters(), lr=0.01)
+for i in range(20):
+    opt.zero_grad()
+    loss = w(torch.randn(5, 3)).pow(2).mean()
+    # One-element losses of every shape, one a float64: a mean per step needs no reshape per call.
+    loss = [loss, loss.reshape(1), loss.reshape(1, 1), loss.double()][i % 4]
+    loss.backward(); print(loss.item(), file=log, flush=True); opt.step()
+"""
+
+
+def test_one_element_losses_of_any_shape_are_recorded(tmp_path):
+    # The per-call capture keeps each loss as it comes (one detach, the overhead budget); the end
+    # of the run makes the shapes equal. A (1,) loss beside a () one must still read back right.
+    script = tmp_path / "shapes.py"
+    script.write_text(_LOSS_SHAPES)
+    rec = run_once(_settings(script, steps=7, warmup=1), Variant("o", [], str(script)), 0, tmp_path)
+    logged = [float(v) for v in (tmp_path / "logged").read_text().split()]
+    assert len(rec.losses) == 8
+    assert rec.losses == pytest.approx(logged[:8], rel=1e-6)
