@@ -189,3 +189,25 @@ def test_a_nothing_to_fix_rows_note_is_printed_under_the_table():
                                               "in train.py")
     assert "TL201 found 1 finding without an automatic fix in train.py." in report.table(data)
     assert data["rows"][0]["asked_rules"] == ["TL999"] and data["asked_rules"] == ["TL101"]
+
+
+def test_step_times_that_shift_sharply_are_warned_about():
+    # Before: a run whose steps slowed 3x halfway read only as a wide spread, its cause unsaid.
+    data, records = _result([1.0, 0.9, 0.8] + [0.7] * 9)
+    assert data["unsteady_step_times"] == []
+    assert "shifted sharply" not in report.table(data)
+    # A loader's bursts (one slow step in five) are no shift: medians of halves ignore them.
+    bursty = [0.12 if i % 5 == 0 else 0.03 for i in range(10)]
+    records["original"][0].step_s = bursty
+    assert report.unsteady(records) == []
+    # The second half of a run 3x slower than the first: within a run.
+    records["original"][1].step_s = [0.04] * 5 + [0.12] * 5
+    # A whole repeat twice as slow as the others: between repeats.
+    records["TL101"][2].step_s = [x * 2 for x in records["TL101"][2].step_s]
+    found = {u["version"]: u for u in report.unsteady(records)}
+    assert found["original"]["within_run"] == pytest.approx(3.0)
+    assert found["TL101"]["between_repeats"] == pytest.approx(2.0, rel=0.05)
+    assert found["TL101"]["within_run"] < report.UNSTEADY
+    data["unsteady_step_times"] = report.unsteady(records)
+    text = report.table(data)
+    assert "warning: step times shifted sharply in original (x3.0 within a run), TL101 (x2.0 between repeats)" in text

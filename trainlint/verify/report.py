@@ -34,6 +34,37 @@ def _side(runs: list[RunRecord]) -> dict:
     }
 
 
+# Step times of one version that swing by more than this factor, between its repeats or between
+# the halves of one run, are worth a warning (see unsteady()).
+UNSTEADY = 1.5
+
+
+def unsteady(records: dict[str, list[RunRecord]]) -> list[dict]:
+    """The versions whose step times shifted sharply: between repeats (a run's mean step time
+    against another's) or inside a run (the median of its first half of steps against its second's).
+
+    The verdict's spread already covers such noise, but it did not say where the noise came from:
+    a run whose steps slowed 3x halfway (another process took the cores, or the script's threads
+    outnumbered them) read as an unexplained wide spread. Medians of halves, not means, so that a
+    loader's bursts (one slow step, many fast ones) do not count as a shift.
+    """
+    found = []
+    for name, runs in records.items():
+        means = [stats.mean(r.step_s) for r in runs if r.step_s]
+        between = max(means) / min(means) if means and min(means) > 0 else 1.0
+        within = 1.0
+        for r in runs:
+            half = len(r.step_s) // 2
+            if half >= 2:
+                a, b = stats.median(r.step_s[:half]), stats.median(r.step_s[half:])
+                if min(a, b) > 0:
+                    within = max(within, max(a, b) / min(a, b))
+        if between > UNSTEADY or within > UNSTEADY:
+            found.append({"version": name, "between_repeats": round(between, 3),
+                          "within_run": round(within, 3)})
+    return found
+
+
 def _num(x: float) -> float | None:
     # JSON has no inf/nan.
     return None if x is None or math.isinf(x) or math.isnan(x) else x
@@ -121,6 +152,7 @@ def skeleton(settings: RunSettings | None, *, script: str, rules: list[str], ask
         "threads_per_process": settings.threads if settings else None,
         "seed": settings.seed if settings else None,
         "directory_writes": [],
+        "unsteady_step_times": [],
         "rows": [],
     }
     report.update(dict.fromkeys(_MEASURED_KEYS))
@@ -180,6 +212,7 @@ def build(
                        # (a row's step counts are in "after" already)
                        if k not in ("name", "rules", "asked_rules", "other_optimizer_steps")})
     report["rows"] = rows
+    report["unsteady_step_times"] = unsteady(records)
     if profiles:
         report["profile"] = profiles
     return report
@@ -283,6 +316,14 @@ def table(report: dict) -> str:
                    "backward() on a single scalar loss was seen (a `.backward(gradient)` on a "
                    "non-scalar, or several losses at once, is not captured); the verdict covers "
                    "speed only: compare the training curves yourself.")
+    shifts = report.get("unsteady_step_times") or []
+    if shifts:
+        parts = [f"{u['version']} (x{max(u['between_repeats'], u['within_run']):.1f} "
+                 f"{'between repeats' if u['between_repeats'] >= u['within_run'] else 'within a run'})"
+                 for u in shifts]
+        out.append(f"warning: step times shifted sharply in {', '.join(parts)}: the machine's load "
+                   "changed during the runs (other processes, or more threads than cores: see "
+                   "--threads); the spread includes it, a quieter machine narrows it.")
     written = report.get("directory_writes")
     if written:
         shown = ", ".join(written[:5]) + (f" and {len(written) - 5} more" if len(written) > 5 else "")
