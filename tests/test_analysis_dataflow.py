@@ -66,6 +66,27 @@ def test_loops_over_follows_wrappers_not_other_calls():
     assert [loops.runs_steps(l) for l in loops.loops_over(train_call)] == [True]
 
 
+def test_a_plain_alias_of_a_loader_is_one_of_its_names():
+    # `train_dl = loader` (also of an attribute: `dl = self.loader`): the loops over the alias, and
+    # the functions it is handed to, go over the loader. A name only read from it (`n = len(dl)`) is not.
+    ctx = _ctx(
+        "def run_epoch(model, dl):\n    for b in dl:\n        model(b).backward()\n"
+        "def main(ds, model):\n    loader = DataLoader(ds)\n    train_dl = loader\n    n = len(train_dl)\n"
+        "    for epoch in range(3):\n        run_epoch(model, train_dl)\n"
+        "class Trainer:\n    def __init__(self, ds):\n        self.loader = DataLoader(ds)\n"
+        "    def fit(self):\n        dl = self.loader\n        for b in dl:\n            self.model(b).backward()\n"
+    )
+    main_call, trainer_call = _calls(ctx, "DataLoader")
+    run_epoch, main = ctx.index.nodes(cst.FunctionDef)[:2]
+    fit = ctx.index.nodes(cst.FunctionDef)[-1]
+    assert ("train_dl", main) in ctx.loops.names_of(main_call)
+    assert ("dl", run_epoch) in ctx.loops.names_of(main_call)
+    assert all(name != "n" for name, _ in ctx.loops.names_of(main_call))
+    assert [ctx.loops.runs_steps(l) for l in ctx.loops.loops_over(main_call)] == [True]
+    assert ("dl", fit) in ctx.loops.names_of(trainer_call)
+    assert [ctx.loops.runs_steps(l) for l in ctx.loops.loops_over(trainer_call)] == [True]
+
+
 def test_stray_draws_are_batches_taken_outside_the_loops_and_draws_seen():
     ctx = _ctx(
         "def train():\n    dl = DataLoader(ds)\n    pbar = tqdm(dl)\n    for b in pbar:\n        step(b)\n"

@@ -83,8 +83,8 @@ setting written as a name is read as TL101 describes) and no `persistent_workers
 that is gone over once per epoch inside an outer loop: by a loop or a comprehension (`[model(x)
 for x in val_loader]`), or a `yield from` of a generator of the module handed it (`def
 infinite(dl): while True: yield from dl`), with the outer loop around it or around the calls of its function (`for
-epoch in range(n): train(epoch)`; the loader found where a function of the module returns it to
-its caller, `train_loader, val_loader = make_loaders(cfg)`, or hands it on, as TL108 describes, or
+epoch in range(n): train(epoch)`; the loader found under another name it is given (`train_dl =
+loader`), where a function of the module returns it to its caller, `train_loader, val_loader = make_loaders(cfg)`, or hands it on, as TL108 describes, or
 in a dict or list the loop picks it from, `dataloaders[phase]`, also a dict a helper returns,
 `loaders = build(cfg)`, and an item picked into a name, `train_loader = loaders["train"]`), or by
 a function of another
@@ -286,6 +286,20 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
                       "    train = DataLoader(ds, num_workers=4, persistent_workers=True)\n    val = DataLoader(vs)\n"
                       "    return train, val\ndef main(ds, vs):\n    train_loader, val_loader = make_loaders(ds, vs)\n"
                       "    for epoch in range(3):\n        for batch in train_loader:\n            step(batch)\n"),
+        # Reached through another name (`train_dl = loader`), in the epoch loop or handed from it to
+        # a function of the module: it was not followed, and the loader went unreported.
+        Invalid("from torch.utils.data import DataLoader\ndef main(ds):\n    loader = DataLoader(ds, num_workers=2)\n"
+                "    train_dl = loader\n    for epoch in range(3):\n        for x in train_dl:\n            step(x)\n",
+                fixed="from torch.utils.data import DataLoader\ndef main(ds):\n"
+                      "    loader = DataLoader(ds, num_workers=2, persistent_workers=True)\n"
+                      "    train_dl = loader\n    for epoch in range(3):\n        for x in train_dl:\n            step(x)\n"),
+        Invalid("from torch.utils.data import DataLoader\ndef run_epoch(model, dl):\n    for x in dl:\n"
+                "        model(x).backward()\ndef main(ds, model):\n    loader = DataLoader(ds, num_workers=2)\n"
+                "    train_dl = loader\n    for epoch in range(3):\n        run_epoch(model, train_dl)\n",
+                fixed="from torch.utils.data import DataLoader\ndef run_epoch(model, dl):\n    for x in dl:\n"
+                      "        model(x).backward()\ndef main(ds, model):\n"
+                      "    loader = DataLoader(ds, num_workers=2, persistent_workers=True)\n"
+                      "    train_dl = loader\n    for epoch in range(3):\n        run_epoch(model, train_dl)\n"),
         # An evaluation loader gone over at every evaluation, from a function the training loop calls.
         Invalid("from torch.utils.data import DataLoader\nval_loader = DataLoader(vs, num_workers=2)\n"
                 "def validate():\n    for batch in val_loader:\n        score(batch)\n"

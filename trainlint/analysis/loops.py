@@ -1927,7 +1927,8 @@ class Loops:
     def _wrapped_names(self, names: list[str], scope) -> list[tuple[str, cst.FunctionDef | None]]:
         """(name, function) for names of scope and the names their values are re-bound to through
         a call: `dl = accelerator.prepare(dl)`, `it = iter(dl)`, `model, dl = accelerator.prepare(model,
-        dl)` (a tuple target takes the argument in the same position), in the same function, or, for
+        dl)` (a tuple target takes the argument in the same position), or given as they are
+        (`train_dl = loader`), in the same function, or, for
         `self.x` (read in every method), in any (`pbar = tqdm(self.train_loader)`)."""
         out = [(name, scope) for name in names]
         for name, where in out:  # grows as re-bindings are found: `it = iter(tqdm(dl))` in two steps
@@ -1939,9 +1940,19 @@ class Loops:
     @cached_property
     def _rebindings(self) -> dict:
         """function (None: the module) -> (new name, old name) for each re-binding through a loader
-        wrapper there, in document order (each loader's loops are asked for by every rule)."""
+        wrapper or a plain alias there, in document order (each loader's loops are asked for by
+        every rule)."""
         table: dict = {}
         for assign in self.index.nodes(cst.Assign):
+            if isinstance(assign.value, (cst.Name, cst.Attribute)):
+                # A plain alias (`train_dl = loader`, `loader = self.train_loader`) is the same
+                # loader under another name: its loops and hand-offs are the loader's.
+                old = dotted(assign.value)
+                if old:
+                    table.setdefault(self.index.enclosing_function(assign), []).extend(
+                        (dotted(target.target), old) for target in assign.targets
+                        if not isinstance(target.target, (cst.Tuple, cst.List)))
+                continue
             if not isinstance(assign.value, cst.Call):
                 continue
             callee = (dotted(assign.value.func) or "").rsplit(".", 1)[-1]
