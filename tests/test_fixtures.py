@@ -42,6 +42,7 @@ VARIANTS = {
     "image_classifier.py": {".all": {"select": ("ALL",)}},
     "amp/named_settings_train.py": {".all": {"select": ("ALL",)}},
     "amp/partial_autocast_train.py": {".all": {"select": ("ALL",)}},
+    "amp/guarded_torch_import_train.py": {".all": {"select": ("ALL",)}},
 }
 # (script, snapshot suffix, Settings fields)
 CASES = [(name, "", {}) for name in SCRIPTS] + [
