@@ -287,7 +287,8 @@ standing for a counter not found (in the code that runs once per optimizer step 
 accumulation, `opt_step`, which the advice says to count there with `opt_step += 1`: a test of the
 loop's index there, `i % 10 == 0` under `i % 4 == 3`, may hold on no step; no fix is written). In a
 function or method the loop calls (also one of an object the loop's class keeps, `self.logger =
-Logger()`), the loop's counter is not in scope: the parameter every call hands it to
+Logger()`, or of each in a list it keeps, `self.callbacks = [Logger(), tracker]` with `tracker =
+Tracker()` assigned once), the loop's counter is not in scope: the parameter every call hands it to
 (`self.logger.on_step_end(step, loss)` into `def on_step_end(self, step, loss)`, also
 `global_step=self.global_step`; other classes' methods of the same name aside) is the counter
 when the function rebinds it nowhere, followed through functions that hand it on
@@ -418,6 +419,11 @@ of every tenth loss, predictions shorter than their targets).
         # A list of callbacks with an element not known (`make_callback()`, which may return any
         # object): the loop's calls are not followed into Logger alone (no finding from a guess).
         Valid(_callbacks(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss"), "make_callback()")),
+        # ... also through a name that holds such an element (`extra = make_callback()`, or bound twice).
+        Valid(_callbacks(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss"), "extra").replace(
+            "        self.callbacks =", "        extra = make_callback()\n        self.callbacks =")),
+        Valid(_callbacks(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss"), "extra").replace(
+            "        self.callbacks =", "        extra = NoOp()\n        extra = make_callback()\n        self.callbacks =")),
         # Trainer's `self.report(loss)` runs Trainer.report, not the never-called Evaluator.report
         # of the same name (methods were matched by name alone).
         Valid("import torch\nclass Evaluator:\n    def report(self, loss):\n        self.vals.append(loss.item())\n"
@@ -542,6 +548,14 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=_callbacks(_KEPT_LOGGER.format(
                     body="if step % 100 == 0:\n            print(step, loss.item())", args="step, loss")),
                 message="(`if step % 100 == 0:`)"),
+        # An element named, as a script keeps a callback it reads afterwards (`noop = NoOp()`, then
+        # `[Logger(), noop]`): the name holds one construction of a class of the file. The list
+        # was left unfollowed, as for an unknown element, and Logger's `.item()` unreported.
+        Invalid(_callbacks(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss"), "noop").replace(
+                    "        self.callbacks =", "        noop = NoOp()\n        self.callbacks ="),
+                fixed=_callbacks(_KEPT_LOGGER.format(
+                    body="if step % 100 == 0:\n            print(step, loss.item())", args="step, loss"), "noop").replace(
+                    "        self.callbacks =", "        noop = NoOp()\n        self.callbacks =")),
         # The logger set outside __init__ (`self.logger = None` there, `Logger()` in `setup`), the
         # call under `is not None`: the None binding made the attribute unknown, nothing reported.
         Invalid(_set_later(_KEPT_LOGGER.format(body="print(step, loss.item())", args="step, loss")),

@@ -766,12 +766,23 @@ class Loops:
 
     def _constructed_classes(self, value: cst.BaseExpression | None) -> frozenset[str] | None:
         """The class names of a list or tuple display whose every element constructs one
-        (`[LossLogger(), Saver(out)]`, `[]`), else None: an element of any other kind (a
+        (`[LossLogger(), Saver(out)]`, `[]`, or names one assigned once: _element_class), else None: an element of any other kind (a
         parameter, a star, an imported class) may be an object whose methods are not known."""
         if not isinstance(value, (cst.List, cst.Tuple)):
             return None
-        names = [self._constructed_class(e.value) if isinstance(e, cst.Element) else None for e in value.elements]
+        names = [self._element_class(e.value) if isinstance(e, cst.Element) else None for e in value.elements]
         return None if None in names else frozenset(names)
+
+    def _element_class(self, value: cst.BaseExpression) -> str | None:
+        """The class an element of a callbacks display constructs (_constructed_class), also through
+        a name its scope assigns once, to such a construction (`tracker = GradNormTracker()`, then
+        `[LossPrinter(), tracker]`: the script keeps the name to read the tracker afterwards)."""
+        if isinstance(value, cst.Name):
+            bindings = self.variables.seen_from(value) or []
+            if len(bindings) != 1 or bindings[0][0] != "assign":
+                return None
+            value = bindings[0][1]
+        return self._constructed_class(value)
 
     def _added(self, call: cst.Call) -> tuple[str, frozenset[str]] | None:
         """What `<x>.callbacks.append(Saver())` (or extend/insert) adds to the list, or None."""
