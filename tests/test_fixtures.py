@@ -118,7 +118,8 @@ RUNNABLE = [s for s in SCRIPTS if not os.path.basename(s).startswith("clean") an
 ARGS = {"image_classifier.py": ["--epochs", "1"], "checkpoint/checkpoint_every_step.py": ["--out", "{tmp}"],
         "checkpoint/archived_run_checkpoints.py": ["--out", "{tmp}"],
         "checkpoint/preemptible_stream_train.py": ["--out", "{tmp}"],
-        "checkpoint/callback_trainer.py": ["--out", "{tmp}"]}
+        "checkpoint/callback_trainer.py": ["--out", "{tmp}"],
+        "checkpoint/callback_list_trainer.py": ["--out", "{tmp}"]}
 
 
 # The framework each script trains with, besides torch (the dev extra installs them).
