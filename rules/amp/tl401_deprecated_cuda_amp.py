@@ -142,6 +142,15 @@ without a fix.
             fixed="import torch\nimport torch.nn as nn\n\nscaler = torch.amp.GradScaler(\"cuda\")\n"
             "with torch.amp.autocast(\"cuda\", enabled=use_amp):\n    y = model(x)\n",
         ),
+        # The deprecated names imported in a `try:` whose handler exits: `import torch` takes their
+        # line there (it went to the top of the file, where a missing torch skipped the script's
+        # message, and left `try: pass`).
+        Invalid(
+            "import sys\ntry:\n    from torch.cuda.amp import GradScaler, autocast\nexcept ImportError:\n"
+            "    sys.exit('needs PyTorch')\nscaler = GradScaler()\nwith autocast():\n    y = model(x)\n",
+            fixed="import sys\ntry:\n    import torch\nexcept ImportError:\n    sys.exit('needs PyTorch')\n"
+            "scaler = torch.amp.GradScaler('cuda')\nwith torch.amp.autocast('cuda'):\n    y = model(x)\n",
+        ),
         Invalid(
             "import torch\nfrom torch.cuda.amp import GradScaler as S, autocast\n"
             "scaler = S(2.0**13)\nwith autocast(True, torch.float16):\n    y = model(x)\n",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.imports import module_binding, remove_unused_imports
+from trainlint.analysis.imports import guarded_import, module_binding, remove_unused_imports
 from trainlint.diagnostics import Applicability
 from trainlint import layout
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
@@ -245,6 +245,30 @@ GPU while the decorated function still runs in float16.
                 "            else torch.float16\n        ),\n    ):\n        return model(x)\n"
                 "try:\n    import torch\n    warm = step(x0)\nexcept ImportError:\n    sys.exit('needs PyTorch')\n"
                 "scaler = torch.amp.GradScaler(\n    'cuda', enabled=not torch.cuda.is_bf16_supported(including_emulation=False)\n)\n"
+                "for x in loader:\n    loss = step(x)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
+                "    scaler.update()\n"),
+        # torch's modules imported only in a `try:` whose handler exits: the `import torch` the fix
+        # needs goes in the try, above them (at the top of the file a missing torch raised
+        # ImportError before the script's message), and a call in the try sees it.
+        Invalid("import sys\ntry:\n    from torch.amp import GradScaler, autocast\nexcept ImportError:\n"
+                "    sys.exit('needs PyTorch')\nscaler = GradScaler('cuda')\nfor x in loader:\n"
+                "    with autocast('cuda'):\n        loss = model(x)\n    scaler.scale(loss).backward()\n"
+                "    scaler.step(opt)\n    scaler.update()\n",
+                fixed="import sys\ntry:\n    import torch\n    from torch.amp import GradScaler, autocast\n"
+                "except ImportError:\n    sys.exit('needs PyTorch')\n" + _CHOICE_LINE
+                + "scaler = GradScaler('cuda', enabled=amp_dtype == torch.float16)\nfor x in loader:\n"
+                "    with autocast('cuda', dtype=amp_dtype):\n        loss = model(x)\n    scaler.scale(loss).backward()\n"
+                "    scaler.step(opt)\n    scaler.update()\n"),
+        Invalid("import sys\ndef step(x):\n    with autocast('cuda'):\n        return model(x)\n"
+                "try:\n    from torch.amp import GradScaler, autocast\n    warm = step(x0)\nexcept ImportError:\n"
+                "    sys.exit('needs PyTorch')\nscaler = GradScaler('cuda')\nfor x in loader:\n    loss = step(x)\n"
+                "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
+                fixed="import sys\ndef step(x):\n    with autocast(\n        'cuda',\n        dtype=(\n"
+                "            torch.bfloat16\n            if torch.cuda.is_bf16_supported(including_emulation=False)\n"
+                "            else torch.float16\n        ),\n    ):\n        return model(x)\n"
+                "try:\n    import torch\n    from torch.amp import GradScaler, autocast\n    warm = step(x0)\n"
+                "except ImportError:\n    sys.exit('needs PyTorch')\n"
+                "scaler = GradScaler(\n    'cuda', enabled=not torch.cuda.is_bf16_supported(including_emulation=False)\n)\n"
                 "for x in loader:\n    loss = step(x)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n"
                 "    scaler.update()\n"),
         # ... and above a method's caller (`Trainer().warmup()` runs `fit`, whose autocast reads it).
@@ -936,9 +960,11 @@ def _module_definition_point(ctx, stmt: cst.CSTNode, uses: list) -> cst.CSTNode 
     if last is not None and last in body and at <= body.index(last):
         return None
     torch, extra = ctx.module_name("torch")
-    if extra:  # the fix imports torch itself, among the imports
+    # The fix imports torch itself: among the imports, or after the `try:` that imports from torch
+    # (imports.guarded_import), where module_name puts it.
+    binder = (guarded_import(ctx, "torch") or (None,))[0] if extra else module_binding(ctx, torch.split(".")[0])[0]
+    if extra and binder is None:
         return body[at]
-    binder, _ = module_binding(ctx, torch.split(".")[0])
     if binder is None or at <= body.index(binder):
         return None
     return body[at]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.imports import module_binding, third_party_import_place
+from trainlint.analysis.imports import guarded_import, module_binding, third_party_import_place
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 
@@ -35,9 +35,12 @@ torch's, numpy's or Python's, counts as such), nor leaves precision to a framewo
 (`cudnn.allow_tf32` is True by default), not matmuls.
 Not flagged when `target-gpu` is pascal, volta or turing, which have no TF32.
 The fix writes the setting line after the imports and after the statement that imports torch:
-after a whole `try:` importing it whose handlers exit or raise, after an `if` importing it in
-every branch. Where torch is imported only on some paths (an `if` without an `else`, a handler
-setting `torch = None`), the finding has no fix.
+after a whole `try:` importing it (in its body or `else:`) whose handlers exit or raise, after an
+`if` importing it in every branch, a `with` block importing it, a `match` importing it in every
+case. A file that imports only torch's submodules, in such a `try:` (`from torch import nn`), gets
+`import torch` in the try, above them, and the setting after the try. Where torch is imported only on some paths (an `if` without an
+`else`, a handler setting `torch = None`, `with contextlib.suppress(ImportError):`), the finding
+has no fix.
 
 ## Why is this bad?
 By default PyTorch computes float32 matmuls in full float32, which uses a fraction of an Ampere+
@@ -122,6 +125,39 @@ physics or long-horizon recurrences).
         Invalid("import os\nif os.environ.get('X'):\n    import torch\nelse:\n    import torch\n" + _LOOP,
                 fixed="import os\nif os.environ.get('X'):\n    import torch\nelse:\n    import torch\n\n"
                       "torch.set_float32_matmul_precision(\"high\")\n" + _LOOP),
+        # torch bound in a try's `else:`, in a `with` block, in every case of a `match` with a
+        # catch-all case: after the statement (these were reported without a fix).
+        Invalid("import sys\ntry:\n    import numpy\nexcept ImportError:\n    sys.exit('x')\nelse:\n    import torch\n"
+                + _LOOP,
+                fixed="import sys\ntry:\n    import numpy\nexcept ImportError:\n    sys.exit('x')\nelse:\n    import torch\n\n"
+                      "torch.set_float32_matmul_precision(\"high\")\n" + _LOOP),
+        Invalid("import warnings\nwith warnings.catch_warnings():\n    warnings.simplefilter('ignore')\n    import torch\n"
+                + _LOOP,
+                fixed="import warnings\nwith warnings.catch_warnings():\n    warnings.simplefilter('ignore')\n"
+                      "    import torch\n\ntorch.set_float32_matmul_precision(\"high\")\n" + _LOOP),
+        Invalid("import sys\nmatch sys.platform:\n    case 'win32':\n        import torch\n    case _:\n        import torch\n"
+                + _LOOP,
+                fixed="import sys\nmatch sys.platform:\n    case 'win32':\n        import torch\n    case _:\n"
+                      "        import torch\n\ntorch.set_float32_matmul_precision(\"high\")\n" + _LOOP),
+        Invalid("import sys\nmatch sys.platform:\n    case 'win32':\n        import torch\n    case 'linux':\n"
+                "        import torch\n" + _LOOP, fixed=NO_FIX,
+                message="not fixed: `torch` is imported only on some paths (under a `match` with no case"),
+        Invalid("import contextlib\nwith contextlib.suppress(ImportError):\n    import torch\n" + _LOOP, fixed=NO_FIX,
+                message="not fixed: `torch` is imported only on some paths (under a `with` that suppresses"),
+        # Only torch's submodules imported, in a `try:` whose handler exits: `import torch` goes in
+        # the try, the setting after it (at the top, a missing torch raised ImportError before the
+        # script's own message).
+        Invalid("import sys\ntry:\n    from torch import nn\nexcept ImportError:\n    sys.exit('needs PyTorch')\n"
+                "model = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n",
+                fixed="import sys\ntry:\n    import torch\n    from torch import nn\nexcept ImportError:\n"
+                      "    sys.exit('needs PyTorch')\n\ntorch.set_float32_matmul_precision(\"high\")\n"
+                      "model = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n"),
+        # ... imported deeper than the try's own lines (a `with` block): `import torch` after it.
+        Invalid("import warnings\nwith warnings.catch_warnings():\n    from torch import nn\n"
+                "model = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n",
+                fixed="import warnings\nwith warnings.catch_warnings():\n    from torch import nn\nimport torch\n\n"
+                      "torch.set_float32_matmul_precision(\"high\")\n"
+                      "model = nn.Linear(4, 4).cuda()\nfor x in loader:\n    model(x).sum().backward()\n    opt.step()\n"),
         # Imported on some paths only (an `if` without an else, a handler that binds None): no
         # place sees torch bound on every path, so no fix, and the message says why.
         Invalid("import os\nif os.environ.get('X'):\n    import torch\n" + _LOOP, fixed=NO_FIX,
@@ -195,7 +231,14 @@ physics or long-horizon recurrences).
         line = f'{torch}.set_float32_matmul_precision("high")'
         last, newline = ctx.last_import(), ctx.module.default_newline
         place = third_party_import_place(ctx, "torch") if extra else None
-        if extra and (place is None or (place[0] != "before" and place[1] is last)):
+        guarded = guarded_import(ctx, "torch") if extra else None
+        if guarded is not None:
+            # torch's modules are imported only in a `try:` whose handlers exit (`from torch import
+            # nn`): `import torch` goes in it (module_name), the setting after it.
+            guard, inner = guarded
+            replacements = [*extra, ctx.insert_after_imports(line, after=guard)] if inner is not None \
+                else [ctx.insert_after_imports(f"import torch{newline * 2}{line}", after=guard)]
+        elif extra and (place is None or (place[0] != "before" and place[1] is last)):
             # `import torch` goes after the imports too: one insertion, with Black's blank line
             # between it and the setting (and isort's above it, starting a section of its own).
             code = f"import torch{newline * 2}{line}"

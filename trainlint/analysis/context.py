@@ -15,8 +15,8 @@ from trainlint.analysis.batches import is_cpu_device
 from trainlint.analysis.devices import Devices
 from trainlint.analysis.distributed import Distributed
 from trainlint.analysis.grads import Grads
-from trainlint.analysis.imports import (blank_lines_above, insert_stdlib_import, insert_third_party_import, is_docstring,
-                                        is_stdlib)
+from trainlint.analysis.imports import (blank_lines_above, guarded_import, insert_stdlib_import,
+                                        insert_third_party_import, is_docstring, is_stdlib)
 from trainlint.analysis.literals import literal, number
 from trainlint.analysis.loops import CLOCKS, Loops
 from trainlint.analysis.names import Names, bound_names, dotted
@@ -773,6 +773,19 @@ class FileContext:
                 return ".".join([alias, *parts[i:]]), []
         if is_stdlib(parts[0]):
             return module, [insert_stdlib_import(self, parts[0])]
+        guarded = guarded_import(self, parts[0])
+        if guarded is not None:  # `try: from torch import nn / except ImportError: sys.exit()`
+            guard, inner = guarded
+            if inner is not None:  # above that line: under the handler, before code in the try that may use it
+                return module, [self.insert_before(inner, f"import {parts[0]}")]
+            anchor, text = self.insert_after_imports(f"import {parts[0]}", after=guard)
+            body = list(self.module.body)
+            below = body[body.index(anchor) + 1] if anchor in body and body.index(anchor) + 1 < len(body) else None
+            newline = self.module.default_newline
+            if below is not None and not _is_import(below) and not _starts_blank(below) \
+                    and not text.endswith(newline * 2):
+                text += newline  # Black's blank line between an import and the code below it
+            return module, [(anchor, text)]
         placed = insert_third_party_import(self, parts[0])
         return module, [placed or self.insert_after_imports(f"import {parts[0]}")]
 

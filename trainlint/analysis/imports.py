@@ -46,37 +46,96 @@ _EXITS = {"sys.exit", "os._exit", "builtins.exit", "builtins.quit"}
 
 def module_binding(ctx, name: str) -> tuple[cst.CSTNode | None, str | None]:
     """The first module-level statement after which an import has bound `name` on every path
-    that goes on (a plain `import torch`; a `try:` importing it whose handlers exit, raise or
-    import it too; an `if` importing it in every branch), and None; or None and why there is none.
+    that goes on (a plain `import torch`; a `try:` importing it in its body or `else:` whose
+    handlers exit, raise or import it too, or whose `finally:` imports it; an `if` importing it in
+    every branch; a `with` block importing it; a `match` importing it in every case, one of them
+    catching everything), and None; or None and why there is none.
 
     Code a fix writes at module level that uses `name` goes after this statement as well as after
     the leading imports: after `import sys` alone it ran before `try: import torch / except
     ImportError: sys.exit(...)` (NameError). A name imported only on some paths (an `if` without
     an `else`, a handler binding `torch = None`) gets no such code at all."""
+    binds = lambda node: name in _import_bound(node)  # noqa: E731
     partial = None
     for stmt in ctx.module.body:
-        outcome = _outcome(ctx, stmt, name)
+        outcome = _outcome(ctx, stmt, binds)
         if outcome == "bound":
             return stmt, None
-        if partial is None and outcome is None and _imports_somewhere(stmt, name):
+        if partial is None and outcome is None and _imports_somewhere(stmt, binds):
             kind = "an `if`" if isinstance(stmt, cst.If) else "a `try:` whose handler neither exits nor imports it" \
-                if isinstance(stmt, cst.Try) else "a block"
+                if isinstance(stmt, cst.Try) else "a `match` with no case that catches everything" \
+                if isinstance(stmt, cst.Match) else "a `with` that suppresses errors" \
+                if isinstance(stmt, cst.With) else "a block"
             partial = f"`{name}` is imported only on some paths (under {kind})"
     return None, partial or f"no module-level import binds `{name}`"
 
 
-def _outcome(ctx, stmt: cst.CSTNode, name: str) -> str | None:
-    """"bound" when every path through the module-level stmt that goes on has imported name,
-    "exits" when none goes on (a raise, sys.exit()), else None."""
+def guarded_import(ctx, package: str) -> tuple[cst.CSTNode, cst.CSTNode | None] | None:
+    """Where the module first imports from `package` when that is inside a module-level compound
+    statement (`try: from torch import nn / except ImportError: sys.exit(...)`) every path through
+    which that goes on has imported from it: (that statement, the line of a `try:`'s own body that
+    imports from it, or None where the import is deeper or elsewhere); None when the first such
+    import is a plain line, or there is none, or it may not have run.
+
+    An `import torch` a fix adds goes just above that line, under the handler that exits (else
+    after the statement), and code reading torch at module level after the statement: among the
+    leading imports above it, a missing torch raised ImportError before the script's own message."""
+    def binds(node) -> bool:
+        modules = [_module_name(a.name) for a in node.names] if isinstance(node, cst.Import) \
+            else [] if node.relative or node.module is None else [_module_name(node.module)]
+        return any(m == package or m.startswith(package + ".") for m in modules)
+
+    for stmt in ctx.module.body:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or not _imports_somewhere(stmt, binds):
+            continue  # a def's own import binds nothing at module level
+        if isinstance(stmt, cst.SimpleStatementLine) or _outcome(ctx, stmt, binds) != "bound":
+            return None
+        inner = None
+        if isinstance(stmt, cst.Try) and isinstance(stmt.body, cst.IndentedBlock):
+            inner = next((line for line in stmt.body.body if isinstance(line, cst.SimpleStatementLine)
+                          and any(isinstance(small, (cst.Import, cst.ImportFrom)) and binds(small)
+                                  for small in line.body)), None)
+        return stmt, inner
+    return None
+
+
+def _module_name(expr) -> str:
+    return dotted(expr) or ""
+
+
+def _outcome(ctx, stmt: cst.CSTNode, binds) -> str | None:
+    """"bound" when every path through the module-level stmt that goes on has run an import for
+    which binds() holds, "exits" when none goes on (a raise, sys.exit()), else None."""
     if isinstance(stmt, cst.SimpleStatementLine):
-        return _small_outcome(ctx, stmt.body, name)
+        return _small_outcome(ctx, stmt.body, binds)
     if isinstance(stmt, cst.Try):
-        paths = [_block_outcome(ctx, stmt.body, name)] + [_block_outcome(ctx, h.body, name) for h in stmt.handlers]
+        # A `finally:` that binds or exits decides every path; else the body runs on into its
+        # `else:` (a binding there is seen after the try), and each handler is a path of its own.
+        final = _block_outcome(ctx, stmt.finalbody.body, binds) if stmt.finalbody is not None else None
+        if final is not None:
+            return final
+        body = _block_outcome(ctx, stmt.body, binds)
+        if body is None and stmt.orelse is not None:
+            body = _block_outcome(ctx, stmt.orelse.body, binds)
+        paths = [body] + [_block_outcome(ctx, h.body, binds) for h in stmt.handlers]
     elif isinstance(stmt, cst.If):
         orelse = stmt.orelse
-        rest = None if orelse is None else _outcome(ctx, orelse, name) if isinstance(orelse, cst.If) \
-            else _block_outcome(ctx, orelse.body, name)
-        paths = [_block_outcome(ctx, stmt.body, name), rest]
+        rest = None if orelse is None else _outcome(ctx, orelse, binds) if isinstance(orelse, cst.If) \
+            else _block_outcome(ctx, orelse.body, binds)
+        paths = [_block_outcome(ctx, stmt.body, binds), rest]
+    elif isinstance(stmt, cst.With):
+        # contextlib.suppress(ImportError) goes on after a failed import: nothing is bound.
+        if any(isinstance(item.item, cst.Call) and ctx.names.qualified(item.item.func) == "contextlib.suppress"
+               for item in stmt.items):
+            return None
+        paths = [_block_outcome(ctx, stmt.body, binds)]
+    elif isinstance(stmt, cst.Match):
+        # A subject no case matches goes on past the match: only a last case that catches
+        # everything (`case _:`, `case name:`, no guard) leaves no such path.
+        last = stmt.cases[-1].pattern if stmt.cases else None
+        if not (isinstance(last, cst.MatchAs) and last.pattern is None and stmt.cases[-1].guard is None):
+            return None
+        paths = [_block_outcome(ctx, case.body, binds) for case in stmt.cases]
     else:
         return None
     if None in paths:
@@ -84,20 +143,20 @@ def _outcome(ctx, stmt: cst.CSTNode, name: str) -> str | None:
     return "exits" if all(p == "exits" for p in paths) else "bound"
 
 
-def _block_outcome(ctx, block: cst.BaseSuite, name: str) -> str | None:
-    """A block's outcome: that of its first statement that binds name or exits."""
+def _block_outcome(ctx, block: cst.BaseSuite, binds) -> str | None:
+    """A block's outcome: that of its first statement that binds or exits."""
     if isinstance(block, cst.SimpleStatementSuite):
-        return _small_outcome(ctx, block.body, name)
+        return _small_outcome(ctx, block.body, binds)
     for stmt in block.body:
-        outcome = _outcome(ctx, stmt, name)
+        outcome = _outcome(ctx, stmt, binds)
         if outcome is not None:
             return outcome
     return None
 
 
-def _small_outcome(ctx, smalls, name: str) -> str | None:
+def _small_outcome(ctx, smalls, binds) -> str | None:
     for small in smalls:
-        if isinstance(small, (cst.Import, cst.ImportFrom)) and name in _import_bound(small):
+        if isinstance(small, (cst.Import, cst.ImportFrom)) and binds(small):
             return "bound"
         if isinstance(small, cst.Raise) or (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
                                             and ctx.names.qualified(small.value.func) in _EXITS):
@@ -120,8 +179,8 @@ def _import_bound(node: cst.Import | cst.ImportFrom) -> set[str]:
     return out
 
 
-def _imports_somewhere(stmt: cst.CSTNode, name: str) -> bool:
-    return any(isinstance(n, (cst.Import, cst.ImportFrom)) and name in _import_bound(n) for n in walk(stmt))
+def _imports_somewhere(stmt: cst.CSTNode, binds) -> bool:
+    return any(isinstance(n, (cst.Import, cst.ImportFrom)) and binds(n) for n in walk(stmt))
 
 
 def blank_lines_above(stmt: cst.CSTNode) -> int:
