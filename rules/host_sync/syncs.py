@@ -109,8 +109,8 @@ _PROCESS_QUERIES = frozenset({"torch.distributed.get_rank", "torch.distributed.g
 
 
 def side_effect_free(ctx, test: cst.BaseExpression) -> bool:
-    """A guard's test whose evaluation has no effect worth keeping: names, attributes and
-    literals, comparisons and arithmetic or boolean operations of them (`step > 0`,
+    """A guard's test whose evaluation has no effect worth keeping: names, attributes, subscripts
+    and literals, comparisons and arithmetic or boolean operations of them (`step > 0`,
     `args.debug and rank == 0`), `torch.cuda.is_available()` and the process group's rank and
     size (`dist.get_rank()`)."""
     if isinstance(test, (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.SimpleString)):
@@ -122,6 +122,12 @@ def side_effect_free(ctx, test: cst.BaseExpression) -> bool:
         return side_effect_free(ctx, test.left) and side_effect_free(ctx, test.right)
     if isinstance(test, cst.UnaryOperation):
         return side_effect_free(ctx, test.expression)
+    if isinstance(test, cst.Subscript):
+        # `x.shape[0] > 4`, `cfg["debug"]`: an index of such parts reads, as an attribute does.
+        return side_effect_free(ctx, test.value) and all(
+            side_effect_free(ctx, e.slice.value) if isinstance(e.slice, cst.Index)
+            else all(part is None or side_effect_free(ctx, part) for part in (e.slice.lower, e.slice.upper, e.slice.step))
+            for e in test.slice)
     if isinstance(test, cst.Call) and not test.args:
         qn = ctx.names.qualified(test.func) or ""
         return qn.endswith(".is_available") or qn in _PROCESS_QUERIES

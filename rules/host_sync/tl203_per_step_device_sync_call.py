@@ -159,9 +159,11 @@ Remove the call, or keep it under the logging interval when it serves a measurem
 ## Fix safety
 Unsafe: `synchronize()`/`empty_cache()` statements are removed (timings taken around them change),
 with an `else:` or `finally:` clause they leave empty (a `finally:` only from a `try` that keeps an
-`except`; otherwise, or with a comment there, `pass` stays); one under a switch of the
-configuration that no loop around it sets (`if debug:`, `if args.sync_each_step:`; not a device
-flag such as `use_cuda`) is reported without a fix;
+`except`; otherwise, or with a comment there, `pass` stays), and with an `if` they leave empty
+whose test has no effect of its own (names, attributes, subscripts, literals and operations of
+them: `if x.shape[0] > 4:`, on one line too; one that calls something keeps `pass`); one under a
+switch of the configuration that no loop around it sets (`if debug:`, `if args.sync_each_step:`,
+`if cfg["sync"]:`; not a device flag such as `use_cuda`) is reported without a fix;
 statistics are put under the logging interval, statistics lines side by side under one `if`
 (joined with `and` to the test of an `if` that
 holds only them: `if torch.cuda.is_available() and step % 100 == 0:`). A statistic assigned to a name moves together with
@@ -290,6 +292,20 @@ under its interval, right before the read.
                 fixed=in_training_loop("if step > 0:\n    pass\nelse:\n    warm()")),
         Invalid(in_training_loop("if next(flags):\n    torch.cuda.empty_cache()"),
                 fixed=in_training_loop("if next(flags):\n    pass")),
+        # A guard reading a subscript (`x.shape[0] > 4`) has no effect of its own: it goes too (it
+        # was left as `if x.shape[0] > 4: pass`), also written on one line (which got no fix); a
+        # guard that calls something (`len(x)`) stays, with `pass`.
+        Invalid(in_training_loop("if x.shape[0] > 4:\n    torch.cuda.synchronize()\nprint(step)"),
+                fixed=in_training_loop("print(step)")),
+        Invalid(in_training_loop("if x.shape[0] > 4: torch.cuda.synchronize()\nprint(step)"),
+                fixed=in_training_loop("print(step)"), message="remove it"),
+        Invalid(in_training_loop("if len(x) > 4: torch.cuda.synchronize()\nprint(step)"),
+                fixed=in_training_loop("if len(x) > 4: pass\nprint(step)")),
+        # A config switch, as an attribute or a dict entry, on one line too: not fixed.
+        Invalid(in_training_loop("if cfg['sync_each_step']:\n    torch.cuda.synchronize()"), fixed=NO_FIX,
+                message="runs only when `cfg['sync_each_step']` is set"),
+        Invalid(in_training_loop("if args.debug: torch.cuda.synchronize()"), fixed=NO_FIX,
+                message="runs only when `args.debug` is set"),
         # Blank lines on both sides of the call: one stays, with the comment above it.
         Invalid("import torch\nfor step, x in enumerate(loader):\n    # free memory\n\n    torch.cuda.empty_cache()\n\n"
                 "    model(x).sum().backward()\n    opt.step()\n",
@@ -437,7 +453,20 @@ under its interval, right before the read.
         fix = None
         parent = ctx.parent(node)
         stmt = ctx.parent(parent) if isinstance(parent, cst.Expr) else None
-        if removable and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        if removable and isinstance(stmt, cst.SimpleStatementSuite) and len(stmt.body) == 1:
+            # `if x.shape[0] > 4: torch.cuda.synchronize()` on one line: the `if` goes too when
+            # nothing is left for it to do, else the call becomes `pass`.
+            owner = ctx.parent(stmt)
+            message = f"Remove `{ctx.code(node)}`"
+            fix = _remove_statement(self, owner, message) if _empty_without_body(ctx, owner, stmt) \
+                else self.fix(Applicability.UNSAFE, message, (parent, cst.Pass()))
+            advice = "remove it (or run it under the logging interval when it serves a measurement)"
+            flag = _opt_in_flag(ctx, parent)
+            if flag is not None:
+                fix = None
+                advice += (f"; not fixed: it runs only when `{flag}` is set, a switch the loop never changes "
+                           f"(a debugging run may want it)")
+        elif removable and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
             fix = _remove_statement(self, stmt, f"Remove `{ctx.code(node)}`")
             advice = "remove it (or run it under the logging interval when it serves a measurement)"
             flag = _opt_in_flag(ctx, stmt)
@@ -634,7 +663,7 @@ def _opt_in_flag(ctx, stmt: cst.BaseStatement) -> str | None:
     asked for by whoever sets the switch (the fix deleted `if debug: torch.cuda.synchronize()`
     whole). None otherwise; device flags (`use_cuda`) are no such switch."""
     block = ctx.parent(stmt)
-    branch = ctx.parent(block) if isinstance(block, cst.IndentedBlock) else None
+    branch = ctx.parent(block) if isinstance(block, (cst.IndentedBlock, cst.SimpleStatementSuite)) else None
     loop = ctx.loops.innermost_loop(stmt)
     if not isinstance(branch, cst.If) or branch.body is not block or loop is None \
             or not ctx.index.contains(loop.body, branch):
@@ -649,6 +678,10 @@ def _opt_in_flag(ctx, stmt: cst.BaseStatement) -> str | None:
             operands.append(node.expression)
         elif isinstance(node, (cst.Name, cst.Attribute)) and ctx.dotted(node):
             names.append(ctx.dotted(node))
+        elif isinstance(node, cst.Subscript) and ctx.dotted(node.value) and len(node.slice) == 1 \
+                and isinstance(node.slice[0].slice, cst.Index) and isinstance(ctx.literal(node.slice[0].slice.value), str):
+            # `cfg["sync_each_step"]`: a switch read from a config dict, as `cfg.sync_each_step` is.
+            names.append(f"{ctx.dotted(node.value)}.{ctx.literal(node.slice[0].slice.value)}")
         else:
             return None
     # Bound in any loop around it, up to its function (`debug = epoch == 0` in the epoch loop).
