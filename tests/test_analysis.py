@@ -345,6 +345,20 @@ def test_a_closure_is_the_function_its_name_reads_where_the_step_is():
     assert ctx.loops.is_per_step(_name(ctx, "marker"))
 
 
+def test_a_keyword_of_a_class_statement_is_no_base_class():
+    # `metaclass=Meta` names a class of the module, but T does not inherit Meta's methods.
+    # (libcst keeps a class statement's keywords in ClassDef.keywords, apart from its bases, so
+    # Loops._bases, which reads ClassDef.bases, never saw them: this pins that.)
+    ctx = ctx_for("class Meta(type):\n    def fit(cls):\n        pass\nclass Base:\n    def step(self):\n        pass\n"
+                  "class T(Base, metaclass=Meta):\n    pass\n")
+    classes = {c.name.value: c for c in ctx.index.nodes(cst.ClassDef)}
+    loops = ctx.loops
+    assert loops.method_of(classes["T"], "fit") is None
+    assert loops.method_of(classes["T"], "step") is not None
+    assert loops.subclasses(classes["Meta"]) == []
+    assert loops.subclasses(classes["Base"]) == [classes["T"]]
+
+
 _HELD = """import torch
 {imports}class Logger:
     def on_step_end(self, step, loss):
