@@ -108,6 +108,21 @@ def test_tl201_suggestion_uses_the_scripts_interval_constant():
     assert "every `PRINT_FREQ` steps" in _findings(code, "TL201")[0].fix.message
 
 
+def test_tl201_fix_title_names_an_interval_expression_without_its_parentheses():
+    # The loop's own `if step % (args.log_interval * 2) == 0:`: "every `(args.log_interval * 2)` steps".
+    code = in_training_loop("if step % (args.log_interval * 2) == 0:\n    print(step)\nprint(loss.item())")
+    title = _findings(code, "TL201")[0].fix.message
+    assert "every `args.log_interval * 2` steps" in title and "(`if step % (args.log_interval * 2) == 0:`)" in title
+
+
+def test_tl201_an_attribute_named_like_the_counter_is_not_the_loops_interval_test():
+    # `args.step` is not the loop's `step`: its remainder is no test of the loop's steps to reuse
+    # (its `.step` matched the counter, and the fix guarded the read with it).
+    code = in_training_loop("if args.step % 10 == 0:\n    print(step)\nprint(loss.item())")
+    [finding] = _findings(code, "TL201")
+    assert "(`if step % 100 == 0:`)" in finding.message and "args.step" not in finding.fix.message
+
+
 # A loop counting in `it`, a counter of its own (`global_step`), a framework's hook; the script's
 # interval or none.
 _COUNTERS = [

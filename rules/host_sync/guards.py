@@ -602,9 +602,10 @@ def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str, bo
         return None
     modulo = _one_in_n(ctx, remainders[0])
     every = ctx.literal(modulo.right)
+    # The counter read whole: `args.step % args.log_interval` is not a test of the loop's `step`
+    # (the `step` of the attribute matched, and the fix reused that test as the loop's interval).
     if ctx.tensors.is_tensor(modulo.left) or (isinstance(every, int) and every <= 1) \
-            or not any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.dotted(n) in counters
-                       for n in ctx.index.walk(modulo.left)):
+            or not _outer_names(ctx, modulo.left) & counters:
         return None
     interval = _outer_names(ctx, modulo.right)
     value = every if isinstance(every, int) else interval_value(ctx, modulo.right, guard) \
@@ -624,7 +625,9 @@ def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str, bo
     if not (_INTERVAL_NAME.match(text.rsplit(".", 1)[-1].lstrip("_")) or _subscript_interval(ctx, modulo.right)
             or any(isinstance(c, cst.Call) and is_log_call(ctx, c) for c in ctx.index.walk(guard.body))):
         return None
-    every_code = one_line(ctx.code(modulo.right))
+    # Without its parentheses: the fix's title says "every `args.log_interval * 2` steps".
+    every_code = one_line(ctx.code(modulo.right.with_changes(lpar=[], rpar=[]))
+                          if getattr(modulo.right, "lpar", None) else ctx.code(modulo.right))
     reads = frozenset().union(*(_outer_names(ctx, p) for p in kept))
     if len(kept) == len(parts):
         return one_line(ctx.code(guard.test)), every_code, True, reads
