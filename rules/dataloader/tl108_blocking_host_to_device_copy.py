@@ -55,6 +55,17 @@ _NESTED_STEP = (
 )
 
 
+# A model of the file whose forward moves its input; `{move}`: what the loop does first.
+_FORWARD = (
+    "import torch\nfrom torch.utils.data import DataLoader\n"
+    "class Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.l = torch.nn.Linear(4, 1)\n        self.device = torch.device('cuda')\n"
+    "    def forward(self, x):\n        x = x.to(self.device)\n        return self.l(x)\n"
+    "model = Net().cuda()\nloader = DataLoader(ds, batch_size=8, num_workers=4, pin_memory=True)\n"
+    "for x in loader:\n{move}    loss = model(x).sum()\n    loss.backward()\n    opt.step()\n"
+)
+
+
 _CUSTOM_BATCH = (
     "import torch\nfrom torch.utils.data import DataLoader\n"
     "class Batch:\n    def __init__(self, x):\n        self.x = x\n"
@@ -130,8 +141,9 @@ or `{k: v.to(device) ... for k, v in batch.items()}`; not one that calls itself 
 structure, whose copies may be of any object).
 Not flagged: copies to the CPU (`"cpu"`, `torch.device("cpu")`, a name assigned one of those),
 which must stay blocking to be read right after, and copies of tensors the loop has already
-copied to the device (`y` after `y = y.to(device, non_blocking=True)`): they do not read pinned
-memory; nor a copy that unpacks a dict holding `non_blocking` (`x.to(**move)` with `move =
+copied to the device (`y` after `y = y.to(device, non_blocking=True)`, also in a function the
+loop hands such a copy to: `x.to(self.device)` in the `forward` that `model(x)` runs after `x =
+x.to(device, non_blocking=True)`): they do not read pinned memory; nor a copy that unpacks a dict holding `non_blocking` (`x.to(**move)` with `move =
 dict(device=device, non_blocking=True)`, `y.to(device, **{"non_blocking": True})`, or a dict built
 from one holding it: `{**base, "dtype": t}`, `dict(base, dtype=t)`): the dict sets it.
 
@@ -190,6 +202,10 @@ host would be read before it ends.
     _SRC = ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
             "for x, y in loader:\n    {move}\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n")
     valid = [
+        # A batch the loop copied already, handed to the model: forward's own `.to(self.device)`
+        # of it copies nothing from the host (it was reported, and the fix added non_blocking=True there).
+        Valid(_FORWARD.format(move="    x = x.to('cuda', non_blocking=True)\n")),
+        Valid(_FORWARD.format(move="    x = x.cuda(non_blocking=True)\n").replace("model(x)", "model(x=x)")),
         # Taken out of a batch its loop copied already (a dict or tuple comprehension of copies):
         # in device memory, nothing to pin.
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2, pin_memory=True)\n"
@@ -245,6 +261,14 @@ host would be read before it ends.
                              body="x = to_device(x)")),
     ]
     invalid = [
+        # ... but not when the loop hands it over as the loader gave it (or one call of the two does).
+        Invalid(_FORWARD.format(move=""), fixed=_FORWARD.format(move="").replace(
+            "x.to(self.device)", "x.to(self.device, non_blocking=True)")),
+        Invalid(_FORWARD.format(move="    x = x.to('cuda', non_blocking=True)\n").replace(
+            "    opt.step()\n", "    opt.step()\n    model(raw)\n").replace("for x in loader:", "for raw in loader:\n    x = raw"),
+            fixed=_FORWARD.format(move="    x = x.to('cuda', non_blocking=True)\n").replace(
+            "    opt.step()\n", "    opt.step()\n    model(raw)\n").replace("for x in loader:", "for raw in loader:\n    x = raw")
+            .replace("x.to(self.device)", "x.to(self.device, non_blocking=True)")),
         # A step loop drawing with `next(it)` from an iterator over a loader written in the call
         # (`it = iter(DataLoader(...))`): the loader had no name to follow, the draws were not seen.
         Invalid(_REYIELDED.format(body="", x="x.cuda()").replace("def infinite(dl):\n    while True:\n        \n", "")

@@ -180,7 +180,8 @@ def batch_moves(ctx, loop: cst.CSTNode, *, pieces: bool = False, target: cst.CST
     if (loop, target, pieces) not in cache:
         names = {ctx.dotted(n) for n in ctx.index.walk(target) if isinstance(n, (cst.Name, cst.Attribute))}
         found: set = set()
-        _moves_in(ctx, loop.body, names - {None}, _is_piece if pieces else _mentions_any, 3, (), found)
+        _moves_in(ctx, loop.body, names - {None}, _is_piece if pieces else _mentions_any, 3, (), found,
+                  skip_moved=pieces)
         if pieces:  # a tensor the loop has copied already is in device memory, not the loader's
             found = {call for call in found if not moved_already(ctx, call)}
         cache[loop, target, pieces] = frozenset(found)
@@ -194,6 +195,12 @@ def moved_already(ctx, call: cst.Call) -> bool:
     assigns a device copy (`y = y.to(device, non_blocking=True)`, `x, y = x.cuda(), y.cuda()`,
     `batch = send_to_device(batch, device)`)."""
     expr = call.func.value if isinstance(call.func, cst.Attribute) and is_device_move(ctx, call) else None
+    return expr is not None and _value_moved(ctx, expr)
+
+
+def _value_moved(ctx, expr: cst.BaseExpression) -> bool:
+    """expr, read where it stands, is (or is taken out of) a device copy made before: moved_already
+    of what a copy copies, and of what a call hands a function of the module."""
     for _ in range(8):  # names followed back through their assignments, a few steps
         if expr is None:
             return False
@@ -275,9 +282,12 @@ def _reaching_assignment(ctx, use: cst.BaseExpression, name: str | None) -> tupl
 
 
 def _moves_in(ctx, body: cst.CSTNode, names: set, carries, depth: int, seen: tuple, found: set,
-              whole: bool = False) -> None:
+              whole: bool = False, skip_moved: bool = False) -> None:
     """carries(ctx, expr, names): whether the value of expr carries the batch named by names; whole:
-    names are re-bound only by plain assignments to one name (`_derived`)."""
+    names are re-bound only by plain assignments to one name (`_derived`); skip_moved: a value
+    copied to the device before a call (`x = x.to(device, non_blocking=True); model(x)`) is not
+    followed into the function called: its copies there (`x.to(self.device)` in forward) copy
+    nothing from the host."""
     names = _derived(ctx, body, names, carries, whole)
     for node in ctx.index.walk(body):
         if not isinstance(node, cst.Call):
@@ -296,10 +306,11 @@ def _moves_in(ctx, body: cst.CSTNode, names: set, carries, depth: int, seen: tup
             callee = ctx.loops.local_callee_name(node)
             if callee is None or helper and _recursive(ctx, ctx.loops.functions[callee][0]):
                 continue
-            params = {param for param, arg in ctx.loops.bind_params(callee, node) if carries(ctx, arg.value, names)}
+            params = {param for param, arg in ctx.loops.bind_params(callee, node) if carries(ctx, arg.value, names)
+                      and not (skip_moved and _value_moved(ctx, arg.value))}
             fn = ctx.loops.functions[callee][0]
             if params and fn not in seen:
-                _moves_in(ctx, fn.body, params, carries, depth - 1, (*seen, fn), found, whole)
+                _moves_in(ctx, fn.body, params, carries, depth - 1, (*seen, fn), found, whole, skip_moved)
 
 
 def _recursive(ctx, fn: cst.FunctionDef) -> bool:
