@@ -2,6 +2,7 @@
 seen in real code where a rule was wrong."""
 
 import libcst as cst
+import pytest
 
 from trainlint.analysis.context import FileContext
 from trainlint.analysis.literals import UNKNOWN
@@ -851,3 +852,91 @@ def test_a_collate_fn_returning_local_tensors_gives_the_safe_copy_fix():
             "    loss = model(ids, mask)\n    loss.backward()\n    opt.step()\n")
     found = lint_source(code, path="t.py", settings=Settings(select=("TL108",)))
     assert [d.fix.applicability for d in found] == [Applicability.SAFE, Applicability.SAFE]
+
+
+def test_a_factory_method_of_an_object_handed_in_as_a_parameter_is_followed():
+    # `m.make()` on a parameter: the class questions (which class m holds: every call of train
+    # hands a Maker) are answered while the aliases are found. They read no alias; once they did,
+    # and this file was an internal error (AttributeError: no `_aliases` yet).
+    ctx = _ctx(
+        "class Maker:\n    def make(self):\n        def step(b):\n            return b\n        return step\n"
+        "def train(m, loader):\n    step_fn = m.make()\n    for b in loader:\n        step_fn(b).backward()\n"
+        "train(Maker(), DataLoader(ds))\n"
+    )
+    call = next(c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "step_fn")
+    assert ctx.loops.local_callee_name(call) == "step"
+    assert [fn.name.value for fn in ctx.loops.callees(call)] == ["step"]
+
+
+def test_a_modules_forward_is_no_factory():
+    # `fn = model(x)` binds what forward returns; aliases are found without following module
+    # calls, so a nested def forward returns is not taken as what `fn(...)` runs.
+    ctx = _ctx(
+        "import torch\nclass Net(torch.nn.Module):\n"
+        "    def forward(self, x):\n        def inner(y):\n            return y\n        return inner\n"
+        "model = Net()\nfn = model(x)\nfn(1)\n"
+    )
+    model_call, fn_call = [c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) in ("model", "fn")]
+    assert ctx.loops.local_callee_name(model_call) == "forward"
+    assert ctx.loops.local_callee_name(fn_call) is None
+
+
+_SELF_RECURSIVE = (
+    "class Visitor:\n    def visit(self, node):\n        pass\n"
+    "def walk(node, visitor):\n    visitor.visit(node)\n    for child in node.children:\n        walk(child, visitor)\n"
+    "walk(root, Visitor())\n"
+)
+_MUTUAL = (
+    "class Ckpt:\n    def save(self):\n        pass\n"
+    "def a(ckpt, n):\n    ckpt.save()\n    b(ckpt, n)\n"
+    "def b(ckpt, n):\n    ckpt.save()\n    a(ckpt, n - 1)\n"
+    "a(Ckpt(), 3)\n"
+)
+
+
+@pytest.mark.parametrize("code, receivers", [(_SELF_RECURSIVE, ["visitor"]), (_MUTUAL, ["ckpt", "ckpt"])])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_parameter_handed_back_to_its_own_function_terminates_unknown(code, receivers, reverse):
+    # The call that hands the parameter on is asked while the parameter's class is being worked
+    # out (Loops._resolving_parameters): it hands nothing known, so the calls disagree and the
+    # class stays unknown, whichever function is asked first.
+    ctx = _ctx(code)
+    calls = [c for c in ctx.index.nodes(cst.Call) if isinstance(c.func, cst.Attribute)
+             and ctx.dotted(c.func.value) in receivers]
+    assert len(calls) == len(receivers)
+    for call in reversed(calls) if reverse else calls:
+        assert ctx.loops.instance_methods(call) == ()
+        assert ctx.loops.local_callee_name(call) is None
+
+
+def test_a_parameter_handed_on_once_is_known():
+    ctx = _ctx(
+        "class Ckpt:\n    def save(self):\n        pass\n"
+        "def inner(ckpt):\n    ckpt.save()\n"
+        "def outer(ckpt):\n    inner(ckpt)\n"
+        "outer(Ckpt())\n"
+    )
+    call = next(c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "ckpt.save")
+    assert [m.name.value for m in ctx.loops.instance_methods(call)] == ["save"]
+    assert ctx.loops.local_callee_name(call) == "save"
+
+
+def test_a_factory_returning_its_own_call_terminates():
+    ctx = _ctx("def make():\n    return make()\nstep = make()\nstep(1)\n")
+    call = next(c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "step")
+    assert ctx.loops.local_callee_name(call) is None
+
+
+def test_instance_methods_of_an_object_of_one_of_several_classes():
+    ctx = _ctx(
+        "class LossLogger:\n    def on_step(self, loss):\n        pass\n"
+        "class Saver:\n    def on_step(self, loss):\n        pass\n"
+        "class Base:\n    def on_step(self, loss):\n        pass\n"
+        "class Child(Base):\n    pass\n"
+        "class Trainer:\n    def __init__(self):\n        self.callbacks = [Saver(), LossLogger(), Child()]\n"
+        "    def fit(self):\n        for cb in self.callbacks:\n            cb.on_step(1)\n"
+    )
+    call = next(c for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "cb.on_step")
+    # Each class's method (an inherited one from its base), in the order of the class names.
+    assert [ctx.index.enclosing_class(m).name.value for m in ctx.loops.instance_methods(call)] == \
+        ["Base", "LossLogger", "Saver"]

@@ -38,7 +38,7 @@ def is_log_call(ctx, call: cst.Call) -> bool:
         named = (attr in _LOG_METHODS and ("log" in receiver)) \
             or (attr in _PROGRESS_METHODS and (attr != "write" or "tqdm" in receiver or "bar" in receiver)) \
             or attr == "print"  # accelerator.print, fabric.print, a LightningModule's self.print, rich's console
-        return named and ctx.loops.instance_method(call) is None
+        return named and not ctx.loops.instance_methods(call)
     return False
 
 
@@ -67,7 +67,7 @@ def tracker_values(ctx, call: cst.Call) -> _TrackerCall | None:
         return None
     attr = func.attr.value
     receiver = func.value
-    if ctx.loops.instance_method(call) is not None:
+    if ctx.loops.instance_methods(call):
         # An object of a class the file defines (`writer = Writer()` whose `add_scalar` appends
         # to a list): no tracker, whatever its name; its body is followed as the file's code.
         return None

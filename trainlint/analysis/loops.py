@@ -362,6 +362,40 @@ def _is_none(value: cst.BaseExpression | None) -> bool:
     return isinstance(value, cst.Name) and value.value == "None"
 
 
+def _plain_params(fn: cst.FunctionDef, call: cst.Call) -> list[str]:
+    """The parameters of fn that call's positional arguments fill, for a call by fn's own name:
+    after `self`/`cls` when called on an object (`trainer.fit(loader)`, `self.fit(loader)`)."""
+    params = [p.name.value for p in fn.params.params]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, cst.Attribute):
+        return params[1:]
+    return params
+
+
+def _paired(params: list[str], call: cst.Call):
+    """(parameter name, argument) pairs of call: its positional arguments on params in order,
+    its keyword arguments on their keywords."""
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    yield from zip(params, positional)
+    for arg in call.args:
+        if arg.keyword is not None:
+            yield arg.keyword.value, arg
+
+
+class _Held(NamedTuple):
+    """What the bindings of `self.<attr>` seen so far hold (_attribute_classes): instances of the
+    classes `names` (many=False), or lists of such instances (many=True)."""
+    many: bool
+    names: frozenset[str]
+
+
+class _AttributeClasses(NamedTuple):
+    """Loops._attribute_classes: attribute name -> the classes of the file (one of each name,
+    sorted by name) whose instances it holds (`instances`), or whose instances make up the list
+    it holds (`elements`)."""
+    instances: dict[str, tuple[cst.ClassDef, ...]]
+    elements: dict[str, tuple[cst.ClassDef, ...]]
+
+
 class Loops:
     def __init__(self, index: TreeIndex, names: Names, interval_names: tuple[str, ...] = (),
                  variables: Bindings | None = None) -> None:
@@ -379,9 +413,28 @@ class Loops:
         self._paths_of: dict[cst.CSTNode, list] = {}
         self._draws: dict[cst.CSTNode, list] = {}
         self._callees: dict[cst.Call, list[cst.FunctionDef]] = {}
+        # Memos of the questions about the file's classes and functions (module_call,
+        # _parameter_classes, _set_in_class, _target's factories): final answers only. The two
+        # questions that can come back to themselves keep what they are working out in a set of
+        # their own (_resolving_parameters: a function handing its parameter on to itself;
+        # _resolving_factories: a factory returning its own call), asked before the memo is written.
         self._module_calls: dict[cst.Call, list[cst.FunctionDef]] = {}
-        self._attribute_class_memo: dict[tuple[cst.ClassDef, str], bool] = {}
+        self._parameter_classes_memo: dict[tuple[cst.FunctionDef, str], tuple[cst.ClassDef, ...]] = {}
+        self._resolving_parameters: set[tuple[cst.FunctionDef, str]] = set()
+        self._set_in_class_memo: dict[tuple[cst.ClassDef, str], bool] = {}
+        self._factory_memo: dict[cst.FunctionDef, _Alias | None] = {}
+        self._resolving_factories: set[cst.FunctionDef] = set()
 
+        # The tables, in the order they are built, each from those before it:
+        # 1. from the syntax alone: functions and classes by name, flag names, step calls (and,
+        #    when first asked, the cached properties that read only the syntax and `names`:
+        #    _module_classes, _instance_names, _attribute_classes, _name_reads). The questions
+        #    "which classes of the file may this expression hold" (_instance_classes) read only these.
+        # 2. _aliases: calls through a name bound to a module-local function (_find_aliases); a
+        #    factory's call in such a binding is read as _direct_callee reads calls, so 1 and the
+        #    class questions, but not as a module's call (no forward is a factory).
+        # 3. calls_by_name: each call's local_callee_name, which reads 1, 2 and module_call.
+        # 4. the stepping functions and hot loops, from the calls of 3.
         self.functions: dict[str, list[cst.FunctionDef]] = {}
         for fn in index.nodes(cst.FunctionDef):
             self.functions.setdefault(fn.name.value, []).append(fn)
@@ -405,7 +458,8 @@ class Loops:
         self.step_calls: list[cst.Call] = [c for c in index.nodes(cst.Call) if is_step_call(c, names)]
         # Calls of a module-local function through a name bound to it (_find_aliases): found once,
         # before calls_by_name, which holds them under the function's name.
-        self._aliases: dict[cst.Call, _Alias] = self._find_aliases()
+        alias_names, self._attribute_values = self._alias_bindings()
+        self._aliases: dict[cst.Call, _Alias] = self._find_aliases(alias_names)
         self.calls_by_name: dict[str, list[cst.Call]] = {}
         for call in index.nodes(cst.Call):
             callee = self.local_callee_name(call)
@@ -433,16 +487,18 @@ class Loops:
             return alias.name if alias is not None else None
         return direct
 
-    def _direct_callee(self, call: cst.Call) -> str | None:
+    def _direct_callee(self, call: cst.Call, *, modules: bool = True) -> str | None:
+        """local_callee_name(call) but for its aliases. modules=False leaves out the calls of a
+        module object (_module_call_site): _find_aliases reads a factory's call so, as no module's
+        forward hands back a function to call, and module_call is not asked before the aliases
+        are known (calls_by_name asks it for every call)."""
         func = call.func
-        if isinstance(func, cst.Name) and func.value not in self.functions and self.module_call(call):
-            return self.module_call(call)[0].name.value
+        if modules and (run := self._module_call_site(call)):
+            return run[0].name.value
         if isinstance(func, cst.Name):
             name = func.value
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
             name = func.attr.value
-            if name not in self.functions and self.module_call(call):
-                return self.module_call(call)[0].name.value
         elif isinstance(func, cst.Attribute) and func.attr.value in self.functions:  # cheap test first
             classes = self._instance_classes(func.value, call)
             name = func.attr.value
@@ -451,6 +507,20 @@ class Loops:
         else:
             return None
         return name if name in self.functions else None
+
+    def _module_call_site(self, call: cst.Call) -> list[cst.FunctionDef]:
+        """module_call(call) for a call whose name is no function of the file (`model(x)`,
+        `self.model(x)`, `self(x)`): what local_callee_name, callees and bind_args take the call
+        to run. A call named as a function of the file runs that function, whatever module_call
+        says of it. Empty for any other call."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            name = func.value
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            name = func.attr.value
+        else:
+            return []
+        return [] if name in self.functions else self.module_call(call)
 
     def module_call(self, call: cst.Call) -> list[cst.FunctionDef]:
         """For a call of a module object (`model(x)`, `self.model(x)`, a LightningModule's
@@ -461,12 +531,11 @@ class Loops:
         own classes (_instance_classes: `model = Net(...)`, also `Net().to(device)` and
         `model = model.cuda()`; `self.model = Net()`; a parameter every call hands one); an
         imported model's forward is not here to read. Empty otherwise."""
+        # No guard against recursion: the class questions asked here (_instance_classes) never ask
+        # module_call or any callee of a call.
         cached = self._module_calls.get(call)
         if cached is not None:
             return cached
-        if "_aliases" not in self.__dict__:
-            return []  # asked while _find_aliases runs (a factory's call): no module is a factory
-        self._module_calls[call] = []  # recursion guard
         func = call.func
         if isinstance(func, cst.Name) and func.value == "self":
             cls = self.index.enclosing_class(call)
@@ -475,7 +544,7 @@ class Loops:
                                             and func.value.value == "self"):
             classes = self._instance_classes(func, call)
         else:
-            classes = []
+            classes = ()
         found = []
         for cls in classes:
             if cls.name.value not in self._module_classes:
@@ -520,18 +589,21 @@ class Loops:
             cached = self._callees[call] = self._narrowed(call, name)
         return cached
 
-    def instance_method(self, call: cst.Call) -> cst.FunctionDef | None:
+    def instance_methods(self, call: cst.Call) -> tuple[cst.FunctionDef, ...]:
         """For `obj.meth(...)` where obj is an instance of a class defined here (`obj = Cls()`,
         `self.obj = Cls()`, `for cb in self.callbacks` over `[Cls(), ...]`: _instance_classes), the
-        method meth of that class (or of a base class defined here); else None. Such a call runs
-        code of this file, whatever its names say: a `logger.log(step, loss)` on an in-file
-        `History()` is no logging library's call. Where obj may be one of several such classes,
-        the first of their methods."""
+        method meth of each such class (or of a base class defined here), once each; empty when
+        none is known. Such a call runs code of this file, whatever its names say: a
+        `logger.log(step, loss)` on an in-file `History()` is no logging library's call."""
         func = call.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in self.functions:
-            return None
-        return next((m for cls in self._instance_classes(func.value, call)
-                     if (m := self.method_of(cls, func.attr.value)) is not None), None)
+            return ()
+        found: list[cst.FunctionDef] = []
+        for cls in self._instance_classes(func.value, call):
+            method = self.method_of(cls, func.attr.value)
+            if method is not None and method not in found:
+                found.append(method)
+        return tuple(found)
 
     def calls_of(self, fn: cst.FunctionDef) -> list[cst.Call]:
         """The calls that may run fn (callees): calls_by_name's calls of fn's name, less those
@@ -540,8 +612,8 @@ class Loops:
 
     def _narrowed(self, call: cst.Call, name: str) -> list[cst.FunctionDef]:
         fns = self.functions[name]
-        if self._module_calls.get(call):  # `model(x)`: its class's forward, not every forward of the file
-            return list(self._module_calls[call])
+        if run := self._module_call_site(call):  # `model(x)`: its class's forward, not every forward of the file
+            return list(run)
         func = call.func
         if len(fns) == 1 or call in self._aliases or not isinstance(func, cst.Attribute):
             return list(fns)
@@ -590,17 +662,11 @@ class Loops:
                         todo.append(sub)
         return out
 
-    def _find_aliases(self) -> dict[cst.Call, _Alias]:
-        """Calls through a name that is not the function's own: `step_fn(...)` where every binding
-        of step_fn seen there is an assignment of one and the same module-local function, as
-        itself (`step_fn = train_step`, `self.train_step`), wrapped (`functools.partial(fn, ...)`,
-        `torch.compile(fn)`), or returned by a factory (`step = make_train_step(model, opt)`,
-        which defines and returns `def step(batch)`); `self.step_fn(...)` where every assignment
-        of `self.step_fn` in the class is one. A name bound to anything else as well (a parameter,
-        a loop target, another function) is not followed: which one runs is not known. The
-        function must be the only one of its name, as calls_by_name keys calls by name."""
-        # One pass over the assignments: the plain names that may be aliases, and every value
-        # assigned to `self.<attr>`, by class (None where a target cannot be read: `self.a, b = f()`).
+    def _alias_bindings(self) -> tuple[frozenset[str], dict[tuple, list]]:
+        """What _find_aliases follows, in one pass over the assignments: the plain names (not
+        the file's functions') assigned a name, attribute, call or conditional, which may be
+        aliases; and every value assigned to `self.<attr>`, by (class, attr) (None where a target
+        cannot be read: `self.a, b = f()`)."""
         names: set[str] = set()
         attributes: dict[tuple, list] = {}
         for node in (*self.index.nodes(cst.Assign), *self.index.nodes(cst.AnnAssign), *self.index.nodes(cst.AugAssign)):
@@ -616,11 +682,21 @@ class Loops:
                         if isinstance(sub, cst.Attribute) and isinstance(sub.value, cst.Name) and sub.value.value == "self":
                             key = (self.index.enclosing_class(node), sub.attr.value)
                             attributes.setdefault(key, []).append(part if sub is target else None)
-        names -= self.functions.keys()
+        return frozenset(names - self.functions.keys()), attributes
+
+    def _find_aliases(self, names: frozenset[str]) -> dict[cst.Call, _Alias]:
+        """Calls through a name that is not the function's own: `step_fn(...)` where every binding
+        of step_fn seen there is an assignment of one and the same module-local function, as
+        itself (`step_fn = train_step`, `self.train_step`), wrapped (`functools.partial(fn, ...)`,
+        `torch.compile(fn)`), or returned by a factory (`step = make_train_step(model, opt)`,
+        which defines and returns `def step(batch)`); `self.step_fn(...)` where every assignment
+        of `self.step_fn` in the class is one. A name bound to anything else as well (a parameter,
+        a loop target, another function) is not followed: which one runs is not known. The
+        function must be the only one of its name, as calls_by_name keys calls by name. names
+        and self._attribute_values: _alias_bindings."""
+        attributes = self._attribute_values
         if not names and not attributes:
             return {}
-        self._attribute_values = attributes
-        self._factory_memo: dict[cst.FunctionDef, _Alias | None] = {}
         out = {}
         for call in self.index.nodes(cst.Call):
             func = call.func
@@ -680,16 +756,23 @@ class Loops:
             bound = expr.args[1:]
             return inner._replace(positional=inner.positional + sum(arg.keyword is None for arg in bound),
                                   keywords=inner.keywords | {arg.keyword.value for arg in bound if arg.keyword})
-        factory = self._direct_callee(expr)
+        factory = self._direct_callee(expr, modules=False)
         if factory is None or len(self.functions[factory]) != 1:
             return None
         fn = self.functions[factory][0]
-        if fn not in self._factory_memo:
-            self._factory_memo[fn] = None  # recursion guard
+        if fn in self._factory_memo:
+            return self._factory_memo[fn]
+        if fn in self._resolving_factories:
+            return None  # a factory that returns its own call (`return make_step(...)`): no function known
+        self._resolving_factories.add(fn)
+        try:
             returns = [r for r in self.index.nodes(cst.Return) if self.index.enclosing_function(r) is fn]
-            self._factory_memo[fn] = self._one_target([r.value for r in returns] or [None], depth) \
+            found = self._one_target([r.value for r in returns] or [None], depth) \
                 if all(r.value is not None for r in returns) else None
-        return self._factory_memo[fn]
+        finally:
+            self._resolving_factories.discard(fn)
+        self._factory_memo[fn] = found
+        return found
 
     @cached_property
     def _instance_names(self) -> frozenset[str]:
@@ -703,24 +786,25 @@ class Loops:
         return frozenset((*assigned, *looped))
 
     @cached_property
-    def _attribute_classes(self) -> dict[str, tuple[str, frozenset[str]] | None]:
-        """For each attribute name the module binds (`<x>.logger = ...`), what every binding of it
-        holds: ("one", {class names}) where each is `self.logger = Logger(...)` of a class defined
-        here (once, not a name the file also imports), ("many", {class names}) where each is a
-        list or tuple of such instances (`self.callbacks = [LossLogger(), Saver()]`, `= []` then
-        `self.callbacks.append(Saver())`, or an `__init__` parameter every construction of the
-        class hands such a list: _handed_to_init); else None. `self.cb = None` binds no class (a
+    def _attribute_classes(self) -> _AttributeClasses:
+        """For attribute names the module binds (`<x>.logger = ...`), the classes of the file
+        whose instances every binding of it holds: in `instances` where each is
+        `self.logger = Logger(...)` of a class defined here (once, not a name the file also
+        imports), in `elements` where each is a list or tuple of such instances
+        (`self.callbacks = [LossLogger(), Saver()]`, `= []` then `self.callbacks.append(Saver())`,
+        or an `__init__` parameter every construction of the class hands such a list:
+        _handed_to_init); in neither where that is not known. `self.cb = None` binds no class (a
         callback set later, in `setup`, tested `is not None` before use). Any other binding of the
         name anywhere (another class's, `trainer.logger = ...` from outside, a tuple or loop
         target (but `self.a, self.b = A(), B()`, paired element by element: assigned_pairs), an element's assignment, an unknown element appended, `logger = ...` or `logger:
         Logger` in a class body, which a dataclass's caller may set) leaves what it holds unknown."""
-        out: dict[str, tuple[str, frozenset[str]] | None] = {}
+        out: dict[str, _Held | None] = {}
 
-        def add(name: str, held: tuple[str, frozenset[str]] | None) -> None:
-            if name in out and (out[name] is None or held is None or out[name][0] != held[0]):
+        def add(name: str, held: _Held | None) -> None:
+            if name in out and (out[name] is None or held is None or out[name].many != held.many):
                 out[name] = None
             else:
-                out[name] = held if name not in out else (held[0], out[name][1] | held[1])
+                out[name] = held if name not in out else _Held(held.many, out[name].names | held.names)
 
         for node in (*self.index.nodes(cst.Assign), *self.index.nodes(cst.AnnAssign),
                      *self.index.nodes(cst.AugAssign), *self.index.nodes(cst.For), *self.index.nodes(cst.AsName)):
@@ -750,16 +834,21 @@ class Loops:
             if isinstance(func, cst.Attribute) and func.attr.value in _LIST_ADDS \
                     and isinstance(func.value, cst.Attribute) and func.value.attr.value in out:
                 add(func.value.attr.value, self._added(call))
-        return {name: held if held is not None and held[1] else None for name, held in out.items()}
+        tables = _AttributeClasses({}, {})
+        for name, held in out.items():
+            if held is not None and held.names:
+                table = tables.elements if held.many else tables.instances
+                table[name] = tuple(self.classes[cls][0] for cls in sorted(held.names))
+        return tables
 
-    def _held(self, value: cst.BaseExpression | None, at: cst.CSTNode) -> tuple[str, frozenset[str]] | None:
+    def _held(self, value: cst.BaseExpression | None, at: cst.CSTNode) -> _Held | None:
         """What `self.<attr> = value` stores (_attribute_classes), or None when not known."""
         one = self._constructed_class(value)
         if one is not None:
-            return "one", frozenset([one])
+            return _Held(False, frozenset([one]))
         many = self._constructed_classes(value)
         if many is not None:
-            return "many", many
+            return _Held(True, many)
         if isinstance(value, cst.Name):
             return self._handed_to_init(value, at)
         return None
@@ -784,7 +873,7 @@ class Loops:
             value = bindings[0][1]
         return self._constructed_class(value)
 
-    def _added(self, call: cst.Call) -> tuple[str, frozenset[str]] | None:
+    def _added(self, call: cst.Call) -> _Held | None:
         """What `<x>.callbacks.append(Saver())` (or extend/insert) adds to the list, or None."""
         args = [a for a in call.args if a.keyword is None and not a.star]
         if len(args) != len(call.args) or not args:
@@ -792,11 +881,11 @@ class Loops:
         value = args[-1].value
         if call.func.attr.value == "extend":
             many = self._constructed_classes(value)
-            return ("many", many) if many is not None else None
+            return _Held(True, many) if many is not None else None
         one = self._constructed_class(value)
-        return ("many", frozenset([one])) if one is not None else None
+        return _Held(True, frozenset([one])) if one is not None else None
 
-    def _handed_to_init(self, param: cst.Name, at: cst.CSTNode) -> tuple[str, frozenset[str]] | None:
+    def _handed_to_init(self, param: cst.Name, at: cst.CSTNode) -> _Held | None:
         """For `self.callbacks = callbacks` in `__init__`, its parameter: what every construction
         of the class hands it, when each is a display of instances of classes of the file (or an
         instance) and the class is named nowhere else (a subclass, a factory that gets the class,
@@ -812,7 +901,7 @@ class Loops:
             return None
         position = names.index(param.value) - 1
         default = params[position + 1].default
-        found: list[tuple[str, frozenset[str]]] = []
+        found: list[_Held] = []
         for node in self.index.nodes(cst.Name):
             if node.value != cls.name.value or node is cls.name:
                 continue
@@ -833,8 +922,8 @@ class Loops:
             if held is None:
                 return None
             found.append(held)
-        kinds = {kind for kind, _ in found}
-        return (kinds.pop(), frozenset().union(*(c for _, c in found))) if len(kinds) == 1 else None
+        kinds = {held.many for held in found}
+        return _Held(kinds.pop(), frozenset().union(*(held.names for held in found))) if len(kinds) == 1 else None
 
     def _constructed_class(self, value: cst.BaseExpression | None) -> str | None:
         """The name of the class value constructs (`Logger(...)`) when the file defines one class
@@ -866,7 +955,7 @@ class Loops:
                 break
         return value
 
-    def _rebound_module(self, name: str, bindings: list) -> list[cst.ClassDef]:
+    def _rebound_module(self, name: str, bindings: list) -> tuple[cst.ClassDef, ...]:
         """The class of the file a variable bound more than once holds, when one binding constructs
         a module of it and each other moves or wraps the same variable (`model = Net()`, then
         `model = model.to(device)`, `model = DDP(model)`): still that module. Empty otherwise."""
@@ -877,23 +966,21 @@ class Loops:
                 continue
             cls = self._constructed_class(inner) if inner is not None else None
             if cls is None or cls not in self._module_classes:
-                return []
+                return ()
             made.add(cls)
-        return [self.classes[made.pop()][0]] if len(made) == 1 else []
+        return (self.classes[made.pop()][0],) if len(made) == 1 else ()
 
-    def _attribute_class(self, attr: cst.Attribute, at: cst.CSTNode, kind: str = "one") -> list[cst.ClassDef]:
-        """The classes defined here that `self.<attr>`, read at `at`, holds an instance of (kind
-        "one") or a list of instances of ("many"): every binding of the attribute says so
+    def _attribute_class(self, attr: cst.Attribute, at: cst.CSTNode, *, elements: bool = False) -> tuple[cst.ClassDef, ...]:
+        """The classes defined here that `self.<attr>`, read at `at`, holds an instance of (or,
+        with elements, a list of instances of): every binding of the attribute says so
         (_attribute_classes), one of them in at's class or a base class defined here (else the
         instance may get it from elsewhere: a base class of another module)."""
-        held = self._attribute_classes.get(attr.attr.value)
+        tables = self._attribute_classes
+        held = (tables.elements if elements else tables.instances).get(attr.attr.value)
         owner = self.index.enclosing_class(at)
-        if held is None or held[0] != kind or owner is None:
-            return []
-        key = (owner, attr.attr.value)
-        if key not in self._attribute_class_memo:  # every call in the file asks (calls_by_name)
-            self._attribute_class_memo[key] = self._set_in_class(owner, attr.attr.value)
-        return [self.classes[name][0] for name in sorted(held[1])] if self._attribute_class_memo[key] else []
+        if held is None or owner is None:
+            return ()
+        return held if self._set_in_class(owner, attr.attr.value) else ()
 
     def lineage(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
         """cls and its base classes defined here, through bases of bases: the classes whose
@@ -907,46 +994,53 @@ class Loops:
         return chain
 
     def _set_in_class(self, owner: cst.ClassDef, attr: str) -> bool:
-        """Whether owner, or a base class of it defined here, assigns `self.<attr>`."""
-        chain = self.lineage(owner)
-        for node in (*self.index.nodes(cst.Assign), *self.index.nodes(cst.AnnAssign)):
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if any(isinstance(t, cst.Attribute) and t.attr.value == attr for w in targets for t in target_parts(w)) \
-                    and self.index.enclosing_class(node) in chain:
-                return True
-        return False
+        """Whether owner, or a base class of it defined here, assigns `self.<attr>`. Memoized:
+        every call in the file on a `self.<attr>` asks (calls_by_name)."""
+        key = (owner, attr)
+        found = self._set_in_class_memo.get(key)
+        if found is None:
+            chain = self.lineage(owner)
+            found = self._set_in_class_memo[key] = any(
+                any(isinstance(t, cst.Attribute) and t.attr.value == attr for w in targets for t in target_parts(w))
+                and self.index.enclosing_class(node) in chain
+                for node in (*self.index.nodes(cst.Assign), *self.index.nodes(cst.AnnAssign))
+                for targets in [[t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]])
+        return found
 
-    def _instance_classes(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> list[cst.ClassDef]:
+    def _instance_classes(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> tuple[cst.ClassDef, ...]:
         """The classes defined here (one of their name) that expr, read at `at`, may be an
         instance of: `Trainer(...)`, a name assigned `Trainer(...)` once in at's function (else
         the module), `self.logger` where every binding of it is `self.logger = Logger(...)`
         (_attribute_class), a loop's target over a list of instances (`for cb in self.callbacks:`
         with `self.callbacks = [LossLogger(), Saver()]`: _element_classes), or a parameter of at's
-        function that holds one (_parameter_class: `def train(..., ckpt)` called as
-        `train(..., Ckpt())`, or `ckpt: Ckpt`). Empty when not known."""
+        function that holds one (_parameter_classes: `def train(..., ckpt)` called as
+        `train(..., Ckpt())`, or `ckpt: Ckpt`). Empty when not known. This and the questions it
+        asks (_attribute_class, _element_classes, _parameter_classes, _rebound_module) all answer
+        in this shape, and read only the tables built from the syntax (see __init__), so they
+        may be asked while the aliases and calls_by_name are being found. depth counts the
+        parameters and loops followed (at most _ALIAS_DEPTH)."""
         if depth > _ALIAS_DEPTH:
-            return []
+            return ()
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             return self._attribute_class(expr, at)
         if isinstance(expr, cst.Name):
             fn = self.index.enclosing_function(at)
             if fn is not None and self.is_plain_parameter(fn, expr.value):
-                cls = self._parameter_class(fn, expr.value, depth)
-                return [cls] if cls is not None else []
+                return self._parameter_classes(fn, expr.value, depth)
             if expr.value not in self._instance_names:
-                return []  # never assigned an instance of a class of the file: no binding table to read
+                return ()  # never assigned an instance of a class of the file: no binding table to read
             bound = self.variables.of(expr.value) or {}
             here = bound.get(self.index.enclosing_function(at)) or bound.get(None) or []
             if len(here) != 1:
                 return self._rebound_module(expr.value, here)
             if here[0][0] == "bind":
                 loop = self._loop_binding(expr.value, at)
-                return self._element_classes(loop.iter, loop, depth + 1) if loop is not None else []
+                return self._element_classes(loop.iter, loop, depth + 1) if loop is not None else ()
             if here[0][0] != "assign":
-                return []
+                return ()
             expr = here[0][1]
         name = self._constructed_class(expr) if expr is not None else None
-        return [self.classes[name][0]] if name is not None else []
+        return (self.classes[name][0],) if name is not None else ()
 
     def _loop_binding(self, name: str, at: cst.CSTNode) -> cst.For | None:
         """The `for <name> in ...:` loop around `at`, in at's function, that binds name."""
@@ -958,20 +1052,20 @@ class Loops:
                 return anc
         return None
 
-    def _element_classes(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> list[cst.ClassDef]:
+    def _element_classes(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> tuple[cst.ClassDef, ...]:
         """The classes of the file whose instances make up the list expr, read at `at`: a display
-        of them, `self.callbacks` (_attribute_class, kind "many"), or a name assigned one once.
+        of them, `self.callbacks` (_attribute_class, elements), or a name assigned one once.
         Empty when any element is not known (no call followed into some classes only)."""
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-            return self._attribute_class(expr, at, "many")
+            return self._attribute_class(expr, at, elements=True)
         if isinstance(expr, cst.Name):
             bound = (self.variables.of(expr.value) or {})
             here = bound.get(self.index.enclosing_function(at)) or bound.get(None) or []
             if len(here) != 1 or here[0][0] != "assign" or here[0][1] is None:
-                return []
+                return ()
             expr = here[0][1]
         names = self._constructed_classes(expr)
-        return [self.classes[name][0] for name in sorted(names)] if names else []
+        return tuple(self.classes[name][0] for name in sorted(names)) if names else ()
 
     def is_plain_parameter(self, fn: cst.FunctionDef, name: str) -> bool:
         """name is a named parameter of fn (not `*args`/`**kwargs`, not self/cls) that fn never
@@ -982,76 +1076,102 @@ class Loops:
         bound = self.variables.of(name)
         return bound is not None and bound.get(fn) == [("bind", None)]
 
-    def _parameter_class(self, fn: cst.FunctionDef, name: str, depth: int) -> cst.ClassDef | None:
-        """The class defined here that fn's parameter name holds an instance of: its annotation
-        names one (`ckpt: Ckpt`), or every call of fn in the file hands it one and the same class's
-        instance (`train(model, Ckpt())`, `ckpt = Ckpt(); train(model, ckpt)`). A checkpointer
-        handed in as a parameter was not followed, so its per-step `ckpt.save(...)` went unseen.
-        None where fn is also used other than by a plain call (handed on as a callback: its
-        arguments are not seen), a call passes `*args`/`**kwargs` or leaves the parameter to its
-        default, or the calls disagree."""
+    def _parameter_classes(self, fn: cst.FunctionDef, name: str, depth: int) -> tuple[cst.ClassDef, ...]:
+        """The class defined here that fn's parameter name holds an instance of (a tuple of that
+        one class, as _instance_classes answers): its annotation names one (`ckpt: Ckpt`), or
+        every call of fn in the file hands it one and the same class's instance
+        (`train(model, Ckpt())`, `ckpt = Ckpt(); train(model, ckpt)`). A checkpointer handed in
+        as a parameter was not followed, so its per-step `ckpt.save(...)` went unseen. Empty
+        where fn is also used other than by a plain call (handed on as a callback: its arguments
+        are not seen), a call passes `*args`/`**kwargs` or leaves the parameter to its default,
+        or the calls disagree. Memoized by (fn, name): the answer of the first question, at its
+        depth."""
         key = (fn, name)
-        memo = self.__dict__.setdefault("_parameter_class_memo", {})
-        if key in memo:
-            return memo[key]
-        memo[key] = None  # recursion guard: a function handing its parameter back to itself
+        if key in self._parameter_classes_memo:
+            return self._parameter_classes_memo[key]
+        if key in self._resolving_parameters:
+            # Asked again while it is being answered: a function handing the parameter on to
+            # itself (`def walk(node, visitor): ... walk(child, visitor)`), or two functions
+            # handing it back and forth. That call hands nothing known.
+            return ()
+        self._resolving_parameters.add(key)
+        try:
+            found = self._parameter_classes_uncached(fn, name, depth)
+        finally:
+            self._resolving_parameters.discard(key)
+        self._parameter_classes_memo[key] = found
+        return found
+
+    def _parameter_classes_uncached(self, fn: cst.FunctionDef, name: str, depth: int) -> tuple[cst.ClassDef, ...]:
         param = next(p for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
                      if p.name.value == name)
         if param.annotation is not None:
-            cls = self._named_class(param.annotation.annotation)
-            memo[key] = cls
-            return cls
+            return self._named_class(param.annotation.annotation)
         calls = self._plain_calls_of(fn)
         if not calls:
-            return None
+            return ()
         found: set = set()
         for call in calls:
             if any(arg.star for arg in call.args):
-                return None
-            args = [arg for param_name, arg in self.bind_args(fn, call) if param_name == name]
+                return ()
+            # A plain call is never through an alias (_plain_calls_of), so its arguments bind as
+            # written: bind_args' alias table is not needed, and not yet built when this is asked
+            # for a factory's call (_find_aliases).
+            args = [arg for param_name, arg in _paired(_plain_params(fn, call), call) if param_name == name]
             if len(args) != 1:
-                return None
-            found.add(tuple(self._instance_classes(args[0].value, call, depth + 1)))
+                return ()
+            found.add(self._instance_classes(args[0].value, call, depth + 1))
         classes = found.pop() if len(found) == 1 else ()
-        cls = classes[0] if len(classes) == 1 else None
-        memo[key] = cls
-        return cls
+        return classes if len(classes) == 1 else ()
 
-    def _named_class(self, annotation: cst.BaseExpression) -> cst.ClassDef | None:
-        """The class defined here (one of its name, no import of the name) an annotation names:
-        `Ckpt` or `"Ckpt"`."""
+    def _named_class(self, annotation: cst.BaseExpression) -> tuple[cst.ClassDef, ...]:
+        """The class defined here (one of its name, no import of the name) an annotation names,
+        `Ckpt` or `"Ckpt"`, as a tuple of it; else empty."""
         name = dotted(annotation)
         if isinstance(annotation, cst.SimpleString):
             name = annotation.evaluated_value if isinstance(annotation.evaluated_value, str) else None
         if name is None or len(self.classes.get(name, ())) != 1 or name in self.names.aliases:
-            return None
-        return self.classes[name][0]
+            return ()
+        return (self.classes[name][0],)
+
+    @cached_property
+    def _name_reads(self) -> dict[str, list[cst.Name]]:
+        """Every Name node of the file, by its name, in document order (_plain_calls_of)."""
+        out: dict[str, list[cst.Name]] = {}
+        for node in self.index.nodes(cst.Name):
+            out.setdefault(node.value, []).append(node)
+        return out
 
     def _plain_calls_of(self, fn: cst.FunctionDef) -> list[cst.Call] | None:
-        """Every call in the file that runs fn, found without calls_by_name (this runs while it is
-        built): `train(...)` of a module function; `self.fit(...)` in fn's class (or a subclass)
-        and `obj.fit(...)` on an instance of it, for a method (a call on an object of unknown
-        class is taken not to run it, as calls_by_name takes it). None where fn itself is read
-        other than as a call's callee (handed on as a callback, aliased: its arguments are not
-        seen), or the file defines other functions of its name (which a plain call runs is unknown)."""
+        """Every call in the file that runs fn: `train(...)` of a module function; `self.fit(...)`
+        and `obj.fit(...)` on an instance of fn's class, for a method (a call on an object of
+        unknown class is taken not to run it, as calls_by_name takes it). Read from the names of
+        the file, not from calls_by_name: the class questions ask this, and calls_by_name and the
+        aliases ask them (see __init__). None where fn itself is read other than as a call's
+        callee (handed on as a callback, aliased: `step = train_step`, `torch.compile(
+        self.train_step)`, a factory's `return step`: its arguments are not seen), or the file
+        defines other functions of its name (which a plain call runs is unknown)."""
         name = fn.name.value
         cls = self.index.enclosing_class(fn)
         method = cls is not None and self.index.parent.get(self.index.parent.get(fn)) is cls
-        if len(self.functions.get(name, ())) != 1 or any(alias.name == name for alias in self._aliases.values()):
+        if len(self.functions.get(name, ())) != 1:
             return None
         if method and name in ("forward", "__call__") and cls.name.value in self._module_classes:
             return None  # a module's forward runs from `model(x)`, which no name of it spells
         calls = []
-        for node in self.index.nodes(cst.Name):
-            if node.value != name or node is fn.name:
+        for node in self._name_reads.get(name, ()):
+            if node is fn.name:
                 continue
             parent = self.index.parent.get(node)
             if isinstance(parent, cst.Attribute) and parent.attr is node:
                 if not method:
                     continue  # `model.train()`: not a module function's call
                 receiver = parent.value
+                # `self.fit(...)` in any class: fn is the only function of its name, and a class
+                # calling a method it does not define (a mixin's `self.fit`) runs its user's,
+                # as callees takes it.
                 own = isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")
-                owners = [] if own else self._instance_classes(receiver, parent, _CALL_DEPTH)
+                owners = () if own else self._instance_classes(receiver, parent, _CALL_DEPTH)
                 if not (own or any(self.method_of(owner, name) is fn for owner in owners)):
                     continue
                 node, parent = parent, self.index.parent.get(parent)
@@ -1075,23 +1195,20 @@ class Loops:
         """(parameter name, argument) pairs of call, bound to the parameters of fn, the function
         it runs (one of callees(call)), whatever other functions share fn's name: every callback
         class defines `on_step_end`, and binding by name alone found no parameters there."""
-        params = [p.name.value for p in fn.params.params]
         alias = self._aliases.get(call)
         if alias is not None:
+            params = [p.name.value for p in fn.params.params]
             # `self.step_fn(x)` may call a plain function kept on the instance (no `self` taken),
             # `step_fn(x)` a bound method (`self` taken): the binding says which.
             if alias.method and params and params[0] in ("self", "cls"):
                 params = params[1:]
             params = [p for p in params[alias.positional:] if p not in alias.keywords]
-        elif params and params[0] in ("self", "cls") and (isinstance(call.func, cst.Attribute)
-                                                           or self._module_calls.get(call)):
-            params = params[1:]  # `model(x)` binds x to forward's first parameter after self
-        positional = [a for a in call.args if a.keyword is None and not a.star]
-        for param, arg in zip(params, positional):
-            yield param, arg
-        for arg in call.args:
-            if arg.keyword is not None:
-                yield arg.keyword.value, arg
+        elif self._module_call_site(call):
+            params = [p.name.value for p in fn.params.params]
+            params = params[1:] if params and params[0] in ("self", "cls") else params  # `model(x)`: after self
+        else:
+            params = _plain_params(fn, call)
+        yield from _paired(params, call)
 
     @cached_property
     def call_arguments(self) -> list[tuple[cst.FunctionDef, cst.Call, str, cst.Arg]]:
