@@ -533,6 +533,8 @@ class Loops:
         imported model's forward is not here to read. Empty otherwise."""
         # No guard against recursion: the class questions asked here (_instance_classes) never ask
         # module_call or any callee of a call.
+        if not self._module_classes:
+            return []  # no module class here: every unknown name's call asks, most files have none
         cached = self._module_calls.get(call)
         if cached is not None:
             return cached
@@ -902,8 +904,8 @@ class Loops:
         position = names.index(param.value) - 1
         default = params[position + 1].default
         found: list[_Held] = []
-        for node in self.index.nodes(cst.Name):
-            if node.value != cls.name.value or node is cls.name:
+        for node in self._name_reads.get(cls.name.value, ()):
+            if node is cls.name:
                 continue
             call = self.index.parent.get(node)
             if not isinstance(call, cst.Call) or call.func is not node or any(a.star for a in call.args):
@@ -1136,7 +1138,8 @@ class Loops:
 
     @cached_property
     def _name_reads(self) -> dict[str, list[cst.Name]]:
-        """Every Name node of the file, by its name, in document order (_plain_calls_of)."""
+        """Every Name node of the file, by its name, in document order (_plain_calls_of,
+        _handed_to_init)."""
         out: dict[str, list[cst.Name]] = {}
         for node in self.index.nodes(cst.Name):
             out.setdefault(node.value, []).append(node)
