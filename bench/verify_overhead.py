@@ -142,6 +142,7 @@ def in_process(blocks: int, block_steps: int, width: int, device: str, attribute
         # tens of thousands of loss tensors and time the garbage collector walking them.
         for records in (state.losses, state.step_ends, state.data_wait, state.losses_per_step):
             records.clear()
+        state.losses_done = 0
         # The step timing events are reused, as a verify run's warm-up creates them once.
         state.spare_events.extend(state.cuda_events)
         state.cuda_events.clear()

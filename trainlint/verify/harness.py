@@ -61,9 +61,14 @@ class _State:
         self.data_wait: list[float] = []
         self.losses: list = []  # detached scalar tensors, in backward order
         self.losses_per_step: list[int] = []  # how many backward calls fell in each step
+        # len(losses) at the last optimizer step: the losses after it are the coming step's
+        # (counted from the list, not by the backward hook, which stays one append)
+        self.losses_done = 0
         self.pending_wait = 0.0
         self.loader_batches = 0  # drawn from a torch DataLoader: none, and data wait is not measured
-        self.pending_losses = 0
+        # The step count at which the step hook looks at stopping or profiling (_milestone); one
+        # comparison a step instead of the branches themselves.
+        self.next_milestone = self.warmup if self.profile_steps else self.total
         self.first_optimizer = None  # a weak reference to the counted optimizer (see _counted)
         self.last_other: int | None = None  # another one that stepped since the counted one did
         self.other_optimizer_steps = 0
@@ -184,15 +189,23 @@ def _install(cfg: dict, state: _State) -> Hooks:
 
     orig_backward = torch.autograd.backward
     scaled: dict = {}  # id(scaled output) -> (weak reference to it, the detached loss it scales)
+    tensor_cls = torch.Tensor
+    losses = state.losses  # (only ever changed in place)
 
-    def backward(tensors, *args, **kwargs):
-        grads = args[0] if args else kwargs.get("grad_tensors")
-        loss = _backward_loss(tensors, grads, scaled)
-        if loss is not None:
-            # Kept where it lives (on the device); nothing is read until the run ends.
-            state.losses.append(loss)
-            state.pending_losses += 1
-        return orig_backward(tensors, *args, **kwargs)
+    def backward(tensors, grad_tensors=None, *args, **kwargs):
+        # Losses are kept where they live (on the device); nothing is read until the run ends.
+        # The usual call, loss.backward() on a plain tensor with no GradScaler in use, costs a
+        # class test and one detach: this runs every step, and the overhead target is 2% of a
+        # tight loop's step. Anything else (a list of losses, an explicit gradient, a scaled
+        # loss, a tensor subclass) goes through _backward_loss.
+        if grad_tensors is None and tensors.__class__ is tensor_cls and not scaled:
+            if tensors.numel() == 1:
+                losses.append(tensors.detach())
+        else:
+            loss = _backward_loss(tensors, grad_tensors, scaled)
+            if loss is not None:
+                losses.append(loss)
+        return orig_backward(tensors, grad_tensors, *args, **kwargs)
 
     hooks.patch("backward", torch.autograd, "backward", backward)
 
@@ -237,14 +250,17 @@ def _install(cfg: dict, state: _State) -> Hooks:
             stream = streams[key] = torch.cuda.current_stream(state.device)
         return stream
 
+    step_ends, data_wait, per_step = state.step_ends, state.data_wait, state.losses_per_step
+
     def after_step(optimizer, args, kwargs):
         state.hook_calls += 1
-        if state.stopped:
-            # The stop was raised and the script caught it (a bare except: or except
-            # BaseException: around the step) and trained on: the record is already complete.
-            _caught_stop(cfg, state)
-        if not _counted(state, optimizer):
-            _drop_other_losses(state)
+        # The usual step, the counted optimizer's, is told with one weak-reference call; the
+        # rest (the first step, another optimizer's, a stop the script caught) goes to
+        # _other_step. Like the backward hook, this runs every step and is kept short.
+        counted = state.first_optimizer
+        if counted is not None and counted() is optimizer and not state.stopped:
+            state.last_other = None
+        elif not _other_step(cfg, state, optimizer):
             return
         if state.device is not None:
             # Recorded on the stream the parameters' device computes on; no host wait. Under
@@ -252,25 +268,43 @@ def _install(cfg: dict, state: _State) -> Hooks:
             ev = state.spare_events.pop() if state.spare_events else _make_events(state)
             ev.record(current_stream())
             state.cuda_events.append(ev)
-        state.step_ends.append(perf())
-        state.data_wait.append(state.pending_wait)
+        step_ends.append(perf())
+        data_wait.append(state.pending_wait)
         state.pending_wait = 0.0
-        state.losses_per_step.append(state.pending_losses)
-        state.pending_losses = 0
-        n = len(state.step_ends)
-        if state.profile_steps:
-            if n == state.warmup:
-                _start_profiler(state)
-            elif n == state.warmup + state.profile_steps:
-                _stop_profiler(state)
-                _stop(state)
-            return
-        if n >= state.total:
-            _stop(state)
+        n_losses = len(losses)
+        per_step.append(n_losses - state.losses_done)
+        state.losses_done = n_losses
+        if len(step_ends) >= state.next_milestone:
+            _milestone(state, len(step_ends))
 
     hooks.step_hook = after_step
     hooks.enable()
     return hooks
+
+
+def _other_step(cfg: dict, state: _State, optimizer) -> bool:
+    """A step other than the counted optimizer's usual one: whether the run counts it."""
+    if state.stopped:
+        # The stop was raised and the script caught it (a bare except: or except
+        # BaseException: around the step) and trained on: the record is already complete.
+        _caught_stop(cfg, state)
+    if not _counted(state, optimizer):
+        _drop_other_losses(state)
+        return False
+    return True
+
+
+def _milestone(state: _State, n: int) -> None:
+    """At ``next_milestone`` steps: stop the run, or start or stop the profiler (a run with
+    ``profile_steps`` profiles the steps after warm-up, then stops)."""
+    if not state.profile_steps:
+        _stop(state)
+    if n == state.warmup:
+        _start_profiler(state)
+        state.next_milestone = state.warmup + state.profile_steps
+    elif n == state.warmup + state.profile_steps:
+        _stop_profiler(state)
+        _stop(state)
 
 
 def _stop(state: _State) -> None:
@@ -340,11 +374,10 @@ def _drop_other_losses(state: _State) -> None:
     backward comes before the other optimizer's step but belongs to the counted one (both
     backward calls first, then both steps) cannot be told apart and is dropped alike.
     """
-    n = state.pending_losses
+    n = len(state.losses) - state.losses_done
     if n:
-        del state.losses[-n:]
+        del state.losses[state.losses_done:]
         state.other_backward += n
-        state.pending_losses = 0
 
 
 def _backward_loss(tensors, grads, scaled: dict):
@@ -355,10 +388,9 @@ def _backward_loss(tensors, grads, scaled: dict):
     gradient that is. A tensor that GradScaler.scale returned stands for the loss it was given
     (``scaled``). All of it stays on the device: no read here.
 
-    Cheap on purpose: it runs in every step, and the overhead target is 2% of a tight loop's step.
-    The common case (one scalar loss, no gradient argument) costs one ``detach``; shapes are not
-    made equal here (a ``reshape`` took three times as long as the rest) but at the end
-    (_collect), and ``torch`` comes from sys.modules, not an ``import`` statement per call.
+    The usual ``loss.backward()`` does not come here (the backward hook records it itself);
+    shapes are not made equal here either (a ``reshape`` took three times as long as a
+    ``detach``) but at the end (_collect).
     """
     torch = sys.modules["torch"]
     if grads is None and isinstance(tensors, torch.Tensor):
