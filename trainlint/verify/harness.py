@@ -416,7 +416,7 @@ def _backward_loss(tensors, grads, scaled: dict):
             t = entry[1]  # the loss before scaling (its gradient argument is scaled alike)
             g = None
         if t.numel() == 1:
-            part = t.detach().reshape(())
+            part = t.detach()  # any one-element shape: _collect makes them ()
         elif isinstance(g, torch.Tensor) and g.shape == t.shape:
             part = (t.detach() * g).sum()
         else:
