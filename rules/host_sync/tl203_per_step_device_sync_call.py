@@ -458,22 +458,11 @@ under its interval, right before the read.
             # nothing is left for it to do, else the call becomes `pass`.
             owner = ctx.parent(stmt)
             message = f"Remove `{ctx.code(node)}`"
-            fix = _remove_statement(self, owner, message) if _empty_without_body(ctx, owner, stmt) \
-                else self.fix(Applicability.UNSAFE, message, (parent, cst.Pass()))
-            advice = "remove it (or run it under the logging interval when it serves a measurement)"
-            flag = _opt_in_flag(ctx, parent)
-            if flag is not None:
-                fix = None
-                advice += (f"; not fixed: it runs only when `{flag}` is set, a switch the loop never changes "
-                           f"(a debugging run may want it)")
+            fix, advice = self._removal(
+                _remove_statement(self, owner, message) if _empty_without_body(ctx, owner, stmt)
+                else self.fix(Applicability.UNSAFE, message, (parent, cst.Pass())), parent)
         elif removable and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-            fix = _remove_statement(self, stmt, f"Remove `{ctx.code(node)}`")
-            advice = "remove it (or run it under the logging interval when it serves a measurement)"
-            flag = _opt_in_flag(ctx, stmt)
-            if flag is not None:
-                fix = None
-                advice += (f"; not fixed: it runs only when `{flag}` is set, a switch the loop never changes "
-                           f"(a debugging run may want it)")
+            fix, advice = self._removal(_remove_statement(self, stmt, f"Remove `{ctx.code(node)}`"), stmt)
         else:
             # The statistics lines beside it go under the same `if` (each got one of its own).
             fix = guard_statement(self, node, self.opts["log-every"],
@@ -495,6 +484,16 @@ under its interval, right before the read.
             problem = "builds the allocator's statistics on the host (host time each step, no wait for the GPU)"
         self.report(node, f"`{ctx.code(node.func)}()` on every step {problem}; {advice}", fix)
 
+    def _removal(self, fix, flag_anchor: cst.CSTNode) -> tuple:
+        """The fix and advice for a sync that can simply go (fix deletes it). flag_anchor is the
+        statement in the sync's block (the `Expr` of a one-line `if`'s body): under a switch the
+        loop never changes (`if debug:`) the sync was asked for, so it is reported without the fix."""
+        advice = "remove it (or run it under the logging interval when it serves a measurement)"
+        flag = _opt_in_flag(self.ctx, flag_anchor)
+        if flag is None:
+            return fix, advice
+        return None, advice + (f"; not fixed: it runs only when `{flag}` is set, a switch the loop never changes "
+                               f"(a debugging run may want it)")
 
     def _report_interval_timing(self, node: cst.Call, guard: cst.If, clock: cst.BaseStatement | None, why: str) -> None:
         """A per-step synchronize for clock reads made only under the logging interval: the fix
