@@ -427,9 +427,11 @@ class Loops:
 
         # The tables, in the order they are built, each from those before it:
         # 1. from the syntax alone: functions and classes by name, flag names, step calls (and,
-        #    when first asked, the cached properties that read only the syntax and `names`:
-        #    _module_classes, _instance_names, _attribute_classes, _name_reads). The questions
-        #    "which classes of the file may this expression hold" (_instance_classes) read only these.
+        #    when first asked, the cached properties that read only the syntax, `names` and
+        #    `variables`: _module_classes, _instance_names, _attribute_classes, _name_reads). The
+        #    questions "which classes of the file may this expression hold" (_instance_classes) read
+        #    only these. `variables` (a name's bindings: _element_class follows `tracker` in
+        #    `[LossPrinter(), tracker]`) is variables.Bindings, built from the syntax, not from Loops.
         # 2. _aliases: calls through a name bound to a module-local function (_find_aliases); a
         #    factory's call in such a binding is read as _direct_callee reads calls, so 1 and the
         #    class questions, but not as a module's call (no forward is a factory).
