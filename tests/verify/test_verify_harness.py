@@ -20,6 +20,19 @@ def _settings(script: Path, **kw) -> RunSettings:
     return RunSettings(**base)
 
 
+def _run_with_logged_losses(tmp_path: Path, source: str, steps: int):
+    """Runs source, a script that prints each loss it steps on to the file `logged` beside it, for
+    `steps` steps after one of warm-up; checks that the harness recorded one loss a step, the ones
+    the script logged, and returns the record."""
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    rec = run_once(_settings(script, steps=steps, warmup=1), Variant("o", [], str(script)), 0, tmp_path)
+    logged = [float(v) for v in (tmp_path / "logged").read_text().split()]
+    assert len(rec.losses) == steps + 1
+    assert rec.losses == pytest.approx(logged[:steps + 1], rel=1e-6)
+    return rec
+
+
 def test_runs_from_the_scripts_directory(verify, fixtures, tmp_path, monkeypatch):
     # Sibling imports and relative data paths work whatever the caller's directory is.
     monkeypatch.chdir(tmp_path)
@@ -272,7 +285,7 @@ def test_a_new_optimizer_that_takes_over_is_counted(tmp_path):
 _GAN_LOGGED = """
 import os, torch
 torch.manual_seed(0)
-log = open(os.path.join(os.path.dirname(__file__), "d_losses"), "w")
+log = open(os.path.join(os.path.dirname(__file__), "logged"), "w")
 g = torch.nn.Linear(2, 4); d = torch.nn.Linear(4, 1)
 og = torch.optim.SGD(g.parameters(), lr=0.01); od = torch.optim.SGD(d.parameters(), lr=0.01)
 for _ in range(30):
@@ -286,12 +299,7 @@ def test_a_gan_steps_loss_is_the_counted_optimizers_own(tmp_path):
     # Before: the generator's backward stayed pending until the discriminator's next step, so
     # each counted step's loss was the mean of D's loss and G's previous one (only the first
     # step's was D's alone). Now the losses before G's step are dropped: the curve is D's.
-    script = tmp_path / "gan.py"
-    script.write_text(_GAN_LOGGED)
-    rec = run_once(_settings(script, steps=6, warmup=1), Variant("o", [], str(script)), 0, tmp_path)
-    logged = [float(v) for v in (tmp_path / "d_losses").read_text().split()]
-    assert len(rec.losses) == 7
-    assert rec.losses == pytest.approx(logged[:7], rel=1e-6)
+    rec = _run_with_logged_losses(tmp_path, _GAN_LOGGED, steps=6)
     assert rec.extra["other_optimizer_steps"] >= 6
 
 
@@ -374,9 +382,4 @@ for i in range(20):
 def test_one_element_losses_of_any_shape_are_recorded(tmp_path):
     # The per-call capture keeps each loss as it comes (one detach, the overhead budget); the end
     # of the run makes the shapes equal. A (1,) loss beside a () one must still read back right.
-    script = tmp_path / "shapes.py"
-    script.write_text(_LOSS_SHAPES)
-    rec = run_once(_settings(script, steps=7, warmup=1), Variant("o", [], str(script)), 0, tmp_path)
-    logged = [float(v) for v in (tmp_path / "logged").read_text().split()]
-    assert len(rec.losses) == 8
-    assert rec.losses == pytest.approx(logged[:8], rel=1e-6)
+    _run_with_logged_losses(tmp_path, _LOSS_SHAPES, steps=7)
