@@ -402,3 +402,25 @@ def test_a_method_of_an_object_kept_on_self_is_followed_only_when_its_class_is_k
     expected = {True: [logger_method], "both": [logger_method, other_method], False: []}[followed]
     assert ctx.loops.callees(call) == expected
     assert ctx.is_per_step(_name(ctx, "marker")) is bool(followed)
+
+
+@pytest.mark.parametrize("code, reason", [
+    # A def's or a class's own import binds nothing at module level: not "imported on some paths".
+    ("def f():\n    import torch\n", "no module-level import binds `torch`"),
+    ("class C:\n    import torch\n", "no module-level import binds `torch`"),
+    ("if True:\n    def f():\n        import torch\n", "no module-level import binds `torch`"),
+    ("if fast:\n    import torch\n", "`torch` is imported only on some paths (under an `if`)"),
+])
+def test_module_binding_reason_counts_module_level_imports_only(code, reason):
+    from trainlint.analysis.imports import module_binding
+
+    assert module_binding(ctx_for(code), "torch") == (None, reason)
+
+
+def test_module_binding_finds_the_import_that_binds_on_every_path():
+    from trainlint.analysis.imports import module_binding
+
+    code = "import os\ndef f():\n    import torch\ntry:\n    import torch\nexcept ImportError:\n    raise SystemExit(1)\n"
+    ctx = ctx_for(code)
+    stmt, reason = module_binding(ctx, "torch")
+    assert reason is None and isinstance(stmt, cst.Try)

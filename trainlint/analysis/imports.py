@@ -86,8 +86,8 @@ def guarded_import(ctx, package: str) -> tuple[cst.CSTNode, cst.CSTNode | None] 
         return any(m == package or m.startswith(package + ".") for m in modules)
 
     for stmt in ctx.module.body:
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or not _imports_somewhere(stmt, binds):
-            continue  # a def's own import binds nothing at module level
+        if not _imports_somewhere(stmt, binds):
+            continue
         if isinstance(stmt, cst.SimpleStatementLine) or _outcome(ctx, stmt, binds) != "bound":
             return None
         inner = None
@@ -179,8 +179,16 @@ def _import_bound(node: cst.Import | cst.ImportFrom) -> set[str]:
     return out
 
 
+# A def's or a class's own imports bind nothing at module level.
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
 def _imports_somewhere(stmt: cst.CSTNode, binds) -> bool:
-    return any(isinstance(n, (cst.Import, cst.ImportFrom)) and binds(n) for n in walk(stmt))
+    """Whether a module-level statement holds an import for which binds() holds that binds at
+    module level (under an `if` or a `try:` too; not one inside a def or a class)."""
+    if isinstance(stmt, _SCOPES):
+        return False
+    return any(isinstance(n, (cst.Import, cst.ImportFrom)) and binds(n) for n in walk(stmt, skip=_SCOPES))
 
 
 def blank_lines_above(stmt: cst.CSTNode) -> int:

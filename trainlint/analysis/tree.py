@@ -25,9 +25,10 @@ _SKIP_FIELDS = frozenset(
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def walk(root: cst.CSTNode):
+def walk(root: cst.CSTNode, skip: tuple[type, ...] = ()):
     """Nodes under root (root included), in document order, skipping formatting fields; needs no
-    index, so it also walks nodes a fix builds."""
+    index, so it also walks nodes a fix builds. Nodes of the `skip` types under root are left
+    out with all they hold (a def's body, for a question about module-level code)."""
     stack = [root]
     while stack:
         node = stack.pop()
@@ -39,6 +40,8 @@ def walk(root: cst.CSTNode):
                 children.append(value)
             elif type(value) in (list, tuple):
                 children.extend(v for v in value if isinstance(v, cst.CSTNode))
+        if skip:
+            children = [c for c in children if not isinstance(c, skip)]
         children.reverse()
         stack.extend(children)
 
