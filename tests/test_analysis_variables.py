@@ -3,7 +3,7 @@
 import libcst as cst
 
 from trainlint.analysis.context import FileContext
-from trainlint.analysis.variables import variable_uses
+from trainlint.analysis.variables import may_reach, variable_uses
 
 
 def _uses(code: str, name: str, function: str | None = None):
@@ -39,3 +39,22 @@ def test_uses_it_cannot_follow():
     assert _uses("def f():\n    total = 0\n    cb = lambda: total\n", "total", "f") is None  # a closure
     assert _uses("def f():\n    global total\n    total = 0\n", "total", "f") is None
     assert _uses("def f():\n    total = 0\n    def g():\n        nonlocal total\n        total += 1\n", "total", "f") is None
+
+
+def _reaches(code: str, name: str) -> list[bool]:
+    """may_reach from the first assignment of name (`name = 1`) to each of its reads `f(name)`."""
+    ctx = FileContext("t.py", code, cst.parse_module(code), None)
+    assign = next(a for a in ctx.index.nodes(cst.Assign) if ctx.code(a).startswith(f"{name} = 1"))
+    reads = [c.args[0].value for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "f"]
+    return [may_reach(ctx.index, assign, r, ctx.index.enclosing_function(assign)) for r in reads]
+
+
+def test_may_reach_follows_blocks_and_branches():
+    # Later in the same loop body, and in a loop after it: reached; a plain rebinding hides it.
+    assert _reaches("for s in xs:\n    a = 1\n    f(a)\n    for t in ys:\n        f(a)\n    a = 2\n    f(a)\n",
+                    "a") == [True, True, False]
+    # Assigned in one branch: reached after the if, not in the other branch; a rebinding in a branch
+    # may not run and hides nothing.
+    assert _reaches("if c:\n    a = 1\nelse:\n    f(a)\n    a = 2\nf(a)\n", "a") == [False, True]
+    # Read earlier in the loop than the assignment: the previous iteration's value, not this one.
+    assert _reaches("def g():\n    for s in xs:\n        f(a)\n        a = 1\n", "a") == [False]

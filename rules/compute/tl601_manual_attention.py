@@ -10,7 +10,7 @@ import libcst as cst
 from trainlint.analysis.context import FileContext
 from trainlint.analysis.imports import remove_unused_imports
 from trainlint.analysis.names import bound_names
-from trainlint.analysis.variables import is_variable, role
+from trainlint.analysis.variables import is_variable, may_reach, role
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
 from trainlint.suppressions import parse_suppressions
@@ -728,7 +728,7 @@ fixes together leave it unused, their findings share one fix that rewrites them 
 
     def _used_elsewhere(self, att: _Attention, node, stmt) -> bool:
         """An intermediate (scores, weights) is read after the attention, so SDPA cannot replace it.
-        A read counts when the attention's value may reach it (see _reaches): a rebinding in a later
+        A read counts when the attention's value may reach it (variables.may_reach): a rebinding in a later
         block or in another branch hides the value, one under a condition does not
         (`if not output_attentions: attn_weights = None` before `return out, attn_weights`)."""
         ctx = self.ctx
@@ -750,29 +750,8 @@ fixes together leave it unused, their findings share one fix that rewrites them 
                 continue  # a write, not a read
             # Between the statements the fix deletes (`self.logits = scores` after the softmax): it
             # reads a value the fix no longer computes. After them: if the value may reach it.
-            if not after or self._reaches(stmt, name, scope):
+            if not after or may_reach(ctx.index, stmt, name, scope):
                 return True
-        return False
-
-    def _reaches(self, stmt, read: cst.Name, scope) -> bool:
-        """The value stmt leaves in read's variable may reach read: going up from the read, block by
-        block, and back through each block's earlier statements, the statement that is or holds stmt
-        comes before any statement that plainly rebinds the name. A statement that binds it only
-        inside a branch or loop may not run, so it hides nothing; a read in another branch than
-        stmt's never meets stmt. A read in a nested function may run at any time: it counts."""
-        index = self.ctx.index
-        if index.contains(stmt, read):
-            return True  # `out, w = att @ v, att`
-        for anc, earlier in index.preceding(read):
-            for prev in earlier:
-                if prev is stmt or index.contains(prev, stmt):
-                    return True
-                if isinstance(prev, (cst.SimpleStatementLine, cst.BaseSmallStatement)) and any(
-                        isinstance(n, cst.Name) and n.value == read.value and role(index, n)[0] == "assign"
-                        for n in index.walk(prev)):
-                    return False
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                return anc is not scope
         return False
 
     # -- the replacement ---------------------------------------------------------------

@@ -165,6 +165,31 @@ class Bindings:
         return frozenset(name for names in self._declared.values() for name in names)
 
 
+def may_reach(index: TreeIndex, stmt: cst.CSTNode, read: cst.Name, scope: cst.CSTNode | None) -> bool:
+    """The value stmt leaves in read's variable may reach read (scope: the function, lambda or
+    class whose variable it is, as `owner` names it; anything else, such as None, for the
+    module's): going up from the read,
+    block by block, and back through each block's earlier statements, the statement that is or
+    holds stmt comes before any statement that plainly rebinds the name. A statement that binds it
+    only inside a branch or loop may not run, so it hides nothing; a read in another branch than
+    stmt's never meets stmt, nor does one earlier in a loop than stmt (the value of the previous
+    iteration). A read in a nested function may run at any time: it counts. (TL601: a score read
+    after the attention; TL201: a host value handed on in the same step.)"""
+    if index.contains(stmt, read):
+        return True  # `out, w = att @ v, att`
+    for anc, earlier in index.preceding(read):
+        for prev in earlier:
+            if prev is stmt or index.contains(prev, stmt):
+                return True
+            if isinstance(prev, (cst.SimpleStatementLine, cst.BaseSmallStatement)) and any(
+                    isinstance(n, cst.Name) and n.value == read.value and role(index, n)[0] == "assign"
+                    for n in index.walk(prev)):
+                return False
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return anc is not scope
+    return False
+
+
 def role(index: TreeIndex, name: cst.Name) -> tuple[str, cst.BaseExpression | None, cst.CSTNode | None]:
     """How a Name is used: (kind, assigned value, assignment); see Use."""
     parent = index.parent.get(name)
