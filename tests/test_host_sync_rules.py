@@ -123,6 +123,23 @@ def test_tl201_an_attribute_named_like_the_counter_is_not_the_loops_interval_tes
     assert "(`if step % 100 == 0:`)" in finding.message and "args.step" not in finding.fix.message
 
 
+_AGENT_LOOP = ("import gym\nimport torch\nenv = gym.make('CartPole-v1')\nq_net = torch.nn.Linear(4, 2).cuda()\n"
+               "obs = env.reset()\nfor step in range(1000):\n    q = q_net(torch.as_tensor(obs).cuda())\n    {act}\n"
+               "    loss = q.pow(2).mean()\n    loss.backward()\n    opt.step()\n")
+
+
+@pytest.mark.parametrize("act", ["env.step(q.argmax().item())", "action = q.argmax().item()\n    env.step(action)",
+                                 "action = int(q.argmax())\n    obs, reward, done, info = env.step(action)"])
+def test_tl201_an_action_the_environment_needs_gets_no_interval(act):
+    # The environment needs the action every step: neither the message nor a suggestion may put
+    # the read under an interval (all three were advised `if step % 100 == 0:`, and the first two
+    # got it as a suggestion, which would have left env.step without an action on most steps).
+    [finding] = _findings(_AGENT_LOOP.format(act=act), "TL201")
+    assert "(passed to `env.step`)" in finding.message
+    assert "% 100" not in finding.message and "logging interval" not in finding.message
+    assert finding.fix is None
+
+
 # A loop counting in `it`, a counter of its own (`global_step`), a framework's hook; the script's
 # interval or none.
 _COUNTERS = [

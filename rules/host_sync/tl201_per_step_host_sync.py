@@ -13,6 +13,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
 from .cases import CLOSURE, FORWARD_TRAINER, HOOK, HOST_BATCH, WRITER, forward_case, in_accumulation_step
+from .consumers import host_consumer
 from .guards import guard_statement, interval_guard, log_line
 from .logged_values import argument
 from .syncs import SYNC_METHODS, framework_logging, host_read, waits_per_step
@@ -222,6 +223,27 @@ opt = torch.optim.SGD(model.parameters(), lr=0.01)
 """
 
 
+# A DQN agent trained on every environment step: `{act}` picks the action (the lines before the
+# environment's step), `{step}` hands it to the environment.
+_AGENT = """import random
+import gym
+import torch
+env = gym.make("CartPole-v1")
+q_net = torch.nn.Linear(4, 2).cuda()
+opt = torch.optim.Adam(q_net.parameters())
+obs = env.reset()
+for step in range(1000):
+    q = q_net(torch.as_tensor(obs).cuda())
+    {act}
+    {step}
+    loss = q.pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+_ENV_STEP = "obs, reward, done, info = env.step(action)"
+
+
 # A module class of the file (Tensors._module_classes).
 _MODULE_NET = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    pass\n"
 
@@ -341,6 +363,21 @@ only the line and those (`if torch.cuda.is_available() and step % 100 == 0:`); a
 is told to keep one. A running sum written out (`s = s + loss.item()`) is advised like `s +=`
 (accumulate the detached tensor), without a fix. ReduceLROnPlateau's step is reported without a
 fix: stepping it less often changes when its patience runs out.
+
+A value the host needs on every step gets other advice, and no fix: one handed, in the same
+iteration, to a call outside torch (an environment's `env.step(action)` after `action =
+int(q_net(obs).argmax())`, directly or through a plain local name, also past an `if` whose other
+branch picks a random action), which reading it every N steps would leave without it. Such a call
+is not a builtin nor torch's, numpy's, math's or sklearn's, nor a tensor's or a string's method
+(also one named as a tensor's: `view`, `expand`), nor logging, a tracker or a progress bar, nor
+(by the words of its or its receiver's name) a container's or a meter's method, a metric, a
+scheduler, a test's assertion, or a class built with the value (`losses.append(l)`,
+`meter.update(l)`, `memory.push(s, a)`, `log_metrics(l)`, `accuracy(p, y)`, `Transition(s, a)`);
+it takes no device tensor besides (`model(x, int(t))` is the model's code), and its result is
+not only printed (`print(tok.decode(ids.tolist()))`). A value only printed, formatted, logged or
+kept in a list, dict or meter keeps the advice above. The advice is to compute the value on the
+host (a small policy can act on a CPU copy of the model) or to let one read serve many steps
+(vectorised environments).
 
 ## Why is this bad?
 A read of a device tensor waits until every queued kernel has finished: the host stops feeding
@@ -942,6 +979,40 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=NO_FIX, message="in `forward`"),
         Invalid(FORWARD_TRAINER.format(body="print(mask.sum().item())"), fixed=NO_FIX,
                 message="which `self.model(x.cuda(), mask.cuda())` in the training loop runs on every step"),
+        # An agent's action, which the environment needs as a Python value on every step (it was
+        # advised to read it every 100 steps, which leaves the environment without one): another
+        # advice, no fix. Through a plain local name, past a branch that explores at random; as
+        # the call's own argument; copied as `.cpu().numpy()`, or indexed from `.tolist()`.
+        Invalid(_AGENT.format(act="action = int(q.argmax())", step=_ENV_STEP), fixed=NO_FIX,
+                message="the value is needed on the host every step (passed to `env.step`), so an interval "
+                        "cannot help; not fixed: to wait less, compute it on the host (a small policy can act "
+                        "on a CPU copy of the model), or let one read serve many steps (vectorised environments"),
+        Invalid(_AGENT.format(act="if random.random() < 0.1:\n        action = random.randrange(2)\n    else:\n"
+                                  "        action = q.argmax().item()", step=_ENV_STEP),
+                fixed=NO_FIX, message="(passed to `env.step`)"),
+        Invalid(_AGENT.format(act="pass", step="obs, reward, done, info = env.step(q.argmax().item())"),
+                fixed=NO_FIX, message="(passed to `env.step`)"),
+        Invalid(_AGENT.format(act="action = q.argmax().cpu().numpy()", step=_ENV_STEP), fixed=NO_FIX,
+                message="(passed to `env.step`)"),
+        Invalid(_AGENT.format(act="action = q.argmax(-1, keepdim=True).tolist()[0]", step="env.step(action=action)"),
+                fixed=NO_FIX, message="(passed to `env.step`)"),
+        # Not needed on the host: only printed, logged, formatted or kept (a list, a replay memory,
+        # a metrics dict), or the previous step's action (read before this step's is made), or
+        # handed to a call that also takes a device tensor (the model's own code): the advice
+        # stays the logging interval's.
+        Invalid(_AGENT.format(act="action = q.argmax().item()", step="print(f'{action}')\n    memory.push(obs, action)"
+                              "\n    history.append(action)\n    stats = {'action': action}\n    logger.info('%s', stats)"),
+                message="read it under the logging interval (`if step % 100 == 0:`)"),
+        # Nor a call whose result is only printed, a class built with it, a test's assertion, a
+        # string's format, a tensor's method on a receiver not known to be a tensor.
+        Invalid(_AGENT.format(act="action = q.argmax().item()", step="print(vocab.lookup(action))\n    "
+                              "buffer.add(Transition(obs, action))\n    self.assertEqual(action, 1)\n    "
+                              "title = '{}'.format(action)\n    h = feats.view(1, 2).expand(action, 2)"),
+                message="read it under the logging interval"),
+        Invalid(_AGENT.format(act="env.step(action)", step="action = q.argmax().item()"),
+                message="read it under the logging interval"),
+        Invalid(_AGENT.format(act="action = q.argmax().item()", step="q_net(q, action)"),
+                message="read it under the logging interval"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -974,6 +1045,17 @@ of every tenth loss, predictions shorter than their targets).
         # A value known to be in host memory waits for no GPU: a tensor of a batch the loop has not
         # moved yet, a numpy value, a tensor made without a device (Tensors.on_host).
         if not waits_per_step(ctx, node) or ctx.tensors.on_host(target):
+            return
+        consumer = host_consumer(ctx, node)
+        if consumer is not None:
+            # An agent's action (`env.step(int(q.argmax()))`): read every N steps, the environment
+            # would get no action; accumulating on the device gives it none either. What helps is
+            # where the value is made, or how many steps one read serves.
+            self.report(node, f"{what} waits for the GPU on every step, and the value is needed on the host every "
+                              f"step (passed to `{ctx.code(consumer.func)}`), so an interval cannot help; not fixed: "
+                              f"to wait less, compute it on the host (a small policy can act on a CPU copy of the "
+                              f"model), or let one read serve many steps (vectorised environments: one sync for a "
+                              f"batch of actions)")
             return
         fix = None
         parent, added = ctx.parent(node), node

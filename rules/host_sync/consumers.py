@@ -1,0 +1,154 @@
+"""Where a value read to the host on every step is handed on: a call outside torch that needs the
+Python value in that same step (an environment's `env.step(action)`), where reading it every N
+steps, the advice TL201 gives a value that is only logged or recorded, is no option."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from trainlint.analysis.tensors import pure_tensor_method
+from trainlint.analysis.variables import may_reach, owner, variable_uses
+
+from .logged_values import is_log_call, tracker_values
+from .syncs import SYNC_METHODS, device_tensor
+
+
+def host_consumer(ctx, read: cst.Call) -> cst.Call | None:
+    """The call that takes the value of read (a host read: `int(q(obs).argmax())`) in the same
+    step, when that call needs a Python value (_needs_host_value): read is one of its arguments
+    (`env.step(int(a))`), or is assigned to a plain local name that one of its arguments reads
+    later in the same iteration (`action = int(...)` ... `env.step(action)`, also past a branch:
+    `if explore: action = random.randrange(2) else: action = int(...)`). The value is what read
+    gives, taken further only by host conversions and indexing (`x.cpu().numpy()[0]`,
+    `int(a.item())`). None otherwise: a value only printed, formatted, logged or stored in a
+    list, dict or meter, or handed to a call this cannot see into."""
+    value = _whole_value(ctx, read)
+    parent = ctx.parent(value)
+    if isinstance(parent, cst.Arg):
+        call = ctx.parent(parent)
+        return call if isinstance(call, cst.Call) and not parent.star and _needs_host_value(ctx, call, parent) \
+            else None
+    if not (isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)):
+        return None
+    name = parent.targets[0].target.value
+    scope = owner(ctx.index, parent)
+    uses = variable_uses(ctx.index, scope, name)
+    if uses is None:
+        return None  # a closure or a `global` may read it at any time
+    # The same iteration: a read inside the innermost loop that holds the assignment (within its
+    # function), which may_reach then finds after it in that loop's body.
+    loop = next((a for a in ctx.index.ancestors(parent) if isinstance(a, (cst.For, cst.While))
+                 and (scope is None or ctx.index.contains(scope, a))), None)
+    for use in uses:
+        arg = ctx.parent(use.node)
+        if use.kind != "read" or not isinstance(arg, cst.Arg) or arg.value is not use.node or arg.star:
+            continue
+        call = ctx.parent(arg)
+        if (loop is None or ctx.index.contains(loop, call)) and may_reach(ctx.index, parent, use.node, scope) \
+                and _needs_host_value(ctx, call, arg):
+            return call
+    return None
+
+
+def _whole_value(ctx, read: cst.Call) -> cst.BaseExpression:
+    """read, taken up through what keeps it a host copy of the same value: more host reads of the
+    chain (`.cpu().numpy()`, `.tolist()`), an index (`[0]`), `int()`/`float()`/`bool()` of it."""
+    node = read
+    while True:
+        parent = ctx.parent(node)
+        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in SYNC_METHODS:
+            call = ctx.parent(parent)
+            if isinstance(call, cst.Call) and call.func is parent and not call.args:
+                node = call
+                continue
+        if isinstance(parent, cst.Subscript) and parent.value is node:
+            node = parent
+            continue
+        if isinstance(parent, cst.Arg) and not parent.keyword and not parent.star:
+            call = ctx.parent(parent)
+            if isinstance(call, cst.Call) and len(call.args) == 1 \
+                    and ctx.names.qualified(call.func) in ("builtins.int", "builtins.float", "builtins.bool"):
+                node = call
+                continue
+        return node
+
+
+# Modules whose functions compute with a number or record it (the value is not needed there on its
+# own: where the result goes decides), and torch itself.
+_COMPUTING_MODULES = frozenset({"builtins", "torch", "numpy", "math", "statistics", "random", "logging", "warnings",
+                                "wandb", "mlflow", "neptune", "comet_ml", "clearml", "tensorboardX", "json", "time",
+                                "lightning", "pytorch_lightning", "accelerate", "transformers", "tqdm", "sklearn",
+                                "scipy", "pandas"})
+# Words of a callee's or receiver's name that say logging, progress display or recording into a
+# container (`self.meter.update`, `memory.push`, `history.append`, `log_metrics`): a value kept or
+# shown, which the logging interval or a tensor on the device can serve.
+_RECORDING_WORDS = frozenset({
+    "log", "logs", "logger", "loggers", "logging", "print", "write", "writer", "scalar", "scalars", "metric", "metrics",
+    "record", "records", "recorder", "summary", "summaries", "histogram", "track", "tracker", "trackers", "postfix",
+    "description", "meter", "meters", "stats", "history", "wandb", "tb", "tensorboard", "board", "monitor", "report",
+    "bar", "pbar", "tqdm", "progress", "display", "show", "plot", "append", "extend", "insert", "add", "update",
+    "setdefault", "push", "put", "store", "save", "dump", "callback", "callbacks", "hook", "hooks", "on",
+    # metrics computed from it (`accuracy_score(y, pred)`, `compute_metrics(...)`)
+    "score", "accuracy", "acc", "f1", "precision", "recall", "auc", "bleu", "rouge", "eval", "evaluate",
+    # text made of it, a number rounded, a test's assertion (`self.assertEqual(n.item(), 4)`)
+    "format", "join", "round", "assert",
+    # the optimizer's objects: a scheduler stepped with a metric (not ReduceLROnPlateau, which the
+    # rule knows), a scaler
+    "scheduler", "sched", "lr", "optimizer", "optim", "opt", "scaler",
+})
+
+
+def _words(name: str) -> set[str]:
+    """`log_metrics` -> {log, metrics}; `addScalar` -> {add, scalar}."""
+    return {w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)}
+
+
+def _needs_host_value(ctx, call: cst.Call, arg: cst.Arg) -> bool:
+    """call needs the Python value its argument arg gives: a function or method of code outside
+    torch (an environment's `env.step(action)`, a library's or the file's own function). Not one
+    that only computes with it or records it: builtins, numpy, math, sklearn, torch; a tensor's,
+    a list's or a string's methods (and methods named as a tensor's); logging and trackers; a
+    dict's or meter's methods, a metric, an assertion (_RECORDING_WORDS in the callee's or its
+    receiver's name); a class built with it; nor one that also takes a device
+    tensor (a model or loss called with a step number: `model(x, int(t))` is the model's code); nor
+    one whose result is only shown (_shown). Where those decide, the value is only kept or shown,
+    and the logging interval or a tensor on the device serves it."""
+    func = call.func
+    qualified = ctx.names.qualified(func)
+    if qualified is not None and qualified.split(".", 1)[0] in _COMPUTING_MODULES:
+        return False
+    if is_log_call(ctx, call) or tracker_values(ctx, call) is not None:
+        return False
+    if isinstance(func, cst.Attribute):
+        receiver = func.value
+        # A tensor's method, also on a receiver not known to be one (`lengths.view(b, 1).expand(b,
+        # int(n))`), a list's, a string's (`"{}".format(v)`).
+        if ctx.tensors.is_tensor(receiver) or pure_tensor_method(func.attr.value) \
+                or ctx.is_builtin_collection(receiver) \
+                or isinstance(receiver, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+            return False
+        last = ctx.dotted(receiver)
+        names = [func.attr.value] + ([last.rsplit(".", 1)[-1]] if last else [])
+    elif isinstance(func, cst.Name):
+        names = [func.value]
+    else:
+        return False  # `handlers[k](v)`, `make()(v)`: not a callee to name
+    if any(_words(n) & _RECORDING_WORDS for n in names) or names[0][:1].isupper() or names[0] == "__class__":
+        return False  # recording, or a class built with it (`Transition(s, a.item(), r)`): the object keeps it
+    if any(a is not arg and device_tensor(ctx, a.value) for a in call.args):
+        return False
+    return not _shown(ctx, call)
+
+
+def _shown(ctx, call: cst.Call) -> bool:
+    """call's result is only shown: the call is inside the arguments of a logging call or a
+    formatted string in its statement (`print(tokenizer.decode(ids.tolist()))`)."""
+    for anc in ctx.index.ancestors(call):
+        if isinstance(anc, (cst.FormattedString, cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return isinstance(anc, cst.FormattedString)
+        if isinstance(anc, cst.Call) and (is_log_call(ctx, anc) or tracker_values(ctx, anc) is not None):
+            return True
+    return False
