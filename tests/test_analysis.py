@@ -424,3 +424,41 @@ def test_module_binding_finds_the_import_that_binds_on_every_path():
     ctx = ctx_for(code)
     stmt, reason = module_binding(ctx, "torch")
     assert reason is None and isinstance(stmt, cst.Try)
+
+
+_CONSTRUCTED = """import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+class Trainer:
+    def __init__(self, model, device{default}):
+        self.model, self.device = model, device
+{more}    def fit(self, x):
+        return self.model(x.to(self.device))
+{constructions}"""
+
+
+@pytest.mark.parametrize(
+    "default,more,constructions,picked",
+    [
+        # The one construction hands the device picked by CUDA's availability: the trainer's is too.
+        ("", "", "Trainer(model, device).fit(x)\n", True),
+        ("", "", "Trainer(model, device=device).fit(x)\n", True),
+        # Every construction must hand one: a device written as "cuda", or left to a default.
+        ("", "", "Trainer(model, device)\nTrainer(model, 'cuda')\n", False),
+        ("='cuda'", "", "Trainer(model, device)\nTrainer(model)\n", False),
+        # Not known: constructions passing `**kw`, a subclass, the class handed on, none at all.
+        ("", "", "Trainer(model, **kw)\n", False),
+        ("", "", "class Sub(Trainer):\n    pass\nTrainer(model, device)\n", False),
+        ("", "", "Trainer(model, device)\nmake(Trainer)\n", False),
+        ("", "", "", False),
+        # A parameter re-bound in `__init__` is not what the construction handed in.
+        ("", "        device = pick()\n", "Trainer(model, device)\n", False),
+        # A class constructing itself with its own device: the question comes back to itself, and
+        # ends (the hops are counted) with no answer for that construction, so none.
+        ("", "    def again(self):\n        return Trainer(self.model, self.device)\n",
+         "Trainer(model, device)\n", False),
+    ],
+)
+def test_a_device_handed_to_a_constructor_is_followed_when_every_construction_agrees(default, more, constructions, picked):
+    ctx = ctx_for(_CONSTRUCTED.format(default=default, more=more, constructions=constructions))
+    move = next(c for c in ctx.index.nodes(cst.Call) if ctx.code(c.func) == "x.to")
+    assert ctx.devices.picked_by_cuda_availability(move.args[0].value) is picked

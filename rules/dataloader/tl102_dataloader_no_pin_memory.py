@@ -69,6 +69,19 @@ _TRAINER_DEVICE = (
     "        self.loader = DataLoader(ds, num_workers=2{pin})\n    def fit(self):\n"
     "        for x, y in self.loader:\n            loss = model(x.to(self.device), y)\n"
     "            loss.backward()\n            opt.step()\n")
+# A trainer handed its device when it is constructed ({device} picks it, {constructions} construct
+# the trainer and train).
+_PICKED = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+_HANDED_DEVICE = (
+    "import torch\nfrom torch.utils.data import DataLoader\nclass Trainer:\n    def __init__(self, loader, device):\n"
+    "        self.loader, self.device = loader, device\n    def fit(self):\n        for x, y in self.loader:\n"
+    "            loss = model(x.to(self.device), y)\n            loss.backward()\n            opt.step()\n"
+    "{device}loader = DataLoader(ds, num_workers=2{pin})\n"
+    "{constructions}"
+)
+# ... handed a flag instead, tested around the copy.
+_HANDED_FLAG = _HANDED_DEVICE.replace("x.to(self.device)", "x.cuda() if self.use_cuda else x").replace(
+    "device", "use_cuda").replace("{use_cuda}", "{device}")
 
 
 class DataLoaderNoPinMemory(DataLoaderRule):
@@ -136,8 +149,10 @@ default=True`, so `--pin-memory` still works and `--no-pin-memory` turns pinning
 
 The fix writes `pin_memory=torch.cuda.is_available()` when the batches go to a device the script
 picks by whether CUDA is there (`torch.device("cuda" if torch.cuda.is_available() else "cpu")`, a
-`use_cuda` flag assigned from that test, or a copy under `if torch.cuda.is_available():`): on a
-CPU-only machine a pinning loader warns on every pass ("no accelerator is found"). It writes
+`use_cuda` flag assigned from that test, or a copy under `if torch.cuda.is_available():`; also
+one handed to a trainer's constructor that keeps it, `self.device = device`, when every
+construction of the class in the file hands it such a device): on a CPU-only machine a pinning
+loader warns on every pass ("no accelerator is found"). It writes
 `pin_memory=True` when the device is written as "cuda", when a framework copies the batches, and
 when the module does not import torch at its top level.
 
@@ -368,6 +383,21 @@ since what it then holds is not all seen.
         # ... held by the trainer (`self.device`), and with torch imported under another name.
         Invalid(_TRAINER_DEVICE.format(pin=""),
                 fixed=_TRAINER_DEVICE.format(pin=", pin_memory=th.cuda.is_available()")),
+        # ... handed to the trainer's constructor, which keeps it (`self.device = device`): the
+        # device every construction hands in (before, only one assigned in the class was followed).
+        Invalid(_HANDED_DEVICE.format(device=_PICKED, pin="", constructions="Trainer(loader, device).fit()\n"),
+                fixed=_HANDED_DEVICE.format(device=_PICKED, pin=", pin_memory=torch.cuda.is_available()",
+                                            constructions="Trainer(loader, device).fit()\n")),
+        # ... also a flag handed in by keyword and tested around the copy.
+        Invalid(_HANDED_FLAG.format(device="", pin="",
+                                    constructions="Trainer(loader, use_cuda=torch.cuda.is_available()).fit()\n"),
+                fixed=_HANDED_FLAG.format(device="", pin=", pin_memory=torch.cuda.is_available()",
+                                          constructions="Trainer(loader, use_cuda=torch.cuda.is_available()).fit()\n")),
+        # Constructions that disagree (one is handed "cuda"): the script needs a GPU, pinning always.
+        Invalid(_HANDED_DEVICE.format(device=_PICKED, pin="",
+                                      constructions="Trainer(loader, device).fit()\nTrainer(loader, 'cuda').fit()\n"),
+                fixed=_HANDED_DEVICE.format(device=_PICKED, pin=", pin_memory=True",
+                                            constructions="Trainer(loader, device).fit()\nTrainer(loader, 'cuda').fit()\n")),
         # A device written as "cuda" (the script needs a GPU): pinning always.
         Invalid(_AVAILABLE.format(device='device = torch.device("cuda")\n', pin="", move="x.to(device)"),
                 fixed=_AVAILABLE.format(device='device = torch.device("cuda")\n', pin=", pin_memory=True",

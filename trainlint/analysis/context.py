@@ -164,7 +164,7 @@ class FileContext:
     @cached_property
     def devices(self) -> Devices:
         """Whether the file uses CUDA, and whether its training may run on an accelerator at all (devices.py)."""
-        return Devices(self.index, self.names, self.bindings, self.loops.hot_loops)
+        return Devices(self.index, self.names, self.bindings, self.loops)
 
     @cached_property
     def precision(self) -> Precision:

@@ -19,8 +19,9 @@ from functools import cached_property
 import libcst as cst
 
 from trainlint.analysis.imports import is_stdlib
+from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.tree import TreeIndex, assigned_pairs
 from trainlint.analysis.variables import Bindings, is_variable, role
 
 # Words (parts of an identifier or a string, lower-cased) that name a device or something that
@@ -53,6 +54,11 @@ _NEUTRAL_LIBRARIES = frozenset({
 # Calls that restore pickled tensors where they were saved, a GPU included, unless given a map_location.
 _LOADS = frozenset({"torch.load", "torch.jit.load", "torch.hub.load", "pickle.load", "pickle.loads"})
 _BUILTINS = frozenset(dir(builtins)) | {"__file__", "__builtins__"}
+# How many variables (assignments, a constructor's parameters) a device or a CUDA test is followed
+# through: a guard against variables assigned from one another (`a = b` and `b = a`, a class
+# constructing itself with its own parameter). Descending into an expression (`torch.device(...)`'s
+# argument, a conditional's test) ends by itself and is not counted.
+_MAX_HOPS = 3
 
 
 def words(text: str) -> set[str]:
@@ -64,11 +70,12 @@ def words(text: str) -> set[str]:
 class Devices:
     """Answers "does this file use CUDA?" and "may its training run on an accelerator?"."""
 
-    def __init__(self, index: TreeIndex, names: Names, bindings: Bindings, hot_loops) -> None:
+    def __init__(self, index: TreeIndex, names: Names, bindings: Bindings, loops: Loops) -> None:
         self.index = index
         self.names = names
         self.bindings = bindings
-        self.hot_loops = hot_loops
+        self.loops = loops
+        self.hot_loops = loops.hot_loops
 
     @cached_property
     def uses_cuda(self) -> bool:
@@ -142,28 +149,39 @@ class Devices:
         """expr, a device a tensor is moved to, is chosen when the script runs by whether CUDA is
         there: `"cuda" if torch.cuda.is_available() else "cpu"`, `torch.device(...)` of that, or a
         variable (`device`, `self.device`) assigned such a value, or assigned in the branches of an
-        `if` that asks (`if torch.cuda.is_available(): device = "cuda"`). Such a script is meant to
+        `if` that asks (`if torch.cuda.is_available(): device = "cuda"`), or a parameter of a
+        class's `__init__` (`self.device = device`) that every construction of the class hands
+        such a value (`Trainer(model, loader, device)` in `main`). Such a script is meant to
         run on a CPU-only machine too, where what only helps a GPU (pinned batches) should be off:
-        PyTorch warns on every pass over a pinning loader when no accelerator is found."""
-        if depth > 3:
+        PyTorch warns on every pass over a pinning loader when no accelerator is found. depth
+        counts the variables followed (_MAX_HOPS)."""
+        if depth > _MAX_HOPS:
             return False
         if isinstance(expr, cst.IfExp):
-            return self.asks_cuda_availability(expr.test, depth + 1)
+            return self.asks_cuda_availability(expr.test, depth)
         if isinstance(expr, cst.Call) and self.names.qualified(expr.func) == "torch.device" and expr.args:
-            return self.picked_by_cuda_availability(expr.args[0].value, depth + 1)
+            return self.picked_by_cuda_availability(expr.args[0].value, depth)
+        handed = self._handed_in(expr)
+        if handed is not None:
+            return all(self.picked_by_cuda_availability(value, depth + 1) for value in handed)
         return any(self.picked_by_cuda_availability(value, depth + 1) or self.under_availability_test(value, depth + 1)
                    for value in self._assigned(expr))
 
     def asks_cuda_availability(self, test: cst.BaseExpression, depth: int = 0) -> bool:
         """test calls `torch.cuda.is_available()`, or reads a variable assigned from such a test
-        (`use_cuda = not args.no_cuda and torch.cuda.is_available()`, `args.cuda = ...`)."""
-        if depth > 3:
+        (`use_cuda = not args.no_cuda and torch.cuda.is_available()`, `args.cuda = ...`), or a
+        parameter of a class's `__init__` every construction hands such a test."""
+        if depth > _MAX_HOPS:
             return False
         for node in self.index.walk(test):
             if isinstance(node, cst.Call) and self.names.qualified(node.func) == "torch.cuda.is_available":
                 return True
         names = [n for n in self.index.walk(test) if isinstance(n, (cst.Name, cst.Attribute))
                  and not isinstance(self.index.parent.get(n), cst.Attribute)]
+        for name in names:
+            handed = self._handed_in(name)
+            if handed is not None and all(self.asks_cuda_availability(value, depth + 1) for value in handed):
+                return True
         return any(self.asks_cuda_availability(value, depth + 1) for n in names for value in self._assigned(n))
 
     def under_availability_test(self, node: cst.CSTNode, depth: int = 0) -> bool:
@@ -176,9 +194,19 @@ class Devices:
                 return True
         return False
 
+    def _handed_in(self, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+        """For a read of a parameter of a class's `__init__` (`self.device = device`): the values
+        every construction of the class in the file hands it (Loops.init_arguments), which the
+        caller must all agree on; None for anything else, or where they are not known."""
+        if not isinstance(expr, cst.Name) or not is_variable(self.index, expr):
+            return None
+        handed = self.loops.init_arguments(expr, expr)
+        return None if handed is None else [value for value, _call in handed]
+
     def _assigned(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
         """The values a variable read (a name, as its scope sees it) or an attribute of `self`
-        (assigned in any method of the class) is assigned; [] for anything else."""
+        (assigned in any method of the class, also as an element of a tuple assignment:
+        `self.model, self.device = model, device`) is assigned; [] for anything else."""
         if isinstance(expr, cst.Name):
             if not is_variable(self.index, expr):
                 return []
@@ -186,16 +214,21 @@ class Devices:
         spelled = dotted(expr) if isinstance(expr, cst.Attribute) else None
         if spelled is None:
             return []
-        cls = self.index.enclosing_class(expr)
         if spelled.startswith("self."):
+            cls = self.index.enclosing_class(expr)
             if cls is None:
                 return []
-            return [node.value for node in self.index.nodes(cst.Assign) if self.index.enclosing_class(node) is cls
-                    and any(dotted(t.target) == spelled for t in node.targets)]
+            return self._assignments_of(spelled, lambda node: self.index.enclosing_class(node) is cls)
         # `args.cuda = ...` at module level or in the same function.
         scope = self.index.enclosing_function(expr)
-        return [node.value for node in self.index.nodes(cst.Assign) if self.index.enclosing_function(node) is scope
-                and any(dotted(t.target) == spelled for t in node.targets)]
+        return self._assignments_of(spelled, lambda node: self.index.enclosing_function(node) is scope)
+
+    def _assignments_of(self, spelled: str, where) -> list[cst.BaseExpression]:
+        """The values assigned to the attribute spelled so (`self.device`) by the assignments
+        where(node) accepts, element by element in a tuple assignment (assigned_pairs)."""
+        return [value for node in self.index.nodes(cst.Assign) if where(node) for t in node.targets
+                for target, value in assigned_pairs(t.target, node.value)
+                if value is not None and dotted(target) == spelled]
 
     def _unbound(self, name: cst.Name) -> bool:
         """name reads a variable that the file binds nowhere and that is no builtin."""

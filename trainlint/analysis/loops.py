@@ -891,9 +891,33 @@ class Loops:
 
     def _handed_to_init(self, param: cst.Name, at: cst.CSTNode) -> _Held | None:
         """For `self.callbacks = callbacks` in `__init__`, its parameter: what every construction
-        of the class hands it, when each is a display of instances of classes of the file (or an
-        instance) and the class is named nowhere else (a subclass, a factory that gets the class,
-        may construct it otherwise). A parameter left out takes its default: None adds nothing."""
+        of the class hands it (init_arguments), when each is a display of instances of classes of
+        the file (or an instance). A name handed in is not followed (what it holds is the
+        caller's). A parameter left out takes its default: None adds nothing."""
+        handed = self.init_arguments(param, at)
+        if handed is None:
+            return None
+        found: list[_Held] = []
+        for given, call in handed:
+            if _is_none(given):
+                continue
+            held = self._held(given, call) if not isinstance(given, cst.Name) else None
+            if held is None:
+                return None
+            found.append(held)
+        kinds = {held.many for held in found}
+        return _Held(kinds.pop(), frozenset().union(*(held.names for held in found))) if len(kinds) == 1 else None
+
+    def init_arguments(self, param: cst.Name, at: cst.CSTNode) -> list[tuple[cst.BaseExpression, cst.Call]] | None:
+        """For a read of a parameter of a class's own `__init__` (`self.callbacks = callbacks`,
+        `self.device = device`; at: where it is read there): (argument, construction) for every
+        construction of the class in the file, the parameter's default where one leaves it out.
+        What the instance keeps is then what its constructions hand in (a device picked in `main`
+        and handed to `Trainer(model, loader, device)`). None where that is not known: the
+        parameter is keyword-only or re-bound in `__init__`, the class has subclasses here or is
+        named other than as a call's callee (a factory that gets the class, a subclass elsewhere
+        may construct it otherwise), a construction passes `*args`/`**kwargs` or leaves out a
+        parameter that has no default, or nothing constructs it here."""
         init = self.index.enclosing_function(at)
         cls = self.index.enclosing_class(at)
         if init is None or cls is None or init.name.value != "__init__" or self.index.parent.get(
@@ -905,7 +929,7 @@ class Loops:
             return None
         position = names.index(param.value) - 1
         default = params[position + 1].default
-        found: list[_Held] = []
+        found: list[tuple[cst.BaseExpression, cst.Call]] = []
         for node in self._name_reads.get(cls.name.value, ()):
             if node is cls.name:
                 continue
@@ -920,14 +944,8 @@ class Loops:
                 if default is None:
                     return None  # a required parameter not found among the arguments: not read right
                 given = default
-            if _is_none(given):
-                continue
-            held = self._held(given, call) if not isinstance(given, cst.Name) else None
-            if held is None:
-                return None
-            found.append(held)
-        kinds = {held.many for held in found}
-        return _Held(kinds.pop(), frozenset().union(*(held.names for held in found))) if len(kinds) == 1 else None
+            found.append((given, call))
+        return found or None
 
     def _constructed_class(self, value: cst.BaseExpression | None) -> str | None:
         """The name of the class value constructs (`Logger(...)`) when the file defines one class
@@ -1141,7 +1159,7 @@ class Loops:
     @cached_property
     def _name_reads(self) -> dict[str, list[cst.Name]]:
         """Every Name node of the file, by its name, in document order (_plain_calls_of,
-        _handed_to_init)."""
+        init_arguments)."""
         out: dict[str, list[cst.Name]] = {}
         for node in self.index.nodes(cst.Name):
             out.setdefault(node.value, []).append(node)
