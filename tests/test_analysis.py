@@ -462,3 +462,32 @@ def test_a_device_handed_to_a_constructor_is_followed_when_every_construction_ag
     ctx = ctx_for(_CONSTRUCTED.format(default=default, more=more, constructions=constructions))
     move = next(c for c in ctx.index.nodes(cst.Call) if ctx.code(c.func) == "x.to")
     assert ctx.devices.picked_by_cuda_availability(move.args[0].value) is picked
+
+
+_KEPT_LOADER = """from torch.utils.data import DataLoader
+class Trainer:
+    def __init__(self, model, loader):
+        self.model, self.loader = model, loader
+    def fit(self):
+        for x in self.loader:
+            self.model(x).backward()
+train_dl = DataLoader(ds)
+other_dl = DataLoader(ds)
+{constructions}"""
+
+
+@pytest.mark.parametrize(
+    "constructions,followed",
+    [
+        ("Trainer(model, train_dl).fit()\n", True),
+        ("Trainer(model, loader=train_dl).fit()\nTrainer(model, train_dl).fit()\n", True),
+        # Two trainers, two loaders: which one a method's `self.loader` reads is not known.
+        ("Trainer(model, train_dl).fit()\nTrainer(model, other_dl).fit()\n", False),
+        ("Trainer(*args).fit()\nTrainer(model, train_dl).fit()\n", False),
+    ],
+)
+def test_a_loader_kept_by_a_constructor_is_followed_into_its_methods(constructions, followed):
+    ctx = ctx_for(_KEPT_LOADER.format(constructions=constructions))
+    loader = next(c for c in ctx.index.nodes(cst.Call) if ctx.code(c.func) == "DataLoader")
+    loop = next(iter(ctx.index.nodes(cst.For)))
+    assert ctx.loops.loops_over(loader) == ([loop] if followed else [])

@@ -63,6 +63,16 @@ _TWO_ITERATORS = (
 )
 
 
+# A trainer kept its loader when it is constructed (`self.loader = loader`); {make} builds the loader
+# as `train_dl` and constructs the trainer with it.
+_KEPT = ("from torch.utils.data import DataLoader\nclass Trainer:\n    def __init__(self, model, loader):\n"
+         "        self.model, self.loader = model, loader\n    def fit(self, epochs):\n"
+         "        for epoch in range(epochs):\n            for x, y in self.loader:\n"
+         "                self.model(x, y).backward()\n                opt.step()\n"
+         "def main(model, ds):\n{make}    Trainer(model, {given}).fit(10)\n")
+_KEPT_NAMED = "    train_dl = DataLoader(ds, num_workers=2{options})\n"
+
+
 _YIELD_FROM = ("from torch.utils.data import DataLoader\ndef infinite(dl):\n    while True:\n        yield from dl\n"
                "def main(ds):\n    loader = DataLoader(ds, num_workers=2)\n    it = infinite(loader)\n"
                "    for step in range(10):\n        train(next(it))\n")
@@ -84,7 +94,9 @@ that is gone over once per epoch inside an outer loop: by a loop or a comprehens
 for x in val_loader]`), or a `yield from` of a generator of the module handed it (`def
 infinite(dl): while True: yield from dl`), with the outer loop around it or around the calls of its function (`for
 epoch in range(n): train(epoch)`; the loader found under another name it is given (`train_dl =
-loader`), where a function of the module returns it to its caller, `train_loader, val_loader = make_loaders(cfg)`, or hands it on, as TL108 describes, or
+loader`), where a function of the module returns it to its caller, `train_loader, val_loader = make_loaders(cfg)`, or hands it on, as TL108 describes, or a
+class of the module keeps it from its constructor (`self.loader = loader` in `__init__`,
+when every construction hands it the same loader), or
 in a dict or list the loop picks it from, `dataloaders[phase]`, also a dict a helper returns,
 `loaders = build(cfg)`, and an item picked into a name, `train_loader = loaders["train"]`), or by
 a function of another
@@ -387,6 +399,12 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
                                          call="trainer = Trainer()\ntrainer.fit(loader, 10)")),
         Invalid(FIT_METHOD.format(options="", x="x", call="Trainer().fit(loader, 10)"),
                 fixed=FIT_METHOD.format(options=", persistent_workers=True", x="x", call="Trainer().fit(loader, 10)")),
+        # Handed to the trainer's constructor, which keeps it (`self.loader = loader`) for the epoch
+        # loop of a method: as a name, or written in the construction (it was missed).
+        Invalid(_KEPT.format(make=_KEPT_NAMED.format(options=""), given="train_dl"),
+                fixed=_KEPT.format(make=_KEPT_NAMED.format(options=", persistent_workers=True"), given="train_dl")),
+        Invalid(_KEPT.format(make="", given="DataLoader(ds, num_workers=2)"),
+                fixed=_KEPT.format(make="", given="DataLoader(ds, num_workers=2, persistent_workers=True)")),
         # Held in a dict the epoch loop picks it from by phase (PyTorch's fine-tuning tutorial).
         Invalid("from torch.utils.data import DataLoader\n"
                 "loaders = {p: DataLoader(sets[p], num_workers=4) for p in ['train', 'val']}\n"

@@ -1582,6 +1582,8 @@ class Loops:
             if written_in is not None:
                 params, callee, calls = written_in
                 self._reach(params, callee, 1, out, calls)
+            for attr, init in self._kept_as(value):  # `Trainer(model, DataLoader(ds))`
+                self._reach([attr], init, 1, out)
             self._reach([t for t in targets if t], self.index.enclosing_function(value), 0, out,
                         element=contained is not None, key=contained[1] if contained else UNKNOWN)
             for name, caller in self.returned_to(value):
@@ -1661,6 +1663,13 @@ class Loops:
                 here = [name for name, w in known if w is where]
                 for callee, param, call, only in self._handed_to(here, where):
                     self._reach([param], callee, depth + 1, out, (*calls, call), always and only, element, key, given)
+                if always and not element:
+                    # Kept by the instance of a class it is handed to (`Trainer(model, dl)`, with
+                    # `self.loader = loader` in `__init__`): `self.loader` in its methods, as for a
+                    # loader built in `__init__`. Reached through the methods' calls, not through
+                    # the construction, so no call is added.
+                    for attr, init in self._kept_by_constructions(here, where):
+                        self._reach([attr], init, depth + 1, out, calls, always, element, key, given)
                 if not element:
                     # Handed down inside a display: `evaluate(model, {"train": train_loader})`.
                     for callee, param, call, item_key in self._handed_in_display(here, where):
@@ -2063,9 +2072,72 @@ class Loops:
         return out
 
     def follows(self, call: cst.Call, arg: cst.Arg, name: str) -> bool:
-        """`loops_over_names` follows name through this argument into a module-local function."""
+        """`loops_over_names` follows name through this argument into a module-local function, or
+        into the attribute of `self` a class's `__init__` keeps it in (_kept_by_constructions)."""
         return any(a is arg and self._takes_only(callee, param, name)
-                   for callee, c, param, a in self.call_arguments if c is call)
+                   for callee, c, param, a in self.call_arguments if c is call) or any(
+            value is arg.value and c is call for _attr, _init, kept, handed in self._kept_names if kept == name
+            for value, c in handed)
+
+    @cached_property
+    def _kept_parameters(self) -> dict[str, list[tuple[cst.FunctionDef, cst.Name, str]]]:
+        """Class name -> (its `__init__`, the read of the parameter, `self.<attr>`) for each
+        `self.<attr> = <parameter>` in a class's own `__init__` (element by element too:
+        `self.model, self.loader = model, loader`): the instance keeps what its constructions hand in."""
+        out: dict = {}
+        for assign in self.index.nodes(cst.Assign):
+            init = self.index.enclosing_function(assign)
+            if init is None or init.name.value != "__init__":
+                continue
+            cls = self.index.enclosing_class(assign)
+            if cls is None or self.index.parent.get(self.index.parent.get(init)) is not cls:
+                continue
+            for whole in assign.targets:
+                for target, value in assigned_pairs(whole.target, assign.value):
+                    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                            and target.value.value == "self" and isinstance(value, cst.Name) \
+                            and self.is_plain_parameter(init, value.value):
+                        out.setdefault(cls.name.value, []).append((init, value, f"self.{target.attr.value}"))
+        return out
+
+    def _kept_as(self, value: cst.BaseExpression) -> list[tuple[str, cst.FunctionDef]]:
+        """(`self.<attr>`, `__init__`) when value is written as an argument of the one
+        construction of a class of the file that keeps it on self (`Trainer(model,
+        DataLoader(ds))` beside `self.loader = loader`), as _parameter_of does for a function."""
+        arg = self.index.parent.get(value)
+        call = self.index.parent.get(arg)
+        if not isinstance(arg, cst.Arg) or arg.value is not value or not isinstance(call, cst.Call) \
+                or not isinstance(call.func, cst.Name):
+            return []
+        return [(attr, init) for init, param, attr in self._kept_parameters.get(call.func.value, ())
+                if [given for given, _call in self.init_arguments(param, param) or ()] == [value]]
+
+    @cached_property
+    def _kept_names(self) -> list[tuple[str, cst.FunctionDef, str, tuple]]:
+        """(`self.<attr>`, `__init__`, name, handed) for each parameter a class of the file keeps
+        on self (_kept_parameters) that every construction of the class hands one and the same
+        name (handed: init_arguments' (argument, construction) pairs). A class constructed with
+        different values (two trainers, two loaders) is left out: which instance a method's
+        `self.loader` reads is not known."""
+        out = []
+        for kept in self._kept_parameters.values():
+            for init, param, attr in kept:
+                handed = self.init_arguments(param, param)
+                names = {dotted(value) for value, _call in handed or ()}
+                if handed and len(names) == 1 and None not in names:
+                    out.append((attr, init, names.pop(), tuple(handed)))
+        return out
+
+    def _kept_by_constructions(self, names: list[str], scope: cst.FunctionDef | None) -> list[tuple[str, cst.FunctionDef]]:
+        """(`self.<attr>`, `__init__`) for each parameter a class of the file keeps on self that
+        every construction hands one of names, in sight of scope (the same variable):
+        `Trainer(model, dl)` beside `self.loader = loader` (_kept_names)."""
+        out = []
+        for attr, init, name, handed in self._kept_names:
+            if name in names and all(self.in_sight(call, name, scope) for _value, call in handed) \
+                    and (attr, init) not in out:
+                out.append((attr, init))
+        return out
 
     def _takes_only(self, callee: cst.FunctionDef, param: str, name: str) -> bool:
         """Every call of callee passes name as its parameter param."""
