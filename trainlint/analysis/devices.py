@@ -75,7 +75,6 @@ class Devices:
         self.names = names
         self.bindings = bindings
         self.loops = loops
-        self.hot_loops = loops.hot_loops
 
     @cached_property
     def uses_cuda(self) -> bool:
@@ -133,7 +132,7 @@ class Devices:
         chose where they live; one with a literal default, `epochs=2`, is a setting), a name is
         read that the file binds nowhere (a notebook's earlier cell, `from x import *`), or tensors
         are restored from a file without a map_location (`torch.load`)."""
-        for loop in self.hot_loops:
+        for loop in self.loops.hot_loops:
             for anc in self.index.ancestors(loop):
                 if isinstance(anc, cst.FunctionDef) and _takes_objects(anc):
                     return True

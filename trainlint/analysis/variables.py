@@ -168,13 +168,13 @@ class Bindings:
 def may_reach(index: TreeIndex, stmt: cst.CSTNode, read: cst.Name, scope: cst.CSTNode | None) -> bool:
     """The value stmt leaves in read's variable may reach read (scope: the function, lambda or
     class whose variable it is, as `owner` names it; anything else, such as None, for the
-    module's): going up from the read,
-    block by block, and back through each block's earlier statements, the statement that is or
-    holds stmt comes before any statement that plainly rebinds the name. A statement that binds it
-    only inside a branch or loop may not run, so it hides nothing; a read in another branch than
-    stmt's never meets stmt, nor does one earlier in a loop than stmt (the value of the previous
-    iteration). A read in a nested function may run at any time: it counts. (TL601: a score read
-    after the attention; TL201: a host value handed on in the same step.)"""
+    module's): going up from the read, block by block, and back through each block's earlier
+    statements, the statement that is or holds stmt comes before any statement that plainly
+    rebinds the name. A statement that binds it only inside a branch or loop may not run, so it
+    hides nothing; a read in another branch than stmt's never meets stmt, nor does one earlier in
+    a loop than stmt (the value of the previous iteration). A read in a nested function may run at
+    any time: it counts. (TL601: a score read after the attention; TL201: a host value handed on
+    in the same step.)"""
     if index.contains(stmt, read):
         return True  # `out, w = att @ v, att`
     for anc, earlier in index.preceding(read):
