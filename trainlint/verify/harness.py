@@ -298,7 +298,7 @@ def _milestone(state: _State, n: int) -> None:
     """At ``next_milestone`` steps: stop the run, or start or stop the profiler (a run with
     ``profile_steps`` profiles the steps after warm-up, then stops)."""
     if not state.profile_steps:
-        _stop(state)
+        _stop(state)  # raises StopRun
     if n == state.warmup:
         _start_profiler(state)
         state.next_milestone = state.warmup + state.profile_steps
