@@ -16,7 +16,6 @@ Run it on a quiet machine: under load its rows swing by several percent.
 from __future__ import annotations
 
 import argparse
-import inspect
 import statistics
 import sys
 import time
@@ -67,8 +66,7 @@ def main() -> None:
     rows = {"off": orig, "off again": orig, "harness as installed": installed,
             "wrapper, records nothing": generic_pass, "detach": generic_detach, ".data": generic_data}
     # torch's own parameter list, spelled out: no argument tuple or keyword dict built per call.
-    if tuple(inspect.signature(orig).parameters) == (
-            "tensors", "grad_tensors", "retain_graph", "create_graph", "grad_variables", "inputs"):
+    if harness._backward_parameters(orig) == harness.BACKWARD_PARAMETERS:
         def explicit_pass(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                           grad_variables=None, inputs=None):
             return orig(tensors, grad_tensors, retain_graph, create_graph, grad_variables, inputs)
@@ -100,7 +98,6 @@ def main() -> None:
             times[name].append(block())
             kept.clear()
             state.losses.clear()
-            state.losses_done = 0
     torch.autograd.backward = orig
     off = times["off"]
     print(f"{a.rounds} rounds of {len(names)} blocks of {a.block_steps} steps, width {a.width}, "

@@ -121,9 +121,16 @@ raise AssertionError("unreachable")
 
 
 HOOK_PARTS = """
-import torch, torch.utils.data.dataloader as dl
+import sys, torch, torch.optim.optimizer as optimizer_module, torch.utils.data.dataloader as dl
 from trainlint.verify import harness
-originals = (torch.autograd.backward, dl.DataLoader.__iter__, dl._BaseDataLoaderIter.__next__)
+if sys.argv[1] == "registry":
+    # A torch whose optimizers have no step entry point to run at: the global post-hook is used.
+    # (Optimizer.step still calls the attribute, so it stays there, but not as a method.)
+    torch.optim.Optimizer._optimizer_step_code = property(lambda self: (lambda: None))
+def torch_functions():
+    return (torch.autograd.backward, dl.DataLoader.__iter__, dl._BaseDataLoaderIter.__next__,
+            torch.optim.Optimizer._optimizer_step_code, len(optimizer_module._global_optimizer_post_hooks))
+originals = torch_functions()
 cfg = {"steps": 100, "warmup": 1, "seed": 0}
 state = harness._State(cfg)
 hooks = harness._install(cfg, state)
@@ -145,16 +152,17 @@ step()
 print("step", seen(), torch.autograd.backward is originals[0])
 hooks.disable()
 step()
-print("off", seen(), (torch.autograd.backward, dl.DataLoader.__iter__,
-                      dl._BaseDataLoaderIter.__next__) == originals)
+print("off", seen(), torch_functions() == originals)
 """
 
 
-def test_hooks_enable_one_part_at_a_time_and_disable_restores_torch(tmp_path):
+@pytest.mark.parametrize("entry", ["step code", "registry"])
+def test_hooks_enable_one_part_at_a_time_and_disable_restores_torch(entry):
     # The overhead benchmark times each part alone through enable(parts); disable() must leave
-    # torch exactly as it was.
+    # torch exactly as it was. The step hook runs at the optimizer's step entry point where torch
+    # has one, else as a global step post-hook.
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
-    out = subprocess.run([sys.executable, "-c", HOOK_PARTS], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", HOOK_PARTS, entry], capture_output=True, text=True,
                          env=env, check=True).stdout.splitlines()
     assert out == [
         "all (1, 1) True",  # loss captured and step seen
@@ -383,3 +391,49 @@ def test_one_element_losses_of_any_shape_are_recorded(tmp_path):
     # The per-call capture keeps each loss as it comes (one detach, the overhead budget); the end
     # of the run makes the shapes equal. A (1,) loss beside a () one must still read back right.
     _run_with_logged_losses(tmp_path, _LOSS_SHAPES, steps=7)
+
+
+_BACKWARD_ARGUMENTS = """
+import inspect, sys, torch
+from trainlint.verify import harness
+if sys.argv[1] == "generic":
+    # A torch whose backward takes other parameters: the hook must pass everything on as given.
+    torch_backward = torch.autograd.backward
+    def backward(tensors, *args, **kwargs):
+        return torch_backward(tensors, *args, **kwargs)
+    torch.autograd.backward = backward
+cfg = {"steps": 100, "warmup": 1, "seed": 0}
+state = harness._State(cfg)
+harness._install(cfg, state)
+print(list(inspect.signature(torch.autograd.backward).parameters))
+a = torch.ones(2, requires_grad=True); b = torch.ones(2, requires_grad=True)
+loss = (a * b * 3).sum()
+loss.backward(retain_graph=True, inputs=[a])  # a's gradient only; the graph kept for another
+torch.autograd.backward(loss, inputs=(b,), retain_graph=True)
+torch.autograd.backward([loss * 2], None, None, False, None, [a])  # torch's order, positionally
+print(a.grad.tolist(), b.grad.tolist(), [float(t) for t in state.losses])
+"""
+
+
+@pytest.mark.parametrize("signature", ["torch", "generic"])
+def test_backward_arguments_reach_torch_as_given(signature):
+    # The hook spells out torch's own parameters where they match (no argument tuple per call,
+    # the overhead budget) and passes *args/**kwargs on otherwise; both must keep every argument.
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    out = subprocess.run([sys.executable, "-c", _BACKWARD_ARGUMENTS, signature], capture_output=True,
+                         text=True, env=env, check=True).stdout.splitlines()
+    params = ["tensors", "grad_tensors", "retain_graph", "create_graph", "grad_variables", "inputs"]
+    assert out[0] == str(params if signature == "torch" else ["tensors", "grad_tensors", "args", "kwargs"])
+    assert out[1] == "[9.0, 9.0] [3.0, 3.0] [6.0, 6.0, 12.0]"
+
+
+def test_data_waits_belong_to_the_step_they_end_before():
+    # The loader hook only appends (end, length) of each wait; the steps are put together at the end.
+    from trainlint.verify import harness
+
+    state = harness._State({"steps": 3, "warmup": 0, "seed": 0})
+    state.step_ends[:] = [1.0, 2.0, 3.0]
+    state.wait_ends[:] = [0.5, 0.9, 1.5, 2.5, 3.5]  # two before the first step, one after the last
+    state.waits[:] = [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert harness._waits_per_step(state) == pytest.approx([0.3, 0.3, 0.4])
+    assert harness._backward_parameters(lambda x, *rest: None) is None

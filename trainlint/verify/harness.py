@@ -6,12 +6,16 @@ observe training from outside the script's code, executes the script as ``__main
 what it saw to ``<out_dir>/rank<R>.json``.
 
 What is hooked, and why each hook stays cheap (the harness must not change what it measures):
-- a global optimizer step post-hook: one ``perf_counter`` per step (plus a CUDA event, recorded
-  without synchronising, when CUDA is in use; the events are created ahead, in the first step);
-  it also stops the run after warm-up + N steps;
-- ``DataLoader.__iter__`` and the loader iterator's ``__next__``: time spent waiting for data;
-- ``torch.autograd.backward`` (which ``Tensor.backward`` calls): the detached scalar loss is kept
-  where it lives (on the device) and read once at the end, so no per-step host sync is added;
+- a step hook for every optimizer, at ``Optimizer._optimizer_step_code`` (the empty method torch
+  calls after each step for profilers; a global step post-hook where torch has none): one
+  ``perf_counter`` and two appends per step (plus a CUDA event, recorded without synchronising,
+  when CUDA is in use; the events are created ahead, in the first step); it also stops the run
+  after warm-up + N steps;
+- ``DataLoader.__iter__`` and the loader iterator's ``__next__``: time spent waiting for data,
+  noted with its end time and matched to steps at the end of the run;
+- ``torch.autograd.backward`` (which ``Tensor.backward`` calls): the scalar loss, detached
+  (``.data``), is kept where it lives (on the device) and read once at the end, so no per-step
+  host sync is added;
   the losses of backward calls followed by another optimizer's step (a GAN's generator) are
   dropped, so a counted step's loss is that of its own optimizer's backward calls;
   ``GradScaler.scale`` notes which scaled tensor stands for which loss, so the loss kept is the
@@ -50,31 +54,39 @@ class StopRun(BaseException):
     """
 
 
+def _no_optimizer() -> None:
+    """What ``_State.counted`` is while no optimizer is counted: called, it returns None."""
+    return None
+
+
 class _State:
     def __init__(self, cfg: dict) -> None:
         self.total = int(cfg["warmup"]) + int(cfg["steps"])
         self.profile_steps = int(cfg.get("profile_steps", 0))
         self.warmup = int(cfg["warmup"])
-        self.step_ends: list[float] = []
+        # What the hooks record, each an append to its own list; put together per step at the end
+        # (_collect), so that the hooks that run every step stay short.
+        self.step_ends: list[float] = []  # perf_counter at each counted optimizer step
+        self.step_marks: list[int] = []  # len(losses) at each counted step
         self.cuda_events: list = []  # one recorded per step, in step order
         self.spare_events: list = []  # created ahead (see _make_events)
-        self.data_wait: list[float] = []
         self.losses: list = []  # detached scalar tensors, in backward order
-        self.losses_per_step: list[int] = []  # how many backward calls fell in each step
-        # len(losses) at the last optimizer step: the losses after it are the coming step's
-        # (counted from the list, not by the backward hook, which stays one append)
-        self.losses_done = 0
-        self.pending_wait = 0.0
+        self.wait_ends: list[float] = []  # perf_counter at the end of each wait for the loader
+        self.waits: list[float] = []  # ... and its length in seconds
         self.loader_batches = 0  # drawn from a torch DataLoader: none, and data wait is not measured
         # The step count at which the step hook looks at stopping or profiling (_milestone); one
         # comparison a step instead of the branches themselves.
         self.next_milestone = self.warmup if self.profile_steps else self.total
-        self.first_optimizer = None  # a weak reference to the counted optimizer (see _counted)
-        self.last_other: int | None = None  # another one that stepped since the counted one did
+        # The counted optimizer, called: a weak reference to it, or _no_optimizer before the first
+        # step and once the run is stopped (see _counted).
+        self.counted = _no_optimizer
+        # (id, len(step_ends)) of the last other optimizer's step: its next step with no counted
+        # one in between takes over
+        self.last_other: tuple[int, int] | None = None
         self.other_optimizer_steps = 0
         self.other_backward = 0  # backward calls whose loss went to another optimizer's step
         self.optimizer_switches = 0
-        self.hook_calls = 0  # optimizer steps of any optimizer (GradScaler.step looks)
+        self.other_calls = 0  # step hook calls other than the counted optimizer's usual step
         self.scaler_skipped = 0  # steps a GradScaler skipped, counted as steps all the same
         self.stopped = False  # StopRun was raised
         self.stop_caught = False  # ... and the script caught it and stepped again
@@ -106,8 +118,9 @@ class Hooks:
     def __init__(self) -> None:
         # (part, owner, attribute name, original, replacement)
         self.patches: list[tuple[str, object, str, object, object]] = []
-        self.step_hook = None
+        self.step_hook = None  # for torch's global step post-hooks, where it has no step entry point
         self.handle = None
+        self.enabled: tuple[str, ...] = ()
 
     def patch(self, part: str, owner, name: str, new) -> None:
         self.patches.append((part, owner, name, getattr(owner, name), new))
@@ -119,6 +132,7 @@ class Hooks:
         if self.handle is not None:
             self.handle.remove()
             self.handle = None
+        self.enabled = ()
 
     def enable(self, parts: tuple[str, ...] = PARTS) -> None:
         """Install the given parts (all by default) and remove the others."""
@@ -128,8 +142,9 @@ class Hooks:
         for part, owner, name, _, new in self.patches:
             if part in parts:
                 setattr(owner, name, new)
-        if "step" in parts:
+        if "step" in parts and self.step_hook is not None:
             self.handle = register_optimizer_step_post_hook(self.step_hook)
+        self.enabled = parts
 
 
 def _install(cfg: dict, state: _State) -> Hooks:
@@ -140,6 +155,7 @@ def _install(cfg: dict, state: _State) -> Hooks:
 
     seed = int(cfg["seed"])
     perf = time.perf_counter
+    wait_ends, waits = state.wait_ends, state.waits
 
     # Data wait: creating the iterator (worker start-up when workers are not persistent) and
     # each __next__ are time the training loop spends waiting for the loader.
@@ -149,7 +165,9 @@ def _install(cfg: dict, state: _State) -> Hooks:
             try:
                 return orig(self)
             finally:
-                state.pending_wait += perf() - t
+                end = perf()
+                wait_ends.append(end)
+                waits.append(end - t)
                 state.loader_batches += batch
 
         return timed
@@ -192,20 +210,41 @@ def _install(cfg: dict, state: _State) -> Hooks:
     tensor_cls = torch.Tensor
     losses = state.losses  # (only ever changed in place)
 
-    def backward(tensors, grad_tensors=None, *args, **kwargs):
-        # Losses are kept where they live (on the device); nothing is read until the run ends.
-        # The usual call, loss.backward() on a plain tensor with no GradScaler in use, costs a
-        # class test and one detach: this runs every step, and the overhead target is 2% of a
-        # tight loop's step. Anything else (a list of losses, an explicit gradient, a scaled
-        # loss, a tensor subclass) goes through _backward_loss.
-        if grad_tensors is None and tensors.__class__ is tensor_cls and not scaled:
-            if tensors.numel() == 1:
-                losses.append(tensors.detach())
-        else:
-            loss = _backward_loss(tensors, grad_tensors, scaled)
-            if loss is not None:
-                losses.append(loss)
-        return orig_backward(tensors, grad_tensors, *args, **kwargs)
+    def record_other(tensors, grad_tensors) -> None:
+        loss = _backward_loss(tensors, grad_tensors, scaled)
+        if loss is not None:
+            losses.append(loss)
+
+    if _backward_parameters(orig_backward) == BACKWARD_PARAMETERS:
+        # torch's own parameters, spelled out: no argument tuple and keyword dict built and
+        # unpacked at each call (about half the capture's cost in a tight loop, measured with
+        # bench/verify_capture_shapes.py).
+        def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+                     grad_variables=None, inputs=None):
+            # Losses are kept where they live (on the device); nothing is read until the run
+            # ends. The usual call, loss.backward() on a plain tensor with no GradScaler in use,
+            # costs a class test and one ``.data``: this runs every step, and the overhead
+            # target is 2% of a tight loop's step, so it is written out here, not called.
+            # (``.data`` is ``detach`` without the shared version counter, which a value read
+            # once at the end does not need: 0.3 against 0.5 us a call, timeit.) Anything else
+            # (a list of losses, an explicit gradient, a scaled loss, a tensor subclass) goes
+            # through _backward_loss.
+            if grad_tensors is None and tensors.__class__ is tensor_cls and not scaled:
+                if tensors.numel() == 1:
+                    losses.append(tensors.data)
+            else:
+                record_other(tensors, grad_tensors)
+            return orig_backward(tensors, grad_tensors, retain_graph, create_graph,
+                                 grad_variables, inputs)
+    else:
+        def backward(tensors, grad_tensors=None, *args, **kwargs):
+            # The same, for another torch's parameters: passed on as given.
+            if grad_tensors is None and tensors.__class__ is tensor_cls and not scaled:
+                if tensors.numel() == 1:
+                    losses.append(tensors.data)
+            else:
+                record_other(tensors, grad_tensors)
+            return orig_backward(tensors, grad_tensors, *args, **kwargs)
 
     hooks.patch("backward", torch.autograd, "backward", backward)
 
@@ -222,13 +261,13 @@ def _install(cfg: dict, state: _State) -> Hooks:
         return result
 
     def scaler_step(self, optimizer, *args, **kwargs):
-        before = state.hook_calls
+        before = (len(step_ends), state.other_calls)  # changes whenever the step hook runs
         result = orig_scaler_step(self, optimizer, *args, **kwargs)
-        if state.hook_calls == before and hooks.handle is not None:
+        if (len(step_ends), state.other_calls) == before and "step" in hooks.enabled:
             # The scaler skipped optimizer.step (inf/NaN gradients): still one iteration, so the
             # loss curves stay aligned per iteration instead of merging it into the next step.
             state.scaler_skipped += 1
-            after_step(optimizer, (), {})
+            after_step(optimizer)
         return result
 
     hooks.patch("backward", scaler_cls, "scale", scale)
@@ -250,17 +289,14 @@ def _install(cfg: dict, state: _State) -> Hooks:
             stream = streams[key] = torch.cuda.current_stream(state.device)
         return stream
 
-    step_ends, data_wait, per_step = state.step_ends, state.data_wait, state.losses_per_step
+    step_ends, marks = state.step_ends, state.step_marks
 
-    def after_step(optimizer, args, kwargs):
-        state.hook_calls += 1
-        # The usual step, the counted optimizer's, is told with one weak-reference call; the
-        # rest (the first step, another optimizer's, a stop the script caught) goes to
-        # _other_step. Like the backward hook, this runs every step and is kept short.
-        counted = state.first_optimizer
-        if counted is not None and counted() is optimizer and not state.stopped:
-            state.last_other = None
-        elif not _other_step(cfg, state, optimizer):
+    def after_step(optimizer, args=None, kwargs=None):
+        # The usual step, the counted optimizer's, is told with one weak-reference call and
+        # recorded with two appends; the rest (the first step, another optimizer's, a stop the
+        # script caught) goes to _other_step. Like the backward hook, this runs every step and is
+        # kept short: data waits and losses are matched to steps at the end (_collect).
+        if state.counted() is not optimizer and not _other_step(cfg, state, optimizer):
             return
         if state.device is not None:
             # Recorded on the stream the parameters' device computes on; no host wait. Under
@@ -269,21 +305,47 @@ def _install(cfg: dict, state: _State) -> Hooks:
             ev.record(current_stream())
             state.cuda_events.append(ev)
         step_ends.append(perf())
-        data_wait.append(state.pending_wait)
-        state.pending_wait = 0.0
-        n_losses = len(losses)
-        per_step.append(n_losses - state.losses_done)
-        state.losses_done = n_losses
+        marks.append(len(losses))
         if len(step_ends) >= state.next_milestone:
             _milestone(state, len(step_ends))
 
-    hooks.step_hook = after_step
+    # torch calls Optimizer._optimizer_step_code, an empty method, right after each step of any
+    # optimizer (its entry point for profilers): run there, the step hook replaces a call the
+    # step makes anyway instead of adding one. The same hook as a global post-hook read +0.9%
+    # against +0.7% there (median of five processes, a tight CPU loop). A torch without that
+    # entry point gets the global step post-hook, called at the same place (after the
+    # optimizer's own post-hooks instead of before them).
+    if callable(getattr(torch.optim.Optimizer, "_optimizer_step_code", None)):
+        hooks.patch("step", torch.optim.Optimizer, "_optimizer_step_code", after_step)
+    else:
+        hooks.step_hook = after_step
     hooks.enable()
     return hooks
 
 
+BACKWARD_PARAMETERS = (
+    ("tensors", None), ("grad_tensors", None), ("retain_graph", None), ("create_graph", False),
+    ("grad_variables", None), ("inputs", None),
+)
+
+
+def _backward_parameters(fn) -> tuple | None:
+    """(name, default) of each of ``fn``'s parameters, None where one is not plain positional
+    or keyword (the backward hook spells out torch's parameters only where they are these)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params):
+        return None
+    return tuple((p.name, None if p.default is p.empty else p.default) for p in params)
+
+
 def _other_step(cfg: dict, state: _State, optimizer) -> bool:
     """A step other than the counted optimizer's usual one: whether the run counts it."""
+    state.other_calls += 1
     if state.stopped:
         # The stop was raised and the script caught it (a bare except: or except
         # BaseException: around the step) and trained on: the record is already complete.
@@ -310,6 +372,7 @@ def _milestone(state: _State, n: int) -> None:
 def _stop(state: _State) -> None:
     """End the script's training: raise StopRun, remembering that it was raised (_caught_stop)."""
     state.stopped = True
+    state.counted = _no_optimizer  # a step after this one is not the usual step (_other_step)
     raise StopRun()
 
 
@@ -342,23 +405,21 @@ def _counted(state: _State, optimizer) -> bool:
     step where it takes over spans both of its steps since the old optimizer's last one (its
     loss is that of the second step's backward calls: the first one's were dropped as another's).
     """
-    key = id(optimizer)
-    counted = state.first_optimizer() if state.first_optimizer is not None else None
-    if counted is optimizer:
-        state.last_other = None
-        return True
-    if state.first_optimizer is None or counted is None or state.last_other == key:
+    # (the counted optimizer's own steps do not come here: the step hook tells them itself)
+    here = (id(optimizer), len(state.step_ends))
+    if state.counted() is None or state.last_other == here:
         # The first step of the run; or the counted optimizer is gone (a stage's optimizer
         # freed when the stage ended: held by id, the next one could take its id and its place
-        # unnoticed); or another stepped twice in a row: it is the counted one from now on.
-        if state.first_optimizer is not None:
+        # unnoticed); or another stepped twice with no counted step in between: it is the
+        # counted one from now on.
+        if state.counted is not _no_optimizer:
             state.optimizer_switches += 1
-        state.first_optimizer = weakref.ref(optimizer)
+        state.counted = weakref.ref(optimizer)
         state.last_other = None
         if state.device is None:
             state.device = _param_device(optimizer)
         return True
-    state.last_other = key
+    state.last_other = here
     state.other_optimizer_steps += 1
     return False
 
@@ -374,9 +435,10 @@ def _drop_other_losses(state: _State) -> None:
     backward comes before the other optimizer's step but belongs to the counted one (both
     backward calls first, then both steps) cannot be told apart and is dropped alike.
     """
-    n = len(state.losses) - state.losses_done
+    done = state.step_marks[-1] if state.step_marks else 0  # the losses of counted steps
+    n = len(state.losses) - done
     if n:
-        del state.losses[state.losses_done:]
+        del state.losses[done:]
         state.other_backward += n
 
 
@@ -537,9 +599,10 @@ def _collect(state: _State, status: str) -> dict:
             losses = torch.stack([t.float().reshape(()) for t in state.losses]).cpu().tolist()
         else:  # losses on several devices: one read each, still only at the end
             losses = [float(t.float().reshape(()).cpu()) for t in state.losses]
+    counts = [b - a for a, b in zip([0] + state.step_marks[:-1], state.step_marks)]
     per_step: list[float] = []
     i = 0
-    for count in state.losses_per_step:
+    for count in counts:
         chunk = losses[i : i + count]
         i += count
         per_step.append(sum(chunk) / len(chunk) if chunk else float("nan"))
@@ -561,14 +624,27 @@ def _collect(state: _State, status: str) -> dict:
         "stop_caught": state.stop_caught,
         "step_wall_s": wall_times,
         "step_device_s": device_times,
-        "data_wait_s": state.data_wait,
+        "data_wait_s": _waits_per_step(state),
         "loader_batches": state.loader_batches,
         "loss_per_step": per_step,
-        "backward_per_step": state.losses_per_step,
+        "backward_per_step": counts,
         "profile": state.profile,
         "pinned_loaders": state.pinned_loaders,
         "own_generator_loaders": state.own_generator_loaders,
     }
+
+
+def _waits_per_step(state: _State) -> list[float]:
+    """Seconds each counted step waited for the loader: the waits that ended after the step
+    before it and before its own end (waits after the last counted step belong to no step)."""
+    import bisect
+
+    per_step = [0.0] * len(state.step_ends)
+    for end, wait in zip(state.wait_ends, state.waits):
+        i = bisect.bisect_left(state.step_ends, end)
+        if i < len(per_step):
+            per_step[i] += wait
+    return per_step
 
 
 _keep: list = []
