@@ -145,8 +145,7 @@ def in_process(blocks: int, block_steps: int, width: int, device: str,
     def reset() -> None:
         # A verify run keeps warm-up + N steps of records; without this the bench would hold
         # tens of thousands of loss tensors and time the garbage collector walking them.
-        for records in (state.losses, state.step_ends, state.step_marks, state.wait_ends,
-                        state.waits):
+        for records in (state.losses, state.step_ends, state.step_marks, state.waits):
             records.clear()
         # The step timing events are reused, as a verify run's warm-up creates them once.
         state.spare_events.extend(state.cuda_events)

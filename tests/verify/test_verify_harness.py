@@ -433,7 +433,7 @@ def test_data_waits_belong_to_the_step_they_end_before():
 
     state = harness._State({"steps": 3, "warmup": 0, "seed": 0})
     state.step_ends[:] = [1.0, 2.0, 3.0]
-    state.wait_ends[:] = [0.5, 0.9, 1.5, 2.5, 3.5]  # two before the first step, one after the last
-    state.waits[:] = [0.1, 0.2, 0.3, 0.4, 0.5]
+    # (end, length): two before the first step, one after the last
+    state.waits[:] = [(0.5, 0.1), (0.9, 0.2), (1.5, 0.3), (2.5, 0.4), (3.5, 0.5)]
     assert harness._waits_per_step(state) == pytest.approx([0.3, 0.3, 0.4])
     assert harness._backward_parameters(lambda x, *rest: None) is None

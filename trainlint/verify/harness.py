@@ -71,8 +71,9 @@ class _State:
         self.cuda_events: list = []  # one recorded per step, in step order
         self.spare_events: list = []  # created ahead (see _make_events)
         self.losses: list = []  # detached scalar tensors, in backward order
-        self.wait_ends: list[float] = []  # perf_counter at the end of each wait for the loader
-        self.waits: list[float] = []  # ... and its length in seconds
+        # (perf_counter at its end, seconds) of each wait for the loader: one append, so a loader
+        # drawn from by several threads cannot pair one wait's end with another's length
+        self.waits: list[tuple[float, float]] = []
         self.loader_batches = 0  # drawn from a torch DataLoader: none, and data wait is not measured
         # The step count at which the step hook looks at stopping or profiling (_milestone); one
         # comparison a step instead of the branches themselves.
@@ -155,7 +156,7 @@ def _install(cfg: dict, state: _State) -> Hooks:
 
     seed = int(cfg["seed"])
     perf = time.perf_counter
-    wait_ends, waits = state.wait_ends, state.waits
+    waits = state.waits
 
     # Data wait: creating the iterator (worker start-up when workers are not persistent) and
     # each __next__ are time the training loop spends waiting for the loader.
@@ -166,8 +167,7 @@ def _install(cfg: dict, state: _State) -> Hooks:
                 return orig(self)
             finally:
                 end = perf()
-                wait_ends.append(end)
-                waits.append(end - t)
+                waits.append((end, end - t))
                 state.loader_batches += batch
 
         return timed
@@ -640,7 +640,7 @@ def _waits_per_step(state: _State) -> list[float]:
     import bisect
 
     per_step = [0.0] * len(state.step_ends)
-    for end, wait in zip(state.wait_ends, state.waits):
+    for end, wait in state.waits:
         i = bisect.bisect_left(state.step_ends, end)
         if i < len(per_step):
             per_step[i] += wait
