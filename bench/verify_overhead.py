@@ -34,6 +34,7 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 # The loop times itself (wall and CPU time) (after its own warm-up) and prints the mean step time in seconds.
 LOOP = textwrap.dedent(
@@ -103,17 +104,14 @@ def variants(attribute: bool, device: str) -> list[tuple[str, tuple[str, ...], b
     return rows
 
 
-def in_process(blocks: int, block_steps: int, width: int, device: str,
-               attribute: bool) -> dict[str, float]:
-    """Times the rows side by side; prints them and returns each row's median of same-round
-    ratios to "off"."""
-    sys.path.insert(0, str(ROOT))
+def tight_loop(width: int, block_steps: int, device: str = "cpu"):
+    """The benchmark's loop, in this process: returns (block, clock), where block() runs
+    block_steps training steps and returns the time per step on clock. bench/verify_hook_shapes.py
+    times the same loop."""
     import time
 
     import torch
     from torch import nn
-
-    from trainlint.verify import harness, stats
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     torch.manual_seed(0)
@@ -138,6 +136,35 @@ def in_process(blocks: int, block_steps: int, width: int, device: str,
             torch.cuda.synchronize()
         return (clock() - t) / block_steps
 
+    return block, clock
+
+
+def same_round(times: dict[str, list[float]], label: str) -> tuple[float, float, float]:
+    """The median of ``label``'s same-round ratios to "off", and the verifier's own statistic for
+    A/B rounds: the 95% t-interval of their geometric mean (low, high)."""
+    from trainlint.verify import stats
+
+    pairs = [a / b for a, b in zip(times[label], times["off"])]
+    return (statistics.median(pairs), *stats.rounds_interval(pairs))
+
+
+def alternate(labels: list[str], rounds: int, run_block) -> dict[str, list[float]]:
+    """run_block(label) for every label, each round, the order rotated each round so that no
+    setting always follows the same other one; each label's block times, in round order."""
+    times: dict[str, list[float]] = {label: [] for label in labels}
+    for k in range(rounds):
+        for label in labels[k % len(labels):] + labels[:k % len(labels)]:
+            times[label].append(run_block(label))
+    return times
+
+
+def in_process(blocks: int, block_steps: int, width: int, device: str,
+               attribute: bool) -> dict[str, float]:
+    """Times the rows side by side; prints them and returns each row's median of same-round
+    ratios to "off"."""
+    from trainlint.verify import harness
+
+    block, clock = tight_loop(width, block_steps, device)
     cfg = {"steps": 10**9, "warmup": 1, "seed": 0}
     state = harness._State(cfg)
     hooks = harness._install(cfg, state)
@@ -158,14 +185,17 @@ def in_process(blocks: int, block_steps: int, width: int, device: str,
     for _ in range(3):
         block()  # warm-up
     rows = variants(attribute, device)
-    times: dict[str, list[float]] = {label: [] for label, _, _ in rows}
-    for k in range(blocks):
-        # Rotate the order each round so no setting always follows the same other one.
-        for label, parts, event in rows[k % len(rows):] + rows[: k % len(rows)]:
-            hooks.enable(parts)
-            state.device = step_device if event else None
-            times[label].append(block())
-            reset()
+    settings = {label: (parts, event) for label, parts, event in rows}
+
+    def run_block(label: str) -> float:
+        parts, event = settings[label]
+        hooks.enable(parts)
+        state.device = step_device if event else None
+        t = block()
+        reset()
+        return t
+
+    times = alternate(list(settings), blocks, run_block)
     hooks.disable()
     off = times["off"]
     base = statistics.median(off)
@@ -175,11 +205,8 @@ def in_process(blocks: int, block_steps: int, width: int, device: str,
     for label, _, _ in rows[1:]:
         on = times[label]
         ratio = statistics.median(on) / base
-        pairs = [a / b for a, b in zip(on, off)]
-        pair = medians[label] = statistics.median(pairs)
-        # The verifier's own statistic for A/B rounds: the 95% t-interval of the geometric mean
-        # of the same-round ratios. A claim of "under 2%" needs its upper end under 1.02.
-        low, high = stats.rounds_interval(pairs)
+        pair, low, high = same_round(times, label)
+        medians[label] = pair
         extra = (statistics.median(on) - base) * 1e6
         name = "harness overhead (in-process)" if label == "on" else f"{label:>20}"
         print(f"{name}: {extra:+.1f} us/step; ratio of medians {ratio:.4f} "

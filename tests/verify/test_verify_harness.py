@@ -425,6 +425,9 @@ def test_backward_arguments_reach_torch_as_given(signature):
     params = ["tensors", "grad_tensors", "retain_graph", "create_graph", "grad_variables", "inputs"]
     assert out[0] == str(params if signature == "torch" else ["tensors", "grad_tensors", "args", "kwargs"])
     assert out[1] == "[9.0, 9.0] [3.0, 3.0] [6.0, 6.0, 12.0]"
+    from trainlint.verify import harness
+
+    assert harness._backward_parameters(lambda x, *rest: None) is None  # the generic wrapper then
 
 
 def test_data_waits_belong_to_the_step_they_end_before():
@@ -436,4 +439,3 @@ def test_data_waits_belong_to_the_step_they_end_before():
     # (end, length): two before the first step, one after the last
     state.waits[:] = [(0.5, 0.1), (0.9, 0.2), (1.5, 0.3), (2.5, 0.4), (3.5, 0.5)]
     assert harness._waits_per_step(state) == pytest.approx([0.3, 0.3, 0.4])
-    assert harness._backward_parameters(lambda x, *rest: None) is None

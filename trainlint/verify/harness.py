@@ -218,7 +218,7 @@ def _install(cfg: dict, state: _State) -> Hooks:
     if _backward_parameters(orig_backward) == BACKWARD_PARAMETERS:
         # torch's own parameters, spelled out: no argument tuple and keyword dict built and
         # unpacked at each call (about half the capture's cost in a tight loop, measured with
-        # bench/verify_capture_shapes.py).
+        # bench/verify_hook_shapes.py).
         def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                      grad_variables=None, inputs=None):
             # Losses are kept where they live (on the device); nothing is read until the run
@@ -311,8 +311,8 @@ def _install(cfg: dict, state: _State) -> Hooks:
 
     # torch calls Optimizer._optimizer_step_code, an empty method, right after each step of any
     # optimizer (its entry point for profilers): run there, the step hook replaces a call the
-    # step makes anyway instead of adding one. The same hook as a global post-hook read +0.9%
-    # against +0.7% there (median of five processes, a tight CPU loop). A torch without that
+    # step makes anyway instead of adding one (in the tight CPU loop the two read within noise
+    # of each other: `python bench/verify_hook_shapes.py --part step`). A torch without that
     # entry point gets the global step post-hook, called at the same place (after the
     # optimizer's own post-hooks instead of before them).
     if callable(getattr(torch.optim.Optimizer, "_optimizer_step_code", None)):
