@@ -12,20 +12,34 @@ Not a test: a benchmark to run by hand. Two side-by-side measurements of a small
 
     python bench/verify_overhead.py [--blocks 100] [--block-steps 50] [--width 128]
                                     [--device cpu|cuda] [--attribute] [--runs 1]
-                                    [--process --pairs 5 --steps 2000]
+                                    [--process --pairs 5 --steps 2000] [--against REV]
+    python bench/verify_overhead.py --instructions [--short 20 --long 1020] [--top 0]
+                                    [--against REV]
 
 --attribute splits the in-process overhead by part (the step hook with and without its CUDA
 event, loss capture at backward, the loader hooks) and adds an "off again" block, identical to
 "off", whose reading is the noise floor of the comparison. --runs N repeats the in-process
 comparison in N fresh processes and gives each row's median and range over them (one process's
-reading depends on where its memory landed; see across_processes).
+reading depends on where its memory landed; see across_processes). --against REV compares this
+checkout's harness with REV's (a temporary git worktree), processes alternating.
+
+--instructions counts instead of timing (CPU only; needs valgrind): each row runs the loop in its
+own process under cachegrind, its parts installed throughout as in a verify run, once for
+--short and once for --long steps; the difference over the extra steps is the row's instructions
+per step, with the start-up and the import cancelled out. Counts do not depend on other load on
+the machine and repeat to within a few hundred instructions a step ("off again" shows how near),
+so they resolve what timing cannot: which part adds work, and where (--top N lists the functions
+whose counts changed most with all parts). Instructions are not time (a cache miss costs more than
+an add), so this complements the timed rows; it does not replace them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,7 +48,10 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# The trainlint whose harness is timed: this checkout's, or (in the children of --against) the
+# other revision's worktree.
+HARNESS_ROOT = os.environ.get("TRAINLINT_BENCH_ROOT", str(ROOT))
+sys.path.insert(0, HARNESS_ROOT)
 
 # The loop times itself (wall and CPU time) (after its own warm-up) and prints the mean step time in seconds.
 LOOP = textwrap.dedent(
@@ -216,33 +233,152 @@ def in_process(blocks: int, block_steps: int, width: int, device: str,
     return medians
 
 
-def across_processes(runs: int, argv: list[str]) -> None:
-    """The in-process comparison in ``runs`` fresh processes, one after another, and each row's
-    median and range over them.
+@contextlib.contextmanager
+def harness_roots(against: str | None):
+    """{label: checkout} of the harnesses to compare: this checkout, and a worktree of the
+    revision ``against`` when given (removed afterwards)."""
+    if against is None:
+        yield {"this checkout": str(ROOT)}
+        return
+    with tempfile.TemporaryDirectory(prefix="trainlint-bench-") as tmp:
+        other = os.path.join(tmp, "tree")
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", other, against],
+                       check=True, capture_output=True)
+        try:
+            yield {"this checkout": str(ROOT), against: other}
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", other],
+                           capture_output=True)
+
+
+def child_env(root: str) -> dict[str, str]:
+    """The environment of a child timing or counting ``root``'s harness."""
+    env = dict(os.environ, TRAINLINT_BENCH_ROOT=root)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def across_processes(runs: int, argv: list[str], roots: dict[str, str]) -> None:
+    """The in-process comparison in ``runs`` fresh processes per harness (alternating between
+    the harnesses when there are two), and each row's median and range over them.
 
     Readings of the same row differ between processes by more than within one (the same row read
     +1.6% and +2.8% in two processes minutes apart, "off again" within 0.2% in both): each
     process lays out its memory anew, and so little code in so tight a loop is sensitive to
-    where it lands. A claim rests on the median over processes, not on one.
+    where it lands. A claim rests on the median over processes, not on one; a comparison of two
+    harnesses, on processes alternating between them.
     """
-    readings: list[dict[str, float]] = []
+    readings: dict[str, list[dict[str, float]]] = {name: [] for name in roots}
     for k in range(runs):
-        out = subprocess.run([sys.executable, __file__, *argv, "--runs", "1", "--json-line"],
-                             capture_output=True, text=True, check=True).stdout
-        readings.append(json.loads(out.splitlines()[-1]))
-        print(f"process {k + 1}: " + ", ".join(
-            f"{label} {(v - 1) * 100:+.2f}%" for label, v in readings[-1].items()
-            if label != "off us/step") + f" (off {readings[-1]['off us/step']:.1f} us/step)")
-    print(f"over {runs} processes, median of same-round ratios per process:")
-    for label in readings[0]:
-        if label == "off us/step":
-            continue
-        vals = sorted((r[label] - 1) * 100 for r in readings)
-        print(f"{label:>20}: median {statistics.median(vals):+.2f}%, "
-              f"range {vals[0]:+.2f}% to {vals[-1]:+.2f}%")
+        for name, root in roots.items():
+            out = subprocess.run([sys.executable, __file__, *argv, "--runs", "1", "--json-line"],
+                                 capture_output=True, text=True, check=True,
+                                 env=child_env(root)).stdout
+            got = json.loads(out.splitlines()[-1])
+            readings[name].append(got)
+            print(f"process {k + 1}, {name}: " + ", ".join(
+                f"{label} {(v - 1) * 100:+.2f}%" for label, v in got.items()
+                if label != "off us/step") + f" (off {got['off us/step']:.1f} us/step)",
+                flush=True)
+    for name, got in readings.items():
+        print(f"{name}, over {runs} processes, median of same-round ratios per process:")
+        for label in got[0]:
+            if label == "off us/step":
+                continue
+            vals = sorted((r[label] - 1) * 100 for r in got)
+            print(f"{label:>20}: median {statistics.median(vals):+.2f}%, "
+                  f"range {vals[0]:+.2f}% to {vals[-1]:+.2f}%")
+
+
+def count_child(parts: tuple[str, ...], steps: int, width: int) -> None:
+    """The loop in this process with the given harness parts installed throughout (records kept,
+    as in a verify run); what --instructions counts under cachegrind."""
+    from trainlint.verify import harness
+
+    block_steps = 10
+    block, _ = tight_loop(width, block_steps)
+    cfg = {"steps": 10**9, "warmup": 1, "seed": 0}
+    hooks = harness._install(cfg, harness._State(cfg))
+    hooks.enable(parts)
+    for _ in range(5 + steps // block_steps):  # 50 warm-up steps, then the counted ones
+        block()
+
+
+def cachegrind_counts(path: str) -> tuple[int, dict[str, int]]:
+    """(total instructions, instructions per function) of a cachegrind output file."""
+    per_function: dict[str, int] = {}
+    total = 0
+    function = "?"
+    with open(path) as f:
+        for line in f:
+            if line.startswith("fn="):
+                function = line[3:].strip()
+            elif line[:1].isdigit():
+                fields = line.split()
+                if len(fields) >= 2:
+                    per_function[function] = per_function.get(function, 0) + int(fields[1])
+            elif line.startswith("summary:"):
+                total = int(line.split()[1])
+    return total, per_function
+
+
+def instructions(short: int, long: int, width: int, top: int, roots: dict[str, str]) -> None:
+    """Instructions per step of each row and harness (see the module's docstring), counted
+    under cachegrind."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        sys.exit("--instructions needs valgrind (its cachegrind tool) on PATH")
+    rows = variants(attribute=True, device="cpu")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        def count(job: tuple[str, str, tuple[str, ...], int]) -> tuple[int, dict[str, int]]:
+            name, label, parts, steps = job
+            # (names of one length: the client's memory layout, and so its counts, stay alike)
+            out = os.path.join(tmp, f"{jobs.index(job):03d}-{steps:06d}.out")
+            env = dict(child_env(roots[name]), OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+            subprocess.run([valgrind, "--tool=cachegrind", "--cache-sim=no",
+                            f"--cachegrind-out-file={out}", sys.executable, __file__,
+                            "--count-child", ",".join(parts), str(steps), str(width)],
+                           env=env, check=True, capture_output=True)
+            return cachegrind_counts(out)
+
+        jobs = [(name, label, parts, n) for name in roots for label, parts, _ in rows
+                for n in (short, long)]
+        # Counts do not depend on load, so the runs share the cores (each takes a minute or two:
+        # importing torch under valgrind is most of it).
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            results = dict(zip([job[:2] + job[3:] for job in jobs], pool.map(count, jobs)))
+
+    extra = long - short
+
+    def per_step(name: str, label: str) -> tuple[float, dict[str, float]]:
+        (a, fa), (b, fb) = results[(name, label, short)], results[(name, label, long)]
+        return (b - a) / extra, {fn: (fb.get(fn, 0) - fa.get(fn, 0)) / extra
+                                 for fn in set(fa) | set(fb)}
+
+    print(f"instructions per step (cachegrind, steps {short} -> {long}, width {width})")
+    for name in roots:
+        base, base_fns = per_step(name, "off")
+        print(f"{name}: off {base:,.0f}")
+        for label, _, _ in rows[1:]:
+            n, _ = per_step(name, label)
+            print(f"{label:>20}: {n - base:+,.0f} instructions/step ({(n / base - 1) * 100:+.2f}%)")
+        if top:
+            _, fns = per_step(name, "all")
+            change = {fn: fns.get(fn, 0) - base_fns.get(fn, 0) for fn in set(fns) | set(base_fns)}
+            print(f"{name}: functions whose counts changed most with all parts "
+                  f"(instructions/step):")
+            for fn, d in sorted(change.items(), key=lambda kv: -abs(kv[1]))[:top]:
+                print(f"{d:+10,.0f}  {fn[:100]}")
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--count-child"]:
+        parts, steps, width = sys.argv[2:5]
+        count_child(tuple(p for p in parts.split(",") if p), int(steps), int(width))
+        return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--blocks", type=int, default=100)
     p.add_argument("--block-steps", type=int, default=50)
@@ -255,12 +391,27 @@ def main() -> None:
                    help="time each part of the harness alone, and an A/A control for the noise")
     p.add_argument("--runs", type=int, default=1,
                    help="repeat the in-process comparison in this many fresh processes")
+    p.add_argument("--instructions", action="store_true",
+                   help="count instructions per step under cachegrind instead of timing")
+    p.add_argument("--short", type=int, default=20, help="--instructions: steps of the short run")
+    p.add_argument("--long", type=int, default=1020, help="--instructions: steps of the long run")
+    p.add_argument("--top", type=int, default=0,
+                   help="--instructions: list the N functions whose counts changed most")
+    p.add_argument("--against", metavar="REV",
+                   help="with --runs or --instructions: also the harness of this git revision, "
+                        "side by side (processes alternating)")
     p.add_argument("--json-line", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
-    if a.runs > 1:
-        across_processes(a.runs, [
-            "--blocks", str(a.blocks), "--block-steps", str(a.block_steps), "--width", str(a.width),
-            "--device", a.device, *(["--attribute"] if a.attribute else [])])
+    if a.instructions:
+        with harness_roots(a.against) as roots:
+            instructions(a.short, a.long, a.width, a.top, roots)
+        return
+    if a.runs > 1 or a.against:
+        with harness_roots(a.against) as roots:
+            across_processes(a.runs, [
+                "--blocks", str(a.blocks), "--block-steps", str(a.block_steps),
+                "--width", str(a.width), "--device", a.device,
+                *(["--attribute"] if a.attribute else [])], roots)
     else:
         medians = in_process(a.blocks, a.block_steps, a.width, a.device, a.attribute)
         if a.json_line:

@@ -430,6 +430,36 @@ def test_backward_arguments_reach_torch_as_given(signature):
     assert harness._backward_parameters(lambda x, *rest: None) is None  # the generic wrapper then
 
 
+_CPU_LOSSES = """
+import torch
+from trainlint.verify import harness
+cfg = {"steps": 100, "warmup": 1, "seed": 0}
+state = harness._State(cfg)
+harness._install(cfg, state)
+w = torch.ones(2, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+for scale in (1.0, 2.0):
+    opt.zero_grad()
+    loss = (w * scale).sum()
+    loss.backward()
+    opt.step()
+scaled = torch.amp.GradScaler("cpu")
+opt.zero_grad()
+scaled.scale((w * 3).sum()).backward()  # the scaler's path keeps a tensor, read at the end
+scaled.step(opt)
+print([type(v).__name__ for v in state.losses], harness._collect(state, "finished")["loss_per_step"])
+"""
+
+
+def test_a_cpu_loss_is_read_at_once_and_a_scaled_one_at_the_end():
+    # A CPU loss kept as a tensor per step cost the tight loop more in the C heap than the rest of
+    # the harness together (bench/verify_overhead.py --instructions): it is read at backward,
+    # where there is no device to wait for. Tensors the other paths keep still read at the end.
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    out = subprocess.run([sys.executable, "-c", _CPU_LOSSES], capture_output=True, text=True,
+                         env=env, check=True).stdout.splitlines()
+    assert out[-1] == "['float', 'float', 'Tensor'] [2.0, 3.5999999046325684, 4.199999809265137]"
+
 def test_data_waits_belong_to_the_step_they_end_before():
     # The loader hook only appends (end, length) of each wait; the steps are put together at the end.
     from trainlint.verify import harness

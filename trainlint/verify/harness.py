@@ -13,9 +13,10 @@ What is hooked, and why each hook stays cheap (the harness must not change what 
   after warm-up + N steps;
 - ``DataLoader.__iter__`` and the loader iterator's ``__next__``: time spent waiting for data,
   noted with its end time and matched to steps at the end of the run;
-- ``torch.autograd.backward`` (which ``Tensor.backward`` calls): the scalar loss, detached
-  (``.data``), is kept where it lives (on the device) and read once at the end, so no per-step
-  host sync is added;
+- ``torch.autograd.backward`` (which ``Tensor.backward`` calls): a scalar loss on a GPU (or any
+  device but the CPU), detached (``.data``), is kept where it lives and read once at the end, so
+  no per-step host sync is added; a loss on the CPU is read at once (``.item()``: there is no
+  device to wait for, and a tensor kept per step cost more, see the backward hook);
   the losses of backward calls followed by another optimizer's step (a GAN's generator) are
   dropped, so a counted step's loss is that of its own optimizer's backward calls;
   ``GradScaler.scale`` notes which scaled tensor stands for which loss, so the loss kept is the
@@ -70,7 +71,9 @@ class _State:
         self.step_marks: list[int] = []  # len(losses) at each counted step
         self.cuda_events: list = []  # one recorded per step, in step order
         self.spare_events: list = []  # created ahead (see _make_events)
-        self.losses: list = []  # detached scalar tensors, in backward order
+        # in backward order: a float (a loss on the CPU, read at once) or a detached scalar tensor
+        # (on a device, read at the end)
+        self.losses: list = []
         # (perf_counter at its end, seconds) of each wait for the loader: one append, so a loader
         # drawn from by several threads cannot pair one wait's end with another's length
         self.waits: list[tuple[float, float]] = []
@@ -221,17 +224,21 @@ def _install(cfg: dict, state: _State) -> Hooks:
         # bench/verify_hook_shapes.py).
         def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                      grad_variables=None, inputs=None):
-            # Losses are kept where they live (on the device); nothing is read until the run
-            # ends. The usual call, loss.backward() on a plain tensor with no GradScaler in use,
-            # costs a class test and one ``.data``: this runs every step, and the overhead
-            # target is 2% of a tight loop's step, so it is written out here, not called.
-            # (``.data`` is ``detach`` without the shared version counter, which a value read
-            # once at the end does not need: 0.3 against 0.5 us a call, timeit.) Anything else
-            # (a list of losses, an explicit gradient, a scaled loss, a tensor subclass) goes
-            # through _backward_loss.
+            # The usual call, loss.backward() on a plain tensor with no GradScaler in use, costs
+            # a class test and a read: this runs every step, and the overhead target is 2% of a
+            # tight loop's step, so it is written out here, not called. A loss on a device is
+            # kept there (``.data``: ``detach`` without the shared version counter, which a
+            # value read once at the end does not need; 0.3 against 0.5 us, timeit) and read
+            # when the run ends. A loss on the CPU is read now: ``.item()`` waits for nothing
+            # there and takes 0.2 us, while each CPU tensor kept alive left its small blocks
+            # among the step's freed ones in the C heap, and malloc's extra search cost more
+            # than the rest of the harness together (~9,000 instructions a step of ~13,000
+            # added; `python bench/verify_overhead.py --instructions`). Anything else (a list
+            # of losses, an explicit gradient, a scaled loss, a tensor subclass) goes through
+            # _backward_loss.
             if grad_tensors is None and tensors.__class__ is tensor_cls and not scaled:
                 if tensors.numel() == 1:
-                    losses.append(tensors.data)
+                    losses.append(tensors.item() if tensors.is_cpu else tensors.data)
             else:
                 record_other(tensors, grad_tensors)
             return orig_backward(tensors, grad_tensors, retain_graph, create_graph,
@@ -241,7 +248,7 @@ def _install(cfg: dict, state: _State) -> Hooks:
             # The same, for another torch's parameters: passed on as given.
             if grad_tensors is None and tensors.__class__ is tensor_cls and not scaled:
                 if tensors.numel() == 1:
-                    losses.append(tensors.data)
+                    losses.append(tensors.item() if tensors.is_cpu else tensors.data)
             else:
                 record_other(tensors, grad_tensors)
             return orig_backward(tensors, grad_tensors, *args, **kwargs)
@@ -590,15 +597,9 @@ def _collect(state: _State, status: str) -> dict:
         # A script may run under torch.cuda.set_sync_debug_mode("error") to prove that its
         # steps never wait for the GPU; the harness's one read at the end is not such a step.
         torch.cuda.set_sync_debug_mode(0)
-    losses: list[float] = []
-    if state.losses:
-        # The single device-to-host read of the whole run.
-        devices = {t.device for t in state.losses}
-        if len(devices) == 1:
-            # (a loss is any one-element tensor, shape () or (1,) ...: _backward_loss leaves it so)
-            losses = torch.stack([t.float().reshape(()) for t in state.losses]).cpu().tolist()
-        else:  # losses on several devices: one read each, still only at the end
-            losses = [float(t.float().reshape(()).cpu()) for t in state.losses]
+    # (a loss on the CPU was read when it came: a number, not a tensor)
+    read = iter(_read_losses([t for t in state.losses if isinstance(t, torch.Tensor)]))
+    losses = [next(read) if isinstance(v, torch.Tensor) else float(v) for v in state.losses]
     counts = [b - a for a, b in zip([0] + state.step_marks[:-1], state.step_marks)]
     per_step: list[float] = []
     i = 0
@@ -632,6 +633,19 @@ def _collect(state: _State, status: str) -> dict:
         "pinned_loaders": state.pinned_loaders,
         "own_generator_loaders": state.own_generator_loaders,
     }
+
+
+def _read_losses(tensors: list) -> list[float]:
+    """The values of the loss tensors kept during the run: the single device-to-host read of the
+    whole run (one per device when the losses lie on several)."""
+    if not tensors:
+        return []
+    import torch
+
+    # (a loss is any one-element tensor, shape () or (1,) ...: _backward_loss leaves it so)
+    if len({t.device for t in tensors}) == 1:
+        return torch.stack([t.float().reshape(()) for t in tensors]).cpu().tolist()
+    return [float(t.float().reshape(()).cpu()) for t in tensors]
 
 
 def _waits_per_step(state: _State) -> list[float]:
