@@ -403,6 +403,8 @@ def main() -> None:
     p.add_argument("--json-line", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.instructions:
+        if a.device != "cpu":
+            p.error("--instructions counts the CPU loop only (valgrind cannot run CUDA code)")
         with harness_roots(a.against) as roots:
             instructions(a.short, a.long, a.width, a.top, roots)
         return

@@ -231,11 +231,12 @@ def _install(cfg: dict, state: _State) -> Hooks:
             # value read once at the end does not need; 0.3 against 0.5 us, timeit) and read
             # when the run ends. A loss on the CPU is read now: ``.item()`` waits for nothing
             # there and takes 0.2 us, while each CPU tensor kept alive left its small blocks
-            # among the step's freed ones in the C heap, and malloc's extra search cost more
-            # than the rest of the harness together (~9,000 instructions a step of ~13,000
-            # added; `python bench/verify_overhead.py --instructions`). Anything else (a list
-            # of losses, an explicit gradient, a scaled loss, a tensor subclass) goes through
-            # _backward_loss.
+            # among the step's freed ones in the C heap: malloc's longer searches and the
+            # garbage collector's walks over the kept tensors were about 7,000 of the 9,600
+            # instructions a step the harness added to the tight loop (`python
+            # bench/verify_overhead.py --instructions --against 05b2ffc --top 12`). Anything
+            # else (a list of losses, an explicit gradient, a scaled loss, a tensor subclass)
+            # goes through _backward_loss.
             if grad_tensors is None and tensors.__class__ is tensor_cls and not scaled:
                 if tensors.numel() == 1:
                     losses.append(tensors.item() if tensors.is_cpu else tensors.data)
