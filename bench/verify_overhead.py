@@ -14,7 +14,7 @@ Not a test: a benchmark to run by hand. Two side-by-side measurements of a small
                                     [--device cpu|cuda] [--attribute] [--runs 1]
                                     [--process --pairs 5 --steps 2000] [--against REV]
     python bench/verify_overhead.py --instructions [--short 20 --long 1020] [--top 0]
-                                    [--against REV]
+                                    [--simulate] [--against REV]
 
 --attribute splits the in-process overhead by part (the step hook with and without its CUDA
 event, loss capture at backward, the loader hooks) and adds an "off again" block, identical to
@@ -30,7 +30,9 @@ per step, with the start-up and the import cancelled out. Counts do not depend o
 the machine and repeat to within a few hundred instructions a step ("off again" shows how near),
 so they resolve what timing cannot: which part adds work, and where (--top N lists the functions
 whose counts changed most with all parts). Instructions are not time (a cache miss costs more than
-an add), so this complements the timed rows; it does not replace them.
+an add), so this complements the timed rows; it does not replace them. --simulate adds
+cachegrind's simulated cache misses and branch mispredictions per step: a model's, not this
+processor's, so a hint where the time that the instructions leave unexplained may go.
 """
 
 from __future__ import annotations
@@ -304,10 +306,12 @@ def count_child(parts: tuple[str, ...], steps: int, width: int) -> None:
         block()
 
 
-def cachegrind_counts(path: str) -> tuple[int, dict[str, int]]:
-    """(total instructions, instructions per function) of a cachegrind output file."""
+def cachegrind_counts(path: str) -> tuple[dict[str, int], dict[str, int]]:
+    """({event: total} and {function: instructions}) of a cachegrind output file; the events are
+    Ir (instructions) and, with the simulations on, cache misses and mispredicted branches."""
     per_function: dict[str, int] = {}
-    total = 0
+    events: list[str] = []
+    totals: dict[str, int] = {}
     function = "?"
     with open(path) as f:
         for line in f:
@@ -315,16 +319,27 @@ def cachegrind_counts(path: str) -> tuple[int, dict[str, int]]:
                 function = line[3:].strip()
             elif line[:1].isdigit():
                 fields = line.split()
-                if len(fields) >= 2:
+                if len(fields) >= 2:  # line number, then the events in order: Ir first
                     per_function[function] = per_function.get(function, 0) + int(fields[1])
+            elif line.startswith("events:"):
+                events = line.split()[1:]
             elif line.startswith("summary:"):
-                total = int(line.split()[1])
-    return total, per_function
+                totals = dict(zip(events, map(int, line.split()[1:])))
+    return totals, per_function
 
 
-def instructions(short: int, long: int, width: int, top: int, roots: dict[str, str]) -> None:
+# cachegrind's simulated events that --simulate prints besides instructions
+SIMULATED = {"I1mr": "L1 instruction misses", "D1mr": "L1 data read misses",
+             "DLmr": "last-level data read misses", "Bcm": "conditional branches mispredicted",
+             "Bim": "indirect branches mispredicted"}
+
+
+def instructions(short: int, long: int, width: int, top: int, roots: dict[str, str],
+                 simulate: bool = False) -> None:
     """Instructions per step of each row and harness (see the module's docstring), counted
-    under cachegrind."""
+    under cachegrind; with ``simulate``, also its simulated cache misses and branch
+    mispredictions (a model of a processor, not this one: a hint where time goes that the
+    instructions do not account for)."""
     from concurrent.futures import ThreadPoolExecutor
 
     valgrind = shutil.which("valgrind")
@@ -338,7 +353,8 @@ def instructions(short: int, long: int, width: int, top: int, roots: dict[str, s
             # (names of one length: the client's memory layout, and so its counts, stay alike)
             out = os.path.join(tmp, f"{jobs.index(job):03d}-{steps:06d}.out")
             env = dict(child_env(roots[name]), OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
-            subprocess.run([valgrind, "--tool=cachegrind", "--cache-sim=no",
+            sims = ["--cache-sim=yes", "--branch-sim=yes"] if simulate else ["--cache-sim=no"]
+            subprocess.run([valgrind, "--tool=cachegrind", *sims,
                             f"--cachegrind-out-file={out}", sys.executable, __file__,
                             "--count-child", ",".join(parts), str(steps), str(width)],
                            env=env, check=True, capture_output=True)
@@ -353,20 +369,26 @@ def instructions(short: int, long: int, width: int, top: int, roots: dict[str, s
 
     extra = long - short
 
-    def per_step(name: str, label: str) -> tuple[float, dict[str, float]]:
-        (a, fa), (b, fb) = results[(name, label, short)], results[(name, label, long)]
-        return (b - a) / extra, {fn: (fb.get(fn, 0) - fa.get(fn, 0)) / extra
-                                 for fn in set(fa) | set(fb)}
+    def per_step(name: str, label: str, event: str = "Ir") -> float:
+        a, b = results[(name, label, short)][0], results[(name, label, long)][0]
+        return (b[event] - a[event]) / extra
+
+    def functions(name: str, label: str) -> dict[str, float]:
+        fa, fb = results[(name, label, short)][1], results[(name, label, long)][1]
+        return {fn: (fb.get(fn, 0) - fa.get(fn, 0)) / extra for fn in set(fa) | set(fb)}
 
     print(f"instructions per step (cachegrind, steps {short} -> {long}, width {width})")
     for name in roots:
-        base, base_fns = per_step(name, "off")
+        base = per_step(name, "off")
         print(f"{name}: off {base:,.0f}")
         for label, _, _ in rows[1:]:
-            n, _ = per_step(name, label)
+            n = per_step(name, label)
             print(f"{label:>20}: {n - base:+,.0f} instructions/step ({(n / base - 1) * 100:+.2f}%)")
+            for event, what in SIMULATED.items() if simulate else ():
+                off, on = per_step(name, "off", event), per_step(name, label, event)
+                print(f"{'':>22}{on - off:+,.1f} {what}/step (off {off:,.1f})")
         if top:
-            _, fns = per_step(name, "all")
+            fns, base_fns = functions(name, "all"), functions(name, "off")
             change = {fn: fns.get(fn, 0) - base_fns.get(fn, 0) for fn in set(fns) | set(base_fns)}
             print(f"{name}: functions whose counts changed most with all parts "
                   f"(instructions/step):")
@@ -397,6 +419,9 @@ def main() -> None:
     p.add_argument("--long", type=int, default=1020, help="--instructions: steps of the long run")
     p.add_argument("--top", type=int, default=0,
                    help="--instructions: list the N functions whose counts changed most")
+    p.add_argument("--simulate", action="store_true",
+                   help="--instructions: also cachegrind's simulated cache misses and branch "
+                        "mispredictions per step (slower)")
     p.add_argument("--against", metavar="REV",
                    help="with --runs or --instructions: also the harness of this git revision, "
                         "side by side (processes alternating)")
@@ -406,7 +431,7 @@ def main() -> None:
         if a.device != "cpu":
             p.error("--instructions counts the CPU loop only (valgrind cannot run CUDA code)")
         with harness_roots(a.against) as roots:
-            instructions(a.short, a.long, a.width, a.top, roots)
+            instructions(a.short, a.long, a.width, a.top, roots, a.simulate)
         return
     if a.runs > 1 or a.against:
         with harness_roots(a.against) as roots:
