@@ -14,6 +14,7 @@ trainlint's dependencies (libcst, click) installed, not trainlint itself.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -25,14 +26,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _checkout(rev: str | None, into: Path) -> Path:
-    """A worktree of rev under into, or the repository itself for None (the working tree)."""
+@contextlib.contextmanager
+def checkout(rev: str | None):
+    """The repository itself for None (the working tree as it is), else a temporary git worktree
+    of rev, removed afterwards. bench/verify_overhead.py --against uses it too."""
     if rev is None:
-        return REPO
-    path = into / rev.replace("/", "_")
-    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-f", "--detach", str(path), rev],
-                   check=True, capture_output=True)
-    return path
+        yield REPO
+        return
+    with tempfile.TemporaryDirectory(prefix="trainlint-ab-") as tmp:
+        path = Path(tmp) / rev.replace("/", "_")
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "-f", "--detach", str(path), rev],
+                       check=True, capture_output=True)
+        try:
+            yield path
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(path)],
+                           capture_output=True)
 
 
 def _run(root: Path, cwd: str, paths: list[str], extra: list[str]) -> float:
@@ -53,25 +62,19 @@ def main() -> int:
     parser.add_argument("--cwd", default=os.getcwd(), help="folder the runs start in")
     args, extra = parser.parse_known_args()
     extra = [a for a in extra if a != "--"]
-    with tempfile.TemporaryDirectory(prefix="trainlint-ab-") as tmp:
-        sides = {args.base: _checkout(args.base, Path(tmp)), args.rev or "working tree": _checkout(args.rev, Path(tmp))}
-        try:
-            times: dict[str, list[float]] = {name: [] for name in sides}
-            for i in range(args.repeat):
-                for name, root in sides.items():
-                    seconds = _run(root, args.cwd, args.paths, extra)
-                    times[name].append(seconds)
-                    print(f"pair {i + 1}: {name}: {seconds:.2f} s", flush=True)
-            for name, values in times.items():
-                print(f"{name}: best {min(values):.2f} s, median {statistics.median(values):.2f} s")
-            (a, av), (b, bv) = times.items()
-            print(f"{b} / {a}: {statistics.median(bv) / statistics.median(av):.3f} (medians), "
-                  f"{min(bv) / min(av):.3f} (best)")
-        finally:
-            for root in sides.values():
-                if root != REPO:
-                    subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(root)],
-                                   capture_output=True)
+    with checkout(args.base) as base, checkout(args.rev) as other:
+        sides = {args.base: base, args.rev or "working tree": other}
+        times: dict[str, list[float]] = {name: [] for name in sides}
+        for i in range(args.repeat):
+            for name, root in sides.items():
+                seconds = _run(root, args.cwd, args.paths, extra)
+                times[name].append(seconds)
+                print(f"pair {i + 1}: {name}: {seconds:.2f} s", flush=True)
+        for name, values in times.items():
+            print(f"{name}: best {min(values):.2f} s, median {statistics.median(values):.2f} s")
+        (a, av), (b, bv) = times.items()
+        print(f"{b} / {a}: {statistics.median(bv) / statistics.median(av):.3f} (medians), "
+              f"{min(bv) / min(av):.3f} (best)")
     return 0
 
 

@@ -27,8 +27,9 @@ checkout's harness with REV's (a temporary git worktree), processes alternating.
 own process under cachegrind, its parts installed throughout as in a verify run, once for
 --short and once for --long steps; the difference over the extra steps is the row's instructions
 per step, with the start-up and the import cancelled out. Counts do not depend on other load on
-the machine and repeat to within a few hundred instructions a step ("off again" shows how near),
-so they resolve what timing cannot: which part adds work, and where (--top N lists the functions
+the machine, and identical settings repeat to within a few instructions a step ("off again");
+patching torch's classes alone moves them by up to ~0.3% (the "loader hooks" row: the loop never
+calls those hooks). So they resolve what timing cannot: which part adds work, and where (--top N lists the functions
 whose counts changed most with all parts). Instructions are not time (a cache miss costs more than
 an add), so this complements the timed rows; it does not replace them. --simulate adds
 cachegrind's simulated cache misses and branch mispredictions per step: a model's, not this
@@ -237,20 +238,15 @@ def in_process(blocks: int, block_steps: int, width: int, device: str,
 
 @contextlib.contextmanager
 def harness_roots(against: str | None):
-    """{label: checkout} of the harnesses to compare: this checkout, and a worktree of the
-    revision ``against`` when given (removed afterwards)."""
+    """{label: checkout} of the harnesses to compare: this checkout, and a temporary worktree of
+    the revision ``against`` when given (bench/ab.py's checkout)."""
     if against is None:
         yield {"this checkout": str(ROOT)}
         return
-    with tempfile.TemporaryDirectory(prefix="trainlint-bench-") as tmp:
-        other = os.path.join(tmp, "tree")
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", other, against],
-                       check=True, capture_output=True)
-        try:
-            yield {"this checkout": str(ROOT), against: other}
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", other],
-                           capture_output=True)
+    from ab import checkout
+
+    with checkout(against) as other:
+        yield {"this checkout": str(ROOT), against: str(other)}
 
 
 def child_env(root: str) -> dict[str, str]:
@@ -348,10 +344,10 @@ def instructions(short: int, long: int, width: int, top: int, roots: dict[str, s
     rows = variants(attribute=True, device="cpu")
 
     with tempfile.TemporaryDirectory() as tmp:
-        def count(job: tuple[str, str, tuple[str, ...], int]) -> tuple[int, dict[str, int]]:
-            name, label, parts, steps = job
+        def count(job: tuple[int, str, tuple[str, ...], int]) -> tuple[dict, dict]:
+            index, name, parts, steps = job
             # (names of one length: the client's memory layout, and so its counts, stay alike)
-            out = os.path.join(tmp, f"{jobs.index(job):03d}-{steps:06d}.out")
+            out = os.path.join(tmp, f"{index:03d}-{steps:06d}.out")
             env = dict(child_env(roots[name]), OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
             sims = ["--cache-sim=yes", "--branch-sim=yes"] if simulate else ["--cache-sim=no"]
             subprocess.run([valgrind, "--tool=cachegrind", *sims,
@@ -360,12 +356,13 @@ def instructions(short: int, long: int, width: int, top: int, roots: dict[str, s
                            env=env, check=True, capture_output=True)
             return cachegrind_counts(out)
 
-        jobs = [(name, label, parts, n) for name in roots for label, parts, _ in rows
-                for n in (short, long)]
+        keys = [(name, label, n) for name in roots for label, _, _ in rows for n in (short, long)]
+        parts = {label: p for label, p, _ in rows}
+        jobs = [(i, name, parts[label], n) for i, (name, label, n) in enumerate(keys)]
         # Counts do not depend on load, so the runs share the cores (each takes a minute or two:
         # importing torch under valgrind is most of it).
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            results = dict(zip([job[:2] + job[3:] for job in jobs], pool.map(count, jobs)))
+            results = dict(zip(keys, pool.map(count, jobs)))
 
     extra = long - short
 

@@ -460,6 +460,7 @@ def test_a_cpu_loss_is_read_at_once_and_a_scaled_one_at_the_end():
                          env=env, check=True).stdout.splitlines()
     assert out[-1] == "['float', 'float', 'Tensor'] [2.0, 3.5999999046325684, 4.199999809265137]"
 
+
 def test_data_waits_belong_to_the_step_they_end_before():
     # The loader hook only appends (end, length) of each wait; the steps are put together at the end.
     from trainlint.verify import harness

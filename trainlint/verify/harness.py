@@ -15,8 +15,9 @@ What is hooked, and why each hook stays cheap (the harness must not change what 
   noted with its end time and matched to steps at the end of the run;
 - ``torch.autograd.backward`` (which ``Tensor.backward`` calls): a scalar loss on a GPU (or any
   device but the CPU), detached (``.data``), is kept where it lives and read once at the end, so
-  no per-step host sync is added; a loss on the CPU is read at once (``.item()``: there is no
-  device to wait for, and a tensor kept per step cost more, see the backward hook);
+  no per-step host sync is added; the usual ``loss.backward()`` on the CPU is read at once
+  (``.item()``: there is no device to wait for, and a tensor kept per step cost more, see the
+  backward hook);
   the losses of backward calls followed by another optimizer's step (a GAN's generator) are
   dropped, so a counted step's loss is that of its own optimizer's backward calls;
   ``GradScaler.scale`` notes which scaled tensor stands for which loss, so the loss kept is the
@@ -71,8 +72,8 @@ class _State:
         self.step_marks: list[int] = []  # len(losses) at each counted step
         self.cuda_events: list = []  # one recorded per step, in step order
         self.spare_events: list = []  # created ahead (see _make_events)
-        # in backward order: a float (a loss on the CPU, read at once) or a detached scalar tensor
-        # (on a device, read at the end)
+        # in backward order: a float (the usual call's loss on the CPU, read at once) or a
+        # detached scalar tensor (read at the end)
         self.losses: list = []
         # (perf_counter at its end, seconds) of each wait for the loader: one append, so a loader
         # drawn from by several threads cannot pair one wait's end with another's length
