@@ -491,3 +491,27 @@ def test_a_loader_kept_by_a_constructor_is_followed_into_its_methods(constructio
     loader = next(c for c in ctx.index.nodes(cst.Call) if ctx.code(c.func) == "DataLoader")
     loop = next(iter(ctx.index.nodes(cst.For)))
     assert ctx.loops.loops_over(loader) == ([loop] if followed else [])
+
+
+@pytest.mark.parametrize(
+    "text,expected,absent",
+    [
+        # humps and whole runs: a device library's class names both ways
+        ("DistributedDataParallel", {"distributed", "data", "parallel", "distributeddataparallel"}, set()),
+        ("use_cuda", {"use", "cuda"}, {"use_cuda"}),
+        ('cuda:0', {"cuda"}, set()),
+        ("GPUs", {"gpus"}, set()),
+        ("HTTPServer", {"http", "server"}, set()),
+        # digits: kept where a word list names them (f1), dropped where the word is the stem (gpu0)
+        ("f1_score", {"f1", "score"}, set()),
+        ("gpu0", {"gpu", "gpu0"}, set()),
+        ("addScalar", {"add", "scalar"}, set()),
+        # underscores split: no word runs across them
+        ("interval_dl", {"interval", "dl"}, {"intervaldl"}),
+    ],
+)
+def test_the_words_of_a_name(text, expected, absent):
+    from trainlint.analysis.words import words
+
+    assert expected <= words(text)
+    assert not absent & words(text)

@@ -4,7 +4,6 @@ the base class that finds the loaders a rule looks at."""
 
 from __future__ import annotations
 
-import re
 from functools import cached_property
 
 import libcst as cst
@@ -24,6 +23,7 @@ from trainlint.analysis.settings import Source
 from trainlint.analysis.star_args import entry_to_change
 from trainlint.analysis.tree import binding_targets
 from trainlint.analysis.variables import owner, variable_uses
+from trainlint.analysis.words import words
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Rule
 
@@ -165,8 +165,7 @@ def names_evaluation(name: str) -> bool:
     """Whole words of a name (split at underscores and case changes) say it evaluates: `val_loader`,
     `evalDataLoader`, `build_eval_loader`, or a stem run together with a loader word (`valloader`,
     `testdl`); not `device_loader`, `interval_dl` or `retrieval_loader`, which only contain one."""
-    for word in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", name):
-        word = word.lower()
+    for word in words(name):
         if word in _EVAL_WORDS or any(word.startswith(stem) and word[len(stem):] in _LOADER_WORDS
                                       for stem in _EVAL_STEMS):
             return True

@@ -4,12 +4,11 @@ steps, the advice TL201 gives a value that is only logged or recorded, is no opt
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from trainlint.analysis.tensors import pure_tensor_method
 from trainlint.analysis.variables import may_reach, owner, variable_uses
+from trainlint.analysis.words import words
 
 from .logged_values import is_log_call, tracker_values
 from .syncs import SYNC_METHODS, device_tensor
@@ -101,11 +100,6 @@ _RECORDING_WORDS = frozenset({
 })
 
 
-def _words(name: str) -> set[str]:
-    """`log_metrics` -> {log, metrics}; `addScalar` -> {add, scalar}."""
-    return {w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)}
-
-
 def _needs_host_value(ctx, call: cst.Call, arg: cst.Arg) -> bool:
     """call needs the Python value its argument arg gives: a function or method of code outside
     torch (an environment's `env.step(action)`, a library's or the file's own function). Not one
@@ -136,7 +130,7 @@ def _needs_host_value(ctx, call: cst.Call, arg: cst.Arg) -> bool:
         names = [func.value]
     else:
         return False  # `handlers[k](v)`, `make()(v)`: not a callee to name
-    if any(_words(n) & _RECORDING_WORDS for n in names) or names[0][:1].isupper() or names[0] == "__class__":
+    if any(words(n) & _RECORDING_WORDS for n in names) or names[0][:1].isupper() or names[0] == "__class__":
         return False  # recording, or a class built with it (`Transition(s, a.item(), r)`): the object keeps it
     if any(a is not arg and device_tensor(ctx, a.value) for a in call.args):
         return False

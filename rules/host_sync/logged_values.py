@@ -3,12 +3,12 @@ experiment trackers (wandb, Fabric loggers), f-strings and `%` formatting."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import libcst as cst
 
 from trainlint.analysis.names import dotted
+from trainlint.analysis.words import words
 
 from .syncs import device_tensor
 
@@ -129,16 +129,16 @@ def _assigned_from(ctx, receiver: cst.BaseExpression, qualnames) -> bool:
     return any(isinstance(v, cst.Call) and ctx.names.qualified(v.func) in qualnames for v in values)
 
 
-_WRITER_NAME = re.compile(r"(^|_)(writer|tb|tensorboard)(_|$)", re.IGNORECASE)
+_WRITER_WORDS = frozenset({"writer", "tb", "tensorboard"})
 
 
 def _is_summary_writer(ctx, receiver: cst.BaseExpression) -> bool:
-    """A TensorBoard SummaryWriter: assigned from the class, or a `writer`/`tb_writer`-style name
-    in a module that imports the class."""
+    """A TensorBoard SummaryWriter: assigned from the class, or a `writer`/`tb_writer`/`tbLogger`-style
+    name in a module that imports the class."""
     if _assigned_from(ctx, receiver, _SUMMARY_WRITERS):
         return True
     name = (dotted(receiver) or "").rsplit(".", 1)[-1]
-    return bool(_WRITER_NAME.search(name)) and any(
+    return bool(words(name) & _WRITER_WORDS) and any(
         target in _SUMMARY_WRITERS or target in ("torch.utils.tensorboard", "tensorboardX")
         for target in ctx.names.aliases.values())
 

@@ -350,6 +350,12 @@ tensor are logging lines side by side, and go under one `if` together).
                 message="`wandb.log()`"),
         Invalid(WRITER + in_training_loop("writer.add_scalar('loss', loss, step)"),
                 fixed=WRITER + in_training_loop("if step % 100 == 0:\n    writer.add_scalar('loss', loss, step)")),
+        # A writer known by its name alone (made elsewhere) in a module importing SummaryWriter:
+        # the name's words, camelCase as well as snake_case, say TensorBoard.
+        Invalid("from torch.utils.tensorboard import SummaryWriter\ntbWriter = make_writer()\n"
+                + in_training_loop("tbWriter.add_scalar('loss', loss, step)"),
+                fixed="from torch.utils.tensorboard import SummaryWriter\ntbWriter = make_writer()\n"
+                + in_training_loop("if step % 100 == 0:\n    tbWriter.add_scalar('loss', loss, step)")),
         Invalid(_ACCELERATOR + in_training_loop("accelerator.log({'train_loss': loss}, step=step)"),
                 fixed=_ACCELERATOR + in_training_loop("if step % 100 == 0:\n"
                                                       "    accelerator.log({'train_loss': loss}, step=step)")),

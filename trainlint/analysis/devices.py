@@ -13,7 +13,6 @@ could already be on a device.
 from __future__ import annotations
 
 import builtins
-import re
 from functools import cached_property
 
 import libcst as cst
@@ -23,6 +22,7 @@ from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import TreeIndex, assigned_pairs
 from trainlint.analysis.variables import Bindings, is_variable, role
+from trainlint.analysis.words import words
 
 # Words (parts of an identifier or a string, lower-cased) that name a device or something that
 # places tensors on one: `device`, `args.gpus`, `use_cuda`, `"cuda:0"`, `torch_xla`,
@@ -31,9 +31,6 @@ _DEVICE_WORDS = frozenset({
     "device", "devices", "cuda", "gpu", "gpus", "mps", "xla", "npu", "tpu", "tpus", "xpu", "hpu", "nccl",
     "accelerator", "accelerate", "parallel", "distributed", "ddp", "fsdp", "deepspeed", "lightning", "fabric",
 })
-# Splits an identifier or a string into words: at non-letters and digits, and at camelCase humps.
-_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
-_PLAIN_WORDS = re.compile(r"[A-Za-z]+")
 # Methods that move a tensor or a module (`.to(...)` moves to devices as well as dtypes).
 _MOVES = frozenset({"to", "to_empty"})
 # torch.cuda / torch.accelerator functions that place nothing: they synchronize, free the cache or
@@ -59,12 +56,6 @@ _BUILTINS = frozenset(dir(builtins)) | {"__file__", "__builtins__"}
 # constructing itself with its own parameter). Descending into an expression (`torch.device(...)`'s
 # argument, a conditional's test) ends by itself and is not counted.
 _MAX_HOPS = 3
-
-
-def words(text: str) -> set[str]:
-    """The lower-cased words of an identifier or a string (`DistributedDataParallel` -> distributed,
-    data, parallel, distributeddataparallel; `"cuda:0"` -> cuda; `GPUs` -> gpus)."""
-    return {w.lower() for w in (*_WORDS.findall(text), *_PLAIN_WORDS.findall(text))}
 
 
 class Devices:
