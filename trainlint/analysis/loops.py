@@ -1029,7 +1029,7 @@ class Loops:
                 for targets in [[t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]])
         return found
 
-    def _instance_classes(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> tuple[cst.ClassDef, ...]:
+    def _instance_classes(self, expr: cst.BaseExpression, at: cst.CSTNode) -> tuple[cst.ClassDef, ...]:
         """The classes defined here (one of their name) that expr, read at `at`, may be an
         instance of: `Trainer(...)`, a name assigned `Trainer(...)` once in at's function (else
         the module), `self.logger` where every binding of it is `self.logger = Logger(...)`
@@ -1039,16 +1039,15 @@ class Loops:
         `train(..., Ckpt())`, or `ckpt: Ckpt`). Empty when not known. This and the questions it
         asks (_attribute_class, _element_classes, _parameter_classes, _rebound_module) all answer
         in this shape, and read only the tables built from the syntax (see __init__), so they
-        may be asked while the aliases and calls_by_name are being found. depth counts the
-        parameters and loops followed (at most _ALIAS_DEPTH)."""
-        if depth > _ALIAS_DEPTH:
-            return ()
+        may be asked while the aliases and calls_by_name are being found. Each question ends by
+        itself but a parameter's, which can lead to another function's parameter and so on:
+        _parameter_classes works each out once, so the chain ends."""
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             return self._attribute_class(expr, at)
         if isinstance(expr, cst.Name):
             fn = self.index.enclosing_function(at)
             if fn is not None and self.is_plain_parameter(fn, expr.value):
-                return self._parameter_classes(fn, expr.value, depth)
+                return self._parameter_classes(fn, expr.value)
             if expr.value not in self._instance_names:
                 return ()  # never assigned an instance of a class of the file: no binding table to read
             bound = self.variables.of(expr.value) or {}
@@ -1057,7 +1056,7 @@ class Loops:
                 return self._rebound_module(expr.value, here)
             if here[0][0] == "bind":
                 loop = self._loop_binding(expr.value, at)
-                return self._element_classes(loop.iter, loop, depth + 1) if loop is not None else ()
+                return self._element_classes(loop.iter, loop) if loop is not None else ()
             if here[0][0] != "assign":
                 return ()
             expr = here[0][1]
@@ -1074,7 +1073,7 @@ class Loops:
                 return anc
         return None
 
-    def _element_classes(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int) -> tuple[cst.ClassDef, ...]:
+    def _element_classes(self, expr: cst.BaseExpression, at: cst.CSTNode) -> tuple[cst.ClassDef, ...]:
         """The classes of the file whose instances make up the list expr, read at `at`: a display
         of them, `self.callbacks` (_attribute_class, elements), or a name assigned one once.
         Empty when any element is not known (no call followed into some classes only)."""
@@ -1098,7 +1097,7 @@ class Loops:
         bound = self.variables.of(name)
         return bound is not None and bound.get(fn) == [("bind", None)]
 
-    def _parameter_classes(self, fn: cst.FunctionDef, name: str, depth: int) -> tuple[cst.ClassDef, ...]:
+    def _parameter_classes(self, fn: cst.FunctionDef, name: str) -> tuple[cst.ClassDef, ...]:
         """The class defined here that fn's parameter name holds an instance of (a tuple of that
         one class, as _instance_classes answers): its annotation names one (`ckpt: Ckpt`), or
         every call of fn in the file hands it one and the same class's instance
@@ -1106,8 +1105,12 @@ class Loops:
         as a parameter was not followed, so its per-step `ckpt.save(...)` went unseen. Empty
         where fn is also used other than by a plain call (handed on as a callback: its arguments
         are not seen), a call passes `*args`/`**kwargs` or leaves the parameter to its default,
-        or the calls disagree. Memoized by (fn, name): the answer of the first question, at its
-        depth."""
+        or the calls disagree. Memoized by (fn, name), and worked out with the whole depth
+        budget whoever asks: before, the memo kept the answer of the first question at the depth
+        it was asked, and the tables' deep questions (_plain_calls_of, at _CALL_DEPTH) came
+        first, so a parameter handed down through two functions was never known. The chain of
+        parameters followed is bounded by the memo and _resolving_parameters (each (fn, name)
+        is worked out once), not by the depth."""
         key = (fn, name)
         if key in self._parameter_classes_memo:
             return self._parameter_classes_memo[key]
@@ -1118,13 +1121,13 @@ class Loops:
             return ()
         self._resolving_parameters.add(key)
         try:
-            found = self._parameter_classes_uncached(fn, name, depth)
+            found = self._parameter_classes_uncached(fn, name)
         finally:
             self._resolving_parameters.discard(key)
         self._parameter_classes_memo[key] = found
         return found
 
-    def _parameter_classes_uncached(self, fn: cst.FunctionDef, name: str, depth: int) -> tuple[cst.ClassDef, ...]:
+    def _parameter_classes_uncached(self, fn: cst.FunctionDef, name: str) -> tuple[cst.ClassDef, ...]:
         param = next(p for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
                      if p.name.value == name)
         if param.annotation is not None:
@@ -1142,7 +1145,7 @@ class Loops:
             args = [arg for param_name, arg in _paired(_plain_params(fn, call), call) if param_name == name]
             if len(args) != 1:
                 return ()
-            found.add(self._instance_classes(args[0].value, call, depth + 1))
+            found.add(self._instance_classes(args[0].value, call))
         classes = found.pop() if len(found) == 1 else ()
         return classes if len(classes) == 1 else ()
 
@@ -1194,7 +1197,7 @@ class Loops:
                 # calling a method it does not define (a mixin's `self.fit`) runs its user's,
                 # as callees takes it.
                 own = isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")
-                owners = () if own else self._instance_classes(receiver, parent, _CALL_DEPTH)
+                owners = () if own else self._instance_classes(receiver, parent)
                 if not (own or any(self.method_of(owner, name) is fn for owner in owners)):
                     continue
                 node, parent = parent, self.index.parent.get(parent)
