@@ -260,6 +260,15 @@ _PASSED_CHECKPOINTER = ("import torch\n{head}class Checkpointer:\n    def __init
                         "        {call}\n{calls}")
 
 
+# ... handed to a trainer's method, the trainer and the checkpointer both handed down from main.
+_HANDED_DOWN_CHECKPOINTER = (
+    "import torch\n{head}class Checkpointer:\n    def __init__(self, path):\n        self.path = path\n"
+    "    def save(self, model):\n        {save}\nclass Runner:\n    def fit(self, model, opt, loader, ckpt):\n"
+    "        for step, (x, y) in enumerate(loader):\n            model(x, y).backward()\n            opt.step()\n"
+    "            {call}\n{after}def train(runner, ckpt):\n    runner.fit(model, opt, loader, ckpt)\n"
+    "def main(runner, ckpt):\n    train(runner, ckpt)\nmain(Runner(), Checkpointer('last.pt'))\n")
+
+
 # A trainer calling each of its callbacks (a list of the file's instances) on every step.
 _CALLBACK_LIST = ("import torch\n{head}class Saver{base}:\n    def on_step_end(self, trainer, step):\n        {save}\n"
                   "{other}class Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(8, 1)\n"
@@ -638,6 +647,16 @@ and whether the fix still moves the save under an interval.
           for annotation, calls in [("", "train(model, opt, loader, Checkpointer('last.pt'))\n"),
                                     ("", "ckpt = Checkpointer('last.pt')\ntrain(model, opt, loader, ckpt)\n"),
                                     (": 'Checkpointer'", "")]],
+        # ... the method's caller and its caller handed both objects down (`main(Runner(),
+        # Checkpointer(...))`): the parameters' classes were cut at the depth first asked, and the
+        # save went unreported.
+        Invalid(_HANDED_DOWN_CHECKPOINTER.format(head="", save="torch.save(model.state_dict(), self.path)",
+                                                 call="ckpt.save(model)", after=""),
+                fixed=_HANDED_DOWN_CHECKPOINTER.format(
+                    head=HELPER_CODE + "\n\n", save="_trainlint_async_save(torch.save, model.state_dict(), self.path)",
+                    call="if step % 1000 == 0:\n                ckpt.save(model)",
+                    after="        ckpt.save(model)\n        _trainlint_wait_for_save()\n"),
+                message="`save()` (which calls `torch.save`) writes a checkpoint on every training step"),
         # The save function's parameters read as what the call hands them (`step`, the trainer's
         # own counter, still bound after the loop; `self` as `self.ckpt`): the final save after
         # the loop can be written. It was refused as unable to read `model` (or `step`) there.

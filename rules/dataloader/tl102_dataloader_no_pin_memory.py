@@ -388,6 +388,13 @@ since what it then holds is not all seen.
         Invalid(_HANDED_DEVICE.format(device=_PICKED, pin="", constructions="Trainer(loader, device).fit()\n"),
                 fixed=_HANDED_DEVICE.format(device=_PICKED, pin=", pin_memory=torch.cuda.is_available()",
                                             constructions="Trainer(loader, device).fit()\n")),
+        # ... kept with an annotation (`self.device: torch.device = device`): followed alike (it was
+        # not: only plain assignments were read, and the fix wrote `pin_memory=True`).
+        Invalid(_HANDED_DEVICE.format(device=_PICKED, pin="", constructions="Trainer(loader, device).fit()\n")
+                .replace("self.loader, self.device = loader, device", "self.loader = loader\n        self.device: torch.device = device"),
+                fixed=_HANDED_DEVICE.format(device=_PICKED, pin=", pin_memory=torch.cuda.is_available()",
+                                            constructions="Trainer(loader, device).fit()\n")
+                .replace("self.loader, self.device = loader, device", "self.loader = loader\n        self.device: torch.device = device")),
         # ... also a flag handed in by keyword and tested around the copy.
         Invalid(_HANDED_FLAG.format(device="", pin="",
                                     constructions="Trainer(loader, use_cuda=torch.cuda.is_available()).fit()\n"),

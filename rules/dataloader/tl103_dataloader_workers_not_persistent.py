@@ -405,6 +405,11 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
                 fixed=_KEPT.format(make=_KEPT_NAMED.format(options=", persistent_workers=True"), given="train_dl")),
         Invalid(_KEPT.format(make="", given="DataLoader(ds, num_workers=2)"),
                 fixed=_KEPT.format(make="", given="DataLoader(ds, num_workers=2, persistent_workers=True)")),
+        # ... kept with an annotation (`self.loader: DataLoader = loader`): it was missed.
+        Invalid(_KEPT.format(make=_KEPT_NAMED.format(options=""), given="train_dl").replace(
+                    "self.model, self.loader = model, loader", "self.model = model\n        self.loader: DataLoader = loader"),
+                fixed=_KEPT.format(make=_KEPT_NAMED.format(options=", persistent_workers=True"), given="train_dl").replace(
+                    "self.model, self.loader = model, loader", "self.model = model\n        self.loader: DataLoader = loader")),
         # Held in a dict the epoch loop picks it from by phase (PyTorch's fine-tuning tutorial).
         Invalid("from torch.utils.data import DataLoader\n"
                 "loaders = {p: DataLoader(sets[p], num_workers=4) for p in ['train', 'val']}\n"

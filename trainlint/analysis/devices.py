@@ -20,7 +20,7 @@ import libcst as cst
 from trainlint.analysis.imports import is_stdlib
 from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex, assigned_pairs
+from trainlint.analysis.tree import TreeIndex, assigned_pairs, assignments
 from trainlint.analysis.variables import Bindings, is_variable, role
 from trainlint.analysis.words import words
 
@@ -216,8 +216,8 @@ class Devices:
     def _assignments_of(self, spelled: str, where) -> list[cst.BaseExpression]:
         """The values assigned to the attribute spelled so (`self.device`) by the assignments
         where(node) accepts, element by element in a tuple assignment (assigned_pairs)."""
-        return [value for node in self.index.nodes(cst.Assign) if where(node) for t in node.targets
-                for target, value in assigned_pairs(t.target, node.value)
+        return [value for whole, assigned, node in assignments(self.index) if where(node)
+                for target, value in assigned_pairs(whole, assigned)
                 if value is not None and dotted(target) == spelled]
 
     def _unbound(self, name: cst.Name) -> bool:

@@ -19,7 +19,9 @@ import libcst as cst
 from trainlint.analysis.branches import Conditions
 from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex, assigned_pairs, binding_targets, last_statement, target_parts, walk
+from trainlint.analysis.tree import (
+    TreeIndex, assigned_pairs, assignments, binding_targets, last_statement, target_parts, walk,
+)
 from trainlint.analysis.variables import Bindings, is_variable
 
 Loop = (cst.For, cst.While)
@@ -2086,21 +2088,21 @@ class Loops:
     def _kept_parameters(self) -> dict[str, list[tuple[cst.FunctionDef, cst.Name, str]]]:
         """Class name -> (its `__init__`, the read of the parameter, `self.<attr>`) for each
         `self.<attr> = <parameter>` in a class's own `__init__` (element by element too:
-        `self.model, self.loader = model, loader`): the instance keeps what its constructions hand in."""
+        `self.model, self.loader = model, loader`; annotated too: `self.loader: DataLoader =
+        loader`): the instance keeps what its constructions hand in."""
         out: dict = {}
-        for assign in self.index.nodes(cst.Assign):
+        for whole, assigned, assign in assignments(self.index):
             init = self.index.enclosing_function(assign)
             if init is None or init.name.value != "__init__":
                 continue
             cls = self.index.enclosing_class(assign)
             if cls is None or self.index.parent.get(self.index.parent.get(init)) is not cls:
                 continue
-            for whole in assign.targets:
-                for target, value in assigned_pairs(whole.target, assign.value):
-                    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
-                            and target.value.value == "self" and isinstance(value, cst.Name) \
-                            and self.is_plain_parameter(init, value.value):
-                        out.setdefault(cls.name.value, []).append((init, value, f"self.{target.attr.value}"))
+            for target, value in assigned_pairs(whole, assigned):
+                if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                        and target.value.value == "self" and isinstance(value, cst.Name) \
+                        and self.is_plain_parameter(init, value.value):
+                    out.setdefault(cls.name.value, []).append((init, value, f"self.{target.attr.value}"))
         return out
 
     def _kept_as(self, value: cst.BaseExpression) -> list[tuple[str, cst.FunctionDef]]:

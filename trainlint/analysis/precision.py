@@ -19,7 +19,7 @@ import libcst as cst
 from trainlint.analysis.frameworks import configured_for_cpu, is_accelerator, is_lightning_trainer, is_training_arguments
 from trainlint.analysis.literals import literal
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.tree import TreeIndex, assignments
 
 AUTOCAST = ("torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast")
 # FSDP's ShardedGradScaler subclasses torch.amp.GradScaler and takes the same leading arguments
@@ -114,15 +114,10 @@ class Precision:
         self.scalers: list[ScalerUse] = []
         # Assignments by dotted target, for resolving dtype names (module-wide: scripts assign once).
         self.assigned: dict[str, list[cst.BaseExpression]] = {}
-        for assign in index.nodes(cst.Assign):
-            for target in assign.targets:
-                name = dotted(target.target)
-                if name:
-                    self.assigned.setdefault(name, []).append(assign.value)
-        for assign in index.nodes(cst.AnnAssign):
-            name = dotted(assign.target)
-            if name and assign.value is not None:
-                self.assigned.setdefault(name, []).append(assign.value)
+        for target, value, _ in assignments(index):
+            name = dotted(target)
+            if name:
+                self.assigned.setdefault(name, []).append(value)
         bound = self._autocast_names()
         for call in index.nodes(cst.Call):
             qn = names.qualified(call.func)

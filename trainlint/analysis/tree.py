@@ -69,6 +69,19 @@ def binding_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     return []
 
 
+def assignments(index: "TreeIndex"):
+    """(target, value, statement) for each target a value is assigned to: every target of `a = b =
+    value`, then each annotated assignment with a value (`self.device: torch.device = device`;
+    `x: int` alone assigns nothing). Targets are whole: assigned_pairs pairs a tuple's elements.
+    Followers of assignments read both kinds here, so an annotation does not hide a value."""
+    for node in index.nodes(cst.Assign):
+        for target in node.targets:
+            yield target.target, node.value, node
+    for node in index.nodes(cst.AnnAssign):
+        if node.value is not None:
+            yield node.target, node.value, node
+
+
 def assigned_pairs(target: cst.BaseExpression, value: cst.BaseExpression | None):
     """(target, value) pairs an assignment binds one by one: a tuple or list target with a display
     of as many elements on the right (`self.a, self.b = A(), B()`) binds each element its own
