@@ -186,6 +186,17 @@ def test_tl204_if_raise_suggests_assert_async():
         in_training_loop("th._assert_async(th.logical_not(loss > 1e4))").replace("import torch\n", "import torch as th\n")]
 
 
+def test_tl204_a_suggestion_too_long_for_its_line_is_laid_out_as_black_would():
+    # It was shown on one line of 110 characters (fixtures/host_sync/moe_forward_stats.py).
+    code = in_training_loop("if torch.isnan(loss).any():\n    raise FloatingPointError('the loss of this step is not a number')")
+    assert _suggested(code, "TL204") == [in_training_loop(
+        "torch._assert_async(\n    torch.logical_not(torch.isnan(loss).any()),\n"
+        "    'the loss of this step is not a number',\n)")]
+    short = in_training_loop("assert torch.isfinite(loss).all(), 'the loss of this step is not a number at all'")
+    assert _suggested(short, "TL204") == [in_training_loop(
+        "torch._assert_async(\n    torch.isfinite(loss).all(), 'the loss of this step is not a number at all'\n)")]
+
+
 def test_tl204_no_suggestion_where_python_still_needs_a_bool():
     for body in ("if torch.isnan(loss) or torch.isinf(loss):\n    raise RuntimeError('x')",
                  "if 0 < loss < 10:\n    raise RuntimeError('x')",

@@ -7,6 +7,7 @@ import libcst as cst
 
 from trainlint.analysis.loops import first_modulo
 from trainlint.diagnostics import Applicability
+from trainlint.layout import split_at_brackets
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, in_training_loop
 
 from .cases import FORWARD_TRAINER, forward_case
@@ -295,7 +296,12 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
         cond = f"{torch_name}.logical_not({ctx.code(inner)})" if negate else ctx.code(inner)
         if isinstance(message, (cst.SimpleString, cst.ConcatenatedString)):
             cond += f", {ctx.code(message)}"
-        new = cst.parse_statement(f"{torch_name}._assert_async({cond})\n")
+        call = cst.parse_expression(f"{torch_name}._assert_async({cond})")
+        if not ctx.fits(ctx.code(call), at=node):
+            # Laid out as Black would (the suggestion is copied as shown): the `if` and its
+            # message made one line longer than line-length.
+            call = split_at_brackets(call, ctx.module.default_indent, "", ctx.room(node))
+        new = cst.SimpleStatementLine([cst.Expr(call)])
         if isinstance(node, cst.Assert):
             replacement = (node, new.body[0])
         else:
