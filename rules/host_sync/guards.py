@@ -15,7 +15,7 @@ from trainlint.analysis.loops import enumerate_counter, range_counter
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.tree import binding_targets, walk
 from trainlint.analysis.tensors import pure_tensor_method
-from trainlint.analysis.variables import in_scope_of, is_variable, names_a_value, role, variable_uses
+from trainlint.analysis.variables import in_scope_of, is_variable, names_a_value, owner, role, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Rule
 
@@ -778,6 +778,13 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int, joins=
         return rule.fix(Applicability.UNSAFE, f"Run it every `{interval}` steps (`if ... and {rest}:`)",
                         (outer.test, cst.BooleanOperation(left=joined, operator=cst.And(),
                                                           right=cst.parse_expression(rest))))
+    if _loop_of_logging_only(ctx, outer, body, group, test):
+        # The whole body of a loop over the model's parameters (or a dict's items) that only logs:
+        # the loop goes under the guard, not each line in it, so the steps between logs do not
+        # walk every parameter to skip each one.
+        guarded = cst.If(test=cst.parse_expression(test), body=cst.IndentedBlock(
+            body=[outer.with_changes(leading_lines=[])]), leading_lines=outer.leading_lines)
+        return rule.fix(Applicability.UNSAFE, f"Run the loop every `{interval}` steps (`if {test}:`)", (outer, guarded))
     guarded = cst.If(
         test=cst.parse_expression(test),
         body=cst.IndentedBlock(body=[first.with_changes(leading_lines=[]), *group[1:]]),
@@ -795,6 +802,54 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int, joins=
                                            f"beside it (`if", 1)
     # The statements after the first move into the guard: each is removed where it stood.
     return rule.fix(Applicability.UNSAFE, message, (first, guarded), *((s, "") for s in group[1:]))
+
+
+# Methods whose loop goes over what an object holds and does nothing else: a module's parameters,
+# buffers and submodules, a dict's keys, values and items.
+_LISTINGS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules",
+                       "children", "named_children", "items", "keys", "values"})
+# Builtins that go over such a listing as it is (`enumerate(model.parameters())`).
+_OVER_LISTING = frozenset({"builtins.enumerate", "builtins.zip", "builtins.list", "builtins.tuple", "builtins.sorted"})
+
+
+def _listing(ctx, expr: cst.BaseExpression) -> bool:
+    """expr lists what objects hold (_LISTINGS), maybe through enumerate/zip/sorted: going over it
+    has no effect, so a loop over it may be skipped."""
+    if not isinstance(expr, cst.Call):
+        return False
+    if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _LISTINGS:
+        return side_effect_free(ctx, expr.func.value) and not expr.args
+    return ctx.names.qualified(expr.func) in _OVER_LISTING and bool(expr.args) and all(
+        not arg.star and arg.keyword is None and _listing(ctx, arg.value) for arg in expr.args)
+
+
+def _loop_of_logging_only(ctx, loop: cst.CSTNode, body: list, group: list, test: str) -> bool:
+    """loop is a `for` over a listing (_listing) whose body is group alone, with no `else`, that
+    binds no name the guard's test reads, nor one read after it but in a loop that binds it
+    again (`for p in model.parameters():` twice): guarding the loop skips only the logging."""
+    if not (isinstance(loop, cst.For) and loop.orelse is None and loop.asynchronous is None
+            and len(body) == len(group) and isinstance(ctx.parent(loop), (cst.IndentedBlock, cst.Module))
+            and _listing(ctx, loop.iter)):
+        return False
+    targets = {n.value for n in walk(loop.target) if isinstance(n, cst.Name)}
+    if targets & {n.value for n in walk(cst.parse_expression(test)) if isinstance(n, cst.Name)}:
+        return False
+    scope = owner(ctx.index, loop)
+    for name in targets:
+        uses = variable_uses(ctx.index, scope, name)
+        if uses is None or any(use.kind in ("read", "aug") and not ctx.index.contains(loop, use.node)
+                               and not _rebound_by_loop(ctx, use.node, name) for use in uses):
+            return False
+    return True
+
+
+def _rebound_by_loop(ctx, read: cst.Name, name: str) -> bool:
+    """read is in the body of a `for` that binds name itself: it reads that loop's value."""
+    for anc in ctx.index.ancestors(read):
+        if isinstance(anc, cst.For) and ctx.index.contains(anc.body, read) \
+                and any(isinstance(n, cst.Name) and n.value == name for n in walk(anc.target)):
+            return True
+    return False
 
 
 def _and_operands(expr: cst.BaseExpression) -> list[cst.BaseExpression]:

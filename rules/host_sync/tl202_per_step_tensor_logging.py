@@ -120,7 +120,9 @@ such as `log_every`, `args.log_interval` or `LOG_EVERY`, in any case, when its v
 be a positive whole number, as a literal, an option's default, or an attribute of `self` set to a
 literal once, in the class's `__init__`, and nowhere else in the file; no fix when it is not, as `step % 0` raises; else `log-every`,
 default 100), so fewer lines are printed; the per-step logging lines right beside it (TL201's
-too) go under the same new `if`. A tensor that counts steps (`step_t += 1`) is no
+too) go under the same new `if`. When those lines are the whole body of a loop over what an
+object holds (`for name, p in model.named_parameters():`, a dict's `.items()`), the loop goes under
+the `if` instead, unless a name it binds is read after it. A tensor that counts steps (`step_t += 1`) is no
 counter: the guard would read it on every step. A string built outside a
 logging call (assigned, then used) gets no fix: the code that uses it must move too. A tracker
 call is guarded the same way only when it passes its step explicitly (`step=`, `global_step`):
@@ -247,12 +249,29 @@ tensor are logging lines side by side, and go under one `if` together).
                 + "logger = History()\n" + in_training_loop("logger.log(step, loss)").partition("\n")[2]),
         # A parameter of a module on the device, logged every step (a histogram of each weight: a
         # copy of the whole layer), or a layer's weight printed: parameters were not known as
-        # tensors, so neither was reported.
+        # tensors, so neither was reported. The loop over the parameters goes under the guard (the
+        # guard went inside it, and the steps between logs still walked every parameter to skip it).
         Invalid(_LINEAR_ON_DEVICE + WRITER + in_training_loop(_HISTOGRAMS),
                 fixed=_LINEAR_ON_DEVICE + WRITER + in_training_loop(
-                    "for name, p in model.named_parameters():\n    if step % 100 == 0:\n"
+                    "if step % 100 == 0:\n    for name, p in model.named_parameters():\n"
                     "        writer.add_histogram(name, p, step)"),
                 message="Logging tensor `p` with `writer.add_histogram()`"),
+        # ... not a loop whose names are read after it: the guard goes inside, as before.
+        Invalid(_LINEAR_ON_DEVICE + WRITER + in_training_loop(_HISTOGRAMS + "\nlast = name"),
+                fixed=_LINEAR_ON_DEVICE + WRITER + in_training_loop(
+                    "for name, p in model.named_parameters():\n    if step % 100 == 0:\n"
+                    "        writer.add_histogram(name, p, step)\nlast = name")),
+        # A later loop binding the same names reads its own: the loop still goes under the guard,
+        # with both of its logging lines.
+        Invalid(_LINEAR_ON_DEVICE + WRITER + in_training_loop(
+                    "for name, p in model.named_parameters():\n    writer.add_histogram(name, p, step)\n"
+                    "    writer.add_histogram(name + '/grad', p.grad, step)\nfor name, p in model.named_parameters():\n"
+                    "    p.grad = None"),
+                fixed=_LINEAR_ON_DEVICE + WRITER + in_training_loop(
+                    "if step % 100 == 0:\n    for name, p in model.named_parameters():\n"
+                    "        writer.add_histogram(name, p, step)\n        writer.add_histogram(name + '/grad', p.grad, step)\n"
+                    "for name, p in model.named_parameters():\n    p.grad = None")),
+        # A layer's weight printed.
         Invalid("import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(2, 1))\nmodel.to(device)\n"
                 + in_training_loop("print(model[0].weight)"),
                 fixed="import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(2, 1))\nmodel.to(device)\n"
