@@ -553,3 +553,22 @@ def test_a_parameter_handed_back_and_forth_is_not_followed_forever():
     # (ping's ckpt comes from the module's call and from pong, which has it from ping: the cycle
     # hands nothing known, so the calls disagree and the answer is empty rather than endless)
     assert ctx.loops.instance_methods(call) == ()
+
+
+@pytest.mark.parametrize("made,runs", [
+    ("Net() if small else Big()", ["forward"]),
+    ("Net().cuda() if small else Big().to(device)", ["forward"]),
+    ("(Net() if small else Big()).cuda()", ["forward"]),
+    ("Net() if small else (Big() if big else Net())", ["forward"]),
+    # a branch the file does not construct: what the name holds is not known
+    ("Net() if small else torchvision.models.resnet18()", []),
+    # `.cuda()` on an object that is no module may hand back anything
+    ("(Plain() if small else Net()).cuda()", []),
+])
+def test_a_model_made_in_a_conditional_expression_runs_its_forward(made, runs):
+    code = ("import torch\nimport torchvision\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+            "class Big(Net):\n    pass\nclass Plain:\n    def forward(self, x):\n        return x\n"
+            f"model = {made}\nout = model(x)\n")
+    ctx = ctx_for(code)
+    call = next(c for c in ctx.index.nodes(cst.Call) if ctx.code(c) == "model(x)")
+    assert [fn.name.value for fn in ctx.loops.module_call(call)] == runs

@@ -785,8 +785,8 @@ class Loops:
         """Names some assignment binds to a call of a class of the file (`trainer = Trainer(...)`),
         and names a `for` loop binds (`for cb in self.callbacks`): those _instance_classes reads."""
         assigned = (t.target.value for node in self.index.nodes(cst.Assign)
-                    if isinstance(made := self._module_made(node.value), cst.Call) and isinstance(made.func, cst.Name)
-                    and made.func.value in self.classes
+                    if (isinstance(made := self._module_made(node.value), cst.Call) and isinstance(made.func, cst.Name)
+                        and made.func.value in self.classes) or self._constructed_either(node.value)
                     for t in node.targets if isinstance(t.target, cst.Name))
         looped = (loop.target.value for loop in self.index.nodes(cst.For) if isinstance(loop.target, cst.Name))
         return frozenset((*assigned, *looped))
@@ -1062,8 +1062,22 @@ class Loops:
             if here[0][0] != "assign":
                 return ()
             expr = here[0][1]
-        name = self._constructed_class(expr) if expr is not None else None
-        return (self.classes[name][0],) if name is not None else ()
+        return tuple(self.classes[name][0] for name in self._constructed_either(expr)) if expr is not None else ()
+
+    def _constructed_either(self, expr: cst.BaseExpression) -> tuple[str, ...]:
+        """The classes expr constructs (_constructed_class), either one of a conditional expression
+        (`Net(cfg) if cfg.small else BigNet(cfg)`, nested too), each once; empty when a branch
+        constructs no class of the file (what it holds is then not known)."""
+        if isinstance(expr, cst.IfExp):
+            body, orelse = self._constructed_either(expr.body), self._constructed_either(expr.orelse)
+            return tuple(dict.fromkeys((*body, *orelse))) if body and orelse else ()
+        made = self._module_made(expr)
+        if isinstance(made, cst.IfExp) and made is not expr:
+            # `(Net() if small else BigNet()).cuda()`: moved as a module is, so modules only.
+            names = self._constructed_either(made)
+            return names if all(name in self._module_classes for name in names) else ()
+        name = self._constructed_class(expr)
+        return (name,) if name is not None else ()
 
     def _loop_binding(self, name: str, at: cst.CSTNode) -> cst.For | None:
         """The `for <name> in ...:` loop around `at`, in at's function, that binds name."""
