@@ -1121,12 +1121,12 @@ class Loops:
         as a parameter was not followed, so its per-step `ckpt.save(...)` went unseen. Empty
         where fn is also used other than by a plain call (handed on as a callback: its arguments
         are not seen), a call passes `*args`/`**kwargs` or leaves the parameter to its default,
-        or the calls disagree. Memoized by (fn, name), and worked out with the whole depth
-        budget whoever asks: before, the memo kept the answer of the first question at the depth
-        it was asked, and the tables' deep questions (_plain_calls_of, at _CALL_DEPTH) came
-        first, so a parameter handed down through two functions was never known. The chain of
-        parameters followed is bounded by the memo and _resolving_parameters (each (fn, name)
-        is worked out once), not by the depth."""
+        or the calls disagree. Memoized by (fn, name), with the same answer whoever asks first:
+        it used to be worked out to a depth left by the asker, and the memo kept the first
+        question's answer; the tables' questions (_plain_calls_of) came first and deep, so a
+        parameter handed down through two functions was never known. The chain of parameters
+        followed ends because each (fn, name) is worked out once (the memo, and
+        _resolving_parameters while it is being worked out)."""
         key = (fn, name)
         if key in self._parameter_classes_memo:
             return self._parameter_classes_memo[key]
