@@ -443,11 +443,12 @@ of every tenth loss, predictions shorter than their targets).
 """
     valid = [
         # A model of the file called only in evaluation under no_grad (the loop trains another),
-        # one bound to either of two classes, and a plain callable class (no nn.Module): not followed.
+        # one bound to either of a class of the file and an imported one (which `model(x)` runs
+        # is not known), and a plain callable class (no nn.Module): not followed.
         Valid(forward_case("self.stats.append(h.mean().item())", make="model = other.cuda()")
               + "net = Net().cuda()\nnet.eval()\nwith torch.no_grad():\n    for x in val_loader:\n        net(x.cuda())\n"),
-        Valid(forward_case("self.stats.append(h.mean().item())", make="model = (Net() if big else Other()).cuda()")
-              + "class Other(nn.Module):\n    pass\n"),
+        Valid(forward_case("self.stats.append(h.mean().item())",
+                           make="model = (Net() if big else torchvision.models.resnet18()).cuda()")),
         Valid(forward_case("self.stats.append(h.mean().item())").replace("(nn.Module)", "")),
         # Throttled by the clock (`if time.time() - tic > 30: ...; tic = time.time()`): once per 30 s,
         # the same interval question TL202 asks (Loops.is_clock_throttle).
@@ -972,6 +973,10 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(forward_case("self.stats.append(h.mean().item())"), fixed=NO_FIX,
                 message="counting `self.step += 1` in `forward`, which `model(x.cuda())` in the training loop runs "
                         "on every step (evaluation calls count too); not fixed: no step counter here"),
+        # ... bound to either of two classes of the file (`(Net() if big else Other()).cuda()`): the
+        # forward of each runs on the steps of the runs that build it (it was not followed).
+        Invalid(forward_case("self.stats.append(h.mean().item())", make="model = (Net() if big else Other()).cuda()")
+                + "class Other(nn.Module):\n    pass\n", fixed=NO_FIX, message="in `forward`"),
         Invalid(forward_case("counts = torch.bincount(h.argmax(-1), minlength=2)\nself.stats.append(counts.tolist())",
                              make="model = Net()\nmodel = model.cuda()"), fixed=NO_FIX, message="`.tolist()`"),
         Invalid(forward_case("self.stats.append(h.max().item())",
