@@ -191,7 +191,7 @@ def _guard(ctx, node: cst.CSTNode, default: int) -> _Guard:
     branch = _interval_else(ctx, node, guard.test)
     if branch is not None:
         return guard._replace(test=None, shown=(
-            f"{guard.shown}, not written: the line runs in the `else` of `if {one_line(ctx.code(branch.test))}:`, "
+            f"{guard.shown}, not written: the line runs in the `else` of `if {unparenthesized(ctx, branch.test)}:`, "
             f"on the steps that test skips, where this one may never hold"))
     split = _split_print(ctx, node)
     if split is not None:
@@ -626,12 +626,18 @@ def _reusable_test(ctx, guard: cst.If, counters: set[str]) -> tuple[str, str, bo
             or any(isinstance(c, cst.Call) and is_log_call(ctx, c) for c in ctx.index.walk(guard.body))):
         return None
     # Without its parentheses: the fix's title says "every `args.log_interval * 2` steps".
-    every_code = one_line(ctx.code(modulo.right.with_changes(lpar=[], rpar=[]))
-                          if getattr(modulo.right, "lpar", None) else ctx.code(modulo.right))
+    every_code = unparenthesized(ctx, modulo.right)
     reads = frozenset().union(*(_outer_names(ctx, p) for p in kept))
     if len(kept) == len(parts):
-        return one_line(ctx.code(guard.test)), every_code, True, reads
+        return unparenthesized(ctx, guard.test), every_code, True, reads
     return " and ".join(one_line(ctx.code(p)) for p in kept), every_code, False, reads
+
+
+def unparenthesized(ctx, expr: cst.BaseExpression) -> str:
+    """expr as one line, for a message or a new `if`, without the parentheses around it, which
+    only spread it over lines or group it where it stood (`if (\n    a\n    and b\n):` ->
+    `a and b`, as Black writes a test that fits on one line; `(args.log_interval * 2)`)."""
+    return one_line(ctx.code(expr.with_changes(lpar=[], rpar=[]) if getattr(expr, "lpar", None) else expr))
 
 
 def _outer_names(ctx, expr: cst.BaseExpression) -> set[str]:
@@ -754,7 +760,7 @@ def guard_statement(rule: Rule, node: cst.CSTNode, default_interval: int, joins=
         index = at - len(run) - 1 if before else end + len(run) + 1
         neighbour = body[index] if 0 <= index < len(body) else None
         if isinstance(neighbour, cst.If) and neighbour.orelse is None and isinstance(neighbour.body, cst.IndentedBlock) \
-                and one_line(ctx.code(neighbour.test)) == test:
+                and unparenthesized(ctx, neighbour.test) == test:
             taken = [*run, *moved] if before else [*moved, *run]
             joined = [_comments_only(taken[0]) if not before else taken[0], *taken[1:]]
             inner = [*neighbour.body.body, *joined] if before else [*joined, *neighbour.body.body]

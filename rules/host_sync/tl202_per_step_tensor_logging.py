@@ -460,8 +460,11 @@ tensor are logging lines side by side, and go under one `if` together).
         # condition may keep the remainder from failing (`args.wandb and step % log_every == 0`
         # with `log_every = args.log_every if args.wandb else None`: `step % log_every` alone
         # raised TypeError without `--wandb`).
-        Invalid(_own_test("(step % cfg.log_every_n_steps == 0 and cfg.is_rank_zero)"),
-                fixed=_own_test("(step % cfg.log_every_n_steps == 0 and cfg.is_rank_zero)", joined=True)),
+        # The test shown without the parentheses that spread it over lines where it stands (the
+        # message showed `if (step % ... and cfg.is_rank_zero):`).
+        Invalid(_own_test("(\n    step % cfg.log_every_n_steps == 0\n    and cfg.is_rank_zero\n)"),
+                fixed=_own_test("(\n    step % cfg.log_every_n_steps == 0\n    and cfg.is_rank_zero\n)", joined=True),
+                message="(`if step % cfg.log_every_n_steps == 0 and cfg.is_rank_zero:`)"),
         Invalid(_own_test("args.wandb and step % log_every == 0").replace(
                     "import torch\n", "import torch\nlog_every = args.log_every if args.wandb else None\n"),
                 fixed=_own_test("args.wandb and step % log_every == 0", joined=True).replace(

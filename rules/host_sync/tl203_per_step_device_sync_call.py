@@ -12,7 +12,7 @@ from trainlint.analysis.names import bound_names
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
-from .guards import guard_statement, interval_guard
+from .guards import guard_statement, interval_guard, unparenthesized
 from .syncs import on_accelerator, side_effect_free
 
 
@@ -500,7 +500,7 @@ under its interval, right before the read.
         moves it into that `if`, right before the first clock read."""
         ctx = self.ctx
         stmt = _sync_statement(ctx, node)
-        test = one_line(ctx.code(guard.test))
+        test = unparenthesized(ctx, guard.test)
         fix = None
         if clock is not None:
             body = list(guard.body.body)
@@ -694,7 +694,7 @@ def _opt_in_flag(ctx, stmt: cst.BaseStatement) -> str | None:
         root = name.split(".", 1)[0]
         if _DEVICE_FLAG.search(name) or root in bound or name in bound:
             return None
-    return one_line(ctx.code(branch.test))
+    return unparenthesized(ctx, branch.test)
 
 
 def _remove_statement(rule: Rule, stmt: cst.BaseStatement, message: str):
