@@ -572,3 +572,12 @@ def test_a_model_made_in_a_conditional_expression_runs_its_forward(made, runs):
     ctx = ctx_for(code)
     call = next(c for c in ctx.index.nodes(cst.Call) if ctx.code(c) == "model(x)")
     assert [fn.name.value for fn in ctx.loops.module_call(call)] == runs
+
+
+def test_a_model_kept_on_self_from_a_conditional_expression_runs_its_forward():
+    code = ("import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+            "class Big(Net):\n    pass\nclass Trainer:\n    def __init__(self, small):\n"
+            "        self.model = (Net() if small else Big()).cuda()\n    def fit(self, x):\n        return self.model(x)\n")
+    ctx = ctx_for(code)
+    call = next(c for c in ctx.index.nodes(cst.Call) if ctx.code(c) == "self.model(x)")
+    assert [fn.name.value for fn in ctx.loops.module_call(call)] == ["forward"]

@@ -849,9 +849,9 @@ class Loops:
 
     def _held(self, value: cst.BaseExpression | None, at: cst.CSTNode) -> _Held | None:
         """What `self.<attr> = value` stores (_attribute_classes), or None when not known."""
-        one = self._constructed_class(value)
-        if one is not None:
-            return _Held(False, frozenset([one]))
+        made = self._constructed_either(value) if value is not None else ()
+        if made:  # `Net()`, or either class of `Net() if small else BigNet()`
+            return _Held(False, frozenset(made))
         many = self._constructed_classes(value)
         if many is not None:
             return _Held(True, many)
