@@ -7,7 +7,6 @@ import re
 
 import libcst as cst
 
-from trainlint.analysis.distributed import one_line
 from trainlint.analysis.names import bound_names
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop

@@ -782,11 +782,13 @@ class Loops:
 
     @cached_property
     def _instance_names(self) -> frozenset[str]:
-        """Names some assignment binds to a call of a class of the file (`trainer = Trainer(...)`),
-        and names a `for` loop binds (`for cb in self.callbacks`): those _instance_classes reads."""
+        """Names some assignment binds to a call of a class of the file (`trainer = Trainer(...)`,
+        or either one of a conditional expression), and names a `for` loop binds (`for cb in self.callbacks`): those _instance_classes reads."""
         assigned = (t.target.value for node in self.index.nodes(cst.Assign)
                     if (isinstance(made := self._module_made(node.value), cst.Call) and isinstance(made.func, cst.Name)
-                        and made.func.value in self.classes) or self._constructed_either(node.value)
+                        and made.func.value in self.classes)
+                    # (a conditional expression's classes asked only of one: this runs for every assignment)
+                    or (isinstance(made, cst.IfExp) and self._constructed_either(node.value))
                     for t in node.targets if isinstance(t.target, cst.Name))
         looped = (loop.target.value for loop in self.index.nodes(cst.For) if isinstance(loop.target, cst.Name))
         return frozenset((*assigned, *looped))
