@@ -9,8 +9,12 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trainlint.notebook import CellMap, Notebook, NotebookError
+from trainlint.notebook_json import source_spans
+from trainlint.textpos import split_lines
 
 TRAIN_CELL = [
     "%%time\n",
@@ -262,3 +266,80 @@ def test_workers_are_not_added_for_what_a_notebook_defines(tmp_path, hands):
     if "Squares" in hands:
         [finding] = json.loads(proc.stdout)
         assert finding["fix"] is not None, finding
+
+
+def test_a_fix_replaces_only_the_fixed_sources_and_keeps_every_other_byte(tmp_path):
+    # The whole JSON was written again with json.dumps: a minified notebook gained a space after
+    # every separator, and numbers came back as Python spells them (`0.000052`, as JavaScript
+    # writes it, became `5.2e-05`) in metadata no fix touched.
+    data = notebook()
+    data["metadata"]["papermill"] = {"duration": 0.000052, "start": 1e5}
+    minified = json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("5.2e-05", "0.000052")
+    indented = json.dumps(data, indent=1, ensure_ascii=False).replace("5.2e-05", "0.000052") + "\n"
+    for name, before in (("min.ipynb", minified), ("ind.ipynb", indented)):
+        (tmp_path / name).write_text(before, encoding="utf-8")
+        trainlint(["check", "--fix", "--select", "TL102,TL108", name], tmp_path)
+        after = (tmp_path / name).read_text(encoding="utf-8")
+        expected = before.replace('shuffle=True)\\n"', 'shuffle=True, pin_memory=True)\\n"').replace(
+            '"    x = x.cuda()\\n"', '"    x = x.cuda(non_blocking=True)\\n"')
+        assert after == expected != before
+
+
+def test_lines_a_fix_kept_keep_their_escapes_and_an_empty_cell_takes_new_lines_in_the_notebooks_layout(tmp_path):
+    # Some tools escape one character and not another (`\u00e9` beside `→`); a line the fix did
+    # not change is written back as it was read. An empty first cell that receives text put before
+    # the first cell (a fix's new import) is laid out one line per item, as the other lists are.
+    data = notebook()
+    data["cells"].insert(1, {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                             "source": []})
+    data["cells"][4]["source"] = ["# café → gpu\n", *TRAIN_CELL]
+    before = json.dumps(data, indent=1, ensure_ascii=False).replace("café", "caf\\u00e9") + "\n"
+    (tmp_path / "t.ipynb").write_text(before, encoding="utf-8")
+    trainlint(["check", "--fix", "--select", "TL102,TL108", "t.ipynb"], tmp_path)
+    after = (tmp_path / "t.ipynb").read_text(encoding="utf-8")
+    assert '    "# caf\\u00e9 → gpu\\n",\n' in after and '"    x = x.cuda(non_blocking=True)\\n"' in after
+    nb = Notebook.parse(before)
+    rendered = nb.render("import os\n" + nb.text)
+    assert rendered == before.replace('   "source": []\n', '   "source": [\n    "import os"\n   ]\n'), rendered
+    minified = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    nb = Notebook.parse(minified)
+    assert nb.render("import os\n" + nb.text) == minified.replace('"source":[]', '"source":["import os"]')
+
+
+_LINE = st.builds(lambda name, value: f"{name} = {value!r}\n", st.sampled_from(["x", "y", "lr"]),
+                  st.text(max_size=8) | st.floats(allow_nan=False))
+_SOURCE = st.lists(_LINE, max_size=4).map("".join)
+_STYLE = st.fixed_dictionaries({
+    "indent": st.sampled_from([None, 0, 1, 2, "\t"]), "ensure_ascii": st.booleans(), "sort_keys": st.booleans(),
+    "separators": st.sampled_from([None, (",", ":"), (", ", ": ")])})
+
+
+@settings(max_examples=int(os.environ.get("TRAINLINT_PROPERTY_EXAMPLES", "40")), deadline=None)
+@given(sources=st.lists(_SOURCE | _SOURCE.map(lambda s: s.rstrip("\n")), min_size=1, max_size=4),
+       as_list=st.lists(st.booleans(), min_size=4, max_size=4), style=_STYLE, crlf=st.booleans(),
+       new=_SOURCE.filter(bool), which=st.integers(0, 3), extra=st.floats(allow_nan=False) | st.text(max_size=6))
+def test_rendering_a_changed_cell_changes_only_its_source_in_any_json_style(sources, as_list, style, crlf, new,
+                                                                        which, extra):
+    cells = [{"cell_type": "code", "metadata": {"extra": extra}, "outputs": [{"text": [extra]}],
+              "source": split_lines(s) if listed else s} for s, listed in zip(sources, as_list)]
+    raw = json.dumps({"cells": cells, "metadata": {"v": extra}, "nbformat": 4}, **style)
+    raw = raw.replace("\n", "\r\n") if crlf else raw
+    nb = Notebook.parse(raw)
+    assert nb.render(nb.text) == raw
+    which %= len(cells)
+    chunks = nb.text.split("# trainlint: cell ")[1:]
+    chunks[which] = f"{which + 1}\n{new}"
+    rendered = nb.render("".join(f"# trainlint: cell {chunk}" for chunk in chunks))
+    expected = new if sources[which].endswith("\n") else new[:-1]  # a cell keeps its last line open
+    got = json.loads(rendered)
+    assert _cell_text(got["cells"][which]) == expected
+    assert got["cells"][:which] + got["cells"][which + 1:] == cells[:which] + cells[which + 1:]
+    assert {k: v for k, v in got["cells"][which].items() if k != "source"} == {
+        k: v for k, v in cells[which].items() if k != "source"}
+    start, end = source_spans(raw)[which]
+    assert json.loads(raw[start:end]) == cells[which]["source"]
+    assert rendered[:start] == raw[:start] and rendered[len(rendered) - (len(raw) - end):] == raw[end:]
+
+
+def _cell_text(cell) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]

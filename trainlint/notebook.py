@@ -9,8 +9,8 @@ back untouched: a line magic, shell escape or help line (`%matplotlib inline`, `
 a magic still parses); a cell magic that keeps the cell Python (`%%time`) is treated as a line
 magic; a cell of another language (`%%bash`, `%%writefile`) is not read at all.
 
-Cells are numbered as Jupyter lays them out, from 1, markdown cells included. Writing keeps every
-other byte of the notebook's JSON (outputs, metadata, key order), with the indentation it had.
+Cells are numbered as Jupyter lays them out, from 1, markdown cells included. Writing replaces only
+the sources of the cells a fix changed (notebook_json); every other byte of the JSON stays as read.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import re
 import dataclasses
 from dataclasses import dataclass, field
 
+from trainlint.notebook_json import source_spans, source_text
 from trainlint.textpos import split_lines, strip_eol
 
 SUFFIX = ".ipynb"
@@ -119,8 +120,8 @@ class Notebook:
         return "".join(parts)
 
     def render(self, fixed_text: str) -> str:
-        """The notebook's JSON with its code cells replaced by the cells of `fixed_text`; every
-        other byte as read (outputs, metadata, key order, indentation, final newline)."""
+        """The notebook's JSON with the sources of the code cells that `fixed_text` changed
+        written in; every other byte as read (outputs, metadata, numbers, escapes, layout)."""
         cells: dict[int, list[str]] = {}
         current: list[str] | None = None
         preamble: list[str] = []  # text a fix put before the first boundary (a new import)
@@ -136,32 +137,37 @@ class Notebook:
             elif continued:
                 line = self.magics[int(continued.group(1))] + line[len(body):]
             (preamble if current is None else current).append(line)
-        data = json.loads(self.raw)  # a fresh copy: render may be asked twice (--diff, then nothing)
-        numbered = list(self.code_cells(data))
+        numbered = list(self.code_cells())
         if sorted(cells) != [number for number, _cell in numbered]:
             raise NotebookError("not fixed: a fix moved a cell boundary; the notebook was left as it was")
         if preamble:
             cells[numbered[0][0]][:0] = preamble
+        spans = source_spans(self.raw)
+        ensure_ascii = _escapes_non_ascii(self.raw, self.data)
+        replaced = []
         for number, cell in numbered:
             lines = cells[number]
-            if lines and not _cell_source(cell).endswith("\n"):
+            source = _cell_source(cell)
+            if lines and not source.endswith("\n"):
                 lines[-1] = lines[-1].rstrip("\r\n")  # the cell had no newline after its last line
-            cell["source"] = lines if isinstance(cell.get("source", ""), list) else "".join(lines)
-        m = re.search(r'\n([ \t]+)"', self.raw)
-        indent = len(m.group(1)) if m else None
-        out = json.dumps(data, indent=indent, ensure_ascii=_escapes_non_ascii(self.raw))
-        if "\r\n" in self.raw:
-            out = out.replace("\n", "\r\n")
-        return out + self.raw[len(self.raw.rstrip("\r\n")):]
+            if "".join(lines) == source:
+                continue
+            span = spans[number - 1]
+            if span is None:
+                raise NotebookError(f"not fixed: cell {number} has no source to write the fix into")
+            replaced.append((span, source_text(self.raw, span, lines, ensure_ascii)))
+        out = self.raw
+        for (start, end), text in sorted(replaced, reverse=True):
+            out = out[:start] + text + out[end:]
+        return out
 
 
-def _escapes_non_ascii(raw: str) -> bool:
+def _escapes_non_ascii(raw: str, data: dict) -> bool:
     """The notebook was written with its non-ASCII characters as `\\uXXXX` escapes (json.dumps'
-    default, which some tools keep): every byte ASCII, yet the content is not. Written back the
-    same way, so a fix changes only the fixed cells; before, `"Caf\\u00e9"` in a markdown cell came
-    back as `"Café"`, a change in a cell no fix touched. Jupyter's own style (characters as
-    they are) is kept too, and is the choice for a notebook with no non-ASCII content at all."""
-    return raw.isascii() and "\\u" in raw and not json.dumps(json.loads(raw), ensure_ascii=False).isascii()
+    default, which some tools keep): every byte ASCII, yet the content is not. A line a fix writes
+    is escaped the same way; Jupyter's own style (characters as they are) is kept too, and is the
+    choice for a notebook with no non-ASCII content at all."""
+    return raw.isascii() and "\\u" in raw and not json.dumps(data, ensure_ascii=False).isascii()
 
 
 @dataclass(frozen=True)
