@@ -297,6 +297,27 @@ _COUNTING_CHECKPOINTER = ("import torch\n{head}class Checkpointer:\n    def __in
                           "            self.ckpt.save(self.model, step)\n{final}")
 
 
+def _through_object(template: str, save: str, fixed: dict, message: str, head: str = "", **fields) -> Invalid:
+    """A case of template whose save, in a method of the file's class, runs on every step through
+    an object the loop calls: fixed with the helper after `head`, the save written in the
+    background, and the fields `fixed` names (the call under an interval, the wait after the
+    loop) in place of those given."""
+    return Invalid(template.format(head=head, save=save, **fields),
+                   fixed=template.format(head=head + HELPER_CODE + "\n\n",
+                                         save=save.replace("torch.save(", "_trainlint_async_save(torch.save, ", 1),
+                                         **{**fields, **fixed}),
+                   message=message)
+
+
+# The saves those templates' methods write, and what their fixes put after a method's loop.
+_SAVE_PATH = "torch.save(model.state_dict(), self.path)"
+_SAVE_TRAINER = "torch.save(trainer.model.state_dict(), 'last.pt')"
+_WAIT_IN_METHOD = "        _trainlint_wait_for_save()\n"
+# A callback list's call under the interval, the wait after the trainer's loop.
+_CALLBACK_GUARDED = {"call": "if step % 1000 == 0 or step == 9:\n                    cb.on_step_end(self, step)",
+                     "wait": _WAIT_IN_METHOD}
+
+
 # Rule cases that are reported and left as they are.
 # A per-step save, then other work, then a replace of the file it wrote.
 _REPLACE_AFTER_WORK = in_training_loop("torch.save(model.state_dict(), 'ckpt.pt.tmp')\nlog(loss)\n"
@@ -512,12 +533,12 @@ and whether the fix still moves the save under an interval.
     valid = [
         # A parameter the calls hand different objects (here None too) is not taken for the
         # checkpointer: which `save` runs is unknown.
-        Valid(_PASSED_CHECKPOINTER.format(head="", save="torch.save(model.state_dict(), self.path)", annotation="",
+        Valid(_PASSED_CHECKPOINTER.format(head="", save=_SAVE_PATH, annotation="",
                                           call="ckpt.save(model)", calls="train(model, opt, loader, Checkpointer('a.pt'))\n"
                                           "train(model, opt, loader, None)\n")),
         # A list of callbacks holding one the file does not make: which `on_step_end` runs is
         # unknown, so the loop over it is not followed to Saver's save.
-        Valid(_CALLBACK_LIST.format(head="", base="", save="torch.save(trainer.model.state_dict(), 'last.pt')",
+        Valid(_CALLBACK_LIST.format(head="", base="", save=_SAVE_TRAINER,
                                     other="", elements="Saver(), make_callback()", call="cb.on_step_end(self, step)",
                                     wait="")),
         Valid(in_training_loop("pass") + "torch.save(model.state_dict(), 'final.pt')\n"),
@@ -579,84 +600,53 @@ and whether the fix still moves the save under an interval.
                 message="not saved under an interval: the save shares its line with other statements"),
         # A save through an object the trainer keeps (`self.ckpt = Checkpointer(...)`, its only
         # binding) runs on every step: it was not followed, and the per-step save went unreported.
-        Invalid(_KEPT_CHECKPOINTER.format(head="", save="torch.save(model.state_dict(), self.path)",
-                                          call="self.ckpt.save(self.model, step)", wait=""),
-                fixed=_KEPT_CHECKPOINTER.format(
-                    head=HELPER_CODE + "\n\n", save="_trainlint_async_save(torch.save, model.state_dict(), self.path)",
-                    call="if step % 1000 == 0 or step == 9:\n                self.ckpt.save(self.model, step)",
-                    wait="        _trainlint_wait_for_save()\n"),
-                message="`save()` (which calls `torch.save`) writes a checkpoint on every training step"),
+        _through_object(_KEPT_CHECKPOINTER, _SAVE_PATH, call="self.ckpt.save(self.model, step)", wait="",
+                        fixed={"call": "if step % 1000 == 0 or step == 9:\n                self.ckpt.save(self.model, step)",
+                               "wait": _WAIT_IN_METHOD},
+                        message="`save()` (which calls `torch.save`) writes a checkpoint on every training step"),
         # A callback in a list the trainer's loop goes over (`for cb in self.callbacks:`): the
         # interval goes around the call, as for `self.ckpt.save(...)`.
-        Invalid(_CALLBACK_LIST.format(head="", base="", save="torch.save(trainer.model.state_dict(), 'last.pt')",
-                                      other="", elements="Saver()", call="cb.on_step_end(self, step)", wait=""),
-                fixed=_CALLBACK_LIST.format(
-                    head=HELPER_CODE + "\n\n", base="",
-                    save="_trainlint_async_save(torch.save, trainer.model.state_dict(), 'last.pt')", other="",
-                    elements="Saver()",
-                    call="if step % 1000 == 0 or step == 9:\n                    cb.on_step_end(self, step)",
-                    wait="        _trainlint_wait_for_save()\n"),
-                message="`on_step_end()` (which calls `torch.save`) writes a checkpoint on every training step"),
+        _through_object(_CALLBACK_LIST, _SAVE_TRAINER, base="", other="", elements="Saver()",
+                        call="cb.on_step_end(self, step)", wait="", fixed=_CALLBACK_GUARDED,
+                        message="`on_step_end()` (which calls `torch.save`) writes a checkpoint on every training step"),
         # ... also a TrainerCallback's hook, which the file's own loop calls: it was taken for one
         # only transformers' Trainer calls, and was not put under an interval (the message said
         # "a framework calls it").
-        Invalid(_CALLBACK_LIST.format(head="from transformers import TrainerCallback\n", base="(TrainerCallback)",
-                                      save="torch.save(trainer.model.state_dict(), 'last.pt')",
-                                      other="", elements="Saver()", call="cb.on_step_end(self, step)", wait=""),
-                fixed=_CALLBACK_LIST.format(
-                    head="from transformers import TrainerCallback\n" + HELPER_CODE + "\n\n", base="(TrainerCallback)",
-                    save="_trainlint_async_save(torch.save, trainer.model.state_dict(), 'last.pt')", other="",
-                    elements="Saver()",
-                    call="if step % 1000 == 0 or step == 9:\n                    cb.on_step_end(self, step)",
-                    wait="        _trainlint_wait_for_save()\n"),
-                message="save every `1000` steps and at the last step"),
+        _through_object(_CALLBACK_LIST, _SAVE_TRAINER, head="from transformers import TrainerCallback\n",
+                        base="(TrainerCallback)", other="", elements="Saver()", call="cb.on_step_end(self, step)",
+                        wait="", fixed=_CALLBACK_GUARDED, message="save every `1000` steps and at the last step"),
         # ... beside another callback: an interval around the call would skip the logger's
         # `on_step_end` too, so only the save is made asynchronous. The message said a framework
         # calls it, where the file's own loop does.
-        Invalid(_CALLBACK_LIST.format(head="", base="", save="torch.save(trainer.model.state_dict(), 'last.pt')",
-                                      other=_LOSS_LOGGER, elements="LossLogger(), Saver()",
-                                      call="cb.on_step_end(self, step)", wait=""),
-                fixed=_CALLBACK_LIST.format(
-                    head=HELPER_CODE + "\n\n", base="",
-                    save="_trainlint_async_save(torch.save, trainer.model.state_dict(), 'last.pt')",
-                    other=_LOSS_LOGGER, elements="LossLogger(), Saver()", call="cb.on_step_end(self, step)", wait=""),
-                message="not saved under an interval: the end of training would go unsaved (`Saver.on_step_end()` "
+        _through_object(_CALLBACK_LIST, _SAVE_TRAINER, base="", other=_LOSS_LOGGER, elements="LossLogger(), Saver()",
+                        call="cb.on_step_end(self, step)", wait="", fixed={},
+                        message="not saved under an interval: the end of training would go unsaved (`Saver.on_step_end()` "
                         "is called on every step by `cb.on_step_end(self, step)` in the file's loop, and an interval "
                         "around it would skip the other `on_step_end()` methods it may call too"),
         # A callback set late (None in `__init__`, an instance in `setup()`), tested `is not None`
         # before its call: that test is no step condition. It was taken for one, and the save was
         # only written in the background "under `self.cb is not None`", not every N steps.
-        Invalid(_LATE_CALLBACK.format(head="", save="torch.save(trainer.model.state_dict(), 'last.pt')",
-                                      call="self.cb.on_step_end(self, step)", wait=""),
-                fixed=_LATE_CALLBACK.format(
-                    head=HELPER_CODE + "\n\n",
-                    save="_trainlint_async_save(torch.save, trainer.model.state_dict(), 'last.pt')",
-                    call="if step % 1000 == 0 or step == 9:\n                    self.cb.on_step_end(self, step)",
-                    wait="        _trainlint_wait_for_save()\n"),
-                message="save every `1000` steps and at the last step"),
+        _through_object(_LATE_CALLBACK, _SAVE_TRAINER, call="self.cb.on_step_end(self, step)", wait="",
+                        fixed={"call": "if step % 1000 == 0 or step == 9:\n                    self.cb.on_step_end(self, step)",
+                               "wait": _WAIT_IN_METHOD},
+                        message="save every `1000` steps and at the last step"),
         # A checkpointer handed in as a parameter, every call passing one of the file's class
         # (or the parameter annotated with it): its save runs on every step, but a parameter's
         # object was not followed and the save went unreported.
-        *[Invalid(_PASSED_CHECKPOINTER.format(head="", save="torch.save(model.state_dict(), self.path)",
-                                              annotation=annotation, call="ckpt.save(model)", calls=calls),
-                  fixed=_PASSED_CHECKPOINTER.format(
-                      head=HELPER_CODE + "\n\n", save="_trainlint_async_save(torch.save, model.state_dict(), self.path)",
-                      annotation=annotation, call="if step % 1000 == 0:\n            ckpt.save(model)",
-                      calls="    ckpt.save(model)\n    _trainlint_wait_for_save()\n" + calls),
-                  message="`save()` (which calls `torch.save`) writes a checkpoint on every training step")
+        *[_through_object(_PASSED_CHECKPOINTER, _SAVE_PATH, annotation=annotation, call="ckpt.save(model)", calls=calls,
+                          fixed={"call": "if step % 1000 == 0:\n            ckpt.save(model)",
+                                 "calls": "    ckpt.save(model)\n    _trainlint_wait_for_save()\n" + calls},
+                          message="`save()` (which calls `torch.save`) writes a checkpoint on every training step")
           for annotation, calls in [("", "train(model, opt, loader, Checkpointer('last.pt'))\n"),
                                     ("", "ckpt = Checkpointer('last.pt')\ntrain(model, opt, loader, ckpt)\n"),
                                     (": 'Checkpointer'", "")]],
         # ... the method's caller and its caller handed both objects down (`main(Runner(),
         # Checkpointer(...))`): the parameters' classes were cut at the depth first asked, and the
         # save went unreported.
-        Invalid(_HANDED_DOWN_CHECKPOINTER.format(head="", save="torch.save(model.state_dict(), self.path)",
-                                                 call="ckpt.save(model)", after=""),
-                fixed=_HANDED_DOWN_CHECKPOINTER.format(
-                    head=HELPER_CODE + "\n\n", save="_trainlint_async_save(torch.save, model.state_dict(), self.path)",
-                    call="if step % 1000 == 0:\n                ckpt.save(model)",
-                    after="        ckpt.save(model)\n        _trainlint_wait_for_save()\n"),
-                message="`save()` (which calls `torch.save`) writes a checkpoint on every training step"),
+        _through_object(_HANDED_DOWN_CHECKPOINTER, _SAVE_PATH, call="ckpt.save(model)", after="",
+                        fixed={"call": "if step % 1000 == 0:\n                ckpt.save(model)",
+                               "after": "        ckpt.save(model)\n        _trainlint_wait_for_save()\n"},
+                        message="`save()` (which calls `torch.save`) writes a checkpoint on every training step"),
         # The save function's parameters read as what the call hands them (`step`, the trainer's
         # own counter, still bound after the loop; `self` as `self.ckpt`): the final save after
         # the loop can be written. It was refused as unable to read `model` (or `step`) there.
