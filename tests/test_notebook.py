@@ -166,11 +166,19 @@ def test_folders_include_notebooks_and_bad_ones_are_named(tmp_path):
     write(tmp_path / "a.ipynb", notebook())
     (tmp_path / "b.ipynb").write_text("{not json", encoding="utf-8")
     (tmp_path / "c.ipynb").write_text('{"cells": 3}', encoding="utf-8")
+    # A code cell's source that is not text was read with str(): `null` was checked as `None`,
+    # and a list holding a number stopped the run with an internal error.
+    for name, source in (("d", None), ("e", ["x = 1\n", 2])):
+        write(tmp_path / f"{name}.ipynb", notebook([{"cell_type": "markdown", "source": ""},
+                                                    {"cell_type": "code", "source": source}]))
     proc = trainlint(["check", "."], tmp_path)
     assert proc.returncode == 2
     assert "a.ipynb:cell 3:1:10: TL101" in proc.stdout
     assert "b.ipynb: error: not a notebook: invalid JSON" in proc.stderr
     assert "c.ipynb: error: not a notebook: no list of cells" in proc.stderr
+    for name in "de":
+        assert f"{name}.ipynb: error: not a notebook: the source of cell 2 is not text" in proc.stderr, proc.stderr
+    assert "internal error" not in proc.stderr
 
 
 def test_standard_input_names_a_notebook(tmp_path):

@@ -53,7 +53,7 @@ def _is_magic(line: str) -> bool:
 
 def _cell_source(cell: dict) -> str:
     source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
+    return "".join(source) if isinstance(source, list) else source
 
 
 @dataclass
@@ -73,6 +73,12 @@ class Notebook:
             raise NotebookError(f"not a notebook: invalid JSON: {exc}") from None
         if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
             raise NotebookError("not a notebook: no list of cells (nbformat 4 is read)")
+        for number, cell in enumerate(data["cells"], start=1):
+            source = cell.get("source", "") if isinstance(cell, dict) and cell.get("cell_type") == "code" else ""
+            if not isinstance(source, str) and not (isinstance(source, list) and all(isinstance(s, str) for s in source)):
+                # nbformat's own rule; read as str(), `null` was checked as the Python `None`
+                raise NotebookError(f"not a notebook: the source of cell {number} is not text "
+                                    f"(a string or a list of strings)")
         notebook = cls(raw=raw, data=data)
         notebook.text = notebook._python_text()
         return notebook
