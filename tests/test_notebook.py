@@ -179,6 +179,13 @@ def test_folders_include_notebooks_and_bad_ones_are_named(tmp_path):
     for name in "de":
         assert f"{name}.ipynb: error: not a notebook: the source of cell 2 is not text" in proc.stderr, proc.stderr
     assert "internal error" not in proc.stderr
+    # Metadata of another shape than nbformat's says nothing of the language: the cells are read.
+    data = notebook()
+    data["metadata"] = {"language_info": "python", "kernelspec": [1]}
+    write(tmp_path / "d.ipynb", data)
+    (tmp_path / "e.ipynb").unlink()
+    proc = trainlint(["check", "d.ipynb"], tmp_path)
+    assert "d.ipynb:cell 3:1:10: TL101" in proc.stdout and proc.returncode == 1, proc.stderr
 
 
 def test_standard_input_names_a_notebook(tmp_path):

@@ -51,6 +51,10 @@ def _is_magic(line: str) -> bool:
     return line.lstrip().startswith(("%", "!")) or bool(_HELP.match(line))
 
 
+def _mapping(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _cell_source(cell: dict) -> str:
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else source
@@ -84,8 +88,9 @@ class Notebook:
         return notebook
 
     def _is_python(self) -> bool:
-        meta = self.data.get("metadata") or {}
-        language = (meta.get("language_info") or {}).get("name") or (meta.get("kernelspec") or {}).get("language")
+        # Metadata is free-form for whoever wrote the file: a key of another shape says nothing.
+        meta = _mapping(self.data.get("metadata"))
+        language = _mapping(meta.get("language_info")).get("name") or _mapping(meta.get("kernelspec")).get("language")
         return language is None or str(language).lower() == "python"
 
     def code_cells(self, data: dict | None = None):
