@@ -48,6 +48,15 @@ LOADER = "from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n"
         ("[tool.trainlint.TL101]\nnum-workers = -2", "`TL101.num-workers`: expected an integer of at least 0, got int -2"),
         ("[tool.trainlint.TL104]\nmin-prefetch-factor = 0", "`TL104.min-prefetch-factor`: expected an integer of at least 1"),
         ("[tool.trainlint.TL403]\nmax-init-scale = 0.5", "`TL403.max-init-scale`: expected an integer or a number of at least 1"),
+        # A boolean passed for a number (True is an int to Python), and TOML's inf and nan, were
+        # accepted: the fix wrote `init_scale=True` or `init_scale=nan`.
+        ("[tool.trainlint.TL403]\nmax-init-scale = true", "`TL403.max-init-scale`: expected an integer or a number, "
+                                                          "got bool True"),
+        ("[tool.trainlint.TL403]\nmax-init-scale = nan", "`TL403.max-init-scale`: expected a finite number, got float nan"),
+        ("[tool.trainlint.TL403]\nmin-init-scale = inf", "`TL403.min-init-scale`: expected a finite number, got float inf"),
+        # A list where a name is expected stopped the run with an internal error (unhashable list).
+        ("output-format = []", "`output-format`: expected one of azure, concise"),
+        ("target-gpu = ['ampere']", "`target-gpu`: expected one of any"),
         # Ruff's `lint` section was called an unknown rule (`[lint]`: unknown rule code or name).
         ("lint.select = ['TL1']", "`lint`: unknown setting; trainlint has no `lint` section (Ruff's): put `select` "
                                   "directly under [tool.trainlint]"),
@@ -389,3 +398,22 @@ def test_command_line_globs_with_dot_segments(tmp_path):
     # From a subfolder, `../legacy` names the folder beside it.
     assert _flagged(tmp_path, "--extend-exclude", "../legacy", "..", cwd=tmp_path / "nested") == [
         "../c.py", "../nested/b.py"]
+
+
+def test_rule_options_are_checked_together_as_a_run_reads_them(tmp_path):
+    # `min-init-scale` above `max-init-scale` was accepted: every scaler was reported ("start
+    # within 8192..1024"), also one at 8192, and fixed to a value below the range. Checked after
+    # `extend` and --config merged their values, so a child may lower both of its base's.
+    _put(tmp_path / "pyproject.toml", "[tool.trainlint.TL403]\nmin-init-scale = 8192\n")
+    _put(tmp_path / "a" / "trainlint.toml", 'extend = "../pyproject.toml"\n[TL403]\nmax-init-scale = 8192.5\n')
+    assert settings_from_file(str(tmp_path / "a" / "trainlint.toml")).options_for("TL403")["min-init-scale"] == 8192
+    bad = _put(tmp_path / "b" / "trainlint.toml", 'extend = "../pyproject.toml"\n[TL403]\nmax-init-scale = 2048\n')
+    with pytest.raises(ConfigError, match="`min-init-scale` \\(8192\\) is above `max-init-scale` \\(2048\\)"):
+        settings_from_file(str(bad))
+    lowered = _put(tmp_path / "c" / "trainlint.toml",
+                   'extend = "../pyproject.toml"\n[TL403]\nmin-init-scale = 512\nmax-init-scale = 2048\n')
+    assert settings_from_file(str(lowered)).options_for("TL403")["max-init-scale"] == 2048
+    (tmp_path / "a" / "t.py").write_text(LOADER)
+    result = run_cli(["check", "--config", "TL403.max-init-scale = 4096", "t.py"], tmp_path / "a")
+    assert result.exit_code == 2 and "--config: invalid configuration: `TL403`: `min-init-scale` (8192) is above " \
+                                      "`max-init-scale` (4096)" in result.output, result.output

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import math
 import os
 import re
 import sys
@@ -364,7 +365,7 @@ def parse_table(table: dict, path: str) -> dict:
         elif key == "output-format":
             from trainlint.reporters import FORMATS
 
-            if value not in FORMATS:
+            if not isinstance(value, str) or value not in FORMATS:
                 hint = did_you_mean(value, FORMATS) if isinstance(value, str) else ""
                 raise ConfigError(str(_err(path, key, "one of " + ", ".join(sorted(FORMATS)), value)) + hint)
             out["output_format"] = value
@@ -377,7 +378,7 @@ def parse_table(table: dict, path: str) -> dict:
                 raise _err(path, key, "an integer from 1 to 320", value)
             out["line_length"] = value
         elif key == "target-gpu":
-            if value not in TARGET_GPUS:
+            if not isinstance(value, str) or value not in TARGET_GPUS:
                 raise _err(path, key, "one of " + ", ".join(TARGET_GPUS), value)
             out["target_gpu"] = value
         elif isinstance(value, dict) and get_rule(key) is not None:
@@ -391,8 +392,11 @@ def parse_table(table: dict, path: str) -> dict:
                         f"{path}: invalid configuration: `{key}.{opt_key}`: unknown option of {rule.code} "
                         f"({rule.name})" + (did_you_mean(opt_key, rule.options) or f"; its options: {known}")
                     )
-                if not isinstance(opt_value, option.type) or isinstance(opt_value, bool) and option.type is int:
+                types = option.type if isinstance(option.type, tuple) else (option.type,)
+                if not isinstance(opt_value, option.type) or isinstance(opt_value, bool) and bool not in types:
                     raise _err(path, f"{key}.{opt_key}", _type_name(option.type), opt_value)
+                if isinstance(opt_value, float) and not math.isfinite(opt_value):  # TOML's inf and nan
+                    raise _err(path, f"{key}.{opt_key}", "a finite number", opt_value)
                 if option.minimum is not None and opt_value < option.minimum:
                     raise _err(path, f"{key}.{opt_key}", f"{_type_name(option.type)} of at least {option.minimum}",
                                opt_value)
@@ -474,7 +478,18 @@ def settings_from_file(path: str, root: str | None = None) -> Settings:
     files it `extend`s keep their globs relative to their own folders either way."""
     root = os.path.abspath(root) if root is not None else os.path.dirname(os.path.abspath(path))
     kwargs = _settings_kwargs(path, (), root)
+    check_rule_options(kwargs.get("rule_options", ()), path)
     return Settings(root=root, config_path=path, **kwargs)
+
+
+def check_rule_options(rule_options, path: str) -> None:
+    """Each configured rule's options taken together, as a run reads them (over their defaults,
+    after `extend` and --config merged theirs): `min-init-scale` above `max-init-scale` is refused."""
+    for code, values in rule_options:
+        rule = get_rule(code)
+        problem = rule.options_problem({**{k: o.default for k, o in rule.options.items()}, **dict(values)})
+        if problem:
+            raise ConfigError(f"{path}: invalid configuration: `{code}`: {problem}")
 
 
 def _settings_kwargs(path: str, chain: tuple[str, ...], folder: str | None = None) -> dict:
@@ -646,6 +661,7 @@ class SettingsResolver:
             for code, values in inline.pop("rule_options"):
                 merged.setdefault(code, {}).update(dict(values))
             inline["rule_options"] = tuple((code, tuple(values.items())) for code, values in merged.items())
+            check_rule_options(inline["rule_options"], "--config")
         # --config "extend-per-file-ignores = ..." adds to the file's (where "per-file-ignores" replaces them).
         added_ignores = inline.pop("extend_per_file_ignores", ())
         if "select" in inline and "extend_select" not in inline:

@@ -142,6 +142,12 @@ class Rule:
         return f"# {cls.name} ({cls.code})\n\n{cls.summary}\n\n{cls.facts()}\n\n{cls.docs.strip()}\n{options}"
 
     @classmethod
+    def options_problem(cls, values: dict[str, Any]) -> str | None:
+        """What is wrong with the rule's option values taken together (each one was checked on its
+        own as it was read), or None; config.py refuses the configuration with it."""
+        return None
+
+    @classmethod
     def url(cls) -> str:
         return DOCS_URL.format(code=cls.code.lower())
 

@@ -30,6 +30,14 @@ class GradScalerInitScale(Rule):
         "min-init-scale": Option(1024, (int, float), "Smallest initial loss scale accepted.", minimum=1),
         "max-init-scale": Option(8192, (int, float), "Largest initial loss scale accepted; the fix writes it.", minimum=1),
     }
+
+    @classmethod
+    def options_problem(cls, values):
+        low, high = values["min-init-scale"], values["max-init-scale"]
+        if low > high:  # no scale would be accepted, and the fix would write one below the range
+            return f"`min-init-scale` ({low!r}) is above `max-init-scale` ({high!r})"
+        return None
+
     docs = """
 ## What it does
 Off by default (enable with `select`/`extend-select`). Flags a `GradScaler` (any spelling) whose
