@@ -678,3 +678,16 @@ def test_suppression_problems_are_published_on_their_notebook_cell(client, tmp_p
     first, second = _cell_diagnostics(client, cell_uris)
     assert first == []
     assert [(d["range"]["start"], "code" in d) for d in second] == [({"line": 1, "character": 7}, False)]
+
+
+def test_a_message_of_another_shape_gets_an_error_and_the_server_goes_on(client, tmp_path):
+    # A JSON array (a JSON-RPC batch, which LSP does not have) ended the server with an
+    # AttributeError; a method that is no name, or params that are no object, are refused too.
+    for body, code in ((b"[1, 2]", -32600), (b'{"jsonrpc": "2.0", "id": 7, "method": ["x"]}', -32600),
+                       (b'{"jsonrpc": "2.0", "id": 8, "method": "textDocument/hover", "params": [1]}', -32602)):
+        client.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        client.proc.stdin.flush()
+        reply = client.receive()
+        assert reply["error"]["code"] == code, reply
+    uri = _open(client, tmp_path, SOURCE)  # and the server reads on
+    assert client.diagnostics(uri)["diagnostics"]

@@ -194,11 +194,22 @@ class Server:
 
     def handle(self, message: dict) -> bool:
         """Handle one message; False when the client said `exit`."""
+        if not isinstance(message, dict) or not isinstance(message.get("method", ""), (str, type(None))):
+            # A batch (a JSON array: JSON-RPC has them, LSP does not) or a method that is no
+            # name: refused, and the server reads on (an array ended it with an AttributeError).
+            self.send({"id": None, "error": {"code": -32600, "message": "invalid request: an LSP message is one "
+                                                                       "JSON object with a method name"}})
+            return True
         method = message.get("method")
         params = message.get("params") or {}
         request_id = message.get("id")
         if method == "exit":
             return False
+        if not isinstance(params, dict):  # LSP's params of every method the server handles are an object
+            if request_id is not None:
+                self.send({"id": request_id, "error": {"code": -32602, "message": f"invalid params of {method}: "
+                                                                                  f"expected an object"}})
+            return True
         handler = getattr(self, "on_" + (method or "").replace("/", "_").replace("$", "dollar"), None)
         if handler is None:
             if request_id is not None and method is not None:
@@ -304,8 +315,8 @@ class Server:
             return False
         with self.pending.mutex:
             waiting = list(self.pending.queue)
-        return any(isinstance(m, dict) and m.get("method") in _CHANGES
-                   and ((m.get("params") or {}).get(_CHANGES[m["method"]]) or {}).get("uri") == uri for m in waiting)
+        return any(isinstance(m, dict) and isinstance(m.get("method"), str) and m["method"] in _CHANGES
+                   and _named(m.get("params"), _CHANGES[m["method"]]) == uri for m in waiting)
 
     def on_textDocument_didSave(self, params: dict) -> None:
         doc = self.documents.get(params["textDocument"]["uri"])
@@ -619,6 +630,13 @@ class Server:
             return None
         edit = edits.of_text(fixed) if fixed != edits.text else None
         return None if edit is None else {"title": "trainlint: Fix all safe fixes", "kind": FIX_ALL, "edit": edit}
+
+def _named(params, key: str):
+    """The uri of the document `params[key]` names, or None (a message still waiting is read
+    before handle() has checked its shape)."""
+    document = params.get(key) if isinstance(params, dict) else None
+    return document.get("uri") if isinstance(document, dict) else None
+
 
 def _notebook_file(uri: str) -> bool:
     """A .ipynb opened as a text document: its JSON is not Python (it comes as a notebook document)."""
