@@ -64,6 +64,14 @@ _HOST_BATCH_TEST = ("import torch\nfor batch in loader:\n    x = batch['x'].cuda
                     "    {test}\n    loss = model(x, y.cuda(non_blocking=True))\n    loss.backward()\n    opt.step()\n")
 
 
+
+# A trainer whose step returns the loss ({kept}), tested by a helper the loop hands it to ({use}).
+_RETURNED_LOSS = ("import torch\nclass Brain:\n    def __init__(self, model):\n        self.model = model.cuda()\n"
+                  "    def fit_batch(self, batch):\n        loss = self.model(batch.cuda()).sum()\n        loss.backward()\n"
+                  "        self.opt.step()\n        return {kept}\n    def update(self, loss):\n"
+                  "        if torch.isfinite(loss):\n            self.n += 1\n    def fit(self, loader):\n"
+                  "        for batch in loader:\n            loss = self.fit_batch(batch)\n            {use}\n")
+
 class TensorConditionPerStep(Rule):
     code = "TL204"
     name = "tensor-condition-per-step"
@@ -117,6 +125,11 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
 (how often to test is the script's choice).
 """
     valid = [
+        # The loss a step returns with `.cpu()` is in host memory: testing it, in the loop or in a
+        # helper every call of which hands it that value (speechbrain's `update_average(loss, ...)`
+        # after `fit_batch` returns `loss.detach().cpu()`), waits for nothing. It was reported.
+        Valid(_RETURNED_LOSS.format(kept="loss.detach().cpu()", use="self.update(loss)")),
+        Valid(_RETURNED_LOSS.format(kept="loss.detach().cpu()", use="if torch.isnan(loss):\n                break")),
         # A model of the file run only in evaluation, under no_grad after training: its forward is
         # no per-step code; nor is the forward of a class the loop does not call (an imported model).
         Valid(forward_case("if torch.isnan(x).any():\n    raise ValueError('nan input')", make="model = other.cuda()")
@@ -167,6 +180,11 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
               "        opt.step()\n    val_loss = evaluate(model)\n"),
     ]
     invalid = [
+        # The step returns the loss on the device: the helper's test waits for the GPU; so it does
+        # where the helper is also handed on as a callback, which may be given anything.
+        Invalid(_RETURNED_LOSS.format(kept="loss.detach()", use="self.update(loss)"), message="`if` on a tensor"),
+        Invalid(_RETURNED_LOSS.format(kept="loss.detach().cpu()", use="self.update(loss)\n            hooks.append(self.update)"),
+                message="`if` on a tensor"),
         # In the forward of a model of the file, which the loop runs through `model(x)` on every
         # step (the loop never showed forward's code, and these went unreported): a check that
         # fails gets the `_assert_async` suggestion, a test that returns early none.

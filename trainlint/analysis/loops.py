@@ -1125,7 +1125,7 @@ class Loops:
         are not seen), a call passes `*args`/`**kwargs` or leaves the parameter to its default,
         or the calls disagree. Memoized by (fn, name), with the same answer whoever asks first:
         it used to be worked out to a depth left by the asker, and the memo kept the first
-        question's answer; the tables' questions (_plain_calls_of) came first and deep, so a
+        question's answer; the tables' questions (plain_calls_of) came first and deep, so a
         parameter handed down through two functions was never known. The chain of parameters
         followed ends because each (fn, name) is worked out once (the memo, and
         _resolving_parameters while it is being worked out)."""
@@ -1150,22 +1150,32 @@ class Loops:
                      if p.name.value == name)
         if param.annotation is not None:
             return self._named_class(param.annotation.annotation)
-        calls = self._plain_calls_of(fn)
-        if not calls:
+        handed = self.handed_to(fn, name)
+        if not handed:
             return ()
-        found: set = set()
+        found = {self._instance_classes(arg.value, call) for arg, call in handed}
+        classes = found.pop() if len(found) == 1 else ()
+        return classes if len(classes) == 1 else ()
+
+    def handed_to(self, fn: cst.FunctionDef, name: str) -> list[tuple[cst.Arg, cst.Call]] | None:
+        """(argument, call) for each call in the file of fn (plain_calls_of) that hands its
+        parameter name: what the parameter holds. None where that is not known: fn is read other
+        than as a call's callee, a call passes `*args`/`**kwargs` or leaves name to its default."""
+        calls = self.plain_calls_of(fn)
+        if calls is None:
+            return None
+        handed = []
         for call in calls:
             if any(arg.star for arg in call.args):
-                return ()
-            # A plain call is never through an alias (_plain_calls_of), so its arguments bind as
+                return None
+            # A plain call is never through an alias (plain_calls_of), so its arguments bind as
             # written: bind_args' alias table is not needed, and not yet built when this is asked
             # for a factory's call (_find_aliases).
             args = [arg for param_name, arg in _paired(_plain_params(fn, call), call) if param_name == name]
             if len(args) != 1:
-                return ()
-            found.add(self._instance_classes(args[0].value, call))
-        classes = found.pop() if len(found) == 1 else ()
-        return classes if len(classes) == 1 else ()
+                return None
+            handed.append((args[0], call))
+        return handed
 
     def _named_class(self, annotation: cst.BaseExpression) -> tuple[cst.ClassDef, ...]:
         """The class defined here (one of its name, no import of the name) an annotation names,
@@ -1179,14 +1189,14 @@ class Loops:
 
     @cached_property
     def _name_reads(self) -> dict[str, list[cst.Name]]:
-        """Every Name node of the file, by its name, in document order (_plain_calls_of,
+        """Every Name node of the file, by its name, in document order (plain_calls_of,
         init_arguments)."""
         out: dict[str, list[cst.Name]] = {}
         for node in self.index.nodes(cst.Name):
             out.setdefault(node.value, []).append(node)
         return out
 
-    def _plain_calls_of(self, fn: cst.FunctionDef) -> list[cst.Call] | None:
+    def plain_calls_of(self, fn: cst.FunctionDef) -> list[cst.Call] | None:
         """Every call in the file that runs fn: `train(...)` of a module function; `self.fit(...)`
         and `obj.fit(...)` on an instance of fn's class, for a method (a call on an object of
         unknown class is taken not to run it, as calls_by_name takes it). Read from the names of

@@ -658,16 +658,19 @@ class Tensors:
                 and (self._host(a.value, depth + 1, field) or (a.keyword is not None and not self.is_tensor(a.value)))
                 for a in call.args)
         func = call.func
-        if not isinstance(func, cst.Attribute):
-            return False
-        method = func.attr.value
+        method = func.attr.value if isinstance(func, cst.Attribute) else None
         if method in _TO_HOST:
             return True
         if method in _ACCESSORS:
             return self._host(func.value, depth + 1, field=True)
         if method in _KEEPS_DEVICE or (method == "to" and not is_device_move(self.ctx, call)):
             return self._host(func.value, depth + 1, field)
-        return False
+        if method in ("to", "cuda"):
+            return False  # a move to the device, whatever a method of the file of that name returns
+        # A function of the file: what its every return gives (`def fit_batch(...): ...
+        # return loss.detach().cpu()`).
+        callees = self.ctx.loops.callees(call)
+        return bool(callees) and all(self._returns_on_host(fn, depth) for fn in callees)
 
     def _name_on_host(self, use: cst.BaseExpression, name: str, depth: int, field: bool) -> bool:
         """The value name holds at use is on the host: the assignment that reaches use assigns a
@@ -706,10 +709,35 @@ class Tensors:
                 binder = next((comp for comp in reversed(_comp_fors(anc)) if name in _target_names(comp)), None)
                 if binder is not None:
                     return self._bound_by_loop(binder, name, depth)
-            elif isinstance(anc, (cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            elif isinstance(anc, cst.FunctionDef):
+                # Nothing in the function binds name before use: a parameter holds what its calls
+                # hand it (`self.update_average(loss)` after `loss = self.fit_batch(batch)`).
+                return "." not in name and self._parameter_on_host(anc, name, depth, field)
+            elif isinstance(anc, (cst.While, cst.Lambda, cst.ClassDef)):
                 return False
             child = anc
         return False
+
+    def _parameter_on_host(self, fn: cst.FunctionDef, name: str, depth: int, field: bool) -> bool:
+        """name is a parameter of fn that fn never binds again (is_plain_parameter), and every call
+        of fn in the file hands it a value on the host, there (Loops.handed_to). fn called nowhere
+        here (a library's entry point, a callback handed on) is not known."""
+        loops = self.ctx.loops
+        if not loops.is_plain_parameter(fn, name):
+            return False
+        handed = loops.handed_to(fn, name)
+        return bool(handed) and all(self._host(arg.value, depth + 1, field) for arg, _call in handed)
+
+    def _returns_on_host(self, fn: cst.FunctionDef, depth: int) -> bool:
+        """Every `return` of fn gives a value on the host (`return loss.detach().cpu()`); a
+        generator (its `yield`s) is not read."""
+        returns = []
+        for node in self.index.walk(fn.body):
+            if isinstance(node, (cst.Return, cst.Yield)) and self.index.enclosing_function(node) is fn:
+                if isinstance(node, cst.Yield) or node.value is None:
+                    return False
+                returns.append(node.value)
+        return bool(returns) and all(self._host(value, depth + 1, field=False) for value in returns)
 
     def _adds_host_value(self, stmt: cst.CSTNode, name: str, depth: int) -> bool:
         """stmt is `name += value` (or `-=`, `*=`, `/=`) of a plain name with a value on the host:
