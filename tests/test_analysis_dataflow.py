@@ -702,6 +702,31 @@ def test_tensors_on_device_loaded_or_returned():
     assert got == [False, False, False, False, True, True, False, True]
 
 
+def test_tensors_on_host_through_the_files_functions():
+    # What a function of the file returns on the host (`.cpu()`) is on the host where it is called,
+    # and a parameter that every call hands such a value is too, down a chain of helpers (each
+    # parameter worked out once, from a fixed depth: the answers do not depend on the order of the
+    # questions). A helper also handed on as a callback, a parameter a call leaves to its default,
+    # or helpers handing their parameters round in a cycle are not known.
+    code = (
+        "import torch\ndef step(batch):\n    loss = model(batch.cuda()).sum()\n    return loss.detach().cpu()\n"
+        "def device_step(batch):\n    return model(batch.cuda()).sum()\n"
+        "def check(x):\n    return inner(x)\ndef inner(y):\n    use(y)\n    return y\n"
+        "def handed(z):\n    use(z)\ndef defaulted(w=None):\n    use(w)\n"
+        "def ping(p):\n    use(p)\n    pong(p)\ndef pong(q):\n    ping(q)\n"
+        "for batch in loader:\n    loss = step(batch)\n    check(loss)\n    handed(loss)\n    hooks.append(handed)\n"
+        "    defaulted(loss)\n    defaulted()\n    ping(loss)\n    use(device_step(batch))\n"
+    )
+    names = ["y", "z", "w", "p", "device_step(batch)"]
+    for order in (names, names[::-1]):
+        ctx = _ctx(code)
+        uses = {ctx.code(c.args[0].value): c.args[0].value for c in _calls(ctx, "use")}
+        got = {name: ctx.tensors.on_host(uses[name]) for name in order}
+        assert got == {"y": True, "z": False, "w": False, "p": False, "device_step(batch)": False}, order
+    ctx = _ctx(code)
+    assert ctx.tensors.on_host(_calls(ctx, "check")[0].args[0].value)
+
+
 def test_pin_memory_fix_unsafe_for_a_device_helpers_tensors():
     # TL102: features from a helper that copies to the device, where on_device cannot see what it
     # returns (an item assigned into a dict): the fix is offered as unsafe (pinning CUDA raises).

@@ -98,6 +98,7 @@ class Tensors:
         # function -> its parameters' arguments, while on_device follows a call into it.
         self._passed: dict[cst.CSTNode, dict[str, cst.BaseExpression]] = {}
         self._host_params: dict[tuple, bool] = {}  # (function, parameter) -> _host_parameter's answer
+        self._parameters_on_host: dict[tuple, bool] = {}  # (function, parameter, field) -> _parameter_on_host's
         for assign in index.nodes(cst.Assign):
             scope = index.enclosing_function(assign)
             table = self._scopes.setdefault(scope, {})
@@ -712,21 +713,29 @@ class Tensors:
             elif isinstance(anc, cst.FunctionDef):
                 # Nothing in the function binds name before use: a parameter holds what its calls
                 # hand it (`self.update_average(loss)` after `loss = self.fit_batch(batch)`).
-                return "." not in name and self._parameter_on_host(anc, name, depth, field)
+                return "." not in name and self._parameter_on_host(anc, name, field)
             elif isinstance(anc, (cst.While, cst.Lambda, cst.ClassDef)):
                 return False
             child = anc
         return False
 
-    def _parameter_on_host(self, fn: cst.FunctionDef, name: str, depth: int, field: bool) -> bool:
+    def _parameter_on_host(self, fn: cst.FunctionDef, name: str, field: bool) -> bool:
         """name is a parameter of fn that fn never binds again (is_plain_parameter), and every call
         of fn in the file hands it a value on the host, there (Loops.handed_to). fn called nowhere
-        here (a library's entry point, a callback handed on) is not known."""
-        loops = self.ctx.loops
-        if not loops.is_plain_parameter(fn, name):
-            return False
-        handed = loops.handed_to(fn, name)
-        return bool(handed) and all(self._host(arg.value, depth + 1, field) for arg, _call in handed)
+        here (a library's entry point, a callback handed on) is not known.
+
+        Worked out once per parameter, the arguments read from a fixed depth whoever asks (an
+        answer kept at the asker's depth would depend on which question came first), so a helper
+        called from many places is not followed again from each; a parameter whose answer is being
+        worked out (functions handing values round in a cycle) is not known."""
+        key = (fn, name, field)
+        if key not in self._parameters_on_host:
+            self._parameters_on_host[key] = False  # while it is worked out
+            loops = self.ctx.loops
+            handed = loops.handed_to(fn, name) if loops.is_plain_parameter(fn, name) else None
+            self._parameters_on_host[key] = bool(handed) and all(
+                self._host(arg.value, _PARAMETER_DEPTH, field) for arg, _call in handed)
+        return self._parameters_on_host[key]
 
     def _returns_on_host(self, fn: cst.FunctionDef, depth: int) -> bool:
         """Every `return` of fn gives a value on the host (`return loss.detach().cpu()`); a
@@ -876,6 +885,11 @@ def _assigned_or_unpacked(stmt: cst.CSTNode, name: str) -> tuple[cst.BaseExpress
 
 # Python floats the standard library and numpy name.
 _FLOAT_CONSTANTS = frozenset({"math.inf", "math.nan", "math.pi", "math.e", "numpy.inf", "numpy.nan", "sys.maxsize"})
+
+
+# The depth _host starts from for the arguments of a parameter's calls (_parameter_on_host): of
+# the 8 it goes, 3 are left to follow each argument back.
+_PARAMETER_DEPTH = 5
 
 
 def _host_value(expr: cst.BaseExpression) -> bool:
