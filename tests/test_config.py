@@ -1,8 +1,11 @@
 """Configuration: discovery (nearest file wins), validation errors, options reaching rules."""
 
+import json
 import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from _cli import run_cli
 from trainlint.config import ConfigError, SettingsResolver, settings_from_file
 
@@ -417,3 +420,43 @@ def test_rule_options_are_checked_together_as_a_run_reads_them(tmp_path):
     result = run_cli(["check", "--config", "TL403.max-init-scale = 4096", "t.py"], tmp_path / "a")
     assert result.exit_code == 2 and "--config: invalid configuration: `TL403`: `min-init-scale` (8192) is above " \
                                       "`max-init-scale` (4096)" in result.output, result.output
+
+
+_KEYS = ["select", "ignore", "extend-select", "fixable", "unfixable", "exclude", "per-file-ignores", "line-length",
+         "target-torch", "target-gpu", "fix", "unsafe-fixes", "output-format", "interval-names", "lint", "TL101",
+         "TL403", "TL501", "x"]
+_VALUES = st.recursive(
+    st.booleans() | st.integers(-3, 400) | st.floats() | st.text(max_size=5)
+    | st.sampled_from(["TL101", "TL1", "ALL", "ampere", "json", "2.1", "tests/*"]),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from([*_KEYS, "num-workers", "min-init-scale", "max-init-scale", "*.py"]), inner,
+                      max_size=3),
+    max_leaves=5)
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "nan" if value != value else ("inf" if value == float("inf") else "-inf" if value == float("-inf")
+                                             else repr(value))
+    if isinstance(value, (int, str)):
+        return json.dumps(value) if isinstance(value, str) else str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return "{" + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + "}"
+
+
+@settings(max_examples=int(os.environ.get("TRAINLINT_PROPERTY_EXAMPLES", "60")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=4))
+def test_any_configuration_is_read_or_refused_with_a_config_error(tmp_path, table):
+    # Generated tables of every key with values of every TOML type: each is read, or refused with
+    # a ConfigError naming the file; a list where a name was wanted (`output-format = []`) was a
+    # TypeError, which the CLI reports as an internal error.
+    path = tmp_path / "trainlint.toml"
+    path.write_text("".join(f"{json.dumps(k)} = {_toml(v)}\n" for k, v in table.items()))
+    try:
+        settings_from_file(str(path))
+    except ConfigError as exc:
+        assert str(exc).startswith(str(path)), exc

@@ -358,3 +358,29 @@ def test_rendering_a_changed_cell_changes_only_its_source_in_any_json_style(sour
 
 def _cell_text(cell) -> str:
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                     max_leaves=6)
+_CELL = st.fixed_dictionaries({}, optional={
+    "cell_type": st.sampled_from(["code", "markdown", "raw", 3]), "metadata": _JSON, "outputs": _JSON,
+    "source": _JSON | st.lists(st.sampled_from(["x = 1\n", "%time x\n", "!ls\n", "for a in b:\n", "    pass\n",
+                                                "loader = DataLoader(ds)\n"]))})
+
+
+@settings(max_examples=int(os.environ.get("TRAINLINT_PROPERTY_EXAMPLES", "100")), deadline=None)
+@given(data=st.fixed_dictionaries({"cells": st.lists(_CELL | _JSON, max_size=4)},
+                                  optional={"metadata": _JSON | st.fixed_dictionaries(
+                                      {"language_info": _JSON, "kernelspec": _JSON}), "nbformat": _JSON}))
+def test_any_json_is_read_as_a_notebook_or_refused_with_a_notebook_error(data):
+    # Cells and metadata of every JSON shape: a notebook is read (and its unchanged text renders
+    # the same bytes), or refused with a NotebookError; a `null` source was read as `None`, a
+    # number in a source list and a string `language_info` were internal errors.
+    raw = json.dumps(data)
+    try:
+        nb = Notebook.parse(raw)
+    except NotebookError as exc:
+        assert str(exc).startswith("not a notebook: ")
+        return
+    assert nb.render(nb.text) == raw
