@@ -631,6 +631,7 @@ class Server:
         edit = edits.of_text(fixed) if fixed != edits.text else None
         return None if edit is None else {"title": "trainlint: Fix all safe fixes", "kind": FIX_ALL, "edit": edit}
 
+
 def _named(params, key: str):
     """The uri of the document `params[key]` names, or None (a message still waiting is read
     before handle() has checked its shape)."""
