@@ -478,18 +478,18 @@ def settings_from_file(path: str, root: str | None = None) -> Settings:
     files it `extend`s keep their globs relative to their own folders either way."""
     root = os.path.abspath(root) if root is not None else os.path.dirname(os.path.abspath(path))
     kwargs = _settings_kwargs(path, (), root)
-    check_rule_options(kwargs.get("rule_options", ()), path)
-    return Settings(root=root, config_path=path, **kwargs)
+    return check_rule_options(Settings(root=root, config_path=path, **kwargs), path)
 
 
-def check_rule_options(rule_options, path: str) -> None:
-    """Each configured rule's options taken together, as a run reads them (over their defaults,
-    after `extend` and --config merged theirs): `min-init-scale` above `max-init-scale` is refused."""
-    for code, values in rule_options:
-        rule = get_rule(code)
-        problem = rule.options_problem({**{k: o.default for k, o in rule.options.items()}, **dict(values)})
+def check_rule_options(settings: Settings, path: str) -> Settings:
+    """settings, once each configured rule's options are checked together as a run reads them
+    (options_for: over their defaults, after `extend` and --config merged theirs): TL403's
+    `min-init-scale` above its `max-init-scale` is refused."""
+    for code, _values in settings.rule_options:
+        problem = get_rule(code).options_problem(settings.options_for(code))
         if problem:
             raise ConfigError(f"{path}: invalid configuration: `{code}`: {problem}")
+    return settings
 
 
 def _settings_kwargs(path: str, chain: tuple[str, ...], folder: str | None = None) -> dict:
@@ -661,12 +661,13 @@ class SettingsResolver:
             for code, values in inline.pop("rule_options"):
                 merged.setdefault(code, {}).update(dict(values))
             inline["rule_options"] = tuple((code, tuple(values.items())) for code, values in merged.items())
-            check_rule_options(inline["rule_options"], "--config")
         # --config "extend-per-file-ignores = ..." adds to the file's (where "per-file-ignores" replaces them).
         added_ignores = inline.pop("extend_per_file_ignores", ())
         if "select" in inline and "extend_select" not in inline:
             inline["extend_select"] = ()  # a select given here starts afresh, as `--select` does
         settings = replace(settings, **inline)
+        if "rule_options" in self.inline:
+            check_rule_options(settings, "--config")
         if added_ignores:
             settings = replace(settings, per_file_ignores=settings.per_file_ignores + added_ignores)
         overrides = dict(self.overrides)

@@ -28,7 +28,7 @@ class GradScalerInitScale(Rule):
     triggers = ("GradScaler",)
     options = {
         "min-init-scale": Option(1024, (int, float), "Smallest initial loss scale accepted.", minimum=1),
-        "max-init-scale": Option(8192, (int, float), "Largest initial loss scale accepted; the fix writes it.", minimum=1),
+        "max-init-scale": Option(8192, (int, float), "Largest initial loss scale accepted (not below `min-init-scale`); the fix writes it.", minimum=1),
     }
 
     @classmethod
