@@ -227,6 +227,35 @@ def test_preceding_lists_each_blocks_earlier_statements_nearest_first():
     assert [earlier for _anc, earlier in index.preceding(first) if earlier] == []
 
 
+def test_returns_and_is_generator_read_a_functions_own_body_only():
+    module = cst.parse_module(
+        "def outer(x):\n"
+        "    def inner():\n"
+        "        yield x\n"
+        "        return 1\n"
+        "    class Box:\n"
+        "        def get(self):\n"
+        "            return 2\n"
+        "    if x:\n"
+        "        return\n"
+        "    f = lambda: 3\n"
+        "    return inner, Box\n"
+        "def gen():\n"
+        "    yield from range(3)\n"
+        "def nothing():\n"
+        "    pass\n")
+    index = TreeIndex(module)
+    fns = {fn.name.value: fn for fn in index.nodes(cst.FunctionDef)}
+
+    def returned(name):
+        return [None if r.value is None else module.code_for_node(r.value) for r in index.returns(fns[name])]
+
+    assert returned("outer") == [None, "inner, Box"]
+    assert returned("inner") == ["1"] and returned("get") == ["2"]
+    assert returned("gen") == [] and returned("nothing") == []
+    assert [name for name in fns if index.is_generator(fns[name])] == ["inner", "gen"]
+
+
 @pytest.mark.parametrize(("options", "expected"), [
     ("p.add_argument('--num-workers', type=int, default=0)", ("--num-workers", 0)),
     ("p.add_argument('-j', dest='num_workers', type=int, default=4)", ("-j", 4)),

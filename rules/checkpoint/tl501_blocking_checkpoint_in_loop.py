@@ -3007,9 +3007,8 @@ and whether the fix still moves the save under an interval.
 
     def _returns_path(self, fn: cst.FunctionDef, forms: list) -> bool:
         """fn returns the path of forms (path_forms), as `return path` after `torch.save(state, path)`."""
-        return any(isinstance(node, cst.Return) and node.value is not None
-                   and self.ctx.index.enclosing_function(node) is fn and may_name(self.ctx, forms, node.value)
-                   for node in self.ctx.index.walk(fn.body))
+        return any(node.value is not None and may_name(self.ctx, forms, node.value)
+                   for node in self.ctx.index.returns(fn))
 
     def _signalled_done(self, save: cst.Call) -> str | None:
         """Why the end of the save's own statement tells others the file is written, or None: it

@@ -760,8 +760,7 @@ def _concurrent_iterators(ctx, call: cst.Call) -> tuple[str, str] | None:
 
 def _is_generator_call(ctx, call: cst.Call) -> bool:
     """call runs a function of the module that yields (a generator, made when called)."""
-    return any(isinstance(node, cst.Yield) and ctx.index.enclosing_function(node) is fn
-               for fn in ctx.loops.callees(call) for node in ctx.index.walk(fn.body))
+    return any(ctx.index.is_generator(fn) for fn in ctx.loops.callees(call))
 
 
 def _bound_name(ctx, value: cst.BaseExpression) -> str | None:

@@ -453,7 +453,7 @@ def _dataset_size(ctx, call: cst.Call) -> int | None:
     length = method_of(ctx, cls, "__len__") if cls is not None else None
     if length is None:
         return None
-    returns = [n for n in ctx.index.walk(length) if isinstance(n, cst.Return)]
+    returns = ctx.index.returns(length)
     value = ctx.literal(returns[0].value) if len(returns) == 1 and returns[0].value is not None else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 

@@ -1016,11 +1016,7 @@ def collate_returns(ctx, collate: cst.CSTNode) -> list[cst.BaseExpression]:
     of functions defined inside it; a bare `return` gives None."""
     if isinstance(collate, cst.Lambda):
         return [collate.body]
-    out = []
-    for node in ctx.index.walk(collate.body):
-        if isinstance(node, cst.Return) and ctx.index.enclosing_function(node) is collate:
-            out.append(node.value if node.value is not None else cst.Name("None"))
-    return out
+    return [node.value if node.value is not None else cst.Name("None") for node in ctx.index.returns(collate)]
 
 
 def returned_parts(ctx, value: cst.BaseExpression, depth: int = 0) -> list[cst.BaseExpression] | None:

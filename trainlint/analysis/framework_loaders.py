@@ -58,8 +58,8 @@ def returned_from(ctx, call: cst.Call, name: str | None) -> cst.FunctionDef | No
         return fn
     if name is None:
         return None
-    for node in ctx.index.walk(fn):
-        if isinstance(node, cst.Return) and node.value is not None:
+    for node in ctx.index.returns(fn):
+        if node.value is not None:
             values = [e.value for e in node.value.elements] if isinstance(node.value, cst.Tuple) else [node.value]
             if any(ctx.dotted(value) == name for value in values):
                 return fn

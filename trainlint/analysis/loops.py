@@ -772,7 +772,7 @@ class Loops:
             return None  # a factory that returns its own call (`return make_step(...)`): no function known
         self._resolving_factories.add(fn)
         try:
-            returns = [r for r in self.index.nodes(cst.Return) if self.index.enclosing_function(r) is fn]
+            returns = self.index.returns(fn)
             found = self._one_target([r.value for r in returns] or [None], depth) \
                 if all(r.value is not None for r in returns) else None
         finally:
@@ -1993,21 +1993,13 @@ class Loops:
             return self.innermost_loop(call) is not None
         return shared and any(a is arg for _callee, c, _param, a in self.call_arguments if c is call)
 
-    @cached_property
-    def _returns(self) -> dict[cst.FunctionDef, list[cst.Return]]:
-        """Each function's own `return` statements (not those of functions nested in it)."""
-        table: dict = {}
-        for node in self.index.nodes(cst.Return):
-            table.setdefault(self.index.enclosing_function(node), []).append(node)
-        return table
-
     def _returned_at(self, fn: cst.FunctionDef, value: cst.BaseExpression) -> int | None:
         """Where fn returns value: -1 alone, i at position i of a returned tuple, None if it does not."""
         holder = self.index.parent.get(value)
         names = set()
         if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0].target, cst.Name):
             names.add(holder.targets[0].target.value)
-        for node in self._returns.get(fn, ()):
+        for node in self.index.returns(fn):
             if node.value is None:
                 continue
             returned = node.value

@@ -398,8 +398,7 @@ class Tensors:
             return False
         loops = self.ctx.loops
         defs = loops.callees(value)
-        returns = [node for fn in defs for node in self.index.walk(fn.body) if isinstance(node, cst.Return)
-                   and self.index.enclosing_function(node) is fn]
+        returns = [node for fn in defs for node in self.index.returns(fn)]
         return bool(defs) and bool(returns) and all(r.value is not None and _host_value(r.value) for r in returns)
 
     def on_host(self, expr: cst.BaseExpression) -> bool:
@@ -544,9 +543,8 @@ class Tensors:
         """A `return` of fn gives a device value, its parameters read as `bound` gives them."""
         self._passed[fn] = bound
         try:
-            return any(isinstance(node, cst.Return) and node.value is not None
-                       and self.index.enclosing_function(node) is fn and self._device(node.value, 0, hops + 1)
-                       for node in self.index.walk(fn.body))
+            return any(node.value is not None and self._device(node.value, 0, hops + 1)
+                       for node in self.index.returns(fn))
         finally:
             del self._passed[fn]
 
@@ -740,13 +738,9 @@ class Tensors:
     def _returns_on_host(self, fn: cst.FunctionDef, depth: int) -> bool:
         """Every `return` of fn gives a value on the host (`return loss.detach().cpu()`); a
         generator (its `yield`s) is not read."""
-        returns = []
-        for node in self.index.walk(fn.body):
-            if isinstance(node, (cst.Return, cst.Yield)) and self.index.enclosing_function(node) is fn:
-                if isinstance(node, cst.Yield) or node.value is None:
-                    return False
-                returns.append(node.value)
-        return bool(returns) and all(self._host(value, depth + 1, field=False) for value in returns)
+        returns = self.index.returns(fn)
+        return bool(returns) and not self.index.is_generator(fn) \
+            and all(r.value is not None and self._host(r.value, depth + 1, field=False) for r in returns)
 
     def _adds_host_value(self, stmt: cst.CSTNode, name: str, depth: int) -> bool:
         """stmt is `name += value` (or `-=`, `*=`, `/=`) of a plain name with a value on the host:

@@ -117,7 +117,7 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
 
 
 class TreeIndex:
-    __slots__ = ("module", "parent", "by_type")
+    __slots__ = ("module", "parent", "by_type", "_own_exits")
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
@@ -143,6 +143,7 @@ class TreeIndex:
                 parent[child] = node
             children.reverse()
             stack.extend(children)
+        self._own_exits: dict | None = None
 
     def nodes(self, node_type: type) -> list[cst.CSTNode]:
         return self.by_type.get(node_type, [])
@@ -167,6 +168,32 @@ class TreeIndex:
             if isinstance(anc, cst.Lambda):
                 return None
         return None
+
+    def returns(self, fn: cst.FunctionDef) -> list[cst.Return]:
+        """fn's own `return` statements, in document order: not those of the functions and classes
+        defined inside it. A bare `return` is in the list with its value None."""
+        return self._exits().get(fn, ((), False))[0]
+
+    def is_generator(self, fn: cst.FunctionDef) -> bool:
+        """fn's own body yields (`yield`, `yield from`): a call gives a generator, whatever its
+        `return`s say."""
+        return self._exits().get(fn, ((), False))[1]
+
+    def _exits(self) -> dict:
+        """{function: (its own returns, whether it yields)}, built once for every function the
+        first time any is asked (the analyses that ask, ask of many)."""
+        if self._own_exits is None:
+            table: dict = {}
+            for node in self.nodes(cst.Return):
+                fn = self.enclosing_function(node)
+                if fn is not None:
+                    table.setdefault(fn, ([], False))[0].append(node)
+            for node in self.nodes(cst.Yield):
+                fn = self.enclosing_function(node)
+                if fn is not None:
+                    table[fn] = (table.get(fn, ([], False))[0], True)
+            self._own_exits = table
+        return self._own_exits
 
     def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
         return self.enclosing(node, cst.ClassDef)
