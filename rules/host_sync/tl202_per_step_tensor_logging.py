@@ -48,6 +48,28 @@ _NO_STEP_WANDB = "import wandb\n" + in_training_loop("wandb.log({'loss': loss})"
 _HISTORY = ("import torch\nclass History:\n    def __init__(self):\n        self.losses = []\n"
             "    def {method}(self, step, loss):\n        {keep}\n")
 
+# speechbrain's Brain: a running average that `update_average` keeps as a float ({add} is what
+# each step adds to it; {start} what `__init__` starts it at); `self.step` is a counter a
+# checkpoint's yaml may set (parsed text holds no tensors).
+_AVERAGE = ("import torch\nimport yaml\nclass Brain:\n    def __init__(self, model):\n"
+            "        self.model = model.cuda()\n        self.step = 0\n        self.avg_loss = {start}\n"
+            "    def update_average(self, loss, avg_loss):\n        if torch.isfinite(loss):\n"
+            "            avg_loss -= avg_loss / self.step\n            avg_loss += {add} / self.step\n"
+            "        return avg_loss\n"
+            "    def fit(self, loader, opt, bar):\n        for batch in loader:\n            self.step += 1\n"
+            "            loss = self.model(batch.cuda()).mean()\n            loss.backward()\n            opt.step()\n"
+            "            self.avg_loss = self.update_average(loss.detach().cpu(), self.avg_loss)\n"
+            "            bar.set_postfix(train_loss=self.avg_loss)\n        self.avg_loss = 0.0\n"
+            "    def recover(self, path):\n        with open(path) as f:\n            state = yaml.safe_load(f)\n"
+            "        self.step = state['step']\n        self.avg_loss = state['avg_loss']\n")
+
+
+
+def _guarded_postfix(code: str) -> str:
+    """_AVERAGE with its progress bar line under the fix's interval, on the class's step counter."""
+    line = "            bar.set_postfix(train_loss=self.avg_loss)\n"
+    return code.replace(line, "            if self.step % 100 == 0:\n    " + line)
+
 
 class PerStepTensorLogging(Rule):
     code = "TL202"
@@ -166,6 +188,11 @@ tensor are logging lines side by side, and go under one `if` together).
               "                loss = self.model(torch.randn(8, 4).cuda()).sum()\n"
               "                loss.backward()\n                self.opt.step()\n                self.log_metrics(i, loss)\n"
               "            evaluator.log_metrics(ep, loss.detach())\n"),
+        # A float the file's own method returns: every value the attribute is given (in `__init__`,
+        # per step through `update_average`, from a yaml checkpoint) is a number, and the method
+        # adds numbers to the one it is handed (speechbrain's `avg_train_loss`, reported before).
+        Valid(_AVERAGE.format(start="0.0", add="float(loss)")),
+        Valid(_AVERAGE.format(start="None", add="loss.item()")),
         # A name bound to a conditional expression between two host values is a float, whatever
         # its name says (`loss_val` was taken for a tensor).
         Valid(in_training_loop("loss_val = loss.item() if step % 5 == 0 else 0.0\nprint(f'a {loss_val:.3f}')")),
@@ -242,6 +269,12 @@ tensor are logging lines side by side, and go under one `if` together).
             "if 30 <= time.monotonic() - t0:\n    print(f'loss {loss:.4f}')\n    t0 = time.monotonic()")),
     ]
     invalid = [
+        # ... but a tensor added to it, or a tensor it starts from, makes the average a tensor.
+        *(Invalid(code, fixed=_guarded_postfix(code)) for code in (
+            _AVERAGE.format(start="0.0", add="loss.detach()"),
+            _AVERAGE.format(start="torch.zeros((), device='cuda')", add="float(loss)"),
+            # torch.load may give a tensor, where yaml gives numbers.
+            _AVERAGE.format(start="0.0", add="float(loss)").replace("yaml.safe_load(f)", "torch.load(f)"))),
         # ... a method of such a class that formats the loss is reported where it does, in its body.
         Invalid(_HISTORY.format(method="log", keep="print(f'loss {loss:.4f}')") + "logger = History()\n"
                 + in_training_loop("logger.log(step, loss)").partition("\n")[2],

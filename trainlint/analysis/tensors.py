@@ -99,6 +99,9 @@ class Tensors:
         self._passed: dict[cst.CSTNode, dict[str, cst.BaseExpression]] = {}
         self._host_params: dict[tuple, bool] = {}  # (function, parameter) -> _host_parameter's answer
         self._parameters_on_host: dict[tuple, bool] = {}  # (function, parameter, field) -> _parameter_on_host's
+        # function -> (its parameters' arguments, the caller's scope, the caller's `seen`), while
+        # _number follows a call into it (_returns_number).
+        self._number_calls: dict[cst.FunctionDef, tuple[dict, cst.CSTNode | None, frozenset]] = {}
         for assign in index.nodes(cst.Assign):
             scope = index.enclosing_function(assign)
             table = self._scopes.setdefault(scope, {})
@@ -185,7 +188,9 @@ class Tensors:
             # What is assigned beats what the name suggests: `current_loss = loss.item()` is a
             # float (simpletransformers logs it every step; that read is TL201's, not TL202's),
             # and so is `prev_loss = loss` after `loss = loss.item()` (timm's optimizer tests).
-            if values and all(self._number(v, scope, frozenset({name})) for v in values):
+            # An attribute of self is assigned in every method of its class (`self.avg_loss = 0.0`
+            # in `__init__`, `self.avg_loss = self.update_average(loss, self.avg_loss)` per step).
+            if values and self._assigned_numbers(name, scope, frozenset({name})):
                 return False
             # `loss = loss.item()` earlier in the same straight-line code: a float from there on.
             if any(_host_value(v) for v in values):
@@ -354,13 +359,16 @@ class Tensors:
         return True
 
     def _number(self, value: cst.BaseExpression, scope, seen: frozenset) -> bool:
-        """value is a Python number or string: one for certain (`_host_value`, `math.inf`, a
-        module-local function returning one); a name every assignment of which in its function
-        makes one (a name already being asked about, `avg` in `avg = 0.9 * avg + 0.1 * x`, counts);
-        arithmetic of those with at least one of them, the rest names nothing makes a tensor (a
-        parameter such as `smooth`, a range counter): `smooth * loss.item() + (1 - smooth) * avg`."""
-        if _host_value(value) or self._returns_host_value(value) or self.names.qualified(value) in _FLOAT_CONSTANTS:
+        """value is a Python number or string: one for certain (`_host_value`, `math.inf`); a call
+        of the file's functions each `return` of which gives one (_returns_number); a name every
+        assignment of which in its function makes one (_assigned_numbers: a name already being
+        asked about, `avg` in `avg = 0.9 * avg + 0.1 * x`, counts); arithmetic of those with at
+        least one of them, the rest names nothing makes a tensor (a parameter such as `smooth`, a
+        range counter): `smooth * loss.item() + (1 - smooth) * avg`."""
+        if _host_value(value) or self.names.qualified(value) in _FLOAT_CONSTANTS:
             return True
+        if isinstance(value, cst.Call):
+            return self._returns_number(value, scope, seen)
         if isinstance(value, cst.UnaryOperation):
             return self._number(value.expression, scope, seen)
         if isinstance(value, cst.BinaryOperation):
@@ -375,8 +383,69 @@ class Tensors:
         reaching = self._reaching_value(value, name)
         if reaching is not None:
             return self._number(reaching, scope, seen | {name})
+        return len(seen) < 6 and self._assigned_numbers(name, scope, seen | {name})
+
+    def _assigned_numbers(self, name: str, scope, seen: frozenset) -> bool:
+        """Every value name is given is a number (`_number`, seen holding name) or None: each
+        assignment in its function, and for a parameter of it also what the call being followed
+        hands it (`avg_loss += float(loss) / self.step` adds a number to what came in). An
+        attribute of self is given values in every method of its class: all of them count, and a
+        part of what a text format parsed (`self.step = state["step"]` after `state =
+        yaml.safe_load(f)`) is a number or string too. A parameter of a function not being followed
+        holds a number when every call of it hands one (_every_call_hands_a_number)."""
+        if name.startswith("self.") and isinstance(scope, cst.FunctionDef):
+            cls = self.index.enclosing_class(scope)
+            methods = [fn for fn in self.index.nodes(cst.FunctionDef) if self.index.enclosing_class(fn) is cls] \
+                if cls is not None else [scope]
+            # Another method's local names are not this one's: only attributes stay assumed.
+            shared = frozenset(n for n in seen if n.startswith("self."))
+            given = [(v, fn) for fn in methods for v in self._scopes.get(fn, {}).get(name, ())]
+            return bool(given) and all(self._number(v, fn, seen if fn is scope else shared) or _is_none(v)
+                                       or self._parsed_text(v, fn) for v, fn in given)
         values = self._scopes.get(scope, {}).get(name, ())
-        return bool(values) and len(seen) < 6 and all(self._number(v, scope, seen | {name}) for v in values)
+        if not values or not all(self._number(v, scope, seen) or _is_none(v) for v in values):
+            return False
+        if isinstance(scope, cst.FunctionDef) and name in _parameter_names(scope):
+            followed = self._number_calls.get(scope)
+            if followed is None:
+                return self._every_call_hands_a_number(scope, name)
+            arguments, caller, caller_seen = followed
+            return name in arguments and self._number(arguments[name], caller, caller_seen)
+        return True
+
+    def _returns_number(self, call: cst.Call, scope, seen: frozenset) -> bool:
+        """call runs functions of the file (every one it may run) each `return` of which gives a
+        number (`def train(): ...; return loss.item()`), their parameters holding what call hands
+        them (`self.update_average(loss, self.avg_loss)` returning `avg_loss` after adding numbers
+        to it). Two calls down; a generator, a bare `return` or a call already followed (recursion)
+        is not known."""
+        callees = self.ctx.loops.callees(call)
+        if not callees or len(self._number_calls) >= 2:
+            return False
+        for fn in callees:
+            returns = self.index.returns(fn)
+            if fn in self._number_calls or not returns or self.index.is_generator(fn) \
+                    or any(r.value is None for r in returns):
+                return False
+            arguments = {param: arg.value for param, arg in self.ctx.loops.bind_args(fn, call) if not arg.star}
+            self._number_calls[fn] = (arguments, scope, seen)
+            try:
+                if not all(self._number(r.value, fn, frozenset()) for r in returns):
+                    return False
+            finally:
+                del self._number_calls[fn]
+        return True
+
+    def _parsed_text(self, value: cst.BaseExpression, scope) -> bool:
+        """value is read out of what json, yaml or toml parsed (`state["step"]` after `state =
+        yaml.safe_load(f)`): numbers, strings, lists and dicts of them, never a tensor."""
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Name):
+            values = self._scopes.get(scope, {}).get(value.value, ())
+            return bool(values) and all(isinstance(v, cst.Call) and self.names.qualified(v.func) in _TEXT_PARSERS
+                                        for v in values)
+        return isinstance(value, cst.Call) and self.names.qualified(value.func) in _TEXT_PARSERS
 
     def _untyped(self, value: cst.BaseExpression, scope) -> bool:
         """A name nothing in its function assigns and nothing marks as a tensor (a parameter, a
@@ -390,16 +459,6 @@ class Tensors:
         name = value.value
         return not self._scopes.get(scope, {}).get(name) and not _TENSOR_NAMES.match(name) \
             and name not in self._loop_targets.get(scope, ())
-
-    def _returns_host_value(self, value: cst.BaseExpression) -> bool:
-        """value calls a module-local function every definition of which returns a Python number
-        or string on every `return` (`def train(): ...; return loss.item()`)."""
-        if not isinstance(value, cst.Call):
-            return False
-        loops = self.ctx.loops
-        defs = loops.callees(value)
-        returns = [node for fn in defs for node in self.index.returns(fn)]
-        return bool(defs) and bool(returns) and all(r.value is not None and _host_value(r.value) for r in returns)
 
     def on_host(self, expr: cst.BaseExpression) -> bool:
         """expr's value is known to be in host memory, so reading it waits for no GPU: a Python
@@ -879,6 +938,18 @@ def _assigned_or_unpacked(stmt: cst.CSTNode, name: str) -> tuple[cst.BaseExpress
 
 # Python floats the standard library and numpy name.
 _FLOAT_CONSTANTS = frozenset({"math.inf", "math.nan", "math.pi", "math.e", "numpy.inf", "numpy.nan", "sys.maxsize"})
+# Parsers of text formats: what they give holds Python numbers, strings, lists and dicts only.
+_TEXT_PARSERS = frozenset({"json.load", "json.loads", "yaml.safe_load", "yaml.load", "yaml.full_load",
+                           "tomllib.load", "tomllib.loads", "tomli.load", "tomli.loads", "toml.load", "toml.loads"})
+
+
+def _is_none(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Name) and value.value == "None"
+
+
+def _parameter_names(fn: cst.FunctionDef) -> set[str]:
+    params = fn.params
+    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
 
 
 # The depth _host starts from for the arguments of a parameter's calls (_parameter_on_host): of
