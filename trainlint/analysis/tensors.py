@@ -395,8 +395,10 @@ class Tensors:
         holds a number when every call of it hands one (_every_call_hands_a_number)."""
         if name.startswith("self.") and isinstance(scope, cst.FunctionDef):
             cls = self.index.enclosing_class(scope)
-            methods = [fn for fn in self.index.nodes(cst.FunctionDef) if self.index.enclosing_class(fn) is cls] \
+            methods = [stmt for stmt in cls.body.body if isinstance(stmt, cst.FunctionDef)] \
                 if cls is not None else [scope]
+            if scope not in methods:
+                methods.append(scope)  # a function nested in a method, `self` its closure's
             # Another method's local names are not this one's: only attributes stay assumed.
             shared = frozenset(n for n in seen if n.startswith("self."))
             given = [(v, fn) for fn in methods for v in self._scopes.get(fn, {}).get(name, ())]
