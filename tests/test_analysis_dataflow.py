@@ -560,6 +560,40 @@ def test_a_name_assigned_python_numbers_is_not_a_tensor_whatever_its_name():
     assert [ctx.tensors.is_tensor(a.value) for a in use.args] == [False, False, True, True]
 
 
+@pytest.mark.parametrize(("loaded", "ema_is_tensor"), [("state['ema']", False), ("torch.load(path)['ema']", True)])
+def test_what_a_function_of_the_file_returns_is_a_number_when_its_arguments_make_it_one(loaded, ema_is_tensor):
+    # speechbrain's update_average: the running average it returns is what it was handed, plus
+    # numbers. Handed a float, a float; handed a tensor, a tensor. An attribute of self is judged
+    # by every value its class gives it; what yaml parsed holds no tensor, what torch.load gives may.
+    ctx = _ctx(
+        "import yaml, torch\n"
+        "def add_to(avg_loss, loss):\n"
+        "    avg_loss += float(loss)\n"
+        "    return avg_loss\n"
+        "def train(loss):\n"
+        "    a_loss = add_to(0.0, loss)\n"
+        "    b_loss = add_to(loss.detach(), loss)\n"
+        "    use(a_loss, b_loss)\n"
+        "class Brain:\n"
+        "    def __init__(self):\n"
+        "        self.step = 0\n"
+        "        self.avg_loss = None\n"
+        "        self.ema_loss = 0.0\n"
+        "    def fit(self, loss):\n"
+        "        self.step += 1\n"
+        "        self.avg_loss = add_to(self.avg_loss, loss) / self.step\n"
+        "        self.ema_loss = 0.9 * self.ema_loss + 0.1 * float(loss)\n"
+        "        use(self.avg_loss, self.ema_loss)\n"
+        "    def recover(self, path):\n"
+        "        state = yaml.safe_load(open(path))\n"
+        "        self.step = state['step']\n"
+        f"        self.ema_loss = {loaded}\n"
+    )
+    first, second = _calls(ctx, "use")
+    assert [ctx.tensors.is_tensor(a.value) for a in first.args] == [False, True]
+    assert [ctx.tensors.is_tensor(a.value) for a in second.args] == [False, ema_is_tensor]
+
+
 def test_a_name_turned_into_a_number_is_one_from_there_on():
     # simpletransformers: `similarity_loss = similarity_loss.item()` and then f-strings of it.
     ctx = _ctx(
