@@ -356,6 +356,17 @@ def test_rendering_a_changed_cell_changes_only_its_source_in_any_json_style(sour
     assert rendered[:start] == raw[:start] and rendered[len(rendered) - (len(raw) - end):] == raw[end:]
 
 
+def test_source_spans_read_keys_given_twice_as_json_does():
+    # json.loads keeps the last of a key given twice: the spans must point at the same values.
+    raw = ('{"cells": [{"source": "old"}], "metadata": {},\n "cells" : [ {"source": "a", "source": ["b\\n", "c"]},'
+           ' 7, {"cell_type": "code"} , {"outputs": [{"data": {"image/png": "AAAA"}}], "source": "d"} ]}')
+    cells = json.loads(raw)["cells"]
+    spans = source_spans(raw)
+    assert len(spans) == len(cells) == 4
+    assert [json.loads(raw[s:e]) if s is not None else None for s, e in (span or (None, None) for span in spans)] \
+        == [cells[0]["source"], None, None, cells[3]["source"]]
+
+
 def _cell_text(cell) -> str:
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 

@@ -23,49 +23,64 @@ def _skip(raw: str, i: int) -> int:
     return i
 
 
-def _members(raw: str, i: int):
-    """(key, start, end) of each member of the object whose `{` is at i; the text was read by
-    json.loads already, so it is well formed."""
+def _value_end(raw: str, i: int) -> int:
+    """Where the JSON value that starts at i ends (json's C decoder reads it)."""
+    return _DECODER.raw_decode(raw, i)[1]
+
+
+def _object(raw: str, i: int, walkers: dict | None = None) -> tuple[list[tuple[str, int, int]], int]:
+    """The members of the object whose `{` is at i, as (key, start, end) of each value, and where
+    the object ends. A value whose key `walkers` names is read by that function (start -> end)
+    instead of decoded whole: the cells are read member by member, not decoded once as the list
+    and again cell by cell. The text was read by json.loads already, so it is well formed."""
+    members = []
     i = _skip(raw, i + 1)
     while raw[i] != "}":
         key, i = scanstring(raw, i + 1)
         i = _skip(raw, _skip(raw, i) + 1)  # past the colon
-        _value, end = _DECODER.raw_decode(raw, i)
-        yield key, i, end
+        walk = walkers.get(key) if walkers else None
+        end = walk(i) if walk is not None else _value_end(raw, i)
+        members.append((key, i, end))
         i = _skip(raw, end)
         if raw[i] == ",":
             i = _skip(raw, i + 1)
+    return members, i + 1
 
 
-def _elements(raw: str, i: int) -> list[tuple[int, int]]:
-    """(start, end) of each element of the array whose `[` is at i."""
+def _array(raw: str, i: int, walk=None) -> tuple[list[tuple[int, int]], int]:
+    """(start, end) of each element of the array whose `[` is at i, each read by walk (start ->
+    end; decoded by default), and where the array ends."""
+    walk = walk or (lambda start: _value_end(raw, start))
     spans = []
     i = _skip(raw, i + 1)
     while raw[i] != "]":
-        _value, end = _DECODER.raw_decode(raw, i)
+        end = walk(i)
         spans.append((i, end))
         i = _skip(raw, end)
         if raw[i] == ",":
             i = _skip(raw, i + 1)
-    return spans
+    return spans, i + 1
 
 
 def source_spans(raw: str) -> list[tuple[int, int] | None]:
     """For each cell, in order, where its `source` value stands in raw (None: the cell has none).
-    A key given twice counts as json.loads counts it: the last one."""
-    start = _skip(raw, 0)
-    cells = None
-    for key, value_start, _end in _members(raw, start):
-        if key == "cells":
-            cells = value_start
+    A key given twice counts as json.loads counts it: the last one. Each value of the notebook is
+    decoded once (`outputs` may hold megabytes of images)."""
     spans: list[tuple[int, int] | None] = []
-    for cell_start, _cell_end in _elements(raw, cells):
-        found = None
-        if raw[cell_start] == "{":
-            for key, value_start, value_end in _members(raw, cell_start):
-                if key == "source":
-                    found = (value_start, value_end)
-        spans.append(found)
+
+    def cell(start: int) -> int:
+        if raw[start] != "{":
+            spans.append(None)
+            return _value_end(raw, start)
+        members, end = _object(raw, start)
+        spans.append(next(((s, e) for key, s, e in reversed(members) if key == "source"), None))
+        return end
+
+    def cells(start: int) -> int:
+        spans.clear()  # `cells` given twice: the last counts
+        return _array(raw, start, cell)[1] if raw[start] == "[" else _value_end(raw, start)
+
+    _object(raw, _skip(raw, 0), {"cells": cells})
     return spans
 
 
@@ -78,7 +93,7 @@ def source_text(raw: str, span: tuple[int, int], lines: list[str], ensure_ascii:
         return json.dumps("".join(lines), ensure_ascii=ensure_ascii)
     if not lines:
         return "[]"
-    items = _elements(raw, start)
+    items = _array(raw, start)[0]
     kept = {value: raw[s:e] for s, e in items if isinstance(value := json.loads(raw[s:e]), str)}
     if items:
         lead = raw[start + 1:items[0][0]]
