@@ -594,6 +594,20 @@ def test_what_a_function_of_the_file_returns_is_a_number_when_its_arguments_make
     assert [ctx.tensors.is_tensor(a.value) for a in second.args] == [False, ema_is_tensor]
 
 
+def test_a_long_chain_of_operators_is_read_once_per_operand(monkeypatch):
+    # diffusers: `AttentionProcessor = A | B | ... ` of 40 classes. Each side of each operator was
+    # asked twice whether it is a number, so the questions doubled with every operator (the
+    # --deep sweep never finished the file). Counted, not timed: each name is asked about a
+    # bounded number of times.
+    names = [f"Proc{i}" for i in range(40)]
+    ctx = _ctx("".join(f"class {n}: pass\n" for n in names) + "proc_loss = " + " | ".join(names) + "\nuse(proc_loss)\n")
+    asked = []
+    reaching = ctx.tensors._reaching_value
+    monkeypatch.setattr(ctx.tensors, "_reaching_value", lambda use, name: asked.append(name) or reaching(use, name))
+    ctx.tensors.is_tensor(_calls(ctx, "use")[0].args[0].value)
+    assert 0 < len(asked) <= 2 * len(names)
+
+
 def test_a_name_turned_into_a_number_is_one_from_there_on():
     # simpletransformers: `similarity_loss = similarity_loss.item()` and then f-strings of it.
     ctx = _ctx(
