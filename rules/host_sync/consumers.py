@@ -1,11 +1,13 @@
 """Where a value read to the host on every step is handed on: a call outside torch that needs the
-Python value in that same step (an environment's `env.step(action)`), where reading it every N
-steps, the advice TL201 gives a value that is only logged or recorded, is no option."""
+Python value in that same step (an environment's `env.step(action)`), or a decision every rank
+takes together on a flag reduced across ranks, where reading it every N steps, the advice TL201
+gives a value that is only logged or recorded, is no option."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from trainlint.analysis.names import bound_names
 from trainlint.analysis.tensors import pure_tensor_method
 from trainlint.analysis.variables import may_reach, owner, variable_uses
 from trainlint.analysis.words import words
@@ -145,4 +147,86 @@ def _shown(ctx, call: cst.Call) -> bool:
             return isinstance(anc, cst.FormattedString)
         if isinstance(anc, cst.Call) and (is_log_call(ctx, anc) or tracker_values(ctx, anc) is not None):
             return True
+    return False
+
+
+# Collectives that change their tensor in place to what every rank holds (torch.distributed's,
+# composer's `dist`), and methods that return it (accelerate's `reduce`/`gather`, Fabric's and
+# Lightning's `all_reduce`/`all_gather`).
+_IN_PLACE_COLLECTIVES = frozenset({"all_reduce", "broadcast"})
+_RETURNING_COLLECTIVES = frozenset({"reduce", "all_reduce", "gather", "all_gather"})
+_DECIDING = (cst.If, cst.While, cst.IfExp)
+
+
+def cross_rank_decision(ctx, read: cst.Call, target: cst.BaseExpression) -> bool:
+    """read takes the value of a tensor reduced across ranks (_reduced_across_ranks: a flag each
+    rank put in) to decide what the step does: it is tested (`if int(flag.item()) >= 1:`), or
+    assigned to a name a test right after it reads (`oom = flag.item()` ... `if oom == 1:
+    raise`). Every rank needs the answer on that very step to stay in lockstep (stop together,
+    give up a batch another rank ran out of memory on): reading it every N steps changes what the
+    program does, and keeping it on the device leaves nothing to decide with (trl's stop
+    callbacks, composer's auto-microbatching OOM flag)."""
+    return _reduced_across_ranks(ctx, read, target) and _decides(ctx, _whole_value(ctx, read))
+
+
+def _reduced_across_ranks(ctx, read: cst.Call, target: cst.BaseExpression) -> bool:
+    """target (or what it indexes: `overflow_gpu[0]`) is what a collective returned
+    (`accelerator.reduce(flag, reduction="sum")`), or a name an in-place collective took
+    (`dist.all_reduce(flag)`) earlier in the block that holds read (or a block around it, inside
+    the same loop body and function), with nothing binding it again in between."""
+    while isinstance(target, cst.Subscript):
+        target = target.value
+    if isinstance(target, cst.Call):
+        func = target.func
+        return isinstance(func, cst.Attribute) and func.attr.value in _RETURNING_COLLECTIVES \
+            and not (ctx.names.qualified(func) or "").startswith("functools.")
+    name = ctx.dotted(target)
+    if name is None:
+        return False
+    for anc, earlier in ctx.index.preceding(read):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.For, cst.While)):
+            return False
+        for stmt in earlier:
+            call = _called(stmt)
+            if call is not None and call.args and not call.args[0].star and call.args[0].keyword is None \
+                    and (ctx.dotted(call.func) or "").rsplit(".", 1)[-1] in _IN_PLACE_COLLECTIVES \
+                    and ctx.dotted(call.args[0].value) == name:
+                return True
+            if name in bound_names(stmt):
+                return False
+    return False
+
+
+def _called(stmt: cst.CSTNode) -> cst.Call | None:
+    """The call that stmt is, as a statement of its own (`dist.all_reduce(flag, op=MAX)`)."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        stmt = stmt.body[0]
+    return stmt.value if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call) else None
+
+
+def _decides(ctx, value: cst.BaseExpression) -> bool:
+    """value, taken up through comparisons and `not`/`and`/`or`, is the test of an `if`, a `while`
+    or a conditional expression; or it is assigned to a plain name that the test of an `if` or
+    `while` among the next statements of the same block reads, before anything binds it again."""
+    node = value
+    parent = ctx.parent(node)
+    while isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.UnaryOperation, cst.BooleanOperation)):
+        node, parent = parent, ctx.parent(parent)
+    if isinstance(parent, _DECIDING):
+        return parent.test is node
+    if not (isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1
+            and isinstance(parent.targets[0].target, cst.Name)):
+        return False
+    name = parent.targets[0].target.value
+    line = ctx.parent(parent)
+    block = ctx.parent(line)
+    if not isinstance(line, cst.SimpleStatementLine) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
+        return False
+    position = next(i for i, stmt in enumerate(block.body) if stmt is line)
+    for stmt in block.body[position + 1:]:
+        if isinstance(stmt, (cst.If, cst.While)) and any(
+                isinstance(n, cst.Name) and n.value == name for n in ctx.index.walk(stmt.test)):
+            return True
+        if name in bound_names(stmt):
+            return False
     return False

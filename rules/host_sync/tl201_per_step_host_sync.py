@@ -13,7 +13,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
 from .cases import CLOSURE, FORWARD_TRAINER, HOOK, HOST_BATCH, WRITER, forward_case, in_accumulation_step
-from .consumers import host_consumer
+from .consumers import cross_rank_decision, host_consumer
 from .guards import guard_statement, interval_guard, log_line
 from .logged_values import argument
 from .syncs import SYNC_METHODS, framework_logging, host_read, waits_per_step
@@ -194,6 +194,12 @@ def _set_later(code: str) -> str:
     return code.replace("self.logger = Logger()\n", "self.logger = None\n    def setup(self):\n        self.logger = Logger()\n"
                         ).replace("            self.logger.on_step_end(",
                                   "            if self.logger is not None:\n                self.logger.on_step_end(")
+
+
+def _rank_flag(read: str) -> str:
+    """A flag every rank puts in, reduced across ranks in the training loop; read reads it."""
+    return "import torch.distributed as dist\n" + in_training_loop(
+        "flag = torch.tensor(int(diverged(loss)), device='cuda')\n" + read)
 
 
 # A second class of the file, for a tuple assignment that sets two attributes.
@@ -442,6 +448,14 @@ suggestion when the container is read anywhere else, or may be (a parameter, an 
 of every tenth loss, predictions shorter than their targets).
 """
     valid = [
+        # A flag reduced across ranks and tested on the step: every rank must act on it together
+        # (stop, drop a batch another rank ran out of memory on); an interval cannot serve (trl's
+        # stop callbacks, composer's OOM flag were reported).
+        Valid(_rank_flag("dist.all_reduce(flag)\nif flag.item() > 0:\n    break")),
+        Valid(_rank_flag("dist.all_reduce(flag, op=dist.ReduceOp.MAX)\n"
+                                     "oom = int(flag[0].item())\nseen = step\nif oom == 1:\n    raise RuntimeError('OOM')")),
+        Valid(_rank_flag("if int(accelerator.reduce(flag, reduction='sum').item()) >= 1:\n"
+                                     "    control.should_training_stop = True")),
         # A model of the file called only in evaluation under no_grad (the loop trains another),
         # one bound to either of a class of the file and an imported one (which `model(x)` runs
         # is not known), and a plain callable class (no nn.Module): not followed.
@@ -564,6 +578,13 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_PLATEAU_CASE.format(step="sched.step(loss)").replace("ReduceLROnPlateau(opt)", "StepLR(opt, 10)")),
     ]
     invalid = [
+        # ... but a reduced value only logged, a flag tested before it is reduced (or reduced
+        # again later), and a reduced tensor kept in a name nothing tests are reads an interval serves.
+        Invalid(_rank_flag("dist.all_reduce(loss)\nprint(loss.item())"),
+                fixed=_rank_flag("dist.all_reduce(loss)\nif step % 100 == 0:\n    print(loss.item())")),
+        Invalid(_rank_flag("if flag.item() > 0:\n    break\ndist.all_reduce(flag)")),
+        Invalid(_rank_flag("dist.all_reduce(flag)\nflag = flag * 2\nif flag.item() > 0:\n    break")),
+        Invalid(_rank_flag("dist.all_reduce(flag)\nstop = flag.item()\nhistory.append(stop)")),
         # A method of an object the trainer keeps (`self.logger = Logger()` every time it is set)
         # runs per step: its `.item()` went unreported. Each call hands the loop's `step` to the
         # method's `step`, which the guard names (the loop's own name is not seen there).
@@ -1050,6 +1071,10 @@ of every tenth loss, predictions shorter than their targets).
         # A value known to be in host memory waits for no GPU: a tensor of a batch the loop has not
         # moved yet, a numpy value, a tensor made without a device (Tensors.on_host).
         if not waits_per_step(ctx, node) or ctx.tensors.on_host(target):
+            return
+        if cross_rank_decision(ctx, node, target):
+            # A flag every rank put in, tested to act together on this step (stop, skip a batch a
+            # rank ran out of memory on): the collective waits anyway, and no interval can serve.
             return
         consumer = host_consumer(ctx, node)
         if consumer is not None:
