@@ -385,6 +385,16 @@ kept in a list, dict or meter keeps the advice above. The advice is to compute t
 host (a small policy can act on a CPU copy of the model) or to let one read serve many steps
 (vectorised environments).
 
+A flag reduced across ranks and tested on the step is not reported: every rank put its part in
+and must act on the answer together on that very step (stop training, give up a batch another
+rank ran out of memory on), so an interval would change what the program does, and the
+collective has every rank wait anyway. It is a tensor a collective returned
+(`accelerator.reduce(flag)`, `.gather`, `.all_reduce`, `.all_gather`), or a name an in-place
+collective took earlier in the same block (`dist.all_reduce(flag)`, `dist.broadcast(flag, 0)`,
+nothing binding the name again in between), read into the test of an `if`/`while` (`if
+int(flag.item()) >= 1:`) or into a name such a test right after reads (`oom = flag.item()` ...
+`if oom == 1: raise`). A reduced value only logged or kept keeps the advice above.
+
 ## Why is this bad?
 A read of a device tensor waits until every queued kernel has finished: the host stops feeding
 the GPU, and the GPU idles while the host catches up. Once per step, this serialises the loop.
