@@ -102,6 +102,7 @@ class Tensors:
         # function -> (its parameters' arguments, the caller's scope, the caller's `seen`), while
         # _number follows a call into it (_returns_number).
         self._number_calls: dict[cst.FunctionDef, tuple[dict, cst.CSTNode | None, frozenset]] = {}
+        self._number_budget = 0  # names _number may still look up for the question is_tensor asks
         for assign in index.nodes(cst.Assign):
             scope = index.enclosing_function(assign)
             table = self._scopes.setdefault(scope, {})
@@ -190,6 +191,7 @@ class Tensors:
             # and so is `prev_loss = loss` after `loss = loss.item()` (timm's optimizer tests).
             # An attribute of self is assigned in every method of its class (`self.avg_loss = 0.0`
             # in `__init__`, `self.avg_loss = self.update_average(loss, self.avg_loss)` per step).
+            self._number_budget = _NUMBER_LOOKUPS
             if values and self._assigned_numbers(name, scope, frozenset({name})):
                 return False
             # `loss = loss.item()` earlier in the same straight-line code: a float from there on.
@@ -396,7 +398,13 @@ class Tensors:
         attribute of self is given values in every method of its class: all of them count, and a
         part of what a text format parsed (`self.step = state["step"]` after `state =
         yaml.safe_load(f)`) is a number or string too. A parameter of a function not being followed
-        holds a number when every call of it hands one (_every_call_hands_a_number)."""
+        holds a number when every call of it hands one (_every_call_hands_a_number).
+
+        Each value may name other attributes, each with the values its class gives it: past
+        _NUMBER_LOOKUPS names for one question, the answer is "not known" rather than slow."""
+        self._number_budget -= 1
+        if self._number_budget < 0:
+            return False
         if name.startswith("self.") and isinstance(scope, cst.FunctionDef):
             cls = self.index.enclosing_class(scope)
             methods = [stmt for stmt in cls.body.body if isinstance(stmt, cst.FunctionDef)] \
@@ -944,6 +952,11 @@ def _assigned_or_unpacked(stmt: cst.CSTNode, name: str) -> tuple[cst.BaseExpress
 
 # Python floats the standard library and numpy name.
 _FLOAT_CONSTANTS = frozenset({"math.inf", "math.nan", "math.pi", "math.e", "numpy.inf", "numpy.nan", "sys.maxsize"})
+# How many names _number looks up (_assigned_numbers) for one question of is_tensor: far more than
+# real code needs (an ad hoc count over the train corpus, speechbrain and transformers, every name
+# asked: 33 at most), few enough that a class whose attributes are given each other's values in
+# many places cannot make one question slow (test_analysis_dataflow counts such a class).
+_NUMBER_LOOKUPS = 200
 # Parsers of text formats: what they give holds Python numbers, strings, lists and dicts only.
 _TEXT_PARSERS = frozenset({"json.load", "json.loads", "yaml.safe_load", "yaml.load", "yaml.full_load",
                            "tomllib.load", "tomllib.loads", "tomli.load", "tomli.loads", "toml.load", "toml.loads"})
