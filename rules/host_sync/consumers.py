@@ -156,6 +156,7 @@ def _shown(ctx, call: cst.Call) -> bool:
 _IN_PLACE_COLLECTIVES = frozenset({"all_reduce", "broadcast"})
 _RETURNING_COLLECTIVES = frozenset({"reduce", "all_reduce", "gather", "all_gather"})
 _DECIDING = (cst.If, cst.While, cst.IfExp)
+_NOT_COLLECTIVE = ("torch.", "numpy.", "functools.")
 
 
 def cross_rank_decision(ctx, read: cst.Call, target: cst.BaseExpression) -> bool:
@@ -177,9 +178,14 @@ def _reduced_across_ranks(ctx, read: cst.Call, target: cst.BaseExpression) -> bo
     while isinstance(target, cst.Subscript):
         target = target.value
     if isinstance(target, cst.Call):
+        # The tensor is their one positional argument: `x.gather(1, idx)` and `torch.gather(x, 1,
+        # idx)` pick elements along a dimension, `functools.reduce(f, xs)` folds a list.
         func = target.func
+        positional = [a for a in target.args if a.keyword is None]
+        qualified = ctx.names.qualified(func) or ""
         return isinstance(func, cst.Attribute) and func.attr.value in _RETURNING_COLLECTIVES \
-            and not (ctx.names.qualified(func) or "").startswith("functools.")
+            and len(positional) == 1 and not positional[0].star \
+            and (qualified.startswith("torch.distributed.") or not qualified.startswith(_NOT_COLLECTIVE))
     name = ctx.dotted(target)
     if name is None:
         return False

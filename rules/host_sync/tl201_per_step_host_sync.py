@@ -389,7 +389,8 @@ A flag reduced across ranks and tested on the step is not reported: every rank p
 and must act on the answer together on that very step (stop training, give up a batch another
 rank ran out of memory on), so an interval would change what the program does, and the
 collective has every rank wait anyway. It is a tensor a collective returned
-(`accelerator.reduce(flag)`, `.gather`, `.all_reduce`, `.all_gather`), or a name an in-place
+(`accelerator.reduce(flag)`, `.gather`, `.all_reduce`, `.all_gather`, given the tensor as its one
+positional argument: `x.gather(1, idx)` and `torch.gather` pick along a dimension), or a name an in-place
 collective took earlier in the same block (`dist.all_reduce(flag)`, `dist.broadcast(flag, 0)`,
 nothing binding the name again in between), read into the test of an `if`/`while` (`if
 int(flag.item()) >= 1:`) or into a name such a test right after reads (`oom = flag.item()` ...
@@ -595,6 +596,9 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(_rank_flag("if flag.item() > 0:\n    break\ndist.all_reduce(flag)")),
         Invalid(_rank_flag("dist.all_reduce(flag)\nflag = flag * 2\nif flag.item() > 0:\n    break")),
         Invalid(_rank_flag("dist.all_reduce(flag)\nstop = flag.item()\nhistory.append(stop)")),
+        # `gather` along a dimension, of a tensor or torch's, is no collective.
+        Invalid(_rank_flag("if flag.gather(0, idx).item() > 0:\n    break")),
+        Invalid(_rank_flag("if torch.gather(flag, 0, idx).item() > 0:\n    break")),
         # A method of an object the trainer keeps (`self.logger = Logger()` every time it is set)
         # runs per step: its `.item()` went unreported. Each call hands the loop's `step` to the
         # method's `step`, which the guard names (the loop's own name is not seen there).
