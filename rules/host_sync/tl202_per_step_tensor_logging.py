@@ -93,7 +93,13 @@ formatted when the check fails; nor is one in a branch that leaves the loop for 
 memory, as TL201 reads it: formatting or logging it waits for no GPU (a tensor made without
 `device=`, a
 tensor of a batch that arrives on the host, read before the loop moves it, and what
-`y.sum()` or `torch.bincount(y)` makes of it).
+`y.sum()` or `torch.bincount(y)` makes of it). Nor is a Python number, whatever its name says:
+a name every assignment of which gives one (`current_loss = loss.item()`, `avg = 0.9 * avg + 0.1
+* loss.item()`), what the file's own function returns when every `return` gives one, its
+parameters holding what the call hands them (`self.avg_loss = self.update_average(loss,
+self.avg_loss)` that adds `float(loss) / self.step` to what it is handed), and an attribute of
+`self` every value of which its class gives is one (a part of what json, yaml or toml parsed
+counts; what `torch.load` gives does not).
 
 Logging a tensor to an experiment tracker is flagged too: `wandb.log({"loss": loss})`, a
 TensorBoard `SummaryWriter`'s `writer.add_scalar("loss", loss, step)` (or `add_scalars`, or
