@@ -31,27 +31,34 @@ def host_consumer(ctx, read: cst.Call) -> cst.Call | None:
         call = ctx.parent(parent)
         return call if isinstance(call, cst.Call) and not parent.star and _needs_host_value(ctx, call, parent) \
             else None
-    if not (isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)):
+    for use in _same_step_reads(ctx, value) or ():
+        arg = ctx.parent(use)
+        if isinstance(arg, cst.Arg) and arg.value is use and not arg.star \
+                and _needs_host_value(ctx, ctx.parent(arg), arg):
+            return ctx.parent(arg)
+    return None
+
+
+def _same_step_reads(ctx, value: cst.BaseExpression) -> list[cst.Name] | None:
+    """When value is assigned to a plain local name (`action = int(...)`, `oom = flag.item()`),
+    the reads of that name the assignment may reach later in the same iteration (also past a
+    branch: `if explore: action = random.randrange(2) else: action = int(...)`). None when value is
+    not so assigned, or the name may be read where this cannot follow (a closure, a `global`)."""
+    assign = ctx.parent(value)
+    if not (isinstance(assign, cst.Assign) and assign.value is value and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)):
         return None
-    name = parent.targets[0].target.value
-    scope = owner(ctx.index, parent)
+    name = assign.targets[0].target.value
+    scope = owner(ctx.index, assign)
     uses = variable_uses(ctx.index, scope, name)
     if uses is None:
-        return None  # a closure or a `global` may read it at any time
+        return None
     # The same iteration: a read inside the innermost loop that holds the assignment (within its
     # function), which may_reach then finds after it in that loop's body.
-    loop = next((a for a in ctx.index.ancestors(parent) if isinstance(a, (cst.For, cst.While))
+    loop = next((a for a in ctx.index.ancestors(assign) if isinstance(a, (cst.For, cst.While))
                  and (scope is None or ctx.index.contains(scope, a))), None)
-    for use in uses:
-        arg = ctx.parent(use.node)
-        if use.kind != "read" or not isinstance(arg, cst.Arg) or arg.value is not use.node or arg.star:
-            continue
-        call = ctx.parent(arg)
-        if (loop is None or ctx.index.contains(loop, call)) and may_reach(ctx.index, parent, use.node, scope) \
-                and _needs_host_value(ctx, call, arg):
-            return call
-    return None
+    return [use.node for use in uses if use.kind == "read" and (loop is None or ctx.index.contains(loop, use.node))
+            and may_reach(ctx.index, assign, use.node, scope)]
 
 
 def _whole_value(ctx, read: cst.Call) -> cst.BaseExpression:
@@ -162,7 +169,7 @@ _NOT_COLLECTIVE = ("torch.", "numpy.", "functools.")
 def cross_rank_decision(ctx, read: cst.Call, target: cst.BaseExpression) -> bool:
     """read takes the value of a tensor reduced across ranks (_reduced_across_ranks: a flag each
     rank put in) to decide what the step does: it is tested (`if int(flag.item()) >= 1:`), or
-    assigned to a name a test right after it reads (`oom = flag.item()` ... `if oom == 1:
+    assigned to a name a test reads later in the step (`oom = flag.item()` ... `if oom == 1:
     raise`). Every rank needs the answer on that very step to stay in lockstep (stop together,
     give up a batch another rank ran out of memory on): reading it every N steps changes what the
     program does, and keeping it on the device leaves nothing to decide with (trl's stop
@@ -211,28 +218,15 @@ def _called(stmt: cst.CSTNode) -> cst.Call | None:
 
 
 def _decides(ctx, value: cst.BaseExpression) -> bool:
-    """value, taken up through comparisons and `not`/`and`/`or`, is the test of an `if`, a `while`
-    or a conditional expression; or it is assigned to a plain name that the test of an `if` or
-    `while` among the next statements of the same block reads, before anything binds it again."""
-    node = value
+    """value is tested (_tested), or assigned to a plain name that a test reads later in the same
+    step (_same_step_reads: `oom = flag.item()` ... `if oom == 1: raise`)."""
+    return _tested(ctx, value) or any(_tested(ctx, use) for use in _same_step_reads(ctx, value) or ())
+
+
+def _tested(ctx, node: cst.BaseExpression) -> bool:
+    """node, taken up through comparisons and `not`/`and`/`or`, is the test of an `if`, a `while`
+    or a conditional expression."""
     parent = ctx.parent(node)
     while isinstance(parent, (cst.Comparison, cst.ComparisonTarget, cst.UnaryOperation, cst.BooleanOperation)):
         node, parent = parent, ctx.parent(parent)
-    if isinstance(parent, _DECIDING):
-        return parent.test is node
-    if not (isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)):
-        return False
-    name = parent.targets[0].target.value
-    line = ctx.parent(parent)
-    block = ctx.parent(line)
-    if not isinstance(line, cst.SimpleStatementLine) or not isinstance(block, (cst.IndentedBlock, cst.Module)):
-        return False
-    position = next(i for i, stmt in enumerate(block.body) if stmt is line)
-    for stmt in block.body[position + 1:]:
-        if isinstance(stmt, (cst.If, cst.While)) and any(
-                isinstance(n, cst.Name) and n.value == name for n in ctx.index.walk(stmt.test)):
-            return True
-        if name in bound_names(stmt):
-            return False
-    return False
+    return isinstance(parent, _DECIDING) and parent.test is node

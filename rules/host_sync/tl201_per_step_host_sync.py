@@ -393,7 +393,7 @@ collective has every rank wait anyway. It is a tensor a collective returned
 positional argument: `x.gather(1, idx)` and `torch.gather` pick along a dimension), or a name an in-place
 collective took earlier in the same block (`dist.all_reduce(flag)`, `dist.broadcast(flag, 0)`,
 nothing binding the name again in between), read into the test of an `if`/`while` (`if
-int(flag.item()) >= 1:`) or into a name such a test right after reads (`oom = flag.item()` ...
+int(flag.item()) >= 1:`) or into a name such a test reads later in the step (`oom = flag.item()` ...
 `if oom == 1: raise`). A reduced value only logged or kept keeps the advice above.
 
 ## Why is this bad?

@@ -20,7 +20,7 @@ from trainlint.analysis.branches import Conditions
 from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import (
-    TreeIndex, assigned_pairs, assignments, binding_targets, last_statement, target_parts, walk,
+    TreeIndex, assigned_pairs, assignments, binding_targets, is_none, last_statement, target_parts, walk,
 )
 from trainlint.analysis.variables import Bindings, is_variable
 
@@ -357,11 +357,6 @@ _MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "half", 
 # Wrappers whose call runs the wrapped module's forward (`DDP(model)(x)`, `torch.compile(model)(x)`).
 _FORWARDING_WRAPPERS = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
                                   "torch.nn.parallel.DataParallel", "torch.compile"})
-
-
-def _is_none(value: cst.BaseExpression | None) -> bool:
-    """value is the literal `None`."""
-    return isinstance(value, cst.Name) and value.value == "None"
 
 
 def _plain_params(fn: cst.FunctionDef, call: cst.Call) -> list[str]:
@@ -834,7 +829,7 @@ class Loops:
                     if not isinstance(sub, cst.Attribute):
                         continue
                     on_self = sub is target and isinstance(sub.value, cst.Name) and sub.value.value == "self"
-                    if on_self and isinstance(node, (cst.Assign, cst.AnnAssign)) and _is_none(part):
+                    if on_self and isinstance(node, (cst.Assign, cst.AnnAssign)) and is_none(part):
                         continue  # `self.cb = None`: no object yet
                     add(sub.attr.value, self._held(part, node) if on_self else None)
         for call in self.index.nodes(cst.Call):  # `self.callbacks.append(Saver())`
@@ -903,7 +898,7 @@ class Loops:
             return None
         found: list[_Held] = []
         for given, call in handed:
-            if _is_none(given):
+            if is_none(given):
                 continue
             held = self._held(given, call) if not isinstance(given, cst.Name) else None
             if held is None:

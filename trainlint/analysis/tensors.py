@@ -21,7 +21,7 @@ import libcst as cst
 from trainlint.analysis.batches import host_batch_loops, is_cpu_device, is_device_move, over_loader_name
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.paths import may_name, path_forms
-from trainlint.analysis.tree import binding_targets, walk
+from trainlint.analysis.tree import binding_targets, is_none, walk
 
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
@@ -414,10 +414,10 @@ class Tensors:
             # Another method's local names are not this one's: only attributes stay assumed.
             shared = frozenset(n for n in seen if n.startswith("self."))
             given = [(v, fn) for fn in methods for v in self._scopes.get(fn, {}).get(name, ())]
-            return bool(given) and all(self._number(v, fn, seen if fn is scope else shared) or _is_none(v)
+            return bool(given) and all(self._number(v, fn, seen if fn is scope else shared) or is_none(v)
                                        or self._parsed_text(v, fn) for v, fn in given)
         values = self._scopes.get(scope, {}).get(name, ())
-        if not values or not all(self._number(v, scope, seen) or _is_none(v) for v in values):
+        if not values or not all(self._number(v, scope, seen) or is_none(v) for v in values):
             return False
         if isinstance(scope, cst.FunctionDef) and name in _parameter_names(scope):
             followed = self._number_calls.get(scope)
@@ -960,10 +960,6 @@ _NUMBER_LOOKUPS = 200
 # Parsers of text formats: what they give holds Python numbers, strings, lists and dicts only.
 _TEXT_PARSERS = frozenset({"json.load", "json.loads", "yaml.safe_load", "yaml.load", "yaml.full_load",
                            "tomllib.load", "tomllib.loads", "tomli.load", "tomli.loads", "toml.load", "toml.loads"})
-
-
-def _is_none(value: cst.BaseExpression) -> bool:
-    return isinstance(value, cst.Name) and value.value == "None"
 
 
 def _parameter_names(fn: cst.FunctionDef) -> set[str]:

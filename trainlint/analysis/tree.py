@@ -56,6 +56,11 @@ def last_statement(block: cst.BaseSuite) -> cst.CSTNode | None:
     return last
 
 
+def is_none(value: cst.BaseExpression | None) -> bool:
+    """value is the literal `None`."""
+    return isinstance(value, cst.Name) and value.value == "None"
+
+
 def binding_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The target expressions `node` binds: `a, b = ...`, `a += ...`, `a: T = ...`, `(a := ...)`,
     `for a in ...` (statements and comprehensions), `... as a`; [] for any other node. Walk a
