@@ -251,6 +251,10 @@ _ENV_STEP = "obs, reward, done, info = env.step(action)"
 
 
 # A module class of the file (Tensors._module_classes).
+# A loop whose labels arrive on the host, compared with a module constant ({limit}).
+_HOST_LABELS = ("import torch\nMIN_LABELS = {limit}\ndef train(loader):\n    for x, y in loader:\n"
+                "        few = int(y.sum() < MIN_LABELS)\n        loss = model(x.cuda(), y.cuda())\n"
+                "        loss.backward()\n        opt.step()\n")
 _MODULE_NET = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    pass\n"
 
 
@@ -351,7 +355,9 @@ to, changes in place or hands to a function), what
 read before the loop moves it (`batch["ids"].tolist()`, `y.numpy()` after `y = batch["y"]`, and
 what indexing, arithmetic, a dtype conversion or a torch function given only host tensors
 (`torch.bincount(y)`) makes of it; also as what a loop or comprehension
-goes over, `for v in y.tolist():`, and the elements it takes from one, `[v.item() for v in y]`). A batch counts as arriving on the
+goes over, `for v in y.tolist():`, and the elements it takes from one, `[v.item() for v in y]`;
+a variable of the module read in a function counts as what the module assigns it: `int(y.sum() <
+MIN_LABELS)` after `MIN_LABELS = 3`). A batch counts as arriving on the
 host only when the loop takes it from a loader (`for batch in loader`) and copies some of its
 tensors to the device itself (`batch["x"].cuda()`), no DataLoader of the file that feeds the loop
 makes its batches on the device (in its collate_fn or dataset), and the loop does not iterate a
@@ -459,6 +465,9 @@ suggestion when the container is read anywhere else, or may be (a parameter, an 
 of every tenth loss, predictions shorter than their targets).
 """
     valid = [
+        # A host tensor compared with a constant of the module (a float, read in the loop's
+        # function) is on the host: it was reported (the constant was not followed out of it).
+        Valid(_HOST_LABELS.format(limit="3")),
         # A flag reduced across ranks and tested on the step: every rank must act on it together
         # (stop, drop a batch another rank ran out of memory on); an interval cannot serve (trl's
         # stop callbacks, composer's OOM flag were reported).
@@ -589,6 +598,8 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_PLATEAU_CASE.format(step="sched.step(loss)").replace("ReduceLROnPlateau(opt)", "StepLR(opt, 10)")),
     ]
     invalid = [
+        # ... a constant that is a tensor on the device makes the comparison one there.
+        Invalid(_HOST_LABELS.format(limit="torch.tensor(3, device='cuda')"), fixed=NO_FIX, message="`int()`"),
         # ... but a reduced value only logged, a flag tested before it is reduced (or reduced
         # again later), and a reduced tensor kept in a name nothing tests are reads an interval serves.
         Invalid(_rank_flag("dist.all_reduce(loss)\nprint(loss.item())"),

@@ -48,6 +48,11 @@ _NO_STEP_WANDB = "import wandb\n" + in_training_loop("wandb.log({'loss': loss})"
 _HISTORY = ("import torch\nclass History:\n    def __init__(self):\n        self.losses = []\n"
             "    def {method}(self, step, loss):\n        {keep}\n")
 
+# A module constant named like a loss ({value}), shown on every step of a function's loop.
+_CONSTANT = ("import torch\nTARGET_LOSS = {value}\ndef train():\n    for step, (x, y) in enumerate(loader):\n"
+             "        loss = model(x, y)\n        loss.backward()\n        opt.step()\n"
+             "        print(f'target {{TARGET_LOSS}}')\n")
+
 # speechbrain's Brain: a running average that `update_average` keeps as a float ({add} is what
 # each step adds to it; {start} what `__init__` starts it at); `self.step` is a counter a
 # checkpoint's yaml may set (parsed text holds no tensors).
@@ -97,9 +102,10 @@ tensor of a batch that arrives on the host, read before the loop moves it, and w
 a name every assignment of which gives one (`current_loss = loss.item()`, `avg = 0.9 * avg + 0.1
 * loss.item()`), what the file's own function returns when every `return` gives one, its
 parameters holding what the call hands them (`self.avg_loss = self.update_average(loss,
-self.avg_loss)` that adds `float(loss) / self.step` to what it is handed), and an attribute of
+self.avg_loss)` that adds `float(loss) / self.step` to what it is handed), an attribute of
 `self` every value of which its class gives is one (a part of what json, yaml or toml parsed
-counts; what `torch.load` gives does not).
+counts; what `torch.load` gives does not), and a variable of the module every assignment of
+which gives one, read in a function (`TARGET_LOSS = 0.05`; not one a function declares `global`).
 
 Logging a tensor to an experiment tracker is flagged too: `wandb.log({"loss": loss})`, a
 TensorBoard `SummaryWriter`'s `writer.add_scalar("loss", loss, step)` (or `add_scalars`, or
@@ -167,6 +173,9 @@ and guarding one half would print the other on every step (two such prints that 
 tensor are logging lines side by side, and go under one `if` together).
 """
     valid = [
+        # A module constant named like a loss is what the module assigns it: a float, read in the
+        # loop's function. It was taken for a tensor by its name.
+        Valid(_CONSTANT.format(value="0.05")),
         # A class of the file named like a tracker (`writer = Writer()`, its `add_scalar` keeps
         # the tensor in a list) in a module importing SummaryWriter: judged by its name, it was
         # taken for TensorBoard's and reported.
@@ -275,6 +284,8 @@ tensor are logging lines side by side, and go under one `if` together).
             "if 30 <= time.monotonic() - t0:\n    print(f'loss {loss:.4f}')\n    t0 = time.monotonic()")),
     ]
     invalid = [
+        # ... a tensor on the device when the module makes one.
+        Invalid(_CONSTANT.format(value="torch.tensor(0.05, device='cuda')"), message="`TARGET_LOSS`"),
         # ... but a tensor added to it, or a tensor it starts from, makes the average a tensor.
         *(Invalid(code, fixed=_guarded_postfix(code)) for code in (
             _AVERAGE.format(start="0.0", add="loss.detach()"),

@@ -92,7 +92,9 @@ has not moved, as TL201 reads it); an explicit conversion in the test (`if float
 `if bool(t):`, `if math.isnan(loss):`) is TL201's.
 
 The method spellings (`loss.isnan()`, `gn.isfinite()`) count; a parameter named like a tensor
-that every call hands a Python number (`check(loss.item(), 10)`) does not. An interval counted
+that every call hands a Python number (`check(loss.item(), 10)`) does not, nor does a constant of
+the module named like one (`TARGET_LOSS = 0.05`); a module variable the module makes a tensor on
+the device counts, read in a function too. An interval counted
 by a device tensor (`if step_t % 10 == 0:`) is flagged: the remainder is read on every step.
 
 ## Why is this bad?
@@ -136,6 +138,12 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
               + "net = Net().cuda()\nwith torch.no_grad():\n    for x in val_loader:\n        net(x.cuda())\n"),
         Valid(forward_case("if torch.isnan(x).any():\n    raise ValueError('nan input')",
                            make="from models import Net as Imported\nmodel = Imported().cuda()")),
+        # A module constant is what the module assigns it, whatever its name says: a float read
+        # in a function. It was reported.
+        Valid("import torch\nTARGET_LOSS = 0.05\ndef train():\n    lossf = float('inf')\n"
+              "    for step, (x, y) in enumerate(loader):\n        loss = model(x, y)\n        loss.backward()\n"
+              "        opt.step()\n        if step % 100 == 0:\n            lossf = loss.item()\n"
+              "        if lossf < TARGET_LOSS:\n            break\n"),
         # A parameter named like a tensor that every call hands a Python number holds a float.
         Valid("import torch\ndef check(loss, limit):\n    if loss > limit:\n        print('big')\n"
               + in_training_loop("check(loss.item(), 10)").partition("\n")[2]),
@@ -185,6 +193,16 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
         Invalid(_RETURNED_LOSS.format(kept="loss.detach()", use="self.update(loss)"), message="`if` on a tensor"),
         Invalid(_RETURNED_LOSS.format(kept="loss.detach().cpu()", use="self.update(loss)\n            hooks.append(self.update)"),
                 message="`if` on a tensor"),
+        # ... but a module constant that is a tensor on the device makes the test one, as does a
+        # constant named like a loss that a function may rebind (`global`).
+        Invalid(_RETURNED_LOSS.format(kept="loss.detach().cpu()", use="if loss < STOP_BELOW:\n                break")
+                .replace("import torch\n", "import torch\nSTOP_BELOW = torch.tensor(0.05).cuda()\n", 1),
+                message="`if` on a tensor"),
+        Invalid("import torch\nTARGET_LOSS = 0.05\ndef train():\n    global TARGET_LOSS\n    lossf = float('inf')\n"
+                "    for step, (x, y) in enumerate(loader):\n        loss = model(x, y)\n        loss.backward()\n"
+                "        opt.step()\n        if lossf < TARGET_LOSS:\n            break\n"
+                "        if step % 100 == 0:\n            lossf = loss.item()\n"
+                "            TARGET_LOSS = loss.detach()\n", message="`if` on a tensor"),
         # In the forward of a model of the file, which the loop runs through `model(x)` on every
         # step (the loop never showed forward's code, and these went unreported): a check that
         # fails gets the `_assert_async` suggestion, a test that returns early none.

@@ -194,6 +194,9 @@ class Tensors:
             self._number_budget = _NUMBER_LOOKUPS
             if values and self._assigned_numbers(name, scope, frozenset({name})):
                 return False
+            # `if loss.item() < TARGET_LOSS:`: a constant of the module, named like a loss.
+            if not values and self._module_numbers(expr, frozenset({name})):
+                return False
             # `loss = loss.item()` earlier in the same straight-line code: a float from there on.
             if any(_host_value(v) for v in values):
                 reaching = self._reaching_value(expr, name)
@@ -207,7 +210,7 @@ class Tensors:
                 return True
             if isinstance(expr, cst.Name) and self.is_device_parameter(expr):
                 return True
-            for value in self._scopes.get(scope, {}).get(name, ()):
+            for value in values or self._module_values(expr) or ():
                 if value is not expr and self.is_tensor(value, _depth + 1):
                     return True
         return False
@@ -389,7 +392,31 @@ class Tensors:
         reaching = self._reaching_value(value, name)
         if reaching is not None:
             return self._number(reaching, scope, seen | {name})
+        if self._module_numbers(value, seen | {name}):
+            return True
         return len(seen) < 6 and self._assigned_numbers(name, scope, seen | {name})
+
+    def _module_values(self, use: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+        """The values the module assigns the variable that use, a name read in a function, reads
+        (`STOP_BELOW = 0.05` at the top, read in `fit`); None when use reads no module variable
+        (its function binds the name, or nothing does) or the module binds it other than by plain
+        assignments (a loop, an import, `+=`, a function's `global`): then what it holds is not
+        plain to see."""
+        if not isinstance(use, cst.Name) or self.index.enclosing_function(use) is None:
+            return None
+        bindings = self.ctx.bindings
+        if not bindings.reads_module(use):
+            return None
+        found = bindings.of(use.value).get(None, ())
+        if not found or any(kind != "assign" or value is None for kind, value in found):
+            return None
+        return [value for _kind, value in found]
+
+    def _module_numbers(self, use: cst.BaseExpression, seen: frozenset) -> bool:
+        """use reads a module variable every assignment of which gives a number (_number):
+        a constant, whatever its name says (`TARGET_LOSS = 0.1`)."""
+        values = self._module_values(use)
+        return bool(values) and all(self._number(v, None, seen) for v in values)
 
     def _assigned_numbers(self, name: str, scope, seen: frozenset) -> bool:
         """Every value name is given is a number (`_number`, seen holding name) or None: each
@@ -784,7 +811,14 @@ class Tensors:
             elif isinstance(anc, cst.FunctionDef):
                 # Nothing in the function binds name before use: a parameter holds what its calls
                 # hand it (`self.update_average(loss)` after `loss = self.fit_batch(batch)`).
-                return "." not in name and self._parameter_on_host(anc, name, field)
+                # A module variable (`loss < STOP_BELOW`): what the module assigns it. Not a
+                # container read for a field: any function may change one in place.
+                if "." in name:
+                    return False
+                if self._parameter_on_host(anc, name, field):
+                    return True
+                values = None if field else self._module_values(use)
+                return bool(values) and all(self._host(v, depth + 1, field=False) for v in values)
             elif isinstance(anc, (cst.While, cst.Lambda, cst.ClassDef)):
                 return False
             child = anc
