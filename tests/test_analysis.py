@@ -5,8 +5,8 @@ import pytest
 
 from trainlint.analysis.context import FileContext
 from trainlint.analysis.literals import UNKNOWN
-from trainlint.analysis.names import bound_names
-from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.names import bound_names, local_names
+from trainlint.analysis.tree import TreeIndex, named_parameters, parameter, parameter_names
 
 
 def ctx_for(code):
@@ -254,6 +254,23 @@ def test_returns_and_is_generator_read_a_functions_own_body_only():
     assert returned("inner") == ["1"] and returned("get") == ["2"]
     assert returned("gen") == [] and returned("nothing") == []
     assert [name for name in fns if index.is_generator(fns[name])] == ["inner", "gen"]
+
+
+def test_a_signatures_parameters_are_read_one_way():
+    """Positional-only, positional and keyword-only parameters are named ones; `*args`/`**kw`
+    are names the signature binds too, and a function's local names add what its body binds
+    (several analyses spelled these, some leaving out keyword-only or positional-only ones)."""
+    module = cst.parse_module("def f(a, /, b, *args, c=1, **kw):\n    d = a\n    return d\n"
+                              "def g(*, e):\n    pass\ng2 = lambda x, *r: x\n")
+    index = TreeIndex(module)
+    f, g = index.nodes(cst.FunctionDef)
+    lam = index.nodes(cst.Lambda)[0]
+    assert [p.name.value for p in named_parameters(f)] == ["a", "b", "c"]
+    assert parameter_names(f) == {"a", "b", "c", "args", "kw"}
+    assert parameter(f, "c").default.value == "1" and parameter(f, "args") is None and parameter(f, "z") is None
+    assert parameter(g, "e") is not None and parameter_names(g) == {"e"}
+    assert local_names(f) == {"a", "b", "c", "args", "kw", "d"}
+    assert parameter_names(lam) == {"x", "r"}
 
 
 @pytest.mark.parametrize(("options", "expected"), [

@@ -11,7 +11,7 @@ import libcst as cst
 from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
 from trainlint.analysis.loops import first_modulo, range_counter
-from trainlint.analysis.names import bound_names, dotted
+from trainlint.analysis.names import bound_names, dotted, local_names
 from trainlint.analysis.paths import (
     folders,
     hands_folder,
@@ -21,7 +21,7 @@ from trainlint.analysis.paths import (
     path_variables,
     reads_folder,
 )
-from trainlint.analysis.tree import binding_targets, walk
+from trainlint.analysis.tree import binding_targets, named_parameters, parameter_names, walk
 from trainlint.analysis.variables import is_variable, names_a_value, role
 from trainlint.diagnostics import Applicability
 from trainlint.layout import head_grown, split_at_brackets
@@ -2203,7 +2203,7 @@ and whether the fix still moves the save under an interval.
             return f"{why}, and no interval could test the loop's counter around the save inside it"
         # The interval must name in the function what it names at the loop: a number or a module's name.
         root = interval.split(".")[0]
-        own = bound_names(fn.body) | {p.name.value for p in walk(fn.params) if isinstance(p, cst.Param)}
+        own = local_names(fn)
         module_names = set()
         for top in ctx.module.body:
             module_names |= bound_names(top) if not isinstance(top, (cst.FunctionDef, cst.ClassDef)) else {top.name.value}
@@ -2217,8 +2217,7 @@ and whether the fix still moves the save under an interval.
             | {id(n.keyword) for n in walk(stmt) if isinstance(n, cst.Arg) and n.keyword is not None}
         read = {n.value for n in walk(stmt) if isinstance(n, cst.Name) and id(n) not in attrs}  # `self`, not `seen`
         site_fn = ctx.index.enclosing_function(site)
-        shadowed = (bound_names(site_fn) | {p.name.value for p in walk(site_fn.params) if isinstance(p, cst.Param)}
-                    if site_fn is not None else set())
+        shadowed = local_names(site_fn) if site_fn is not None else set()
         handed = self._handed_values(fn, site, stmt, read)
         local = sorted(((read & own) | (read & shadowed - module_names)) - handed.keys())
         after = self._after_inside(fn, stmt) if read & own else None
@@ -3173,13 +3172,10 @@ and whether the fix still moves the save under an interval.
         module's constant, a literal, `self.out` from a method of the same object) is the same
         text there; one of fn's own names cannot be followed."""
         ctx = self.ctx
-        params = [*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params]
-        names = {p.name.value for p in params}
-        for star in (fn.params.star_arg, fn.params.star_kwarg):
-            if isinstance(star, cst.Param):
-                names.add(star.name.value)
+        params = named_parameters(fn)
+        names = parameter_names(fn)
         if fn not in self._bound_in:
-            self._bound_in[fn] = names | bound_names(fn.body)
+            self._bound_in[fn] = local_names(fn)
         own = set(self._bound_in[fn])
         receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
         if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls") and params \

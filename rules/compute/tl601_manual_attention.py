@@ -10,6 +10,7 @@ import libcst as cst
 from trainlint.analysis.context import FileContext
 from trainlint.analysis.imports import remove_unused_imports
 from trainlint.analysis.names import bound_names
+from trainlint.analysis.tree import parameter
 from trainlint.analysis.variables import is_variable, may_reach, role
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
@@ -849,10 +850,9 @@ fixes together leave it unused, their findings share one fix that rewrites them 
             raise _NoFix("the term added to the scores is a number, and `attn_mask=` takes a tensor")
         if isinstance(expr, cst.Name):
             fn = ctx.index.enclosing_function(expr)
-            for param in (fn.params.params + fn.params.kwonly_params) if fn is not None else ():
-                if param.name.value == expr.value and param.default is not None \
-                        and ctx.number(param.default) is not None:
-                    raise _NoFix(f"`{expr.value}` defaults to a number, and `attn_mask=` takes a tensor")
+            param = parameter(fn, expr.value) if fn is not None else None
+            if param is not None and param.default is not None and ctx.number(param.default) is not None:
+                raise _NoFix(f"`{expr.value}` defaults to a number, and `attn_mask=` takes a tensor")
 
     def _registered(self, attr) -> list[cst.Call]:
         """The `register_buffer("<name>", ...)` calls of `self.<name>`'s class (another class's

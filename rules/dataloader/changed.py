@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from trainlint.analysis.batches import dataset_class, method_of
-from trainlint.analysis.names import bound_names
+from trainlint.analysis.names import local_names
 
 from .loaders import MUTATORS, changes, changes_argument
 
@@ -172,7 +172,7 @@ def _global_changes(ctx, cls: cst.ClassDef) -> list[cst.CSTNode]:
         method = method_of(ctx, cls, method_name)
         if method is None:
             continue
-        local = bound_names(method.body) | {p.name.value for p in method.params.params}
+        local = local_names(method)
         read |= {n.value for n in ctx.index.walk(method.body) if isinstance(n, cst.Name)
                  and n.value in module_names and n.value not in local}
     if not read:
@@ -199,5 +199,4 @@ def _global_there(ctx, node: cst.CSTNode, name: str) -> bool:
         return True
     declared = any(isinstance(n, cst.Global) and any(g.name.value == name for g in n.names)
                    for n in ctx.index.walk(fn.body))
-    return declared or (isinstance(node, cst.Call) and name not in bound_names(fn.body)
-                        and name not in {p.name.value for p in fn.params.params})
+    return declared or (isinstance(node, cst.Call) and name not in local_names(fn))

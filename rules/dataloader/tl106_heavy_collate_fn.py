@@ -22,6 +22,7 @@ from trainlint.analysis.batches import (
     resolve_callable,
 )
 from trainlint.analysis.imports import after_imports
+from trainlint.analysis.tree import parameter_names
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 
@@ -524,7 +525,7 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
     Only when every move names the same device through something the loop can see too (a string,
     or a module-level name), and the loader's loops bind the batch to plain names."""
     ctx = rule.ctx
-    params = {p.name.value for p in collate.params.params} if isinstance(collate, (cst.FunctionDef, cst.Lambda)) else set()
+    params = parameter_names(collate) if isinstance(collate, (cst.FunctionDef, cst.Lambda)) else set()
     local = params | {ctx.dotted(t.target) for a in ctx.index.walk(collate) if isinstance(a, cst.Assign)
                       for t in a.targets}
     devices = set()

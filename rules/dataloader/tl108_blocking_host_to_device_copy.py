@@ -15,6 +15,7 @@ from trainlint.analysis.batches import (
 )
 from trainlint.analysis.inplace import changed_after_copy
 from trainlint.analysis.star_args import dict_entries
+from trainlint.analysis.tree import parameter
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 
@@ -649,7 +650,7 @@ def _also_copies_to_cpu(ctx, call: cst.Call) -> str | None:
     if device is None or fn is None or not isinstance(device.value, cst.Name):
         return None
     param = device.value.value
-    declared = next((p for p in (*fn.params.params, *fn.params.kwonly_params) if p.name.value == param), None)
+    declared = parameter(fn, param)
     if declared is None:
         return None
     name = fn.name.value

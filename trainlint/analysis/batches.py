@@ -17,7 +17,8 @@ from trainlint.analysis.framework_loaders import accelerate_trains_on, places_ba
 from trainlint.analysis.frameworks import is_training_arguments
 from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.loops import LOOKS_ONLY
-from trainlint.analysis.names import bound_names, dotted
+from trainlint.analysis.names import bound_names, dotted, local_names
+from trainlint.analysis.tree import parameter
 from trainlint.analysis.variables import is_variable, owner, role
 
 DATALOADERS = (
@@ -557,7 +558,7 @@ def _reads_device_globals(ctx, fn: cst.FunctionDef, cls: cst.ClassDef | None, de
     on_device = _device_globals(ctx)
     if not on_device:
         return False
-    local = bound_names(fn.body) | {p.name.value for p in fn.params.params}
+    local = local_names(fn)
     held = _device_attributes(ctx, cls, on_device) if cls is not None else set()
     for n in ctx.index.walk(fn.body):
         if isinstance(n, cst.Name) and n.value in on_device and n.value not in local and is_variable(ctx.index, n):
@@ -577,7 +578,7 @@ def device_global_read(ctx, fn: cst.CSTNode) -> cst.Name | None:
     on_device = _device_globals(ctx)
     if not on_device:
         return None
-    local = bound_names(fn.body) | {p.name.value for p in fn.params.params}
+    local = local_names(fn)
     return next((n for n in ctx.index.walk(fn.body) if isinstance(n, cst.Name) and n.value in on_device
                  and n.value not in local and is_variable(ctx.index, n)), None)
 
@@ -957,9 +958,7 @@ def _method_takes_non_blocking(ctx, cls: cst.ClassDef, call: cst.Call) -> bool |
     method = method_of(ctx, cls, call.func.attr.value) if isinstance(call.func, cst.Attribute) else None
     if method is None:
         return None
-    params = method.params
-    return isinstance(params.star_kwarg, cst.Param) or any(
-        p.name.value == "non_blocking" for p in (*params.params, *params.kwonly_params))
+    return isinstance(method.params.star_kwarg, cst.Param) or parameter(method, "non_blocking") is not None
 
 
 def _collated(ctx, loader: cst.Call):

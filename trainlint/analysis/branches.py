@@ -17,7 +17,7 @@ import operator
 import libcst as cst
 
 from trainlint.analysis.literals import UNKNOWN, literal
-from trainlint.analysis.tree import TreeIndex
+from trainlint.analysis.tree import TreeIndex, parameter
 from trainlint.analysis.variables import Bindings
 
 
@@ -120,7 +120,7 @@ class Conditions:
         if bound is None:
             return UNKNOWN  # declared global or nonlocal somewhere
         here = bound.get(fn, [])
-        param = _parameter(fn, name) if fn is not None else None
+        param = parameter(fn, name) if fn is not None else None
         if param is not None:
             if len(here) != 1:
                 return UNKNOWN  # re-assigned in the function
@@ -149,11 +149,3 @@ class Conditions:
             if name == param.name.value:
                 return self.value(arg.value, self.index.enclosing_function(call), calls[:-1], given, depth)
         return UNKNOWN if param.default is None else self.value(param.default, None, (), (), depth)
-
-
-def _parameter(fn: cst.FunctionDef, name: str) -> cst.Param | None:
-    params = fn.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if param.name.value == name:
-            return param
-    return None

@@ -20,7 +20,7 @@ import libcst as cst
 from trainlint.analysis.imports import is_stdlib
 from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex, assigned_pairs, assignments
+from trainlint.analysis.tree import TreeIndex, assigned_pairs, assignments, named_parameters
 from trainlint.analysis.variables import Bindings, is_variable, role
 from trainlint.analysis.words import words
 
@@ -246,7 +246,7 @@ def _takes_objects(fn: cst.FunctionDef) -> bool:
     """fn has a parameter that may hold a model, optimizer or data (any but one whose default is a
     number, string or bool literal)."""
     params = fn.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+    for param in named_parameters(fn):
         if not isinstance(param.default, (cst.Integer, cst.Float, cst.SimpleString)) and not (
                 isinstance(param.default, cst.Name) and param.default.value in ("True", "False")):
             return True

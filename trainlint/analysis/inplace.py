@@ -28,6 +28,7 @@ from trainlint.analysis.batches import is_device_move
 from trainlint.analysis.literals import UNKNOWN, literal
 from trainlint.analysis.loops import Loop
 from trainlint.analysis.names import dotted
+from trainlint.analysis.tree import named_parameters
 
 # How many calls down (into the functions of the module a tensor is handed to) and up (to the
 # callers of a helper that copies its parameter) a tensor is followed.
@@ -140,7 +141,7 @@ def _named(names: frozenset[str]) -> str:
 def _in_callers(ctx, node: cst.CSTNode, fn: cst.FunctionDef, names: frozenset[str], depth: int) -> Change | None:
     """A helper of the module copies its parameter (`def to_device(t): return t.to(device)`): the
     change, after a call of it, of the tensor the call hands it."""
-    params = {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}
+    params = {p.name.value for p in named_parameters(fn)}
     # The parameter still holds what the caller handed when the copy reads it.
     handed = {n for n in names & params
               if all(_bind(ctx, stmt, frozenset({n})) for _anc, earlier in ctx.index.preceding(node)

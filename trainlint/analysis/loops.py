@@ -20,7 +20,7 @@ from trainlint.analysis.branches import Conditions
 from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import (
-    TreeIndex, assigned_pairs, assignments, binding_targets, is_none, last_statement, target_parts, walk,
+    TreeIndex, assigned_pairs, assignments, binding_targets, is_none, last_statement, parameter, target_parts, walk,
 )
 from trainlint.analysis.variables import Bindings, is_variable
 
@@ -1104,8 +1104,7 @@ class Loops:
     def is_plain_parameter(self, fn: cst.FunctionDef, name: str) -> bool:
         """name is a named parameter of fn (not `*args`/`**kwargs`, not self/cls) that fn never
         rebinds: a read of it in fn's own body holds what the caller passed."""
-        params = (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
-        if not any(p.name.value == name for p in params) or name in ("self", "cls"):
+        if parameter(fn, name) is None or name in ("self", "cls"):
             return False
         bound = self.variables.of(name)
         return bound is not None and bound.get(fn) == [("bind", None)]
@@ -1141,8 +1140,7 @@ class Loops:
         return found
 
     def _parameter_classes_uncached(self, fn: cst.FunctionDef, name: str) -> tuple[cst.ClassDef, ...]:
-        param = next(p for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
-                     if p.name.value == name)
+        param = parameter(fn, name)
         if param.annotation is not None:
             return self._named_class(param.annotation.annotation)
         handed = self.handed_to(fn, name)

@@ -12,7 +12,7 @@ import builtins
 
 import libcst as cst
 
-from trainlint.analysis.tree import TreeIndex, binding_targets, walk
+from trainlint.analysis.tree import TreeIndex, binding_targets, parameter_names, walk
 
 # Public re-exports: the canonical name rules ask for, keyed by the defining module's name.
 CANONICAL = {
@@ -74,6 +74,12 @@ def bound_names(root: cst.CSTNode) -> set[str]:
         for n in walk(target)
         if isinstance(n, (cst.Name, cst.Attribute)) and (name := dotted(n)) is not None
     }
+
+
+def local_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
+    """The names fn has of its own (bound_names of its body, and its signature's): a read of any
+    other is the enclosing scope's or the module's."""
+    return bound_names(fn.body) | parameter_names(fn)
 
 
 def _module_name(expr) -> str:

@@ -21,7 +21,7 @@ import libcst as cst
 from trainlint.analysis.batches import host_batch_loops, is_cpu_device, is_device_move, over_loader_name
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.paths import may_name, path_forms
-from trainlint.analysis.tree import binding_targets, is_none, walk
+from trainlint.analysis.tree import binding_targets, is_none, parameter, walk
 
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
@@ -343,7 +343,7 @@ class Tensors:
         """name is a parameter of its function (not bound again there), and each call of the
         function in the module hands it a Python number or string (`_host_value`)."""
         if not isinstance(scope, cst.FunctionDef) or name.value in self._scopes.get(scope, {}) \
-                or name.value not in {p.name.value for p in scope.params.params}:
+                or parameter(scope, name.value) is None:
             return False
         key = (scope, name.value)  # is_tensor asks for every read of the name: once per parameter
         if key not in self._host_params:
@@ -446,7 +446,7 @@ class Tensors:
         values = self._scopes.get(scope, {}).get(name, ())
         if not values or not all(self._number(v, scope, seen) or is_none(v) for v in values):
             return False
-        if isinstance(scope, cst.FunctionDef) and name in _parameter_names(scope):
+        if isinstance(scope, cst.FunctionDef) and parameter(scope, name) is not None:
             followed = self._number_calls.get(scope)
             if followed is None:
                 return self._every_call_hands_a_number(scope, name)
@@ -994,11 +994,6 @@ _NUMBER_LOOKUPS = 200
 # Parsers of text formats: what they give holds Python numbers, strings, lists and dicts only.
 _TEXT_PARSERS = frozenset({"json.load", "json.loads", "yaml.safe_load", "yaml.load", "yaml.full_load",
                            "tomllib.load", "tomllib.loads", "tomli.load", "tomli.loads", "toml.load", "toml.loads"})
-
-
-def _parameter_names(fn: cst.FunctionDef) -> set[str]:
-    params = fn.params
-    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
 
 
 # The depth _host starts from for the arguments of a parameter's calls (_parameter_on_host): of

@@ -61,6 +61,25 @@ def is_none(value: cst.BaseExpression | None) -> bool:
     return isinstance(value, cst.Name) and value.value == "None"
 
 
+def named_parameters(fn: cst.FunctionDef | cst.Lambda) -> tuple[cst.Param, ...]:
+    """The parameters of fn a caller hands by position or name, in order: positional-only,
+    positional, keyword-only; not `*args`/`**kwargs`."""
+    params = fn.params
+    return (*params.posonly_params, *params.params, *params.kwonly_params)
+
+
+def parameter_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
+    """Every name fn's signature binds: its named parameters, `*args` and `**kwargs`."""
+    params = fn.params
+    stars = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    return {p.name.value for p in (*named_parameters(fn), *stars)}
+
+
+def parameter(fn: cst.FunctionDef | cst.Lambda, name: str) -> cst.Param | None:
+    """fn's named parameter called name (named_parameters), if it has one."""
+    return next((p for p in named_parameters(fn) if p.name.value == name), None)
+
+
 def binding_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The target expressions `node` binds: `a, b = ...`, `a += ...`, `a: T = ...`, `(a := ...)`,
     `for a in ...` (statements and comprehensions), `... as a`; [] for any other node. Walk a
