@@ -193,6 +193,11 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
         Invalid(_RETURNED_LOSS.format(kept="loss.detach()", use="self.update(loss)"), message="`if` on a tensor"),
         Invalid(_RETURNED_LOSS.format(kept="loss.detach().cpu()", use="self.update(loss)\n            hooks.append(self.update)"),
                 message="`if` on a tensor"),
+        # A parameter named like a tensor whose function is also handed on (a callback, which may
+        # be given a tensor): what it holds is not known to be a number.
+        Invalid("import torch\ndef check(loss, limit):\n    if loss > limit:\n        print('big')\n"
+                "hooks.append(check)\n" + in_training_loop("check(loss.item(), 10)").partition("\n")[2],
+                message="`if` on a tensor"),
         # ... but a module constant that is a tensor on the device makes the test one, as does a
         # constant named like a loss that a function may rebind (`global`).
         Invalid(_RETURNED_LOSS.format(kept="loss.detach().cpu()", use="if loss < STOP_BELOW:\n                break")

@@ -351,17 +351,11 @@ class Tensors:
         return self._host_params[key]
 
     def _every_call_hands_a_number(self, scope: cst.FunctionDef, param: str) -> bool:
-        loops = self.ctx.loops
-        fn_name = scope.name.value
-        calls = loops.calls_by_name.get(fn_name, ())
-        if not calls or len(loops.functions.get(fn_name, ())) != 1:
-            return False
-        for call in calls:
-            bound = dict(loops.bind_args(scope, call))
-            arg = bound.get(param)
-            if arg is None or arg.star or not _host_value(arg.value):
-                return False
-        return True
+        """Each call of scope hands param a Python number or string (`_host_value`), as
+        Loops.handed_to finds the calls: not known where the function is also handed on (a
+        callback, which its caller may give anything) or a call leaves param to its default."""
+        handed = self.ctx.loops.handed_to(scope, param)
+        return bool(handed) and all(_host_value(arg.value) for arg, _call in handed)
 
     def _number(self, value: cst.BaseExpression, scope, seen: frozenset) -> bool:
         """value is a Python number or string: one for certain (`_host_value`, `math.inf`); a call
