@@ -48,6 +48,17 @@ _NO_STEP_WANDB = "import wandb\n" + in_training_loop("wandb.log({'loss': loss})"
 _HISTORY = ("import torch\nclass History:\n    def __init__(self):\n        self.losses = []\n"
             "    def {method}(self, step, loss):\n        {keep}\n")
 
+# torchtune's distillation recipe: a ratio read from its configuration ({cfg}, {ratio}) weighs the
+# two losses it logs ({logged}).
+_KD_RATIO = ("import argparse\nimport torch\nfrom omegaconf import DictConfig\nclass Recipe:\n"
+             "    def __init__(self, cfg{cfg}):\n        self._kd_ratio = {ratio}\n"
+             "    def train(self, loader, pbar, num_tokens):\n        for batch in loader:\n"
+             "            class_loss, kd_loss = self._loss_step(batch)\n"
+             "            loss = (1 - self._kd_ratio) * class_loss + self._kd_ratio * kd_loss\n"
+             "            loss.backward()\n            self._optimizer.step()\n"
+             "            loss_to_log = (1 - self._kd_ratio) * {logged}\n"
+             "            pbar.set_description(f'Loss: {{loss_to_log}}')\n")
+
 # A module constant named like a loss ({value}), shown on every step of a function's loop.
 _CONSTANT = ("import torch\nTARGET_LOSS = {value}\ndef train():\n    for step, (x, y) in enumerate(loader):\n"
              "        loss = model(x, y)\n        loss.backward()\n        opt.step()\n"
@@ -104,7 +115,9 @@ a name every assignment of which gives one (`current_loss = loss.item()`, `avg =
 parameters holding what the call hands them (`self.avg_loss = self.update_average(loss,
 self.avg_loss)` that adds `float(loss) / self.step` to what it is handed), an attribute of
 `self` every value of which its class gives is one (a part of what json, yaml or toml parsed
-counts; what `torch.load` gives does not), and a variable of the module every assignment of
+counts, as does a value of a configuration parsed from text: `cfg.get("kd_ratio", 0.5)` of a
+`cfg: DictConfig` parameter, an attribute of what argparse's `parse_args()` gives; what
+`torch.load` gives does not), and a variable of the module every assignment of
 which gives one, read in a function (`TARGET_LOSS = 0.05`; not one a function declares `global`).
 
 Logging a tensor to an experiment tracker is flagged too: `wandb.log({"loss": loss})`, a
@@ -176,6 +189,12 @@ tensor are logging lines side by side, and go under one `if` together).
         # A module constant named like a loss is what the module assigns it: a float, read in the
         # loop's function. It was taken for a tensor by its name.
         Valid(_CONSTANT.format(value="0.05")),
+        # A value of a configuration parsed from text (an OmegaConf DictConfig parameter, what
+        # argparse parsed) holds no tensor: weighing `.item()` floats with it gives a float
+        # (torchtune's `loss_to_log`, reported).
+        Valid(_KD_RATIO.format(cfg=": DictConfig", ratio="cfg.get('kd_ratio', 0.5)", logged="class_loss.item()")),
+        Valid(_KD_RATIO.format(cfg="", ratio="argparse.ArgumentParser().parse_args().kd_ratio",
+                               logged="class_loss.item()")),
         # A class of the file named like a tracker (`writer = Writer()`, its `add_scalar` keeps
         # the tensor in a list) in a module importing SummaryWriter: judged by its name, it was
         # taken for TensorBoard's and reported.
@@ -286,6 +305,12 @@ tensor are logging lines side by side, and go under one `if` together).
     invalid = [
         # ... a tensor on the device when the module makes one.
         Invalid(_CONSTANT.format(value="torch.tensor(0.05, device='cuda')"), message="`TARGET_LOSS`"),
+        # ... but a float divided by a tensor is a tensor (torchtune's single-device recipe divides
+        # by the token count), and a configuration not known to be parsed text may hold anything.
+        Invalid(_KD_RATIO.format(cfg=": DictConfig", ratio="cfg.get('kd_ratio', 0.5)",
+                                 logged="class_loss.item() / num_tokens.sum()"), message="`loss_to_log`"),
+        Invalid(_KD_RATIO.format(cfg="", ratio="cfg.get('kd_ratio', 0.5)", logged="class_loss.item()"),
+                message="`loss_to_log`"),
         # ... but a tensor added to it, or a tensor it starts from, makes the average a tensor.
         *(Invalid(code, fixed=_guarded_postfix(code)) for code in (
             _AVERAGE.format(start="0.0", add="loss.detach()"),

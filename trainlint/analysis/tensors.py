@@ -366,6 +366,8 @@ class Tensors:
         range counter): `smooth * loss.item() + (1 - smooth) * avg`."""
         if _host_value(value) or self.names.qualified(value) in _FLOAT_CONSTANTS:
             return True
+        if self._parsed_text(value, scope):
+            return True
         if isinstance(value, cst.Call):
             return self._returns_number(value, scope, seen)
         if isinstance(value, cst.UnaryOperation):
@@ -436,7 +438,7 @@ class Tensors:
             shared = frozenset(n for n in seen if n.startswith("self."))
             given = [(v, fn) for fn in methods for v in self._scopes.get(fn, {}).get(name, ())]
             return bool(given) and all(self._number(v, fn, seen if fn is scope else shared) or is_none(v)
-                                       or self._parsed_text(v, fn) for v, fn in given)
+                                       for v, fn in given)
         values = self._scopes.get(scope, {}).get(name, ())
         if not values or not all(self._number(v, scope, seen) or is_none(v) for v in values):
             return False
@@ -473,14 +475,35 @@ class Tensors:
 
     def _parsed_text(self, value: cst.BaseExpression, scope) -> bool:
         """value is read out of what json, yaml or toml parsed (`state["step"]` after `state =
-        yaml.safe_load(f)`): numbers, strings, lists and dicts of them, never a tensor."""
-        while isinstance(value, cst.Subscript):
-            value = value.value
+        yaml.safe_load(f)`), or out of a configuration parsed from the command line or a file:
+        what `parser.parse_args()` or `OmegaConf.load` gives, or a parameter annotated as one
+        (`cfg: DictConfig`, `args: argparse.Namespace`), read by item, attribute or `.get`
+        (`cfg.get("kd_ratio", 0.5)`, torchtune's recipes). Numbers, strings, lists and dicts of
+        them, never a tensor (OmegaConf holds primitive values only)."""
+        while True:
+            if isinstance(value, (cst.Subscript, cst.Attribute)):
+                value = value.value
+            elif isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                    and value.func.attr.value == "get":
+                value = value.func.value
+            else:
+                break
         if isinstance(value, cst.Name):
             values = self._scopes.get(scope, {}).get(value.value, ())
-            return bool(values) and all(isinstance(v, cst.Call) and self.names.qualified(v.func) in _TEXT_PARSERS
-                                        for v in values)
-        return isinstance(value, cst.Call) and self.names.qualified(value.func) in _TEXT_PARSERS
+            if not values and isinstance(scope, cst.FunctionDef):
+                param = parameter(scope, value.value)
+                return param is not None and param.annotation is not None \
+                    and self.names.qualified(param.annotation.annotation) in _CONFIG_CLASSES
+            return bool(values) and all(self._parser_call(v) for v in values)
+        return self._parser_call(value)
+
+    def _parser_call(self, value: cst.BaseExpression) -> bool:
+        """value calls a parser of text (_TEXT_PARSERS) or an argparse parser's `parse_args()`."""
+        if not isinstance(value, cst.Call):
+            return False
+        func = value.func
+        return self.names.qualified(func) in _TEXT_PARSERS \
+            or (isinstance(func, cst.Attribute) and func.attr.value == "parse_args")
 
     def _untyped(self, value: cst.BaseExpression, scope) -> bool:
         """A name nothing in its function assigns and nothing marks as a tensor (a parameter, a
@@ -987,7 +1010,11 @@ _FLOAT_CONSTANTS = frozenset({"math.inf", "math.nan", "math.pi", "math.e", "nump
 _NUMBER_LOOKUPS = 200
 # Parsers of text formats: what they give holds Python numbers, strings, lists and dicts only.
 _TEXT_PARSERS = frozenset({"json.load", "json.loads", "yaml.safe_load", "yaml.load", "yaml.full_load",
-                           "tomllib.load", "tomllib.loads", "tomli.load", "tomli.loads", "toml.load", "toml.loads"})
+                           "tomllib.load", "tomllib.loads", "tomli.load", "tomli.loads", "toml.load", "toml.loads",
+                           "omegaconf.OmegaConf.load"})
+# Classes of a configuration parsed from text, as a parameter's annotation names them.
+_CONFIG_CLASSES = frozenset({"omegaconf.DictConfig", "omegaconf.ListConfig", "omegaconf.dictconfig.DictConfig",
+                             "omegaconf.listconfig.ListConfig", "argparse.Namespace"})
 
 
 # The depth _host starts from for the arguments of a parameter's calls (_parameter_on_host): of
