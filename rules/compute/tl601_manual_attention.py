@@ -11,7 +11,7 @@ from trainlint.analysis.context import FileContext
 from trainlint.analysis.imports import remove_unused_imports
 from trainlint.analysis.names import bound_names
 from trainlint.analysis.tree import parameter
-from trainlint.analysis.variables import is_variable, may_reach, role
+from trainlint.analysis.variables import is_variable, may_reach, role, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
 from trainlint.suppressions import parse_suppressions
@@ -39,6 +39,10 @@ _HOOKS = frozenset({"register_forward_hook", "register_forward_pre_hook", "regis
 _GLOBAL_HOOKS = frozenset({"torch.nn.modules.module.register_module_forward_hook",
                            "torch.nn.modules.module.register_module_forward_pre_hook",
                            "torch.nn.modules.module.register_module_full_backward_hook"})
+
+
+# What a tensor tells of itself other than its values: an assertion of these checks no result.
+_METADATA = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel", "is_contiguous"})
 
 
 class _NoMatch(Exception):
@@ -122,7 +126,11 @@ mask (`masked_fill(mask == 0, float("-inf"))`, `masked_fill_`, an additive `+ ma
 `if mask is not None:`, whose other statements may prepare the mask: `mask = mask.unsqueeze(1)`
 stays), `softmax(dim=-1)` (or an `nn.Softmax(dim=-1)` module), optional dropout (also one applied
 only `if self.dropout is not None:`), then `@ v`. Code that uses the attention weights for anything
-else (returns or stores them) is not flagged.
+else (returns or stores them) is not flagged, nor is a test's reference: attention written by hand
+in a function named `test...` whose result (directly or through the names it is assigned to) an
+assertion checks by value (`torch.testing.assert_close(pool(x), expected)`, `assert
+torch.allclose(...)`; not a check of its shape), which SDPA would turn into a comparison of SDPA
+with itself.
 
 Scores scaled in place (`attn /= math.sqrt(d)`), a key transposed in a statement of its
 own (`kT = k.transpose(-2, -1)`) and both products written with `torch.einsum`
@@ -181,7 +189,16 @@ fixes together leave it unused, their findings share one fix that rewrites them 
     _HEAD = "import math\nimport torch\nimport torch.nn.functional as F\n\ndef attend(q, k, v, mask):\n"
     # The fixed code of a scale written with `math.sqrt`: the import only it used goes too.
     _NO_MATH = _HEAD.replace("import math\n", "")
+    # A test checking a module against attention written by hand ({check} reads `expected`).
+    _REFERENCE = ("import torch\n\ndef {name}(pool, x, q, k, v):\n"
+                  "    attn = ((q * pool.scale) @ k.transpose(-2, -1)).softmax(dim=-1)\n"
+                  "    expected = (attn @ v).transpose(1, 2)\n    expected = pool.proj(expected)[:, 0]\n"
+                  "    {check}\n")
     valid = [
+        # A test's reference for a module that uses SDPA: the fix would compare SDPA with itself
+        # (timm's attention-pool tests were reported).
+        Valid(_REFERENCE.format(name="test_pool_matches", check="torch.testing.assert_close(pool(x), expected)")),
+        Valid(_REFERENCE.format(name="test_pool_matches", check="assert torch.allclose(pool(x), expected, atol=1e-5)")),
         Valid(_HEAD + "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"),
         Valid(_HEAD + "    return torch.softmax(q @ k.transpose(-1, -2) * 0.125, -1) @ v\n",
               settings={"target_torch": "1.13"}),  # no scaled_dot_product_attention before PyTorch 2.0
@@ -209,6 +226,10 @@ fixes together leave it unused, their findings share one fix that rewrites them 
                       "    if not output_attentions:\n        w = None\n    return out, w\n"),
     ]
     invalid = [
+        # ... but a model checking its own output, or a test that checks only the shape, is no
+        # reference.
+        Invalid(_REFERENCE.format(name="forward", check="assert torch.isfinite(expected).all()")),
+        Invalid(_REFERENCE.format(name="test_pool_shape", check="assert expected.shape == (2, 64)")),
         # The weights rebound in the other branch, or before a later read: dead after the attention.
         Invalid(_HEAD + "    if cross:\n        a = F.softmax(q @ k.transpose(-2, -1), dim=-1)\n        y = a @ v\n"
                         "    else:\n        a = F.softmax(q @ mask.transpose(-2, -1), dim=-1)\n        y = a @ v\n"
@@ -513,7 +534,7 @@ fixes together leave it unused, their findings share one fix that rewrites them 
                     fix, shown, why = None, None, e.why
         except _NoMatch:
             return
-        if self._is_sdpa_fallback(node):  # asked last: it scans the function, most `@` are not attention
+        if self._is_sdpa_fallback(node) or self._is_test_reference(node):  # asked last: they scan the function
             return
         use = f"`{shown}`" if shown else "`torch.nn.functional.scaled_dot_product_attention`"
         # A row whose every key is masked (a query at a left-padding position): softmax of equal
@@ -534,6 +555,53 @@ fixes together leave it unused, their findings share one fix that rewrites them 
         ctx = self.ctx
         return ctx.index.enclosing_function(node) is not None and any(
             (ctx.dotted(call.func) or "").endswith("scaled_dot_product_attention") for call in ctx.calls_in_scope(node))
+
+    def _is_test_reference(self, node) -> bool:
+        """What the attention computes is checked by an assertion (`torch.testing.assert_close(pool(x),
+        expected)` after `expected = pool.proj(attn @ v)`, an `assert` of `torch.allclose`), directly
+        or through the names it is assigned to in its function (four assignments down), in a test
+        (a function named `test...`, as pytest and unittest find them): a reference for a module
+        that uses SDPA, which the fix would compare with itself (timm's attention-pool tests). A
+        model's own check of its output (`assert torch.isfinite(y).all()` in `forward`) is no test."""
+        ctx = self.ctx
+        scope = ctx.index.enclosing_function(node)
+        if scope is None or not scope.name.value.startswith("test"):
+            return False
+        held, seen = [node], set()
+        for _ in range(5):
+            names = set()
+            for expr in held:
+                if self._asserted(expr):
+                    return True
+                stmt = ctx.statement(expr)
+                small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Name):
+                    names.add(small.targets[0].target.value)
+            held = []
+            for name in names - seen:
+                seen.add(name)
+                uses = variable_uses(ctx.index, scope, name) or []
+                held += [use.node for use in uses if use.kind == "read"]
+            if not held:
+                return False
+        return False
+
+    def _asserted(self, expr) -> bool:
+        """expr's values (not its shape, size, dtype or device) are checked in an `assert`
+        statement or by an assertion call (`assert_close`, `assertTrue`,
+        `np.testing.assert_allclose`: a callee whose name starts with `assert`)."""
+        parent = self.ctx.index.parent.get(expr)
+        if isinstance(parent, cst.Attribute) and parent.value is expr and parent.attr.value in _METADATA:
+            return False
+        for anc in self.ctx.index.ancestors(expr):
+            if isinstance(anc, cst.Assert):
+                return True
+            if isinstance(anc, cst.Call) and (self.ctx.dotted(anc.func) or "").rsplit(".", 1)[-1].startswith("assert"):
+                return True
+            if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                return False
+        return False
 
     def _definition(self, name: str, before: cst.CSTNode, att: _Attention):
         """The statement of `before`'s block that last defines `name` before it: (kind, stmt, payload).
