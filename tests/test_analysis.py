@@ -70,6 +70,28 @@ def _name(ctx, name):
     return next(n for n in ctx.index.nodes(cst.Name) if n.value == name)
 
 
+def test_a_loop_over_items_written_out_is_no_hot_loop():
+    """A loop over a tuple or list display (or a name assigned only one) runs a few cases, as a test
+    checks a few settings: the loop around it repeats the steps, if there is one."""
+    ctx = ctx_for(
+        "import torch\n"
+        "def test_dtypes(model, x):\n"
+        "    grads = [x, 10 * x]\n"
+        "    for dtype in (torch.float16, torch.bfloat16):\n"
+        "        model(x.to(dtype)).sum().backward()\n"
+        "    for grad in grads:\n"
+        "        opt.step()\n"
+        "def train(loader):\n"
+        "    for x, y in loader:\n"
+        "        for opt, part in ((opt_g, 'g'), (opt_d, 'd')):\n"
+        "            model(x, part).backward()\n"
+        "            opt.step()\n"
+        "        for x2 in [*extra]:\n"
+        "            opt_e.step()\n")
+    hot = sorted(ctx.code(loop.target) for loop in ctx.loops.hot_loops)
+    assert hot == ["x, y", "x2"]
+
+
 def test_hot_loop_through_a_called_function():
     ctx = ctx_for(HOT)
     loops = ctx.loops

@@ -468,6 +468,11 @@ of every tenth loss, predictions shorter than their targets).
         # A host tensor compared with a constant of the module (a float, read in the loop's
         # function) is on the host: it was reported (the constant was not followed out of it).
         Valid(_HOST_LABELS.format(limit="3")),
+        # A test's loop over a few gradients written out (through a name) runs each once: no
+        # training loop (timm's Adafactor clipping test was reported).
+        Valid("import torch\ndef test_clipping(param, opt, grad):\n    grads = [grad, 10 * grad, 0.1 * grad]\n"
+              "    for grad in grads:\n        param.grad = grad.cuda()\n        opt.step()\n"
+              "        rms = param.detach().norm().item()\n        assert rms <= 1.0\n"),
         # A flag reduced across ranks and tested on the step: every rank must act on it together
         # (stop, drop a batch another rank ran out of memory on); an interval cannot serve (trl's
         # stop callbacks, composer's OOM flag were reported).

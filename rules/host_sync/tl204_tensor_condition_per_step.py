@@ -65,6 +65,12 @@ _HOST_BATCH_TEST = ("import torch\nfor batch in loader:\n    x = batch['x'].cuda
 
 
 
+# A test of a loss at two precisions, a loop over the dtypes written out ({test} on the loss).
+_WRITTEN_CASES = ("import torch\ndef test_low_precision(model, x, y):\n"
+                  "    for dtype in (torch.float16, torch.bfloat16):\n"
+                  "        loss = model(x.to(dtype).cuda(), y.cuda()).mean()\n        loss.backward()\n"
+                  "        {test}\n")
+
 # A trainer whose step returns the loss ({kept}), tested by a helper the loop hands it to ({use}).
 _RETURNED_LOSS = ("import torch\nclass Brain:\n    def __init__(self, model):\n        self.model = model.cuda()\n"
                   "    def fit_batch(self, batch):\n        loss = self.model(batch.cuda()).sum()\n        loss.backward()\n"
@@ -138,6 +144,9 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
               + "net = Net().cuda()\nwith torch.no_grad():\n    for x in val_loader:\n        net(x.cuda())\n"),
         Valid(forward_case("if torch.isnan(x).any():\n    raise ValueError('nan input')",
                            make="from models import Net as Imported\nmodel = Imported().cuda()")),
+        # A test's loop over a few settings written out runs each once: no training loop (timm's
+        # low-precision loss test was reported).
+        Valid(_WRITTEN_CASES.format(test="assert torch.isfinite(loss)")),
         # A module constant is what the module assigns it, whatever its name says: a float read
         # in a function. It was reported.
         Valid("import torch\nTARGET_LOSS = 0.05\ndef train():\n    lossf = float('inf')\n"
@@ -193,6 +202,10 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
         Invalid(_RETURNED_LOSS.format(kept="loss.detach()", use="self.update(loss)"), message="`if` on a tensor"),
         Invalid(_RETURNED_LOSS.format(kept="loss.detach().cpu()", use="self.update(loss)\n            hooks.append(self.update)"),
                 message="`if` on a tensor"),
+        # ... but inside a training loop, such a loop's test runs on every step.
+        Invalid("import torch\nfor x, y in loader:\n    for opt, part in ((opt_g, 'g'), (opt_d, 'd')):\n"
+                "        loss = model(x.cuda(), part).mean()\n        loss.backward()\n        opt.step()\n"
+                "        assert torch.isfinite(loss)\n", message="`torch._assert_async"),
         # A parameter named like a tensor whose function is also handed on (a callback, which may
         # be given a tensor): what it holds is not known to be a number.
         Invalid("import torch\ndef check(loss, limit):\n    if loss > limit:\n        print('big')\n"

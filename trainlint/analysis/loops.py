@@ -468,7 +468,7 @@ class Loops:
         self.stepping_functions = self._find_stepping_functions()
         self.hot_loops: set[cst.CSTNode] = set()
         for site in self._step_sites():
-            loop = self.innermost_loop(site)
+            loop = self._stepping_loop(site)
             if loop is not None:
                 self.hot_loops.add(loop)
 
@@ -1274,6 +1274,32 @@ class Loops:
                 return anc
             child = anc
         return None
+
+    def _stepping_loop(self, site: cst.CSTNode) -> cst.CSTNode | None:
+        """The loop that repeats a step site: the innermost loop around it, past loops over items
+        written out (`for dtype in (torch.float16, torch.bfloat16):`, `for grad in grads` after
+        `grads = [g, 10 * g, 0.1 * g]`), which run once per item written: a handful of cases, as
+        a test checks a few settings, not training steps (timm's unit tests were read as training
+        loops). A loop around such a loop is the hot loop, if there is one."""
+        loop = self.innermost_loop(site)
+        while loop is not None and self._over_written_items(loop):
+            loop = self.innermost_loop(loop)
+        return loop
+
+    def _over_written_items(self, loop: cst.CSTNode) -> bool:
+        """loop is a `for` over a tuple, list or set display with no starred element, or over a
+        name every binding of which assigns one."""
+        if not isinstance(loop, cst.For):
+            return False
+
+        def written(value) -> bool:
+            return isinstance(value, (cst.Tuple, cst.List, cst.Set)) and bool(value.elements) \
+                and not any(isinstance(e, cst.StarredElement) for e in value.elements)
+
+        if isinstance(loop.iter, cst.Name):
+            bindings = self.variables.seen_from(loop.iter)
+            return bool(bindings) and all(kind == "assign" and written(value) for kind, value in bindings)
+        return written(loop.iter)
 
     def repeating_loops(self, node: cst.CSTNode, depth: int = 0) -> list[cst.CSTNode]:
         """The loops that run node more than once: the innermost loop around it in its function,
