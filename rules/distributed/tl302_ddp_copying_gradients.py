@@ -35,6 +35,18 @@ _EVALUATE = (
     "    for x, y in loader:\n"
     "        metric.update(model(x), y)\n"
 )
+# mmdet's benchmark: a model wrapped, switched to evaluation and returned ({more}: the rest of the module).
+_INFERENCE = (
+    "import torch\n"
+    "from torch.nn.parallel import DistributedDataParallel\n"
+    "def init_model(model, distributed):\n"
+    "    model = model.cuda()\n"
+    "    if distributed:\n"
+    "        model = DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])\n"
+    "    {switch}\n"
+    "    return model\n"
+    "{more}"
+)
 _DISTIL = (
     "import torch\n"
     "from torch.nn.parallel import DistributedDataParallel as DDP\n"
@@ -72,9 +84,11 @@ it there (not returned, handed to a call, stored elsewhere or read by a nested f
 used only under `torch.no_grad()`/`torch.inference_mode()` (the function's decorator or a
 `with`), or in a function that runs no backward or optimizer step (nor calls one that does, nor
 runs per step) and neither calls its `.train()` nor hands its `.parameters()` to a call: an
-evaluation helper. Switching it out of training (`.eval()`, `.requires_grad_(False)`) is no use
-that trains, wherever it runs. A wrapper at module level, or one that leaves its function, is flagged, since
-its training is not in sight. A value written as a name is read as
+evaluation helper. Nor is one returned after its function switches it to evaluation
+(`model.eval()`, then `return model`) in a module that runs no backward or optimizer step: an
+inference model (a benchmark's). Switching it out of training (`.eval()`, `.requires_grad_(False)`) is no use
+that trains, wherever it runs. A wrapper at module level, or one that leaves its function (but for
+that inference model), is flagged, since its training is not in sight. A value written as a name is read as
 TL101 describes (`gradient_as_bucket_view=args.bucket_view` of a `store_true` switch is off in a
 plain run) and fixed where it is written.
 
@@ -148,6 +162,9 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         # A wrapper only evaluated (a user's script): no backward runs through it.
         Valid(_EVALUATE),
         Valid(_EVALUATE.replace("@torch.no_grad()\n", "")),
+        # ... switched to evaluation and returned from a module that trains nothing (mmdet's
+        # inference benchmark was reported).
+        Valid(_INFERENCE.format(switch="model.eval()", more="")),
         # ... under `with torch.no_grad():` in a function that trains another model.
         Valid(_DISTIL),
         # ... switched to evaluation in the training function: `.eval()` trains nothing.
@@ -155,6 +172,10 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
                                                          "    for x in loader:\n")),
     ]
     invalid = [
+        # ... but returned without that switch, or from a module that trains, it may be trained.
+        Invalid(_INFERENCE.format(switch="model.float()", more="")),
+        Invalid(_INFERENCE.format(switch="model.eval()", more="def fit(model, x, opt):\n    model(x).sum().backward()\n"
+                                                             "    opt.step()\n")),
         # Lightning's strategy="ddp": named as a DDPStrategy with the option.
         Invalid("import lightning as L\ntrainer = L.Trainer(devices=8, strategy='ddp')\ntrainer.fit(model)\n",
                 fixed="import lightning as L\nfrom lightning.pytorch.strategies import DDPStrategy\n"

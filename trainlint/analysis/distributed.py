@@ -428,7 +428,9 @@ class Distributed:
         `torch.no_grad()`/`torch.inference_mode()` (the function's decorator or a `with`), or in a
         function that runs no backward or optimizer step (nor calls one that does, nor is called
         per step), and is neither a `.train()` switch nor its `.parameters()` handed to a call (an
-        optimizer, a gradient clip: an evaluation helper's uses)."""
+        optimizer, a gradient clip: an evaluation helper's uses). One returned after it is switched
+        to evaluation (`model.eval()`, then `return model`) from a module that runs no backward or
+        optimizer step is an inference model too (mmdet's benchmark wraps one so)."""
         assign = self.index.parent.get(call)
         if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1
                 and isinstance(assign.targets[0].target, cst.Name)):
@@ -440,7 +442,7 @@ class Distributed:
             # after the uses it saw.
             return True
         targets = {n for node in self.index.walk(fn.body) for t in binding_targets(node) for n in self.index.walk(t)}
-        after = False
+        after = switched_off = False
         trains_here = None
         for node in self.index.walk(fn.body):
             if node is assign:
@@ -450,8 +452,12 @@ class Distributed:
             if not (after and isinstance(node, cst.Name) and node.value == name) or node in targets \
                     or self.index.contains(assign, node) or not self._reads(node):
                 continue
-            if self.index.enclosing(node, _FUNC_BOUNDARY) is not fn or self._escapes(node, fn):
-                return True  # read by a nested function, returned, handed on or stored: not all in sight
+            if self.index.enclosing(node, _FUNC_BOUNDARY) is not fn:
+                return True  # read by a nested function: not all in sight
+            if self._escapes(node, fn):
+                if switched_off and self._returned(node) and not self.loops.step_calls:
+                    continue  # an inference model: switched to evaluation, returned from a module that trains nothing
+                return True  # returned, handed on or stored: not all in sight
             if self._without_grad(node, fn):
                 continue
             use = self.index.parent.get(node)
@@ -465,12 +471,18 @@ class Distributed:
                 return True  # its parameters handed to an optimizer, a gradient clip, a scaler's step
             if isinstance(use, cst.Attribute) and isinstance(switch, cst.Call) and switch.func is use \
                     and _switches_off(use.attr.value, switch):
+                switched_off = True
                 continue  # `teacher.eval()`, `teacher.requires_grad_(False)`: nothing trains through it
             if trains_here is None:
                 trains_here = self._runs_steps(fn)
             if trains_here or self.loops.in_hot_loop(node):
                 return True
         return False
+
+    def _returned(self, node: cst.Name) -> bool:
+        """node is what its function's `return` gives: `return model`."""
+        parent = self.index.parent.get(node)
+        return isinstance(parent, cst.Return) and parent.value is node
 
     def _reads(self, node: cst.Name) -> bool:
         """The name node is a variable read, not an attribute's, a keyword's or an import's name
