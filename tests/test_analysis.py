@@ -87,9 +87,14 @@ def test_a_loop_over_items_written_out_is_no_hot_loop():
         "            model(x, part).backward()\n"
         "            opt.step()\n"
         "        for x2 in [*extra]:\n"
-        "            opt_e.step()\n")
+        "            opt_e.step()\n"
+        "def fit(first):\n"
+        "    data = [first]\n"
+        "    data.extend(more())\n"
+        "    for x3 in data:\n"
+        "        opt.step()\n")
     hot = sorted(ctx.code(loop.target) for loop in ctx.loops.hot_loops)
-    assert hot == ["x, y", "x2"]
+    assert hot == ["x, y", "x2", "x3"]
 
 
 def test_hot_loop_through_a_called_function():

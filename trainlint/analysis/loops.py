@@ -1288,7 +1288,8 @@ class Loops:
 
     def _over_written_items(self, loop: cst.CSTNode) -> bool:
         """loop is a `for` over a tuple, list or set display with no starred element, or over a
-        name every binding of which assigns one."""
+        name every binding of which assigns one and that nothing grows (`data.append(batch)`
+        anywhere in the file: the list may hold a whole dataset by the time the loop runs)."""
         if not isinstance(loop, cst.For):
             return False
 
@@ -1298,8 +1299,17 @@ class Loops:
 
         if isinstance(loop.iter, cst.Name):
             bindings = self.variables.seen_from(loop.iter)
-            return bool(bindings) and all(kind == "assign" and written(value) for kind, value in bindings)
+            return bool(bindings) and all(kind == "assign" and written(value) for kind, value in bindings) \
+                and not any(self._grown(read) for read in self._name_reads.get(loop.iter.value, ()))
         return written(loop.iter)
+
+    def _grown(self, read: cst.Name) -> bool:
+        """read is the list a method adds items to: `read.append(x)`, `.extend(xs)`, `.insert(i, x)`."""
+        method = self.index.parent.get(read)
+        call = self.index.parent.get(method)
+        return isinstance(method, cst.Attribute) and method.value is read \
+            and method.attr.value in ("append", "extend", "insert") \
+            and isinstance(call, cst.Call) and call.func is method
 
     def repeating_loops(self, node: cst.CSTNode, depth: int = 0) -> list[cst.CSTNode]:
         """The loops that run node more than once: the innermost loop around it in its function,
