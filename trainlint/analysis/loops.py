@@ -20,7 +20,8 @@ from trainlint.analysis.branches import Conditions
 from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import (
-    TreeIndex, assigned_pairs, assignments, binding_targets, is_none, last_statement, parameter, target_parts, walk,
+    LIST_ADDS, TreeIndex, assigned_pairs, assignments, binding_targets, is_none, last_statement, parameter, target_parts,
+    walk,
 )
 from trainlint.analysis.variables import Bindings, is_variable
 
@@ -347,8 +348,6 @@ _FUNCTION_WRAPPERS = frozenset({"functools.partial", "torch.compile"})
 # How many bindings a name is followed through to a function (`step = torch.compile(step_fn)`
 # with `step_fn = train_step`), a factory's return counting as one.
 _ALIAS_DEPTH = 4
-# Methods that put an element into a list kept on an object (`self.callbacks.append(Saver())`).
-_LIST_ADDS = frozenset({"append", "extend", "insert"})
 
 
 # nn.Module methods that hand back the module itself (`Net().to(device).train()` is the Net).
@@ -834,7 +833,7 @@ class Loops:
                     add(sub.attr.value, self._held(part, node) if on_self else None)
         for call in self.index.nodes(cst.Call):  # `self.callbacks.append(Saver())`
             func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value in _LIST_ADDS \
+            if isinstance(func, cst.Attribute) and func.attr.value in LIST_ADDS \
                     and isinstance(func.value, cst.Attribute) and func.value.attr.value in out:
                 add(func.value.attr.value, self._added(call))
         tables = _AttributeClasses({}, {})
@@ -1308,7 +1307,7 @@ class Loops:
         method = self.index.parent.get(read)
         call = self.index.parent.get(method)
         return isinstance(method, cst.Attribute) and method.value is read \
-            and method.attr.value in ("append", "extend", "insert") \
+            and method.attr.value in LIST_ADDS \
             and isinstance(call, cst.Call) and call.func is method
 
     def repeating_loops(self, node: cst.CSTNode, depth: int = 0) -> list[cst.CSTNode]:

@@ -21,7 +21,7 @@ import libcst as cst
 from trainlint.analysis.batches import host_batch_loops, is_cpu_device, is_device_move, over_loader_name
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.paths import may_name, path_forms
-from trainlint.analysis.tree import binding_targets, is_none, parameter, walk
+from trainlint.analysis.tree import LIST_ADDS, binding_targets, is_none, parameter, walk
 
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
@@ -725,7 +725,7 @@ class Tensors:
         tables: dict = {}
         for call in self.index.nodes(cst.Call):
             func = call.func
-            if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend", "insert") and call.args:
+            if isinstance(func, cst.Attribute) and func.attr.value in LIST_ADDS and call.args:
                 name = dotted(func.value)
                 if name:
                     scope = self.index.enclosing_function(call)

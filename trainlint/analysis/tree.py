@@ -56,6 +56,10 @@ def last_statement(block: cst.BaseSuite) -> cst.CSTNode | None:
     return last
 
 
+# Methods that add elements to a list: `x.append(v)`, `x.extend(vs)`, `x.insert(i, v)`.
+LIST_ADDS = frozenset({"append", "extend", "insert"})
+
+
 def is_none(value: cst.BaseExpression | None) -> bool:
     """value is the literal `None`."""
     return isinstance(value, cst.Name) and value.value == "None"
