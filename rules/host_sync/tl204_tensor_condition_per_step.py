@@ -98,7 +98,8 @@ has not moved, as TL201 reads it); an explicit conversion in the test (`if float
 `if bool(t):`, `if math.isnan(loss):`) is TL201's.
 
 The method spellings (`loss.isnan()`, `gn.isfinite()`) count; a parameter named like a tensor
-that every call hands a Python number (`check(loss.item(), 10)`) does not, nor does a constant of
+that every call hands a Python number (`check(loss.item(), 10)`; not one whose function is also
+handed on as a callback, which may be given anything) does not, nor does a constant of
 the module named like one (`TARGET_LOSS = 0.05`); a module variable the module makes a tensor on
 the device counts, read in a function too. An interval counted
 by a device tensor (`if step_t % 10 == 0:`) is flagged: the remainder is read on every step.
