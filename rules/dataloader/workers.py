@@ -19,6 +19,7 @@ from trainlint.analysis.batches import (
     trains_unguarded,
 )
 from trainlint.analysis.imports import insert_stdlib_import
+from trainlint.analysis.tree import assigned_pairs
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Rule
 
@@ -267,7 +268,7 @@ def _open_handle(ctx, cls: cst.ClassDef) -> tuple[str, str] | None:
             if not isinstance(node, cst.Assign):
                 continue
             for target in node.targets:
-                for held, value in _assigned_pairs(target.target, node.value):
+                for held, value in assigned_pairs(target.target, node.value):
                     name = _opener(ctx, value, opened)
                     if name is None:
                         continue
@@ -277,16 +278,6 @@ def _open_handle(ctx, cls: cst.ClassDef) -> tuple[str, str] | None:
                     if isinstance(held, cst.Name):
                         opened[held.value] = name
     return None
-
-
-def _assigned_pairs(target: cst.BaseExpression, value: cst.BaseExpression):
-    """(target, value) pairs of an assignment, element by element for `a, b = x, y`."""
-    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
-            and len(target.elements) == len(value.elements):
-        for t, v in zip(target.elements, value.elements):
-            yield from _assigned_pairs(t.value, v.value)
-    else:
-        yield target, value
 
 
 def _opener(ctx, value: cst.BaseExpression, opened: dict[str, str]) -> str | None:
