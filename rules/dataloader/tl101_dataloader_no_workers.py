@@ -24,6 +24,7 @@ from .cases import (
     WORKERS_SET,
 )
 from .loaders import DataLoaderRule, TRAINER_TRIGGERS, setting_advice
+from .queues import queue_fed_builds
 from .workers import add_workers_fix, subject, workers_advice, workers_to_set, workers_value
 
 
@@ -36,6 +37,15 @@ _REPLAY = ("from torch.utils.data import DataLoader, Dataset\nclass Replay(Datas
            "def main(env):\n    buf = Replay()\n    {loader}\n    for step in range(100):\n"
            "        obs = env.step()\n        {body}\n"
            "if __name__ == '__main__':\n    main(None)\n")
+
+
+# An IterableDataset taking its items from a queue (an RL trainer's rollouts); {take} is how.
+_QUEUED = ("import queue\nimport multiprocessing as mp\nfrom torch.utils.data import DataLoader, IterableDataset\n"
+           "class Rollouts(IterableDataset):\n    def __init__(self, {param}):\n        self.rollouts = rollouts\n"
+           "    def __iter__(self):\n        while True:\n{take}"
+           "def main(rollouts, files):\n    {build}\n    loader = DataLoader(dataset, batch_size=1)\n"
+           "    for batch in loader:\n        step(batch)\n")
+_GET = "            yield self.rollouts.get()\n"
 
 
 class DataLoaderNoWorkers(DataLoaderRule):
@@ -63,7 +73,15 @@ is missing or a literal 0. A loader over constants the file writes (`range(n)`, 
 literals, a comprehension over those that calls nothing; not one over data, such as
 `[tokenize(t) for t in texts]`) or made to draw one batch (`next(iter(DataLoader(...)))`, or a
 variable whose only use is one `next(iter(loader))`) has nothing to overlap and is not flagged,
-by this or any loader rule.
+by this or any loader rule. Nor is a loader whose dataset takes its items from a queue that another
+thread or process fills (an RL trainer's rollouts, a reader's producer processes): a class of the
+module whose `__iter__` or `__getitem__` calls `.get()`/`.get_nowait()` on an attribute set to a
+`queue`/`multiprocessing` queue (made there, or a parameter annotated as one), or calls it in a
+`try` that catches `queue.Empty`. Its producer does the loading beside training already, and a
+worker would get its own copy of the queue, which nothing fills. Every build of the dataset must
+be such a class, one handed it (`Batcher(dataset)`), or a placeholder whose `__iter__` returns
+`iter([])`; where another build loads data (`Rollouts(q) if q else Files(paths)`), the loader is
+reported with no fix.
 Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
@@ -228,8 +246,39 @@ none.
         Valid(_CONFIG.format(default="0", more="class Fast(Config):\n    num_workers: int = 8\n")),
         # An object the file never ties to the class may be anything.
         Valid(_CONFIG.format(default="0", more="").replace("cfg: Config", "cfg")),
+        # A dataset taking its items from a queue another thread or process fills: the producer
+        # loads, beside training already (ecosystem: trl's async GRPO and distillation trainers).
+        Valid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET, build="dataset = Rollouts(rollouts)")),
+        Valid(_QUEUED.format(param="rollouts: 'mp.Queue | None'", take=_GET,
+                             build="dataset = Rollouts(rollouts)").replace("'mp.Queue | None'", "mp.Queue | None")),
+        Valid(_QUEUED.format(param="rollouts", build="dataset = Rollouts(rollouts)",
+                             take="            try:\n                yield self.rollouts.get(timeout=5)\n"
+                                  "            except queue.Empty:\n                check_health()\n")),
+        Valid(_QUEUED.format(param="files", build="dataset = Rollouts(files)", take=_GET).replace(
+            "self.rollouts = rollouts", "self.rollouts = mp.Queue(maxsize=64)\n"
+                                        "        mp.Process(target=read, args=(files, self.rollouts)).start()")),
+        # ... wrapped by a batcher, or a placeholder with nothing to yield on the ranks that never draw.
+        Valid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET, build=(
+            "if rank == 0:\n        dataset = Rollouts(rollouts)\n        dataset = Batcher(dataset, 8)\n"
+            "    else:\n        dataset = Empty()")) +
+            "class Batcher(IterableDataset):\n    def __init__(self, dataset, n):\n        self.dataset = dataset\n"
+            "    def __iter__(self):\n        yield from self.dataset\n"
+            "class Empty(IterableDataset):\n    def __iter__(self):\n        return iter([])\n"),
     ]
     invalid = [
+        # `.get()` of no queue (a dict's), or a queue the class keeps but does not take its items
+        # from (a trace logger's): a dataset like any other.
+        Invalid(_QUEUED.format(param="rollouts: dict", take="            yield self.rollouts.get('x')\n",
+                               build="dataset = Rollouts(rollouts)"), message="loads batches in the training process"),
+        Invalid(_QUEUED.format(param="rollouts", take="            yield self.rollouts.get('x')\n",
+                               build="dataset = Rollouts(rollouts)").replace(
+            "self.rollouts = rollouts", "self.rollouts = rollouts\n        self.traces = queue.Queue()"),
+            message="loads batches in the training process"),
+        # One branch's dataset is fed by a queue, the other reads files: reported with no fix (a
+        # worker's copy of the queue would have nothing filling it).
+        Invalid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET, build=(
+            "if rollouts is not None:\n        dataset = Rollouts(rollouts)\n    else:\n        dataset = Files(files)")),
+            fixed=NO_FIX, message="`Rollouts` takes its items from a queue that another thread or process fills"),
         # A dataset tokenized by a comprehension from a file: before, any comprehension counted as
         # plain Python values and no loader rule looked at it.
         Invalid(TOKENIZED, message="loads batches in the training process"),
@@ -584,6 +633,8 @@ none.
         workers = workers_value(ctx, call)
         if workers != 0 or isinstance(workers, bool):
             return
+        if queue_fed_builds(ctx, call)[1]:
+            return  # the producer filling its queue does the loading, beside training already
         if batches_made_on_device(ctx, call):
             # Workers cannot start CUDA: the copies must leave the dataset or collate_fn first.
             if dataset_held_on_device(ctx, call):

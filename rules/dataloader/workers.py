@@ -25,6 +25,7 @@ from trainlint.rule import Rule
 
 from .changed import changed_while_drawn
 from .loaders import excerpt, setting_fix, setting_value
+from .queues import queue_fed_builds
 
 
 DEFAULT_WORKERS = "min(8, os.cpu_count() or 1)"
@@ -66,8 +67,8 @@ def add_workers_fix(rule: Rule, call: cst.Call):
 
 
 def workers_advice(ctx, call: cst.Call) -> str | None:
-    """Why workers are not added to the loader, and what to do first: its iterable dataset does
-    not split its stream, the loop taking its batches changes its dataset, or the script trains at
+    """Why workers are not added to the loader, and what to do first: a build of its dataset takes
+    its items from a queue (queues.py), its iterable dataset does not split its stream, the loop taking its batches changes its dataset, or the script trains at
     its top level with no `__main__` guard."""
     if changed_while_drawn(ctx, call):
         # Workers forked at a pass's start keep their copy of the dataset: what the loop adds to it
@@ -75,6 +76,11 @@ def workers_advice(ctx, call: cst.Call) -> str | None:
         return ("the loop that takes its batches changes its dataset (or an object it holds), and each worker "
                 "would keep the copy it was forked with, never seeing the change (a buffer filled in the loop "
                 "would be read empty); build the loader again after each change")
+    fed, _ = queue_fed_builds(ctx, call)
+    if fed:
+        return (f"`{fed[0]}` takes its items from a queue that another thread or process fills, and a worker would "
+                f"get its own copy of the queue, which nothing fills (a forked worker waits on it for ever); give "
+                f"workers only to a loader of another dataset")
     name = replays_per_worker(ctx, call)
     if name is not None:
         return (f"`{name}` is an IterableDataset that does not split its stream between workers (its `__iter__` "

@@ -1,0 +1,151 @@
+"""Datasets fed by a queue (TL101): an IterableDataset that takes its items from a queue another
+thread or process fills, as an RL trainer's rollouts or a streaming reader's producer processes
+do. Its loading is the producer's and already runs beside training, so worker processes have
+nothing to overlap; worse, each worker would get its own copy of the queue, which nothing fills
+(a forked worker blocks on `get()` for ever, a spawned one cannot pickle a `queue.Queue`)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from trainlint.analysis.batches import dataset_builds, method_of
+from trainlint.analysis.tree import assigned_pairs, parameter
+
+# Queue classes of the standard library and of torch.multiprocessing (which re-exports them).
+_QUEUES = frozenset(
+    f"{module}.{cls}"
+    for module in ("queue", "multiprocessing", "multiprocessing.queues", "torch.multiprocessing")
+    for cls in ("Queue", "SimpleQueue", "JoinableQueue", "LifoQueue", "PriorityQueue")
+)
+# What `get(timeout=...)` / `get_nowait()` of those queues raises when no item came.
+_EMPTY = frozenset({"queue.Empty", "_queue.Empty", "multiprocessing.queues.Empty"})
+_TAKES = frozenset({"get", "get_nowait"})
+# The methods a loader takes items through.
+_ITEM_METHODS = ("__iter__", "__getitem__")
+
+FED, WRAPS, EMPTY = "fed", "wraps", "empty"
+
+
+def queue_fed_builds(ctx, call: cst.Call) -> tuple[list[str], bool]:
+    """(names of the module's dataset classes fed by a queue among the builds of the loader's
+    dataset, whether every build is one of them, wraps one, or yields nothing). A build wraps one
+    when it is handed one (`Batcher(Rollouts(q))`) or the loader's dataset name itself, rebound
+    around its earlier value (`dataset = Batcher(dataset)`); a class whose `__iter__` returns
+    `iter([])` yields nothing (a placeholder for ranks that never draw)."""
+    builds = dataset_builds(ctx, call)
+    first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
+    name = ctx.dotted(first.value) if first is not None and not first.star else None
+    fed: list[str] = []
+    kinds = [_kind(ctx, build, name, fed, 0) for build in builds]
+    return fed, bool(fed) and all(kind is not None for kind in kinds)
+
+
+def _kind(ctx, build: cst.Call, name: str | None, fed: list[str], depth: int) -> str | None:
+    cls = _module_class(ctx, build)
+    if cls is None or depth > 3:
+        return None
+    if _takes_from_queue(ctx, cls):
+        fed.append(cls.name.value)
+        return FED
+    for arg in build.args:
+        if arg.star:
+            continue
+        if isinstance(arg.value, cst.Call) and _kind(ctx, arg.value, name, fed, depth + 1) == FED:
+            return FED
+        if name is not None and ctx.dotted(arg.value) == name:
+            return WRAPS
+    return EMPTY if _yields_nothing(ctx, cls) else None
+
+
+def _module_class(ctx, build: cst.Call) -> cst.ClassDef | None:
+    class_name = ctx.dotted(build.func)
+    return next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == class_name), None)
+
+
+def _takes_from_queue(ctx, cls: cst.ClassDef) -> bool:
+    """cls's `__iter__` or `__getitem__` (its own or a base's of this module) takes an item with
+    `.get()`/`.get_nowait()` from a queue: an attribute the class sets to a queue (constructed, or a
+    parameter annotated as one), or any receiver when the call sits in a `try` that catches
+    `queue.Empty`, which only a queue's `get` raises."""
+    held = _queue_attributes(ctx, cls)
+    for method_name in _ITEM_METHODS:
+        method = method_of(ctx, cls, method_name)
+        if method is None:
+            continue
+        for node in ctx.index.walk(method):
+            if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                    and node.func.attr.value in _TAKES):
+                continue
+            if ctx.dotted(node.func.value) in held or _awaits_empty(ctx, node, method):
+                return True
+    return False
+
+
+def _queue_attributes(ctx, cls: cst.ClassDef) -> set[str]:
+    """`self.x` the class's methods set to a queue: `self.q = queue.Queue()`, `self.q = q` of a
+    parameter `q: mp.Queue`, or `self.q: queue.Queue = ...`."""
+    held: set[str] = set()
+    for fn in cls.body.body:
+        if not isinstance(fn, cst.FunctionDef):
+            continue
+        for node in ctx.index.walk(fn):
+            if isinstance(node, cst.Assign):
+                pairs = [pair for t in node.targets for pair in assigned_pairs(t.target, node.value)]
+            elif isinstance(node, cst.AnnAssign) and node.value is not None:
+                pairs = list(assigned_pairs(node.target, node.value))
+                if _names_queue(ctx, node.annotation.annotation):
+                    held.add(ctx.dotted(node.target) or "")
+            else:
+                continue
+            for target, value in pairs:
+                if (ctx.dotted(target) or "").startswith("self.") and _is_queue(ctx, fn, value):
+                    held.add(ctx.dotted(target))
+    return held
+
+
+def _is_queue(ctx, fn: cst.FunctionDef, value: cst.BaseExpression | None) -> bool:
+    if isinstance(value, cst.Call):
+        return ctx.names.qualified(value.func) in _QUEUES
+    if isinstance(value, cst.Name):
+        param = parameter(fn, value.value)
+        return param is not None and param.annotation is not None and _names_queue(ctx, param.annotation.annotation)
+    return False
+
+
+def _names_queue(ctx, annotation: cst.BaseExpression) -> bool:
+    """The annotation names a queue class (`queue.Queue`, `mp.Queue | None`, `Optional[Queue]`)."""
+    return any(isinstance(node, (cst.Name, cst.Attribute)) and ctx.names.qualified(node) in _QUEUES
+               for node in ctx.index.walk(annotation))
+
+
+def _awaits_empty(ctx, call: cst.Call, method: cst.FunctionDef) -> bool:
+    """call runs in the body of a `try` (inside method) with a handler for `queue.Empty`."""
+    for ancestor in ctx.index.ancestors(call):
+        if ancestor is method:
+            return False
+        if isinstance(ancestor, cst.Try) and ctx.index.contains(ancestor.body, call) and any(
+                handler.type is not None and _catches_empty(ctx, handler.type) for handler in ancestor.handlers):
+            return True
+    return False
+
+
+def _catches_empty(ctx, caught: cst.BaseExpression) -> bool:
+    if isinstance(caught, cst.Tuple):
+        return any(_catches_empty(ctx, element.value) for element in caught.elements)
+    return ctx.names.qualified(caught) in _EMPTY
+
+
+def _yields_nothing(ctx, cls: cst.ClassDef) -> bool:
+    """cls's `__iter__` is one `return iter([])` (or of `()`)."""
+    method = method_of(ctx, cls, "__iter__")
+    if method is None or not isinstance(method.body, cst.IndentedBlock):
+        return False
+    body = [s for s in method.body.body if not (isinstance(s, cst.SimpleStatementLine)
+                                                 and isinstance(s.body[0], cst.Expr)
+                                                 and isinstance(s.body[0].value, cst.SimpleString))]
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
+        return False
+    stmt = body[0].body[0]
+    value = stmt.value if isinstance(stmt, cst.Return) else None
+    return (isinstance(value, cst.Call) and ctx.names.qualified(value.func) == "builtins.iter" and len(value.args) == 1
+            and isinstance(value.args[0].value, (cst.List, cst.Tuple)) and not value.args[0].value.elements)
