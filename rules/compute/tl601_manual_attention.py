@@ -130,7 +130,9 @@ else (returns or stores them) is not flagged, nor is a test's reference: attenti
 in a function named `test...` whose result (directly or through the names it is assigned to) an
 assertion checks by value (`torch.testing.assert_close(pool(x), expected)`, `assert
 torch.allclose(...)`; not a check of its shape), which SDPA would turn into a comparison of SDPA
-with itself.
+with itself. So is one written in a helper that returns it (`def reference(q, k, v)`, nested in
+the test or at the module's top level, a helper calling it too) when every call of the helper is
+such a check in a test; a helper a model also calls is flagged.
 
 Scores scaled in place (`attn /= math.sqrt(d)`), a key transposed in a statement of its
 own (`kT = k.transpose(-2, -1)`) and both products written with `torch.einsum`
@@ -199,6 +201,15 @@ fixes together leave it unused, their findings share one fix that rewrites them 
         # (timm's attention-pool tests were reported).
         Valid(_REFERENCE.format(name="test_pool_matches", check="torch.testing.assert_close(pool(x), expected)")),
         Valid(_REFERENCE.format(name="test_pool_matches", check="assert torch.allclose(pool(x), expected, atol=1e-5)")),
+        # ... computed by a helper nested in the test, or one at the module's top level that only
+        # tests' assertions call.
+        Valid("import torch\n\ndef test_pool_matches(pool, x, q, k, v):\n    def reference(q, k, v):\n"
+              "        attn = (q @ k.transpose(-2, -1) * pool.scale).softmax(dim=-1)\n        return attn @ v\n"
+              "    torch.testing.assert_close(pool(x), reference(q, k, v))\n"),
+        Valid("import torch\n\ndef _reference(q, k, v):\n    attn = (q @ k.transpose(-2, -1) * 0.125).softmax(dim=-1)\n"
+              "    out = attn @ v\n    return out.transpose(1, 2)\n\ndef test_pool(pool, x, q, k, v):\n"
+              "    expected = _reference(q, k, v)\n    assert torch.allclose(pool(x), expected)\n\n"
+              "def test_pool_half(pool, x, q, k, v):\n    torch.testing.assert_close(pool(x.half()), _reference(q, k, v).half())\n"),
         Valid(_HEAD + "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)\n"),
         Valid(_HEAD + "    return torch.softmax(q @ k.transpose(-1, -2) * 0.125, -1) @ v\n",
               settings={"target_torch": "1.13"}),  # no scaled_dot_product_attention before PyTorch 2.0
@@ -230,6 +241,14 @@ fixes together leave it unused, their findings share one fix that rewrites them 
         # reference.
         Invalid(_REFERENCE.format(name="forward", check="assert torch.isfinite(expected).all()")),
         Invalid(_REFERENCE.format(name="test_pool_shape", check="assert expected.shape == (2, 64)")),
+        # A helper a model also calls, or whose result a test only measures: no reference.
+        Invalid("import torch\n\ndef attend(q, k, v):\n    attn = (q @ k.transpose(-2, -1) * 0.125).softmax(dim=-1)\n"
+                "    return attn @ v\n\ndef test_attend(q, k, v, expected):\n"
+                "    torch.testing.assert_close(attend(q, k, v), expected)\n\nclass Block(torch.nn.Module):\n"
+                "    def forward(self, q, k, v):\n        return attend(q, k, v)\n"),
+        Invalid("import torch\n\ndef test_speed(q, k, v):\n    def reference(q, k, v):\n"
+                "        attn = (q @ k.transpose(-2, -1) * 0.125).softmax(dim=-1)\n        return attn @ v\n"
+                "    out = reference(q, k, v)\n    assert out.shape == q.shape\n"),
         # The weights rebound in the other branch, or before a later read: dead after the attention.
         Invalid(_HEAD + "    if cross:\n        a = F.softmax(q @ k.transpose(-2, -1), dim=-1)\n        y = a @ v\n"
                         "    else:\n        a = F.softmax(q @ mask.transpose(-2, -1), dim=-1)\n        y = a @ v\n"
@@ -556,25 +575,31 @@ fixes together leave it unused, their findings share one fix that rewrites them 
         return ctx.index.enclosing_function(node) is not None and any(
             (ctx.dotted(call.func) or "").endswith("scaled_dot_product_attention") for call in ctx.calls_in_scope(node))
 
-    def _is_test_reference(self, node) -> bool:
+    def _is_test_reference(self, node, depth: int = 0) -> bool:
         """What the attention computes is checked by an assertion (`torch.testing.assert_close(pool(x),
         expected)` after `expected = pool.proj(attn @ v)`, an `assert` of `torch.allclose`), directly
         or through the names it is assigned to in its function (four assignments down), in a test
         (a function named `test...`, as pytest and unittest find them): a reference for a module
-        that uses SDPA, which the fix would compare with itself (timm's attention-pool tests). A
+        that uses SDPA, which the fix would compare with itself (timm's attention-pool tests). Also
+        in a helper that returns it (`def reference(q, k, v)`, nested in the test or at the module's
+        top level, two helpers down) when every call of the helper is such a check in a test. A
         model's own check of its output (`assert torch.isfinite(y).all()` in `forward`) is no test."""
         ctx = self.ctx
         scope = ctx.index.enclosing_function(node)
-        if scope is None or not scope.name.value.startswith("test"):
+        if scope is None:
             return False
+        test = scope.name.value.startswith("test")
         held, seen = [node], set()
         for _ in range(5):
             names = set()
             for expr in held:
-                if self._asserted(expr):
+                if test and self._asserted(expr):
                     return True
                 stmt = ctx.statement(expr)
                 small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+                if isinstance(small, cst.Return) and not test and depth < 2:
+                    calls = ctx.loops.plain_calls_of(scope)
+                    return bool(calls) and all(self._is_test_reference(call, depth + 1) for call in calls)
                 if isinstance(small, cst.Assign) and len(small.targets) == 1 \
                         and isinstance(small.targets[0].target, cst.Name):
                     names.add(small.targets[0].target.value)
