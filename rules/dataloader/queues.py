@@ -9,7 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from trainlint.analysis.batches import dataset_builds, method_of
-from trainlint.analysis.tree import assigned_pairs, parameter
+from trainlint.analysis.tree import assigned_pairs, parameter_annotation
 
 # Queue classes of the standard library and of torch.multiprocessing (which re-exports them).
 _QUEUES = frozenset(
@@ -107,8 +107,8 @@ def _is_queue(ctx, fn: cst.FunctionDef, value: cst.BaseExpression | None) -> boo
     if isinstance(value, cst.Call):
         return ctx.names.qualified(value.func) in _QUEUES
     if isinstance(value, cst.Name):
-        param = parameter(fn, value.value)
-        return param is not None and param.annotation is not None and _names_queue(ctx, param.annotation.annotation)
+        annotation = parameter_annotation(fn, value.value)
+        return annotation is not None and _names_queue(ctx, annotation)
     return False
 
 

@@ -20,8 +20,8 @@ from trainlint.analysis.branches import Conditions
 from trainlint.analysis.literals import UNKNOWN, literal, number
 from trainlint.analysis.names import Names, dotted
 from trainlint.analysis.tree import (
-    LIST_ADDS, TreeIndex, assigned_pairs, assignments, binding_targets, is_none, last_statement, parameter, target_parts,
-    walk,
+    LIST_ADDS, TreeIndex, assigned_pairs, assignments, binding_targets, is_none, last_statement, parameter,
+    parameter_annotation, target_parts, walk,
 )
 from trainlint.analysis.variables import Bindings, is_variable
 
@@ -1139,9 +1139,9 @@ class Loops:
         return found
 
     def _parameter_classes_uncached(self, fn: cst.FunctionDef, name: str) -> tuple[cst.ClassDef, ...]:
-        param = parameter(fn, name)
-        if param.annotation is not None:
-            return self._named_class(param.annotation.annotation)
+        annotation = parameter_annotation(fn, name)
+        if annotation is not None:
+            return self._named_class(annotation)
         handed = self.handed_to(fn, name)
         if not handed:
             return ()

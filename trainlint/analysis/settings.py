@@ -20,7 +20,7 @@ from trainlint.analysis.command_line import option_default
 from trainlint.analysis.devices import setting_literal
 from trainlint.analysis.imports import insert_stdlib_import
 from trainlint.analysis.literals import UNKNOWN
-from trainlint.analysis.tree import parameter
+from trainlint.analysis.tree import parameter_annotation
 from trainlint.analysis.variables import is_variable, owner
 
 # Calls that make a configuration object with some fields changed.
@@ -289,9 +289,8 @@ class Sources:
         if not isinstance(obj, cst.Name):
             return False
         fn = self.index.enclosing_function(obj)
-        param = parameter(fn, obj.value) if fn is not None else None
-        return param is not None and param.annotation is not None \
-            and self.ctx.dotted(param.annotation.annotation) in classes
+        annotation = parameter_annotation(fn, obj.value) if fn is not None else None
+        return annotation is not None and self.ctx.dotted(annotation) in classes
 
     def _makes(self, value: cst.BaseExpression, classes: set[str]) -> bool:
         """value builds an instance of the classes: `Config(...)`, or a call handed the class."""

@@ -21,7 +21,7 @@ import libcst as cst
 from trainlint.analysis.batches import host_batch_loops, is_cpu_device, is_device_move, over_loader_name
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.paths import may_name, path_forms
-from trainlint.analysis.tree import LIST_ADDS, binding_targets, is_none, parameter, walk
+from trainlint.analysis.tree import LIST_ADDS, binding_targets, is_none, parameter, parameter_annotation, walk
 
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
@@ -491,9 +491,8 @@ class Tensors:
         if isinstance(value, cst.Name):
             values = self._scopes.get(scope, {}).get(value.value, ())
             if not values and isinstance(scope, cst.FunctionDef):
-                param = parameter(scope, value.value)
-                return param is not None and param.annotation is not None \
-                    and self.names.qualified(param.annotation.annotation) in _CONFIG_CLASSES
+                annotation = parameter_annotation(scope, value.value)
+                return annotation is not None and self.names.qualified(annotation) in _CONFIG_CLASSES
             return bool(values) and all(self._parser_call(v) for v in values)
         return self._parser_call(value)
 

@@ -84,6 +84,13 @@ def parameter(fn: cst.FunctionDef | cst.Lambda, name: str) -> cst.Param | None:
     return next((p for p in named_parameters(fn) if p.name.value == name), None)
 
 
+def parameter_annotation(fn: cst.FunctionDef | cst.Lambda, name: str) -> cst.BaseExpression | None:
+    """The annotation of fn's named parameter called name (`DictConfig` of `cfg: DictConfig`);
+    None when it has none, or fn has no such parameter."""
+    param = parameter(fn, name)
+    return param.annotation.annotation if param is not None and param.annotation is not None else None
+
+
 def binding_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The target expressions `node` binds: `a, b = ...`, `a += ...`, `a: T = ...`, `(a := ...)`,
     `for a in ...` (statements and comprehensions), `... as a`; [] for any other node. Walk a
