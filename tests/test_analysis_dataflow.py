@@ -793,6 +793,37 @@ def test_tensors_on_host_through_the_files_functions():
     assert ctx.tensors.on_host(_calls(ctx, "check")[0].args[0].value)
 
 
+def test_tensors_on_host_from_a_module_kept_on_the_host():
+    # A torch.nn module built here with no device, which nothing moves, gives a host tensor for
+    # host inputs (a CPU unit test in a file that uses CUDA elsewhere); so does a factory told a
+    # device that is the CPU, also through a parameter every call leaves to its CPU default.
+    # Moved (`.cuda()`, `.to(device)`), handed to a function of the file, wrapped in DataParallel,
+    # built under `with torch.device("meta")` or in a file that sets the default device: not known.
+    code = (
+        "import torch\nfrom torch import nn\n"
+        "def host_case(device=torch.device('cpu')):\n"
+        "    net = nn.Sequential(nn.Linear(2, 3), nn.ReLU(inplace=True), nn.Linear(3, 1))\n"
+        "    net.to(device)\n    x = torch.tensor([0.1, 0.2], device=device)\n"
+        "    y = torch.ones(2, device='cpu')\n    use(net(x), y, net(x).sum())\n"
+        "def moved(device):\n    net = nn.Linear(2, 1)\n    net.to(device)\n    use(net(torch.ones(2)))\n"
+        "def helped():\n    other = nn.Linear(2, 1)\n    place(other)\n    use(other(torch.ones(2)))\n"
+        "def replicated():\n    dp = nn.DataParallel(nn.Linear(2, 1))\n    use(dp(torch.ones(2)))\n"
+        "def meta():\n    with torch.device('meta'):\n        lazy = nn.Linear(2, 1)\n    use(lazy(torch.ones(2)))\n"
+        "def device_input(device):\n    small = nn.Linear(2, 1)\n    use(small(torch.ones(2, device=device)))\n"
+        "def place(m):\n    m.cuda()\n"
+        "host_case()\nhost_case()\n"
+    )
+    ctx = _ctx(code)
+    got = [ctx.tensors.on_host(a.value) for call in _calls(ctx, "use") for a in call.args]
+    assert got == [True, True, True, False, False, False, False, False]
+    # The same CPU default, but one call hands a device: not known to be the CPU.
+    ctx = _ctx(code + "host_case(torch.device('cuda'))\n")
+    assert [ctx.tensors.on_host(a.value) for a in _calls(ctx, "use")[0].args] == [False, True, False]
+    ctx = _ctx("import torch\ntorch.set_default_device('cuda')\nnet = torch.nn.Linear(2, 1)\n"
+               "use(net(torch.ones(2)), torch.ones(2))\n")
+    assert [ctx.tensors.on_host(a.value) for a in _calls(ctx, "use")[0].args] == [False, False]
+
+
 def test_pin_memory_fix_unsafe_for_a_device_helpers_tensors():
     # TL102: features from a helper that copies to the device, where on_device cannot see what it
     # returns (an item assigned into a dict): the fix is offered as unsafe (pinning CUDA raises).

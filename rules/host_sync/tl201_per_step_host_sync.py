@@ -228,6 +228,19 @@ opt = torch.optim.SGD(model.parameters(), lr=0.01)
         print(epoch, tot)
 """
 
+# An optimizer's unit test on a small CPU model, in a file that uses CUDA elsewhere (timm's
+# test_optim.py): `{place}` says where the model and its input go; `{calls}` how it is run.
+_CPU_TEST = ("import torch\nfrom torch import nn\n"
+             "def _test_model(optimizer, device=torch.device('cpu'), after_step=0):\n"
+             "    x = torch.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], device=device).reshape(3, 2)\n"
+             "    model = nn.Sequential(nn.Linear(2, 3), nn.Sigmoid(), nn.Linear(3, 1), nn.Sigmoid())\n"
+             "    {place}\n    opt = optimizer(model.parameters())\n    prev_loss = float('inf')\n"
+             "    for i in range(20):\n        opt.zero_grad()\n        loss = model(x).sum()\n"
+             "        loss.backward()\n        loss = loss.item()\n        if i > after_step:\n"
+             "            assert loss < prev_loss\n        prev_loss = loss\n        opt.step()\n"
+             "def test_sgd():\n    {calls}\n"
+             "def test_cuda_state():\n    p = nn.Parameter(torch.ones(8, device='cuda'))\n    assert p.is_cuda\n")
+
 
 # A DQN agent trained on every environment step: `{act}` picks the action (the lines before the
 # environment's step), `{step}` hands it to the environment.
@@ -357,7 +370,13 @@ what indexing, arithmetic, a dtype conversion or a torch function given only hos
 (`torch.bincount(y)`) makes of it; also as what a loop or comprehension
 goes over, `for v in y.tolist():`, and the elements it takes from one, `[v.item() for v in y]`;
 a variable of the module read in a function counts as what the module assigns it: `int(y.sum() <
-MIN_LABELS)` after `MIN_LABELS = 3`). A batch counts as arriving on the
+MIN_LABELS)` after `MIN_LABELS = 3`). Also what a torch.nn module kept on the host makes of host
+tensors (`model(x).sum()`, an optimizer's unit test in a file that uses CUDA elsewhere): a module
+built in the file from torch.nn classes with no `device=` (not `DataParallel`, not under `with
+torch.device(...)`, not where the file sets the default device), which no call moves (`.cuda()`,
+`.to(device)`; a device known to be the CPU, as a parameter's default `device=torch.device("cpu")`
+that every call leaves, is no move) or hands to a function of the file; a factory told the CPU
+(`device="cpu"`, or such a parameter) makes a host tensor too. A batch counts as arriving on the
 host only when the loop takes it from a loader (`for batch in loader`) and copies some of its
 tensors to the device itself (`batch["x"].cuda()`), no DataLoader of the file that feeds the loop
 makes its batches on the device (in its collate_fn or dataset), and the loop does not iterate a
@@ -513,6 +532,10 @@ of every tenth loss, predictions shorter than their targets).
         # returns and the reads wait for nothing (both were reported as waiting for the GPU).
         Valid(_CPU_ONLY.format(setup="", loop="if True:\n")),
         Valid(_CPU_ONLY.format(setup="", loop="def main(epochs=2):\n") + "main()\n"),
+        # A small torch.nn model built with no device, moved nowhere but to the CPU (a parameter's
+        # default every call leaves), fed a host tensor: its loss is on the host (timm's unit test).
+        Valid(_CPU_TEST.format(place="model.to(device)", calls="_test_model(torch.optim.SGD, after_step=1)")),
+        Valid(_CPU_TEST.format(place="pass", calls="_test_model(torch.optim.SGD)")),
         # The interval written as an expression (a conditional, `and`).
         Valid(in_training_loop("v = loss.item() if step % 5 == 0 else None")),
         Valid(in_training_loop("if step % 100 == 0:\n    print(loss.item())")),
@@ -707,6 +730,10 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=NO_FIX, message="(`if self.step % 100 == 0:`, counting `self.step += 1` in this method"),
         # ... but the same script that moves its model (`.to(...)` moves to devices too), or whose
         # loop trains a model and data handed in by a caller who may have put them on a GPU.
+        # ... one call hands a CUDA device, or the model goes to the GPU: the loss is there too.
+        Invalid(_CPU_TEST.format(place="model.to(device)",
+                                 calls="_test_model(torch.optim.SGD, torch.device('cuda'))"), fixed=NO_FIX),
+        Invalid(_CPU_TEST.format(place="model.cuda()", calls="_test_model(torch.optim.SGD)"), fixed=NO_FIX),
         Invalid(_CPU_ONLY.format(setup="\nmodel.to(device)", loop="if True:\n"),
                 fixed=_CPU_ONLY.format(setup="\nmodel.to(device)", loop="if True:\n").replace(
                     "loss.item()", "loss.detach()").replace("(epoch, tot)", "(epoch, float(tot))"),

@@ -134,7 +134,9 @@ def is_device_move(ctx, call: cst.Call) -> bool:
 def is_cpu_device(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
     """expr is known to name the CPU: `"cpu"` (`"cpu:0"`), `torch.device("cpu")`, or a variable
     every assignment of which, in the scope it is read from, is one of those (`cpu =
-    torch.device("cpu")`, `host = "cpu"`)."""
+    torch.device("cpu")`, `host = "cpu"`), a parameter among them holding what every call of its
+    function hands it or leaves it by default (`def _test_model(opt, device=torch.device("cpu"))`
+    that no call passes a device: Loops.parameter_values)."""
     literal = ctx.literal(expr)
     if isinstance(literal, str):
         return literal.split(":")[0] == "cpu"
@@ -149,8 +151,13 @@ def is_cpu_device(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
     while True:
         bindings = scopes.get(scope)
         if bindings:
-            return all(kind == "assign" and value is not None and is_cpu_device(ctx, value, depth + 1)
-                       for kind, value in bindings)
+            values = [value for kind, value in bindings if kind == "assign" and value is not None]
+            others = len(bindings) - len(values)
+            if others == 1 and isinstance(scope, cst.FunctionDef) and parameter(scope, expr.value) is not None:
+                # The one binding that assigns no value is the parameter (another would be a second).
+                passed = ctx.loops.parameter_values(scope, expr.value)
+                values, others = (values + passed, 0) if passed is not None else (values, others)
+            return others == 0 and all(is_cpu_device(ctx, value, depth + 1) for value in values)
         if scope is None:
             return False
         scope = owner(ctx.index, scope)

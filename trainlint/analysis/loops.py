@@ -1169,6 +1169,26 @@ class Loops:
             handed.append((args[0], call))
         return handed
 
+    def parameter_values(self, fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression] | None:
+        """What fn's parameter name holds, call by call (plain_calls_of): the argument a call hands
+        it, or its default where a call leaves it out (`device=torch.device("cpu")` that no call
+        passes). None where that is not known: fn is read other than as a call's callee, or never
+        called here (another module may call it with anything), a call passes `*args`/`**kwargs`,
+        or leaves out a parameter that has no default."""
+        param = parameter(fn, name)
+        calls = self.plain_calls_of(fn)
+        if param is None or not calls:
+            return None
+        values = []
+        for call in calls:
+            if any(arg.star for arg in call.args):
+                return None
+            args = [arg for param_name, arg in _paired(_plain_params(fn, call), call) if param_name == name]
+            if len(args) > 1 or not args and param.default is None:
+                return None
+            values.append(args[0].value if args else param.default)
+        return values
+
     def _named_class(self, annotation: cst.BaseExpression) -> tuple[cst.ClassDef, ...]:
         """The class defined here (one of its name, no import of the name) an annotation names,
         `Ckpt` or `"Ckpt"`, as a tuple of it; else empty."""

@@ -22,6 +22,7 @@ from trainlint.analysis.batches import host_batch_loops, is_cpu_device, is_devic
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.paths import may_name, path_forms
 from trainlint.analysis.tree import LIST_ADDS, binding_targets, is_none, parameter, parameter_annotation, walk
+from trainlint.analysis.variables import is_variable
 
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
@@ -761,8 +762,10 @@ class Tensors:
     def _call_on_host(self, call: cst.Call, depth: int, field: bool) -> bool:
         qn = self.names.qualified(call.func) or ""
         if _FACTORIES.match(qn):
-            return not any(a.keyword is not None and a.keyword.value == "device" for a in call.args) \
-                and not any(a.star for a in call.args)
+            # No `device=` (the default device, the CPU, unless the file changes it), or one known
+            # to name the CPU.
+            return not any(a.star for a in call.args) and not self._default_device_changed(call) and all(
+                a.keyword is None or a.keyword.value != "device" or is_cpu_device(self.ctx, a.value) for a in call.args)
         if qn.startswith("numpy."):
             return True  # numpy arrays and scalars live in host memory
         if qn in _TORCH_KEEPS_DEVICE:
@@ -782,10 +785,81 @@ class Tensors:
             return self._host(func.value, depth + 1, field)
         if method in ("to", "cuda"):
             return False  # a move to the device, whatever a method of the file of that name returns
+        if self._host_module(func):
+            # Weights on the host and every input too: so is the output (a CPU unit test).
+            return bool(call.args) and all(not a.star and self._host(a.value, depth + 1, field) for a in call.args)
         # A function of the file: what its every return gives (`def fit_batch(...): ...
         # return loss.detach().cpu()`).
         callees = self.ctx.loops.callees(call)
         return bool(callees) and all(self._returns_on_host(fn, depth) for fn in callees)
+
+    def _host_module(self, func: cst.BaseExpression) -> bool:
+        """func names a module whose weights stay in host memory: every binding of the name, in
+        the scope it is read from, builds one of torch.nn's modules from torch.nn modules and
+        plain values (`nn.Sequential(nn.Linear(2, 3), nn.Sigmoid())`), with no `device=`; and no
+        call in the file moves a variable of that name (`model.cuda()`, `model.to(device)` unless
+        the device is the CPU), nor hands it to a function of the file (which may move it)."""
+        if not isinstance(func, cst.Name) or not is_variable(self.index, func):
+            return False
+        moved = self._moved_names
+        if (None, func.value) in moved or (self.index.enclosing_function(func), func.value) in moved:
+            return False
+        bindings = self.ctx.bindings.seen_from(func)
+        return bool(bindings) and all(kind == "assign" and self._host_build(value) for kind, value in bindings)
+
+    def _default_device_changed(self, node: cst.CSTNode) -> bool:
+        """What node makes with no `device=` may not land on the CPU: the file sets torch's
+        default device (`torch.set_default_device("cuda")`, `set_default_tensor_type`), or node
+        runs under `with torch.device(...)` of a device not known to be the CPU (`"meta"`, `device`)."""
+        if self._sets_default_device:
+            return True
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, cst.With) and any(
+                    isinstance(item.item, cst.Call) and self.names.qualified(item.item.func) == "torch.device"
+                    and not is_cpu_device(self.ctx, item.item) for item in anc.items):
+                return True
+        return False
+
+    @cached_property
+    def _sets_default_device(self) -> bool:
+        return any(self.names.qualified(call.func) in ("torch.set_default_device", "torch.set_default_tensor_type")
+                   for call in self.index.nodes(cst.Call))
+
+    @cached_property
+    def _moved_names(self) -> frozenset[tuple]:
+        """(function, name) for the variables of the file that a call may move to an accelerator:
+        `x.cuda()`, `x.to(device)` (is_device_move), or `f(x)` of a function of the file; the
+        function is None where the call's function does not bind the name (a module's variable,
+        or an enclosing function's: the move counts wherever the name is read)."""
+        moved = set()
+        for call in self.index.nodes(cst.Call):
+            callee = call.func
+            names = [a.value for a in call.args if isinstance(a.value, cst.Name)]
+            if names and not self.ctx.loops.callees(call):
+                names = []
+            if isinstance(callee, cst.Attribute) and isinstance(callee.value, cst.Name) and (
+                    callee.attr.value in _MODULE_MOVES or callee.attr.value == "to" and is_device_move(self.ctx, call)):
+                names.append(callee.value)
+            fn = self.index.enclosing_function(call)
+            moved.update((fn if fn is not None and self.ctx.bindings.binds(fn, n.value) else None, n.value)
+                         for n in names)
+        return frozenset(moved)
+
+    def _host_build(self, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """value builds a torch.nn module on the host: a torch.nn class (not DataParallel, which
+        runs its replicas on the GPUs) called with no `device=` and no `*`/`**`, on literals,
+        names and other such builds, where the default device is the CPU (_default_device_changed)."""
+        if not isinstance(value, cst.Call) or depth > 4 or depth == 0 and self._default_device_changed(value):
+            return False
+        qn = self.names.qualified(value.func) or ""
+        if not _NN_MODULE.match(qn) or qn.endswith("DataParallel") or any(a.star for a in value.args):
+            return False
+        for arg in value.args:
+            if arg.keyword is not None and arg.keyword.value == "device":
+                return False
+            if isinstance(arg.value, cst.Call) and not self._host_build(arg.value, depth + 1):
+                return False
+        return True
 
     def _name_on_host(self, use: cst.BaseExpression, name: str, depth: int, field: bool) -> bool:
         """The value name holds at use is on the host: the assignment that reaches use assigns a
@@ -902,9 +976,9 @@ class Tensors:
     def _may_change(self, stmt: cst.CSTNode, name: str, depth: int | None = None) -> bool:
         """stmt may change in place what the container name holds: it calls a method of it that is
         not a plain read (`batch.to(device)` moves a BatchEncoding in place, `batch.update(...)`),
-        or hands it to a function that is not a builtin (`batch_to_device(batch, device)`). With
-        depth: not an in-place `+=` of a host value (_host_in_place), which keeps a host tensor
-        where it is."""
+        or hands it to a function that is not a builtin (`batch_to_device(batch, device)`) nor a
+        torch.nn module kept on the host (_host_module: `model(x)` moves nothing). With depth: not
+        an in-place `+=` of a host value (_host_in_place), which keeps a host tensor where it is."""
         for node in self.index.walk(stmt):
             if not isinstance(node, cst.Call) or (depth is not None and self._host_in_place(node, name, depth)):
                 continue
@@ -913,7 +987,7 @@ class Tensors:
                     and func.attr.value not in _READS:
                 return True
             if any(not a.star and dotted(a.value) == name for a in node.args) \
-                    and not (self.names.qualified(func) or "").startswith("builtins."):
+                    and not (self.names.qualified(func) or "").startswith("builtins.") and not self._host_module(func):
                 return True
         return False
 
@@ -962,6 +1036,11 @@ def _assigned_here(stmt: cst.CSTNode, name: str) -> cst.BaseExpression | None:
             return assign.value
     return None
 
+
+# torch.nn's module classes (`torch.nn.Linear`, `torch.nn.modules.conv.Conv2d`), not its parallel wrappers.
+_NN_MODULE = re.compile(r"^torch\.nn\.(modules\.[a-z_]+\.)?[A-Z]\w*$")
+# Methods that move a module's weights to an accelerator (`to` is asked of is_device_move).
+_MODULE_MOVES = frozenset({"cuda", "xpu", "mps", "npu", "ipu", "to_empty"})
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
