@@ -602,8 +602,10 @@ def test_a_long_chain_of_operators_is_read_once_per_operand(monkeypatch):
     names = [f"Proc{i}" for i in range(40)]
     ctx = _ctx("".join(f"class {n}: pass\n" for n in names) + "proc_loss = " + " | ".join(names) + "\nuse(proc_loss)\n")
     asked = []
-    reaching = ctx.tensors._reaching_value
-    monkeypatch.setattr(ctx.tensors, "_reaching_value", lambda use, name: asked.append(name) or reaching(use, name))
+    import trainlint.analysis.tensors as tensors_module
+    reaching = tensors_module.reaching_value
+    monkeypatch.setattr(tensors_module, "reaching_value",
+                        lambda index, use, name: asked.append(name) or reaching(index, use, name))
     ctx.tensors.is_tensor(_calls(ctx, "use")[0].args[0].value)
     assert 0 < len(asked) <= 2 * len(names)
 

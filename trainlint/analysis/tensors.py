@@ -22,7 +22,7 @@ from trainlint.analysis.batches import host_batch_loops, is_cpu_device, is_devic
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.paths import may_name, path_forms
 from trainlint.analysis.tree import LIST_ADDS, binding_targets, is_none, parameter, parameter_annotation, walk
-from trainlint.analysis.variables import is_variable
+from trainlint.analysis.variables import is_variable, reaching_value
 
 # torch functions that do not return tensors.
 _NON_TENSOR_TORCH = re.compile(
@@ -87,6 +87,12 @@ def pure_tensor_method(attr: str) -> bool:
     `.mean()`, `.item()`, `.size()`; not an in-place one (`add_`) or `backward`. A line that only
     logs what such calls make does nothing else (TL201's fix guards it as TL202 does)."""
     return attr in _TENSOR_METHODS or attr in _READS
+
+
+# torch.nn's module classes (`torch.nn.Linear`, `torch.nn.modules.conv.Conv2d`), not its parallel wrappers.
+_NN_MODULE = re.compile(r"^torch\.nn\.(modules\.[a-z_]+\.)?[A-Z]\w*$")
+# Methods that move a module's weights to an accelerator (`to` is asked of is_device_move).
+_MODULE_MOVES = frozenset({"cuda", "xpu", "mps", "npu", "ipu", "to_empty"})
 
 
 class Tensors:
@@ -200,7 +206,7 @@ class Tensors:
                 return False
             # `loss = loss.item()` earlier in the same straight-line code: a float from there on.
             if any(_host_value(v) for v in values):
-                reaching = self._reaching_value(expr, name)
+                reaching = reaching_value(self.index, expr, name)
                 if reaching is not None and _host_value(reaching):
                     return False
             if _TENSOR_NAMES.match(last):
@@ -386,7 +392,7 @@ class Tensors:
             return False
         if name in seen:
             return True
-        reaching = self._reaching_value(value, name)
+        reaching = reaching_value(self.index, value, name)
         if reaching is not None:
             return self._number(reaching, scope, seen | {name})
         if self._module_numbers(value, seen | {name}):
@@ -583,7 +589,7 @@ class Tensors:
             # A list filled in place: `feats.append(encoder(x.to(device)))`, then `torch.cat(feats)`.
             if any(self._device(arg.value, depth + 1, hops) for arg in self._appended(scope).get(name, ())):
                 return True
-            reaching = self._reaching_value(expr, name)
+            reaching = reaching_value(self.index, expr, name)
             if reaching is not None:
                 return self._device(reaching, depth + 1, hops)
             return any(value is not expr and self._device(value, depth + 1, hops)
@@ -1008,39 +1014,7 @@ class Tensors:
     # which assignment reaches a use along the block structure, for dotted names too (`self.running =
     # self.running.item()`), and a closure that reads the name (where variable_uses gives up) does not
     # change which assignment reaches a use.
-    def _reaching_value(self, use: cst.BaseExpression, name: str) -> cst.BaseExpression | None:
-        """The value of the assignment `name = value` that every path to `use` passes last, when
-        that is plain to see: an earlier statement of a block that holds the use, with no other
-        assignment to name after it and no loop between it and the use (whose next iteration
-        could bring a later value back). None when not that simple."""
-        for anc, earlier in self.index.preceding(use):
-            if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.For, cst.While)):
-                return None
-            for stmt in earlier:
-                value = _assigned_here(stmt, name)
-                if value is not None:
-                    return value
-                if name in bound_names(stmt):
-                    return None
-        return None
 
-
-def _assigned_here(stmt: cst.CSTNode, name: str) -> cst.BaseExpression | None:
-    """The value when stmt is the simple statement `name = value`: a line of its own, or a small
-    statement that preceding lists apart from the others of its line (`x = t.cpu(); print(x)`)."""
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-        stmt = stmt.body[0]
-    if isinstance(stmt, cst.Assign):
-        assign = stmt
-        if len(assign.targets) == 1 and dotted(assign.targets[0].target) == name:
-            return assign.value
-    return None
-
-
-# torch.nn's module classes (`torch.nn.Linear`, `torch.nn.modules.conv.Conv2d`), not its parallel wrappers.
-_NN_MODULE = re.compile(r"^torch\.nn\.(modules\.[a-z_]+\.)?[A-Z]\w*$")
-# Methods that move a module's weights to an accelerator (`to` is asked of is_device_move).
-_MODULE_MOVES = frozenset({"cuda", "xpu", "mps", "npu", "ipu", "to_empty"})
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 

@@ -14,6 +14,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.tree import TreeIndex
 
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -188,6 +189,35 @@ def may_reach(index: TreeIndex, stmt: cst.CSTNode, read: cst.Name, scope: cst.CS
         if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return anc is not scope
     return False
+
+
+def reaching_value(index: TreeIndex, use: cst.BaseExpression, name: str) -> cst.BaseExpression | None:
+    """The value of the assignment `name = value` that every path to `use` passes last, when
+    that is plain to see: an earlier statement of a block that holds the use, with no other
+    assignment to name after it and no loop between it and the use (whose next iteration
+    could bring a later value back). None when not that simple."""
+    for anc, earlier in index.preceding(use):
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.For, cst.While)):
+            return None
+        for stmt in earlier:
+            value = _assigned_here(stmt, name)
+            if value is not None:
+                return value
+            if name in bound_names(stmt):
+                return None
+    return None
+
+
+def _assigned_here(stmt: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    """The value when stmt is the simple statement `name = value`: a line of its own, or a small
+    statement that preceding lists apart from the others of its line (`x = t.cpu(); print(x)`)."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        stmt = stmt.body[0]
+    if isinstance(stmt, cst.Assign):
+        assign = stmt
+        if len(assign.targets) == 1 and dotted(assign.targets[0].target) == name:
+            return assign.value
+    return None
 
 
 def role(index: TreeIndex, name: cst.Name) -> tuple[str, cst.BaseExpression | None, cst.CSTNode | None]:
