@@ -22,7 +22,7 @@ from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.settings import Source
 from trainlint.analysis.star_args import entry_to_change
 from trainlint.analysis.tree import binding_targets
-from trainlint.analysis.variables import owner, variable_uses
+from trainlint.analysis.variables import owner, reaching_value, variable_uses
 from trainlint.analysis.words import words
 from trainlint.diagnostics import Applicability
 from trainlint.rule import Rule
@@ -113,13 +113,20 @@ _SEQUENTIAL = ("SequentialSampler",)
 
 
 def sampler_calls(ctx, call: cst.Call, or_none: bool = False) -> list[cst.Call] | None:
-    """The calls that build the loader's `sampler=` (through assignments), None when not all known.
+    """The calls that build the loader's `sampler=`, None when not all known: through a name, the
+    assignment that reaches the loader (`data_sampler = SequentialSampler(ds)` just above it in an
+    `else:` branch, whatever the other branch assigns), else every assignment in its function.
     With or_none, the sampler may also be None (`DistributedSampler(ds) if distributed else None`,
     or assigned so in one branch): the calls of its other values."""
     sampler = loader_arg(ctx, call, "sampler")
     if sampler is None or sampler.star:
         return None
-    values = [sampler.value] if isinstance(sampler.value, (cst.Call, cst.IfExp)) else ctx.assigned_values(sampler.value)
+    if isinstance(sampler.value, (cst.Call, cst.IfExp)):
+        values = [sampler.value]
+    else:
+        name = ctx.dotted(sampler.value)
+        reaching = reaching_value(ctx.index, sampler.value, name) if name else None
+        values = [reaching] if reaching is not None else ctx.assigned_values(sampler.value)
     if or_none:
         values = [branch for v in values for branch in ((v.body, v.orelse) if isinstance(v, cst.IfExp) else (v,))]
         values = [v for v in values if not (isinstance(v, cst.Name) and v.value == "None")]

@@ -85,7 +85,9 @@ class DataLoaderRaggedLastBatch(DataLoaderRule):
 ## What it does
 Flags a shuffled training `DataLoader` (`shuffle=True`, or a `RandomSampler`,
 `DistributedSampler`, `WeightedRandomSampler` or `SubsetRandomSampler` as its `sampler`, passed
-directly or through a name) without
+directly or through a name: the assignment that reaches the loader, as `sampler = RandomSampler(ds)`
+just above it in one branch of an `if` whose other branch assigns a `SequentialSampler`; else
+every assignment in its function, which must all shuffle) without
 `drop_last=True`; not one with `batch_size=None`, whose dataset yields whole batches (there is no
 ragged last batch, and `drop_last` would raise), nor one whose batch size is 1 (written, or
 DataLoader's default when none is given: every batch is one sample). Whether it trains is read as TL102 describes (the optimizer steps of its loops,
@@ -191,6 +193,20 @@ evaluation) is reported with no fix: that pass would skip the last partial batch
         Valid(BY_KEY.format(pin_a=", drop_last=True", pin_b="", move="x.cuda()")),
     ]
     invalid = [
+        # A function building a training or an evaluation loader with one sampler variable: the
+        # training branch's loader reads the random sampler assigned just above it (every
+        # assignment was read, and two samplers made it unknown: not reported; simpletransformers'
+        # conv_ai). The evaluation branch's sequential one is not.
+        Invalid("from torch.utils.data import DataLoader, RandomSampler, SequentialSampler\ndef build(ds, evaluate):\n"
+                "    if not evaluate:\n        sampler = RandomSampler(ds)\n"
+                "        data_loader = DataLoader(ds, sampler=sampler, batch_size=8)\n"
+                "    else:\n        sampler = SequentialSampler(ds)\n"
+                "        data_loader = DataLoader(ds, sampler=sampler, batch_size=8)\n    return data_loader\n",
+                fixed="from torch.utils.data import DataLoader, RandomSampler, SequentialSampler\ndef build(ds, evaluate):\n"
+                      "    if not evaluate:\n        sampler = RandomSampler(ds)\n"
+                      "        data_loader = DataLoader(ds, sampler=sampler, batch_size=8, drop_last=True)\n"
+                      "    else:\n        sampler = SequentialSampler(ds)\n"
+                      "        data_loader = DataLoader(ds, sampler=sampler, batch_size=8)\n    return data_loader\n"),
         # ... one it does not divide, or the size of another set: still reported.
         Invalid(_DRAWN.format(batch="16", sampler="RandomSampler(buf, replacement=True, num_samples=1000)"),
                 message="drop_last=True"),
