@@ -125,6 +125,19 @@ def test_a_loader_a_local_function_returns_is_followed_into_its_callers_loops():
         "    for b in tqdm(eval_dl):\n        evaluate(b)\n")
     (call,) = _calls(handed, "DataLoader")
     assert handed.loops.returned_to(call) == [] and handed.loops.loops_over(call) == []
+    # A helper making one loader or the other by a flag (simpletransformers' `evaluate=True`): a
+    # call whose arguments make a loader's branch false does not get that loader back.
+    flagged = _ctx(
+        "def load(ds, evaluate=False):\n    if not evaluate:\n        dl = DataLoader(ds, shuffle=True)\n"
+        "    else:\n        dl = DataLoader(ds)\n    return dl\n"
+        "def fit(mode):\n    train_dl = load(ds)\n    eval_dl = load(vs, evaluate=True)\n    other = load(vs, mode)\n"
+        "    for b in train_dl:\n        model(b).backward()\n        opt.step()\n"
+        "    for b in eval_dl:\n        evaluate(b)\n")
+    train, evaluation = _calls(flagged, "DataLoader")
+    fit = flagged.index.nodes(cst.FunctionDef)[1]
+    assert flagged.loops.returned_to(train) == [("train_dl", fit), ("other", fit)]
+    assert flagged.loops.returned_to(evaluation) == [("eval_dl", fit), ("other", fit)]
+    assert [flagged.loops.runs_steps(loop) for loop in flagged.loops.loops_over(evaluation)] == [False]
     # Iterated as the call of the function returning it: a new loader each time that loop starts.
     direct = _ctx(
         "def make_loader(ds):\n    return DataLoader(ds, num_workers=2)\n"

@@ -100,7 +100,8 @@ Decided per loader. A loader iterated in a loop of this module is flagged only w
 own batches (its target, values computed from it, and module-local functions they are handed
 to, up to three calls down) reach such a copy; one whose batches stay on the CPU is not. A loader
 a module-local function returns counts as iterated by its caller's loops over the name the call
-binds it to (by position in a returned tuple), unless the caller hands that name on. A loader
+binds it to (by position in a returned tuple), unless the caller hands that name on; not by a
+call on which it is not made (built under `if not evaluate:`, for `load(path, evaluate=True)`). A loader
 handed to a function that other loaders go through too (`run_epoch(model, train_loader, opt)`,
 `run_epoch(model, val_loader)`) trains when that function's step is reached on its calls: the
 `if` conditions around the step are read with what each call passes (`if optimizer is not None:`
@@ -215,6 +216,13 @@ since what it then holds is not all seen.
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)") +
               "def predict(X):\n    dl = DataLoader(X, batch_size=64)\n    for batch in dl:\n"
               "        out = model(batch.to(device))\n"),
+        # A helper making the training or the evaluation loader by a flag: the evaluation one only
+        # reaches the call that passes `evaluate=True` (ecosystem: simpletransformers' conv_ai).
+        Valid("from torch.utils.data import DataLoader\ndef load(ds, evaluate=False):\n    if not evaluate:\n"
+              "        dl = DataLoader(ds, shuffle=True, num_workers=2, pin_memory=True)\n    else:\n"
+              "        dl = DataLoader(ds, num_workers=2)\n    return dl\ndef fit():\n    train_dl = load(ds)\n"
+              "    eval_dl = load(vs, evaluate=True)\n    for x in train_dl:\n        model(x.cuda()).backward()\n"
+              "        opt.step()\n    for x in eval_dl:\n        evaluate(x.cuda())\n"),
         # A sequential sampler marks an evaluation loader (ecosystem: simpletransformers).
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)") +
               "eval_sampler = SequentialSampler(eval_ds)\nscore_loader = DataLoader(eval_ds, sampler=eval_sampler)\n"),

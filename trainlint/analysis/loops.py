@@ -1980,13 +1980,15 @@ class Loops:
         bound by a call of it: value returned alone, or at one position of a returned tuple
         (`return train, val` binds `train_loader, val_loader = make_loaders(cfg)` by position), as
         itself or under the one name it is assigned in that function. One call level: the
-        loaders a `build_loaders()` helper returns to the training function. [] when a caller
-        hands a bound name on where loops_over_names does not follow it (to another module's
-        function, an attribute, a return): the loops seen would not be all of them; with escaping,
-        the names all the same (where it is handed on is what the caller asks)."""
+        loaders a `build_loaders()` helper returns to the training function. Not a call on which
+        value is not made: its `if` conditions are false for the call's arguments (the evaluation
+        loader under `else:` of `if not evaluate:`, for `load(path)` that leaves `evaluate=False`).
+        [] when a caller hands a bound name on where loops_over_names does not follow it (to
+        another module's function, an attribute, a return): the loops seen would not be all of
+        them; with escaping, the names all the same (where it is handed on is what the caller asks)."""
         fn = self.index.enclosing_function(value)
-        callers = [] if fn is None else [c for c in self.calls_of(fn)
-                                         if not self.index.contains(fn, c)]
+        callers = [] if fn is None else [c for c in self.calls_of(fn) if not self.index.contains(fn, c)
+                                         and self._reached_on(value, fn, ValuePath("", fn, (c,), False)) is not False]
         position = self._returned_at(fn, value) if callers else None
         if position is None:
             return []
