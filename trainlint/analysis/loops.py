@@ -1153,21 +1153,10 @@ class Loops:
         """(argument, call) for each call in the file of fn (plain_calls_of) that hands its
         parameter name: what the parameter holds. None where that is not known: fn is read other
         than as a call's callee, a call passes `*args`/`**kwargs` or leaves name to its default."""
-        calls = self.plain_calls_of(fn)
-        if calls is None:
+        per_call = self._per_call(fn, name)
+        if per_call is None or any(arg is None for arg, _call in per_call):
             return None
-        handed = []
-        for call in calls:
-            if any(arg.star for arg in call.args):
-                return None
-            # A plain call is never through an alias (plain_calls_of), so its arguments bind as
-            # written: bind_args' alias table is not needed, and not yet built when this is asked
-            # for a factory's call (_find_aliases).
-            args = [arg for param_name, arg in _paired(_plain_params(fn, call), call) if param_name == name]
-            if len(args) != 1:
-                return None
-            handed.append((args[0], call))
-        return handed
+        return per_call
 
     def parameter_values(self, fn: cst.FunctionDef, name: str) -> list[cst.BaseExpression] | None:
         """What fn's parameter name holds, call by call (plain_calls_of): the argument a call hands
@@ -1176,18 +1165,30 @@ class Loops:
         called here (another module may call it with anything), a call passes `*args`/`**kwargs`,
         or leaves out a parameter that has no default."""
         param = parameter(fn, name)
-        calls = self.plain_calls_of(fn)
-        if param is None or not calls:
+        per_call = self._per_call(fn, name)
+        if param is None or not per_call or param.default is None and any(arg is None for arg, _call in per_call):
             return None
-        values = []
+        return [arg.value if arg is not None else param.default for arg, _call in per_call]
+
+    def _per_call(self, fn: cst.FunctionDef, name: str) -> list[tuple[cst.Arg | None, cst.Call]] | None:
+        """(argument, call) for each call in the file of fn (plain_calls_of): the argument that
+        fills its parameter name, None where the call leaves it to its default. None where not
+        known: fn is read other than as a call's callee, or a call passes `*args`/`**kwargs`."""
+        calls = self.plain_calls_of(fn)
+        if calls is None:
+            return None
+        out = []
         for call in calls:
             if any(arg.star for arg in call.args):
                 return None
+            # A plain call is never through an alias (plain_calls_of), so its arguments bind as
+            # written: bind_args' alias table is not needed, and not yet built when this is asked
+            # for a factory's call (_find_aliases).
             args = [arg for param_name, arg in _paired(_plain_params(fn, call), call) if param_name == name]
-            if len(args) > 1 or not args and param.default is None:
+            if len(args) > 1:
                 return None
-            values.append(args[0].value if args else param.default)
-        return values
+            out.append((args[0] if args else None, call))
+        return out
 
     def _named_class(self, annotation: cst.BaseExpression) -> tuple[cst.ClassDef, ...]:
         """The class defined here (one of its name, no import of the name) an annotation names,
