@@ -813,7 +813,8 @@ def test_tensors_on_host_from_a_module_kept_on_the_host():
     # host inputs (a CPU unit test in a file that uses CUDA elsewhere); so does a factory told a
     # device that is the CPU, also through a parameter every call leaves to its CPU default.
     # Moved (`.cuda()`, `.to(device)`), handed to a function of the file, wrapped in DataParallel,
-    # built under `with torch.device("meta")` or in a file that sets the default device: not known.
+    # built under `with torch.device("meta")` or in a file that sets the default device, or a
+    # container holding a module that is not known to be on the host: not known.
     code = (
         "import torch\nfrom torch import nn\n"
         "def host_case(device=torch.device('cpu')):\n"
@@ -825,12 +826,15 @@ def test_tensors_on_host_from_a_module_kept_on_the_host():
         "def replicated():\n    dp = nn.DataParallel(nn.Linear(2, 1))\n    use(dp(torch.ones(2)))\n"
         "def meta():\n    with torch.device('meta'):\n        lazy = nn.Linear(2, 1)\n    use(lazy(torch.ones(2)))\n"
         "def device_input(device):\n    small = nn.Linear(2, 1)\n    use(small(torch.ones(2, device=device)))\n"
+        "def wrapped(hidden):\n    enc = make_encoder().cuda()\n    head = nn.Linear(hidden, 1)\n"
+        "    bad = nn.Sequential(enc, nn.ReLU())\n    good = nn.Sequential(head, nn.ReLU())\n"
+        "    use(bad(torch.ones(2)), good(torch.ones(2)))\n"
         "def place(m):\n    m.cuda()\n"
         "host_case()\nhost_case()\n"
     )
     ctx = _ctx(code)
     got = [ctx.tensors.on_host(a.value) for call in _calls(ctx, "use") for a in call.args]
-    assert got == [True, True, True, False, False, False, False, False]
+    assert got == [True, True, True, False, False, False, False, False, False, True]
     # The same CPU default, but one call hands a device: not known to be the CPU.
     ctx = _ctx(code + "host_case(torch.device('cuda'))\n")
     assert [ctx.tensors.on_host(a.value) for a in _calls(ctx, "use")[0].args] == [False, True, False]

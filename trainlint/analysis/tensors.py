@@ -91,6 +91,8 @@ def pure_tensor_method(attr: str) -> bool:
 
 # torch.nn's module classes (`torch.nn.Linear`, `torch.nn.modules.conv.Conv2d`), not its parallel wrappers.
 _NN_MODULE = re.compile(r"^torch\.nn\.(modules\.[a-z_]+\.)?[A-Z]\w*$")
+# torch.nn's containers, whose arguments are modules (a layer's are its settings).
+_NN_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"})
 # Methods that move a module's weights to an accelerator (`to` is asked of is_device_move).
 _MODULE_MOVES = frozenset({"cuda", "xpu", "mps", "npu", "ipu", "to_empty"})
 
@@ -799,7 +801,7 @@ class Tensors:
         callees = self.ctx.loops.callees(call)
         return bool(callees) and all(self._returns_on_host(fn, depth) for fn in callees)
 
-    def _host_module(self, func: cst.BaseExpression) -> bool:
+    def _host_module(self, func: cst.BaseExpression, depth: int = 0) -> bool:
         """func names a module whose weights stay in host memory: every binding of the name, in
         the scope it is read from, builds one of torch.nn's modules from torch.nn modules and
         plain values (`nn.Sequential(nn.Linear(2, 3), nn.Sigmoid())`), with no `device=`; and no
@@ -811,7 +813,7 @@ class Tensors:
         if (None, func.value) in moved or (self.index.enclosing_function(func), func.value) in moved:
             return False
         bindings = self.ctx.bindings.seen_from(func)
-        return bool(bindings) and all(kind == "assign" and self._host_build(value) for kind, value in bindings)
+        return bool(bindings) and all(kind == "assign" and self._host_build(value, depth) for kind, value in bindings)
 
     def _default_device_changed(self, node: cst.CSTNode) -> bool:
         """What node makes with no `device=` may not land on the CPU: the file sets torch's
@@ -853,19 +855,35 @@ class Tensors:
 
     def _host_build(self, value: cst.BaseExpression, depth: int = 0) -> bool:
         """value builds a torch.nn module on the host: a torch.nn class (not DataParallel, which
-        runs its replicas on the GPUs) called with no `device=` and no `*`/`**`, on literals,
-        names and other such builds, where the default device is the CPU (_default_device_changed)."""
-        if not isinstance(value, cst.Call) or depth > 4 or depth == 0 and self._default_device_changed(value):
+        runs its replicas on the GPUs) called with no `device=` and no `*`/`**`, where the default
+        device is the CPU (_default_device_changed); a layer's other arguments are its settings
+        (names, literals: `nn.Linear(hidden, 1)`), a container's (`nn.Sequential`, `nn.ModuleList`)
+        are its modules, each such a build or a name holding one (_host_module)."""
+        if not isinstance(value, cst.Call) or depth > 4 or self._default_device_changed(value):
             return False
         qn = self.names.qualified(value.func) or ""
         if not _NN_MODULE.match(qn) or qn.endswith("DataParallel") or any(a.star for a in value.args):
             return False
+        container = qn.rsplit(".", 1)[-1] in _NN_CONTAINERS
         for arg in value.args:
             if arg.keyword is not None and arg.keyword.value == "device":
+                return False
+            if container and not self._host_part(arg.value, depth + 1):
                 return False
             if isinstance(arg.value, cst.Call) and not self._host_build(arg.value, depth + 1):
                 return False
         return True
+
+    def _host_part(self, value: cst.BaseExpression, depth: int) -> bool:
+        """A container's argument holds host modules only: builds of them, names holding one, or
+        a list, tuple or dict display of those."""
+        if isinstance(value, (cst.List, cst.Tuple)):
+            return all(isinstance(e, cst.Element) and self._host_part(e.value, depth) for e in value.elements)
+        if isinstance(value, cst.Dict):
+            return all(isinstance(e, cst.DictElement) and self._host_part(e.value, depth) for e in value.elements)
+        if isinstance(value, cst.Name):
+            return self._host_module(value, depth + 1)
+        return self._host_build(value, depth)
 
     def _name_on_host(self, use: cst.BaseExpression, name: str, depth: int, field: bool) -> bool:
         """The value name holds at use is on the host: the assignment that reaches use assigns a
@@ -1009,11 +1027,6 @@ class Tensors:
             return False
         return self._host(call.args[0].value, depth + 1, field=False) and all(
             a.keyword is not None and not a.star and not self.is_tensor(a.value) for a in call.args[1:])
-
-    # Not variables.variable_uses: that lists a plain name's uses in document order, but this asks
-    # which assignment reaches a use along the block structure, for dotted names too (`self.running =
-    # self.running.item()`), and a closure that reads the name (where variable_uses gives up) does not
-    # change which assignment reaches a use.
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)

@@ -191,6 +191,10 @@ def may_reach(index: TreeIndex, stmt: cst.CSTNode, read: cst.Name, scope: cst.CS
     return False
 
 
+# Not variable_uses: that lists a plain name's uses in document order, but this asks which
+# assignment reaches a use along the block structure, for dotted names too (`self.running =
+# self.running.item()`), and a closure that reads the name (where variable_uses gives up) does not
+# change which assignment reaches a use.
 def reaching_value(index: TreeIndex, use: cst.BaseExpression, name: str) -> cst.BaseExpression | None:
     """The value of the assignment `name = value` that every path to `use` passes last, when
     that is plain to see: an earlier statement of a block that holds the use, with no other
