@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.batches import dataset_builds, method_of
+from trainlint.analysis.batches import built_class, dataset_builds, method_of
 from trainlint.analysis.tree import assigned_pairs, parameter_annotation
 
 # Queue classes of the standard library and of torch.multiprocessing (which re-exports them).
@@ -41,7 +41,7 @@ def queue_fed_builds(ctx, call: cst.Call) -> tuple[list[str], bool]:
 
 
 def _kind(ctx, build: cst.Call, name: str | None, fed: list[str], depth: int) -> str | None:
-    cls = _module_class(ctx, build)
+    cls = built_class(ctx, build)
     if cls is None or depth > 3:
         return None
     if _takes_from_queue(ctx, cls):
@@ -55,11 +55,6 @@ def _kind(ctx, build: cst.Call, name: str | None, fed: list[str], depth: int) ->
         if name is not None and ctx.dotted(arg.value) == name:
             return WRAPS
     return EMPTY if _yields_nothing(ctx, cls) else None
-
-
-def _module_class(ctx, build: cst.Call) -> cst.ClassDef | None:
-    class_name = ctx.dotted(build.func)
-    return next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == class_name), None)
 
 
 def _takes_from_queue(ctx, cls: cst.ClassDef) -> bool:

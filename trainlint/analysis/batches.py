@@ -838,9 +838,12 @@ def dataset_builds(ctx, call: cst.Call) -> list[cst.Call]:
 def dataset_class(ctx, call: cst.Call) -> cst.ClassDef | None:
     """The class of this module the loader's dataset is built from, when only one call builds it."""
     built = dataset_builds(ctx, call)
-    if len(built) != 1:
-        return None
-    class_name = ctx.dotted(built[0].func)
+    return built_class(ctx, built[0]) if len(built) == 1 else None
+
+
+def built_class(ctx, build: cst.Call) -> cst.ClassDef | None:
+    """The class of this module that build constructs (`Images(root)`), if it names one."""
+    class_name = ctx.dotted(build.func)
     return next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == class_name), None)
 
 
