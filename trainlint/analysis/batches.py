@@ -740,7 +740,7 @@ def replays_per_worker(ctx, call: cst.Call) -> str | None:
             if base.keyword is not None or base.star:
                 continue
             qn = ctx.names.qualified(base.value) or ""
-            local = next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == ctx.dotted(base.value)), None)
+            local = class_named(ctx, ctx.dotted(base.value))
             if local is not None and not qn:
                 pending.append(local)
             elif not (qn.startswith("torch.utils.data.") or qn in ("builtins.object", "typing.Generic")
@@ -843,8 +843,12 @@ def dataset_class(ctx, call: cst.Call) -> cst.ClassDef | None:
 
 def built_class(ctx, build: cst.Call) -> cst.ClassDef | None:
     """The class of this module that build constructs (`Images(root)`), if it names one."""
-    class_name = ctx.dotted(build.func)
-    return next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == class_name), None)
+    return class_named(ctx, ctx.dotted(build.func))
+
+
+def class_named(ctx, name: str | None) -> cst.ClassDef | None:
+    """The (first) class of this module called name."""
+    return next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == name), None)
 
 
 def method_of(ctx, cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
@@ -1119,7 +1123,7 @@ def _returned(ctx, value: cst.BaseExpression, depth: int):
         if qualified in _DEFAULT_COLLATES:
             return True, True
         name = ctx.dotted(value.func)
-        cls = next((c for c in ctx.index.nodes(cst.ClassDef) if c.name.value == name), None)
+        cls = class_named(ctx, name)
         if cls is not None:
             return cls, None
     if isinstance(value, cst.Name) and depth < 2:
