@@ -814,9 +814,10 @@ def test_tensors_on_host_from_a_module_kept_on_the_host():
     # device that is the CPU, also through a parameter every call leaves to its CPU default.
     # Moved (`.cuda()`, `.to(device)`), handed to a function of the file, wrapped in DataParallel,
     # built under `with torch.device("meta")` or in a file that sets the default device, or a
-    # container holding a module that is not known to be on the host: not known.
+    # container holding a module that is not known to be on the host, or handed to a call that may
+    # place it (`accelerator.prepare(model)`; not `copy.deepcopy`): not known.
     code = (
-        "import torch\nfrom torch import nn\n"
+        "import copy\nimport torch\nfrom torch import nn\n"
         "def host_case(device=torch.device('cpu')):\n"
         "    net = nn.Sequential(nn.Linear(2, 3), nn.ReLU(inplace=True), nn.Linear(3, 1))\n"
         "    net.to(device)\n    x = torch.tensor([0.1, 0.2], device=device)\n"
@@ -829,12 +830,15 @@ def test_tensors_on_host_from_a_module_kept_on_the_host():
         "def wrapped(hidden):\n    enc = make_encoder().cuda()\n    head = nn.Linear(hidden, 1)\n"
         "    bad = nn.Sequential(enc, nn.ReLU())\n    good = nn.Sequential(head, nn.ReLU())\n"
         "    use(bad(torch.ones(2)), good(torch.ones(2)))\n"
+        "def handed(accelerator):\n    kept = nn.Linear(2, 1)\n    spare = copy.deepcopy(kept)\n"
+        "    prepared = nn.Linear(2, 1)\n    accelerator.prepare(prepared)\n"
+        "    use(kept(torch.ones(2)), prepared(torch.ones(2)))\n"
         "def place(m):\n    m.cuda()\n"
         "host_case()\nhost_case()\n"
     )
     ctx = _ctx(code)
     got = [ctx.tensors.on_host(a.value) for call in _calls(ctx, "use") for a in call.args]
-    assert got == [True, True, True, False, False, False, False, False, False, True]
+    assert got == [True, True, True, False, False, False, False, False, False, True, True, False]
     # The same CPU default, but one call hands a device: not known to be the CPU.
     ctx = _ctx(code + "host_case(torch.device('cuda'))\n")
     assert [ctx.tensors.on_host(a.value) for a in _calls(ctx, "use")[0].args] == [False, True, False]

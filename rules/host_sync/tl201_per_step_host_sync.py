@@ -375,7 +375,9 @@ tensors (`model(x).sum()`, an optimizer's unit test in a file that uses CUDA els
 built in the file from torch.nn classes with no `device=` (not `DataParallel`, not under `with
 torch.device(...)`, not where the file sets the default device), which no call moves (`.cuda()`,
 `.to(device)`; a device known to be the CPU, as a parameter's default `device=torch.device("cpu")`
-that every call leaves, is no move) or hands to a function of the file; a factory told the CPU
+that every call leaves, is no move) or hands to anything that may place it (a function of the
+file, `accelerator.prepare(model)`; not a library that places nothing, such as timm's
+`create_optimizer_v2(model)` or `copy.deepcopy`); a factory told the CPU
 (`device="cpu"`, or such a parameter) makes a host tensor too. A batch counts as arriving on the
 host only when the loop takes it from a loader (`for batch in loader`) and copies some of its
 tensors to the device itself (`batch["x"].cuda()`), no DataLoader of the file that feeds the loop

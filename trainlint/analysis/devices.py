@@ -106,7 +106,7 @@ class Devices:
             value = node.evaluated_value if isinstance(node, cst.SimpleString) else node.value
             if isinstance(value, str) and words(value) & _DEVICE_WORDS:
                 return True
-        return any(not _neutral_module(target) for target in self._imported_modules())
+        return any(not neutral_module(target) for target in self._imported_modules())
 
     def _imported_modules(self) -> list[str]:
         """Every module the file imports from, relative ones as written (`.models`)."""
@@ -237,7 +237,9 @@ def setting_literal(ctx, expr: cst.BaseExpression | None):
     return ctx.literal(expr)
 
 
-def _neutral_module(module: str) -> bool:
+def neutral_module(module: str) -> bool:
+    """module (a dotted name) is of a library that puts nothing on a device unless asked in words
+    a scan sees (_NEUTRAL_LIBRARIES), or of the standard library."""
     top = module.split(".", 1)[0]
     return bool(top) and (top in _NEUTRAL_LIBRARIES or is_stdlib(top))
 

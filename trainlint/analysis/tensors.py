@@ -19,6 +19,7 @@ from functools import cached_property
 import libcst as cst
 
 from trainlint.analysis.batches import host_batch_loops, is_cpu_device, is_device_move, over_loader_name
+from trainlint.analysis.devices import neutral_module
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.paths import may_name, path_forms
 from trainlint.analysis.tree import LIST_ADDS, binding_targets, is_none, parameter, parameter_annotation, walk
@@ -805,8 +806,8 @@ class Tensors:
         """func names a module whose weights stay in host memory: every binding of the name, in
         the scope it is read from, builds one of torch.nn's modules from torch.nn modules and
         plain values (`nn.Sequential(nn.Linear(2, 3), nn.Sigmoid())`), with no `device=`; and no
-        call in the file moves a variable of that name (`model.cuda()`, `model.to(device)` unless
-        the device is the CPU), nor hands it to a function of the file (which may move it)."""
+        call in the file may move a variable of that name (_moved_names: `model.cuda()`,
+        `model.to(device)` unless the device is the CPU, `accelerator.prepare(model)`)."""
         if not isinstance(func, cst.Name) or not is_variable(self.index, func):
             return False
         moved = self._moved_names
@@ -836,14 +837,17 @@ class Tensors:
     @cached_property
     def _moved_names(self) -> frozenset[tuple]:
         """(function, name) for the variables of the file that a call may move to an accelerator:
-        `x.cuda()`, `x.to(device)` (is_device_move), or `f(x)` of a function of the file; the
+        `x.cuda()`, `x.to(device)` (is_device_move), or `f(x)` of anything but a library that
+        places nothing (devices.neutral_module: `create_optimizer_v2(model)` of timm, `copy.deepcopy`;
+        a function of the file, `accelerator.prepare(model)` and `trainer.fit(model)` may); the
         function is None where the call's function does not bind the name (a module's variable,
         or an enclosing function's: the move counts wherever the name is read)."""
         moved = set()
         for call in self.index.nodes(cst.Call):
             callee = call.func
             names = [a.value for a in call.args if isinstance(a.value, cst.Name)]
-            if names and not self.ctx.loops.callees(call):
+            qualified = self.names.qualified(callee) if names else None
+            if qualified and neutral_module(qualified) and not self.ctx.loops.callees(call):
                 names = []
             if isinstance(callee, cst.Attribute) and isinstance(callee.value, cst.Name) and (
                     callee.attr.value in _MODULE_MOVES or callee.attr.value == "to" and is_device_move(self.ctx, call)):
