@@ -73,15 +73,15 @@ is missing or a literal 0. A loader over constants the file writes (`range(n)`, 
 literals, a comprehension over those that calls nothing; not one over data, such as
 `[tokenize(t) for t in texts]`) or made to draw one batch (`next(iter(DataLoader(...)))`, or a
 variable whose only use is one `next(iter(loader))`) has nothing to overlap and is not flagged,
-by this or any loader rule. Nor is a loader whose dataset takes its items from a queue that another
-thread or process fills (an RL trainer's rollouts, a reader's producer processes): a class of the
+by this or any loader rule. Nor, by this rule, is a loader whose dataset takes its items from a
+queue that another thread or process fills (an RL trainer's rollouts, a reader's producer processes): a class of the
 module whose `__iter__` or `__getitem__` calls `.get()`/`.get_nowait()` on an attribute set to a
 `queue`/`multiprocessing` queue (made there, or a parameter annotated as one), or calls it in a
 `try` that catches `queue.Empty`. Its producer does the loading beside training already, and a
 worker would get its own copy of the queue, which nothing fills. Every build of the dataset must
 be such a class, one handed it (`Batcher(dataset)`), or a placeholder whose `__iter__` returns
-`iter([])`; where another build loads data (`Rollouts(q) if q else Files(paths)`), the loader is
-reported with no fix.
+`iter([])`; where another build loads data (`dataset = Rollouts(q)` in one branch, `dataset =
+Files(paths)` in the other), the loader is reported with no fix.
 Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
