@@ -372,8 +372,9 @@ goes over, `for v in y.tolist():`, and the elements it takes from one, `[v.item(
 a variable of the module read in a function counts as what the module assigns it: `int(y.sum() <
 MIN_LABELS)` after `MIN_LABELS = 3`). Also what a torch.nn module kept on the host makes of host
 tensors (`model(x).sum()`, an optimizer's unit test in a file that uses CUDA elsewhere): a module
-built in the file from torch.nn classes with no `device=` (not `DataParallel`, not under `with
-torch.device(...)`, not where the file sets the default device), which no call moves (`.cuda()`,
+built in the file from torch.nn classes with no `device=` (a container such as `nn.Sequential`
+holding only such modules; not `DataParallel`, not under `with torch.device(...)`, not where the
+file sets the default device), which no call moves (`.cuda()`,
 `.to(device)`; a device known to be the CPU, as a parameter's default `device=torch.device("cpu")`
 that every call leaves, is no move) or hands to anything that may place it (a function of the
 file, `accelerator.prepare(model)`; not a library that places nothing, such as timm's
