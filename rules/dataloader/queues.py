@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.batches import built_class, dataset_builds, method_of
+from trainlint.analysis.batches import built_class, dataset_values, method_of
 from trainlint.analysis.tree import assigned_pairs, parameter_annotation
 
 # Queue classes of the standard library and of torch.multiprocessing (which re-exports them).
@@ -32,11 +32,12 @@ def queue_fed_builds(ctx, call: cst.Call) -> tuple[list[str], bool]:
     when it is handed one (`Batcher(Rollouts(q))`) or the loader's dataset name itself, rebound
     around its earlier value (`dataset = Batcher(dataset)`); a class whose `__iter__` returns
     `iter([])` yields nothing (a placeholder for ranks that never draw)."""
-    builds = dataset_builds(ctx, call)
     first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
     name = ctx.dotted(first.value) if first is not None and not first.star else None
     fed: list[str] = []
-    kinds = [_kind(ctx, build, name, fed, 0) for build in builds]
+    # A value other than a class's construction (`dataset = splits["train"]`) may be anything.
+    kinds = [_kind(ctx, value, name, fed, 0) if isinstance(value, cst.Call) else None
+             for value in dataset_values(ctx, call)]
     return fed, bool(fed) and all(kind is not None for kind in kinds)
 
 

@@ -80,8 +80,9 @@ module whose `__iter__` or `__getitem__` calls `.get()`/`.get_nowait()` on an at
 `try` that catches `queue.Empty`. Its producer does the loading beside training already, and a
 worker would get its own copy of the queue, which nothing fills. Every build of the dataset must
 be such a class, one handed it (`Batcher(dataset)`), or a placeholder whose `__iter__` returns
-`iter([])`; where another build loads data (`dataset = Rollouts(q)` in one branch, `dataset =
-Files(paths)` in the other), the loader is reported with no fix.
+`iter([])` (a conditional expression's sides count each); where another build loads data
+(`dataset = Rollouts(q)` in one branch, `dataset = Files(paths)` in the other) or is no
+construction seen here (`dataset = splits[0]`), the loader is reported with no fix.
 Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
@@ -257,6 +258,10 @@ none.
         Valid(_QUEUED.format(param="files", build="dataset = Rollouts(files)", take=_GET).replace(
             "self.rollouts = rollouts", "self.rollouts = mp.Queue(maxsize=64)\n"
                                         "        mp.Process(target=read, args=(files, self.rollouts)).start()")),
+        # ... chosen by a conditional expression beside a placeholder with nothing to yield.
+        Valid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET,
+                             build="dataset = Rollouts(rollouts) if rollouts is not None else Empty()")
+              + "class Empty(IterableDataset):\n    def __iter__(self):\n        return iter([])\n"),
         # ... wrapped by a batcher, or a placeholder with nothing to yield on the ranks that never draw.
         Valid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET, build=(
             "if rank == 0:\n        dataset = Rollouts(rollouts)\n        dataset = Batcher(dataset, 8)\n"
@@ -274,11 +279,18 @@ none.
                                build="dataset = Rollouts(rollouts)").replace(
             "self.rollouts = rollouts", "self.rollouts = rollouts\n        self.traces = queue.Queue()"),
             message="loads batches in the training process"),
-        # One branch's dataset is fed by a queue, the other reads files: reported with no fix (a
+        # One branch's dataset is fed by a queue, the other reads files (also written as a
+        # conditional expression) or is not a construction seen here: reported with no fix (a
         # worker's copy of the queue would have nothing filling it).
         Invalid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET, build=(
             "if rollouts is not None:\n        dataset = Rollouts(rollouts)\n    else:\n        dataset = Files(files)")),
             fixed=NO_FIX, message="`Rollouts` takes its items from a queue that another thread or process fills"),
+        Invalid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET,
+                               build="dataset = Rollouts(rollouts) if rollouts is not None else Files(files)"),
+                fixed=NO_FIX, message="`Rollouts` takes its items from a queue"),
+        Invalid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET, build=(
+            "if rollouts is not None:\n        dataset = Rollouts(rollouts)\n    else:\n        dataset = files[0]")),
+            fixed=NO_FIX, message="`Rollouts` takes its items from a queue"),
         # A dataset tokenized by a comprehension from a file: before, any comprehension counted as
         # plain Python values and no loader rule looked at it.
         Invalid(TOKENIZED, message="loads batches in the training process"),

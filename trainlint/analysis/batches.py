@@ -824,15 +824,27 @@ def _shards_by_worker(ctx, chain: list, iterate: cst.FunctionDef) -> bool:
 
 def dataset_builds(ctx, call: cst.Call) -> list[cst.Call]:
     """The calls the loader's dataset may be built by: `DataLoader(Images(...))`, or each call
-    assigned to the name it is given (`ds = Images(...)`; more than one when branches differ)."""
+    assigned to the name it is given (`ds = Images(...)`; more than one when branches differ),
+    both sides of a conditional (`Rollouts(q) if q else Files(paths)`) each."""
+    return [value for value in dataset_values(ctx, call) if isinstance(value, cst.Call)]
+
+
+def dataset_values(ctx, call: cst.Call) -> list[cst.BaseExpression]:
+    """What the loader's dataset may be, as dataset_builds reads it, values other than calls kept
+    (`ds = splits["train"]`): [] when it is not a name or a value written in the call."""
     first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
     if first is None or first.star:
         return []
-    if isinstance(first.value, cst.Call):
-        return [first.value]
+    if isinstance(first.value, (cst.Call, cst.IfExp)):
+        return _branches(first.value)
     name = ctx.dotted(first.value)
-    return [a.value for a in ctx.index.nodes(cst.Assign) if isinstance(a.value, cst.Call)
-            and any(ctx.dotted(t.target) == name for t in a.targets)] if name else []
+    return [branch for a in ctx.index.nodes(cst.Assign) if any(ctx.dotted(t.target) == name for t in a.targets)
+            for branch in _branches(a.value)] if name else []
+
+
+def _branches(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values a conditional expression may give, each side in turn; else value itself."""
+    return [*_branches(value.body), *_branches(value.orelse)] if isinstance(value, cst.IfExp) else [value]
 
 
 def dataset_class(ctx, call: cst.Call) -> cst.ClassDef | None:
