@@ -21,7 +21,7 @@ from trainlint.analysis.framework_loaders import returned_from
 from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.settings import Source
 from trainlint.analysis.star_args import entry_to_change
-from trainlint.analysis.tree import binding_targets
+from trainlint.analysis.tree import binding_targets, conditional_values
 from trainlint.analysis.variables import owner, reaching_value, variable_uses
 from trainlint.analysis.words import words
 from trainlint.diagnostics import Applicability
@@ -128,7 +128,7 @@ def sampler_calls(ctx, call: cst.Call, or_none: bool = False) -> list[cst.Call] 
         reaching = reaching_value(ctx.index, sampler.value, name) if name else None
         values = [reaching] if reaching is not None else ctx.assigned_values(sampler.value)
     if or_none:
-        values = [branch for v in values for branch in ((v.body, v.orelse) if isinstance(v, cst.IfExp) else (v,))]
+        values = [branch for v in values for branch in conditional_values(v)]
         values = [v for v in values if not (isinstance(v, cst.Name) and v.value == "None")]
     if not values or not all(isinstance(v, cst.Call) for v in values):
         return None

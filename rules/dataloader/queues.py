@@ -9,7 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from trainlint.analysis.batches import built_class, dataset_values, method_of
-from trainlint.analysis.tree import assigned_pairs, parameter_annotation
+from trainlint.analysis.tree import assigned_pairs, assignments, parameter_annotation
 
 # Queue classes of the standard library and of torch.multiprocessing (which re-exports them).
 _QUEUES = frozenset(
@@ -78,24 +78,19 @@ def _takes_from_queue(ctx, cls: cst.ClassDef) -> bool:
 
 
 def _queue_attributes(ctx, cls: cst.ClassDef) -> set[str]:
-    """`self.x` the class's methods set to a queue: `self.q = queue.Queue()`, `self.q = q` of a
-    parameter `q: mp.Queue`, or `self.q: queue.Queue = ...`."""
+    """`self.x` that the methods of cls and its bases here set to a queue: `self.q = queue.Queue()`,
+    `self.q = q` of a parameter `q: mp.Queue`, or `self.q: queue.Queue = ...`."""
+    classes = ctx.loops.lineage(cls)
     held: set[str] = set()
-    for fn in cls.body.body:
-        if not isinstance(fn, cst.FunctionDef):
+    for whole, value, stmt in assignments(ctx.index):
+        fn = ctx.index.enclosing_function(stmt)
+        if fn is None or ctx.index.enclosing_class(stmt) not in classes:
             continue
-        for node in ctx.index.walk(fn):
-            if isinstance(node, cst.Assign):
-                pairs = [pair for t in node.targets for pair in assigned_pairs(t.target, node.value)]
-            elif isinstance(node, cst.AnnAssign) and node.value is not None:
-                pairs = list(assigned_pairs(node.target, node.value))
-                if _names_queue(ctx, node.annotation.annotation):
-                    held.add(ctx.dotted(node.target) or "")
-            else:
-                continue
-            for target, value in pairs:
-                if (ctx.dotted(target) or "").startswith("self.") and _is_queue(ctx, fn, value):
-                    held.add(ctx.dotted(target))
+        annotated = isinstance(stmt, cst.AnnAssign) and _names_queue(ctx, stmt.annotation.annotation)
+        for target, part in assigned_pairs(whole, value):
+            name = ctx.dotted(target) or ""
+            if name.startswith("self.") and (annotated or _is_queue(ctx, fn, part)):
+                held.add(name)
     return held
 
 

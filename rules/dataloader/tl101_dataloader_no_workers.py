@@ -258,6 +258,11 @@ none.
         Valid(_QUEUED.format(param="files", build="dataset = Rollouts(files)", take=_GET).replace(
             "self.rollouts = rollouts", "self.rollouts = mp.Queue(maxsize=64)\n"
                                         "        mp.Process(target=read, args=(files, self.rollouts)).start()")),
+        # ... a queue a base class of the module makes.
+        Valid("import queue\nfrom torch.utils.data import DataLoader, IterableDataset\nclass Fed(IterableDataset):\n"
+              "    def __init__(self):\n        self.rollouts = queue.Queue()\nclass Rollouts(Fed):\n"
+              "    def __iter__(self):\n        while True:\n            yield self.rollouts.get()\n"
+              "def main():\n    for batch in DataLoader(Rollouts(), batch_size=4):\n        step(batch)\n"),
         # ... chosen by a conditional expression beside a placeholder with nothing to yield.
         Valid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET,
                              build="dataset = Rollouts(rollouts) if rollouts is not None else Empty()")

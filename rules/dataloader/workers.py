@@ -68,8 +68,9 @@ def add_workers_fix(rule: Rule, call: cst.Call):
 
 def workers_advice(ctx, call: cst.Call) -> str | None:
     """Why workers are not added to the loader, and what to do first: a build of its dataset takes
-    its items from a queue (queues.py), its iterable dataset does not split its stream, the loop taking its batches changes its dataset, or the script trains at
-    its top level with no `__main__` guard."""
+    its items from a queue (queues.py), its iterable dataset does not split its stream, the loop
+    taking its batches changes its dataset, or the script trains at its top level with no
+    `__main__` guard."""
     if changed_while_drawn(ctx, call):
         # Workers forked at a pass's start keep their copy of the dataset: what the loop adds to it
         # (a replay buffer's `buf.add(obs)`) would never reach them (the model trained on zeros).

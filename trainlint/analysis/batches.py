@@ -18,7 +18,7 @@ from trainlint.analysis.frameworks import is_training_arguments
 from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.loops import LOOKS_ONLY
 from trainlint.analysis.names import bound_names, dotted, local_names
-from trainlint.analysis.tree import parameter
+from trainlint.analysis.tree import conditional_values, parameter
 from trainlint.analysis.variables import is_variable, owner, role
 
 DATALOADERS = (
@@ -836,15 +836,10 @@ def dataset_values(ctx, call: cst.Call) -> list[cst.BaseExpression]:
     if first is None or first.star:
         return []
     if isinstance(first.value, (cst.Call, cst.IfExp)):
-        return _branches(first.value)
+        return conditional_values(first.value)
     name = ctx.dotted(first.value)
     return [branch for a in ctx.index.nodes(cst.Assign) if any(ctx.dotted(t.target) == name for t in a.targets)
-            for branch in _branches(a.value)] if name else []
-
-
-def _branches(value: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """The values a conditional expression may give, each side in turn; else value itself."""
-    return [*_branches(value.body), *_branches(value.orelse)] if isinstance(value, cst.IfExp) else [value]
+            for branch in conditional_values(a.value)] if name else []
 
 
 def dataset_class(ctx, call: cst.Call) -> cst.ClassDef | None:
@@ -871,10 +866,7 @@ def method_of(ctx, cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
 def callable_choices(ctx, expr: cst.BaseExpression) -> list[cst.CSTNode]:
     """The module's functions (as resolve_callable finds them) that expr may name: both
     branches of a conditional (`collate_to_gpu if use_cuda else None`), else expr's own."""
-    if isinstance(expr, cst.IfExp):
-        return [*callable_choices(ctx, expr.body), *callable_choices(ctx, expr.orelse)]
-    found = resolve_callable(ctx, expr)
-    return [found] if found is not None else []
+    return [found for choice in conditional_values(expr) if (found := resolve_callable(ctx, choice)) is not None]
 
 
 def resolve_callable(ctx, expr: cst.BaseExpression) -> cst.CSTNode | None:

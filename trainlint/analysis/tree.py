@@ -60,6 +60,14 @@ def last_statement(block: cst.BaseSuite) -> cst.CSTNode | None:
 LIST_ADDS = frozenset({"append", "extend", "insert"})
 
 
+def conditional_values(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values a conditional expression may give, each side in turn (nested ones too); else
+    [value]: `A() if c else B()` gives A() and B()."""
+    if isinstance(value, cst.IfExp):
+        return [*conditional_values(value.body), *conditional_values(value.orelse)]
+    return [value]
+
+
 def is_none(value: cst.BaseExpression | None) -> bool:
     """value is the literal `None`."""
     return isinstance(value, cst.Name) and value.value == "None"
