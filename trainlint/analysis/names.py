@@ -62,21 +62,22 @@ def dotted(expr: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
-def bound_names(root: cst.CSTNode) -> set[str]:
+def bound_names(root: cst.CSTNode) -> frozenset[str]:
     """What the bindings under root (assignments, `for` targets, `as` names, walrus...) may rebind:
     every name and dotted name their targets mention. `self.x[i] = v` gives `self.x`, `self`, `x`
     and `i`: more than it binds, which is the safe side for its callers, who ask "can anything
-    here change what this name holds?" before they move code or trust a value."""
-    return {
+    here change what this name holds?" before they move code or trust a value. Frozen, so that
+    TreeIndex.memo can hand the same answer to every caller."""
+    return frozenset(
         name
         for node in walk(root)
         for target in binding_targets(node)
         for n in walk(target)
         if isinstance(n, (cst.Name, cst.Attribute)) and (name := dotted(n)) is not None
-    }
+    )
 
 
-def local_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
+def local_names(fn: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
     """The names fn has of its own (bound_names of its body, and its signature's): a read of any
     other is the enclosing scope's or the module's."""
     return bound_names(fn.body) | parameter_names(fn)

@@ -904,7 +904,7 @@ class Tensors:
                         return self._host(value, depth + 1, field=field or unpacked)
                     if self._adds_host_value(stmt, name, depth):
                         continue  # `counts += torch.bincount(y)`: a host tensor stays on the host
-                    if name in bound_names(stmt) or (field and self._may_change(stmt, name)):
+                    if name in self.index.memo(bound_names, stmt) or (field and self._may_change(stmt, name)):
                         return False
             elif isinstance(anc, cst.For):
                 # The iterable is evaluated before the loop binds its target: `for v in y.tolist():`

@@ -160,7 +160,7 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
 
 
 class TreeIndex:
-    __slots__ = ("module", "parent", "by_type", "_own_exits")
+    __slots__ = ("module", "parent", "by_type", "_own_exits", "_memo")
 
     def __init__(self, module: cst.Module) -> None:
         self.module = module
@@ -187,6 +187,18 @@ class TreeIndex:
             children.reverse()
             stack.extend(children)
         self._own_exits: dict | None = None
+        self._memo: dict = {}
+
+    def memo(self, reading, node: cst.CSTNode):
+        """reading(node), worked out once per node of this tree, for a pure reading of a subtree
+        that analyses ask of the same statements again and again: following a name back to its
+        assignment asks what each earlier statement binds, for every use below it, which is
+        quadratic in a long module of top-level statements (a 800-line config took seconds)."""
+        key = (reading, node)
+        memo = self._memo
+        if key not in memo:
+            memo[key] = reading(node)
+        return memo[key]
 
     def nodes(self, node_type: type) -> list[cst.CSTNode]:
         return self.by_type.get(node_type, [])

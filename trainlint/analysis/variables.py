@@ -207,7 +207,7 @@ def reaching_value(index: TreeIndex, use: cst.BaseExpression, name: str) -> cst.
             value = _assigned_here(stmt, name)
             if value is not None:
                 return value
-            if name in bound_names(stmt):
+            if name in index.memo(bound_names, stmt):
                 return None
     return None
 
