@@ -24,6 +24,7 @@ from .cases import (
     WORKERS_SET,
 )
 from .loaders import DataLoaderRule, TRAINER_TRIGGERS, setting_advice
+from .processes import started_in_processes
 from .queues import queue_fed_builds
 from .workers import add_workers_fix, subject, workers_advice, workers_to_set, workers_value
 
@@ -46,6 +47,19 @@ _QUEUED = ("import queue\nimport multiprocessing as mp\nfrom torch.utils.data im
            "def main(rollouts, files):\n    {build}\n    loader = DataLoader(dataset, batch_size=1)\n"
            "    for batch in loader:\n        step(batch)\n")
 _GET = "            yield self.rollouts.get()\n"
+
+
+# An offline pass over shards of a dataset, one process per shard (DeepSpeed's data analyzer):
+# {start} runs `self.run_shard` in processes, {more} is added to the module.
+_SHARDED_PASS = ("{imports}from torch.utils.data import DataLoader, Subset\n"
+                 "class Analyzer:\n    def __init__(self, dataset, splits):\n"
+                 "        self.dataset, self.splits = dataset, splits\n"
+                 "    def run_shard(self, i):\n        start, end = self.splits[i]\n"
+                 "        loader = DataLoader(Subset(self.dataset, range(start, end)), batch_size=64, num_workers=0)\n"
+                 "        return [metric(batch) for batch in loader]\n"
+                 "    def run(self):\n{start}{more}")
+_PROCESS_START = ("        procs = [Process(target=self.run_shard, args=(i,)) for i in range(len(self.splits))]\n"
+                  "        for p in procs:\n            p.start()\n")
 
 
 class DataLoaderNoWorkers(DataLoaderRule):
@@ -83,6 +97,14 @@ be such a class, one handed it (`Batcher(dataset)`), or a placeholder whose `__i
 `iter([])` (a conditional expression's sides count each); where another build loads data
 (`dataset = Rollouts(q)` in one branch, `dataset = Files(paths)` in the other) or is no
 construction seen here (`dataset = splits[0]`), the loader is reported with no fix.
+Nor is a loader built in a function the file runs in processes it starts itself: one a
+`multiprocessing` (or `torch.multiprocessing`) process Pool runs (`pool.map(fn, shards)`, also a
+pool from `get_context(...)`), since a pool's processes are daemonic and cannot start workers at
+all ("daemonic processes are not allowed to have children"); or the `target=` of a `Process`, in
+a module that trains nothing (no backward, no optimizer step: an offline pass over shards of a
+dataset, one process per shard, as DeepSpeed's data analyzer runs), where the script spreads its
+loading over those processes already. A process that trains (one per rank, as scripts started
+before torchrun do) is reported as any training loader is.
 Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
@@ -274,8 +296,36 @@ none.
             "class Batcher(IterableDataset):\n    def __init__(self, dataset, n):\n        self.dataset = dataset\n"
             "    def __iter__(self):\n        yield from self.dataset\n"
             "class Empty(IterableDataset):\n    def __iter__(self):\n        return iter([])\n"),
+        # Loaders in processes the script starts itself, over shards of its data: a Process's
+        # target in a module that trains nothing, a function a process Pool maps (a pool's
+        # processes are daemonic and cannot start workers), a pool from a context.
+        Valid(_SHARDED_PASS.format(imports="from multiprocessing import Process\n", start=_PROCESS_START, more="")),
+        Valid(_SHARDED_PASS.format(imports="import torch.multiprocessing as mp\n",
+                                   start=_PROCESS_START.replace("Process(", "mp.get_context('spawn').Process("), more="")),
+        Valid(_SHARDED_PASS.format(imports="import multiprocessing as mp\n", more="",
+                                   start="        with mp.Pool(4) as pool:\n"
+                                         "            return pool.map(self.run_shard, range(len(self.splits)))\n")),
+        Valid(_SHARDED_PASS.format(
+            imports="import multiprocessing as mp\n", start="        pool = mp.get_context('fork').Pool(4)\n"
+                                                           "        return pool.imap(self.run_shard, range(8))\n",
+            more="def train(model, opt, loader):\n    for x in loader:\n        model(x).sum().backward()\n"
+                 "        opt.step()\n")),
     ]
+
     invalid = [
+        # A process that trains (a process per rank, as before torchrun) wants workers; so does a
+        # loader in a function no process runs, and one a thread pool maps (threads may start
+        # workers).
+        Invalid(_SHARDED_PASS.format(
+            imports="from multiprocessing import Process\n", start=_PROCESS_START,
+            more="    def fit(self, model, opt):\n        for x in self.run_shard(0):\n"
+                 "            x.backward()\n            opt.step()\n"),
+            message="loads batches in the training process"),
+        Invalid(_SHARDED_PASS.format(imports="from multiprocessing import Process\n",
+                                     start=_PROCESS_START.replace("self.run_shard", "self.run"), more="")),
+        Invalid(_SHARDED_PASS.format(imports="from multiprocessing.pool import ThreadPool\n", more="",
+                                     start="        with ThreadPool(4) as pool:\n"
+                                           "            return pool.map(self.run_shard, range(len(self.splits)))\n")),
         # `.get()` of no queue (a dict's), or a queue the class keeps but does not take its items
         # from (a trace logger's): a dataset like any other.
         Invalid(_QUEUED.format(param="rollouts: dict", take="            yield self.rollouts.get('x')\n",
@@ -652,6 +702,8 @@ none.
             return
         if queue_fed_builds(ctx, call)[1]:
             return  # the producer filling its queue does the loading, beside training already
+        if started_in_processes(ctx, call):
+            return  # the script spreads its loading over processes of its own already
         if batches_made_on_device(ctx, call):
             # Workers cannot start CUDA: the copies must leave the dataset or collate_fn first.
             if dataset_held_on_device(ctx, call):

@@ -1,0 +1,101 @@
+"""Loaders in processes the script starts itself (TL101): a function the file runs as the
+`target=` of a `multiprocessing` Process, or maps over a process Pool. The script has split its
+data over those processes already (an offline pass computing metrics or features over shards, one
+process per shard), so the loader in each goes over its share beside the others, and workers would
+multiply the processes again. In a Pool they could not start at all: a pool's processes are
+daemonic, and a daemonic process may not have children (the loader's first iteration fails with
+"daemonic processes are not allowed to have children")."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from trainlint.analysis.batches import resolve_callable
+
+_MODULES = ("multiprocessing", "multiprocessing.context", "multiprocessing.pool", "torch.multiprocessing")
+_PROCESSES = frozenset(f"{module}.Process" for module in _MODULES)
+_POOLS = frozenset(f"{module}.Pool" for module in _MODULES)
+_CONTEXTS = frozenset(f"{module}.get_context" for module in _MODULES)
+# A Pool's methods that run a function in its processes; the function is their first argument.
+_POOL_RUNS = frozenset({"map", "imap", "imap_unordered", "starmap", "map_async", "starmap_async", "apply",
+                        "apply_async"})
+
+POOL, PROCESS = "pool", "process"
+
+
+def started_in_processes(ctx, call: cst.Call) -> str | None:
+    """How the function that builds the loader (call) is run in processes the file starts: POOL
+    when a process Pool runs it (`pool.map(fn, shards)`, `Pool(4).imap(...)`, a pool built from
+    `get_context(...)`), whatever the module does; PROCESS when a Process runs it as its target
+    (`Process(target=self.run_shard, args=(i,))`) and nothing in the module trains (no backward,
+    no optimizer step: a process per rank that trains, as scripts launched before torchrun start,
+    wants workers like any training loader); None otherwise."""
+    fn = ctx.index.enclosing_function(call)
+    if fn is None:
+        return None
+    kinds = _targets(ctx).get(fn, ())
+    if POOL in kinds:
+        return POOL
+    if PROCESS in kinds and not ctx.loops.step_calls:
+        return PROCESS
+    return None
+
+
+def _targets(ctx) -> dict[cst.FunctionDef, set[str]]:
+    """{function of the module: how it is run in started processes (POOL, PROCESS)}, once per file."""
+    cached = getattr(ctx, "_process_targets", None)
+    if cached is not None:
+        return cached
+    found: dict[cst.FunctionDef, set[str]] = {}
+    for run in ctx.index.nodes(cst.Call):
+        kind, target = _started(ctx, run)
+        if target is not None:
+            fn = resolve_callable(ctx, target)
+            if isinstance(fn, cst.FunctionDef):
+                found.setdefault(fn, set()).add(kind)
+    ctx._process_targets = found
+    return found
+
+
+def _started(ctx, run: cst.Call) -> tuple[str | None, cst.BaseExpression | None]:
+    """(kind, the function run) when run starts a function in other processes."""
+    func = run.func
+    if _is_build(ctx, func, _PROCESSES, "Process"):
+        target = ctx.keyword(run, "target")
+        return PROCESS, (target.value if target is not None else None)
+    if isinstance(func, cst.Attribute) and func.attr.value in _POOL_RUNS and _holds_pool(ctx, func.value, run):
+        first = ctx.positional(run, 0) or ctx.keyword(run, "func")
+        return POOL, (first.value if first is not None and not first.star else None)
+    return None, None
+
+
+def _is_build(ctx, func: cst.BaseExpression, classes: frozenset, attr: str) -> bool:
+    """func is one of classes (`mp.Process`, `Pool`), or the same from a context
+    (`mp.get_context("spawn").Pool`, also through a name the context is assigned to)."""
+    if ctx.names.qualified(func) in classes:
+        return True
+    if not (isinstance(func, cst.Attribute) and func.attr.value == attr):
+        return False
+    owner = func.value
+    values = [owner]
+    if isinstance(owner, cst.Name):
+        values = [value for kind, value in ctx.bindings.seen_from(owner) or () if kind == "assign"]
+    return bool(values) and all(
+        isinstance(v, cst.Call) and ctx.names.qualified(v.func) in _CONTEXTS for v in values)
+
+
+def _holds_pool(ctx, value: cst.BaseExpression, run: cst.Call) -> bool:
+    """value is a process Pool: built right there (`Pool(4).map`), or a name every assignment of
+    which builds one, or bound by `with Pool(4) as pool:` around run."""
+    if isinstance(value, cst.Call):
+        return _is_build(ctx, value.func, _POOLS, "Pool")
+    if not isinstance(value, cst.Name):
+        return False
+    for anc in ctx.index.ancestors(run):
+        if isinstance(anc, cst.With):
+            for item in anc.items:
+                if item.asname is not None and isinstance(item.asname.name, cst.Name) \
+                        and item.asname.name.value == value.value:
+                    return isinstance(item.item, cst.Call) and _is_build(ctx, item.item.func, _POOLS, "Pool")
+    values = [v for kind, v in ctx.bindings.seen_from(value) or () if kind == "assign"]
+    return bool(values) and all(isinstance(v, cst.Call) and _is_build(ctx, v.func, _POOLS, "Pool") for v in values)
