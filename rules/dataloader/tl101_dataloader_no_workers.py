@@ -305,6 +305,9 @@ none.
         Valid(_SHARDED_PASS.format(imports="import multiprocessing as mp\n", more="",
                                    start="        with mp.Pool(4) as pool:\n"
                                          "            return pool.map(self.run_shard, range(len(self.splits)))\n")),
+        # Two classes with a method of the same name: the Process runs its own class's.
+        Valid(_SHARDED_PASS.format(imports="from multiprocessing import Process\n", start=_PROCESS_START, more="")
+              .replace("class Analyzer:", "class Other:\n    def run_shard(self, i):\n        return i\nclass Analyzer:")),
         Valid(_SHARDED_PASS.format(
             imports="import multiprocessing as mp\n", start="        pool = mp.get_context('fork').Pool(4)\n"
                                                            "        return pool.imap(self.run_shard, range(8))\n",

@@ -878,6 +878,13 @@ def resolve_callable(ctx, expr: cst.BaseExpression) -> cst.CSTNode | None:
         return resolve_callable(ctx, expr.args[0].value)  # `partial(collate, tokenizer=tok)` runs collate
     if isinstance(expr, cst.Call):  # Collator(tokenizer) -> the class's __call__
         expr = expr.func
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls"):
+        # `self.collate` in a method: its class's own (or an in-module base's), not the first
+        # function of that name in the file (two analyzer classes each with a `run_shard`).
+        cls = ctx.index.enclosing_class(expr)
+        method = ctx.loops.method_of(cls, expr.attr.value) if cls is not None else None
+        if method is not None:
+            return method
     name = ctx.dotted(expr)
     if name is None:
         return None
