@@ -1,5 +1,6 @@
 """Loaders in processes the script starts itself (TL101): a function the file runs as the
-`target=` of a `multiprocessing` Process, or maps over a process Pool. The script has split its
+`target=` of a `multiprocessing` Process, maps over a process Pool, or hands to a
+`ProcessPoolExecutor`. The script has split its
 data over those processes already (an offline pass computing metrics or features over shards, one
 process per shard), so the loader in each goes over its share beside the others, and workers would
 multiply the processes again. In a Pool they could not start at all: a pool's processes are
@@ -19,6 +20,9 @@ _CONTEXTS = frozenset(f"{module}.get_context" for module in _MODULES)
 # A Pool's methods that run a function in its processes; the function is their first argument.
 _POOL_RUNS = frozenset({"map", "imap", "imap_unordered", "starmap", "map_async", "starmap_async", "apply",
                         "apply_async"})
+# An executor's processes are not daemonic (they may start workers): they count as Processes.
+_EXECUTORS = frozenset({"concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor"})
+_EXECUTOR_RUNS = frozenset({"map", "submit"})
 
 POOL, PROCESS = "pool", "process"
 
@@ -29,7 +33,8 @@ def started_in_processes(ctx, call: cst.Call) -> str | None:
     `get_context(...)`), whatever the module does; PROCESS when a Process runs it as its target
     (`Process(target=self.run_shard, args=(i,))`) and nothing in the module trains (no backward,
     no optimizer step: a process per rank that trains, as scripts launched before torchrun start,
-    wants workers like any training loader); None otherwise."""
+    wants workers like any training loader), or a ProcessPoolExecutor's `map`/`submit` runs it
+    there; None otherwise."""
     fn = ctx.index.enclosing_function(call)
     if fn is None:
         return None
@@ -63,18 +68,24 @@ def _started(ctx, run: cst.Call) -> tuple[str | None, cst.BaseExpression | None]
     if _is_build(ctx, func, _PROCESSES, "Process"):
         target = ctx.keyword(run, "target")
         return PROCESS, (target.value if target is not None else None)
-    if isinstance(func, cst.Attribute) and func.attr.value in _POOL_RUNS and _holds_pool(ctx, func.value, run):
-        first = ctx.positional(run, 0) or ctx.keyword(run, "func")
-        return POOL, (first.value if first is not None and not first.star else None)
-    return None, None
+    if not isinstance(func, cst.Attribute):
+        return None, None
+    if func.attr.value in _POOL_RUNS and _holds(ctx, func.value, run, _POOLS, "Pool"):
+        kind = POOL
+    elif func.attr.value in _EXECUTOR_RUNS and _holds(ctx, func.value, run, _EXECUTORS, None):
+        kind = PROCESS
+    else:
+        return None, None
+    first = ctx.positional(run, 0) or ctx.keyword(run, "func") or ctx.keyword(run, "fn")
+    return kind, (first.value if first is not None and not first.star else None)
 
 
-def _is_build(ctx, func: cst.BaseExpression, classes: frozenset, attr: str) -> bool:
-    """func is one of classes (`mp.Process`, `Pool`), or the same from a context
-    (`mp.get_context("spawn").Pool`, also through a name the context is assigned to)."""
+def _is_build(ctx, func: cst.BaseExpression, classes: frozenset, attr: str | None) -> bool:
+    """func is one of classes (`mp.Process`, `Pool`), or the attribute attr of a multiprocessing
+    context (`mp.get_context("spawn").Pool`, also through a name the context is assigned to)."""
     if ctx.names.qualified(func) in classes:
         return True
-    if not (isinstance(func, cst.Attribute) and func.attr.value == attr):
+    if attr is None or not (isinstance(func, cst.Attribute) and func.attr.value == attr):
         return False
     owner = func.value
     values = [owner]
@@ -84,11 +95,12 @@ def _is_build(ctx, func: cst.BaseExpression, classes: frozenset, attr: str) -> b
         isinstance(v, cst.Call) and ctx.names.qualified(v.func) in _CONTEXTS for v in values)
 
 
-def _holds_pool(ctx, value: cst.BaseExpression, run: cst.Call) -> bool:
-    """value is a process Pool: built right there (`Pool(4).map`), or a name every assignment of
-    which builds one, or bound by `with Pool(4) as pool:` around run."""
+def _holds(ctx, value: cst.BaseExpression, run: cst.Call, classes: frozenset, attr: str | None) -> bool:
+    """value is one of classes (a process Pool, an executor; _is_build): built right there
+    (`Pool(4).map`), or a name every assignment of which builds one, or bound by `with Pool(4) as
+    pool:` around run."""
     if isinstance(value, cst.Call):
-        return _is_build(ctx, value.func, _POOLS, "Pool")
+        return _is_build(ctx, value.func, classes, attr)
     if not isinstance(value, cst.Name):
         return False
     for anc in ctx.index.ancestors(run):
@@ -96,6 +108,6 @@ def _holds_pool(ctx, value: cst.BaseExpression, run: cst.Call) -> bool:
             for item in anc.items:
                 if item.asname is not None and isinstance(item.asname.name, cst.Name) \
                         and item.asname.name.value == value.value:
-                    return isinstance(item.item, cst.Call) and _is_build(ctx, item.item.func, _POOLS, "Pool")
+                    return isinstance(item.item, cst.Call) and _is_build(ctx, item.item.func, classes, attr)
     values = [v for kind, v in ctx.bindings.seen_from(value) or () if kind == "assign"]
-    return bool(values) and all(isinstance(v, cst.Call) and _is_build(ctx, v.func, _POOLS, "Pool") for v in values)
+    return bool(values) and all(isinstance(v, cst.Call) and _is_build(ctx, v.func, classes, attr) for v in values)

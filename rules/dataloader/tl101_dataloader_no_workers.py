@@ -100,10 +100,11 @@ construction seen here (`dataset = splits[0]`), the loader is reported with no f
 Nor is a loader built in a function the file runs in processes it starts itself: one a
 `multiprocessing` (or `torch.multiprocessing`) process Pool runs (`pool.map(fn, shards)`, also a
 pool from `get_context(...)`), since a pool's processes are daemonic and cannot start workers at
-all ("daemonic processes are not allowed to have children"); or the `target=` of a `Process`, in
-a module that trains nothing (no backward, no optimizer step: an offline pass over shards of a
-dataset, one process per shard, as DeepSpeed's data analyzer runs), where the script spreads its
-loading over those processes already. A process that trains (one per rank, as scripts started
+all ("daemonic processes are not allowed to have children"); or the `target=` of a `Process` (or
+a function a `ProcessPoolExecutor`'s `map`/`submit` runs), in a module that trains nothing (no
+backward, no optimizer step: an offline pass over shards of a dataset, one process per shard, as
+DeepSpeed's data analyzer runs), where the script spreads its loading over those processes
+already. A process that trains (one per rank, as scripts started
 before torchrun do) is reported as any training loader is.
 Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
@@ -305,6 +306,10 @@ none.
         Valid(_SHARDED_PASS.format(imports="import multiprocessing as mp\n", more="",
                                    start="        with mp.Pool(4) as pool:\n"
                                          "            return pool.map(self.run_shard, range(len(self.splits)))\n")),
+        # A ProcessPoolExecutor's processes, in a module that trains nothing.
+        Valid(_SHARDED_PASS.format(imports="from concurrent.futures import ProcessPoolExecutor\n", more="",
+                                   start="        with ProcessPoolExecutor(4) as ex:\n"
+                                         "            return list(ex.map(self.run_shard, range(len(self.splits))))\n")),
         # Two classes with a method of the same name: the Process runs its own class's.
         Valid(_SHARDED_PASS.format(imports="from multiprocessing import Process\n", start=_PROCESS_START, more="")
               .replace("class Analyzer:", "class Other:\n    def run_shard(self, i):\n        return i\nclass Analyzer:")),
@@ -326,6 +331,11 @@ none.
             message="loads batches in the training process"),
         Invalid(_SHARDED_PASS.format(imports="from multiprocessing import Process\n",
                                      start=_PROCESS_START.replace("self.run_shard", "self.run"), more="")),
+        Invalid(_SHARDED_PASS.format(
+            imports="import concurrent.futures as cf\n",
+            start="        ex = cf.ProcessPoolExecutor(4)\n        return [ex.submit(self.run_shard, i) for i in range(4)]\n",
+            more="def train(model, opt, loader):\n    for x in loader:\n        model(x).sum().backward()\n"
+                 "        opt.step()\n")),
         Invalid(_SHARDED_PASS.format(imports="from multiprocessing.pool import ThreadPool\n", more="",
                                      start="        with ThreadPool(4) as pool:\n"
                                            "            return pool.map(self.run_shard, range(len(self.splits)))\n")),
