@@ -31,10 +31,10 @@ def started_in_processes(ctx, call: cst.Call) -> str | None:
     """How the function that builds the loader (call) is run in processes the file starts: POOL
     when a process Pool runs it (`pool.map(fn, shards)`, `Pool(4).imap(...)`, a pool built from
     `get_context(...)`), whatever the module does; PROCESS when a Process runs it as its target
-    (`Process(target=self.run_shard, args=(i,))`) and nothing in the module trains (no backward,
-    no optimizer step: a process per rank that trains, as scripts launched before torchrun start,
-    wants workers like any training loader), or a ProcessPoolExecutor's `map`/`submit` runs it
-    there; None otherwise."""
+    (`Process(target=self.run_shard, args=(i,))`) or a ProcessPoolExecutor's `map`/`submit` runs
+    it, and nothing in the module trains (no backward, no optimizer step: a process per rank that
+    trains, as scripts launched before torchrun start, wants workers like any training loader);
+    None otherwise."""
     fn = ctx.index.enclosing_function(call)
     if fn is None:
         return None
