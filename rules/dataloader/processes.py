@@ -36,14 +36,35 @@ def started_in_processes(ctx, call: cst.Call) -> str | None:
     trains, as scripts launched before torchrun start, wants workers like any training loader);
     None otherwise."""
     fn = ctx.index.enclosing_function(call)
-    if fn is None:
+    kind = _runs_as(ctx, fn, 0) if fn is not None else None
+    if kind == PROCESS and ctx.loops.step_calls:
         return None
-    kinds = _targets(ctx).get(fn, ())
-    if POOL in kinds:
-        return POOL
-    if PROCESS in kinds and not ctx.loops.step_calls:
-        return PROCESS
-    return None
+    return kind
+
+
+# How many calls down from a started function a loader's function is still read as running there.
+_CALL_DEPTH = 3
+
+
+def _runs_as(ctx, fn: cst.FunctionDef, depth: int) -> str | None:
+    """How fn runs in started processes: as a target itself, else as a function called (up to
+    _CALL_DEPTH calls down) only from such functions (`pool.map(process_shard, shards)`, and
+    `process_shard` calls the `shard_stats` that builds the loader). Where the readings differ (a
+    Pool's target also a Process's, or callers of both kinds), PROCESS, the one with the further
+    condition."""
+    kinds = _targets(ctx).get(fn)
+    if kinds:
+        return PROCESS if PROCESS in kinds else POOL
+    calls = ctx.loops.calls_of(fn) if depth < _CALL_DEPTH else []
+    found = set()
+    for caller in (ctx.index.enclosing_function(c) for c in calls):
+        kind = _runs_as(ctx, caller, depth + 1) if caller is not None and caller is not fn else None
+        if kind is None:
+            return None  # run in the main process too (or from code this cannot follow)
+        found.add(kind)
+    if not found:
+        return None
+    return PROCESS if PROCESS in found else POOL
 
 
 def _targets(ctx) -> dict[cst.FunctionDef, set[str]]:

@@ -97,15 +97,16 @@ be such a class, one handed it (`Batcher(dataset)`), or a placeholder whose `__i
 `iter([])` (a conditional expression's sides count each); where another build loads data
 (`dataset = Rollouts(q)` in one branch, `dataset = Files(paths)` in the other) or is no
 construction seen here (`dataset = splits[0]`), the loader is reported with no fix.
-Nor is a loader built in a function the file runs in processes it starts itself: one a
-`multiprocessing` (or `torch.multiprocessing`) process Pool runs (`pool.map(fn, shards)`, also a
-pool from `get_context(...)`), since a pool's processes are daemonic and cannot start workers at
-all ("daemonic processes are not allowed to have children"); or the `target=` of a `Process` (or
-a function a `ProcessPoolExecutor`'s `map`/`submit` runs), in a module that trains nothing (no
+Nor is a loader built in a function the file runs in processes it starts itself (or in one that
+only such functions call, up to three calls down): one a `multiprocessing` (or
+`torch.multiprocessing`) process Pool runs (`pool.map(fn, shards)`, also a pool from
+`get_context(...)`), since a pool's processes are daemonic and cannot start workers at all
+("daemonic processes are not allowed to have children"); or the `target=` of a `Process` (or a
+function a `ProcessPoolExecutor`'s `map`/`submit` runs), in a module that trains nothing (no
 backward, no optimizer step: an offline pass over shards of a dataset, one process per shard, as
 DeepSpeed's data analyzer runs), where the script spreads its loading over those processes
-already. A process that trains (one per rank, as scripts started
-before torchrun do) is reported as any training loader is.
+already. A process that trains (one per rank, as scripts started before torchrun do) is reported
+as any training loader is.
 Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
@@ -310,6 +311,11 @@ none.
         Valid(_SHARDED_PASS.format(imports="from concurrent.futures import ProcessPoolExecutor\n", more="",
                                    start="        with ProcessPoolExecutor(4) as ex:\n"
                                          "            return list(ex.map(self.run_shard, range(len(self.splits))))\n")),
+        # Built in a function that only a Pool's function calls.
+        Valid(_SHARDED_PASS.format(imports="import multiprocessing as mp\n", more="",
+                                   start="        with mp.Pool(4) as pool:\n"
+                                         "            return pool.map(self.shard, range(len(self.splits)))\n"
+                                         "    def shard(self, i):\n        return self.run_shard(i)\n")),
         # Two classes with a method of the same name: the Process runs its own class's.
         Valid(_SHARDED_PASS.format(imports="from multiprocessing import Process\n", start=_PROCESS_START, more="")
               .replace("class Analyzer:", "class Other:\n    def run_shard(self, i):\n        return i\nclass Analyzer:")),
@@ -336,6 +342,12 @@ none.
             start="        ex = cf.ProcessPoolExecutor(4)\n        return [ex.submit(self.run_shard, i) for i in range(4)]\n",
             more="def train(model, opt, loader):\n    for x in loader:\n        model(x).sum().backward()\n"
                  "        opt.step()\n")),
+        # ... and one the main process calls as well.
+        Invalid(_SHARDED_PASS.format(imports="import multiprocessing as mp\n", more="",
+                                     start="        with mp.Pool(4) as pool:\n"
+                                           "            pool.map(self.shard, range(len(self.splits)))\n"
+                                           "        return self.run_shard(0)\n"
+                                           "    def shard(self, i):\n        return self.run_shard(i)\n")),
         Invalid(_SHARDED_PASS.format(imports="from multiprocessing.pool import ThreadPool\n", more="",
                                      start="        with ThreadPool(4) as pool:\n"
                                            "            return pool.map(self.run_shard, range(len(self.splits)))\n")),
