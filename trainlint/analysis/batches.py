@@ -281,7 +281,7 @@ def _reaching_assignment(ctx, use: cst.BaseExpression, name: str | None) -> tupl
                                     return True, None
                                 return True, value.elements[names.index(name)].value
                             return True, value
-                bound = bound_names(small)
+                bound = ctx.index.memo(bound_names, small)
                 if name in bound:
                     return True, None
                 if bound & prefixes:  # `batch = ...` before a use of `batch.x`: ask about `batch`

@@ -193,7 +193,7 @@ class TreeIndex:
         """reading(node), worked out once per node of this tree, for a pure reading of a subtree
         that analyses ask of the same statements again and again: following a name back to its
         assignment asks what each earlier statement binds, for every use below it, which is
-        quadratic in a long module of top-level statements (a 800-line config took seconds)."""
+        quadratic in a long module of top-level statements (an 800-line config took seconds)."""
         key = (reading, node)
         memo = self._memo
         if key not in memo:
