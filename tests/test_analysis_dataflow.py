@@ -1085,3 +1085,26 @@ def test_instance_methods_of_an_object_of_one_of_several_classes():
     # Each class's method (an inherited one from its base), in the order of the class names.
     assert [ctx.index.enclosing_class(m).name.value for m in ctx.loops.instance_methods(call)] == \
         ["Base", "LossLogger", "Saver"]
+
+
+def test_a_loaders_dataset_name_is_read_in_its_own_scope():
+    # `dataset` in train() and `dataset` in evaluate() are two variables: each loader's builds are
+    # its own function's (they were every assignment of the name in the module). A name the
+    # function does not bind is the module's; an attribute is set in any method.
+    from trainlint.analysis.batches import dataset_builds, dataset_class
+
+    ctx = _ctx(
+        "from torch.utils.data import DataLoader\n"
+        "class Images: pass\nclass Tokens: pass\nclass Shared: pass\n"
+        "shared = Shared()\n"
+        "def train(root):\n    dataset = Images(root)\n    a = DataLoader(dataset, shuffle=True)\n"
+        "def evaluate(path):\n    dataset = Tokens(path)\n    b = DataLoader(dataset)\n"
+        "def probe():\n    c = DataLoader(shared)\n"
+        "def unpacked(paths):\n    dataset, extra = Images(paths), Tokens(paths)\n    d = DataLoader(dataset)\n"
+        "class Trainer:\n    def setup(self):\n        self.dataset = Images('x')\n"
+        "    def fit(self):\n        e = DataLoader(self.dataset)\n"
+    )
+    loaders = _calls(ctx, "DataLoader")
+    assert [[ctx.code(b) for b in dataset_builds(ctx, call)] for call in loaders] == [
+        ["Images(root)"], ["Tokens(path)"], ["Shared()"], ["Images(paths)"], ["Images('x')"]]
+    assert [dataset_class(ctx, call).name.value for call in loaders] == ["Images", "Tokens", "Shared", "Images", "Images"]

@@ -291,6 +291,9 @@ none.
         Valid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET,
                              build="dataset = Rollouts(rollouts) if rollouts is not None else Empty()")
               + "class Empty(IterableDataset):\n    def __iter__(self):\n        return iter([])\n"),
+        # Another function's `dataset` is another variable: its files dataset is not this loader's.
+        Valid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET, build="dataset = Rollouts(rollouts)")
+              + "def offline(files):\n    dataset = Files(files)\n    return dataset\n"),
         # ... wrapped by a batcher, or a placeholder with nothing to yield on the ranks that never draw.
         Valid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET, build=(
             "if rank == 0:\n        dataset = Rollouts(rollouts)\n        dataset = Batcher(dataset, 8)\n"

@@ -831,12 +831,21 @@ def dataset_builds(ctx, call: cst.Call) -> list[cst.Call]:
 
 def dataset_values(ctx, call: cst.Call) -> list[cst.BaseExpression]:
     """What the loader's dataset may be, as dataset_builds reads it, values other than calls kept
-    (`ds = splits["train"]`): [] when it is not a name or a value written in the call."""
+    (`ds = splits["train"]`): [] when it is not a name or a value written in the call. A plain
+    name is read in the scope the loader reads it from (its function's assignments, else an
+    enclosing function's or the module's: `dataset = Files(...)` in another function is another
+    variable); an attribute (`self.dataset`), set in any method, from every assignment in the
+    module."""
     first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
     if first is None or first.star:
         return []
     if isinstance(first.value, (cst.Call, cst.IfExp)):
         return conditional_values(first.value)
+    if isinstance(first.value, cst.Name):
+        bindings = ctx.bindings.seen_from(first.value)
+        if bindings is not None:  # None: declared global or nonlocal somewhere, set from anywhere
+            return [branch for kind, value in bindings if kind == "assign" and value is not None
+                    for branch in conditional_values(value)]
     name = ctx.dotted(first.value)
     return [branch for a in ctx.index.nodes(cst.Assign) if any(ctx.dotted(t.target) == name for t in a.targets)
             for branch in conditional_values(a.value)] if name else []
