@@ -1,11 +1,11 @@
 """Loaders in processes the script starts itself (TL101): a function the file runs as the
 `target=` of a `multiprocessing` Process, maps over a process Pool, or hands to a
-`ProcessPoolExecutor`. The script has split its
-data over those processes already (an offline pass computing metrics or features over shards, one
-process per shard), so the loader in each goes over its share beside the others, and workers would
-multiply the processes again. In a Pool they could not start at all: a pool's processes are
-daemonic, and a daemonic process may not have children (the loader's first iteration fails with
-"daemonic processes are not allowed to have children")."""
+`ProcessPoolExecutor`. The script has split its data over those processes already (an offline
+pass computing metrics or features over shards, one process per shard), so the loader in each
+goes over its share beside the others, and workers would multiply the processes again. In a Pool
+they could not start at all: a pool's processes are daemonic, and a daemonic process may not have
+children (the loader's first iteration fails with "daemonic processes are not allowed to have
+children")."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ import libcst as cst
 
 from trainlint.analysis.batches import resolve_callable
 
-_MODULES = ("multiprocessing", "multiprocessing.context", "multiprocessing.pool", "torch.multiprocessing")
-_PROCESSES = frozenset(f"{module}.Process" for module in _MODULES)
-_POOLS = frozenset(f"{module}.Pool" for module in _MODULES)
-_CONTEXTS = frozenset(f"{module}.get_context" for module in _MODULES)
+# Where the standard library (and torch.multiprocessing, which re-exports it) defines each.
+_PROCESSES = frozenset(f"{module}.Process" for module in ("multiprocessing", "multiprocessing.context",
+                                                          "torch.multiprocessing"))
+_POOLS = frozenset(f"{module}.Pool" for module in ("multiprocessing", "multiprocessing.pool", "torch.multiprocessing"))
+_CONTEXTS = frozenset(f"{module}.get_context" for module in ("multiprocessing", "torch.multiprocessing"))
 # A Pool's methods that run a function in its processes; the function is their first argument.
 _POOL_RUNS = frozenset({"map", "imap", "imap_unordered", "starmap", "map_async", "starmap_async", "apply",
                         "apply_async"})
