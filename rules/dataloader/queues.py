@@ -59,15 +59,13 @@ def _kind(ctx, build: cst.Call, name: str | None, fed: list[str], depth: int) ->
 
 
 def _takes_from_queue(ctx, cls: cst.ClassDef) -> bool:
-    """cls's `__iter__` or `__getitem__` (its own or a base's of this module) takes an item with
-    `.get()`/`.get_nowait()` from a queue: an attribute the class sets to a queue (constructed, or a
-    parameter annotated as one), or any receiver when the call sits in a `try` that catches
-    `queue.Empty`, which only a queue's `get` raises."""
+    """cls's `__iter__` or `__getitem__` (its own or a base's of this module), or a method of the
+    class they call (_item_methods), takes an item with `.get()`/`.get_nowait()` from a queue: an
+    attribute the class sets to a queue (constructed, or a parameter annotated as one), or any
+    receiver when the call sits in a `try` that catches `queue.Empty`, which only a queue's `get`
+    raises."""
     held = _queue_attributes(ctx, cls)
-    for method_name in _ITEM_METHODS:
-        method = method_of(ctx, cls, method_name)
-        if method is None:
-            continue
+    for method in _item_methods(ctx, cls):
         for node in ctx.index.walk(method):
             if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
                     and node.func.attr.value in _TAKES):
@@ -75,6 +73,29 @@ def _takes_from_queue(ctx, cls: cst.ClassDef) -> bool:
             if ctx.dotted(node.func.value) in held or _awaits_empty(ctx, node, method):
                 return True
     return False
+
+
+# How many `self.method()` calls down from `__iter__`/`__getitem__` the queue's `get` is looked for.
+_HELPER_DEPTH = 2
+
+
+def _item_methods(ctx, cls: cst.ClassDef) -> list[cst.FunctionDef]:
+    """cls's `__iter__` and `__getitem__`, and the methods of cls they call through `self.`
+    (`yield self._next_rollout()`), up to _HELPER_DEPTH calls down, each once."""
+    found = [m for name in _ITEM_METHODS if (m := method_of(ctx, cls, name)) is not None]
+    frontier = list(found)
+    for _ in range(_HELPER_DEPTH):
+        called = []
+        for method in frontier:
+            for node in ctx.index.walk(method):
+                func = node.func if isinstance(node, cst.Call) else None
+                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+                    helper = method_of(ctx, cls, func.attr.value)
+                    if helper is not None and helper not in found:
+                        found.append(helper)
+                        called.append(helper)
+        frontier = called
+    return found
 
 
 def _queue_attributes(ctx, cls: cst.ClassDef) -> set[str]:

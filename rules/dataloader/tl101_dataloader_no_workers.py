@@ -88,9 +88,10 @@ literals, a comprehension over those that calls nothing; not one over data, such
 `[tokenize(t) for t in texts]`) or made to draw one batch (`next(iter(DataLoader(...)))`, or a
 variable whose only use is one `next(iter(loader))`) has nothing to overlap and is not flagged,
 by this or any loader rule. Nor, by this rule, is a loader whose dataset takes its items from a
-queue that another thread or process fills (an RL trainer's rollouts, a reader's producer processes): a class of the
-module whose `__iter__` or `__getitem__` calls `.get()`/`.get_nowait()` on an attribute set to a
-`queue`/`multiprocessing` queue (made there, or a parameter annotated as one), or calls it in a
+queue that another thread or process fills (an RL trainer's rollouts, a reader's producer
+processes): a class of the module whose `__iter__` or `__getitem__` (or a method of the class they
+call through `self.`, up to two calls down) calls `.get()`/`.get_nowait()` on an attribute set to
+a `queue`/`multiprocessing` queue (made there, or a parameter annotated as one), or calls it in a
 `try` that catches `queue.Empty`. Its producer does the loading beside training already, and a
 worker would get its own copy of the queue, which nothing fills. Every build of the dataset must
 be such a class, one handed it (`Batcher(dataset)`), or a placeholder whose `__iter__` returns
@@ -291,6 +292,10 @@ none.
         Valid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET,
                              build="dataset = Rollouts(rollouts) if rollouts is not None else Empty()")
               + "class Empty(IterableDataset):\n    def __iter__(self):\n        return iter([])\n"),
+        # The queue's `get` in a method `__iter__` calls (two calls down).
+        Valid(_QUEUED.format(param="rollouts: queue.Queue", build="dataset = Rollouts(rollouts)",
+                             take="            yield self._next()\n    def _next(self):\n        return self._take()\n"
+                                  "    def _take(self):\n        return self.rollouts.get()\n")),
         # Another function's `dataset` is another variable: its files dataset is not this loader's.
         Valid(_QUEUED.format(param="rollouts: queue.Queue", take=_GET, build="dataset = Rollouts(rollouts)")
               + "def offline(files):\n    dataset = Files(files)\n    return dataset\n"),
@@ -356,6 +361,11 @@ none.
                                            "            return pool.map(self.run_shard, range(len(self.splits)))\n")),
         # `.get()` of no queue (a dict's), or a queue the class keeps but does not take its items
         # from (a trace logger's): a dataset like any other.
+        # A helper of another class, or one `__iter__` does not call, is not the dataset's.
+        Invalid(_QUEUED.format(param="rollouts: queue.Queue", build="dataset = Rollouts(rollouts)",
+                               take="            yield self.items\n    def _take(self):\n"
+                                    "        return self.rollouts.get()\n"),
+                message="loads batches in the training process"),
         Invalid(_QUEUED.format(param="rollouts: dict", take="            yield self.rollouts.get('x')\n",
                                build="dataset = Rollouts(rollouts)"), message="loads batches in the training process"),
         Invalid(_QUEUED.format(param="rollouts", take="            yield self.rollouts.get('x')\n",
