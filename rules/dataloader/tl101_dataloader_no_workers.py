@@ -60,6 +60,9 @@ _SHARDED_PASS = ("{imports}from torch.utils.data import DataLoader, Subset\n"
                  "    def run(self):\n{start}{more}")
 _PROCESS_START = ("        procs = [Process(target=self.run_shard, args=(i,)) for i in range(len(self.splits))]\n"
                   "        for p in procs:\n            p.start()\n")
+# {pool} maps self.{fn} over the shards.
+_POOL_MAP = "        with {pool}(4) as pool:\n            return pool.map(self.{fn}, range(len(self.splits)))\n"
+_SHARD_HELPER = "    def shard(self, i):\n        return self.run_shard(i)\n"
 
 
 class DataLoaderNoWorkers(DataLoaderRule):
@@ -313,17 +316,14 @@ none.
         Valid(_SHARDED_PASS.format(imports="import torch.multiprocessing as mp\n",
                                    start=_PROCESS_START.replace("Process(", "mp.get_context('spawn').Process("), more="")),
         Valid(_SHARDED_PASS.format(imports="import multiprocessing as mp\n", more="",
-                                   start="        with mp.Pool(4) as pool:\n"
-                                         "            return pool.map(self.run_shard, range(len(self.splits)))\n")),
+                                   start=_POOL_MAP.format(pool="mp.Pool", fn="run_shard"))),
         # A ProcessPoolExecutor's processes, in a module that trains nothing.
         Valid(_SHARDED_PASS.format(imports="from concurrent.futures import ProcessPoolExecutor\n", more="",
                                    start="        with ProcessPoolExecutor(4) as ex:\n"
                                          "            return list(ex.map(self.run_shard, range(len(self.splits))))\n")),
         # Built in a function that only a Pool's function calls.
         Valid(_SHARDED_PASS.format(imports="import multiprocessing as mp\n", more="",
-                                   start="        with mp.Pool(4) as pool:\n"
-                                         "            return pool.map(self.shard, range(len(self.splits)))\n"
-                                         "    def shard(self, i):\n        return self.run_shard(i)\n")),
+                                   start=_POOL_MAP.format(pool="mp.Pool", fn="shard") + _SHARD_HELPER)),
         # Two classes with a method of the same name: the Process runs its own class's.
         Valid(_SHARDED_PASS.format(imports="from multiprocessing import Process\n", start=_PROCESS_START, more="")
               .replace("class Analyzer:", "class Other:\n    def run_shard(self, i):\n        return i\nclass Analyzer:")),
@@ -352,20 +352,18 @@ none.
                  "        opt.step()\n")),
         # ... and one the main process calls as well.
         Invalid(_SHARDED_PASS.format(imports="import multiprocessing as mp\n", more="",
-                                     start="        with mp.Pool(4) as pool:\n"
-                                           "            pool.map(self.shard, range(len(self.splits)))\n"
-                                           "        return self.run_shard(0)\n"
-                                           "    def shard(self, i):\n        return self.run_shard(i)\n")),
+                                     start=_POOL_MAP.format(pool="mp.Pool", fn="shard").replace(
+                                         "return pool.map", "pool.map") + "        return self.run_shard(0)\n"
+                                     + _SHARD_HELPER)),
         Invalid(_SHARDED_PASS.format(imports="from multiprocessing.pool import ThreadPool\n", more="",
-                                     start="        with ThreadPool(4) as pool:\n"
-                                           "            return pool.map(self.run_shard, range(len(self.splits)))\n")),
-        # `.get()` of no queue (a dict's), or a queue the class keeps but does not take its items
-        # from (a trace logger's): a dataset like any other.
-        # A helper of another class, or one `__iter__` does not call, is not the dataset's.
+                                     start=_POOL_MAP.format(pool="ThreadPool", fn="run_shard"))),
+        # A helper that takes from the queue but that `__iter__` never calls is not how it gets items.
         Invalid(_QUEUED.format(param="rollouts: queue.Queue", build="dataset = Rollouts(rollouts)",
                                take="            yield self.items\n    def _take(self):\n"
                                     "        return self.rollouts.get()\n"),
                 message="loads batches in the training process"),
+        # `.get()` of no queue (a dict's), or a queue the class keeps but does not take its items
+        # from (a trace logger's): a dataset like any other.
         Invalid(_QUEUED.format(param="rollouts: dict", take="            yield self.rollouts.get('x')\n",
                                build="dataset = Rollouts(rollouts)"), message="loads batches in the training process"),
         Invalid(_QUEUED.format(param="rollouts", take="            yield self.rollouts.get('x')\n",
