@@ -12,6 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from trainlint.analysis.batches import resolve_callable
+from trainlint.analysis.variables import with_items
 
 # Where the standard library (and torch.multiprocessing, which re-exports it) defines each.
 _PROCESSES = frozenset(f"{module}.Process" for module in ("multiprocessing", "multiprocessing.context",
@@ -92,9 +93,9 @@ def _started(ctx, run: cst.Call) -> tuple[str | None, cst.BaseExpression | None]
         return PROCESS, (target.value if target is not None else None)
     if not isinstance(func, cst.Attribute):
         return None, None
-    if func.attr.value in _POOL_RUNS and _holds(ctx, func.value, run, _POOLS, "Pool"):
+    if func.attr.value in _POOL_RUNS and _holds(ctx, func.value, _POOLS, "Pool"):
         kind = POOL
-    elif func.attr.value in _EXECUTOR_RUNS and _holds(ctx, func.value, run, _EXECUTORS, None):
+    elif func.attr.value in _EXECUTOR_RUNS and _holds(ctx, func.value, _EXECUTORS, None):
         kind = PROCESS
     else:
         return None, None
@@ -109,27 +110,21 @@ def _is_build(ctx, func: cst.BaseExpression, classes: frozenset, attr: str | Non
         return True
     if attr is None or not (isinstance(func, cst.Attribute) and func.attr.value == attr):
         return False
-    owner = func.value
-    values = [owner]
-    if isinstance(owner, cst.Name):
-        values = [value for kind, value in ctx.bindings.seen_from(owner) or () if kind == "assign"]
-    return bool(values) and all(
-        isinstance(v, cst.Call) and ctx.names.qualified(v.func) in _CONTEXTS for v in values)
+    held = _held(ctx, func.value)
+    return bool(held) and all(isinstance(v, cst.Call) and ctx.names.qualified(v.func) in _CONTEXTS for v in held)
 
 
-def _holds(ctx, value: cst.BaseExpression, run: cst.Call, classes: frozenset, attr: str | None) -> bool:
+def _holds(ctx, value: cst.BaseExpression, classes: frozenset, attr: str | None) -> bool:
     """value is one of classes (a process Pool, an executor; _is_build): built right there
     (`Pool(4).map`), or a name every assignment of which builds one, or bound by `with Pool(4) as
-    pool:` around run."""
-    if isinstance(value, cst.Call):
-        return _is_build(ctx, value.func, classes, attr)
+    pool:` around its read."""
+    held = _held(ctx, value)
+    return bool(held) and all(isinstance(v, cst.Call) and _is_build(ctx, v.func, classes, attr) for v in held)
+
+
+def _held(ctx, value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """What value stands for: a name's assigned values and the `with` items that bind it around
+    the read ([] when it may be set from anywhere); anything else, itself."""
     if not isinstance(value, cst.Name):
-        return False
-    for anc in ctx.index.ancestors(run):
-        if isinstance(anc, cst.With):
-            for item in anc.items:
-                if item.asname is not None and isinstance(item.asname.name, cst.Name) \
-                        and item.asname.name.value == value.value:
-                    return isinstance(item.item, cst.Call) and _is_build(ctx, item.item.func, classes, attr)
-    values = [v for kind, v in ctx.bindings.seen_from(value) or () if kind == "assign"]
-    return bool(values) and all(isinstance(v, cst.Call) and _is_build(ctx, v.func, classes, attr) for v in values)
+        return [value]
+    return [*with_items(ctx.index, value), *(ctx.bindings.assigned_values(value) or [])]

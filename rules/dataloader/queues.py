@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.batches import built_class, dataset_values, method_of
+from trainlint.analysis.batches import built_class, dataset_values, method_of, methods_reached
 from trainlint.analysis.tree import assigned_pairs, assignments, parameter_annotation
 
 # Queue classes of the standard library and of torch.multiprocessing (which re-exports them).
@@ -81,21 +81,9 @@ _HELPER_DEPTH = 2
 
 def _item_methods(ctx, cls: cst.ClassDef) -> list[cst.FunctionDef]:
     """cls's `__iter__` and `__getitem__`, and the methods of cls they call through `self.`
-    (`yield self._next_rollout()`), up to _HELPER_DEPTH calls down, each once."""
-    found = [m for name in _ITEM_METHODS if (m := method_of(ctx, cls, name)) is not None]
-    frontier = list(found)
-    for _ in range(_HELPER_DEPTH):
-        called = []
-        for method in frontier:
-            for node in ctx.index.walk(method):
-                func = node.func if isinstance(node, cst.Call) else None
-                if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-                    helper = method_of(ctx, cls, func.attr.value)
-                    if helper is not None and helper not in found:
-                        found.append(helper)
-                        called.append(helper)
-        frontier = called
-    return found
+    (`yield self._next_rollout()`), up to _HELPER_DEPTH calls down (batches.methods_reached)."""
+    items = [m for name in _ITEM_METHODS if (m := method_of(ctx, cls, name)) is not None]
+    return methods_reached(ctx, [cls], items, _HELPER_DEPTH)
 
 
 def _queue_attributes(ctx, cls: cst.ClassDef) -> set[str]:

@@ -775,15 +775,13 @@ def _names_worker_info(ctx, expr: cst.BaseExpression) -> bool:
     return (ctx.dotted(expr) or "").rsplit(".", 1)[-1] == "get_worker_info"
 
 
-def _shards_by_worker(ctx, chain: list, iterate: cst.FunctionDef) -> bool:
-    """`__iter__`, or a method of the classes in chain or a module-local function it calls (up to
-    three calls down), splits the stream by worker: it reads the worker's `id` or `num_workers`
-    from `get_worker_info()` (`info.id`, `worker_info.num_workers`, `get_worker_info().id`, the
-    info held in a name or `self.x`), or hands the info to another call, which may split it
-    (`self.rows(get_worker_info())`). The info read only for its `seed` (a per-worker RNG) splits
-    nothing: every worker still yields every sample."""
-    reached, frontier = [iterate], [iterate]
-    for _ in range(3):
+def methods_reached(ctx, chain: list, start: list, depth: int, functions: bool = False) -> list[cst.FunctionDef]:
+    """start, then the methods of the classes in chain (or their in-module bases) that they call
+    through `self.` or `super()`, and (with functions) the module-local functions they call, and
+    so on up to depth calls down: each once, in the order found (`__iter__`, then the
+    `self._next_rollout` it calls)."""
+    reached, frontier = list(start), list(start)
+    for _ in range(depth):
         found = []
         for fn in frontier:
             for node in ctx.index.walk(fn):
@@ -794,12 +792,23 @@ def _shards_by_worker(ctx, chain: list, iterate: cst.FunctionDef) -> bool:
                         ctx.dotted(func.value) == "self" or isinstance(func.value, cst.Call)
                         and ctx.dotted(func.value.func) == "super"):
                     callees = [m for c in chain if (m := method_of(ctx, c, func.attr.value)) is not None]
-                elif ctx.loops.local_callee_name(node) is not None:
+                elif functions and ctx.loops.local_callee_name(node) is not None:
                     callees = ctx.loops.callees(node)
                 found += [c for c in callees if c not in reached and c not in found
                           and not any(ctx.index.contains(r, c) for r in reached)]
         reached += found
         frontier = found
+    return reached
+
+
+def _shards_by_worker(ctx, chain: list, iterate: cst.FunctionDef) -> bool:
+    """`__iter__`, or a method of the classes in chain or a module-local function it calls (up to
+    three calls down), splits the stream by worker: it reads the worker's `id` or `num_workers`
+    from `get_worker_info()` (`info.id`, `worker_info.num_workers`, `get_worker_info().id`, the
+    info held in a name or `self.x`), or hands the info to another call, which may split it
+    (`self.rows(get_worker_info())`). The info read only for its `seed` (a per-worker RNG) splits
+    nothing: every worker still yields every sample."""
+    reached = methods_reached(ctx, chain, [iterate], 3, functions=True)
     holders: set = set()
     for fn in reached:
         for node in ctx.index.walk(fn):
@@ -842,10 +851,9 @@ def dataset_values(ctx, call: cst.Call) -> list[cst.BaseExpression]:
     if isinstance(first.value, (cst.Call, cst.IfExp)):
         return conditional_values(first.value)
     if isinstance(first.value, cst.Name):
-        bindings = ctx.bindings.seen_from(first.value)
-        if bindings is not None:  # None: declared global or nonlocal somewhere, set from anywhere
-            return [branch for kind, value in bindings if kind == "assign" and value is not None
-                    for branch in conditional_values(value)]
+        assigned = ctx.bindings.assigned_values(first.value)
+        if assigned is not None:  # None: declared global or nonlocal somewhere, set from anywhere
+            return [branch for value in assigned for branch in conditional_values(value)]
     name = ctx.dotted(first.value)
     return [branch for a in ctx.index.nodes(cst.Assign) if any(ctx.dotted(t.target) == name for t in a.targets)
             for branch in conditional_values(a.value)] if name else []
@@ -891,7 +899,7 @@ def resolve_callable(ctx, expr: cst.BaseExpression) -> cst.CSTNode | None:
         # `self.collate` in a method: its class's own (or an in-module base's), not the first
         # function of that name in the file (two analyzer classes each with a `run_shard`).
         cls = ctx.index.enclosing_class(expr)
-        method = ctx.loops.method_of(cls, expr.attr.value) if cls is not None else None
+        method = method_of(ctx, cls, expr.attr.value) if cls is not None else None
         if method is not None:
             return method
     name = ctx.dotted(expr)

@@ -200,7 +200,7 @@ class Devices:
         if isinstance(expr, cst.Name):
             if not is_variable(self.index, expr):
                 return []
-            return [value for kind, value in self.bindings.seen_from(expr) or () if kind == "assign" and value is not None]
+            return self.bindings.assigned_values(expr) or []
         spelled = dotted(expr) if isinstance(expr, cst.Attribute) else None
         if spelled is None:
             return []

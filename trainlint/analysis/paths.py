@@ -16,7 +16,7 @@ import re
 import libcst as cst
 
 from trainlint.analysis.names import dotted
-from trainlint.analysis.variables import is_variable
+from trainlint.analysis.variables import is_variable, with_items
 
 # Calls that only join or convert paths, and methods of paths and strings that build one path
 # from another: their parts are those of their arguments (and object).
@@ -212,11 +212,7 @@ def _opens_archive(ctx, receiver: cst.BaseExpression) -> bool:
     (`with tarfile.open(path, "w") as tf:`) or assigned (`zf = zipfile.ZipFile(path, "w")`)."""
     if not isinstance(receiver, cst.Name):
         return False
-    values = list(_assigned(ctx, receiver))
-    for anc in ctx.index.ancestors(receiver):
-        for item in anc.items if isinstance(anc, cst.With) else ():
-            if isinstance(item.asname and item.asname.name, cst.Name) and item.asname.name.value == receiver.value:
-                values.append(item.item)
+    values = [*_assigned(ctx, receiver), *with_items(ctx.index, receiver)]
     return any(isinstance(v, cst.Call) and ctx.names.qualified(v.func) in _ARCHIVES for v in values)
 
 
@@ -300,8 +296,7 @@ def path_variables(ctx, expr: cst.BaseExpression) -> set[str]:
 def _assigned(ctx, name: cst.Name) -> list[cst.BaseExpression]:
     if not is_variable(ctx.index, name) or name not in ctx.index.parent:
         return []  # a node a fix built, or not a variable
-    bindings = ctx.bindings.seen_from(name) or []
-    return [value for kind, value in bindings if kind == "assign" and value is not None]
+    return ctx.bindings.assigned_values(name) or []
 
 
 def _components(text: str | bytes) -> set[Part]:

@@ -47,6 +47,14 @@ def owner(index: TreeIndex, node: cst.CSTNode) -> cst.CSTNode | None:
     return None
 
 
+def with_items(index: TreeIndex, name: cst.Name) -> list[cst.BaseExpression]:
+    """What the `with` statements around a read of name bind to it (`with Pool(4) as pool:` gives
+    `Pool(4)` for a `pool` read in its body), nearest first."""
+    return [item.item for anc in index.ancestors(name) if isinstance(anc, cst.With) for item in anc.items
+            if item.asname is not None and isinstance(item.asname.name, cst.Name)
+            and item.asname.name.value == name.value]
+
+
 def variable_uses(index: TreeIndex, scope: cst.FunctionDef | None, name: str) -> list[Use] | None:
     """Every binding and read of the variable `name` of scope (a function, lambda or class, as
     `owner` names it; None: the module), in
@@ -108,6 +116,15 @@ class Bindings:
             scope = owner(self.index, scope)
             while isinstance(scope, cst.ClassDef):  # a class body's names are not seen from its methods
                 scope = owner(self.index, scope)
+
+    def assigned_values(self, name: cst.Name) -> list[cst.BaseExpression] | None:
+        """The values the variable a read of name reads is assigned (seen_from's bindings that
+        assign a value it can tell: not a parameter, a loop target or an unpacked part it cannot
+        match); None where seen_from is None (bound nowhere, or `global`/`nonlocal`)."""
+        bindings = self.seen_from(name)
+        if bindings is None:
+            return None
+        return [value for kind, value in bindings if kind == "assign" and value is not None]
 
     def reads_module(self, name: cst.Name) -> bool:
         """A read of name in a function reads the module's variable: no scope from its own out binds
