@@ -65,6 +65,13 @@ _POOL_MAP = "        with {pool}(4) as pool:\n            return pool.map(self.{
 _SHARD_HELPER = "    def shard(self, i):\n        return self.run_shard(i)\n"
 
 
+# A collate_fn set on the loader in the function it is handed to (`fit(train_loader)`).
+_COLLATE_SET_LATER = ("import torch\nfrom torch.utils.data import DataLoader\n\n\ndef to_gpu(batch):\n"
+                      "    return torch.stack(batch).to('cuda')\n\n\ndef fit(train_loader: DataLoader):\n"
+                      "    train_loader.collate_fn = to_gpu\n    for x in train_loader:\n"
+                      "        model(x).backward()\n        opt.step()\n\n\nfit(DataLoader(ds, batch_size=4{options}))\n")
+
+
 class DataLoaderNoWorkers(DataLoaderRule):
     code = "TL101"
     name = "dataloader-no-workers"
@@ -174,7 +181,8 @@ Unsafe: workers need a picklable dataset and collate function, and each worker h
 stream, so random augmentations differ from a run without workers. A value the file does not
 settle (a parameter, an option or field it cannot see once), `*args`, or `**options` whose keys
 the file does not show, is not a finding. A `0` passed by position is replaced where it stands.
-A loader whose batches its dataset or `collate_fn` (defined in this module) already puts on the
+A loader whose batches its dataset or `collate_fn` (defined in this module; also one set on the
+loader after it is built, `train_loader.collate_fn = to_gpu`, where the file follows it) already puts on the
 device, or whose dataset is built from tensors on the device (`TensorDataset(X.to(device), Y)`,
 `.cuda()`, a tensor made with `device=`, or a name assigned one; any dataset class handed such a
 tensor, also inside `Subset(...)` or `ConcatDataset([...])`), is reported with no fix: workers
@@ -335,6 +343,11 @@ none.
     ]
 
     invalid = [
+        # A collate_fn set after the loader is built, in the function it is handed to, that puts
+        # the batches on the device (before: workers added, which would start CUDA in forked
+        # processes). No fix.
+        Invalid(_COLLATE_SET_LATER.format(options=""), fixed=NO_FIX,
+                message="its dataset or collate_fn puts them on the device"),
         # A process that trains (a process per rank, as before torchrun) wants workers; so does a
         # loader in a function no process runs, and one a thread pool maps (threads may start
         # workers).

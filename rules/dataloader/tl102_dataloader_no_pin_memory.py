@@ -84,6 +84,13 @@ _HANDED_FLAG = _HANDED_DEVICE.replace("x.to(self.device)", "x.cuda() if self.use
     "device", "use_cuda").replace("{use_cuda}", "{device}")
 
 
+# A collate_fn set on the loader in the function it is handed to (`fit(train_loader)`).
+_COLLATE_SET_LATER = ("import torch\nfrom torch.utils.data import DataLoader\n\n\ndef to_gpu(batch):\n"
+                      "    return torch.stack(batch).to('cuda')\n\n\ndef fit(train_loader: DataLoader):\n"
+                      "    train_loader.collate_fn = to_gpu\n    for x in train_loader:\n"
+                      "        model(x).backward()\n        opt.step()\n\n\nfit(DataLoader(ds, batch_size=4{options}))\n")
+
+
 class DataLoaderNoPinMemory(DataLoaderRule):
     code = "TL102"
     name = "dataloader-no-pin-memory"
@@ -123,7 +130,8 @@ not with `use_cpu=True`. A training loader an accelerate `Accelerator` prepares 
 it runs on the CPU (`cpu=True`) or places nothing (`device_placement=False`); the message adds
 `DataLoaderConfiguration(non_blocking=True)`, without which accelerate's copies still block.
 
-Not a loader whose batches come out of it on the device: its `collate_fn`, or its dataset's class
+Not a loader whose batches come out of it on the device: its `collate_fn` (also one set on it
+after it is built, `train_loader.collate_fn = to_gpu`), or its dataset's class
 in this module (`__getitem__`, `__iter__`, the methods they call, or `__init__` storing the data
 there), moves tensors to a device; or its dataset is built from tensors on the device
 (`TensorDataset(X.to(device), Y.to(device))`, `.cuda()`, a tensor made with `device=` other than
@@ -205,6 +213,9 @@ since what it then holds is not all seen.
                    "model, opt, loader = accelerator.prepare(model, opt, loader)\nfor batch in loader:\n"
                    "    accelerator.backward(model(batch))\n    opt.step()\n")
     valid = [
+        # Its collate_fn, set after the loader is built, puts the batches on the device: pinning
+        # them would raise (before: reported, with the pin fix; the loop's own move is a no-op).
+        Valid(_COLLATE_SET_LATER.format(options="").replace("model(x)", "model(x.to('cuda'))")),
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, pin_memory=True)")),
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\nfor x, y in loader:\n    loss = model(x, y)\n    loss.backward()\n    opt.step()\n"),
         Valid(_LOOP.format(loader="loader = DataLoader(ds, num_workers=2, **kw)")),

@@ -13,11 +13,13 @@ from trainlint.analysis.batches import (
     batch_part,
     collate_arg,
     collate_leaves_on_host,
+    collates_set_on,
     device_global_read,
     heavy_work,
     is_cpu_device,
     is_loader,
     loader_batches,
+    reads_as_loader,
     callable_choices,
     resolve_callable,
 )
@@ -71,6 +73,24 @@ _SHARED = ("def run_epoch(model, loader, opt=None):\n    for batch in loader:\n 
            "run_epoch(model, loader, opt)\nrun_epoch(model, DataLoader(val_ds))\n")
 _IN_DICT = ("def evaluate(loaders):\n    for name, dl in loaders.items():\n        for x, y in dl:\n"
             "            print(name, model(x, y))\n\n\nevaluate({'train': loader})\n")
+# A collate_fn set on a loader after it is built (sentence-transformers' legacy `fit`, on the loader
+# its caller built): {param} is the loader's parameter, {collate} the collate method's body.
+_SET_AFTER = """from torch.utils.data import DataLoader
+
+
+class CrossEncoder:
+    def smart_batching_collate(self, batch):
+        {collate}
+
+    def fit(self, {param}, epochs=1):
+        train_dataloader.collate_fn = self.smart_batching_collate
+        for epoch in range(epochs):
+            for features, labels in train_dataloader:
+                self.model(**features).loss.backward()
+                self.optimizer.step()
+"""
+_TOKENIZES_TO_DEVICE = ("enc = self.tokenizer([b.texts for b in batch], padding=True, return_tensors='pt')\n"
+                        "        return enc.to(self.model.device), torch.tensor([b.label for b in batch])")
 _MOVES_FIXED = '''\
 import torch
 from torch.utils.data import DataLoader
@@ -136,6 +156,13 @@ sequences" when it is a tokenizer's or its arguments show integer ids (`input_id
 alone are not flagged when the loader already runs workers (`num_workers` not 0): padding each
 batch to its own longest sequence there is the usual cheap way, off the training process.
 
+A collate_fn set on a loader after it is built is read too (`train_dataloader.collate_fn =
+self.smart_batching_collate`, sentence-transformers' legacy `fit`): on a loader of this file,
+under a name it is known by (also in a function it is handed to), or on one the file shows to be a
+loader (a parameter annotated `DataLoader`, a name such as `train_dataloader`). It is reported on
+the assignment, with no fix. Where the file does not build that loader, its workers are not
+known, so padding and masks alone are not reported there.
+
 ## Why is this bad?
 `collate_fn` runs once per batch on the loader's critical path; in the main process
 (`num_workers=0`) the GPU waits for it at every step. Tokenizing or decoding per step repeats work
@@ -199,8 +226,28 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Valid(_SRC.format(body="ids = pad_sequence(batch, batch_first=True, padding_value=pad_id)",
                           args="collate_fn=lambda b: collate(b, PAD_ID), num_workers=2").replace(
                               "def collate(batch):", "def collate(batch, pad_id):")),
+        # Set after the loader is built: a light collate_fn (an identity), an attribute of an
+        # object that is not a loader (a loader class's own `self.collate_fn`), a parameter that
+        # neither its annotation nor its name shows to be a loader, and padding alone on a loader
+        # built elsewhere (it may run workers).
+        Valid(_SET_AFTER.format(param="train_dataloader: DataLoader", collate="return batch")),
+        Valid("class Loader:\n    def __init__(self, collate_fn):\n        self.collate_fn = collate_fn\n"),
+        Valid(_SET_AFTER.format(param="data", collate=_TOKENIZES_TO_DEVICE).replace("train_dataloader", "data")),
+        Valid(_SET_AFTER.format(param="train_dataloader: DataLoader",
+                                collate="return pad_sequence(batch, batch_first=True)")),
     ]
     invalid = [
+        # Set after the loader is built (before: not seen): on a parameter annotated as a loader,
+        # one named as a loader, and a loader of this file that runs in the main process. No fix.
+        Invalid(_SET_AFTER.format(param="train_dataloader: DataLoader", collate=_TOKENIZES_TO_DEVICE), fixed=NO_FIX,
+                message="collate_fn `self.smart_batching_collate` (set on `train_dataloader`) moves tensors to a "
+                        "device, tokenizes text once per batch on the loader's critical path; do this once offline "
+                        "(pre-tokenized ids in a memmap, pre-padded buckets); move `.to(device)` into the training "
+                        "loop (no fix: the collate_fn is set after the loader is built)"),
+        Invalid(_SET_AFTER.format(param="train_dataloader", collate=_TOKENIZES_TO_DEVICE), fixed=NO_FIX),
+        Invalid(_SRC.format(body="x = pad_sequence(batch, batch_first=True)", args="batch_size=4")
+                + "loader.collate_fn = collate\n", fixed=NO_FIX,
+                message="collate_fn `collate` (set on `loader`) pads sequences in the main process"),
         # Through functools.partial (Hugging Face's `partial(collate, tokenizer=tok)`): the function it runs.
         Invalid(("import functools\n" + _SRC).format(body="ids = tokenizer(batch, padding=True)",
                                                      args="collate_fn=functools.partial(collate, tokenizer=tok), num_workers=2"),
@@ -384,31 +431,12 @@ message says so). Moving tokenizing and decoding offline is left to you.
         arg = collate_arg(ctx, node)
         if arg is None or arg.star:
             return
-        # A conditional collate_fn (`collate_to_gpu if use_cuda else None`): the branch that
-        # does the work is reported; no fix, which would change the other branch's batches too.
-        choices = callable_choices(ctx, arg.value)
-        definition, work = next(((d, w) for d in choices if (w := heavy_work(ctx, d, masks=True))), (None, None))
-        wrapper = None
-        if not work:
-            # `collate_fn=lambda b: pad_collate(b, PAD_ID)`: the work is in the function it calls.
-            definition, wrapper, work = next(((d, lam, w) for lam in choices for d in _called_by_lambda(ctx, lam)
-                                              if (w := heavy_work(ctx, d, masks=True))), (None, None, None))
-        if not work:
+        found = _collate_work(ctx, arg.value, cheap=not has_workers(ctx, node))
+        if found is None:
             return
-        if has_workers(ctx, node) and all(kind in _CHEAP_IN_WORKERS for _, kind in work):
-            return  # padding each batch to its own longest, in workers: the usual cheap way
+        definition, wrapper, work = found
         conditional = isinstance(arg.value, cst.IfExp)
-        shown = next((b for b in (arg.value.body, arg.value.orelse) if (wrapper or definition) in callable_choices(ctx, b)),
-                     arg.value) if conditional else arg.value
-        kinds = sorted({kind for _, kind in work})
-        if PADS_TOKENS in kinds and PADS in kinds:
-            kinds.remove(PADS)  # ids padded one way here, another there (with and without a pad id)
-        where = "in the main process, so the GPU waits on it every step" if workers_value(ctx, node) == 0 \
-            else "once per batch on the loader's critical path"
-        offline = offline_advice(kinds)
-        name = f"{definition.name.value}` (called by its lambda)" if wrapper else f"{_written_name(ctx, shown, definition)}`"
-        message = (f"collate_fn `{name} {', '.join(kinds)} {where}"
-                   + (f"; do this once offline ({offline})" if offline else ""))
+        message = _message(ctx, arg.value, definition, wrapper, work, in_main=workers_value(ctx, node) == 0)
         moves = [call for call, kind in work if kind == "moves tensors to a device"]
         if moves:
             message += "; move `.to(device)` into the training loop"
@@ -446,6 +474,73 @@ message says so). Moving tokenizing and decoding offline is left to you.
         else:
             fix = None
         self.report(arg, message, fix)
+
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # `train_dataloader.collate_fn = self.smart_batching_collate`: a collate_fn set on a loader
+        # after it is built (sentence-transformers' legacy fit, on the loader its caller built).
+        # Reported without a fix: the loader's arguments are not here, or are another's to edit.
+        ctx = self.ctx
+        if ctx.is_offline_script:
+            return
+        for target in node.targets:
+            obj = target.target
+            if not (isinstance(obj, cst.Attribute) and obj.attr.value == "collate_fn"):
+                continue
+            built = [call for call in ctx.index.nodes(cst.Call)
+                     if is_loader(ctx, call) and node.value in collates_set_on(ctx, call)]
+            if not built and not reads_as_loader(ctx, obj.value):
+                continue
+            # Built elsewhere, the loader may run workers: padding alone is not reported then.
+            in_main = bool(built) and all(workers_value(ctx, call) == 0 for call in built)
+            found = _collate_work(ctx, node.value, cheap=in_main)
+            if found is None:
+                continue
+            definition, wrapper, work = found
+            message = _message(ctx, node.value, definition, wrapper, work, in_main=in_main,
+                               set_on=ctx.code(obj.value).strip())
+            if any(kind == "moves tensors to a device" for _, kind in work):
+                message += "; move `.to(device)` into the training loop"
+            self.report(obj, message + " (no fix: the collate_fn is set after the loader is built)", None)
+
+
+def _collate_work(ctx, value: cst.BaseExpression, *, cheap: bool):
+    """(definition, lambda wrapper or None, work) of the collate_fn value names, when it does work
+    worth a finding (heavy_work's calls); None otherwise. Padding and masks alone count only with
+    cheap (the loader runs in the main process): in workers they are the usual cheap way. A
+    conditional collate_fn (`collate_to_gpu if use_cuda else None`) is read by the branch that
+    does the work; a lambda by the module's functions its body calls (`lambda b: pad_collate(b,
+    PAD_ID)`)."""
+    choices = callable_choices(ctx, value)
+    definition, work = next(((d, w) for d in choices if (w := heavy_work(ctx, d, masks=True))), (None, None))
+    wrapper = None
+    if not work:
+        definition, wrapper, work = next(((d, lam, w) for lam in choices for d in _called_by_lambda(ctx, lam)
+                                          if (w := heavy_work(ctx, d, masks=True))), (None, None, None))
+    if not work or not cheap and all(kind in _CHEAP_IN_WORKERS for _, kind in work):
+        return None
+    return definition, wrapper, work
+
+
+def _message(ctx, value: cst.BaseExpression, definition: cst.CSTNode, wrapper, work, *, in_main: bool,
+             set_on: str | None = None) -> str:
+    """The finding's sentence: the collate_fn as written (the branch of a conditional that does the
+    work), the loader it is set on afterwards (set_on), the kinds of work, where they run, and the
+    offline advice that follows them."""
+    shown = value
+    if isinstance(value, cst.IfExp):
+        shown = next((b for b in (value.body, value.orelse) if (wrapper or definition) in callable_choices(ctx, b)), value)
+    kinds = sorted({kind for _, kind in work})
+    if PADS_TOKENS in kinds and PADS in kinds:
+        kinds.remove(PADS)  # ids padded one way here, another there (with and without a pad id)
+    where = "in the main process, so the GPU waits on it every step" if in_main \
+        else "once per batch on the loader's critical path"
+    offline = offline_advice(kinds)
+    name = f"{definition.name.value}` (called by its lambda)" if wrapper else f"{_written_name(ctx, shown, definition)}`"
+    if set_on is not None:
+        name += f" (set on `{set_on}`)"
+    return (f"collate_fn `{name} {', '.join(kinds)} {where}"
+            + (f"; do this once offline ({offline})" if offline else ""))
 
 
 def _called_by_lambda(ctx, collate: cst.CSTNode) -> list[cst.FunctionDef]:

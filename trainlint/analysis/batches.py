@@ -99,6 +99,38 @@ def _loader_classes(ctx, expr: cst.BaseExpression) -> bool:
     return isinstance(expr, (cst.Name, cst.Attribute)) and ctx.names.constructs(expr, *DATALOADERS)
 
 
+def collates_set_on(ctx, call: cst.Call) -> list[cst.BaseExpression]:
+    """The collate_fns set on the loader after it is built, under a name it is known by there
+    (`loader.collate_fn = f`; in a function it is handed to, `train_dataloader.collate_fn =
+    self.smart_batching_collate`): they replace the one its call gives."""
+    sets = ctx.__dict__.get("_collate_sets")
+    if sets is None:  # (name set on, function, value) of every `X.collate_fn = value` of the file
+        sets = ctx.__dict__["_collate_sets"] = [
+            (dotted(target.target.value), ctx.index.enclosing_function(node), node.value)
+            for node in ctx.index.nodes(cst.Assign) for target in node.targets
+            if isinstance(target.target, cst.Attribute) and target.target.attr.value == "collate_fn"]
+    if not sets:
+        return []
+    known = {(path.name, path.scope) for path in ctx.loops.paths_of(call)}
+    return [value for name, scope, value in sets if (name, scope) in known]
+
+
+def reads_as_loader(ctx, obj: cst.BaseExpression) -> bool:
+    """obj, whose attribute a statement sets (`obj.collate_fn = f`), is a DataLoader built
+    elsewhere, as far as the file shows: a parameter annotated with a loader class
+    (`train_dataloader: DataLoader`), or a name that reads as a loader's (`self.dataloader`) and is
+    not assigned something else in its function. (A loader of this file is found through the names
+    it is known by: collates_set_on.)"""
+    if isinstance(obj, cst.Name):
+        fn = ctx.index.enclosing_function(obj)
+        param = parameter(fn, obj.value) if fn is not None else None
+        if param is not None and param.annotation is not None:
+            return _loader_classes(ctx, param.annotation.annotation)
+        if ctx.bindings.assigned_values(obj):
+            return False  # assigned something that is not a loader of this file: its name says nothing
+    return bool(_LOADER_NAMES.search((dotted(obj) or "").rsplit(".", 1)[-1]))
+
+
 def loader_batches(ctx, call: cst.Call, *, shared: bool = False) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     """(loop, target) for each loop that takes the loader's batches into target: the loops over it
     (with shared, also those over it on some calls of their function, `shared_loops`), and loops
@@ -542,8 +574,9 @@ _MOVES_TENSORS = "moves tensors to a device"
 
 def _moves_in_loader(ctx, call: cst.Call) -> bool:
     arg = collate_arg(ctx, call)
-    if arg is not None and not arg.star:
-        for collate in callable_choices(ctx, arg.value):  # either branch of a conditional one
+    collates = [arg.value] if arg is not None and not arg.star else []
+    for value in collates + collates_set_on(ctx, call):
+        for collate in callable_choices(ctx, value):  # either branch of a conditional one
             if any(kind == _MOVES_TENSORS for _c, kind in heavy_work(ctx, collate, masks=False)):
                 return True
     cls = dataset_class(ctx, call)
