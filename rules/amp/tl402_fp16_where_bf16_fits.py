@@ -10,7 +10,7 @@ from trainlint.diagnostics import Applicability
 from trainlint import layout
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
 
-from .targets import BEFORE_AMPERE, is_test_file, target_gpu
+from .targets import BEFORE_AMPERE, target_gpu
 
 
 AMPERE_OR_NEWER = ("ampere", "ada", "hopper", "blackwell")
@@ -548,7 +548,7 @@ GPU while the decorated function still runs in float16.
         `mixed_precision="fp16"`: the framework pairs a float16 autocast with a GradScaler. One fix
         changes them all: once one asks `is_bf16_supported()`, the file counts as choosing."""
         ctx = self.ctx
-        if is_test_file(ctx.path):
+        if ctx.is_test:
             return  # a test that sets float16 tests the float16 path (accelerate's test_script.py)
         uses = [u for u in ctx.precision.framework_fp16 if not self._chooses_beside(u)]
         if not uses:

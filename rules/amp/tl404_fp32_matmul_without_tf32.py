@@ -8,7 +8,7 @@ from trainlint.analysis.imports import guarded_import, module_binding, third_par
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 
-from .targets import BEFORE_AMPERE, is_test_file, target_gpu
+from .targets import BEFORE_AMPERE, target_gpu
 
 
 
@@ -219,7 +219,7 @@ physics or long-horizon recurrences).
 
     def visit_Module(self, node: cst.Module) -> None:
         ctx = self.ctx
-        if target_gpu(ctx) in BEFORE_AMPERE or is_test_file(ctx.path):
+        if target_gpu(ctx) in BEFORE_AMPERE or ctx.is_test:
             return  # no TF32 on the target; tests often pin float32 numerics on purpose
         prec = ctx.precision
         if not ctx.loops.hot_loops or not ctx.devices.uses_cuda or prec.lowers_precision or prec.sets_tf32:

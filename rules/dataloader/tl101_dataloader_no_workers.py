@@ -118,6 +118,9 @@ backward, no optimizer step: an offline pass over shards of a dataset, one proce
 DeepSpeed's data analyzer runs), where the script spreads its loading over those processes
 already. A process that trains (one per rank, as scripts started before torchrun do) is reported
 as any training loader is.
+Nor is a loader of a test module (`test_*.py`, `*_test.py`, a file under `tests/`) with no
+training loop: its batches feed the test's assertions (values, shapes, sharding), and workers
+would only make the test start processes. A test that trains is reported as any script is.
 Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
@@ -749,6 +752,8 @@ none.
         workers = workers_value(ctx, call)
         if workers != 0 or isinstance(workers, bool):
             return
+        if ctx.is_test_without_training:
+            return  # a test's loader feeds its assertions; workers would only start processes
         if queue_fed_builds(ctx, call)[1]:
             return  # the producer filling its queue does the loading, beside training already
         if started_in_processes(ctx, call):

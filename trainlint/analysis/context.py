@@ -162,6 +162,19 @@ class FileContext:
         return not self.loops.hot_loops and bool(_OFFLINE_PATH.search(self.path.replace("\\", "/")))
 
     @cached_property
+    def is_test(self) -> bool:
+        """A test module by its path (`test_*.py`, `*_test.py`, or under a `tests/` folder)."""
+        parts = self.path.replace("\\", "/").split("/")
+        return parts[-1].startswith("test_") or parts[-1].endswith("_test.py") or "tests" in parts[:-1]
+
+    @property
+    def is_test_without_training(self) -> bool:
+        """A test module with no hot loop: its loaders feed assertions (values, shapes, sharding),
+        not a training run, so the input-pipeline advice for training has nothing to speed up there;
+        loader workers would only make the test start processes."""
+        return self.is_test and not self.loops.hot_loops
+
+    @cached_property
     def devices(self) -> Devices:
         """Whether the file uses CUDA, and whether its training may run on an accelerator at all (devices.py)."""
         return Devices(self.index, self.names, self.bindings, self.loops)

@@ -1,0 +1,28 @@
+"""Loader rules where what decides is the file's path, which rule cases (written as `case.py`)
+cannot set."""
+
+from trainlint.api import lint_source
+
+# A test helper's loader over a synthetic dataset, read for its values (timm's prefetcher test).
+_VALUES = ("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\n\n\n"
+           "def test_batches_keep_their_order():\n"
+           "    loader = DataLoader(TensorDataset(torch.arange(8)), batch_size=4)\n"
+           "    assert [b[0].tolist() for b in loader] == [[0, 1, 2, 3], [4, 5, 6, 7]]\n")
+# The same loader in a test that trains on it.
+_TRAINS = _VALUES + ("\n\ndef test_training_lowers_the_loss():\n"
+                     "    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)\n"
+                     "    for (x,) in loader:\n        model(x).sum().backward()\n        opt.step()\n")
+
+
+def _codes(code, path):
+    return [(d.code, d.start.row) for d in lint_source(code, path=path, select=["TL101"])]
+
+
+def test_tl101_leaves_the_loader_of_a_test_that_trains_nothing_alone():
+    assert _codes(_VALUES, "data.py") == [("TL101", 6)]
+    for path in ("tests/test_data.py", "test_data.py", "data_test.py", "pkg/tests/helpers.py"):
+        assert _codes(_VALUES, path) == [], path
+
+
+def test_tl101_reports_the_loaders_of_a_test_that_trains():
+    assert _codes(_TRAINS, "tests/test_train.py") == [("TL101", 6), ("TL101", 11)]
