@@ -31,7 +31,15 @@ def queue_fed_builds(ctx, call: cst.Call) -> tuple[list[str], bool]:
     dataset, whether every build is one of them, wraps one, or yields nothing). A build wraps one
     when it is handed one (`Batcher(Rollouts(q))`) or the loader's dataset name itself, rebound
     around its earlier value (`dataset = Batcher(dataset)`); a class whose `__iter__` returns
-    `iter([])` yields nothing (a placeholder for ranks that never draw)."""
+    `iter([])` yields nothing (a placeholder for ranks that never draw). Once per loader: TL101
+    asks it, and then its workers advice again."""
+    cache = ctx.__dict__.setdefault("_queue_fed_builds", {})
+    if call not in cache:
+        cache[call] = _queue_fed_builds(ctx, call)
+    return cache[call]
+
+
+def _queue_fed_builds(ctx, call: cst.Call) -> tuple[list[str], bool]:
     first = ctx.positional(call, 0) or ctx.keyword(call, "dataset")
     name = ctx.dotted(first.value) if first is not None and not first.star else None
     fed: list[str] = []
