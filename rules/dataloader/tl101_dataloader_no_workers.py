@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.batches import batches_made_on_device, dataset_held_on_device
+from trainlint.analysis.batches import batches_made_on_device, builds_trainer_loader, dataset_held_on_device
 from trainlint.rule import NO_FIX, Invalid, Option, Valid
 
 from .cases import (
@@ -23,7 +23,7 @@ from .cases import (
     UNSHARDED,
     WORKERS_SET,
 )
-from .loaders import DataLoaderRule, TRAINER_TRIGGERS, setting_advice
+from .loaders import DataLoaderRule, TRAINER_TRIGGERS, is_training_loader, setting_advice
 from .processes import started_in_processes
 from .queues import queue_fed_builds
 from .workers import add_workers_fix, subject, workers_advice, workers_to_set, workers_value
@@ -93,7 +93,10 @@ class DataLoaderNoWorkers(DataLoaderRule):
     docs = """
 ## What it does
 Flags a `DataLoader` (any import alias, local subclasses, `StatefulDataLoader`) whose `num_workers`
-is missing or a literal 0. A loader over constants the file writes (`range(n)`, a list of
+is missing or a literal 0. Evaluation and inference loaders too: the message says the batches load
+in the training process for a loader a loop of the file trains on (or that nothing shows to be an
+evaluation one), and in the main process for one that only evaluates or predicts (a loop with no
+optimizer step, `val_loader`, a sequential sampler, `predict_dataloader()`). A loader over constants the file writes (`range(n)`, a list of
 literals, a comprehension over those that calls nothing; not one over data, such as
 `[tokenize(t) for t in texts]`) or made to draw one batch (`next(iter(DataLoader(...)))`, or a
 variable whose only use is one `next(iter(loader))`) has nothing to overlap and is not flagged,
@@ -346,6 +349,21 @@ none.
     ]
 
     invalid = [
+        # A loader no loop trains on (an evaluation loop, `predict()`'s) loads in the main process;
+        # the message does not speak of training there (before: "in the training process ...
+        # while the GPU trains" for every loader).
+        Invalid("from torch.utils.data import DataLoader\n\n\ndef predict(model, ds):\n"
+                "    loader = DataLoader(ds, batch_size=64)\n    out = []\n    for x in loader:\n"
+                "        out.append(model(x))\n    return out\n",
+                message="DataLoader loads batches in the main process; set `num_workers=min(8, os.cpu_count() or 1)` "
+                        "so workers prepare the next batches while the model runs on the current one"),
+        Invalid("from torch.utils.data import DataLoader\nval_loader = DataLoader(ds, batch_size=64)\n",
+                message="loads batches in the main process"),
+        Invalid("from torch.utils.data import DataLoader\n\n\ndef train(model, opt, ds):\n"
+                "    loader = DataLoader(ds, batch_size=64, shuffle=True)\n"
+                "    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n",
+                message="loads batches in the training process; set `num_workers=min(8, os.cpu_count() or 1)` so "
+                        "workers prepare the next batches while the GPU trains"),
         # A collate_fn set after the loader is built, in the function it is handed to, that puts
         # the batches on the device (before: workers added, which would start CUDA in forked
         # processes). No fix.
@@ -377,15 +395,15 @@ none.
         Invalid(_QUEUED.format(param="rollouts: queue.Queue", build="dataset = Rollouts(rollouts)",
                                take="            yield self.items\n    def _take(self):\n"
                                     "        return self.rollouts.get()\n"),
-                message="loads batches in the training process"),
+                message="DataLoader loads batches in the"),
         # `.get()` of no queue (a dict's), or a queue the class keeps but does not take its items
         # from (a trace logger's): a dataset like any other.
         Invalid(_QUEUED.format(param="rollouts: dict", take="            yield self.rollouts.get('x')\n",
-                               build="dataset = Rollouts(rollouts)"), message="loads batches in the training process"),
+                               build="dataset = Rollouts(rollouts)"), message="DataLoader loads batches in the"),
         Invalid(_QUEUED.format(param="rollouts", take="            yield self.rollouts.get('x')\n",
                                build="dataset = Rollouts(rollouts)").replace(
             "self.rollouts = rollouts", "self.rollouts = rollouts\n        self.traces = queue.Queue()"),
-            message="loads batches in the training process"),
+            message="DataLoader loads batches in the"),
         # One branch's dataset is fed by a queue, the other reads files (also written as a
         # conditional expression) or is not a construction seen here: reported with no fix (a
         # worker's copy of the queue would have nothing filling it).
@@ -770,18 +788,27 @@ none.
             else:
                 why = ("its dataset or collate_fn puts them on the device, which workers cannot do; move those copies "
                        "into the training loop")
-            self.report(call, f"{subject(ctx, call)} loads batches in the training process, and {why}, then set "
+            self.report(call, f"{subject(ctx, call)} loads batches in the {_process(ctx, call)}, and {why}, then set "
                               "`num_workers`")
             return
         replay = workers_advice(ctx, call)
         if replay is not None:
-            self.report(call, f"{subject(ctx, call)} loads batches in the training process; {replay}, then set "
+            self.report(call, f"{subject(ctx, call)} loads batches in the {_process(ctx, call)}; {replay}, then set "
                               f"`num_workers`")
             return
+        trains = _process(ctx, call) == "training process"
         self.report(
             call,
             setting_advice(ctx, call, "num_workers", workers_to_set(self),
-                           f"{subject(ctx, call)} loads batches in the training process",
-                           "so workers prepare the next batches while the GPU trains"),
+                           f"{subject(ctx, call)} loads batches in the {_process(ctx, call)}",
+                           "so workers prepare the next batches while the "
+                           + ("GPU trains" if trains else "model runs on the current one")),
             add_workers_fix(self, call),
         )
+
+
+def _process(ctx, call: cst.Call) -> str:
+    """Where the batches are loaded, as the message says it: the training process for a loader
+    that feeds training (and a Trainer's), the main process for one that only evaluates or
+    predicts (`val_loader`, a loop with no optimizer step, `predict()`'s loader)."""
+    return "training process" if builds_trainer_loader(ctx, call) or is_training_loader(ctx, call) else "main process"
