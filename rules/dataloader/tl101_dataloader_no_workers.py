@@ -376,7 +376,7 @@ none.
             imports="from multiprocessing import Process\n", start=_PROCESS_START,
             more="    def fit(self, model, opt):\n        for x in self.run_shard(0):\n"
                  "            x.backward()\n            opt.step()\n"),
-            message="loads batches in the training process"),
+            message="DataLoader loads batches in the"),
         Invalid(_SHARDED_PASS.format(imports="from multiprocessing import Process\n",
                                      start=_PROCESS_START.replace("self.run_shard", "self.run"), more="")),
         Invalid(_SHARDED_PASS.format(

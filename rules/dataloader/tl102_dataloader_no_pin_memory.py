@@ -115,7 +115,8 @@ handed to a function that other loaders go through too (`run_epoch(model, train_
 is false on the call that passes no optimizer), and so are the guards that leave before it (`if
 not train: continue`); so are they for a loop over pairs that binds it
 (`for phase, loader in [("train", train_loader), ("val", val_loader)]`: `if phase == "train":` is
-false for the validation loader). A loader
+false for the validation loader). A loader gone over only by comprehensions (`[model(x.cuda())
+for x in loader]`) trains only when they call a function of the module that steps. A loader
 not iterated here (returned, handed to a framework or to a function's parameter) is flagged when
 the hot loop copies something that no visible loop over a loader of the file leads to, unless
 its name, or the function returning it (Lightning's `val_dataloader()`), says it evaluates

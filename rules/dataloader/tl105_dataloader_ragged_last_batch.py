@@ -75,6 +75,13 @@ def shuffles(ctx, call: cst.Call) -> bool:
     return True
 
 
+# A shuffled loader gone over by a comprehension only: {call} is what each batch is handed to.
+_COMPREHENDED = ("import torch\nfrom torch.utils.data import DataLoader\n\n\n"
+                 "def train_step(x):\n    model(x).sum().backward()\n    opt.step()\n\n\n"
+                 "def run(model, ds):\n    loader = DataLoader(ds, batch_size=64, shuffle=True)\n"
+                 "    return [{call}(x.cuda()) for x in loader]\n")
+
+
 class DataLoaderRaggedLastBatch(DataLoaderRule):
     code = "TL105"
     name = "dataloader-ragged-last-batch"
@@ -91,7 +98,8 @@ every assignment in its function, which must all shuffle) without
 `drop_last=True`; not one with `batch_size=None`, whose dataset yields whole batches (there is no
 ragged last batch, and `drop_last` would raise), nor one whose batch size is 1 (written, or
 DataLoader's default when none is given: every batch is one sample). Whether it trains is read as TL102 describes (the optimizer steps of its loops,
-also on the calls of a function other loaders go through; else its name). Settings written as
+also on the calls of a function other loaders go through; for one gone over only by
+comprehensions, whether they call a function of the module that steps; else its name). Settings written as
 names (`drop_last=cfg.drop_last`) are read as TL101 describes, and fixed where they are written.
 Not a loader that shuffles a dataset whose size the file writes (a `TensorDataset` of
 `torch.randn(20, 3)`, a class whose `__len__` returns a literal) when its batch size divides that
@@ -130,6 +138,9 @@ evaluation) is reported with no fix: that pass would skip the last partial batch
               "    loader = DataLoader(buf, batch_size={batch}, sampler={sampler})\n    for x in loader:\n"
               "        model(x).backward()\n        opt.step()\n")
     valid = [
+        # Gone over by a comprehension that steps nothing (predictions): not a training loader, and
+        # drop_last would drop predictions (before: reported, the loader taken for a training one).
+        Valid(_COMPREHENDED.format(call="model")),
         # Full-batch training: the batch is the whole dataset, so no last batch is smaller (before,
         # reported).
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, batch_size=len(ds), shuffle=True)\n"),
@@ -193,6 +204,8 @@ evaluation) is reported with no fix: that pass would skip the last partial batch
         Valid(BY_KEY.format(pin_a=", drop_last=True", pin_b="", move="x.cuda()")),
     ]
     invalid = [
+        # ... but one whose comprehension calls a function of the module that steps trains.
+        Invalid(_COMPREHENDED.format(call="train_step")),
         # A function building a training or an evaluation loader with one sampler variable: the
         # training branch's loader reads the random sampler assigned just above it (every
         # assignment was read, and two samplers made it unknown: not reported; simpletransformers'
