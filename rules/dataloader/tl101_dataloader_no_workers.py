@@ -158,8 +158,8 @@ is not fork-safe; `lmdb.open` or `sqlite3.connect`: not to be used after a fork)
 object read through such a handle (`self.x = h5py.File(path)["x"]`, or an item of a name bound to
 the file; not a copy read out with `[:]`), for a
 dataset class defined inside a function (spawned workers cannot unpickle it), nor
-for a `collate_fn` or `worker_init_fn` that is a lambda (never picklable by reference, even at the
-module's top level), a function defined inside a function or an instance of a class defined inside a
+for a `collate_fn` (also one set on the loader after it is built, `loader.collate_fn = ...`) or
+`worker_init_fn` that is a lambda (never picklable by reference, even at the module's top level), a function defined inside a function or an instance of a class defined inside a
 function (`collate_fn=Collator()`), or such a function the dataset is
 built with (`Mapped(base, lambda t: t * 2)`, a transform `Lambda(lambda x: ...)` it is given, also
 through a name; not one a builtin only calls while the data is built, `map(lambda r: ..., rows)`), where
@@ -364,6 +364,17 @@ none.
                 "    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n",
                 message="loads batches in the training process; set `num_workers=min(8, os.cpu_count() or 1)` so "
                         "workers prepare the next batches while the GPU trains"),
+        # A collate_fn set after the loader is built that spawned workers could not unpickle (a
+        # lambda, a function defined inside a function): no workers added (before: added).
+        Invalid("from torch.utils.data import DataLoader\n\n\ndef main(ds):\n"
+                "    def keep(batch):\n        return batch\n\n"
+                "    loader = DataLoader(ds, batch_size=4, shuffle=True)\n    loader.collate_fn = keep\n"
+                "    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n",
+                fixed=NO_FIX, message="its `collate_fn` (set after it is built) is a function defined inside a function"),
+        Invalid("from torch.utils.data import DataLoader\n\n\ndef main(ds):\n"
+                "    loader = DataLoader(ds, batch_size=4, shuffle=True)\n    loader.collate_fn = lambda b: b\n"
+                "    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n",
+                fixed=NO_FIX, message="its `collate_fn` (set after it is built) is a lambda"),
         # A collate_fn set after the loader is built, in the function it is handed to, that puts
         # the batches on the device (before: workers added, which would start CUDA in forked
         # processes). No fix.

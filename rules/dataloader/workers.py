@@ -11,6 +11,7 @@ import libcst as cst
 from trainlint.analysis.batches import (
     batches_made_on_device,
     builds_trainer_loader,
+    collates_set_on,
     dataset_builds,
     dataset_class,
     loader_arg,
@@ -150,7 +151,7 @@ _CALLS_AND_DROPS = frozenset({"map", "filter", "sorted", "min", "max", "list", "
 
 def _unpicklable(ctx, call: cst.Call) -> str | None:
     """What the loader hands its workers that pickle cannot send by reference, for a message:
-    its `collate_fn` or `worker_init_fn`, or one its dataset is built with (`Mapped(base, lambda t:
+    its `collate_fn` (also one set on it after it is built) or `worker_init_fn`, or one its dataset is built with (`Mapped(base, lambda t:
     t * 2)`, a transform `Lambda(lambda x: ...)` in it), that is a lambda (never picklable, even at
     the module's top level) or a function defined inside a function. None when none is seen."""
     for setting in ("collate_fn", "worker_init_fn"):
@@ -159,6 +160,10 @@ def _unpicklable(ctx, call: cst.Call) -> str | None:
             kind = _unpicklable_function(ctx, arg.value, call)
             if kind is not None:
                 return f"its `{setting}` is {kind}"
+    for value in collates_set_on(ctx, call):  # `loader.collate_fn = lambda b: b` after it is built
+        kind = _unpicklable_function(ctx, value, value)
+        if kind is not None:
+            return f"its `collate_fn` (set after it is built) is {kind}"
     for build in dataset_builds(ctx, call):
         found = _holds_unpicklable(ctx, build, call, 0)
         if found is not None:
