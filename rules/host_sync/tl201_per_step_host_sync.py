@@ -271,6 +271,13 @@ _HOST_LABELS = ("import torch\nMIN_LABELS = {limit}\ndef train(loader):\n    for
 _MODULE_NET = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    pass\n"
 
 
+# A token count added to across micro-batches drawn from an iterator a caller hands in, read once
+# per step (torchtitan's `int(local_valid_tokens)`); {start} is what the count starts as.
+_TOKEN_COUNT = ("import torch\n\n\ndef train_step(data_iterator):\n    n = {start}\n"
+                "    for _ in range(4):\n        x, labels = next(data_iterator)\n        n += (labels != -100).sum()\n"
+                "        model(x).sum().backward()\n    log({{'tokens': int(n)}})\n    opt.step()\n\n\n"
+                "for step in range(100):\n    train_step(batches)\n")
+
 class PerStepHostSync(Rule):
     code = "TL201"
     name = "per-step-host-sync"
@@ -362,8 +369,12 @@ loader):` may be handed them on a GPU).
 A value known to be in host memory is not flagged, as reading it waits for no GPU: a numpy
 value, a tensor made without `device=` (`torch.randint(0, 10, (1,))`, also through a name, and
 one made before the loop that the loop never changes or only adds host values to: `counts +=
-torch.bincount(y)` (or `counts.add_(...)`) of the labels before they are moved; not one it moves, adds a device tensor
-to, changes in place or hands to a function), what
+torch.bincount(y)` (or `counts.add_(...)`) of the labels before they are moved; or changes only by
+`+=`, `-=`, `*=`, `/=` of anything, which work in place on a tensor and never move it (a count of
+tokens over micro-batches, `n = torch.tensor(0)` then `n += (labels != -100).sum()`, read in the
+loop or after it: torchtitan's `int(local_valid_tokens)`; not a number, which `+=` of a device
+tensor turns into one); not one it moves, changes in place by a method from a device tensor, or
+hands to a function), what
 `.cpu()` copied (the `.cpu()` is the finding), and a tensor of a batch that arrives on the host,
 read before the loop moves it (`batch["ids"].tolist()`, `y.numpy()` after `y = batch["y"]`, and
 what indexing, arithmetic, a dtype conversion or a torch function given only host tensors
@@ -582,6 +593,14 @@ of every tenth loss, predictions shorter than their targets).
         # (a class histogram of the CPU labels), or never changes.
         Valid(HOST_BATCH.format(read="counts += torch.bincount(y, minlength=3)\n    frac = (counts / counts.sum()).tolist()")
               .replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n")),
+        # ... or adds anything to with `+=`, which changes a tensor in place and never moves it (a
+        # device operand would raise there; before, this was taken for a move to the device).
+        Valid(HOST_BATCH.format(read="counts += torch.bincount(x.long().flatten(), minlength=3)\n"
+                                     "    frac = counts.tolist()").replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n")),
+        # A token count kept in a host tensor across micro-batches drawn from an iterator a caller
+        # hands in, read once per step (torchtitan's `int(local_valid_tokens)`): its labels' device
+        # is not known, but the `+=` leaves the count on the host.
+        Valid(_TOKEN_COUNT.format(start="torch.tensor(0, dtype=torch.int64)")),
         # ... also when the adding is written as the in-place method (`counts.add_(...)` was taken for
         # a change that may move it, and reported).
         Valid(HOST_BATCH.format(read="counts.add_(torch.bincount(y, minlength=3))\n    frac = (counts / counts.sum()).tolist()")
@@ -876,11 +895,12 @@ of every tenth loss, predictions shorter than their targets).
         # A host scalar tensor with a device tensor gives a device tensor.
         Invalid(HOST_BATCH.format(read="total = torch.add(y.sum(), x.sum()).item()"), fixed=NO_FIX),
         Invalid(HOST_BATCH.format(read="y = y.cuda()\n    labels = y.numpy()"), fixed=NO_FIX),
-        # A host tensor of before the loop that the loop moves, adds a device tensor to, or changes
-        # in place from one, is on the device from then on.
-        Invalid(HOST_BATCH.format(read="counts += torch.bincount(x.long().flatten(), minlength=3)\n"
-                                        "    frac = counts.tolist()").replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n"),
-                fixed=NO_FIX),
+        # A number, which `+=` of a tensor turns into a tensor on that tensor's device, or a tensor
+        # made on the device, is not on the host after it.
+        Invalid(_TOKEN_COUNT.format(start="0"), fixed=NO_FIX, message="`int()` waits for the GPU"),
+        Invalid(_TOKEN_COUNT.format(start="torch.tensor(0, device='cuda')"), fixed=NO_FIX),
+        # A host tensor of before the loop that the loop moves, or changes in place by a method
+        # from a device tensor, is not known to be on the host.
         Invalid(HOST_BATCH.format(read="counts.add_(torch.bincount(x.long().flatten(), minlength=3))\n"
                                         "    frac = counts.tolist()").replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n"),
                 fixed=NO_FIX),

@@ -895,25 +895,48 @@ class Tensors:
         a loop over host batches (host_batch_loops) whose body holds use, and nothing between the
         loop's start and use rebinds it (or, with field, may move what it holds in place)."""
         child = use
+        # An in-place `+=` of a value not known to be on the host was passed: it leaves a tensor
+        # where it is (an in-place op never moves a tensor; a device operand would raise), but
+        # turns a number into whatever it adds, so only a host tensor made before it counts
+        # (`n = torch.tensor(0)`).
+        tensor_only = False
         for anc in self.index.ancestors(use):
             if isinstance(anc, (cst.IndentedBlock, cst.Module, cst.SimpleStatementLine)):
                 position = next(i for i, stmt in enumerate(anc.body) if stmt is child)
                 for stmt in _nearest_first(anc.body[:position]):
                     value, unpacked = _assigned_or_unpacked(stmt, name)
                     if value is not None:
-                        return self._host(value, depth + 1, field=field or unpacked)
+                        return self._host(value, depth + 1, field=field or unpacked) and (
+                            not tensor_only or self._host_tensor_build(value))
                     if self._adds_host_value(stmt, name, depth):
                         continue  # `counts += torch.bincount(y)`: a host tensor stays on the host
+                    if _updates_in_place(stmt, name) and not field:
+                        tensor_only = True
+                        continue
+                    if isinstance(stmt, (cst.For, cst.While)) and stmt.orelse is None \
+                            and not (isinstance(stmt, cst.For) and name in _target_names(stmt)):
+                        # A loop before the use that only adds to it (a count over micro-batches).
+                        if self._kept_on_host_by(stmt, name, depth):
+                            continue
+                        if not field and self._kept_on_host_by(stmt, name, depth, in_place=True):
+                            tensor_only = True
+                            continue
                     if name in self.index.memo(bound_names, stmt) or (field and self._may_change(stmt, name)):
                         return False
             elif isinstance(anc, cst.For):
                 # The iterable is evaluated before the loop binds its target: `for v in y.tolist():`
                 # reads the `y` around the loop. In the body, a name the loop does not bind may be
                 # rebound by an earlier round of it: unless every round only adds host values to it
-                # (`class_counts += torch.bincount(y)`), the value from before the loop is not known.
+                # (`class_counts += torch.bincount(y)`), or only changes a tensor in place
+                # (`n_tokens += (labels != -100).sum()`, tensor_only), the value from before the loop
+                # is not known.
                 if child is not anc.iter:
-                    if name in _target_names(anc) or not self._kept_on_host_by(anc, name, depth):
+                    if name in _target_names(anc):
                         return self._bound_by_loop(anc, name, depth)
+                    if not self._kept_on_host_by(anc, name, depth):
+                        if field or not self._kept_on_host_by(anc, name, depth, in_place=True):
+                            return self._bound_by_loop(anc, name, depth)
+                        tensor_only = True
             elif isinstance(anc, cst.CompFor):
                 # A comprehension's `for` (its iterable, conditions and the `for`s after it): a name
                 # it binds is its own; any other is the enclosing scope's (a comprehension rebinds
@@ -933,10 +956,11 @@ class Tensors:
                 # container read for a field: any function may change one in place.
                 if "." in name:
                     return False
-                if self._parameter_on_host(anc, name, field):
+                if not tensor_only and self._parameter_on_host(anc, name, field):
                     return True
                 values = None if field else self._module_values(use)
-                return bool(values) and all(self._host(v, depth + 1, field=False) for v in values)
+                return bool(values) and all(self._host(v, depth + 1, field=False) and (
+                    not tensor_only or self._host_tensor_build(v)) for v in values)
             elif isinstance(anc, (cst.While, cst.Lambda, cst.ClassDef)):
                 return False
             child = anc
@@ -970,14 +994,20 @@ class Tensors:
     def _adds_host_value(self, stmt: cst.CSTNode, name: str, depth: int) -> bool:
         """stmt is `name += value` (or `-=`, `*=`, `/=`) of a plain name with a value on the host:
         a host tensor it changes stays on the host."""
-        return isinstance(stmt, cst.AugAssign) and "." not in name and dotted(stmt.target) == name \
-            and isinstance(stmt.operator, (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)) \
-            and self._host(stmt.value, depth + 1, field=False)
+        return _updates_in_place(stmt, name) and self._host(stmt.value, depth + 1, field=False)
 
-    def _kept_on_host_by(self, loop: cst.For, name: str, depth: int) -> bool:
+    def _host_tensor_build(self, value: cst.BaseExpression) -> bool:
+        """value makes a tensor on the host (a torch factory with no device other than the CPU,
+        `torch.tensor(0, dtype=torch.int64)`): a tensor, not a number, which an in-place `+=`
+        leaves where it is."""
+        return isinstance(value, cst.Call) and bool(_FACTORIES.match(self.names.qualified(value.func) or "")) \
+            and self._call_on_host(value, 0, False)
+
+    def _kept_on_host_by(self, loop: cst.For | cst.While, name: str, depth: int, in_place: bool = False) -> bool:
         """A later round of loop leaves the plain name where it was (on the host, when it was there
         before the loop: `class_counts = torch.zeros(3)`): the body binds it only by adding host
-        values (_adds_host_value), changes it in place by no method that is not a plain read
+        values (_adds_host_value; with in_place, by any `+=`, `-=`, `*=`, `/=`, which leave a
+        tensor where it is), changes it in place by no method that is not a plain read
         (`.add_(x)`, `.copy_(x)`), hands it to no function, and no `global`/`nonlocal` lets a
         function rebind it. An in-place `+=` written as a method with a host operand
         (`class_counts.add_(torch.bincount(y))`) counts as the `+=` does (_host_in_place)."""
@@ -986,7 +1016,8 @@ class Tensors:
             return False
         for node in self.index.walk(loop.body):
             if any(name in {dotted(n) for n in walk(t) if isinstance(n, (cst.Name, cst.Attribute))}
-                   for t in binding_targets(node)) and not self._adds_host_value(node, name, depth):
+                   for t in binding_targets(node)) and not (
+                    _updates_in_place(node, name) if in_place else self._adds_host_value(node, name, depth)):
                 return False
         return not self._may_change(loop.body, name, depth)
 
@@ -1047,6 +1078,13 @@ def _comp_fors(comprehension) -> list[cst.CompFor]:
 
 def _target_names(loop: cst.For | cst.CompFor) -> set[str]:
     return {dotted(n) for n in walk(loop.target) if isinstance(n, (cst.Name, cst.Attribute))}
+
+
+def _updates_in_place(stmt: cst.CSTNode, name: str) -> bool:
+    """stmt is `name += value` (or `-=`, `*=`, `/=`) of a plain name: in place for a tensor, which
+    it never moves to another device."""
+    return isinstance(stmt, cst.AugAssign) and "." not in name and dotted(stmt.target) == name \
+        and isinstance(stmt.operator, (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign))
 
 
 def _nearest_first(statements) -> list:
