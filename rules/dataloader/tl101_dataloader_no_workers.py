@@ -65,6 +65,11 @@ _POOL_MAP = "        with {pool}(4) as pool:\n            return pool.map(self.{
 _SHARD_HELPER = "    def shard(self, i):\n        return self.run_shard(i)\n"
 
 
+# A collate_fn set on a training loader after it is built, in the function that builds it: {define}
+# what the function defines first, {collate} the collate_fn set.
+_SET_LATER_IN_MAIN = ("from torch.utils.data import DataLoader\n\n\ndef main(ds):\n{define}"
+                      "    loader = DataLoader(ds, batch_size=4, shuffle=True)\n    loader.collate_fn = {collate}\n"
+                      "    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n")
 # A collate_fn set on the loader in the function it is handed to (`fit(train_loader)`).
 _COLLATE_SET_LATER = ("import torch\nfrom torch.utils.data import DataLoader\n\n\ndef to_gpu(batch):\n"
                       "    return torch.stack(batch).to('cuda')\n\n\ndef fit(train_loader: DataLoader):\n"
@@ -366,14 +371,9 @@ none.
                         "workers prepare the next batches while the GPU trains"),
         # A collate_fn set after the loader is built that spawned workers could not unpickle (a
         # lambda, a function defined inside a function): no workers added (before: added).
-        Invalid("from torch.utils.data import DataLoader\n\n\ndef main(ds):\n"
-                "    def keep(batch):\n        return batch\n\n"
-                "    loader = DataLoader(ds, batch_size=4, shuffle=True)\n    loader.collate_fn = keep\n"
-                "    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n",
+        Invalid(_SET_LATER_IN_MAIN.format(define="    def keep(batch):\n        return batch\n\n", collate="keep"),
                 fixed=NO_FIX, message="its `collate_fn` (set after it is built) is a function defined inside a function"),
-        Invalid("from torch.utils.data import DataLoader\n\n\ndef main(ds):\n"
-                "    loader = DataLoader(ds, batch_size=4, shuffle=True)\n    loader.collate_fn = lambda b: b\n"
-                "    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n",
+        Invalid(_SET_LATER_IN_MAIN.format(define="", collate="lambda b: b"),
                 fixed=NO_FIX, message="its `collate_fn` (set after it is built) is a lambda"),
         # A collate_fn set after the loader is built, in the function it is handed to, that puts
         # the batches on the device (before: workers added, which would start CUDA in forked
