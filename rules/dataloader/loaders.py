@@ -154,10 +154,13 @@ def is_training_loader(ctx, call: cst.Call) -> bool:
     if True in verdicts or verdicts == {False}:
         return True in verdicts
     # Gone over by comprehensions only (`[model(x) for x in loader]`): a pass that steps no
-    # optimizer, unless it calls a function of the module that does (`[train_step(b) for b in dl]`).
+    # optimizer, unless it calls a function of the module that runs a step on each call
+    # (`[train_step(b) for b in dl]`, Loops.stepping_functions).
     comprehensions = ctx.loops.comprehensions_over(call, shared=True)
     if comprehensions:
-        return any(_calls_stepping_function(ctx, ctx.parent(clause)) for clause in comprehensions)
+        stepping = ctx.loops.stepping_functions
+        return any(fn in stepping for clause in comprehensions for node in ctx.index.walk(ctx.parent(clause))
+                   if isinstance(node, cst.Call) for fn in ctx.loops.callees(node))
     samplers = sampler_calls(ctx, call)
     if samplers and all(sampler_is(ctx, v.func, _SEQUENTIAL) for v in samplers):
         return False
@@ -171,13 +174,6 @@ def is_training_loader(ctx, call: cst.Call) -> bool:
         return False
     shuffle = loader_arg(ctx, call, "shuffle")
     return not (shuffle is not None and ctx.literal(shuffle.value) is False and name == "")
-
-
-def _calls_stepping_function(ctx, node: cst.CSTNode) -> bool:
-    """node calls a function of the module that runs an optimizer step (holds a step call)."""
-    stepping = {ctx.index.enclosing_function(step) for step in ctx.loops.step_calls} - {None}
-    return bool(stepping) and any(fn in stepping for call in ctx.index.walk(node) if isinstance(call, cst.Call)
-                                  for fn in ctx.loops.callees(call))
 
 
 def names_evaluation(name: str) -> bool:

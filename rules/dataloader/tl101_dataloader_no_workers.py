@@ -807,13 +807,13 @@ none.
             self.report(call, f"{subject(ctx, call)} loads batches in the {_process(ctx, call)}; {replay}, then set "
                               f"`num_workers`")
             return
-        trains = _process(ctx, call) == "training process"
+        where = _process(ctx, call)
         self.report(
             call,
             setting_advice(ctx, call, "num_workers", workers_to_set(self),
-                           f"{subject(ctx, call)} loads batches in the {_process(ctx, call)}",
+                           f"{subject(ctx, call)} loads batches in the {where}",
                            "so workers prepare the next batches while the "
-                           + ("GPU trains" if trains else "model runs on the current one")),
+                           + ("GPU trains" if where == "training process" else "model runs on the current one")),
             add_workers_fix(self, call),
         )
 

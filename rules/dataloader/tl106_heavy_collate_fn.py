@@ -8,6 +8,7 @@ import re
 import libcst as cst
 
 from trainlint.analysis.batches import (
+    MOVES_TENSORS,
     PADS,
     PADS_TOKENS,
     batch_part,
@@ -437,9 +438,8 @@ message says so). Moving tokenizing and decoding offline is left to you.
         definition, wrapper, work = found
         conditional = isinstance(arg.value, cst.IfExp)
         message = _message(ctx, arg.value, definition, wrapper, work, in_main=workers_value(ctx, node) == 0)
-        moves = [call for call, kind in work if kind == "moves tensors to a device"]
+        moves = _device_moves(work)
         if moves:
-            message += "; move `.to(device)` into the training loop"
             # Device moves first: adding workers to a collate_fn that touches CUDA would break it.
             if wrapper is not None:
                 # The fix rewrites a collate_fn the loader names; one behind a lambda is left as it is.
@@ -475,7 +475,6 @@ message says so). Moving tokenizing and decoding offline is left to you.
             fix = None
         self.report(arg, message, fix)
 
-
     def visit_Assign(self, node: cst.Assign) -> None:
         # `train_dataloader.collate_fn = self.smart_batching_collate`: a collate_fn set on a loader
         # after it is built (sentence-transformers' legacy fit, on the loader its caller built).
@@ -499,8 +498,6 @@ message says so). Moving tokenizing and decoding offline is left to you.
             definition, wrapper, work = found
             message = _message(ctx, node.value, definition, wrapper, work, in_main=in_main,
                                set_on=ctx.code(obj.value).strip())
-            if any(kind == "moves tensors to a device" for _, kind in work):
-                message += "; move `.to(device)` into the training loop"
             self.report(obj, message + " (no fix: the collate_fn is set after the loader is built)", None)
 
 
@@ -525,8 +522,8 @@ def _collate_work(ctx, value: cst.BaseExpression, *, cheap: bool):
 def _message(ctx, value: cst.BaseExpression, definition: cst.CSTNode, wrapper, work, *, in_main: bool,
              set_on: str | None = None) -> str:
     """The finding's sentence: the collate_fn as written (the branch of a conditional that does the
-    work), the loader it is set on afterwards (set_on), the kinds of work, where they run, and the
-    offline advice that follows them."""
+    work), the loader it is set on afterwards (set_on), the kinds of work, where they run, the
+    offline advice that follows them, and where its device moves belong."""
     shown = value
     if isinstance(value, cst.IfExp):
         shown = next((b for b in (value.body, value.orelse) if (wrapper or definition) in callable_choices(ctx, b)), value)
@@ -540,7 +537,13 @@ def _message(ctx, value: cst.BaseExpression, definition: cst.CSTNode, wrapper, w
     if set_on is not None:
         name += f" (set on `{set_on}`)"
     return (f"collate_fn `{name} {', '.join(kinds)} {where}"
-            + (f"; do this once offline ({offline})" if offline else ""))
+            + (f"; do this once offline ({offline})" if offline else "")
+            + ("; move `.to(device)` into the training loop" if _device_moves(work) else ""))
+
+
+def _device_moves(work) -> list[cst.Call]:
+    """The calls of a collate_fn's work (heavy_work's) that move tensors to a device."""
+    return [call for call, kind in work if kind == MOVES_TENSORS]
 
 
 def _called_by_lambda(ctx, collate: cst.CSTNode) -> list[cst.FunctionDef]:

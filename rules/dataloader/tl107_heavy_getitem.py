@@ -7,7 +7,7 @@ import re
 
 import libcst as cst
 
-from trainlint.analysis.batches import dataset_builds, heavy_work, is_loader, resolve_callable, sample_work
+from trainlint.analysis.batches import MOVES_TENSORS, dataset_builds, heavy_work, is_loader, resolve_callable, sample_work
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 
 from .cases import SHARDED, STREAM, UNSHARDED, WORKERS_SET
@@ -221,7 +221,7 @@ and caches what it returns (no fix).
         cls = ctx.index.enclosing_class(node)
         if cls is None or not ctx.names.is_a(cst.Name(cls.name.value), *DATASETS):
             return
-        found = sample_work(ctx, cls, node, lambda kind: kind != "moves tensors to a device",
+        found = sample_work(ctx, cls, node, lambda kind: kind != MOVES_TENSORS,
                             skip=lambda call, fn: _fills_cache(ctx, call, fn))
         if found is None:
             return
@@ -257,7 +257,7 @@ and caches what it returns (no fix).
         transform = resolve_callable(ctx, arg.value)
         if transform is None:
             return
-        work = [(c, k) for c, k in heavy_work(ctx, transform, masks=False) if k != "moves tensors to a device"]
+        work = [(c, k) for c, k in heavy_work(ctx, transform, masks=False) if k != MOVES_TENSORS]
         if not work:
             return
         call, kind = work[0]

@@ -18,7 +18,7 @@ from trainlint.analysis.frameworks import is_training_arguments
 from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.loops import LOOKS_ONLY
 from trainlint.analysis.names import bound_names, dotted, local_names
-from trainlint.analysis.tree import conditional_values, parameter
+from trainlint.analysis.tree import conditional_values, parameter, parameter_annotation
 from trainlint.analysis.variables import is_variable, owner, role
 
 DATALOADERS = (
@@ -107,7 +107,7 @@ def collates_set_on(ctx, call: cst.Call) -> list[cst.BaseExpression]:
     if sets is None:  # (name set on, function, value) of every `X.collate_fn = value` of the file
         sets = ctx.__dict__["_collate_sets"] = [
             (dotted(target.target.value), ctx.index.enclosing_function(node), node.value)
-            for node in ctx.index.nodes(cst.Assign) for target in node.targets
+            for node in (ctx.index.nodes(cst.Assign) if ".collate_fn" in ctx.text else ()) for target in node.targets
             if isinstance(target.target, cst.Attribute) and target.target.attr.value == "collate_fn"]
     if not sets:
         return []
@@ -123,9 +123,9 @@ def reads_as_loader(ctx, obj: cst.BaseExpression) -> bool:
     it is known by: collates_set_on.)"""
     if isinstance(obj, cst.Name):
         fn = ctx.index.enclosing_function(obj)
-        param = parameter(fn, obj.value) if fn is not None else None
-        if param is not None and param.annotation is not None:
-            return _loader_classes(ctx, param.annotation.annotation)
+        annotation = parameter_annotation(fn, obj.value) if fn is not None else None
+        if annotation is not None:
+            return _loader_classes(ctx, annotation)
         if ctx.bindings.assigned_values(obj):
             return False  # assigned something that is not a loader of this file: its name says nothing
     return bool(_LOADER_NAMES.search((dotted(obj) or "").rsplit(".", 1)[-1]))
@@ -498,7 +498,7 @@ def dataset_held_on_device(ctx, call: cst.Call) -> bool:
     if cls is None:
         return False
     init = method_of(ctx, cls, "__init__")
-    if init is not None and sample_work(ctx, cls, init, lambda kind: kind == _MOVES_TENSORS):
+    if init is not None and sample_work(ctx, cls, init, lambda kind: kind == MOVES_TENSORS):
         return True
     return any(_reads_device_globals(ctx, method, cls) for name in ("__getitem__", "__iter__")
                if (method := method_of(ctx, cls, name)) is not None)
@@ -569,22 +569,19 @@ def _other_bindings(ctx) -> dict:
     return table
 
 
-_MOVES_TENSORS = "moves tensors to a device"
-
-
 def _moves_in_loader(ctx, call: cst.Call) -> bool:
     arg = collate_arg(ctx, call)
     collates = [arg.value] if arg is not None and not arg.star else []
     for value in collates + collates_set_on(ctx, call):
         for collate in callable_choices(ctx, value):  # either branch of a conditional one
-            if any(kind == _MOVES_TENSORS for _c, kind in heavy_work(ctx, collate, masks=False)):
+            if any(kind == MOVES_TENSORS for _c, kind in heavy_work(ctx, collate, masks=False)):
                 return True
     cls = dataset_class(ctx, call)
     if cls is None:
         return False
     for name in ("__init__", "__getitem__", "__iter__"):
         method = method_of(ctx, cls, name)
-        if method is not None and sample_work(ctx, cls, method, lambda kind: kind == _MOVES_TENSORS):
+        if method is not None and sample_work(ctx, cls, method, lambda kind: kind == MOVES_TENSORS):
             return True
     return any(_reads_device_globals(ctx, method, cls) for name in ("__getitem__", "__iter__")
                if (method := method_of(ctx, cls, name)) is not None)
@@ -1263,6 +1260,8 @@ def _made_by(ctx, func: cst.BaseExpression) -> list[str]:
 # it cannot tell are ids (float features: spectrograms, MFCC frames padded with `F.pad`).
 PADS_TOKENS = "pads token sequences"
 PADS = "pads sequences"
+# heavy_work's kind for a copy to a device (`.to(device)`, `.cuda()`).
+MOVES_TENSORS = "moves tensors to a device"
 # Names that say a value holds token ids (`input_ids`, `tokens`, `pad_id`, `pad_token_id`).
 _TOKEN_NAMES = re.compile(r"(^|_)(ids?|tokens?|toks?)$|input_ids|token_ids|pad_id|pad_token|padding_idx", re.IGNORECASE)
 _INTEGER_DTYPES = frozenset({"torch.long", "torch.int64", "torch.int32", "torch.int", "torch.int16", "torch.uint8"})
@@ -1413,7 +1412,7 @@ def heavy_work(ctx, root: cst.CSTNode, *, masks: bool) -> list[tuple[cst.Call, s
         elif masks and _MASK.search(last) and last not in ("masked_fill",):
             out.append((node, "builds masks"))
         elif is_device_move(ctx, node):
-            out.append((node, "moves tensors to a device"))
+            out.append((node, MOVES_TENSORS))
     return out
 
 

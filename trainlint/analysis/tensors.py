@@ -916,10 +916,9 @@ class Tensors:
                     if isinstance(stmt, (cst.For, cst.While)) and stmt.orelse is None \
                             and not (isinstance(stmt, cst.For) and name in _target_names(stmt)):
                         # A loop before the use that only adds to it (a count over micro-batches).
-                        if self._kept_on_host_by(stmt, name, depth):
-                            continue
-                        if not field and self._kept_on_host_by(stmt, name, depth, in_place=True):
-                            tensor_only = True
+                        kept = self._loop_keeps(stmt, name, depth)
+                        if kept == _HOST or kept == _TENSOR and not field:
+                            tensor_only = tensor_only or kept == _TENSOR
                             continue
                     if name in self.index.memo(bound_names, stmt) or (field and self._may_change(stmt, name)):
                         return False
@@ -931,12 +930,10 @@ class Tensors:
                 # (`n_tokens += (labels != -100).sum()`, tensor_only), the value from before the loop
                 # is not known.
                 if child is not anc.iter:
-                    if name in _target_names(anc):
+                    kept = None if name in _target_names(anc) else self._loop_keeps(anc, name, depth)
+                    if kept is None or kept == _TENSOR and field:
                         return self._bound_by_loop(anc, name, depth)
-                    if not self._kept_on_host_by(anc, name, depth):
-                        if field or not self._kept_on_host_by(anc, name, depth, in_place=True):
-                            return self._bound_by_loop(anc, name, depth)
-                        tensor_only = True
+                    tensor_only = tensor_only or kept == _TENSOR
             elif isinstance(anc, cst.CompFor):
                 # A comprehension's `for` (its iterable, conditions and the `for`s after it): a name
                 # it binds is its own; any other is the enclosing scope's (a comprehension rebinds
@@ -1003,23 +1000,28 @@ class Tensors:
         return isinstance(value, cst.Call) and bool(_FACTORIES.match(self.names.qualified(value.func) or "")) \
             and self._call_on_host(value, 0, False)
 
-    def _kept_on_host_by(self, loop: cst.For | cst.While, name: str, depth: int, in_place: bool = False) -> bool:
-        """A later round of loop leaves the plain name where it was (on the host, when it was there
-        before the loop: `class_counts = torch.zeros(3)`): the body binds it only by adding host
-        values (_adds_host_value; with in_place, by any `+=`, `-=`, `*=`, `/=`, which leave a
-        tensor where it is), changes it in place by no method that is not a plain read
-        (`.add_(x)`, `.copy_(x)`), hands it to no function, and no `global`/`nonlocal` lets a
-        function rebind it. An in-place `+=` written as a method with a host operand
-        (`class_counts.add_(torch.bincount(y))`) counts as the `+=` does (_host_in_place)."""
+    def _loop_keeps(self, loop: cst.For | cst.While, name: str, depth: int) -> str | None:
+        """Where a later round of loop leaves the plain name, as it was before the loop: _HOST when
+        the body binds it only by adding host values (_adds_host_value: `class_counts +=
+        torch.bincount(y)` keeps `class_counts = torch.zeros(3)` on the host); _TENSOR when also by
+        other `+=`, `-=`, `*=`, `/=` (_updates_in_place), which leave a tensor where it is but make
+        a number what it adds; None when it may move or rebind it: another binding, a method that
+        changes it in place and is not a plain read (`.add_(x)`, `.copy_(x)`), a function it is
+        handed to, or a `global`/`nonlocal` that lets a function rebind it. An in-place `+=`
+        written as a method with a host operand (`class_counts.add_(torch.bincount(y))`) counts as
+        the `+=` does (_host_in_place)."""
         if "." in name or any(name in (n.value for n in (d.name for d in g.names))
                               for g in self.index.nodes(cst.Global) + self.index.nodes(cst.Nonlocal)):
-            return False
+            return None
+        kept = _HOST
         for node in self.index.walk(loop.body):
-            if any(name in {dotted(n) for n in walk(t) if isinstance(n, (cst.Name, cst.Attribute))}
-                   for t in binding_targets(node)) and not (
-                    _updates_in_place(node, name) if in_place else self._adds_host_value(node, name, depth)):
-                return False
-        return not self._may_change(loop.body, name, depth)
+            if not any(name in {dotted(n) for n in walk(t) if isinstance(n, (cst.Name, cst.Attribute))}
+                       for t in binding_targets(node)) or self._adds_host_value(node, name, depth):
+                continue
+            if not _updates_in_place(node, name):
+                return None
+            kept = _TENSOR
+        return None if self._may_change(loop.body, name, depth) else kept
 
     def _bound_by_loop(self, loop: cst.For | cst.CompFor, name: str, depth: int) -> bool:
         """name, read inside loop (or a comprehension's `for`) that binds it, is on the host: the
@@ -1078,6 +1080,11 @@ def _comp_fors(comprehension) -> list[cst.CompFor]:
 
 def _target_names(loop: cst.For | cst.CompFor) -> set[str]:
     return {dotted(n) for n in walk(loop.target) if isinstance(n, (cst.Name, cst.Attribute))}
+
+
+# Where a loop leaves a name (Tensors._loop_keeps): on the host whatever it held, or on the host
+# only if it held a host tensor (not a number) before the loop.
+_HOST, _TENSOR = "host", "tensor"
 
 
 def _updates_in_place(stmt: cst.CSTNode, name: str) -> bool:
