@@ -369,12 +369,12 @@ loader):` may be handed them on a GPU).
 A value known to be in host memory is not flagged, as reading it waits for no GPU: a numpy
 value, a tensor made without `device=` (`torch.randint(0, 10, (1,))`, also through a name, and
 one made before the loop that the loop never changes or only adds host values to: `counts +=
-torch.bincount(y)` (or `counts.add_(...)`) of the labels before they are moved; or changes only by
-`+=`, `-=`, `*=`, `/=` of anything, which work in place on a tensor and never move it (a count of
-tokens over micro-batches, `n = torch.tensor(0)` then `n += (labels != -100).sum()`, read in the
-loop or after it: torchtitan's `int(local_valid_tokens)`; not a number, which `+=` of a device
-tensor turns into one); not one it moves, changes in place by a method from a device tensor, or
-hands to a function), what
+torch.bincount(y)` of the labels before they are moved; or changes only by `+=`, `-=`, `*=`, `/=`
+(or `.add_()`, `.sub_()`, `.mul_()`, `.div_()`) of anything, which work in place on a tensor and
+never move it (a count of tokens over micro-batches, `n = torch.tensor(0)` then `n += (labels !=
+-100).sum()`, read in the loop or after it: torchtitan's `int(local_valid_tokens)`; not a number,
+which `+=` of a device tensor turns into one); not one it moves, copies into (`.copy_()` may read
+the device), or hands to a function), what
 `.cpu()` copied (the `.cpu()` is the finding), and a tensor of a batch that arrives on the host,
 read before the loop moves it (`batch["ids"].tolist()`, `y.numpy()` after `y = batch["y"]`, and
 what indexing, arithmetic, a dtype conversion or a torch function given only host tensors
@@ -605,6 +605,12 @@ of every tenth loss, predictions shorter than their targets).
         # a change that may move it, and reported).
         Valid(HOST_BATCH.format(read="counts.add_(torch.bincount(y, minlength=3))\n    frac = (counts / counts.sum()).tolist()")
               .replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n")),
+        # ... whatever it adds: `counts.add_(v)` is `counts += v`, in place, and only a tensor has
+        # it (a device operand was taken for a change that may move it, and reported, unlike `+=`).
+        Valid(HOST_BATCH.format(read="counts.add_(torch.bincount(x.long().flatten(), minlength=3))\n"
+                                     "    frac = counts.tolist()").replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n")),
+        Valid(HOST_BATCH.format(read="frac = counts.tolist()\n    counts.add_(x.sum())").replace(
+            "import torch\n", "import torch\ncounts = torch.zeros(3)\n")),
         Valid(HOST_BATCH.format(read="print(int(seen))").replace("import torch\n", "import torch\nseen = torch.zeros(())\n")),
         # ... also as the iterable of a loop or a comprehension (evaluated where it stands), and the
         # elements of such a value.
@@ -899,14 +905,11 @@ of every tenth loss, predictions shorter than their targets).
         # made on the device, is not on the host after it.
         Invalid(_TOKEN_COUNT.format(start="0"), fixed=NO_FIX, message="`int()` waits for the GPU"),
         Invalid(_TOKEN_COUNT.format(start="torch.tensor(0, device='cuda')"), fixed=NO_FIX),
-        # A host tensor of before the loop that the loop moves, or changes in place by a method
-        # from a device tensor, is not known to be on the host.
-        Invalid(HOST_BATCH.format(read="counts.add_(torch.bincount(x.long().flatten(), minlength=3))\n"
-                                        "    frac = counts.tolist()").replace("import torch\n", "import torch\ncounts = torch.zeros(3)\n"),
-                fixed=NO_FIX),
+        # A host tensor of before the loop that the loop moves, or copies a device tensor into
+        # (`copy_` may read the device), is not known to be on the host.
         Invalid(HOST_BATCH.format(read="counts = counts.cuda()\n    frac = counts.tolist()").replace(
             "import torch\n", "import torch\ncounts = torch.zeros(3)\n"), fixed=NO_FIX),
-        Invalid(HOST_BATCH.format(read="frac = counts.tolist()\n    counts.add_(x.sum())").replace(
+        Invalid(HOST_BATCH.format(read="frac = counts.tolist()\n    counts.copy_(x.sum(0))").replace(
             "import torch\n", "import torch\ncounts = torch.zeros(3)\n"), fixed=NO_FIX),
         Invalid(HOST_BATCH.format(read='batch = batch.to(device)\n    ids = batch["ids"].tolist()'), fixed=NO_FIX),
         Invalid(HOST_BATCH.format(read='batch = {k: v.to(device) for k, v in batch.items()}\n'

@@ -77,9 +77,10 @@ _LOADERS = {"torch.load": ("map_location", 1), "safetensors.torch.load_file": ("
 _TO_HOST = frozenset({"cpu", "numpy", "tolist", "item"})
 # Reads of a container (a batch that is a dict): the values they give are the ones it holds.
 _ACCESSORS = frozenset({"get", "values", "items", "keys"})
-# Methods of a batch that leave what it holds where it is.
-# In-place arithmetic methods: `t.add_(v)` is `t += v`.
+# In-place arithmetic methods: `t.add_(v)` is `t += v`, which never moves t (a device operand of a
+# host tensor would raise). Not `copy_`, which may copy from the device (a wait of its own).
 _IN_PLACE_ARITHMETIC = frozenset({"add_", "sub_", "mul_", "div_"})
+# Methods of a batch that leave what it holds where it is.
 _READS = _ACCESSORS | _KEEPS_DEVICE | _TO_HOST
 
 
@@ -1006,10 +1007,9 @@ class Tensors:
         torch.bincount(y)` keeps `class_counts = torch.zeros(3)` on the host); _TENSOR when also by
         other `+=`, `-=`, `*=`, `/=` (_updates_in_place), which leave a tensor where it is but make
         a number what it adds; None when it may move or rebind it: another binding, a method that
-        changes it in place and is not a plain read (`.add_(x)`, `.copy_(x)`), a function it is
-        handed to, or a `global`/`nonlocal` that lets a function rebind it. An in-place `+=`
-        written as a method with a host operand (`class_counts.add_(torch.bincount(y))`) counts as
-        the `+=` does (_host_in_place)."""
+        changes it and is not a plain read nor in-place arithmetic (`.copy_(x)`; `.add_(x)` is a
+        tensor's `+=`), a function it is handed to, or a `global`/`nonlocal` that lets a function
+        rebind it."""
         if "." in name or any(name in (n.value for n in (d.name for d in g.names))
                               for g in self.index.nodes(cst.Global) + self.index.nodes(cst.Nonlocal)):
             return None
@@ -1021,7 +1021,7 @@ class Tensors:
             if not _updates_in_place(node, name):
                 return None
             kept = _TENSOR
-        return None if self._may_change(loop.body, name, depth) else kept
+        return None if self._may_change(loop.body, name) else kept
 
     def _bound_by_loop(self, loop: cst.For | cst.CompFor, name: str, depth: int) -> bool:
         """name, read inside loop (or a comprehension's `for`) that binds it, is on the host: the
@@ -1034,36 +1034,23 @@ class Tensors:
             return True
         return isinstance(loop.target, cst.Name) and self._host(loop.iter, depth + 1, field=True)
 
-    def _may_change(self, stmt: cst.CSTNode, name: str, depth: int | None = None) -> bool:
+    def _may_change(self, stmt: cst.CSTNode, name: str) -> bool:
         """stmt may change in place what the container name holds: it calls a method of it that is
-        not a plain read (`batch.to(device)` moves a BatchEncoding in place, `batch.update(...)`),
-        or hands it to a function that is not a builtin (`batch_to_device(batch, device)`) nor a
-        torch.nn module kept on the host (_host_module: `model(x)` moves nothing). With depth: not
-        an in-place `+=` of a host value (_host_in_place), which keeps a host tensor where it is."""
+        not a plain read (`batch.to(device)` moves a BatchEncoding in place, `batch.update(...)`)
+        nor in-place arithmetic (`counts.add_(x)`, which only a tensor has and which never moves
+        it), or hands it to a function that is not a builtin (`batch_to_device(batch, device)`) nor
+        a torch.nn module kept on the host (_host_module: `model(x)` moves nothing)."""
         for node in self.index.walk(stmt):
-            if not isinstance(node, cst.Call) or (depth is not None and self._host_in_place(node, name, depth)):
+            if not isinstance(node, cst.Call):
                 continue
             func = node.func
             if isinstance(func, cst.Attribute) and dotted(func.value) == name \
-                    and func.attr.value not in _READS:
+                    and func.attr.value not in _READS and func.attr.value not in _IN_PLACE_ARITHMETIC:
                 return True
             if any(not a.star and dotted(a.value) == name for a in node.args) \
                     and not (self.names.qualified(func) or "").startswith("builtins.") and not self._host_module(func):
                 return True
         return False
-
-    def _host_in_place(self, call: cst.Call, name: str, depth: int) -> bool:
-        """call is `name.add_(value)` (or `sub_`, `mul_`, `div_`) with a value on the host and any
-        other argument a keyword that is no tensor (`alpha=2`, `rounding_mode="floor"`): the method
-        form of `name += value`, which _adds_host_value lets keep a host tensor on the host (a class
-        histogram of the CPU labels: `counts.add_(torch.bincount(y, minlength=3))`)."""
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value in _IN_PLACE_ARITHMETIC
-                and dotted(func.value) == name and call.args and call.args[0].keyword is None
-                and not call.args[0].star):
-            return False
-        return self._host(call.args[0].value, depth + 1, field=False) and all(
-            a.keyword is not None and not a.star and not self.is_tensor(a.value) for a in call.args[1:])
 
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
