@@ -13,9 +13,9 @@ from trainlint.analysis.batches import (
     dataset_from_device_helper,
     is_device_helper,
     is_device_move,
-    is_loader,
     loader_arg,
     loader_batches,
+    loader_calls,
 )
 from trainlint.analysis.framework_loaders import accelerate_trains_on, lightning_trainers, places_batches
 from trainlint.analysis.frameworks import configured_for_cpu
@@ -681,10 +681,9 @@ def _unattributed_moves(ctx) -> frozenset[cst.Call]:
     cached = getattr(ctx, "_unattributed_moves", None)
     if cached is None:
         attributed: set = set()
-        for call in ctx.index.nodes(cst.Call):
-            if is_loader(ctx, call):
-                for loop, target in loader_batches(ctx, call, shared=True):
-                    attributed |= batch_moves(ctx, loop, target=target)
+        for call in loader_calls(ctx):
+            for loop, target in loader_batches(ctx, call, shared=True):
+                attributed |= batch_moves(ctx, loop, target=target)
         cached = _hot_moves(ctx) - attributed
         ctx._unattributed_moves = cached
     return cached

@@ -20,6 +20,7 @@ from trainlint.analysis.batches import (
     is_cpu_device,
     is_loader,
     loader_batches,
+    loader_calls,
     reads_as_loader,
     callable_choices,
     resolve_callable,
@@ -486,8 +487,7 @@ message says so). Moving tokenizing and decoding offline is left to you.
             obj = target.target
             if not (isinstance(obj, cst.Attribute) and obj.attr.value == "collate_fn"):
                 continue
-            built = [call for call in ctx.index.nodes(cst.Call)
-                     if is_loader(ctx, call) and node.value in collates_set_on(ctx, call)]
+            built = [call for call in loader_calls(ctx) if node.value in collates_set_on(ctx, call)]
             if not built and not reads_as_loader(ctx, obj.value):
                 continue
             # Built elsewhere, the loader may run workers: padding alone is not reported then.
@@ -657,7 +657,7 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
     # (`DataLoader(ds, collate_fn=to_gpu) if use_cuda else DataLoader(ds)`).
     cuda_only = any(call.func.attr.value == "cuda" for call in moves) or "cuda" in device
     if cuda_only:
-        others = [call for call in ctx.index.nodes(cst.Call) if call not in users and is_loader(ctx, call)]
+        others = [call for call in loader_calls(ctx) if call not in users]
         fed_by_others = {loop for other in others for loop, _ in loader_batches(ctx, other, shared=True)}
         if any(loop in fed_by_others for loop, _ in batches):
             return None
@@ -757,8 +757,8 @@ def _collate_users(ctx, collate: cst.CSTNode) -> list[cst.Call]:
     """The loaders whose collate_fn is the definition collate; [] when the module names it
     anywhere else too (called directly, wrapped, stored): its other uses would lose the moves."""
     users, uses = [], []
-    for call in ctx.index.nodes(cst.Call):
-        arg = collate_arg(ctx, call) if is_loader(ctx, call) else None
+    for call in loader_calls(ctx):
+        arg = collate_arg(ctx, call)
         if arg is not None and not arg.star and resolve_callable(ctx, arg.value) is collate:
             users.append(call)
             uses += [id(n) for n in ctx.index.walk(arg.value) if isinstance(n, cst.Name)]

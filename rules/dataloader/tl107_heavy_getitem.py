@@ -7,7 +7,14 @@ import re
 
 import libcst as cst
 
-from trainlint.analysis.batches import MOVES_TENSORS, dataset_builds, heavy_work, is_loader, resolve_callable, sample_work
+from trainlint.analysis.batches import (
+    MOVES_TENSORS,
+    dataset_builds,
+    heavy_work,
+    loader_calls,
+    resolve_callable,
+    sample_work,
+)
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 
 from .cases import SHARDED, STREAM, UNSHARDED, WORKERS_SET
@@ -22,7 +29,7 @@ _CACHE = re.compile(r"cache", re.IGNORECASE)
 
 
 def _loaders_using(ctx, predicate) -> list[cst.Call]:
-    return [c for c in ctx.index.nodes(cst.Call) if is_loader(ctx, c) and predicate(c)]
+    return [c for c in loader_calls(ctx) if predicate(c)]
 
 
 class HeavyGetitem(Rule):

@@ -10,8 +10,8 @@ from trainlint.analysis.batches import (
     copy_takes_non_blocking,
     is_cpu_device,
     is_device_move,
-    is_loader,
     loader_batches,
+    loader_calls,
 )
 from trainlint.analysis.inplace import changed_after_copy
 from trainlint.analysis.star_args import dict_entries
@@ -682,8 +682,8 @@ def _pinned_batches(ctx) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     pinned = getattr(ctx, "_pinned_batches", None)
     if pinned is None:
         pinned = []
-        for call in ctx.index.nodes(cst.Call):
-            if is_loader(ctx, call) and setting_value(ctx, call, "pin_memory", False) is True:
+        for call in loader_calls(ctx):
+            if setting_value(ctx, call, "pin_memory", False) is True:
                 pinned += [found for found in loader_batches(ctx, call, shared=True) if found not in pinned]
         ctx._pinned_batches = pinned
     return pinned

@@ -93,6 +93,15 @@ def is_loader(ctx, call: cst.Call) -> bool:
     return bool(values) and all(_loader_classes(ctx, v) for v in values)
 
 
+def loader_calls(ctx) -> list[cst.Call]:
+    """The file's DataLoader calls (is_loader), in the order they stand; found once per file for
+    the rules and analyses that look at every loader (which ones feed a loop, set a collate_fn)."""
+    calls = ctx.__dict__.get("_loader_calls")
+    if calls is None:
+        calls = ctx.__dict__["_loader_calls"] = [call for call in ctx.index.nodes(cst.Call) if is_loader(ctx, call)]
+    return calls
+
+
 def _loader_classes(ctx, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.IfExp):
         return _loader_classes(ctx, expr.body) and _loader_classes(ctx, expr.orelse)
@@ -971,9 +980,7 @@ def copy_takes_non_blocking(ctx, call: cst.Call) -> bool | None:
     table = ctx.__dict__.get("_copy_takes_non_blocking")
     if table is None:
         table = {}
-        for loader in ctx.index.nodes(cst.Call):
-            if not is_loader(ctx, loader):
-                continue
+        for loader in loader_calls(ctx):
             whole, parts = _collated(ctx, loader)
             for loop, target in loader_batches(ctx, loader, shared=True):
                 wholes = whole_batch_moves(ctx, loop, target)
@@ -1453,9 +1460,7 @@ def host_batch_loops(ctx) -> frozenset[cst.For]:
     if cached is not None:
         return cached
     fed: dict[cst.CSTNode, bool] = {}  # loop -> some loader of this file feeding it makes device batches
-    for call in ctx.index.nodes(cst.Call):
-        if not is_loader(ctx, call):
-            continue
+    for call in loader_calls(ctx):
         on_device = batches_made_on_device(ctx, call) or any(
             places_batches(ctx, accelerator) for accelerator in accelerate_trains_on(ctx, call))
         for loop, target in loader_batches(ctx, call, shared=True):
