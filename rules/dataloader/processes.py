@@ -12,6 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from trainlint.analysis.batches import resolve_callable
+from trainlint.analysis.loops import CALL_DEPTH
 from trainlint.analysis.variables import with_items
 
 # Where the standard library (and torch.multiprocessing, which re-exports it) defines each.
@@ -44,20 +45,16 @@ def started_in_processes(ctx, call: cst.Call) -> str | None:
     return kind
 
 
-# How many calls down from a started function a loader's function is still read as running there.
-_CALL_DEPTH = 3
-
-
 def _runs_as(ctx, fn: cst.FunctionDef, depth: int) -> str | None:
     """How fn runs in started processes: as a target itself, else as a function called (up to
-    _CALL_DEPTH calls down) only from such functions (`pool.map(process_shard, shards)`, and
+    CALL_DEPTH calls down) only from such functions (`pool.map(process_shard, shards)`, and
     `process_shard` calls the `shard_stats` that builds the loader). Where the readings differ (a
     Pool's target also a Process's, or callers of both kinds), PROCESS, the one with the further
     condition."""
     kinds = _targets(ctx).get(fn)
     if kinds:
         return PROCESS if PROCESS in kinds else POOL
-    calls = ctx.loops.calls_of(fn) if depth < _CALL_DEPTH else []
+    calls = ctx.loops.calls_of(fn) if depth < CALL_DEPTH else []
     found = set()
     for caller in (ctx.index.enclosing_function(c) for c in calls):
         kind = _runs_as(ctx, caller, depth + 1) if caller is not None and caller is not fn else None
@@ -75,7 +72,9 @@ def _targets(ctx) -> dict[cst.FunctionDef, set[str]]:
     if cached is not None:
         return cached
     found: dict[cst.FunctionDef, set[str]] = {}
-    for run in ctx.index.nodes(cst.Call):
+    # A file that names neither can start no process (an import or a qualified name spells one).
+    starts = "multiprocessing" in ctx.text or "ProcessPool" in ctx.text
+    for run in ctx.index.nodes(cst.Call) if starts else ():
         kind, target = _started(ctx, run)
         if target is not None:
             fn = resolve_callable(ctx, target)

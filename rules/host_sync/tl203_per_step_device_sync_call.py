@@ -7,6 +7,7 @@ import re
 
 import libcst as cst
 
+from trainlint.analysis.loops import CALL_DEPTH
 from trainlint.analysis.names import bound_names
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
@@ -570,8 +571,6 @@ def _sync_statement(ctx, node: cst.Call, loop: cst.CSTNode | None = None) -> cst
     return guard
 
 
-_CLOCK_CALL_DEPTH = 3
-
 
 def _called_clock_read(ctx, node: cst.Call) -> tuple[cst.FunctionDef, str | None] | None:
     """A clock read (or CUDA event timing) in a function of the module that node's loop body
@@ -595,9 +594,9 @@ def _called_clock_read(ctx, node: cst.Call) -> tuple[cst.FunctionDef, str | None
 
 def _clock_reads_under(ctx, call: cst.Call, interval: str | None, depth: int, seen: set):
     """(function, clock read, interval limiting it or None) for each clock read in the functions
-    call runs, and in those they call (up to _CLOCK_CALL_DEPTH); interval: what already limits
+    call runs, and in those they call (up to loops.CALL_DEPTH); interval: what already limits
     call ("" for a call that does not run on every step, whose interval is not named)."""
-    if depth >= _CLOCK_CALL_DEPTH:
+    if depth >= CALL_DEPTH:
         return
     for fn in ctx.loops.callees(call):
         if fn in seen:

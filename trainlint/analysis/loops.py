@@ -27,8 +27,9 @@ from trainlint.analysis.variables import Bindings, is_variable
 
 Loop = (cst.For, cst.While)
 _FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
-# How many calls down a loader handed to module-local functions is followed (as TL108's step functions).
-_CALL_DEPTH = 3
+# How many calls down module-local functions are followed: a loader handed to them (as TL108's step
+# functions), and the rules that read what a call runs (TL101's started processes, TL203's clock reads).
+CALL_DEPTH = 3
 # A value handed to shared functions from many places (a test module's `check(loader)` calls) is
 # followed along this many paths at most.
 _MAX_PATHS = 64
@@ -1340,7 +1341,7 @@ class Loops:
         if loop is not None:
             return [loop]
         fn = self.index.enclosing_function(node)
-        if fn is None or depth >= _CALL_DEPTH:
+        if fn is None or depth >= CALL_DEPTH:
             return []
         out = []
         for call in self.calls_of(fn):
@@ -1738,7 +1739,7 @@ class Loops:
                         self._reach_picked(keyed, depth, out)
                 else:
                     self._reach([target], loop_fn, depth, out, calls, False, False, UNKNOWN, (*given, *bound))
-        if depth < _CALL_DEPTH:
+        if depth < CALL_DEPTH:
             for where in dict.fromkeys(where for _name, where in known):
                 here = [name for name, w in known if w is where]
                 for callee, param, call, only in self._handed_to(here, where):
