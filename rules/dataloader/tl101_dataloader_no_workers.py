@@ -164,8 +164,10 @@ object read through such a handle (`self.x = h5py.File(path)["x"]`, or an item o
 the file; not a copy read out with `[:]`), for a
 dataset class defined inside a function (spawned workers cannot unpickle it), nor
 for a `collate_fn` (also one set on the loader after it is built, `loader.collate_fn = ...`) or
-`worker_init_fn` that is a lambda (never picklable by reference, even at the module's top level), a function defined inside a function or an instance of a class defined inside a
-function (`collate_fn=Collator()`), or such a function the dataset is
+`worker_init_fn` that is a lambda (never picklable by reference, even at the module's top level), a
+function defined inside a function (a method's body too; not a method, `self.collate`, which
+pickles with its object) or an instance of a class defined inside a function
+(`collate_fn=Collator()`), or such a function the dataset is
 built with (`Mapped(base, lambda t: t * 2)`, a transform `Lambda(lambda x: ...)` it is given, also
 through a name; not one a builtin only calls while the data is built, `map(lambda r: ..., rows)`), where
 a local name hides the module `os` the fix calls, or for a framework's training run at the top level
@@ -504,6 +506,14 @@ none.
                 fixed=NO_FIX, message="its `collate_fn` is a lambda, which a worker started by spawn"),
         Invalid(LOCAL_FUNCTION.format(before="    def collate(b):\n        return torch.stack(b)\n", ds="ds",
                                        options=", collate_fn=functools.partial(collate)"),
+                fixed=NO_FIX, message="its `collate_fn` is a function defined inside a function"),
+        # ... also one defined inside a method (simpletransformers' language-modeling `train`,
+        # whose nested `collate` was taken for a method of the class, and workers added).
+        Invalid("import torch\nfrom torch.utils.data import DataLoader\nclass LM:\n"
+                "    def train(self, ds, model, opt):\n        def collate(examples):\n"
+                "            return torch.stack(examples)\n"
+                "        loader = DataLoader(ds, batch_size=8, shuffle=True, collate_fn=collate)\n"
+                "        for x in loader:\n            model(x.cuda()).backward()\n            opt.step()\n",
                 fixed=NO_FIX, message="its `collate_fn` is a function defined inside a function"),
         # An instance of a class defined inside the function (a callable Collator): pickled by its
         # class's name, which spawned workers cannot find ("Can't pickle local object"); the fix

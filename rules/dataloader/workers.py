@@ -194,8 +194,10 @@ def _unpicklable_function(ctx, expr: cst.BaseExpression, at: cst.CSTNode) -> str
            if ctx.index.enclosing_function(v) in (None, ctx.index.enclosing_function(at))):
         return "a lambda"
     for fn in ctx.loops.functions.get(expr.value, ()):
-        outer = ctx.index.enclosing_function(fn)
-        if outer is not None and ctx.index.enclosing_class(fn) is None and ctx.index.contains(outer, at):
+        # Defined in a function (also in a method: the class then holds that function), not a
+        # method itself (`self.collate` pickles with its instance).
+        outer, cls = ctx.index.enclosing_function(fn), ctx.index.enclosing_class(fn)
+        if outer is not None and (cls is None or ctx.index.contains(cls, outer)) and ctx.index.contains(outer, at):
             return "a function defined inside a function"
     return None
 
