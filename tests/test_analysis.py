@@ -97,6 +97,38 @@ def test_a_loop_over_items_written_out_is_no_hot_loop():
     assert hot == ["x, y", "x2", "x3"]
 
 
+def test_a_loop_over_optimizers_is_no_hot_loop():
+    """A loop whose rounds each step the optimizer they take (the loop's target, or an item its
+    index picks: sentence-transformers' loop over training objectives) is part of one step: the
+    loop around it repeats the steps. A loop over batches that picks an optimizer otherwise
+    (`optimizers[i % 2]`), or steps one it does not take, is the hot loop itself."""
+    ctx = ctx_for(
+        "def fit(models, optimizers, schedulers):\n"
+        "    for _ in range(steps):\n"
+        "        for idx in range(len(models)):\n"
+        "            optimizer = optimizers[idx]\n"
+        "            models[idx](x).backward()\n"
+        "            scaler.step(optimizer)\n"
+        "            schedulers[idx].step()\n"
+        "def gan(loader, opts):\n"
+        "    for x in loader:\n"
+        "        for opt in opts:\n"
+        "            model(x).backward()\n"
+        "            opt.step()\n"
+        "def alternate(loader):\n"
+        "    for i, x in enumerate(loader):\n"
+        "        opt = opts[i % 2]\n"
+        "        model(x).backward()\n"
+        "        opt.step()\n"
+        "def fixed(loader):\n"
+        "    for i in range(n):\n"
+        "        for part in parts:\n"
+        "            model(part).backward()\n"
+        "            optimizer.step()\n")
+    hot = sorted(ctx.code(loop.target) for loop in ctx.loops.hot_loops)
+    assert hot == ["_", "i, x", "part", "x"]
+
+
 def test_hot_loop_through_a_called_function():
     ctx = ctx_for(HOT)
     loops = ctx.loops

@@ -273,6 +273,17 @@ _MODULE_NET = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    pa
 
 # A token count added to across micro-batches drawn from an iterator a caller hands in, read once
 # per step (torchtitan's `int(local_valid_tokens)`); {start} is what the count starts as.
+# A step per training objective: the index picks the objective's optimizer (sentence-transformers' fit).
+_OBJECTIVES = (
+    "import torch\nglobal_step = 0\nfor epoch in range(epochs):\n    for _ in range(steps_per_epoch):\n"
+    "        for i in range(len(models)):\n            optimizer = optimizers[i]\n"
+    "            loss = models[i](x.cuda(), y.cuda())\n            loss.backward()\n            optimizer.step()\n"
+    "            {read}\n        global_step += 1\n"
+)
+_ALTERNATING = (
+    "import torch\nfor i, (x, y) in enumerate(loader):\n    optimizer = optimizers[i % 2]\n"
+    "    loss = model(x.cuda(), y.cuda())\n    loss.backward()\n    optimizer.step()\n    {read}\n"
+)
 _TOKEN_COUNT = ("import torch\n\n\ndef train_step(data_iterator):\n    n = {start}\n"
                 "    for _ in range(4):\n        x, labels = next(data_iterator)\n        n += (labels != -100).sum()\n"
                 "        model(x).sum().backward()\n    log({{'tokens': int(n)}})\n    opt.step()\n\n\n"
@@ -332,7 +343,9 @@ no fix); else the loop's own
 counter (the `enumerate` index, also of `tqdm(enumerate(loader))`, `it` of `for it in
 range(n)`, a name it increments by 1, never a tensor: `step_t += 1` of a device tensor is no
 counter; of a micro-batch loop that steps no optimizer, nanoGPT's `for micro_step in
-range(accum):`, the counter of the loop around it that does; in a loop nested in an epoch loop,
+range(accum):`, the counter of the loop around it that does, as of a loop over training
+objectives whose rounds each step the optimizer they take, `optimizer = optimizers[train_idx]`
+(sentence-transformers' fit; the index, restarting every step, held on every step); in a loop nested in an epoch loop,
 a name its body increments by 1 that the outer loop never sets anew, `global_step += 1`, before
 the loop's index, which restarts every epoch) and the script's logging interval (`if it % args.log_interval == 0:`), with `step`
 standing for a counter not found (in the code that runs once per optimizer step under gradient
@@ -958,6 +971,14 @@ of every tenth loss, predictions shorter than their targets).
                 fixed="import torch\nfor iter_num in range(max_iters):\n    for micro_step in range(accum):\n"
                 "        loss = model(x, y) / accum\n        loss.backward()\n        if iter_num % 100 == 0:\n"
                 "            print('micro', loss.item())\n    opt.step()\n"),
+        # A loop over training objectives, each round stepping the optimizer its index picks
+        # (sentence-transformers' fit): part of one step; the loop around it counts steps
+        # (`train_idx % 100 == 0` held on every step, for the first objective).
+        Invalid(_OBJECTIVES.format(read="print(loss.item())"),
+                fixed=_OBJECTIVES.format(read="if global_step % 100 == 0:\n                print(loss.item())")),
+        # ... not a loop over batches that alternates optimizers (a step per batch).
+        Invalid(_ALTERNATING.format(read="print(loss.item())"),
+                fixed=_ALTERNATING.format(read="if i % 100 == 0:\n        print(loss.item())")),
         Invalid(in_training_loop("logger.info('l=%f', loss.item())"),
                 fixed=in_training_loop("if step % 100 == 0:\n    logger.info('l=%f', loss.item())")),
         Invalid(in_training_loop("print('loss', loss.item())"),

@@ -1303,9 +1303,33 @@ class Loops:
         a test checks a few settings, not training steps (timm's unit tests were read as training
         loops). A loop around such a loop is the hot loop, if there is one."""
         loop = self.innermost_loop(site)
-        while loop is not None and self._over_written_items(loop):
+        while loop is not None and (self._over_written_items(loop) or self._over_optimizers(loop)):
             loop = self.innermost_loop(loop)
         return loop
+
+    def _over_optimizers(self, loop: cst.CSTNode) -> bool:
+        """loop goes over optimizers, a step of each: a `for` whose own optimizer steps (not those
+        of a loop inside it) all step the optimizer a round takes, its target (`for opt in
+        optimizers: opt.step()`) or a name the body assigns an item the target indexes
+        (`optimizer = optimizers[train_idx]` in `for train_idx in range(len(objectives))`:
+        sentence-transformers' fit, one step per training objective). Its rounds are parts of one
+        step: its index counts objectives, the loop around it counts steps."""
+        if not isinstance(loop, cst.For):
+            return False
+        steps = [call for call in self.step_calls if is_optimizer_step(call) and self.innermost_loop(call) is loop]
+        if not steps:
+            return False
+        targets = {n.value for n in self.index.walk(loop.target) if isinstance(n, cst.Name)}
+        taken = set(targets)
+        for node in self.index.walk(loop.body):
+            if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                    and isinstance(node.value, cst.Subscript) and len(node.value.slice) == 1 \
+                    and isinstance(index := node.value.slice[0].slice, cst.Index) \
+                    and isinstance(index.value, cst.Name) and index.value.value in targets:
+                taken.add(node.targets[0].target.value)
+        return all(any(isinstance(n, cst.Name) and n.value in taken
+                       for part in (call.func.value, *(a.value for a in call.args)) for n in self.index.walk(part))
+                   for call in steps)
 
     def _over_written_items(self, loop: cst.CSTNode) -> bool:
         """loop is a `for` over a tuple, list or set display with no starred element, or over a
@@ -1402,13 +1426,8 @@ class Loops:
         for call in self.step_calls:
             fn = self.index.enclosing_function(call)
             loop = self.innermost_loop(call)
-            if fn is None or fn in runs or loop is None or not is_optimizer_step(call):
+            if fn is None or fn in runs or loop is None or not is_optimizer_step(call) or self._over_optimizers(loop):
                 continue
-            if isinstance(loop, cst.For):
-                targets = {n.value for n in self.index.walk(loop.target) if isinstance(n, cst.Name)}
-                used = [call.func.value] + [a.value for a in call.args]
-                if any(isinstance(n, cst.Name) and n.value in targets for u in used for n in self.index.walk(u)):
-                    continue  # steps each optimizer the loop goes over
             runs.add(fn)
         return frozenset(runs)
 
