@@ -134,6 +134,14 @@ def is_step_call(call: cst.Call, names: Names) -> bool:
     return names.qualified(func) == "torch.autograd.backward"
 
 
+def _returns_at_end(loop: cst.CSTNode) -> bool:
+    """The loop's body ends with a `return`: it goes round again only where a `continue` sends it
+    (a retry), not once per step."""
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else []
+    last = body[-1] if body else None
+    return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)
+
+
 def is_optimizer_step(call: cst.Call) -> bool:
     """Of the step calls (is_step_call), `opt.step()` / `scaler.step(opt)`; the others are backwards."""
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"
@@ -1301,10 +1309,18 @@ class Loops:
         written out (`for dtype in (torch.float16, torch.bfloat16):`, `for grad in grads` after
         `grads = [g, 10 * g, 0.1 * g]`), which run once per item written: a handful of cases, as
         a test checks a few settings, not training steps (timm's unit tests were read as training
-        loops). A loop around such a loop is the hot loop, if there is one."""
+        loops). A loop around such a loop is the hot loop, if there is one. Past a loop over
+        optimizers too (_over_optimizers), whose rounds make one step, to the loop around it that
+        repeats steps; not where none does: none there, or a loop that runs its body once and
+        returns, round again only to retry (composer's `while True:` around a batch that may run
+        out of memory), as the loop over optimizers is all that repeats steps in sight there."""
         loop = self.innermost_loop(site)
-        while loop is not None and (self._over_written_items(loop) or self._over_optimizers(loop)):
-            loop = self.innermost_loop(loop)
+        while loop is not None:
+            around = self.innermost_loop(loop)
+            if not (self._over_written_items(loop)
+                    or self._over_optimizers(loop) and around is not None and not _returns_at_end(around)):
+                break
+            loop = around
         return loop
 
     def _over_optimizers(self, loop: cst.CSTNode) -> bool:
