@@ -126,9 +126,11 @@ backward, no optimizer step: an offline pass over shards of a dataset, one proce
 DeepSpeed's data analyzer runs), where the script spreads its loading over those processes
 already. A process that trains (one per rank, as scripts started before torchrun do) is reported
 as any training loader is.
-Nor is a loader of a test module (`test_*.py`, `*_test.py`, a file under `tests/`) with no
-training loop: its batches feed the test's assertions (values, shapes, sharding), and workers
-would only make the test start processes. A test that trains is reported as any script is.
+Nor is a loader of a test module (`test_*.py`, `*_test.py`, a file under `tests/`) that feeds
+no training (no training loop in the module, or none goes over it: accelerate's sharding and
+seed checks beside its tests that train): its batches feed the test's assertions (values,
+shapes, sharding), and workers would only make the test start processes. A test's training
+loader is reported as any script's is.
 Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
@@ -791,8 +793,10 @@ none.
         workers = workers_value(ctx, call)
         if workers != 0 or isinstance(workers, bool):
             return
-        if ctx.is_test_without_training:
-            return  # a test's loader feeds its assertions; workers would only start processes
+        if ctx.is_test and (ctx.is_test_without_training or not _feeds_training(ctx, call)):
+            # A test's loader that feeds no training feeds its assertions (values, sharding, seeds),
+            # even beside a test that trains; workers would only start processes.
+            return
         if queue_fed_builds(ctx, call)[1]:
             return  # the producer filling its queue does the loading, beside training already
         if started_in_processes(ctx, call):
@@ -830,6 +834,11 @@ none.
 
 def _process(ctx, call: cst.Call) -> str:
     """Where the batches are loaded, as the message says it: the training process for a loader
-    that feeds training (and a Trainer's), the main process for one that only evaluates or
-    predicts (`val_loader`, a loop with no optimizer step, `predict()`'s loader)."""
-    return "training process" if builds_trainer_loader(ctx, call) or is_training_loader(ctx, call) else "main process"
+    that feeds training, the main process for one that only evaluates or predicts (`val_loader`,
+    a loop with no optimizer step, `predict()`'s loader)."""
+    return "training process" if _feeds_training(ctx, call) else "main process"
+
+
+def _feeds_training(ctx, call: cst.Call) -> bool:
+    """The loader feeds training: a Trainer's, or one a loop that steps goes over (is_training_loader)."""
+    return builds_trainer_loader(ctx, call) or is_training_loader(ctx, call)
