@@ -24,9 +24,16 @@ def test_tl101_leaves_the_loader_of_a_test_that_trains_nothing_alone():
         assert _codes(_VALUES, path) == [], path
 
 
+# A test's evaluation pass: the model runs on the batches.
+_EVALUATES = ("\n\ndef test_evaluation_runs():\n"
+              "    loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)\n"
+              "    for (x,) in loader:\n        outputs.append(model(x))\n")
+
+
 def test_tl101_reports_the_training_loaders_of_a_test_module():
-    """In a test module that trains, the loader a training loop goes over is reported; one whose
-    batches only feed assertions is not, as in a module that trains nothing (accelerate's
-    test_sync.py and test_script.py check sharding and seeds beside tests that train)."""
-    assert _codes(_TRAINS, "tests/test_train.py") == [("TL101", 11)]
-    assert _codes(_TRAINS, "train.py") == [("TL101", 6), ("TL101", 11)]
+    """In a test module that trains, the loader a training loop goes over is reported, and one
+    whose batches a model runs on (an evaluation pass of a fine-tuning script named test_*.py);
+    one whose batches only feed assertions is not, as in a module that trains nothing
+    (accelerate's test_sync.py and test_script.py check sharding and seeds beside tests that train)."""
+    assert _codes(_TRAINS + _EVALUATES, "tests/test_train.py") == [("TL101", 11), ("TL101", 18)]
+    assert _codes(_TRAINS + _EVALUATES, "train.py") == [("TL101", 6), ("TL101", 11), ("TL101", 18)]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.batches import batches_made_on_device, builds_trainer_loader, dataset_held_on_device
+from trainlint.analysis.batches import batches_made_on_device, builds_trainer_loader, dataset_held_on_device, loader_batches
+from trainlint.analysis.tensors import pure_tensor_method
+from trainlint.analysis.tree import LIST_ADDS
 from trainlint.rule import NO_FIX, Invalid, Option, Valid
 
 from .cases import (
@@ -126,11 +128,12 @@ backward, no optimizer step: an offline pass over shards of a dataset, one proce
 DeepSpeed's data analyzer runs), where the script spreads its loading over those processes
 already. A process that trains (one per rank, as scripts started before torchrun do) is reported
 as any training loader is.
-Nor is a loader of a test module (`test_*.py`, `*_test.py`, a file under `tests/`) that feeds
-no training (no training loop in the module, or none goes over it: accelerate's sharding and
-seed checks beside its tests that train): its batches feed the test's assertions (values,
-shapes, sharding), and workers would only make the test start processes. A test's training
-loader is reported as any script's is.
+Nor is a loader of a test module (`test_*.py`, `*_test.py`, a file under `tests/`) with no
+training loop, or one that feeds no training and whose batches no model is seen to run on (the
+loops over it only collect, compare or drop them: accelerate's sharding and seed checks beside
+its tests that train): its batches feed the test's assertions (values, shapes, sharding), and
+workers would only make the test start processes. A test's training loader, and an evaluation
+pass of a fine-tuning script named `test_*.py`, are reported as any script's are.
 Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
@@ -793,9 +796,9 @@ none.
         workers = workers_value(ctx, call)
         if workers != 0 or isinstance(workers, bool):
             return
-        if ctx.is_test and (ctx.is_test_without_training or not _feeds_training(ctx, call)):
-            # A test's loader that feeds no training feeds its assertions (values, sharding, seeds),
-            # even beside a test that trains; workers would only start processes.
+        if ctx.is_test and (ctx.is_test_without_training or not _feeds_training(ctx, call) and _only_checked(ctx, call)):
+            # A test's loader that feeds no training and no model feeds its assertions (values,
+            # sharding, seeds), even beside a test that trains; workers would only start processes.
             return
         if queue_fed_builds(ctx, call)[1]:
             return  # the producer filling its queue does the loading, beside training already
@@ -837,6 +840,51 @@ def _process(ctx, call: cst.Call) -> str:
     that feeds training, the main process for one that only evaluates or predicts (`val_loader`,
     a loop with no optimizer step, `predict()`'s loader)."""
     return "training process" if _feeds_training(ctx, call) else "main process"
+
+
+def _only_checked(ctx, call: cst.Call) -> bool:
+    """The passes over the loader (loops, loader_batches, and comprehensions) hand its batches to
+    no call that may run a model: the pass's target, and the names a loop's body assigns from
+    it, are read only by builtins (`len`, `isinstance`), torch's functions (`torch.equal`), a
+    tensor's reads (`b[0].tolist()`), a list's adds (`items.append(batch["x"])`), comparisons and
+    assertions, or not at all (`for step, _ in enumerate(dl)`): accelerate's sharding and seed
+    checks. Not when no pass over it is seen."""
+    passes = [(loop.body, target) for loop, target in loader_batches(ctx, call, shared=True)]
+    passes += [(ctx.parent(clause), clause.target) for clause in ctx.loops.comprehensions_over(call, shared=True)]
+    for body, target in passes:
+        held = {n.value for n in ctx.index.walk(target) if isinstance(n, cst.Name)} - {"_"}
+        assigns = [node for node in ctx.index.walk(body) if isinstance(node, cst.Assign)]
+        grown = True
+        while grown:  # `x = batch["x"]`, then `xs = x.tolist()`
+            grown = False
+            for node in assigns:
+                if _reads(ctx, node.value, held):
+                    new = {n.value for t in node.targets for n in ctx.index.walk(t.target) if isinstance(n, cst.Name)}
+                    grown, held = grown or not new <= held, held | new
+        for node in ctx.index.walk(body):
+            if isinstance(node, cst.Call) and _hands_on(ctx, node, held):
+                return False
+    return bool(passes)
+
+
+def _hands_on(ctx, call: cst.Call, held: set[str]) -> bool:
+    """call is handed one of the held names (an argument, or the object of its method) and may do
+    more with it than read or collect it (_only_checked)."""
+    func = call.func
+    method_of_held = isinstance(func, cst.Attribute) and _reads(ctx, func.value, held)
+    if not (method_of_held or any(_reads(ctx, a.value, held) for a in call.args)):
+        return False
+    qualified = ctx.names.qualified(func) or ""
+    if qualified.startswith(("builtins.", "torch.")):
+        return False
+    if isinstance(func, cst.Attribute):
+        return not (func.attr.value in LIST_ADDS and not method_of_held
+                    or method_of_held and pure_tensor_method(func.attr.value))
+    return True
+
+
+def _reads(ctx, expr: cst.CSTNode, names: set[str]) -> bool:
+    return any(isinstance(n, cst.Name) and n.value in names for n in ctx.index.walk(expr))
 
 
 def _feeds_training(ctx, call: cst.Call) -> bool:
