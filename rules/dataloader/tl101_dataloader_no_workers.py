@@ -167,7 +167,7 @@ or `tarfile.open`: forked workers would share its position; `h5py.File` or `tabl
 is not fork-safe; `lmdb.open` or `sqlite3.connect`: not to be used after a fork), also an
 object read through such a handle (`self.x = h5py.File(path)["x"]`, or an item of a name bound to
 the file; not a copy read out with `[:]`), for a
-dataset class defined inside a function (spawned workers cannot unpickle it), nor
+dataset class defined inside a function (it cannot be pickled for spawned workers), nor
 for a `collate_fn` (also one set on the loader after it is built, `loader.collate_fn = ...`) or
 `worker_init_fn` that is a lambda (never picklable by reference, even at the module's top level), a
 function defined inside a function (a method's body too; not a method, `self.collate`, which
@@ -376,7 +376,7 @@ none.
                 "    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n",
                 message="loads batches in the training process; set `num_workers=min(8, os.cpu_count() or 1)` so "
                         "workers prepare the next batches while the GPU trains"),
-        # A collate_fn set after the loader is built that spawned workers could not unpickle (a
+        # A collate_fn set after the loader is built that could not be pickled for spawned workers (a
         # lambda, a function defined inside a function): no workers added (before: added).
         Invalid(_SET_LATER_IN_MAIN.format(define="    def keep(batch):\n        return batch\n\n", collate="keep"),
                 fixed=NO_FIX, message="its `collate_fn` (set after it is built) is a function defined inside a function"),
@@ -443,7 +443,7 @@ none.
         Invalid("from torch.utils.data import DataLoader\ndef main(ds, os='linux'):\n    loader = DataLoader(ds)\n"
                 "    for b in loader:\n        model(b).backward()\n        opt.step()\n", fixed=NO_FIX),
         # A dataset that keeps an open file on itself (workers would share its position), or whose
-        # class is defined in a function (spawned workers cannot unpickle it): no workers fix.
+        # class is defined in a function (it cannot be pickled for spawned workers): no workers fix.
         Invalid("from torch.utils.data import DataLoader, Dataset\nclass Records(Dataset):\n    def __init__(self, path):\n"
                 "        self.f = open(path, 'rb')\n    def __getitem__(self, i):\n        self.f.seek(i * 64)\n"
                 "        return self.f.read(64)\ndef main():\n    loader = DataLoader(Records('r.bin'))\n"
@@ -508,7 +508,7 @@ none.
         # with (directly or in a transform it is given): the fix once added workers that raised
         # AttributeError under spawn (macOS, Windows).
         Invalid(LOCAL_FUNCTION.format(before="", ds="ds", options=", collate_fn=lambda b: torch.stack(b) * 2"),
-                fixed=NO_FIX, message="its `collate_fn` is a lambda, which a worker started by spawn"),
+                fixed=NO_FIX, message="its `collate_fn` is a lambda, which cannot be pickled for a worker started by spawn"),
         Invalid(LOCAL_FUNCTION.format(before="    def collate(b):\n        return torch.stack(b)\n", ds="ds",
                                        options=", collate_fn=functools.partial(collate)"),
                 fixed=NO_FIX, message="its `collate_fn` is a function defined inside a function"),
@@ -527,8 +527,8 @@ none.
                                               "            return torch.stack(b)\n", ds="ds",
                                        options=", collate_fn=Collator()"),
                 fixed=NO_FIX, message="its `collate_fn` is an instance of a class defined inside a function, "
-                                      "which a worker started by spawn or forkserver (macOS, Windows, Linux from "
-                                      "Python 3.14) cannot unpickle; define the class at the module's top level"),
+                                      "which cannot be pickled for a worker started by spawn or forkserver (macOS, "
+                                      "Windows, Linux from Python 3.14); define the class at the module's top level"),
         Invalid(LOCAL_FUNCTION.format(before="    class Collator:\n        def __call__(self, b):\n"
                                               "            return torch.stack(b)\n    collate = Collator()\n",
                                        ds="ds", options=", collate_fn=collate"),

@@ -300,7 +300,7 @@ message says so). Moving tokenizing and decoding offline is left to you.
                 fixed=_SRC.format(body="imgs = [Image.open(p) for p in batch]",
                                   args="collate_fn=collate, num_workers=min(8, os.cpu_count() or 1)")),
         Invalid(_SRC.format(body="batch = [b.cuda() for b in batch]", args="collate_fn=collate"), fixed=NO_FIX),
-        # A lambda collate_fn: workers started by spawn cannot unpickle it; no workers added.
+        # A lambda collate_fn: it cannot be pickled for workers started by spawn; no workers added.
         Invalid(_SRC.format(body="pass", args="collate_fn=lambda b: tokenizer(b, padding=True)"),
                 fixed=NO_FIX, message="no workers added: its `collate_fn` is a lambda"),
         # An iterable dataset that does not split its stream by worker: no workers added.

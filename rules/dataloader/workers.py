@@ -105,14 +105,16 @@ def workers_advice(ctx, call: cst.Call) -> str | None:
         return (f"`{cls.name.value}` opens `{attribute}` in `__init__`, and {_fork_hazard(opener)}; open it in the "
                 f"worker instead (lazily in `__getitem__`, or in a `worker_init_fn`)")
     if cls is not None and ctx.index.enclosing_function(cls) is not None:
-        return (f"`{cls.name.value}` is defined inside a function, so a worker started by spawn or forkserver "
-                f"(macOS, Windows, Linux from Python 3.14) cannot unpickle it; define it at the module's top level")
+        # pickle sends a class or function by its name, which a local one has not: the parent fails
+        # to pickle it ("Can't pickle local object") when the loader starts the workers.
+        return (f"`{cls.name.value}` is defined inside a function, so it cannot be pickled for a worker started by "
+                f"spawn or forkserver (macOS, Windows, Linux from Python 3.14); define it at the module's top level")
     unpicklable = _unpicklable(ctx, call)
     if unpicklable is not None:
         remedy = "define the class at the module's top level" if unpicklable.endswith(_LOCAL_INSTANCE) \
             else "define it as a function at the module's top level"
-        return (f"{unpicklable}, which a worker started by spawn or forkserver (macOS, Windows, Linux from "
-                f"Python 3.14) cannot unpickle; {remedy}")
+        return (f"{unpicklable}, which cannot be pickled for a worker started by spawn or forkserver (macOS, "
+                f"Windows, Linux from Python 3.14); {remedy}")
     return None
 
 
