@@ -58,7 +58,9 @@ A suggestion only, never written: the switch also needs the launcher, the proces
         Valid("from mylib import DataParallel\nmodel = DataParallel(model)\n"),
     ]
     invalid = [
-        Invalid("import torch\nmodel = torch.nn.DataParallel(model)\n", fixed=NO_FIX, message="torchrun"),
+        Invalid("import torch\nmodel = torch.nn.DataParallel(model)\n", fixed=NO_FIX,
+                message="copies the model to each on every call and gathers the outputs (and in training the "
+                        "gradients) on GPU 0; use `torch.nn.parallel.DistributedDataParallel`"),
         Invalid("from torch import nn\nif torch.cuda.device_count() > 1:\n    model = nn.DataParallel(model, device_ids=[0, 1])\n",
                 fixed=NO_FIX),
         Invalid("from torch.nn import DataParallel as DP\nnet = DP(net).cuda()\n", fixed=NO_FIX),
@@ -75,15 +77,18 @@ A suggestion only, never written: the switch also needs the launcher, the proces
         ctx = self.ctx
         if ctx.names.qualified(node.func) in _FUNCTIONAL_DATA_PARALLEL:
             self.report(node, "`data_parallel` replicates the module to every GPU on each call, from one process, "
-                              "and funnels outputs and gradients through the first; use "
+                              "and gathers the outputs (and in training the gradients) on the first; use "
                               "`torch.nn.parallel.DistributedDataParallel` with one process per GPU, launched with "
                               "`torchrun --nproc-per-node <gpus>`")
             return
         if not ctx.names.is_a(node.func, "torch.nn.DataParallel"):
             return
-        self.report(node, "`DataParallel` drives all GPUs from one process and funnels outputs and gradients "
-                          "through GPU 0; use `torch.nn.parallel.DistributedDataParallel` with one process per GPU, "
-                          "launched with `torchrun --nproc-per-node <gpus>`", self._suggestion(node))
+        # Said of every call, training or not: an evaluation pass copies the model and gathers
+        # outputs as well, only without gradients.
+        self.report(node, "`DataParallel` drives all GPUs from one process, copies the model to each on every "
+                          "call and gathers the outputs (and in training the gradients) on GPU 0; use "
+                          "`torch.nn.parallel.DistributedDataParallel` with one process per GPU, launched with "
+                          "`torchrun --nproc-per-node <gpus>`", self._suggestion(node))
 
     def _suggestion(self, node: cst.Call):
         ctx = self.ctx
