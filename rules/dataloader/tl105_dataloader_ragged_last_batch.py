@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from trainlint.analysis.batches import dataset_builds, dataset_class, loader_arg, method_of
+from trainlint.analysis.words import words
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Valid
 
@@ -129,7 +130,10 @@ A `drop_last` passed by position is replaced where it stands. A loader built by 
 (`{x: DataLoader(sets[x], shuffle=True) for x in ["train", "val"]}`) stands for the evaluation
 loaders too: the fix sets `drop_last` per key (`drop_last=x == "train"`) where the keys are
 written and one of them (`"train"`, `"training"`) names the training set; otherwise it is
-reported with no fix, the message showing that setting. A loader that is also gone over by a
+reported with no fix, the message showing that setting. A comprehension over datasets rather than
+splits (`[DataLoader(ds, ...) for ds in datasets]`: written strings, a dict keyed by the name, or
+a name such as `split` or `phase` say splits) is reported with no fix and no per-key setting:
+`drop_last=True` fits where every loader it builds trains. A loader that is also gone over by a
 pass that trains nothing (a loop with no optimizer step, as in an `evaluate(model, train_loader)`
 of the module, a comprehension over it, or a call of another module's function named for
 evaluation) is reported with no fix: that pass would skip the last partial batch too.
@@ -256,6 +260,14 @@ evaluation) is reported with no fix: that pass would skip the last partial batch
                       "            loss = model(x, y)\n            if phase == 'train':\n"
                       "                loss.backward()\n                opt.step()\n",
                 message="`drop_last=x == 'train'`"),
+        # One loader per dataset, not per split (the objectives of a multi-task fit): which of
+        # them train is not known, and a per-key test would be nonsense (it read `ds == "train"`).
+        Invalid("from torch.utils.data import DataLoader\n"
+                "loaders = [DataLoader(ds, 4, shuffle=True) for ds in datasets]\n"
+                "for epoch in range(3):\n    for loader in loaders:\n        for x, y in loader:\n"
+                "            loss = model(x, y)\n            loss.backward()\n            opt.step()\n",
+                fixed=NO_FIX, message="set `drop_last=True` if every loader this call builds (one per `ds`) is for "
+                                      "training"),
         # Keys not written (or none of them the training set's): the setting is shown, not written.
         Invalid("from torch.utils.data import DataLoader\n"
                 "loaders = {x: DataLoader(sets[x], 4, shuffle=True) for x in phases}\n"
@@ -345,7 +357,13 @@ evaluation) is reported with no fix: that pass would skip the last partial batch
             # One call builds the evaluation loaders too (`{x: DataLoader(...) for x in ["train",
             # "val"]}`): dropping their last batch would drop evaluation samples. Where the keys
             # are written and one of them names the training set, the setting is per key.
-            name, train = per_key
+            name, train, by_split = per_key
+            if not by_split:
+                # `[DataLoader(ds, ...) for ds in datasets]`: one loader per dataset, not per split;
+                # which of them train is not known here (a `ds == "train"` test would be nonsense).
+                self.report(call, f"{problem}; set `drop_last=True` if every loader this call builds (one per "
+                                  f"`{name}`) is for training")
+                return
             q = ctx.quote
             value = f"{name} == {q}{train or 'train'}{q}"
             fix = None
@@ -507,11 +525,18 @@ def _first_dimension(ctx, expr: cst.BaseExpression, depth: int) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _comprehension_key(ctx, call: cst.Call) -> tuple[str, str | None] | None:
-    """(the name, the training key) when call is the element of a comprehension that builds one
-    loader per value of that name (`{x: DataLoader(sets[x], ...) for x in ["train", "val"]}`:
-    ("x", "train")); the training key is the one string of a written list of them that names the
-    training set (`"train"`, `"training"`), else None. None when call is no such element."""
+# Names of a comprehension's variable that say it goes over splits (`for split in splits`).
+_SPLIT_WORDS = frozenset({"split", "splits", "phase", "phases", "mode", "modes", "stage", "stages", "subset", "partition"})
+
+
+def _comprehension_key(ctx, call: cst.Call) -> tuple[str, str | None, bool] | None:
+    """(the name, the training key, whether the name goes over splits) when call is the element of
+    a comprehension that builds one loader per value of that name (`{x: DataLoader(sets[x], ...)
+    for x in ["train", "val"]}`: ("x", "train", True)); the training key is the one string of a
+    written list of them that names the training set (`"train"`, `"training"`), else None. The
+    name goes over splits when the values are written strings, the comprehension is a dict keyed
+    by it, or its words say so (`split`, `phase`); not `for ds in datasets`. None when call is no
+    such element."""
     comp = ctx.parent(call)
     if not isinstance(comp, (cst.DictComp, cst.ListComp, cst.SetComp, cst.GeneratorExp)):
         return None
@@ -523,4 +548,7 @@ def _comprehension_key(ctx, call: cst.Call) -> tuple[str, str | None] | None:
     keys = comp.for_in.iter
     values = [ctx.literal(e.value) for e in keys.elements] if isinstance(keys, (cst.List, cst.Tuple)) else []
     train = [v for v in values if isinstance(v, str) and v.lower() in ("train", "training")]
-    return target.value, train[0] if len(train) == 1 and all(isinstance(v, str) for v in values) else None
+    written = bool(values) and all(isinstance(v, str) for v in values)
+    by_split = written or isinstance(comp, cst.DictComp) and ctx.dotted(comp.key) == target.value \
+        or bool(words(target.value) & _SPLIT_WORDS)
+    return target.value, train[0] if len(train) == 1 and written else None, by_split
