@@ -186,7 +186,10 @@ weighs exactly 0 in the softmax, as `-inf` does, while the row's real scores sta
 off. An `import math` (a plain top-level import) that only the replaced code used, for its
 `math.sqrt(d)` scale, is removed with it; where several blocks of the file use it, and only their
 fixes together leave it unused, their findings share one fix that rewrites them all and removes it
-(not in a file with suppression comments, where the import stays).
+(not in a file with suppression comments, where the import stays). A scale that is a tensor (a
+learned temperature, `self.logit_scale.exp()`) has no fix, as `scale=` takes a Python float; the
+message shows the query folded with it (`q * self.temperature`, with `scale=1.0`: timm's XCiT does
+so), exact where the tensor holds one value or one per head, which it cannot tell from the code.
 """
     _HEAD = "import math\nimport torch\nimport torch.nn.functional as F\n\ndef attend(q, k, v, mask):\n"
     # The fixed code of a scale written with `math.sqrt`: the import only it used goes too.
@@ -273,8 +276,11 @@ fixes together leave it unused, their findings share one fix that rewrites them 
                 fixed=_HEAD + "    B, F, N, C = q.shape\n"
                               "    return torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=C ** -0.5)\n"),
         # No fix, and the message says why.
+        # A tensor scale folds into the query (as timm's XCiT does), which the message shows.
         Invalid(_HEAD + "    s = (q @ k.transpose(-2, -1)) * self.logit_scale.exp()\n    return s.softmax(-1) @ v\n",
-                fixed=NO_FIX, message="; not fixed: the scale is a tensor"),
+                fixed=NO_FIX, message="; not fixed: the scale is a tensor (a learned temperature), and `scale=` takes a "
+                                      "Python float; where it holds one value, or one per head, pass "
+                                      "`q * self.logit_scale.exp()` as the query with `scale=1.0`"),
         # k transposed in a statement of its own.
         Invalid(_HEAD + "    kt = k.transpose(-2, -1)\n    s = (q @ kt) * 0.125\n    return s.softmax(dim=-1) @ v\n",
                 fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, scale=0.125)\n"),
@@ -409,7 +415,7 @@ fixes together leave it unused, their findings share one fix that rewrites them 
         Invalid("import torch\nfrom torch import nn\n\nclass A(nn.Module):\n    def __init__(self):\n"
                 "        super().__init__()\n        self.register_buffer('tau', torch.full((2, 1, 1), 0.3))\n\n"
                 "    def forward(self, q, k, v):\n        return torch.softmax(q @ k.transpose(-2, -1) / self.tau, dim=-1) @ v\n",
-                fixed=NO_FIX, message="not fixed: the scale is a tensor"),
+                fixed=NO_FIX, message="pass `q / self.tau` as the query with `scale=1.0`"),
         # A number added to the scores is no attn_mask (SDPA takes a tensor); a parameter defaulting to one.
         Invalid(_HEAD + "    s = q @ k.transpose(-2, -1) * 0.125 + 1.0\n    return s.softmax(dim=-1) @ v\n",
                 fixed=NO_FIX, message="is a number"),
@@ -899,7 +905,9 @@ fixes together leave it unused, their findings share one fix that rewrites them 
         if op is None:
             return "1.0"
         expr = op.expr
-        self._check_float(expr)
+        # A tensor scale goes into q instead (timm's XCiT: `q * self.temperature`, `scale=1.0`).
+        folded = f"{_atom(ctx.code(att.q), att.q)} {'*' if op.kind == 'scale-mul' else '/'} {_atom(ctx.code(expr), expr)}"
+        self._check_float(expr, folded)
         if op.kind == "scale-mul":
             inverse = _sqrt_of(ctx, expr, inverse=True)
             if inverse is not None and _is_head_dim(ctx, inverse, att):
@@ -913,19 +921,23 @@ fixes together leave it unused, their findings share one fix that rewrites them 
             code = _atom(code, expr)  # `1 / d ** 0.5` needs no parentheses, `1 / (a * b)` does
         return f"1 / {code}"
 
-    def _check_float(self, expr) -> None:
-        """SDPA's scale must be a Python float: a tensor-valued scale (a learnable temperature) has no rewrite."""
+    def _check_float(self, expr, folded: str) -> None:
+        """SDPA's scale must be a Python float: a tensor-valued scale (a learnable temperature) has no
+        rewrite. The reason says how to fold it into q (folded: q times or over it) where that is
+        exact: a tensor of one value, or of one per head, scales each row of q's scores alike."""
         ctx = self.ctx
+        tensor_scale = (f"{_TENSOR_SCALE}; where it holds one value, or one per head, pass `{folded}` as the query "
+                        f"with `scale=1.0`")
         if _tensor_valued(ctx, expr):  # torch calls, tensor methods (`self.logit_scale.exp()`); math.sqrt is fine
-            raise _NoFix(_TENSOR_SCALE)
+            raise _NoFix(tensor_scale)
         fn = ctx.index.enclosing_function(expr)
         for node in ctx.index.walk(expr):
             if isinstance(node, cst.Attribute) and (ctx.dotted(node) or "").startswith("self."):
                 value = self._module_assignment(node)  # self.t = nn.Parameter(...)
                 if value is not None and (ctx.names.qualified(value.func) or "").startswith("torch."):
-                    raise _NoFix(_TENSOR_SCALE)
+                    raise _NoFix(tensor_scale)
                 if self._is_buffer(node):  # self.register_buffer("tau", torch.full(...))
-                    raise _NoFix(_TENSOR_SCALE)
+                    raise _NoFix(tensor_scale)
             parent = ctx.parent(node)
             if isinstance(node, cst.Name) and not (isinstance(parent, cst.Attribute) and parent.attr is node):
                 # A local computed from tensors (`logit_scale = self.logit_scale.clamp(max=m).exp()`).
@@ -933,7 +945,7 @@ fixes together leave it unused, their findings share one fix that rewrites them 
                     if ctx.index.enclosing_function(assign) is fn and any(
                             isinstance(t.target, cst.Name) and t.target.value == node.value for t in assign.targets) \
                             and _tensor_valued(ctx, assign.value):
-                        raise _NoFix(_TENSOR_SCALE)
+                        raise _NoFix(tensor_scale)
 
     def _check_tensor_mask(self, expr) -> None:
         """An additive term becomes attn_mask=, which must be a tensor: a number (`+ 1.0`, or a parameter
