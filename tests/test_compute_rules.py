@@ -256,6 +256,31 @@ def test_learnable_temperature_is_reported_without_fix():
     assert fixed == code
 
 
+@pytest.mark.parametrize("scores, key", [
+    # timm's cross-covariance attention (EdgeNeXt): normalized q and k, a per-head temperature.
+    ("(F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)) * self.temperature", "F.normalize(k, dim=-1)"),
+    ("q @ k.transpose(-2, -1) / self.temperature", "k"),
+])
+def test_tensor_scale_advice_folds_into_the_query_exactly(scores, key):
+    """The message's advice for a per-head temperature (no fix: `scale=` takes a float) is
+    exact: SDPA of the query it shows, with `scale=1.0`, gives the module's output."""
+    code = HEAD + ("class A(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                   "        self.temperature = nn.Parameter(torch.rand(3, 1, 1) + 0.5)\n"
+                   f"    def forward(self, q, k, v):\n        s = {scores}\n        return s.softmax(-1) @ v\n")
+    _fixed, found = _fix(code)
+    assert [d.code for d in found] == ["TL601"] and found[0].fix is None
+    folded = found[0].message.split("pass `", 1)[1].split("` as the query", 1)[0]
+    namespace: dict = {}
+    exec(compile(code, "attn.py", "exec"), namespace)
+    module = namespace["A"]()
+    q, k, v, _keep = _inputs(S=5)
+    with torch.no_grad():
+        expected = module(q, k, v)
+        scope = {**namespace, "self": module, "q": q, "k": k}
+        got = torch.nn.functional.scaled_dot_product_attention(eval(folded, scope), eval(key, scope), v, scale=1.0)
+    assert torch.allclose(got, expected, atol=1e-5)
+
+
 def test_zero_grad_fix_runs():
     code = ("import torch\nmodel = torch.nn.Linear(3, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
             "model(torch.ones(1, 3)).sum().backward()\nopt.step()\nopt.zero_grad(set_to_none=False)\n")
