@@ -906,7 +906,8 @@ so), exact where the tensor holds one value or one per head, which it cannot tel
             return "1.0"
         expr = op.expr
         # A tensor scale goes into q instead (timm's XCiT: `q * self.temperature`, `scale=1.0`).
-        folded = f"{_atom(ctx.code(att.q), att.q)} {'*' if op.kind == 'scale-mul' else '/'} {_atom(ctx.code(expr), expr)}"
+        operator = "*" if op.kind == "scale-mul" else "/"
+        folded = f"{_atom(ctx.code(att.q), att.q)} {operator} {_atom(ctx.code(expr), expr)}"
         self._check_float(expr, folded)
         if op.kind == "scale-mul":
             inverse = _sqrt_of(ctx, expr, inverse=True)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.batches import batches_made_on_device, builds_trainer_loader, dataset_held_on_device, loader_batches
+from trainlint.analysis.batches import (
+    batches_made_on_device,
+    builds_trainer_loader,
+    dataset_held_on_device,
+    derived_names,
+    loader_batches,
+    mentions_any,
+)
 from trainlint.analysis.tensors import pure_tensor_method
 from trainlint.analysis.tree import LIST_ADDS
 from trainlint.rule import NO_FIX, Invalid, Option, Valid
@@ -844,26 +851,18 @@ def _process(ctx, call: cst.Call) -> str:
 
 def _only_checked(ctx, call: cst.Call) -> bool:
     """The passes over the loader (loops, loader_batches, and comprehensions) hand its batches to
-    no call that may run a model: the pass's target, and the names a loop's body assigns from
-    it, are read only by builtins (`len`, `isinstance`), torch's functions (`torch.equal`), a
-    tensor's reads (`b[0].tolist()`), a list's adds (`items.append(batch["x"])`), comparisons and
-    assertions, or not at all (`for step, _ in enumerate(dl)`): accelerate's sharding and seed
-    checks. Not when no pass over it is seen."""
+    no call that may run a model: the pass's target, and the names bound from it there
+    (derived_names), are read only by builtins (`len`, `isinstance`), torch's functions
+    (`torch.equal`), a tensor's reads (`b[0].tolist()`), a list's adds (`items.append(batch["x"])`),
+    comparisons and assertions, or not at all (`for step, _ in enumerate(dl)`): accelerate's
+    sharding and seed checks. Not when no pass over it is seen."""
     passes = [(loop.body, target) for loop, target in loader_batches(ctx, call, shared=True)]
     passes += [(ctx.parent(clause), clause.target) for clause in ctx.loops.comprehensions_over(call, shared=True)]
     for body, target in passes:
         held = {n.value for n in ctx.index.walk(target) if isinstance(n, cst.Name)} - {"_"}
-        assigns = [node for node in ctx.index.walk(body) if isinstance(node, cst.Assign)]
-        grown = True
-        while grown:  # `x = batch["x"]`, then `xs = x.tolist()`
-            grown = False
-            for node in assigns:
-                if _reads(ctx, node.value, held):
-                    new = {n.value for t in node.targets for n in ctx.index.walk(t.target) if isinstance(n, cst.Name)}
-                    grown, held = grown or not new <= held, held | new
-        for node in ctx.index.walk(body):
-            if isinstance(node, cst.Call) and _hands_on(ctx, node, held):
-                return False
+        held = derived_names(ctx, body, held, mentions_any)  # `x = batch["x"]`, then `xs = x.tolist()`
+        if any(isinstance(node, cst.Call) and _hands_on(ctx, node, held) for node in ctx.index.walk(body)):
+            return False
     return bool(passes)
 
 
@@ -871,8 +870,8 @@ def _hands_on(ctx, call: cst.Call, held: set[str]) -> bool:
     """call is handed one of the held names (an argument, or the object of its method) and may do
     more with it than read or collect it (_only_checked)."""
     func = call.func
-    method_of_held = isinstance(func, cst.Attribute) and _reads(ctx, func.value, held)
-    if not (method_of_held or any(_reads(ctx, a.value, held) for a in call.args)):
+    method_of_held = isinstance(func, cst.Attribute) and mentions_any(ctx, func.value, held)
+    if not (method_of_held or any(mentions_any(ctx, a.value, held) for a in call.args)):
         return False
     qualified = ctx.names.qualified(func) or ""
     if qualified.startswith(("builtins.", "torch.")):
@@ -881,10 +880,6 @@ def _hands_on(ctx, call: cst.Call, held: set[str]) -> bool:
         return not (func.attr.value in LIST_ADDS and not method_of_held
                     or method_of_held and pure_tensor_method(func.attr.value))
     return True
-
-
-def _reads(ctx, expr: cst.CSTNode, names: set[str]) -> bool:
-    return any(isinstance(n, cst.Name) and n.value in names for n in ctx.index.walk(expr))
 
 
 def _feeds_training(ctx, call: cst.Call) -> bool:

@@ -526,7 +526,8 @@ def _first_dimension(ctx, expr: cst.BaseExpression, depth: int) -> int | None:
 
 
 # Names of a comprehension's variable that say it goes over splits (`for split in splits`).
-_SPLIT_WORDS = frozenset({"split", "splits", "phase", "phases", "mode", "modes", "stage", "stages", "subset", "partition"})
+_SPLIT_WORDS = frozenset({"split", "splits", "phase", "phases", "mode", "modes", "stage", "stages", "subset",
+                          "partition"})
 
 
 def _comprehension_key(ctx, call: cst.Call) -> tuple[str, str | None, bool] | None:

@@ -153,9 +153,10 @@ _CALLS_AND_DROPS = frozenset({"map", "filter", "sorted", "min", "max", "list", "
 
 def _unpicklable(ctx, call: cst.Call) -> str | None:
     """What the loader hands its workers that pickle cannot send by reference, for a message:
-    its `collate_fn` (also one set on it after it is built) or `worker_init_fn`, or one its dataset is built with (`Mapped(base, lambda t:
-    t * 2)`, a transform `Lambda(lambda x: ...)` in it), that is a lambda (never picklable, even at
-    the module's top level) or a function defined inside a function. None when none is seen."""
+    its `collate_fn` (also one set on it after it is built) or `worker_init_fn`, or one its
+    dataset is built with (`Mapped(base, lambda t: t * 2)`, a transform `Lambda(lambda x: ...)` in
+    it), that is a lambda (never picklable, even at the module's top level) or a function defined
+    inside a function. None when none is seen."""
     for setting in ("collate_fn", "worker_init_fn"):
         arg = loader_arg(ctx, call, setting)
         if arg is not None and not arg.star:

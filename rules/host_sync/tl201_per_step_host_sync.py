@@ -271,8 +271,6 @@ _HOST_LABELS = ("import torch\nMIN_LABELS = {limit}\ndef train(loader):\n    for
 _MODULE_NET = "import torch\nfrom torch import nn\nclass Net(nn.Module):\n    pass\n"
 
 
-# A token count added to across micro-batches drawn from an iterator a caller hands in, read once
-# per step (torchtitan's `int(local_valid_tokens)`); {start} is what the count starts as.
 # A step per training objective: the index picks the objective's optimizer (sentence-transformers' fit).
 _OBJECTIVES = (
     "import torch\nglobal_step = 0\nfor epoch in range(epochs):\n    for _ in range(steps_per_epoch):\n"
@@ -284,6 +282,8 @@ _ALTERNATING = (
     "import torch\nfor i, (x, y) in enumerate(loader):\n    optimizer = optimizers[i % 2]\n"
     "    loss = model(x.cuda(), y.cuda())\n    loss.backward()\n    optimizer.step()\n    {read}\n"
 )
+# A token count added to across micro-batches drawn from an iterator a caller hands in, read once
+# per step (torchtitan's `int(local_valid_tokens)`); {start} is what the count starts as.
 _TOKEN_COUNT = ("import torch\n\n\ndef train_step(data_iterator):\n    n = {start}\n"
                 "    for _ in range(4):\n        x, labels = next(data_iterator)\n        n += (labels != -100).sum()\n"
                 "        model(x).sum().backward()\n    log({{'tokens': int(n)}})\n    opt.step()\n\n\n"
@@ -345,7 +345,8 @@ range(n)`, a name it increments by 1, never a tensor: `step_t += 1` of a device 
 counter; of a micro-batch loop that steps no optimizer, nanoGPT's `for micro_step in
 range(accum):`, the counter of the loop around it that does, as of a loop over training
 objectives whose rounds each step the optimizer they take, `optimizer = optimizers[train_idx]`
-(sentence-transformers' fit; the index, restarting every step, held on every step); in a loop nested in an epoch loop,
+(sentence-transformers' fit: a test of the index, which restarts every step, held on every
+step); in a loop nested in an epoch loop,
 a name its body increments by 1 that the outer loop never sets anew, `global_step += 1`, before
 the loop's index, which restarts every epoch) and the script's logging interval (`if it % args.log_interval == 0:`), with `step`
 standing for a counter not found (in the code that runs once per optimizer step under gradient

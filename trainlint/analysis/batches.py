@@ -229,7 +229,7 @@ def batch_moves(ctx, loop: cst.CSTNode, *, pieces: bool = False, target: cst.CST
     if (loop, target, pieces) not in cache:
         names = {ctx.dotted(n) for n in ctx.index.walk(target) if isinstance(n, (cst.Name, cst.Attribute))}
         found: set = set()
-        _moves_in(ctx, loop.body, names - {None}, _is_piece if pieces else _mentions_any, 3, (), found,
+        _moves_in(ctx, loop.body, names - {None}, _is_piece if pieces else mentions_any, 3, (), found,
                   skip_moved=pieces)
         if pieces:  # a tensor the loop has copied already is in device memory, not the loader's
             found = {call for call in found if not moved_already(ctx, call)}
@@ -333,11 +333,11 @@ def _reaching_assignment(ctx, use: cst.BaseExpression, name: str | None) -> tupl
 def _moves_in(ctx, body: cst.CSTNode, names: set, carries, depth: int, seen: tuple, found: set,
               whole: bool = False, skip_moved: bool = False) -> None:
     """carries(ctx, expr, names): whether the value of expr carries the batch named by names; whole:
-    names are re-bound only by plain assignments to one name (`_derived`); skip_moved: a value
+    names are re-bound only by plain assignments to one name (`derived_names`); skip_moved: a value
     copied to the device before a call (`x = x.to(device, non_blocking=True); model(x)`) is not
     followed into the function called: its copies there (`x.to(self.device)` in forward) copy
     nothing from the host."""
-    names = _derived(ctx, body, names, carries, whole)
+    names = derived_names(ctx, body, names, carries, whole)
     for node in ctx.index.walk(body):
         if not isinstance(node, cst.Call):
             continue
@@ -419,7 +419,7 @@ def _is_whole(ctx, expr: cst.BaseExpression, names: set) -> bool:
     return True
 
 
-def _mentions_any(ctx, expr: cst.CSTNode, names: set) -> bool:
+def mentions_any(ctx, expr: cst.CSTNode, names: set) -> bool:
     return any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.dotted(n) in names for n in ctx.index.walk(expr))
 
 
@@ -439,9 +439,9 @@ def _is_piece(ctx, expr: cst.BaseExpression, names: set) -> bool:
     return True
 
 
-def _derived(ctx, body: cst.CSTNode, names: set, carries, whole: bool = False) -> set:
+def derived_names(ctx, body: cst.CSTNode, names: set, carries, whole: bool = False) -> set:
     """names and every name bound in body from a value that carries one of them (`x, y = batch`,
-    `for micro in batch.split(4)`, `{k: v for k, v in batch.items()}`; with _mentions_any also
+    `for micro in batch.split(4)`, `{k: v for k, v in batch.items()}`; with mentions_any also
     `inputs = prepare(batch)`, which _is_piece does not count as the batch's own tensor). With
     whole, only plain assignments to one name (`batch = batch.to(device)`): unpacking or iterating
     takes parts out of the batch."""

@@ -1330,11 +1330,21 @@ class Loops:
         (`optimizer = optimizers[train_idx]` in `for train_idx in range(len(objectives))`:
         sentence-transformers' fit, one step per training objective). Its rounds are parts of one
         step: its index counts objectives, the loop around it counts steps."""
-        if not isinstance(loop, cst.For):
-            return False
-        steps = [call for call in self.step_calls if is_optimizer_step(call) and self.innermost_loop(call) is loop]
-        if not steps:
-            return False
+        return loop in self._loops_over_optimizers
+
+    @cached_property
+    def _loops_over_optimizers(self) -> frozenset[cst.For]:
+        """The loops _over_optimizers answers for, found once from the optimizer steps."""
+        steps_by_loop: dict[cst.CSTNode, list[cst.Call]] = {}
+        for call in self.step_calls:
+            if is_optimizer_step(call):
+                steps_by_loop.setdefault(self.innermost_loop(call), []).append(call)
+        return frozenset(loop for loop, steps in steps_by_loop.items()
+                         if isinstance(loop, cst.For) and all(self._steps_taken(loop, call) for call in steps))
+
+    def _steps_taken(self, loop: cst.For, step: cst.Call) -> bool:
+        """step (`opt.step()`, `scaler.step(opt)`) steps what a round of loop takes: its target, or
+        a name its body assigns an item the target indexes (`optimizer = optimizers[i]`)."""
         targets = {n.value for n in self.index.walk(loop.target) if isinstance(n, cst.Name)}
         taken = set(targets)
         for node in self.index.walk(loop.body):
@@ -1343,9 +1353,8 @@ class Loops:
                     and isinstance(index := node.value.slice[0].slice, cst.Index) \
                     and isinstance(index.value, cst.Name) and index.value.value in targets:
                 taken.add(node.targets[0].target.value)
-        return all(any(isinstance(n, cst.Name) and n.value in taken
-                       for part in (call.func.value, *(a.value for a in call.args)) for n in self.index.walk(part))
-                   for call in steps)
+        return any(isinstance(n, cst.Name) and n.value in taken
+                   for part in (step.func.value, *(a.value for a in step.args)) for n in self.index.walk(part))
 
     def _over_written_items(self, loop: cst.CSTNode) -> bool:
         """loop is a `for` over a tuple, list or set display with no starred element, or over a
