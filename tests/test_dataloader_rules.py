@@ -37,3 +37,23 @@ def test_tl101_reports_the_training_loaders_of_a_test_module():
     (accelerate's test_sync.py and test_script.py check sharding and seeds beside tests that train)."""
     assert _codes(_TRAINS + _EVALUATES, "tests/test_train.py") == [("TL101", 11), ("TL101", 18)]
     assert _codes(_TRAINS + _EVALUATES, "train.py") == [("TL101", 6), ("TL101", 11), ("TL101", 18)]
+
+
+# A test's loader that is never iterated: only its sampler is checked after prepare re-binds it
+# (accelerate's test_script.py, the custom batch sampler check).
+_INSPECTS = ("\n\ndef test_prepare_keeps_the_sampler():\n"
+             "    dl = DataLoader(TensorDataset(torch.randn(8, 2)), batch_sampler=sampler)\n"
+             "    dl = prepare_data_loader(dl, device, 2, 0)\n"
+             "    assert isinstance(dl.batch_sampler, type(sampler))\n")
+# ... and one handed to a function the file does not show, which may iterate it.
+_HANDS_ON = ("\n\ndef test_evaluate_helper():\n"
+             "    dl = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)\n"
+             "    assert evaluate(model, dl) < 1.0\n")
+
+
+def test_tl101_leaves_a_test_loader_that_is_never_iterated_alone():
+    """A loader of a test module that trains, which no pass goes over and whose names stay in
+    sight (only its attributes read, re-bound by a loader wrapper) is only inspected; one handed
+    to a function the file does not show may be iterated there, and is reported."""
+    assert _codes(_TRAINS + _INSPECTS + _HANDS_ON, "tests/test_train.py") == [("TL101", 11), ("TL101", 24)]
+    assert _codes(_TRAINS + _INSPECTS, "train.py") == [("TL101", 6), ("TL101", 11), ("TL101", 18)]

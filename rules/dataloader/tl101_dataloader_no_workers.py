@@ -138,8 +138,10 @@ as any training loader is.
 Nor is a loader of a test module (`test_*.py`, `*_test.py`, a file under `tests/`) with no
 training loop, or one that feeds no training and whose batches no model is seen to run on (the
 loops over it only collect, compare or drop them: accelerate's sharding and seed checks beside
-its tests that train): its batches feed the test's assertions (values, shapes, sharding), and
-workers would only make the test start processes. A test's training loader, and an evaluation
+its tests that train), or one the file never iterates nor hands on (only its attributes read,
+`isinstance(dl.batch_sampler, ...)` after `dl = prepare_data_loader(dl, ...)`): its batches feed
+the test's assertions (values, shapes, sharding), and workers would only make the test start
+processes. A test's training loader, and an evaluation
 pass of a fine-tuning script named `test_*.py`, are reported as any script's are.
 Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
@@ -803,9 +805,11 @@ none.
         workers = workers_value(ctx, call)
         if workers != 0 or isinstance(workers, bool):
             return
-        if ctx.is_test and (ctx.is_test_without_training or not _feeds_training(ctx, call) and _only_checked(ctx, call)):
+        if ctx.is_test and (ctx.is_test_without_training or _inspected(ctx, call)
+                            or not _feeds_training(ctx, call) and _only_checked(ctx, call)):
             # A test's loader that feeds no training and no model feeds its assertions (values,
-            # sharding, seeds), even beside a test that trains; workers would only start processes.
+            # sharding, seeds), even beside a test that trains, as does one never iterated (its
+            # sampler checked); workers would only start processes.
             return
         if queue_fed_builds(ctx, call)[1]:
             return  # the producer filling its queue does the loading, beside training already
@@ -864,6 +868,21 @@ def _only_checked(ctx, call: cst.Call) -> bool:
         if any(isinstance(node, cst.Call) and _hands_on(ctx, node, held) for node in ctx.index.walk(body)):
             return False
     return bool(passes)
+
+
+def _inspected(ctx, call: cst.Call) -> bool:
+    """The loader, assigned to a name, is never iterated: no pass over it or draw from it, and
+    none of the names it is known by leaves sight (Loops.escapes: handed to a call other than a
+    loader wrapper, assigned on, returned), so only its attributes are read (accelerate's
+    `dl = prepare_data_loader(dl, ...)`, then `isinstance(dl.batch_sampler, ...)`)."""
+    loops = ctx.loops
+    holder = ctx.parent(call)
+    names = loops.names_of(call)
+    if not (names and isinstance(holder, cst.Assign) and holder.value is call):
+        return False
+    if loops.passes_over(call) or loops.next_draws(call) or loops.stray_draws(call):
+        return False
+    return not any(loops.escapes(name, scope) for name, scope in names)
 
 
 def _hands_on(ctx, call: cst.Call, held: set[str]) -> bool:
