@@ -8,6 +8,31 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 
 
+def _never_run(ctx, wrap: cst.Call) -> bool:
+    """The file never runs the wrapper: it is known by names (Loops.names_of: where it is
+    assigned, and where a caller of the file binds what a function returns), none of them is
+    called (`model(x)`, `model.forward(x)`) where it holds the wrapper, and none leaves sight
+    (Loops.escapes: handed to a call other than a module-local function the names follow it
+    into, assigned on, or returned where no caller of the file binds it). Only the wrapped
+    model's parts are then run through it, if anything (fairseq's featurizer calls
+    `self.model.feature_extractor(x)`, which DataParallel does not forward)."""
+    loops = ctx.loops
+    names = loops.names_of(wrap)
+    if not names:
+        return False
+    home = ctx.index.enclosing_function(wrap)
+    kept = bool(loops.returned_to(wrap))  # the function's return is bound by a caller of the file
+    for name, scope in names:
+        if loops.escapes(name, scope, returns=not (kept and scope is home), making=wrap):
+            return False
+    for call in ctx.index.nodes(cst.Call):
+        spelled = ctx.dotted(call.func)
+        if spelled and any(spelled in (name, f"{name}.forward", f"{name}.__call__") and loops.in_sight(call, name, scope)
+                           for name, scope in names):
+            return False
+    return True
+
+
 # `torch.nn.parallel.data_parallel(module, inputs, ...)`: DataParallel's work as one call.
 _FUNCTIONAL_DATA_PARALLEL = frozenset({"torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.data_parallel"})
 
@@ -23,7 +48,10 @@ class DataParallelUsed(Rule):
 ## What it does
 Flags construction of `torch.nn.DataParallel` (any import alias) and calls of its functional
 form, `torch.nn.parallel.data_parallel(module, inputs)`, which does the same work on every call.
-References such as `isinstance(model, nn.DataParallel)` are not flagged.
+References such as `isinstance(model, nn.DataParallel)` are not flagged, nor is a wrapper the
+file never runs: no name it is known by is called, and none is handed on, assigned on or
+returned beyond the file's sight (only the wrapped model's parts are called through it,
+`self.model.feature_extractor(x)`, which DataParallel does not forward).
 
 ## Why is this bad?
 `DataParallel` runs one Python process for all GPUs: every step it scatters the batch from
@@ -56,17 +84,30 @@ A suggestion only, never written: the switch also needs the launcher, the proces
         Valid("from torch import nn\nif isinstance(model, nn.DataParallel):\n    model = model.module\n"),
         Valid("from torch import nn\nWRAPPERS = (nn.DataParallel, nn.parallel.DistributedDataParallel)\n"),
         Valid("from mylib import DataParallel\nmodel = DataParallel(model)\n"),
+        # A wrapper never run: only the wrapped model's parts are called through it (fairseq's
+        # featurizer; DataParallel forwards only its own forward), the wrapper built in a method
+        # whose result the file keeps.
+        Valid("from torch import nn\nclass Featurizer:\n    def __init__(self):\n        self.model = self.load()\n"
+              "    def load(self):\n        model = build()\n        if self.parallel:\n            model = nn.DataParallel(model)\n"
+              "        return model\n    def run(self, x):\n        return self.model.feature_extractor(x)\n"),
     ]
     invalid = [
-        Invalid("import torch\nmodel = torch.nn.DataParallel(model)\n", fixed=NO_FIX,
+        Invalid("import torch\nmodel = torch.nn.DataParallel(model)\nloss = model(x).sum()\n", fixed=NO_FIX,
                 message="copies the model to each on every call and gathers the outputs (and in training the "
                         "gradients) on GPU 0; use `torch.nn.parallel.DistributedDataParallel`"),
-        Invalid("from torch import nn\nif torch.cuda.device_count() > 1:\n    model = nn.DataParallel(model, device_ids=[0, 1])\n",
-                fixed=NO_FIX),
+        Invalid("from torch import nn\nif torch.cuda.device_count() > 1:\n    model = nn.DataParallel(model, device_ids=[0, 1])\n"
+                "out = model(x)\n", fixed=NO_FIX),
         Invalid("from torch.nn import DataParallel as DP\nnet = DP(net).cuda()\n", fixed=NO_FIX),
         # A module-level name assigned the class once stands for it, as an import alias does.
         Invalid("import torch.nn as nn\nDP = nn.DataParallel\nnet = DP(net).cuda()\n", fixed=NO_FIX),
-        Invalid("from torch.nn.parallel import DataParallel\nmodel = DataParallel(model)\n", fixed=NO_FIX),
+        Invalid("from torch.nn.parallel import DataParallel\nmodel = DataParallel(model)\ntrain(model, loader)\n", fixed=NO_FIX),
+        # Run through another name, or handed to a function of the file that calls it.
+        Invalid("from torch import nn\nclass Runner:\n    def __init__(self, net):\n        self.net = nn.DataParallel(net)\n"
+                "    def step(self, x):\n        return self.net(x)\n", fixed=NO_FIX),
+        Invalid("from torch import nn\ndef run(m, x):\n    return m(x)\nmodel = nn.DataParallel(model)\nrun(model, x)\n",
+                fixed=NO_FIX),
+        # Returned by a function no caller of the file binds: another module may call it.
+        Invalid("from torch import nn\ndef build(net):\n    net = nn.DataParallel(net)\n    return net\n", fixed=NO_FIX),
         # The functional form replicates the module on every call.
         Invalid("import torch\nout = torch.nn.parallel.data_parallel(model, x, device_ids=[0, 1])\n", fixed=NO_FIX,
                 message="`data_parallel` replicates"),
@@ -81,7 +122,7 @@ A suggestion only, never written: the switch also needs the launcher, the proces
                               "`torch.nn.parallel.DistributedDataParallel` with one process per GPU, launched with "
                               "`torchrun --nproc-per-node <gpus>`")
             return
-        if not ctx.names.is_a(node.func, "torch.nn.DataParallel"):
+        if not ctx.names.is_a(node.func, "torch.nn.DataParallel") or _never_run(ctx, node):
             return
         # Said of every call, training or not: an evaluation pass copies the model and gathers
         # outputs as well, only without gradients.

@@ -2057,15 +2057,18 @@ class Loops:
             out.append((name, caller))
         return out
 
-    def escapes(self, name: str, scope: cst.FunctionDef | None, *, returns: bool = True, shared: bool = False) -> bool:
+    def escapes(self, name: str, scope: cst.FunctionDef | None, *, returns: bool = True, shared: bool = False,
+                making: cst.CSTNode | None = None) -> bool:
         """The name's value leaves scope's sight (every method's, for `self.x`): an argument of a
         call other than a loader wrapper (`iter`, `tqdm`, `accelerator.prepare`...), `len`, `next`
         in a loop (the batches it draws, as next_draws gives them) or a module-local function the
         loops follow it into (with shared, any module-local function's parameter: the caller
         asking checks there too, as paths_of gives them), assigned to another target, or (unless
-        returns is False: the caller asking follows the returns itself) returned."""
+        returns is False: the caller asking follows the returns itself) returned. Uses inside
+        making, the call that makes the value, are the name's earlier value (`model =
+        nn.DataParallel(model)`), not this one."""
         for node in self.index.nodes(cst.Name):
-            if node.value != name.split(".", 1)[0]:
+            if node.value != name.split(".", 1)[0] or making is not None and self.index.contains(making, node):
                 continue
             if not name.startswith("self.") and self.index.enclosing_function(node) is not scope:
                 continue  # `self.x` is read in every method
