@@ -867,3 +867,29 @@ def test_arguments_added_beside_a_split_argument_go_one_per_line():
         "        init_scale=8192,",
         "    )",
     ]
+
+
+# A loader whose safe TL104 fix makes its line too long, with another finding suppressed there.
+_SUPPRESSED = ("from torch.utils.data import DataLoader\n\n\ndef main(ds, model, opt):\n"
+               "    loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=4){comment}\n"
+               "    for x, y in loader:\n        x = x.cuda()\n        loss = model(x).sum()\n"
+               "        loss.backward()\n        opt.step()\n")
+
+
+@pytest.mark.parametrize("comment", ["  # noqa: TL102", "  # keep: TL102 # noqa: TL102", "  # trainlint: ignore[TL102]",
+                                     "  # noqa: TL102, TL108"])
+def test_a_call_split_over_lines_keeps_its_suppression_on_its_first_line(comment):
+    """The split call's line comment holds a suppression: it goes up to the opening bracket's line,
+    where the findings start (left behind the closing bracket, it suppressed nothing there, and
+    the next round of fixes wrote TL102's and TL108's fixes, which it had suppressed)."""
+    fixed = fix_source(_SUPPRESSED.format(comment=comment), unsafe_fixes=False, path="train.py")
+    lines = fixed.splitlines()
+    assert lines[4] == "    loader = DataLoader(" + comment, fixed
+    assert lines[5].lstrip().startswith("ds, batch_size=32") and "prefetch_factor" in lines[5], fixed
+    assert lines[6] == "    )", fixed
+    assert "pin_memory" not in fixed and "non_blocking" not in fixed
+
+
+def test_a_call_split_over_lines_leaves_other_comments_where_black_does():
+    fixed = fix_source(_SUPPRESSED.format(comment="  # the training data"), select=["TL104"], path="train.py")
+    assert fixed.splitlines()[4:7] == ["    loader = DataLoader(", fixed.splitlines()[5], "    )  # the training data"]

@@ -305,9 +305,39 @@ def _edit(ctx: FileContext, positions: Positions, old: cst.CSTNode, new) -> Edit
             # laid out from that line's indentation, not from its statement's.
             extra = _continuation_indent(ctx, positions, old, start)
             after = ctx.render(split_at_brackets(new, ctx.module.default_indent, extra, ctx.room(old, extra)), at=old)
+        if "\n" in after and "\n" not in before:
+            moved = _suppression_moved_up(ctx, positions, start, end, after)
+            if moved is not None:
+                end, after = moved
+                before = ctx.text[start:end]
     prefix, suffix = _common_ends(before, after)
     s, e = start + prefix, end - suffix
     return Edit(s, e, after[prefix:len(after) - suffix], positions.location(s), positions.location(e))
+
+
+def _suppression_moved_up(ctx: FileContext, positions: Positions, start: int, end: int,
+                          after: str) -> tuple[int, str] | None:
+    """A call that a fix splits over lines leaves its line's comment behind its closing bracket, as
+    Black does; a suppression comment there (`# noqa: TL102`, `# trainlint: ignore[...]`) would
+    then cover a line where no finding starts, and the next round of fixes would write the fixes it
+    suppressed. It goes up to the opening bracket's line instead (`DataLoader(  # noqa: TL102`),
+    as one writes it by hand: (the edit's new end, past the comment, and its text), or None when the
+    call's line holds no suppression after it."""
+    row = positions.location(start).row
+    suppressions = ctx.__dict__.get("_suppressions")
+    if suppressions is None:
+        suppressions = ctx.__dict__["_suppressions"] = parse_suppressions(ctx.text)
+    comment = next((d for d in suppressions.directives
+                    if d.row == row and not d.file_level and d.comment_start >= end), None)
+    if comment is None:
+        return None
+    between = ctx.text[end:comment.comment_start]
+    if between.strip(" \t)]}:,") or "\\" in between:
+        return None  # more code after the call on its line (`f(DataLoader(...), x)  # noqa`)
+    cut = after.index("\n")
+    first = after[:cut].rstrip("\r")
+    return comment.comment_end, (first + "  " + ctx.text[comment.comment_start:comment.comment_end]
+                                 + after[len(first):] + between.rstrip(" \t"))
 
 
 def _common_ends(before: str, after: str) -> tuple[int, int]:
