@@ -235,6 +235,22 @@ def test_a_mistyped_command_is_refused_as_one(project):
     assert "train: error: no such file or directory" in run_cli(["train"], project).output
 
 
+def test_options_before_the_subcommand_are_the_subcommands(project):
+    """`trainlint --isolated check bad.py`, as Ruff takes its global options before the
+    subcommand: the options go to the command named after them (they made `check` a path to
+    check, a missing file)."""
+    plain = run_cli(["check", "--isolated", "--select", "TL104", "bad.py"], project)
+    for args in (["--isolated", "check", "bad.py"], ["--isolated", "--select", "TL104", "check", "bad.py"],
+                 ["--select=TL104", "--isolated", "check", "bad.py"]):
+        result = run_cli(args, project)
+        assert (result.exit_code, result.output) == (plain.exit_code, plain.output), args
+    assert run_cli(["-q", "check", "bad.py"], project).output == run_cli(["check", "-q", "bad.py"], project).output
+    assert run_cli(["--exit-zero", "check", "bad.py"], project).exit_code == 0
+    # Without a subcommand after them, the words are paths, as before.
+    assert "check: error: no such file or directory" not in run_cli(["--isolated", "bad.py"], project).output
+    assert run_cli(["--isolated", "bad.py"], project).exit_code == 1
+
+
 def test_an_absolute_path_inside_the_current_folder_is_shown_relative(project, tmp_path_factory):
     assert run_cli([str(project / "bad.py")], project).output.startswith("bad.py:2:10: TL104")
     assert run_cli([str(project)], project).output.startswith("bad.py:2:10: TL104")

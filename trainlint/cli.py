@@ -37,6 +37,11 @@ class DefaultToCheck(click.Group):
     """Arguments that are not a subcommand go to `check` (`trainlint src/` == `trainlint check src/`)."""
 
     def parse_args(self, ctx, args):
+        named = self._command_after_options(ctx, args)
+        if named:
+            # `trainlint --isolated check x.py`: Ruff takes its global options before the
+            # subcommand; here every option belongs to a subcommand, so they go after its name.
+            args = [args[named], *args[:named], *args[named + 1:]]
         known = args and (args[0] in self.commands or args[0] in LAZY_COMMANDS)
         if not known and args:
             self._refuse_mistyped_command(ctx, args[0])
@@ -44,6 +49,23 @@ class DefaultToCheck(click.Group):
             args = ["check", *args]
         ctx.meta["trainlint.args"] = list(args)  # as given: --watch runs the same command again
         return super().parse_args(ctx, args)
+
+    def _command_after_options(self, ctx, args) -> int:
+        """Where a subcommand's name follows options of `check` only (with their values), or 0."""
+        if not args or not args[0].startswith("-"):
+            return 0
+        check = self.get_command(ctx, "check")
+        options = {name: param for param in check.params if isinstance(param, click.Option)
+                   for name in (*param.opts, *param.secondary_opts)}
+        at = 0
+        while at < len(args) and args[at].startswith("-") and args[at] not in ("-", "--"):
+            name, has_value = args[at].split("=", 1)[0], "=" in args[at]
+            param = options.get(name)
+            if param is None:
+                return 0
+            at += 1 if has_value or param.is_flag or param.count else 2
+        word = args[at] if at < len(args) else None
+        return at if word in self.commands or word in LAZY_COMMANDS else 0
 
     def list_commands(self, ctx):
         return sorted(set(self.commands) | set(LAZY_COMMANDS))
