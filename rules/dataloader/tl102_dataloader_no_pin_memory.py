@@ -69,9 +69,15 @@ _TRAINER_DEVICE = (
     "        self.loader = DataLoader(ds, num_workers=2{pin})\n    def fit(self):\n"
     "        for x, y in self.loader:\n            loss = model(x.to(self.device), y)\n"
     "            loss.backward()\n            opt.step()\n")
+_PICKED = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+# A training function handed the device its caller picks by CUDA's availability.
+_HANDED_TO_TRAIN = (
+    "import torch\nfrom torch.utils.data import DataLoader\ndef train(model, loader, device):\n"
+    "    for x, y in loader:\n        loss = model(x.to(device), y.to(device))\n        loss.backward()\n"
+    "        opt.step()\ndef main():\n    " + _PICKED + "    loader = DataLoader(ds, num_workers=2{pin})\n"
+    "    for epoch in range(2):\n        train(model, loader, device)\n")
 # A trainer handed its device when it is constructed ({device} picks it, {constructions} construct
 # the trainer and train).
-_PICKED = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
 _HANDED_DEVICE = (
     "import torch\nfrom torch.utils.data import DataLoader\nclass Trainer:\n    def __init__(self, loader, device):\n"
     "        self.loader, self.device = loader, device\n    def fit(self):\n        for x, y in self.loader:\n"
@@ -161,7 +167,8 @@ The fix writes `pin_memory=torch.cuda.is_available()` when the batches go to a d
 picks by whether CUDA is there (`torch.device("cuda" if torch.cuda.is_available() else "cpu")`, a
 `use_cuda` flag assigned from that test, or a copy under `if torch.cuda.is_available():`; also
 one handed to a trainer's constructor that keeps it, `self.device = device`, when every
-construction of the class in the file hands it such a device): on a CPU-only machine a pinning
+construction of the class in the file hands it such a device, or to a training function,
+`train(model, device, loader, opt)`, when every call of it in the file does): on a CPU-only machine a pinning
 loader warns on every pass ("no accelerator is found"). It writes
 `pin_memory=True` when the device is written as "cuda", when a framework copies the batches, and
 when the module does not import torch at its top level.
@@ -400,6 +407,13 @@ since what it then holds is not all seen.
         Invalid(_AVAILABLE.format(device="", pin="", move="x.cuda() if torch.cuda.is_available() else x"),
                 fixed=_AVAILABLE.format(device="", pin=", pin_memory=torch.cuda.is_available()",
                                         move="x.cuda() if torch.cuda.is_available() else x")),
+        # ... handed to the training function as a parameter (PyTorch's MNIST example: `train(model,
+        # device, loader, opt)` from `main`): the device every call hands in (before, True).
+        Invalid(_HANDED_TO_TRAIN.format(pin=""), fixed=_HANDED_TO_TRAIN.format(pin=", pin_memory=torch.cuda.is_available()"),
+                message="set `pin_memory=torch.cuda.is_available()`"),
+        Invalid(_HANDED_TO_TRAIN.format(pin="").replace("        train(model, loader, device)", "        train(model, loader, 'cuda')"),
+                fixed=_HANDED_TO_TRAIN.format(pin=", pin_memory=True").replace(
+                    "        train(model, loader, device)", "        train(model, loader, 'cuda')")),
         # ... held by the trainer (`self.device`), and with torch imported under another name.
         Invalid(_TRAINER_DEVICE.format(pin=""),
                 fixed=_TRAINER_DEVICE.format(pin=", pin_memory=th.cuda.is_available()")),

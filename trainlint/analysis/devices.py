@@ -20,7 +20,7 @@ import libcst as cst
 from trainlint.analysis.imports import is_stdlib
 from trainlint.analysis.loops import Loops
 from trainlint.analysis.names import Names, dotted
-from trainlint.analysis.tree import TreeIndex, assigned_pairs, assignments, named_parameters
+from trainlint.analysis.tree import TreeIndex, assigned_pairs, assignments, named_parameters, parameter
 from trainlint.analysis.variables import Bindings, is_variable, role
 from trainlint.analysis.words import words
 
@@ -186,12 +186,21 @@ class Devices:
 
     def _handed_in(self, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
         """For a read of a parameter of a class's `__init__` (`self.device = device`): the values
-        every construction of the class in the file hands it (Loops.init_arguments), which the
-        caller must all agree on; None for anything else, or where they are not known."""
+        every construction of the class in the file hands it (Loops.init_arguments); for a read of
+        a parameter of another function that binds it nowhere else (PyTorch's MNIST example,
+        `train(model, device, loader, opt)`), the values every call of it in the file hands it
+        (Loops.parameter_values). The caller must all agree on them; None for anything else, or
+        where they are not known."""
         if not isinstance(expr, cst.Name) or not is_variable(self.index, expr):
             return None
         handed = self.loops.init_arguments(expr, expr)
-        return None if handed is None else [value for value, _call in handed]
+        if handed is not None:
+            return [value for value, _call in handed]
+        fn = self.index.enclosing_function(expr)
+        if fn is None or parameter(fn, expr.value) is None \
+                or (self.loops.variables.of(expr.value) or {}).get(fn) != [("bind", None)]:
+            return None
+        return self.loops.parameter_values(fn, expr.value)
 
     def _assigned(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
         """The values a variable read (a name, as its scope sees it) or an attribute of `self`
