@@ -397,6 +397,29 @@ def test_silent_prints_nothing_and_keeps_the_exit_code(project, tmp_path):
     assert watch.exit_code == 2 and "--watch" in watch.output and "--silent" in watch.output
 
 
+@pytest.mark.parametrize("source", [
+    BAD.encode().rstrip(b"\n"),  # no newline at the end
+    BAD.encode().replace(b"\n", b"\r"),  # old Mac line endings: one line, as patch tools read it
+    b"\x0c\n" + BAD.encode() + b"# page\x0cbreak\n",  # form feeds, which str.splitlines splits at
+    "# \u2028 a line separator\n".encode() + BAD.encode(),
+], ids=["no-final-newline", "cr-only", "form-feed", "line-separator"])
+def test_the_diff_applies_to_any_line_endings(tmp_path, source):
+    """--diff's patch, applied by `git apply`, gives the bytes --fix writes: lines end at \\n only
+    (splitlines split at \\r, form feeds and Unicode separators, and a last line without a newline
+    ran into the next: `git apply` said "corrupt patch")."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for side in ("a", "b"):
+        (tmp_path / side / "train.py").write_bytes(source)
+    proc = subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "--diff", "train.py"],
+                          cwd=tmp_path / "a", capture_output=True)
+    assert proc.returncode == 1 and proc.stdout, proc.stderr
+    subprocess.run(["git", "apply", "-p0", "-"], input=proc.stdout, cwd=tmp_path / "a", check=True)
+    subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "--fix", "train.py"], cwd=tmp_path / "b",
+                   capture_output=True)
+    assert (tmp_path / "a" / "train.py").read_bytes() == (tmp_path / "b" / "train.py").read_bytes() != source
+
+
 def test_unsafe_fixes_count_as_available_when_asked(project):
     (project / "mixed.py").write_text("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=8, shuffle=True, num_workers=2)\n")
     plain = run_cli(["--select", "TL104,TL105", "mixed.py"], project).output

@@ -106,10 +106,8 @@ def _check_source(source, path: str, settings: Settings, mode: Mode, write: bool
                 except SourceError as exc:
                     result.error = FileError(path, str(exc))
                     return result
-            result.diff = "".join(
-                difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                     fromfile=path, tofile=path)
-            )
+            result.diff = "".join(_ended(line) for line in difflib.unified_diff(
+                _patch_lines(before), _patch_lines(after), fromfile=path, tofile=path))
         # Nothing is written: report what is still there, fixable ones included.
         result.diagnostics = _new_only(mode, lint_text(source.text, path, rules, settings), source.text)
         result.fixed = len(outcome.applied)
@@ -130,6 +128,21 @@ def _check_source(source, path: str, settings: Settings, mode: Mode, write: bool
         result.baseline_moves = mode.baseline.moved(outcome.remaining, source.text, outcome.text,
                                                     outcome.to_original)
     return result
+
+
+def _patch_lines(text: str) -> list[str]:
+    """text's lines as patch tools read them: each ends at a `\\n` (a `\\r` before it stays in
+    the line; an old Mac file's `\\r` alone ends none), the last one may end without. Not
+    str.splitlines, which also splits at `\\r`, form feeds and Unicode line separators: `git
+    apply` refused those patches as corrupt."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
+
+
+def _ended(line: str) -> str:
+    """A line of the patch, a last one without a newline marked as unified diffs mark it."""
+    return line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
 
 
 def _new_only(mode: Mode, diagnostics, original: str, to_original=lambda offset, end=False: offset):
