@@ -157,7 +157,9 @@ Remove the call, or keep it under the logging interval when it serves a measurem
 ```
 
 ## Fix safety
-Unsafe: `synchronize()`/`empty_cache()` statements are removed (timings taken around them change),
+Unsafe: `synchronize()`/`empty_cache()` statements are removed (timings taken around them change;
+also one written as a conditional expression whose other arm does nothing,
+`torch.cuda.synchronize() if device == "cuda" else None`),
 with an `else:` or `finally:` clause they leave empty (a `finally:` only from a `try` that keeps an
 `except`; otherwise, or with a comment there, `pass` stays), and with an `if` they leave empty
 whose test has no effect of its own (names, attributes, subscripts, literals and operations of
@@ -299,6 +301,16 @@ under its interval, right before the read.
                 fixed=in_training_loop("print(step)")),
         Invalid(in_training_loop("if x.shape[0] > 4: torch.cuda.synchronize()\nprint(step)"),
                 fixed=in_training_loop("print(step)"), message="remove it"),
+        # The same switch written as a conditional expression, a statement of its own: it goes too
+        # (it was taken for a statistic and moved under the logging interval).
+        Invalid(in_training_loop("torch.cuda.synchronize() if device == 'cuda' else None\nprint(step)"),
+                fixed=in_training_loop("print(step)"), message="remove it"),
+        Invalid(in_training_loop("None if cpu else torch.cuda.empty_cache()\nprint(step)"),
+                fixed=in_training_loop("print(step)")),
+        # ... its value kept: not a statement to remove.
+        Invalid(in_training_loop("done = torch.cuda.synchronize() if sync else None\nprint(step)"),
+                fixed=in_training_loop("if step % 100 == 0:\n    done = torch.cuda.synchronize() if sync else None\n"
+                                       "print(step)"), message="call it under the logging interval"),
         Invalid(in_training_loop("if len(x) > 4: torch.cuda.synchronize()\nprint(step)"),
                 fixed=in_training_loop("if len(x) > 4: pass\nprint(step)")),
         # A config switch, as an attribute or a dict entry, on one line too: not fixed.
@@ -452,6 +464,9 @@ under its interval, right before the read.
         removable = _DEVICE_SYNC[qn]
         fix = None
         parent = ctx.parent(node)
+        if removable and isinstance(parent, cst.IfExp) and _inert(parent.orelse if parent.body is node else parent.body):
+            # `torch.cuda.synchronize() if device == "cuda" else None`: an `if` written as an expression.
+            parent = ctx.parent(parent)
         stmt = ctx.parent(parent) if isinstance(parent, cst.Expr) else None
         if removable and isinstance(stmt, cst.SimpleStatementSuite) and len(stmt.body) == 1:
             # `if x.shape[0] > 4: torch.cuda.synchronize()` on one line: the `if` goes too when
@@ -550,6 +565,13 @@ def _interval_clock_read(ctx, node: cst.Call) -> tuple[cst.If, cst.BaseStatement
     if any(isinstance(n, cst.Call) for part in between for n in ctx.index.walk(part)):
         return guard, None, "code between it and the clock read calls something, which may queue GPU work the read would wait for"
     return guard, clock, ""
+
+
+def _inert(expr: cst.BaseExpression) -> bool:
+    """The other arm of a conditional expression around a sync does nothing: `None`, `...`, a
+    number or a string."""
+    return isinstance(expr, (cst.Ellipsis, cst.Integer, cst.Float, cst.SimpleString)) or (
+        isinstance(expr, cst.Name) and expr.value == "None")
 
 
 def _sync_statement(ctx, node: cst.Call, loop: cst.CSTNode | None = None) -> cst.BaseStatement:
