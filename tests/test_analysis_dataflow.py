@@ -138,6 +138,21 @@ def test_a_loader_a_local_function_returns_is_followed_into_its_callers_loops():
     assert flagged.loops.returned_to(train) == [("train_dl", fit), ("other", fit)]
     assert flagged.loops.returned_to(evaluation) == [("eval_dl", fit), ("other", fit)]
     assert [flagged.loops.runs_steps(loop) for loop in flagged.loops.loops_over(evaluation)] == [False]
+    # Returned through two helpers (`make_loader` to `setup`, `setup` to `main`): followed to the
+    # names the outer caller binds (one call level only before: nothing was seen).
+    chained = _ctx(
+        "def make_loader():\n    return DataLoader(ds, num_workers=4)\n"
+        "def setup():\n    train_loader = make_loader()\n    return train_loader, None\n"
+        "def main():\n    train_loader, _ = setup()\n    for epoch in range(3):\n"
+        "        for b in train_loader:\n            model(b).backward()\n            opt.step()\n"
+        "def other():\n    loader = make_loader()\n    run(loader)\n")
+    (call,) = _calls(chained, "DataLoader")
+    setup, main = chained.index.nodes(cst.FunctionDef)[1:3]
+    assert {("train_loader", setup), ("train_loader", main)} <= set(chained.loops.returned_to(call, escaping=True))
+    assert chained.loops.returned_to(call) == []  # `other` hands it to a function not seen
+    chained = _ctx(chained.text.split("def other")[0])
+    (call,) = _calls(chained, "DataLoader")
+    assert [chained.loops.runs_steps(l) for l in chained.loops.loops_over(call)] == [True]
     # Iterated as the call of the function returning it: a new loader each time that loop starts.
     direct = _ctx(
         "def make_loader(ds):\n    return DataLoader(ds, num_workers=2)\n"

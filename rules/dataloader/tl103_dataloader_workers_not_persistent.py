@@ -78,6 +78,14 @@ _YIELD_FROM = ("from torch.utils.data import DataLoader\ndef infinite(dl):\n    
                "    for step in range(10):\n        train(next(it))\n")
 
 
+
+# A loader a helper makes and another helper returns on to the function whose epoch loop iterates it.
+_CHAINED = ("from torch.utils.data import DataLoader\ndef make_loader(ds):\n"
+            "    return DataLoader(ds, num_workers=4{persistent})\n"
+            "def setup(ds):\n    train_loader = make_loader(ds)\n    return train_loader, None\n"
+            "def main(ds):\n    train_loader, _ = setup(ds)\n    for epoch in range(3):\n"
+            "        for batch in train_loader:\n            step(batch)\n")
+
 class DataLoaderWorkersNotPersistent(DataLoaderRule):
     code = "TL103"
     name = "dataloader-workers-not-persistent"
@@ -94,7 +102,8 @@ that is gone over once per epoch inside an outer loop: by a loop or a comprehens
 for x in val_loader]`), or a `yield from` of a generator of the module handed it (`def
 infinite(dl): while True: yield from dl`), with the outer loop around it or around the calls of its function (`for
 epoch in range(n): train(epoch)`; the loader found under another name it is given (`train_dl =
-loader`), where a function of the module returns it to its caller, `train_loader, val_loader = make_loaders(cfg)`, or hands it on, as TL108 describes, or a
+loader`), where a function of the module returns it to its caller, `train_loader, val_loader = make_loaders(cfg)` (also
+through a helper that returns it on, up to three calls), or hands it on, as TL108 describes, or a
 class of the module keeps it from its constructor (`self.loader = loader` in `__init__`,
 when every construction hands it the same loader), or
 in a dict or list the loop picks it from, `dataloaders[phase]`, also a dict a helper returns,
@@ -298,6 +307,8 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
                       "    train = DataLoader(ds, num_workers=4, persistent_workers=True)\n    val = DataLoader(vs)\n"
                       "    return train, val\ndef main(ds, vs):\n    train_loader, val_loader = make_loaders(ds, vs)\n"
                       "    for epoch in range(3):\n        for batch in train_loader:\n            step(batch)\n"),
+        # ... through two helpers (`make_loader` returns it to `setup`, which returns it to `main`).
+        Invalid(_CHAINED.format(persistent=""), fixed=_CHAINED.format(persistent=", persistent_workers=True")),
         # Reached through another name (`train_dl = loader`), in the epoch loop or handed from it to
         # a function of the module: it was not followed, and the loader went unreported.
         Invalid("from torch.utils.data import DataLoader\ndef main(ds):\n    loader = DataLoader(ds, num_workers=2)\n"

@@ -2021,12 +2021,15 @@ class Loops:
             return []
         return [c for c in self.calls_of(fn) if not self.index.contains(fn, c)]
 
-    def returned_to(self, value: cst.BaseExpression, *, escaping: bool = False) -> list[tuple[str, cst.FunctionDef | None]]:
+    def returned_to(self, value: cst.BaseExpression, *, escaping: bool = False,
+                    depth: int = 0) -> list[tuple[str, cst.FunctionDef | None]]:
         """(name, its function) for each place a module-local function's result that is value is
         bound by a call of it: value returned alone, or at one position of a returned tuple
         (`return train, val` binds `train_loader, val_loader = make_loaders(cfg)` by position), as
-        itself or under the one name it is assigned in that function. One call level: the
-        loaders a `build_loaders()` helper returns to the training function. Not a call on which
+        itself or under the one name it is assigned in that function: the loaders a
+        `build_loaders()` helper returns to the training function; and on, up to CALL_DEPTH call
+        levels, where a caller returns the name it binds (`train_loader = make_loader()`, `return
+        train_loader, None` in a `setup()` that `main` calls). Not a call on which
         value is not made: its `if` conditions are false for the call's arguments (the evaluation
         loader under `else:` of `if not evaluate:`, for `load(path)` that leaves `evaluate=False`).
         [] when a caller hands a bound name on where loops_over_names does not follow it (to
@@ -2052,6 +2055,13 @@ class Loops:
             if name is None:
                 continue
             caller = self.index.enclosing_function(call)
+            if caller is not None and depth + 1 < CALL_DEPTH and self._returned_at(caller, call) is not None:
+                # Returned on to the caller's callers: the names they bind, as for this call.
+                further = self.returned_to(call, escaping=escaping, depth=depth + 1)
+                if not escaping and (not further or self.escapes(name, caller, returns=False)):
+                    return []
+                out += [(name, caller)] + [known for known in further if known not in out]
+                continue
             if not escaping and self.escapes(name, caller):
                 return []
             out.append((name, caller))
