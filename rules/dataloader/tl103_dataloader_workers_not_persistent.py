@@ -23,7 +23,7 @@ from .loaders import (
     setting_source,
     setting_value,
 )
-from .workers import has_workers, workers_operand, workers_positive
+from .workers import has_workers, workers_operand, workers_positive, workers_subject
 
 
 # Step-based training that draws batches with next() and starts the iterator again at the end.
@@ -85,6 +85,13 @@ _CHAINED = ("from torch.utils.data import DataLoader\ndef make_loader(ds):\n"
             "def setup(ds):\n    train_loader = make_loader(ds)\n    return train_loader, None\n"
             "def main(ds):\n    train_loader, _ = setup(ds)\n    for epoch in range(3):\n"
             "        for batch in train_loader:\n            step(batch)\n")
+
+
+# A loader whose worker count is a command-line option that defaults to 0, gone over every epoch.
+_OPTION_WORKERS = ("import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n"
+                   "parser.add_argument('--num-workers', type=int, default=0)\nargs = parser.parse_args()\n"
+                   "loader = DataLoader(ds, num_workers=args.num_workers)\nfor epoch in range(3):\n"
+                   "    for x in loader:\n        model(x).backward()\n        opt.step()\n")
 
 class DataLoaderWorkersNotPersistent(DataLoaderRule):
     code = "TL103"
@@ -307,6 +314,12 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
                       "    train = DataLoader(ds, num_workers=4, persistent_workers=True)\n    val = DataLoader(vs)\n"
                       "    return train, val\ndef main(ds, vs):\n    train_loader, val_loader = make_loaders(ds, vs)\n"
                       "    for epoch in range(3):\n        for batch in train_loader:\n            step(batch)\n"),
+        # A worker count from an option that defaults to 0 (TL101's finding): the restart happens
+        # in the runs that give it, as the message says.
+        Invalid(_OPTION_WORKERS, fixed=_OPTION_WORKERS.replace(
+                    "DataLoader(ds, num_workers=args.num_workers)",
+                    "DataLoader(\n    ds, num_workers=args.num_workers, persistent_workers=args.num_workers > 0\n)"),
+                message="Workers (when `--num-workers` is given; it defaults to 0) are restarted at every epoch"),
         # ... through two helpers (`make_loader` returns it to `setup`, which returns it to `main`).
         Invalid(_CHAINED.format(persistent=""), fixed=_CHAINED.format(persistent=", persistent_workers=True")),
         # Reached through another name (`train_dl = loader`), in the epoch loop or handed from it to
@@ -664,23 +677,24 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         name = loader_name(ctx, call) or ""
         evaluates = names_evaluation(name.rsplit(".", 1)[-1]) and not builds_trainer_loader(ctx, call)
         when = "at every pass over the loader (each evaluation)" if evaluates else "at every epoch"
-        message = setting_advice(ctx, call, "persistent_workers", "True", f"Workers are restarted {when}",
+        workers = workers_subject(ctx, call)
+        message = setting_advice(ctx, call, "persistent_workers", "True", f"{workers} are restarted {when}",
                                  "to keep them alive")
         if reentered:
             again = "the loader is gone over again while a loop over it runs"
             if all(reentered is not node for node, _ in ctx.loops.passes_over(call)):  # handed elsewhere
                 again = (f"while a loop over it runs the loader is handed to `{ctx.code(reentered.func).strip()}`, "
                          "defined elsewhere, which may go over it")
-            message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
+            message = (f"{workers} are restarted {when}; `persistent_workers=True` would keep them alive, but "
                        f"{again}: persistent workers share one iterator, so that inner pass would reset the "
                        "loop's (cutting it short or repeating batches); give the inner pass its own loader first")
         elif concurrent:
-            message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
+            message = (f"{workers} are restarted {when}; `persistent_workers=True` would keep them alive, but "
                        f"the loop draws from two iterators over the loader in turn (`{concurrent[0]}` and "
                        f"`{concurrent[1]}`): persistent workers share one iterator, so starting the second resets "
                        "the first (batches repeated and others never drawn); give each its own loader first")
         elif changed:
-            message = (f"Workers are restarted {when}; `persistent_workers=True` would keep them alive, but "
+            message = (f"{workers} are restarted {when}; `persistent_workers=True` would keep them alive, but "
                        "the loop around the loader changes its dataset or what it reads, and live workers keep "
                        "their own copy of it, so they would not see the change")
         elif fix is not None:

@@ -22,7 +22,7 @@ from .loaders import (
     setting_source,
     setting_value,
 )
-from .workers import has_workers, workers_operand, workers_positive
+from .workers import has_workers, workers_operand, workers_positive, workers_subject
 
 
 # A sampler built here, handed to the loader, and (maybe) changed in the loop over its batches.
@@ -107,6 +107,11 @@ in the epoch loop) keeps the fix.
                       "        ds, **kw, prefetch_factor=4 if kw.get('num_workers', 0) > 0 else None\n    )\n"),
         # A worker count from a variable holding one is certain: no condition in the fix; a shallow
         # prefetch from a variable is fixed there.
+        # A worker count from an option that defaults to 0 (TL101's finding): the runs that give it.
+        Invalid("import argparse\nfrom torch.utils.data import DataLoader\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--num-workers', type=int, default=0)\nargs = parser.parse_args()\n"
+                "loader = DataLoader(ds, num_workers=args.num_workers)\n",
+                message="Workers (when `--num-workers` is given; it defaults to 0) keep only 2 batches each in flight"),
         Invalid("from torch.utils.data import DataLoader\nNUM_WORKERS = 6\nDataLoader(ds, num_workers=NUM_WORKERS)\n",
                 fixed="from torch.utils.data import DataLoader\nNUM_WORKERS = 6\n"
                       "DataLoader(ds, num_workers=NUM_WORKERS, prefetch_factor=4)\n"),
@@ -213,13 +218,13 @@ in the epoch loop) keeps the fix.
             node, held = changed
             what = f"its sampler (`{excerpt(ctx, node)}`)" if held is None else \
                 f"`{held}`, which its sampler was built from (`{excerpt(ctx, node)}`)"
-            self.report(call, f"Workers keep only {depth} batches each in flight; not fixed: the loop over the "
+            self.report(call, f"{workers_subject(ctx, call)} keep only {depth} batches each in flight; not fixed: the loop over the "
                               f"loader changes {what}, and the main process draws "
                               f"the indices of the batches workers prefetch, that many per worker ahead of "
                               f"the loop, so a deeper prefetch would change which samples are drawn")
             return
         self.report(call, setting_advice(ctx, call, "prefetch_factor", str(minimum),
-                                         f"Workers keep only {depth} batches each in flight",
+                                         f"{workers_subject(ctx, call)} keep only {depth} batches each in flight",
                                          "so uneven batches do not drain the queue"), fix)
 
 

@@ -25,7 +25,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import Rule
 
 from .changed import changed_while_drawn
-from .loaders import excerpt, setting_fix, setting_value
+from .loaders import excerpt, setting_fix, setting_source, setting_value
 from .queues import queue_fed_builds
 
 
@@ -41,6 +41,16 @@ def workers_value(ctx, call: cst.Call):
 def has_workers(ctx, call: cst.Call) -> bool:
     """num_workers is given and is not certainly 0 (a literal, or a variable holding one)."""
     return setting_value(ctx, call, "num_workers", 0, certain=True) != 0
+
+
+def workers_subject(ctx, call: cst.Call) -> str:
+    """How TL103 and TL104 name a loader's workers: `Workers`; or, when a plain run starts none
+    (the count is an option or a configuration field that defaults to 0, TL101's finding), the
+    runs that do: `Workers (when `--num-workers` is given; it defaults to 0)`."""
+    source = setting_source(ctx, call, "num_workers")
+    if source is None or source.is_certain or source.value != 0 or isinstance(source.value, bool):
+        return "Workers"
+    return f"Workers ({source.when_set()})"
 
 
 def workers_to_set(rule: Rule) -> str:

@@ -47,6 +47,13 @@ class Source(NamedTuple):
             return f"unless `{self.name}` is given (it {default})"
         return f"unless configured otherwise (`{self.name}` {default})"
 
+    def when_set(self) -> str:
+        """The runs that do not get the plain run's value: `when `--workers` is given; it defaults
+        to 0`, `when configured; `Config.num_workers` defaults to 0`."""
+        if self.kind == "option":
+            return f"when `{self.name}` is given; it defaults to {self.value!r}"
+        return f"when configured; `{self.name}` defaults to {self.value!r}"
+
     def advice(self, value: str) -> str:
         """What to change, for a message: `default it to 8`, `set NUM_WORKERS = 8`."""
         if self.kind == "variable":
