@@ -265,10 +265,12 @@ def test_a_syntax_error_is_located_in_every_format(tmp_path):
     assert sarif_doc["runs"][0]["invocations"][0]["executionSuccessful"] is False
 
 
-def test_an_error_without_a_place_has_no_location():
+def test_an_error_without_a_place_is_put_at_the_files_start_in_json():
+    # As Ruff writes an I/O error (E902): every entry has a location (it was null here).
     assert FileError("bin.py", "binary file").location is None
     (entry,) = json.loads(reporters.render("json", _unlocated()))
-    assert entry["location"] is None and entry["message"] == "binary file"
+    assert entry["location"] == entry["end_location"] == {"row": 1, "column": 1}
+    assert entry["code"] is None and entry["message"] == "binary file"
 
 
 def _unlocated():

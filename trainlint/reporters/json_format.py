@@ -40,8 +40,10 @@ def diagnostic_dict(diag: Diagnostic) -> dict:
 
 def error_dict(error: FileError) -> dict:
     """A file that could not be checked, as Ruff writes a syntax error: `code` null, so a consumer
-    that keys on codes skips it and one that counts entries sees it."""
-    at = _loc(error.location) if error.location is not None else None
+    that keys on codes skips it and one that counts entries sees it. One with no place in the file
+    (binary, not UTF-8, unreadable) is put at its start, as Ruff puts an I/O error (E902): a
+    consumer reading `location["row"]` of every entry does not meet a null."""
+    at = _loc(error.location) if error.location is not None else {"row": 1, "column": 1}
     return {
         "code": None,
         "name": None,
