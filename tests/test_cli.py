@@ -235,6 +235,17 @@ def test_a_mistyped_command_is_refused_as_one(project):
     assert "train: error: no such file or directory" in run_cli(["train"], project).output
 
 
+def test_rule_named_like_a_path_here_says_how_to_check_it(project):
+    """`trainlint rule` in a project with a `rule/` folder (meant as `trainlint [PATHS]`), or
+    `trainlint rule bad.py`: the error says how to check that path."""
+    assert "to check" not in run_cli(["rule"], project).output
+    (project / "rule").mkdir()
+    result = run_cli(["rule"], project)
+    assert result.exit_code == 2 and "to check `rule`, run `trainlint check rule`" in result.output
+    result = run_cli(["rule", "bad.py"], project)
+    assert result.exit_code == 2 and "to check `bad.py`, run `trainlint check bad.py`" in result.output
+
+
 def test_options_before_the_subcommand_are_the_subcommands(project):
     """`trainlint --isolated check bad.py`, as Ruff takes its global options before the
     subcommand: the options go to the command named after them (they made `check` a path to

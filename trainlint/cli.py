@@ -538,12 +538,12 @@ def rule(code, show_all, output_format) -> None:
             _rule_prefix(code, output_format)
             return
         if found is None:
-            hint = rule_hint(code) or "; `trainlint rule --all` lists them"
+            hint = rule_hint(code) or _check_hint(code) or "; `trainlint rule --all` lists them"
             click.echo(f"error: unknown rule code or name {code!r}{hint}", err=True)
             sys.exit(2)
         rules = [found]
     else:
-        click.echo("error: give a rule code, or --all", err=True)
+        click.echo(f"error: give a rule code, or --all{_check_hint('rule')}", err=True)
         sys.exit(2)
     if output_format == "json":
         data = [_rule_dict(r) for r in rules]
@@ -551,6 +551,12 @@ def rule(code, show_all, output_format) -> None:
         return
     for r in rules:
         click.echo(r.explanation())
+
+
+def _check_hint(path: str) -> str:
+    """For a word `trainlint rule` took that names a file or folder here (`trainlint rule` run in a
+    project with a `rule/` folder, meant as `trainlint [PATHS]`): how to check it."""
+    return f"; to check `{path}`, run `trainlint check {path}`" if os.path.exists(path) else ""
 
 
 def _rule_prefix(prefix: str, output_format: str) -> None:
