@@ -9,7 +9,7 @@ from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 
 
 def _never_run(ctx, wrap: cst.Call) -> bool:
-    """The file never runs the wrapper: it is known by names (Loops.names_of: where it is
+    """The file uses the wrapper but never runs it: it is known by names (Loops.names_of: where it is
     assigned, and where a caller of the file binds what a function returns), none of them is
     called (`model(x)`, `model.forward(x)`) where it holds the wrapper, and none leaves sight
     (Loops.escapes: handed to a call other than a module-local function the names follow it
@@ -30,7 +30,11 @@ def _never_run(ctx, wrap: cst.Call) -> bool:
         if spelled and any(spelled in (name, f"{name}.forward", f"{name}.__call__") and loops.in_sight(call, name, scope)
                            for name, scope in names):
             return False
-    return True
+    # The file uses it, only never runs it (`self.model.feature_extractor(x)`): a wrapper it only
+    # keeps (`self.model = DataParallel(...)` in a base class) may be run by a subclass elsewhere.
+    return any(isinstance(node.value, (cst.Name, cst.Attribute)) and any(
+        ctx.dotted(node.value) == name and loops.in_sight(node, name, scope) for name, scope in names)
+        for node in ctx.index.nodes(cst.Attribute) if not ctx.index.contains(wrap, node))
 
 
 # `torch.nn.parallel.data_parallel(module, inputs, ...)`: DataParallel's work as one call.
@@ -49,9 +53,11 @@ class DataParallelUsed(Rule):
 Flags construction of `torch.nn.DataParallel` (any import alias) and calls of its functional
 form, `torch.nn.parallel.data_parallel(module, inputs)`, which does the same work on every call.
 References such as `isinstance(model, nn.DataParallel)` are not flagged, nor is a wrapper the
-file never runs: no name it is known by is called, and none is handed on, assigned on or
-returned beyond the file's sight (only the wrapped model's parts are called through it,
-`self.model.feature_extractor(x)`, which DataParallel does not forward).
+file uses but never runs: only the wrapped model's parts are called through it
+(`self.model.feature_extractor(x)`, which DataParallel does not forward), no name it is known by
+is called, and none is handed on, assigned on or returned beyond the file's sight. A wrapper
+the file only keeps (`self.net = nn.DataParallel(net)` in a base class) is flagged: a subclass
+elsewhere may run it.
 
 ## Why is this bad?
 `DataParallel` runs one Python process for all GPUs: every step it scatters the batch from
@@ -105,6 +111,9 @@ A suggestion only, never written: the switch also needs the launcher, the proces
         Invalid("from torch import nn\nclass Runner:\n    def __init__(self, net):\n        self.net = nn.DataParallel(net)\n"
                 "    def step(self, x):\n        return self.net(x)\n", fixed=NO_FIX),
         Invalid("from torch import nn\ndef run(m, x):\n    return m(x)\nmodel = nn.DataParallel(model)\nrun(model, x)\n",
+                fixed=NO_FIX),
+        # Kept and never used here: a subclass in another module may run it.
+        Invalid("from torch import nn\nclass Base:\n    def __init__(self, net):\n        self.net = nn.DataParallel(net)\n",
                 fixed=NO_FIX),
         # Returned by a function no caller of the file binds: another module may call it.
         Invalid("from torch import nn\ndef build(net):\n    net = nn.DataParallel(net)\n    return net\n", fixed=NO_FIX),
