@@ -57,3 +57,7 @@ def test_tl101_leaves_a_test_loader_that_is_never_iterated_alone():
     to a function the file does not show may be iterated there, and is reported."""
     assert _codes(_TRAINS + _INSPECTS + _HANDS_ON, "tests/test_train.py") == [("TL101", 11), ("TL101", 24)]
     assert _codes(_TRAINS + _INSPECTS, "train.py") == [("TL101", 6), ("TL101", 11), ("TL101", 18)]
+    # Kept on a test case (`self.dl`): a subclass in another module may go over it.
+    kept = ("\n\nclass LoaderCase:\n    def setUp(self):\n"
+            "        self.dl = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)\n")
+    assert _codes(_TRAINS + kept, "tests/test_train.py") == [("TL101", 11), ("TL101", 19)]

@@ -880,6 +880,8 @@ def _inspected(ctx, call: cst.Call) -> bool:
     names = loops.names_of(call)
     if not (names and isinstance(holder, cst.Assign) and holder.value is call):
         return False
+    if any(name.startswith("self.") for name, _scope in names):
+        return False  # kept on the object: a subclass in another module may go over it
     if loops.passes_over(call) or loops.next_draws(call) or loops.stray_draws(call):
         return False
     return not any(loops.escapes(name, scope) for name, scope in names)
