@@ -138,11 +138,11 @@ as any training loader is.
 Nor is a loader of a test module (`test_*.py`, `*_test.py`, a file under `tests/`) with no
 training loop, or one that feeds no training and whose batches no model is seen to run on (the
 loops over it only collect, compare or drop them: accelerate's sharding and seed checks beside
-its tests that train), or one the file never iterates nor hands on (only its attributes read,
-`isinstance(dl.batch_sampler, ...)` after `dl = prepare_data_loader(dl, ...)`): its batches feed
-the test's assertions (values, shapes, sharding), and workers would only make the test start
-processes. A test's training loader, and an evaluation
-pass of a fine-tuning script named `test_*.py`, are reported as any script's are.
+its tests that train), or one held in a local name that the file never iterates nor hands on
+(only its attributes read, `isinstance(dl.batch_sampler, ...)` after `dl =
+prepare_data_loader(dl, ...)`): its batches feed the test's assertions (values, shapes,
+sharding), and workers would only make the test start processes. A test's training loader, and
+an evaluation pass of a fine-tuning script named `test_*.py`, are reported as any script's are.
 Also flags transformers' `TrainingArguments` (and trl's and sentence-transformers' subclasses,
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
