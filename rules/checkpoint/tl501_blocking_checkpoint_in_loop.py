@@ -170,6 +170,14 @@ def _joined(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr.visit(_Join())
 
 
+
+# A save function writing its checkpoint under a temporary name, then `{publish}`.
+_ATOMIC_HELPER = ("import os\nimport torch\ndef save_ckpt(path):\n    tmp = path + '.tmp'\n"
+                  "    torch.save(model.state_dict(), tmp)\n    {publish}\n")
+
+# Moves that publish a file written under a temporary name (an atomic checkpoint write).
+_PUBLISHES = frozenset({"os.replace", "os.rename", "shutil.move"})
+
 class _Substituted(cst.CSTTransformer):
     """A save function's statement as a final save after the loop writes it: each name read
     that is a key of `values` (a parameter, `self`) replaced by what the call handed it."""
@@ -459,7 +467,8 @@ if it can be, and the message says why. So is a save that
 shares its line with other statements (`loss.backward(); opt.step(); torch.save(...)`: a guard
 around the line would skip the step too). The call of a save function of the module is put under
 the interval only when the function does nothing but the save (and what serves it: building its
-state or path in local names, `os.makedirs`, printing or logging); one that does other work too
+state or path in local names, `os.makedirs`, printing or logging, and moving the file it wrote
+into place, `os.replace(tmp, path)` of an atomic write); one that does other work too
 (an EMA update, `self.seen += 1`) gets the interval around the save inside it, on the parameter
 every call hands the loop's counter to, with the save itself written once more after the loop
 (never the function called again, which would redo its work); that final save reads the
@@ -792,6 +801,19 @@ and whether the fix still moves the save under an interval.
                                               "'a.pt')\nif step % 1000 == 0:\n    _trainlint_async_save(torch.save, "
                                               "opt.state_dict(), 'b.pt')"),
                              final="torch.save(model.state_dict(), 'a.pt')\ntorch.save(opt.state_dict(), 'b.pt')\n")),
+        # ... a save function that writes under a temporary name and publishes the file
+        # (`os.replace(tmp, path)`, an atomic write): the move is the save's second half, skipped
+        # with it between saves; the call goes under the interval, written once more after the
+        # loop, in the foreground (the move uses the file). It was refused as other work.
+        Invalid(_ATOMIC_HELPER.format(publish="os.replace(tmp, path)")
+                + in_training_loop("save_ckpt('last.pt')").partition("\n")[2],
+                fixed=_ATOMIC_HELPER.format(publish="os.replace(tmp, path)")
+                + in_training_loop("if step % 1000 == 0:\n    save_ckpt('last.pt')").partition("\n")[2]
+                + "save_ckpt('last.pt')\n"),
+        # ... a move of another file is other work: kept on every step.
+        Invalid(_ATOMIC_HELPER.format(publish="os.replace('run.log', 'run.old.log')")
+                + in_training_loop("save_ckpt('last.pt')").partition("\n")[2],
+                message="does other work besides the save (`os.replace('run.log', 'run.old.log')`)"),
         # ... a save function, itself written in the background: called once more before the wait.
         Invalid("import torch\ndef save_ckpt(path):\n    torch.save(model.state_dict(), path)\n"
                 + in_training_loop("save_ckpt('last.pt')").partition("\n")[2],
@@ -2116,8 +2138,9 @@ and whether the fix still moves the save under an interval.
     def _other_work(self, fn: cst.FunctionDef, depth: int = 0) -> str | None:
         """The first statement of save function fn (or of a save function it calls) that does other
         work than the save: anything but the save itself, building its state or path in a local
-        name, making its folder, printing or logging, a docstring, `pass` or a `return`, and `if`s
-        and `with`s holding only those. An interval around the call of fn would skip that work on
+        name, making its folder, moving the file it wrote into place (`os.replace(tmp, path)`),
+        printing or logging, a docstring, `pass` or a `return`, and `if`s and `with`s holding
+        only those. An interval around the call of fn would skip that work on
         the steps between saves (an EMA that updates, then saves, updated only on saving steps).
         None when fn only saves."""
         ctx = self.ctx
@@ -2153,7 +2176,8 @@ and whether the fix still moves the save under an interval.
 
     def _serves_save(self, call: cst.Call, depth: int) -> bool:
         """call (a statement of a save function) is the save, a save function of the module that
-        itself only saves, or serves it: `os.makedirs`, `.mkdir()`, printing or logging."""
+        itself only saves, or serves it: `os.makedirs`, `.mkdir()`, publishing the file it wrote
+        (`os.replace(tmp, path)`), printing or logging."""
         ctx = self.ctx
         if self._save_kind(call):
             return True
@@ -2163,6 +2187,12 @@ and whether the fix still moves the save under an interval.
             return depth < 4 and len(fns) == 1 and self._other_work(fns[0], depth + 1) is None
         func = dotted(call.func) or ""
         last = func.rsplit(".", 1)[-1]
+        if func in _PUBLISHES:
+            # `os.replace(tmp, path)` of the file a save of the function wrote: the second half of
+            # an atomic write, skipped with the save on the steps between saves, as it should be.
+            fn = ctx.index.enclosing_function(call)
+            return fn is not None and any(isinstance(node, cst.Call) and self._save_kind(node)
+                                          and call in self._path_uses(node) for node in ctx.index.walk(fn))
         return func in ("os.makedirs", "os.mkdir", "print") or last == "mkdir" or last in _SHOWS \
             and "." in func and not self._runs_other(call.args, depth)
 
