@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -474,6 +475,7 @@ def directory_state(directory: str) -> dict[str, tuple[int, int]]:
     The fixed versions' hidden copies are not the script's writes and are left out.
     """
     state: dict[str, tuple[int, int]] = {}
+    own = _own_outputs()
     base = len(directory.rstrip(os.sep).split(os.sep))
     for root, dirs, files in os.walk(directory):
         depth = len(root.rstrip(os.sep).split(os.sep)) - base
@@ -486,10 +488,25 @@ def directory_state(directory: str) -> dict[str, tuple[int, int]]:
                 st = os.stat(path)
             except OSError:
                 continue
+            if (st.st_dev, st.st_ino) in own:
+                continue  # `trainlint verify ... > verify.log`: grown by the verifier, not the script
             state[os.path.relpath(path, directory)] = (st.st_mtime_ns, st.st_size)
             if len(state) >= _SNAPSHOT_LIMIT:
                 return state
     return state
+
+
+def _own_outputs() -> set[tuple[int, int]]:
+    """(device, inode) of the files this process's standard output and error are redirected to."""
+    own = set()
+    for fd in (1, 2):
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            own.add((st.st_dev, st.st_ino))
+    return own
 
 
 def changed_files(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
