@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 
 def _assert_user_error(result, *needles: str) -> None:
     assert result.exit_code == 2, result.output
@@ -29,12 +31,16 @@ def test_every_report_has_the_same_keys(verify, fixtures, tmp_path):
                             "--steps", "2", "--warmup", "1", "--repeats", "1")
     assert measured.exit_code == 0, measured.output
     keys = set(data)
+    measured_rows = data["rows"]
     assert data["error"] is None
     nothing, data = verify(fixtures / "tight_loop.py", "--rule", "TL101", "--report",
                            tmp_path / "out")
     assert nothing.exit_code == 0, nothing.output
     assert set(data) == keys and data["verdict"] == "nothing to fix"
     assert data["rows"][0]["note"].startswith("TL101 found nothing to fix")
+    # ... and so does every row: a "nothing to fix" row had five of the measured row's keys.
+    assert set(data["rows"][0]) == set(measured_rows[0]) and data["rows"][0]["after"] is None
+    assert measured_rows[0]["after"]["step_s"] and measured_rows[0]["after"]["losses"]
     assert (tmp_path / "out" / "verify.json").exists()
     refused, data = verify(fixtures / "tight_loop.py", "--fixed", fixtures / "tight_loop.py",
                            "--steps", "0")
@@ -75,6 +81,20 @@ def test_rule_and_fixed_together(verify, fixtures):
 def test_neither_rule_nor_fixed(verify, fixtures):
     result, _ = verify(fixtures / "tight_loop.py")
     _assert_user_error(result, "name the fixed version: --rule CODES (trainlint's fixes) or --fixed FILE")
+
+
+def test_the_fixed_version_named_after_the_script_args_is_said_so(verify, fixtures):
+    # Everything after `--` goes to the script: the user named --fixed, only in the wrong place.
+    result, _ = verify(fixtures / "tight_loop.py", "--", "--steps", "50", "--fixed", fixtures / "tight_loop_noop.py")
+    _assert_user_error(result, "name the fixed version before `--`: `--fixed` came after it, which hands it to the script")
+
+
+def test_a_fixed_file_that_does_not_compile_is_refused_before_any_run(verify, fixtures, tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("import torch\ndef f(:\n    pass\n")
+    result, _ = verify(fixtures / "tight_loop.py", "--fixed", broken, "--steps", "5", "--warmup", "1", "--repeats", "1")
+    _assert_user_error(result, "broken.py: cannot be run: invalid syntax")
+    assert "repeat 1/1" not in result.output  # no run of the original first
 
 
 def test_each_without_rules(verify, fixtures):
@@ -286,6 +306,27 @@ def test_a_script_that_writes_into_its_directory_is_warned_about(verify, tmp_pat
     assert result.exit_code == 0, result.output
     assert data["directory_writes"] == ["last.pt"]
     assert "wrote into its working directory (last.pt)" in result.stdout
+
+
+QUIET_SCRIPT = WRITES_BESIDE.replace('    torch.save({"step": step}, "last.pt")  # a checkpoint a later run could resume from\n', "")
+
+
+def test_the_verifiers_own_output_redirected_beside_the_script_is_not_its_write(tmp_path):
+    # `trainlint verify train.py ... > verify.log 2>&1` from the project folder: the log the
+    # verifier's progress lines grow is no file the script wrote (it was warned about).
+    import subprocess
+    import sys
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text(QUIET_SCRIPT)
+    with open(project / "verify.log", "wb") as log:
+        proc = subprocess.run([sys.executable, "-m", "trainlint", "verify", "train.py", "--fixed", "train.py",
+                               "--steps", "2", "--warmup", "1", "--repeats", "1", "--json", str(tmp_path / "r.json")],
+                              cwd=project, stdout=log, stderr=subprocess.STDOUT)
+    output = (project / "verify.log").read_text()
+    assert proc.returncode == 0, output
+    assert "wrote into its working directory" not in output
+    assert json.loads((tmp_path / "r.json").read_text())["directory_writes"] == []
 
 
 MP_SPAWN = """

@@ -1,4 +1,4 @@
-"""`trainlint verify SCRIPT [-- SCRIPT_ARGS...]`: the click command.
+"""`trainlint verify SCRIPT (--rule CODES | --fixed FILE) [OPTIONS] [-- SCRIPT_ARGS...]`: the click command.
 
 Registered by trainlint.cli as `verify`; also runnable as `python -m trainlint.verify`.
 Importing this module must not import torch (the linter never does); torch is imported lazily,
@@ -165,6 +165,11 @@ def _verify(
     if codes and fixed is not None:
         raise VerifyError("--rule and --fixed both name the fixed version: give one of them")
     if not codes and fixed is None:
+        given = [arg for arg in script_args if arg.split("=", 1)[0] in ("--rule", "--fixed")]
+        if given:
+            # `verify train.py -- --steps 50 --fixed f.py`: all after `--` goes to the script.
+            raise VerifyError(f"name the fixed version before `--`: `{given[0]}` came after it, which hands "
+                              "it to the script")
         raise VerifyError("name the fixed version: --rule CODES (trainlint's fixes) or --fixed FILE")
     if fixed is not None and not fixed.is_file():
         raise VerifyError(f"{fixed}: no such file")
@@ -188,11 +193,9 @@ def _verify(
         codes = expand_rules(codes)
         known["rules"] = codes
     script = script.resolve()
-    try:
-        script_text = script.read_text(encoding="utf-8")
-        compile(script_text, str(script), "exec")
-    except (OSError, UnicodeDecodeError, SyntaxError) as e:
-        raise VerifyError(f"{script}: cannot be run: {e}") from None
+    script_text = _compiled(script)
+    if fixed is not None:
+        _compiled(fixed)  # refused now, not after the original's first run
 
     settings = RunSettings(
         script=str(script),
@@ -270,6 +273,16 @@ def _verify(
     if result["verdict"] in (stats.REJECTED, stats.INCONCLUSIVE):
         return EXIT_REJECTED  # a fix the loss check could not accept is never passed silently
     return EXIT_OK
+
+
+def _compiled(path: Path) -> str:
+    """path's text, which must compile: a file that cannot be run is refused before any run."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        compile(text, str(path), "exec")
+    except (OSError, UnicodeDecodeError, SyntaxError) as e:
+        raise VerifyError(f"{path}: cannot be run: {e}") from None
+    return text
 
 
 def _names(paths: list[str], most: int = 5) -> str:

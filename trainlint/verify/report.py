@@ -134,6 +134,23 @@ _MEASURED_KEYS = (
 )
 
 
+# Keys of every entry of `rows`, measured or not ("nothing to fix" rows had five of them, and a
+# measured row had no step times or loss curve of its own): null where nothing was measured.
+_ROW_KEYS = (
+    "name", "rules", "asked_rules", "after", "median_step_s", "data_wait_share", "other_optimizer_steps",
+    "speedup", "speedup_low", "speedup_high", "pair_ratios", "losses_match", "loss_check_inconclusive",
+    "loss_steps_compared", "losses_identical", "max_loss_deviation", "loss_deviation_compared",
+    "loss_tolerance", "loss_summary", "verdict", "note",
+)
+
+
+def _row(p: Planned, **measured) -> dict:
+    """A `rows` entry with every key (_ROW_KEYS)."""
+    row = dict.fromkeys(_ROW_KEYS)
+    row.update(name=p.name, rules=p.rules, asked_rules=p.asked, note=p.note or None, **measured)
+    return row
+
+
 def skeleton(settings: RunSettings | None, *, script: str, rules: list[str], asked_rules: list[str],
              fixed_file: str | None, repeats: int) -> dict:
     """A report with every key, the measurements null: build() fills it, an error or "nothing
@@ -164,8 +181,7 @@ def nothing_report(settings: RunSettings, planned: list[Planned], repeats: int) 
     final = planned[-1]
     report = skeleton(settings, script=settings.script, rules=final.rules, asked_rules=final.asked,
                       fixed_file=None, repeats=repeats)
-    report["rows"] = [{"name": p.name, "rules": p.rules, "asked_rules": p.asked,
-                       "verdict": NOTHING_TO_FIX, "note": p.note} for p in planned]
+    report["rows"] = [_row(p, verdict=NOTHING_TO_FIX) for p in planned]
     report.update(verdict=NOTHING_TO_FIX, note="; ".join(p.note for p in planned))
     return report
 
@@ -183,20 +199,15 @@ def build(
     before = records["original"]
     rows = []
     for p in planned:
-        row: dict = {"name": p.name, "rules": p.rules, "asked_rules": p.asked}
         if p.variant is None:
-            row.update({"verdict": NOTHING_TO_FIX, "note": p.note})
-        else:
-            after = records[p.variant.name]
-            side = _side(after)
-            row.update({"median_step_s": side["median_step_s"],
-                        "data_wait_share": side["data_wait_share"],
-                        "other_optimizer_steps": side["other_optimizer_steps"]})
-            row.update(compare(before, after, tolerances[p.variant.name],
-                               settings.pin_loader_rng))
-            if p.note:
-                row["note"] = p.note
-        rows.append(row)
+            rows.append(_row(p, verdict=NOTHING_TO_FIX))
+            continue
+        after = records[p.variant.name]
+        side = _side(after)
+        rows.append(_row(p, after=side, median_step_s=side["median_step_s"],
+                         data_wait_share=side["data_wait_share"],
+                         other_optimizer_steps=side["other_optimizer_steps"],
+                         **compare(before, after, tolerances[p.variant.name], settings.pin_loader_rng)))
     final = planned[-1]  # the version with every fix (or the --fixed file)
     # rules: those whose fixes the version with all fixes holds; asked_rules: all asked for.
     report = skeleton(settings, script=settings.script, rules=final.rules, asked_rules=final.asked,
@@ -207,7 +218,6 @@ def build(
                        "losses_match": None, "max_loss_deviation": None,
                        "verdict": NOTHING_TO_FIX, "note": final.note})
     else:
-        report["after"] = _side(records[final.variant.name])
         report.update({k: v for k, v in rows[-1].items()
                        # (a row's step counts are in "after" already)
                        if k not in ("name", "rules", "asked_rules", "other_optimizer_steps")})
