@@ -107,7 +107,7 @@ def lint_text(text: str, path: str, rules: list[ActiveRule], settings=None) -> l
     ignore_noqa = getattr(settings, "ignore_noqa", False)
     if not findings and (audit is None or ignore_noqa):
         return []
-    suppressions = None if ignore_noqa else parse_suppressions(text)
+    suppressions = None if ignore_noqa else ctx.suppressions if ctx is not None else parse_suppressions(text)
     out = _resolve(findings, ctx, path, suppressions) if findings else []
     if audit is not None and suppressions is not None and (suppressions.directives or suppressions.problems):
         enabled = frozenset(r.rule.code for r in rules) | {audit.rule.code}
@@ -324,10 +324,7 @@ def _suppression_moved_up(ctx: FileContext, positions: Positions, start: int, en
     as one writes it by hand: (the edit's new end, past the comment, and its text), or None when the
     call's line holds no suppression after it."""
     row = positions.location(start).row
-    suppressions = ctx.__dict__.get("_suppressions")
-    if suppressions is None:
-        suppressions = ctx.__dict__["_suppressions"] = parse_suppressions(ctx.text)
-    comment = next((d for d in suppressions.directives
+    comment = next((d for d in ctx.suppressions.directives
                     if d.row == row and not d.file_level and d.comment_start >= end), None)
     if comment is None:
         return None

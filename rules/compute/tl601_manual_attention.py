@@ -14,7 +14,6 @@ from trainlint.analysis.tree import parameter
 from trainlint.analysis.variables import is_variable, may_reach, role, variable_uses
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
-from trainlint.suppressions import parse_suppressions
 
 
 _SOFTMAX = ("torch.softmax",)  # names.CANONICAL maps F.softmax and Tensor.softmax here
@@ -485,7 +484,7 @@ so), exact where the tensor holds one value or one per head, which it cannot tel
         would rewrite that block too; nor past a few blocks (each question walks the imports)."""
         ctx = self.ctx
         rewrites = self._rewrites
-        if len(rewrites) < 2 or len(rewrites) > 8 or parse_suppressions(ctx.text).directives:
+        if len(rewrites) < 2 or len(rewrites) > 8 or ctx.suppressions.directives:
             return
         for r in rewrites:
             r.fix.replacements = [*r.own, *r.unused]

@@ -31,6 +31,7 @@ from trainlint.layout import (
     bracketed, comprehended, comprehension_clauses, fitted, fluent, method_lines, one_arg_per_line, parenthesized,
     rejoined,
 )
+from trainlint.suppressions import Suppressions, parse_suppressions
 
 
 # Paths of data-preparation tools: a scripts/ or tools/ folder, or a prep/preprocess/extract/convert/
@@ -160,6 +161,12 @@ class FileContext:
         it prepares data (see _OFFLINE_PATH). Per-sample decoding or tokenizing here is the offline
         pass that the input-pipeline rules recommend, not something to move elsewhere."""
         return not self.loops.hot_loops and bool(_OFFLINE_PATH.search(self.path.replace("\\", "/")))
+
+    @cached_property
+    def suppressions(self) -> Suppressions:
+        """The text's suppression comments, parsed once: the engine resolves findings against them,
+        a fix that splits a call keeps them on its line, TL601 leaves a file holding one alone."""
+        return parse_suppressions(self.text)
 
     @cached_property
     def is_test(self) -> bool:
