@@ -19,6 +19,10 @@ def test_crashing_script_shows_its_stderr_tail(verify, fixtures):
     # The script's own traceback is part of its stderr tail; the verifier adds none of its own.
     _assert_user_error(result, "the original script exited with status 1",
                        "loading the dataset from ./missing-data", "FileNotFoundError")
+    # The traceback starts at the script: runpy's and the harness's frames were shown above it.
+    tail = result.stderr.split("Traceback (most recent call last):", 1)[1]
+    assert tail.lstrip().startswith(f'File "{fixtures / "crash.py"}"'), tail
+    assert "harness.py" not in result.stderr and "runpy" not in result.stderr
     # The JSON report is written on an error too (nothing was written), with the error in it.
     assert data["verdict"] == "error" and "FileNotFoundError" in data["error"]
     assert data["speedup"] is None and data["rows"] == [] and data["warmup"] == 5

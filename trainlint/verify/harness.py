@@ -673,6 +673,8 @@ def _execute(cfg: dict) -> None:
         source = f.read()
     # Compiled under the path of the file actually run, so tracebacks show the right lines.
     code = compile(source, code_path, "exec", dont_inherit=True)
+    global _executed_path
+    _executed_path = code_path
     module = types.ModuleType("__main__")
     # __file__ is the original script's path for both versions: the fixed copy stands in for
     # the script where it lives (data paths built from __file__ keep working). Spawned children
@@ -740,11 +742,16 @@ def main() -> None:
             if int(os.environ.get("WORLD_SIZE", "1")) > 1:
                 _rank_failed(cfg, exit_code)
             raise
-    except BaseException:
+    except BaseException as exc:
         _write_progress(cfg, state, final=True)
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
             _rank_failed(cfg)
-        raise
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        # The traceback starts at the script: runpy's and the harness's frames (main, _execute)
+        # above it said nothing of the cause and made the script's error look like trainlint's.
+        sys.stderr.write(_script_traceback(exc))
+        raise SystemExit(1) from None
     if state.stopped:
         status = "stopped"  # also when the script caught StopRun and then left its loop
     _finish(cfg, state, status)
@@ -823,6 +830,20 @@ def _finish(cfg: dict, state: _State, status: str) -> None:
                 pass
 
 
+def _script_traceback(exc: BaseException) -> str:
+    """exc's traceback from the script's first frame on: the frames above it (runpy, main,
+    _execute) are the harness's own."""
+    import traceback
+
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != _executed_path:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
+
+
+_executed_path = ""  # the file _execute compiled the script under
+
+
 def _rank_failed(cfg: dict, exit_code: int = 1) -> None:
     """A torchrun rank whose script raised: say so where the runner looks, then leave cleanly.
 
@@ -837,13 +858,8 @@ def _rank_failed(cfg: dict, exit_code: int = 1) -> None:
     ``exit_code`` and its exit status: before, the rank left with no record, and the runner named
     the rank that then lost its peer ("Connection closed by peer") as the one that failed first.
     """
-    import traceback
-
     exc = sys.exc_info()[1]
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
-        tb = tb.tb_next  # the harness's own frames (main, _execute) say nothing of the cause
-    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    text = _script_traceback(exc)
     if isinstance(exc, SystemExit):
         text += f"(the script called sys.exit({exc.code!r}): the rank's exit status {exit_code})\n"
     sys.stderr.write(text)
