@@ -484,3 +484,16 @@ def test_a_scripts_option_before_the_double_dash_is_explained(verify, fixtures):
                        "--epochs", "1", json_report=False)
     assert result.exit_code == 2
     assert "No such option" in result.output and "go after `--`" in result.output
+
+
+def test_a_report_path_that_cannot_be_written_is_refused_before_any_run(verify, fixtures, tmp_path):
+    # Before: the runs went through (minutes on a real script) and only then did writing fail,
+    # losing the measurement.
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("")
+    for option, target in (("--json", blocker / "out.json"), ("--report", blocker / "out")):
+        result, _ = verify(fixtures / "tight_loop.py", "--fixed", fixtures / "tight_loop.py",
+                           option, target, json_report=False)
+        _assert_user_error(result, f"cannot write the report {option} {target}: "
+                           f"{blocker} is not a folder")
+        assert "repeat 1/" not in result.stderr  # nothing ran

@@ -7,6 +7,7 @@ only to ask whether a GPU is there for the profiler breakdown.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import tempfile
@@ -189,6 +190,9 @@ def _verify(
         raise VerifyError("--loss-rtol must be a number >= 0")
     if report_dir is not None:
         report_mod.require_matplotlib()
+    for option, target in (("--json", json_path), ("--report", report_dir)):
+        if target is not None:
+            _require_writable(option, target)
     if codes:
         codes = expand_rules(codes)
         known["rules"] = codes
@@ -313,6 +317,19 @@ def _hint(message: str, script_text: str, nproc: int | None, cwd_given: bool) ->
 
 class _WriteError(VerifyError):
     """The report itself could not be written: no error report is tried after it."""
+
+
+def _require_writable(option: str, path: Path) -> None:
+    """Refuse a report path that cannot be written before any run: it was found out only
+    after minutes of measuring, and the measurement was lost. Folders on the way are made at
+    writing time, so the nearest one that exists must be a writable folder."""
+    nearest = path
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    if nearest != path and not nearest.is_dir():
+        raise _WriteError(f"cannot write the report {option} {path}: {nearest} is not a folder")
+    if not os.access(nearest, os.W_OK):
+        raise _WriteError(f"cannot write the report {option} {path}: {nearest} is not writable")
 
 
 def _write_reports(result: dict, json_path: Path | None, report_dir: Path | None) -> None:
