@@ -497,3 +497,14 @@ def test_a_report_path_that_cannot_be_written_is_refused_before_any_run(verify, 
         _assert_user_error(result, f"cannot write the report {option} {target}: "
                            f"{blocker} is not a folder")
         assert "repeat 1/" not in result.stderr  # nothing ran
+
+
+def test_a_fixed_file_the_same_as_the_script_is_said(verify, fixtures):
+    # Before: the table said "no measurable change" as for a real fix, with no remark.
+    same, _ = verify(fixtures / "tight_loop.py", "--fixed", fixtures / "tight_loop.py",
+                     "--steps", "2", "--warmup", "1", "--repeats", "1")
+    assert same.exit_code == 0, same.output
+    assert "is the same as tight_loop.py: the runs measure run-to-run noise" in same.stderr
+    other, _ = verify(fixtures / "tight_loop.py", "--fixed", fixtures / "tight_loop_noop.py",
+                      "--steps", "2", "--warmup", "1", "--repeats", "1")
+    assert other.exit_code == 0 and "run-to-run noise" not in other.stderr
