@@ -349,6 +349,16 @@ def test_a_script_that_catches_the_stop_is_ended_at_the_stop(tmp_path):
     assert not (tmp_path / "ended").exists()
 
 
+def test_a_caught_stop_is_in_the_json_report(verify, tmp_path):
+    # It was said on stderr only; a CI job reading the report could not tell.
+    script = tmp_path / "bare.py"
+    script.write_text(_BARE_EXCEPT)
+    result, data = verify(script, "--fixed", script, "--steps", "3", "--warmup", "1", "--repeats", "1")
+    assert result.exit_code == 0, result.output
+    assert data["before"]["stop_caught"] and data["after"]["stop_caught"]
+    assert data["before"]["optimizer_switches"] == 0
+
+
 _BACKWARD_FORMS = """
 import torch
 torch.manual_seed(0)

@@ -31,6 +31,11 @@ def _side(runs: list[RunRecord]) -> dict:
         # Steps of optimizers other than the counted one, in the first repeat (rank 0): recorded
         # and shown nowhere before, so a GAN's step read as one optimizer's step (see table()).
         "other_optimizer_steps": runs[0].extra.get("other_optimizer_steps", 0),
+        # What the harness saw in the first repeat, said on stderr only before (runner._run_notes):
+        # a script that caught the stop and trained on; counted steps that moved to another
+        # optimizer (a new training stage).
+        "stop_caught": bool(runs[0].extra.get("stop_caught")),
+        "optimizer_switches": runs[0].extra.get("optimizer_switches", 0),
     }
 
 
