@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from _integration_support import validator
@@ -86,3 +87,86 @@ def test_sarif_run_with_a_syntax_error_is_not_successful(project):
     assert doc["runs"][0]["results"]
     clean = CliRunner().invoke(cli, ["check", "train.py", "--output-format", "sarif"])
     assert json.loads(clean.stdout)["runs"][0]["invocations"][0]["executionSuccessful"] is True
+
+
+def _git_project(root):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "src").mkdir()
+    (root / "src" / "train.py").write_text(SRC)
+    return root
+
+
+@pytest.mark.parametrize("fmt, prefix", [("github", "::error file=src/train.py,line=3,"),
+                                         ("azure", "##vso[task.logissue type=error;sourcepath=src/train.py;")])
+def test_line_formats_name_files_from_the_repository_root(tmp_path, monkeypatch, fmt, prefix):
+    # Run from a subfolder (a job's `working-directory:`): `file=train.py` was relative to the
+    # current folder, and the runner, which reads it from the repository root, annotated a file
+    # that does not exist; SARIF and GitLab in the same run said src/train.py.
+    _git_project(tmp_path)
+    monkeypatch.chdir(tmp_path / "src")
+    out = CliRunner().invoke(cli, ["check", "train.py", "--output-format", fmt])
+    assert out.exit_code == 1, out.output
+    assert out.stdout.startswith(prefix), out.stdout
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "gitlab", "github", "json"])
+def test_a_symbolic_link_is_reported_under_its_own_name(tmp_path, monkeypatch, fmt):
+    # SARIF and GitLab followed the link: a link to a file outside the checkout was reported at
+    # that file's absolute path (file:///... in SARIF), one inside at its target's name, while the
+    # other formats said the link's name.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "shared_train.py").write_text(SRC)
+    repo = _git_project(tmp_path / "repo")
+    (repo / "links").mkdir()
+    (repo / "links" / "ext.py").symlink_to(outside / "shared_train.py")
+    (repo / "links" / "alias.py").symlink_to("../src/train.py")
+    monkeypatch.chdir(repo)
+    out = CliRunner().invoke(cli, ["check", "links", "--output-format", fmt])
+    assert out.exit_code == 1, out.output
+    if fmt == "sarif":
+        data = json.loads(out.stdout)
+        validator("sarif-2.1.0.json").validate(data)
+        named = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                 for r in data["runs"][0]["results"]}
+    elif fmt == "gitlab":
+        named = {i["location"]["path"] for i in json.loads(out.stdout)}
+    elif fmt == "github":
+        named = {line.split("file=", 1)[1].split(",", 1)[0] for line in out.stdout.splitlines()}
+    else:
+        named = {os.path.relpath(d["filename"], repo) for d in json.loads(out.stdout)}
+    assert named == {"links/ext.py", "links/alias.py"}
+
+
+@pytest.mark.parametrize("fmt, key", [("sarif", "uri"), ("gitlab", "path")])
+def test_standard_input_is_named_dash_in_every_format(tmp_path, monkeypatch, fmt, key):
+    # `-` became `src/-` (a file under the current folder) in SARIF and GitLab; JSON and rdjson
+    # said `-`.
+    _git_project(tmp_path)
+    monkeypatch.chdir(tmp_path / "src")
+    out = CliRunner().invoke(cli, ["check", "-", "--output-format", fmt], input=SRC)
+    assert out.exit_code == 1, out.output
+    assert f'"{key}": "-"' in out.stdout and "src/-" not in out.stdout
+
+
+def test_statistics_with_a_ci_format_from_the_configuration(project):
+    # `output-format = "github"` in the configuration is for CI reports; `--statistics` typed by
+    # hand stopped with a usage error (exit 2). A format given on the command line still must be
+    # one statistics can print, as in Ruff.
+    (project / "pyproject.toml").write_text('[tool.trainlint]\noutput-format = "github"\n')
+    out = CliRunner().invoke(cli, ["check", "train.py", "--statistics"])
+    assert out.exit_code == 1, out.output
+    assert out.stdout == "    1\tTL101\tdataloader-no-workers\n"
+    refused = CliRunner().invoke(cli, ["check", "train.py", "--statistics", "--output-format", "github"])
+    assert refused.exit_code == 2
+
+
+def test_json_has_the_cell_key_for_every_file(project):
+    # Ruff's JSON writes `cell` (null outside notebooks) for every entry; a consumer reading
+    # d["cell"] met a KeyError on a .py file.
+    (project / "broken.py").write_text("def f(:\n")
+    out = CliRunner().invoke(cli, ["check", "train.py", "broken.py", "--output-format", "json"])
+    items = json.loads(out.stdout)
+    assert len(items) == 2 and all("cell" in d and d["cell"] is None for d in items)

@@ -364,6 +364,20 @@ def test_junit_is_xml_with_a_failure_per_finding_and_an_error_per_unchecked_file
     assert (empty.get("tests"), empty.get("failures")) == ("1", "0")  # never an empty report
 
 
+def test_junit_stays_xml_with_control_characters_in_a_file_name():
+    # XML 1.0 forbids most control characters even as references: `esc\x1bname.py` (or a name
+    # that is not UTF-8, a lone surrogate) made the report unreadable to every XML parser.
+    import xml.etree.ElementTree as ET
+
+    source = "x = 1\n"
+    name = "esc\x1bname\udcff.py"
+    result = result_of({name: (source, [diag(source, name, "TL201", 0, 1, "bad\x07 bell")])})
+    root = ET.fromstring(reporters.render("junit", result).encode("utf-8"))
+    case = root[0][0]
+    assert case.get("classname") == "esc\\x1bname\\udcff.py"
+    assert case.find("failure").get("message") == "bad\\x07 bell"
+
+
 # -- a fix whose edits overlap ---------------------------------------------------------------
 
 
@@ -393,3 +407,13 @@ def test_engine_drops_a_fix_whose_edits_overlap():
     found = lint_text("f(x)\n", "case.py", [ActiveRule(Overlapping, {})])
     assert [(d.code, d.fix) for d in found] == [("TL999", None)]
     assert "TL999" in reporters.render("full", result_of({"case.py": ("f(x)\n", found)}))
+
+
+def test_sarif_writes_a_file_name_that_is_not_utf8_as_its_bytes(tmp_path):
+    # The name's byte 0xff (kept by Python as the surrogate U+DCFF) crashed the report with
+    # UnicodeEncodeError; the URI names the file's own bytes, percent-encoded.
+    result = _dataloader_result(str(tmp_path / "bad\udcff.py"))
+    data = sarif.build(result, root=tmp_path)
+    validator("sarif-2.1.0.json").validate(data)
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in data["runs"][0]["results"]}
+    assert uris == {"bad%FF.py"}

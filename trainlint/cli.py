@@ -302,6 +302,10 @@ def check(process, paths, fix, fix_only, unsafe_fixes, diff, select, extend_sele
         fix = fix if fix is not None else (bool(project.fix) or fix_only) and not add_noqa
         unsafe_fixes = unsafe_fixes if unsafe_fixes is not None else bool(project.unsafe_fixes)
         show_fixes = show_fixes or bool(project.show_fixes)
+        if statistics and not output_format and project.output_format not in (None, *STATISTICS_FORMATS):
+            # A CI format set in the configuration (`output-format = "github"`) is for reports:
+            # `--statistics` typed by hand prints its table instead of refusing the run.
+            output_format = "concise"
         output_format = output_format or project.output_format or "concise"
         if statistics and fix_only:
             raise click.UsageError("--fix-only reports no leftover finding; --statistics would count none")

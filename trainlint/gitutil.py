@@ -26,10 +26,20 @@ def repo_root(cwd: str | os.PathLike | None = None) -> Path:
 
 
 def relative_posix(path: str, root: Path) -> str:
-    """`path` relative to `root` with forward slashes; absolute when it lies outside `root`."""
-    p = Path(path)
-    absolute = (p if p.is_absolute() else Path.cwd() / p).resolve()
-    try:
-        return absolute.relative_to(root).as_posix()
-    except ValueError:
-        return absolute.as_posix()
+    """`path` relative to `root` with forward slashes; absolute when it lies outside `root`.
+
+    A symbolic link keeps its own name: the file is reported under the name the run found it by,
+    as every other format does (following the link put a link to a file outside the checkout at
+    that file's absolute path in SARIF and GitLab, and a broken one at its target). Only the
+    folders on the way are resolved, for a run started in a folder reached through a link.
+    Standard input ("-") has no path to make relative.
+    """
+    if path == "-":
+        return path
+    absolute = Path(os.path.abspath(path))  # `..` and `.` folded without following links
+    for candidate in (absolute, absolute.parent.resolve() / absolute.name):
+        try:
+            return candidate.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return absolute.as_posix()

@@ -26,6 +26,7 @@ def diagnostic_dict(diag: Diagnostic) -> dict:
             ],
         }
     return {
+        "cell": None,  # a notebook's cell (_in_cell); Ruff writes the key for every file
         "code": diag.code,
         "name": diag.name,
         "message": diag.message,
@@ -45,6 +46,7 @@ def error_dict(error: FileError) -> dict:
     consumer reading `location["row"]` of every entry does not meet a null."""
     at = _loc(error.location) if error.location is not None else {"row": 1, "column": 1}
     return {
+        "cell": None,
         "code": None,
         "name": None,
         "message": error.reason,
@@ -67,7 +69,8 @@ def _in_cell(item: dict, cells: CellMap) -> dict:
         for edit in item["fix"]["edits"]:
             edit["cell"], edit["location"]["row"] = cells.locate(edit["location"]["row"])
             edit["end_location"]["row"] = cells.locate(edit["end_location"]["row"])[1]
-    return {"cell": cell, **item}
+    item["cell"] = cell
+    return item
 
 
 def render(result: RunResult, fmt: str) -> str:

@@ -7,11 +7,31 @@ case, so the report is never empty.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
-from xml.sax.saxutils import escape, quoteattr
+from xml.sax import saxutils
+
 
 from trainlint.diagnostics import RunResult
 from trainlint.notebook import cell_maps
+
+
+# Characters XML 1.0 does not allow at all, not even as character references: a control
+# character in a file's name (or a lone surrogate from a name that is not UTF-8) made the report
+# unreadable to every XML parser. They are written as Python writes them, `\x1b`.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_safe(text: str) -> str:
+    return _NOT_XML.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def escape(text: str) -> str:
+    return saxutils.escape(_xml_safe(text))
+
+
+def quoteattr(text: str) -> str:
+    return saxutils.quoteattr(_xml_safe(text))
 
 
 def render(result: RunResult, fmt: str = "junit") -> str:

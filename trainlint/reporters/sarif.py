@@ -87,7 +87,9 @@ def _rule_entry(code: str, meta: dict | None, example: Diagnostic | None) -> dic
 
 
 def _uri(path: str, root: Path) -> str:
-    return quote(relative_posix(path, root), safe="/")
+    # A name that is not UTF-8 (its bytes kept as surrogates) is written as those bytes
+    # percent-encoded, as Path.as_uri writes it; quote's strict UTF-8 crashed the report.
+    return quote(relative_posix(path, root), safe="/", errors="surrogateescape")
 
 
 def _region(start_row: int, start_col: int, end_row: int, end_col: int) -> dict:
@@ -99,6 +101,8 @@ def _artifact(path: str, root: Path) -> dict:
     if rel.startswith("/"):
         # Outside the repository: an absolute file URI, with no base id.
         return {"uri": Path(rel).as_uri()}
+    if rel == "-":
+        return {"uri": "-"}  # standard input without --stdin-filename: no file under the root
     return {"uri": _uri(path, root), "uriBaseId": "%SRCROOT%"}
 
 
