@@ -193,3 +193,44 @@ def test_suggestions_equal_the_fixes_on_the_fixtures():
         checked += 1
     if not checked:
         pytest.skip("no fixture finding has a fix within its own lines")
+
+
+def test_review_post_without_head_reviews_the_commit_not_the_working_tree(pr_repo, monkeypatch):
+    # Before: the working tree's lines were posted against HEAD's sha: two uncommitted lines
+    # above a finding put its comment and one-click suggestion two lines off, and an untracked
+    # file got comments GitHub refuses (one refused comment fails the whole review).
+    root, base, head = pr_repo
+    committed = json.loads(CliRunner().invoke(review_command, ["--base", "main", "--head", "feature"]).stdout)
+    (root / "train.py").write_text("# header\n# another\n" + (root / "train.py").read_text())
+    (root / "untracked.py").write_text("from torch.utils.data import DataLoader\nnew = DataLoader(ds)\n")
+    with FakeGitHub("ghs_token", "octo/proj", 7, head, {"train.py": set(range(1, 13)), "old.py": {1, 2, 3}}) as gh:
+        monkeypatch.setenv("GITHUB_TOKEN", "ghs_token")
+        monkeypatch.setenv("GITHUB_API_URL", gh.url)
+        out = CliRunner().invoke(review_command, ["--base", "main", "--post", "--repo", "octo/proj", "--pr", "7"])
+        assert out.exit_code == 1, out.output
+        assert gh.rejections == [] and len(gh.reviews) == 1
+        posted = gh.reviews[0]
+    assert posted["commit_id"] == head
+    assert sorted((c["path"], c["line"], c["body"]) for c in posted["comments"]) == sorted(
+        (c["path"], c["line"], c["body"]) for c in committed["comments"])
+    assert "--post reviews HEAD as committed; the working tree's uncommitted changes are not part of it" in out.stderr
+
+
+def test_review_exit_zero_covers_a_file_that_could_not_be_checked(pr_repo):
+    # `check --exit-zero` exits 0 after unreadable files too; review exited 2, so the Action's
+    # default (fail-on-findings: false, which passes --exit-zero) failed on any unparsable file.
+    root, _, _ = pr_repo
+    (root / "broken.py").write_text("def f(:\n")
+    commit_all(root, "broken")
+    out = CliRunner().invoke(review_command, ["--base", "main", "--head", "feature", "--exit-zero"])
+    assert out.exit_code == 0, out.output
+    assert "broken.py" in out.stderr
+    assert CliRunner().invoke(review_command, ["--base", "main", "--head", "feature"]).exit_code == 2
+
+
+def test_review_summary_counts_the_suggestions_the_comments_carry(pr_repo):
+    # "N with a suggested fix" counted every finding with a fix, also those whose fix reaches
+    # outside the commented lines (no suggestion block in the comment).
+    review = json.loads(CliRunner().invoke(review_command, ["--base", "main", "--head", "feature"]).stdout)
+    blocks = sum("suggestion\n" in c["body"] for c in review["comments"])
+    assert f"({blocks} with a suggested change" in review["body"], review["body"]

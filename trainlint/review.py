@@ -107,6 +107,20 @@ def _fix_note(diag: Diagnostic) -> str:
     return f"Suggested change (never applied automatically): {what}."
 
 
+def suggestion(kept: Kept, source: str | None) -> str | None:
+    """The ```suggestion block's text: the finding's lines as its fix leaves them, when the diff
+    shows all of them and the fix stays within them (GitHub replaces exactly the commented lines)."""
+    diag = kept.diag
+    if diag.fix is None or source is None:
+        return None
+    first, last = line_range(diag)
+    hunk = kept.changed.hunk_of(first)
+    if hunk is None or not hunk[0] <= last <= hunk[1]:
+        return None
+    replacement = whole_line_replacement(source, diag)
+    return None if replacement is None else replacement[2]
+
+
 def comment_for(kept: Kept, source: str | None) -> dict:
     """One review comment: on the finding's lines when the diff shows them all, else on its first
     changed line (GitHub only accepts comments on lines of the diff's hunks)."""
@@ -119,9 +133,8 @@ def comment_for(kept: Kept, source: str | None) -> dict:
 
     parts = [f"**{diag.code}** `{diag.name}`: {diag.message}"]
     if diag.fix is not None:
-        replacement = whole_line_replacement(source, diag) if (source is not None and whole) else None
-        if replacement is not None:
-            text = replacement[2]
+        text = suggestion(kept, source)
+        if text is not None:
             fence = _fence(text)
             parts.append(f"{fence}suggestion\n{text}\n{fence}")
         parts.append(_fix_note(diag))
@@ -136,16 +149,21 @@ def comment_for(kept: Kept, source: str | None) -> dict:
     return comment
 
 
-def summary(kept: list[Kept], errors: list[FileError], root: Path, already: int = 0) -> str:
+def summary(kept: list[Kept], errors: list[FileError], root: Path, already: int = 0,
+            suggested: int = 0) -> str:
+    """The review's body; `suggested`: how many of the comments carry a ```suggestion block."""
     lines = [REVIEW_MARKER, "### trainlint"]
     new = len(kept) - already
     if not kept:
         lines.append("No findings on the lines this change adds or modifies.")
     else:
-        fixable = sum(1 for k in kept if k.diag.fix is not None)
+        # Counted as the comments show them: "7 with a suggested fix" was said of 4 suggestion
+        # blocks, the other 3 fixes reaching outside the commented lines (described only).
+        described = sum(1 for k in kept if k.diag.fix is not None) - suggested
         lines.append(
             f"{len(kept)} finding{'s' if len(kept) != 1 else ''} on lines this change adds or modifies"
-            f" ({fixable} with a suggested fix)."
+            f" ({suggested} with a suggested change"
+            + (f"; {described} more with a fix described in the comment" if described else "") + ")."
         )
         if already:
             lines.append(f"{new} new; {already} already commented on in an earlier review.")
@@ -161,9 +179,10 @@ def summary(kept: list[Kept], errors: list[FileError], root: Path, already: int 
 def build_review(result: RunResult, kept: list[Kept], root: Path, commit_id: str, already: int = 0) -> dict:
     """The body of POST /repos/{owner}/{repo}/pulls/{number}/reviews."""
     comments = [comment_for(k, result.source_of(k.diag.path)) for k in kept]
+    suggested = sum(1 for k in kept if suggestion(k, result.source_of(k.diag.path)) is not None)
     return {
         "commit_id": commit_id,
-        "body": summary(kept, result.errors, root, already),
+        "body": summary(kept, result.errors, root, already, suggested),
         "event": "COMMENT",
         "comments": comments,
     }
@@ -266,7 +285,8 @@ def _review_formats() -> list[str]:
 @click.command("review", short_help="Review a change: findings on the lines it touched, for GitHub.")
 @click.option("--base", "base", metavar="REF", help="Compare against the merge base with this ref "
               "(default in Actions: the pull request's base commit).")
-@click.option("--head", "head", metavar="REF", help="The reviewed revision (default: the working tree).")
+@click.option("--head", "head", metavar="REF", help="The reviewed revision (default: the working tree; with "
+              "--post, the commit the comments refer to).")
 @click.option("--post", is_flag=True, help="Post the review to GitHub (needs GITHUB_TOKEN).")
 @click.option("--repo", metavar="OWNER/NAME", help="Repository to post to (default: $GITHUB_REPOSITORY).")
 @click.option("--pr", "pr_number", type=int, metavar="N", help="Pull request number (default: from $GITHUB_EVENT_PATH).")
@@ -280,7 +300,7 @@ def _review_formats() -> list[str]:
 @click.option("--select", multiple=True, callback=selectors, help="Rule codes or prefixes to enable (ALL for all).")
 @click.option("--extend-select", multiple=True, callback=selectors, help="Rules to enable on top of the selection.")
 @click.option("--ignore", multiple=True, callback=selectors, help="Rule codes or prefixes to disable.")
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are kept.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are kept or a file could not be checked.")
 def review_command(base, head, post, repo, pr_number, commit_id, output_format, config_args, select, extend_select,
                    ignore, exit_zero):
     """Lint what a change touched and write (or --post) a GitHub pull-request review."""
@@ -293,6 +313,14 @@ def review_command(base, head, post, repo, pr_number, commit_id, output_format, 
     if not base:
         raise click.UsageError("--base REF is required (outside a GitHub Actions pull_request event).")
     root = repo_root()
+    if post and head is None:
+        # Comments are placed on the lines of a commit: the working tree's lines were posted
+        # against HEAD's sha, so an uncommitted edit above a finding put its comment (and its
+        # one-click suggestion) on another line, and untracked files got comments GitHub refuses.
+        head = commit_id or (pull.get("head") or {}).get("sha") or "HEAD"
+        if _uncommitted(root):
+            click.echo(f"trainlint review: --post reviews {head} as committed; the working tree's "
+                       "uncommitted changes are not part of it.", err=True)
     try:
         changes = changed_files(root, base, head)
         head_commit = git(root, "rev-parse", "--verify", f"{head or 'HEAD'}^{{commit}}").strip()
@@ -334,6 +362,14 @@ def review_command(base, head, post, repo, pr_number, commit_id, output_format, 
 
     for error in result.errors:
         click.echo(str(error), err=True)
-    if result.errors:
-        sys.exit(2)
-    sys.exit(0 if exit_zero or not kept else 1)
+    if exit_zero:  # as `check --exit-zero`: findings and files that could not be checked alike
+        sys.exit(0)
+    sys.exit(2 if result.errors else 1 if kept else 0)
+
+
+def _uncommitted(root: Path) -> bool:
+    """Whether the working tree differs from HEAD (changed or untracked files)."""
+    try:
+        return bool(git(root, "status", "--porcelain", "--untracked-files=normal").strip())
+    except GitError:
+        return False
