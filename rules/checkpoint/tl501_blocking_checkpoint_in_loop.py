@@ -413,7 +413,9 @@ for step, (x, y) in enumerate(loader):
 it returns, then writes in a background thread; a save first waits for the previous one, and the
 fix calls `_trainlint_wait_for_save()` right after the loop (after the outermost loop around it in
 its function, such as the epoch loop, unless that loop's other code uses the file or loads a
-checkpoint), before a `return` inside it or in
+checkpoint), right after each call of the save function that runs once outside the loop (a final
+`save(model, "final.pt")`: where no statement can follow it, `return save(...)`, no background
+write is offered), before a `return` inside it or in
 its `else:`, before every `os._exit(...)` in the module (a time budget in the loop, a signal
 handler that saves then exits: it ends the process without waiting for the thread; `sys.exit`
 does wait), first in every function the module registers with `signal.signal` (a preemption
@@ -483,7 +485,9 @@ already runs every N steps (also in the `else:` of `if step % n:`) keeps its
 guard and is only made asynchronous. One in the body of `if step % n:` (or `step % n != 0`,
 `(step + 1) % n > 0`), which holds on all steps but one in N, is reported as saving on those
 steps and is only made asynchronous too: an interval inside that test could hold on no step. Whole modules or
-optimizers passed to `torch.save` are still saved blocking, and so are saves into file objects:
+optimizers passed to `torch.save` get no background write (the helper could not snapshot them and
+would save them blocking, as before: the message says to save the `state_dict()`; one on every
+step is only put under the interval), and so are saves into file objects:
 one a `with` binds (`as f`), a name assigned `open(...)`/`io.BytesIO()` (also in a tuple
 assignment: `best_loss, best = loss, io.BytesIO()`), or one of those in the call, is only put under the interval, with no background write promised; one under an interval
 already is reported without the background-thread advice, and one into an `io.BytesIO()` under
@@ -991,8 +995,15 @@ and whether the fix still moves the save under an interval.
                                  "if step % save_interval == 0:\n    torch.save(model.state_dict(), 'c.pt')"),
                 message="save every `save_interval` steps"),
         # A whole module: the helper cannot snapshot it and saves it blocking; the message says so.
-        Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model, 'model.pt')"),
-                message="`model` itself is a live object, which the helper saves blocking"),
+        # No fix: the helper would save it blocking as before, and the finding went away as fixed.
+        Invalid(in_training_loop("if step % 100 == 0:\n    torch.save(model, 'model.pt')"), fixed=NO_FIX,
+                message="no background write is offered, so no fix: `model` itself is a live object, which a "
+                        "background write cannot snapshot: save `model.state_dict()` to write it in the background"),
+        # ... on every step it goes under the interval, written blocking as before.
+        Invalid(in_training_loop("torch.save(model, 'model.pt')"),
+                fixed=in_training_loop("if step % 1000 == 0:\n    torch.save(model, 'model.pt')")
+                + "torch.save(model, 'model.pt')\n",
+                message="(the fix does only that; no background write is offered: `model` itself is a live object"),
         # Gradient accumulation's guard is not the loop's save interval (`accum` was taken for one;
         # now no interval is written there at all, see below).
         Invalid("import torch\nstep = 0\nfor i in range(n):\n    model(x).backward()\n    if (i + 1) % accum == 0:\n"
@@ -1050,6 +1061,26 @@ and whether the fix still moves the save under an interval.
                 "        opt.step()\n        if step % 5 == 0:\n"
                 "            _trainlint_async_save(torch.save, model.state_dict(), 'last.pt')\n"
                 "    _trainlint_wait_for_save()\n    save_final(model)\n"),
+        # A save function called once more after the loop is written in the background too: the
+        # fix waits right after that call (none followed it, and `fit()` returned with the final
+        # checkpoint half-written for its caller in another module to load).
+        Invalid("import torch\ndef save(model, path):\n    torch.save(model.state_dict(), path)\n"
+                "def fit(model, opt):\n    for step in range(100):\n        model(x).sum().backward()\n"
+                "        opt.step()\n        if step % 10 == 0:\n            save(model, f'step{step}.pt')\n"
+                "    save(model, 'final.pt')\n    if best:\n        save(model, 'best.pt')\n",
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef save(model, path):\n"
+                "    _trainlint_async_save(torch.save, model.state_dict(), path)\n"
+                "def fit(model, opt):\n    for step in range(100):\n        model(x).sum().backward()\n"
+                "        opt.step()\n        if step % 10 == 0:\n            save(model, f'step{step}.pt')\n"
+                "    _trainlint_wait_for_save()\n    save(model, 'final.pt')\n    _trainlint_wait_for_save()\n"
+                "    if best:\n        save(model, 'best.pt')\n        _trainlint_wait_for_save()\n"),
+        # ... where no statement can follow that call (`return save(...)`), the save stays blocking.
+        Invalid("import torch\ndef save(model, path):\n    torch.save(model.state_dict(), path)\n"
+                "def fit(model, opt):\n    for step in range(100):\n        model(x).sum().backward()\n"
+                "        opt.step()\n        if step % 10 == 0:\n            save(model, f'step{step}.pt')\n"
+                "    return save(model, 'final.pt')\n",
+                fixed=NO_FIX, message="`save(model, 'final.pt')` runs the save once more where no wait for a "
+                                      "background write can follow it"),
         # ... also before a `return` inside the loop, which leaves the function without passing it.
         Invalid("import torch\ndef train(model):\n    for step, (x, y) in enumerate(loader):\n        model(x, y).backward()\n"
                 "        opt.step()\n        if step % 5 == 0:\n            torch.save(model.state_dict(), 'last.pt')\n"
@@ -1745,17 +1776,22 @@ and whether the fix still moves the save under an interval.
         """A note for a torch.save of a whole module or optimizer (`torch.save(model, path)`), which
         `_trainlint_async_save` cannot snapshot and so still saves blocking; else ""."""
         for save in inner:
-            if self._save_kind(save) != "torch.save" or not save.args or save.args[0].star:
-                continue
-            obj = save.args[0].value
-            if isinstance(obj, cst.Call) and isinstance(obj.func, cst.Attribute) and obj.func.attr.value == "unwrap_model" \
-                    and len(obj.args) == 1:
-                obj = obj.args[0].value  # `accelerator.unwrap_model(model)` is the module itself
-            name = dotted(obj) if isinstance(obj, (cst.Name, cst.Attribute)) else None
-            if name and _LIVE_OBJECT.search(name.rsplit(".", 1)[-1]):
+            name = self._live_name(save)
+            if name:
                 return (f" (`{name}` itself is a live object, which the helper saves blocking, as before: "
                         f"save `{name}.state_dict()` to write it in the background)")
         return ""
+
+    def _live_name(self, save: cst.Call) -> str | None:
+        """The name of the whole module or optimizer a torch.save writes (`torch.save(model, path)`)."""
+        if self._save_kind(save) != "torch.save" or not save.args or save.args[0].star:
+            return None
+        obj = save.args[0].value
+        if isinstance(obj, cst.Call) and isinstance(obj.func, cst.Attribute) and obj.func.attr.value == "unwrap_model" \
+                and len(obj.args) == 1:
+            obj = obj.args[0].value  # `accelerator.unwrap_model(model)` is the module itself
+        name = dotted(obj) if isinstance(obj, (cst.Name, cst.Attribute)) else None
+        return name if name and _LIVE_OBJECT.search(name.rsplit(".", 1)[-1]) else None
 
     def _interval_inside(self, save: cst.Call) -> str | None:
         """The interval (as code) that a save helper checks before it reaches save: around save in
@@ -1792,6 +1828,16 @@ and whether the fix still moves the save under an interval.
             reason = self._no_snapshot(s)
             if reason is not None:
                 return reason
+        live = [self._live_name(s) for s in inner]
+        if all(live):
+            # The helper saves a live object blocking, as before: wrapping the call in it changed
+            # nothing, yet the finding went away as fixed.
+            return (f"`{live[0]}` itself is a live object, which a background write cannot snapshot: save "
+                    f"`{live[0]}.state_dict()` to write it in the background")
+        late = self._unwaitable(inner) if self._can_wait else None
+        if late is not None:
+            return (f"`{_shown(ctx, late)}` runs the save once more where no wait for a background write "
+                    f"can follow it")
         # A call after the save that is handed the file it writes would find it missing or partial;
         # the fix waits for the write after the loop, so only a call that runs while the loop does
         # counts (when every call that reaches the save is in a hot loop the fix can wait after).
@@ -2478,12 +2524,36 @@ and whether the fix still moves the save under an interval.
     def _wait_loops(self, inner: list[cst.Call]) -> list[cst.CSTNode] | None:
         """The hot loops after which the fix waits for the background write of inner's saves:
         the loop holding each call that reaches them (the save itself, or for a save function,
-        each call of it outside the module's save functions). None when one of those calls is in
-        no hot loop of its function (a final `save_ckpt()` after the loop, a framework's step
-        hook): no wait follows it, so nothing after it may count on the file."""
+        each call of it outside the module's save functions); for a call that runs once, outside
+        the hot loops (a final `save_ckpt('final.pt')` after the loop), the statement holding it,
+        after which the fix waits at once (_once_statement). None when one of those calls is in
+        a framework's step hook (or a function such a hook runs) or cannot be waited after: no
+        wait follows it, so nothing after it may count on the file."""
         ctx = self.ctx
         if not self._can_wait:
             return None
+        loops: list[cst.CSTNode] = []
+        for entry in self._entries(inner):
+            loop = ctx.loops.hot_loop_of(entry)
+            if loop is None:
+                # A save function's call after the loop was written in the background and never
+                # waited for: the function returned, and what its caller (in another module) did
+                # next found the final checkpoint half-written.
+                stmt = self._once_statement(entry)
+                if stmt is None:
+                    return None
+                if stmt not in loops:
+                    loops.append(stmt)
+                continue
+            loop = self._outer_wait_loop(loop, inner)
+            if loop not in loops:
+                loops.append(loop)
+        return loops or None
+
+    def _entries(self, inner: list[cst.Call]) -> list[cst.Call]:
+        """The calls that reach inner's saves from outside the module's save functions: the saves
+        themselves, or each call of a save function (through the save functions calling it)."""
+        ctx = self.ctx
         entries, todo, seen = [], list(inner), set()
         while todo:
             node = todo.pop()
@@ -2493,15 +2563,30 @@ and whether the fix still moves the save under an interval.
             elif fn not in seen:
                 seen.add(fn)
                 todo += ctx.loops.calls_of(fn)
-        loops: list[cst.CSTNode] = []
-        for entry in entries:
-            loop = ctx.loops.hot_loop_of(entry)
-            if loop is None:
-                return None
-            loop = self._outer_wait_loop(loop, inner)
-            if loop not in loops:
-                loops.append(loop)
-        return loops or None
+        return entries
+
+    def _unwaitable(self, inner: list[cst.Call]) -> cst.Call | None:
+        """A call of the save, once, outside the hot loops, after which no wait can be written
+        (`return save_ckpt(path)`): written in the background there, its file would be unfinished
+        for whatever the caller does next."""
+        ctx = self.ctx
+        return next((e for e in self._entries(inner) if ctx.loops.hot_loop_of(e) is None
+                     and not ctx.loops.in_hot_loop(e) and self._once_statement(e) is None), None)
+
+    def _once_statement(self, call: cst.Call) -> cst.BaseStatement | None:
+        """The statement to wait after for a save call outside the hot loops: the line holding it
+        (or the one-line compound statement, `if best: save_ckpt(p)`). None in a framework's step
+        hook or a function the hot loop runs (waiting there would block every step), or where no
+        statement can follow the call (`return save_ckpt(p)`)."""
+        ctx = self.ctx
+        if ctx.loops.in_hot_loop(call):
+            return None
+        stmt = ctx.index.enclosing(call, (cst.SimpleStatementLine,)) \
+            or ctx.index.enclosing(call, (cst.BaseCompoundStatement,))
+        if stmt is None or not isinstance(ctx.parent(stmt), (cst.IndentedBlock, cst.Module)) \
+                or any(isinstance(n, (cst.Return, cst.Yield, cst.Raise)) for n in ctx.index.walk(stmt)):
+            return None
+        return stmt
 
     def _outer_wait_loop(self, loop: cst.CSTNode, inner: list[cst.Call]) -> cst.CSTNode:
         """The loop to wait after for a write in loop: the outermost loop around it in its function
@@ -2553,6 +2638,8 @@ and whether the fix still moves the save under an interval.
             after = body.index(loop) + 1
             if not (after < len(body) and _is_wait(body[after])) and not (final is not None and final[0] is loop):
                 reps.append((loop, ctx.render(loop) + ctx.indentation(loop) + call + "\n"))
+            if not isinstance(loop, (cst.For, cst.While)):
+                continue  # a save run once (_once_statement): waited for right after it
             fn = ctx.index.enclosing_function(loop)
             returns = [node for part in (loop.body, loop.orelse) if part is not None
                        for node in ctx.index.walk(part)
