@@ -90,8 +90,47 @@ class BreaksCode(Rule):
 
 
 def test_fix_that_does_not_parse_is_not_written(tmp_path):
-    with pytest.raises(FixError, match="would produce invalid code"):
-        fix_text(CODE, "a.py", [ActiveRule(BreaksCode, {})])
+    outcome = fix_text(CODE, "a.py", [ActiveRule(BreaksCode, {})])
+    assert outcome.text == CODE and outcome.applied == []
+    assert [(d.code, why.split(" (")[0]) for d, why in outcome.refused] == [("TL999", "invalid code")]
+    # Left as a finding without a fix: not offered as fixable where it cannot be written.
+    assert [(d.code, d.fix) for d in outcome.remaining] == [("TL999", None)]
+
+
+def test_a_broken_fix_keeps_the_others(tmp_path, monkeypatch):
+    # One rule's fix that breaks the code kept every fix of the file from being written (a TL201
+    # guard with no body in a `case:` stopped the safe TL102 and TL104 fixes beside it); now it
+    # alone is left out, said on standard error, and the others are written.
+    path = tmp_path / "a.py"
+    path.write_text(CODE)
+    tl104 = SETTINGS.active_rules(str(path))
+    monkeypatch.setattr(Settings, "active_rules", lambda self, path=None: [ActiveRule(BreaksCode, {}), *tl104])
+    result = fix(path)
+    assert result.error is None and result.fixed == 1
+    assert path.read_text() == FIXED
+    assert len(result.warnings) == 1
+    assert result.warnings[0].startswith(f"{path}:2:10: warning: TL999's fix was not applied: it would "
+                                         "produce invalid code")
+
+
+class DropsPass(Rule):
+    """Test only: each `pass` is removed; one of two in a block is fine, both leave it empty."""
+
+    code, name, summary, docs, source = "TL998", "drops-pass", "test only", "", "§0"
+
+    def visit_Pass(self, node):
+        from trainlint.diagnostics import Applicability
+
+        self.report(node, "drop", self.fix(Applicability.SAFE, "drop", (node, "")))
+
+
+def test_fixes_that_break_the_code_only_together_are_not_written():
+    # Each fix alone leaves valid code (one `pass` of two removed), so none is left out as the
+    # culprit; together they empty the block: the file is not fixed, as before.
+    rules = [ActiveRule(DropsPass, {})]
+    assert fix_text("if c:\n    pass\n    x = 1\n", "a.py", rules).refused == []
+    with pytest.raises(FixError, match="the fixes for TL998 would produce invalid code"):
+        fix_text("if c:\n    pass\n    pass\n", "a.py", rules)
 
 
 def test_unfixable_file_is_reported_and_untouched(tmp_path, monkeypatch):
@@ -99,7 +138,7 @@ def test_unfixable_file_is_reported_and_untouched(tmp_path, monkeypatch):
     path.write_text(CODE)
     monkeypatch.setattr(Settings, "active_rules", lambda self, path=None: [ActiveRule(BreaksCode, {})])
     result = fix(path)
-    assert result.error is not None and "would produce invalid code" in result.error.reason
+    assert result.error is None and result.fixed == 0 and result.warnings
     assert path.read_text() == CODE
 
 

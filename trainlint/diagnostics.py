@@ -116,6 +116,8 @@ class FileResult:
     # --fix with --baseline: (recorded fingerprint, new fingerprint, line) of each recorded finding
     # whose line the fixes rewrote, for the CLI to write back to the baseline file.
     baseline_moves: list[tuple[str, str, int]] = field(default_factory=list)
+    # Lines for standard error about this file (a fix left out because it broke the code).
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass

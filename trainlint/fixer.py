@@ -1,12 +1,16 @@
 """Applying fixes to a text: non-overlapping edits per round, re-lint, repeat to a fixed point.
 
-A round's result must parse; otherwise the file is left as it was and the failure reported
-(Black's habit: prove the output is still Python).
+A round's result must parse (Black's habit: prove the output is still Python). When it does not,
+the fixes that break it on their own are left out, reported (FixOutcome.refused), and the round is
+tried again without them: one rule's broken fix no longer keeps every other fix of the file from
+being written. Only when the fixes break the code together, and none alone, is the file left as it
+was and the failure reported.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,6 +37,8 @@ class FixOutcome:
     follow_ups: list[Diagnostic] = field(default_factory=list)
     # The edits of each round, in order: to_original maps an offset of `text` back through them.
     rounds: list[list] = field(default_factory=list)
+    # Findings whose fix was left out because it alone made the code invalid, with why.
+    refused: list[tuple[Diagnostic, str]] = field(default_factory=list)
 
     def to_original(self, offset: int, end: bool = False) -> int:
         """The offset in the text before any fix of an offset in the fixed text (see back_offset)."""
@@ -108,9 +114,13 @@ def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, un
     outcome = FixOutcome(text)
     current = text
     diagnostics = original = lint_text(current, path, rules, settings)
-    compiled = None  # whether the original text compiles here: asked once, when a fix is made
+    # A fix must not write what this Python cannot read, if it could read the original: asked
+    # once, when a fix is made (most files get none).
+    compiles = functools.cache(lambda: _compiles(text))
+    refused: dict[tuple, int] = {}  # a refused finding (_identity) -> its entry in outcome.refused
     for _ in range(MAX_ROUNDS):
         held = hold(diagnostics, outcome) if hold is not None else set()
+        held |= {id(d) for d in diagnostics if _identity(d, outcome) in refused}
         chosen = choose_fixes([d for d in diagnostics if id(d) not in held], unsafe_fixes)
         if not chosen:
             break
@@ -118,17 +128,18 @@ def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, un
         new_text = apply_edits(current, edits)
         if new_text == current:
             break
-        try:
-            parse(new_text)
-        except ParseError as exc:
-            codes = ", ".join(sorted({d.code for d in chosen}))
-            raise FixError(f"not fixed: the fixes for {codes} would produce invalid code ({exc})") from None
-        if compiled is None:
-            compiled = _compiles(text)
-        if compiled and not _compiles(new_text):
-            codes = ", ".join(sorted({d.code for d in chosen}))
-            raise FixError(f"not fixed: the fixes for {codes} would produce code this Python "
-                           f"({sys.version_info.major}.{sys.version_info.minor}) cannot parse") from None
+        invalid = _invalid(new_text, compiles)
+        if invalid is not None:
+            # Which fixes break the code on their own: those are left out, the others tried again.
+            culprits = [(d, why) for d in chosen
+                        if (why := _invalid(apply_edits(current, list(d.fix.edits)), compiles)) is not None]
+            if not culprits:  # only together: nothing is written
+                codes = ", ".join(sorted({d.code for d in chosen}))
+                raise FixError(f"not fixed: the fixes for {codes} would produce {invalid}") from None
+            for diag, why in culprits:
+                refused[_identity(diag, outcome)] = len(outcome.refused)
+                outcome.refused.append((diag, why))
+            continue
         rounds.append(chosen)
         outcome.rounds.append(edits)
         current = new_text
@@ -137,7 +148,30 @@ def fix_text(text: str, path: str, rules: list[ActiveRule], settings=None, *, un
     for diag in applied + follow_ups:
         diag.fixed = True
     outcome.text, outcome.applied, outcome.remaining, outcome.follow_ups = current, applied, diagnostics, follow_ups
+    for diag in diagnostics:  # a refused finding is named where it is in the text the fixes leave
+        at = refused.get(_identity(diag, outcome))
+        if at is not None:
+            diag.fix = None  # not offered as fixable ("[*]") where it cannot be written
+            outcome.refused[at] = (diag, outcome.refused[at][1])
     return outcome
+
+
+def _identity(diag: Diagnostic, outcome: FixOutcome) -> tuple:
+    """A finding, recognised again in a later round's text: its rule, message and where it starts
+    in the text before any fix."""
+    return diag.code, diag.message, outcome.to_original(diag.start_offset)
+
+
+def _invalid(text: str, compiles) -> str | None:
+    """Why text is not code a fix may write, or None: it must parse, and compile here when the
+    original did (compiles(): whether it did)."""
+    try:
+        parse(text)
+    except ParseError as exc:
+        return f"invalid code ({exc})"
+    if compiles() and not _compiles(text):
+        return f"code this Python ({sys.version_info.major}.{sys.version_info.minor}) cannot parse"
+    return None
 
 
 def _follow_ups(original: list[Diagnostic], rounds: list[list[Diagnostic]]):

@@ -95,6 +95,7 @@ def _check_source(source, path: str, settings: Settings, mode: Mode, write: bool
     except RecursionError:
         result.error = FileError(path, "too deeply nested to analyse")
         return result
+    result.warnings = _refused_warnings(path, outcome, source.text if mode.diff else None)
     if mode.diff:
         if outcome.text != source.text:
             import difflib  # here: only --diff needs it
@@ -128,6 +129,20 @@ def _check_source(source, path: str, settings: Settings, mode: Mode, write: bool
         result.baseline_moves = mode.baseline.moved(outcome.remaining, source.text, outcome.text,
                                                     outcome.to_original)
     return result
+
+
+def _refused_warnings(path: str, outcome, original: str | None) -> list[str]:
+    """A line for standard error per fix left out because it alone broke the code, at the
+    finding's place in the text the fixes leave, or in `original` (--diff: nothing is written)."""
+    from trainlint.textpos import LineIndex
+
+    index = LineIndex(original) if original is not None else None
+    out = []
+    for diag, why in outcome.refused:
+        at = index.location(outcome.to_original(diag.start_offset)) if index is not None else diag.start
+        out.append(f"{path}:{at.row}:{at.column}: warning: {diag.code}'s fix was not applied: it would produce "
+                   f"{why}; the other fixes were (this is a bug in trainlint: please report it)")
+    return out
 
 
 def _patch_lines(text: str) -> list[str]:
@@ -173,6 +188,7 @@ def check_stdin(raw: bytes, path: str, resolver: SettingsResolver, mode: Mode = 
                             digest=digest_bytes(raw), notebook=notebook)
         file_result = _guarded(path, lambda: (_check_source(source, path, settings, mode, write=False), None))[0]
     result.files.append(file_result)
+    result.warnings.extend(file_result.warnings)
     result.warnings.extend(_suppression_warnings(file_result, settings))
     if mode.fix and file_result.error is None and file_result.fixed:
         try:
@@ -297,6 +313,7 @@ def run(paths: list[str], resolver: SettingsResolver, mode: Mode = Mode(), force
             cache.put(files[index], digest, settings_of[index], file_result.diagnostics, file_result.error)
     result.files.extend(slots)
     for file_result, settings in zip(slots, settings_of):
+        result.warnings.extend(file_result.warnings)
         result.warnings.extend(_suppression_warnings(file_result, settings))
     return result
 
