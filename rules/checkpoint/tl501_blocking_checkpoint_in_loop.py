@@ -413,9 +413,10 @@ for step, (x, y) in enumerate(loader):
 it returns, then writes in a background thread; a save first waits for the previous one, and the
 fix calls `_trainlint_wait_for_save()` right after the loop (after the outermost loop around it in
 its function, such as the epoch loop, unless that loop's other code uses the file or loads a
-checkpoint), right after each call of the save function that runs once outside the loop (a final
-`save(model, "final.pt")`: where no statement can follow it, `return save(...)`, no background
-write is offered), before a `return` inside it or in
+checkpoint), after the loop around a call of the save function outside the hot loop (a save per
+epoch), right after each call that runs once, outside any loop (a final `save(model, "final.pt")`:
+where no statement can follow it, `return save(...)`, no background write is offered), before a
+`return` inside it or in
 its `else:`, before every `os._exit(...)` in the module (a time budget in the loop, a signal
 handler that saves then exits: it ends the process without waiting for the thread; `sys.exit`
 does wait), first in every function the module registers with `signal.signal` (a preemption
@@ -1074,6 +1075,18 @@ and whether the fix still moves the save under an interval.
                 "        opt.step()\n        if step % 10 == 0:\n            save(model, f'step{step}.pt')\n"
                 "    _trainlint_wait_for_save()\n    save(model, 'final.pt')\n    _trainlint_wait_for_save()\n"
                 "    if best:\n        save(model, 'best.pt')\n        _trainlint_wait_for_save()\n"),
+        # ... one in the epoch loop around the step loop is waited for after the epoch loop, as
+        # the step loop's saves are (a wait right after it made every epoch's save blocking).
+        Invalid("import torch\ndef save(model, path):\n    torch.save(model.state_dict(), path)\n"
+                "def fit(model, opt):\n    for epoch in range(3):\n        for step in range(100):\n"
+                "            model(x).sum().backward()\n            opt.step()\n            if step % 10 == 0:\n"
+                "                save(model, f'step{step}.pt')\n        save(model, f'epoch{epoch}.pt')\n",
+                fixed="import torch\n" + HELPER_CODE + "\n\ndef save(model, path):\n"
+                "    _trainlint_async_save(torch.save, model.state_dict(), path)\n"
+                "def fit(model, opt):\n    for epoch in range(3):\n        for step in range(100):\n"
+                "            model(x).sum().backward()\n            opt.step()\n            if step % 10 == 0:\n"
+                "                save(model, f'step{step}.pt')\n        save(model, f'epoch{epoch}.pt')\n"
+                "    _trainlint_wait_for_save()\n"),
         # ... where no statement can follow that call (`return save(...)`), the save stays blocking.
         Invalid("import torch\ndef save(model, path):\n    torch.save(model.state_dict(), path)\n"
                 "def fit(model, opt):\n    for step in range(100):\n        model(x).sum().backward()\n"
@@ -2534,7 +2547,7 @@ and whether the fix still moves the save under an interval.
             return None
         loops: list[cst.CSTNode] = []
         for entry in self._entries(inner):
-            loop = ctx.loops.hot_loop_of(entry)
+            loop = ctx.loops.hot_loop_of(entry) or self._plain_loop(entry)
             if loop is None:
                 # A save function's call after the loop was written in the background and never
                 # waited for: the function returned, and what its caller (in another module) did
@@ -2571,7 +2584,19 @@ and whether the fix still moves the save under an interval.
         for whatever the caller does next."""
         ctx = self.ctx
         return next((e for e in self._entries(inner) if ctx.loops.hot_loop_of(e) is None
-                     and not ctx.loops.in_hot_loop(e) and self._once_statement(e) is None), None)
+                     and not ctx.loops.in_hot_loop(e) and self._plain_loop(e) is None
+                     and self._once_statement(e) is None), None)
+
+    def _plain_loop(self, call: cst.Call) -> cst.CSTNode | None:
+        """The loop of its function that holds a save call outside the hot loops (an epoch loop
+        that saves once per epoch, around the step loop): the fix waits after it as after a hot
+        loop (not after each call, which would make every epoch's save blocking again). None in a
+        framework's step hook or a function the hot loop runs."""
+        ctx = self.ctx
+        if ctx.loops.in_hot_loop(call):
+            return None
+        loop = ctx.index.enclosing(call, (cst.For, cst.While, cst.FunctionDef, cst.Lambda, cst.ClassDef))
+        return loop if isinstance(loop, (cst.For, cst.While)) else None
 
     def _once_statement(self, call: cst.Call) -> cst.BaseStatement | None:
         """The statement to wait after for a save call outside the hot loops: the line holding it
@@ -2929,8 +2954,9 @@ and whether the fix still moves the save under an interval.
             position = lines.body.index(line)
             if position and _is_wait(lines.body[position - 1]):
                 return []
-            return [(node, call + "\n" + ctx.indentation(line) + ctx.code(node))]
-        return [(node, call + "; " + ctx.code(node))]
+            # render, not code: a `return (` over several lines keeps its lines' indentation.
+            return [(node, call + "\n" + ctx.indentation(line) + ctx.render(node))]
+        return [(node, call + "; " + ctx.render(node))]
 
     def _tries_reached(self, loops: list) -> list:
         """The `except` handlers and `finally:` blocks an exception leaving one of loops runs, first
