@@ -87,8 +87,9 @@ and the framework settings
 that do the same inside the framework: `fp16=True` in transformers' `TrainingArguments` (and
 trl's or sentence-transformers' subclasses), Lightning's `precision="16-mixed"` (or `16`) for a
 `Trainer` or `Fabric`, accelerate's `Accelerator(mixed_precision="fp16")`. A file that already
-chooses bfloat16 when the GPU supports it (it asks `torch.cuda.is_bf16_supported()`, its autocast
-dtype can be bfloat16, or its scaler is enabled by dtype) is not flagged, nor is a setting whose
+chooses bfloat16 when the GPU supports it (it asks `torch.cuda.is_bf16_supported()`, the autocast
+of its training step can be bfloat16, or its scaler is enabled by dtype; a bfloat16 autocast in
+evaluation chooses nothing for training) is not flagged, nor is a setting whose
 value is not written literally (`fp16=args.fp16`: the user's choice) or that has `bf16=` beside it,
 nor one that trains on the CPU (`accelerator="cpu"`, where Lightning runs bfloat16 itself), nor a
 setting in a test file (it tests the float16 path). With `target-gpu` older than Ampere (pascal,
@@ -200,6 +201,11 @@ GPU while the decorated function still runs in float16.
         Valid(("import functools\n" + _LOOP.replace("torch.autocast({aargs})", "autocast_ctx()"))
               .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda', dtype=torch.bfloat16)\n",
                       sargs="'cuda'")),
+        # The training step itself may run in bfloat16 (one branch of it): the script chooses.
+        Valid("import torch\nscaler = torch.amp.GradScaler('cuda')\nfor x, y in loader:\n    if args.bf16:\n"
+              "        with torch.autocast('cuda', dtype=torch.bfloat16):\n            loss = model(x, y)\n"
+              "    else:\n        with torch.autocast('cuda', dtype=torch.float16):\n            loss = model(x, y)\n"
+              "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"),
     ]
     invalid = [
         # An autocast object made once and entered in the step (`with self.autocast_ctx:`, `with ctx:`,
@@ -474,6 +480,25 @@ GPU while the decorated function still runs in float16.
             "    with th.autocast('cuda', dtype=amp_dtype):\n        loss = model(x)\n"
             "    scaler.scale(loss).backward()\n",
         ),
+        # A bfloat16 autocast in evaluation does not choose the training step's dtype: the step's float16
+        # autocast, whose loss the scaler scales, is still reported (the file was taken for choosing).
+        Invalid("import torch\n@torch.no_grad()\ndef evaluate(model, batches):\n"
+                "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        return [model(x) for x in batches]\n"
+                "def train(model, opt, batches):\n    scaler = torch.amp.GradScaler('cuda')\n    for x in batches:\n"
+                "        with torch.autocast('cuda', dtype=torch.float16):\n            loss = model(x).mean()\n"
+                "        scaler.scale(loss).backward()\n        scaler.step(opt)\n        scaler.update()\n",
+                fixed="import torch\n@torch.no_grad()\ndef evaluate(model, batches):\n"
+                "    with torch.autocast('cuda', dtype=torch.bfloat16):\n        return [model(x) for x in batches]\n"
+                "def train(model, opt, batches):\n    amp_dtype = (\n        torch.bfloat16\n"
+                "        if torch.cuda.is_bf16_supported(including_emulation=False)\n        else torch.float16\n    )\n"
+                "    scaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n    for x in batches:\n"
+                "        with torch.autocast('cuda', dtype=amp_dtype):\n            loss = model(x).mean()\n"
+                "        scaler.scale(loss).backward()\n        scaler.step(opt)\n        scaler.update()\n"),
+        # ... nor one in a prediction function whose dtype can be bfloat16, beside CUDA's default in the step.
+        Invalid("import torch\nPRED_DTYPE = torch.bfloat16 if fast else torch.float32\ndef predict(x):\n"
+                "    with torch.autocast('cuda', dtype=PRED_DTYPE):\n        return model(x)\n"
+                + _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda'").replace("import torch\n", ""),
+                message="autocast runs in float16 implicitly"),
     ]
 
     # Autocast as a decorator of the model's forward: the model call in the step runs under it.
@@ -536,10 +561,14 @@ GPU while the decorated function still runs in float16.
     def visit_Module(self, node: cst.Module) -> None:
         # A GPU before Ampere (target-gpu pascal, volta, turing) has no fast bfloat16: float16 with a
         # scaler is the right choice there.
-        if self.ctx.precision.chooses_bf16 or target_gpu(self.ctx) in BEFORE_AMPERE:
+        if target_gpu(self.ctx) in BEFORE_AMPERE:
             return
-        self._check_frameworks()
-        self._check_autocasts()
+        if not self.ctx.precision.chooses_bf16:
+            self._check_frameworks()
+        # For its own autocasts the file chooses where the training step can run in bfloat16: a
+        # bfloat16 autocast elsewhere (evaluation) left the step's float16 one unreported.
+        if not self.ctx.precision.chooses_bf16_beside_autocast:
+            self._check_autocasts()
 
     # -- a framework's float16 setting -------------------------------------------------
 
@@ -613,10 +642,12 @@ GPU while the decorated function still runs in float16.
         # evaluation and prediction autocasts beside them do not (simpletransformers' evaluate(),
         # predict()). A module that trains elsewhere (no step here) keeps every autocast.
         trains_here = bool(ctx.loops.step_calls)
-        autocasts = [a for a in prec.autocasts
-                     if a.device != "cpu" and not prec.autocast_is_disabled(a)
-                     and prec.autocast_dtypes(a) == {"float16"}
-                     and (not trains_here or self._in_training_step(a))]
+        paired = [a for a in prec.autocasts
+                  if a.device != "cpu" and not prec.autocast_is_disabled(a)
+                  and (not trains_here or self._in_training_step(a))]
+        if any(prec.may_run_bf16(a) for a in paired):
+            return  # the step may run in bfloat16 (a dtype chosen at run time, a branch of its own)
+        autocasts = [a for a in paired if prec.autocast_dtypes(a) == {"float16"}]
         if not autocasts:
             return
         ampere = target_gpu(ctx) in AMPERE_OR_NEWER

@@ -282,13 +282,22 @@ class Precision:
     def chooses_bf16(self) -> bool:
         """The file already picks bf16 somewhere: it asks `is_bf16_supported`, an autocast may run in
         bfloat16, or a scaler's `enabled` depends on the dtype."""
+        return self.chooses_bf16_beside_autocast or any(self.may_run_bf16(use) for use in self.autocasts)
+
+    def may_run_bf16(self, use: AutocastUse) -> bool:
+        """The autocast region may compute in bfloat16 on a GPU (not the CPU's default)."""
+        return "bfloat16" in self.autocast_dtypes(use) and use.device != "cpu"
+
+    @cached_property
+    def chooses_bf16_beside_autocast(self) -> bool:
+        """chooses_bf16 but for the autocasts' dtypes: the file asks `is_bf16_supported`, or a
+        scaler's `enabled` depends on the dtype. A rule that knows which autocasts pair with the
+        scaler asks may_run_bf16 of those alone (a bfloat16 autocast in evaluation chooses nothing
+        for training)."""
         for call in self.index.nodes(cst.Call):
             func = call.func
             name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
             if name == "is_bf16_supported":
-                return True
-        for use in self.autocasts:
-            if "bfloat16" in self.autocast_dtypes(use) and use.device != "cpu":
                 return True
         for use in self.scalers:
             arg = _keyword(use.call, "enabled")
