@@ -152,6 +152,13 @@ def _precision(code):
     ("from functools import partial\nimport torch\nctx = partial(torch.autocast, device_type='cpu')\n"
      "with ctx():\n    pass\n", {"bfloat16"}),
     ("import torch\nctx = torch.cuda.amp.autocast\nwith ctx():\n    pass\n", {"float16"}),
+    # `dtype=None` is the device's default, as when it is left out; so is a name that may be None.
+    ("import torch\nwith torch.autocast('cuda', dtype=None):\n    pass\n", {"float16"}),
+    ("import torch\nwith torch.autocast('cpu', None):\n    pass\n", {"bfloat16"}),
+    ("import torch\nDT = torch.bfloat16 if ok else None\nwith torch.autocast('cuda', dtype=DT):\n    pass\n",
+     {"bfloat16", "float16"}),
+    ("from functools import partial\nimport torch\nctx = partial(torch.autocast, 'cuda', dtype=None)\n"
+     "with ctx():\n    pass\n", {"float16"}),
 ])
 def test_autocast_dtypes(code, expected):
     prec = _precision(code)

@@ -78,8 +78,8 @@ class Fp16WhereBf16Fits(Rule):
                 'mixed_precision="fp16"', "mixed_precision='fp16'")
     docs = """
 ## What it does
-Flags a float16 autocast region (an explicit `dtype=torch.float16`, or no dtype on CUDA, whose
-default is float16; also opened through a name bound to autocast or to
+Flags a float16 autocast region (an explicit `dtype=torch.float16`, or no dtype or `dtype=None` on
+CUDA, whose default is float16; also opened through a name bound to autocast or to
 `functools.partial(torch.amp.autocast, "cuda")`, where the fix passes `dtype=` at the call, or
 used as a decorator, `@torch.autocast("cuda")` above a module's `forward` or a function the
 training step calls) in a file that also trains with a `GradScaler` (or FSDP's `ShardedGradScaler`);
@@ -206,6 +206,9 @@ GPU while the decorated function still runs in float16.
               "        with torch.autocast('cuda', dtype=torch.bfloat16):\n            loss = model(x, y)\n"
               "    else:\n        with torch.autocast('cuda', dtype=torch.float16):\n            loss = model(x, y)\n"
               "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"),
+        # A dtype that is bfloat16 or None (the device's default): chosen at run time.
+        Valid(_LOOP.format(pre="amp_dtype = torch.bfloat16 if args.bf16 else None\n", sargs="'cuda'",
+                           aargs="'cuda', dtype=amp_dtype")),
     ]
     invalid = [
         # An autocast object made once and entered in the step (`with self.autocast_ctx:`, `with ctx:`,
@@ -499,6 +502,27 @@ GPU while the decorated function still runs in float16.
                 "    with torch.autocast('cuda', dtype=PRED_DTYPE):\n        return model(x)\n"
                 + _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda'").replace("import torch\n", ""),
                 message="autocast runs in float16 implicitly"),
+        # `dtype=None` is the device's default, float16 on CUDA, as when no dtype is given: the fix replaces
+        # it (it was taken for an unknown dtype and not reported).
+        Invalid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=None"),
+                fixed=_LOOP.format(pre=_CHOICE_LINE, sargs="'cuda', enabled=amp_dtype == torch.float16",
+                                   aargs="'cuda', dtype=amp_dtype"),
+                message="autocast runs in float16 implicitly"),
+        Invalid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', None"),
+                fixed=_LOOP.format(pre=_CHOICE_LINE, sargs="'cuda', enabled=amp_dtype == torch.float16",
+                                   aargs="'cuda', amp_dtype")),
+        Invalid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=None"), settings={"target_gpu": "ampere"},
+                fixed="import torch\nfor x, y in loader:\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+                      "        loss = model(x, y)\n    loss.backward()\n    opt.step()\n"),
+        # ... in a partial of autocast too: the call's `dtype=` overrides the partial's.
+        Invalid(
+            ("import functools\n" + _LOOP.replace("torch.autocast({aargs})", "autocast_ctx()"))
+            .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda', dtype=None, enabled=use_amp)\n",
+                    sargs="'cuda', enabled=use_amp"),
+            fixed=("import functools\n" + _LOOP.replace("torch.autocast({aargs})", "autocast_ctx(dtype=amp_dtype)"))
+            .format(pre="autocast_ctx = functools.partial(torch.amp.autocast, 'cuda', dtype=None, enabled=use_amp)\n"
+                    + _CHOICE_LINE, sargs="'cuda', enabled=use_amp and amp_dtype == torch.float16"),
+        ),
     ]
 
     # Autocast as a decorator of the model's forward: the model call in the step runs under it.

@@ -194,33 +194,38 @@ class Precision:
                 return devices.pop()
         return None
 
-    def dtypes(self, expr: cst.BaseExpression | None, _depth: int = 0) -> set[str]:
-        """The dtypes expr may evaluate to: subset of float16/bfloat16/float32/unknown."""
+    def dtypes(self, expr: cst.BaseExpression | None, _depth: int = 0, none: str = UNKNOWN) -> set[str]:
+        """The dtypes expr may evaluate to: subset of float16/bfloat16/float32/unknown; `none` for a
+        None it may be (autocast's `dtype=None`: the device's default)."""
         if expr is None or _depth > 5:
             return {UNKNOWN}
+        if _is_none(expr):
+            return {none}
         qn = self.names.qualified(expr)
         if qn in DTYPES:
             return {DTYPES[qn]}
         if isinstance(expr, cst.IfExp):
-            return self.dtypes(expr.body, _depth + 1) | self.dtypes(expr.orelse, _depth + 1)
+            return self.dtypes(expr.body, _depth + 1, none) | self.dtypes(expr.orelse, _depth + 1, none)
         if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
             out: set[str] = set()
             for element in expr.value.elements:
-                out |= self.dtypes(getattr(element, "value", None), _depth + 1)
+                out |= self.dtypes(getattr(element, "value", None), _depth + 1, none)
             return out
         if isinstance(expr, (cst.Name, cst.Attribute)):
             values = self.assigned.get(dotted(expr) or "", [])
             if values:
                 out = set()
                 for value in values:
-                    out |= self.dtypes(value, _depth + 1)
+                    out |= self.dtypes(value, _depth + 1, none)
                 return out
         return {UNKNOWN}
 
     def autocast_dtype_expr(self, use: AutocastUse) -> cst.BaseExpression | None:
+        """The dtype the region is given; None when it is not given, or given as `None` (autocast
+        then takes the device's default, as when it is left out)."""
         # torch.amp.autocast(device_type, dtype, ...); torch.cuda.amp.autocast(enabled, dtype, ...)
         arg = _bound_arg(use.call, use.partial, "dtype", 1)
-        return arg.value if arg is not None else None
+        return arg.value if arg is not None and not _is_none(arg.value) else None
 
     def dtype_position(self, use: AutocastUse) -> int | None:
         """Where a positional dtype stands among the call's own arguments (1 for a call of autocast;
@@ -239,14 +244,14 @@ class Precision:
         return arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "False"
 
     def autocast_dtypes(self, use: AutocastUse) -> set[str]:
-        """The dtypes an autocast region computes in (its device's default when dtype is not given)."""
-        expr = self.autocast_dtype_expr(use)
-        if expr is not None:
-            return self.dtypes(expr)
+        """The dtypes an autocast region computes in (its device's default when dtype is not given
+        or is None: `dtype=None`, `amp_dtype = torch.bfloat16 if bf16 else None`)."""
         device = use.device
         if device is None and any(s.device == "cuda" for s in self.scalers):
             device = "cuda"  # `torch.autocast(device.type)` next to a CUDA GradScaler
-        return {DEFAULT_AUTOCAST_DTYPE.get(device or "", UNKNOWN)}
+        default = DEFAULT_AUTOCAST_DTYPE.get(device or "", UNKNOWN)
+        expr = self.autocast_dtype_expr(use)
+        return {default} if expr is None else self.dtypes(expr, none=default)
 
     def is_disabled(self, call: cst.Call, positional_index: int | None = None) -> bool:
         """`enabled=False` given as a literal."""
@@ -372,6 +377,10 @@ class Precision:
         string's value (`"int64"`); "" when it is neither."""
         value = literal(expr)
         return value if isinstance(value, str) else self.names.qualified(expr) or ""
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
 
 
 def _bound_positionals(partial: cst.Call) -> int | None:
