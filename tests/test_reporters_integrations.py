@@ -172,6 +172,8 @@ def test_sarif_valid_with_rules_results_and_fixes(tmp_path, monkeypatch):
     for rule in rules.values():
         assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"]
         assert rule["help"]["text"] and rule["helpUri"].startswith("https://")
+        # text is plain (it was the Markdown again); the Markdown has its own field.
+        assert "`" not in rule["help"]["text"] and "###" not in rule["help"]["text"]
     res = run["results"][0]
     assert res["ruleId"] == "TL101" and res["level"] == "error"
     assert run["tool"]["driver"]["rules"][res["ruleIndex"]]["id"] == "TL101"

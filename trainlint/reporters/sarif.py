@@ -9,6 +9,7 @@ default would be UTF-16 code units.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -66,6 +67,18 @@ def _first_paragraph(markdown: str) -> str:
     return " ".join(para)
 
 
+def _plain(markdown: str) -> str:
+    """The rule's Markdown documentation as the plain text SARIF's `help.text` is read as (the
+    Markdown itself goes in `help.markdown`): no fences, heading marks, backticks or emphasis."""
+    lines = []
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("```"):
+            continue
+        line = re.sub(r"^#+\s*", "", line)
+        lines.append(line.replace("`", "").replace("**", ""))
+    return "\n".join(lines)
+
+
 def _rule_entry(code: str, meta: dict | None, example: Diagnostic | None) -> dict:
     name = (meta or {}).get("name") or (example.name if example else code)
     summary = (meta or {}).get("summary") or (example.message if example else name)
@@ -77,7 +90,7 @@ def _rule_entry(code: str, meta: dict | None, example: Diagnostic | None) -> dic
         "name": name,
         "shortDescription": {"text": summary},
         "fullDescription": {"text": full},
-        "help": {"text": docs or summary, "markdown": docs or summary},
+        "help": {"text": _plain(docs or summary), "markdown": docs or summary},
         "defaultConfiguration": {"level": "error"},
         "properties": {"tags": ["performance", "pytorch"]},
     }
