@@ -10,6 +10,7 @@ import libcst as cst
 
 from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
+from trainlint.analysis.command_line import parsed_options
 from trainlint.analysis.loops import first_modulo, range_counter
 from trainlint.analysis.names import bound_names, dotted, local_names
 from trainlint.analysis.paths import (
@@ -448,7 +449,8 @@ than `torch.no_grad()`, autocast and the like: `with lock:`, under which an acto
 or a barrier follows it in the loop (`dist.barrier()`, `accelerator.wait_for_everyone()`, after
 which other ranks load it). A per-step save with no interval is moved under `if <step> % <interval> == 0:`,
 with the script's own save interval if it has one (that of another save in the same loop, such
-as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`), else the
+as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`, also one the script's `add_argument` defines
+and its code never reads, where the loop sees the parsed namespace), else the
 `save-every` option (in a framework's hook, under its step counter: `trainer.global_step`,
 `state.global_step`; a save alone under a rank test joins it: `if rank == 0 and step % 1000 == 0:`): fewer checkpoints, so the last steps before a crash are not saved. In
 `for i in range(n):` the guard also holds on the last step (`or i == n - 1`), so the file ends with
@@ -1014,6 +1016,22 @@ and whether the fix still moves the save under an interval.
         # guard: a NameError, or `step % <function>`).
         Invalid(in_training_loop("torch.save(model.state_dict(), 'l.pt')").replace(
                     "import torch\n", "import torch\ncfg = make_config(lr=0.1, save_steps=4)\ndef save_every(m):\n    pass\n"),
+                message="save every `1000` steps"),
+        # A save-interval option the script defines but never reads is the interval (it was 1000
+        # until something read `args.save_steps`) ...
+        Invalid("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--save_steps', type=int, default=7)\n"
+                "def train(model, loader):\n    for step, batch in enumerate(loader):\n"
+                "        model(batch).sum().backward()\n        torch.save(model.state_dict(), 'l.pt')\n"
+                "if __name__ == '__main__':\n    args = parser.parse_args()\n    train(model, loader)\n",
+                message="save every `args.save_steps` steps"),
+        # ... where the loop's code reads the parsed namespace: not when `main()` parses it into a
+        # name of its own, which `train` cannot see.
+        Invalid("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--save-steps', type=int, default=7)\n"
+                "def train(model, loader):\n    for step, batch in enumerate(loader):\n"
+                "        model(batch).sum().backward()\n        torch.save(model.state_dict(), 'l.pt')\n"
+                "def main():\n    args = parser.parse_args()\n    train(model, loader)\n",
                 message="save every `1000` steps"),
         # A helper whose inner save function is also called after the loop keeps its interval.
         Invalid("import torch\ndef save_ckpt(step):\n    torch.save(model.state_dict(), f'c{step}.pt')\n"
@@ -2090,7 +2108,29 @@ and whether the fix still moves the save under an interval.
                     if isinstance(node, cst.Name) and _SAVE_INTERVAL.match(node.value) \
                             and isinstance(ctx.parent(node), cst.AssignTarget):
                         return node.value
+        # An option the script defines but the code never reads (`--save_steps`, default 7): the
+        # interval was the save-every option's 1000 until something read `args.save_steps`.
+        for namespace, option in parsed_options(ctx):
+            if _SAVE_INTERVAL.match(option) and self._sees(site, namespace):
+                return f"{namespace}.{option}"
         return str(self.opts.get("save-every") or 1000)
+
+    def _sees(self, site: cst.Call, namespace: str) -> bool:
+        """Whether the code at site reads `namespace` as the parsed command line: the first
+        function around it that has the name of its own has it as a parameter (`train(args)`) or
+        parses it there; with none, the module parses it at its top level (also under `if
+        __name__ == "__main__":`). A name bound otherwise may hold something else."""
+        ctx = self.ctx
+        parses = [a for a in ctx.index.nodes(cst.Assign) if isinstance(a.value, cst.Call)
+                  and isinstance(a.value.func, cst.Attribute)
+                  and a.value.func.attr.value in ("parse_args", "parse_known_args")]
+        fn = ctx.index.enclosing_function(site)
+        while fn is not None:
+            if namespace in local_names(fn):
+                return namespace in parameter_names(fn) or any(
+                    ctx.index.enclosing_function(a) is fn for a in parses)
+            fn = ctx.index.enclosing_function(fn)
+        return any(ctx.index.enclosing_function(a) is None for a in parses)
 
     # -- the fix -----------------------------------------------------------------------
 

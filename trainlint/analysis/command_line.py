@@ -35,14 +35,7 @@ def option_default(ctx, expr: cst.BaseExpression) -> OptionDefault | None:
             return None
         if call.func.attr.value != "add_argument":
             continue
-        dest = ctx.keyword(call, "dest")
-        if dest is not None:
-            name = ctx.literal(dest.value)
-        else:
-            flags = [ctx.literal(arg.value) for arg in call.args if arg.keyword is None]
-            longs = [f for f in flags if isinstance(f, str) and f.startswith("--")]
-            name = longs[0][2:].replace("-", "_") if longs else None
-        if name == expr.attr.value:
+        if option_destination(ctx, call) == expr.attr.value:
             found.append(call)
     if len(found) != 1:
         return None
@@ -60,3 +53,38 @@ def option_default(ctx, expr: cst.BaseExpression) -> OptionDefault | None:
     if action is not None and ctx.literal(action.value) == "store_true":
         return OptionDefault(flag, False, None, option)
     return None
+
+
+def option_destination(ctx, call: cst.Call) -> str | None:
+    """The attribute an `add_argument` call sets on the parsed namespace: `dest=`, else its first
+    long option with dashes as underscores (`--save-steps` -> `save_steps`)."""
+    dest = ctx.keyword(call, "dest")
+    if dest is not None:
+        name = ctx.literal(dest.value)
+        return name if isinstance(name, str) else None
+    flags = [ctx.literal(arg.value) for arg in call.args if arg.keyword is None]
+    longs = [f for f in flags if isinstance(f, str) and f.startswith("--")]
+    return longs[0][2:].replace("-", "_") if longs else None
+
+
+def parsed_options(ctx) -> list[tuple[str, str]]:
+    """(namespace, option) for every option the file's `add_argument` calls define, read through
+    the name the file binds the parsed namespace to (`args = parser.parse_args()`, or the first
+    name of `args, rest = parser.parse_known_args()`): `args.save_steps` exists even where the
+    code never reads it. Empty when the file binds no namespace so."""
+    namespaces = []
+    for assign in ctx.index.nodes(cst.Assign):
+        value = assign.value
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value in ("parse_args", "parse_known_args")):
+            continue
+        target = assign.targets[0].target
+        if isinstance(target, cst.Tuple) and target.elements:
+            target = target.elements[0].value
+        if isinstance(target, cst.Name) and target.value not in namespaces:
+            namespaces.append(target.value)
+    if len(namespaces) != 1:  # none, or several parsers: which one a name reads is not known
+        return []
+    options = [option_destination(ctx, call) for call in ctx.index.nodes(cst.Call)
+               if isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"]
+    return [(namespaces[0], name) for name in dict.fromkeys(options) if name]
