@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import guarded_import, module_binding, remove_unused_imports
 from trainlint.diagnostics import Applicability
 from trainlint import layout
@@ -298,6 +299,10 @@ GPU while the decorated function still runs in float16.
         Invalid(("import contextlib\n" + _LOOP.replace("torch.autocast({aargs})", "ctx('cuda')"))
                 .format(pre="ctx = torch.autocast if use_amp else contextlib.nullcontext\n", sargs="'cuda'"),
                 fixed=NO_FIX, message="autocast runs in float16 implicitly"),
+        # ... and the message says why (it said nothing of the missing fix).
+        Invalid(("import contextlib\n" + _LOOP.replace("torch.autocast({aargs})", "ctx('cuda')"))
+                .format(pre="ctx = torch.autocast if use_amp else contextlib.nullcontext\n", sargs="'cuda'"),
+                fixed=NO_FIX, message="; not fixed: `ctx` is autocast or a null context, which takes no `dtype=`"),
         Invalid(
             _LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', dtype=torch.float16"),
             fixed=_LOOP.format(
@@ -677,11 +682,15 @@ GPU while the decorated function still runs in float16.
         ampere = target_gpu(ctx) in AMPERE_OR_NEWER
         decorator = next((a for a in autocasts if a.decorates is not None), None)
         note = ""
-        if any(a.optional for a in autocasts):
+        optional = next((a for a in autocasts if a.optional), None)
+        if optional is not None:
             # A name bound to autocast or else to a null context (`ctx = torch.autocast if use_amp else
             # contextlib.nullcontext`): `ctx("cuda", dtype=...)` would raise TypeError on the null
-            # context's path. Reported, no fix.
+            # context's path. Reported, no fix; the message says why (it said nothing).
             fix = None
+            name = one_line(ctx.code(optional.call.func))
+            note = (f"; not fixed: `{name}` is autocast or a null context, which takes no `dtype=` (choose the "
+                    f"dtype where `{name}` is bound, and the scaler's `enabled=` with it, by hand)")
         elif decorator is not None and not ampere:
             # `@torch.autocast("cuda")` above `def forward`: its arguments are evaluated where the
             # function is defined, at import, where asking the GPU about bfloat16 would initialize
@@ -694,13 +703,15 @@ GPU while the decorated function still runs in float16.
                     f"by hand)")
         else:
             fix = self._ampere_fix(autocasts, scalers) if ampere else self._runtime_fix(autocasts, scalers)
+            if fix is None:
+                note = "; not fixed: the autocast's or the scaler's arguments are not ones the fix can rewrite"
         for use in autocasts:
             how = "implicitly (CUDA's default)" if prec.autocast_dtype_expr(use) is None else "as `torch.float16`"
             what = (f"autocast decorating `{use.decorates.name.value}` runs it" if use.decorates is not None
                     else "autocast runs")
             if ampere:
                 message = (f"{what} in float16 {how} with a GradScaler; target-gpu is {target_gpu(ctx)}, so use "
-                           f"`dtype=torch.bfloat16` and drop the GradScaler (bfloat16 has float32's range, no loss scaling)")
+                           f"`dtype=torch.bfloat16` and drop the GradScaler (bfloat16 has float32's range, no loss scaling){note}")
             else:
                 message = (f"{what} in float16 {how} with a GradScaler; on Ampere or newer use bfloat16 (float32's "
                            f"range, no loss scaling): `dtype=torch.bfloat16 if {_bf16_check(ctx, 'torch')} else "
