@@ -252,8 +252,10 @@ def test_saving_again_or_making_the_folder_does_not_use_the_file():
     assert "_trainlint_async_save(model.save_pretrained, out, state_dict=model.state_dict())" in fixed
 
 
-def test_a_helper_shared_with_a_caller_that_uses_the_file_stays_blocking():
-    # The async fix rewrites the helper for all its callers: one that moves the file keeps it blocking.
+def test_a_helper_shared_with_a_caller_that_uses_the_file_waits_first():
+    # The async fix rewrites the helper for all its callers: one that then moves the file kept it
+    # blocking; now the fix waits right after that call (a call run once after the loop), so the
+    # move finds the file complete, and the loop's saves are written in the background.
     text = """
     import os
     import torch
@@ -269,7 +271,10 @@ def test_a_helper_shared_with_a_caller_that_uses_the_file_stays_blocking():
     os.replace("final.tmp", "final.pt")
     """
     assert found(text)
-    assert fix_source(textwrap.dedent(text), select=["TL501"], unsafe_fixes=True) == textwrap.dedent(text)
+    fixed = fix_source(textwrap.dedent(text), select=["TL501"], unsafe_fixes=True)
+    assert fixed.endswith('        save_ckpt(f"ckpt-{step}.pt")\n_trainlint_wait_for_save()\nsave_ckpt("final.tmp")\n'
+                          '_trainlint_wait_for_save()\nos.replace("final.tmp", "final.pt")\n')
+    assert "    _trainlint_async_save(torch.save, model.state_dict(), path)\n" in fixed
 
 
 ATOMIC = """
