@@ -13,7 +13,8 @@ def _never_run(ctx, wrap: cst.Call) -> bool:
     assigned, and where a caller of the file binds what a function returns), none of them is
     called (`model(x)`, `model.forward(x)`) where it holds the wrapper, and none leaves sight
     (Loops.escapes: handed to a call other than a module-local function the names follow it
-    into, assigned on, or returned where no caller of the file binds it). Only the wrapped
+    into, assigned on, or returned where no caller of the file binds it; also through the module
+    methods that hand it back, `return model.to(device)`). Only the wrapped
     model's parts are then run through it, if anything (fairseq's featurizer calls
     `self.model.feature_extractor(x)`, which DataParallel does not forward)."""
     loops = ctx.loops
@@ -55,7 +56,8 @@ form, `torch.nn.parallel.data_parallel(module, inputs)`, which does the same wor
 References such as `isinstance(model, nn.DataParallel)` are not flagged, nor is a wrapper the
 file uses but never runs: only the wrapped model's parts are called through it
 (`self.model.feature_extractor(x)`, which DataParallel does not forward), no name it is known by
-is called, and none is handed on, assigned on or returned beyond the file's sight. A wrapper
+is called, and none is handed on, assigned on or returned beyond the file's sight (itself or
+through a method that hands back the module: `return model.to(device)`, `model.cuda()`). A wrapper
 the file only keeps (`self.net = nn.DataParallel(net)` in a base class) is flagged: a subclass
 elsewhere may run it.
 
@@ -96,6 +98,12 @@ A suggestion only, never written: the switch also needs the launcher, the proces
         Valid("from torch import nn\nclass Featurizer:\n    def __init__(self):\n        self.model = self.load()\n"
               "    def load(self):\n        model = build()\n        if self.parallel:\n            model = nn.DataParallel(model)\n"
               "        return model\n    def run(self, x):\n        return self.model.feature_extractor(x)\n"),
+        # The same returned through `.cuda()`, which hands back the module itself.
+        Valid("from torch import nn\nclass Featurizer:\n    def __init__(self):\n        self.model = self.load()\n"
+              "    def load(self):\n        model = build()\n        if self.parallel:\n            model = nn.DataParallel(model)\n"
+              "        return model.cuda()\n    def run(self, x):\n        return self.model.feature_extractor(x)\n"),
+        Valid("from torch import nn\nmodel = nn.DataParallel(build())\nmodel = model.cuda().eval()\n"
+              "feats = model.module.features(x)\n"),
     ]
     invalid = [
         Invalid("import torch\nmodel = torch.nn.DataParallel(model)\nloss = model(x).sum()\n", fixed=NO_FIX,
@@ -117,6 +125,16 @@ A suggestion only, never written: the switch also needs the launcher, the proces
                 fixed=NO_FIX),
         # Returned by a function no caller of the file binds: another module may call it.
         Invalid("from torch import nn\ndef build(net):\n    net = nn.DataParallel(net)\n    return net\n", fixed=NO_FIX),
+        # The same through a module method that hands back the module itself (`.to()`, `.cuda()`).
+        Invalid("import torch.nn as nn\ndef build(device):\n    model = nn.Linear(10, 2)\n    model = nn.DataParallel(model)\n"
+                "    return model.to(device)\n", fixed=NO_FIX),
+        Invalid("import torch\nfrom torch import nn\ndef build():\n    model = Net()\n    if torch.cuda.device_count() > 1:\n"
+                "        model = nn.DataParallel(model)\n    return model.cuda().float()\n"
+                "def main():\n    model = build()\n    for x in loader:\n        model(x).sum().backward()\n",
+                fixed=NO_FIX),
+        Invalid("from torch import nn\nclass Runner:\n    def __init__(self, net):\n        self.net = nn.DataParallel(net)\n"
+                "        self.trainer = Trainer(self.net.cuda())\n    def info(self):\n        return self.net.module.name\n",
+                fixed=NO_FIX),
         # The functional form replicates the module on every call.
         Invalid("import torch\nout = torch.nn.parallel.data_parallel(model, x, device_ids=[0, 1])\n", fixed=NO_FIX,
                 message="`data_parallel` replicates"),

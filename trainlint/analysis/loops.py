@@ -362,6 +362,30 @@ _ALIAS_DEPTH = 4
 # nn.Module methods that hand back the module itself (`Net().to(device).train()` is the Net).
 _MODULE_SELF_METHODS = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16",
                                   "requires_grad_", "to_empty", "type"})
+
+
+def _past_self_methods(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """expr past the calls of nn.Module methods that hand back the module itself: `model` of
+    `model.cuda().float()`."""
+    while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value in _MODULE_SELF_METHODS:
+        expr = expr.func.value
+    return expr
+
+
+def _through_self_methods(index: TreeIndex, node: cst.BaseExpression) -> cst.BaseExpression:
+    """The outermost call of nn.Module methods that hand back the module itself made on node:
+    `model.to(device).train()` for the `model` in it, which is what that expression holds; node
+    itself when none is called on it."""
+    while True:
+        attr = index.parent.get(node)
+        call = index.parent.get(attr)
+        if not (isinstance(attr, cst.Attribute) and attr.value is node and attr.attr.value in _MODULE_SELF_METHODS
+                and isinstance(call, cst.Call) and call.func is attr):
+            return node
+        node = call
+
+
 # Wrappers whose call runs the wrapped module's forward (`DDP(model)(x)`, `torch.compile(model)(x)`).
 _FORWARDING_WRAPPERS = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
                                   "torch.nn.parallel.DataParallel", "torch.compile"})
@@ -2074,7 +2098,9 @@ class Loops:
         in a loop (the batches it draws, as next_draws gives them) or a module-local function the
         loops follow it into (with shared, any module-local function's parameter: the caller
         asking checks there too, as paths_of gives them), assigned to another target, or (unless
-        returns is False: the caller asking follows the returns itself) returned. Uses inside
+        returns is False: the caller asking follows the returns itself) returned; also through
+        the nn.Module methods that hand back the module itself (`return model.to(device)`,
+        `other = model.cuda()`; `model = model.cuda()` keeps it in the name). Uses inside
         making, the call that makes the value, are the name's earlier value (`model =
         nn.DataParallel(model)`), not this one."""
         for node in self.index.nodes(cst.Name):
@@ -2083,10 +2109,18 @@ class Loops:
             if not name.startswith("self.") and self.index.enclosing_function(node) is not scope:
                 continue  # `self.x` is read in every method
             use = self.index.parent.get(node)
-            if isinstance(use, cst.Attribute) and use.value is node:
-                if dotted(use) != name:
-                    continue
+            if isinstance(use, cst.Attribute) and use.value is node and dotted(use) == name:
                 node, use = use, self.index.parent.get(use)
+            # `model.to(device)`, `model.cuda().train()`: the module itself, handed back (returned,
+            # assigned, handed on) as the name is; re-bound to its own name it stays in sight.
+            itself = _through_self_methods(self.index, node)
+            if itself is not node:
+                node, use = itself, self.index.parent.get(itself)
+                if isinstance(use, cst.Assign) and use.value is node \
+                        and all(dotted(t.target) == name for t in use.targets):
+                    continue
+            elif isinstance(use, cst.Attribute) and use.value is node:
+                continue
             if isinstance(use, (cst.Return, cst.Yield)) and returns or (isinstance(use, cst.Assign) and use.value is node):
                 return True
             if isinstance(use, cst.Arg) and use.value is node and not self._consumes(self.index.parent.get(use), use, name, shared):
@@ -2103,7 +2137,8 @@ class Loops:
         return shared and any(a is arg for _callee, c, _param, a in self.call_arguments if c is call)
 
     def _returned_at(self, fn: cst.FunctionDef, value: cst.BaseExpression) -> int | None:
-        """Where fn returns value: -1 alone, i at position i of a returned tuple, None if it does not."""
+        """Where fn returns value: -1 alone, i at position i of a returned tuple, None if it does not;
+        returned through the nn.Module methods that hand back the module (`return model.cuda()`) too."""
         holder = self.index.parent.get(value)
         names = set()
         if isinstance(holder, cst.Assign) and len(holder.targets) == 1 and isinstance(holder.targets[0].target, cst.Name):
@@ -2111,12 +2146,13 @@ class Loops:
         for node in self.index.returns(fn):
             if node.value is None:
                 continue
-            returned = node.value
+            returned = _past_self_methods(node.value)  # `return model.cuda()` returns the module
             if returned is value or dotted(returned) in names:
                 return -1
             if isinstance(returned, cst.Tuple):
                 for i, element in enumerate(returned.elements):
-                    if element.value is value or dotted(element.value) in names:
+                    item = _past_self_methods(element.value)
+                    if item is value or dotted(item) in names:
                         return i
         return None
 
