@@ -47,6 +47,15 @@ _INFERENCE = (
     "    return model\n"
     "{more}"
 )
+# An evaluation helper that returns what the wrapper computes ({ret}: its return).
+_EVALUATE_SUM = (
+    "import torch\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "@torch.no_grad()\n"
+    "def evaluate_ddp(net, batches):\n"
+    "    wrapped = DDP(net)\n"
+    "    {ret}\n"
+)
 _DISTIL = (
     "import torch\n"
     "from torch.nn.parallel import DistributedDataParallel as DDP\n"
@@ -80,9 +89,11 @@ of an `Accelerator(kwargs_handlers=[...])`) without it. Lightning's and accelera
 module that trains (a `.fit(...)` call, a backward or an optimizer step), since Fabric is also
 started with `strategy="ddp"` just to launch processes. A plain `DistributedDataParallel(...)`
 that no backward runs through is not flagged either: assigned to a name in a function that keeps
-it there (not returned, handed to a call, stored elsewhere or read by a nested function), and
-used only under `torch.no_grad()`/`torch.inference_mode()` (the function's decorator or a
-`with`), or in a function that runs no backward or optimizer step (nor calls one that does, nor
+it there (not returned, handed to a call, stored elsewhere or read by a nested function or by
+a generator expression left to run later), and used only under
+`torch.no_grad()`/`torch.inference_mode()` (the function's decorator or a `with`: what it
+computes there may be returned, also from a comprehension or a generator expression a builtin
+consumes on the spot, `return sum(model(x).sum() for x in batches)`, as it carries no graph), or in a function that runs no backward or optimizer step (nor calls one that does, nor
 runs per step) and neither calls its `.train()` nor hands its `.parameters()` to a call: an
 evaluation helper. Nor is one returned after its function switches it to evaluation
 (`model.eval()`, then `return model`) in a module that runs no backward or optimizer step: an
@@ -170,6 +181,12 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
         # ... switched to evaluation in the training function: `.eval()` trains nothing.
         Valid(_DISTIL.replace("    for x in loader:\n", "    teacher.eval()\n    teacher.requires_grad_(False)\n"
                                                          "    for x in loader:\n")),
+        # ... its outputs returned, computed under no_grad (no graph to run a backward through):
+        # also in a comprehension, or a generator expression consumed where it stands.
+        Valid(_EVALUATE_SUM.format(ret="return sum(wrapped(x).sum() for x in batches)")),
+        Valid(_EVALUATE_SUM.format(ret="return [wrapped(x) for x in batches]")),
+        Valid(_EVALUATE_SUM.format(ret="return torch.stack(list(wrapped(x) for x in batches))")),
+        Valid(_EVALUATE_SUM.format(ret="return wrapped(batches).argmax(-1)")),
     ]
     invalid = [
         # ... but returned without that switch, or from a module that trains, it may be trained.
@@ -269,6 +286,14 @@ the tenth is `gradient_as_bucket_view` in releases before `init_sync` was added 
                 fixed=_DISTIL.replace("            target = teacher(x)\n", "            target = x\n").replace(
             "        loss_fn(model(x), target)", "        loss_fn(teacher(x), target)").replace(
             "DDP(teacher, device_ids=[rank])", "DDP(teacher, device_ids=[rank], gradient_as_bucket_view=True)")),
+        # A generator expression left unconsumed runs when it is iterated, after its function
+        # returned and outside its no_grad; outputs returned without no_grad may be trained on.
+        Invalid(_EVALUATE_SUM.format(ret="return (wrapped(x) for x in batches)"),
+                fixed=_EVALUATE_SUM.format(ret="return (wrapped(x) for x in batches)").replace(
+                    "DDP(net)", "DDP(net, gradient_as_bucket_view=True)")),
+        Invalid(_EVALUATE_SUM.format(ret="outputs = (wrapped(x) for x in batches)\n    return outputs")),
+        Invalid(_EVALUATE_SUM.format(ret="return map(sum, (wrapped(x) for x in batches))")),
+        Invalid(_EVALUATE_SUM.format(ret="return wrapped(batches)").replace("@torch.no_grad()\n", "")),
         # Options gathered in a dict whose every key is visible (open_clip, ultralytics).
         Invalid(_DDP_ARGS, fixed=_DDP_ARGS.replace(
             "DistributedDataParallel(model, device_ids=[device], **ddp_args)\n",

@@ -48,6 +48,9 @@ _PREPARE = {ACCELERATE: ("prepare", "prepare_model"), FABRIC: ("setup", "setup_m
 SYNC_CONTROL = re.compile(r"no_sync|grad(ient)?s?_sync|backward_sync|sync_grad")
 _FUNC_BOUNDARY = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 # Grad modes, as a `with` or a function's decorator, under which no backward can run.
+# Builtins that go over an iterable they are given before returning (_consumed_at_once).
+_CONSUMING_BUILTINS = frozenset(f"builtins.{name}" for name in (
+    "sum", "list", "tuple", "set", "frozenset", "dict", "sorted", "min", "max", "any", "all"))
 _NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
                       "torch.autograd.inference_mode", "torch.autograd.grad_mode.no_grad",
                       "torch.autograd.grad_mode.inference_mode"})
@@ -424,8 +427,10 @@ class Distributed:
         """Whether a backward may run through the model the wrapper `call` (`DDP(model)`) builds.
         False only when all its uses are in sight and none trains: the call is assigned to a plain
         name in a function, the name stays there (not returned, handed to a call, stored, read by
-        a nested function or declared global), and each use after the assignment is under
-        `torch.no_grad()`/`torch.inference_mode()` (the function's decorator or a `with`), or in a
+        a nested function or a generator expression that runs later, or declared global), and each
+        use after the assignment is under `torch.no_grad()`/`torch.inference_mode()` (the
+        function's decorator or a `with`; what it computes there may be returned, as it carries no
+        graph: `return sum(model(x).sum() for x in batches)`), or in a
         function that runs no backward or optimizer step (nor calls one that does, nor is called
         per step), and is neither a `.train()` switch nor its `.parameters()` handed to a call (an
         optimizer, a gradient clip: an evaluation helper's uses). One returned after it is switched
@@ -452,11 +457,13 @@ class Distributed:
             if not (after and isinstance(node, cst.Name) and node.value == name) or node in targets \
                     or self.index.contains(assign, node) or not self._reads(node):
                 continue
-            if self.index.enclosing(node, _FUNC_BOUNDARY) is not fn:
-                return True  # read by a nested function: not all in sight
+            if self.index.enclosing(node, _FUNC_BOUNDARY) is not fn or self._deferred(node, fn):
+                return True  # read by a nested function or a generator run later: not all in sight
             if self._escapes(node, fn):
                 if switched_off and self._returned(node) and not self.loops.step_calls:
                     continue  # an inference model: switched to evaluation, returned from a module that trains nothing
+                if self._output_returned(node, fn) and self._without_grad(node, fn):
+                    continue  # its outputs returned, computed under no_grad: no graph for a backward
                 return True  # returned, handed on or stored: not all in sight
             if self._without_grad(node, fn):
                 continue
@@ -476,6 +483,45 @@ class Distributed:
             if trains_here is None:
                 trains_here = self._runs_steps(fn)
             if trains_here or self.loops.in_hot_loop(node):
+                return True
+        return False
+
+    def _deferred(self, node: cst.Name, fn: cst.FunctionDef) -> bool:
+        """node is in a generator expression of fn that may run after fn's line, outside the
+        `no_grad` there: one not consumed where it stands (returned, assigned, handed to `map` or
+        `zip`). A generator's body runs when it is iterated, as a nested function's does when called;
+        one handed to a builtin that goes over it at once (`sum(model(x) for x in batches)`, `list`,
+        `max`...) runs in place, and so do list, set and dict comprehensions. Only the builtins are
+        taken to consume it: any other call (`map`, `itertools.chain`, a project's helper) may keep
+        it. Its first iterable (`(f(x) for x in model(batch))`) is evaluated at once."""
+        for anc in self.index.ancestors(node):
+            if anc is fn:
+                return False
+            if isinstance(anc, cst.GeneratorExp) and not self.index.contains(anc.for_in.iter, node) \
+                    and not self._consumed_at_once(anc):
+                return True
+        return False
+
+    def _consumed_at_once(self, gen: cst.GeneratorExp) -> bool:
+        """gen is the only argument of a builtin that goes over it all before returning
+        (`sum(...)`, `list(...)`, `max(...)`)."""
+        arg = self.index.parent.get(gen)
+        call = self.index.parent.get(arg)
+        return isinstance(arg, cst.Arg) and arg.value is gen and not arg.keyword and not arg.star \
+            and isinstance(call, cst.Call) and call.args[0] is arg \
+            and self.names.qualified(call.func) in _CONSUMING_BUILTINS
+
+    def _output_returned(self, node: cst.Name, fn: cst.FunctionDef) -> bool:
+        """node is called (`model(x)`) and its function returns what that computes, held in no
+        generator that runs later (_deferred) or yielded: `return model(x).argmax(-1)`,
+        `return sum(model(x).sum() for x in batches)`. The model itself stays in fn."""
+        use = self.index.parent.get(node)
+        if not (isinstance(use, cst.Call) and use.func is node):
+            return False
+        for anc in self.index.ancestors(node):
+            if anc is fn or isinstance(anc, (cst.Yield, cst.Lambda)):
+                return False
+            if isinstance(anc, cst.Return):
                 return True
         return False
 
