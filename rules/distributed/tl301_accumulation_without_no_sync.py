@@ -185,6 +185,25 @@ _LATE = (
 )
 _LATE_CTX = "    with model.no_sync() if (step + 1) % accum else contextlib.nullcontext():\n"
 _LATE_FLAT = _FLAT.replace("    loss.backward()\n", _LATE_CTX + "        loss.backward()\n")
+# An optimizer named as no optimizer is (`adam`, `sgd`), known by its construction.
+_NAMED = (
+    "import torch\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "def train(net, data, accum=4):\n"
+    "    model = DDP(net, gradient_as_bucket_view=True)\n"
+    "    adam = torch.optim.AdamW(model.parameters(), lr=1e-4)\n"
+    "    for i, (x, y) in enumerate(data):\n"
+    "        loss = (model(x) - y).pow(2).mean() / accum\n"
+    "        loss.backward()\n"
+    "        if (i + 1) % accum == 0:\n"
+    "            adam.step(); adam.zero_grad()\n"
+)
+_NAMED_FIXED = "import contextlib\n\n" + _NAMED.replace(
+    "        loss = (model(x) - y).pow(2).mean() / accum\n        loss.backward()\n",
+    "        " + "# All-reduce gradients only on the micro-batch before the optimizer step.\n"
+    "        with contextlib.nullcontext() if (i + 1) % accum == 0 else model.no_sync():\n"
+    "            loss = (model(x) - y).pow(2).mean() / accum\n"
+    "            loss.backward()\n")
 _TEACHER = "teacher = FSDP(teacher_net)\nwith teacher.no_sync():\n    teacher(x).sum().backward()\n"
 
 
@@ -337,6 +356,11 @@ unsynchronised one.
         Valid(_HEAD + _LATE.replace("    out = model(x)\n", "    with model.no_sync():\n        out = model(x)\n")),
         # FSDP reads its flag in the backward: no_sync() around it alone skips the reduce-scatter.
         Valid(_FSDP + _LATE),
+        # `.step()` of what is no optimizer: a scheduler of torch.optim, an object of another kind.
+        Valid(_HEAD + "sched = torch.optim.lr_scheduler.StepLR(opt, 10)\n"
+              + _FLAT.replace("        opt.step()\n        opt.zero_grad()\n", "        sched.step()\n")),
+        Valid(_HEAD + "sgd = NoiseSchedule(0.1)\n"
+              + _FLAT.replace("        opt.step()\n        opt.zero_grad()\n", "        sgd.step()\n")),
     ]
     invalid = [
         Invalid(_HEAD + _FLAT, fixed="import contextlib\n\n" + _HEAD + _FLAT_FIXED,
@@ -460,6 +484,23 @@ unsynchronised one.
                 "def train(model, loader):\n    for x, y in loader:\n        loss = loss_fn(model(x), y)\n"
                 "        loss.backward()\n        bump()\n        if step % accum == 0:\n            opt.step()\n"
                 "train(DDP(net), loader)\n", fixed=NO_FIX),
+        # The optimizer known by what it is assigned, whatever its name: torch.optim's, imported
+        # from it, another package's `optim` (bitsandbytes), a class named as one (transformers'
+        # Adafactor), kept on the object.
+        Invalid(_NAMED, fixed=_NAMED_FIXED),
+        Invalid(_HEAD.replace("import torch\n", "import torch\nfrom torch.optim import SGD\n")
+                + "sgd = SGD(model.parameters(), lr=0.1)\n" + _FLAT.replace("opt.", "sgd."),
+                fixed="import contextlib\n\n" + _HEAD.replace("import torch\n", "import torch\nfrom torch.optim import SGD\n")
+                + "sgd = SGD(model.parameters(), lr=0.1)\n" + _FLAT_FIXED.replace("opt.", "sgd.")),
+        Invalid(_NAMED.replace("import torch\n", "import torch\nimport bitsandbytes as bnb\n").replace(
+            "adam = torch.optim.AdamW(", "opt2 = bnb.optim.Adam8bit(").replace("adam.", "opt2.")),
+        Invalid(_NAMED.replace("import torch\n", "import torch\nfrom transformers import Adafactor\n").replace(
+            "adam = torch.optim.AdamW(", "fac = Adafactor(").replace("adam.", "fac.")),
+        Invalid(_STORED.format(init="self.net, self.accum = net, accum\n        self.adam = torch.optim.Adam(net.parameters())",
+                               build="Trainer(DDP(m), 4)").replace("self.opt.step()", "self.adam.step()"),
+                message="gradients of `self.net` (DDP)"),
+        Invalid(_FSDP2.format(sync="").replace("fully_shard(model)\n", "fully_shard(model)\nsgd = torch.optim.SGD(model.parameters())\n")
+                .replace("opt.step()", "sgd.step()")),
         # FSDP2 (`fully_shard(model)`, in place): no `no_sync()`; the fix sets its switch before the
         # forward, true on the micro-batch that steps.
         Invalid(_FSDP2.format(sync=""), fixed=_FSDP2.format(

@@ -34,7 +34,8 @@ CALL_DEPTH = 3
 # followed along this many paths at most.
 _MAX_PATHS = 64
 
-# Receivers of `.step()` that are optimizers (schedulers step per epoch as often as per step).
+# Receivers of `.step()` that are optimizers by their names (schedulers step per epoch as often as
+# per step); one named otherwise is by its construction (constructs_optimizer, Loops._holds_optimizer).
 _OPTIMIZER_RECEIVER = re.compile(r"(optim|^opt$|_opt$|^opt_|scaler|^trainer$)", re.IGNORECASE)
 _BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
 
@@ -119,7 +120,11 @@ CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.ti
                     "time.monotonic_ns", "timeit.default_timer"})
 
 
-def is_step_call(call: cst.Call, names: Names) -> bool:
+def is_step_call(call: cst.Call, names: Names, holds_optimizer=None) -> bool:
+    """A backward (`loss.backward()`, `torch.autograd.backward(...)`) or an optimizer's step: `.step()`
+    of a receiver named as an optimizer (_OPTIMIZER_RECEIVER), or, with holds_optimizer (the
+    receiver's Name or Attribute -> bool), of one it says is bound to an optimizer's construction
+    (`adam = torch.optim.AdamW(...)`: Loops._holds_optimizer)."""
     func = call.func
     if isinstance(func, cst.Attribute):
         attr = func.attr.value
@@ -130,8 +135,38 @@ def is_step_call(call: cst.Call, names: Names) -> bool:
             if receiver is None:
                 return False
             last = receiver.rsplit(".", 1)[-1]
-            return bool(_OPTIMIZER_RECEIVER.search(last))
+            return bool(_OPTIMIZER_RECEIVER.search(last)) or holds_optimizer is not None and holds_optimizer(func.value)
     return names.qualified(func) == "torch.autograd.backward"
+
+
+# Optimizer classes by how their names end: torch.optim's, and those of bitsandbytes (`Adam8bit`),
+# apex and deepspeed (`FusedAdam`, `DeepSpeedCPUAdam`), transformers (`Adafactor`), ZeRO's
+# `ZeroRedundancyOptimizer` and other `...Optimizer` classes.
+_OPTIMIZER_CLASS_ENDINGS = ("Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adadelta", "Adamax", "LBFGS", "ASGD",
+                            "Rprop", "Adafactor", "Lion", "Lamb", "LAMB", "LARS", "Adam8bit", "AdamW8bit",
+                            "AdamW32bit", "NovoGrad", "Novograd", "AdaBelief", "Muon", "Shampoo", "SophiaG",
+                            "Prodigy", "Optimizer")
+# A module-local or library factory of an optimizer (`build_optimizer(cfg, model)`, timm's `create_optimizer_v2`).
+_OPTIMIZER_FACTORY = re.compile(r"^(create|build|get|make|init)_optimi[sz]er(_v\d+)?$")
+# Parts of a dotted path under an `optim` package that name no optimizer: schedulers, SWA's averaged model.
+_NOT_OPTIMIZER_PATH = re.compile(r"sched|swa_utils|lr_", re.IGNORECASE)
+
+
+def constructs_optimizer(call: cst.Call, names: Names) -> bool:
+    """call makes an optimizer: a class or factory of an `optim` package (`torch.optim.AdamW`, as
+    written or imported, `bnb.optim.Adam8bit`, `timm.optim.create_optimizer_v2`; not its schedulers,
+    `torch.optim.lr_scheduler.StepLR`), one whose name ends as an optimizer class's does
+    (`transformers.Adafactor`, `FusedAdam`, `ZeroRedundancyOptimizer`), or an optimizer factory
+    (`build_optimizer(cfg, model)`). By the names only: nothing is resolved beyond the imports."""
+    spelled = dotted(call.func)
+    if spelled is None:
+        return False
+    last = spelled.rsplit(".", 1)[-1]
+    path = names.qualified(call.func) or spelled
+    if _NOT_OPTIMIZER_PATH.search(path):
+        return False
+    return path.startswith("torch.optim.") or ".optim." in path or path.startswith("optim.") \
+        or last.endswith(_OPTIMIZER_CLASS_ENDINGS) or bool(_OPTIMIZER_FACTORY.match(last))
 
 
 def _returns_at_end(loop: cst.CSTNode) -> bool:
@@ -486,10 +521,12 @@ class Loops:
                     if name:
                         self.flag_names.add(name.rsplit(".", 1)[-1])
 
-        self.step_calls: list[cst.Call] = [c for c in index.nodes(cst.Call) if is_step_call(c, names)]
         # Calls of a module-local function through a name bound to it (_find_aliases): found once,
-        # before calls_by_name, which holds them under the function's name.
+        # before calls_by_name, which holds them under the function's name. The values assigned to
+        # `self.<attr>` are read for the step calls too (_holds_optimizer).
         alias_names, self._attribute_values = self._alias_bindings()
+        self.step_calls: list[cst.Call] = [c for c in index.nodes(cst.Call)
+                                           if is_step_call(c, names, self._holds_optimizer)]
         self._aliases: dict[cst.Call, _Alias] = self._find_aliases(alias_names)
         self.calls_by_name: dict[str, list[cst.Call]] = {}
         for call in index.nodes(cst.Call):
@@ -503,6 +540,22 @@ class Loops:
             loop = self._stepping_loop(site)
             if loop is not None:
                 self.hot_loops.add(loop)
+
+    def _holds_optimizer(self, receiver: cst.BaseExpression) -> bool:
+        """receiver (of a `.step()` whose name says nothing: `adam.step()`) is bound to an
+        optimizer's construction (constructs_optimizer): a variable the scopes it is read in
+        assign one (`adam = torch.optim.AdamW(...)` in the function or the module; any of its
+        assignments there), or `self.<attr>` that its class assigns one. Asked only for the
+        receivers the name test left, so the bindings are looked up for few calls."""
+        if isinstance(receiver, cst.Name):
+            bindings = self.variables.seen_from(receiver) or ()
+            values = [value for kind, value in bindings if kind == "assign"]
+        elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) \
+                and receiver.value.value == "self":
+            values = self._attribute_values.get((self.index.enclosing_class(receiver), receiver.attr.value), ())
+        else:
+            return False
+        return any(isinstance(value, cst.Call) and constructs_optimizer(value, self.names) for value in values)
 
     # -- structure helpers -------------------------------------------------------------
 
