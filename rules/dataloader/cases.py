@@ -13,6 +13,18 @@ ON_DEVICE = (
     "loader = DataLoader(OnDevice(X, Y), batch_size=64{options})\n"
     "for xb, yb in loader:\n    loss = model(xb.to('cuda'), yb.to('cuda'))\n    loss.backward()\n    opt.step()\n"
 )
+# A dataset that moves its items to the device through a function of the module ({item}:
+# `to_dev(x)`, `prepare(x)` two calls down) or a transform it is handed and applies in __getitem__
+# ({transform}: `transform=lambda t: t.to(device)`, `transform=to_dev`); its loader is {loader}.
+MOVED_BY_HELPER = (
+    "import torch\nfrom torch.utils.data import DataLoader, Dataset\ndevice = torch.device('cuda')\n"
+    "def to_dev(t):\n    return t.to(device)\ndef prepare(t):\n    return to_dev(t.float())\n"
+    "class Wrapped(Dataset):\n    def __init__(self, data, transform=None):\n"
+    "        self.data, self.transform = data, transform\n    def __len__(self):\n        return len(self.data)\n"
+    "    def __getitem__(self, i):\n        x = self.data[i]\n        if self.transform is not None:\n"
+    "            x = self.transform(x)\n        return {item}\n"
+    "{loader}\nfor xb in loader:\n    loss = model(xb.to(device))\n    loss.backward()\n    opt.step()\n"
+)
 # An iterable dataset of this module, and its loader; the tester's stream doubled its samples with 2 workers.
 STREAM = (
     "import os\nimport torch\nfrom torch.utils.data import DataLoader, IterableDataset, get_worker_info\n{helper}"

@@ -20,6 +20,7 @@ from .cases import (
     GUARDED,
     LEFTOVER,
     LOCAL_FUNCTION,
+    MOVED_BY_HELPER,
     ON_DEVICE,
     SEEDED,
     SHARDED,
@@ -210,7 +211,8 @@ settle (a parameter, an option or field it cannot see once), `*args`, or `**opti
 the file does not show, is not a finding. A `0` passed by position is replaced where it stands.
 A loader whose batches its dataset or `collate_fn` (defined in this module; also one set on the
 loader after it is built, `train_loader.collate_fn = to_gpu`, where the file follows it) already puts on the
-device, or whose dataset is built from tensors on the device (`TensorDataset(X.to(device), Y)`,
+device (as TL102 reads it: also through a function of the module, `to_dev(x)` in `__getitem__`, or a
+transform of the module the dataset is handed, `transform=lambda t: t.to(device)`), or whose dataset is built from tensors on the device (`TensorDataset(X.to(device), Y)`,
 `.cuda()`, a tensor made with `device=`, or a name assigned one; any dataset class handed such a
 tensor, also inside `Subset(...)` or `ConcatDataset([...])`), is reported with no fix: workers
 cannot start CUDA in forked processes, so those copies must move into the training loop first
@@ -581,6 +583,12 @@ none.
             "DataLoader(ds)", "DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))")),
         # Batches made on the device: reported, with no workers added (they cannot start CUDA).
         Invalid(ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
+        # ... through a function of the module, or a transform of the module it is handed: workers
+        # would start CUDA in forked processes (the fix was offered).
+        Invalid(MOVED_BY_HELPER.format(item="to_dev(x)", loader="loader = DataLoader(Wrapped(X), batch_size=8)"),
+                fixed=NO_FIX, message="move those copies into the training loop"),
+        Invalid(MOVED_BY_HELPER.format(item="x", loader="loader = DataLoader(Wrapped(X, transform=to_dev), batch_size=8)"),
+                fixed=NO_FIX, message="move those copies into the training loop"),
         # ... stored there by the dataset's `__init__`: the data is on the device already, and
         # the advice says to keep no workers or index it there (it said to move the copies).
         Invalid(STORED_ON_DEVICE.format(options=""), fixed=NO_FIX, message="the data is already on the device"),

@@ -27,6 +27,7 @@ from .cases import (
     DRAWN,
     HANDED,
     MNIST,
+    MOVED_BY_HELPER,
     ON_DEVICE,
     PHASES,
     PHASES_ZIP,
@@ -139,8 +140,11 @@ it runs on the CPU (`cpu=True`) or places nothing (`device_placement=False`); th
 
 Not a loader whose batches come out of it on the device: its `collate_fn` (also one set on it
 after it is built, `train_loader.collate_fn = to_gpu`), or its dataset's class
-in this module (`__getitem__`, `__iter__`, the methods they call, or `__init__` storing the data
-there), moves tensors to a device; or its dataset is built from tensors on the device
+in this module (`__getitem__`, `__iter__`, the methods and the module's functions they call, three
+calls down, `to_dev(x)`, or `__init__` storing the data there), moves tensors to a device; or its
+dataset, of any class, is handed a callable of this module that does (a transform: `transform=lambda
+t: t.to(device)`, `transform=to_dev`, also through a name, `functools.partial` or an object whose
+`__call__` does), which it may apply to every item; or its dataset is built from tensors on the device
 (`TensorDataset(X.to(device), Y.to(device))`, `.cuda()`, a tensor made with `device=` other than
 the CPU, what `torch.load` restores with a `map_location` other than the CPU and its items
 (`data = torch.load(path, map_location=device)`, `TensorDataset(data["x"], data["y"])`), or with
@@ -250,6 +254,16 @@ since what it then holds is not all seen.
               "    for x in dl:\n        model(x.cuda()).backward()\n        opt.step()\n"
               "score_loader = DataLoader(ds, num_workers=2, sampler=InOrder(ds))\n"),
         # Batches the dataset already puts on the device: nothing to pin (pinning them raises).
+        # ... through a function of the module (two calls down), or a transform it is handed (a lambda,
+        # a function of the module, by keyword or position, through a name) and applies in
+        # __getitem__: the fix pinned CUDA tensors ("cannot pin 'torch.cuda.FloatTensor'").
+        Valid(MOVED_BY_HELPER.format(item="to_dev(x)", loader="loader = DataLoader(Wrapped(X), batch_size=8)")),
+        Valid(MOVED_BY_HELPER.format(item="prepare(x)", loader="loader = DataLoader(Wrapped(X), batch_size=8)")),
+        Valid(MOVED_BY_HELPER.format(
+            item="x", loader="loader = DataLoader(Wrapped(X, transform=lambda t: t.to(device)), batch_size=8)")),
+        Valid(MOVED_BY_HELPER.format(item="x", loader="ds = Wrapped(X, to_dev)\nloader = DataLoader(ds, batch_size=8)")),
+        Valid(MOVED_BY_HELPER.format(
+            item="x", loader="move = lambda t: prepare(t)\nloader = DataLoader(Wrapped(X, transform=move), batch_size=8)")),
         Valid(ON_DEVICE.format(options=", num_workers=0")),
         Valid(STORED_ON_DEVICE.format(options="")),
         # Built from tensors on the device: moved there (`X.to(device)`, `.cuda()`), made there
@@ -368,6 +382,10 @@ since what it then holds is not all seen.
         Valid(DRAWN.format(pin="", x="x + table.cuda()")),
     ]
     invalid = [
+        # A transform that keeps the items on the CPU (or moves them there): pinned as any.
+        Invalid(MOVED_BY_HELPER.format(item="x", loader="loader = DataLoader(Wrapped(X, lambda t: t.to('cpu')))"),
+                fixed=MOVED_BY_HELPER.format(
+                    item="x", loader="loader = DataLoader(Wrapped(X, lambda t: t.to('cpu')), pin_memory=True)")),
         # A dataset tokenized by a comprehension from a file: before, any comprehension counted as
         # plain Python values and no loader rule looked at it.
         Invalid(TOKENIZED, message="pin_memory=True"),

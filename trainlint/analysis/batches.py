@@ -507,7 +507,7 @@ def dataset_held_on_device(ctx, call: cst.Call) -> bool:
     if cls is None:
         return False
     init = method_of(ctx, cls, "__init__")
-    if init is not None and sample_work(ctx, cls, init, lambda kind: kind == MOVES_TENSORS):
+    if init is not None and sample_work(ctx, cls, init, lambda kind: kind == MOVES_TENSORS, depth=3, functions=True):
         return True
     return any(_reads_device_globals(ctx, method, cls) for name in ("__getitem__", "__iter__")
                if (method := method_of(ctx, cls, name)) is not None)
@@ -585,15 +585,60 @@ def _moves_in_loader(ctx, call: cst.Call) -> bool:
         for collate in callable_choices(ctx, value):  # either branch of a conditional one
             if any(kind == MOVES_TENSORS for _c, kind in heavy_work(ctx, collate, masks=False)):
                 return True
+    if _dataset_built_from(ctx, call, lambda expr: moving_callable(ctx, expr)):
+        return True  # a transform it is handed (`transform=lambda t: t.to(device)`) may run per item
     cls = dataset_class(ctx, call)
     if cls is None:
         return False
     for name in ("__init__", "__getitem__", "__iter__"):
         method = method_of(ctx, cls, name)
-        if method is not None and sample_work(ctx, cls, method, lambda kind: kind == MOVES_TENSORS):
+        if method is not None and sample_work(ctx, cls, method, lambda kind: kind == MOVES_TENSORS,
+                                              depth=3, functions=True):
             return True
     return any(_reads_device_globals(ctx, method, cls) for name in ("__getitem__", "__iter__")
                if (method := method_of(ctx, cls, name)) is not None)
+
+
+def moving_callable(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    """expr is a callable of this module that moves tensors to a device (moves_through): a
+    lambda (`lambda t: t.to(device)`), a function of the module named (`to_dev`), or a name
+    assigned one of those, `functools.partial` of one, or an instance of a class of the module
+    whose `__call__` does. Handed to a dataset (`Wrapped(data, transform=to_dev)`), it may run on
+    every item in `__getitem__`, which then hands out device tensors."""
+    if depth > 3:
+        return False
+    if isinstance(expr, cst.Lambda):
+        return moves_through(ctx, expr)
+    if isinstance(expr, cst.Call):
+        if ctx.names.qualified(expr.func) == "functools.partial" and expr.args and expr.args[0].keyword is None \
+                and not expr.args[0].star:
+            return moving_callable(ctx, expr.args[0].value, depth + 1)
+        cls = class_named(ctx, ctx.dotted(expr.func))
+        call = method_of(ctx, cls, "__call__") if cls is not None else None
+        return call is not None and moves_through(ctx, call)
+    if isinstance(expr, cst.Name) and is_variable(ctx.index, expr):
+        values = ctx.bindings.assigned_values(expr) or []
+        if any(moving_callable(ctx, v, depth + 1) for v in values if isinstance(v, (cst.Lambda, cst.Call, cst.Name))):
+            return True
+        return any(moves_through(ctx, fn) for fn in ctx.loops.functions.get(expr.value, ()))
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls"):
+        found = resolve_callable(ctx, expr)
+        return isinstance(found, cst.FunctionDef) and moves_through(ctx, found)
+    return False
+
+
+def moves_through(ctx, root: cst.CSTNode, depth: int = 3, seen: tuple = ()) -> bool:
+    """root (a function or lambda) copies tensors to a device (heavy_work's MOVES_TENSORS), itself
+    or in a function of the module it calls, up to depth calls down (`prepare(t)` calling
+    `to_dev(t)`)."""
+    if any(kind == MOVES_TENSORS for _c, kind in heavy_work(ctx, root, masks=False)):
+        return True
+    if depth == 0:
+        return False
+    return any(moves_through(ctx, callee, depth - 1, (*seen, root))
+               for node in ctx.index.walk(root) if isinstance(node, cst.Call)
+               for callee in ctx.loops.callees(node)
+               if callee is not root and callee not in seen and not ctx.index.contains(root, callee))
 
 
 def _reads_device_globals(ctx, fn: cst.FunctionDef, cls: cst.ClassDef | None, depth: int = 2) -> bool:
@@ -656,12 +701,14 @@ def _device_globals(ctx) -> frozenset[str]:
     return cached
 
 
-def sample_work(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, wanted, skip=None, depth: int = 2, seen=()):
+def sample_work(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, wanted, skip=None, depth: int = 2, seen=(),
+                functions: bool = False):
     """(the call to report, what it does, the method doing it) for the first heavy_work call of
     fn, or of a method of cls it calls (`self.load_image(i)`, up to `depth` calls down), whose kind
     `wanted(kind)` accepts; None if there is none. The call reported is fn's own: the line a
     suppression or a reader looks at. `skip(call, fn)` leaves out a call of fn (work done only
-    when a cache misses), and what it calls."""
+    when a cache misses), and what it calls. With functions, the module's functions it calls
+    (`to_dev(x)`) are followed too."""
     work = [(c, k) for c, k in heavy_work(ctx, fn.body, masks=False)
             if wanted(k) and not (skip and skip(c, fn))]
     if work:
@@ -670,16 +717,21 @@ def sample_work(ctx, cls: cst.ClassDef, fn: cst.FunctionDef, wanted, skip=None, 
         return None
     for call in ctx.index.walk(fn.body):
         func = call.func if isinstance(call, cst.Call) else None
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            method = method_of(ctx, cls, func.attr.value)
+            callees = [method] if method is not None else []
+        elif functions and isinstance(func, cst.Name):
+            callees = [c for c in ctx.loops.callees(call) if ctx.index.enclosing_class(c) is None]
+        else:
             continue
         if skip and skip(call, fn):
             continue
-        method = method_of(ctx, cls, func.attr.value)
-        if method is None or method is fn or method in seen:
-            continue
-        found = sample_work(ctx, cls, method, wanted, skip, depth - 1, (*seen, fn))
-        if found is not None:
-            return call, found[1], found[2]
+        for callee in callees:
+            if callee is fn or callee in seen:
+                continue
+            found = sample_work(ctx, cls, callee, wanted, skip, depth - 1, (*seen, fn), functions)
+            if found is not None:
+                return call, found[1], found[2]
     return None
 
 
