@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.batches import dataset_class, method_of
+from trainlint.analysis.batches import dataset_class, method_of, methods_reached
 from trainlint.analysis.names import local_names
 
 from .loaders import MUTATORS, changes, changes_argument
@@ -58,7 +58,7 @@ def dataset_change_sites(ctx, call: cst.Call) -> list[cst.CSTNode]:
     cls = dataset_class(ctx, call)
     # A module global the dataset's `__getitem__`/`__iter__` reads, assigned by the loop (`NOISE =
     # ...` under `global NOISE`): live workers keep the value they were forked with.
-    sites: list = _global_changes(ctx, cls) if cls is not None else []
+    sites: list = global_change_sites(ctx, cls) if cls is not None else []
     if not watched and not sites:
         return []
 
@@ -159,44 +159,66 @@ def _may_read(ctx, cls: cst.ClassDef | None, attr: str) -> bool:
     return cls is not None and any(isinstance(n, cst.Attribute) and n.attr.value == attr for n in ctx.index.walk(cls))
 
 
-def _global_changes(ctx, cls: cst.ClassDef) -> list[cst.CSTNode]:
-    """Where a module global that the class's `__getitem__` or `__iter__` reads is assigned, at the
-    top level or in a function declaring it `global`, or changed by a mutating method
-    (`NOISE = float(epoch)`, `TABLE.append(x)`)."""
+def global_change_sites(ctx, cls: cst.ClassDef, methods: tuple[str, ...] = ("__getitem__", "__iter__")
+                        ) -> list[cst.CSTNode]:
+    """Where a module global that the class's methods (`__getitem__` or `__iter__`; a sampler's
+    `__iter__` for TL104), the methods of the class they call or the module's functions (two calls
+    down) read is changed: assigned, at the top level or in a function declaring it `global`
+    (`NOISE = float(epoch)`); an item or an attribute it reads of it assigned, no declaration
+    needed (`CURRICULUM["frac"] = ...`, `CFG.frac = ...`, also `+=`); or a mutating method called
+    on it (`TABLE.append(x)`). Live workers keep the value they were forked with; the main process
+    draws a sampler's indices ahead of the loop."""
     module_names = {t.target.value for stmt in ctx.module.body if isinstance(stmt, cst.SimpleStatementLine)
                     for node in stmt.body if isinstance(node, (cst.Assign, cst.AnnAssign))
                     for t in (node.targets if isinstance(node, cst.Assign) else [node])
                     if isinstance(t.target, cst.Name)}
-    read = set()
-    for method_name in ("__getitem__", "__iter__"):
-        method = method_of(ctx, cls, method_name)
-        if method is None:
-            continue
-        local = local_names(method)
-        read |= {n.value for n in ctx.index.walk(method.body) if isinstance(n, cst.Name)
-                 and n.value in module_names and n.value not in local}
+    if not module_names:
+        return []
+    chain = ctx.loops.lineage(cls)
+    starts = [method for name in methods if (method := method_of(ctx, cls, name)) is not None]
+    read: set[str] = set()
+    spelled: set[str] = set()  # `CFG.frac`: attributes read of those globals
+    for fn in methods_reached(ctx, chain, starts, 2, functions=True):
+        local = local_names(fn)
+        for n in ctx.index.walk(fn.body):
+            if isinstance(n, cst.Name) and n.value in module_names and n.value not in local:
+                read.add(n.value)
+            elif isinstance(n, cst.Attribute) and (name := ctx.dotted(n)) and name.split(".", 1)[0] in module_names:
+                spelled.add(name)
     if not read:
         return []
     sites = []
     for node in [*ctx.index.nodes(cst.Assign), *ctx.index.nodes(cst.AugAssign)]:
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         for target in targets:
-            if isinstance(target, cst.Name) and target.value in read and _global_there(ctx, node, target.value):
+            if isinstance(target, cst.Name):
+                if target.value in read and _global_there(ctx, node, target.value):
+                    sites.append(node)
+                continue
+            root = target
+            while isinstance(root, (cst.Subscript, cst.Attribute)):
+                root = root.value
+            if not (isinstance(root, cst.Name) and root.value in read and _global_there(ctx, node, root.value, True)):
+                continue
+            # An attribute set is a change where the class reads it (`CFG.frac`, not `CFG.lr`).
+            name = ctx.dotted(target) if isinstance(target, cst.Attribute) else None
+            if name is None or any(r == name or r.startswith(name + ".") for r in spelled):
                 sites.append(node)
     for node in ctx.index.nodes(cst.Call):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in MUTATORS and isinstance(func.value, cst.Name) \
-                and func.value.value in read and _global_there(ctx, node, func.value.value):
+                and func.value.value in read and _global_there(ctx, node, func.value.value, True):
             sites.append(node)
     return sites
 
 
-def _global_there(ctx, node: cst.CSTNode, name: str) -> bool:
+def _global_there(ctx, node: cst.CSTNode, name: str, read: bool = False) -> bool:
     """name at node is the module's variable: node is at the top level, or its function declares
-    it `global` (a function that binds it otherwise has a local of that name)."""
+    it `global` (a function that binds it otherwise has a local of that name), or (read: the name
+    is only read there, its object changed, `NOISE["scale"] = ...`) binds no name of its own."""
     fn = ctx.index.enclosing_function(node)
     if fn is None:
         return True
     declared = any(isinstance(n, cst.Global) and any(g.name.value == name for g in n.names)
                    for n in ctx.index.walk(fn.body))
-    return declared or (isinstance(node, cst.Call) and name not in local_names(fn))
+    return declared or (read and not ctx.bindings.binds(fn, name))

@@ -179,8 +179,9 @@ a list or other object it was built from (`ds = ListDataset(items)`, then `items
 `items.append(x)`, `items[i] = x`, `items += new`, or an attribute of it its class may read:
 `cfg.seq_len = ...` with `Tokens(cfg)` reading `self.cfg.seq_len`, where the class is of this
 module; or one the object's own class, of this module, reads: `resize.size = ...` with
-`Images(resize)` and `resize = Resize(16)` reading `self.size`), or a module global the class's `__getitem__`/`__iter__` reads (`NOISE = ...`
-under `global NOISE`): the live workers would keep the copy they were
+`Images(resize)` and `resize = Resize(16)` reading `self.size`), or a module global the class's `__getitem__`/`__iter__`
+(or a method or function of the module they call, two calls down) reads (`NOISE = ...` under `global NOISE`,
+an item or attribute of it it reads, `NOISE["scale"] = ...`, or a mutating method): the live workers would keep the copy they were
 started with (a grown list is indexed past the workers' shorter copy: IndexError).
 """
     _EPOCHS = "from torch.utils.data import DataLoader\nloader = {loader}\nfor epoch in range(3):\n    for batch in loader:\n        step(batch)\n"
@@ -600,6 +601,10 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         # reads: the fix froze them in the workers at their first values.
         Invalid(_READS_SETTING.format(change="cfg.seq_len = 4 + epoch"), fixed=NO_FIX, message="changes its dataset"),
         Invalid(_READS_SETTING.format(change="global NOISE\n        NOISE = float(epoch)"), fixed=NO_FIX,
+                message="changes its dataset or what it reads"),
+        # ... also an item of such a global, set with no `global` statement (`CFG["noise"] = ...`).
+        Invalid(_READS_SETTING.replace("NOISE = 0.0", "NOISE = {{'scale': 0.0}}").replace("+ NOISE", "+ NOISE['scale']")
+                .format(change="NOISE['scale'] = float(epoch)"), fixed=NO_FIX,
                 message="changes its dataset or what it reads"),
         # ... or a setting of an object handed to its constructor that the object's own class reads
         # (progressive resizing: `resize.size = ...` with `Images(resize)`): the fix froze the

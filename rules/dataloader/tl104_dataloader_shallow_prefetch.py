@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from trainlint.analysis.batches import loader_arg, loader_batches
+from trainlint.analysis.batches import class_named, loader_arg, loader_batches
 from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.tree import binding_targets
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Valid
 
+from .changed import global_change_sites
 from .loaders import (
     DataLoaderRule,
     MUTATORS,
@@ -32,6 +33,16 @@ _CHANGED_SAMPLER = (
     "for x, idx in loader:\n    loss = model(x)\n    {change}\n    loss.mean().backward()\n    opt.step()\n"
 )
 
+# A sampler whose __iter__ reads a module global (a curriculum's fraction), which {change} may set
+# in the loop over the batches.
+_GLOBAL_SAMPLER = (
+    "import random\nfrom torch.utils.data import DataLoader, Sampler\nCURRICULUM = {{'frac': 0.1}}\nLOG = {{}}\n"
+    "class Growing(Sampler):\n    def __init__(self, n):\n        self.n = n\n    def __iter__(self):\n"
+    "        while True:\n            yield random.randrange(max(1, int(self.n * CURRICULUM['frac'])))\n"
+    "def main(ds):\n    loader = DataLoader(ds, sampler=Growing(100), num_workers=2)\n"
+    "    for step, x in enumerate(loader):\n        {change}\n        loss = model(x)\n        loss.backward()\n"
+    "        opt.step()\n"
+)
 
 class DataLoaderShallowPrefetch(DataLoaderRule):
     code = "TL104"
@@ -74,7 +85,9 @@ batches changes the `sampler` or `batch_sampler` the loader was given, by its na
 attribute or item of it assigned, or a function of the module handed it that does either), or
 changes in place an object handed to the sampler's constructor (prioritized replay's `prio[idx] =
 err` for `sampler=PrioritySampler(prio)`: an item or attribute of it assigned, an augmented
-assignment, an in-place method): the main process draws the indices of the batches the workers
+assignment, an in-place method), or changes a module global that the `__iter__` of the sampler's
+class (of this module) reads, as TL103 reads a dataset's (a curriculum's `CURRICULUM["frac"] = ...`
+each step, also in a function of the module the loop calls): the main process draws the indices of the batches the workers
 prefetch, `prefetch_factor` per worker ahead of the loop, so a deeper queue draws more of them
 before each change and the samples drawn differ. A change between passes (`sampler.set_epoch(epoch)`
 in the epoch loop) keeps the fix.
@@ -185,6 +198,16 @@ in the epoch loop) keeps the fix.
                 fixed=_CHANGED_SAMPLER.format(change="prio = prio * 0.9 + loss.sum()").replace(
                     "LossAware(len(ds))", "PrioritySampler(prio)").replace(
                     "num_workers=2)", "num_workers=2, prefetch_factor=4)")),
+        # The loop sets a module global the sampler's `__iter__` reads (a curriculum's fraction),
+        # itself or through a function of the module: as for the sampler, the fix changed which
+        # samples came. Another global, or none: fixed.
+        Invalid(_GLOBAL_SAMPLER.format(change="CURRICULUM['frac'] = min(1.0, step / 10)"), fixed=NO_FIX,
+                message="changes `CURRICULUM`, a module global its sampler reads (`CURRICULUM['frac'] = "),
+        Invalid("def grow(step):\n    CURRICULUM.update(frac=step / 10)\n"
+                + _GLOBAL_SAMPLER.format(change="grow(step)"), fixed=NO_FIX, message="changes `CURRICULUM`"),
+        Invalid(_GLOBAL_SAMPLER.format(change="LOG['step'] = step"),
+                fixed=_GLOBAL_SAMPLER.format(change="LOG['step'] = step").replace(
+                    "num_workers=2)", "num_workers=2, prefetch_factor=4)")),
         # A sampler changed only between passes (`set_epoch` in the epoch loop): fixed.
         Invalid(_CHANGED_SAMPLER.format(change="pass").replace(
                     "for x, idx in loader:", "sampler.set_epoch(1)\nfor x, idx in loader:"),
@@ -211,13 +234,18 @@ in the epoch loop) keeps the fix.
             fix = None  # `PREFETCH = None` is right with no workers, a number is not: no room for the condition
         changed = _sampler_changed_in_pass(ctx, call)
         if changed is not None:
-            # A sampler the loop changes (a loss-aware one: `sampler.update(idx, loss)`), or an
-            # object it was built from (prioritized replay's priorities): the main process draws
-            # the indices of the batches workers prefetch, so a deeper queue draws more of them
-            # before the change, and which samples come changes.
             node, held = changed
             what = f"its sampler (`{excerpt(ctx, node)}`)" if held is None else \
                 f"`{held}`, which its sampler was built from (`{excerpt(ctx, node)}`)"
+        elif (changed := _global_changed_in_pass(ctx, call)) is not None:
+            node, held = changed
+            what = f"`{held}`, a module global its sampler reads (`{excerpt(ctx, node)}`)"
+        if changed is not None:
+            # A sampler the loop changes (a loss-aware one: `sampler.update(idx, loss)`), an object
+            # it was built from (prioritized replay's priorities), or a global it reads (a
+            # curriculum's fraction): the main process draws the indices of the batches workers
+            # prefetch, so a deeper queue draws more of them before the change, and which samples
+            # come changes.
             self.report(call, f"{workers_subject(ctx, call)} keep only {depth} batches each in flight; not fixed: the loop over the "
                               f"loader changes {what}, and the main process draws "
                               f"the indices of the batches workers prefetch, that many per worker ahead of "
@@ -269,6 +297,56 @@ def _sampler_changed_in_pass(ctx, call: cst.Call) -> tuple[cst.CSTNode, str | No
                 if _changes_in_place(ctx, node, name, on) and ctx.loops.in_sight(node, name, where):
                     return node, name
     return None
+
+
+def _global_changed_in_pass(ctx, call: cst.Call) -> tuple[cst.CSTNode, str] | None:
+    """Where a loop that takes the loader's batches (or a function of the module it calls) changes
+    a module global that the `__iter__` of its sampler's or batch sampler's class (of this module;
+    also one a batch sampler is built around) reads (changed.global_change_sites: a curriculum's
+    `CURRICULUM["frac"] = ...`), and the global's name; None when none does."""
+    classes = []
+    for setting in ("sampler", "batch_sampler"):
+        arg = loader_arg(ctx, call, setting)
+        if arg is not None and not arg.star:
+            classes += _sampler_classes(ctx, arg.value)
+    sites = [site for cls in dict.fromkeys(classes) for site in global_change_sites(ctx, cls, ("__iter__",))]
+    if not sites:
+        return None
+    for loop, _target in loader_batches(ctx, call, shared=True):
+        for site in sites:
+            if ctx.loops.runs_inside(site, loop):
+                return site, _changed_global(site)
+    return None
+
+
+def _changed_global(site: cst.CSTNode) -> str:
+    """The global a change site of global_change_sites changes (`CURRICULUM` of `CURRICULUM["frac"] = x`)."""
+    if isinstance(site, cst.Call):
+        expr = site.func.value
+    else:
+        expr = site.targets[0].target if isinstance(site, cst.Assign) else site.target
+    while isinstance(expr, (cst.Subscript, cst.Attribute)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else "?"
+
+
+def _sampler_classes(ctx, sampler: cst.BaseExpression, depth: int = 0) -> list[cst.ClassDef]:
+    """The classes of this module a sampler is built from: the call given (`Growing(100)`), or the
+    calls a name given was assigned, and the calls among their arguments (`BatchSampler(Growing(n),
+    32, False)`)."""
+    if depth > 2:
+        return []
+    calls = [sampler] if isinstance(sampler, cst.Call) else \
+        [v for v in ctx.assigned_values(sampler) if isinstance(v, cst.Call)] \
+        if isinstance(sampler, (cst.Name, cst.Attribute)) and depth == 0 else []
+    out = []
+    for built in calls:
+        cls = class_named(ctx, ctx.dotted(built.func))
+        if cls is not None:
+            out.append(cls)
+        out += [c for arg in built.args if isinstance(arg.value, cst.Call)
+                for c in _sampler_classes(ctx, arg.value, depth + 1)]
+    return out
 
 
 def _built_from(ctx, sampler: cst.BaseExpression, depth: int = 0) -> list[str]:
