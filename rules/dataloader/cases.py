@@ -25,6 +25,14 @@ MOVED_BY_HELPER = (
     "            x = self.transform(x)\n        return {item}\n"
     "{loader}\nfor xb in loader:\n    loss = model(xb.to(device))\n    loss.backward()\n    opt.step()\n"
 )
+# Loaders built through `functools.partial(DataLoader, ...)` ({options} more of its keywords), the
+# training one by `make(ds{call})`.
+PARTIAL = (
+    "import functools\nfrom torch.utils.data import DataLoader\n"
+    "make = functools.partial(DataLoader, batch_size=8, shuffle=True{options})\n"
+    "def main():\n    loader = make(ds{call})\n    for epoch in range(3):\n        for x, y in loader:\n"
+    "            loss = model(x.cuda(), y.cuda())\n            loss.backward()\n            opt.step()\n"
+)
 # An iterable dataset of this module, and its loader; the tester's stream doubled its samples with 2 workers.
 STREAM = (
     "import os\nimport torch\nfrom torch.utils.data import DataLoader, IterableDataset, get_worker_info\n{helper}"

@@ -21,6 +21,7 @@ from .cases import (
     LEFTOVER,
     LOCAL_FUNCTION,
     MOVED_BY_HELPER,
+    PARTIAL,
     ON_DEVICE,
     SEEDED,
     SHARDED,
@@ -148,6 +149,12 @@ Also flags transformers' `TrainingArguments` (and trl's and sentence-transformer
 such as `SFTConfig`) handed to a trainer in the same file, without `dataloader_num_workers` or
 with 0, its default: the Trainer then loads and collates every batch in the training process.
 TL103 and TL104 read its `dataloader_persistent_workers` and `dataloader_prefetch_factor` too.
+
+A loader built through `functools.partial(DataLoader, ...)` that gives keywords only (`make =
+partial(DataLoader, batch_size=8, shuffle=True)`, then `make(ds)`) is read as the DataLoader call
+`make(ds)` makes (the same for TL101-TL108): a setting the call does not give is read from the
+partial, and the fix sets it at the call (`make(ds, num_workers=...)`), where it replaces the
+partial's keyword for that loader alone (another loader of the same partial may evaluate).
 
 A setting written as a name is read where the file writes it (the same reading for TL101-TL105):
 a variable assigned once in the scope the read looks in (`NUM_WORKERS = 0` at module level, or
@@ -581,6 +588,15 @@ none.
                 .replace("main()\n", "app()\n"), fixed=NO_FIX, message='no `if __name__ == "__main__":` guard'),
         Invalid(GUARDED, fixed="import os\n\n" + GUARDED.replace(
             "DataLoader(ds)", "DataLoader(ds, num_workers=min(8, os.cpu_count() or 1))")),
+        # Built through `functools.partial(DataLoader, ...)`: the setting the partial gives (or lacks)
+        # is overridden at the call (a keyword there replaces the partial's); it was not seen at all.
+        Invalid(PARTIAL.format(options="", call=""),
+                fixed=PARTIAL.format(options="", call=", num_workers=min(8, os.cpu_count() or 1)").replace(
+                    "import functools\n", "import functools\nimport os\n")),
+        Invalid(PARTIAL.format(options=", num_workers=0", call="").replace("functools.partial", "partial").replace(
+                    "import functools\n", "from functools import partial\n"),
+                fixed="import os\n" + PARTIAL.format(options=", num_workers=0", call=", num_workers=min(8, os.cpu_count() or 1)")
+                .replace("functools.partial", "partial").replace("import functools\n", "from functools import partial\n")),
         # Batches made on the device: reported, with no workers added (they cannot start CUDA).
         Invalid(ON_DEVICE.format(options=""), fixed=NO_FIX, message="move those copies into the training loop"),
         # ... through a function of the module, or a transform of the module it is handed: workers

@@ -28,6 +28,7 @@ from .cases import (
     HANDED,
     MNIST,
     MOVED_BY_HELPER,
+    PARTIAL,
     ON_DEVICE,
     PHASES,
     PHASES_ZIP,
@@ -253,6 +254,10 @@ since what it then holds is not all seen.
         Valid("from torch.utils.data import DataLoader, SequentialSampler as InOrder\ndef fit(dl):\n"
               "    for x in dl:\n        model(x.cuda()).backward()\n        opt.step()\n"
               "score_loader = DataLoader(ds, num_workers=2, sampler=InOrder(ds))\n"),
+        # ... pinned by the partial, or at the call; a partial of another function is no loader.
+        Valid(PARTIAL.format(options=", num_workers=2, pin_memory=True", call="")),
+        Valid(PARTIAL.format(options=", num_workers=2", call=", pin_memory=True")),
+        Valid(PARTIAL.format(options=", num_workers=2", call="").replace("partial(DataLoader", "partial(build_loader")),
         # Batches the dataset already puts on the device: nothing to pin (pinning them raises).
         # ... through a function of the module (two calls down), or a transform it is handed (a lambda,
         # a function of the module, by keyword or position, through a name) and applies in
@@ -382,6 +387,9 @@ since what it then holds is not all seen.
         Valid(DRAWN.format(pin="", x="x + table.cuda()")),
     ]
     invalid = [
+        # Built through `functools.partial(DataLoader, ...)`: pinned at the call (it was not seen).
+        Invalid(PARTIAL.format(options=", num_workers=2", call=""),
+                fixed=PARTIAL.format(options=", num_workers=2", call=", pin_memory=True")),
         # A transform that keeps the items on the CPU (or moves them there): pinned as any.
         Invalid(MOVED_BY_HELPER.format(item="x", loader="loader = DataLoader(Wrapped(X, lambda t: t.to('cpu')))"),
                 fixed=MOVED_BY_HELPER.format(

@@ -12,6 +12,7 @@ from trainlint.rule import NO_FIX, Invalid, Valid
 from .cases import (
     BY_KEY,
     MNIST,
+    PARTIAL,
     PHASE_KEYS,
     PHASE_PICKED,
     PHASES,
@@ -208,6 +209,9 @@ evaluation) is reported with no fix: that pass would skip the last partial batch
         Valid(BY_KEY.format(pin_a=", drop_last=True", pin_b="", move="x.cuda()")),
     ]
     invalid = [
+        # Built through `functools.partial(DataLoader, ..., shuffle=True)`: drop_last at the call, for
+        # this loader alone (an evaluation loader may come from the same partial); it was not seen.
+        Invalid(PARTIAL.format(options="", call=""), fixed=PARTIAL.format(options="", call=", drop_last=True")),
         # ... but one whose comprehension calls a function of the module that steps trains.
         Invalid(_COMPREHENDED.format(call="train_step")),
         # A function building a training or an evaluation loader with one sampler variable: the

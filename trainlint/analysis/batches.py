@@ -57,6 +57,8 @@ def loader_arg(ctx, call: cst.Call, name: str) -> cst.Arg | None:
         keys = ctx.star_keys(call)
         if keys is None or keyword in keys:
             return next(a for a in call.args if a.star)
+    if arg is None and (made := partial_loader(ctx, call)) is not None:
+        arg = ctx.keyword(made, keyword)  # given by the partial, where the call gives none
     return arg
 
 
@@ -87,10 +89,40 @@ def is_loader(ctx, call: cst.Call) -> bool:
     `loader = DataLoader if image_weights else InfiniteDataLoader; loader(dataset, ...)`)."""
     if ctx.names.constructs(call.func, *DATALOADERS):
         return True
+    if partial_loader(ctx, call) is not None:
+        return True
     if not isinstance(call.func, cst.Name) or call.func.value in ctx.names.aliases:
         return False
     values = ctx.assigned_values(call.func)
     return bool(values) and all(_loader_classes(ctx, v) for v in values)
+
+
+def partial_loader(ctx, call: cst.Call) -> cst.Call | None:
+    """The `functools.partial(DataLoader, batch_size=8, ...)` that call runs, written in it or
+    through a name only ever assigned it (`make = partial(DataLoader, ...)`, then `make(ds)`): the
+    partial gives keywords only, no dataset, so the call's own arguments stand where they would in
+    DataLoader's, and a keyword the call gives replaces the partial's (loader_arg reads the
+    partial's where the call gives none; a fix sets the keyword at the call, for that loader alone).
+    None otherwise."""
+    func = call.func
+    if isinstance(func, cst.Call):
+        values = [func]
+    elif isinstance(func, cst.Name) and "partial" in ctx.text and func.value not in ctx.names.aliases:
+        bindings = ctx.bindings.seen_from(func)
+        if not bindings or any(kind != "assign" or value is None for kind, value in bindings):
+            return None
+        values = [value for _kind, value in bindings]
+    else:
+        return None
+    if len(values) != 1 or not isinstance(made := values[0], cst.Call) \
+            or ctx.names.qualified(made.func) != "functools.partial" or not made.args:
+        return None
+    first, rest = made.args[0], made.args[1:]
+    if first.keyword is not None or first.star or not _loader_classes(ctx, first.value):
+        return None
+    if any(arg.keyword is None or arg.star or arg.keyword.value == "dataset" for arg in rest):
+        return None  # a positional or `**` argument moves or hides the call's
+    return made
 
 
 def loader_calls(ctx) -> list[cst.Call]:
