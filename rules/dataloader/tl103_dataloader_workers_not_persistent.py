@@ -7,7 +7,7 @@ import libcst as cst
 
 from trainlint.analysis.batches import builds_trainer_loader, loader_arg
 from trainlint.analysis.framework_loaders import lightning_epochs
-from trainlint.analysis.loops import runs_at_most_once
+from trainlint.analysis.loops import runs_at_most_once, zipped_names
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Valid
 
@@ -162,7 +162,7 @@ count that may be 0 in a run, the fix sets `persistent_workers=workers > 0` (Tru
 raises); a `persistent_workers` setting written elsewhere then gets no fix, since its one value
 would be wrong for some runs. No fix either when the loader is gone over again while a loop
 over it runs (a nested loop over it, `next(iter(loader))`, two passes in one loop's header such as
-`zip(loader, loader)`, a train-set evaluation from a function
+`zip(loader, loader)`, also assigned to a name first, `pbar = tqdm(zip(loader, loader))`, a train-set evaluation from a function
 of the module the loop calls), or is handed inside that loop to a function this file does not
 define, which may go over it (`evaluate(model, train_loader)` imported; `len(loader)`, `print`
 do not count): with persistent workers every `iter(loader)` returns the same
@@ -512,6 +512,10 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
                 "for epoch in range(3):\n    for a, b in zip(loader, loader):\n        step(a, b)\n",
                 fixed=NO_FIX, message="the loader is gone over again while a loop over it runs"),
+        # ... also a zip held in a name (a progress bar over it) the loop goes over.
+        Invalid("from torch.utils.data import DataLoader\nfrom tqdm import tqdm\nloader = DataLoader(ds, num_workers=2)\n"
+                "for epoch in range(3):\n    pbar = tqdm(zip(loader, loader))\n    for a, b in pbar:\n        step(a, b)\n",
+                fixed=NO_FIX, message="the loader is gone over again while a loop over it runs"),
         Invalid("import itertools\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=2)\n"
                 "for epoch in range(3):\n    for a, b in zip(loader, itertools.islice(loader, 1, None)):\n"
                 "        step(a, b)\n", fixed=NO_FIX, message="gone over again"),
@@ -725,6 +729,17 @@ def _rng_note(ctx, call: cst.Call) -> str:
             "later random draw changes: any loader's shuffle, dropout, random augmentations in the workers too)")
 
 
+def _header_nodes(ctx, header: cst.BaseExpression) -> list[cst.CSTNode]:
+    """The nodes of a loop's header, and of the zip a name in it was assigned (`pbar =
+    tqdm(zip(loader, loader))`, then `for a, b in pbar:`): the zip starts the passes."""
+    nodes = list(ctx.index.walk(header))
+    for node in list(nodes):
+        if isinstance(node, cst.Name) and not isinstance(ctx.parent(node), cst.Attribute):
+            nodes += [n for value in ctx.assigned_values(node) if isinstance(value, cst.Call) and zipped_names(value)
+                      for n in ctx.index.walk(value)]
+    return nodes
+
+
 def _passes_within_a_pass(ctx, call: cst.Call) -> cst.CSTNode | None:
     """A pass over the loader (a loop, a comprehension, `iter(loader)`) started while a `for`
     loop over it runs: in its body, or in a module-local function called from there with the
@@ -737,7 +752,7 @@ def _passes_within_a_pass(ctx, call: cst.Call) -> cst.CSTNode | None:
         # islice(loader, 1, None))`): with persistent workers both draw from one iterator.
         header = loop.iter if isinstance(loop, cst.For) else getattr(getattr(loop, "for_in", None), "iter", None)
         if header is not None and sum(
-                1 for node in ctx.index.walk(header) if isinstance(node, (cst.Name, cst.Attribute))
+                1 for node in _header_nodes(ctx, header) if isinstance(node, (cst.Name, cst.Attribute))
                 and any(ctx.dotted(node) == name and ctx.loops.in_sight(node, name, scope) for name, scope in names)
                 and not isinstance(ctx.parent(node), cst.Attribute)) > 1:
             return loop

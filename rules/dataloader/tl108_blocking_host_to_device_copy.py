@@ -110,6 +110,12 @@ _REYIELDED = ("from torch.utils.data import DataLoader\ndef infinite(dl):\n    w
               "loader = DataLoader(ds, shuffle=True, pin_memory=True)\nit = infinite(loader)\n"
               "for step in range(1000):\n    x, y = next(it)\n    loss = model({x})\n    loss.backward()\n    opt.step()\n")
 
+# Two pinned loaders zipped, {bar} binding what the loop goes over ({it}).
+_ZIPPED = ("from torch.utils.data import DataLoader\nfrom tqdm import tqdm\nsrc = DataLoader(a, pin_memory=True)\n"
+           "tgt = DataLoader(b, pin_memory=True)\n{bar}for (xs,), (xt,) in {it}:\n    xs, xt = {move}\n"
+           "    loss = model(xs, xt)\n    loss.backward()\n    opt.step()\n")
+_ZIPPED_COPIES = "xs.to(device), xt.to(device)"
+_ZIPPED_FIXED = "xs.to(device, non_blocking=True), xt.to(device, non_blocking=True)"
 
 class BlockingHostToDeviceCopy(Rule):
     code = "TL108"
@@ -134,7 +140,9 @@ through too), or a function reading the module's loader (or its enclosing functi
 closure); or a step loop drawing the batches with `next(it)` from `it = iter(loader)` (or
 `it = iter(DataLoader(...))`, the loader written in the call), or from a
 generator of the module that yields only the loader's batches (`it = infinite(loader)` with
-`def infinite(dl): while True: yield from dl`, or `for b in dl: yield b`). Flagged
+`def infinite(dl): while True: yield from dl`, or `for b in dl: yield b`). A loop over loaders
+zipped together goes over each, the zip written in its header or assigned to a name first
+(`pbar = tqdm(zip(src, tgt))`, then `for (xs,), (xt,) in pbar:`). Flagged
 are copies of the batch or of tensors taken from it (`x, y = batch`, `batch["x"]`, `for t in
 batch`), there or in module-local functions the loop hands them to (`train_step(model, batch)`, up to three calls down;
 also a helper that returns the copy, `x = to_device(x)` with `def to_device(t): return t.to(device)`,
@@ -262,6 +270,16 @@ host would be read before it ends.
                              body="x = to_device(x)")),
     ]
     invalid = [
+        # Zipped loaders under a name a progress bar (or zip itself) is assigned, as written in the
+        # loop's header: the copies were not seen (TL102 saw them).
+        Invalid(_ZIPPED.format(bar="pbar = tqdm(zip(src, tgt))\n", it="pbar", move=_ZIPPED_COPIES),
+                fixed=_ZIPPED.format(bar="pbar = tqdm(zip(src, tgt))\n", it="pbar", move=_ZIPPED_FIXED)),
+        Invalid(_ZIPPED.format(bar="pairs = zip(src, tgt)\n", it="enumerate(pairs)", move=_ZIPPED_COPIES).replace(
+                    "for (xs,)", "for i, ((xs,)").replace("(xt,) in", "(xt,)) in"),
+                fixed=_ZIPPED.format(bar="pairs = zip(src, tgt)\n", it="enumerate(pairs)", move=_ZIPPED_FIXED).replace(
+                    "for (xs,)", "for i, ((xs,)").replace("(xt,) in", "(xt,)) in")),
+        Invalid(_ZIPPED.format(bar="", it="tqdm(zip(src, tgt))", move=_ZIPPED_COPIES),
+                fixed=_ZIPPED.format(bar="", it="tqdm(zip(src, tgt))", move=_ZIPPED_FIXED)),
         # ... but not when the loop hands it over as the loader gave it (or one call of the two does).
         Invalid(_FORWARD.format(move=""), fixed=_FORWARD.format(move="").replace(
             "x.to(self.device)", "x.to(self.device, non_blocking=True)")),

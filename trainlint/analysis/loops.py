@@ -66,6 +66,16 @@ def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
+def zipped_names(call: cst.Call) -> list[str]:
+    """The names a `zip(...)` pairs up, under loader wrappers or alone (`tqdm(zip(src, tgt))`,
+    `enumerate(zip(a, iter(b)))`: `src`, `tgt`); [] when call is no such zip."""
+    inner = _unwrapped(call)
+    if not (isinstance(inner, cst.Call) and dotted(inner.func) == "zip") \
+            or any(a.keyword is not None or a.star for a in inner.args):
+        return []
+    return [name for a in inner.args if (name := dotted(_unwrapped(a.value)))]
+
+
 def _target_names(assign: cst.Assign) -> list[str | None]:
     """The dotted names an assignment binds, elements of a tuple target too."""
     out: list = []
@@ -2400,6 +2410,15 @@ class Loops:
             if not isinstance(assign.value, cst.Call):
                 continue
             callee = (dotted(assign.value.func) or "").rsplit(".", 1)[-1]
+            zipped = zipped_names(assign.value)
+            if zipped:
+                # `pbar = tqdm(zip(src, tgt))`, `pairs = zip(src, tgt)`: a loop over the name goes
+                # over each loader zipped, as one whose header writes the zip out does.
+                for target in assign.targets:
+                    if not isinstance(target.target, (cst.Tuple, cst.List)):
+                        table.setdefault(self.index.enclosing_function(assign), []).extend(
+                            (dotted(target.target), name) for name in zipped)
+                continue
             if not _LOADER_WRAPPER.match(callee):
                 handed = self._regenerated(assign.value)
                 if handed is not None:  # `it = infinite(dl)`: a generator yielding dl's batches
