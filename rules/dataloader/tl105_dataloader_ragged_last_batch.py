@@ -331,6 +331,11 @@ evaluation) is reported with no fix: that pass would skip the last partial batch
         # samples each epoch, so there is no fix.
         Invalid(_EVALUATED.format(evaluate=_EVALUATE, after="        print(evaluate(model, train_loader))\n"), fixed=NO_FIX,
                 message="not fixed: `evaluate(model, train_loader)` also goes over it"),
+        # ... by a closure reading the loader: named by its call (it was `train_loader`, the loop's).
+        Invalid(_EVALUATED.format(evaluate="", after="        print(check())\n").replace(
+                    "    for epoch in range(3):\n", "    def check():\n        n = 0\n        for x, y in train_loader:\n"
+                    "            n += (model(x).argmax(1) == y).sum()\n        return n\n    for epoch in range(3):\n"),
+                fixed=NO_FIX, message="not fixed: `check()` also goes over it"),
         Invalid(_EVALUATED.format(evaluate="", after="    feats = [model(x) for x, _ in train_loader]\n"), fixed=NO_FIX,
                 message="not fixed: `[model(x) for x, _ in train_loader]` also goes over it"),
         Invalid(_EVALUATED.format(evaluate="from utils import evaluate\n", after="        evaluate(model, train_loader)\n"),
@@ -412,9 +417,19 @@ def _pass_anchor(ctx, call: cst.Call, node: cst.CSTNode) -> cst.CSTNode:
     the loader down to it (`evaluate(model, train_loader)`), else the comprehension, or the `for`
     loop's iterable."""
     fn = ctx.index.enclosing_function(node)
-    for path in ctx.loops.paths_of(call):
+    paths = ctx.loops.paths_of(call)
+    for path in paths:
         if path.calls and path.scope is fn and ctx.loops.in_sight(node, path.name, path.scope):
             return path.calls[0]
+    # A function reading the loader from an enclosing scope (a closure `def evaluate(): for x in
+    # loader`, or the module's loader): its call, where that scope runs it (`evaluate()`).
+    reads = [path.scope for path in paths if fn is not None and path.scope is not fn and not path.calls
+             and ctx.loops.in_sight(node, path.name, path.scope)]
+    if reads and isinstance(fn, cst.FunctionDef):
+        calls = ctx.loops.calls_of(fn)
+        shown = next((c for c in calls if ctx.index.enclosing_function(c) in reads), calls[0] if calls else None)
+        if shown is not None:
+            return shown
     while isinstance(node, cst.CompFor):
         node = ctx.parent(node)
     if isinstance(node, cst.GeneratorExp) and not node.lpar and isinstance(ctx.parent(node), cst.Arg):
