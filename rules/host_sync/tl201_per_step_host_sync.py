@@ -321,7 +321,8 @@ framework's: a LightningModule's `training_step`, a Lightning callback's `on_tra
 transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallback's
 `on_step_end` (found through base classes the module imports). Code under a test of a few steps
 (`if step == 0:`, or steps named one by one: `if step in {1, 10, 100}:`) does not run on every
-step. A function handed to the optimizer's step as its closure (`opt.step(closure)`) runs on every
+step. A `case` reads as the `if` it amounts to: `match step % log_every:` / `case 0:` is an
+interval test, `case _:` runs on every step. A function handed to the optimizer's step as its closure (`opt.step(closure)`) runs on every
 step; but in a closure handed to L-BFGS, whose step reads the closure's loss on the host at every
 evaluation (`float(closure())`), a read of its own waits for nothing more and is not flagged (nor
 by TL202 and TL204). The `forward` (or `__call__`) of a model whose class the file defines
@@ -666,6 +667,10 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_PLATEAU_CASE.format(step="pass") + "    sched.step(loss)\n"),
         Valid(_PLATEAU_CASE.format(step="sched.step(best_val)").replace("ReduceLROnPlateau(opt)", "ReduceLROnPlateau(opt)\nbest_val = 0.5")),
         Valid(_PLATEAU_CASE.format(step="sched.step(loss)").replace("ReduceLROnPlateau(opt)", "StepLR(opt, 10)")),
+        # `match step % n:` / `case 0:` is the interval test `if step % n == 0:` written as a match
+        # (read as per step before).
+        Valid(in_training_loop("match step % args.log_interval:\n    case 0:\n        print(loss.item())")),
+        Valid(in_training_loop("match step % 10:\n    case 0 | 5:\n        print(loss.item())")),
     ]
     invalid = [
         # ... a constant that is a tensor on the device makes the comparison one there.
@@ -1144,6 +1149,12 @@ of every tenth loss, predictions shorter than their targets).
                 message="read it under the logging interval"),
         Invalid(_AGENT.format(act="action = q.argmax().item()", step="q_net(q, action)"),
                 message="read it under the logging interval"),
+        # In a `case` body: the guard's body was written one level too shallow (the `match`
+        # statement's own indentation was not counted), and the fix did not parse.
+        Invalid(in_training_loop("match mode:\n    case 'verbose':\n        print('loss', loss.item())\n"
+                                 "    case _:\n        pass"),
+                fixed=in_training_loop("match mode:\n    case 'verbose':\n        if step % 100 == 0:\n"
+                                       "            print('loss', loss.item())\n    case _:\n        pass")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

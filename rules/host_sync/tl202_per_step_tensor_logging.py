@@ -683,6 +683,10 @@ tensor are logging lines side by side, and go under one `if` together).
                                  "print(f'acc {acc:.3f}')"),
                 fixed=in_training_loop("acc = (out - y).abs().mean()\nif step % 100 == 0:\n"
                                        "    print(f'loss {loss:.3f}', end=' ')\n    print(f'acc {acc:.3f}')")),
+        # In a `case` body (the guard's body was one level too shallow: the fix did not parse).
+        Invalid(in_training_loop("match mode:\n    case 'verbose':\n        print(f'loss {loss:.3f}')"),
+                fixed=in_training_loop("match mode:\n    case 'verbose':\n        if step % 100 == 0:\n"
+                                       "            print(f'loss {loss:.3f}')")),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -432,6 +432,11 @@ under its interval, right before the read.
                 fixed="import torch\nfor it in range(1000):\n    opt.step()\n    if it % 100 == 0:\n"
                 "        print(torch.cuda.memory_allocated())\n",
                 message="call it under the logging interval (`if it % 100 == 0:`)"),
+        # In a `case` body (the guard's body was one level too shallow: the fix did not parse).
+        Invalid("import torch\nfor it in range(1000):\n    opt.step()\n    match mode:\n        case 'mem':\n"
+                "            print(torch.cuda.memory_allocated())\n",
+                fixed="import torch\nfor it in range(1000):\n    opt.step()\n    match mode:\n        case 'mem':\n"
+                "            if it % 100 == 0:\n                print(torch.cuda.memory_allocated())\n"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

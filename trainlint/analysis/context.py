@@ -603,6 +603,11 @@ class FileContext:
         for anc in self.index.ancestors(node):
             if isinstance(anc, cst.IndentedBlock):
                 out.append(anc.indent if anc.indent is not None else self.module.default_indent)
+            elif isinstance(anc, cst.MatchCase):
+                # A `match` indents its cases itself (no IndentedBlock holds them): a `case` body
+                # is one level deeper than the blocks around it say.
+                match = self.parent(anc)
+                out.append(match.indent if match.indent is not None else self.module.default_indent)
         out.reverse()
         return out
 

@@ -254,6 +254,23 @@ def _remainder_test(test: cst.BaseExpression) -> tuple[bool, str] | None:
     return None
 
 
+def _pattern_test(subject: cst.BaseExpression, pattern: cst.MatchPattern) -> cst.BaseExpression | None:
+    """The test a `case` pattern makes of the `match` subject, as the `if` that does the same would
+    write it: `case 0:` of `match step % n:` is `step % n == 0`, `case 1 | 10:` is `step % n in
+    (1, 10)`, `case None:` is `x is None`. None for a pattern that matches anything (`case _:`,
+    `case x:`) or one that takes the subject apart (a sequence, a mapping, a class)."""
+    if isinstance(pattern, cst.MatchAs) and pattern.pattern is not None:
+        return _pattern_test(subject, pattern.pattern)
+    if isinstance(pattern, cst.MatchValue):
+        return cst.Comparison(left=subject, comparisons=[cst.ComparisonTarget(cst.Equal(), pattern.value)])
+    if isinstance(pattern, cst.MatchSingleton):
+        return cst.Comparison(left=subject, comparisons=[cst.ComparisonTarget(cst.Is(), pattern.value)])
+    if isinstance(pattern, cst.MatchOr) and all(isinstance(p.pattern, cst.MatchValue) for p in pattern.patterns):
+        values = cst.Tuple([cst.Element(p.pattern.value) for p in pattern.patterns])
+        return cst.Comparison(left=subject, comparisons=[cst.ComparisonTarget(cst.In(), values)])
+    return None
+
+
 def _code_of(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
 
@@ -482,6 +499,7 @@ class Loops:
         self._guard_cache: dict[cst.CSTNode, bool] = {}
         self._in_hot_fn: dict[cst.FunctionDef, bool] = {}
         self._exit_cache: dict[cst.CSTNode, list[int]] = {}
+        self._case_tests: dict[cst.MatchCase, cst.BaseExpression | None] = {}
         self._loops_over: dict[cst.CSTNode, list[cst.For]] = {}
         self._names_of: dict[cst.CSTNode, list] = {}
         self._paths_of: dict[cst.CSTNode, list] = {}
@@ -2566,6 +2584,25 @@ class Loops:
             return remainder[0]
         return self.is_interval_test(test)
 
+    def case_test(self, case: cst.MatchCase) -> cst.BaseExpression | None:
+        """The test under which a `case` body runs, as an `if` would write it (_pattern_test, with
+        the case's own `if` guard joined by `and`): `match step % log_every:` / `case 0:` is the
+        interval test `step % log_every == 0`. None for a case that matches anything. Made once per
+        case, so that the guard caches (keyed by node) see the same test each time."""
+        if case not in self._case_tests:
+            match = self.index.parent.get(case)
+            test = _pattern_test(match.subject, case.pattern) if isinstance(match, cst.Match) else None
+            if case.guard is not None:
+                test = case.guard if test is None else cst.BooleanOperation(left=test, operator=cst.And(),
+                                                                           right=case.guard)
+            self._case_tests[case] = test
+        return self._case_tests[case]
+
+    def _limits_case(self, anc: cst.CSTNode, child: cst.CSTNode) -> bool:
+        """child is the body of a `case` whose test limits it to some steps (case_test, limits_body)."""
+        return isinstance(anc, cst.MatchCase) and child is anc.body and (test := self.case_test(anc)) is not None \
+            and self.limits_body(test)
+
     def remainder_guard(self, node: cst.CSTNode) -> cst.If | None:
         """The `if` around node, up to its hot loop or function, whose body holds node under a
         remainder test that holds on all steps but one in N (`if step % n != 0:`), or an `if step
@@ -2758,6 +2795,9 @@ class Loops:
             # `step % n == 0 and print(loss)`.
             if isinstance(anc, cst.IfExp) and child is anc.body and self.limits_body(anc.test):
                 return False
+            # ... or as a `match`: `match step % n:` / `case 0:`.
+            if self._limits_case(anc, child):
+                return False
             if isinstance(anc, cst.BooleanOperation) and isinstance(anc.operator, cst.And) and child is anc.right \
                     and self.limits_body(anc.left):
                 return False
@@ -2796,6 +2836,8 @@ class Loops:
             if isinstance(anc, cst.If) and child is anc.orelse and (negated := self.else_interval(anc.test)) \
                     and not self._steps_optimizer(anc, [anc.orelse]):
                 return " ".join(negated.split())
+            if self._limits_case(anc, child) and self.is_periodic(test := self.case_test(anc)):
+                return " ".join(code(test).split())
             if isinstance(anc, (cst.IndentedBlock, cst.Module)):
                 _steps, others = self._early_exits(anc)
                 exits = [i for i in others if i < _position(anc.body, child)]

@@ -139,6 +139,10 @@ def _statements_around(node, module: cst.Module, parent) -> list:
         up = parent.get(current)
         if isinstance(current, cst.IndentedBlock):
             blocks.append(module.default_indent if current.indent is None else current.indent)
+        elif isinstance(current, cst.MatchCase):
+            # The `match` indents its cases itself (ctx.indentation): without it, a statement in
+            # a `case` body generated one level shallow, was not found, and the whole `match` was.
+            blocks.append(module.default_indent if up.indent is None else up.indent)
         elif isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             if not (isinstance(up, cst.If) and up.orelse is current):
                 found.append((current, len(blocks)))
