@@ -889,14 +889,16 @@ def _logging_run(ctx, statements, joins=None) -> list:
     nothing else (`print(f"loss {loss:.3f}")`, `pbar.set_postfix(loss=loss)`, a tracker's call
     given its step): TL202 guards each with the same test, so a guard joining an `if` past them
     takes them along. So are lines that make a call `joins` accepts and move alone
-    (_joins_alone). A line with a comment that suppresses a finding (`# noqa`) ends the run."""
+    (_joins_alone). A line whose finding the author suppressed (`# noqa: TL202`, `# trainlint:
+    ignore[TL201]`, also on the first line of a print over several, or the file's `# trainlint:
+    noqa: TL201`: ctx.suppressed_in) ends the run: it is meant to run on every step."""
     run = []
     for stmt in statements:
         if joins is not None and _joins_alone(ctx, stmt, joins):
             run.append(stmt)
             continue
         if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
-                and isinstance(stmt.body[0].value, cst.Call)) or "noqa" in ctx.code(stmt).lower():
+                and isinstance(stmt.body[0].value, cst.Call)):
             break
         call = stmt.body[0].value
         tracker = tracker_values(ctx, call) if not is_log_call(ctx, call) else None
@@ -905,7 +907,10 @@ def _logging_run(ctx, statements, joins=None) -> list:
         else:
             logged = is_log_call(ctx, call) and any(True for arg in call.args for _ in formatted_tensors(ctx, arg.value))
         # TL201 guards a log line that reads a tensor with `.item()` the same way (_log_line).
-        if not logged and not (log_line(ctx, call) and _reads_device_tensor(ctx, call)):
+        read = log_line(ctx, call) and _reads_device_tensor(ctx, call)
+        if not logged and not read:
+            break
+        if (logged and ctx.suppressed_in(stmt, "TL202")) or (read and ctx.suppressed_in(stmt, "TL201")):
             break
         run.append(stmt)
     return run
@@ -914,10 +919,10 @@ def _logging_run(ctx, statements, joins=None) -> list:
 def _joins_alone(ctx, stmt: cst.CSTNode, joins) -> bool:
     """stmt is one simple statement making a call that `joins` accepts (a statistic TL203 puts
     under the same guard: `torch.cuda.reset_peak_memory_stats()`, `stats = {"mem":
-    torch.cuda.max_memory_reserved()}`), without a `# noqa`, that would move under the guard by
-    itself (nothing else reads what it binds: _statements_to_move). Each such line got its own
-    `if step % 100 == 0:` back to back."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1) or "noqa" in ctx.code(stmt).lower() \
+    torch.cuda.max_memory_reserved()}`), whose TL203 finding is not suppressed (ctx.suppressed_in),
+    that would move under the guard by itself (nothing else reads what it binds:
+    _statements_to_move). Each such line got its own `if step % 100 == 0:` back to back."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1) or ctx.suppressed_in(stmt, "TL203") \
             or has_flow_or_step(ctx, stmt):
         return False
     if not any(isinstance(n, cst.Call) and joins(n) for n in ctx.index.walk(stmt)):

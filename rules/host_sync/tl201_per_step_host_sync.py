@@ -1149,6 +1149,18 @@ of every tenth loss, predictions shorter than their targets).
                 message="read it under the logging interval"),
         Invalid(_AGENT.format(act="action = q.argmax().item()", step="q_net(q, action)"),
                 message="read it under the logging interval"),
+        # A neighbour suppressed with `# trainlint: ignore[TL201]` stays where it is, as with
+        # `# noqa: TL201` (only `noqa` in the line's text ended the run: the ignore form moved).
+        Invalid(in_training_loop("print('loss', loss.item())\nprint('each step', loss.item())  # trainlint: ignore[TL201]"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.item())\n"
+                                       "print('each step', loss.item())  # trainlint: ignore[TL201]")),
+        Invalid(in_training_loop("print('loss', loss.item())\nprint('each step', loss.item())  # noqa: TL201"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.item())\n"
+                                       "print('each step', loss.item())  # noqa: TL201")),
+        # A suppression of another tool (`# noqa: E501`) does not keep a line from moving.
+        Invalid(in_training_loop("print('loss', loss.item())\nprint('each step', loss.item())  # noqa: E501"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.item())\n"
+                                       "    print('each step', loss.item())  # noqa: E501")),
         # In a `case` body: the guard's body was written one level too shallow (the `match`
         # statement's own indentation was not counted), and the fix did not parse.
         Invalid(in_training_loop("match mode:\n    case 'verbose':\n        print('loss', loss.item())\n"

@@ -167,7 +167,9 @@ such as `log_every`, `args.log_interval` or `LOG_EVERY`, in any case, when its v
 be a positive whole number, as a literal, an option's default, or an attribute of `self` set to a
 literal once, in the class's `__init__`, and nowhere else in the file; no fix when it is not, as `step % 0` raises; else `log-every`,
 default 100), so fewer lines are printed; the per-step logging lines right beside it (TL201's
-too) go under the same new `if`. When those lines are the whole body of a loop over what an
+too) go under the same new `if`, but not one whose own finding is suppressed (`# noqa: TL201`,
+`# trainlint: ignore[TL202]`, also on the first line of a call over several, or the file's
+`# trainlint: noqa: TL202`): it stays on every step, and ends the run. When those lines are the whole body of a loop over what an
 object holds (`for name, p in model.named_parameters():`, a dict's `.items()`), the loop goes under
 the `if` instead, unless a name it binds is read after it. A tensor that counts steps (`step_t += 1`) is no
 counter: the guard would read it on every step. A string built outside a
@@ -683,6 +685,20 @@ tensor are logging lines side by side, and go under one `if` together).
                                  "print(f'acc {acc:.3f}')"),
                 fixed=in_training_loop("acc = (out - y).abs().mean()\nif step % 100 == 0:\n"
                                        "    print(f'loss {loss:.3f}', end=' ')\n    print(f'acc {acc:.3f}')")),
+        # A neighbour suppressed on the first line of a multi-line print, either form, stays.
+        Invalid(in_training_loop("print(f'loss {loss:.3f}')\nprint(  # trainlint: ignore[TL202]\n    f'each {loss:.3f}')"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.3f}')\n"
+                                       "print(  # trainlint: ignore[TL202]\n    f'each {loss:.3f}')")),
+        Invalid(in_training_loop("print(f'loss {loss:.3f}')\nprint(  # noqa: TL202\n    f'each {loss:.3f}')"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.3f}')\n"
+                                       "print(  # noqa: TL202\n    f'each {loss:.3f}')")),
+        Invalid(in_training_loop("print(f'each {loss:.3f}')  # trainlint: ignore[TL2]\nprint(f'loss {loss:.3f}')"),
+                fixed=in_training_loop("print(f'each {loss:.3f}')  # trainlint: ignore[TL2]\nif step % 100 == 0:\n"
+                                       "    print(f'loss {loss:.3f}')")),
+        # ... and TL201's log line in a file that suppresses TL201 (`# trainlint: noqa: TL201`).
+        Invalid("# trainlint: noqa: TL201\n" + in_training_loop("print(f'loss {loss:.3f}')\nprint('each', loss.item())"),
+                fixed="# trainlint: noqa: TL201\n" + in_training_loop(
+                    "if step % 100 == 0:\n    print(f'loss {loss:.3f}')\nprint('each', loss.item())")),
         # In a `case` body (the guard's body was one level too shallow: the fix did not parse).
         Invalid(in_training_loop("match mode:\n    case 'verbose':\n        print(f'loss {loss:.3f}')"),
                 fixed=in_training_loop("match mode:\n    case 'verbose':\n        if step % 100 == 0:\n"

@@ -391,6 +391,12 @@ under its interval, right before the read.
                 fixed="import torch\nfor it in range(1000):\n    opt.step()\n    if it % 100 == 0:\n"
                 "        mem = torch.cuda.memory_allocated() / 2**20\n"
                 "        stats = {'mem': torch.cuda.max_memory_reserved()}\n        torch.cuda.reset_peak_memory_stats()\n"),
+        # ... not one suppressed (`# trainlint: ignore[TL203]`, as `# noqa: TL203`): it stays per step.
+        Invalid("import torch\nfor it in range(1000):\n    opt.step()\n    mem = torch.cuda.memory_allocated() / 2**20\n"
+                "    res = torch.cuda.memory_reserved()  # trainlint: ignore[TL203]\n",
+                fixed="import torch\nfor it in range(1000):\n    opt.step()\n    if it % 100 == 0:\n"
+                "        mem = torch.cuda.memory_allocated() / 2**20\n"
+                "    res = torch.cuda.memory_reserved()  # trainlint: ignore[TL203]\n"),
         # ... not one whose name is read elsewhere (it moves with its readers or not at all).
         Invalid("import torch\nfor it in range(1000):\n    opt.step()\n    torch.cuda.reset_peak_memory_stats()\n"
                 "    mem = torch.cuda.memory_allocated()\n    opt.zero_grad()\n    hist.append(mem)\n",

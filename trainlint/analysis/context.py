@@ -31,7 +31,7 @@ from trainlint.layout import (
     bracketed, comprehended, comprehension_clauses, fitted, fluent, method_lines, one_arg_per_line, parenthesized,
     rejoined,
 )
-from trainlint.suppressions import Suppressions, parse_suppressions
+from trainlint.suppressions import Suppressions, covers, parse_suppressions
 
 
 # Paths of data-preparation tools: a scripts/ or tools/ folder, or a prep/preprocess/extract/convert/
@@ -167,6 +167,50 @@ class FileContext:
         """The text's suppression comments, parsed once: the engine resolves findings against them,
         a fix that splits a call keeps them on its line, TL601 leaves a file holding one alone."""
         return parse_suppressions(self.text)
+
+    @cached_property
+    def _line_suppression_codes(self) -> dict[str, frozenset | None]:
+        """Each line suppression comment's text -> the codes it names (None: every code), as
+        `suppressions` parsed it. A comment's text alone decides what it suppresses, so a comment
+        found in the tree is looked up by its text."""
+        out: dict = {}
+        for directive in self.suppressions.directives:
+            if directive.file_level:
+                continue
+            key = self.text[directive.comment_start:directive.comment_end]
+            codes, before = directive.code_texts(), out.get(key, frozenset())
+            out[key] = None if codes is None or before is None else before | codes
+        return out
+
+    def suppressed_in(self, stmt: cst.CSTNode, code: str) -> bool:
+        """Whether a finding of `code` in stmt would be suppressed by a comment the author wrote:
+        one on stmt's own lines (after its code, or on any line of a statement over several, such
+        as `print(  # trainlint: ignore[TL202]`), in any form `suppressions` reads (`# noqa`,
+        `# noqa: TL201`, `# trainlint: ignore[TL201]`), or the file's own (`# trainlint: noqa:
+        TL201`). A fix that moves its neighbours leaves such a line where it is. Asked without
+        recording the codes as used (TL001 reports the codes that suppressed no finding); with
+        `--ignore-noqa` nothing is suppressed."""
+        if getattr(self.settings, "ignore_noqa", False):
+            return False
+        file_codes = self.suppressions.file_codes
+        if file_codes is None or (file_codes and any(covers(c, code) for c in file_codes)):
+            return True
+        table = self._line_suppression_codes
+        if not table:
+            return False
+        parts = [stmt.body, stmt.trailing_whitespace] if isinstance(stmt, cst.SimpleStatementLine) else [stmt]
+        stack = list(parts)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (list, tuple)):
+                stack.extend(node)
+            elif isinstance(node, cst.Comment):
+                codes = table.get(node.value, False)
+                if codes is None or (codes and any(covers(c, code) for c in codes)):
+                    return True
+            elif isinstance(node, cst.CSTNode):
+                stack.extend(node.children)
+        return False
 
     @cached_property
     def is_test(self) -> bool:
