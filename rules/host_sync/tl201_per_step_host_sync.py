@@ -316,7 +316,9 @@ limits what it guards, and so does the `else:` of a test that is false every N s
 else:`); the body of such a test runs on all steps but one in N and counts as every step (no fix
 puts an interval inside it: `if step % 100 == 0:` under `if step % log_every:` could hold on no
 step), and so does what follows `if step % n == 0: continue` (it leaves on one step in N; `if
-step % n != 0: continue` leaves on the others, and what follows is limited). So do the hooks a framework calls on every step, where the loop is the
+step % n != 0: continue` leaves on the others, and what follows is limited), or a `continue` on
+one step or a few named ones, or past a bound (`if step == 0: continue`, `if step in {0, 1}:`,
+`if step >= max_steps:`). So do the hooks a framework calls on every step, where the loop is the
 framework's: a LightningModule's `training_step`, a Lightning callback's `on_train_batch_end`, a
 transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallback's
 `on_step_end` (found through base classes the module imports). Code under a test of a few steps
@@ -667,6 +669,10 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_PLATEAU_CASE.format(step="pass") + "    sched.step(loss)\n"),
         Valid(_PLATEAU_CASE.format(step="sched.step(best_val)").replace("ReduceLROnPlateau(opt)", "ReduceLROnPlateau(opt)\nbest_val = 0.5")),
         Valid(_PLATEAU_CASE.format(step="sched.step(loss)").replace("ReduceLROnPlateau(opt)", "StepLR(opt, 10)")),
+        # A `continue` on all steps but some (a flag's, or a remainder's, also with a one-off test
+        # beside it) still limits what follows.
+        Valid(in_training_loop("if not should_log or step == 0:\n    continue\nprint(loss.item())")),
+        Valid(in_training_loop("if step % 10 != 0 or step == 0:\n    continue\nprint(loss.item())")),
         # `match step % n:` / `case 0:` is the interval test `if step % n == 0:` written as a match
         # (read as per step before).
         Valid(in_training_loop("match step % args.log_interval:\n    case 0:\n        print(loss.item())")),
@@ -831,6 +837,15 @@ of every tenth loss, predictions shorter than their targets).
         # with no "every N steps" suggestion (it would hold on no step there).
         Invalid(in_training_loop("if step % 10 == 0:\n    continue\nprint(loss.item())"), fixed=NO_FIX,
                 message="`.item()` waits for the GPU on every step"),
+        # After a `continue` on one step or a few named ones (`if step == 0: continue`, `step in
+        # {0, 1}`), or past a bound (`step >= max_steps`), the rest runs on every other step: it
+        # was taken for code limited to some steps, and nothing after it was reported.
+        Invalid(in_training_loop("if step == 0:\n    continue  # warm-up\nprint('loss', loss.item())"),
+                fixed=in_training_loop("if step == 0:\n    continue  # warm-up\nif step % 100 == 0:\n"
+                                       "    print('loss', loss.item())")),
+        Invalid(in_training_loop("if step in {0, 1}:\n    continue\nhistory = loss.item()")),
+        Invalid(in_training_loop("if args.skip_first and step == 0:\n    continue\nhistory = loss.item()")),
+        Invalid(in_training_loop("if step >= args.max_steps:\n    continue\nhistory = loss.item()")),
         # GradScaler.get_scale() is `.item()` of the scale: the "was the step skipped?" idiom.
         Invalid("import torch\nscaler = torch.amp.GradScaler()\n" + in_training_loop(
             "before = scaler.get_scale()").partition("\n")[2], fixed=NO_FIX,

@@ -500,6 +500,9 @@ tensor are logging lines side by side, and go under one `if` together).
         Invalid(in_training_loop("if step % 50 != 0:\n    print('loss', loss)"), fixed=NO_FIX),
         # ... and after `if step % 50 == 0: continue`, which leaves on one step in N only.
         Invalid(in_training_loop("if step % 50 == 0:\n    continue\nprint('loss', loss)"), fixed=NO_FIX),
+        # ... and after `if step == 0: continue`, which leaves on one step only (it hid the rest).
+        Invalid(in_training_loop("if step == 0:\n    continue\nprint(f'loss {loss:.4f}')"),
+                fixed=in_training_loop("if step == 0:\n    continue\nif step % 100 == 0:\n    print(f'loss {loss:.4f}')")),
         # The advice names the guard the fix writes: the loop's own counter and the script's interval
         # (an option that defaults to a positive number).
         Invalid(_ARGS + "global_step = 0\nfor batch in loader:\n    loss = model(batch)\n    loss.backward()\n"

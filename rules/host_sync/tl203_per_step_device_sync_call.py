@@ -438,6 +438,9 @@ under its interval, right before the read.
                 fixed="import torch\nfor it in range(1000):\n    opt.step()\n    if it % 100 == 0:\n"
                 "        print(torch.cuda.memory_allocated())\n",
                 message="call it under the logging interval (`if it % 100 == 0:`)"),
+        # After `if step == 0: continue` (warm-up skipped), which leaves on one step only.
+        Invalid(in_training_loop("if step == 0:\n    continue\ntorch.cuda.synchronize()"),
+                fixed=in_training_loop("if step == 0:\n    continue")),
         # In a `case` body (the guard's body was one level too shallow: the fix did not parse).
         Invalid("import torch\nfor it in range(1000):\n    opt.step()\n    match mode:\n        case 'mem':\n"
                 "            print(torch.cuda.memory_allocated())\n",

@@ -270,6 +270,9 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
                 message="leaving the loop needs the value on the host: test it at the logging interval"),
         Invalid(in_training_loop("if loss > 10:\n    print('spike')"), fixed=NO_FIX,
                 message="compute on the device (`torch.where(...)`) or check it at the logging interval"),
+        # After `if step == 0: continue`, which leaves on one step only (it hid the rest).
+        Invalid(in_training_loop("if step == 0:\n    continue\nif loss > 10:\n    print('spike')"), fixed=NO_FIX,
+                message="`if` on a tensor"),
         # The training loop's own test (`while loss > eps:`) runs before every step (it was not
         # reported: it is not inside the loop's body).
         Invalid("import torch\nloss = torch.tensor(1.0)\nwhile loss > 1e-3:\n    loss = model(x)\n    loss.backward()\n"

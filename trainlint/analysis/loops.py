@@ -271,6 +271,20 @@ def _pattern_test(subject: cst.BaseExpression, pattern: cst.MatchPattern) -> cst
     return None
 
 
+def _few_steps(test: cst.BaseExpression) -> bool:
+    """test holds on one step or a few named ones (`step == 0`, `step in {1, 10}`), or on a run of
+    steps past a bound (`step < warmup`, `step >= max_steps`): a comparison without a remainder in
+    it that is not `!=` or `not in`, also in `and` with anything, or `or` of such. Code after `if
+    test: continue` runs on every other step, most of the run, as code after no exit does."""
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _few_steps(test.left), _few_steps(test.right)
+        return (left or right) if isinstance(test.operator, cst.And) else (left and right)
+    if not isinstance(test, cst.Comparison) or first_modulo(test) is not None:
+        return False
+    return all(isinstance(t.operator, (cst.Equal, cst.In, cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
+                                       cst.GreaterThanEqual)) for t in test.comparisons)
+
+
 def _code_of(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
 
@@ -2682,9 +2696,10 @@ class Loops:
             for i, stmt in enumerate(block.body):
                 if isinstance(stmt, cst.If) and stmt.orelse is None and self.is_interval_test(stmt.test):
                     remainder = _remainder_test(stmt.test)
-                    if remainder is not None and remainder[0]:
-                        # `if step % n == 0: continue` leaves on one step in N: what follows runs on
-                        # the others, most steps.
+                    if (remainder is not None and remainder[0]) or _few_steps(stmt.test):
+                        # `if step % n == 0: continue` leaves on one step in N, `if step == 0:
+                        # continue` on one step only (`step >= max_steps` past a bound): what
+                        # follows runs on the others, most steps.
                         continue
                     last = last_statement(stmt.body)
                     if isinstance(last, (cst.Return, cst.Continue)):
