@@ -898,7 +898,9 @@ def _logging_run(ctx, statements, joins=None) -> list:
             run.append(stmt)
             continue
         if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
-                and isinstance(stmt.body[0].value, cst.Call)):
+                and isinstance(stmt.body[0].value, cst.Call)) or _bound_names(stmt) != set():
+            # (a line that binds a name, `print(f"{(cur := loss):.4f}")`, moves only with the
+            # lines that read it: _statements_to_move)
             break
         call = stmt.body[0].value
         tracker = tracker_values(ctx, call) if not is_log_call(ctx, call) else None

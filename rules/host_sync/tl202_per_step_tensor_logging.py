@@ -103,7 +103,8 @@ class PerStepTensorLogging(Rule):
 Flags printing, logging or formatting a tensor (`print(loss)`, `logger.info(f"{loss:.3f}")`,
 `accelerator.print(f"{loss=}")`, `pbar.set_postfix(loss=loss)`, `desc = f"loss {loss:.3f}"`,
 also inside a dict or list display that is logged: `pbar.set_postfix({"loss": f"{loss:.3f}"})`,
-`print([loss, acc])`) on every step of the hot loop. A message of a `raise` or `assert` is not flagged: it is only
+`print([loss, acc])`) on every step of the hot loop; a name bound by `:=` (`f"{(cur := loss):.4f}"`,
+then `print(cur)`) is read as an assigned one, here and in TL201 and TL204. A message of a `raise` or `assert` is not flagged: it is only
 formatted when the check fails; nor is one in a branch that leaves the loop for good (ending in
 `break`, `return`, `raise` or `sys.exit()`), which runs once. Nor is a value known to be in host
 memory, as TL201 reads it: formatting or logging it waits for no GPU (a tensor made without
@@ -303,8 +304,22 @@ tensor are logging lines side by side, and go under one `if` together).
             "if time.time() - tic > 30:\n    print(f'step {step} loss {loss:.4f}')\n    tic = time.time()")),
         Valid("import time\nt0 = time.monotonic()\n" + in_training_loop(
             "if 30 <= time.monotonic() - t0:\n    print(f'loss {loss:.4f}')\n    t0 = time.monotonic()")),
+        # A name bound by `:=` to a Python number is one, as an assigned one is (TL201 reads it).
+        Valid(in_training_loop("print(f'loss {(v := loss.item()):.4f}')\nprint(v)")),
+        Valid(in_training_loop("avg = 0.9 * (v := loss.item()) + 0.1 * v\nprint(f'{avg:.3f}')")),
     ]
     invalid = [
+        # A tensor bound by `:=` is read like an assigned one: formatted in place and printed later
+        # (neither was reported).
+        Invalid(in_training_loop("print(f'loss {(cur := loss):.4f}')"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {(cur := loss):.4f}')")),
+        # A logging line beside it that binds a name read later stays (the read would be stale).
+        Invalid(in_training_loop("print(f'loss {loss:.4f}')\nprint(f'{(cur := loss.detach()):.4f}')\nhist.append(cur)")
+                + "print(hist)\n",
+                fixed=in_training_loop("if step % 100 == 0:\n    print(f'loss {loss:.4f}')\n"
+                                       "print(f'{(cur := loss.detach()):.4f}')\nhist.append(cur)") + "print(hist)\n"),
+        Invalid(in_training_loop("history.append((cur := loss.detach()))\nprint(cur)"),
+                fixed=in_training_loop("history.append((cur := loss.detach()))\nif step % 100 == 0:\n    print(cur)")),
         # ... a tensor on the device when the module makes one.
         Invalid(_CONSTANT.format(value="torch.tensor(0.05, device='cuda')"), message="`TARGET_LOSS`"),
         # ... but a float divided by a tensor is a tensor (torchtune's single-device recipe divides

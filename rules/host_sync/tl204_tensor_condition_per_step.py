@@ -270,6 +270,10 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
                 message="leaving the loop needs the value on the host: test it at the logging interval"),
         Invalid(in_training_loop("if loss > 10:\n    print('spike')"), fixed=NO_FIX,
                 message="compute on the device (`torch.where(...)`) or check it at the logging interval"),
+        # A test of a tensor bound by `:=` in it, or earlier (it was not reported).
+        Invalid(in_training_loop("if (n := loss.detach()) > 1:\n    print('big')"), fixed=NO_FIX, message="`if` on a tensor"),
+        Invalid(in_training_loop("history.append((n := loss.detach()))\nif n > 1:\n    print('big')"), fixed=NO_FIX,
+                message="`if` on a tensor"),
         # After `if step == 0: continue`, which leaves on one step only (it hid the rest).
         Invalid(in_training_loop("if step == 0:\n    continue\nif loss > 10:\n    print('spike')"), fixed=NO_FIX,
                 message="`if` on a tensor"),

@@ -128,6 +128,10 @@ class Tensors:
             if assign.value is not None:
                 scope = index.enclosing_function(assign)
                 self._bind(self._scopes.setdefault(scope, {}), assign.target, assign.value)
+        # `(cur := loss)` binds as `cur = loss` does (in a comprehension too, the function's name).
+        for named in index.nodes(cst.NamedExpr):
+            scope = index.enclosing_function(named)
+            self._bind(self._scopes.setdefault(scope, {}), named.target, named.value)
         for loop in index.nodes(cst.For):
             if over_loader_name(loop):
                 scope = index.enclosing_function(loop)
@@ -162,6 +166,8 @@ class Tensors:
         if _depth > 6:
             return False
         names = self.names
+        if isinstance(expr, cst.NamedExpr):  # `(cur := loss)` is the value it binds
+            return self.is_tensor(expr.value, _depth + 1)
         if isinstance(expr, cst.Call):
             func = expr.func
             qn = names.qualified(func)
@@ -381,8 +387,8 @@ class Tensors:
             return True
         if isinstance(value, cst.Call):
             return self._returns_number(value, scope, seen)
-        if isinstance(value, cst.UnaryOperation):
-            return self._number(value.expression, scope, seen)
+        if isinstance(value, (cst.UnaryOperation, cst.NamedExpr)):
+            return self._number(value.expression if isinstance(value, cst.UnaryOperation) else value.value, scope, seen)
         if isinstance(value, cst.BinaryOperation):
             # Each side is asked once: asked twice, a chain `a | b | c | ...` (a type union of 40
             # classes in diffusers) took time doubling with every operator.
@@ -563,6 +569,8 @@ class Tensors:
     def _device(self, expr: cst.BaseExpression, depth: int, hops: int) -> bool:
         if depth > 8:
             return False
+        if isinstance(expr, cst.NamedExpr):
+            return self._device(expr.value, depth + 1, hops)
         if isinstance(expr, cst.Subscript):
             return self._device(expr.value, depth + 1, hops)
         if isinstance(expr, cst.UnaryOperation):
@@ -750,6 +758,8 @@ class Tensors:
             return False
         if _host_value(expr):
             return True
+        if isinstance(expr, cst.NamedExpr):
+            return self._host(expr.value, depth + 1, field)
         if isinstance(expr, cst.Subscript):
             return self._host(expr.value, depth + 1, field=True)
         if isinstance(expr, cst.UnaryOperation):
@@ -1135,6 +1145,8 @@ def _host_value(expr: cst.BaseExpression) -> bool:
         return isinstance(func, cst.Name) and func.value in ("float", "int", "len", "round", "bool", "str")
     if isinstance(expr, cst.UnaryOperation):
         return _host_value(expr.expression)
+    if isinstance(expr, cst.NamedExpr):  # `(v := loss.item())`
+        return _host_value(expr.value)
     if isinstance(expr, cst.BinaryOperation):
         return _host_value(expr.left) and _host_value(expr.right)
     if isinstance(expr, cst.IfExp):  # `loss.item() if step % 5 == 0 else 0.0`
