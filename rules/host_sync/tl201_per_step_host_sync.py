@@ -632,6 +632,8 @@ of every tenth loss, predictions shorter than their targets).
         # ... also as the iterable of a loop or a comprehension (evaluated where it stands), and the
         # elements of such a value.
         Valid(HOST_BATCH.format(read="for v in y.tolist():\n        seen.append(v)")),
+        # ... also through a tensor method that keeps its device (`y.nonzero()`, `y.gather(...)`).
+        Valid(HOST_BATCH.format(read="hits = y.nonzero().tolist()\n    picked = y.gather(0, y).tolist()")),
         Valid(HOST_BATCH.format(read="doubled = [v * 2 for v in y.tolist()]")),
         Valid(HOST_BATCH.format(read="top = max(v for v in y.numpy())")),
         Valid(HOST_BATCH.format(read="by_pos = {k: v for k, v in enumerate(y.tolist())}")),
@@ -837,6 +839,11 @@ of every tenth loss, predictions shorter than their targets).
         # with no "every N steps" suggestion (it would hold on no step there).
         Invalid(in_training_loop("if step % 10 == 0:\n    continue\nprint(loss.item())"), fixed=NO_FIX,
                 message="`.item()` waits for the GPU on every step"),
+        # A tensor method that makes a tensor (`logits.nonzero()`, `.gather`, `.clamp`, `.topk(k)[1]`)
+        # gives one: its `.tolist()` waits as `torch.nonzero(logits).tolist()` does (not reported).
+        Invalid(in_training_loop("logits = model(x)\nhits = logits.nonzero().tolist()"), message="`.tolist()`"),
+        Invalid(in_training_loop("logits = model(x)\nbest = logits.topk(3)[1].tolist()"), message="`.tolist()`"),
+        Invalid(in_training_loop("logits = model(x)\nlo = logits.clamp(0, 1).argwhere().tolist()"), message="`.tolist()`"),
         # After a `continue` on one step or a few named ones (`if step == 0: continue`, `step in
         # {0, 1}`), or past a bound (`step >= max_steps`), the rest runs on every other step: it
         # was taken for code limited to some steps, and nothing after it was reported.

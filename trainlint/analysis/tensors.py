@@ -63,8 +63,14 @@ _KEEPS_DEVICE = frozenset({
     "transpose", "t", "expand", "expand_as", "repeat", "narrow", "split", "chunk", "unbind", "sum", "mean", "max",
     "min", "argmax", "argmin", "sort", "argsort", "unique", "nonzero", "masked_select", "masked_fill", "eq", "ne",
     "gt", "ge", "lt", "le", "all", "any", "abs", "neg", "pow", "add", "sub", "mul", "div", "numel", "size", "dim",
-    "pin_memory", "astype", "copy", "ravel",
+    "pin_memory", "astype", "copy", "ravel", "argwhere", "gather", "index_select", "take", "repeat_interleave",
+    "clamp", "clip", "round", "floor", "ceil", "trunc", "sign", "cumsum", "cumprod", "prod", "logsumexp", "amax",
+    "amin", "count_nonzero", "bincount", "diff", "diag", "tril", "triu", "flip", "roll", "where", "nan_to_num",
+    "isclose", "topk", "kthvalue", "median",
 })
+# Methods that give a tensor when called on one (`logits.nonzero()`, as `torch.nonzero(logits)`):
+# the pure ones above that keep the device, but for those giving a number or a numpy value.
+_TENSOR_RESULTS = _TENSOR_METHODS | (_KEEPS_DEVICE - {"numel", "size", "dim", "astype", "copy"})
 # torch functions whose result is on the device of the tensors they are given (`torch.bincount(y)`,
 # `torch.sum(y)`): what they make of host tensors is on the host too.
 _TORCH_KEEPS_DEVICE = frozenset({f"torch.{name}" for name in _KEEPS_DEVICE - {"pin_memory", "astype", "copy"}}
@@ -175,7 +181,7 @@ class Tensors:
                 return qn.startswith("torch.") and not _NON_TENSOR_TORCH.match(qn)
             if isinstance(func, cst.Attribute):
                 attr = func.attr.value
-                if attr in _TENSOR_METHODS:
+                if attr in _TENSOR_RESULTS:
                     return self.is_tensor(func.value, _depth + 1) or attr in ("detach", "cuda", "float", "mean", "sum", "norm")
                 if attr in ("item", "tolist", "numpy", "size", "dim", "numel"):
                     return False
