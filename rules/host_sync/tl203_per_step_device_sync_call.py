@@ -30,6 +30,34 @@ _DEVICE_SYNC = {
 }
 
 
+# Peak statistics (`reset_peak_memory_stats` resets them) and the reads that report them.
+_PEAK_RESETS = frozenset({"torch.cuda.reset_peak_memory_stats", "torch.accelerator.reset_peak_memory_stats"})
+_PEAK_READS = frozenset({"torch.cuda.max_memory_allocated", "torch.cuda.max_memory_reserved", "torch.cuda.memory_stats",
+                         "torch.cuda.memory_summary", "torch.accelerator.max_memory_allocated",
+                         "torch.accelerator.max_memory_reserved", "torch.accelerator.memory_stats"})
+
+
+def _peak_read_left(rule, reset: cst.Call, qn: str, joins) -> cst.Call | None:
+    """For a per-step reset of the peak statistics, a read of the peaks on every step of the same
+    loop (`peaks.append(torch.cuda.max_memory_allocated())`) that its own fix would not put under
+    the interval (guard_statement: the list is read after the loop): the reset must not move
+    alone, or that read would report the peak of N steps. None when every such read moves too
+    (in the reset's own group, or by its own fix, under the same test) or there is none."""
+    if qn not in _PEAK_RESETS:
+        return None
+    ctx = rule.ctx
+    loop, scope = ctx.loops.innermost_loop(reset), ctx.index.enclosing_function(reset)
+    if loop is None:
+        return None
+    for call in ctx.index.nodes(cst.Call):
+        if call is reset or _device_sync_name(ctx, call) not in _PEAK_READS or ctx.loops.innermost_loop(call) is not loop \
+                or ctx.index.enclosing_function(call) is not scope or not ctx.is_per_step(call):
+            continue
+        if guard_statement(rule, call, rule.opts["log-every"], joins=joins) is None:
+            return call
+    return None
+
+
 def _device_sync_name(ctx, call: cst.Call) -> str | None:
     """The `_DEVICE_SYNC` name a call stands for: `torch.cuda.synchronize()` under any import
     alias, or the same function of a device module (`torch.get_device_module(device).synchronize()`,
@@ -176,7 +204,11 @@ there one when the statement fills a container (`stats.append(torch.cuda.memory_
 that is read anywhere else: it would hold every N-th value; nor when the call is in a helper
 that is also called where it does not run on every step, or used by name (an inference
 benchmark's `cuda_sync()`; another class's method of the same name, and a call that runs it, are
-no such use): editing its body would change those uses too. Nor in the `else:` or
+no such use): editing its body would change those uses too. A `reset_peak_memory_stats()` moves
+only when each read of the peaks on every step of its loop (`max_memory_allocated()`,
+`max_memory_reserved()`, `memory_stats()`) moves under the interval too (each by its own fix, or
+beside it); otherwise there is no fix: reset every N steps, such a read would give the peak of N
+steps rather than of one. Nor in the `else:` or
 `elif` of an `if` whose test takes a remainder of the same counter (`if step % log_every == 0:
 ... else:`), where an interval test may never hold.
 A synchronize kept for clock reads made only under an interval moves into that `if`, right
@@ -403,6 +435,17 @@ under its interval, right before the read.
                 fixed="import torch\nfor it in range(1000):\n    opt.step()\n    if it % 100 == 0:\n"
                 "        torch.cuda.reset_peak_memory_stats()\n"
                 "    mem = torch.cuda.memory_allocated()\n    opt.zero_grad()\n    hist.append(mem)\n"),
+        # A reset of the peak statistics moves only with the per-step reads of the peak it resets:
+        # moved alone, `peaks.append(torch.cuda.max_memory_allocated())` (which cannot move: the
+        # list is read after the loop) gave the peak of N steps instead of one's.
+        Invalid("import torch\npeaks = []\nfor it in range(1000):\n    torch.cuda.reset_peak_memory_stats()\n"
+                "    opt.step()\n    peaks.append(torch.cuda.max_memory_allocated())\nprint(max(peaks))\n",
+                fixed=NO_FIX, message="not fixed: the peak it resets is read on every step "
+                                      "(`torch.cuda.max_memory_allocated()`)"),
+        Invalid("import torch\nfor it in range(1000):\n    torch.cuda.reset_peak_memory_stats()\n"
+                "    opt.step()\n    print(torch.cuda.max_memory_allocated())\n",
+                fixed="import torch\nfor it in range(1000):\n    if it % 100 == 0:\n        torch.cuda.reset_peak_memory_stats()\n"
+                "    opt.step()\n    if it % 100 == 0:\n        print(torch.cuda.max_memory_allocated())\n"),
         # Statistics read the allocator's counters on the host: no wait for the GPU.
         Invalid(in_training_loop("torch.cuda.reset_peak_memory_stats()"), message="no wait for the GPU"),
         # A synchronize for a clock read made only under the logging interval was not flagged
@@ -494,9 +537,16 @@ under its interval, right before the read.
             fix, advice = self._removal(_remove_statement(self, stmt, f"Remove `{ctx.code(node)}`"), stmt)
         else:
             # The statistics lines beside it go under the same `if` (each got one of its own).
-            fix = guard_statement(self, node, self.opts["log-every"],
-                                  joins=lambda call: _DEVICE_SYNC.get(_device_sync_name(ctx, call)) is False)
+            joins = lambda call: _DEVICE_SYNC.get(_device_sync_name(ctx, call)) is False  # noqa: E731
+            fix = guard_statement(self, node, self.opts["log-every"], joins=joins)
             advice = f"call it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])})"
+            read = _peak_read_left(self, node, qn, joins) if fix is not None else None
+            if read is not None:
+                # Reset every N steps, a peak read on every step would give the peak of N steps.
+                fix = None
+                advice += (f"; not fixed: the peak it resets is read on every step (`{ctx.code(read)}`), and that "
+                           f"read cannot move with it: reset every N steps, it would give the peak of N steps; "
+                           f"move both under the interval")
         # A helper that other code calls too (an inference benchmark's `cuda_sync()`): editing its
         # body would change those callers as well.
         elsewhere = _used_elsewhere(ctx, helper, callers) if helper is not None else None
