@@ -422,7 +422,7 @@ def test_tl301s_comment_fits_deep_loops():
         "                    continue\n"
         "                optimizer.step()\n")
     lines = fix_source(source, select=["TL301"]).splitlines()
-    assert "                # All-reduce gradients only on the micro-batch that steps." in lines
+    assert "                # Sync gradients only on the micro-batch that steps." in lines
     assert max(len(line) for line in lines) <= 88
 
 

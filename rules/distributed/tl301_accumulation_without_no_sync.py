@@ -43,7 +43,7 @@ _FLAT = (
 )
 _FLAT_FIXED = (
     "for step, (x, y) in enumerate(loader):\n"
-    "    # All-reduce gradients only on the micro-batch before the optimizer step.\n"
+    "    # Sync gradients only on the micro-batch before the optimizer step.\n"
     "    with contextlib.nullcontext() if (step + 1) % accum == 0 else model.no_sync():\n"
     "        loss = loss_fn(model(x), y) / accum\n"
     "        loss.backward()\n"
@@ -68,7 +68,7 @@ _NESTED_FIXED = (
     "    for step in range(100):\n"
     "        for micro in range(accum):\n"
     "            x, y = next(batches)\n"
-    "            # All-reduce gradients only on the micro-batch before the optimizer step.\n"
+    "            # Sync gradients only on the micro-batch before the optimizer step.\n"
     "            with contextlib.nullcontext() if micro == accum - 1 else model.no_sync():\n"
     "                out = model(x)\n"
     "                loss = loss_fn(out, y)\n"
@@ -77,9 +77,9 @@ _NESTED_FIXED = (
     "        opt.zero_grad()\n"
     "train(DDP(net), batches, opt, 8)\n"
 )
-_COMMENT = "# All-reduce gradients only on the micro-batch before the optimizer step."
+_COMMENT = "# Sync gradients only on the micro-batch before the optimizer step."
 _FORWARD_COMMENT = "# The forward too: DDP decides in it whether the backward all-reduces."
-_SHORT_COMMENT = "# All-reduce gradients only on the micro-batch that steps."  # where the other is too long
+_SHORT_COMMENT = "# Sync gradients only on the micro-batch that steps."  # where the other is too long
 _TRAINER = (
     "import torch\n"
     "from torch.nn.parallel import DistributedDataParallel as DDP\n"
@@ -153,7 +153,7 @@ _FABRIC = (
 _HELPER_HEAD = "import torch\nfrom contextlib import nullcontext\ndef wrap(m, use_ddp):\n{wrap}model = wrap(net, ddp)\n"
 _FLAT_MAYBE_FIXED = (
     "for step, (x, y) in enumerate(loader):\n"
-    "    # All-reduce gradients only on the micro-batch before the optimizer step.\n"
+    "    # Sync gradients only on the micro-batch before the optimizer step.\n"
     "    with (\n        nullcontext()\n        if (step + 1) % accum == 0\n"
     "        else getattr(model, \"no_sync\", nullcontext)()\n    ):\n"
     "        loss = loss_fn(model(x), y) / accum\n        loss.backward()\n"
@@ -200,7 +200,7 @@ _NAMED = (
 )
 _NAMED_FIXED = "import contextlib\n\n" + _NAMED.replace(
     "        loss = (model(x) - y).pow(2).mean() / accum\n        loss.backward()\n",
-    "        " + "# All-reduce gradients only on the micro-batch before the optimizer step.\n"
+    "        " + "# Sync gradients only on the micro-batch before the optimizer step.\n"
     "        with contextlib.nullcontext() if (i + 1) % accum == 0 else model.no_sync():\n"
     "            loss = (model(x) - y).pow(2).mean() / accum\n"
     "            loss.backward()\n")
