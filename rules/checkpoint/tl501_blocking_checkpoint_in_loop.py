@@ -450,7 +450,8 @@ or a barrier follows it in the loop (`dist.barrier()`, `accelerator.wait_for_eve
 which other ranks load it). A per-step save with no interval is moved under `if <step> % <interval> == 0:`,
 with the script's own save interval if it has one (that of another save in the same loop, such
 as `if step % 500 == 0:`, else a save-interval setting such as `args.save_steps`, also one the script's `add_argument` defines
-and its code never reads, where the loop sees the parsed namespace), else the
+and its code never reads, where the loop sees the parsed namespace: one parsed under `if __name__ ==
+"__main__":` only where the loop's function reads that name already), else the
 `save-every` option (in a framework's hook, under its step counter: `trainer.global_step`,
 `state.global_step`; a save alone under a rank test joins it: `if rank == 0 and step % 1000 == 0:`): fewer checkpoints, so the last steps before a crash are not saved. In
 `for i in range(n):` the guard also holds on the last step (`or i == n - 1`), so the file ends with
@@ -1020,11 +1021,24 @@ and whether the fix still moves the save under an interval.
         # A save-interval option the script defines but never reads is the interval (it was 1000
         # until something read `args.save_steps`) ...
         Invalid("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--save_steps', type=int, default=7)\nargs = parser.parse_args()\n"
+                "def train(model, loader):\n    for step, batch in enumerate(loader):\n"
+                "        model(batch).sum().backward()\n        torch.save(model.state_dict(), 'l.pt')\n",
+                message="save every `args.save_steps` steps"),
+        # ... bound under `if __name__ == "__main__":`, only where the function reads it already (it
+        # does not exist where another module imports the function) ...
+        Invalid("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--save_steps', type=int, default=7)\n"
+                "def train(model, loader):\n    for step, batch in enumerate(loader):\n"
+                "        model(batch).sum().backward()\n        torch.save(model.state_dict(), args.out)\n"
+                "if __name__ == '__main__':\n    args = parser.parse_args()\n    train(model, loader)\n",
+                message="save every `args.save_steps` steps"),
+        Invalid("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
                 "parser.add_argument('--save_steps', type=int, default=7)\n"
                 "def train(model, loader):\n    for step, batch in enumerate(loader):\n"
                 "        model(batch).sum().backward()\n        torch.save(model.state_dict(), 'l.pt')\n"
                 "if __name__ == '__main__':\n    args = parser.parse_args()\n    train(model, loader)\n",
-                message="save every `args.save_steps` steps"),
+                message="save every `1000` steps"),
         # ... where the loop's code reads the parsed namespace: not when `main()` parses it into a
         # name of its own, which `train` cannot see.
         Invalid("import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
@@ -2124,13 +2138,18 @@ and whether the fix still moves the save under an interval.
         parses = [a for a in ctx.index.nodes(cst.Assign) if isinstance(a.value, cst.Call)
                   and isinstance(a.value.func, cst.Attribute)
                   and a.value.func.attr.value in ("parse_args", "parse_known_args")]
-        fn = ctx.index.enclosing_function(site)
+        fn = outer = ctx.index.enclosing_function(site)
         while fn is not None:
             if namespace in local_names(fn):
                 return namespace in parameter_names(fn) or any(
                     ctx.index.enclosing_function(a) is fn for a in parses)
             fn = ctx.index.enclosing_function(fn)
-        return any(ctx.index.enclosing_function(a) is None for a in parses)
+        # A module-level namespace bound only under `if __name__ == "__main__":` does not exist
+        # where another module imports the function: taken only when the function reads it already.
+        reads = outer is None or any(isinstance(n, cst.Name) and n.value == namespace
+                                     for n in ctx.index.walk(outer.body))
+        return any(ctx.index.enclosing_function(a) is None and (
+            reads or isinstance(ctx.parent(ctx.parent(a)), cst.Module)) for a in parses)
 
     # -- the fix -----------------------------------------------------------------------
 
