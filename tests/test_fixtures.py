@@ -119,7 +119,8 @@ ARGS = {"image_classifier.py": ["--epochs", "1"], "checkpoint/checkpoint_every_s
         "checkpoint/archived_run_checkpoints.py": ["--out", "{tmp}"],
         "checkpoint/preemptible_stream_train.py": ["--out", "{tmp}"],
         "checkpoint/callback_trainer.py": ["--out", "{tmp}"],
-        "checkpoint/callback_list_trainer.py": ["--out", "{tmp}"]}
+        "checkpoint/callback_list_trainer.py": ["--out", "{tmp}"],
+        "checkpoint/final_checkpoint_train.py": ["--out", "{tmp}"]}
 
 
 # The framework each script trains with, besides torch (the dev extra installs them).
