@@ -330,17 +330,24 @@ def _changed_global(site: cst.CSTNode) -> str:
     return expr.value if isinstance(expr, cst.Name) else "?"
 
 
+def _sampler_calls(ctx, sampler: cst.BaseExpression, depth: int) -> list[cst.Call]:
+    """The calls that build a sampler: the call given, or (at the top, depth 0) the calls a name
+    given was assigned; none below depth 2."""
+    if depth > 2:
+        return []
+    if isinstance(sampler, cst.Call):
+        return [sampler]
+    if isinstance(sampler, (cst.Name, cst.Attribute)) and depth == 0:
+        return [v for v in ctx.assigned_values(sampler) if isinstance(v, cst.Call)]
+    return []
+
+
 def _sampler_classes(ctx, sampler: cst.BaseExpression, depth: int = 0) -> list[cst.ClassDef]:
     """The classes of this module a sampler is built from: the call given (`Growing(100)`), or the
     calls a name given was assigned, and the calls among their arguments (`BatchSampler(Growing(n),
     32, False)`)."""
-    if depth > 2:
-        return []
-    calls = [sampler] if isinstance(sampler, cst.Call) else \
-        [v for v in ctx.assigned_values(sampler) if isinstance(v, cst.Call)] \
-        if isinstance(sampler, (cst.Name, cst.Attribute)) and depth == 0 else []
     out = []
-    for built in calls:
+    for built in _sampler_calls(ctx, sampler, depth):
         cls = class_named(ctx, ctx.dotted(built.func))
         if cls is not None:
             out.append(cls)
@@ -353,13 +360,8 @@ def _built_from(ctx, sampler: cst.BaseExpression, depth: int = 0) -> list[str]:
     """The names (`prio`, `self.prio`) handed to the constructor of a sampler: the call given
     (`sampler=PrioritySampler(prio)`), or the calls a name given was assigned; a call among the
     arguments is followed too (`BatchSampler(PrioritySampler(prio), 32, False)`)."""
-    if depth > 2:
-        return []
-    calls = [sampler] if isinstance(sampler, cst.Call) else \
-        [v for v in ctx.assigned_values(sampler) if isinstance(v, cst.Call)] \
-        if isinstance(sampler, (cst.Name, cst.Attribute)) and depth == 0 else []
     out = []
-    for built in calls:
+    for built in _sampler_calls(ctx, sampler, depth):
         for arg in built.args:
             if isinstance(arg.value, (cst.Name, cst.Attribute)) and ctx.dotted(arg.value):
                 out.append(ctx.dotted(arg.value))
