@@ -274,6 +274,11 @@ so), exact where the tensor holds one value or one per head, which it cannot tel
                         "    return s.softmax(dim=-1) @ v\n",
                 fixed=_HEAD + "    B, F, N, C = q.shape\n"
                               "    return torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=C ** -0.5)\n"),
+        # A KV cache's key made by torch.cat: its size is a number (the scale was taken for a
+        # tensor, "a learned temperature", and the fix dropped).
+        Invalid(_HEAD + "    k = torch.cat([past_k, k], dim=2)\n    s = (q @ k.transpose(-2, -1)) * k.size(-1) ** -0.5\n"
+                        "    return s.softmax(dim=-1) @ v\n",
+                fixed=_HEAD + "    k = torch.cat([past_k, k], dim=2)\n    return F.scaled_dot_product_attention(q, k, v)\n"),
         # No fix, and the message says why.
         # A tensor scale folds into the query (as timm's XCiT does), which the message shows.
         Invalid(_HEAD + "    s = (q @ k.transpose(-2, -1)) * self.logit_scale.exp()\n    return s.softmax(-1) @ v\n",
@@ -939,7 +944,8 @@ so), exact where the tensor holds one value or one per head, which it cannot tel
                 if self._is_buffer(node):  # self.register_buffer("tau", torch.full(...))
                     raise _NoFix(tensor_scale)
             parent = ctx.parent(node)
-            if isinstance(node, cst.Name) and not (isinstance(parent, cst.Attribute) and parent.attr is node):
+            if isinstance(node, cst.Name) and not (isinstance(parent, cst.Attribute) and parent.attr is node) \
+                    and not _sized(ctx, node, expr):
                 # A local computed from tensors (`logit_scale = self.logit_scale.clamp(max=m).exp()`).
                 for assign in ctx.index.nodes(cst.Assign):
                     if ctx.index.enclosing_function(assign) is fn and any(
@@ -1129,6 +1135,24 @@ def _einsum_operands(call: cst.Call, shape) -> tuple | None:
     if len(tail) != 3 or tail & set(lead) or not (lead == "..." or lead.isalpha() and len(set(lead)) == len(lead)):
         return None
     return call.args[1].value, call.args[2].value
+
+
+# A tensor's attributes and methods that give a Python number: `k.size(-1)`, `k.shape[-1]`.
+_SIZES = ("size", "shape", "ndim", "dim", "numel")
+
+
+def _sized(ctx, node: cst.Name, root) -> bool:
+    """node is the tensor of a size read under root (`math.sqrt(k.size(-1))`, `k.shape[-1] ** -0.5`):
+    a number, whatever made the tensor (`k = torch.cat([past_k, k], dim=2)` was taken for a
+    tensor-valued scale, and the fix dropped)."""
+    child = node
+    for anc in ctx.index.ancestors(node):
+        if isinstance(anc, cst.Attribute) and anc.value is child and anc.attr.value in _SIZES:
+            return True
+        if anc is root:
+            return False
+        child = anc
+    return False
 
 
 def _tensor_valued(ctx, expr) -> bool:
