@@ -10,7 +10,7 @@ import libcst as cst
 
 from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import after_imports
-from trainlint.analysis.command_line import parsed_options
+from trainlint.analysis.command_line import unread_option
 from trainlint.analysis.loops import first_modulo, range_counter
 from trainlint.analysis.names import bound_names, dotted, local_names
 from trainlint.analysis.paths import (
@@ -2124,32 +2124,7 @@ and whether the fix still moves the save under an interval.
                         return node.value
         # An option the script defines but the code never reads (`--save_steps`, default 7): the
         # interval was the save-every option's 1000 until something read `args.save_steps`.
-        for namespace, option in parsed_options(ctx):
-            if _SAVE_INTERVAL.match(option) and self._sees(site, namespace):
-                return f"{namespace}.{option}"
-        return str(self.opts.get("save-every") or 1000)
-
-    def _sees(self, site: cst.Call, namespace: str) -> bool:
-        """Whether the code at site reads `namespace` as the parsed command line: the first
-        function around it that has the name of its own has it as a parameter (`train(args)`) or
-        parses it there; with none, the module parses it at its top level (also under `if
-        __name__ == "__main__":`). A name bound otherwise may hold something else."""
-        ctx = self.ctx
-        parses = [a for a in ctx.index.nodes(cst.Assign) if isinstance(a.value, cst.Call)
-                  and isinstance(a.value.func, cst.Attribute)
-                  and a.value.func.attr.value in ("parse_args", "parse_known_args")]
-        fn = outer = ctx.index.enclosing_function(site)
-        while fn is not None:
-            if namespace in local_names(fn):
-                return namespace in parameter_names(fn) or any(
-                    ctx.index.enclosing_function(a) is fn for a in parses)
-            fn = ctx.index.enclosing_function(fn)
-        # A module-level namespace bound only under `if __name__ == "__main__":` does not exist
-        # where another module imports the function: taken only when the function reads it already.
-        reads = outer is None or any(isinstance(n, cst.Name) and n.value == namespace
-                                     for n in ctx.index.walk(outer.body))
-        return any(ctx.index.enclosing_function(a) is None and (
-            reads or isinstance(ctx.parent(ctx.parent(a)), cst.Module)) for a in parses)
+        return unread_option(ctx, site, _SAVE_INTERVAL) or str(self.opts.get("save-every") or 1000)
 
     # -- the fix -----------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import libcst as cst
 
+from trainlint.analysis.command_line import option_default, unread_option
 from trainlint.analysis.distributed import one_line
 from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.loops import enumerate_counter, range_counter
@@ -320,6 +321,16 @@ def _named_guard(ctx, node: cst.CSTNode, counter: str | None, default: int) -> _
                 interval = text
                 known = isinstance(value, int) and not isinstance(value, bool) and value > 0
                 break
+        else:
+            # An option the script defines but the code never reads (`--log_interval`, default
+            # 20): the guard used the default 100 until something read `args.log_interval`.
+            option = unread_option(ctx, node, _INTERVAL_NAME)
+            if option is not None:
+                namespace, attr = option.split(".")
+                found = option_default(ctx, cst.Attribute(value=cst.Name(namespace), attr=cst.Name(attr)))
+                value = found.value if found is not None else None
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    interval = option
         if not known:
             name, counting = (counter, "") if counter is not None else _missing_counter(ctx, node)
             shown = f"`if {name} % {interval} == 0:`"

@@ -505,7 +505,8 @@ Other shapes get a suggestion only (shown, never written): put the statement und
 interval test, else the script's logging interval (a name such as `log_every`,
 `args.log_interval` or `PRINT_FREQ` whose value is known to be a positive whole number: a
 literal, an option's default, an attribute of `self` that the class's `__init__` sets to a
-literal and nothing else in the file sets; none for one that is not known, as `step % 0` and `step % "2"`
+literal and nothing else in the file sets; also an option of that name the script's `add_argument`
+defines and its code never reads, where the loop sees the parsed namespace; none for one that is not known, as `step % 0` and `step % "2"`
 raise), else 100; an
 assignment moves only together with the statements right after it that read the name, and not at
 all when the name is read anywhere else (the read would be stale). A statement that fills a list,
@@ -1011,6 +1012,16 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=in_training_loop("if step % 100 == 0:\n    logger.info('l=%f', loss.item())")),
         Invalid(in_training_loop("print('loss', loss.item())"),
                 fixed=in_training_loop("if step % 25 == 0:\n    print('loss', loss.item())"), options={"log-every": 25}),
+        # The script's logging-interval option, defined but never read by the code: the guard used
+        # the default 100 until something read `args.log_interval` ...
+        Invalid(in_training_loop("print('loss', loss.item())").replace("import torch\n", "import torch\nimport argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--log_interval', type=int, default=20)\nargs = parser.parse_args()\n"),
+                fixed=in_training_loop("if step % args.log_interval == 0:\n    print('loss', loss.item())")
+                .replace("import torch\n", "import torch\nimport argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--log_interval', type=int, default=20)\nargs = parser.parse_args()\n")),
+        # ... when its default is a positive whole number.
+        Invalid(in_training_loop("print('loss', loss.item())").replace(
+                    "import torch\n", "import torch\nimport argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--log_interval', type=int, default=None)\nargs = parser.parse_args()\n"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.item())").replace(
+                    "import torch\n", "import torch\nimport argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--log_interval', type=int, default=None)\nargs = parser.parse_args()\n")),
         Invalid(WRITER + in_training_loop("writer.add_scalar('loss', loss.item(), step)"),
                 fixed=WRITER + in_training_loop("if step % 100 == 0:\n    writer.add_scalar('loss', loss.item(), step)")),
         Invalid(in_training_loop("pbar.set_postfix(loss=loss.item(), lr=sched.get_last_lr()[0])"),

@@ -166,7 +166,8 @@ name its body increments by 1 that the outer loop never sets anew, `global_step 
 loop's index, which restarts every epoch) and the script's logging interval (a name
 such as `log_every`, `args.log_interval` or `LOG_EVERY`, in any case, when its value is known to
 be a positive whole number, as a literal, an option's default, or an attribute of `self` set to a
-literal once, in the class's `__init__`, and nowhere else in the file; no fix when it is not, as `step % 0` raises; else `log-every`,
+literal once, in the class's `__init__`, and nowhere else in the file, also an option of that name the
+script's `add_argument` defines and its code never reads; no fix when it is not, as `step % 0` raises; else `log-every`,
 default 100), so fewer lines are printed; the per-step logging lines right beside it (TL201's
 too) go under the same new `if`, but not one whose own finding is suppressed (`# noqa: TL201`,
 `# trainlint: ignore[TL202]`, also on the first line of a call over several, or the file's

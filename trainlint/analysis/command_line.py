@@ -88,3 +88,38 @@ def parsed_options(ctx) -> list[tuple[str, str]]:
     options = [option_destination(ctx, call) for call in ctx.index.nodes(cst.Call)
                if isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"]
     return [(namespaces[0], name) for name in dict.fromkeys(options) if name]
+
+
+def _parses(ctx) -> list[cst.Assign]:
+    return [a for a in ctx.index.nodes(cst.Assign) if isinstance(a.value, cst.Call)
+            and isinstance(a.value.func, cst.Attribute)
+            and a.value.func.attr.value in ("parse_args", "parse_known_args")]
+
+
+def sees_namespace(ctx, node: cst.CSTNode, namespace: str) -> bool:
+    """Whether code at node reads `namespace` as the parsed command line: the first function
+    around it that has the name of its own has it as a parameter (`train(args)`) or parses it
+    there; with none, the module parses it at its top level. One parsed only under `if __name__ ==
+    "__main__":` counts where the function already reads the name: it does not exist where another
+    module imports the function. A name bound otherwise may hold something else."""
+    from trainlint.analysis.names import local_names
+    from trainlint.analysis.tree import parameter_names
+
+    parses = _parses(ctx)
+    fn = outer = ctx.index.enclosing_function(node)
+    while fn is not None:
+        if namespace in local_names(fn):
+            return namespace in parameter_names(fn) or any(ctx.index.enclosing_function(a) is fn for a in parses)
+        fn = ctx.index.enclosing_function(fn)
+    reads = outer is None or any(isinstance(n, cst.Name) and n.value == namespace for n in ctx.index.walk(outer.body))
+    return any(ctx.index.enclosing_function(a) is None and (reads or isinstance(ctx.parent(ctx.parent(a)), cst.Module))
+               for a in parses)
+
+
+def unread_option(ctx, node: cst.CSTNode, pattern) -> str | None:
+    """`args.save_steps` for the first option the script defines (add_argument) whose name matches
+    pattern, read through a namespace code at node sees (sees_namespace), whatever the code reads."""
+    for namespace, option in parsed_options(ctx):
+        if pattern.match(option) and sees_namespace(ctx, node, namespace):
+            return f"{namespace}.{option}"
+    return None
