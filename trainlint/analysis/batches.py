@@ -105,9 +105,12 @@ def partial_loader(ctx, call: cst.Call) -> cst.Call | None:
     partial's where the call gives none; a fix sets the keyword at the call, for that loader alone).
     None otherwise."""
     func = call.func
+    made_here = _partials_of_loaders(ctx)
+    if not made_here:  # asked of every call of every file: most make no such partial
+        return None
     if isinstance(func, cst.Call):
         values = [func]
-    elif isinstance(func, cst.Name) and "partial" in ctx.text and func.value not in ctx.names.aliases:
+    elif isinstance(func, cst.Name) and func.value in made_here and func.value not in ctx.names.aliases:
         bindings = ctx.bindings.seen_from(func)
         if not bindings or any(kind != "assign" or value is None for kind, value in bindings):
             return None
@@ -123,6 +126,24 @@ def partial_loader(ctx, call: cst.Call) -> cst.Call | None:
     if any(arg.keyword is None or arg.star or arg.keyword.value == "dataset" for arg in rest):
         return None  # a positional or `**` argument moves or hides the call's
     return made
+
+
+def _partials_of_loaders(ctx) -> frozenset[str]:
+    """The file's `functools.partial(<a DataLoader class>, ...)` calls, as the names they are
+    assigned to ("" for one called in place); found once per file. partial_loader asked the
+    bindings of every called name of every file that mentions `partial`, a tenth of a lint run."""
+    found = ctx.__dict__.get("_partials_of_loaders")
+    if found is None:
+        names = set()
+        if "partial" in ctx.text:
+            for made in ctx.index.nodes(cst.Call):
+                if made.args and ctx.names.qualified(made.func) == "functools.partial" \
+                        and _loader_classes(ctx, made.args[0].value):
+                    parent = ctx.parent(made)
+                    names.add(parent.targets[0].target.value if isinstance(parent, cst.Assign)
+                              and isinstance(parent.targets[0].target, cst.Name) else "")
+        found = ctx.__dict__["_partials_of_loaders"] = frozenset(names)
+    return found
 
 
 def loader_calls(ctx) -> list[cst.Call]:
