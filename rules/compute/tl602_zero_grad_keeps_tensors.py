@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from trainlint.analysis.distributed import one_line
 from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
 
@@ -76,7 +77,7 @@ writes `set_to_none=True` instead of dropping the argument.
         # Before PyTorch 2.0 the default was set_to_none=False: dropping the argument would change nothing.
         Invalid("optimizer.zero_grad(set_to_none=False)\n", fixed="optimizer.zero_grad(set_to_none=True)\n",
                 message="call `optimizer.zero_grad(set_to_none=True)` to free", settings={"target_torch": "1.13"}),
-        Invalid("model.zero_grad(False)\n", fixed="model.zero_grad()\n"),
+        Invalid("model.zero_grad(False)\n", fixed="model.zero_grad()\n", message="`model.zero_grad(False)` writes zeros"),
         Invalid("for x in loader:\n    self.opt.zero_grad(set_to_none = False)\n    loss.backward()\n",
                 fixed="for x in loader:\n    self.opt.zero_grad()\n    loss.backward()\n"),
         Invalid("opts[0].zero_grad(\n    set_to_none=False,\n)\n", fixed="opts[0].zero_grad()\n"),
@@ -158,7 +159,8 @@ writes `set_to_none=True` instead of dropping the argument.
         withheld = self._unguarded_read()
         self.report(
             node,
-            f"`{receiver}.zero_grad(set_to_none=False)` writes zeros into every gradient each step and keeps them "
+            # The call as written: a positional `zero_grad(False)` was quoted with a keyword it lacks.
+            f"`{one_line(self.ctx.code(node))}` writes zeros into every gradient each step and keeps them "
             f"allocated; call `{call}`{why} to free them instead" + (f"; {withheld}" if withheld else ""),
             None if withheld else fix,
         )
