@@ -407,40 +407,26 @@ def test_deleting_statements_on_both_sides_of_a_blank_line_keeps_one():
     assert "".join(replaced.get(stmt, ctx.render(stmt)) for stmt in body) == "    a = 1\n\n    return a\n"
 
 
+def _accumulation_loop(depth_ifs: int) -> str:
+    """A DDP gradient-accumulation loop under `depth_ifs` ifs (besides the epoch loop's own)."""
+    head = "import torch.nn as nn\n\n\ndef train(model, loader, optimizer, args, epochs):\n" \
+           "    model = nn.parallel.DistributedDataParallel(model)\n    for epoch in range(epochs):\n"
+    ifs = "".join("    " * (2 + k) + f"if args.flag{k}:\n" for k in range(depth_ifs))
+    pad = "    " * (2 + depth_ifs)
+    body = (f"{pad}for i, batch in enumerate(loader):\n{pad}    loss = model(**batch).loss\n"
+            f"{pad}    loss.backward()\n{pad}    if (i + 1) % args.gradient_accumulation_steps != 0:\n"
+            f"{pad}        continue\n{pad}    optimizer.step()\n")
+    return head + ifs + body
+
+
 def test_tl301s_comment_fits_deep_loops():
     # Deep in nested loops the usual comment took more than 88 columns (simpletransformers' loops
     # at depth 16 with the longer wording it had): the short one is written there.
-    source = (
-        "import contextlib\n\nimport torch.nn as nn\n\n\n"
-        "def train(model, loader, optimizer, args, epochs):\n"
-        "    model = nn.parallel.DistributedDataParallel(model)\n"
-        "    for epoch in range(epochs):\n"
-        "        if epoch >= 0:\n"
-        "            if args.train:\n"
-        "                if args.ddp:\n"
-        "                    for i, batch in enumerate(loader):\n"
-        "                        loss = model(**batch).loss\n"
-        "                        loss.backward()\n"
-        "                        if (i + 1) % args.gradient_accumulation_steps != 0:\n"
-        "                            continue\n"
-        "                        optimizer.step()\n")
-    lines = fix_source(source, select=["TL301"]).splitlines()
+    lines = fix_source(_accumulation_loop(3), select=["TL301"]).splitlines()
     assert "                        # Sync gradients only on the micro-batch that steps." in lines
     assert max(len(line) for line in lines) <= 88
     # Where the usual one fits, it is written (at depth 16 now).
-    shallow = (
-        "import torch.nn as nn\n\n\n"
-        "def train(model, loader, optimizer, args, epochs):\n"
-        "    model = nn.parallel.DistributedDataParallel(model)\n"
-        "    for epoch in range(epochs):\n"
-        "        if epoch >= 0:\n"
-        "            for i, batch in enumerate(loader):\n"
-        "                loss = model(**batch).loss\n"
-        "                loss.backward()\n"
-        "                if (i + 1) % args.gradient_accumulation_steps != 0:\n"
-        "                    continue\n"
-        "                optimizer.step()\n")
-    lines = fix_source(shallow, select=["TL301"]).splitlines()
+    lines = fix_source(_accumulation_loop(1), select=["TL301"]).splitlines()
     assert "                # Sync gradients only on the micro-batch before the optimizer step." in lines
     assert max(len(line) for line in lines) <= 88
 

@@ -71,26 +71,30 @@ def parsed_options(ctx) -> list[tuple[str, str]]:
     """(namespace, option) for every option the file's `add_argument` calls define, read through
     the name the file binds the parsed namespace to (`args = parser.parse_args()`, or the first
     name of `args, rest = parser.parse_known_args()`): `args.save_steps` exists even where the
-    code never reads it. Empty when the file binds no namespace so."""
+    code never reads it. Empty when the file binds no namespace so. Found once per file: every
+    per-step finding without an interval of the code's own asks (unread_option)."""
+    found = ctx.__dict__.get("_parsed_options")
+    if found is not None:
+        return found
     namespaces = []
-    for assign in ctx.index.nodes(cst.Assign):
-        value = assign.value
-        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-                and value.func.attr.value in ("parse_args", "parse_known_args")):
-            continue
+    for assign in _parses(ctx):
         target = assign.targets[0].target
         if isinstance(target, cst.Tuple) and target.elements:
             target = target.elements[0].value
         if isinstance(target, cst.Name) and target.value not in namespaces:
             namespaces.append(target.value)
-    if len(namespaces) != 1:  # none, or several parsers: which one a name reads is not known
-        return []
-    options = [option_destination(ctx, call) for call in ctx.index.nodes(cst.Call)
-               if isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"]
-    return [(namespaces[0], name) for name in dict.fromkeys(options) if name]
+    found = []
+    if len(namespaces) == 1:  # none, or several parsers: which one a name reads is not known
+        options = [option_destination(ctx, call) for call in ctx.index.nodes(cst.Call)
+                   if isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"]
+        found = [(namespaces[0], name) for name in dict.fromkeys(options) if name]
+    ctx.__dict__["_parsed_options"] = found
+    return found
 
 
 def _parses(ctx) -> list[cst.Assign]:
+    """The assignments of a parsed command line: `args = parser.parse_args()`, `args, rest =
+    parser.parse_known_args()`."""
     return [a for a in ctx.index.nodes(cst.Assign) if isinstance(a.value, cst.Call)
             and isinstance(a.value.func, cst.Attribute)
             and a.value.func.attr.value in ("parse_args", "parse_known_args")]
