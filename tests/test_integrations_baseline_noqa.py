@@ -142,18 +142,35 @@ def test_add_noqa_keeps_bom_crlf_and_mode(tmp_path):
     assert stat.S_IMODE(p.stat().st_mode) == 0o750
 
 
-def test_add_noqa_reports_lines_that_cannot_take_a_comment(tmp_path):
-    # A finding on a line that ends inside a multi-line string is suppressed where the string
-    # ends, as the engine reads it (Ruff's rule); a backslash continuation can't take a comment.
-    src = 'x = f(DataLoader(ds), """doc\nmore""")\ny = DataLoader(ds) + \\\n    1\nz = DataLoader(ds)\n'
+def test_add_noqa_puts_the_comment_where_the_string_or_continuation_ends(tmp_path):
+    # A finding on a line that cannot take a comment is suppressed where its multi-line string
+    # ends, or where its backslash continuation ends (a chain: through a string), as the engine
+    # reads it (Ruff's rule).
+    from trainlint.api import lint_source
+
+    src = ('from torch.utils.data import DataLoader\n'
+           'x = f(DataLoader(ds), """doc\nmore""")\ny = DataLoader(ds) + \\\n    \\\n    1\n'
+           'w = DataLoader(ds) + \\\n    g("""a\nb""")\nz = DataLoader(ds)\n')
     path = _write(tmp_path, "m.py", src)
     errors = []
-    assert add_noqa(result_of({path: (src, _findings(src, path))}), errors) == 2
-    fixed = src.replace('more""")', 'more""")  # noqa: TL101').replace("z = DataLoader(ds)", "z = DataLoader(ds)  # noqa: TL101")
+    assert [d.start.row for d in lint_source(src, select=["TL101"])] == [2, 4, 7, 10]
+    assert add_noqa(result_of({path: (src, _findings(src, path))}), errors) == 4
+    fixed = (src.replace('more""")', 'more""")  # noqa: TL101').replace("    1\n", "    1  # noqa: TL101\n")
+             .replace('"""a\nb""")', '"""a\nb""")  # noqa: TL101')
+             .replace("z = DataLoader(ds)", "z = DataLoader(ds)  # noqa: TL101"))
     assert open(path).read() == fixed
-    assert [e.reason for e in errors] == [
-        "cannot add noqa on line 3 (TL101): the line ends with a backslash continuation",
-    ]
+    assert errors == []
+    assert lint_source(fixed, select=["TL101"]) == []
+
+
+def test_a_backslash_ending_a_comment_or_inside_a_string_continues_nothing():
+    # Only row 2's own comment could suppress its finding; rows 4-5 are one string, whose
+    # comment (on row 5) covers row 4.
+    from trainlint.api import lint_source
+
+    src = ("from torch.utils.data import DataLoader\na = DataLoader(ds)  # see \\\nb = 1  # noqa: TL101\n"
+           "c = DataLoader(ds, x='''\\\n''')  # noqa: TL101\n")
+    assert [d.start.row for d in lint_source(src, select=["TL101"])] == [2]
 
 
 def test_add_noqa_refuses_a_file_changed_since_the_check(tmp_path):

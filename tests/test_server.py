@@ -155,6 +155,16 @@ def test_quick_fixes_apply_as_the_engine_fixes(client, tmp_path):
     assert "import os" in _apply(guarded, unsafe["edit"]["changes"][uri])
 
 
+def test_disable_for_this_line_comments_where_a_continuation_ends(client, tmp_path):
+    # The finding's line ends with a backslash and cannot take a comment: the engine reads the one
+    # where the statement ends (as Ruff), so that is the line the action writes.
+    text = SOURCE.replace("batch_size=4)  # café", "batch_size=4) \\\n    if True else None")
+    uri = _open(client, tmp_path, text)
+    tl102 = next(d for d in client.diagnostics(uri)["diagnostics"] if d["code"] == "TL102")
+    noqa = next(a for a in _actions(client, uri, [tl102]) if "Disable for this line" in a["title"])
+    assert "batch_size=4) \\\n    if True else None  # noqa: TL102\n" in _apply(text, noqa["edit"]["changes"][uri])
+
+
 def test_fix_all_writes_what_fix_writes(client, tmp_path):
     from trainlint.api import fix_source
 

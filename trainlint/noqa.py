@@ -1,5 +1,6 @@
 """`--add-noqa`: suppress every current finding with a `# noqa: TLxxx` comment on its first line
-(for a finding inside a multi-line string, on the line the string ends on, as the engine reads it).
+(for a finding on a line that cannot take a comment, on the line the engine reads for it, as in
+Ruff: where the multi-line string ends, or where the backslash continuation ends).
 
 An existing `# noqa: X, Y` on that line gains the new codes; a blanket `# noqa` already covers
 everything and is left alone. Files are rewritten atomically, keeping encoding, BOM, line endings
@@ -15,7 +16,7 @@ from collections import defaultdict
 from trainlint.diagnostics import FileError, RunResult
 from trainlint.registry import rules_by_code
 from trainlint.source import SourceError, read_source
-from trainlint.suppressions import NOQA, string_rows  # the code list and rows are read as the engine reads them
+from trainlint.suppressions import NOQA, comment_rows  # the code list and rows are read as the engine reads them
 from trainlint.writer import write_fixed
 from trainlint.textpos import split_lines, strip_eol
 
@@ -67,15 +68,18 @@ def _with_codes(line: str, comment: tuple[int, str] | None, codes: list[str]) ->
     return line.rstrip() + "  # noqa: " + ", ".join(codes), len(codes)
 
 
-def suppressed_line(text: str, row: int, code: str) -> str | None:
-    """Row `row` of text (without its line ending) with `code` suppressed (an editor's "disable
-    for this line"); None when the row cannot take a comment or is already covered."""
+def suppressed_line(text: str, row: int, code: str) -> tuple[int, str] | None:
+    """The row whose comment suppresses findings on row `row` (itself, or where its multi-line
+    string or backslash continuation ends) and its text (without its line ending) with `code`
+    suppressed: an editor's "disable for this line"; None when that row cannot take a comment
+    or is already covered."""
     lines = split_lines(text)
     comments, blocked = _comment_rows(text)
+    row = comment_rows(text).get(row, row)
     if row in blocked or not 1 <= row <= len(lines):
         return None
     new, added = _with_codes(strip_eol(lines[row - 1]), comments.get(row), [code])
-    return new if added else None
+    return (row, new) if added else None
 
 
 def add_noqa(result: RunResult, errors: list[FileError] | None = None) -> int:
@@ -112,14 +116,14 @@ def add_noqa(result: RunResult, errors: list[FileError] | None = None) -> int:
 
         lines = split_lines(text)
         comments, blocked = _comment_rows(text)
-        # The engine honours a suppression on the row a finding starts on, or for a row inside a
-        # multi-line string, on the row the string ends on. A row that ends with a backslash can't
-        # take a comment, so those findings are reported instead of being given a comment that
-        # would not suppress them.
-        in_strings = string_rows(text)
+        # The engine honours a suppression on the row a finding starts on, or for a row that
+        # cannot take a comment, on the row comment_rows gives (where the string or the
+        # continuation ends). Should that row still be blocked (a file the tokenizer gave up on),
+        # the finding is reported instead of given a comment that would not suppress it.
+        moved = comment_rows(text)
         targets: dict[int, list[str]] = {}
         for row, codes in sorted(rows.items()):
-            row = in_strings.get(row, row)
+            row = moved.get(row, row)
             if row in blocked:
                 why = "inside a multi-line string" if not strip_eol(lines[row - 1]).endswith("\\") else "with a backslash continuation"
                 fail(path, f"cannot add noqa on line {row} ({', '.join(codes)}): the line ends {why}")

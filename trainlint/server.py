@@ -679,8 +679,8 @@ class _TextEdits:
     def of_noqa(self, diag: Diagnostic) -> dict | None:
         from trainlint.noqa import suppressed_line
 
-        line = suppressed_line(self.text, diag.start.row, diag.code)
-        return None if line is None else self.of_text(_with_row(self.text, diag.start.row, line))
+        suppressed = suppressed_line(self.text, diag.start.row, diag.code)
+        return None if suppressed is None else self.of_text(_with_row(self.text, *suppressed))
 
     def of_text(self, new_text: str) -> dict:
         return {"changes": {self.uri: [_replacement(self.doc, new_text, self.encoding)]}}

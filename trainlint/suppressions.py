@@ -1,7 +1,8 @@
 """Suppression comments: `# noqa`, `# noqa: TL101, TL102`, `# trainlint: ignore[TL101]`, and the
 file-level `# trainlint: noqa`. A line suppression applies to findings that start on that line
-(for a multi-line call, its first line), and, as in Ruff, to findings inside a multi-line string
-that ends on it (no comment can stand on the string's other lines). Codes of other tools in the
+(for a multi-line call, its first line), and, as in Ruff, to findings on the rows before it that
+cannot take a comment: inside a multi-line string that ends on it, or in a statement continued
+with backslashes up to it. Codes of other tools in the
 same comment are ignored.
 
 Each directive keeps where it and each of its codes sit in the text, and `Suppressions` records
@@ -22,7 +23,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-from trainlint.textpos import LineIndex
+from trainlint.textpos import LineIndex, split_lines, strip_eol
 
 _CODE = r"[A-Z]+[0-9]+"
 _CODE_RE = re.compile(_CODE, re.IGNORECASE)
@@ -73,13 +74,14 @@ class Suppressions:
     directives: list[Directive] = field(default_factory=list)
     # (row or 0 for the file level, code as written) of every code that suppressed a finding
     used: set = field(default_factory=set)
-    # rows inside a multi-line string -> the row it ends on, whose comment covers them
-    string_rows: dict[int, int] = field(default_factory=dict)
+    # rows that cannot take a comment (in a multi-line string, continued with a backslash) -> the
+    # row whose comment covers them (comment_rows)
+    moved_rows: dict[int, int] = field(default_factory=dict)
     # (directive, MISPLACED_FILE_LEVEL or MISSING_COLON): comments that do not do what they look like
     problems: list[tuple[Directive, str]] = field(default_factory=list)
 
     def suppressed(self, code: str, row: int) -> bool:
-        row = self.string_rows.get(row, row)
+        row = self.moved_rows.get(row, row)
         line = self.lines.get(row, False)
         if line is None or self._used(line, code, row):
             return True
@@ -97,12 +99,14 @@ def covers(written: str, code: str) -> bool:
     return code.startswith(written)
 
 
-def string_rows(text: str) -> dict[int, int]:
-    """Each row inside a multi-line string (all but its last) -> the row a comment can take its
-    place on: where the string ends (or, when another multi-line string starts there, where that
-    one ends)."""
+def comment_rows(text: str) -> dict[int, int]:
+    """Each row whose end cannot take a comment -> the row a comment covering it goes on, as in
+    Ruff: a row inside a multi-line string, where the string ends; a row continued with a
+    backslash, where the continuation ends; chains followed to their last row (a continuation
+    into a multi-line string, a string ending on a continued row)."""
     spans = []
     starts: list[int] = []  # f-strings tokenized in parts (Python 3.12+)
+    commented: set[int] = set()
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.type == tokenize.STRING and tok.start[0] != tok.end[0]:
@@ -113,13 +117,19 @@ def string_rows(text: str) -> dict[int, int]:
                 first = starts.pop()
                 if first != tok.end[0]:
                     spans.append((first, tok.end[0]))
+            elif tok.type == tokenize.COMMENT:
+                commented.add(tok.start[0])
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return {}
     out: dict[int, int] = {}
     for first, last in spans:
         for row in range(first, last):
             out[row] = max(out.get(row, last), last)
-    for row in sorted(out, reverse=True):  # a chain of strings: the end of the last one
+    # A backslash ending a row outside a string and a comment continues the statement on the next row.
+    for row, line in enumerate(split_lines(text), start=1):
+        if row not in out and row not in commented and strip_eol(line).endswith("\\"):
+            out[row] = row + 1
+    for row in sorted(out, reverse=True):  # a chain: the end of the last link
         out[row] = out.get(out[row], out[row])
     return out
 
@@ -191,7 +201,7 @@ def parse_suppressions(text: str) -> Suppressions:
                     codes = None if prev is None or codes is None else prev | codes
                 result.lines[row] = codes
     if result.lines:
-        result.string_rows = string_rows(text)
+        result.moved_rows = comment_rows(text)
     return result
 
 
