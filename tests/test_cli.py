@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -429,6 +430,21 @@ def test_the_diff_applies_to_any_line_endings(tmp_path, source):
     subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "--fix", "train.py"], cwd=tmp_path / "b",
                    capture_output=True)
     assert (tmp_path / "a" / "train.py").read_bytes() == (tmp_path / "b" / "train.py").read_bytes() != source
+
+
+def test_the_diff_of_a_name_with_spaces_applies_with_git_and_patch(tmp_path):
+    """The header of a name with a space ends with a tab, as git writes it: GNU patch read the
+    name up to the space and asked which file to patch."""
+    (tmp_path / "my runs").mkdir()
+    (tmp_path / "my runs" / "train v2.py").write_text(BAD)
+    proc = subprocess.run([sys.executable, "-m", "trainlint", "check", "--no-cache", "--diff", "my runs"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.stdout.startswith("--- my runs/train v2.py\t\n+++ my runs/train v2.py\t\n"), proc.stdout
+    appliers = [["git", "apply", "-p0", "-"]] + ([["patch", "-p0", "--batch"]] if shutil.which("patch") else [])
+    for command in appliers:
+        (tmp_path / "my runs" / "train v2.py").write_text(BAD)
+        subprocess.run(command, input=proc.stdout, cwd=tmp_path, text=True, check=True, capture_output=True)
+        assert (tmp_path / "my runs" / "train v2.py").read_text() == GOOD
 
 
 def test_unsafe_fixes_count_as_available_when_asked(project):

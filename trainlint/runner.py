@@ -107,8 +107,11 @@ def _check_source(source, path: str, settings: Settings, mode: Mode, write: bool
                 except SourceError as exc:
                     result.error = FileError(path, str(exc))
                     return result
+            # A name with a space ends with a tab, as git writes it: `patch` reads the name up to
+            # the first whitespace otherwise (and asked which file to patch).
+            name = path + "\t" if " " in path else path
             result.diff = "".join(_ended(line) for line in difflib.unified_diff(
-                _patch_lines(before), _patch_lines(after), fromfile=path, tofile=path))
+                _patch_lines(before), _patch_lines(after), fromfile=name, tofile=name))
         # Nothing is written: report what is still there, fixable ones included.
         result.diagnostics = _new_only(mode, lint_text(source.text, path, rules, settings), source.text)
         result.fixed = len(outcome.applied)
