@@ -323,7 +323,9 @@ framework's: a LightningModule's `training_step`, a Lightning callback's `on_tra
 transformers or trl Trainer's `compute_loss` or `training_step`, a TrainerCallback's
 `on_step_end` (found through base classes the module imports). Code under a test of a few steps
 (`if step == 0:`, or steps named one by one: `if step in {1, 10, 100}:`) does not run on every
-step. A `case` reads as the `if` it amounts to: `match step % log_every:` / `case 0:` is an
+step, nor does code after a `continue` (or a helper's `return`) on every step but the first, a
+few or the last (`if step != 0: continue`, `if step > 0:`, `if step:`, `if step not in {0, 1}:`,
+`if i != len(loader) - 1:`, `if not first:`). A `case` reads as the `if` it amounts to: `match step % log_every:` / `case 0:` is an
 interval test, `case _:` runs on every step. A function handed to the optimizer's step as its closure (`opt.step(closure)`) runs on every
 step; but in a closure handed to L-BFGS, whose step reads the closure's loss on the host at every
 evaluation (`float(closure())`), a read of its own waits for nothing more and is not flagged (nor
@@ -676,6 +678,21 @@ of every tenth loss, predictions shorter than their targets).
         # beside it) still limits what follows.
         Valid(in_training_loop("if not should_log or step == 0:\n    continue\nprint(loss.item())")),
         Valid(in_training_loop("if step % 10 != 0 or step == 0:\n    continue\nprint(loss.item())")),
+        Valid(in_training_loop("if step % 100 != 0:\n    continue\nprint(loss.item())")),
+        Valid(in_training_loop("if step % 100:\n    continue\nprint(loss.item())")),
+        # A `continue` on every step but the first (or a few, or all but the last) leaves the rest
+        # to those steps only: it was read as per step.
+        Valid(in_training_loop("if step != 0:\n    continue\nprint(loss.item())")),
+        Valid(in_training_loop("if step > 0:\n    continue\nprint(loss.item())")),
+        Valid(in_training_loop("if step >= 1:\n    continue\nprint(loss.item())")),
+        Valid(in_training_loop("if step:\n    continue\nprint(loss.item())")),
+        Valid(in_training_loop("if step not in {0, 1}:\n    continue\nprint(loss.item())")),
+        Valid(in_training_loop("if step != len(loader) - 1:\n    continue\nprint(loss.item())")),
+        Valid(in_training_loop("if epoch_step != 0 or not verbose:\n    continue\nprint(loss.item())")),
+        Valid("first = True\n" + in_training_loop("if not first:\n    continue\nfirst = False\nprint(loss.item())")),
+        # ... also `return` in a helper the loop calls on every step.
+        Valid("import torch\ndef show(step, loss):\n    if step != 0:\n        return\n    print(loss.item())\n"
+              + in_training_loop("show(step, loss)").partition("\n")[2]),
         # `match step % n:` / `case 0:` is the interval test `if step % n == 0:` written as a match
         # (read as per step before).
         Valid(in_training_loop("match step % args.log_interval:\n    case 0:\n        print(loss.item())")),
@@ -854,6 +871,11 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(in_training_loop("if step in {0, 1}:\n    continue\nhistory = loss.item()")),
         Invalid(in_training_loop("if args.skip_first and step == 0:\n    continue\nhistory = loss.item()")),
         Invalid(in_training_loop("if step >= args.max_steps:\n    continue\nhistory = loss.item()")),
+        # Not a one-off: a size (`batch_size != ...`), a flag that only contains `step`, or `and` with
+        # a test that may be false on every step leaves the rest per step.
+        Invalid(in_training_loop("if batch_size != args.batch_size:\n    continue\nhistory = loss.item()")),
+        Invalid(in_training_loop("if skip_step:\n    continue\nhistory = loss.item()")),
+        Invalid(in_training_loop("if step != 0 and args.warmup_only:\n    continue\nhistory = loss.item()")),
         # GradScaler.get_scale() is `.item()` of the scale: the "was the step skipped?" idiom.
         Invalid("import torch\nscaler = torch.amp.GradScaler()\n" + in_training_loop(
             "before = scaler.get_scale()").partition("\n")[2], fixed=NO_FIX,

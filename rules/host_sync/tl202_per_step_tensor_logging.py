@@ -242,6 +242,8 @@ tensor are logging lines side by side, and go under one `if` together).
         Valid(in_training_loop("print(f'step {step} loss {loss:.4f}') if step % 5 == 0 else None")),
         Valid(in_training_loop("step % 5 == 0 and print(f'loss {loss:.4f}')")),
         Valid(in_training_loop("if step % 50 == 0:\n    print(f'loss {loss:.3f}')")),
+        # After `if step > 0: continue` the rest runs on the first step only (read as per step).
+        Valid(in_training_loop("if step > 0:\n    continue\nprint(f'loss {loss:.3f}')")),
         Valid(in_training_loop("print(f'step {step}')")),
         Valid(in_training_loop("pbar.set_postfix(lr=opt.param_groups[0]['lr'])")),
         Valid("import logging\nfor x, y in val_loader:\n    loss = model(x, y)\n    logging.info('%s', loss)\n"),

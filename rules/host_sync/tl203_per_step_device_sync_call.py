@@ -246,6 +246,11 @@ under its interval, right before the read.
               "for it in range(10):\n    model(torch.randn(8, 4)).sum().backward()\n    opt.step()\n"
               "    torch.cuda.empty_cache()\n"),
         Valid(in_training_loop("if step % 100 == 0:\n    torch.cuda.synchronize()")),
+        # After a `continue` on every step but the first (`step != 0`, `step > 0`, `not first`), the
+        # rest runs on the first step only (it was read as per step).
+        Valid(in_training_loop("if step != 0:\n    continue\ntorch.cuda.synchronize()")),
+        Valid(in_training_loop("if step > 0:\n    continue\nprint(torch.cuda.max_memory_allocated())")),
+        Valid(in_training_loop("if step % 100 != 0:\n    continue\ntorch.cuda.synchronize()")),
         Valid(in_training_loop("pass") + "torch.cuda.synchronize()\n"),
         Valid("import torch\nfor epoch in range(3):\n    torch.cuda.empty_cache()\n    train_one_epoch()\n"),
         Valid(in_training_loop("torch.synchronize_everything = 1")),

@@ -170,6 +170,8 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
               "        if smoothed > 4 * best_loss:\n            break\n"),
         Valid(in_training_loop("if step % 100 == 0 and torch.isnan(loss):\n    raise RuntimeError('nan')")),
         Valid(in_training_loop("if loss is None:\n    continue")),
+        # After `if step != 0: continue` the rest runs on the first step only (read as per step).
+        Valid(in_training_loop("if step != 0:\n    continue\nif loss > 10:\n    print('spike')")),
         Valid(in_training_loop("if use_amp:\n    scaler.update()")),
         Valid("import torch\nfor x in val_loader:\n    out = model(x)\n    assert not torch.isnan(out).any()\n"),
         Valid(in_training_loop("if step == 0:\n    print(loss)")),

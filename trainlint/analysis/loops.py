@@ -285,6 +285,40 @@ def _few_steps(test: cst.BaseExpression) -> bool:
                                        cst.GreaterThanEqual)) for t in test.comparisons)
 
 
+# A flag true on a run's (or an epoch's) first step only: `first`, `is_first_step`, `first_batch`.
+_FIRST_FLAG = re.compile(r"^(is_)?first(_\w+)?$", re.IGNORECASE)
+# Counter-like names that are a size or a limit, not a position in the run (`batch_size`, `max_steps`).
+_NOT_A_POSITION = re.compile(r"(size|len|num|dim|shape|total|max|min)", re.IGNORECASE)
+
+
+def _position_name(expr: cst.BaseExpression) -> bool:
+    """expr names a step counter (`step`, `i`, `self.global_step`), not a size (`batch_size`)."""
+    text = dotted(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    last = (text or "").rsplit(".", 1)[-1]
+    return bool(last and _COUNTER.search(last)) and not _NOT_A_POSITION.search(last)
+
+
+def _past_first_steps(test: cst.BaseExpression) -> bool:
+    """A comparison that holds on every step but one or a few: `step != 0`, `i != len(loader) - 1`,
+    `step not in {0, 1}`, `i > 0`, `step >= 1`, `0 < step` (a counter against a number), or `not
+    first`. The flip of _few_steps: code after `if test: continue` runs on those few steps only."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        flag = dotted(test.expression) if isinstance(test.expression, (cst.Name, cst.Attribute)) else None
+        return bool(flag and _FIRST_FLAG.match(flag.rsplit(".", 1)[-1]))
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1) or first_modulo(test) is not None:
+        return False
+    op, left, right = test.comparisons[0].operator, test.left, test.comparisons[0].comparator
+    if isinstance(op, cst.NotEqual):
+        return _position_name(left) or _position_name(right)
+    if isinstance(op, cst.NotIn):
+        return _position_name(left) and _few_numbers(right)
+    if isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual)):
+        return _position_name(left) and number(right) is not None
+    if isinstance(op, (cst.LessThan, cst.LessThanEqual)):
+        return number(left) is not None and _position_name(right)
+    return False
+
+
 def _code_of(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
 
@@ -2694,7 +2728,14 @@ class Loops:
         if cached is None:
             cached = ([], [])
             for i, stmt in enumerate(block.body):
-                if isinstance(stmt, cst.If) and stmt.orelse is None and self.is_interval_test(stmt.test):
+                if isinstance(stmt, cst.If) and stmt.orelse is None and self._past_first_steps(stmt) \
+                        and isinstance(last_statement(stmt.body), (cst.Return, cst.Continue)) \
+                        and not self._steps_optimizer(stmt, block.body[i + 1:]):
+                    # `if step != 0: continue`, `if i > 0: continue`, `if not first: continue`:
+                    # what follows runs on the first step (or a few) only. One after which the
+                    # optimizer steps is taken for an accumulation window's count, as before.
+                    cached[1].append(i)
+                elif isinstance(stmt, cst.If) and stmt.orelse is None and self.is_interval_test(stmt.test):
                     remainder = _remainder_test(stmt.test)
                     if (remainder is not None and remainder[0]) or _few_steps(stmt.test):
                         # `if step % n == 0: continue` leaves on one step in N, `if step == 0:
@@ -2714,6 +2755,21 @@ class Loops:
                     cached[0 if steps else 1].append(i)
             self._exit_cache[block] = cached
         return cached
+
+    def _past_first_steps(self, branch: cst.If) -> bool:
+        """branch's test holds on every step of its loop but one or a few (_past_first_steps),
+        also a bare loop index (`if step:`, false at 0 only: the enumerate or range counter of the
+        loop, not any name with `step` in it); `a or b` when either side does, `a and b` when both."""
+        loop = self.innermost_loop(branch)
+        counters = {enumerate_counter(loop), range_counter(loop)} - {None} if loop is not None else set()
+
+        def past(test: cst.BaseExpression) -> bool:
+            if isinstance(test, cst.BooleanOperation):
+                left, right = past(test.left), past(test.right)
+                return (left or right) if isinstance(test.operator, cst.Or) else (left and right)
+            return _past_first_steps(test) or (isinstance(test, cst.Name) and test.value in counters)
+
+        return past(branch.test)
 
     def _steps_optimizer(self, at: cst.CSTNode, statements) -> bool:
         """An optimizer step of the hot loop that `at` is in, among `statements`: `opt.step()`,
