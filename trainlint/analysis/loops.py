@@ -2911,7 +2911,9 @@ class Loops:
                 return " ".join(code(test).split())
             if isinstance(anc, (cst.IndentedBlock, cst.Module)):
                 _steps, others = self._early_exits(anc)
-                exits = [i for i in others if i < _position(anc.body, child)]
+                # A one-off exit (`if step != 0: return`) names no interval to quote.
+                exits = [i for i in others if i < _position(anc.body, child)
+                         and not (anc.body[i].orelse is None and self._past_first_steps(anc.body[i]))]
                 if exits:
                     guard = anc.body[exits[0]]
                     if guard.orelse is not None:  # `if step % n == 0: ... else: return`
