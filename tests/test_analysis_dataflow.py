@@ -1123,3 +1123,22 @@ def test_a_loaders_dataset_name_is_read_in_its_own_scope():
     assert [[ctx.code(b) for b in dataset_builds(ctx, call)] for call in loaders] == [
         ["Images(root)"], ["Tokens(path)"], ["Shared()"], ["Images(paths)"], ["Images('x')"]]
     assert [dataset_class(ctx, call).name.value for call in loaders] == ["Images", "Tokens", "Shared", "Images", "Images"]
+
+
+def test_tensors_in_host_memory_after_a_copy_from_the_device():
+    # A tensor made on the host stays there whatever is copied into it (`.copy_()` never moves a
+    # tensor): so does a view of it, and an attribute every assignment of which makes one. on_host
+    # (its value readable without a wait) does not hold after such a copy. A device factory's, a
+    # parameter's, or a name assigned nowhere here is not known.
+    code = (
+        "import torch\nclass T:\n    def __init__(self):\n        self.host = torch.zeros(1).pin_memory()\n"
+        "def run(loader, param):\n    buf = torch.empty(4, device='cpu')\n    dev = torch.zeros(4, device='cuda')\n"
+        "    for x in loader:\n        out = model(x.cuda())\n        buf.copy_(out)\n"
+        "        use(buf, buf[:2], buf.view(-1), dev, param, unknown, T().host)\n"
+    )
+    ctx = _ctx(code)
+    args = [a.value for a in _calls(ctx, "use")[0].args]
+    assert [ctx.tensors.in_host_memory(a) for a in args[:6]] == [True, True, True, False, False, False]
+    assert not ctx.tensors.on_host(args[0])
+    host_attr = next(n for n in ctx.index.nodes(cst.Attribute) if ctx.dotted(n) == "self.host")
+    assert ctx.tensors.in_host_memory(host_attr)

@@ -76,6 +76,25 @@ def host_read(ctx, call: cst.Call) -> tuple[cst.BaseExpression, str] | None:
     return None
 
 
+def blocking_host_copy(ctx, call: cst.Call) -> cst.BaseExpression | None:
+    """The source of `buf.copy_(src)` that copies a tensor that may be on the device (device_tensor)
+    into one in host memory (Tensors.in_host_memory): without `non_blocking=True` the copy waits
+    for the GPU as `.cpu()` does. None for any other call, and for `non_blocking=` anything but a
+    literal False (True, with a pinned buffer, waits for nothing; a variable is not known)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "copy_") or any(a.star for a in call.args):
+        return None
+    source = ctx.positional(call, 0) or ctx.keyword(call, "src")
+    flag = ctx.positional(call, 1) or ctx.keyword(call, "non_blocking")
+    if source is None or (flag is not None and ctx.literal(flag.value) is not False):
+        return None
+    source = source.value
+    if not ctx.tensors.in_host_memory(func.value) or not device_tensor(ctx, source) \
+            or ctx.tensors.in_host_memory(source):
+        return None
+    return source
+
+
 # Calls that turn their one argument into a Python number or bool: of a tensor, they read its value
 # on the host. `bool(t)` is what `if t:` does; math's predicates call `float(t)` first.
 _CONVERSIONS = {"builtins.float": "float", "builtins.int": "int", "builtins.bool": "bool",

@@ -16,7 +16,7 @@ from .cases import CLOSURE, FORWARD_TRAINER, HOOK, HOST_BATCH, WRITER, forward_c
 from .consumers import cross_rank_decision, host_consumer
 from .guards import guard_statement, interval_guard, log_line
 from .logged_values import argument
-from .syncs import SYNC_METHODS, framework_logging, host_read, waits_per_step
+from .syncs import SYNC_METHODS, blocking_host_copy, framework_logging, host_read, waits_per_step
 
 
 def _log_line_read(ctx, read: cst.Call) -> bool:
@@ -284,6 +284,10 @@ _ALTERNATING = (
 )
 # A token count added to across micro-batches drawn from an iterator a caller hands in, read once
 # per step (torchtitan's `int(local_valid_tokens)`); {start} is what the count starts as.
+# A host buffer `buf` made before a training loop on the GPU, which ends with `{copy}`.
+_HOST_COPY = ("import torch\nmodel = torch.nn.Linear(4, 1).cuda()\nbuf = {buf}\n"
+              "for step, x in enumerate(loader):\n    loss = model(x.cuda()).sum()\n    loss.backward()\n"
+              "    opt.step()\n    {copy}\n")
 _TOKEN_COUNT = ("import torch\n\n\ndef train_step(data_iterator):\n    n = {start}\n"
                 "    for _ in range(4):\n        x, labels = next(data_iterator)\n        n += (labels != -100).sum()\n"
                 "        model(x).sum().backward()\n    log({{'tokens': int(n)}})\n    opt.step()\n\n\n"
@@ -306,7 +310,11 @@ class PerStepHostSync(Rule):
 Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
 `float(t)`, `int(t)`, `bool(t)`, `math.isfinite(t)` / `math.isnan(t)` / `math.isinf(t)` (which
 call `float(t)`), also as an `if` test, where TL204 does not report them again; a GradScaler's
-`get_scale()`, which is `.item()` of its scale; and a tensor handed to the `step()` of a
+`get_scale()`, which is `.item()` of its scale; a copy from the device into a tensor in host
+memory (`buf.copy_(out)`, where `buf` is made on the CPU: `torch.empty(n, device="cpu")`,
+`.cpu()`, `.pin_memory()`), which waits as `.cpu()` does unless `non_blocking=True` (reported
+without a fix: under an interval the buffer would hold an older value on the other steps); and a
+tensor handed to the `step()` of a
 scheduler built as `torch.optim.lr_scheduler.ReduceLROnPlateau(...)` in the file, which reads
 its metric with `float()`) that run on every step of the hot loop. Under gradient accumulation the
 branch that steps the optimizer (`if (i + 1) % accum == 0: opt.step(); ...`, or accelerate's
@@ -697,8 +705,31 @@ of every tenth loss, predictions shorter than their targets).
         # (read as per step before).
         Valid(in_training_loop("match step % args.log_interval:\n    case 0:\n        print(loss.item())")),
         Valid(in_training_loop("match step % 10:\n    case 0 | 5:\n        print(loss.item())")),
+        # `buf.copy_(x)` into a host tensor: not with `non_blocking=True`, nor into a tensor on the
+        # device or one not known to be in host memory (a parameter), nor from a host batch's tensor.
+        Valid(_HOST_COPY.format(buf='torch.empty(4, device="cpu").pin_memory()',
+                                copy="buf.copy_(loss.detach(), non_blocking=True)")),
+        Valid(_HOST_COPY.format(buf='torch.zeros(4, device="cuda")', copy="buf.copy_(loss.detach())")),
+        Valid(_HOST_COPY.format(buf='torch.zeros(4)', copy="if step % 100 == 0:\n        buf.copy_(loss.detach())")),
+        Valid(HOST_BATCH.format(read="buf.copy_(y)").replace("for step", "buf = torch.zeros(4)\nfor step")),
+        Valid("import torch\ndef train(loader, buf):\n    for x in loader:\n        loss = model(x.cuda())\n"
+              "        loss.backward()\n        opt.step()\n        buf.copy_(loss.detach())\n"),
     ]
     invalid = [
+        # `buf.copy_(x)` of a device tensor into a host tensor waits as `.cpu()` does (it was not
+        # reported): a CPU factory's, a pinned buffer, what `.cpu()` gave, or a view of one.
+        Invalid(_HOST_COPY.format(buf='torch.empty(4, device="cpu")', copy="buf.copy_(loss.detach())"),
+                fixed=NO_FIX, message="`buf.copy_(...)` copies a GPU tensor into host memory, which waits for "
+                "the GPU on every step; copy it under the logging interval (`if step % 100 == 0:`), or into a "
+                "pinned buffer with `non_blocking=True` (and wait for the copy, on an event, before reading it); "
+                "not fixed: on the other steps the buffer would keep an older value"),
+        Invalid(_HOST_COPY.format(buf="torch.zeros(4).pin_memory()", copy="buf[:1].copy_(loss.detach(), False)"),
+                fixed=NO_FIX),
+        Invalid(_HOST_COPY.format(buf="model.weight.detach().cpu()", copy="buf.copy_(model.weight)"), fixed=NO_FIX),
+        Invalid("import torch\nclass Trainer:\n    def __init__(self):\n        self.model = torch.nn.Linear(4, 1).cuda()\n"
+                "        self.host = torch.zeros(1)\n    def fit(self, loader):\n        for x in loader:\n"
+                "            loss = self.model(x.cuda()).sum()\n            loss.backward()\n            self.opt.step()\n"
+                "            self.host.copy_(loss.detach())\n", fixed=NO_FIX),
         # ... a constant that is a tensor on the device makes the comparison one there.
         Invalid(_HOST_LABELS.format(limit="torch.tensor(3, device='cuda')"), fixed=NO_FIX, message="`int()`"),
         # ... but a reduced value only logged, a flag tested before it is reduced (or reduced
@@ -1241,6 +1272,15 @@ of every tenth loss, predictions shorter than their targets).
                 self.report(node, f"`{ctx.code(node)}` reads the loss scale from the GPU (`.item()`) on every step; "
                                   f"read it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])}); to tell a "
                                   f"skipped step, let the scheduler step anyway (float16 skips few steps)")
+            return
+        elif blocking_host_copy(ctx, node) is not None:
+            # `buf.copy_(x)` into a host tensor is `.cpu()` written into a buffer: it waits for x.
+            if waits_per_step(ctx, node):
+                self.report(node, f"`{ctx.code(func)}(...)` copies a GPU tensor into host memory, which waits for "
+                                  f"the GPU on every step; copy it under the logging interval "
+                                  f"({interval_guard(ctx, node, self.opts['log-every'])}), or into a pinned buffer "
+                                  f"with `non_blocking=True` (and wait for the copy, on an event, before reading it); "
+                                  f"not fixed: on the other steps the buffer would keep an older value")
             return
         elif (metric := _plateau_metric(ctx, node)) is not None:
             if waits_per_step(ctx, node) and not ctx.tensors.on_host(metric):

@@ -555,6 +555,26 @@ class Tensors:
         y.tolist():`); not across another loop's body or into a function."""
         return self._host(expr, 0, field=False)
 
+    def in_host_memory(self, expr: cst.BaseExpression) -> bool:
+        """expr is a tensor that lives in host memory, whatever it holds now: a name (or `self.x`)
+        every assignment of which makes one there (on_host of the value: `torch.empty(n,
+        device="cpu")`, `torch.zeros(n)` where the default device is the CPU, `x.cpu()`,
+        `.pin_memory()`), or a view of one (`buf[:n]`, `buf.view(-1)`). In-place changes (`buf.copy_(
+        x)`) never move a tensor, so unlike on_host this holds after a copy from the device too.
+        Not known for a parameter or a name assigned nowhere here."""
+        for _ in range(4):
+            if isinstance(expr, cst.Subscript):
+                expr = expr.value
+            elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+                    and expr.func.attr.value in _KEEPS_DEVICE:
+                expr = expr.func.value
+            else:
+                break
+        if not isinstance(expr, (cst.Name, cst.Attribute)):
+            return False
+        values = self.ctx.assigned_values(expr, anywhere=isinstance(expr, cst.Attribute))
+        return bool(values) and all(self.on_host(v) for v in values)
+
     def on_device(self, expr: cst.BaseExpression) -> bool:
         """expr's value is a tensor on an accelerator, or may be one on some run: what a device
         copy gives (`x.cuda()`, `x.to(device)`; a device not known here counts, as
