@@ -907,6 +907,8 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(in_training_loop("if batch_size != args.batch_size:\n    continue\nhistory = loss.item()")),
         Invalid(in_training_loop("if skip_step:\n    continue\nhistory = loss.item()")),
         Invalid(in_training_loop("if step != 0 and args.warmup_only:\n    continue\nhistory = loss.item()")),
+        # Past a large bound the steps before it are most of a run, each one paying.
+        Invalid(in_training_loop("if step >= 1000:\n    continue\nhistory = loss.item()")),
         # GradScaler.get_scale() is `.item()` of the scale: the "was the step skipped?" idiom.
         Invalid("import torch\nscaler = torch.amp.GradScaler()\n" + in_training_loop(
             "before = scaler.get_scale()").partition("\n")[2], fixed=NO_FIX,

@@ -313,10 +313,19 @@ def _past_first_steps(test: cst.BaseExpression) -> bool:
     if isinstance(op, cst.NotIn):
         return _position_name(left) and _few_numbers(right)
     if isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual)):
-        return _position_name(left) and number(right) is not None
+        return _position_name(left) and _few(number(right))
     if isinstance(op, (cst.LessThan, cst.LessThanEqual)):
-        return number(left) is not None and _position_name(right)
+        return _few(number(left)) and _position_name(right)
     return False
+
+
+def _few(bound: int | float | None) -> bool:
+    """A bound that leaves a few steps before it (`step > 2`): past a large one (`step >= 1000`)
+    the run's first thousand steps are still most of a short run, each one paying."""
+    return bound is not None and bound <= _FEW_STEPS
+
+
+_FEW_STEPS = 10
 
 
 def _code_of(node: cst.CSTNode) -> str:
