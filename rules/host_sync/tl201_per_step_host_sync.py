@@ -354,7 +354,8 @@ line and the test, such as `global_step += 1`, the line moves into that `if` pas
 assignments, else the named interval below is used when it reads no such name, else there is
 no fix); else the loop's own
 counter (the `enumerate` index, also of `tqdm(enumerate(loader))`, `it` of `for it in
-range(n)`, a name it increments by 1, never a tensor: `step_t += 1` of a device tensor is no
+range(n)` but not of `range(0, n, batch_size)`, whose offsets count samples, a name it increments
+by 1, never a tensor: `step_t += 1` of a device tensor is no
 counter; of a micro-batch loop that steps no optimizer, nanoGPT's `for micro_step in
 range(accum):`, the counter of the loop around it that does, as of a loop over training
 objectives whose rounds each step the optimizer they take, `optimizer = optimizers[train_idx]`
@@ -1067,6 +1068,16 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=in_training_loop("if step % 100 == 0:\n    logger.info('l=%f', loss.item())")),
         Invalid(in_training_loop("print('loss', loss.item())"),
                 fixed=in_training_loop("if step % 25 == 0:\n    print('loss', loss.item())"), options={"log-every": 25}),
+        # A loop over batch offsets (`range(0, n, batch_size)`) counts samples, not steps: `start % 100
+        # == 0` held on one step in 25 of those of 4 samples, on the first alone of those of 64. No fix;
+        # a range that steps by 1 counts steps.
+        Invalid("import torch\nfor start in range(0, len(xs), bs):\n    loss = model(xs[start:start + bs])\n"
+                "    loss.backward()\n    opt.step()\n    print(loss.item())\n", fixed=NO_FIX,
+                message="counting `step` where no counter of the loop was found"),
+        Invalid("import torch\nfor i in range(0, n, 1):\n    loss = model(xs[i])\n"
+                "    loss.backward()\n    opt.step()\n    print(loss.item())\n",
+                fixed="import torch\nfor i in range(0, n, 1):\n    loss = model(xs[i])\n"
+                "    loss.backward()\n    opt.step()\n    if i % 100 == 0:\n        print(loss.item())\n"),
         # The script's logging-interval option, defined but never read by the code: the guard used
         # the default 100 until something read `args.log_interval` ...
         Invalid(in_training_loop("print('loss', loss.item())").replace("import torch\n", "import torch\nimport argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--log_interval', type=int, default=20)\nargs = parser.parse_args()\n"),

@@ -380,7 +380,15 @@ def range_counter(loop: cst.CSTNode, assigned=None) -> str | None:
     `for step in pbar:`, with `assigned(name)` giving the values assigned to it); None otherwise."""
     if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name)) or loop.target.value == "_":
         return None  # `for _ in range(n)` names no counter to read (one the body counts may)
-    return loop.target.value if _counts_through_bar(loop.iter, assigned, ("range", "trange")) else None
+    call = _counting_call(loop.iter, assigned, ("range", "trange"))
+    if call is None:
+        return None
+    # `range(0, n, batch_size)` binds batch offsets: `start % 100 == 0` holds on one step in 25 (a
+    # batch of 4) or on the first alone (of 64), not every 100th. Counting by 1 only.
+    step = call.args[2] if len(call.args) > 2 and call.args[2].keyword is None else None
+    if step is not None and (step.star or literal(step.value) != 1):
+        return None
+    return loop.target.value
 
 
 def enumerate_counter(loop: cst.CSTNode, assigned=None) -> str | None:
@@ -393,26 +401,27 @@ def enumerate_counter(loop: cst.CSTNode, assigned=None) -> str | None:
     first = loop.target.elements[0]
     if isinstance(first, cst.StarredElement) or not isinstance(first.value, cst.Name) or first.value.value == "_":
         return None
-    return first.value.value if _counts_through_bar(loop.iter, assigned, ("enumerate",)) else None
+    return first.value.value if _counting_call(loop.iter, assigned, ("enumerate",)) is not None else None
 
 
-def _counts_through_bar(it: cst.BaseExpression, assigned, counters: tuple[str, ...]) -> bool:
-    """The loop's iterable is a call of one of `counters` (by its last name), directly, through a
+def _counting_call(it: cst.BaseExpression, assigned, counters: tuple[str, ...]) -> cst.Call | None:
+    """The call of one of `counters` (by its last name) the loop's iterable is: directly, through a
     progress bar over it (the bar goes over what it is given first: `tqdm(enumerate(loader),
-    total=n)`), or through a name assigned one of those (`assigned(name)` gives its values)."""
+    total=n)`), or through a name assigned one of those (`assigned(name)` gives its values); None
+    when it is none of those."""
     if isinstance(it, cst.Name) and assigned is not None:
         values = assigned(it)
         it = values[0] if len(values) == 1 else it
     for _ in range(2):
         if not isinstance(it, cst.Call):
-            return False
+            return None
         name = (dotted(it.func) or "").rsplit(".", 1)[-1]
         if name in counters:
-            return True
+            return it
         if name != "tqdm" or not it.args or it.args[0].keyword is not None or it.args[0].star:
-            return False
+            return None
         it = it.args[0].value
-    return False
+    return None
 
 
 def _display_items(display: cst.BaseExpression):
