@@ -7,6 +7,7 @@ import libcst as cst
 
 from trainlint.analysis.distributed import one_line
 from trainlint.analysis.imports import guarded_import, module_binding, remove_unused_imports
+from trainlint.analysis.precision import UNKNOWN
 from trainlint.diagnostics import Applicability
 from trainlint import layout
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, target_allows
@@ -32,9 +33,20 @@ def _bf16_check(ctx, torch: str, negated: bool = False) -> str:
     check = _BF16_CHECK_BEFORE_2_4.format(torch=torch)
     return f"not ({check})" if negated else check
 
+
+def _how_float16(ctx, use) -> str:
+    """How the float16 autocast use gets float16: as written, or as CUDA's default (no dtype, `None`,
+    or a name bound only to None: `AMP_DTYPE = None`, which is no `torch.float16`)."""
+    expr = ctx.precision.autocast_dtype_expr(use)
+    if expr is None:
+        return "implicitly (CUDA's default)"
+    if ctx.precision.dtypes(expr, none="None") == {"None"}:
+        return f"implicitly (`{one_line(ctx.code(expr))}` is None: CUDA's default)"
+    return "as `torch.float16`"
+
+
 # Scaler methods the Ampere fix rewrites: scale(x) -> x, step(opt) -> opt.step(); update/unscale_ go.
 _SCALER_DROPPED = ("update", "unscale_")
-
 
 _CHOICE_LINE = ("amp_dtype = (\n    torch.bfloat16\n    if torch.cuda.is_bf16_supported(including_emulation=False)\n"
                 "    else torch.float16\n)\n")
@@ -170,7 +182,9 @@ Nor is a file fixed whose float16 autocast is a decorator (`@torch.autocast("cud
 `def forward`), except for an Ampere target-gpu (plain `dtype=torch.bfloat16` on it): its
 arguments are evaluated where the function is defined, at import, before a run-time check can
 choose the dtype, and fixing the other autocasts alone would turn the scaler off on a bfloat16
-GPU while the decorated function still runs in float16.
+GPU while the decorated function still runs in float16. Likewise no fix when another autocast
+of the training step has a dtype the fix cannot read (`dtype=cfg.amp_dtype`, maybe float16): it
+would stay as it is while every scaler is turned off on a bfloat16 GPU.
 """
     _LOOP = ("import torch\n{pre}scaler = torch.amp.GradScaler({sargs})\nfor x, y in loader:\n"
              "    with torch.autocast({aargs}):\n        loss = model(x, y)\n"
@@ -502,6 +516,17 @@ GPU while the decorated function still runs in float16.
                 "    scaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n    for x in batches:\n"
                 "        with torch.autocast('cuda', dtype=amp_dtype):\n            loss = model(x).mean()\n"
                 "        scaler.scale(loss).backward()\n        scaler.step(opt)\n        scaler.update()\n"),
+        # Another training autocast whose dtype the fix cannot read (it may be float16): the fix would
+        # turn off the scaler on a bfloat16 GPU for it too, which left float16 unscaled. No fix.
+        Invalid("import torch\ndef pretrain(model, opt, batches, cfg):\n    scaler = torch.amp.GradScaler('cuda')\n"
+                "    for x in batches:\n        with torch.autocast('cuda', dtype=cfg.amp_dtype):\n"
+                "            loss = model(x).mean()\n        scaler.scale(loss).backward()\n        scaler.step(opt)\n"
+                "        scaler.update()\n"
+                "def finetune(model, opt, batches):\n    scaler = torch.amp.GradScaler('cuda')\n    for x in batches:\n"
+                "        with torch.autocast('cuda', dtype=torch.float16):\n            loss = model(x).mean()\n"
+                "        scaler.scale(loss).backward()\n        scaler.step(opt)\n        scaler.update()\n",
+                fixed=NO_FIX, message="not fixed: the training step's autocast `torch.autocast('cuda', "
+                                      "dtype=cfg.amp_dtype)` has a dtype the fix cannot read"),
         # ... nor one in a prediction function whose dtype can be bfloat16, beside CUDA's default in the step.
         Invalid("import torch\nPRED_DTYPE = torch.bfloat16 if fast else torch.float32\ndef predict(x):\n"
                 "    with torch.autocast('cuda', dtype=PRED_DTYPE):\n        return model(x)\n"
@@ -513,6 +538,11 @@ GPU while the decorated function still runs in float16.
                 fixed=_LOOP.format(pre=_CHOICE_LINE, sargs="'cuda', enabled=amp_dtype == torch.float16",
                                    aargs="'cuda', dtype=amp_dtype"),
                 message="autocast runs in float16 implicitly"),
+        # ... also through a name bound to None: the message said it ran "as `torch.float16`".
+        Invalid(_LOOP.format(pre="AMP_DTYPE = None\n", sargs="'cuda'", aargs="'cuda', dtype=AMP_DTYPE"),
+                fixed=_LOOP.format(pre="AMP_DTYPE = None\n" + _CHOICE_LINE, sargs="'cuda', enabled=amp_dtype == torch.float16",
+                                   aargs="'cuda', dtype=amp_dtype"),
+                message="autocast runs in float16 implicitly (`AMP_DTYPE` is None: CUDA's default)"),
         Invalid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', None"),
                 fixed=_LOOP.format(pre=_CHOICE_LINE, sargs="'cuda', enabled=amp_dtype == torch.float16",
                                    aargs="'cuda', amp_dtype")),
@@ -683,7 +713,15 @@ GPU while the decorated function still runs in float16.
         decorator = next((a for a in autocasts if a.decorates is not None), None)
         note = ""
         optional = next((a for a in autocasts if a.optional), None)
-        if optional is not None:
+        # A training autocast whose dtype is not known (`dtype=cfg.amp_dtype`) stays as it is, yet the
+        # fix turns off (or drops) every scaler on a bfloat16 GPU: that one would run float16 unscaled.
+        unread = next((a for a in paired if UNKNOWN in prec.autocast_dtypes(a)), None)
+        if unread is not None:
+            fix = None
+            note = (f"; not fixed: the training step's autocast `{one_line(ctx.code(unread.call))}` has a dtype the "
+                    f"fix cannot read, maybe float16, and the fix would turn off the GradScaler it may need "
+                    f"(choose its dtype and the scaler's `enabled=` together by hand)")
+        elif optional is not None:
             # A name bound to autocast or else to a null context (`ctx = torch.autocast if use_amp else
             # contextlib.nullcontext`): `ctx("cuda", dtype=...)` would raise TypeError on the null
             # context's path. Reported, no fix; the message says why (it said nothing).
@@ -706,7 +744,7 @@ GPU while the decorated function still runs in float16.
             if fix is None:
                 note = "; not fixed: the autocast's or the scaler's arguments are not ones the fix can rewrite"
         for use in autocasts:
-            how = "implicitly (CUDA's default)" if prec.autocast_dtype_expr(use) is None else "as `torch.float16`"
+            how = _how_float16(ctx, use)
             what = (f"autocast decorating `{use.decorates.name.value}` runs it" if use.decorates is not None
                     else "autocast runs")
             if ampere:
