@@ -19,6 +19,8 @@ NESTED_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_accumulation
 LATE_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_late_no_sync.py")
 # The backward in a per-micro-batch helper, the step in the `else:` of the accumulation test.
 HELPER_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_micro_step_helper.py")
+# An optimizer named as no optimizer is (`adam`), known by its construction (`torch.optim.AdamW(...)`).
+ADAMW_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "ddp_adamw_accumulation.py")
 # FSDP2: a trainer class holding a model that a builder function shards in place (`fully_shard(m)`).
 FSDP2_FIXTURE = os.path.join(ROOT, "fixtures", "distributed", "fsdp2_trainer_class.py")
 
@@ -364,9 +366,11 @@ def _assert_same_training_with_fewer_all_reduces(scripts, tmp_path):
 def test_fixed_ddp_fixtures_train_the_same_with_fewer_all_reduces(tmp_path):
     """Flat (`if (step + 1) % accum == 0`) and nested (inner micro-batch loop) accumulation, a
     no_sync() that held the backward alone (it all-reduced on every micro-batch all the same), and
-    a micro-batch helper's call put under no_sync() (the step in the `else:` of the skip test)."""
+    a micro-batch helper's call put under no_sync() (the step in the `else:` of the skip test), and
+    an optimizer known by its construction (`adam = torch.optim.AdamW(...)`, `adam.step()`)."""
     pytest.importorskip("torch")
-    scripts = _fixed_copies([FIXTURE, NESTED_FIXTURE, LATE_FIXTURE, HELPER_FIXTURE], tmp_path, "model.no_sync()")
+    scripts = _fixed_copies([FIXTURE, NESTED_FIXTURE, LATE_FIXTURE, HELPER_FIXTURE, ADAMW_FIXTURE], tmp_path,
+                            "model.no_sync()")
     assert all("gradient_as_bucket_view=True" in open(s).read() for s in scripts[1::2])
     _assert_same_training_with_fewer_all_reduces(scripts, tmp_path)
 
