@@ -3,7 +3,7 @@
 import libcst as cst
 
 from trainlint.analysis.context import FileContext
-from trainlint.analysis.variables import may_reach, variable_uses
+from trainlint.analysis.variables import held_values, may_reach, variable_uses
 
 
 def _uses(code: str, name: str, function: str | None = None):
@@ -80,3 +80,33 @@ def test_reaching_value_reads_what_each_statement_binds_once(monkeypatch):
     assert 0 < len(asked) <= 2 * statements
     # And the memo does not change the answer: the assignment that reaches a use is still found.
     assert ctx.code(reaching_value(ctx.index, uses[0], "cfg_3")) == "dict(a=3)"
+
+
+def _held(code: str) -> list[str] | None:
+    """held_values at the read `f(m)` (the last one, when there are several)."""
+    ctx = FileContext("t.py", code, cst.parse_module(code), None)
+    read = [c.args[0].value for c in ctx.index.nodes(cst.Call) if ctx.dotted(c.func) == "f"][-1]
+    held = held_values(ctx, read)
+    return None if held is None else [ctx.code(v) for v in held]
+
+
+def test_held_values_of_a_container_name():
+    # The display that reaches the read, and what is put in it between.
+    assert _held("m = {'a': x, 'b': y}\nm['c'] = z\nm.update(d=u, **rest)\nm.update({'e': v})\nf(m)\n") == \
+        ["x", "y", "z", "u", "v"]
+    assert _held("m = []\nm.append(x)\nm.insert(0, y)\nm.extend([z, w])\nm.setdefault('k', v)\nf(m)\n") == \
+        ["x", "y", "z", "w", "v"]
+    assert _held("m = dict(a=x)\nif c:\n    m['b'] = y\nf(m)\n") == ["x", "y"]
+    # A display rebound before the read hides the one before it, and what was put in that.
+    assert _held("m = {'a': x}\nm['b'] = y\nm = [z]\nf(m)\n") == ["z"]
+    # Put in after the read: not in it yet (the next iteration's is a new dict).
+    assert _held("for s in xs:\n    m = {}\n    f(m)\n    m['a'] = x\n") == []
+
+
+def test_held_values_unknown():
+    # Another value may reach the read (a comprehension may convert what the dict held), or a
+    # binding this does not follow; or the name is no container at all.
+    assert _held("m = {'a': x}\nm = {k: v.item() for k, v in m.items()}\nf(m)\n") is None
+    assert _held("def g(m):\n    m['a'] = x\n    f(m)\n") is None
+    assert _held("m = [x]\nm += [y]\nf(m)\n") is None
+    assert _held("m = make()\nm['a'] = x\nf(m)\n") is None

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from trainlint.analysis.names import dotted
+from trainlint.analysis.variables import held_values
 from trainlint.analysis.words import words
 
-from .syncs import device_tensor
+from .syncs import device_tensor, held_tensors
 
 
 _LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical", "log", "exception"})
@@ -52,6 +53,7 @@ class _TrackerCall:
     """A call that logs values to an experiment tracker, each value read to the host at once."""
 
     values: list  # the expressions the call logs (a dict's values, or the one value)
+    container: cst.BaseExpression | None  # the name of the dict whose values these are (`log_dict`)
     step: bool  # the step is passed explicitly (guarding the call keeps the x-axis right)
 
 
@@ -74,24 +76,24 @@ def tracker_values(ctx, call: cst.Call) -> _TrackerCall | None:
     if attr == "log" and (ctx.names.qualified(func) == "wandb.log" or _assigned_from(ctx, receiver, {"wandb.init"})):
         data, step = argument(ctx, call, 0, "data"), argument(ctx, call, 1, "step")
         commit = ctx.keyword(call, "commit")
-        return _TrackerCall(_logged(ctx, data), step is not None and (commit is None or ctx.literal(commit.value) is not False))
+        return _TrackerCall(*_logged(ctx, data), step is not None and (commit is None or ctx.literal(commit.value) is not False))
     if attr in ("add_scalar", "add_scalars", "add_histogram") and _is_summary_writer(ctx, receiver):
         # `add_histogram` copies the whole tensor (a layer's weights) to the host to bin it.
         keyword = {"add_scalar": "scalar_value", "add_scalars": "tag_scalar_dict", "add_histogram": "values"}[attr]
         value = argument(ctx, call, 1, keyword)
-        return _TrackerCall(_logged(ctx, value), argument(ctx, call, 2, "global_step") is not None)
+        return _TrackerCall(*_logged(ctx, value), argument(ctx, call, 2, "global_step") is not None)
     last = (dotted(receiver) or "").rsplit(".", 1)[-1]
     if attr == "log" and (last == "accelerator" or _assigned_from(ctx, receiver, {"accelerate.Accelerator"})) \
             and ("init_trackers" in ctx.text or "log_with" in ctx.text):
         values, step = argument(ctx, call, 0, "values"), argument(ctx, call, 1, "step")
-        return _TrackerCall(_logged(ctx, values), step is not None)
+        return _TrackerCall(*_logged(ctx, values), step is not None)
     if attr in ("log", "log_dict") and (last == "fabric" or _assigned_from(ctx, receiver, _FABRIC)) \
             and _fabric_has_loggers(ctx):
         if attr == "log":
             value, step = argument(ctx, call, 1, "value"), argument(ctx, call, 2, "step")
         else:
             value, step = argument(ctx, call, 0, "metrics"), argument(ctx, call, 1, "step")
-        return _TrackerCall(_logged(ctx, value), step is not None)
+        return _TrackerCall(*_logged(ctx, value), step is not None)
     return None
 
 
@@ -101,19 +103,18 @@ def argument(ctx, call: cst.Call, index: int, keyword: str) -> cst.BaseExpressio
         isinstance(arg.value, cst.Name) and arg.value.value == "None") else None
 
 
-def _logged(ctx, value: cst.BaseExpression | None) -> list:
-    """The values a logged dict holds (a literal, or a name assigned only dict literals in the same
-    function), or the value itself."""
+def _logged(ctx, value: cst.BaseExpression | None) -> tuple[list, cst.BaseExpression | None]:
+    """The values a logged dict holds (a display, or a name holding one where it is logged:
+    variables.held_values, with what item assignments and `update` put in it), or the value itself;
+    and the name, for a dict a name holds."""
     if value is None:
-        return []
-    dicts = [value] if isinstance(value, cst.Dict) else []
-    if isinstance(value, cst.Name):
-        assigned = ctx.assigned_values(value)
-        if assigned and all(isinstance(v, cst.Dict) for v in assigned):
-            dicts = assigned
-    if dicts:
-        return [e.value for d in dicts for e in d.elements if isinstance(e, cst.DictElement)]
-    return [value]
+        return [], None
+    if isinstance(value, cst.Dict):
+        return [e.value for e in value.elements if isinstance(e, cst.DictElement)], None
+    held = held_values(ctx, value)
+    if held is not None:
+        return held, value
+    return [value], None
 
 
 def _assigned_from(ctx, receiver: cst.BaseExpression, qualnames) -> bool:
@@ -159,20 +160,21 @@ def is_string(expr: cst.BaseExpression) -> bool:
 
 
 def formatted_tensors(ctx, expr: cst.BaseExpression):
-    """Tensor values, maybe on the device (`_device_tensor`), that formatting `expr` (f-string, %,
-    .format, dict) would convert."""
+    """Tensor values, maybe on the device (`device_tensor`), that formatting `expr` (f-string, %,
+    .format, dict) would convert; or the name of a dict or list holding such a tensor
+    (held_tensors says which)."""
     if isinstance(expr, (cst.FormattedString,)):
         for part in expr.parts:
-            if isinstance(part, cst.FormattedStringExpression) and device_tensor(ctx, part.expression):
+            if isinstance(part, cst.FormattedStringExpression) and _formats_tensor(ctx, part.expression):
                 yield part.expression
     elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo) and is_string(expr.left):
         values = [e.value for e in expr.right.elements] if isinstance(expr.right, cst.Tuple) else [expr.right]
         for value in values:
-            if device_tensor(ctx, value):
+            if _formats_tensor(ctx, value):
                 yield value
     elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "format":
         for arg in expr.args:
-            if device_tensor(ctx, arg.value):
+            if _formats_tensor(ctx, arg.value):
                 yield arg.value
     elif isinstance(expr, cst.Dict):
         # A value formatted inside a dict or list display is converted with it (`set_postfix({"loss":
@@ -191,11 +193,17 @@ def formatted_tensors(ctx, expr: cst.BaseExpression):
             yield from formatted_tensors(ctx, side)
     elif _to_text(ctx, expr):
         yield expr.args[0].value
-    elif device_tensor(ctx, expr):
+    elif _formats_tensor(ctx, expr):
         yield expr
+
+
+def _formats_tensor(ctx, expr: cst.BaseExpression) -> bool:
+    """Formatting expr reads a device tensor: it is one, or it names a dict or list holding one
+    (`metrics = {"loss": loss}`, then `print(metrics)`: the dict's text formats each value)."""
+    return device_tensor(ctx, expr) or bool(held_tensors(ctx, expr))
 
 
 def _to_text(ctx, expr: cst.BaseExpression) -> bool:
     """`str(t)` / `repr(t)` of a tensor maybe on the device: its value read to make the text."""
     return isinstance(expr, cst.Call) and ctx.names.qualified(expr.func) in ("builtins.str", "builtins.repr") \
-        and len(expr.args) == 1 and not expr.args[0].star and device_tensor(ctx, expr.args[0].value)
+        and len(expr.args) == 1 and not expr.args[0].star and _formats_tensor(ctx, expr.args[0].value)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from trainlint.analysis.variables import held_values
+
 
 SYNC_METHODS = ("item", "cpu", "numpy", "tolist")
 
@@ -166,6 +168,21 @@ def is_tensor_test(ctx, test: cst.BaseExpression) -> bool:
     if isinstance(test, (cst.Name, cst.Attribute)):
         return False  # a bare name is usually a Python flag; only clear tensor expressions count
     return device_tensor(ctx, test)
+
+
+def held_tensors(ctx, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The device tensors a dict or list that expr names holds where it is read (`metrics =
+    {"loss": loss}`, then `metrics["acc"] = acc`: variables.held_values), also inside displays it
+    holds (`{"train": {"loss": loss}}`): formatting the container formats each."""
+    tensors = []
+    values = list(held_values(ctx, expr) or ())
+    while values:
+        value = values.pop(0)
+        if isinstance(value, (cst.Dict, cst.List, cst.Tuple, cst.Set)):
+            values[:0] = [e.value for e in value.elements if isinstance(e, (cst.DictElement, cst.Element))]
+        elif device_tensor(ctx, value):
+            tensors.append(value)
+    return tensors
 
 
 def device_tensor(ctx, expr: cst.BaseExpression) -> bool:

@@ -10,7 +10,7 @@ from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loo
 from .cases import CLOSURE, HOOK, HOST_BATCH, WRITER, in_accumulation_step
 from .guards import guard_statement, interval_guard
 from .logged_values import formatted_tensors, is_log_call, is_string, tracker_values
-from .syncs import device_tensor, framework_logging, waits_per_step
+from .syncs import device_tensor, framework_logging, held_tensors, waits_per_step
 
 
 _TQDM_LOOP = ("for it in {iter}:\n    loss = model(*next(batches))\n    loss.backward()\n    opt.step()\n"
@@ -103,7 +103,12 @@ class PerStepTensorLogging(Rule):
 Flags printing, logging or formatting a tensor (`print(loss)`, `logger.info(f"{loss:.3f}")`,
 `accelerator.print(f"{loss=}")`, `pbar.set_postfix(loss=loss)`, `desc = f"loss {loss:.3f}"`,
 also inside a dict or list display that is logged: `pbar.set_postfix({"loss": f"{loss:.3f}"})`,
-`print([loss, acc])`) on every step of the hot loop; a name bound by `:=` (`f"{(cur := loss):.4f}"`,
+`print([loss, acc])`, or in a dict or list that a name holds where it is logged, as its function
+shows it: `metrics = {"loss": loss}`, `logs = [loss, acc]`, filled by `metrics["acc"] = acc`,
+`metrics.update(lr=lr)` or `logs.append(loss)`, then `print(metrics)`, `logger.info(f"{logs}")`,
+`pbar.set_postfix(**metrics)`; the finding is the logging call, not the dict, and the
+fix guards it as any other; a dict made anew before it is logged, `{k: v.item() for k, v in
+metrics.items()}`, is not read) on every step of the hot loop; a name bound by `:=` (`f"{(cur := loss):.4f}"`,
 then `print(cur)`) is read as an assigned one, here and in TL201 and TL204. A message of a `raise` or `assert` is not flagged: it is only
 formatted when the check fails; nor is one in a branch that leaves the loop for good (ending in
 `break`, `return`, `raise` or `sys.exit()`), which runs once. Nor is a value known to be in host
@@ -121,7 +126,8 @@ counts, as does a value of a configuration parsed from text: `cfg.get("kd_ratio"
 `torch.load` gives does not), and a variable of the module every assignment of
 which gives one, read in a function (`TARGET_LOSS = 0.05`; not one a function declares `global`).
 
-Logging a tensor to an experiment tracker is flagged too: `wandb.log({"loss": loss})`, a
+Logging a tensor to an experiment tracker is flagged too: `wandb.log({"loss": loss})` (or a
+dict a name holds, as above: `log_dict["loss"] = loss`, then `wandb.log(log_dict, step=step)`), a
 TensorBoard `SummaryWriter`'s `writer.add_scalar("loss", loss, step)` (or `add_scalars`, or
 `add_histogram`, which copies the whole tensor),
 `accelerator.log({...})` in a module that sets up trackers (`log_with=`, `init_trackers`), and
@@ -286,6 +292,17 @@ tensor are logging lines side by side, and go under one `if` together).
                                "print([lossf, step])\nlogger.info({'lr': opt.param_groups[0]['lr']})")),
         Valid(in_training_loop("if step % 100 == 0:\n    pbar.set_postfix({'loss': f'{loss:.3f}'})\n    print([loss, step])")),
         Valid(in_training_loop("pass") + "print([loss, acc])\nlogger.info({'loss': f'{loss:.3f}'})\n"),
+        # A dict or list bound to a name holds no tensor to format when its values are numbers
+        # (`.item()`), when it is logged under the interval, when a later assignment converts it
+        # (`{k: v.item() ...}`, or a display of numbers), or when its tensors are on the host.
+        Valid(in_training_loop("metrics = {'loss': loss.item(), 'lr': lr}\nmetrics['acc'] = acc.item()\nprint(metrics)")),
+        Valid(in_training_loop("metrics = {'loss': loss}\nif step % 100 == 0:\n    print(metrics)")),
+        Valid(in_training_loop("metrics = {'loss': loss}\nmetrics = {k: v.item() for k, v in metrics.items()}\n"
+                               "logger.info(metrics)")),
+        Valid(in_training_loop("logs = [loss]\nlogs = [loss.item()]\nprint(logs)")),
+        Valid(HOST_BATCH.format(read="stats = {'labels': y.sum()}\n    print(stats)")),
+        # ... nor does one whose tensors are put in after it is logged (the next step's dict is new).
+        Valid(in_training_loop("metrics = {'lr': lr}\nprint(metrics)\nmetrics['loss'] = loss")),
         # add_histogram of a value not known to be a tensor, under the interval, or after the loop.
         Valid(WRITER + in_training_loop("writer.add_histogram('lr', lrs, step)")),
         Valid(WRITER + in_training_loop("if step % 100 == 0:\n    writer.add_histogram('out', out.detach(), step)")),
@@ -386,6 +403,22 @@ tensor are logging lines side by side, and go under one `if` together).
                 message="Formatting tensor `loss`"),
         Invalid(in_training_loop("logger.info(('loss', loss.detach()))"), fixed=in_training_loop(
             "if step % 100 == 0:\n    logger.info(('loss', loss.detach()))")),
+        # ... or in a dict or list bound to a name, then logged (they were not reported): the
+        # finding is the logging call, where the wait is, and that call goes under the interval.
+        Invalid(in_training_loop("metrics = {'loss': loss, 'lr': lr}\nprint(metrics)"),
+                fixed=in_training_loop("metrics = {'loss': loss, 'lr': lr}\nif step % 100 == 0:\n    print(metrics)"),
+                message="Formatting tensor `loss` (in `metrics`)"),
+        Invalid(in_training_loop("logs = [loss, acc]\nlogger.info(logs)"),
+                fixed=in_training_loop("logs = [loss, acc]\nif step % 100 == 0:\n    logger.info(logs)")),
+        Invalid(in_training_loop("metrics = {'lr': lr}\nmetrics['loss'] = loss\npbar.set_postfix(**metrics)"),
+                fixed=in_training_loop("metrics = {'lr': lr}\nmetrics['loss'] = loss\nif step % 100 == 0:\n"
+                                       "    pbar.set_postfix(**metrics)")),
+        Invalid(in_training_loop("logs = []\nlogs.append(loss.detach())\nprint(f'step {step}: {logs}')"),
+                fixed=in_training_loop("logs = []\nlogs.append(loss.detach())\nif step % 100 == 0:\n"
+                                       "    print(f'step {step}: {logs}')")),
+        # A string made outside a logging call gets no fix, as for a tensor formatted there.
+        Invalid(in_training_loop("stats = dict(loss=loss)\ndesc = f'{stats}'\npbar.set_description(desc)"),
+                fixed=NO_FIX, message="Formatting tensor `loss` (in `stats`)"),
         # add_histogram copies the whole tensor to the host (it was not reported); with a step it is
         # guarded as add_scalar is, and without one it is not fixed (the x-axis would squeeze).
         Invalid(WRITER + in_training_loop("writer.add_histogram('out', out.detach(), step)").replace("    loss = model", "    out = model(x)\n    loss = model"),
@@ -477,6 +510,15 @@ tensor are logging lines side by side, and go under one `if` together).
                                                    "fabric.log_dict(metrics, step=step)"),
                 fixed=_FABRIC_LOGGERS + in_training_loop("metrics = {'loss': loss, 'step': step}\n"
                                                          "if step % 100 == 0:\n    fabric.log_dict(metrics, step=step)")),
+        # A tracker's dict filled by item assignment or `update` (they were not reported).
+        Invalid("import wandb\n" + in_training_loop("log_dict = {}\nlog_dict['loss'] = loss\nwandb.log(log_dict, step=step)"),
+                fixed="import wandb\n" + in_training_loop("log_dict = {}\nlog_dict['loss'] = loss\nif step % 100 == 0:\n"
+                                                           "    wandb.log(log_dict, step=step)"),
+                message="Logging tensor `loss` (in `log_dict`) with `wandb.log()`"),
+        Invalid(_ACCELERATOR + in_training_loop("metrics = {'lr': lr}\nmetrics.update(loss=loss)\n"
+                                                "accelerator.log(metrics, step=step)"),
+                fixed=_ACCELERATOR + in_training_loop("metrics = {'lr': lr}\nmetrics.update(loss=loss)\n"
+                                                      "if step % 100 == 0:\n    accelerator.log(metrics, step=step)")),
         # No step given: wandb numbers its calls, so guarding would squeeze the x-axis; no fix.
         Invalid(_NO_STEP_WANDB, fixed=_NO_STEP_WANDB),
         # In the branch that steps the optimizer, the interval counts optimizer steps; without a
@@ -770,7 +812,8 @@ tensor are logging lines side by side, and go under one `if` together).
         fix = guard_statement(self, node, self.opts["log-every"]) if tracker.step else None
         self.report(
             node,
-            f"Logging tensor `{ctx.code(values[0])}` with `{ctx.code(node.func)}()` copies it to the host and waits "
+            f"Logging tensor `{ctx.code(values[0])}`{_held_in(ctx, tracker.container)} with `{ctx.code(node.func)}()` "
+            f"copies it to the host and waits "
             f"for the GPU on every step; log it every N steps ({interval_guard(ctx, node, self.opts['log-every'])})",
             fix,
         )
@@ -804,9 +847,18 @@ tensor are logging lines side by side, and go under one `if` together).
         return False
 
     def _report(self, node: cst.CSTNode, value: cst.BaseExpression, fix) -> None:
+        ctx, container = self.ctx, None
+        if not device_tensor(ctx, value):  # a dict or list that holds one (formatted_tensors)
+            container, value = value, held_tensors(ctx, value)[0]
         self.report(
             node,
-            f"Formatting tensor `{self.ctx.code(value)}` waits for the GPU on every step; log it every N steps "
-            f"({interval_guard(self.ctx, node, self.opts['log-every'])}){framework_logging(self.ctx, node)}",
+            f"Formatting tensor `{ctx.code(value)}`{_held_in(ctx, container)} waits for the GPU on every step; log it "
+            f"every N steps ({interval_guard(ctx, node, self.opts['log-every'])}){framework_logging(ctx, node)}",
             fix,
         )
+
+
+def _held_in(ctx, container: cst.BaseExpression | None) -> str:
+    """Where the reported tensor is, when the call logs a dict or list that holds it: the call
+    (where the wait is, and what the fix guards) shows only the container's name."""
+    return f" (in `{ctx.code(container)}`)" if container is not None else ""

@@ -306,3 +306,88 @@ def in_scope_of(ctx, node: cst.CSTNode, at: cst.CSTNode) -> bool:
         return True
     return any(anc is where for anc in ctx.index.ancestors(at))
 
+
+
+# Methods that put what they are given into a dict or list: (the arguments that hold it).
+_PUTS = {"update": None, "append": -1, "insert": -1, "extend": -1, "setdefault": 1}
+
+
+def held_values(ctx, read: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """What the dict, list or tuple a plain name holds at read, when that is plain to see in its
+    function: the elements of the display that reaches read (`metrics = {"loss": loss}`, `logs =
+    [loss, acc]`, `dict(loss=loss)`), and what the statements between put into it (`metrics["loss"]
+    = loss`, `metrics.update(loss=loss)`, `logs.append(acc)`). None when a binding of another kind
+    may reach read (a comprehension or a call's result: `{k: v.item() ...}` may convert it), or one
+    this cannot follow (a parameter, a loop target, `+=`, a closure, `global`). Elements that are
+    displays themselves are given as they are, as are `**extras` and `*rest`'s values, which are
+    left out."""
+    if not isinstance(read, cst.Name) or not any(_elements(ctx, v) is not None for v in ctx.assigned_values(read)):
+        return None  # first: most names are assigned no display (and variable_uses walks the module)
+    index = ctx.index
+    scope = owner(index, read)
+    uses = variable_uses(index, scope, read.value)
+    if uses is None:
+        return None
+    held: list[cst.BaseExpression] = []
+    reached = False
+    for use in uses:
+        if use.node is read:
+            continue
+        if use.kind != "read":
+            if use.kind != "assign":
+                return None
+            if not may_reach(index, use.stmt, read, scope):
+                continue
+            elements = _elements(ctx, use.value)
+            if elements is None:
+                return None
+            reached = True
+            held += elements
+        else:
+            put = _put(index, use.node)
+            if put and may_reach(index, index.parent[use.node], read, scope):
+                held += put
+    return held if reached else None
+
+
+def _elements(ctx, value: cst.BaseExpression | None) -> list[cst.BaseExpression] | None:
+    """The values a dict, list, tuple or set display holds (`dict(loss=loss)` is one); None for any
+    other expression."""
+    if isinstance(value, cst.Dict):
+        return [e.value for e in value.elements if isinstance(e, cst.DictElement)]
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        return [e.value for e in value.elements if isinstance(e, cst.Element)]
+    if isinstance(value, cst.Call) and ctx.names.qualified(value.func) in ("builtins.dict", "builtins.list") \
+            and all(arg.keyword is not None for arg in value.args):
+        return [arg.value for arg in value.args]
+    return None
+
+
+def _put(index: TreeIndex, name: cst.Name) -> list[cst.BaseExpression]:
+    """What a statement reading name puts into the container it names: the value of
+    `name[key] = value`, the arguments of `name.update(...)` (a dict display's values),
+    `name.append(v)`, `name.insert(i, v)`, `name.extend([...])`, `name.setdefault(k, v)`."""
+    parent = index.parent.get(name)
+    if isinstance(parent, cst.Subscript) and parent.value is name:
+        target = index.parent.get(parent)
+        if isinstance(target, cst.AssignTarget):
+            return [index.parent[target].value]
+        return []
+    call = index.parent.get(parent)
+    if not (isinstance(parent, cst.Attribute) and parent.value is name and parent.attr.value in _PUTS
+            and isinstance(call, cst.Call) and call.func is parent and call.args):
+        return []
+    method, position = parent.attr.value, _PUTS[parent.attr.value]
+    if position is None:
+        args = call.args
+    else:
+        args = [call.args[position]] if position < len(call.args) else []
+    values = []
+    for arg in args:
+        if arg.star:
+            continue
+        if method in ("update", "extend") and arg.keyword is None and isinstance(arg.value, (cst.Dict, cst.List, cst.Tuple)):
+            values += [e.value for e in arg.value.elements if isinstance(e, (cst.DictElement, cst.Element))]
+        else:
+            values.append(arg.value)
+    return values
