@@ -307,7 +307,6 @@ def in_scope_of(ctx, node: cst.CSTNode, at: cst.CSTNode) -> bool:
     return any(anc is where for anc in ctx.index.ancestors(at))
 
 
-
 # Methods that put what they are given into a dict or list: (the arguments that hold it).
 _PUTS = {"update": None, "append": -1, "insert": -1, "extend": -1, "setdefault": 1}
 
