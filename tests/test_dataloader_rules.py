@@ -57,6 +57,15 @@ def test_tl101_leaves_a_test_loader_that_is_never_iterated_alone():
     to a function the file does not show may be iterated there, and is reported."""
     assert _codes(_TRAINS + _INSPECTS + _HANDS_ON, "tests/test_train.py") == [("TL101", 11), ("TL101", 24)]
     assert _codes(_TRAINS + _INSPECTS, "train.py") == [("TL101", 6), ("TL101", 11), ("TL101", 18)]
+    # Returned to a test of the file that only inspects it, alone or beside other values: the
+    # return is followed there (accelerate's test_peak_memory_usage.py prepares its evaluation
+    # loader, returned beside the training one, and never goes over it).
+    for returned in ("dl", "dl, model"):
+        made = ("\n\ndef make_loader():\n    dl = DataLoader(TensorDataset(torch.randn(8, 2)), batch_sampler=sampler)\n"
+                f"    return {returned}\n")
+        inspects = _INSPECTS.replace("    dl = DataLoader(TensorDataset(torch.randn(8, 2)), batch_sampler=sampler)\n",
+                                     f"    {returned} = make_loader()\n")
+        assert _codes(_TRAINS + made + inspects, "tests/test_train.py") == [("TL101", 11)], returned
     # Kept on a test case (`self.dl`): a subclass in another module may go over it.
     kept = ("\n\nclass LoaderCase:\n    def setUp(self):\n"
             "        self.dl = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)\n")

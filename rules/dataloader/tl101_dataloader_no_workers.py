@@ -897,8 +897,10 @@ def _only_checked(ctx, call: cst.Call) -> bool:
 def _inspected(ctx, call: cst.Call) -> bool:
     """The loader, assigned to a name, is never iterated: no pass over it or draw from it, and
     none of the names it is known by leaves sight (Loops.escapes: handed to a call other than a
-    loader wrapper, assigned on, returned), so only its attributes are read (accelerate's
-    `dl = prepare_data_loader(dl, ...)`, then `isinstance(dl.batch_sampler, ...)`)."""
+    loader wrapper, assigned on, returned, alone or in a container), so only its attributes are
+    read (accelerate's `dl = prepare_data_loader(dl, ...)`, then `isinstance(dl.batch_sampler,
+    ...)`). A return that callers of the file bind (returned_to) is followed there: names_of
+    holds the names they bind (`train_dl, eval_dl = get_dataloaders(...)`)."""
     loops = ctx.loops
     holder = ctx.parent(call)
     names = loops.names_of(call)
@@ -908,7 +910,8 @@ def _inspected(ctx, call: cst.Call) -> bool:
         return False  # kept on the object: a subclass in another module may go over it
     if loops.passes_over(call) or loops.next_draws(call) or loops.stray_draws(call):
         return False
-    return not any(loops.escapes(name, scope) for name, scope in names)
+    followed = bool(loops.returned_to(call))
+    return not any(loops.escapes(name, scope, returns=not followed) for name, scope in names)
 
 
 def _hands_on(ctx, call: cst.Call, held: set[str]) -> bool:
