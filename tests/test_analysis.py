@@ -698,3 +698,60 @@ def test_a_model_kept_on_self_from_a_conditional_expression_runs_its_forward():
     ctx = ctx_for(code)
     call = next(c for c in ctx.index.nodes(cst.Call) if ctx.code(c) == "self.model(x)")
     assert [fn.name.value for fn in ctx.loops.module_call(call)] == ["forward"]
+
+
+@pytest.mark.parametrize("use,escapes,unless_followed", [
+    # handed back, stored or handed on inside a container: out of the function's sight
+    ("return model, opt", True, False),  # a returned tuple's position: followed by returned_to
+    ("return model.cuda(), opt", True, False),
+    ("yield model, opt", True, False),
+    ("yield from [model, opt]", True, True),
+    ("return {'model': model, 'opt': opt}", True, True),
+    ("return [model]", True, True),
+    ("return (model, opt), cfg", True, True),  # nested: no position a caller's unpacking binds
+    ("return *extra, model", True, True),  # after a starred element: no fixed position
+    ("return {**extra, 'model': model}", True, True),
+    ("state = (model, opt)", True, True),
+    ("self.parts = [model]", True, True),
+    ("parts += [model]", True, True),
+    ("a, b = model, opt", True, True),  # unpacked into another name
+    ("save({'model': model})", True, True),
+    ("for m in (model, opt):\n        m.train()", True, True),
+    # read where it stands, or unpacked back into its own name: still in sight
+    ("model, opt = model.cuda(), opt", False, False),
+    ("x = (model,)[0]", False, False),
+    ("ok = model in (opt, cfg)", False, False),
+    ("parts = [model.module, opt]", False, False),
+    ("for model, opt in zip(extra, cfg):\n        pass", False, False),
+])
+def test_a_name_leaves_sight_as_an_element_of_a_container(use, escapes, unless_followed):
+    # `return model, opt` hands the model to the caller as much as `return model` does; escapes
+    # saw only the latter, so TL303 took a DataParallel returned beside its optimizer for one the
+    # file never runs. With returns=False the caller asking follows the returns itself, as
+    # _returned_at reads them: alone or at a fixed position of a returned tuple, not in a list or dict.
+    code = f"def build(cfg, extra, save):\n    model = Net()\n    opt = Opt()\n    {use}\n"
+    ctx = ctx_for(code)
+    fn = next(iter(ctx.index.nodes(cst.FunctionDef)))
+    assert ctx.loops.escapes("model", fn) is escapes
+    assert ctx.loops.escapes("model", fn, returns=False) is unless_followed
+
+
+@pytest.mark.parametrize("use,shared_escapes", [
+    # where paths_of follows the value on through the container: the caller asking with shared
+    # checks those paths too (TL106's fix moves the batches in `evaluate`'s loop)
+    ("loaders = {'train': loader}", False),
+    ("evaluate({'train': loader})", False),
+    ("for phase, dl in [('train', loader), ('val', cfg)]:\n        pass", False),
+    ("for phase, dl in zip(['train', 'val'], [loader, cfg]):\n        pass", False),
+    # where it does not: nested, handed to another module's function, a loop's comprehension
+    ("loaders = {'all': [loader]}", True),
+    ("report({'train': loader})", True),
+    ("xs = [x for dl in [loader, cfg] for x in dl]", True),
+])
+def test_a_name_in_a_container_that_paths_of_follows_stays_in_sight_of_a_shared_question(use, shared_escapes):
+    code = (f"def evaluate(loaders):\n    for dl in loaders.values():\n        pass\n"
+            f"def build(cfg, report):\n    loader = DataLoader(cfg)\n    {use}\n")
+    ctx = ctx_for(code)
+    fn = [f for f in ctx.index.nodes(cst.FunctionDef) if f.name.value == "build"][0]
+    assert ctx.loops.escapes("loader", fn) is True
+    assert ctx.loops.escapes("loader", fn, shared=True) is shared_escapes

@@ -57,6 +57,11 @@ def test_tl101_leaves_a_test_loader_that_is_never_iterated_alone():
     to a function the file does not show may be iterated there, and is reported."""
     assert _codes(_TRAINS + _INSPECTS + _HANDS_ON, "tests/test_train.py") == [("TL101", 11), ("TL101", 24)]
     assert _codes(_TRAINS + _INSPECTS, "train.py") == [("TL101", 6), ("TL101", 11), ("TL101", 18)]
+    # Returned by a fixture, alone or beside other values: its callers may go over it.
+    for returned in ("dl", "dl, model", "{'loader': dl, 'model': model}"):
+        returns = ("\n\ndef make_fixture():\n    dl = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4)\n"
+                   f"    return {returned}\n")
+        assert _codes(_TRAINS + returns, "tests/test_train.py") == [("TL101", 11), ("TL101", 18)], returned
     # Returned to a test of the file that only inspects it, alone or beside other values: the
     # return is followed there (accelerate's test_peak_memory_usage.py prepares its evaluation
     # loader, returned beside the training one, and never goes over it).

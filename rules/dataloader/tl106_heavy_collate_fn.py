@@ -357,6 +357,12 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Invalid(_MOVES.replace(_MOVES_LOOP, "from utils import evaluate\n" + _MOVES_LOOP + "evaluate(model, loader)\n"),
                 fixed=NO_FIX),
         Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "print([model(x, y) for x, y in loader])\n"), fixed=NO_FIX),
+        # Returned (beside other values too) where no caller of the file binds it: the caller's
+        # loops are not seen. No fix.
+        Invalid(_MOVES.replace("loader = DataLoader(ds, batch_size=4, collate_fn=collate)\n" + _MOVES_LOOP,
+                               "def train(ds):\n    loader = DataLoader(ds, batch_size=4, collate_fn=collate)\n"
+                               + _MOVES_LOOP.replace("\n", "\n    ").replace("for", "    for", 1)
+                               + "return loader, opt\n"), fixed=NO_FIX),
         # Batches taken where no loop the fix edits takes them: a one-off draw after training, a
         # draw that binds no target (`model(*next(it))`), an iterator made in a `with` or handed
         # on: they would stay on the CPU. No fix.

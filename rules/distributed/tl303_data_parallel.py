@@ -14,7 +14,8 @@ def _never_run(ctx, wrap: cst.Call) -> bool:
     called (`model(x)`, `model.forward(x)`) where it holds the wrapper, and none leaves sight
     (Loops.escapes: handed to a call other than a module-local function the names follow it
     into, assigned on, or returned where no caller of the file binds it; also through the module
-    methods that hand it back, `return model.to(device)`). Only the wrapped
+    methods that hand it back, `return model.to(device)`, and inside a container, `return model,
+    opt`). Only the wrapped
     model's parts are then run through it, if anything (fairseq's featurizer calls
     `self.model.feature_extractor(x)`, which DataParallel does not forward)."""
     loops = ctx.loops
@@ -56,8 +57,9 @@ form, `torch.nn.parallel.data_parallel(module, inputs)`, which does the same wor
 References such as `isinstance(model, nn.DataParallel)` are not flagged, nor is a wrapper the
 file uses but never runs: only the wrapped model's parts are called through it
 (`self.model.feature_extractor(x)`, which DataParallel does not forward), no name it is known by
-is called, and none is handed on, assigned on or returned beyond the file's sight (itself or
-through a method that hands back the module: `return model.to(device)`, `model.cuda()`). A wrapper
+is called, and none is handed on, assigned on or returned beyond the file's sight (itself,
+through a method that hands back the module: `return model.to(device)`, `model.cuda()`, or
+inside a tuple, list or dict: `return model, optimizer`). A wrapper
 the file only keeps (`self.net = nn.DataParallel(net)` in a base class) is flagged: a subclass
 elsewhere may run it.
 
@@ -104,6 +106,10 @@ A suggestion only, never written: the switch also needs the launcher, the proces
               "        return model.cuda()\n    def run(self, x):\n        return self.model.feature_extractor(x)\n"),
         Valid("from torch import nn\nmodel = nn.DataParallel(build())\nmodel = model.cuda().eval()\n"
               "feats = model.module.features(x)\n"),
+        # Returned in a tuple that the file's caller unpacks, and never run there either.
+        Valid("import torch\nfrom torch import nn\ndef build(cfg):\n    model = nn.DataParallel(Net())\n"
+              "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n    return model, opt\n"
+              "def main(cfg):\n    model, opt = build(cfg)\n    n = model.module.num_layers\n"),
     ]
     invalid = [
         Invalid("import torch\nmodel = torch.nn.DataParallel(model)\nloss = model(x).sum()\n", fixed=NO_FIX,
@@ -125,6 +131,12 @@ A suggestion only, never written: the switch also needs the launcher, the proces
                 fixed=NO_FIX),
         # Returned by a function no caller of the file binds: another module may call it.
         Invalid("from torch import nn\ndef build(net):\n    net = nn.DataParallel(net)\n    return net\n", fixed=NO_FIX),
+        # The same beside other values, in a tuple or a dict: only its parameters are read here.
+        Invalid("import torch\nfrom torch import nn\ndef build(cfg):\n    model = nn.DataParallel(Net())\n"
+                "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n    return model, opt\n", fixed=NO_FIX),
+        Invalid("import torch\nfrom torch import nn\ndef build(cfg):\n    model = nn.DataParallel(Net())\n"
+                "    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n    return {'model': model, 'opt': opt}\n",
+                fixed=NO_FIX),
         # The same through a module method that hands back the module itself (`.to()`, `.cuda()`).
         Invalid("import torch.nn as nn\ndef build(device):\n    model = nn.Linear(10, 2)\n    model = nn.DataParallel(model)\n"
                 "    return model.to(device)\n", fixed=NO_FIX),

@@ -514,6 +514,31 @@ def _through_self_methods(index: TreeIndex, node: cst.BaseExpression) -> cst.Bas
         node = call
 
 
+_DISPLAYS = (cst.Tuple, cst.List, cst.Set, cst.Dict)
+
+
+def _outermost_display(index: TreeIndex, node: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.CSTNode | None]:
+    """The outermost tuple, list, set or dict display that holds node as an element, at any depth
+    (`{"parts": [model, opt]}` for the `model` in it), with node's own element when that display
+    holds it directly (None when nested); (node, None) when no display holds it."""
+    outer, element = node, None
+    while True:
+        item = index.parent.get(outer)
+        display = index.parent.get(item)
+        if not (isinstance(item, (cst.BaseElement, cst.BaseDictElement)) and isinstance(display, _DISPLAYS)):
+            return outer, element
+        element = item if outer is node else None
+        outer = display
+
+
+def _tuple_position(display: cst.BaseExpression, element: cst.CSTNode | None) -> int | None:
+    """element's position in display when that is a tuple whose positions are fixed (no starred
+    element: `return *rest, model` puts `model` anywhere); None otherwise."""
+    if not isinstance(display, cst.Tuple) or any(isinstance(e, cst.StarredElement) for e in display.elements):
+        return None
+    return next((i for i, e in enumerate(display.elements) if e is element), None)
+
+
 # Wrappers whose call runs the wrapped module's forward (`DDP(model)(x)`, `torch.compile(model)(x)`).
 _FORWARDING_WRAPPERS = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
                                   "torch.nn.parallel.DataParallel", "torch.compile"})
@@ -2247,7 +2272,9 @@ class Loops:
         asking checks there too, as paths_of gives them), assigned to another target, or (unless
         returns is False: the caller asking follows the returns itself) returned; also through
         the nn.Module methods that hand back the module itself (`return model.to(device)`,
-        `other = model.cuda()`; `model = model.cuda()` keeps it in the name). Uses inside
+        `other = model.cuda()`; `model = model.cuda()` keeps it in the name), and as an element of
+        a tuple, list, set or dict display that goes any of those ways (`return model, opt`,
+        `state = {"model": model}`, `self.parts = [model]`; as _display_leaves says). Uses inside
         making, the call that makes the value, are the name's earlier value (`model =
         nn.DataParallel(model)`), not this one."""
         for node in self.index.nodes(cst.Name):
@@ -2268,11 +2295,65 @@ class Loops:
                     continue
             elif isinstance(use, cst.Attribute) and use.value is node:
                 continue
+            display, element = _outermost_display(self.index, node)
+            if display is not node:  # `return model, opt`, `state = {"model": model}`
+                if self._display_leaves(display, element, node, name, returns, shared):
+                    return True
+                continue
             if isinstance(use, (cst.Return, cst.Yield)) and returns or (isinstance(use, cst.Assign) and use.value is node):
                 return True
             if isinstance(use, cst.Arg) and use.value is node and not self._consumes(self.index.parent.get(use), use, name, shared):
                 return True
         return False
+
+    def _display_leaves(self, display: cst.BaseExpression, element: cst.CSTNode | None, node: cst.BaseExpression,
+                        name: str, returns: bool, shared: bool) -> bool:
+        """A display holding name's value (node, its element in it when it holds it directly:
+        `(model, opt)`, `{"model": model}`, at any depth) takes it out of sight (as escapes says)
+        where the display goes: returned or yielded (with returns False, not as an element of a
+        returned tuple, which the caller asking follows as _returned_at reads it), assigned to a
+        target other than the name (`state = (model, opt)`; not `model, opt = model.cuda(), opt`,
+        which unpacks each value back to its own name), handed to a call, or gone over by a loop
+        (`for dl in (train_dl, val_dl)`: the loop's target holds it); with shared, not where
+        paths_of follows the value on (_display_followed): the caller asking checks there too.
+        Read where it stands (`(model,)[0]`, `model in (a, b)`), it stays."""
+        use = self.index.parent.get(display)
+        position = _tuple_position(display, element)
+        if isinstance(use, (cst.Return, cst.Yield)):
+            return returns or position is None
+        if shared and self._display_followed(display, element, node, name):
+            return False
+        if isinstance(use, cst.Assign) and use.value is display:
+            target = use.targets[0].target
+            if len(use.targets) == 1 and position is not None and isinstance(target, (cst.Tuple, cst.List)) \
+                    and len(target.elements) == len(display.elements) \
+                    and not any(isinstance(e, cst.StarredElement) for e in target.elements):
+                return dotted(target.elements[position].value) != name
+            return True
+        return isinstance(use, (cst.AnnAssign, cst.AugAssign, cst.Arg)) and use.value is display \
+            or isinstance(use, (cst.For, cst.CompFor)) and use.iter is display \
+            or isinstance(use, cst.From) and isinstance(self.index.parent.get(use), cst.Yield)  # `yield from [model]`
+
+    def _display_followed(self, display: cst.BaseExpression, element: cst.CSTNode | None, node: cst.BaseExpression,
+                          name: str) -> bool:
+        """paths_of follows the name's value (node) on through display (as _reach does): an item of
+        a dict, list or tuple display assigned to one name (`loaders = {"train": loader}`,
+        _held_in_displays) or handed to a module-local function (`evaluate({"train": loader})`,
+        _handed_in_display), or a value a `for` loop over a display binds (`for phase, dl in
+        [("train", loader), ...]`, also through `zip`: _unpacked_by_loops)."""
+        use = self.index.parent.get(display)
+        item = dotted(node) == name and isinstance(element, (cst.Element, cst.DictElement)) \
+            and isinstance(display, (cst.Dict, cst.List, cst.Tuple))
+        if isinstance(use, cst.Assign):
+            return item and len(use.targets) == 1 and dotted(use.targets[0].target) is not None
+        loop = use
+        if isinstance(use, cst.Arg):
+            call = self.index.parent.get(use)
+            if not use.star and item and any(a is use for _callee, c, _param, a in self.call_arguments if c is call):
+                return True
+            loop, display = self.index.parent.get(call), call  # `zip(["train", "val"], [train_dl, val_dl])`
+        return isinstance(loop, cst.For) and loop.iter is display \
+            and any(value is node for row in _display_rows(display) or () for value in row)
 
     def _consumes(self, call: cst.Call, arg: cst.Arg, name: str, shared: bool) -> bool:
         """call takes name's value in arg without it leaving sight (as escapes says)."""
@@ -2284,7 +2365,8 @@ class Loops:
         return shared and any(a is arg for _callee, c, _param, a in self.call_arguments if c is call)
 
     def _returned_at(self, fn: cst.FunctionDef, value: cst.BaseExpression) -> int | None:
-        """Where fn returns value: -1 alone, i at position i of a returned tuple, None if it does not;
+        """Where fn returns value: -1 alone, i at position i of a returned tuple, None if it does not
+        (nor at a known position: `return *rest, model`);
         returned through the nn.Module methods that hand back the module (`return model.cuda()`) too."""
         holder = self.index.parent.get(value)
         names = set()
@@ -2296,11 +2378,10 @@ class Loops:
             returned = _past_self_methods(node.value)  # `return model.cuda()` returns the module
             if returned is value or dotted(returned) in names:
                 return -1
-            if isinstance(returned, cst.Tuple):
-                for i, element in enumerate(returned.elements):
-                    item = _past_self_methods(element.value)
-                    if item is value or dotted(item) in names:
-                        return i
+            for element in returned.elements if isinstance(returned, cst.Tuple) else ():
+                item = _past_self_methods(element.value)
+                if item is value or dotted(item) in names:
+                    return _tuple_position(returned, element)
         return None
 
     def loops_over_names(self, names: list[str], scope: cst.FunctionDef | None) -> list[cst.For]:
