@@ -163,6 +163,21 @@ def test_add_noqa_puts_the_comment_where_the_string_or_continuation_ends(tmp_pat
     assert lint_source(fixed, select=["TL101"]) == []
 
 
+def test_add_noqa_never_writes_a_comment_after_a_backslash(tmp_path, monkeypatch):
+    # Should the rows a comment moves to be unknown (the tokenizer gave up on the file), a finding
+    # on a continued line is reported: a comment after the backslash would break the code.
+    import trainlint.noqa as noqa
+
+    monkeypatch.setattr(noqa, "comment_rows", lambda text: {})
+    src = "y = DataLoader(ds) + \\\n    1\nz = DataLoader(ds)\n"
+    path = _write(tmp_path, "b.py", src)
+    errors = []
+    assert add_noqa(result_of({path: (src, _findings(src, path))}), errors) == 1
+    assert open(path).read() == src.replace("z = DataLoader(ds)", "z = DataLoader(ds)  # noqa: TL101")
+    assert [e.reason for e in errors] == ["cannot add noqa on line 1 (TL101): no line of its statement can take a comment"]
+    assert noqa.suppressed_line(src, 1, "TL101") is None
+
+
 def test_a_backslash_ending_a_comment_or_inside_a_string_continues_nothing():
     # Only row 2's own comment could suppress its finding; rows 4-5 are one string, whose
     # comment (on row 5) covers row 4.

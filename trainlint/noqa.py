@@ -23,29 +23,26 @@ from trainlint.textpos import split_lines, strip_eol
 _CODE_TEXT = re.compile(r"[A-Za-z]+[0-9]+")
 
 
-def _comment_rows(text: str) -> tuple[dict[int, tuple[int, str]], set[int]]:
-    """Per row: the comment token (column, text), and the rows whose end can't take a comment
-    (inside a multi-line string, or continued with a backslash)."""
+def _comments(text: str) -> dict[int, tuple[int, str]]:
+    """Per row: its comment token (column, text)."""
     comments: dict[int, tuple[int, str]] = {}
-    blocked: set[int] = set()
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.type == tokenize.COMMENT:
                 comments[tok.start[0]] = (tok.start[1], tok.string)
-            elif tok.start[0] != tok.end[0] and tok.type in _MULTILINE_TOKENS:
-                blocked.update(range(tok.start[0], tok.end[0]))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         pass  # the engine already parsed this file; a tokenizer hiccup only loses precision here
-    for row, line in enumerate(split_lines(text), start=1):
-        if strip_eol(line).endswith("\\") and row not in comments:
-            blocked.add(row)
-    return comments, blocked
+    return comments
 
 
-_MULTILINE_TOKENS = {tokenize.STRING}
-for _name in ("FSTRING_MIDDLE", "FSTRING_END", "FSTRING_START"):
-    if hasattr(tokenize, _name):
-        _MULTILINE_TOKENS.add(getattr(tokenize, _name))
+def _target_row(lines: list[str], row: int, moved: dict[int, int]) -> int | None:
+    """The row whose comment suppresses findings on row (comment_rows: itself, or where its
+    string or continuation ends); None when that row still ends with a backslash (the tokenizer
+    gave up on the file), where a comment would break the code."""
+    row = moved.get(row, row)
+    if 1 <= row <= len(lines) and strip_eol(lines[row - 1]).endswith("\\"):
+        return None
+    return row
 
 
 def _with_codes(line: str, comment: tuple[int, str] | None, codes: list[str]) -> tuple[str, int]:
@@ -74,11 +71,10 @@ def suppressed_line(text: str, row: int, code: str) -> tuple[int, str] | None:
     suppressed: an editor's "disable for this line"; None when that row cannot take a comment
     or is already covered."""
     lines = split_lines(text)
-    comments, blocked = _comment_rows(text)
-    row = comment_rows(text).get(row, row)
-    if row in blocked or not 1 <= row <= len(lines):
+    row = _target_row(lines, row, comment_rows(text))
+    if row is None or not 1 <= row <= len(lines):
         return None
-    new, added = _with_codes(strip_eol(lines[row - 1]), comments.get(row), [code])
+    new, added = _with_codes(strip_eol(lines[row - 1]), _comments(text).get(row), [code])
     return (row, new) if added else None
 
 
@@ -115,19 +111,17 @@ def add_noqa(result: RunResult, errors: list[FileError] | None = None) -> int:
             continue
 
         lines = split_lines(text)
-        comments, blocked = _comment_rows(text)
+        comments, moved = _comments(text), comment_rows(text)
         # The engine honours a suppression on the row a finding starts on, or for a row that
         # cannot take a comment, on the row comment_rows gives (where the string or the
-        # continuation ends). Should that row still be blocked (a file the tokenizer gave up on),
-        # the finding is reported instead of given a comment that would not suppress it.
-        moved = comment_rows(text)
+        # continuation ends); a finding with no such row is reported instead of given a comment.
         targets: dict[int, list[str]] = {}
         for row, codes in sorted(rows.items()):
-            row = moved.get(row, row)
-            if row in blocked:
-                why = "inside a multi-line string" if not strip_eol(lines[row - 1]).endswith("\\") else "with a backslash continuation"
-                fail(path, f"cannot add noqa on line {row} ({', '.join(codes)}): the line ends {why}")
+            target = _target_row(lines, row, moved)
+            if target is None:
+                fail(path, f"cannot add noqa on line {row} ({', '.join(codes)}): no line of its statement can take a comment")
                 continue
+            row = target
             targets.setdefault(row, [])
             targets[row] += [c for c in codes if c not in targets[row]]
         added = 0
