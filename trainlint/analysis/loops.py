@@ -289,12 +289,13 @@ def _few_steps(test: cst.BaseExpression) -> bool:
 _FIRST_FLAG = re.compile(r"^(is_)?first(_\w+)?$", re.IGNORECASE)
 # Counter-like names that are a size or a limit, not a position in the run (`batch_size`, `max_steps`).
 _NOT_A_POSITION = re.compile(r"(size|len|num|dim|shape|total|max|min)", re.IGNORECASE)
+# The most steps a one-off exit's bound leaves before it (`if step > 2: continue`).
+_FEW_STEPS = 10
 
 
 def _position_name(expr: cst.BaseExpression) -> bool:
     """expr names a step counter (`step`, `i`, `self.global_step`), not a size (`batch_size`)."""
-    text = dotted(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
-    last = (text or "").rsplit(".", 1)[-1]
+    last = (dotted(expr) or "").rsplit(".", 1)[-1]
     return bool(last and _COUNTER.search(last)) and not _NOT_A_POSITION.search(last)
 
 
@@ -303,8 +304,7 @@ def _past_first_steps(test: cst.BaseExpression) -> bool:
     `step not in {0, 1}`, `i > 0`, `step >= 1`, `0 < step` (a counter against a number), or `not
     first`. The flip of _few_steps: code after `if test: continue` runs on those few steps only."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        flag = dotted(test.expression) if isinstance(test.expression, (cst.Name, cst.Attribute)) else None
-        return bool(flag and _FIRST_FLAG.match(flag.rsplit(".", 1)[-1]))
+        return bool(_FIRST_FLAG.match((dotted(test.expression) or "").rsplit(".", 1)[-1]))
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1) or first_modulo(test) is not None:
         return False
     op, left, right = test.comparisons[0].operator, test.left, test.comparisons[0].comparator
@@ -323,9 +323,6 @@ def _few(bound: int | float | None) -> bool:
     """A bound that leaves a few steps before it (`step > 2`): past a large one (`step >= 1000`)
     the run's first thousand steps are still most of a short run, each one paying."""
     return bound is not None and bound <= _FEW_STEPS
-
-
-_FEW_STEPS = 10
 
 
 def _code_of(node: cst.CSTNode) -> str:
@@ -2827,7 +2824,7 @@ class Loops:
         if cached is None:
             cached = ([], [])
             for i, stmt in enumerate(block.body):
-                if isinstance(stmt, cst.If) and stmt.orelse is None and self._past_first_steps(stmt) \
+                if isinstance(stmt, cst.If) and stmt.orelse is None and self._skips_first_steps(stmt) \
                         and isinstance(last_statement(stmt.body), (cst.Return, cst.Continue)) \
                         and not self._steps_optimizer(stmt, block.body[i + 1:]):
                     # `if step != 0: continue`, `if i > 0: continue`, `if not first: continue`:
@@ -2855,7 +2852,7 @@ class Loops:
             self._exit_cache[block] = cached
         return cached
 
-    def _past_first_steps(self, branch: cst.If) -> bool:
+    def _skips_first_steps(self, branch: cst.If) -> bool:
         """branch's test holds on every step of its loop but one or a few (_past_first_steps),
         also a bare loop index (`if step:`, false at 0 only: the enumerate or range counter of the
         loop, not any name with `step` in it); `a or b` when either side does, `a and b` when both."""
@@ -3012,7 +3009,7 @@ class Loops:
                 _steps, others = self._early_exits(anc)
                 # A one-off exit (`if step != 0: return`) names no interval to quote.
                 exits = [i for i in others if i < _position(anc.body, child)
-                         and not (anc.body[i].orelse is None and self._past_first_steps(anc.body[i]))]
+                         and not (anc.body[i].orelse is None and self._skips_first_steps(anc.body[i]))]
                 if exits:
                     guard = anc.body[exits[0]]
                     if guard.orelse is not None:  # `if step % n == 0: ... else: return`
