@@ -1,5 +1,5 @@
 """TL201 per-step-host-sync: `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(t)`, `int(t)`,
-`bool(t)` of a tensor on every step."""
+`bool(t)` of a tensor, or its copy into a host buffer (`buf.copy_(t)`), on every step."""
 
 from __future__ import annotations
 
