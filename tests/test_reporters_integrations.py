@@ -9,7 +9,7 @@ import pytest
 from _integration_support import diag, result_of, validator
 
 from trainlint import reporters
-from trainlint.diagnostics import FileError, FileResult
+from trainlint.diagnostics import Applicability, FileError, FileResult
 from trainlint.reporters import github, rdjson, sarif
 
 SOURCE = (
@@ -103,6 +103,34 @@ def test_rdjson_suggestion_covers_whole_lines_of_the_finding():
         }
     ]
     assert "suggestions" not in doc["diagnostics"][1]
+
+
+@pytest.mark.parametrize("applicability, says", [
+    (Applicability.SAFE, "Fix (safe, applied by `trainlint check --fix`): apply the fix."),
+    (Applicability.UNSAFE, "Fix (unsafe: may change behaviour, review before committing; applied by "
+                           "`trainlint check --fix --unsafe-fixes`): apply the fix."),
+    (Applicability.DISPLAY_ONLY, "Suggested change (never applied automatically): apply the fix."),
+])
+def test_rdjson_message_says_how_safe_its_suggestion_is(applicability, says):
+    # reviewdog posts the suggestion as a block the reviewer accepts with one click: the message is
+    # the only place that can say an unsafe fix may change behaviour.
+    source = "loader = DataLoader(ds)\n"
+    start = source.index("DataLoader")
+    at = source.index(")")
+    d = diag(source, "s.py", "TL101", start, at + 1, "DataLoader without num_workers",
+             edits=[(at, at, ", num_workers=2")], applicability=applicability)
+    item = rdjson.diagnostic(d, source)
+    assert item["suggestions"][0]["text"] == "loader = DataLoader(ds, num_workers=2)"
+    assert item["message"] == "DataLoader without num_workers\n\n" + says
+    validator("rdjson/Diagnostic.json").validate(item)
+
+
+def test_rdjson_message_has_no_fix_note_without_a_suggestion():
+    source = "import torch\nloader = DataLoader(ds)\n"
+    start = source.index("DataLoader")
+    d = diag(source, "o.py", "TL101", start, start + 14, "DataLoader without num_workers",
+             edits=[(0, 0, "import os\n")], applicability=Applicability.UNSAFE)
+    assert rdjson.diagnostic(d, source)["message"] == "DataLoader without num_workers"
 
 
 def test_rdjson_multiline_finding_and_crlf():

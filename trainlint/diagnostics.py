@@ -56,6 +56,20 @@ class Fix:
     # rewrites left unused): not counted as a finding fixed unless it was there before any fix.
     follow_up: bool = False
 
+    def note(self) -> str:
+        """The fix in one sentence with how sure it is and what applies it, for the outputs that
+        show a fix as a suggestion to accept (review comments, reviewdog): the suggestion block
+        itself cannot say that an unsafe fix may change behaviour."""
+        what = self.message.rstrip(".")
+        if self.applicability is Applicability.SAFE:
+            return f"Fix (safe, applied by `trainlint check --fix`): {what}."
+        if self.applicability is Applicability.UNSAFE:
+            return (
+                f"Fix (unsafe: may change behaviour, review before committing; applied by "
+                f"`trainlint check --fix --unsafe-fixes`): {what}."
+            )
+        return f"Suggested change (never applied automatically): {what}."
+
 
 @dataclass
 class Diagnostic:

@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from trainlint.cli import SuggestingChoice, selectors  # the same checks as `check`
-from trainlint.diagnostics import Applicability, Diagnostic, FileError, FileResult, RunResult
+from trainlint.diagnostics import Diagnostic, FileError, FileResult, RunResult
 from trainlint.fingerprint import fingerprints
 from trainlint.gitdiff import ChangedFile, GitError, changed_files, git
 from trainlint.gitutil import relative_posix, repo_root
@@ -94,19 +94,6 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def _fix_note(diag: Diagnostic) -> str:
-    assert diag.fix is not None
-    what = diag.fix.message.rstrip(".")
-    if diag.fix.applicability is Applicability.SAFE:
-        return f"Fix (safe, applied by `trainlint check --fix`): {what}."
-    if diag.fix.applicability is Applicability.UNSAFE:
-        return (
-            f"Fix (unsafe: may change behaviour, review before committing; applied by "
-            f"`trainlint check --fix --unsafe-fixes`): {what}."
-        )
-    return f"Suggested change (never applied automatically): {what}."
-
-
 def suggestion(kept: Kept, source: str | None) -> str | None:
     """The ```suggestion block's text: the finding's lines as its fix leaves them, when the diff
     shows all of them and the fix stays within them (GitHub replaces exactly the commented lines)."""
@@ -137,7 +124,7 @@ def comment_for(kept: Kept, source: str | None) -> dict:
         if text is not None:
             fence = _fence(text)
             parts.append(f"{fence}suggestion\n{text}\n{fence}")
-        parts.append(_fix_note(diag))
+        parts.append(diag.fix.note())
     if diag.url:
         parts.append(f"[{diag.code} documentation]({diag.url})")
     parts.append(_FINDING_MARKER.format(kept.fingerprint))

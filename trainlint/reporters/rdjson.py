@@ -4,7 +4,8 @@ Lines are 1-based and columns are 1-based UTF-8 byte offsets, converted from our
 columns with the file's text. A fix becomes a line-based suggestion (rows only, no columns)
 covering exactly the finding's rows: reviewdog turns it into a GitHub ```suggestion block, which
 replaces whole lines and must match the comment's line range. A fix that reaches outside those
-rows is left out rather than shown wrong.
+rows is left out rather than shown wrong. A suggestion carries no safety of its own, so the
+message ends with the fix's note (safe, unsafe or never applied), as a review comment does.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def diagnostic(diag: Diagnostic, source: str | None, note: str = "") -> dict:
             lo, hi, text = replacement
             assert (lo, hi) == (first, last)
             out["suggestions"] = [{"range": {"start": {"line": lo}, "end": {"line": hi}}, "text": text}]
+            out["message"] += "\n\n" + diag.fix.note()
     return out
 
 
