@@ -189,6 +189,11 @@ def test_a_nothing_to_fix_rows_note_is_printed_under_the_table():
                                               "in train.py")
     assert "TL201 found 1 finding without an automatic fix in train.py." in report.table(data)
     assert data["rows"][0]["asked_rules"] == ["TL999"] and data["asked_rules"] == ["TL101"]
+    # A rule whose fix needs another's (TL103 after TL101's workers) says where it is measured.
+    note = ("TL999's fix applies only once the other rules' fixes are in (TL999 found nothing to fix "
+            "in train.py alone); it is measured in the TL101+TL999 row")
+    data["rows"][0].update(name="TL999", note=note)
+    assert note + "." in report.table(data)
 
 
 def test_step_times_that_shift_sharply_are_warned_about():

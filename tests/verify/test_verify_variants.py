@@ -87,3 +87,16 @@ def test_a_finding_without_a_fix_is_named_by_its_rule(tmp_path):
     assert p.variant is None and p.rules == [] and p.asked == codes
     assert p.note.startswith("TL201 found 1 finding without an automatic fix in train.py"), p.note
     assert p.name == f"the {len(codes)} rules asked"
+
+
+def test_each_says_when_a_rules_fix_needs_anothers(tmp_path):
+    # No workers: TL103 (persistent workers) has nothing to fix until TL101's fix adds them. Its
+    # row said "TL103 found nothing to fix", while the combined row held TL103's fix.
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT.read_text(encoding="utf-8").replace(", num_workers=2", ""), encoding="utf-8")
+    rows = _rows(tmp_path, ["TL101", "TL103"], each=True, script=script)
+    assert [(name, rules) for name, rules, _asked, _note in rows] == [
+        ("TL101", ["TL101"]), ("TL103", []), ("TL101+TL103", ["TL101", "TL103"])]
+    assert rows[1][3] == ("TL103's fix applies only once the other rules' fixes are in (TL103 found "
+                          "nothing to fix in train.py alone); it is measured in the TL101+TL103 row")
+    assert rows[0][3] == rows[2][3] == ""

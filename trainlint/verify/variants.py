@@ -131,11 +131,18 @@ def rule_variants(script: Path, rules: list[str], each: bool, workdir: Path) -> 
     text = script.read_text(encoding="utf-8")
     groups = [[code] for code in rules] if each and len(rules) > 1 else []
     groups.append(list(rules))
+    outcomes = [fixed_text(text, group, str(script)) for group in groups]
+    together = "+".join(outcomes[-1][1])
     planned = []
-    for group in groups:
-        new, applied, unfixed = fixed_text(text, group, str(script))
+    for group, (new, applied, unfixed) in zip(groups, outcomes):
         if new == text:
-            planned.append(Planned(None, [], _nothing_note(group, unfixed, script.name), group))
+            note = _nothing_note(group, unfixed, script.name)
+            if not unfixed and len(group) == 1 < len(groups) and group[0] in outcomes[-1][1]:
+                # TL103 (persistent workers) alone finds no workers to keep; after TL101's fix
+                # adds them it does: "nothing to fix" alone would hide the fix the last row holds.
+                note = (f"{group[0]}'s fix applies only once the other rules' fixes are in ({note} "
+                        f"alone); it is measured in the {together} row")
+            planned.append(Planned(None, [], note, group))
             continue
         # Named by the rules whose fixes it holds (`--rule TL1` may fix only TL103 and TL105).
         name = "+".join(applied)
