@@ -229,7 +229,7 @@ def constant_values(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
     return False
 
 
-def _draws_one_batch(ctx, call: cst.Call) -> bool:
+def draws_one_batch(ctx, call: cst.Call) -> bool:
     """A loader made to draw a single batch (an example input, a shape probe): `next(iter(DataLoader(
     ...)))`, or `loader = DataLoader(...)` whose only use is one `next(iter(loader))`. Workers,
     pinning and prefetching would only add start-up work to it."""
@@ -278,7 +278,7 @@ class DataLoaderRule(Rule):
             if _settings_visible(ctx, node) and _handed_on(ctx, node):
                 self.check_loader(node)
         elif self._mentions_loaders and is_loader(ctx, node) and _settings_visible(ctx, node) \
-                and not _over_builtin_collection(ctx, node) and not _draws_one_batch(ctx, node):
+                and not _over_builtin_collection(ctx, node) and not draws_one_batch(ctx, node):
             self.check_loader(node)
 
     @cached_property

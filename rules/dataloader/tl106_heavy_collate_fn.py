@@ -31,7 +31,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid
 
 from .cases import STREAM, UNSHARDED
-from .loaders import device_arg, excerpt
+from .loaders import device_arg, draws_one_batch, excerpt
 from .tl101_dataloader_no_workers import DataLoaderNoWorkers
 from .workers import add_workers_fix, has_workers, workers_advice, workers_value
 
@@ -156,7 +156,9 @@ sequences" when it is a tokenizer's or its arguments show integer ids (`input_id
 `dtype=torch.long`, `.long()`); else, as for float features (`F.pad` of spectrograms,
 `pad_sequence` of MFCC frames), it "pads sequences", with advice for features. Padding and masks
 alone are not flagged when the loader already runs workers (`num_workers` not 0): padding each
-batch to its own longest sequence there is the usual cheap way, off the training process.
+batch to its own longest sequence there is the usual cheap way, off the training process. Nor is
+a loader made to draw one batch (`next(iter(DataLoader(...)))`, or a variable whose only use is
+one `next(iter(loader))`), as for TL101: its collate_fn runs once, not every step.
 
 A collate_fn set on a loader after it is built is read too (`train_dataloader.collate_fn =
 self.smart_batching_collate`, sentence-transformers' legacy `fit`): on a loader of this file,
@@ -237,6 +239,13 @@ message says so). Moving tokenizing and decoding offline is left to you.
         Valid(_SET_AFTER.format(param="data", collate=_TOKENIZES_TO_DEVICE).replace("train_dataloader", "data")),
         Valid(_SET_AFTER.format(param="train_dataloader: DataLoader",
                                 collate="return pad_sequence(batch, batch_first=True)")),
+        # A loader made to draw one batch (a sample decode, a shape probe) runs its collate_fn
+        # once, not per step; nor does TL101 add it workers (before: reported, and workers added,
+        # on a CTC script's dev loader whose one batch it decodes each epoch).
+        Valid(_SRC.format(body="batch = pad_sequence(batch, batch_first=True)", args="collate_fn=collate")
+              + "example = next(iter(loader))\n"),
+        Valid(_SRC.format(body="ids = tokenizer(batch)", args="collate_fn=collate").replace(
+            "loader = DataLoader(ds, collate_fn=collate)", "example = next(iter(DataLoader(ds, collate_fn=collate)))")),
     ]
     invalid = [
         # Set after the loader is built (before: not seen): on a parameter annotated as a loader,
@@ -436,6 +445,8 @@ message says so). Moving tokenizing and decoding offline is left to you.
         ctx = self.ctx
         if not is_loader(ctx, node) or ctx.is_offline_script:
             return
+        if draws_one_batch(ctx, node):
+            return  # its collate_fn runs once, not per step (as the other loader rules skip it)
         arg = collate_arg(ctx, node)
         if arg is None or arg.star:
             return
