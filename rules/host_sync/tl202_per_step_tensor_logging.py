@@ -668,6 +668,13 @@ tensor are logging lines side by side, and go under one `if` together).
         Invalid("import torch\nfor i, (x, y) in enumerate(loader):\n    (model(x, y) / accum).backward()\n"
                 "    if (i + 1) % accum != 0:\n        continue\n    opt.step()\n    print(f'loss {loss:.3f}')\n",
                 fixed=NO_FIX, message="(`if opt_step % 100 == 0:`, counting optimizer steps with `opt_step += 1`"),
+        # No counter of the loop, and the function's `step` is another loop's (a PPO update after
+        # its rollout loop): the advice named `step`, which holds the rollout's last index there.
+        Invalid("import torch\ndef update(n, batch_size, mb):\n    for step in range(n):\n        collect(step)\n"
+                "    for start in range(0, batch_size, mb):\n        loss = model(start)\n        loss.backward()\n"
+                "        opt.step()\n        print(f'loss {loss:.3f}')\n",
+                fixed=NO_FIX, message="(`if train_step % 100 == 0:`, counting `train_step` where no counter of the loop "
+                                      "was found (`step` holds something else here)"),
         # A tensor that counts steps is no counter: `if step_t % 10 == 0:` reads it every step.
         Invalid("import torch\nstep_t = torch.zeros((), dtype=torch.long, device='cuda')\nlog_every = 10\n"
                 "for batch in loader:\n    loss = model(batch)\n    loss.backward()\n    opt.step()\n    step_t += 1\n"
