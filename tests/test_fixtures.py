@@ -120,7 +120,8 @@ ARGS = {"image_classifier.py": ["--epochs", "1"], "checkpoint/checkpoint_every_s
         "checkpoint/preemptible_stream_train.py": ["--out", "{tmp}"],
         "checkpoint/callback_trainer.py": ["--out", "{tmp}"],
         "checkpoint/callback_list_trainer.py": ["--out", "{tmp}"],
-        "checkpoint/final_checkpoint_train.py": ["--out", "{tmp}"]}
+        "checkpoint/final_checkpoint_train.py": ["--out", "{tmp}"],
+        "compute/vit_compile_ema_pretrain.py": ["--out", "{tmp}"]}
 
 
 # The framework each script trains with, besides torch (the dev extra installs them).
