@@ -100,6 +100,16 @@ def test_tl201_reports_a_copy_to_the_host_once():
     assert [d.message.split(" ", 1)[0] for d in _findings(code, "TL201")] == ["`.cpu()`"]
 
 
+@pytest.mark.parametrize("copy", ['.to("cpu")', '.to(device="cpu")', '.to(torch.device("cpu"))'])
+def test_tl201_reports_a_copy_to_the_host_spelled_to_cpu_once(copy):
+    # `.to("cpu")` is `.cpu()`: the copy is the one wait, reported at the copy, not again at
+    # `.numpy()` of what it gave (it was reported there alone) nor at reads of its result.
+    chained = in_training_loop(f"preds = model(x).argmax(-1).detach(){copy}.numpy()")
+    kept = in_training_loop(f"preds = model(x).argmax(-1){copy}\nhits = preds.tolist()\narr = preds.numpy()")
+    for code in (chained, kept):
+        assert [d.message.split(" waits", 1)[0] for d in _findings(code, "TL201")] == [f"`{copy}`"], code
+
+
 def test_tl201_suggestion_uses_the_scripts_interval_constant():
     # A user's `PRINT_FREQ = 20` gave `if step % 100 == 0:`.
     code = in_training_loop("losses.append(loss.item())").replace("import torch\n", "import torch\nPRINT_FREQ = 20\n")

@@ -13,7 +13,7 @@ from trainlint.analysis.variables import may_reach, owner, variable_uses
 from trainlint.analysis.words import words
 
 from .logged_values import is_log_call, tracker_values
-from .syncs import SYNC_METHODS, device_tensor
+from .syncs import device_tensor, reads_to_host
 
 
 def host_consumer(ctx, read: cst.Call) -> cst.Call | None:
@@ -63,13 +63,13 @@ def _same_step_reads(ctx, value: cst.BaseExpression) -> list[cst.Name] | None:
 
 def _whole_value(ctx, read: cst.Call) -> cst.BaseExpression:
     """read, taken up through what keeps it a host copy of the same value: more host reads of the
-    chain (`.cpu().numpy()`, `.tolist()`), an index (`[0]`), `int()`/`float()`/`bool()` of it."""
+    chain (`.cpu().numpy()`, `.to("cpu").numpy()`, `.tolist()`), an index (`[0]`), `int()`/`float()`/`bool()` of it."""
     node = read
     while True:
         parent = ctx.parent(node)
-        if isinstance(parent, cst.Attribute) and parent.value is node and parent.attr.value in SYNC_METHODS:
+        if isinstance(parent, cst.Attribute) and parent.value is node:
             call = ctx.parent(parent)
-            if isinstance(call, cst.Call) and call.func is parent and not call.args:
+            if isinstance(call, cst.Call) and call.func is parent and reads_to_host(ctx, call):
                 node = call
                 continue
         if isinstance(parent, cst.Subscript) and parent.value is node:

@@ -5,10 +5,22 @@ from __future__ import annotations
 
 import libcst as cst
 
+from trainlint.analysis.batches import copies_to_host
 from trainlint.analysis.variables import held_values
 
 
-SYNC_METHODS = ("item", "cpu", "numpy", "tolist")
+# Methods that read a tensor's value on the host; a copy into host memory (`.cpu()`, `.to("cpu")`)
+# is the other host read of a method chain (batches.copies_to_host).
+SYNC_METHODS = ("item", "numpy", "tolist")
+
+
+def reads_to_host(ctx, call: cst.Call) -> bool:
+    """call, a link of a method chain, reads what it is called on to the host and waits for it:
+    `.item()`, `.numpy()`, `.tolist()`, a blocking copy (`.cpu()`, `.to("cpu")`). Whatever it is
+    called on: the chain's first such link is the wait, and what follows it reads host memory."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and (func.attr.value in SYNC_METHODS and not call.args
+                                                 or copies_to_host(ctx, call, blocking=True))
 
 
 def waits_per_step(ctx, node: cst.CSTNode) -> bool:
@@ -63,13 +75,14 @@ def _after_synced_test(ctx, node: cst.CSTNode) -> bool:
 
 
 def host_read(ctx, call: cst.Call) -> tuple[cst.BaseExpression, str] | None:
-    """(the tensor, how it is read) for `t.item()`, `t.cpu()`, `t.numpy()`, `t.tolist()`,
+    """(the tensor, how it is read) for `t.item()`, `t.cpu()` (`t.to("cpu")`), `t.numpy()`, `t.tolist()`,
     `float(t)`, `int(t)`, `bool(t)`, `math.isnan(t)` (`isfinite`, `isinf`) of a tensor t; None for any other call. TL201 reports these; a test made
     of one has waited for the GPU already (_after_synced_test)."""
     func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value in SYNC_METHODS and not call.args:
+    if reads_to_host(ctx, call):
         if func.attr.value == "item" or ctx.tensors.is_tensor(func.value):
-            return func.value, f"`.{func.attr.value}()`"
+            # `.to("cpu")` as written: the message names the call the reader sees.
+            return func.value, f"`.{func.attr.value}()`" if not call.args else f"`{ctx.code(call)[len(ctx.code(func.value)):]}`"
         return None
     qn = ctx.names.qualified(func)
     if qn in _CONVERSIONS and len(call.args) == 1 and not call.args[0].star and call.args[0].keyword is None \

@@ -16,7 +16,7 @@ from .cases import CLOSURE, FORWARD_TRAINER, HOOK, HOST_BATCH, WRITER, forward_c
 from .consumers import cross_rank_decision, host_consumer
 from .guards import guard_statement, interval_guard, log_line
 from .logged_values import argument
-from .syncs import SYNC_METHODS, blocking_host_copy, framework_logging, host_read, waits_per_step
+from .syncs import blocking_host_copy, framework_logging, host_read, reads_to_host, waits_per_step
 
 
 def _log_line_read(ctx, read: cst.Call) -> bool:
@@ -307,8 +307,10 @@ class PerStepHostSync(Rule):
                                    minimum=1)}
     docs = """
 ## What it does
-Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
-`float(t)`, `int(t)`, `bool(t)`, `math.isfinite(t)` / `math.isnan(t)` / `math.isinf(t)` (which
+Flags reads of a tensor's value on the host (`.item()`, `.cpu()`, `.numpy()`, `.tolist()`; a copy
+spelled `.to("cpu")`, `.to(device="cpu")`, `.to(torch.device("cpu"))` or `.to(cpu)` of a name
+bound only to the CPU, as `.cpu()`, not `.to(device)` of a device picked at run time nor one with
+`non_blocking=True`; `float(t)`, `int(t)`, `bool(t)`, `math.isfinite(t)` / `math.isnan(t)` / `math.isinf(t)` (which
 call `float(t)`), also as an `if` test, where TL204 does not report them again; a GradScaler's
 `get_scale()`, which is `.item()` of its scale; a copy from the device into a tensor in host
 memory (`buf.copy_(out)`, where `buf` is made on the CPU: `torch.empty(n, device="cpu")`,
@@ -713,6 +715,10 @@ of every tenth loss, predictions shorter than their targets).
         Valid(_HOST_COPY.format(buf='torch.zeros(4, device="cuda")', copy="buf.copy_(loss.detach())")),
         Valid(_HOST_COPY.format(buf='torch.zeros(4)', copy="if step % 100 == 0:\n        buf.copy_(loss.detach())")),
         Valid(HOST_BATCH.format(read="buf.copy_(y)").replace("for step", "buf = torch.zeros(4)\nfor step")),
+        # A copy to the host with `non_blocking=True` waits for nothing (as `buf.copy_(x,
+        # non_blocking=True)`); `.to(device)` is a copy to a device picked at run time.
+        Valid(in_training_loop("preds = model(x).argmax(-1).to('cpu', non_blocking=True)")),
+        Valid(in_training_loop("history.append(loss.detach().to(device))")),
         Valid("import torch\ndef train(loader, buf):\n    for x in loader:\n        loss = model(x.cuda())\n"
               "        loss.backward()\n        opt.step()\n        buf.copy_(loss.detach())\n"),
     ]
@@ -950,6 +956,18 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(in_training_loop("if step % log_every:\n    print(loss.item())"), fixed=NO_FIX),
         Invalid(in_training_loop("if (step + 1) % log_every > 0:\n    n = int(loss)"), fixed=NO_FIX),
         Invalid(in_training_loop("preds = model(x).argmax(-1).cpu().numpy()"), fixed=NO_FIX),
+        # A copy to the host spelled `.to("cpu")` (a device given by keyword, `torch.device("cpu")`, a
+        # name bound to it) is `.cpu()`, with the same fixes; it went unreported, or was reported
+        # at the `.numpy()` after it.
+        Invalid(in_training_loop("print('loss', loss.to('cpu'))"),
+                fixed=in_training_loop("if step % 100 == 0:\n    print('loss', loss.to('cpu'))"),
+                message="`.to('cpu')` waits for the GPU on every step"),
+        Invalid(_with_total(in_training_loop("total += loss.to(device='cpu')\nif step % 10 == 0:\n    print(total)")),
+                fixed=_with_total(in_training_loop("total += loss.detach()\nif step % 10 == 0:\n    print(float(total))"))),
+        Invalid(in_training_loop("preds = model(x).argmax(-1).to(torch.device('cpu')).numpy()"), fixed=NO_FIX,
+                message="`.to(torch.device('cpu'))` waits"),
+        Invalid("import torch\nhost = torch.device('cpu')\n" + in_training_loop("history.append(loss.detach().to(host))")
+                .partition("\n")[2], fixed=NO_FIX, message="`.to(host)` waits"),
         Invalid(_with_total(in_training_loop("running += float(loss)\nif step % 10 == 0:\n"
                                              "    logger.info(f'loss {running / 10:.3f}')\n    running = 0"), "running = 0"),
                 fixed=_with_total(in_training_loop("running += loss.detach()\nif step % 10 == 0:\n"
@@ -1275,8 +1293,9 @@ of every tenth loss, predictions shorter than their targets).
         if read is not None:
             target, what = read
             # One finding per chain: `x.cpu().numpy()` is reported at `.cpu()`, and so is
-            # `x.cpu().detach().numpy().item()` (pytorch-tabnet: it was reported twice).
-            if isinstance(func, cst.Attribute) and _sync_in_receiver(func.value):
+            # `x.cpu().detach().numpy().item()` (pytorch-tabnet: it was reported twice), and
+            # `x.to("cpu").numpy()` at `.to("cpu")`.
+            if isinstance(func, cst.Attribute) and _sync_in_receiver(ctx, func.value):
                 return
         elif isinstance(func, cst.Attribute) and func.attr.value == "get_scale" and not node.args \
                 and dotted(func.value) in _scaler_names(ctx):
@@ -1512,11 +1531,11 @@ def _read_conversion(ctx, read: cst.Name) -> str | None:
     return "convert"
 
 
-def _sync_in_receiver(expr: cst.BaseExpression) -> bool:
-    """A host-sync method call earlier in the method chain that expr ends."""
+def _sync_in_receiver(ctx, expr: cst.BaseExpression) -> bool:
+    """A host read earlier in the method chain that expr ends (`.cpu()`, `.to("cpu")`, `.numpy()`)."""
     while isinstance(expr, (cst.Call, cst.Attribute, cst.Subscript)):
         if isinstance(expr, cst.Call):
-            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in SYNC_METHODS and not expr.args:
+            if reads_to_host(ctx, expr):
                 return True
             expr = expr.func
         else:

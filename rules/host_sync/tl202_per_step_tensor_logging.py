@@ -237,6 +237,10 @@ tensor are logging lines side by side, and go under one `if` together).
         # adds numbers to the one it is handed (speechbrain's `avg_train_loss`, reported before).
         Valid(_AVERAGE.format(start="0.0", add="float(loss)")),
         Valid(_AVERAGE.format(start="None", add="loss.item()")),
+        # What `.to("cpu")` copied is in host memory, as what `.cpu()` copied: the copy is TL201's
+        # (it was reported here as a device tensor formatted).
+        Valid(in_training_loop("print('loss', loss.to('cpu'))")),
+        Valid("import torch\nhost = torch.device('cpu')\n" + in_training_loop("print(f'{loss.to(host)}')").partition("\n")[2]),
         # A name bound to a conditional expression between two host values is a float, whatever
         # its name says (`loss_val` was taken for a tensor).
         Valid(in_training_loop("loss_val = loss.item() if step % 5 == 0 else 0.0\nprint(f'a {loss_val:.3f}')")),

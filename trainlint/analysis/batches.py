@@ -225,6 +225,30 @@ def is_device_move(ctx, call: cst.Call) -> bool:
     return (literal is UNKNOWN or isinstance(literal, str)) and not is_cpu_device(ctx, first.value)
 
 
+def copies_to_host(ctx, call: cst.Call, *, blocking: bool = False) -> bool:
+    """call copies what it is called on into host memory: `x.cpu()`, or `x.to(...)` whose device
+    (first positional or `device=`) is_cpu_device reads as the CPU: `x.to("cpu")`,
+    `x.to(device="cpu")`, `x.to(torch.device("cpu"))`, `x.to(cpu)` of a name bound only to the
+    CPU. Not `x.to(device)` of a device picked at run time, which may be the GPU. With blocking,
+    only a copy that waits for the device: not one with `non_blocking=` anything but a literal
+    False (into pinned memory it waits for nothing), nor `.cpu(...)` given other arguments."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("cpu", "to") or any(a.star for a in call.args):
+        return False
+    if func.attr.value == "cpu":
+        return not (blocking and call.args)
+    if not call.args:
+        return False
+    device = next((a for a in call.args if a.keyword is not None and a.keyword.value == "device"), call.args[0])
+    if device.keyword is not None and device.keyword.value != "device" or not is_cpu_device(ctx, device.value):
+        return False  # `.to(dtype=...)`, `.to(device)`
+    # `.to(device, dtype, non_blocking, copy)`: the flag by keyword, or third by position.
+    positional = [a for a in call.args if a.keyword is None]
+    flag = next((a for a in call.args if a.keyword is not None and a.keyword.value == "non_blocking"),
+                positional[2] if len(positional) > 2 else None)
+    return not blocking or flag is None or ctx.literal(flag.value) is False
+
+
 def is_cpu_device(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
     """expr is known to name the CPU: `"cpu"` (`"cpu:0"`), `torch.device("cpu")`, or a variable
     every assignment of which, in the scope it is read from, is one of those (`cpu =

@@ -11,7 +11,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from trainlint.analysis.batches import is_cpu_device
+from trainlint.analysis.batches import copies_to_host
 from trainlint.analysis.devices import Devices
 from trainlint.analysis.distributed import Distributed
 from trainlint.analysis.grads import Grads
@@ -295,10 +295,10 @@ class FileContext:
                 continue
             target = func.value if method == "copy_" else (call.args[0].value if method == "to" and call.args
                                                             and call.args[0] is not flag else None)
-            # A device the file shows to be the CPU (batches.is_cpu_device, as TL108 reads it), else
-            # a target whose name says host memory (`pinned_buf.copy_(...)`, `t.to(host_device)`).
-            if method == "cpu" or (target is not None and (is_cpu_device(self, target) or
-                                                           _HOST_WORDS.search(self.code(target)))):
+            # A copy to a device the file shows to be the CPU (batches.copies_to_host, as TL201 and
+            # TL108 read it), else a target whose name says host memory (`pinned_buf.copy_(...)`,
+            # `t.to(host_device)`).
+            if copies_to_host(self, call) or (target is not None and _HOST_WORDS.search(self.code(target))):
                 return True
         return False
 

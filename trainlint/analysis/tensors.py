@@ -18,7 +18,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from trainlint.analysis.batches import host_batch_loops, is_cpu_device, is_device_move, over_loader_name
+from trainlint.analysis.batches import copies_to_host, host_batch_loops, is_cpu_device, is_device_move, over_loader_name
 from trainlint.analysis.devices import neutral_module
 from trainlint.analysis.names import bound_names, dotted
 from trainlint.analysis.paths import may_name, path_forms
@@ -79,15 +79,23 @@ _TORCH_KEEPS_DEVICE = frozenset({f"torch.{name}" for name in _KEEPS_DEVICE - {"p
                                    "torch.topk", "torch.bucketize", "torch.isnan", "torch.isfinite", "torch.round"})
 # Loaders that restore tensors where told: the keyword, and its position when passed by position.
 _LOADERS = {"torch.load": ("map_location", 1), "safetensors.torch.load_file": ("device", 1)}
-# What these give is on the host, whatever they are called on (the call is where any wait is).
-_TO_HOST = frozenset({"cpu", "numpy", "tolist", "item"})
+# What these give is on the host, whatever they are called on (the call is where any wait is); so
+# is what a copy to the host gives (`.cpu()`, `.to("cpu")`: batches.copies_to_host, _gives_host).
+_TO_HOST = frozenset({"numpy", "tolist", "item"})
 # Reads of a container (a batch that is a dict): the values they give are the ones it holds.
 _ACCESSORS = frozenset({"get", "values", "items", "keys"})
 # In-place arithmetic methods: `t.add_(v)` is `t += v`, which never moves t (a device operand of a
 # host tensor would raise). Not `copy_`, which may copy from the device (a wait of its own).
 _IN_PLACE_ARITHMETIC = frozenset({"add_", "sub_", "mul_", "div_"})
 # Methods of a batch that leave what it holds where it is.
-_READS = _ACCESSORS | _KEEPS_DEVICE | _TO_HOST
+_READS = _ACCESSORS | _KEEPS_DEVICE | _TO_HOST | {"cpu"}
+
+
+def _gives_host(ctx, call: cst.Call) -> bool:
+    """What call gives is in host memory, whatever it is called on: `.item()`, `.numpy()`,
+    `.tolist()`, or a copy to the host (`.cpu()`, `.to("cpu")`, also non-blocking)."""
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value in _TO_HOST or copies_to_host(ctx, call)
 
 
 def pure_tensor_method(attr: str) -> bool:
@@ -673,7 +681,7 @@ class Tensors:
         if qn == "builtins.map" and call.args and not call.args[0].star:
             return self._maps_to_device(call.args[0].value, depth, hops)
         func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _TO_HOST:
+        if _gives_host(self.ctx, call):
             return False
         if isinstance(func, cst.Attribute) and is_device_move(self.ctx, call):
             return True
@@ -745,7 +753,7 @@ class Tensors:
         if not isinstance(expr, cst.Call):
             return False
         func = expr.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _TO_HOST:
+        if _gives_host(self.ctx, expr):
             return False
         loops = self.ctx.loops
         callees = loops.callees(expr)
@@ -823,7 +831,7 @@ class Tensors:
                 for a in call.args)
         func = call.func
         method = func.attr.value if isinstance(func, cst.Attribute) else None
-        if method in _TO_HOST:
+        if _gives_host(self.ctx, call):
             return True
         if method in _ACCESSORS:
             return self._host(func.value, depth + 1, field=True)
