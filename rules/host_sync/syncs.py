@@ -135,6 +135,20 @@ def framework_logging(ctx, node: cst.CSTNode) -> str:
             f"it at every refresh, each batch by default)")
 
 
+def framework_log_value(ctx, read: cst.Call) -> cst.Call | None:
+    """The framework's logging call of the step hook that holds read (Lightning's `self.log`,
+    `pl_module.log` in a callback) when read is the value it logs, as a whole: `self.log("loss",
+    loss.item())`, or `value=loss.item()`. None elsewhere."""
+    hook = ctx.loops.step_hook(read)
+    arg = ctx.parent(read)
+    if hook is None or hook.log is None or not isinstance(arg, cst.Arg) or arg.value is not read:
+        return None
+    call = ctx.parent(arg)
+    if not isinstance(call, cst.Call) or ctx.code(call.func) != hook.log:
+        return None
+    return call if arg in (ctx.positional(call, 1), ctx.keyword(call, "value")) else None
+
+
 # Questions about the process group that change nothing (`dist.get_rank() == 0`): the rank test
 # of `if dist.get_rank() == 0 and step % 5 == 0:` is as free of effects as `rank == 0`, and
 # the loop's interval test was not reused past it (TL201 wrote `step % 100` beside it).

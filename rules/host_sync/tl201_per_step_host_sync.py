@@ -16,7 +16,7 @@ from .cases import CLOSURE, FORWARD_TRAINER, HOOK, HOST_BATCH, WRITER, forward_c
 from .consumers import cross_rank_decision, host_consumer
 from .guards import guard_statement, interval_guard, log_line
 from .logged_values import argument
-from .syncs import blocking_host_copy, framework_logging, host_read, reads_to_host, waits_per_step
+from .syncs import blocking_host_copy, framework_log_value, framework_logging, host_read, reads_to_host, waits_per_step
 
 
 def _log_line_read(ctx, read: cst.Call) -> bool:
@@ -514,6 +514,11 @@ it, joining the same `if`s and the per-step logging lines beside it (a `print(f"
 alone where TL202 writes none (under `if step % log_every:`, in the branch that steps the
 optimizer without a counter of its own, in the `else:`/`elif` of the loop's own interval test,
 beside a print that ends its line elsewhere); fewer lines are logged.
+Unsafe too, in Lightning: `self.log("loss", loss.item())` (or `float(loss)`, `value=`, also
+`pl_module.log` in a callback) becomes `self.log("loss", loss)`, the tensor Lightning detaches
+and reads only where its logger writes (a tensor not known to be a float one, as `acc`, is
+logged as `acc.float()`, the dtype Lightning gives a number); the logged values are the same. Not
+fixed with `prog_bar=True`, whose bar reads the tensor at every refresh (the message says so).
 Other shapes get a suggestion only (shown, never written): put the statement under the loop's own
 interval test, else the script's logging interval (a name such as `log_every`,
 `args.log_interval` or `PRINT_FREQ` whose value is known to be a positive whole number: a
@@ -1124,6 +1129,24 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
                     "self.history.append(acc.item())", "if self.global_step % self.trainer.log_every_n_steps == 0:\n"
                     "            print('acc', acc.item())")),
+        # Lightning's `self.log` (`pl_module.log` in a callback) given the value read: the fix
+        # passes the tensor itself, which Lightning reads only where its logger writes (a float
+        # one as it is, another with `.float()`, as Lightning converts a number). It was a
+        # suggestion to guard the line, never written, and said nothing of why. With
+        # `prog_bar=True` the bar reads it at every refresh: not fixed, and the message says why.
+        Invalid(HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
+                    "self.history.append(acc.item())", "self.log('loss', loss.item())"),
+                fixed=HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
+                    "self.history.append(acc.item())", "self.log('loss', loss)")),
+        Invalid(HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
+                    "self.history.append(acc.item())", "self.log('acc', value=float(acc), on_step=True)"),
+                fixed=HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
+                    "self.history.append(acc.item())", "self.log('acc', value=acc.float(), on_step=True)")),
+        Invalid(HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
+                    "self.history.append(acc.item())", "self.log('loss', loss.item(), prog_bar=True)"),
+                fixed=NO_FIX, message="pass the tensor itself to `self.log(...)` (without `prog_bar=True`: the "
+                "progress bar reads it at every refresh, each batch by default); not fixed: it is shown on the "
+                "progress bar (`prog_bar=True`)"),
         # Not a line that only logs: another call in it (`next(it)`), its value used, a record
         # written to a file, a tracker numbering its calls (no step), a line with another
         # statement; and where TL202 writes no guard (under `if step % log_every:`, the
@@ -1372,8 +1395,20 @@ of every tenth loss, predictions shorter than their targets).
             logging = framework_logging(ctx, node)
             advice = (f"read it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])})"
                       f"{', keep it on the device' if logging else ' or keep it on the device'}{logging}")
-            guard = guard_statement(self, node, self.opts["log-every"])
-            if guard is not None:
+            logged = framework_log_value(ctx, node) if what in ("`.item()`", "`float()`") else None
+            guard = guard_statement(self, node, self.opts["log-every"]) if logged is None else None
+            if logged is not None:
+                # `self.log("loss", loss.item())`: Lightning's log takes the tensor itself (it
+                # detaches it) and reads it only where its logger writes, every
+                # `log_every_n_steps`; a guard would instead leave steps out of what it reduces
+                # over the epoch. The progress bar reads what it shows at every refresh, though.
+                bar = ctx.keyword(logged, "prog_bar") or ctx.positional(logged, 2)
+                if bar is not None and ctx.literal(bar.value) is not False:
+                    advice += f"; not fixed: it is shown on the progress bar (`{ctx.code(bar)}`)"
+                else:
+                    fix = self.fix(Applicability.UNSAFE, f"Pass the tensor itself to `{ctx.code(logged.func)}(...)`",
+                                   (node, _as_float_tensor(ctx, target)))
+            elif guard is not None:
                 # A line that only logs is guarded as TL202 guards one that formats the tensor (the
                 # two in a row end under one `if`); other shapes change what the script records
                 # (an assignment, a list, a meter): shown as a suggestion, never written.
@@ -1382,6 +1417,18 @@ of every tenth loss, predictions shorter than their targets).
         if what.startswith("`math."):
             advice += f"; `torch.{what[6:-3]}({ctx.code(target)})` tests it on the device"
         self.report(node, f"{what} waits for the GPU on every step; {advice}", fix)
+
+
+def _as_float_tensor(ctx, tensor: cst.BaseExpression) -> cst.BaseExpression | str:
+    """The tensor whose `.item()` (or `float()`) Lightning's `self.log` was given, for it to log in
+    its place with the same value: a float tensor as it is (a loss, a mean: _floating_tensor), else
+    converted with `.float()`, as Lightning converts a Python number (an integer tensor would be
+    converted with a warning, where versions convert it at all)."""
+    if _floating_tensor(tensor):
+        return tensor
+    code = ctx.code(tensor)
+    atom = isinstance(tensor, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or tensor.lpar
+    return f"{code}.float()" if atom else f"({code}).float()"
 
 
 def _plateau_metric(ctx, call: cst.Call) -> cst.BaseExpression | None:
