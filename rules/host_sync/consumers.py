@@ -61,6 +61,48 @@ def _same_step_reads(ctx, value: cst.BaseExpression) -> list[cst.Name] | None:
             and may_reach(ctx.index, assign, use.node, scope)]
 
 
+def per_step_test(ctx, read: cst.Call) -> cst.If | cst.While | cst.Assert | None:
+    """The `if`, `while` or `assert` run on every step whose test reads the value of read in the
+    same step: directly (`if not math.isfinite(loss.item()):`) or through the plain local name it
+    is assigned to (DeiT's `loss_value = loss.item()` ... `if not math.isfinite(loss_value):`).
+    Read every N steps instead, that test would have no value on the other steps."""
+    value = _whole_value(ctx, read)
+    for use in [value, *(_same_step_reads(ctx, value) or ())]:
+        test = next((a for a in ctx.index.ancestors(use) if isinstance(a, (cst.If, cst.While, cst.Assert))
+                     and ctx.index.contains(a.test, use)), None)
+        if test is not None and ctx.is_per_step(test):
+            return test
+    return None
+
+
+# Calls that end the run where they stand, as a `raise` does (DeiT's `sys.exit(1)` on a non-finite
+# loss): a check `torch._assert_async` can make on the device.
+_EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
+
+
+def test_advice(ctx, node: cst.CSTNode) -> str:
+    """The advice for a per-step test of a value the GPU holds, by what its branch does: only a
+    check that fails (`assert`, an `if` ending in `raise` or `sys.exit(...)`) can become
+    `torch._assert_async(...)`. Every test got that advice, also `if mask.sum() == 0: continue`,
+    whose skip no device-side assert can make."""
+    last = None
+    if isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock) and node.body.body:
+        line = node.body.body[-1]
+        last = line.body[-1] if isinstance(line, cst.SimpleStatementLine) and line.body else None
+    elif isinstance(node, cst.If) and isinstance(node.body, cst.SimpleStatementSuite) and node.body.body:
+        last = node.body.body[-1]
+    exits = isinstance(last, cst.Expr) and isinstance(last.value, cst.Call) \
+        and ctx.names.qualified(last.value.func) in _EXITS
+    if isinstance(node, cst.Assert) or isinstance(last, cst.Raise) or exits:
+        return "use `torch._assert_async(...)` or check it at the logging interval"
+    if isinstance(last, (cst.Continue, cst.Return)):
+        return ("no device-side check can skip the step: compute it on the device instead (`torch.where(...)`, "
+                "masking the loss so the step does nothing), or accept the sync here")
+    if isinstance(last, cst.Break):
+        return "leaving the loop needs the value on the host: test it at the logging interval"
+    return "compute on the device (`torch.where(...)`) or check it at the logging interval"
+
+
 def _whole_value(ctx, read: cst.Call) -> cst.BaseExpression:
     """read, taken up through what keeps it a host copy of the same value: more host reads of the
     chain (`.cpu().numpy()`, `.to("cpu").numpy()`, `.tolist()`), an index (`[0]`), `int()`/`float()`/`bool()` of it."""

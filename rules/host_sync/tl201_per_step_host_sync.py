@@ -13,7 +13,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
 from .cases import CLOSURE, FORWARD_TRAINER, HOOK, HOST_BATCH, WRITER, forward_case, in_accumulation_step
-from .consumers import cross_rank_decision, host_consumer
+from .consumers import cross_rank_decision, host_consumer, per_step_test, test_advice
 from .guards import guard_statement, interval_guard, log_line
 from .logged_values import argument
 from .syncs import blocking_host_copy, framework_log_value, framework_logging, host_read, reads_to_host, waits_per_step
@@ -875,6 +875,18 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(in_training_loop("if math.isnan(loss):\n    raise RuntimeError('nan')").replace(
             "import torch\n", "import math\nimport torch\n"), fixed=NO_FIX, message="`math.isnan()` waits"),
         Invalid(in_training_loop("from math import isinf\nbad = isinf(loss)"), fixed=NO_FIX, message="`math.isinf()`"),
+        # A value tested on every step (DeiT's stop on a non-finite loss): read every N steps the test
+        # would have nothing to test between; the advice was the logging interval alone.
+        Invalid(in_training_loop("loss_value = loss.item()\nif not math.isfinite(loss_value):\n"
+                                 "    print(f'Loss is {loss_value}, stopping training')\n    sys.exit(1)").replace(
+                    "import torch\n", "import math\nimport sys\nimport torch\n"),
+                fixed=NO_FIX, message="`.item()` waits for the GPU on every step; its value is tested on every step "
+                "(`if not math.isfinite(loss_value):`): use `torch._assert_async(...)` or check it at the logging "
+                "interval (`if step % 100 == 0:`)"),
+        Invalid(in_training_loop("assert loss.item() < 1e4, 'diverged'"), fixed=NO_FIX,
+                message="(`assert loss.item() < 1e4`): use `torch._assert_async(...)`"),
+        Invalid(in_training_loop("if loss.item() < best:\n    best = loss.item()"), fixed=NO_FIX,
+                message="(`if loss.item() < best:`): compute on the device (`torch.where(...)`)"),
         Invalid(_with_total(in_training_loop("total += bool(loss > 1)")) + "print(total)\n", fixed=NO_FIX),
         # ReduceLROnPlateau's step reads its metric with `float()` (a tensor metric was not reported).
         Invalid(_PLATEAU_CASE.format(step="sched.step(loss)"), fixed=NO_FIX, message="ReduceLROnPlateau reads the metric"),
@@ -1391,6 +1403,14 @@ of every tenth loss, predictions shorter than their targets).
             added_code = ctx.code(detached) if added is node else ctx.code(added).replace(ctx.code(node), ctx.code(detached), 1)
             advice = (f"accumulate with `{total} = {total} + {added_code}` and convert once at the logging interval; "
                       f"not fixed: the fix handles `{total} += ...`")
+        elif (test := per_step_test(ctx, node)) is not None:
+            # DeiT's `loss_value = loss.item()`, then `if not math.isfinite(loss_value): sys.exit(1)`:
+            # read every N steps, the test has no value on the other steps; no guard can fix it.
+            header = f"assert {ctx.code(test.test)}" if isinstance(test, cst.Assert) else \
+                f"{'if' if isinstance(test, cst.If) else 'while'} {ctx.code(test.test)}:"
+            advice = f"its value is tested on every step (`{header}`): {test_advice(ctx, test)}"
+            if advice.endswith("logging interval"):
+                advice += f" ({interval_guard(ctx, node, self.opts['log-every'])})"
         else:
             logging = framework_logging(ctx, node)
             advice = (f"read it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])})"

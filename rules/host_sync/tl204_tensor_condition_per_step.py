@@ -11,6 +11,7 @@ from trainlint.layout import split_at_brackets
 from trainlint.rule import NO_FIX, Invalid, Rule, Valid, in_training_loop
 
 from .cases import FORWARD_TRAINER, forward_case
+from .consumers import test_advice
 from .syncs import device_tensor, forward_call, is_tensor_test, on_accelerator, waits_per_step
 
 
@@ -37,26 +38,6 @@ def _one_tensor_expression(ctx, expr: cst.BaseExpression) -> bool:
             return False
         return ctx.tensors.is_tensor(expr.left) or ctx.tensors.is_tensor(expr.comparisons[0].comparator)
     return ctx.tensors.is_tensor(expr)
-
-
-def _branch_advice(node: cst.CSTNode) -> str:
-    """The advice for a tensor test, by what its branch does: only a check that fails (`assert`,
-    an `if` ending in `raise`) can become `torch._assert_async(...)`. Every test got that advice,
-    also `if mask.sum() == 0: continue`, whose skip no device-side assert can make."""
-    last = None
-    if isinstance(node, cst.If) and isinstance(node.body, cst.IndentedBlock) and node.body.body:
-        line = node.body.body[-1]
-        last = line.body[-1] if isinstance(line, cst.SimpleStatementLine) and line.body else None
-    elif isinstance(node, cst.If) and isinstance(node.body, cst.SimpleStatementSuite) and node.body.body:
-        last = node.body.body[-1]
-    if isinstance(node, cst.Assert) or isinstance(last, cst.Raise):
-        return "use `torch._assert_async(...)` or check it at the logging interval"
-    if isinstance(last, (cst.Continue, cst.Return)):
-        return ("no device-side check can skip the step: compute it on the device instead (`torch.where(...)`, "
-                "masking the loss so the step does nothing), or accept the sync here")
-    if isinstance(last, cst.Break):
-        return "leaving the loop needs the value on the host: test it at the logging interval"
-    return "compute on the device (`torch.where(...)`) or check it at the logging interval"
 
 
 # A step loop whose batch arrives on the host and is moved field by field.
@@ -266,6 +247,10 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
         # also a skip of the batch (`continue`), which no assert can make.
         Invalid(in_training_loop("if torch.isnan(loss):\n    raise RuntimeError('nan')"),
                 message="use `torch._assert_async(...)`"),
+        # `sys.exit(...)` ends the run as `raise` does: a check _assert_async can make (DeiT's stop).
+        Invalid(in_training_loop("if not torch.isfinite(loss):\n    print('Loss is', loss)\n    sys.exit(1)").replace(
+                    "import torch\n", "import sys\nimport torch\n"),
+                fixed=NO_FIX, message="use `torch._assert_async(...)`"),
         Invalid(in_training_loop("if not torch.isfinite(loss):\n    opt.zero_grad()\n    continue"), fixed=NO_FIX,
                 message="no device-side check can skip the step: compute it on the device instead (`torch.where(...)`"),
         Invalid(in_training_loop("if loss < 1e-3:\n    break"), fixed=NO_FIX,
@@ -313,7 +298,7 @@ expressions, `min`/`max` (their result would stay a tensor) and a training loop'
         elif isinstance(node, cst.IfExp):
             advice = "pick on the device (`torch.where(...)`) or check it at the logging interval"
         else:
-            advice = _branch_advice(node)
+            advice = test_advice(ctx, node)
         call = forward_call(ctx, node)
         if call is not None:
             # In a model's forward the step loop is out of sight: say what runs it every step.
