@@ -196,8 +196,9 @@ loops too, and a function's loop that other loaders go through), right after eac
 The loops of every loader built with that `collate_fn` get the move. When one of them also goes
 where its loops are not seen (another module's function, a comprehension, a one-off draw such as
 `x, y = next(iter(loader))` after training, a draw that binds no name, `model(*next(it))`, an
-iterator made in a `with` or handed on), or the module uses the function in another way too, no
-fix (the message names the draw): some batches would stay on the CPU. Nor when the
+iterator made in a `with` or handed on, a return to callers whose loops are not all seen), or the
+module uses the function in another way too, no fix (the message says where it goes, but for
+that other use): some batches would stay on the CPU. Nor when the
 `collate_fn` also works on the device apart from its moves (a torch factory given a device that
 is not the CPU, `torch.rand(shape, device=device)`, or a module-level tensor on the device, `xs -
 MEAN`): without the moves that would meet host tensors. Nor
@@ -364,14 +365,19 @@ message says so). Moving tokenizing and decoding offline is left to you.
         # Handed to another module's function, or gone over by a comprehension, the loader has
         # loops this file does not show: reported, no fix.
         Invalid(_MOVES.replace(_MOVES_LOOP, "from utils import evaluate\n" + _MOVES_LOOP + "evaluate(model, loader)\n"),
-                fixed=NO_FIX),
-        Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "print([model(x, y) for x, y in loader])\n"), fixed=NO_FIX),
+                fixed=NO_FIX, message="; no fix: `loader` is handed where the file does not show every loop over it "
+                                      "(another module's function, another name), and the batches taken there would "
+                                      "stay on the CPU"),
+        Invalid(_MOVES.replace(_MOVES_LOOP, _MOVES_LOOP + "print([model(x, y) for x, y in loader])\n"), fixed=NO_FIX,
+                message="; no fix: a comprehension goes over `loader`, with no statement to move its batches in"),
         # Returned (beside other values too) where no caller of the file binds it: the caller's
         # loops are not seen. No fix.
         Invalid(_MOVES.replace("loader = DataLoader(ds, batch_size=4, collate_fn=collate)\n" + _MOVES_LOOP,
                                "def train(ds):\n    loader = DataLoader(ds, batch_size=4, collate_fn=collate)\n"
                                + _MOVES_LOOP.replace("\n", "\n    ").replace("for", "    for", 1)
-                               + "return loader, opt\n"), fixed=NO_FIX),
+                               + "return loader, opt\n"), fixed=NO_FIX,
+                message="; no fix: `loader` is returned from `train`, and the file does not show every loop its "
+                        "callers run over it; the batches taken there would stay on the CPU"),
         # Batches taken where no loop the fix edits takes them: a one-off draw after training, a
         # draw that binds no target (`model(*next(it))`), an iterator made in a `with` or handed
         # on: they would stay on the CPU. No fix.
@@ -482,6 +488,10 @@ message says so). Moving tokenizing and decoding offline is left to you.
                 # training) would stay on the CPU while the model is on the device.
                 message += (f"; no fix: `{excerpt(ctx, stray)}` takes batches outside the loops the move would "
                             f"go into, and they would stay on the CPU")
+                fix = None
+            elif gone := next((why for user in _collate_users(ctx, definition) if (why := _out_of_sight(ctx, user))), None):
+                # Batches taken in loops this file does not show would stay on the CPU.
+                message += f"; no fix: {gone}"
                 fix = None
             else:
                 fix = _move_to_loop_fix(self, node, definition, moves)
@@ -665,7 +675,7 @@ def _move_to_loop_fix(rule: Rule, loader: cst.Call, collate: cst.CSTNode, moves:
         return None
     batches = [found for user in users for found in loader_batches(ctx, user, shared=True)]
     batches = list(dict.fromkeys(batches))  # a shared function's loop, once
-    if len(devices) != 1 or not batches or any(_leaves_sight(ctx, user) for user in users):
+    if len(devices) != 1 or not batches:
         return None
     device = devices.pop()
     # A loop that also takes batches from another loader: the move added there moves those too.
@@ -788,17 +798,21 @@ def _collate_users(ctx, collate: cst.CSTNode) -> list[cst.Call]:
     return users
 
 
-def _leaves_sight(ctx, loader: cst.Call) -> bool:
-    """A name the loader is known by, on every call or on some (`paths_of`), is handed where the
-    loops seen are not all of its loops (to another module's function, another target, a draw
-    outside a loop), its batches are taken outside those loops (`stray_draws`: `next(iter(loader))`,
-    `with tqdm(loader) as bar:`), or it is gone over by a comprehension: moving its batches in the loops seen would
-    leave the others on the CPU. A return counts only when the callers binding it are not all
-    known."""
-    if ctx.loops.comprehensions_over(loader, shared=True):
-        return True  # `[model(x) for x in loader]`: no statement to move its batches in
-    if ctx.loops.stray_draws(loader):
-        return True  # `x, y = next(iter(loader))` after training: no loop to move its batch in
+def _out_of_sight(ctx, loader: cst.Call) -> str | None:
+    """Why some of the loader's batches are taken where no loop the fix edits takes them, as the
+    message says it; None when they are not. A name the loader is known by, on every call or on
+    some (`paths_of`), is returned where the callers binding it are not all known, or handed where
+    the loops seen are not all of its loops (to another module's function, another target), or a
+    comprehension goes over it. (Draws outside a loop, `stray_draws`, the caller names itself.)"""
+    if over := ctx.loops.comprehensions_over(loader, shared=True):
+        return f"a comprehension goes over `{excerpt(ctx, over[0].iter)}`, with no statement to move its batches in"
     followed = bool(ctx.loops.returned_to(loader))
-    return any(ctx.loops.escapes(path.name, path.scope, returns=not followed, shared=True)
-               for path in ctx.loops.paths_of(loader))
+    for path in ctx.loops.paths_of(loader):
+        if not ctx.loops.escapes(path.name, path.scope, returns=not followed, shared=True):
+            continue
+        if path.scope is not None and not ctx.loops.escapes(path.name, path.scope, returns=False, shared=True):
+            return (f"`{path.name}` is returned from `{path.scope.name.value}`, and the file does not show every "
+                    f"loop its callers run over it; the batches taken there would stay on the CPU")
+        return (f"`{path.name}` is handed where the file does not show every loop over it (another module's "
+                f"function, another name), and the batches taken there would stay on the CPU")
+    return None
