@@ -117,7 +117,12 @@ dtype where it is made. The choice is made once, in a variable just before the f
 `warm = step(x0)`, but never above the statement that imports torch), when every autocast and scaler the fix touches runs after it and sees it (later in the same
 function; for a scaler made in `__init__`, a `self.` attribute the class's other methods read); else
 (a scaler made in another method or function, `reset_scaler()`, `make_scaler()`) it is written
-where each is used. An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
+where each is used. When the autocasts already take their float16 from one variable of their
+own (`AMP_DTYPE = torch.float16`, then `dtype=AMP_DTYPE`), bound once, above the first scaler in
+the block the choice goes into, and read nowhere else, that assignment becomes the choice, and the
+scaler's `enabled=` reads the variable; a module constant read in the function that makes the
+scaler is left as it is (the choice there would ask the GPU at import, in every process importing
+the file). An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
 choice on CUDA only and keeps its own dtype elsewhere; in a branch that runs on CUDA only (`if
 device_type == "cuda"`, or the `else` of `device_type == "cpu"` where `device_type` can only be
 "cuda" or "cpu", as in nanoGPT) it gets the choice alone.
@@ -540,9 +545,48 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
                 message="autocast runs in float16 implicitly"),
         # ... also through a name bound to None: the message said it ran "as `torch.float16`".
         Invalid(_LOOP.format(pre="AMP_DTYPE = None\n", sargs="'cuda'", aargs="'cuda', dtype=AMP_DTYPE"),
-                fixed=_LOOP.format(pre="AMP_DTYPE = None\n" + _CHOICE_LINE, sargs="'cuda', enabled=amp_dtype == torch.float16",
-                                   aargs="'cuda', dtype=amp_dtype"),
+                fixed=_LOOP.format(pre=_CHOICE_LINE.replace("amp_dtype", "AMP_DTYPE"),
+                                   sargs="'cuda', enabled=AMP_DTYPE == torch.float16", aargs="'cuda', dtype=AMP_DTYPE"),
                 message="autocast runs in float16 implicitly (`AMP_DTYPE` is None: CUDA's default)"),
+        # A variable that only gives the autocast its dtype, bound above the scaler in the same block
+        # (a script's constant, a function's local): the choice is set there, where float16 was, and
+        # the autocast keeps reading it (the fix defined `amp_dtype` beside it and left it unread).
+        Invalid(_LOOP.format(pre="AMP_DTYPE = torch.float16  # half the activation memory\n", sargs="'cuda'",
+                             aargs="'cuda', dtype=AMP_DTYPE"),
+                fixed=_LOOP.format(pre=_CHOICE_LINE.replace("amp_dtype", "AMP_DTYPE").replace(
+                                       "\n)\n", "\n)  # half the activation memory\n"),
+                                   sargs="'cuda', enabled=AMP_DTYPE == torch.float16", aargs="'cuda', dtype=AMP_DTYPE")),
+        Invalid("import torch\ndef train(loader):\n    amp_dtype = torch.float16\n    scaler = torch.amp.GradScaler('cuda')\n"
+                "    for x in loader:\n        with torch.autocast('cuda', dtype=amp_dtype):\n            loss = model(x)\n"
+                "        scaler.scale(loss).backward()\n",
+                fixed="import torch\ndef train(loader):\n    amp_dtype = (\n        torch.bfloat16\n"
+                      "        if torch.cuda.is_bf16_supported(including_emulation=False)\n        else torch.float16\n"
+                      "    )\n    scaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n"
+                      "    for x in loader:\n        with torch.autocast('cuda', dtype=amp_dtype):\n            loss = model(x)\n"
+                      "        scaler.scale(loss).backward()\n"),
+        # With target-gpu ampere the variable becomes bfloat16 (the autocast got `dtype=torch.bfloat16`
+        # and the variable was left unread); as everywhere, the scaler goes.
+        Invalid("import torch\nAMP_DTYPE = torch.float16\ndef train(loader):\n    scaler = torch.amp.GradScaler('cuda')\n"
+                "    for x in loader:\n        with torch.autocast('cuda', dtype=AMP_DTYPE):\n            loss = model(x)\n"
+                "        scaler.scale(loss).backward()\n", settings={"target_gpu": "ampere"},
+                fixed="import torch\nAMP_DTYPE = torch.bfloat16\ndef train(loader):\n"
+                      "    for x in loader:\n        with torch.autocast('cuda', dtype=AMP_DTYPE):\n            loss = model(x)\n"
+                      "        loss.backward()\n"),
+        # ... not one read elsewhere too (the choice would change that as well), nor a module constant
+        # read in the function that makes the scaler: set to the choice, it would ask the GPU at
+        # import, in every process importing the file (a spawned loader worker too).
+        Invalid(_LOOP.format(pre="AMP_DTYPE = torch.float16\nprint(AMP_DTYPE)\n", sargs="'cuda'",
+                             aargs="'cuda', dtype=AMP_DTYPE"),
+                fixed=_LOOP.format(pre="AMP_DTYPE = torch.float16\nprint(AMP_DTYPE)\n" + _CHOICE_LINE,
+                                   sargs="'cuda', enabled=amp_dtype == torch.float16", aargs="'cuda', dtype=amp_dtype")),
+        Invalid("import torch\nAMP_DTYPE = torch.float16\ndef train(loader):\n    scaler = torch.amp.GradScaler('cuda')\n"
+                "    for x in loader:\n        with torch.autocast('cuda', dtype=AMP_DTYPE):\n            loss = model(x)\n"
+                "        scaler.scale(loss).backward()\n",
+                fixed="import torch\nAMP_DTYPE = torch.float16\ndef train(loader):\n    amp_dtype = (\n        torch.bfloat16\n"
+                      "        if torch.cuda.is_bf16_supported(including_emulation=False)\n        else torch.float16\n"
+                      "    )\n    scaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n"
+                      "    for x in loader:\n        with torch.autocast('cuda', dtype=amp_dtype):\n            loss = model(x)\n"
+                      "        scaler.scale(loss).backward()\n"),
         Invalid(_LOOP.format(pre="", sargs="'cuda'", aargs="'cuda', None"),
                 fixed=_LOOP.format(pre=_CHOICE_LINE, sargs="'cuda', enabled=amp_dtype == torch.float16",
                                    aargs="'cuda', amp_dtype")),
@@ -807,6 +851,12 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
         check = _bf16_check(ctx, torch)
         choice = f"{torch}.bfloat16 if {check} else {torch}.float16"
         var, define_at = self._shared_variable(autocasts, scalers)
+        # The autocasts read their float16 through a variable of their own (`AMP_DTYPE =
+        # torch.float16`) bound where the choice would go: the choice is set there instead, and
+        # the name stays (a new variable beside it left it unread).
+        constant = self._dtype_variable(autocasts, define_at) if var and not var.startswith("self.") else None
+        if constant is not None:
+            var = constant.targets[0].target.value
         replacements = list(extra)
         new_scalers = {}
         for use in scalers:
@@ -818,7 +868,7 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
             only_fp16 = f"{var} == {torch}.float16" if var else _bf16_check(ctx, torch, negated=True)
             new_scalers[use.call] = ctx.with_keyword(use.call, "enabled", _and(ctx, use.call, only_fp16))
         dtype_code = var or choice
-        for use in autocasts:
+        for use in autocasts if constant is None else []:  # else they read the variable already
             this_dtype = dtype_code
             if use.device is None and use.partial is None:
                 # A device chosen at run time (`device_type=dev.type`): the GPU's choice applies on
@@ -835,7 +885,9 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
             if new_call is None:
                 return None
             replacements.append((use.call, new_call))
-        if var:
+        if constant is not None:
+            replacements.append((constant, _assignment(ctx, ctx.parent(constant), var, choice)))
+        elif var:
             replacements.append(ctx.insert_before(define_at, _assignment(ctx, define_at, var, choice)))
         # Each scaler call is its own replacement (the insertion above ends before the first one
         # starts), so the engine wraps it when `enabled=` makes its line too long.
@@ -873,6 +925,36 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
         if target and target.startswith("self.") and self._sees_attribute(fn, stmt, anchor.call, uses):
             return f"self.{name}", stmt
         return None, None
+
+    def _dtype_variable(self, autocasts, define_at=None) -> cst.Assign | None:
+        """The assignment of the one variable every autocast the fix writes (all on CUDA) takes its
+        dtype from (`AMP_DTYPE = torch.float16`, `dtype=AMP_DTYPE`), when it is the variable's one
+        binding in the file, nothing else reads it, and (when the fix defines its choice, before
+        define_at) it stands above define_at in the same block: given the new dtype there, it
+        changes those autocasts alone. None otherwise: a module constant read in the function that
+        makes the scaler stays, since given the choice it would ask the GPU at import, in every
+        process that imports the file (a spawned loader worker too)."""
+        ctx = self.ctx
+        exprs = [ctx.precision.autocast_dtype_expr(use) for use in autocasts]
+        if any(use.device != "cuda" for use in autocasts) or not all(isinstance(e, cst.Name) for e in exprs) \
+                or len({e.value for e in exprs}) != 1:
+            return None
+        name = exprs[0].value
+        scopes = ctx.bindings.of(name)
+        assigns = [a for a in ctx.index.nodes(cst.Assign)
+                   if any(isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)]
+        if scopes is None or sum(len(found) for found in scopes.values()) != 1 or len(assigns) != 1:
+            return None
+        assign = assigns[0]
+        stmt, block = ctx.parent(assign), ctx.parent(define_at) if define_at is not None else None
+        if len(assign.targets) != 1 or len(stmt.body) != 1:
+            return None
+        if define_at is not None and (ctx.parent(stmt) is not block
+                                      or list(block.body).index(stmt) > list(block.body).index(define_at)):
+            return None
+        reads = {id(n) for n in ctx.index.nodes(cst.Name) if n.value == name and n is not assign.targets[0].target
+                 and not _inside_attribute_chain(ctx, n) and getattr(ctx.parent(n), "keyword", None) is not n}
+        return assign if reads == {id(e) for e in exprs} else None
 
     def _after(self, stmt, anchor: cst.Call, call: cst.Call) -> bool:
         """call runs after a variable inserted before stmt (the statement that makes anchor)."""
@@ -920,7 +1002,10 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
         ctx = self.ctx
         torch, extra = ctx.module_name("torch")
         replacements = list(extra)
-        for use in autocasts:
+        constant = self._dtype_variable(autocasts)
+        if constant is not None:  # `AMP_DTYPE = torch.float16` read by the autocasts alone
+            replacements.append((constant.value, cst.parse_expression(f"{torch}.bfloat16")))
+        for use in autocasts if constant is None else []:
             new_call = _set_dtype(ctx, use, f"{torch}.bfloat16")
             if new_call is None:
                 return None
