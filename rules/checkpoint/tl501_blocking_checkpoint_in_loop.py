@@ -373,7 +373,9 @@ self.callbacks:`, a callback set in `setup()`, a checkpointer handed in as a par
 function of the module, a framework's hook too; a test that the object is set (`if self.cb is
 not None:`) is no step condition. Saves outside the hot loop (once per epoch, at the
 end) and saves of tokenizers or configs are not flagged; nor is a save that runs once, or at a
-few steps named one by one (`if step == max_steps - 1:`, `if step in {1000, 5000}:`).
+few steps named one by one (`if step == max_steps - 1:`, `if step in {1000, 5000}:`), also where
+a save function of the module decides it (`def maybe_save(step): if step == 0: torch.save(...)`,
+or `if step != 0: return` before its save), called each step.
 
 A save helper that checks its own interval (an `if` around the save, an early return, or in
 a helper it calls) or decides for some of its saves (only a better model) is only made
@@ -572,6 +574,16 @@ and whether the fix still moves the save under an interval.
                                                 "    torch.save(model.state_dict(), best_weights)")),
         Valid(in_training_loop("if step == max_steps - 1:\n    torch.save(model.state_dict(), 'last.pt')")),
         Valid(in_training_loop("if step in {1000, 5000}:\n    torch.save(model.state_dict(), f'{step}.pt')")),
+        # ... also where a save function of the module decides it, called each step (before: reported,
+        # "under conditions of its own"): under `if step == 0:`, after `if step != 0: return`, or
+        # through a second function.
+        Valid("import torch\ndef maybe_save(step):\n    if step == 0:\n        torch.save(model.state_dict(), 'first.pt')\n"
+              + in_training_loop("maybe_save(step)").partition("\n")[2]),
+        Valid("import torch\ndef maybe_save(step):\n    if step != 0:\n        return\n"
+              "    torch.save(model.state_dict(), 'first.pt')\n" + in_training_loop("maybe_save(step)").partition("\n")[2]),
+        Valid("import torch\ndef save_ckpt(path):\n    torch.save(model.state_dict(), path)\n"
+              "def maybe_save(step):\n    if step == 0:\n        save_ckpt('first.pt')\n"
+              + in_training_loop("maybe_save(step)").partition("\n")[2]),
         Valid(in_training_loop("if step % 100 == 0:\n    _trainlint_async_save(torch.save, model.state_dict(), 'ckpt.pt')")),
         Valid("import torch\nwith torch.no_grad():\n    for x in val_loader:\n        torch.save(model(x), 'pred.pt')\n"),
         # Another library's trainer: not Lightning's save_checkpoint.
@@ -1683,6 +1695,8 @@ and whether the fix still moves the save under an interval.
         if kind == "once":
             return
         if kind == "per-step" and helper:
+            if all(self._limited_inside(s, self.ctx.loops.once_in_function) for s in inner):
+                return  # saves on the first step only (`if step == 0:` in it), as such a guard in the loop
             # A helper that checks its own interval (`if step % 250 == 0:` or an early return
             # around its save) saves on those steps only: adding another would lose checkpoints.
             # One that decides otherwise for some of its saves (only a better model, a periodic
@@ -1842,12 +1856,18 @@ and whether the fix still moves the save under an interval.
         """The interval (as code) that a save helper checks before it reaches save: around save in
         its function, else around the call of that function in the helper calling it (transformers'
         `_maybe_log_save_evaluate` tests `self.control.should_save` before `_save_checkpoint`)."""
+        return self._limited_inside(save, self.ctx.loops.interval_in_function)
+
+    def _limited_inside(self, save: cst.Call, reading):
+        """What reading (interval_in_function, once_in_function) finds limiting save in its
+        function, else around the call of that function in the helper calling it, and so on up
+        the helpers; None (or False) when nothing does."""
         loops = self.ctx.loops
         helper_fns = {fn for name in self._helpers for fn in loops.functions[name]}
         node = save
         for _ in range(4):
-            found = loops.interval_in_function(node)
-            if found is not None:
+            found = reading(node)
+            if found:
                 return found
             fn = self.ctx.index.enclosing_function(node)
             calls = loops.calls_of(fn) if fn is not None else ()
@@ -1856,7 +1876,7 @@ and whether the fix still moves the save under an interval.
             inside = [c for c in calls if self.ctx.index.enclosing_function(c) in helper_fns]
             if not inside:
                 return None  # called from the training code itself: that call site decides
-            guarded = [loops.interval_in_function(c) for c in inside]
+            guarded = [reading(c) for c in inside]
             if all(guarded):
                 return guarded[0]
             if len(inside) != 1:

@@ -3019,6 +3019,26 @@ class Loops:
             child = anc
         return None
 
+    def once_in_function(self, node: cst.CSTNode) -> bool:
+        """node runs on one step or a few only, as its own function decides: under a one-off test
+        (`if step == 0:`, `if step == max_steps - 1:`; one that limits the body without recurring,
+        as a guard in the loop reads), or after a one-off exit (`if step != 0: return`,
+        _skips_first_steps). The counterpart of interval_in_function, which names no such test."""
+        child = node
+        for anc in self.index.ancestors(node):
+            if isinstance(anc, _FUNC_BOUNDARY):
+                return False
+            if isinstance(anc, cst.If) and child is anc.body and self.limits_body(anc.test) \
+                    and not self.is_periodic(anc.test) and not self.is_step_boundary(anc):
+                return True
+            if isinstance(anc, (cst.IndentedBlock, cst.Module)):
+                _steps, others = self._early_exits(anc)
+                if any(i < _position(anc.body, child) and anc.body[i].orelse is None
+                       and self._skips_first_steps(anc.body[i]) for i in others):
+                    return True
+            child = anc
+        return False
+
     def _ends_loop(self, branch: cst.If) -> bool:
         """The branch leaves the hot loop for good (`if epoch >= epochs: ...; break`, or a `return`,
         `raise` or `sys.exit()` in the loop's own function): it runs at most once, not on every step."""
