@@ -120,7 +120,8 @@ function; for a scaler made in `__init__`, a `self.` attribute the class's other
 where each is used. When the autocasts already take their float16 from one variable of their
 own (`AMP_DTYPE = torch.float16`, then `dtype=AMP_DTYPE`), bound once, above the first scaler in
 the block the choice goes into, and read nowhere else, that assignment becomes the choice, and the
-scaler's `enabled=` reads the variable; a module constant read in the function that makes the
+scaler's `enabled=` reads the variable (with an Ampere target-gpu, wherever it is bound, it becomes
+`torch.bfloat16`); a module constant read in the function that makes the
 scaler is left as it is (the choice there would ask the GPU at import, in every process importing
 the file). An autocast whose device is chosen at run time (`device_type=dev.type`) gets the GPU's dtype
 choice on CUDA only and keeps its own dtype elsewhere; in a branch that runs on CUDA only (`if
