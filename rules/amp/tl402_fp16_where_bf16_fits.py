@@ -80,6 +80,21 @@ def _nanogpt(device_type: str, ctx: str, choice: str | None = None) -> str:
     return _NANOGPT_CTX.format(device_type=device_type, ctx=ctx.format(autocast=autocast), scaler=scaler)
 
 
+# Two training stages, each with its own scaler: {choose} the first, whose dtype may be bfloat16;
+# the second hard-codes float16.
+_TWO_STAGES = ("import torch\n{choose}    for x in batches:\n        with torch.autocast('cuda', dtype=amp_dtype):\n"
+               "            loss = model(x).mean()\n        scaler.scale(loss).backward()\n        scaler.step(opt)\n"
+               "        scaler.update()\ndef finetune(model, opt, batches):\n    scaler = torch.amp.GradScaler('cuda')\n"
+               "    for x in batches:\n        with torch.autocast('cuda', dtype=torch.float16):\n"
+               "            loss = model(x).mean()\n        scaler.scale(loss).backward()\n        scaler.step(opt)\n"
+               "        scaler.update()\n")
+_CHOOSING_STAGE = ("def pretrain(model, opt, batches):\n"
+                   "    amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n"
+                   "    scaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n")
+_HANDED_STAGE = ("def pretrain(model, opt, batches, amp_dtype, use_amp):\n"
+                 "    scaler = torch.amp.GradScaler('cuda', enabled=use_amp and amp_dtype == torch.float16)\n")
+
+
 class Fp16WhereBf16Fits(Rule):
     code = "TL402"
     name = "fp16-where-bf16-fits"
@@ -102,7 +117,10 @@ trl's or sentence-transformers' subclasses), Lightning's `precision="16-mixed"` 
 `Trainer` or `Fabric`, accelerate's `Accelerator(mixed_precision="fp16")`. A file that already
 chooses bfloat16 when the GPU supports it (it asks `torch.cuda.is_bf16_supported()`, the autocast
 of its training step can be bfloat16, or its scaler is enabled by dtype; a bfloat16 autocast in
-evaluation chooses nothing for training) is not flagged, nor is a setting whose
+evaluation chooses nothing for training) is not flagged; where each scaler is made in a function
+holding its own training autocasts (a `pretrain()` stage and a `finetune()` stage), a choice made in
+one of them is that stage's alone, and a stage hard-coding float16 beside it is flagged (its fix
+leaves the other stage's scaler as it is). Nor is a setting whose
 value is not written literally (`fp16=args.fp16`: the user's choice) or that has `bf16=` beside it,
 nor one that trains on the CPU (`accelerator="cpu"`, where Lightning runs bfloat16 itself), nor a
 setting in a test file (it tests the float16 path). With `target-gpu` older than Ampere (pascal,
@@ -227,6 +245,15 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
               "        with torch.autocast('cuda', dtype=torch.bfloat16):\n            loss = model(x, y)\n"
               "    else:\n        with torch.autocast('cuda', dtype=torch.float16):\n            loss = model(x, y)\n"
               "    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n"),
+        # Two stages, and a choice made outside them, handed in: it may be for either (here the second
+        # runs float16 only where bfloat16 is not supported, its model cast to bfloat16 otherwise).
+        Valid(_TWO_STAGES.format(choose=_HANDED_STAGE).replace(
+            "def finetune(model, opt, batches):\n    scaler = torch.amp.GradScaler('cuda')\n",
+            "def finetune(model, opt, batches, bf16):\n    scaler = torch.amp.GradScaler('cuda', enabled=not bf16)\n").replace(
+            "dtype=torch.float16)", "dtype=torch.float16, enabled=not bf16)")
+            + "def main(model, opt, batches):\n    bf16 = torch.cuda.is_bf16_supported()\n"
+              "    pretrain(model, opt, batches, torch.bfloat16 if bf16 else torch.float16, True)\n"
+              "    finetune(model.bfloat16() if bf16 else model, opt, batches, bf16)\n"),
         # A dtype that is bfloat16 or None (the device's default): chosen at run time.
         Valid(_LOOP.format(pre="amp_dtype = torch.bfloat16 if args.bf16 else None\n", sargs="'cuda'",
                            aargs="'cuda', dtype=amp_dtype")),
@@ -533,6 +560,26 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
                 "        scaler.scale(loss).backward()\n        scaler.step(opt)\n        scaler.update()\n",
                 fixed=NO_FIX, message="not fixed: the training step's autocast `torch.autocast('cuda', "
                                       "dtype=cfg.amp_dtype)` has a dtype the fix cannot read"),
+        # Two training stages, each with its own scaler: the one that chooses its dtype (asks
+        # `is_bf16_supported()`, or its scaler is enabled by dtype) does not choose for the other, which
+        # hard-codes float16 (the whole file was taken for choosing). The fix touches that stage alone.
+        Invalid(_TWO_STAGES.format(choose=_CHOOSING_STAGE),
+                fixed=_TWO_STAGES.format(choose=_CHOOSING_STAGE).replace(
+                    "    scaler = torch.amp.GradScaler('cuda')\n",
+                    "    autocast_dtype = (\n        torch.bfloat16\n"
+                    "        if torch.cuda.is_bf16_supported(including_emulation=False)\n        else torch.float16\n    )\n"
+                    "    scaler = torch.amp.GradScaler('cuda', enabled=autocast_dtype == torch.float16)\n").replace(
+                    "dtype=torch.float16):", "dtype=autocast_dtype):"),
+                message="autocast runs in float16 as `torch.float16` with a GradScaler"),
+        # ... also beside a stage whose dtype is handed in, its scaler enabled by it: that autocast's
+        # unread dtype is no reason to withhold the fix, which leaves its scaler as it is.
+        Invalid(_TWO_STAGES.format(choose=_HANDED_STAGE),
+                fixed=_TWO_STAGES.format(choose=_HANDED_STAGE).replace(
+                    "    scaler = torch.amp.GradScaler('cuda')\n",
+                    "    autocast_dtype = (\n        torch.bfloat16\n"
+                    "        if torch.cuda.is_bf16_supported(including_emulation=False)\n        else torch.float16\n    )\n"
+                    "    scaler = torch.amp.GradScaler('cuda', enabled=autocast_dtype == torch.float16)\n").replace(
+                    "dtype=torch.float16):", "dtype=autocast_dtype):")),
         # ... nor one in a prediction function whose dtype can be bfloat16, beside CUDA's default in the step.
         Invalid("import torch\nPRED_DTYPE = torch.bfloat16 if fast else torch.float32\ndef predict(x):\n"
                 "    with torch.autocast('cuda', dtype=PRED_DTYPE):\n        return model(x)\n"
@@ -669,10 +716,7 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
             return
         if not self.ctx.precision.chooses_bf16:
             self._check_frameworks()
-        # For its own autocasts the file chooses where the training step can run in bfloat16: a
-        # bfloat16 autocast elsewhere (evaluation) left the step's float16 one unreported.
-        if not self.ctx.precision.chooses_bf16_beside_autocast:
-            self._check_autocasts()
+        self._check_autocasts()
 
     # -- a framework's float16 setting -------------------------------------------------
 
@@ -749,8 +793,7 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
         paired = [a for a in prec.autocasts
                   if a.device != "cpu" and not prec.autocast_is_disabled(a)
                   and (not trains_here or self._in_training_step(a))]
-        if any(prec.may_run_bf16(a) for a in paired):
-            return  # the step may run in bfloat16 (a dtype chosen at run time, a branch of its own)
+        paired, scalers, stages = self._unchosen(paired, scalers)
         autocasts = [a for a in paired if prec.autocast_dtypes(a) == {"float16"}]
         if not autocasts:
             return
@@ -785,7 +828,7 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
                     f"import, before a run-time check can choose it (choose it and the scaler's `enabled=` together "
                     f"by hand)")
         else:
-            fix = self._ampere_fix(autocasts, scalers) if ampere else self._runtime_fix(autocasts, scalers)
+            fix = self._ampere_fix(autocasts, scalers, stages) if ampere else self._runtime_fix(autocasts, scalers)
             if fix is None:
                 note = "; not fixed: the autocast's or the scaler's arguments are not ones the fix can rewrite"
         for use in autocasts:
@@ -800,6 +843,32 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
                            f"range, no loss scaling): `dtype=torch.bfloat16 if {_bf16_check(ctx, 'torch')} else "
                            f"torch.float16`, scaler enabled only for float16{note}")
             self.report(use.call, message, fix)
+
+    def _unchosen(self, paired, scalers):
+        """The training autocasts and scalers of the file's part that does not choose its dtype, and
+        that part's functions (None: the whole file). The file chooses where the step can run in
+        bfloat16 (a dtype chosen at run time, a branch of its own; a bfloat16 autocast in evaluation
+        chooses nothing), where it asks `is_bf16_supported()`, or where a scaler is enabled by dtype.
+        Where each scaler is made in a function that also holds its own training autocasts (two
+        stages, `pretrain()` and `finetune()`), a choice made in one such function is that stage's
+        alone: the other's float16 autocast was left unreported because the file chose somewhere.
+        A choice made anywhere else (`main()` handing it in) may be for any of them."""
+        prec = self.ctx.precision
+        choices = prec.bf16_choices + [a.call for a in paired if prec.may_run_bf16(a)]
+        if not choices:
+            return paired, scalers, None
+        function = self.ctx.index.enclosing_function
+        stages = {function(s.call) for s in scalers}
+        # An autocast outside those functions (a module's `forward`, an object made in `__init__`)
+        # pairs with any of their scalers.
+        if None in stages or any(a.decorates is not None or function(a.call) not in stages for a in paired):
+            return [], [], None
+        chosen = {function(c) for c in choices}
+        if not chosen <= stages:
+            return [], [], None
+        stages -= chosen
+        return ([a for a in paired if function(a.call) in stages], [s for s in scalers if function(s.call) in stages],
+                stages)
 
     def _in_training_step(self, use) -> bool:
         """The autocast region takes part in every training step. A decorated function's region is
@@ -999,7 +1068,9 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
 
     # -- target-gpu ampere or newer: plain bf16, no scaler --------------------------------
 
-    def _ampere_fix(self, autocasts, scalers):
+    def _ampere_fix(self, autocasts, scalers, stages=None):
+        """stages: the functions whose scalers go (None: every scaler of the file); a stage that
+        chooses its dtype keeps its own."""
         ctx = self.ctx
         torch, extra = ctx.module_name("torch")
         replacements = list(extra)
@@ -1016,7 +1087,8 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
         removed: list[cst.CSTNode] = []
         for call in ctx.index.nodes(cst.Call):
             func = call.func
-            if not isinstance(func, cst.Attribute) or ctx.dotted(func.value) not in names:
+            if not isinstance(func, cst.Attribute) or ctx.dotted(func.value) not in names \
+                    or (stages is not None and not any(ctx.index.contains(fn, call) for fn in stages)):
                 continue
             method = func.attr.value
             if method == "scale" and len(call.args) == 1 and not call.args[0].keyword:

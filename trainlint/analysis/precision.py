@@ -299,16 +299,24 @@ class Precision:
         scaler's `enabled` depends on the dtype. A rule that knows which autocasts pair with the
         scaler asks may_run_bf16 of those alone (a bfloat16 autocast in evaluation chooses nothing
         for training)."""
+        return bool(self.bf16_choices)
+
+    @cached_property
+    def bf16_choices(self) -> list[cst.Call]:
+        """Where the file chooses beside the autocasts' dtypes: each `is_bf16_supported()` call, and
+        each scaler whose `enabled` depends on the dtype. A rule can tell from where they are which
+        part of the file chooses (one training stage of two, each with its own scaler)."""
+        out = []
         for call in self.index.nodes(cst.Call):
             func = call.func
             name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
             if name == "is_bf16_supported":
-                return True
+                out.append(call)
         for use in self.scalers:
             arg = _keyword(use.call, "enabled")
             if arg is not None and any(d in ("float16", "bfloat16") for d in self._mentioned_dtypes(arg.value)):
-                return True
-        return False
+                out.append(use.call)
+        return out
 
     def _mentioned_dtypes(self, expr: cst.CSTNode) -> set[str]:
         out = set()
