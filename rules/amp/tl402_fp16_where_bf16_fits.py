@@ -88,6 +88,9 @@ _TWO_STAGES = ("import torch\n{choose}    for x in batches:\n        with torch.
                "    for x in batches:\n        with torch.autocast('cuda', dtype=torch.float16):\n"
                "            loss = model(x).mean()\n        scaler.scale(loss).backward()\n        scaler.step(opt)\n"
                "        scaler.update()\n")
+# Two stages that both hard-code float16.
+_FP16_STAGES = "import torch\n" + _TWO_STAGES[_TWO_STAGES.index("def finetune"):].replace("finetune", "pretrain", 1) \
+    + _TWO_STAGES[_TWO_STAGES.index("def finetune"):]
 _CHOOSING_STAGE = ("def pretrain(model, opt, batches):\n"
                    "    amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n"
                    "    scaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n")
@@ -580,6 +583,22 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
                     "        if torch.cuda.is_bf16_supported(including_emulation=False)\n        else torch.float16\n    )\n"
                     "    scaler = torch.amp.GradScaler('cuda', enabled=autocast_dtype == torch.float16)\n").replace(
                     "dtype=torch.float16):", "dtype=autocast_dtype):")),
+        # With target-gpu ampere the float16 stage trains in bfloat16 without its scaler; the other's stays.
+        Invalid(_TWO_STAGES.format(choose=_CHOOSING_STAGE), settings={"target_gpu": "ampere"},
+                fixed=_TWO_STAGES.format(choose=_CHOOSING_STAGE).replace(
+                    "    scaler = torch.amp.GradScaler('cuda')\n", "").replace(
+                    "dtype=torch.float16):", "dtype=torch.bfloat16):").replace(
+                    "        scaler.scale(loss).backward()\n        scaler.step(opt)\n        scaler.update()\n",
+                    "        loss.backward()\n        opt.step()\n", 2).replace(
+                    "        loss.backward()\n        opt.step()\n",
+                    "        scaler.scale(loss).backward()\n        scaler.step(opt)\n        scaler.update()\n", 1)),
+        # Both stages in float16: each stage's `scaler` is a variable of its own function, so the other's
+        # is no reference that keeps it (both were kept, disabled).
+        Invalid(_FP16_STAGES, settings={"target_gpu": "ampere"},
+                fixed=_FP16_STAGES.replace("    scaler = torch.amp.GradScaler('cuda')\n", "").replace(
+                    "dtype=torch.float16):", "dtype=torch.bfloat16):").replace(
+                    "        scaler.scale(loss).backward()\n        scaler.step(opt)\n        scaler.update()\n",
+                    "        loss.backward()\n        opt.step()\n")),
         # ... nor one in a prediction function whose dtype can be bfloat16, beside CUDA's default in the step.
         Invalid("import torch\nPRED_DTYPE = torch.bfloat16 if fast else torch.float32\ndef predict(x):\n"
                 "    with torch.autocast('cuda', dtype=PRED_DTYPE):\n        return model(x)\n"
@@ -1113,8 +1132,13 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
             if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
                     and stmt.body[0].value is use.call and len(stmt.body[0].targets) == 1:
                 target = ctx.dotted(stmt.body[0].targets[0].target)
+            # A function's own variable is seen in that function alone: another stage's `scaler` is
+            # another variable (it kept this one, disabled).
+            fn = ctx.index.enclosing_function(use.call)
+            scope = fn if fn is not None and target is not None and ctx.bindings.binds(fn, target) else None
             others = [n for n in ctx.index.nodes(cst.Attribute) + ctx.index.nodes(cst.Name)
                       if target is not None and ctx.dotted(n) == target and n not in handled
+                      and (scope is None or ctx.index.contains(scope, n))
                       and not _is_target_of(ctx, n, stmt) and not _inside_attribute_chain(ctx, n)]
             if target is not None and not others:
                 removed.append(stmt)
