@@ -13,7 +13,7 @@ from trainlint.analysis.command_line import option_default, unread_option
 from trainlint.analysis.distributed import one_line
 from trainlint.analysis.literals import UNKNOWN
 from trainlint.analysis.loops import enumerate_counter, range_counter
-from trainlint.analysis.names import bound_names, dotted, local_names
+from trainlint.analysis.names import bound_names, dotted, local_names, module_names
 from trainlint.analysis.tree import binding_targets, walk
 from trainlint.analysis.tensors import pure_tensor_method
 from trainlint.analysis.variables import in_scope_of, is_variable, names_a_value, owner, role, variable_uses
@@ -441,16 +441,16 @@ def _missing_counter(ctx, node: cst.CSTNode) -> tuple[str, str]:
                 and fn.params.params[0].name.value == "self":
             return "self.step", "counting `self.step += 1` in this method, which sees no counter of the loop"
         return "step", "with the loop's counter handed in as a parameter `step`, which this function does not take"
-    name = _free_counter_name(fn)
+    name = _free_counter_name(ctx, fn)
     note = "" if name == "step" else " (`step` holds something else here)"
     return name, f"counting `{name}` where no counter of the loop was found{note}"
 
 
-def _free_counter_name(fn: cst.FunctionDef | None) -> str:
-    """A name for the counter the advice asks to keep that fn does not bind already: its `step`
-    may be another loop's (PPO's rollout loop before its update loop), which a copied `if step %
-    100 == 0:` would read."""
-    taken = local_names(fn) if fn is not None else frozenset()
+def _free_counter_name(ctx, fn: cst.FunctionDef | None) -> str:
+    """A name for the counter the advice asks to keep that fn (the module's top level where fn is
+    None) does not bind already: its `step` may be another loop's (PPO's rollout loop before its
+    update loop), which a copied `if step % 100 == 0:` would read."""
+    taken = local_names(fn) if fn is not None else module_names(ctx.module)
     return next((n for n in ("step", "train_step", "update_step") if n not in taken), "step")
 
 

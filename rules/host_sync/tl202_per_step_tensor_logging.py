@@ -679,6 +679,12 @@ tensor are logging lines side by side, and go under one `if` together).
                 "        opt.step()\n        print(f'loss {loss:.3f}')\n",
                 fixed=NO_FIX, message="(`if train_step % 100 == 0:`, counting `train_step` where no counter of the loop "
                                       "was found (`step` holds something else here)"),
+        # The same at a script's top level (its rollout loop `for step in range(128):` before an
+        # update loop with no counter): the advice named `step`, the rollout's last index there.
+        Invalid("import torch\nfor step in range(128):\n    collect(step)\nfor start in range(0, batch_size, mb):\n"
+                "    loss = model(start)\n    loss.backward()\n    opt.step()\n    print(f'loss {loss:.3f}')\n",
+                fixed=NO_FIX, message="(`if train_step % 100 == 0:`, counting `train_step` where no counter of the loop "
+                                      "was found (`step` holds something else here)"),
         # A tensor that counts steps is no counter: `if step_t % 10 == 0:` reads it every step.
         Invalid("import torch\nstep_t = torch.zeros((), dtype=torch.long, device='cuda')\nlog_every = 10\n"
                 "for batch in loader:\n    loss = model(batch)\n    loss.backward()\n    opt.step()\n    step_t += 1\n"

@@ -62,15 +62,16 @@ def dotted(expr: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
-def bound_names(root: cst.CSTNode) -> frozenset[str]:
+def bound_names(root: cst.CSTNode, skip: tuple[type, ...] = ()) -> frozenset[str]:
     """What the bindings under root (assignments, `for` targets, `as` names, walrus...) may rebind:
     every name and dotted name their targets mention. `self.x[i] = v` gives `self.x`, `self`, `x`
     and `i`: more than it binds, which is the safe side for its callers, who ask "can anything
     here change what this name holds?" before they move code or trust a value. Frozen, so that
-    TreeIndex.memo can hand the same answer to every caller."""
+    TreeIndex.memo can hand the same answer to every caller. Nodes of the `skip` types are left
+    out with all they hold (tree.walk)."""
     return frozenset(
         name
-        for node in walk(root)
+        for node in walk(root, skip)
         for target in binding_targets(node)
         for n in walk(target)
         if isinstance(n, (cst.Name, cst.Attribute)) and (name := dotted(n)) is not None
@@ -81,6 +82,16 @@ def local_names(fn: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
     """The names fn has of its own (bound_names of its body, and its signature's): a read of any
     other is the enclosing scope's or the module's."""
     return bound_names(fn.body) | parameter_names(fn)
+
+
+def module_names(module: cst.Module) -> frozenset[str]:
+    """The names a module's own code binds (bound_names of its top level, `if __name__ ==
+    "__main__":` blocks and loops included) and the functions and classes it defines, but not
+    what those bind inside them: a name written at the top level must not be one of these."""
+    scopes = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+    defined = {stmt.name.value for block in walk(module, scopes) if isinstance(block, (cst.Module, cst.IndentedBlock))
+               for stmt in block.body if isinstance(stmt, (cst.FunctionDef, cst.ClassDef))}
+    return bound_names(module, scopes) | defined
 
 
 def _module_name(expr) -> str:
