@@ -266,3 +266,14 @@ def test_tl204_suggestion_raises_on_the_device_check():
     with pytest.raises(RuntimeError, match="loss is nan"):
         eval(check, {"torch": torch, "loss": torch.tensor(float("nan"))})
     eval(check, {"torch": torch, "loss": torch.tensor(1.0)})
+
+
+def test_tl201_no_guard_suggested_for_a_value_lightning_logs():
+    # `self.log("y", loss.item() * 2)`, `self.log("x", loss.cpu())`: the advice is to log the
+    # tensor; a guard (it was suggested) would leave steps out of what Lightning reduces.
+    hook = ("import torch\nimport lightning as L\nclass M(L.LightningModule):\n"
+            "    def training_step(self, batch, batch_idx):\n        loss = self.model(batch)\n"
+            "        {log}\n        return loss\n")
+    for log in ("self.log('y', loss.item() * 2)", "self.log('x', loss.cpu())", "self.log_dict({'n': int(loss)})"):
+        code = hook.format(log=log)
+        assert _suggested(code, "TL201") == [None], code

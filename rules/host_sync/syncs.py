@@ -3,6 +3,8 @@ on the host, which values are device tensors, and which steps already wait for t
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import libcst as cst
 
 from trainlint.analysis.batches import copies_to_host
@@ -131,22 +133,46 @@ def framework_logging(ctx, node: cst.CSTNode) -> str:
     hook = ctx.loops.step_hook(node)
     if hook is None or hook.log is None:
         return ""
-    return (f", or pass the tensor itself to `{hook.log}(...)` (without `prog_bar=True`: the progress bar reads "
-            f"it at every refresh, each batch by default)")
+    return f", or pass the tensor itself to `{hook.log}(...)` ({PROG_BAR_CAVEAT})"
 
 
-def framework_log_value(ctx, read: cst.Call) -> cst.Call | None:
+# Why a tensor handed to Lightning's `self.log` still waits per step where it is shown on the bar.
+PROG_BAR_CAVEAT = "without `prog_bar=True`: the progress bar reads it at every refresh, each batch by default"
+
+
+class LoggedValue(NamedTuple):
+    call: cst.Call  # `self.log(...)`, `self.log_dict(...)`
+    value: cst.BaseExpression  # the value logged that holds the read
+    prog_bar: cst.Arg | None  # the call's `prog_bar=` argument, where it has one
+
+
+def framework_log_value(ctx, read: cst.Call) -> LoggedValue | None:
     """The framework's logging call of the step hook that holds read (Lightning's `self.log`,
-    `pl_module.log` in a callback) when read is the value it logs, as a whole: `self.log("loss",
-    loss.item())`, or `value=loss.item()`. None elsewhere."""
+    `pl_module.log` in a callback) and the value it logs that holds read: `self.log("loss",
+    loss.item() * 2)` (or `value=`), or a value of the dict display `self.log_dict({"loss":
+    loss.item()})` hands it (log_dict logs each with `log`). None elsewhere, and where read is
+    first handed to another call (`torch.tensor(loss.item())`)."""
     hook = ctx.loops.step_hook(read)
-    arg = ctx.parent(read)
-    if hook is None or hook.log is None or not isinstance(arg, cst.Arg) or arg.value is not read:
+    if hook is None or hook.log is None:
         return None
-    call = ctx.parent(arg)
-    if not isinstance(call, cst.Call) or ctx.code(call.func) != hook.log:
+    element, child = None, read
+    for anc in ctx.index.ancestors(read):
+        if isinstance(anc, cst.DictElement) and element is None and anc.value is child:
+            element = anc
+        child = anc
+        if isinstance(anc, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda, cst.BaseComp)):
+            return None
+        if not isinstance(anc, cst.Arg):
+            continue
+        call = ctx.parent(anc)
+        func = ctx.code(call.func) if isinstance(call, cst.Call) else None
+        if func == hook.log and anc in (ctx.positional(call, 1), ctx.keyword(call, "value")):
+            return LoggedValue(call, anc.value, ctx.keyword(call, "prog_bar") or ctx.positional(call, 2))
+        if func == f"{hook.log}_dict" and anc in (ctx.positional(call, 0), ctx.keyword(call, "dictionary")) \
+                and isinstance(anc.value, cst.Dict) and element is not None and ctx.parent(element) is anc.value:
+            return LoggedValue(call, element.value, ctx.keyword(call, "prog_bar") or ctx.positional(call, 1))
         return None
-    return call if arg in (ctx.positional(call, 1), ctx.keyword(call, "value")) else None
+    return None
 
 
 # Questions about the process group that change nothing (`dist.get_rank() == 0`): the rank test

@@ -7,6 +7,7 @@ import re
 
 import libcst as cst
 
+from trainlint.analysis.distributed import one_line
 from trainlint.analysis.names import dotted
 from trainlint.analysis.variables import variable_uses
 from trainlint.diagnostics import Applicability
@@ -16,7 +17,8 @@ from .cases import CLOSURE, FORWARD_TRAINER, HOOK, HOST_BATCH, WRITER, forward_c
 from .consumers import cross_rank_decision, host_consumer, per_step_test, test_advice
 from .guards import guard_statement, interval_guard, log_line
 from .logged_values import argument
-from .syncs import blocking_host_copy, framework_log_value, framework_logging, host_read, reads_to_host, waits_per_step
+from .syncs import (PROG_BAR_CAVEAT, blocking_host_copy, framework_log_value, framework_logging, host_read,
+                    reads_to_host, waits_per_step)
 
 
 def _log_line_read(ctx, read: cst.Call) -> bool:
@@ -293,6 +295,11 @@ _TOKEN_COUNT = ("import torch\n\n\ndef train_step(data_iterator):\n    n = {star
                 "        model(x).sum().backward()\n    log({{'tokens': int(n)}})\n    opt.step()\n\n\n"
                 "for step in range(100):\n    train_step(batches)\n")
 
+# A Lightning training step that logs with `LOG`.
+_LIGHTNING_LOG = HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
+    "self.history.append(acc.item())", "LOG")
+
+
 class PerStepHostSync(Rule):
     code = "TL201"
     name = "per-step-host-sync"
@@ -519,6 +526,10 @@ Unsafe too, in Lightning: `self.log("loss", loss.item())` (or `float(loss)`, `va
 and reads only where its logger writes (a tensor not known to be a float one, as `acc`, is
 logged as `acc.float()`, the dtype Lightning gives a number); the logged values are the same. Not
 fixed with `prog_bar=True`, whose bar reads the tensor at every refresh (the message says so).
+`self.log_dict({"loss": loss.item(), "acc": acc.item()})` is fixed so, value by value. Where the
+value logged is not the read alone (`self.log("y", loss.item() * 2)`, `loss.cpu()`, `int(n)`),
+the message shows the call with the tensor (`self.log("y", loss * 2)`) and says why it is not
+written; no guard is suggested there.
 Other shapes get a suggestion only (shown, never written): put the statement under the loop's own
 interval test, else the script's logging interval (a name such as `log_every`,
 `args.log_interval` or `PRINT_FREQ` whose value is known to be a positive whole number: a
@@ -1159,6 +1170,28 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=NO_FIX, message="pass the tensor itself to `self.log(...)` (without `prog_bar=True`: the "
                 "progress bar reads it at every refresh, each batch by default); not fixed: it is shown on the "
                 "progress bar (`prog_bar=True`)"),
+        # `self.log_dict({...})` logs each value with `self.log`: a value read whole is fixed as
+        # there, one finding and fix each. It got a guard suggestion, never written, and no reason.
+        Invalid(_LIGHTNING_LOG.replace("LOG", "self.log_dict({'loss': loss.item(), 'acc': float(acc)})"),
+                fixed=_LIGHTNING_LOG.replace("LOG", "self.log_dict({'loss': loss, 'acc': acc.float()})")),
+        Invalid(_LIGHTNING_LOG.replace("LOG", "self.log_dict({'loss': loss.item()}, True)"),
+                fixed=NO_FIX, message="not fixed: it is shown on the progress bar (`True`)"),
+        # The read is not the whole value logged (a copy, arithmetic on the number, `int()`): no
+        # fix, and the message says what to log instead and why it is not written.
+        Invalid(_LIGHTNING_LOG.replace("LOG", "self.log('x', loss.cpu())"), fixed=NO_FIX,
+                message="`.cpu()` waits for the GPU on every step; pass the tensor itself to `self.log(...)`: "
+                        "`self.log('x', loss)` (without `prog_bar=True`"),
+        Invalid(_LIGHTNING_LOG.replace("LOG", "self.log('x', loss.cpu())"), fixed=NO_FIX,
+                message="; not fixed: the fix replaces `.item()` and `float()`, not `.cpu()`"),
+        Invalid(_LIGHTNING_LOG.replace("LOG", "self.log('y', loss.item() * 2)"), fixed=NO_FIX,
+                message="pass the tensor itself to `self.log(...)`: `self.log('y', loss * 2)` (without"),
+        Invalid(_LIGHTNING_LOG.replace("LOG", "self.log('y', loss.item() * 2)"), fixed=NO_FIX,
+                message="; not fixed: the script works the value out from the number (`loss.item() * 2`), and on "
+                        "the tensor it would be worked out in the tensor's dtype"),
+        Invalid(_LIGHTNING_LOG.replace("LOG", "self.log_dict({'n': int(acc)})"), fixed=NO_FIX,
+                message="`self.log_dict({'n': acc})` (without `prog_bar=True`: the progress bar reads it at every "
+                        "refresh, each batch by default); not fixed: `int()` makes it a whole number, and the tensor "
+                        "would be logged as it is"),
         # Not a line that only logs: another call in it (`next(it)`), its value used, a record
         # written to a file, a tracker numbering its calls (no step), a line with another
         # statement; and where TL202 writes no guard (under `if step % log_every:`, the
@@ -1411,24 +1444,41 @@ of every tenth loss, predictions shorter than their targets).
             advice = f"its value is tested on every step (`{header}`): {test_advice(ctx, test)}"
             if advice.endswith("logging interval"):
                 advice += f" ({interval_guard(ctx, node, self.opts['log-every'])})"
+        elif what not in ("`bool()`",) and not what.startswith("`math.") \
+                and (logged := framework_log_value(ctx, node)) is not None:
+            # `self.log("loss", loss.item())`: Lightning's log takes the tensor itself (it
+            # detaches it) and reads it only where its logger writes, every
+            # `log_every_n_steps`; a guard would instead leave steps out of what it reduces
+            # over the epoch (no guard is suggested). The progress bar reads what it shows at
+            # every refresh, though. `log_dict` logs each of its values so.
+            log = ctx.code(logged.call.func).removesuffix("_dict")
+            advice = (f"read it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])}), "
+                      f"keep it on the device{framework_logging(ctx, node)}")
+            bar = logged.prog_bar
+            whole = logged.value is node and what in ("`.item()`", "`float()`")
+            if not whole:
+                # A copy (`.cpu()`), `int()`, arithmetic on the number: say what to log instead.
+                advice = (f"pass the tensor itself to `{log}(...)`: "
+                          f"`{one_line(ctx.code(logged.call.deep_replace(node, target)))}` ({PROG_BAR_CAVEAT})")
+            if bar is not None and ctx.literal(bar.value) is not False:
+                advice += f"; not fixed: it is shown on the progress bar (`{ctx.code(bar)}`)"
+            elif logged.value is not node:
+                advice += (f"; not fixed: the script works the value out from the number "
+                           f"(`{one_line(ctx.code(logged.value))}`), and on the tensor it would be worked out in "
+                           f"the tensor's dtype")
+            elif what == "`int()`":
+                advice += "; not fixed: `int()` makes it a whole number, and the tensor would be logged as it is"
+            elif not whole:
+                advice += f"; not fixed: the fix replaces `.item()` and `float()`, not {what}"
+            else:
+                fix = self.fix(Applicability.UNSAFE, f"Pass the tensor itself to `{log}(...)`",
+                               (node, _as_float_tensor(ctx, target)))
         else:
             logging = framework_logging(ctx, node)
             advice = (f"read it under the logging interval ({interval_guard(ctx, node, self.opts['log-every'])})"
                       f"{', keep it on the device' if logging else ' or keep it on the device'}{logging}")
-            logged = framework_log_value(ctx, node) if what in ("`.item()`", "`float()`") else None
-            guard = guard_statement(self, node, self.opts["log-every"]) if logged is None else None
-            if logged is not None:
-                # `self.log("loss", loss.item())`: Lightning's log takes the tensor itself (it
-                # detaches it) and reads it only where its logger writes, every
-                # `log_every_n_steps`; a guard would instead leave steps out of what it reduces
-                # over the epoch. The progress bar reads what it shows at every refresh, though.
-                bar = ctx.keyword(logged, "prog_bar") or ctx.positional(logged, 2)
-                if bar is not None and ctx.literal(bar.value) is not False:
-                    advice += f"; not fixed: it is shown on the progress bar (`{ctx.code(bar)}`)"
-                else:
-                    fix = self.fix(Applicability.UNSAFE, f"Pass the tensor itself to `{ctx.code(logged.func)}(...)`",
-                                   (node, _as_float_tensor(ctx, target)))
-            elif guard is not None:
+            guard = guard_statement(self, node, self.opts["log-every"])
+            if guard is not None:
                 # A line that only logs is guarded as TL202 guards one that formats the tensor (the
                 # two in a row end under one `if`); other shapes change what the script records
                 # (an assignment, a list, a meter): shown as a suggestion, never written.
