@@ -14,7 +14,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
 from .cases import CLOSURE, FORWARD_TRAINER, HOOK, HOST_BATCH, WRITER, forward_case, in_accumulation_step
-from .consumers import cross_rank_decision, host_consumer, per_step_test, test_advice
+from .consumers import averaged_list, cross_rank_decision, host_consumer, per_step_test, test_advice
 from .guards import guard_statement, interval_guard, log_line
 from .logged_values import argument
 from .syncs import (PROG_BAR_CAVEAT, blocking_host_copy, framework_log_value, framework_logging, host_read,
@@ -295,6 +295,10 @@ _TOKEN_COUNT = ("import torch\n\n\ndef train_step(data_iterator):\n    n = {star
                 "        model(x).sum().backward()\n    log({{'tokens': int(n)}})\n    opt.step()\n\n\n"
                 "for step in range(100):\n    train_step(batches)\n")
 
+# A training function filling `losses` on every step with `{fill}`, then `{after}`.
+_AVERAGED = ("import torch\nimport numpy as np\ndef train(model, opt, data):\n    losses = []\n"
+             "    for step, (x, y) in enumerate(data):\n        loss = model(x.cuda()).mean()\n        loss.backward()\n"
+             "        opt.step()\n        {fill}\n    {after}\n")
 # A Lightning training step that logs with `LOG`.
 _LIGHTNING_LOG = HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
     "self.history.append(acc.item())", "LOG")
@@ -530,6 +534,10 @@ fixed with `prog_bar=True`, whose bar reads the tensor at every refresh (the mes
 value logged is not the read alone (`self.log("y", loss.item() * 2)`, `loss.cpu()`, `int(n)`),
 the message shows the call with the tensor (`self.log("y", loss * 2)`) and says why it is not
 written; no guard is suggested there.
+A value appended to a list that is averaged later (`losses.append(loss.item())`, then
+`np.mean(losses)` or `sum(losses[-50:]) / 50`) is not advised under an interval (the mean would
+cover every Nth step): the message says to append `loss.detach()` and take
+`torch.stack(losses).mean().item()` where it is averaged; no fix, no guard suggested.
 Other shapes get a suggestion only (shown, never written): put the statement under the loop's own
 interval test, else the script's logging interval (a name such as `log_every`,
 `args.log_interval` or `PRINT_FREQ` whose value is known to be a positive whole number: a
@@ -1170,6 +1178,23 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=NO_FIX, message="pass the tensor itself to `self.log(...)` (without `prog_bar=True`: the "
                 "progress bar reads it at every refresh, each batch by default); not fixed: it is shown on the "
                 "progress bar (`prog_bar=True`)"),
+        # A list of per-step reads averaged later (at the interval, or once per epoch): read
+        # under an interval it would average every Nth step only; the advice is to keep the
+        # values on the device and read their mean once where it is taken. A list only printed
+        # keeps the interval advice.
+        Invalid(_AVERAGED.format(fill="losses.append(loss.item())", after="return np.mean(losses)"), fixed=NO_FIX,
+                message="`.item()` waits for the GPU on every step; `losses` is averaged (`np.mean(losses)`): append "
+                        "`loss.detach()` and read the mean once there, `torch.stack(losses).mean().item()`; read under "
+                        "a logging interval, the mean would cover every Nth step only; not fixed:"),
+        Invalid(_AVERAGED.format(fill="losses.append(float(loss))\n        if step % 50 == 0:\n"
+                                      "            print(sum(losses[-50:]) / 50)", after="pass"), fixed=NO_FIX,
+                message="`losses` is averaged (`sum(losses[-50:]) / 50`): append `loss.detach()` and read the mean once "
+                        "there, `torch.stack(losses[-50:]).mean().item()`"),
+        Invalid(_AVERAGED.format(fill="losses.append(loss.detach().item())",
+                                 after="return sum(losses) / len(losses)"), fixed=NO_FIX,
+                message="append `loss.detach()` and read the mean once there, `torch.stack(losses).mean().item()`"),
+        Invalid(_AVERAGED.format(fill="losses.append(loss.item())", after="print(losses)"), fixed=NO_FIX,
+                message="read it under the logging interval"),
         # `self.log_dict({...})` logs each value with `self.log`: a value read whole is fixed as
         # there, one finding and fix each. It got a guard suggestion, never written, and no reason.
         Invalid(_LIGHTNING_LOG.replace("LOG", "self.log_dict({'loss': loss.item(), 'acc': float(acc)})"),
@@ -1444,6 +1469,16 @@ of every tenth loss, predictions shorter than their targets).
             advice = f"its value is tested on every step (`{header}`): {test_advice(ctx, test)}"
             if advice.endswith("logging interval"):
                 advice += f" ({interval_guard(ctx, node, self.opts['log-every'])})"
+        elif what in ("`.item()`", "`float()`") and (averaged := averaged_list(ctx, node)) is not None:
+            # `losses.append(loss.item())`, then `np.mean(losses)`: read under an interval the
+            # list would hold every Nth step, and its mean would mean something else. The values
+            # can stay on the device until the mean is taken. No guard is suggested.
+            name, listed, reduction = averaged
+            detached = ctx.code(target) if _is_detach(target) else f"{ctx.code(target)}.detach()"
+            advice = (f"`{name.value}` is averaged (`{one_line(ctx.code(reduction))}`): append `{detached}` and read "
+                      f"the mean once there, `torch.stack({ctx.code(listed)}).mean().item()`; read under a logging "
+                      f"interval, the mean would cover every Nth step only; not fixed: each use of `{name.value}` "
+                      f"would change with it")
         elif what not in ("`bool()`",) and not what.startswith("`math.") \
                 and (logged := framework_log_value(ctx, node)) is not None:
             # `self.log("loss", loss.item())`: Lightning's log takes the tensor itself (it
