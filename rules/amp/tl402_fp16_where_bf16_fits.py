@@ -98,6 +98,17 @@ _HANDED_STAGE = ("def pretrain(model, opt, batches, amp_dtype, use_amp):\n"
                  "    scaler = torch.amp.GradScaler('cuda', enabled=use_amp and amp_dtype == torch.float16)\n")
 
 
+def _float16_stage_fixed(other_stage: str) -> str:
+    """_TWO_STAGES beside other_stage, with the fix on its float16 stage: a dtype chosen at run time
+    and the stage's scaler enabled only for float16."""
+    return _TWO_STAGES.format(choose=other_stage).replace(
+        "    scaler = torch.amp.GradScaler('cuda')\n",
+        "    autocast_dtype = (\n        torch.bfloat16\n"
+        "        if torch.cuda.is_bf16_supported(including_emulation=False)\n        else torch.float16\n    )\n"
+        "    scaler = torch.amp.GradScaler('cuda', enabled=autocast_dtype == torch.float16)\n").replace(
+        "dtype=torch.float16):", "dtype=autocast_dtype):")
+
+
 class Fp16WhereBf16Fits(Rule):
     code = "TL402"
     name = "fp16-where-bf16-fits"
@@ -567,22 +578,12 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
         # `is_bf16_supported()`, or its scaler is enabled by dtype) does not choose for the other, which
         # hard-codes float16 (the whole file was taken for choosing). The fix touches that stage alone.
         Invalid(_TWO_STAGES.format(choose=_CHOOSING_STAGE),
-                fixed=_TWO_STAGES.format(choose=_CHOOSING_STAGE).replace(
-                    "    scaler = torch.amp.GradScaler('cuda')\n",
-                    "    autocast_dtype = (\n        torch.bfloat16\n"
-                    "        if torch.cuda.is_bf16_supported(including_emulation=False)\n        else torch.float16\n    )\n"
-                    "    scaler = torch.amp.GradScaler('cuda', enabled=autocast_dtype == torch.float16)\n").replace(
-                    "dtype=torch.float16):", "dtype=autocast_dtype):"),
+                fixed=_float16_stage_fixed(_CHOOSING_STAGE),
                 message="autocast runs in float16 as `torch.float16` with a GradScaler"),
         # ... also beside a stage whose dtype is handed in, its scaler enabled by it: that autocast's
         # unread dtype is no reason to withhold the fix, which leaves its scaler as it is.
         Invalid(_TWO_STAGES.format(choose=_HANDED_STAGE),
-                fixed=_TWO_STAGES.format(choose=_HANDED_STAGE).replace(
-                    "    scaler = torch.amp.GradScaler('cuda')\n",
-                    "    autocast_dtype = (\n        torch.bfloat16\n"
-                    "        if torch.cuda.is_bf16_supported(including_emulation=False)\n        else torch.float16\n    )\n"
-                    "    scaler = torch.amp.GradScaler('cuda', enabled=autocast_dtype == torch.float16)\n").replace(
-                    "dtype=torch.float16):", "dtype=autocast_dtype):")),
+                fixed=_float16_stage_fixed(_HANDED_STAGE)),
         # With target-gpu ampere the float16 stage trains in bfloat16 without its scaler; the other's stays.
         Invalid(_TWO_STAGES.format(choose=_CHOOSING_STAGE), settings={"target_gpu": "ampere"},
                 fixed=_TWO_STAGES.format(choose=_CHOOSING_STAGE).replace(
