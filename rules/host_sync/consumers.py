@@ -66,8 +66,7 @@ def per_step_test(ctx, read: cst.Call) -> cst.If | cst.While | cst.Assert | None
     same step: directly (`if not math.isfinite(loss.item()):`) or through the plain local name it
     is assigned to (DeiT's `loss_value = loss.item()` ... `if not math.isfinite(loss_value):`).
     Read every N steps instead, that test would have no value on the other steps."""
-    value = _whole_value(ctx, read)
-    for use in [value, *(_same_step_reads(ctx, value) or ())]:
+    for use in _value_and_reads(ctx, _whole_value(ctx, read)):
         test = next((a for a in ctx.index.ancestors(use) if isinstance(a, (cst.If, cst.While, cst.Assert))
                      and ctx.index.contains(a.test, use)), None)
         if test is not None and ctx.is_per_step(test):
@@ -262,7 +261,13 @@ def _called(stmt: cst.CSTNode) -> cst.Call | None:
 def _decides(ctx, value: cst.BaseExpression) -> bool:
     """value is tested (_tested), or assigned to a plain name that a test reads later in the same
     step (_same_step_reads: `oom = flag.item()` ... `if oom == 1: raise`)."""
-    return _tested(ctx, value) or any(_tested(ctx, use) for use in _same_step_reads(ctx, value) or ())
+    return any(_tested(ctx, use) for use in _value_and_reads(ctx, value))
+
+
+def _value_and_reads(ctx, value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """value itself, then the reads of the plain name it is assigned to later in the same step
+    (_same_step_reads): where a test or a call may take what a host read gave."""
+    return [value, *(_same_step_reads(ctx, value) or ())]
 
 
 def _tested(ctx, node: cst.BaseExpression) -> bool:

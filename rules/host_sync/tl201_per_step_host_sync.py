@@ -538,6 +538,10 @@ A value appended to a list that is averaged later (`losses.append(loss.item())`,
 `np.mean(losses)` or `sum(losses[-50:]) / 50`) is not advised under an interval (the mean would
 cover every Nth step): the message says to append `loss.detach()` and take
 `torch.stack(losses).mean().item()` where it is averaged; no fix, no guard suggested.
+A value tested on every step (`loss_value = loss.item()`, then `if not
+math.isfinite(loss_value): sys.exit(1)`) would have nothing to test between intervals: the
+message advises by what the test does (`torch._assert_async(...)` for a check that fails,
+`torch.where(...)` otherwise, as TL204 does); no fix, no guard suggested.
 Other shapes get a suggestion only (shown, never written): put the statement under the loop's own
 interval test, else the script's logging interval (a name such as `log_every`,
 `args.log_interval` or `PRINT_FREQ` whose value is known to be a positive whole number: a
