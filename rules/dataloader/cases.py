@@ -208,6 +208,18 @@ DRAWN = (
     "    loss.backward()\n"
     "    opt.step()\n"
 )
+# A new iterator over the loader for every batch: a pass, and new workers, at every step.
+FRESH = (
+    "from torch.utils.data import DataLoader\n"
+    "def main(ds):\n"
+    "    loader = DataLoader(ds, shuffle=True{opts})\n"
+    "    print(len(loader))\n"
+    "    for step in range(1000):\n"
+    "        x, y = next(iter(loader))\n"
+    "        loss = model(x, y)\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+)
 # Two loaders held in one dict and picked by their keys; only "a" trains.
 BY_KEY = (
     "from torch.utils.data import DataLoader\n"

@@ -231,8 +231,9 @@ def constant_values(ctx, expr: cst.BaseExpression, depth: int = 0) -> bool:
 
 def draws_one_batch(ctx, call: cst.Call) -> bool:
     """A loader made to draw a single batch (an example input, a shape probe): `next(iter(DataLoader(
-    ...)))`, or `loader = DataLoader(...)` whose only use is one `next(iter(loader))`. Workers,
-    pinning and prefetching would only add start-up work to it."""
+    ...)))`, or `loader = DataLoader(...)` whose only use is one `next(iter(loader))` that runs once
+    (one a loop runs again is a new pass at every step: `Loops.fresh_draws`). Workers, pinning and
+    prefetching would only add start-up work to it."""
     if _next_of_iter(ctx, call):
         return True
     assign = ctx.parent(call)
@@ -243,7 +244,16 @@ def draws_one_batch(ctx, call: cst.Call) -> bool:
     uses = variable_uses(ctx.index, owner(ctx.index, target), target.value) or []
     reads = [u for u in uses if u.kind == "read"]
     return len(reads) == 1 and len(uses) == 2 and any(u.stmt is assign for u in uses) \
-        and _next_of_iter(ctx, reads[0].node)
+        and _next_of_iter(ctx, reads[0].node) and not ctx.loops.fresh_draws(call)
+
+
+def draws_a_batch_per_pass(ctx, call: cst.Call) -> bool:
+    """Every pass over the loader is a new iterator a loop makes for one batch (`next(iter(loader))`
+    per step, `Loops.fresh_draws`): a deeper prefetch is thrown away with each iterator, and no
+    pass reaches the ragged last batch."""
+    fresh = {id(draw.args[0].value) for draw in ctx.loops.fresh_draws(call)}
+    passes = ctx.loops.passes_over(call)
+    return bool(fresh) and all(id(node) in fresh for node, _ in passes)
 
 
 def _next_of_iter(ctx, expr: cst.BaseExpression) -> bool:

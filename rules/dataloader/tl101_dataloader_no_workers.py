@@ -17,6 +17,7 @@ from trainlint.analysis.tree import LIST_ADDS
 from trainlint.rule import NO_FIX, Invalid, Option, Valid
 
 from .cases import (
+    FRESH,
     GUARDED,
     LEFTOVER,
     LOCAL_FUNCTION,
@@ -115,8 +116,10 @@ evaluation one), and in the main process for one that only evaluates or predicts
 optimizer step, `val_loader`, a sequential sampler, `predict_dataloader()`). A loader over constants the file writes (`range(n)`, a list of
 literals, a comprehension over those that calls nothing; not one over data, such as
 `[tokenize(t) for t in texts]`) or made to draw one batch (`next(iter(DataLoader(...)))`, or a
-variable whose only use is one `next(iter(loader))`) has nothing to overlap and is not flagged,
-by this or any loader rule. Nor, by this rule, is a loader whose dataset takes its items from a
+variable whose only use is one `next(iter(loader))`, run once) has nothing to overlap and is not flagged,
+by this or any loader rule. A loop that makes a new iterator for every batch (`x, y =
+next(iter(loader))` each step) is reported without a fix: workers would start again with each
+iterator, slower than none; the message says to make the iterator once before the loop first. Nor, by this rule, is a loader whose dataset takes its items from a
 queue that another thread or process fills (an RL trainer's rollouts, a reader's producer
 processes): a class of the module whose `__iter__` or `__getitem__` (or a method of the class they
 call through `self.`, up to two calls down) calls `.get()`/`.get_nowait()` on an attribute set to
@@ -379,6 +382,12 @@ none.
     ]
 
     invalid = [
+        # A new iterator for every batch (`next(iter(loader))` in the loop): workers would start
+        # again at every step, slower than none; the iterator must be made once first.
+        Invalid(FRESH.format(opts=""), fixed=NO_FIX,
+                message="the loop makes a new iterator over it for every batch (`next(iter(loader))`), and each new "
+                        "iterator would start the workers again; make the iterator once before the loop "
+                        "(`it = iter(loader)`, made again at `StopIteration`), then set `num_workers`"),
         # A loader no loop trains on (an evaluation loop, `predict()`'s) loads in the main process;
         # the message does not speak of training there (before: "in the training process ...
         # while the GPU trains" for every loader).

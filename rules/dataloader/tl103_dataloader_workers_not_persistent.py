@@ -12,7 +12,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Valid
 
 from .changed import changed_between_passes
-from .cases import CLOSURE, DRAWN, FIT_METHOD, PHASES, RETURNED_DICT, TRAINER_CLASS
+from .cases import CLOSURE, DRAWN, FIT_METHOD, FRESH, PHASES, RETURNED_DICT, TRAINER_CLASS
 from .loaders import (
     DataLoaderRule,
     TRAINER_TRIGGERS,
@@ -120,7 +120,10 @@ module it is handed to inside the outer loop (`evaluate(model, val_loader)` impo
 module), such as `iter(loader)` made again at each `StopIteration`; not when the outer loop builds
 the loader again, which starts new workers every epoch whatever its settings. Batches drawn with
 `next(it)` from an iterator made once before the loop (`it = iter(loader)`, or
-`it = itertools.cycle(loader)`, which caches the batches of its one pass) are one pass. Also a loader a Lightning Trainer trains on (handed to `trainer.fit`, or
+`it = itertools.cycle(loader)`, which caches the batches of its one pass) are one pass; a new
+iterator for every batch (`x, y = next(iter(loader))` in the loop) is a pass, and new workers, at
+every step: the message says so, and that making the iterator once before the loop also keeps the
+batches the workers prefetch. Also a loader a Lightning Trainer trains on (handed to `trainer.fit`, or
 returned by a LightningModule's or LightningDataModule's `train_dataloader`) that runs several
 epochs (`max_epochs` not a literal 1 or less, its default 1000, no `max_steps` and no
 `reload_dataloaders_every_n_epochs`); and `TrainingArguments` with `dataloader_num_workers` and no
@@ -190,6 +193,9 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
     _HOOK = ("import lightning as L\nfrom torch.utils.data import DataLoader\nclass Data(L.LightningDataModule):\n"
              "    def train_dataloader(self):\n        return {loader}\n")
     valid = [
+        # A loader made again in the loop, one batch drawn from each: new workers whatever the settings.
+        Valid(FRESH.format(opts=", num_workers=4").replace("    print(len(loader))\n", "")
+              .replace("        x, y = next(iter(loader))\n", "        x, y = next(iter(DataLoader(ds, num_workers=4)))\n")),
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=4, persistent_workers=True)")),
         Valid(_EPOCHS.format(loader="DataLoader(ds, num_workers=0)")),
         # A name rebuilt per dataset in a loop, then assigned a last loader gone over once: the
@@ -268,6 +274,14 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
               "    for step in range(steps):\n        step_fn(next(batches))\n"),
     ]
     invalid = [
+        # A new iterator for every batch, `next(iter(loader))` in the loop: workers started at every
+        # step (once reported only when the loader had another use, and then "at every epoch").
+        Invalid(FRESH.format(opts=", num_workers=4"), fixed=FRESH.format(opts=", num_workers=4, persistent_workers=True"),
+                message="Workers are restarted at every step: the loop makes a new iterator over the loader for "
+                        "every batch (`next(iter(loader))`); set `persistent_workers=True` to keep them alive, or "
+                        "make the iterator once before the loop (`it = iter(loader)`, made again at `StopIteration`)"),
+        Invalid(FRESH.format(opts=", num_workers=4").replace("    print(len(loader))\n", ""),
+                fixed=FRESH.format(opts=", num_workers=4, persistent_workers=True").replace("    print(len(loader))\n", "")),
         # A shuffled loader: the message says the data order of a seeded run changes.
         Invalid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True, num_workers=2)\n"
                 "for epoch in range(3):\n    for b in loader:\n        step(b)\n",
@@ -686,9 +700,16 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         name = loader_name(ctx, call) or ""
         evaluates = names_evaluation(name.rsplit(".", 1)[-1]) and not builds_trainer_loader(ctx, call)
         when = "at every pass over the loader (each evaluation)" if evaluates else "at every epoch"
+        # `next(iter(loader))` in the loop: a pass, and new workers, for every batch.
+        fresh = ctx.loops.fresh_draws(call)
+        if fresh:
+            when = f"at every step: the loop makes a new iterator over the loader for every batch (`{ctx.code(fresh[0]).strip()}`)"
         workers = workers_subject(ctx, call)
         message = setting_advice(ctx, call, "persistent_workers", "True", f"{workers} are restarted {when}",
                                  "to keep them alive")
+        if fresh:
+            message += (f", or make the iterator once before the loop (`it = {ctx.code(fresh[0].args[0].value).strip()}`, "
+                        "made again at `StopIteration`), which also keeps the batches they prefetch")
         if reentered:
             again = "the loader is gone over again while a loop over it runs"
             if all(reentered is not node for node, _ in ctx.loops.passes_over(call)):  # handed elsewhere

@@ -17,12 +17,14 @@ from .loaders import (
     MUTATORS,
     TRAINER_TRIGGERS,
     changes_argument,
+    draws_a_batch_per_pass,
     excerpt,
     setting_advice,
     setting_fix,
     setting_source,
     setting_value,
 )
+from .cases import FRESH
 from .workers import has_workers, workers_operand, workers_positive, workers_subject
 
 
@@ -61,6 +63,8 @@ PyTorch's default, 2) or below the configured minimum (default 4); and the same 
 `TrainingArguments` (`dataloader_num_workers`, `dataloader_prefetch_factor`). Settings written as
 names are read as TL101 describes; a worker count that is only a default (an option's, a
 field's) may be 0 in a run, so the fix then sets `prefetch_factor=4 if workers > 0 else None`.
+Not a loader whose every pass is a new iterator drawn for one batch (`next(iter(loader))` each
+step): what the workers prefetch past that batch is dropped with the iterator (TL103 reports it).
 
 ## Why is this bad?
 Each worker keeps only `prefetch_factor` batches ready. With uneven sample costs (variable-length
@@ -93,6 +97,8 @@ before each change and the samples drawn differ. A change between passes (`sampl
 in the epoch loop) keeps the fix.
 """
     valid = [
+        # A new iterator for every batch: what the workers prefetch past it is dropped with it.
+        Valid(FRESH.format(opts=", num_workers=4")),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=4)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds)\n"),
         Valid("from torch.utils.data import DataLoader\nDataLoader(ds, num_workers=4, prefetch_factor=8)\n"),
@@ -222,6 +228,8 @@ in the epoch loop) keeps the fix.
         workers = loader_arg(ctx, call, "num_workers")
         if workers is None or not has_workers(ctx, call):
             return
+        if draws_a_batch_per_pass(ctx, call):
+            return  # a new iterator for every batch: what it prefetches past that batch is dropped
         value = setting_value(ctx, call, "prefetch_factor", None)
         if value is UNKNOWN or (value is not None and value >= minimum):
             return

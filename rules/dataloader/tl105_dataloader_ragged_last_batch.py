@@ -11,6 +11,7 @@ from trainlint.rule import NO_FIX, Invalid, Valid
 
 from .cases import (
     BY_KEY,
+    FRESH,
     MNIST,
     PARTIAL,
     PHASE_KEYS,
@@ -23,6 +24,7 @@ from .cases import (
 )
 from .loaders import (
     DataLoaderRule,
+    draws_a_batch_per_pass,
     excerpt,
     is_training_loader,
     names_evaluation,
@@ -109,7 +111,8 @@ size or exceeds it: every batch is then the same size, and for a dataset smaller
 `drop_last=True` would leave no batch at all. Nor one whose batch is its whole dataset
 (`batch_size=len(ds)` of the dataset it is given, with no sampler), nor one whose sampler draws a
 written number of samples an epoch that its literal batch size divides
-(`RandomSampler(buf, replacement=True, num_samples=10**6)` with `batch_size=16`).
+(`RandomSampler(buf, replacement=True, num_samples=10**6)` with `batch_size=16`). Nor one whose every
+pass is a new iterator drawn for one batch (`next(iter(loader))` each step): no pass reaches its last batch.
 
 ## Why is this bad?
 The last batch of each epoch is smaller. A new shape recompiles `torch.compile`d graphs, defeats
@@ -143,6 +146,8 @@ evaluation) is reported with no fix: that pass would skip the last partial batch
               "    loader = DataLoader(buf, batch_size={batch}, sampler={sampler})\n    for x in loader:\n"
               "        model(x).backward()\n        opt.step()\n")
     valid = [
+        # A new iterator for every batch: only first batches are drawn, never a ragged last one.
+        Valid(FRESH.format(opts=", batch_size=32")),
         # Gone over by a comprehension that steps nothing (predictions): not a training loader, and
         # drop_last would drop predictions (before: reported, the loader taken for a training one).
         Valid(_COMPREHENDED.format(call="model")),
@@ -356,6 +361,8 @@ evaluation) is reported with no fix: that pass would skip the last partial batch
             return  # `batch_size=None`: the dataset's items are the batches; drop_last would raise
         if not is_training_loader(ctx, call):
             return
+        if draws_a_batch_per_pass(ctx, call):
+            return  # a new iterator for every batch: only first batches are drawn, never the last
         if setting_value(ctx, call, "drop_last", False) is not False:
             return
         if _batches_even(ctx, call):

@@ -158,7 +158,9 @@ sequences" when it is a tokenizer's or its arguments show integer ids (`input_id
 alone are not flagged when the loader already runs workers (`num_workers` not 0): padding each
 batch to its own longest sequence there is the usual cheap way, off the training process. Nor is
 a loader made to draw one batch (`next(iter(DataLoader(...)))`, or a variable whose only use is
-one `next(iter(loader))`), as for TL101: its collate_fn runs once, not every step.
+one `next(iter(loader))` run once), as for TL101: its collate_fn runs once, not every step. One a
+loop draws from with a new iterator for every batch (`next(iter(loader))` each step) is reported,
+without workers (as TL101 says, they would start again with each iterator).
 
 A collate_fn set on a loader after it is built is read too (`train_dataloader.collate_fn =
 self.smart_batching_collate`, sentence-transformers' legacy `fit`): on a loader of this file,
@@ -249,6 +251,11 @@ message says so). Moving tokenizing and decoding offline is left to you.
             "loader = DataLoader(ds, collate_fn=collate)", "example = next(iter(DataLoader(ds, collate_fn=collate)))")),
     ]
     invalid = [
+        # A new iterator for every batch (`next(iter(loader))` in the loop): the collate_fn runs every
+        # step (before: left alone as a one-batch probe); no workers, which would start at each step.
+        Invalid(_SRC.format(body="ids = tokenizer(batch)", args="collate_fn=collate")
+                + "for step in range(100):\n    x = next(iter(loader))\n    model(x).backward()\n    opt.step()\n",
+                fixed=NO_FIX, message="no workers added: the loop makes a new iterator over it for every batch"),
         # Set after the loader is built (before: not seen): on a parameter annotated as a loader,
         # one named as a loader, and a loader of this file that runs in the main process. No fix.
         Invalid(_SET_AFTER.format(param="train_dataloader: DataLoader", collate=_TOKENIZES_TO_DEVICE), fixed=NO_FIX,

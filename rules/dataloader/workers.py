@@ -1,6 +1,6 @@
 """Worker processes for a loader (TL101, also written by TL106/TL107): the count to set, the fix
 that sets it, and why a loader's dataset or collate_fn cannot go to a worker (unpicklable
-objects, open file handles a fork would share)."""
+objects, open file handles a fork would share, a new iterator for every batch)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,14 @@ def workers_advice(ctx, call: cst.Call) -> str | None:
     """Why workers are not added to the loader, and what to do first: a build of its dataset takes
     its items from a queue (queues.py), its iterable dataset does not split its stream, the loop
     taking its batches changes its dataset, or the script trains at its top level with no
-    `__main__` guard."""
+    `__main__` guard, or the loop makes a new iterator over the loader for every batch."""
+    fresh = ctx.loops.fresh_draws(call)
+    if fresh:
+        # `next(iter(loader))` per step: a new pass each step, and workers started for each one
+        # (hundreds of milliseconds) to hand over a single batch: slower than loading in process.
+        return (f"the loop makes a new iterator over it for every batch (`{ctx.code(fresh[0]).strip()}`), "
+                f"and each new iterator would start the workers again; make the iterator once before the loop "
+                f"(`it = {ctx.code(fresh[0].args[0].value).strip()}`, made again at `StopIteration`)")
     if changed_while_drawn(ctx, call):
         # Workers forked at a pass's start keep their copy of the dataset: what the loop adds to it
         # (a replay buffer's `buf.add(obs)`) would never reach them (the model trained on zeros).

@@ -1753,6 +1753,24 @@ class Loops:
             self._draws[value] = out
         return list(self._draws[value])
 
+    def fresh_draws(self, value: cst.BaseExpression) -> list[cst.Call]:
+        """Each `next(iter(x))` of a name value is known by (names_of) that a loop runs again and
+        again without making value again: a new iterator, so a new pass over value, for every
+        item drawn (a DataLoader starts its workers again and prefetches anew at each one)."""
+        names = self.names_of(value)
+        made_again = self.loops_around(value)
+        out = []
+        for call in self._next_calls:
+            made = call.args[0].value
+            if len(call.args) != 1 or not isinstance(made, cst.Call) or dotted(made.func) != "iter" \
+                    or len(made.args) != 1 or made.args[0].star or made.args[0].keyword:
+                continue
+            name = dotted(made.args[0].value)
+            if any(name == known and self.in_sight(call, known, scope) for known, scope in names) and any(
+                    loop not in made_again and not runs_at_most_once(loop) for loop in self.loops_around(call)):
+                out.append(call)
+        return out
+
     def stray_draws(self, value: cst.BaseExpression) -> list[cst.CSTNode]:
         """Where value's batches are taken other than by the loops over it (as loops_over,
         shared_loops and comprehensions_over find them) and next_draws' `target = next(it)` in a
