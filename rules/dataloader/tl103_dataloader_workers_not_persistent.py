@@ -277,8 +277,8 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         # A new iterator for every batch, `next(iter(loader))` in the loop: workers started at every
         # step (once reported only when the loader had another use, and then "at every epoch").
         Invalid(FRESH.format(opts=", num_workers=4"), fixed=FRESH.format(opts=", num_workers=4, persistent_workers=True"),
-                message="Workers are restarted at every step: the loop makes a new iterator over the loader for "
-                        "every batch (`next(iter(loader))`); set `persistent_workers=True` to keep them alive, or "
+                message="Workers are restarted for every batch: the loop makes a new iterator over the loader each "
+                        "time it draws one (`next(iter(loader))`); set `persistent_workers=True` to keep them alive, or "
                         "make the iterator once before the loop (`it = iter(loader)`, made again at `StopIteration`)"),
         Invalid(FRESH.format(opts=", num_workers=4").replace("    print(len(loader))\n", ""),
                 fixed=FRESH.format(opts=", num_workers=4, persistent_workers=True").replace("    print(len(loader))\n", "")),
@@ -703,7 +703,8 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         # `next(iter(loader))` in the loop: a pass, and new workers, for every batch.
         fresh = ctx.loops.fresh_draws(call)
         if fresh:
-            when = f"at every step: the loop makes a new iterator over the loader for every batch (`{ctx.code(fresh[0]).strip()}`)"
+            when = (f"for every batch: the loop makes a new iterator over the loader each time it draws one "
+                    f"(`{ctx.code(fresh[0]).strip()}`)")
         workers = workers_subject(ctx, call)
         message = setting_advice(ctx, call, "persistent_workers", "True", f"{workers} are restarted {when}",
                                  "to keep them alive")

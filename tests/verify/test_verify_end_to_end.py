@@ -57,6 +57,17 @@ def test_loader_bound_rule_tl101(verify, fixtures):
     assert data["loss_tolerance"]["kind"] == "curve"
 
 
+def test_a_new_iterator_every_step_keeps_its_workers_tl103(verify, fixtures):
+    # `next(iter(loader))` at every step starts the workers for every batch; persistent workers
+    # keep them (a large effect, several times over on 2 cores, so the verdict is asserted).
+    result, data = verify(fixtures / "fresh_iterator_steps.py", "--rule", "TL103",
+                          "--steps", "10", "--warmup", "2", "--repeats", "3")
+    assert result.exit_code == 0, result.output
+    _measured(data)
+    assert data["verdict"] == stats.FASTER, data.get("pair_ratios")
+    assert data["losses_match"], data["max_loss_deviation"]
+
+
 # Five rounds: the spread's t-interval over rounds needs several (two rounds' quantile is 12.7),
 # and with three one disturbed round (seen once in CI: pair ratios 1.18, 2.43, 2.35) pulls the
 # interval's low end under 1 although the effect is about 2x; five absorb one such round. Ten
