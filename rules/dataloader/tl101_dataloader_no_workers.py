@@ -275,6 +275,10 @@ none.
         Valid("from torch.utils.data import DataLoader\nexample = next(iter(DataLoader(ds, batch_size=8)))\n"),
         Valid("from torch.utils.data import DataLoader\ndef trace(model, ds):\n    probe = DataLoader(ds, batch_size=1)\n"
               "    return torch.jit.trace(model, next(iter(probe)))\n"),
+        # ... also once an epoch, beside the step loop (a sample decoded): not a new pass every step.
+        Valid("from torch.utils.data import DataLoader\ndef main(ds, train_loader):\n    dev = DataLoader(ds, batch_size=8)\n"
+              "    for epoch in range(10):\n        for x, y in train_loader:\n            model(x, y).backward()\n"
+              "            opt.step()\n        print(decode(model(*next(iter(dev)))))\n"),
         Valid("from torch.utils.data import DataLoader\nitems = list(range(10))\ndl = DataLoader(items, batch_size=1)\n"),
         Valid("from transformers import TrainingArguments\nargs = TrainingArguments('out', dataloader_num_workers=4)\n"
               "Trainer(model, args).train()\n"),

@@ -1754,9 +1754,11 @@ class Loops:
         return list(self._draws[value])
 
     def fresh_draws(self, value: cst.BaseExpression) -> list[cst.Call]:
-        """Each `next(iter(x))` of a name value is known by (names_of) that a loop runs again and
-        again without making value again: a new iterator, so a new pass over value, for every
-        item drawn (a DataLoader starts its workers again and prefetches anew at each one)."""
+        """Each `next(iter(x))` of a name value is known by (names_of) in a hot loop (guarded or
+        not) that runs it again and again without making value again: a new iterator, so a new pass
+        over value, for every item drawn (a DataLoader starts its workers again and prefetches anew
+        at each one). Not one an epoch loop runs (a sample batch decoded once an epoch): a pass an
+        epoch is what the loader rules take any loader to make."""
         names = self.names_of(value)
         made_again = self.loops_around(value)
         out = []
@@ -1766,7 +1768,8 @@ class Loops:
                     or len(made.args) != 1 or made.args[0].star or made.args[0].keyword:
                 continue
             name = dotted(made.args[0].value)
-            if any(name == known and self.in_sight(call, known, scope) for known, scope in names) and any(
+            if self.in_hot_loop(call) and any(
+                    name == known and self.in_sight(call, known, scope) for known, scope in names) and any(
                     loop not in made_again and not runs_at_most_once(loop) for loop in self.loops_around(call)):
                 out.append(call)
         return out
