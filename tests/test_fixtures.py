@@ -121,7 +121,8 @@ ARGS = {"image_classifier.py": ["--epochs", "1"], "checkpoint/checkpoint_every_s
         "checkpoint/callback_trainer.py": ["--out", "{tmp}"],
         "checkpoint/callback_list_trainer.py": ["--out", "{tmp}"],
         "checkpoint/final_checkpoint_train.py": ["--out", "{tmp}"],
-        "compute/vit_compile_ema_pretrain.py": ["--out", "{tmp}"]}
+        "compute/vit_compile_ema_pretrain.py": ["--out", "{tmp}"],
+        "checkpoint/char_lm_init_snapshot.py": ["--out", "{tmp}"]}
 
 
 # The framework each script trains with, besides torch (the dev extra installs them).
