@@ -284,18 +284,43 @@ _REDUCTIONS = frozenset({"builtins.sum", "numpy.mean", "numpy.sum", "numpy.avera
                          "statistics.mean", "statistics.fmean"})
 
 
-def averaged_list(ctx, read: cst.Call) -> tuple[cst.Name, cst.BaseExpression, cst.BaseExpression] | None:
+def averaged_list(ctx, read: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression] | None:
     """For read appended whole to a list variable of its function (`losses.append(loss.item())`),
-    a reduction of that list seen in the same scope (`np.mean(losses)`, `sum(losses[-50:]) / 50`,
-    `... / len(losses)`): (the list's name, the list as reduced (`losses[-50:]`), the reduction
-    as written). Read every N steps, such a mean would average every Nth step only. None for a
-    list only printed or stored, or one this cannot follow (a closure, `global`)."""
+    or to a list its class keeps (`self.epoch_losses`, a LightningModule's list appended in
+    `training_step` and averaged in `on_train_epoch_end`), a reduction of that list seen in the
+    same scope, or in the class's methods (`np.mean(losses)`, `sum(losses[-50:]) / 50`,
+    `... / len(losses)`): (the list as appended to, the list as reduced (`losses[-50:]`), the
+    reduction as written). Read every N steps, such a mean would average every Nth step only. None
+    for a list only printed or stored, or one this cannot follow (a closure, `global`)."""
     arg = ctx.parent(read)
     call = ctx.parent(arg)
     if not (isinstance(arg, cst.Arg) and arg.value is read and isinstance(call, cst.Call) and len(call.args) == 1
-            and isinstance(call.func, cst.Attribute) and call.func.attr.value == "append"
-            and isinstance(call.func.value, cst.Name)):
+            and isinstance(call.func, cst.Attribute) and call.func.attr.value == "append"):
         return None
+    name = call.func.value
+    if isinstance(name, cst.Name):
+        uses = variable_uses(ctx.index, owner(ctx.index, name), name.value)
+        reads = [use.node for use in uses or () if use.kind == "read"]
+    elif (attr := ctx.dotted(name)) and attr.count(".") == 1 and attr.startswith("self.") \
+            and (cls := ctx.index.enclosing_class(call)) is not None:
+        reads = [n for n in ctx.index.walk(cls) if isinstance(n, cst.Attribute) and n is not name
+                 and ctx.dotted(n) == attr]
+    else:
+        return None
+    for listed in reads:
+        if isinstance(parent := ctx.parent(listed), cst.Subscript) and parent.value is listed:
+            listed = parent  # a window of the last values: `losses[-50:]`
+        outer = ctx.parent(listed)
+        reducer = ctx.parent(outer)
+        if isinstance(outer, cst.Arg) and isinstance(reducer, cst.Call) and len(reducer.args) == 1 \
+                and ctx.names.qualified(reducer.func) in _REDUCTIONS:
+            divided = ctx.parent(reducer)
+            shown = divided if isinstance(divided, cst.BinaryOperation) and divided.left is reducer \
+                and isinstance(divided.operator, cst.Divide) else reducer
+            if ctx.names.qualified(reducer.func) in ("builtins.sum", "numpy.sum") and shown is reducer:
+                continue  # a total, not a mean: `sum(losses)` alone
+            return name, listed, shown
+    return None
     name = call.func.value
     uses = variable_uses(ctx.index, owner(ctx.index, name), name.value)
     for use in uses or ():

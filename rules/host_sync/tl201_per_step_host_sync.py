@@ -535,7 +535,8 @@ value logged is not the read alone (`self.log("y", loss.item() * 2)`, `loss.cpu(
 the message shows the call with the tensor (`self.log("y", loss * 2)`) and says why it is not
 written; no guard is suggested there.
 A value appended to a list that is averaged later (`losses.append(loss.item())`, then
-`np.mean(losses)` or `sum(losses[-50:]) / 50`) is not advised under an interval (the mean would
+`np.mean(losses)` or `sum(losses[-50:]) / 50`; also a list the class keeps, a LightningModule's
+`self.epoch_losses` averaged in `on_train_epoch_end`) is not advised under an interval (the mean would
 cover every Nth step): the message says to append `loss.detach()` and take
 `torch.stack(losses).mean().item()` where it is averaged; no fix, no guard suggested.
 A value tested on every step (`loss_value = loss.item()`, then `if not
@@ -1199,6 +1200,15 @@ of every tenth loss, predictions shorter than their targets).
                 message="append `loss.detach()` and read the mean once there, `torch.stack(losses).mean().item()`"),
         Invalid(_AVERAGED.format(fill="losses.append(loss.item())", after="print(losses)"), fixed=NO_FIX,
                 message="read it under the logging interval"),
+        # ... also a list kept on the module (Lightning's `self.epoch_losses`, appended in
+        # `training_step`, averaged in `on_train_epoch_end`): it was advised under the interval.
+        Invalid("import numpy as np\n" + HOOK.format(base="L.LightningModule", hook="training_step", read="loss.item()")
+                + "    def on_train_epoch_end(self):\n        print(np.mean(self.history))\n", fixed=NO_FIX,
+                message="`self.history` is averaged (`np.mean(self.history)`): append `loss.detach()` and read the "
+                        "mean once there, `torch.stack(self.history).mean().item()`"),
+        Invalid(HOOK.format(base="L.LightningModule", hook="training_step", read="loss.item()")
+                + "    def on_train_epoch_end(self):\n        print(self.history)\n", fixed=NO_FIX,
+                message="read it under the logging interval"),
         # `self.log_dict({...})` logs each value with `self.log`: a value read whole is fixed as
         # there, one finding and fix each. It got a guard suggestion, never written, and no reason.
         Invalid(_LIGHTNING_LOG.replace("LOG", "self.log_dict({'loss': loss.item(), 'acc': float(acc)})"),
@@ -1477,11 +1487,12 @@ of every tenth loss, predictions shorter than their targets).
             # `losses.append(loss.item())`, then `np.mean(losses)`: read under an interval the
             # list would hold every Nth step, and its mean would mean something else. The values
             # can stay on the device until the mean is taken. No guard is suggested.
-            name, listed, reduction = averaged
+            listed_to, listed, reduction = averaged
+            name = ctx.code(listed_to)
             detached = ctx.code(target) if _is_detach(target) else f"{ctx.code(target)}.detach()"
-            advice = (f"`{name.value}` is averaged (`{one_line(ctx.code(reduction))}`): append `{detached}` and read "
+            advice = (f"`{name}` is averaged (`{one_line(ctx.code(reduction))}`): append `{detached}` and read "
                       f"the mean once there, `torch.stack({ctx.code(listed)}).mean().item()`; read under a logging "
-                      f"interval, the mean would cover every Nth step only; not fixed: each use of `{name.value}` "
+                      f"interval, the mean would cover every Nth step only; not fixed: each use of `{name}` "
                       f"would change with it")
         elif what not in ("`bool()`",) and not what.startswith("`math.") \
                 and (logged := framework_log_value(ctx, node)) is not None:
