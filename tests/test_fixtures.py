@@ -127,6 +127,7 @@ ARGS = {"image_classifier.py": ["--epochs", "1"], "checkpoint/checkpoint_every_s
 
 # The framework each script trains with, besides torch (the dev extra installs them).
 FRAMEWORK = {"frameworks/lightning_classifier.py": "pytorch_lightning",
+             "frameworks/lightning_tagger_logging.py": "pytorch_lightning",
              "frameworks/hf_trainer_regression.py": "transformers",
              "frameworks/accelerate_regression.py": "accelerate",
              "dataloader/handed_tokenizer_train.py": "transformers"}
