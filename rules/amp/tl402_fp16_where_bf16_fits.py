@@ -97,6 +97,15 @@ _CHOOSING_STAGE = ("def pretrain(model, opt, batches):\n"
 _HANDED_STAGE = ("def pretrain(model, opt, batches, amp_dtype, use_amp):\n"
                  "    scaler = torch.amp.GradScaler('cuda', enabled=use_amp and amp_dtype == torch.float16)\n")
 
+# The choice made at module level, read by the first stage alone: directly, or through another name.
+_MODULE_CHOICE = ("amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n"
+                  "def pretrain(model, opt, batches):\n"
+                  "    scaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n")
+_THROUGH_NAMES = ("USE_BF16 = torch.cuda.is_bf16_supported()\n"
+                  "def pick_dtype():\n    return torch.bfloat16 if USE_BF16 else torch.float16\n"
+                  "def pretrain(model, opt, batches):\n    amp_dtype = pick_dtype()\n"
+                  "    scaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n")
+
 
 def _float16_stage_fixed(other_stage: str) -> str:
     """_TWO_STAGES beside other_stage, with the fix on its float16 stage: a dtype chosen at run time
@@ -132,13 +141,17 @@ trl's or sentence-transformers' subclasses), Lightning's `precision="16-mixed"` 
 chooses bfloat16 when the GPU supports it (it asks `torch.cuda.is_bf16_supported()`, the autocast
 of its training step can be bfloat16, or its scaler is enabled by dtype; a bfloat16 autocast in
 evaluation chooses nothing for training) is not flagged; where each scaler is made in a function
-holding its own training autocasts (a `pretrain()` stage and a `finetune()` stage), a choice made in
-one of them is that stage's alone, and a stage hard-coding float16 beside it is flagged (its fix
-leaves the other stage's scaler as it is). Nor is a setting whose
-value is not written literally (`fp16=args.fp16`: the user's choice) or that has `bf16=` beside it,
-nor one that trains on the CPU (`accelerator="cpu"`, where Lightning runs bfloat16 itself), nor a
-setting in a test file (it tests the float16 path). With `target-gpu` older than Ampere (pascal,
-volta, turing) the rule is off: float16 with a scaler is the right choice there.
+holding its own training autocasts (a `pretrain()` stage and a `finetune()` stage), a choice is
+for the stages it is made in or that read it, directly or through the module's names
+(`AMP_DTYPE = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16` read in
+`pretrain()` alone, or through a `pick_dtype()` it calls), and a stage hard-coding float16 beside
+it is flagged (its fix leaves the other stage's scaler as it is); a choice read by other code
+too (the module's own statements, a `main()` that may hand it in) is for every stage. Nor is a
+setting whose value is not written literally (`fp16=args.fp16`: the user's choice) or that has
+`bf16=` beside it, nor one that trains on the CPU (`accelerator="cpu"`, where Lightning runs
+bfloat16 itself), nor a setting in a test file (it tests the float16 path). With `target-gpu`
+older than Ampere (pascal, volta, turing) the rule is off: float16 with a scaler is the right
+choice there.
 
 A `with autocast(...)` in a module's `forward` pairs with the loop's scaler as the decorator
 does; so does an autocast object made once and entered in the step (`self.autocast_ctx =
@@ -268,6 +281,19 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
             + "def main(model, opt, batches):\n    bf16 = torch.cuda.is_bf16_supported()\n"
               "    pretrain(model, opt, batches, torch.bfloat16 if bf16 else torch.float16, True)\n"
               "    finetune(model.bfloat16() if bf16 else model, opt, batches, bf16)\n"),
+        # A choice made at module level and read by a stage, but also by the module's own code, which
+        # hands it to the other stage (its scaler enabled by it): it may be for either.
+        Valid(_TWO_STAGES.format(choose=_MODULE_CHOICE).replace(
+            "def finetune(model, opt, batches):\n    scaler = torch.amp.GradScaler('cuda')\n",
+            "def finetune(model, opt, batches, bf16):\n    scaler = torch.amp.GradScaler('cuda', enabled=not bf16)\n")
+            + "if __name__ == '__main__':\n    pretrain(model, opt, batches)\n"
+              "    finetune(model, opt, batches, amp_dtype == torch.bfloat16)\n"),
+        # ... or by a function the file does not call (an entry point: it may hand it in).
+        Valid(_TWO_STAGES.format(choose=_MODULE_CHOICE).replace(
+            "def finetune(model, opt, batches):\n    scaler = torch.amp.GradScaler('cuda')\n",
+            "def finetune(model, opt, batches, bf16):\n    scaler = torch.amp.GradScaler('cuda', enabled=not bf16)\n")
+            + "def main():\n    pretrain(model, opt, batches)\n"
+              "    finetune(model, opt, batches, amp_dtype == torch.bfloat16)\n"),
         # A dtype that is bfloat16 or None (the device's default): chosen at run time.
         Valid(_LOOP.format(pre="amp_dtype = torch.bfloat16 if args.bf16 else None\n", sargs="'cuda'",
                            aargs="'cuda', dtype=amp_dtype")),
@@ -584,6 +610,12 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
         # unread dtype is no reason to withhold the fix, which leaves its scaler as it is.
         Invalid(_TWO_STAGES.format(choose=_HANDED_STAGE),
                 fixed=_float16_stage_fixed(_HANDED_STAGE)),
+        # A choice made at module level counts for the stages that read it, directly or through the names
+        # they read (`amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else ...` read in
+        # pretrain() alone): the stage hard-coding float16 beside it is reported (the file was taken for
+        # choosing).
+        Invalid(_TWO_STAGES.format(choose=_MODULE_CHOICE), fixed=_float16_stage_fixed(_MODULE_CHOICE)),
+        Invalid(_TWO_STAGES.format(choose=_THROUGH_NAMES), fixed=_float16_stage_fixed(_THROUGH_NAMES)),
         # With target-gpu ampere the float16 stage trains in bfloat16 without its scaler; the other's stays.
         Invalid(_TWO_STAGES.format(choose=_CHOOSING_STAGE), settings={"target_gpu": "ampere"},
                 fixed=_TWO_STAGES.format(choose=_CHOOSING_STAGE).replace(
@@ -870,24 +902,24 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
         bfloat16 (a dtype chosen at run time, a branch of its own; a bfloat16 autocast in evaluation
         chooses nothing), where it asks `is_bf16_supported()`, or where a scaler is enabled by dtype.
         Where each scaler is made in a function that also holds its own training autocasts (two
-        stages, `pretrain()` and `finetune()`), a choice made in one such function is that stage's
-        alone: the other's float16 autocast was left unreported because the file chose somewhere.
-        A choice made anywhere else (`main()` handing it in) may be for any of them."""
+        stages, `pretrain()` and `finetune()`), a choice is for the stages it is made in or that read
+        it (a module's `AMP_DTYPE` read in `pretrain()` alone): the other's float16 autocast was left
+        unreported because the file chose somewhere. A choice made or read anywhere else (`main()`
+        handing it in) may be for any of them (Precision.bf16_choosing_parts)."""
         prec = self.ctx.precision
-        choices = prec.bf16_choices + [a.call for a in paired if prec.may_run_bf16(a)]
-        if not choices:
+        bf16 = [a.call for a in paired if prec.may_run_bf16(a)]
+        if not bf16 and not prec.bf16_choices:
             return paired, scalers, None
-        function = self.ctx.index.enclosing_function
-        stages = {function(s.call) for s in scalers}
-        # An autocast outside those functions (a module's `forward`, an object made in `__init__`)
-        # pairs with any of their scalers.
-        if None in stages or any(a.decorates is not None or function(a.call) not in stages for a in paired):
+        stages = {prec.part(s.call) for s in scalers}
+        # An autocast outside those parts (a module's `forward`, a decorator) pairs with any of their
+        # scalers.
+        if None in stages or any(a.decorates is not None or prec.part(a.call) not in stages for a in paired):
             return [], [], None
-        chosen = {function(c) for c in choices}
-        if not chosen <= stages:
+        chosen = prec.bf16_choosing_parts(stages, bf16)
+        if chosen is None:
             return [], [], None
         stages -= chosen
-        return ([a for a in paired if function(a.call) in stages], [s for s in scalers if function(s.call) in stages],
+        return ([a for a in paired if prec.part(a.call) in stages], [s for s in scalers if prec.part(s.call) in stages],
                 stages)
 
     def _in_training_step(self, use) -> bool:

@@ -232,7 +232,7 @@ class FileContext:
 
     @cached_property
     def precision(self) -> Precision:
-        return Precision(self.index, self.names)
+        return Precision(self.index, self.names, self.bindings)
 
     def is_version_fallback(self, node: cst.CSTNode) -> bool:
         """node runs only on an old PyTorch or when an import failed (see analysis/gates.py)."""

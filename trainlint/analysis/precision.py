@@ -18,8 +18,9 @@ import libcst as cst
 
 from trainlint.analysis.frameworks import configured_for_cpu, is_accelerator, is_lightning_trainer, is_training_arguments
 from trainlint.analysis.literals import literal
-from trainlint.analysis.names import Names, dotted
+from trainlint.analysis.names import Names, bound_names, dotted
 from trainlint.analysis.tree import TreeIndex, assignments
+from trainlint.analysis.variables import Bindings
 
 AUTOCAST = ("torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast")
 # FSDP's ShardedGradScaler subclasses torch.amp.GradScaler and takes the same leading arguments
@@ -107,9 +108,10 @@ class ScalerUse:
 
 
 class Precision:
-    def __init__(self, index: TreeIndex, names: Names) -> None:
+    def __init__(self, index: TreeIndex, names: Names, bindings: Bindings) -> None:
         self.index = index
         self.names = names
+        self.bindings = bindings
         self.autocasts: list[AutocastUse] = []
         self.scalers: list[ScalerUse] = []
         # Assignments by dotted target, for resolving dtype names (module-wide: scripts assign once).
@@ -317,6 +319,71 @@ class Precision:
             if arg is not None and any(d in ("float16", "bfloat16") for d in self._mentioned_dtypes(arg.value)):
                 out.append(use.call)
         return out
+
+    def part(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The part of the file node is in, for telling training stages apart: its function; None
+        outside functions."""
+        return self.index.enclosing_function(node)
+
+    def bf16_choosing_parts(self, parts: set, autocasts: list[cst.Call]) -> set | None:
+        """Which of parts (functions, as `part` names them: a rule's training stages)
+        choose bf16 by one of bf16_choices, or of autocasts (those the rule knows may run bfloat16): a
+        choice made in a part is that part's; one made at module level, in a variable or a function
+        (`AMP_DTYPE = torch.bfloat16 if torch.cuda.is_bf16_supported() else ...`), is for the parts
+        that read it, directly or through the module's variables and functions reading it in turn
+        (`def pick_dtype(): return ... AMP_DTYPE ...`). None when a choice may be for any part: made
+        anywhere else, read by no part, or read by other code (the module's own statements, a
+        function the file does not call: either may hand it in)."""
+        out: set = set()
+        for choice in [*self.bf16_choices, *autocasts]:
+            if self.part(choice) in parts:
+                out.add(self.part(choice))
+                continue
+            readers = self._module_value_readers(choice, parts)
+            if not readers:
+                return None
+            out |= readers
+        return out
+
+    def _module_value_readers(self, node: cst.CSTNode, parts: set) -> set | None:
+        """The parts that read what node's module-level statement binds (bf16_choosing_parts);
+        None when that statement or one it flows into is not a plain assignment or a function, or
+        when what it binds is read nowhere in the file (maybe from another) or is rebound elsewhere."""
+        found: set = set()
+        todo = [self._top_statement(node)]
+        seen: set = set()
+        while todo:
+            stmt = todo.pop()
+            if stmt in seen:
+                continue
+            seen.add(stmt)
+            if isinstance(stmt, cst.FunctionDef):
+                bound = {stmt.name.value}
+            elif isinstance(stmt, cst.SimpleStatementLine) and all(
+                    isinstance(small, (cst.Assign, cst.AnnAssign)) for small in stmt.body):
+                bound = {name for name in bound_names(stmt) if "." not in name}
+            else:
+                return None
+            for name in bound:
+                uses = self.bindings.module_uses(name)
+                if uses is None:
+                    return None
+                outside = [u for u in uses if not self.index.contains(stmt, u.node)]
+                if not outside or any(u.kind != "read" for u in outside):
+                    return None
+                for use in outside:
+                    part = self.part(use.node)
+                    if part in parts:
+                        found.add(part)
+                    else:
+                        todo.append(self._top_statement(use.node))
+        return found
+
+    def _top_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        for anc in self.index.ancestors(node):
+            if self.index.parent.get(anc) is self.index.module:
+                return anc
+        return None
 
     def _mentioned_dtypes(self, expr: cst.CSTNode) -> set[str]:
         out = set()
