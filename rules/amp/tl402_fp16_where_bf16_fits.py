@@ -105,6 +105,22 @@ _THROUGH_NAMES = ("USE_BF16 = torch.cuda.is_bf16_supported()\n"
                   "def pick_dtype():\n    return torch.bfloat16 if USE_BF16 else torch.float16\n"
                   "def pretrain(model, opt, batches):\n    amp_dtype = pick_dtype()\n"
                   "    scaler = torch.amp.GradScaler('cuda', enabled=amp_dtype == torch.float16)\n")
+# Two trainer classes, each with its scaler made in `__init__` and its autocast in `train_step`:
+# {choose} the first's `__init__`, whose dtype may be bfloat16; the second hard-codes float16.
+_TWO_TRAINERS = ("import torch\nclass Pretrainer:\n    def __init__(self, model, opt):\n"
+                 "        self.model, self.opt = model, opt\n{choose}"
+                 "    def train_step(self, x):\n        with torch.autocast('cuda', dtype=self.amp_dtype):\n"
+                 "            loss = self.model(x).mean()\n        self.scaler.scale(loss).backward()\n"
+                 "        self.scaler.step(self.opt)\n        self.scaler.update()\n"
+                 "class Finetuner:\n    def __init__(self, model, opt):\n        self.model, self.opt = model, opt\n"
+                 "        self.scaler = torch.amp.GradScaler('cuda')\n"
+                 "    def train_step(self, x):\n        with torch.autocast('cuda', dtype=torch.float16):\n"
+                 "            loss = self.model(x).mean()\n        self.scaler.scale(loss).backward()\n"
+                 "        self.scaler.step(self.opt)\n        self.scaler.update()\n")
+_RESUMED = "class Resumed(Finetuner):\n    def state(self):\n        return self.scaler.state_dict()\n"
+_SAVING = "class Saving:\n    def state(self):\n        return self.scaler.state_dict()\n"
+_CHOOSING_INIT = ("        self.amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n"
+                  "        self.scaler = torch.amp.GradScaler('cuda', enabled=self.amp_dtype == torch.float16)\n")
 
 
 def _float16_stage_fixed(other_stage: str) -> str:
@@ -141,11 +157,12 @@ trl's or sentence-transformers' subclasses), Lightning's `precision="16-mixed"` 
 chooses bfloat16 when the GPU supports it (it asks `torch.cuda.is_bf16_supported()`, the autocast
 of its training step can be bfloat16, or its scaler is enabled by dtype; a bfloat16 autocast in
 evaluation chooses nothing for training) is not flagged; where each scaler is made in a function
-holding its own training autocasts (a `pretrain()` stage and a `finetune()` stage), a choice is
-for the stages it is made in or that read it, directly or through the module's names
-(`AMP_DTYPE = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16` read in
-`pretrain()` alone, or through a `pick_dtype()` it calls), and a stage hard-coding float16 beside
-it is flagged (its fix leaves the other stage's scaler as it is); a choice read by other code
+holding its own training autocasts (a `pretrain()` stage and a `finetune()` stage), or in a class
+whose methods hold them (a trainer class: the scaler made in `__init__`, the autocast in
+`train_step`), a choice is for the stages it is made in or that read it, directly or through the
+module's names (`AMP_DTYPE = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16`
+read in `pretrain()` alone, or through a `pick_dtype()` it calls), and a stage hard-coding float16
+beside it is flagged (its fix leaves the other stage's scaler as it is); a choice read by other code
 too (the module's own statements, a `main()` that may hand it in) is for every stage. Nor is a
 setting whose value is not written literally (`fp16=args.fp16`: the user's choice) or that has
 `bf16=` beside it, nor one that trains on the CPU (`accelerator="cpu"`, where Lightning runs
@@ -294,6 +311,10 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
             "def finetune(model, opt, batches, bf16):\n    scaler = torch.amp.GradScaler('cuda', enabled=not bf16)\n")
             + "def main():\n    pretrain(model, opt, batches)\n"
               "    finetune(model, opt, batches, amp_dtype == torch.bfloat16)\n"),
+        # A trainer class reading a module's choice: the class chooses.
+        Valid("import torch\nAMP_DTYPE = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n"
+              + _TWO_TRAINERS[_TWO_TRAINERS.index("class Finetuner"):].replace("torch.float16", "AMP_DTYPE").replace(
+                  "GradScaler('cuda')", "GradScaler('cuda', enabled=AMP_DTYPE == torch.float16)")),
         # A dtype that is bfloat16 or None (the device's default): chosen at run time.
         Valid(_LOOP.format(pre="amp_dtype = torch.bfloat16 if args.bf16 else None\n", sargs="'cuda'",
                            aargs="'cuda', dtype=amp_dtype")),
@@ -616,6 +637,25 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
         # choosing).
         Invalid(_TWO_STAGES.format(choose=_MODULE_CHOICE), fixed=_float16_stage_fixed(_MODULE_CHOICE)),
         Invalid(_TWO_STAGES.format(choose=_THROUGH_NAMES), fixed=_float16_stage_fixed(_THROUGH_NAMES)),
+        # A trainer class is one stage (its scaler made in `__init__`, its autocast in `train_step`): a class
+        # that chooses does not choose for another that hard-codes float16.
+        Invalid(_TWO_TRAINERS.format(choose=_CHOOSING_INIT), fixed=_TWO_TRAINERS.format(choose=_CHOOSING_INIT).replace(
+            "        self.scaler = torch.amp.GradScaler('cuda')\n",
+            "        self.autocast_dtype = (\n            torch.bfloat16\n"
+            "            if torch.cuda.is_bf16_supported(including_emulation=False)\n            else torch.float16\n"
+            "        )\n        self.scaler = torch.amp.GradScaler(\n"
+            "            'cuda', enabled=self.autocast_dtype == torch.float16\n        )\n").replace(
+            "dtype=torch.float16):", "dtype=self.autocast_dtype):")),
+        # With target-gpu ampere the float16 class trains in bfloat16 without its scaler; the other's stays.
+        Invalid(_TWO_TRAINERS.format(choose=_CHOOSING_INIT), settings={"target_gpu": "ampere"},
+                fixed=_TWO_TRAINERS.format(choose=_CHOOSING_INIT).replace(
+                    "        self.scaler = torch.amp.GradScaler('cuda')\n", "").replace(
+                    "dtype=torch.float16):", "dtype=torch.bfloat16):").replace(
+                    "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n"
+                    "        self.scaler.update()\n", "        loss.backward()\n        self.opt.step()\n", 2).replace(
+                    "        loss.backward()\n        self.opt.step()\n",
+                    "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n"
+                    "        self.scaler.update()\n", 1)),
         # With target-gpu ampere the float16 stage trains in bfloat16 without its scaler; the other's stays.
         Invalid(_TWO_STAGES.format(choose=_CHOOSING_STAGE), settings={"target_gpu": "ampere"},
                 fixed=_TWO_STAGES.format(choose=_CHOOSING_STAGE).replace(
@@ -625,6 +665,31 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
                     "        loss.backward()\n        opt.step()\n", 2).replace(
                     "        loss.backward()\n        opt.step()\n",
                     "        scaler.scale(loss).backward()\n        scaler.step(opt)\n        scaler.update()\n", 1)),
+        # ... but a class of the file deriving from it (or one it derives from) may read its
+        # `self.scaler`: kept, disabled.
+        Invalid(_TWO_TRAINERS.format(choose=_CHOOSING_INIT) + _RESUMED, settings={"target_gpu": "ampere"},
+                fixed=_TWO_TRAINERS.format(choose=_CHOOSING_INIT).replace(
+                    "        self.scaler = torch.amp.GradScaler('cuda')\n",
+                    "        self.scaler = torch.amp.GradScaler('cuda', enabled=False)\n").replace(
+                    "dtype=torch.float16):", "dtype=torch.bfloat16):").replace(
+                    "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n"
+                    "        self.scaler.update()\n", "        loss.backward()\n        self.opt.step()\n", 2).replace(
+                    "        loss.backward()\n        self.opt.step()\n",
+                    "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n"
+                    "        self.scaler.update()\n", 1) + _RESUMED),
+        Invalid(_SAVING + _TWO_TRAINERS.format(choose=_CHOOSING_INIT).replace(
+                    "class Finetuner:", "class Finetuner(Saving):"),
+                settings={"target_gpu": "ampere"}, message="drop the GradScaler",
+                fixed=_SAVING + _TWO_TRAINERS.format(choose=_CHOOSING_INIT).replace(
+                    "class Finetuner:", "class Finetuner(Saving):").replace(
+                    "        self.scaler = torch.amp.GradScaler('cuda')\n",
+                    "        self.scaler = torch.amp.GradScaler('cuda', enabled=False)\n").replace(
+                    "dtype=torch.float16):", "dtype=torch.bfloat16):").replace(
+                    "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n"
+                    "        self.scaler.update()\n", "        loss.backward()\n        self.opt.step()\n", 2).replace(
+                    "        loss.backward()\n        self.opt.step()\n",
+                    "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n"
+                    "        self.scaler.update()\n", 1)),
         # Both stages in float16: each stage's `scaler` is a variable of its own function, so the other's
         # is no reference that keeps it (both were kept, disabled).
         Invalid(_FP16_STAGES, settings={"target_gpu": "ampere"},
@@ -898,14 +963,16 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
 
     def _unchosen(self, paired, scalers):
         """The training autocasts and scalers of the file's part that does not choose its dtype, and
-        that part's functions (None: the whole file). The file chooses where the step can run in
-        bfloat16 (a dtype chosen at run time, a branch of its own; a bfloat16 autocast in evaluation
-        chooses nothing), where it asks `is_bf16_supported()`, or where a scaler is enabled by dtype.
-        Where each scaler is made in a function that also holds its own training autocasts (two
-        stages, `pretrain()` and `finetune()`), a choice is for the stages it is made in or that read
-        it (a module's `AMP_DTYPE` read in `pretrain()` alone): the other's float16 autocast was left
-        unreported because the file chose somewhere. A choice made or read anywhere else (`main()`
-        handing it in) may be for any of them (Precision.bf16_choosing_parts)."""
+        that part's functions or classes (None: the whole file). The file chooses where the step can
+        run in bfloat16 (a dtype chosen at run time, a branch of its own; a bfloat16 autocast in
+        evaluation chooses nothing), where it asks `is_bf16_supported()`, or where a scaler is
+        enabled by dtype. Where each scaler is made in a function that also holds its own training
+        autocasts (two stages, `pretrain()` and `finetune()`), or in a class whose methods hold them
+        (a trainer class: the scaler made in `__init__`, the autocast in `train_step`), a choice is
+        for the stages it is made in or that read it (a module's `AMP_DTYPE` read in `pretrain()`
+        alone): the other's float16 autocast was left unreported because the file chose somewhere.
+        A choice made or read anywhere else (`main()` handing it in) may be for any of them
+        (Precision.bf16_choosing_parts)."""
         prec = self.ctx.precision
         bf16 = [a.call for a in paired if prec.may_run_bf16(a)]
         if not bf16 and not prec.bf16_choices:
@@ -1166,9 +1233,15 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
                     and stmt.body[0].value is use.call and len(stmt.body[0].targets) == 1:
                 target = ctx.dotted(stmt.body[0].targets[0].target)
             # A function's own variable is seen in that function alone: another stage's `scaler` is
-            # another variable (it kept this one, disabled).
+            # another variable (it kept this one, disabled). So is a `self.` attribute in its class,
+            # when no class of the file derives from it or it from one: another trainer class's
+            # `self.scaler` is another object's.
             fn = ctx.index.enclosing_function(use.call)
             scope = fn if fn is not None and target is not None and ctx.bindings.binds(fn, target) else None
+            part = ctx.precision.part(use.call)
+            if target is not None and target.startswith("self.") and isinstance(part, cst.ClassDef) \
+                    and not _related_class(ctx, part):
+                scope = part
             others = [n for n in ctx.index.nodes(cst.Attribute) + ctx.index.nodes(cst.Name)
                       if target is not None and ctx.dotted(n) == target and n not in handled
                       and (scope is None or ctx.index.contains(scope, n))
@@ -1360,6 +1433,15 @@ def _methods_run_by(ctx, cls: cst.ClassDef, stmts) -> set[str]:
         seen.add(name)
         todo |= called_in([methods[name]])
     return seen
+
+
+def _related_class(ctx, cls: cst.ClassDef) -> bool:
+    """Some other class of the file derives from cls, or cls from it: its methods may use cls's
+    attributes (a checkpoint mixin saving `self.scaler`)."""
+    def derives(sub: cst.ClassDef, base: cst.ClassDef) -> bool:
+        return any((ctx.dotted(arg.value) or "").rsplit(".", 1)[-1] == base.name.value for arg in sub.bases)
+
+    return any(derives(other, cls) or derives(cls, other) for other in ctx.index.nodes(cst.ClassDef) if other is not cls)
 
 
 def _is_target_of(ctx, node, stmt) -> bool:

@@ -321,12 +321,18 @@ class Precision:
         return out
 
     def part(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        """The part of the file node is in, for telling training stages apart: its function; None
-        outside functions."""
-        return self.index.enclosing_function(node)
+        """The part of the file node is in, for telling training stages apart: its function, or for
+        a method (or a class body's own code) its class, whose `__init__` may make the scaler and
+        `train_step` open the autocast; None at module level."""
+        fn = self.index.enclosing_function(node)
+        if fn is None:
+            return self.index.enclosing_class(node)
+        block = self.index.parent.get(fn)
+        cls = self.index.parent.get(block) if block is not None else None
+        return cls if isinstance(cls, cst.ClassDef) else fn
 
     def bf16_choosing_parts(self, parts: set, autocasts: list[cst.Call]) -> set | None:
-        """Which of parts (functions, as `part` names them: a rule's training stages)
+        """Which of parts (functions or classes, as `part` names them: a rule's training stages)
         choose bf16 by one of bf16_choices, or of autocasts (those the rule knows may run bfloat16): a
         choice made in a part is that part's; one made at module level, in a variable or a function
         (`AMP_DTYPE = torch.bfloat16 if torch.cuda.is_bf16_supported() else ...`), is for the parts
