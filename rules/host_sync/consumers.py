@@ -321,22 +321,3 @@ def averaged_list(ctx, read: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpr
                 continue  # a total, not a mean: `sum(losses)` alone
             return name, listed, shown
     return None
-    name = call.func.value
-    uses = variable_uses(ctx.index, owner(ctx.index, name), name.value)
-    for use in uses or ():
-        if use.kind != "read":
-            continue
-        listed = use.node
-        if isinstance(parent := ctx.parent(listed), cst.Subscript) and parent.value is listed:
-            listed = parent  # a window of the last values: `losses[-50:]`
-        outer = ctx.parent(listed)
-        reducer = ctx.parent(outer)
-        if isinstance(outer, cst.Arg) and isinstance(reducer, cst.Call) and len(reducer.args) == 1 \
-                and ctx.names.qualified(reducer.func) in _REDUCTIONS:
-            divided = ctx.parent(reducer)
-            shown = divided if isinstance(divided, cst.BinaryOperation) and divided.left is reducer \
-                and isinstance(divided.operator, cst.Divide) else reducer
-            if ctx.names.qualified(reducer.func) in ("builtins.sum", "numpy.sum") and shown is reducer:
-                continue  # a total, not a mean: `sum(losses)` alone
-            return name, listed, shown
-    return None
