@@ -118,6 +118,7 @@ _TWO_TRAINERS = ("import torch\nclass Pretrainer:\n    def __init__(self, model,
                  "            loss = self.model(x).mean()\n        self.scaler.scale(loss).backward()\n"
                  "        self.scaler.step(self.opt)\n        self.scaler.update()\n")
 _RESUMED = "class Resumed(Finetuner):\n    def state(self):\n        return self.scaler.state_dict()\n"
+_DISABLED = "        self.scaler = torch.amp.GradScaler('cuda', enabled=False)\n"
 _SAVING = "class Saving:\n    def state(self):\n        return self.scaler.state_dict()\n"
 _CHOOSING_INIT = ("        self.amp_dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16\n"
                   "        self.scaler = torch.amp.GradScaler('cuda', enabled=self.amp_dtype == torch.float16)\n")
@@ -132,6 +133,16 @@ def _float16_stage_fixed(other_stage: str) -> str:
         "        if torch.cuda.is_bf16_supported(including_emulation=False)\n        else torch.float16\n    )\n"
         "    scaler = torch.amp.GradScaler('cuda', enabled=autocast_dtype == torch.float16)\n").replace(
         "dtype=torch.float16):", "dtype=autocast_dtype):")
+
+
+def _finetuner_on_ampere(text: str, scaler: str) -> str:
+    """text holding _TWO_TRAINERS, with the Ampere fix on its Finetuner alone: bfloat16, its steps
+    without the scaler, and its scaler's line replaced by scaler ("" drops it)."""
+    head, tail = text.split("class Finetuner", 1)
+    return head + "class Finetuner" + tail.replace("        self.scaler = torch.amp.GradScaler('cuda')\n", scaler).replace(
+        "dtype=torch.float16):", "dtype=torch.bfloat16):").replace(
+        "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n        self.scaler.update()\n",
+        "        loss.backward()\n        self.opt.step()\n")
 
 
 class Fp16WhereBf16Fits(Rule):
@@ -648,14 +659,7 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
             "dtype=torch.float16):", "dtype=self.autocast_dtype):")),
         # With target-gpu ampere the float16 class trains in bfloat16 without its scaler; the other's stays.
         Invalid(_TWO_TRAINERS.format(choose=_CHOOSING_INIT), settings={"target_gpu": "ampere"},
-                fixed=_TWO_TRAINERS.format(choose=_CHOOSING_INIT).replace(
-                    "        self.scaler = torch.amp.GradScaler('cuda')\n", "").replace(
-                    "dtype=torch.float16):", "dtype=torch.bfloat16):").replace(
-                    "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n"
-                    "        self.scaler.update()\n", "        loss.backward()\n        self.opt.step()\n", 2).replace(
-                    "        loss.backward()\n        self.opt.step()\n",
-                    "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n"
-                    "        self.scaler.update()\n", 1)),
+                fixed=_finetuner_on_ampere(_TWO_TRAINERS.format(choose=_CHOOSING_INIT), "")),
         # With target-gpu ampere the float16 stage trains in bfloat16 without its scaler; the other's stays.
         Invalid(_TWO_STAGES.format(choose=_CHOOSING_STAGE), settings={"target_gpu": "ampere"},
                 fixed=_TWO_STAGES.format(choose=_CHOOSING_STAGE).replace(
@@ -668,28 +672,12 @@ would stay as it is while every scaler is turned off on a bfloat16 GPU.
         # ... but a class of the file deriving from it (or one it derives from) may read its
         # `self.scaler`: kept, disabled.
         Invalid(_TWO_TRAINERS.format(choose=_CHOOSING_INIT) + _RESUMED, settings={"target_gpu": "ampere"},
-                fixed=_TWO_TRAINERS.format(choose=_CHOOSING_INIT).replace(
-                    "        self.scaler = torch.amp.GradScaler('cuda')\n",
-                    "        self.scaler = torch.amp.GradScaler('cuda', enabled=False)\n").replace(
-                    "dtype=torch.float16):", "dtype=torch.bfloat16):").replace(
-                    "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n"
-                    "        self.scaler.update()\n", "        loss.backward()\n        self.opt.step()\n", 2).replace(
-                    "        loss.backward()\n        self.opt.step()\n",
-                    "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n"
-                    "        self.scaler.update()\n", 1) + _RESUMED),
+                fixed=_finetuner_on_ampere(_TWO_TRAINERS.format(choose=_CHOOSING_INIT) + _RESUMED, _DISABLED)),
         Invalid(_SAVING + _TWO_TRAINERS.format(choose=_CHOOSING_INIT).replace(
                     "class Finetuner:", "class Finetuner(Saving):"),
                 settings={"target_gpu": "ampere"}, message="drop the GradScaler",
-                fixed=_SAVING + _TWO_TRAINERS.format(choose=_CHOOSING_INIT).replace(
-                    "class Finetuner:", "class Finetuner(Saving):").replace(
-                    "        self.scaler = torch.amp.GradScaler('cuda')\n",
-                    "        self.scaler = torch.amp.GradScaler('cuda', enabled=False)\n").replace(
-                    "dtype=torch.float16):", "dtype=torch.bfloat16):").replace(
-                    "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n"
-                    "        self.scaler.update()\n", "        loss.backward()\n        self.opt.step()\n", 2).replace(
-                    "        loss.backward()\n        self.opt.step()\n",
-                    "        self.scaler.scale(loss).backward()\n        self.scaler.step(self.opt)\n"
-                    "        self.scaler.update()\n", 1)),
+                fixed=_finetuner_on_ampere(_SAVING + _TWO_TRAINERS.format(choose=_CHOOSING_INIT).replace(
+                    "class Finetuner:", "class Finetuner(Saving):"), _DISABLED)),
         # Both stages in float16: each stage's `scaler` is a variable of its own function, so the other's
         # is no reference that keeps it (both were kept, disabled).
         Invalid(_FP16_STAGES, settings={"target_gpu": "ampere"},
