@@ -5,6 +5,8 @@ gives a value that is only logged or recorded, is no option."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import libcst as cst
 
 from trainlint.analysis.names import bound_names
@@ -282,16 +284,29 @@ def _tested(ctx, node: cst.BaseExpression) -> bool:
 # Calls that average (or sum, to be divided) the numbers of a list they are given.
 _REDUCTIONS = frozenset({"builtins.sum", "numpy.mean", "numpy.sum", "numpy.average", "numpy.nanmean",
                          "statistics.mean", "statistics.fmean"})
+# Calls that make an array of a list, whose `.mean()` averages it (`torch.tensor(losses).mean()`).
+_ARRAYS = frozenset({"torch.tensor", "torch.as_tensor", "torch.stack", "torch.Tensor", "torch.FloatTensor",
+                     "numpy.array", "numpy.asarray"})
 
 
-def averaged_list(ctx, read: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression, cst.BaseExpression] | None:
-    """For read appended whole to a list variable of its function (`losses.append(loss.item())`),
-    or to a list its class keeps (`self.epoch_losses`, a LightningModule's list appended in
-    `training_step` and averaged in `on_train_epoch_end`), a reduction of that list seen in the
-    same scope, or in the class's methods (`np.mean(losses)`, `sum(losses[-50:]) / 50`,
-    `... / len(losses)`): (the list as appended to, the list as reduced (`losses[-50:]`), the
-    reduction as written). Read every N steps, such a mean would average every Nth step only. None
-    for a list only printed or stored, or one this cannot follow (a closure, `global`)."""
+class AveragedList(NamedTuple):
+    """A list of per-step values averaged later (averaged_list)."""
+
+    name: cst.BaseExpression  # the list where it is filled: `losses`, `self.losses`
+    listed: cst.BaseExpression  # the list as reduced, where it is: `losses[-50:]`, a caller's `epoch_losses`
+    reduction: cst.BaseExpression  # the reduction as written: `np.mean(losses)`, `torch.tensor(losses).mean()`
+    returned_by: cst.FunctionDef | None  # the function that returns the list to where it is averaged
+
+
+def averaged_list(ctx, read: cst.Call) -> AveragedList | None:
+    """For read appended whole to a list (`losses.append(loss.item())`), a reduction of that list
+    (_reduction: `np.mean(losses)`, `sum(losses[-50:]) / 50`, `... / len(losses)`,
+    `torch.tensor(losses).mean()`) seen where the list is: in the function, for a variable of its
+    function; in the methods of the object, for `self.losses` (Loops.self_attributes: a trainer's
+    epoch-end method); or in a caller the function returns the variable to (`return losses`, then
+    `epoch_losses = train_epoch(...)` and `np.mean(epoch_losses)`: Loops.returned_to). Read every
+    N steps, such a mean would average every Nth step only. None for a list only printed or
+    stored, or one this cannot follow (a closure, `global`)."""
     arg = ctx.parent(read)
     call = ctx.parent(arg)
     if not (isinstance(arg, cst.Arg) and arg.value is read and isinstance(call, cst.Call) and len(call.args) == 1
@@ -299,25 +314,48 @@ def averaged_list(ctx, read: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpr
         return None
     name = call.func.value
     if isinstance(name, cst.Name):
-        uses = variable_uses(ctx.index, owner(ctx.index, name), name.value)
-        reads = [use.node for use in uses or () if use.kind == "read"]
-    elif (attr := ctx.dotted(name)) and attr.count(".") == 1 and attr.startswith("self.") \
+        uses = variable_uses(ctx.index, owner(ctx.index, name), name.value) or ()
+        reads = [use.node for use in uses if use.kind == "read"]
+    elif isinstance(name, cst.Attribute) and isinstance(name.value, cst.Name) and name.value.value == "self" \
             and (cls := ctx.index.enclosing_class(call)) is not None:
-        reads = [n for n in ctx.index.walk(cls) if isinstance(n, cst.Attribute) and n is not name
-                 and ctx.dotted(n) == attr]
+        reads = ctx.loops.self_attributes(cls, name.attr.value)
     else:
         return None
-    for listed in reads:
-        if isinstance(parent := ctx.parent(listed), cst.Subscript) and parent.value is listed:
-            listed = parent  # a window of the last values: `losses[-50:]`
-        outer = ctx.parent(listed)
-        reducer = ctx.parent(outer)
-        if isinstance(outer, cst.Arg) and isinstance(reducer, cst.Call) and len(reducer.args) == 1 \
-                and ctx.names.qualified(reducer.func) in _REDUCTIONS:
-            divided = ctx.parent(reducer)
-            shown = divided if isinstance(divided, cst.BinaryOperation) and divided.left is reducer \
-                and isinstance(divided.operator, cst.Divide) else reducer
-            if ctx.names.qualified(reducer.func) in ("builtins.sum", "numpy.sum") and shown is reducer:
-                continue  # a total, not a mean: `sum(losses)` alone
-            return name, listed, shown
+    for node in reads:
+        if (found := _reduction(ctx, node)) is not None:
+            return AveragedList(name, *found, None)
+    for node in reads if isinstance(name, cst.Name) else ():
+        # Returned alone or in a tuple (`return losses, acc`), bound by a caller to a name.
+        for bound, caller in ctx.loops.returned_to(node, escaping=True):
+            for use in variable_uses(ctx.index, caller, bound) or ():
+                if use.kind == "read" and (found := _reduction(ctx, use.node)) is not None:
+                    return AveragedList(name, *found, ctx.index.enclosing_function(node))
     return None
+
+
+def _reduction(ctx, node: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """(the list as reduced, the reduction as written) where node, a read of a list (or a window of
+    its last values: `losses[-50:]`), is averaged: `np.mean(losses)`, `sum(losses) / n`,
+    `torch.tensor(losses).mean()`. None elsewhere, and for a total (`sum(losses)` alone)."""
+    listed = node
+    if isinstance(parent := ctx.parent(listed), cst.Subscript) and parent.value is listed:
+        listed = parent
+    outer = ctx.parent(listed)
+    reducer = ctx.parent(outer)
+    if not (isinstance(outer, cst.Arg) and isinstance(reducer, cst.Call) and reducer.args[0] is outer
+            and outer.keyword is None and not outer.star):
+        return None
+    qualified = ctx.names.qualified(reducer.func)
+    if qualified in _ARRAYS and all(a.keyword is not None for a in reducer.args[1:]):
+        method, mean = ctx.parent(reducer), ctx.parent(ctx.parent(reducer))
+        if isinstance(method, cst.Attribute) and method.attr.value == "mean" and isinstance(mean, cst.Call) \
+                and mean.func is method and not mean.args:
+            return listed, mean
+        return None
+    if qualified not in _REDUCTIONS or len(reducer.args) != 1:
+        return None
+    divided = ctx.parent(reducer)
+    if isinstance(divided, cst.BinaryOperation) and divided.left is reducer and isinstance(divided.operator, cst.Divide):
+        return listed, divided
+    # A total, not a mean: `sum(losses)` alone.
+    return None if qualified in ("builtins.sum", "numpy.sum") else (listed, reducer)

@@ -299,6 +299,20 @@ _TOKEN_COUNT = ("import torch\n\n\ndef train_step(data_iterator):\n    n = {star
 _AVERAGED = ("import torch\nimport numpy as np\ndef train(model, opt, data):\n    losses = []\n"
              "    for step, (x, y) in enumerate(data):\n        loss = model(x.cuda()).mean()\n        loss.backward()\n"
              "        opt.step()\n        {fill}\n    {after}\n")
+# A trainer filling `self.losses` in its step method, which its fit loop calls, and reading it
+# with `{after}` in an epoch-end method.
+_AVERAGED_ATTR = ("import torch\nimport numpy as np\nclass Trainer:\n    def __init__(self):\n        self.losses = []\n"
+                  "    def train_step(self, x):\n        loss = self.model(x.cuda()).mean()\n        loss.backward()\n"
+                  "        self.opt.step()\n        self.losses.append(loss.item())\n"
+                  "    def on_epoch_end(self):\n        {after}\n"
+                  "    def fit(self, data):\n        for epoch in range(10):\n            for x in data:\n"
+                  "                self.train_step(x)\n            self.on_epoch_end()\n")
+# A function filling `losses` on every step and returning it to `main`, which then does `{after}`.
+_AVERAGED_RETURNED = ("import torch\nimport numpy as np\ndef train_epoch(model, opt, data):\n    losses = []\n"
+                      "    for step, (x, y) in enumerate(data):\n        loss = model(x.cuda()).mean()\n"
+                      "        loss.backward()\n        opt.step()\n        losses.append(loss.item())\n"
+                      "    return losses\ndef main(model, opt, data):\n    for epoch in range(10):\n"
+                      "        epoch_losses = train_epoch(model, opt, data)\n        {after}\n")
 # A Lightning training step that logs with `LOG`.
 _LIGHTNING_LOG = HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
     "self.history.append(acc.item())", "LOG")
@@ -535,10 +549,14 @@ value logged is not the read alone (`self.log("y", loss.item() * 2)`, `loss.cpu(
 the message shows the call with the tensor (`self.log("y", loss * 2)`) and says why it is not
 written; no guard is suggested there.
 A value appended to a list that is averaged later (`losses.append(loss.item())`, then
-`np.mean(losses)` or `sum(losses[-50:]) / 50`; also a list the class keeps, a LightningModule's
-`self.epoch_losses` averaged in `on_train_epoch_end`) is not advised under an interval (the mean would
-cover every Nth step): the message says to append `loss.detach()` and take
-`torch.stack(losses).mean().item()` where it is averaged; no fix, no guard suggested.
+`np.mean(losses)`, `sum(losses[-50:]) / 50` or `torch.tensor(losses).mean()`) is not advised
+under an interval (the mean would cover every Nth step): the message says to append
+`loss.detach()` and take `torch.stack(losses).mean().item()` where it is averaged; no fix, no
+guard suggested. So is a trainer's `self.losses` filled in its step method and averaged in
+another method of the same object (its class, a base or a subclass of it defined here; a
+LightningModule's `self.epoch_losses` averaged in `on_train_epoch_end`), and a
+list a function returns to a caller that averages it (`epoch_losses = train_epoch(...)`, then
+`np.mean(epoch_losses)`).
 A value tested on every step (`loss_value = loss.item()`, then `if not
 math.isfinite(loss_value): sys.exit(1)`) would have nothing to test between intervals: the
 message advises by what the test does (`torch._assert_async(...)` for a check that fails,
@@ -1209,6 +1227,33 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(HOOK.format(base="L.LightningModule", hook="training_step", read="loss.item()")
                 + "    def on_train_epoch_end(self):\n        print(self.history)\n", fixed=NO_FIX,
                 message="read it under the logging interval"),
+        # Reduced as a tensor: `torch.tensor(losses).mean()` (it got the interval advice).
+        Invalid(_AVERAGED.format(fill="losses.append(loss.item())", after="return torch.tensor(losses).mean().item()"),
+                fixed=NO_FIX, message="`losses` is averaged (`torch.tensor(losses).mean()`): append `loss.detach()` "
+                                      "and read the mean once there, `torch.stack(losses).mean().item()`"),
+        # A trainer's list, filled in its step method and averaged in another method of the class
+        # (it got the interval advice, with a `self.step` counter to keep).
+        Invalid(_AVERAGED_ATTR.format(after="print(sum(self.losses) / len(self.losses))"), fixed=NO_FIX,
+                message="`.item()` waits for the GPU on every step; `self.losses` is averaged "
+                        "(`sum(self.losses) / len(self.losses)`): append `loss.detach()` and read the mean once there, "
+                        "`torch.stack(self.losses).mean().item()`; read under a logging interval, the mean would cover "
+                        "every Nth step only; not fixed: each use of `self.losses` would change with it"),
+        Invalid(_AVERAGED_ATTR.format(after="self.mean = np.mean(self.losses); self.losses = []"), fixed=NO_FIX,
+                message="`self.losses` is averaged (`np.mean(self.losses)`)"),
+        # Only printed, or another class's `self.losses` averaged: the interval advice.
+        Invalid(_AVERAGED_ATTR.format(after="print(self.losses)"), fixed=NO_FIX,
+                message="read it under the logging interval"),
+        Invalid(_AVERAGED_ATTR.format(after="print(self.losses)") + "class Meter:\n    def mean(self):\n"
+                "        return np.mean(self.losses)\n", fixed=NO_FIX, message="read it under the logging interval"),
+        # Returned, and averaged by the caller (it got the interval advice).
+        Invalid(_AVERAGED_RETURNED.format(after="print(epoch, np.mean(epoch_losses))"), fixed=NO_FIX,
+                message="`losses` is averaged where `train_epoch(...)` returns it (`np.mean(epoch_losses)`): append "
+                        "`loss.detach()` and read the mean once there, `torch.stack(epoch_losses).mean().item()`"),
+        Invalid(_AVERAGED_RETURNED.format(after="print(epoch, np.mean(epoch_losses))").replace(
+                    "return losses", "return losses, step").replace("epoch_losses =", "epoch_losses, n ="),
+                fixed=NO_FIX, message="`losses` is averaged where `train_epoch(...)` returns it"),
+        Invalid(_AVERAGED_RETURNED.format(after="print(epoch, epoch_losses)"), fixed=NO_FIX,
+                message="read it under the logging interval"),
         # `self.log_dict({...})` logs each value with `self.log`: a value read whole is fixed as
         # there, one finding and fix each. It got a guard suggestion, never written, and no reason.
         Invalid(_LIGHTNING_LOG.replace("LOG", "self.log_dict({'loss': loss.item(), 'acc': float(acc)})"),
@@ -1487,13 +1532,15 @@ of every tenth loss, predictions shorter than their targets).
             # `losses.append(loss.item())`, then `np.mean(losses)`: read under an interval the
             # list would hold every Nth step, and its mean would mean something else. The values
             # can stay on the device until the mean is taken. No guard is suggested.
-            listed_to, listed, reduction = averaged
-            name = ctx.code(listed_to)
+            # Also a trainer's `self.losses` averaged in its epoch-end method, and a list returned
+            # to a caller that averages it.
+            name = ctx.code(averaged.name)
             detached = ctx.code(target) if _is_detach(target) else f"{ctx.code(target)}.detach()"
-            advice = (f"`{name}` is averaged (`{one_line(ctx.code(reduction))}`): append `{detached}` and read "
-                      f"the mean once there, `torch.stack({ctx.code(listed)}).mean().item()`; read under a logging "
-                      f"interval, the mean would cover every Nth step only; not fixed: each use of `{name}` "
-                      f"would change with it")
+            where = "" if averaged.returned_by is None else f" where `{averaged.returned_by.name.value}(...)` returns it"
+            advice = (f"`{name}` is averaged{where} (`{one_line(ctx.code(averaged.reduction))}`): append `{detached}` "
+                      f"and read the mean once there, `torch.stack({ctx.code(averaged.listed)}).mean().item()`; read "
+                      f"under a logging interval, the mean would cover every Nth step only; not fixed: each use of "
+                      f"`{name}` would change with it")
         elif what not in ("`bool()`",) and not what.startswith("`math.") \
                 and (logged := framework_log_value(ctx, node)) is not None:
             # `self.log("loss", loss.item())`: Lightning's log takes the tensor itself (it

@@ -1215,6 +1215,17 @@ class Loops:
                 todo += self._bases(one)
         return chain
 
+    def self_attributes(self, cls: cst.ClassDef, attr: str) -> list[cst.Attribute]:
+        """Every `self.<attr>` in the methods of cls, of its base classes defined here and of its
+        subclasses: what an instance of cls may read or bind as that attribute (a trainer's
+        `self.losses`, filled in its step method and averaged in its epoch-end method). Another
+        class's `self.<attr>` is another object's. Reads through other names of the object
+        (`trainer.losses`) are not among them."""
+        related = {*self.lineage(cls), *self.subclasses(cls)}
+        return [node for node in self.index.nodes(cst.Attribute)
+                if node.attr.value == attr and isinstance(node.value, cst.Name) and node.value.value == "self"
+                and self.index.enclosing_class(node) in related]
+
     def _set_in_class(self, owner: cst.ClassDef, attr: str) -> bool:
         """Whether owner, or a base class of it defined here, assigns `self.<attr>`. Memoized:
         every call in the file on a `self.<attr>` asks (calls_by_name)."""
