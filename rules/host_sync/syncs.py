@@ -144,6 +144,7 @@ class LoggedValue(NamedTuple):
     call: cst.Call  # `self.log(...)`, `self.log_dict(...)`
     value: cst.BaseExpression  # the value logged that holds the read
     prog_bar: cst.Arg | None  # the call's `prog_bar=` argument, where it has one
+    rounded: cst.Call | None = None  # `round(loss.item(), 3)` in value: the number rounded for the log
 
 
 def framework_log_value(ctx, read: cst.Call) -> LoggedValue | None:
@@ -151,11 +152,12 @@ def framework_log_value(ctx, read: cst.Call) -> LoggedValue | None:
     `pl_module.log` in a callback) and the value it logs that holds read: `self.log("loss",
     loss.item() * 2)` (or `value=`), or a value of the dict display `self.log_dict({"loss":
     loss.item()})` hands it (log_dict logs each with `log`). None elsewhere, and where read is
-    first handed to another call (`torch.tensor(loss.item())`)."""
+    first handed to another call (`torch.tensor(loss.item())`), other than `round()` (`self.log("loss",
+    round(loss.item(), 3))`: the number rounded for the log, which `rounded` names)."""
     hook = ctx.loops.step_hook(read)
     if hook is None or hook.log is None:
         return None
-    element, child = None, read
+    element, child, rounded = None, read, None
     for anc in ctx.index.ancestors(read):
         if isinstance(anc, cst.DictElement) and element is None and anc.value is child:
             element = anc
@@ -166,11 +168,15 @@ def framework_log_value(ctx, read: cst.Call) -> LoggedValue | None:
             continue
         call = ctx.parent(anc)
         func = ctx.code(call.func) if isinstance(call, cst.Call) else None
+        if rounded is None and isinstance(call, cst.Call) and ctx.names.qualified(call.func) == "builtins.round" \
+                and anc is ctx.positional(call, 0):
+            rounded = call
+            continue
         if func == hook.log and anc in (ctx.positional(call, 1), ctx.keyword(call, "value")):
-            return LoggedValue(call, anc.value, ctx.keyword(call, "prog_bar") or ctx.positional(call, 2))
+            return LoggedValue(call, anc.value, ctx.keyword(call, "prog_bar") or ctx.positional(call, 2), rounded)
         if func == f"{hook.log}_dict" and anc in (ctx.positional(call, 0), ctx.keyword(call, "dictionary")) \
                 and isinstance(anc.value, cst.Dict) and element is not None and ctx.parent(element) is anc.value:
-            return LoggedValue(call, element.value, ctx.keyword(call, "prog_bar") or ctx.positional(call, 1))
+            return LoggedValue(call, element.value, ctx.keyword(call, "prog_bar") or ctx.positional(call, 1), rounded)
         return None
     return None
 

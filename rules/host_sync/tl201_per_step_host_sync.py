@@ -547,7 +547,9 @@ fixed with `prog_bar=True`, whose bar reads the tensor at every refresh (the mes
 `self.log_dict({"loss": loss.item(), "acc": acc.item()})` is fixed so, value by value. Where the
 value logged is not the read alone (`self.log("y", loss.item() * 2)`, `loss.cpu()`, `int(n)`),
 the message shows the call with the tensor (`self.log("y", loss * 2)`) and says why it is not
-written; no guard is suggested there.
+written; no guard is suggested there. A `round()` of the value is left out of the call shown
+(`self.log("loss", round(loss.item(), 3))` shows `self.log("loss", loss)`), and not written: the
+tensor would be logged unrounded.
 A value appended to a list that is averaged later (`losses.append(loss.item())`, then
 `np.mean(losses)`, `sum(losses[-50:]) / 50` or `torch.tensor(losses).mean()`) is not advised
 under an interval (the mean would cover every Nth step): the message says to append
@@ -1272,6 +1274,15 @@ of every tenth loss, predictions shorter than their targets).
         Invalid(_LIGHTNING_LOG.replace("LOG", "self.log('y', loss.item() * 2)"), fixed=NO_FIX,
                 message="; not fixed: the script works the value out from the number (`loss.item() * 2`), and on "
                         "the tensor it would be worked out in the tensor's dtype"),
+        # Rounded for the log: the tensor is shown unrounded (`round()` of a tensor raises), and
+        # not written, as `int()` is not (it got the generic advice, which left `round()` out).
+        Invalid(_LIGHTNING_LOG.replace("LOG", "self.log('loss', round(loss.item(), 3))"), fixed=NO_FIX,
+                message="`.item()` waits for the GPU on every step; pass the tensor itself to `self.log(...)`: "
+                        "`self.log('loss', loss)` (without `prog_bar=True`: the progress bar reads it at every "
+                        "refresh, each batch by default); not fixed: `round()` rounds it, and the tensor would be "
+                        "logged unrounded"),
+        Invalid(_LIGHTNING_LOG.replace("LOG", "self.log('y', round(loss.item() * 2))"), fixed=NO_FIX,
+                message="`self.log('y', loss * 2)` (without `prog_bar=True`"),
         Invalid(_LIGHTNING_LOG.replace("LOG", "self.log_dict({'n': int(acc)})"), fixed=NO_FIX,
                 message="`self.log_dict({'n': acc})` (without `prog_bar=True`: the progress bar reads it at every "
                         "refresh, each batch by default); not fixed: `int()` makes it a whole number, and the tensor "
@@ -1553,12 +1564,17 @@ of every tenth loss, predictions shorter than their targets).
                       f"keep it on the device{framework_logging(ctx, node)}")
             bar = logged.prog_bar
             whole = logged.value is node and what in ("`.item()`", "`float()`")
+            rounded = logged.rounded
             if not whole:
-                # A copy (`.cpu()`), `int()`, arithmetic on the number: say what to log instead.
-                advice = (f"pass the tensor itself to `{log}(...)`: "
-                          f"`{one_line(ctx.code(logged.call.deep_replace(node, target)))}` ({PROG_BAR_CAVEAT})")
+                # A copy (`.cpu()`), `int()`, arithmetic on the number: say what to log instead. A
+                # `round()` of it is left out (a tensor has no `__round__`: TypeError).
+                shown = logged.call.deep_replace(node, target) if rounded is None else \
+                    logged.call.deep_replace(rounded, rounded.args[0].value.deep_replace(node, target))
+                advice = f"pass the tensor itself to `{log}(...)`: `{one_line(ctx.code(shown))}` ({PROG_BAR_CAVEAT})"
             if bar is not None and ctx.literal(bar.value) is not False:
                 advice += f"; not fixed: it is shown on the progress bar (`{ctx.code(bar)}`)"
+            elif rounded is not None and logged.value is rounded and rounded.args[0].value is node:
+                advice += "; not fixed: `round()` rounds it, and the tensor would be logged unrounded"
             elif logged.value is not node:
                 advice += (f"; not fixed: the script works the value out from the number "
                            f"(`{one_line(ctx.code(logged.value))}`), and on the tensor it would be worked out in "
