@@ -166,7 +166,8 @@ y = F.scaled_dot_product_attention(
 ## Fix safety
 Unsafe: results agree to float rounding, not bit for bit, and dropout draws different random
 masks. The fix maps each piece exactly: a `masked_fill(cond, -inf)` mask becomes a boolean
-`attn_mask` that is True where attention is allowed (the inverse of `cond`); an additive mask
+`attn_mask` that is True where attention is allowed (the inverse of `cond`; `mask.logical_not()`
+becomes `mask.bool()`, as `mask` may be a float 0/1 mask, which SDPA would add); an additive mask
 stays additive; a scale other than `1/sqrt(q.size(-1))` is passed as `scale=` (no scale at all
 becomes `scale=1.0`); dropout becomes `dropout_p=... if self.training else 0.0`. A mask sliced
 from a lower-triangular buffer, `[..., :T, :T]`, becomes `is_causal=True`, which assumes queries and
@@ -331,6 +332,16 @@ so), exact where the tensor holds one value or one per head, which it cannot tel
             # A finite fill: a row with every key masked (left padding) averages all values, SDPA gives zeros.
             message="with a finite fill (`-1e9`) the original averages all values",
         ),
+        # logical_not of a keep-mask of any dtype (a float 0/1 mask): the fix passes it as a boolean
+        # mask (passed as it was, a float mask was added to the scores).
+        Invalid(_HEAD + "    s = q @ k.transpose(-2, -1) * 0.125\n    s = s.masked_fill(mask.logical_not(), float('-inf'))\n"
+                        "    return s.softmax(dim=-1) @ v\n",
+                fixed=_HEAD + "    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.bool(), scale=0.125)\n"),
+        Invalid(_HEAD + "    s = q @ k.transpose(-2, -1) * 0.125\n"
+                        "    s = s.masked_fill(torch.logical_not(mask[:, None]), float('-inf'))\n"
+                        "    return s.softmax(dim=-1) @ v\n",
+                fixed=_HEAD + "    return F.scaled_dot_product_attention(\n"
+                              "        q, k, v, attn_mask=mask[:, None].bool(), scale=0.125\n    )\n"),
         # An nn.Softmax module (once read as `self`'s softmax method), and a mask prepared inside its
         # own branch: the preparation stays, the masked_fill goes.
         Invalid(
@@ -1300,9 +1311,10 @@ def _attend(ctx, cond, condition) -> str:
             cond.expression, (cst.BinaryOperation, cst.Comparison, cst.BooleanOperation)) else cond.expression)
     elif isinstance(cond, cst.Call) and isinstance(cond.func, cst.Attribute) and cond.func.attr.value == "logical_not" \
             and not cond.args:
-        code = ctx.code(cond.func.value)
+        # logical_not takes any dtype: a float 0/1 keep-mask passed as it is would be an additive mask
+        code = f"{_atom(ctx.code(cond.func.value), cond.func.value)}.bool()"
     elif isinstance(cond, cst.Call) and ctx.names.qualified(cond.func) == "torch.logical_not" and len(cond.args) == 1:
-        code = ctx.code(cond.args[0].value)
+        code = f"{_atom(ctx.code(cond.args[0].value), cond.args[0].value)}.bool()"
     else:
         code = f"~{_atom(ctx.code(cond), cond)}"
     # `m if m is not None else None` is just `m` (SDPA takes None for no mask).
