@@ -169,7 +169,8 @@ masks. The fix maps each piece exactly: a `masked_fill(cond, -inf)` mask becomes
 `attn_mask` that is True where attention is allowed (the inverse of `cond`; `mask.logical_not()`
 becomes `mask.bool()`, as `mask` may be a float 0/1 mask, which SDPA would add); an additive mask
 stays additive; a scale other than `1/sqrt(q.size(-1))` is passed as `scale=` (no scale at all
-becomes `scale=1.0`); dropout becomes `dropout_p=... if self.training else 0.0`. A mask sliced
+becomes `scale=1.0`); dropout becomes `dropout_p=... if self.training else 0.0` (its `p` read as
+`getattr(self.attn_drop, "p", 0.0)` where the module may be an `nn.Identity()`, which has none). A mask sliced
 from a lower-triangular buffer, `[..., :T, :T]`, becomes `is_causal=True`, which assumes queries and
 keys have the same length (true for the self-attention this shape comes from).
 
@@ -379,6 +380,20 @@ so), exact where the tensor holds one value or one per head, which it cannot tel
             "            dropout_p=self.drop.p if self.drop is not None and self.training else 0.0,\n"
             "            scale=0.125,\n        )\n",
         ),
+        # A dropout module that is an nn.Identity when its probability is 0, either way round: the
+        # fix read `.p` of the Identity (AttributeError in training), or gave no fix.
+        *(Invalid(
+            "import torch\nfrom torch import nn\n\nclass A(nn.Module):\n    def __init__(self, p):\n"
+            f"        super().__init__()\n        self.drop = {module}\n\n"
+            "    def forward(self, q, k, v):\n        w = torch.softmax(q @ k.transpose(-2, -1) * 0.125, dim=-1)\n"
+            "        return self.drop(w) @ v\n",
+            fixed="import torch\nfrom torch import nn\n\nclass A(nn.Module):\n    def __init__(self, p):\n"
+            f"        super().__init__()\n        self.drop = {module}\n\n"
+            "    def forward(self, q, k, v):\n        return nn.functional.scaled_dot_product_attention(\n"
+            "            q,\n            k,\n            v,\n"
+            "            dropout_p=getattr(self.drop, \"p\", 0.0) if self.training else 0.0,\n"
+            "            scale=0.125,\n        )\n",
+        ) for module in ("nn.Dropout(p) if p > 0.0 else nn.Identity()", "nn.Identity() if p == 0.0 else nn.Dropout(p)")),
         # A functional dropout under a condition of several parts: `and`-joined, parenthesised.
         Invalid(_HEAD + "    w = torch.softmax(q @ k.transpose(-2, -1) * 0.125, dim=-1)\n"
                         "    if self.training or force:\n        w = F.dropout(w, p=0.1, training=self.training)\n"
@@ -706,7 +721,8 @@ so), exact where the tensor holds one value or one per head, which it cannot tel
                 att.dropout_when.append(training)
             return self._weights(inner, at, att)
         if att.dropout_p is None and self._is_module(func, _DROPOUT_MODULE) and len(expr.args) == 1:
-            att.dropout_p = f"{ctx.code(func)}.p"
+            # Where it may be an nn.Identity (no dropout), `.p` would raise: 0.0 then.
+            att.dropout_p = f'getattr({ctx.code(func)}, "p", 0.0)' if self._may_be_identity(func) else f"{ctx.code(func)}.p"
             att.modules.append(ctx.code(func))
             att.dropout_when.append(cst.parse_expression("self.training"))
             return self._weights(expr.args[0].value, at, att)
@@ -813,7 +829,8 @@ so), exact where the tensor holds one value or one per head, which it cannot tel
 
     # -- module attributes (self.drop = nn.Dropout(p), self.softmax = nn.Softmax(dim=-1)) ---------
 
-    def _module_assignment(self, func) -> cst.Call | None:
+    def _assigned_module(self, func):
+        """The value first assigned to `self.<name>` in func's class (a call, or a choice of them)."""
         ctx = self.ctx
         name = ctx.dotted(func)
         if name is None or not name.startswith("self."):
@@ -823,13 +840,26 @@ so), exact where the tensor holds one value or one per head, which it cannot tel
             return None
         for assign in ctx.index.nodes(cst.Assign):
             value = assign.value
-            if isinstance(value, cst.IfExp):
-                # `nn.Dropout(p) if p else None`: the module, where the code calls it at all
-                value = next((v for v in (value.body, value.orelse) if isinstance(v, cst.Call)), None)
-            if isinstance(value, cst.Call) and any(ctx.dotted(t.target) == name for t in assign.targets) \
+            if isinstance(value, (cst.Call, cst.IfExp)) and any(ctx.dotted(t.target) == name for t in assign.targets) \
                     and ctx.index.enclosing_class(assign) is cls:
                 return value
         return None
+
+    def _module_assignment(self, func) -> cst.Call | None:
+        value = self._assigned_module(func)
+        if isinstance(value, cst.IfExp):
+            # `nn.Dropout(p) if p else None`, `... else nn.Identity()` (either way round): the module,
+            # where the code calls one at all
+            value = next((v for v in (value.body, value.orelse) if isinstance(v, cst.Call)
+                          and self.ctx.names.qualified(v.func) != "torch.nn.Identity"), None)
+        return value if isinstance(value, cst.Call) else None
+
+    def _may_be_identity(self, func) -> bool:
+        """`self.attn_drop = nn.Dropout(p) if p > 0 else nn.Identity()`: an Identity has no `.p`."""
+        value = self._assigned_module(func)
+        return isinstance(value, cst.IfExp) and any(
+            isinstance(v, cst.Call) and self.ctx.names.qualified(v.func) == "torch.nn.Identity"
+            for v in (value.body, value.orelse))
 
     def _is_module(self, func, qualnames) -> bool:
         value = self._module_assignment(func)
