@@ -131,7 +131,9 @@ assertion checks by value (`torch.testing.assert_close(pool(x), expected)`, `ass
 torch.allclose(...)`; not a check of its shape), which SDPA would turn into a comparison of SDPA
 with itself. So is one written in a helper that returns it (`def reference(q, k, v)`, nested in
 the test or at the module's top level, a helper calling it too) when every call of the helper is
-such a check in a test; a helper a model also calls is flagged.
+such a check in a test; a helper a model also calls is flagged. Nor is the hand-written path of a
+function that also calls `scaled_dot_product_attention` (timm's `if self.fused_attn:` blocks), under
+whatever name it is imported (`scaled_dot_product_attention as sdpa`): it is the deliberate fallback.
 
 Scores scaled in place (`attn /= math.sqrt(d)`), a key transposed in a statement of its
 own (`kT = k.transpose(-2, -1)`) and both products written with `torch.einsum`
@@ -226,6 +228,10 @@ so), exact where the tensor holds one value or one per head, which it cannot tel
                       "    return att @ v\n"),
         Valid(_HEAD + "    if fused:\n        return F.scaled_dot_product_attention(q, k, v)\n"
                       "    att = (q @ k.transpose(-2, -1) * 0.125).softmax(dim=-1)\n    return att @ v\n"),
+        # ... also imported under another name: the hand-written path is the fallback.
+        Valid("import torch\nfrom torch.nn.functional import scaled_dot_product_attention as sdpa\n\n"
+              "def attend(q, k, v, fused):\n    if fused:\n        return sdpa(q, k, v)\n"
+              "    att = (q @ k.transpose(-2, -1) * 0.125).softmax(dim=-1)\n    return att @ v\n"),
         # einsum products of other shapes: k not contracted on its last axis, or the output transposed.
         Valid(_HEAD + "    w = torch.einsum('bhid,bhdj->bhij', q, k).softmax(dim=-1)\n"
                       "    return torch.einsum('bhij,bhjd->bhid', w, v)\n"),
@@ -608,8 +614,11 @@ so), exact where the tensor holds one value or one per head, which it cannot tel
         """The function also calls scaled_dot_product_attention: the hand-written path is its deliberate
         fallback (old torch, attention weights wanted, a tensor temperature), not an oversight."""
         ctx = self.ctx
+        # by the name it is called, or imported under (`scaled_dot_product_attention as sdpa`)
         return ctx.index.enclosing_function(node) is not None and any(
-            (ctx.dotted(call.func) or "").endswith("scaled_dot_product_attention") for call in ctx.calls_in_scope(node))
+            (ctx.dotted(call.func) or "").endswith("scaled_dot_product_attention")
+            or ctx.names.qualified(call.func) == "torch.nn.functional.scaled_dot_product_attention"
+            for call in ctx.calls_in_scope(node))
 
     def _is_test_reference(self, node, depth: int = 0) -> bool:
         """What the attention computes is checked by an assertion (`torch.testing.assert_close(pool(x),
