@@ -289,27 +289,45 @@ _ARRAYS = frozenset({"torch.tensor", "torch.as_tensor", "torch.stack", "torch.Te
                      "numpy.array", "numpy.asarray"})
 
 
-class AveragedList(NamedTuple):
-    """A list of per-step values averaged later (averaged_list)."""
+# Calls that join the arrays or tensors of a list into one (`np.concatenate(preds)`,
+# `torch.stack(norms)`), by the torch call that joins the tensors so on the device.
+_JOINS = {"numpy.concatenate": "torch.cat", "torch.cat": "torch.cat", "torch.concat": "torch.cat",
+          "torch.concatenate": "torch.cat", "numpy.stack": "torch.stack", "torch.stack": "torch.stack",
+          "numpy.vstack": "torch.vstack", "torch.vstack": "torch.vstack", "numpy.hstack": "torch.hstack",
+          "torch.hstack": "torch.hstack"}
+
+
+class GatheredList(NamedTuple):
+    """A list of per-step values used whole later (gathered_list): averaged, or joined."""
 
     name: cst.BaseExpression  # the list where it is filled: `losses`, `self.losses`
-    listed: cst.BaseExpression  # the list as reduced, where it is: `losses[-50:]`, a caller's `epoch_losses`
-    reduction: cst.BaseExpression  # the reduction as written: `np.mean(losses)`, `torch.tensor(losses).mean()`
-    returned_by: cst.FunctionDef | None  # the function that returns the list to where it is averaged
+    listed: cst.BaseExpression  # the list as used, where it is: `losses[-50:]`, a caller's `epoch_losses`
+    use: cst.BaseExpression  # as written: `np.mean(losses)`, `torch.tensor(losses).mean()`, `np.concatenate(preds)`
+    returned_by: cst.FunctionDef | None  # the function that returns the list to where it is used
+    join: str | None  # None for a mean; for a join, the torch call that joins on the device: `torch.cat`
 
 
-def averaged_list(ctx, read: cst.Call) -> AveragedList | None:
-    """For read appended whole to a list (`losses.append(loss.item())`), a reduction of that list
-    (_reduction: `np.mean(losses)`, `sum(losses[-50:]) / 50`, `... / len(losses)`,
-    `torch.tensor(losses).mean()`) seen where the list is: in the function, for a variable of its
-    function; in the methods of the object, for `self.losses` (Loops.self_attributes: a trainer's
-    epoch-end method); or in a caller the function returns the variable to (`return losses`, then
-    `epoch_losses = train_epoch(...)` and `np.mean(epoch_losses)`: Loops.returned_to). Read every
-    N steps, such a mean would average every Nth step only. None for a list only printed or
-    stored, or one this cannot follow (a closure, `global`)."""
-    arg = ctx.parent(read)
+def gathered_list(ctx, read: cst.Call) -> GatheredList | None:
+    """For read appended whole to a list (`losses.append(loss.item())`; with the host reads chained
+    after it: `preds.append(logits.argmax(1).cpu().numpy())`), a use of that list whole
+    (_whole_use): a mean (`np.mean(losses)`, `sum(losses[-50:]) / 50`, `... / len(losses)`,
+    `torch.tensor(losses).mean()`) or a join (`np.concatenate(preds)`, `torch.stack(norms)`), seen
+    where the list is: in the function, for a variable of its function; in the methods of the
+    object, for `self.losses` (Loops.self_attributes: a trainer's epoch-end method); or in a caller
+    the function returns the variable to (`return losses`, then `epoch_losses = train_epoch(...)`
+    and `np.mean(epoch_losses)`: Loops.returned_to). Read every N steps, such a mean would average
+    every Nth step only, and a join (the predictions an accuracy is taken over) would hold every
+    Nth step only. None for a list only printed or stored, or one this cannot follow (a closure,
+    `global`)."""
+    value = read
+    # `x.cpu().numpy()`, `x.to("cpu").tolist()`: the whole chain of host reads is appended.
+    while isinstance(attr := ctx.parent(value), cst.Attribute) and attr.value is value \
+            and isinstance(chained := ctx.parent(attr), cst.Call) and chained.func is attr \
+            and reads_to_host(ctx, chained):
+        value = chained
+    arg = ctx.parent(value)
     call = ctx.parent(arg)
-    if not (isinstance(arg, cst.Arg) and arg.value is read and isinstance(call, cst.Call) and len(call.args) == 1
+    if not (isinstance(arg, cst.Arg) and arg.value is value and isinstance(call, cst.Call) and len(call.args) == 1
             and isinstance(call.func, cst.Attribute) and call.func.attr.value == "append"):
         return None
     name = call.func.value
@@ -322,21 +340,23 @@ def averaged_list(ctx, read: cst.Call) -> AveragedList | None:
     else:
         return None
     for node in reads:
-        if (found := _reduction(ctx, node)) is not None:
-            return AveragedList(name, *found, None)
+        if (found := _whole_use(ctx, node)) is not None:
+            return GatheredList(name, found[0], found[1], None, found[2])
     for node in reads if isinstance(name, cst.Name) else ():
         # Returned alone or in a tuple (`return losses, acc`), bound by a caller to a name.
         for bound, caller in ctx.loops.returned_to(node, escaping=True):
             for use in variable_uses(ctx.index, caller, bound) or ():
-                if use.kind == "read" and (found := _reduction(ctx, use.node)) is not None:
-                    return AveragedList(name, *found, ctx.index.enclosing_function(node))
+                if use.kind == "read" and (found := _whole_use(ctx, use.node)) is not None:
+                    return GatheredList(name, found[0], found[1], ctx.index.enclosing_function(node), found[2])
     return None
 
 
-def _reduction(ctx, node: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
-    """(the list as reduced, the reduction as written) where node, a read of a list (or a window of
-    its last values: `losses[-50:]`), is averaged: `np.mean(losses)`, `sum(losses) / n`,
-    `torch.tensor(losses).mean()`. None elsewhere, and for a total (`sum(losses)` alone)."""
+def _whole_use(ctx, node: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression, str | None] | None:
+    """(the list as used, the use as written, the torch join or None for a mean) where node, a read
+    of a list (or a window of its last values: `losses[-50:]`), is averaged (`np.mean(losses)`,
+    `sum(losses) / n`, `torch.tensor(losses).mean()`) or joined (_JOINS: `np.concatenate(preds)`,
+    `torch.stack(norms)` of `torch.stack(norms).max()`). None elsewhere, and for a total
+    (`sum(losses)` alone)."""
     listed = node
     if isinstance(parent := ctx.parent(listed), cst.Subscript) and parent.value is listed:
         listed = parent
@@ -350,12 +370,17 @@ def _reduction(ctx, node: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.B
         method, mean = ctx.parent(reducer), ctx.parent(ctx.parent(reducer))
         if isinstance(method, cst.Attribute) and method.attr.value == "mean" and isinstance(mean, cst.Call) \
                 and mean.func is method and not mean.args:
-            return listed, mean
+            return listed, mean, None
+    # Joined as it is (no `axis=`/`dim=`, which the torch call would spell otherwise): the join's
+    # result, an array over every step, is what the script goes on with.
+    if qualified in _JOINS and len(reducer.args) == 1:
+        return listed, reducer, _JOINS[qualified]
+    if qualified in _ARRAYS:
         return None
     if qualified not in _REDUCTIONS or len(reducer.args) != 1:
         return None
     divided = ctx.parent(reducer)
     if isinstance(divided, cst.BinaryOperation) and divided.left is reducer and isinstance(divided.operator, cst.Divide):
-        return listed, divided
+        return listed, divided, None
     # A total, not a mean: `sum(losses)` alone.
-    return None if qualified in ("builtins.sum", "numpy.sum") else (listed, reducer)
+    return None if qualified in ("builtins.sum", "numpy.sum") else (listed, reducer, None)

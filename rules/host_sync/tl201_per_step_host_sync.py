@@ -14,7 +14,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Rule, Valid, in_training_loop
 
 from .cases import CLOSURE, FORWARD_TRAINER, HOOK, HOST_BATCH, WRITER, forward_case, in_accumulation_step
-from .consumers import averaged_list, cross_rank_decision, host_consumer, per_step_test, test_advice
+from .consumers import cross_rank_decision, gathered_list, host_consumer, per_step_test, test_advice
 from .guards import guard_statement, interval_guard, log_line
 from .logged_values import argument
 from .syncs import (PROG_BAR_CAVEAT, blocking_host_copy, framework_log_value, framework_logging, host_read,
@@ -313,6 +313,11 @@ _AVERAGED_RETURNED = ("import torch\nimport numpy as np\ndef train_epoch(model, 
                       "        loss.backward()\n        opt.step()\n        losses.append(loss.item())\n"
                       "    return losses\ndef main(model, opt, data):\n    for epoch in range(10):\n"
                       "        epoch_losses = train_epoch(model, opt, data)\n        {after}\n")
+# A loop copying each step's predictions to the host with `{fill}` (labels stay on the host), then `{after}`.
+_GATHERED = ("import torch\nimport numpy as np\ndef train(model, opt, data):\n    preds, labels = [], []\n"
+             "    for step, (x, y) in enumerate(data):\n        logits = model(x.cuda())\n"
+             "        logits.mean().backward()\n        opt.step()\n        {fill}\n        labels.append(y.numpy())\n"
+             "    {after}\n")
 # A Lightning training step that logs with `LOG`.
 _LIGHTNING_LOG = HOOK.format(base="L.LightningModule", hook="training_step", read="acc.item()").replace(
     "self.history.append(acc.item())", "LOG")
@@ -558,7 +563,13 @@ guard suggested. So is a trainer's `self.losses` filled in its step method and a
 another method of the same object (its class, a base or a subclass of it defined here; a
 LightningModule's `self.epoch_losses` averaged in `on_train_epoch_end`), and a
 list a function returns to a caller that averages it (`epoch_losses = train_epoch(...)`, then
-`np.mean(epoch_losses)`).
+`np.mean(epoch_losses)`). So is a copy appended to a list that is joined whole later
+(`preds.append(logits.argmax(1).cpu().numpy())`, or `.to("cpu")`, `.tolist()`, then
+`np.concatenate(preds)` for an accuracy, `torch.stack(norms).max()`): read under an interval the
+list would hold every Nth step; the message says to append the tensor (`logits.argmax(1)`, a
+loss or logits `.detach()`ed) and copy it once, joined, where the list is used
+(`torch.cat(preds).cpu().numpy()`; GPU memory then holds the tensors until the list is used); no
+fix, no guard suggested.
 A value tested on every step (`loss_value = loss.item()`, then `if not
 math.isfinite(loss_value): sys.exit(1)`) would have nothing to test between intervals: the
 message advises by what the test does (`torch._assert_async(...)` for a check that fails,
@@ -1256,6 +1267,22 @@ of every tenth loss, predictions shorter than their targets).
                 fixed=NO_FIX, message="`losses` is averaged where `train_epoch(...)` returns it"),
         Invalid(_AVERAGED_RETURNED.format(after="print(epoch, epoch_losses)"), fixed=NO_FIX,
                 message="read it under the logging interval"),
+        # Per-step copies joined into one array where the list is used (`np.concatenate(preds)` for
+        # an accuracy, `torch.stack(norms).max()`): read under an interval, the accuracy would
+        # cover every Nth batch only (it got the interval advice). The device tensors can be
+        # appended and copied once, joined. A list of copies only printed keeps the interval advice.
+        Invalid(_GATHERED.format(fill="preds.append(logits.argmax(1).cpu().numpy())",
+                                 after="return (np.concatenate(preds) == np.concatenate(labels)).mean()"),
+                fixed=NO_FIX,
+                message="`.cpu()` waits for the GPU on every step; `preds` is used whole (`np.concatenate(preds)`): "
+                        "append `logits.argmax(1)` and copy it once there, `torch.cat(preds).cpu().numpy()` (GPU "
+                        "memory then holds them until it is used); read under a logging interval, it would hold every "
+                        "Nth step only; not fixed: each use of `preds` would change with it"),
+        Invalid(_GATHERED.format(fill="preds.append(logits.to('cpu'))", after="return torch.stack(preds).max()"),
+                fixed=NO_FIX, message="`preds` is used whole (`torch.stack(preds)`): append `logits.detach()` and copy "
+                                      "it once there, `torch.stack(preds).cpu()`"),
+        Invalid(_GATHERED.format(fill="preds.append(logits.argmax(1).tolist())", after="print(preds)"), fixed=NO_FIX,
+                message="read it under the logging interval"),
         # `self.log_dict({...})` logs each value with `self.log`: a value read whole is fixed as
         # there, one finding and fix each. It got a guard suggestion, never written, and no reason.
         Invalid(_LIGHTNING_LOG.replace("LOG", "self.log_dict({'loss': loss.item(), 'acc': float(acc)})"),
@@ -1539,19 +1566,34 @@ of every tenth loss, predictions shorter than their targets).
             advice = f"its value is tested on every step (`{header}`): {test_advice(ctx, test)}"
             if advice.endswith("logging interval"):
                 advice += f" ({interval_guard(ctx, node, self.opts['log-every'])})"
-        elif what in ("`.item()`", "`float()`") and (averaged := averaged_list(ctx, node)) is not None:
+        elif (gathered := gathered_list(ctx, node)) is not None \
+                and (gathered.join is not None or what in ("`.item()`", "`float()`")):
             # `losses.append(loss.item())`, then `np.mean(losses)`: read under an interval the
             # list would hold every Nth step, and its mean would mean something else. The values
             # can stay on the device until the mean is taken. No guard is suggested.
             # Also a trainer's `self.losses` averaged in its epoch-end method, and a list returned
-            # to a caller that averages it.
-            name = ctx.code(averaged.name)
-            detached = ctx.code(target) if _is_detach(target) else f"{ctx.code(target)}.detach()"
-            where = "" if averaged.returned_by is None else f" where `{averaged.returned_by.name.value}(...)` returns it"
-            advice = (f"`{name}` is averaged{where} (`{one_line(ctx.code(averaged.reduction))}`): append `{detached}` "
-                      f"and read the mean once there, `torch.stack({ctx.code(averaged.listed)}).mean().item()`; read "
-                      f"under a logging interval, the mean would cover every Nth step only; not fixed: each use of "
-                      f"`{name}` would change with it")
+            # to a caller that averages it. So for copies joined where the list is used
+            # (`preds.append(logits.argmax(1).cpu().numpy())`, then `np.concatenate(preds)` for
+            # an accuracy): the tensors can be appended, joined on the device and copied once.
+            name = ctx.code(gathered.name)
+            where = "" if gathered.returned_by is None else f" where `{gathered.returned_by.name.value}(...)` returns it"
+            used = one_line(ctx.code(gathered.use))
+            listed = ctx.code(gathered.listed)
+            if gathered.join is None:
+                detached = ctx.code(target) if _is_detach(target) else f"{ctx.code(target)}.detach()"
+                advice = (f"`{name}` is averaged{where} (`{used}`): append `{detached}` and read the mean once there, "
+                          f"`torch.stack({listed}).mean().item()`; read under a logging interval, the mean would "
+                          f"cover every Nth step only")
+            else:
+                # An index or a comparison carries no graph; a loss or logits would keep theirs.
+                detached = ctx.code(target) if _is_detach(target) or _gradless(target) else \
+                    f"{ctx.code(target)}.detach()"
+                # The join gave a numpy array, or a tensor in host memory: the copy gives the same.
+                copy = ".cpu().numpy()" if ctx.names.qualified(gathered.use.func).startswith("numpy.") else ".cpu()"
+                advice = (f"`{name}` is used whole{where} (`{used}`): append `{detached}` and copy it once there, "
+                          f"`{gathered.join}({listed}){copy}` (GPU memory then holds them until it is used); read "
+                          f"under a logging interval, it would hold every Nth step only")
+            advice += f"; not fixed: each use of `{name}` would change with it"
         elif what not in ("`bool()`",) and not what.startswith("`math.") \
                 and (logged := framework_log_value(ctx, node)) is not None:
             # `self.log("loss", loss.item())`: Lightning's log takes the tensor itself (it
@@ -1658,6 +1700,12 @@ def _scaler_names(ctx) -> frozenset[str]:
                 names |= {dotted(t.target) for t in assign.targets} - {None}
         cached = ctx.__dict__["_scaler_names"] = frozenset(names)
     return cached
+
+
+def _gradless(expr: cst.BaseExpression) -> bool:
+    """A tensor that carries no autograd graph, for certain: an index (`logits.argmax(1)`), a comparison."""
+    return isinstance(expr, cst.Comparison) or isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+        and expr.func.attr.value in ("argmax", "argmin")
 
 
 def _is_detach(expr: cst.BaseExpression) -> bool:
