@@ -256,6 +256,12 @@ def draws_a_batch_per_pass(ctx, call: cst.Call) -> bool:
     return bool(fresh) and all(id(node) in fresh for node, _ in passes)
 
 
+def iterator_once(ctx, draw: cst.Call) -> str:
+    """What to do instead of a new iterator for every batch (a `Loops.fresh_draws` draw), as TL101,
+    TL103, TL106 and TL107 say it."""
+    return f"make the iterator once before the loop (`it = {ctx.code(draw.args[0].value).strip()}`, made again at `StopIteration`)"
+
+
 def _next_of_iter(ctx, expr: cst.BaseExpression) -> bool:
     """expr is the whole argument of `iter()`, itself the whole argument of `next()`."""
     node = expr

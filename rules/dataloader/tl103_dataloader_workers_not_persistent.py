@@ -16,6 +16,7 @@ from .cases import CLOSURE, DRAWN, FIT_METHOD, FRESH, PHASES, RETURNED_DICT, TRA
 from .loaders import (
     DataLoaderRule,
     TRAINER_TRIGGERS,
+    iterator_once,
     loader_name,
     names_evaluation,
     setting_advice,
@@ -709,8 +710,7 @@ started with (a grown list is indexed past the workers' shorter copy: IndexError
         message = setting_advice(ctx, call, "persistent_workers", "True", f"{workers} are restarted {when}",
                                  "to keep them alive")
         if fresh:
-            message += (f", or make the iterator once before the loop (`it = {ctx.code(fresh[0].args[0].value).strip()}`, "
-                        "made again at `StopIteration`), which also keeps the batches they prefetch")
+            message += f", or {iterator_once(ctx, fresh[0])}, which also keeps the batches they prefetch"
         if reentered:
             again = "the loader is gone over again while a loop over it runs"
             if all(reentered is not node for node, _ in ctx.loops.passes_over(call)):  # handed elsewhere

@@ -12,6 +12,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import NO_FIX, Invalid, Option, Valid
 
 from .changed import global_change_sites
+from .cases import FRESH
 from .loaders import (
     DataLoaderRule,
     MUTATORS,
@@ -24,7 +25,6 @@ from .loaders import (
     setting_source,
     setting_value,
 )
-from .cases import FRESH
 from .workers import has_workers, workers_operand, workers_positive, workers_subject
 
 

@@ -25,7 +25,7 @@ from trainlint.diagnostics import Applicability
 from trainlint.rule import Rule
 
 from .changed import changed_while_drawn
-from .loaders import excerpt, setting_fix, setting_source, setting_value
+from .loaders import excerpt, iterator_once, setting_fix, setting_source, setting_value
 from .queues import queue_fed_builds
 
 
@@ -87,8 +87,7 @@ def workers_advice(ctx, call: cst.Call) -> str | None:
         # `next(iter(loader))` per step: a new pass each step, and workers started for each one
         # (hundreds of milliseconds) to hand over a single batch: slower than loading in process.
         return (f"the loop makes a new iterator over it for every batch (`{ctx.code(fresh[0]).strip()}`), "
-                f"and each new iterator would start the workers again; make the iterator once before the loop "
-                f"(`it = {ctx.code(fresh[0].args[0].value).strip()}`, made again at `StopIteration`)")
+                f"and each new iterator would start the workers again; {iterator_once(ctx, fresh[0])}")
     if changed_while_drawn(ctx, call):
         # Workers forked at a pass's start keep their copy of the dataset: what the loop adds to it
         # (a replay buffer's `buf.add(obs)`) would never reach them (the model trained on zeros).

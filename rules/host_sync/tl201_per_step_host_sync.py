@@ -1539,7 +1539,7 @@ of every tenth loss, predictions shorter than their targets).
                 and not ctx.tensors.is_tensor(parent.right if parent.left is added else parent.left):
             parent, added = ctx.parent(parent), parent
         if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.AddAssign) and parent.value is added:
-            detached = target if _is_detach(target) else cst.Call(func=cst.Attribute(value=target, attr=cst.Name("detach")))
+            detached = _detached(target)
             floating = what == "`float()`" or _floating_tensor(target)
             if floating and ctx.precision.lowers_precision:
                 # A bfloat16 loss summed in its own dtype loses the sum (8 bits of mantissa: 2000
@@ -1554,7 +1554,7 @@ of every tenth loss, predictions shorter than their targets).
             advice = f"accumulate with `{ctx.code(parent.target)} += {added_code}` and convert once at the logging interval"
         elif (total := _summed_into(ctx, parent, added)) is not None:
             # `s = s + loss.item()` is the same running sum: read every N steps it would drop terms.
-            detached = target if _is_detach(target) else cst.Call(func=cst.Attribute(value=target, attr=cst.Name("detach")))
+            detached = _detached(target)
             added_code = ctx.code(detached) if added is node else ctx.code(added).replace(ctx.code(node), ctx.code(detached), 1)
             advice = (f"accumulate with `{total} = {total} + {added_code}` and convert once at the logging interval; "
                       f"not fixed: the fix handles `{total} += ...`")
@@ -1580,14 +1580,13 @@ of every tenth loss, predictions shorter than their targets).
             used = one_line(ctx.code(gathered.use))
             listed = ctx.code(gathered.listed)
             if gathered.join is None:
-                detached = ctx.code(target) if _is_detach(target) else f"{ctx.code(target)}.detach()"
+                detached = ctx.code(_detached(target))
                 advice = (f"`{name}` is averaged{where} (`{used}`): append `{detached}` and read the mean once there, "
                           f"`torch.stack({listed}).mean().item()`; read under a logging interval, the mean would "
                           f"cover every Nth step only")
             else:
                 # An index or a comparison carries no graph; a loss or logits would keep theirs.
-                detached = ctx.code(target) if _is_detach(target) or _gradless(target) else \
-                    f"{ctx.code(target)}.detach()"
+                detached = ctx.code(target if _gradless(target) else _detached(target))
                 # The join gave a numpy array, or a tensor in host memory: the copy gives the same.
                 copy = ".cpu().numpy()" if ctx.names.qualified(gathered.use.func).startswith("numpy.") else ".cpu()"
                 advice = (f"`{name}` is used whole{where} (`{used}`): append `{detached}` and copy it once there, "
@@ -1711,6 +1710,11 @@ def _gradless(expr: cst.BaseExpression) -> bool:
 def _is_detach(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "detach" \
         and not expr.args
+
+
+def _detached(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """expr with `.detach()` after it, unless it ends in one."""
+    return expr if _is_detach(expr) else cst.Call(func=cst.Attribute(value=expr, attr=cst.Name("detach")))
 
 
 _ARITHMETIC_AUG = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)

@@ -592,6 +592,7 @@ class Loops:
         self._names_of: dict[cst.CSTNode, list] = {}
         self._paths_of: dict[cst.CSTNode, list] = {}
         self._draws: dict[cst.CSTNode, list] = {}
+        self._fresh_draws: dict[cst.CSTNode, list] = {}
         self._callees: dict[cst.Call, list[cst.FunctionDef]] = {}
         # Memos of the questions about the file's classes and functions (module_call,
         # _parameter_classes, _set_in_class, _target's factories): final answers only. The two
@@ -1769,7 +1770,9 @@ class Loops:
         not) that runs it again and again without making value again: a new iterator, so a new pass
         over value, for every item drawn (a DataLoader starts its workers again and prefetches anew
         at each one). Not one an epoch loop runs (a sample batch decoded once an epoch): a pass an
-        epoch is what the loader rules take any loader to make."""
+        epoch is what the loader rules take any loader to make. Once per value: every loader rule asks."""
+        if value in self._fresh_draws:
+            return list(self._fresh_draws[value])
         names = self.names_of(value)
         made_again = self.loops_around(value)
         out = []
@@ -1783,7 +1786,8 @@ class Loops:
                     name == known and self.in_sight(call, known, scope) for known, scope in names) and any(
                     loop not in made_again and not runs_at_most_once(loop) for loop in self.loops_around(call)):
                 out.append(call)
-        return out
+        self._fresh_draws[value] = out
+        return list(out)
 
     def stray_draws(self, value: cst.BaseExpression) -> list[cst.CSTNode]:
         """Where value's batches are taken other than by the loops over it (as loops_over,
