@@ -386,6 +386,7 @@ class Precision:
         return found
 
     def _top_statement(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The module-level statement node is in (its own, a function's or a class's def), or None."""
         for anc in self.index.ancestors(node):
             if self.index.parent.get(anc) is self.index.module:
                 return anc
